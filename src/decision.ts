@@ -1,0 +1,54 @@
+/**
+ * The Decision: one record per call, whatever route it came by, saying what was decided, at which
+ * stage of the gate, and by which layer or rule.
+ */
+import type { RefusalLayer } from './errors.js';
+
+/** Fields every Decision carries. */
+export interface DecisionBase {
+  /** The call's id (from the model's call, or generated). */
+  readonly callId: string;
+  /** The tool name as it was asked for. */
+  readonly tool: string;
+  /** Its canonical form. */
+  readonly canonical: string;
+  readonly agent: string;
+  readonly tenant: string | null;
+  readonly runId: string | null;
+  /** The validated arguments, or null when the call was refused before validation succeeded. */
+  readonly parameters: Readonly<Record<string, unknown>> | null;
+  /** The rule that decided, where one did. */
+  readonly rule: string | null;
+  /** Why, in words: shown to the model on a refusal and to people in explanations. */
+  readonly reason: string;
+  /** Which handler was asked, where a rule answered `ask`. */
+  readonly asked: 'policy' | 'registry' | 'runner' | null;
+  /** The version of the policy in force, or null without one. */
+  readonly policyVersion: string | null;
+}
+
+/** Where in the gate a call was refused. */
+export type DenyStage = 'lookup' | 'arguments' | 'validation' | 'allowlist' | 'policy' | 'handler' | 'budget';
+
+/** An allowed call: it will execute. */
+export interface AllowDecision extends DecisionBase {
+  readonly effect: 'allow';
+  readonly stage: 'policy';
+  /** `no_policy`: no policy is set; `rule`/`fallback`: the policy answered allow; `handler`: a handler approved an ask. */
+  readonly by: 'no_policy' | 'rule' | 'fallback' | 'handler';
+  readonly layer: null;
+}
+
+/** A refused call: it does not execute, and the model gets an error result. */
+export type DenyDecision = DecisionBase & { readonly effect: 'deny' } & (
+    | { readonly stage: 'lookup'; readonly by: 'unknown_tool'; readonly layer: 'not_declared' }
+    | { readonly stage: 'arguments'; readonly by: 'malformed_call' | 'malformed_arguments'; readonly layer: null }
+    | { readonly stage: 'validation'; readonly by: 'invalid_arguments'; readonly layer: null }
+    | { readonly stage: 'allowlist'; readonly by: 'allowlist'; readonly layer: RefusalLayer }
+    | { readonly stage: 'policy'; readonly by: 'rule' | 'fallback' | 'rule_error' | 'no_handler'; readonly layer: null }
+    | { readonly stage: 'handler'; readonly by: 'handler' | 'handler_error' | 'handler_timeout' | 'handler_invalid'; readonly layer: null }
+    | { readonly stage: 'budget'; readonly by: 'budget'; readonly layer: null }
+  );
+
+/** The verdict on one call. */
+export type Decision = AllowDecision | DenyDecision;

@@ -1,0 +1,263 @@
+/**
+ * The one path every tool call takes, from every route:
+ *
+ *   1 find tool → 2 parse arguments → 3 validate → 4 allowlist (this dispatch) → 5 policy on the
+ *   validated arguments (ask → handler) → [6 budget, in the runner] → 7 execute → 8 one Decision emitted
+ *
+ * Refusals are values. Everything that can fail on the way (a rule, a handler, a schema) fails closed.
+ */
+import { REFUSAL_OF, ToolAllowlist, type AllowlistLayer } from './allowlist.js';
+import type { AllowDecision, Decision, DecisionBase, DenyDecision } from './decision.js';
+import type { RefusalLayer } from './errors.js';
+import { parseArguments, type NormalizedCall, type UnreadableCall } from './formats/index.js';
+import { canonical } from './names.js';
+import { callHandler, errorText, type PermissionHandler, type PermissionRequest } from './permissions/handler.js';
+import type { PermissionPolicy, PolicyEvaluation } from './permissions/policy.js';
+import type { PermissionResult } from './permissions/result.js';
+import type { Tool } from './tool.js';
+
+/** An agent as the gate sees it: a name and, optionally, the tools it declares. */
+export interface AgentIdentity {
+  readonly name: string;
+  /** The agent layer. Without it, the agent declares every registered tool. */
+  readonly tools?: Iterable<string>;
+}
+
+/**
+ * Who is asking, for one dispatch. The allowlist is resolved from it at every call (cached by identity
+ * where the layers are frozen arrays, so a steady context costs a look-up, not a resolution).
+ */
+export interface GateContext {
+  /** The agent's name, or its name and declared tools. @default 'agent', declaring every registered tool */
+  readonly agent?: string | AgentIdentity;
+  /** The tenant; `tools` null/undefined states nothing, an empty list refuses everything. */
+  readonly tenant?: { readonly id?: string; readonly tools?: AllowlistLayer };
+  /** The caller; `scopes` are tool names (map capability scopes to names before they get here). */
+  readonly caller?: { readonly id?: string; readonly scopes?: AllowlistLayer };
+  /** A resolved allowlist to use as is, instead of resolving one from agent, tenant and caller. */
+  readonly allowlist?: ToolAllowlist;
+  /** Tags decisions and events with a run. */
+  readonly runId?: string;
+  /** Cancels execution of the dispatched calls. */
+  readonly signal?: AbortSignal;
+}
+
+/** What the gate reads from the registry at each call (the registry is the only implementation). */
+export interface GateEnvironment {
+  lookup(form: string): Tool | undefined;
+  /** The registered names in registration order; a new frozen array after each change. */
+  registeredNames(): readonly string[];
+  readonly policy: PermissionPolicy | null;
+  readonly handler: PermissionHandler | null;
+  /** What `ask` becomes when no handler is reachable. */
+  readonly handlerFallback: PermissionResult;
+  readonly handlerTimeoutMs: number;
+}
+
+/** A call that passed steps 1–4 and was evaluated by the policy (step 5), before any handler. */
+export interface Evaluated {
+  readonly tool: Tool;
+  readonly args: Record<string, unknown>;
+  readonly base: DecisionBase;
+  readonly evaluation: PolicyEvaluation | null;
+}
+
+/** The outcome of steps 1–5 before an ask is resolved: a final Decision, or an ask for a handler. */
+export type Precheck =
+  | { readonly kind: 'decided'; readonly decision: Decision; readonly tool: Tool | null; readonly args: Record<string, unknown> | null }
+  | { readonly kind: 'ask'; readonly tool: Tool; readonly args: Record<string, unknown>; readonly base: DecisionBase; readonly request: PermissionRequest };
+
+const NONE = {};
+const allowlists = new WeakMap<object, WeakMap<object, WeakMap<object, ToolAllowlist>>>();
+
+function layerKey(layer: AllowlistLayer): object | null {
+  if (layer === null || layer === undefined) return NONE;
+  return Array.isArray(layer) && Object.isFrozen(layer) ? layer : null;
+}
+
+/** The allowlist in force for this dispatch. */
+export function allowlistFor(context: GateContext, env: GateEnvironment): ToolAllowlist {
+  if (context.allowlist) return context.allowlist;
+  const agent = agentNameOf(context);
+  const declared = (typeof context.agent === 'object' ? context.agent.tools : undefined) ?? env.registeredNames();
+  const tenant = context.tenant?.tools;
+  const caller = context.caller?.scopes;
+  const dk = layerKey(declared as AllowlistLayer);
+  const tk = layerKey(tenant);
+  const ck = layerKey(caller);
+  if (dk === null || tk === null || ck === null) return ToolAllowlist.resolve(declared, { agent, tenant, caller });
+  let byTenant = allowlists.get(dk);
+  if (!byTenant) allowlists.set(dk, (byTenant = new WeakMap()));
+  let byCaller = byTenant.get(tk);
+  if (!byCaller) byTenant.set(tk, (byCaller = new WeakMap()));
+  let list = byCaller.get(ck);
+  // The agent's name is part of the refusal text, so a cached list is reused only for the same agent.
+  if (!list || list.agent !== agent) {
+    list = ToolAllowlist.resolve(declared, { agent, tenant, caller });
+    byCaller.set(ck, list);
+  }
+  return list;
+}
+
+export function agentNameOf(context: GateContext): string {
+  const agent = context.agent;
+  if (typeof agent === 'string') return agent;
+  if (agent && typeof agent.name === 'string') return agent.name;
+  return context.allowlist?.agent ?? 'agent';
+}
+
+/**
+ * Steps 1–5 for one call, synchronously where the schema is synchronous. Never executes anything and
+ * never throws for bad input; throws only for a broken configuration (a colliding declaration).
+ */
+export function precheck(call: NormalizedCall | UnreadableCall, context: GateContext, env: GateEnvironment): Precheck | Promise<Precheck> {
+  const form = canonical(call.name);
+  const base: DecisionBase = {
+    callId: call.id,
+    tool: call.name,
+    canonical: form,
+    agent: agentNameOf(context),
+    tenant: context.tenant?.id ?? null,
+    runId: context.runId ?? null,
+    parameters: null,
+    rule: null,
+    reason: '',
+    asked: null,
+    policyVersion: env.policy?.version ?? null,
+  };
+  if ('problem' in call) return decided(deny(base, { stage: 'arguments', by: 'malformed_call', layer: null }, call.problem), null, null);
+  // 1 find tool
+  const tool = env.lookup(form);
+  if (!tool) {
+    return decided(deny(base, { stage: 'lookup', by: 'unknown_tool', layer: 'not_declared' }, `no tool named ${JSON.stringify(call.name)} is registered`), null, null);
+  }
+  // 2 parse arguments: malformed JSON is refused, never run as {}
+  const parsed = parseArguments(call.arguments);
+  if (!parsed.ok) return decided(deny(base, { stage: 'arguments', by: 'malformed_arguments', layer: null }, parsed.problem), tool, null);
+  // 3 validate against the tool's schema
+  let validation;
+  try {
+    validation = tool.validate(parsed.value);
+  } catch (error) {
+    return decided(deny(base, { stage: 'validation', by: 'invalid_arguments', layer: null }, `validating the arguments failed: ${errorText(error)}`), tool, null);
+  }
+  if (validation instanceof Promise) {
+    return validation.then(
+      (result) => afterValidation(result, tool, base, context, env),
+      (error: unknown) => decided(deny(base, { stage: 'validation', by: 'invalid_arguments', layer: null }, `validating the arguments failed: ${errorText(error)}`), tool, null),
+    );
+  }
+  return afterValidation(validation, tool, base, context, env);
+}
+
+function afterValidation(
+  validation: Awaited<ReturnType<Tool['validate']>>,
+  tool: Tool,
+  base: DecisionBase,
+  context: GateContext,
+  env: GateEnvironment,
+): Precheck {
+  if (!validation.ok) {
+    return decided(
+      deny(base, { stage: 'validation', by: 'invalid_arguments', layer: null }, `the arguments do not match the schema of ${JSON.stringify(tool.name)}: ${validation.issues.join('; ')}`),
+      tool,
+      null,
+    );
+  }
+  const args = validation.value;
+  const withArgs: DecisionBase = { ...base, parameters: args };
+  // 4 allowlist, resolved for this dispatch
+  const allowlist = allowlistFor(context, env);
+  const layer = allowlist[REFUSAL_OF](base.canonical);
+  if (layer !== null) return decided(deny(withArgs, { stage: 'allowlist', by: 'allowlist', layer }, refusalText(base.tool, base.agent, layer)), tool, args);
+  // 5 policy on the validated arguments
+  const policy = env.policy;
+  if (!policy) return decided(allow(withArgs, 'no_policy', 'no permission policy is set'), tool, args);
+  const evaluation = policy.evaluate(tool, args);
+  return fromEvaluation(evaluation, tool, args, withArgs);
+}
+
+/** Turns a policy evaluation into a final Decision or an ask. */
+export function fromEvaluation(evaluation: PolicyEvaluation, tool: Tool, args: Record<string, unknown>, base: DecisionBase): Precheck {
+  const rule = evaluation.rule?.name ?? null;
+  const withRule: DecisionBase = { ...base, rule };
+  if (evaluation.by === 'rule_error') {
+    return decided(deny(withRule, { stage: 'policy', by: 'rule_error', layer: null }, evaluation.error), tool, args);
+  }
+  const reason = evaluation.rule ? evaluation.rule.reason : `no rule matched; the policy's fallback is ${evaluation.result}`;
+  if (evaluation.result === 'allow') return decided(allow({ ...withRule, reason }, evaluation.by, reason), tool, args);
+  if (evaluation.result === 'deny') return decided(deny(withRule, { stage: 'policy', by: evaluation.by, layer: null }, reason), tool, args);
+  const request: PermissionRequest = {
+    toolName: tool.name,
+    parameters: args,
+    reason,
+    ruleName: rule ?? '(fallback)',
+    metadata: tool.metadata,
+    callId: base.callId,
+    agent: base.agent,
+    tenant: base.tenant,
+    runId: base.runId,
+  };
+  return { kind: 'ask', tool, args, base: { ...withRule, reason }, request };
+}
+
+/**
+ * Resolves an ask: the policy's handler, else the registry's, else the registry's fallback. Any
+ * handler failure denies.
+ */
+export async function resolveAsk(ask: Extract<Precheck, { kind: 'ask' }>, env: GateEnvironment): Promise<Decision> {
+  const handler = env.policy?.handler ?? env.handler;
+  const asked = env.policy?.handler ? 'policy' : env.handler ? 'registry' : null;
+  if (!handler) {
+    const fallback = env.handlerFallback;
+    if (fallback === 'allow') return allow(ask.base, 'fallback', `${ask.base.reason} (asked, no handler; the fallback allows)`);
+    return deny(ask.base, { stage: 'policy', by: 'no_handler', layer: null }, `${ask.base.reason}; approval was required and no permission handler is set`);
+  }
+  const outcome = await callHandler(handler, ask.request, env.handlerTimeoutMs);
+  const base: DecisionBase = { ...ask.base, asked };
+  if (outcome.answer === 'allow') return allow(base, 'handler', `${ask.base.reason} (approved)`);
+  if (outcome.failure === undefined) return deny(base, { stage: 'handler', by: 'handler', layer: null }, `${ask.base.reason}; the approver denied the call`);
+  const by = outcome.failure === 'timeout' ? 'handler_timeout' : outcome.failure === 'threw' ? 'handler_error' : 'handler_invalid';
+  return deny(base, { stage: 'handler', by, layer: null }, `${ask.base.reason}; ${outcome.detail}, so the call is denied`);
+}
+
+/** Steps 1–5 including the handler: the Decision for one call. */
+export async function decide(call: NormalizedCall | UnreadableCall, context: GateContext, env: GateEnvironment): Promise<{ decision: Decision; tool: Tool | null; args: Record<string, unknown> | null }> {
+  const pre = await precheck(call, context, env);
+  if (pre.kind === 'decided') return pre;
+  return { decision: await resolveAsk(pre, env), tool: pre.tool, args: pre.args };
+}
+
+function decided(decision: Decision, tool: Tool | null, args: Record<string, unknown> | null): Precheck {
+  return { kind: 'decided', decision, tool, args };
+}
+
+type DenyParts = Pick<DenyDecision, 'stage' | 'by' | 'layer'>;
+
+export function deny(base: DecisionBase, parts: DenyParts, reason: string): DenyDecision {
+  return Object.freeze({ ...base, ...parts, effect: 'deny', reason }) as DenyDecision;
+}
+
+export function allow(base: DecisionBase, by: AllowDecision['by'], reason: string): AllowDecision {
+  return Object.freeze({ ...base, effect: 'allow', stage: 'policy', by, layer: null, reason });
+}
+
+const LAYER_NAMES: Record<RefusalLayer, string> = {
+  not_declared: 'the agent does not declare it',
+  tenant: "the tenant's plan does not include it",
+  caller: "the caller's scopes do not cover it",
+};
+
+export function refusalText(tool: string, agent: string, layer: RefusalLayer): string {
+  return `tool ${JSON.stringify(tool)} is not permitted for agent ${JSON.stringify(agent)}: ${LAYER_NAMES[layer]} (layer: ${layer})`;
+}
+
+/** The text a model gets for a refused call: what was refused and why, with no way to appeal. */
+export function refusalContent(decision: DenyDecision): string {
+  // A call the model got wrong (unknown name, bad arguments) can be corrected; a permission refusal cannot.
+  if (decision.stage === 'lookup' || decision.stage === 'arguments' || decision.stage === 'validation') {
+    return `Tool call rejected: ${decision.reason}.`;
+  }
+  const by = decision.stage === 'allowlist' ? `layer ${decision.layer}` : decision.rule ? `rule ${JSON.stringify(decision.rule)}` : decision.stage;
+  return `Tool call refused (${by}): ${decision.reason}. This decision is final and cannot be appealed; do not retry it.`;
+}

@@ -1,0 +1,124 @@
+/**
+ * Tool names in one canonical form.
+ *
+ * Every comparison of tool names in toolgate (allowlist layers, registry look-ups, rule selectors)
+ * goes through {@link canonical}, so that "Search", "ｓｅａｒｃｈ" and "search" are one permission and
+ * not three. Namespaces are part of the name: "mcp:search" and "search" stay different.
+ */
+import { ConfigurationError } from './errors.js';
+import { caseFold } from './unicode/case-fold.js';
+
+const EDGE_WHITE_SPACE = /^\p{White_Space}+|\p{White_Space}+$/gu;
+// Printable ASCII without upper case or spaces: already canonical, the common case for tool names.
+const CANONICAL_ASCII = /^[\x21-\x40\x5b-\x7e]*$/;
+const PRINTABLE_ASCII = /^[\x21-\x7e]*$/;
+
+/** The most names the canonical-form cache keeps; callers that send endless unique names cannot grow it past this. */
+export const CANONICAL_CACHE_LIMIT = 4096;
+/** Longer names are canonicalised every time rather than cached, so a megabyte name is not retained. */
+const CACHEABLE_LENGTH = 256;
+const cache = new Map<string, string>();
+
+/**
+ * The canonical form of a tool name: NFKC, trimmed of Unicode White_Space, fully case-folded, then
+ * NFKC again so that `canonical(canonical(x)) === canonical(x)`.
+ *
+ * @example
+ * canonical('Search') === canonical('ｓｅａｒｃｈ') // true: both are 'search'
+ * canonical('STRASSE') === canonical('Straße')     // true: full case folding, not toLowerCase
+ * canonical('mcp:search') === canonical('search')  // false: a namespace is part of the name
+ */
+export function canonical(name: string): string {
+  if (typeof name !== 'string') {
+    throw new TypeError(`canonical() expects a string tool name, got ${describe(name)}`);
+  }
+  const hit = cache.get(name);
+  if (hit !== undefined) return hit;
+  let form: string;
+  if (CANONICAL_ASCII.test(name)) form = name;
+  else if (PRINTABLE_ASCII.test(name)) form = name.toLowerCase();
+  else form = caseFold(name.normalize('NFKC').replace(EDGE_WHITE_SPACE, '')).normalize('NFKC');
+  if (name.length <= CACHEABLE_LENGTH) {
+    if (cache.size >= CANONICAL_CACHE_LIMIT) cache.delete(cache.keys().next().value!);
+    cache.set(name, form);
+  }
+  return form;
+}
+
+/** How many canonical forms are cached now (for tests and diagnostics). */
+export function canonicalCacheSize(): number {
+  return cache.size;
+}
+
+// Control (Cc), format (Cf: zero-width, bidi controls) and surrogate (Cs) code points make a name that
+// renders differently from how it compares; a declared name must not hold any.
+const INVISIBLE = /[\p{Cc}\p{Cf}\p{Cs}]/u;
+
+/**
+ * Checks a declared tool name and returns its canonical form. A name that is not a string, is empty
+ * after canonicalisation, or holds control, format or unpaired-surrogate characters is a
+ * {@link ConfigurationError} naming what was wrong.
+ */
+export function declaredName(name: unknown, where: string): string {
+  if (typeof name !== 'string') {
+    throw new ConfigurationError(`${where}: a tool name must be a string, got ${describe(name)}`);
+  }
+  if (!name.isWellFormed()) {
+    throw new ConfigurationError(`${where}: tool name ${JSON.stringify(name)} holds an unpaired surrogate`);
+  }
+  const bad = INVISIBLE.exec(name);
+  if (bad) {
+    const cp = bad[0].codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0');
+    throw new ConfigurationError(
+      `${where}: tool name ${JSON.stringify(name)} holds the invisible control or format character U+${cp}; ` +
+        'expected visible characters only',
+    );
+  }
+  const form = canonical(name);
+  if (form === '') {
+    throw new ConfigurationError(`${where}: tool name ${JSON.stringify(name)} is empty once trimmed and normalised`);
+  }
+  return form;
+}
+
+/**
+ * Canonical forms of a list of declared names, in order, refusing collisions: two names with one
+ * canonical form are a ConfigurationError quoting both, since which one a call reached would otherwise
+ * depend on iteration order.
+ */
+export function canonicalIndex(names: Iterable<unknown>, where: string): { names: string[]; index: Map<string, string> } {
+  if (names === null || typeof names !== 'object' || typeof (names as Iterable<unknown>)[Symbol.iterator] !== 'function') {
+    throw new ConfigurationError(`${where}: expected an iterable of tool names, got ${describe(names)}`);
+  }
+  const index = new Map<string, string>();
+  const list: string[] = [];
+  for (const name of names) {
+    const form = declaredName(name, where);
+    const other = index.get(form);
+    if (other !== undefined) {
+      if (other === name) continue; // the same spelling twice is a repetition, not an ambiguity
+      throw new ConfigurationError(
+        `${where}: tool names ${JSON.stringify(other)} and ${JSON.stringify(name)} have the same canonical form ` +
+          `${JSON.stringify(form)}; rename one of them`,
+      );
+    }
+    index.set(form, name as string);
+    list.push(name as string);
+  }
+  return { names: list, index };
+}
+
+/** Splits "github:search" into its namespace and stem; a name without a colon has no namespace. */
+export function namespaceOf(name: string): string | null {
+  const at = name.indexOf(':');
+  return at <= 0 ? null : name.slice(0, at);
+}
+
+/** A short, safe description of an unexpected value for error messages. */
+export function describe(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  if (typeof value === 'string') return JSON.stringify(value.length > 80 ? `${value.slice(0, 77)}...` : value);
+  if (typeof value === 'object') return 'an object';
+  return `${typeof value} ${String(value)}`;
+}

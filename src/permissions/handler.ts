@@ -1,0 +1,71 @@
+import { describe } from '../names.js';
+import type { ToolMetadata } from '../tool.js';
+import type { PermissionResult } from './result.js';
+
+/** What a handler is asked when a rule answers `ask`. */
+export interface PermissionRequest {
+  /** The tool's declared name. */
+  readonly toolName: string;
+  /** The validated arguments the call would run with. */
+  readonly parameters: Readonly<Record<string, unknown>>;
+  /** The matched rule's reason. */
+  readonly reason: string;
+  /** The matched rule's name. */
+  readonly ruleName: string;
+  /** The tool's metadata. */
+  readonly metadata: ToolMetadata;
+  /** The call's id, and who is asking (for handlers that show or remember it). */
+  readonly callId: string;
+  readonly agent: string;
+  readonly tenant: string | null;
+  readonly runId: string | null;
+}
+
+/** What a handler may answer. Anything else (including `ask`) is treated as `deny`. */
+export type HandlerAnswer = PermissionResult | Promise<PermissionResult>;
+
+/**
+ * Decides an `ask`: an object with `handle(request)` or a plain function, synchronous or asynchronous.
+ * A handler that throws, rejects, times out or answers anything but `allow`/`deny` denies the call.
+ */
+export type PermissionHandler =
+  | { handle(request: PermissionRequest): HandlerAnswer }
+  | ((request: PermissionRequest) => HandlerAnswer);
+
+export function isPermissionHandler(value: unknown): value is PermissionHandler {
+  return typeof value === 'function' || (typeof value === 'object' && value !== null && typeof (value as { handle?: unknown }).handle === 'function');
+}
+
+/** How a handler's answer ended. */
+export type HandlerOutcome =
+  | { readonly answer: 'allow' | 'deny'; readonly failure?: never }
+  | { readonly answer: 'deny'; readonly failure: 'threw' | 'timeout' | 'invalid'; readonly detail: string };
+
+/** Calls a handler, failing closed: any error, a timeout or an answer other than allow/deny → deny. */
+export async function callHandler(handler: PermissionHandler, request: PermissionRequest, timeoutMs: number): Promise<HandlerOutcome> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    const pending = Promise.resolve().then(() => (typeof handler === 'function' ? handler(request) : handler.handle(request)));
+    const timeout = new Promise<typeof TIMED_OUT>((resolve) => {
+      timer = setTimeout(() => resolve(TIMED_OUT), timeoutMs);
+    });
+    const answer: unknown = await Promise.race([pending, timeout]);
+    if (answer === TIMED_OUT) {
+      pending.catch(() => undefined); // a late rejection must not become an unhandled one
+      return { answer: 'deny', failure: 'timeout', detail: `the permission handler did not answer within ${timeoutMs} ms` };
+    }
+    if (answer === 'allow' || answer === 'deny') return { answer };
+    return { answer: 'deny', failure: 'invalid', detail: `the permission handler answered ${describe(answer)}; expected 'allow' or 'deny'` };
+  } catch (error) {
+    return { answer: 'deny', failure: 'threw', detail: `the permission handler failed: ${errorText(error)}` };
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+const TIMED_OUT = Symbol('timed out');
+
+export function errorText(error: unknown): string {
+  if (error instanceof Error) return error.message || error.name;
+  return describe(error);
+}

@@ -1,0 +1,89 @@
+/**
+ * Argument schemas: a Standard Schema (zod, valibot, arktype…) or a plain JSON Schema object.
+ *
+ * The Standard Schema interfaces are copied here, as the spec asks implementers to do, so the core
+ * needs no dependency to accept them. JSON Schema is validated with Ajv, compiled once per tool.
+ */
+import { Ajv, type ValidateFunction } from 'ajv';
+
+/** The Standard Schema v1 interface (https://standardschema.dev), copied as the spec recommends. */
+export interface StandardSchemaV1<Input = unknown, Output = Input> {
+  readonly '~standard': {
+    readonly version: 1;
+    readonly vendor: string;
+    readonly validate: (value: unknown) => StandardResult<Output> | Promise<StandardResult<Output>>;
+    readonly types?: { readonly input: Input; readonly output: Output } | undefined;
+    /** Standard JSON Schema (optional): how the schema describes itself to a model. */
+    readonly jsonSchema?: { readonly input: (options: { readonly target: string }) => Record<string, unknown> } | undefined;
+  };
+}
+type StandardResult<Output> =
+  | { readonly value: Output; readonly issues?: undefined }
+  | { readonly issues: ReadonlyArray<{ readonly message: string; readonly path?: ReadonlyArray<PropertyKey | { readonly key: PropertyKey }> | undefined }> };
+
+/** A JSON Schema object (draft-07 or 2020-12 keywords as Ajv understands them). */
+export type JsonSchema = { readonly [keyword: string]: unknown };
+
+/** What a tool's `parameters` may be. */
+export type ToolParameters = StandardSchemaV1 | JsonSchema;
+
+/** The outcome of validating arguments: the validated (possibly transformed) value, or the problems found. */
+export type ValidationResult =
+  | { readonly ok: true; readonly value: Record<string, unknown>; readonly issues?: never }
+  | { readonly ok: false; readonly issues: readonly string[]; readonly value?: never };
+
+/** A compiled validator; synchronous unless the Standard Schema itself is asynchronous. */
+export type Validator = (value: Record<string, unknown>) => ValidationResult | Promise<ValidationResult>;
+
+export function isStandardSchema(value: unknown): value is StandardSchemaV1 {
+  const std = (value as { '~standard'?: { validate?: unknown } } | null)?.['~standard'];
+  return typeof std === 'object' && std !== null && typeof std.validate === 'function';
+}
+
+let ajv: Ajv | undefined;
+
+/** Compiles a validator for `parameters`; a JSON Schema that Ajv cannot compile throws (the caller names the tool). */
+export function compileValidator(parameters: ToolParameters): Validator {
+  if (isStandardSchema(parameters)) {
+    const validate = parameters['~standard'].validate;
+    return (value) => {
+      const result = validate(value);
+      return result instanceof Promise ? result.then(fromStandard) : fromStandard(result);
+    };
+  }
+  ajv ??= new Ajv({ allErrors: true, strict: false, coerceTypes: false, useDefaults: false });
+  const check: ValidateFunction = ajv.compile(parameters);
+  return (value) =>
+    check(value)
+      ? { ok: true, value }
+      : { ok: false, issues: (check.errors ?? []).map((e) => `${e.instancePath || '(root)'} ${e.message ?? 'is invalid'}`) };
+}
+
+function fromStandard(result: StandardResult<unknown>): ValidationResult {
+  if (result.issues) {
+    return {
+      ok: false,
+      issues: result.issues.map((issue) => {
+        const path = (issue.path ?? []).map((p) => String(typeof p === 'object' ? p.key : p)).join('.');
+        return path ? `${path}: ${issue.message}` : issue.message;
+      }),
+    };
+  }
+  const value = result.value;
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    return { ok: false, issues: ['the schema produced a value that is not an object of arguments'] };
+  }
+  return { ok: true, value: value as Record<string, unknown> };
+}
+
+/** The JSON Schema a model is shown for `parameters`. */
+export function jsonSchemaOf(parameters: ToolParameters): JsonSchema {
+  if (!isStandardSchema(parameters)) return parameters;
+  const convert = parameters['~standard'].jsonSchema;
+  if (convert) {
+    const schema = { ...convert.input({ target: 'draft-07' }) };
+    delete schema['$schema'];
+    return schema;
+  }
+  return { type: 'object' };
+}
