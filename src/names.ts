@@ -17,7 +17,13 @@ const PRINTABLE_ASCII = /^[\x21-\x7e]*$/;
 export const CANONICAL_CACHE_LIMIT = 4096;
 /** Longer names are canonicalised every time rather than cached, so a megabyte name is not retained. */
 const CACHEABLE_LENGTH = 256;
-const cache = new Map<string, string>();
+// Two generations of half the limit each: a name is added to `young`; when `young` is full it becomes
+// `old` and the previous `old` is dropped whole. A hit in `old` is promoted. Evicting one entry at a time
+// from a Map (`cache.keys().next()`) walks the holes that earlier deletions left and cost microseconds
+// per name once callers sent endless unique names (bench/, issue 6).
+const GENERATION = CANONICAL_CACHE_LIMIT / 2;
+let young = new Map<string, string>();
+let old = new Map<string, string>();
 
 /**
  * The canonical form of a tool name: NFKC, trimmed of Unicode White_Space, fully case-folded, then
@@ -32,22 +38,32 @@ export function canonical(name: string): string {
   if (typeof name !== 'string') {
     throw new TypeError(`canonical() expects a string tool name, got ${describe(name)}`);
   }
-  const hit = cache.get(name);
+  let hit = young.get(name);
   if (hit !== undefined) return hit;
+  hit = old.get(name);
+  if (hit !== undefined) {
+    remember(name, hit);
+    return hit;
+  }
   let form: string;
   if (CANONICAL_ASCII.test(name)) form = name;
   else if (PRINTABLE_ASCII.test(name)) form = name.toLowerCase();
   else form = caseFold(name.normalize('NFKC').replace(EDGE_WHITE_SPACE, '')).normalize('NFKC');
-  if (name.length <= CACHEABLE_LENGTH) {
-    if (cache.size >= CANONICAL_CACHE_LIMIT) cache.delete(cache.keys().next().value!);
-    cache.set(name, form);
-  }
+  if (name.length <= CACHEABLE_LENGTH) remember(name, form);
   return form;
+}
+
+function remember(name: string, form: string): void {
+  if (young.size >= GENERATION) {
+    old = young;
+    young = new Map();
+  }
+  young.set(name, form);
 }
 
 /** How many canonical forms are cached now (for tests and diagnostics). */
 export function canonicalCacheSize(): number {
-  return cache.size;
+  return young.size + old.size;
 }
 
 // Control (Cc), format (Cf: zero-width, bidi controls) and surrogate (Cs) code points make a name that

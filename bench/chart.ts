@@ -1,0 +1,59 @@
+/**
+ * The results as an SVG chart: latency per decision against the number of tools and rules, log-log,
+ * one line per engine (p50 solid, p99 dashed), with the 1 µs target. Drawn by Vega-Lite, rendered
+ * headless by Vega (no browser, no canvas).
+ */
+import * as vega from 'vega';
+import { compile, type TopLevelSpec } from 'vega-lite';
+import type { EngineTiming } from './suite.js';
+
+const LABELS: Record<string, string> = {
+  toolgate: 'toolgate',
+  naive: 'naive baseline',
+  casbin: 'casbin (priority model)',
+  cedar: 'cedar-wasm (stateful)',
+};
+
+export function chartSpec(timings: readonly EngineTiming[]): TopLevelSpec {
+  const values = timings.flatMap((t) => [
+    { engine: LABELS[t.engine] ?? t.engine, size: t.size, percentile: 'p50', us: t.p50 / 1000 },
+    { engine: LABELS[t.engine] ?? t.engine, size: t.size, percentile: 'p99', us: t.p99 / 1000 },
+  ]);
+  const sizes = [...new Set(timings.map((t) => t.size))].sort((a, b) => a - b);
+  const engines = Object.values(LABELS).filter((l) => values.some((v) => v.engine === l));
+  return {
+    $schema: 'https://vega.github.io/schema/vega-lite/v6.json',
+    title: { text: 'Latency of one decision against the number of tools and rules', subtitle: 'log-log; solid p50, dashed p99; lower is better' },
+    width: 560,
+    height: 340,
+    background: 'white',
+    layer: [
+      {
+        data: { values },
+        mark: { type: 'line', point: true, strokeWidth: 2 },
+        encoding: {
+          x: { field: 'size', type: 'quantitative', title: 'tools and rules', scale: { type: 'log' }, axis: { values: sizes, format: ',d' } },
+          y: { field: 'us', type: 'quantitative', title: 'µs per decision', scale: { type: 'log' }, axis: { format: '~g' } },
+          color: { field: 'engine', type: 'nominal', title: null, scale: { domain: engines }, legend: { orient: 'top-left' } },
+          strokeDash: { field: 'percentile', type: 'nominal', title: null, scale: { domain: ['p50', 'p99'], range: [[1, 0], [5, 4]] }, legend: { orient: 'bottom-right' } },
+          detail: { field: 'percentile' },
+        },
+      },
+      {
+        data: { values: [{ us: 1, label: '1 µs target' }] },
+        layer: [
+          { mark: { type: 'rule', color: '#888', strokeDash: [2, 2] }, encoding: { y: { field: 'us', type: 'quantitative' } } },
+          { mark: { type: 'text', align: 'right', dy: -6, color: '#666', x: 'width' }, encoding: { y: { field: 'us', type: 'quantitative' }, text: { field: 'label' } } },
+        ],
+      },
+    ],
+  };
+}
+
+export async function chartSvg(timings: readonly EngineTiming[]): Promise<string> {
+  const spec = compile(chartSpec(timings)).spec;
+  const view = new vega.View(vega.parse(spec), { renderer: 'none' });
+  const svg = await view.toSVG();
+  view.finalize();
+  return svg;
+}

@@ -1,0 +1,245 @@
+/**
+ * `npm run bench`: toolgate side by side with casbin (priority model), cedar-wasm (pre-parsed,
+ * statefulIsAuthorized) and a naive baseline at 10, 100, 1,000 and 10,000 tools and rules, plus the
+ * gate's own costs (check(), resolve of 100,000 names, the canonical cache, executeToolCalls overhead).
+ *
+ * The measured code is compiled by tsc first (into node_modules/.cache/toolgate-bench) and each size
+ * runs in its own `node --expose-gc` child, so the JIT state and heap of one size do not colour the
+ * next, and the figures are those of plain compiled JavaScript (tsx's transform wraps closures in a
+ * naming helper that adds its own cost; `--tsx` runs the children under tsx anyway). Every engine must
+ * agree on every call of a size before that size is timed; a mismatch fails the run and nothing is
+ * written. Writes bench/results.json and docs/bench.svg.
+ *
+ *   npm run bench -- [--sizes 10,100,1000,10000] [--repeat 1] [--budget-ms 1500] [--no-write] [--tsx]
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import { createRequire } from 'node:module';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { chartSvg } from './chart.js';
+import type { EngineName } from './engines/engine.js';
+import { benchExtras, type ExtrasResult } from './extras.js';
+import { sinkValue } from './measure.js';
+import { benchSize, DisagreementError, formatNs, type EngineTiming, type SizeResult } from './suite.js';
+
+const { values: args } = parseArgs({
+  options: {
+    sizes: { type: 'string', default: '10,100,1000,10000' },
+    repeat: { type: 'string', default: '1' },
+    'budget-ms': { type: 'string', default: '1500' },
+    'no-write': { type: 'boolean', default: false },
+    tsx: { type: 'boolean', default: false },
+    out: { type: 'string', default: 'bench/results.json' },
+    chart: { type: 'string', default: 'docs/bench.svg' },
+    // internal: run one part in this process and write its result to a file
+    child: { type: 'string' },
+    'result-file': { type: 'string' },
+  },
+});
+
+const budgetMs = Number(args['budget-ms']);
+const here = fileURLToPath(import.meta.url);
+const BUILD = 'node_modules/.cache/toolgate-bench';
+
+/** The node arguments that start a child: the compiled bench, or this file under tsx with `--tsx`. */
+function childCommand(): string[] {
+  if (here.endsWith('.js')) return ['--expose-gc', here];
+  if (args.tsx) return [...process.execArgv, '--expose-gc', here];
+  const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
+  const built = spawnSync(process.execPath, [tsc, '-p', 'bench/tsconfig.json'], { stdio: 'inherit' });
+  if (built.status !== 0) throw new Error('bench: tsc -p bench/tsconfig.json failed');
+  // The build sits under node_modules, where Node stops looking for the package's "type": "module".
+  writeFileSync(join(BUILD, 'package.json'), '{ "type": "module" }\n');
+  return ['--expose-gc', join(BUILD, 'bench', 'run.js')];
+}
+let command: string[] = [];
+const log = (line: string): void => void process.stderr.write(`${line}\n`);
+
+async function child(part: string, file: string): Promise<void> {
+  const timing = { budgetMs };
+  try {
+    const result = part === 'extras' ? await benchExtras({ timing, log }) : await benchSize(Number(part), { timing, log });
+    writeFileSync(file, JSON.stringify({ ok: true, result, sink: sinkValue() }));
+  } catch (error) {
+    writeFileSync(file, JSON.stringify({ ok: false, disagreement: error instanceof DisagreementError, message: (error as Error).stack ?? String(error) }));
+    process.exitCode = 2;
+  }
+}
+
+type ChildOutcome = { ok: true; result: unknown; sink: number } | { ok: false; disagreement: boolean; message: string };
+
+function runChild(part: string): Promise<{ outcome: ChildOutcome | null; exit: string }> {
+  const dir = mkdtempSync(join(tmpdir(), 'toolgate-bench-'));
+  const file = join(dir, 'result.json');
+  return new Promise((resolve, reject) => {
+    const proc = spawn(process.execPath, [...command, '--child', part, '--result-file', file, '--budget-ms', String(budgetMs)], {
+      stdio: ['ignore', 'inherit', 'inherit'],
+    });
+    proc.on('error', reject);
+    proc.on('exit', (code, signal) => {
+      let outcome: ChildOutcome | null = null;
+      try {
+        outcome = JSON.parse(readFileSync(file, 'utf8')) as ChildOutcome;
+      } catch {
+        outcome = null;
+      }
+      rmSync(dir, { recursive: true, force: true });
+      resolve({ outcome, exit: signal ? `signal ${signal}` : `code ${code}` });
+    });
+  });
+}
+
+/** Runs a part in a child; a crash (not a disagreement) is retried once and noted. */
+async function part<T>(name: string, notes: string[]): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    const { outcome, exit } = await runChild(name);
+    if (outcome?.ok) return outcome.result as T;
+    if (outcome && outcome.disagreement) {
+      log(outcome.message);
+      log('bench FAILED: the engines disagree; no time is reported.');
+      process.exit(1);
+    }
+    const why = outcome ? outcome.message : `the child process ended (${exit}) without a result`;
+    if (attempt >= 2) throw new Error(`bench part ${name} failed twice: ${why}`);
+    notes.push(`part ${name}: attempt ${attempt} failed (${why.split('\n')[0]}); retried`);
+    log(`part ${name} failed (${why.split('\n')[0]}); retrying once`);
+  }
+}
+
+function median(values: number[]): number {
+  const s = [...values].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
+}
+
+interface Target {
+  readonly id: string;
+  readonly description: string;
+  readonly target: string;
+  readonly measured: string;
+  readonly met: boolean;
+}
+
+async function main(): Promise<void> {
+  if (args.child) return child(args.child, args['result-file']!);
+  const sizes = args.sizes.split(',').filter(Boolean).map(Number);
+  const repeat = Number(args.repeat);
+  const notes: string[] = [];
+  command = childCommand();
+  const startLoad = loadavg();
+  const started = new Date();
+  log(`toolgate bench: sizes ${sizes.join(', ')}; ${repeat} run(s); ${budgetMs} ms per engine and size; load average ${startLoad.map((l) => l.toFixed(2)).join(' ')}`);
+  const runs: SizeResult[][] = [];
+  for (let r = 0; r < repeat; r++) {
+    const run: SizeResult[] = [];
+    for (const size of sizes) run.push(await part<SizeResult>(String(size), notes));
+    runs.push(run);
+  }
+  const extras = await part<ExtrasResult>('extras', notes);
+  const endLoad = loadavg();
+
+  // With several runs, each figure is the median of the runs' figures, and the spread is kept.
+  const timings: (EngineTiming & { readonly spread: { readonly p50: readonly number[]; readonly p99: readonly number[] } })[] = [];
+  for (const first of runs[0]!) {
+    for (const t of first.timings) {
+      const all = runs.map((run) => run.find((s) => s.size === first.size)!.timings.find((x) => x.engine === t.engine)!);
+      timings.push({
+        ...t,
+        p50: median(all.map((x) => x.p50)),
+        p99: median(all.map((x) => x.p99)),
+        mean: median(all.map((x) => x.mean)),
+        spread: { p50: all.map((x) => x.p50), p99: all.map((x) => x.p99) },
+      });
+    }
+  }
+  const at = (engine: EngineName, size: number): EngineTiming | undefined => timings.find((t) => t.engine === engine && t.size === size);
+
+  // The table.
+  const lines: string[] = ['', 'per decision        p50          p99     × toolgate (p50)   samples × batch'];
+  for (const size of sizes) {
+    lines.push(`${size.toLocaleString('en')} tools, ${size.toLocaleString('en')} rules (${runs[0]!.find((s) => s.size === size)!.calls} calls in the mix, all four engines agree)`);
+    const base = at('toolgate', size)!;
+    for (const t of timings.filter((x) => x.size === size)) {
+      const ratio = t.engine === 'toolgate' ? '' : `${(t.p50 / base.p50).toFixed(t.p50 / base.p50 < 10 ? 1 : 0)}×`;
+      lines.push(`  ${t.engine.padEnd(10)}${formatNs(t.p50).padStart(10)}  ${formatNs(t.p99).padStart(11)}  ${ratio.padStart(12)}         ${t.samples} × ${t.batch}`);
+    }
+  }
+  lines.push(
+    '',
+    `check() on a resolved allowlist (${extras.check.names} names): p50 ${extras.check.p50.toFixed(1)} ns, p99 ${extras.check.p99.toFixed(1)} ns`,
+    `ToolAllowlist.resolve of ${extras.resolve.names.toLocaleString('en')} names: median ${extras.resolve.msMedian.toFixed(1)} ms over ${extras.resolve.runs} runs ` +
+      `(${extras.resolve.msMin.toFixed(1)}–${extras.resolve.msMax.toFixed(1)}), heap retained ${extras.resolve.retainedBytes === null ? 'n/a (needs --expose-gc)' : `${(extras.resolve.retainedBytes / 1048576).toFixed(1)} MiB`}`,
+    `canonical() on ${extras.canonicalCache.names.toLocaleString('en')} unique names: cache at most ${extras.canonicalCache.maxSize} entries (limit ${extras.canonicalCache.limit}), ` +
+      `${extras.canonicalCache.nsPerName.toFixed(0)} ns a name, heap growth ${extras.canonicalCache.heapGrowthBytes === null ? 'n/a' : `${(extras.canonicalCache.heapGrowthBytes / 1024).toFixed(0)} KiB`}`,
+    `executeToolCalls, no-op tool (${extras.dispatch.size} tools & rules): ${formatNs(extras.dispatch.single.p50)} a call alone, ${formatNs(extras.dispatch.batched16.p50)} a call in batches of 16; ` +
+      `the no-op called directly ${formatNs(extras.dispatch.direct.p50)}; the decision alone ${formatNs(extras.dispatch.precheck.p50)}`,
+    `executeToolCalls, async no-op: ${formatNs(extras.dispatch.asyncSingle.p50)} a call alone, the no-op called directly ${formatNs(extras.dispatch.asyncDirect.p50)}, ` +
+      `overhead ${formatNs(extras.dispatch.asyncOverheadNs)} (the tool's timeout is armed for a promise)`,
+  );
+
+  const tg1k = at('toolgate', 1000);
+  const tg10k = at('toolgate', 10000);
+  const targets: Target[] = [];
+  targets.push({
+    id: 'check',
+    description: 'check() on a resolved allowlist, p50',
+    target: '< 100 ns',
+    measured: `${extras.check.p50.toFixed(1)} ns`,
+    met: extras.check.p50 < 100,
+  });
+  if (tg1k) {
+    targets.push({ id: 'decision-1k', description: 'toolgate full decision at 1,000 tools & rules, p50', target: '< 1 µs', measured: formatNs(tg1k.p50), met: tg1k.p50 < 1000 });
+    if (tg10k) targets.push({ id: 'decision-10k', description: 'toolgate at 10,000 tools & rules against 1,000, p50', target: '≤ 2×', measured: `${(tg10k.p50 / tg1k.p50).toFixed(2)}× (${formatNs(tg10k.p50)})`, met: tg10k.p50 <= 2 * tg1k.p50 });
+    const casbin = at('casbin', 1000);
+    if (casbin) targets.push({ id: 'casbin-1k', description: 'casbin priority / toolgate at 1,000, p50', target: '≥ 100×', measured: `${(casbin.p50 / tg1k.p50).toFixed(0)}×`, met: casbin.p50 / tg1k.p50 >= 100 });
+    const cedar = at('cedar', 1000);
+    if (cedar) targets.push({ id: 'cedar-1k', description: 'cedar-wasm / toolgate at 1,000, p50', target: '≥ 1,000×', measured: `${(cedar.p50 / tg1k.p50).toFixed(0)}×`, met: cedar.p50 / tg1k.p50 >= 1000 });
+  }
+  targets.push({
+    id: 'dispatch-overhead',
+    description: 'executeToolCalls overhead on a no-op tool, one call (p50 − direct p50)',
+    target: '< 3 µs',
+    measured: formatNs(extras.dispatch.overheadNs),
+    met: extras.dispatch.overheadNs < 3000,
+  });
+  targets.push({
+    id: 'canonical-cache',
+    description: `canonical cache under ${extras.canonicalCache.names.toLocaleString('en')} unique names`,
+    target: `≤ ${extras.canonicalCache.limit} entries`,
+    measured: `${extras.canonicalCache.maxSize} entries`,
+    met: extras.canonicalCache.maxSize <= extras.canonicalCache.limit,
+  });
+  lines.push('', 'targets');
+  for (const t of targets) lines.push(`  ${t.met ? 'met ' : 'MISS'}  ${t.description}: ${t.measured} (target ${t.target})`);
+  if (notes.length) lines.push('', 'notes', ...notes.map((n) => `  ${n}`));
+  lines.push('', `load average ${startLoad.map((l) => l.toFixed(2)).join(' ')} at the start, ${endLoad.map((l) => l.toFixed(2)).join(' ')} at the end (${cpus().length} cores, shared)`);
+  process.stdout.write(`${lines.join('\n')}\n`);
+
+  if (args['no-write']) return;
+  const results = {
+    generated: started.toISOString(),
+    node: process.version,
+    cpu: `${cpus().length} × ${cpus()[0]?.model ?? 'unknown'}`,
+    loadAverage: { start: startLoad, end: endLoad },
+    command: `npm run bench -- ${process.argv.slice(2).join(' ')}`.trim(),
+    children: `node ${command.join(' ')} --child <size|extras>`.replace(process.cwd() + '/', ''),
+    method:
+      'Per engine and size: warm-up, then samples of a batch of decisions timed with process.hrtime.bigint; ns per decision = batch time / batch size; p50 and p99 over samples ' +
+      '(for batches > 1, p99 is of batch means). The decision mix cycles through calls that are permitted, refused by each allowlist layer, unknown, ' +
+      'in other spellings, and decided by allow rules, deny rules and the deny fallback. With repeat > 1 each figure is the median of the runs.',
+    repeat,
+    budgetMsPerEngineAndSize: budgetMs,
+    sizes: runs[0]!.map((s) => ({ size: s.size, rules: s.rules, calls: s.calls, agreement: s.agreement })),
+    timings,
+    extras,
+    targets,
+    notes,
+  };
+  writeFileSync(args.out, `${JSON.stringify(results, null, 2)}\n`);
+  writeFileSync(args.chart, await chartSvg(timings));
+  log(`wrote ${args.out} and ${args.chart}`);
+}
+
+await main();
