@@ -185,7 +185,7 @@ export function fromEvaluation(evaluation: PolicyEvaluation, tool: Tool, args: R
     return decided(deny(withRule, { stage: 'policy', by: 'rule_error', layer: null }, evaluation.error), tool, args);
   }
   const reason = evaluation.rule ? evaluation.rule.reason : `no rule matched; the policy's fallback is ${evaluation.result}`;
-  if (evaluation.result === 'allow') return decided(allow({ ...withRule, reason }, evaluation.by, reason), tool, args);
+  if (evaluation.result === 'allow') return decided(allow(withRule, evaluation.by, reason), tool, args);
   if (evaluation.result === 'deny') return decided(deny(withRule, { stage: 'policy', by: evaluation.by, layer: null }, reason), tool, args);
   const request: PermissionRequest = {
     toolName: tool.name,

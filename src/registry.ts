@@ -282,8 +282,15 @@ export class ToolRegistry {
     // that an earlier approval prompt was shown without.
     const decided: { decision: Decision; tool: Tool | null; args: Record<string, unknown> | null }[] = [];
     for (const call of calls) {
-      const pre = precheck(call, context, env);
-      decided.push(await this.#resolve(pre instanceof Promise ? await pre : pre, env));
+      let pre = precheck(call, context, env);
+      if (pre instanceof Promise) pre = await pre;
+      // A call decided without a handler is announced without another trip through the microtask queue.
+      if (pre.kind === 'decided') {
+        this.announce(pre.decision);
+        decided.push(pre);
+      } else {
+        decided.push(await this.#resolve(pre, env));
+      }
     }
     const results: ToolResult[] = new Array(calls.length);
     // Calls run in order; consecutive concurrency-safe calls run together, an unsafe call runs alone.
