@@ -18,6 +18,7 @@ export class Emitter<Event extends { readonly type: string }> {
   }
 
   emit(event: Event): void {
+    if (this.#listeners.size === 0) return;
     for (const listener of this.#listeners) {
       try {
         listener(event);

@@ -321,28 +321,9 @@ export class ToolRegistry {
   async runAllowed(tool: Tool, args: Record<string, unknown>, decision: Decision, context: GateContext): Promise<ToolResult> {
     if (decision.effect !== 'allow') return refused(decision);
     const timeoutMs = tool.metadata.timeoutMs ?? this.#toolTimeoutMs;
-    // The AbortController is made when the tool first reads `signal` (an already-aborted one if the call
-    // was cancelled or timed out by then): creating one per call cost microseconds, most tools never
-    // read it, and no-op dispatch is measured against a 3 µs budget (bench/, issue 6).
-    let controller: AbortController | undefined;
-    let aborted: { readonly reason: unknown } | undefined;
-    const abort = (reason: unknown): void => {
-      if (aborted) return;
-      aborted = { reason };
-      controller?.abort(reason);
-    };
-    const execution: ToolExecution = {
-      callId: decision.callId,
-      get signal(): AbortSignal {
-        if (!controller) {
-          controller = new AbortController();
-          if (aborted) controller.abort(aborted.reason);
-        }
-        return controller.signal;
-      },
-    };
+    const execution = new Execution(decision.callId);
     const outer = context.signal;
-    const onAbort = (): void => abort(outer?.reason);
+    const onAbort = (): void => execution.abort(outer?.reason);
     outer?.addEventListener('abort', onAbort, { once: true });
     let timer: NodeJS.Timeout | undefined;
     const started = performance.now();
@@ -354,7 +335,7 @@ export class ToolRegistry {
         const timedOut = new Promise<never>((_, reject) => {
           timer = setTimeout(() => {
             const error = new Error(`the tool did not finish within ${timeoutMs} ms`);
-            abort(error);
+            execution.abort(error);
             reject(error);
           }, timeoutMs);
         });
@@ -369,6 +350,36 @@ export class ToolRegistry {
       clearTimeout(timer);
       outer?.removeEventListener('abort', onAbort);
     }
+  }
+}
+
+/**
+ * What a running tool receives beside its arguments. The AbortController is made when the tool first
+ * reads `signal` (already aborted if the call was cancelled or timed out by then): making one for every
+ * call cost microseconds, most tools never read it, and dispatching a no-op tool has a 3 µs budget
+ * (bench/, issue 6).
+ */
+class Execution implements ToolExecution {
+  readonly callId: string;
+  #controller: AbortController | undefined;
+  #aborted: { readonly reason: unknown } | undefined;
+
+  constructor(callId: string) {
+    this.callId = callId;
+  }
+
+  get signal(): AbortSignal {
+    if (!this.#controller) {
+      this.#controller = new AbortController();
+      if (this.#aborted) this.#controller.abort(this.#aborted.reason);
+    }
+    return this.#controller.signal;
+  }
+
+  abort(reason: unknown): void {
+    if (this.#aborted) return;
+    this.#aborted = { reason };
+    this.#controller?.abort(reason);
   }
 }
 
