@@ -10,6 +10,7 @@ import type { Engine } from '../../bench/engines/engine.js';
 import { naiveEngine } from '../../bench/engines/naive.js';
 import { benchExtras } from '../../bench/extras.js';
 import { measure, percentile, sinkValue } from '../../bench/measure.js';
+import { markdown } from '../../bench/report.js';
 import { buildScenario, fullWidth } from '../../bench/scenario.js';
 import { benchSize, DisagreementError, ENGINES, loadAndAgree } from '../../bench/suite.js';
 
@@ -109,8 +110,22 @@ describe('timing harness', () => {
     for (const label of ['toolgate', 'naive baseline', 'casbin (priority model)', 'cedar-wasm (stateful)', '1 µs target']) expect(svg).toContain(label);
   });
 
-  it('measures the extras at a tiny size', async () => {
+  it('measures the extras at a tiny size and reports them as Markdown', async () => {
     const extras = await benchExtras({ timing: tiny, resolveNames: 2000, uniqueNames: 20_000, dispatchSize: 20 });
+    const size = await benchSize(10, { calls: 32, timing: tiny });
+    const text = markdown({
+      generated: new Date().toISOString(),
+      node: process.version,
+      cpu: 'test',
+      loadAverage: { start: [0, 0, 0], end: [0, 0, 0] },
+      repeat: 1,
+      timings: size.timings.map((t) => ({ ...t, spread: { p50: [t.p50] } })),
+      extras,
+      targets: [{ description: 'a target', target: '< 1', measured: '2', met: false }],
+    });
+    expect(text).toMatch(/^\| tools & rules \| toolgate p50/);
+    expect(text).toContain('| 10 | ');
+    expect(text).toContain('| a target: < 1 | 2 | **no** |');
     expect(extras.check.p50).toBeGreaterThan(0);
     expect(extras.resolve.names).toBe(2000);
     expect(extras.canonicalCache.maxSize).toBeLessThanOrEqual(extras.canonicalCache.limit);
