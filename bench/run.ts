@@ -11,6 +11,7 @@
  * written. Writes bench/results.json and docs/bench.svg.
  *
  *   npm run bench -- [--sizes 10,100,1000,10000] [--repeat 1] [--budget-ms 1500] [--no-write] [--tsx]
+ *   npm run bench -- --redraw      (the chart again from bench/results.json)
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { createRequire } from 'node:module';
@@ -32,6 +33,8 @@ const { values: args } = parseArgs({
     'budget-ms': { type: 'string', default: '1500' },
     'no-write': { type: 'boolean', default: false },
     tsx: { type: 'boolean', default: false },
+    // redraw the chart from the results file, measuring nothing
+    redraw: { type: 'boolean', default: false },
     out: { type: 'string', default: 'bench/results.json' },
     chart: { type: 'string', default: 'docs/bench.svg' },
     // internal: run one part in this process and write its result to a file
@@ -124,6 +127,12 @@ interface Target {
 
 async function main(): Promise<void> {
   if (args.child) return child(args.child, args['result-file']!);
+  if (args.redraw) {
+    const saved = JSON.parse(readFileSync(args.out, 'utf8')) as { timings: EngineTiming[] };
+    writeFileSync(args.chart, await chartSvg(saved.timings));
+    log(`redrew ${args.chart} from ${args.out}`);
+    return;
+  }
   const sizes = args.sizes.split(',').filter(Boolean).map(Number);
   const repeat = Number(args.repeat);
   const notes: string[] = [];
