@@ -325,8 +325,9 @@ export class ToolRegistry {
       const timedOut = new Promise<never>((_, reject) => {
         timer = setTimeout(() => {
           const error = new Error(`the tool did not finish within ${timeoutMs} ms`);
-          controller.abort(error);
+          // Reject before aborting: a tool that settles on abort must not win the race and look successful.
           reject(error);
+          controller.abort(error);
         }, timeoutMs);
       });
       const value: unknown = await Promise.race([Promise.resolve(tool.execute(args, { callId: decision.callId, signal: controller.signal })), timedOut]);
