@@ -156,7 +156,7 @@ function rulesFor(set: PolicySet, tool: Tool, args: Readonly<Record<string, unkn
         detail = conditions.length === 0 ? 'selects the tool and has no conditions' : 'every condition holds';
         break;
       case 'not_matched':
-        detail = conditions.find((c) => c.outcome === 'failed')?.detail ?? 'a condition does not hold';
+        detail = 'a condition does not hold';
         break;
       case 'threw':
         detail = `${t.detail ?? 'the rule failed'}: the call is denied`;
@@ -182,4 +182,14 @@ export function whyNotSelected(info: PolicyRuleInfo, tool: Tool): string {
 
 function list(items: readonly string[]): string {
   return items.length === 0 ? '(none)' : items.map((s) => JSON.stringify(s)).join(', ');
+}
+
+/** The decision alone (no trace), as `toolgate check` prints it: the gate's precheck, with `ask` unresolved. */
+export async function decideCall(set: PolicySet, call: ToolCallInput, who: PolicyContextInput = {}, registry: ToolRegistry = set.registry()): Promise<ExplainedDecision & { readonly callId: string; readonly tool: string; readonly canonical: string }> {
+  const read = readCall(call);
+  const pre = await precheck(read, set.context(who), registry.environment());
+  const head = { callId: read.id, tool: read.name, canonical: canonical(read.name) };
+  if (pre.kind === 'ask') return { ...head, effect: 'ask', stage: 'policy', by: 'rule', layer: null, rule: pre.base.rule, reason: pre.base.reason };
+  const d = pre.decision;
+  return { ...head, effect: d.effect, stage: d.stage, by: d.by, layer: d.layer, rule: d.rule, reason: d.reason };
 }
