@@ -1,3 +1,4 @@
+/* global URL, console, process */
 // After tsc: make the CLI entry executable (tsc keeps its shebang but not a mode), so that the
 // package's `bin` runs directly from a fresh clone after `npm install` (prepare → build).
 import { chmodSync, existsSync } from 'node:fs';

@@ -1,6 +1,7 @@
 /**
  * Text output for the CLI: colour on a terminal (picocolors), plain when piped, and simple aligned tables.
  */
+import { stripVTControlCharacters } from 'node:util';
 import picocolors from 'picocolors';
 import type { Explanation } from '../policy-file/explain.js';
 import type { LintReport } from '../policy-file/lint.js';
@@ -15,7 +16,7 @@ export function colors(enabled: boolean): Colors {
 
 /** Pads columns to the widest cell (by code points, ignoring colour codes). */
 export function table(rows: readonly (readonly string[])[], header: readonly string[], c: Colors): string {
-  const visible = (s: string): number => [...s.replace(/\x1b\[[0-9;]*m/g, '')].length;
+  const visible = (s: string): number => [...stripVTControlCharacters(s)].length;
   const all = [header.map((h) => c.bold(h)), ...rows];
   const widths = header.map((_, i) => Math.max(...all.map((r) => visible(r[i] ?? ''))));
   return all
