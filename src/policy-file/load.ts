@@ -295,7 +295,8 @@ function compile(data: PolicyFileData, locator: Locator, text: string): PolicyPa
     const patterns = rule.tools === undefined ? [] : typeof rule.tools === 'string' ? [rule.tools] : rule.tools;
     patterns.forEach((pattern, i) => {
       const at = typeof rule.tools === 'string' ? [...path, 'tools'] : [...path, 'tools', i];
-      if (isGlob(pattern)) {
+      // Glob syntax is looked for after canonicalisation, so a full-width "＊" is the "*" it compares as.
+      if (isGlob(canonical(pattern))) {
         try {
           globs.push(compileGlob(canonical(pattern)));
         } catch (error) {

@@ -9,7 +9,8 @@
  * rule's result: an argument the policy cannot read safely never gets a call allowed, and never slips
  * past a deny rule either.
  */
-import picomatch from 'picomatch';
+// The POSIX build: the same matching on every platform (the default export switches to Windows rules on win32).
+import picomatch from 'picomatch/posix.js';
 import { describe } from '../names.js';
 
 /** The glob options used everywhere: `dot` so that `/data/**` also covers `/data/.env` (a deny rule must not miss hidden files); no negation or extglobs, so a pattern means what it reads. */
