@@ -40,11 +40,14 @@ export type ResolvedPath = { readonly ok: true; readonly path: string; readonly 
 // backslashes may be decoded or treated as separators after the policy looked at the raw text.
 const CONTROL = /\p{Cc}/u;
 const PERCENT_ESCAPE = /%[0-9A-Fa-f]{2}/;
+// "file:///etc/passwd" or "C:/Windows": the tool may read it as a URL or a drive, not as the relative path it looks like.
+const URL_SCHEME = /^[A-Za-z][A-Za-z0-9+.-]*:/;
 
 /**
  * Resolves `.` and `..` in a path argument (POSIX rules), refusing what cannot be judged safely: a value
  * that is not a non-empty string; control characters (NUL); backslashes; percent-escapes; a leading `~`;
- * and a `..` that climbs above the root of an absolute path or above the start of a relative one.
+ * a leading URL scheme or drive (`file:`, `C:`); and a `..` that climbs above the root of an absolute
+ * path or above the start of a relative one.
  *
  * @example
  * resolvePath('/data/../etc/passwd') // { ok: true, path: '/etc/passwd' }
@@ -58,6 +61,7 @@ export function resolvePath(value: unknown): ResolvedPath {
   if (value.includes('\\')) return { ok: false, problem: `the path ${quoted} holds a backslash` };
   if (PERCENT_ESCAPE.test(value)) return { ok: false, problem: `the path ${quoted} holds a percent-escape` };
   if (value.startsWith('~')) return { ok: false, problem: `the path ${quoted} starts with ~ (home directories are not resolved)` };
+  if (URL_SCHEME.test(value)) return { ok: false, problem: `the path ${quoted} starts like a URL or drive (${value.slice(0, value.indexOf(':') + 1)})` };
   const absolute = value.startsWith('/');
   const out: string[] = [];
   for (const segment of value.split('/')) {
@@ -180,11 +184,19 @@ function compileTest(arg: string, op: ConditionOp, expected: unknown): Condition
         }
         return compileGlob(pattern);
       });
+      const absolute = globs.filter((g) => g.pattern.startsWith('/'));
+      const relative = globs.filter((g) => !g.pattern.startsWith('/'));
       return make(`is a path within ${globs.map((g) => g.pattern).join(' or ')}`, (present, value) => {
         if (!present) return false;
         const resolved = resolvePath(value);
         if (!resolved.ok) return `argument ${JSON.stringify(arg)}: ${resolved.problem}`;
-        return globs.some((g) => g.test(resolved.path));
+        // A relative path against absolute patterns (or the reverse) depends on a working directory the
+        // policy cannot see: it might land inside a denied tree, so it cannot be judged.
+        const comparable = resolved.path.startsWith('/') ? absolute : relative;
+        if (comparable.length === 0) {
+          return `argument ${JSON.stringify(arg)}: the ${resolved.path.startsWith('/') ? 'absolute' : 'relative'} path ${describe(value)} cannot be compared with ${resolved.path.startsWith('/') ? 'relative' : 'absolute'} patterns`;
+        }
+        return comparable.some((g) => g.test(resolved.path));
       });
     }
     case 'gt':

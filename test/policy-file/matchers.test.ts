@@ -105,3 +105,24 @@ describe('conditions', () => {
     expect((await decide(set, {}, 'r\u0435ad_file')).effect).toBe('deny');
   });
 });
+
+describe('path conditions fail closed on what they cannot place', () => {
+  it('refuses URLs and drives, and relative paths against absolute patterns', async () => {
+    expect(resolvePath('file:///etc/passwd').problem).toMatch(/starts like a URL or drive \(file:\)/);
+    expect(resolvePath('C:/Windows').ok).toBe(false);
+    const set = policy('  - { name: no_etc, result: deny, tools: t, when: { p: { path: "/etc/**" } } }\n  - { name: rest, result: allow, tools: t }\n');
+    expect((await decide(set, { p: 'etc/passwd' })).by).toBe('rule_error');
+    expect((await decide(set, { p: 'file:///etc/passwd' })).by).toBe('rule_error');
+    expect((await decide(set, { p: '/srv/x' })).rule).toBe('rest');
+    const rel = policy('  - { name: src, result: allow, tools: t, when: { p: { path: ["src/**", "/repo/src/**"] } } }\n');
+    expect((await decide(rel, { p: 'src/a/../b.ts' })).effect).toBe('allow');
+    expect((await decide(rel, { p: '/repo/src/b.ts' })).effect).toBe('allow');
+    expect((await decide(rel, { p: 'lib/b.ts' })).by).toBe('fallback');
+  });
+
+  it('looks for glob syntax after canonicalisation', async () => {
+    const set = policy('  - { name: r, result: deny, tools: "ＭＣＰ：＊" }\n  - { name: rest, result: allow, tools: "**" }\n', '"mcp:a": {}\n  b: {}');
+    expect((await decide(set, {}, 'mcp:a')).rule).toBe('r');
+    expect((await decide(set, {}, 'b')).rule).toBe('rest');
+  });
+});
