@@ -160,6 +160,9 @@ export function parsePolicy(text: string, options: ParsePolicyOptions = {}): Pol
   } catch (error) {
     return { ok: false, issues: [{ file, line: 1, column: 1, at: '', code: 'yaml', message: (error as Error).message }] };
   }
+  if (data === null || data === undefined) {
+    return { ok: false, issues: [{ file, line: 1, column: 1, at: '', code: 'schema', message: 'the document is empty; expected a mapping with at least "version: 1"' }] };
+  }
   const validate = schemaValidator();
   if (!validate(data)) return { ok: false, issues: schemaIssues(validate.errors ?? [], locator) };
   const compiled = compile(data as PolicyFileData, locator, text);

@@ -13,8 +13,9 @@
 import picomatch from 'picomatch/posix.js';
 import { describe } from '../names.js';
 
-/** The glob options used everywhere: `dot` so that `/data/**` also covers `/data/.env` (a deny rule must not miss hidden files); no negation or extglobs, so a pattern means what it reads. */
-export const GLOB_OPTIONS: picomatch.PicomatchOptions = Object.freeze({ dot: true, nonegate: true, noextglob: true, strictSlashes: false });
+/* The glob options used everywhere: `dot` so that `/data/**` also covers `/data/.env` (a deny rule must not miss hidden files); no negation or extglobs, so a pattern means what it reads. */
+// (Not exported, and typed by inference, so the published .d.ts files need no picomatch types.)
+const GLOB_OPTIONS = Object.freeze({ dot: true, nonegate: true, noextglob: true, strictSlashes: false });
 
 /** A compiled glob: the pattern as written and its matcher. */
 export interface Glob {

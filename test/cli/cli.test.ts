@@ -1,4 +1,4 @@
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { accessSync, constants, existsSync } from 'node:fs';
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -195,6 +195,16 @@ describe('toolgate (spawned)', () => {
     expect(explain.stdout).not.toContain('\u001b[');
     const lint = await spawnCli(['lint', fixture('lint-errors.yaml')]);
     expect(lint.code).toBe(1);
+  });
+
+  it('check reads calls from standard input with -', async () => {
+    const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'src', 'cli', 'main.ts'), 'check', '-p', policy, '--json', '-'], { cwd: root });
+    let stdout = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stdin.end(`${JSON.stringify({ name: 'read_file', arguments: { path: '/etc/shadow' } })}\n`);
+    const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+    expect(code).toBe(0);
+    expect(JSON.parse(stdout)).toMatchObject({ line: 1, tool: 'read_file', effect: 'deny', rule: 'deny_other_reads' });
   });
 
   it('the built bin has a shebang, is executable and runs', async () => {
