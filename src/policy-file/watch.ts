@@ -75,6 +75,11 @@ export function watchPolicyFile(file: string, options: WatchPolicyOptions = {}):
     clearTimeout(timer);
     timer = setTimeout(() => void load(), debounceMs);
   });
+  // The directory going away (or another watcher failure) is reported like a failed load: the policy
+  // in force stays in force.
+  watcher.on('error', (error) => {
+    options.onError?.([{ file, line: 1, column: 1, at: '', code: 'watch', message: `watching stopped: ${error.message}` }], current);
+  });
   const ready = load();
   return {
     current: () => current,
