@@ -1,11 +1,12 @@
 import { execFile, spawn } from 'node:child_process';
 import { accessSync, constants, existsSync } from 'node:fs';
-import { mkdtemp, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { run } from '../../src/cli/program.js';
+import { run, runDemo } from '../../src/cli/program.js';
 
 const root = join(import.meta.dirname, '..', '..');
 const fixture = (name: string): string => join(root, 'test', 'policy-file', 'fixtures', name);
@@ -205,6 +206,27 @@ describe('toolgate (spawned)', () => {
     const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
     expect(code).toBe(0);
     expect(JSON.parse(stdout)).toMatchObject({ line: 1, tool: 'read_file', effect: 'deny', rule: 'deny_other_reads' });
+  });
+
+  it('demo: imports examples/demo.ts main(print) in-process, and runs it with tsx from the built bin', async () => {
+    await mkdir(join(root, 'node_modules', '.cache'), { recursive: true });
+    const dir = await mkdtemp(join(root, 'node_modules', '.cache', 'toolgate-demo-'));
+    await mkdir(join(dir, 'examples'));
+    await writeFile(join(dir, 'package.json'), '{ "type": "module" }\n');
+    await writeFile(
+      join(dir, 'examples', 'demo.ts'),
+      "import { fileURLToPath } from 'node:url';\nexport async function main(print: (line: string) => void = console.log): Promise<void> { print('demo ran'); }\nif (process.argv[1] === fileURLToPath(import.meta.url)) await main();\n",
+    );
+    const base = pathToFileURL(join(dir, 'examples') + '/');
+    let stdout = '';
+    expect(await runDemo({ stdout: (t) => (stdout += t), stderr: () => {} }, base)).toBe(0);
+    expect(stdout).toBe('demo ran\n');
+    const bin = join(root, 'dist', 'cli', 'program.js');
+    if (!existsSync(bin)) await exec('npm', ['run', 'build'], { cwd: root });
+    const script = `const m = await import(${JSON.stringify(pathToFileURL(bin).href)}); process.exitCode = await m.runDemo({ stdout: (s) => process.stdout.write(s), stderr: (s) => process.stderr.write(s) }, new URL(${JSON.stringify(base.href)}));`;
+    const built = await exec(process.execPath, ['--input-type=module', '-e', script], { cwd: dir });
+    expect(built.stdout).toBe('demo ran\n');
+    await rm(dir, { recursive: true, force: true });
   });
 
   it('the built bin has a shebang, is executable and runs', async () => {
