@@ -335,8 +335,9 @@ export class ToolRegistry {
         const timedOut = new Promise<never>((_, reject) => {
           timer = setTimeout(() => {
             const error = new Error(`the tool did not finish within ${timeoutMs} ms`);
-            execution.abort(error);
+            // Reject before aborting: a tool that settles on abort must not win the race and look successful.
             reject(error);
+            execution.abort(error);
           }, timeoutMs);
         });
         value = await Promise.race([value, timedOut]);
