@@ -16,6 +16,7 @@ interface Results {
   readonly repeat: number;
   readonly timings: readonly (EngineTiming & { readonly spread: { readonly p50: readonly number[] } })[];
   readonly extras: ExtrasResult;
+  readonly extrasSpread?: { readonly dispatchOverheadNs: readonly number[]; readonly precheckP50: readonly number[]; readonly checkP50: readonly number[] };
   readonly targets: readonly { readonly description: string; readonly target: string; readonly measured: string; readonly met: boolean }[];
 }
 
@@ -46,6 +47,13 @@ export function markdown(results: Results): string {
   }
   if (results.repeat > 1) {
     out.push('', `toolgate p50 in each of the ${results.repeat} runs (µs): ${sizes.map((s) => `${s.toLocaleString('en')}: ${at('toolgate', s)!.spread.p50.map(us).join(', ')}`).join('; ')}.`);
+    const x = results.extrasSpread;
+    if (x) {
+      out.push(
+        `executeToolCalls overhead on one no-op call in each run (µs): ${x.dispatchOverheadNs.map(us).join(', ')}; ` +
+          `check() p50 (ns): ${x.checkP50.map((v) => v.toFixed(0)).join(', ')}.`,
+      );
+    }
   }
   const x = results.extras;
   out.push(

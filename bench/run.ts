@@ -23,7 +23,7 @@ import { parseArgs } from 'node:util';
 import { chartSvg } from './chart.js';
 import type { EngineName } from './engines/engine.js';
 import { benchExtras, type ExtrasResult } from './extras.js';
-import { sinkValue } from './measure.js';
+import { sinkValue, type Timing } from './measure.js';
 import { benchSize, DisagreementError, formatNs, type EngineTiming, type SizeResult } from './suite.js';
 
 const { values: args } = parseArgs({
@@ -117,6 +117,30 @@ function median(values: number[]): number {
   return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
 }
 
+/** With several runs, the figures the targets read are medians over the runs (the first run gives the rest). */
+function medianExtras(runs: readonly ExtrasResult[]): ExtrasResult {
+  const first = runs[0]!;
+  const m = (pick: (x: ExtrasResult) => number): number => median(runs.map(pick));
+  const mt = <T extends Timing>(pick: (x: ExtrasResult) => T): T => ({ ...pick(first), p50: m((x) => pick(x).p50), p99: m((x) => pick(x).p99), mean: m((x) => pick(x).mean) });
+  return {
+    check: { ...mt((x) => x.check), names: first.check.names },
+    resolve: { ...first.resolve, msMedian: m((x) => x.resolve.msMedian), msMin: Math.min(...runs.map((x) => x.resolve.msMin)), msMax: Math.max(...runs.map((x) => x.resolve.msMax)) },
+    canonicalCache: { ...first.canonicalCache, maxSize: Math.max(...runs.map((x) => x.canonicalCache.maxSize)), nsPerName: m((x) => x.canonicalCache.nsPerName) },
+    dispatch: {
+      ...first.dispatch,
+      direct: mt((x) => x.dispatch.direct),
+      precheck: mt((x) => x.dispatch.precheck),
+      single: mt((x) => x.dispatch.single),
+      batched16: mt((x) => x.dispatch.batched16),
+      asyncDirect: mt((x) => x.dispatch.asyncDirect),
+      asyncSingle: mt((x) => x.dispatch.asyncSingle),
+      overheadNs: m((x) => x.dispatch.overheadNs),
+      overheadBatchedNs: m((x) => x.dispatch.overheadBatchedNs),
+      asyncOverheadNs: m((x) => x.dispatch.asyncOverheadNs),
+    },
+  };
+}
+
 interface Target {
   readonly id: string;
   readonly description: string;
@@ -146,7 +170,9 @@ async function main(): Promise<void> {
     for (const size of sizes) run.push(await part<SizeResult>(String(size), notes));
     runs.push(run);
   }
-  const extras = await part<ExtrasResult>('extras', notes);
+  const extrasRuns: ExtrasResult[] = [];
+  for (let r = 0; r < repeat; r++) extrasRuns.push(await part<ExtrasResult>('extras', notes));
+  const extras = medianExtras(extrasRuns);
   const endLoad = loadavg();
 
   // With several runs, each figure is the median of the runs' figures, and the spread is kept.
@@ -243,6 +269,13 @@ async function main(): Promise<void> {
     sizes: runs[0]!.map((s) => ({ size: s.size, rules: s.rules, calls: s.calls, agreement: s.agreement })),
     timings,
     extras,
+    extrasSpread: {
+      checkP50: extrasRuns.map((x) => x.check.p50),
+      dispatchOverheadNs: extrasRuns.map((x) => x.dispatch.overheadNs),
+      dispatchOverheadBatchedNs: extrasRuns.map((x) => x.dispatch.overheadBatchedNs),
+      precheckP50: extrasRuns.map((x) => x.dispatch.precheck.p50),
+      resolveMsMedian: extrasRuns.map((x) => x.resolve.msMedian),
+    },
     targets,
     notes,
   };
