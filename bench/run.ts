@@ -3,9 +3,10 @@
  * statefulIsAuthorized) and a naive baseline at 10, 100, 1,000 and 10,000 tools and rules, plus the
  * gate's own costs (check(), resolve of 100,000 names, the canonical cache, executeToolCalls overhead).
  *
- * The measured code is compiled by tsc first (into node_modules/.cache/toolgate-bench) and each size
- * runs in its own `node --expose-gc` child, so the JIT state and heap of one size do not colour the
- * next, and the figures are those of plain compiled JavaScript (tsx's transform wraps closures in a
+ * The measured code is compiled by tsc first (into node_modules/.cache/toolgate-bench). For each size,
+ * one `node --expose-gc` child loads all four engines and checks that they agree on every call; then
+ * each engine is timed in a child of its own, so the JIT state and heap of one engine or size do not
+ * colour another, and the figures are those of plain compiled JavaScript (tsx's transform wraps closures in a
  * naming helper that adds its own cost; `--tsx` runs the children under tsx anyway). Every engine must
  * agree on every call of a size before that size is timed; a mismatch fails the run and nothing is
  * written. Writes bench/results.json and docs/bench.svg.
@@ -21,10 +22,10 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { chartSvg } from './chart.js';
-import type { EngineName } from './engines/engine.js';
+import { ENGINE_NAMES, type EngineName } from './engines/engine.js';
 import { benchExtras, type ExtrasResult } from './extras.js';
 import { sinkValue, type Timing } from './measure.js';
-import { benchSize, DisagreementError, formatNs, type EngineTiming, type SizeResult } from './suite.js';
+import { agreeSize, DisagreementError, formatNs, timeEngine, type EngineTiming, type SizeResult } from './suite.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -64,7 +65,13 @@ const log = (line: string): void => void process.stderr.write(`${line}\n`);
 async function child(part: string, file: string): Promise<void> {
   const timing = { budgetMs };
   try {
-    const result = part === 'extras' ? await benchExtras({ timing, log }) : await benchSize(Number(part), { timing, log });
+    const [kind, size, engine] = part.split(':');
+    const result =
+      kind === 'extras'
+        ? await benchExtras({ timing, log })
+        : kind === 'agree'
+          ? await agreeSize(Number(size), { log })
+          : await timeEngine(Number(size), engine as EngineName, { timing, log });
     writeFileSync(file, JSON.stringify({ ok: true, result, sink: sinkValue() }));
   } catch (error) {
     writeFileSync(file, JSON.stringify({ ok: false, disagreement: error instanceof DisagreementError, message: (error as Error).stack ?? String(error) }));
@@ -167,7 +174,14 @@ async function main(): Promise<void> {
   const runs: SizeResult[][] = [];
   for (let r = 0; r < repeat; r++) {
     const run: SizeResult[] = [];
-    for (const size of sizes) run.push(await part<SizeResult>(String(size), notes));
+    for (const size of sizes) {
+      // Agreement first, in one process with all four engines; then each engine is timed in a process of
+      // its own, so none is timed beside the heap of the others.
+      const agreed = await part<Omit<SizeResult, 'timings'>>(`agree:${size}`, notes);
+      const timings: EngineTiming[] = [];
+      for (const engine of ENGINE_NAMES) timings.push(await part<EngineTiming>(`time:${size}:${engine}`, notes));
+      run.push({ ...agreed, timings });
+    }
     runs.push(run);
   }
   const extrasRuns: ExtrasResult[] = [];

@@ -78,6 +78,34 @@ export async function loadAndAgree(
   return { engines, agreement };
 }
 
+/** The agreement part of a size, alone (the bench runs it in its own process before any timing). */
+export async function agreeSize(size: number, options: SizeOptions = {}): Promise<Omit<SizeResult, 'timings'>> {
+  const log = options.log ?? (() => {});
+  const scenario = buildScenario(size, { calls: options.calls ?? defaultCalls(size) });
+  const names = options.engines ?? (Object.keys(ENGINES) as EngineName[]);
+  log(`size ${size}: loading ${names.join(', ')} and checking ${scenario.calls.length} calls through each`);
+  const { agreement } = await loadAndAgree(scenario, names);
+  log(`size ${size}: all ${names.length} engines agree on ${scenario.calls.length} calls (${agreement.decisions} decisions)`);
+  return { size, calls: scenario.calls.length, rules: scenario.rules.length, agreement: { decisions: agreement.decisions, mix: agreement.mix, mismatches: 0 } };
+}
+
+/**
+ * Times one engine on a size's scenario with nothing else loaded (the bench runs it in its own process,
+ * so no engine is timed beside another's heap). The scenario is deterministic: these are the calls the
+ * agreement check saw.
+ */
+export async function timeEngine(size: number, name: EngineName, options: SizeOptions = {}): Promise<EngineTiming> {
+  const log = options.log ?? (() => {});
+  const scenario = buildScenario(size, { calls: options.calls ?? defaultCalls(size) });
+  const t0 = performance.now();
+  const engine = await ENGINES[name](scenario);
+  const loadMs = performance.now() - t0;
+  const timing = measure((from, count) => engine.run(scenario.calls, from, count), options.timing);
+  log(`size ${size}: ${name.padEnd(8)} p50 ${formatNs(timing.p50)}  p99 ${formatNs(timing.p99)}  (${timing.samples} samples × ${timing.batch})`);
+  return { engine: name, size, loadMs, ...timing };
+}
+
+/** A size in one process: agreement, then every engine timed in turn (used by the tests; the bench splits it). */
 export async function benchSize(size: number, options: SizeOptions = {}): Promise<SizeResult> {
   const log = options.log ?? (() => {});
   const scenario = buildScenario(size, { calls: options.calls ?? defaultCalls(size) });
