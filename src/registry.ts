@@ -292,29 +292,24 @@ export class ToolRegistry {
         decided.push(await this.#resolve(pre, env));
       }
     }
-    const results: ToolResult[] = new Array(calls.length);
     // Calls run in order; consecutive concurrency-safe calls run together, an unsafe call runs alone.
-    let group: Promise<void>[] = [];
-    for (let i = 0; i < decided.length; i++) {
-      const { decision, tool, args } = decided[i]!;
+    // runAllowed never rejects (a failure is an error result), so the results can be awaited together.
+    const results: (ToolResult | Promise<ToolResult>)[] = [];
+    let group: Promise<ToolResult>[] = [];
+    for (const { decision, tool, args } of decided) {
       if (decision.effect === 'deny' || !tool || !args) {
-        results[i] = refused(decision as DenyDecision);
-        continue;
-      }
-      const run = (): Promise<void> =>
-        this.runAllowed(tool, args, decision, context).then((r) => {
-          results[i] = r;
-        });
-      if (tool.metadata.concurrencySafe) {
-        group.push(run());
+        results.push(refused(decision as DenyDecision));
+      } else if (tool.metadata.concurrencySafe) {
+        const running = this.runAllowed(tool, args, decision, context);
+        results.push(running);
+        group.push(running);
       } else {
-        await Promise.all(group);
+        if (group.length > 0) await Promise.all(group);
         group = [];
-        await run();
+        results.push(await this.runAllowed(tool, args, decision, context));
       }
     }
-    await Promise.all(group);
-    return results;
+    return Promise.all(results);
   }
 
   /** @internal Step 7: executes an allowed call with its timeout; a throw or a timeout is an error result. */
