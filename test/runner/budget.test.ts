@@ -28,11 +28,10 @@ describe('AgentRunner.run: budgets', () => {
 
   it('refused allowlist calls (onRefusal continue) count against the cap too', async () => {
     const { registry, executed } = shop();
-    const model = new ScriptedModel([{ toolCalls: [{ name: 'refund', arguments: { order: 'A', amount: 1 } }] }], { whenDone: 'repeat' });
     let n = 0;
-    const model2 = new ScriptedModel([() => ({ toolCalls: [{ name: 'refund', arguments: { order: `A${++n}`, amount: 1 } }] })], { whenDone: 'repeat' });
-    void model;
-    const runner = new AgentRunner({ registry, model: model2, onRefusal: 'continue', tenants: { t: { tools: ['search'], maxToolCalls: 5 } } });
+    // Different arguments every time, so it is the cap that ends the run, not the refusal loop.
+    const model = new ScriptedModel([() => ({ toolCalls: [{ name: 'refund', arguments: { order: `A${++n}`, amount: 1 } }] })], { whenDone: 'repeat' });
+    const runner = new AgentRunner({ registry, model, onRefusal: 'continue', tenants: { t: { tools: ['search'], maxToolCalls: 5 } } });
     const result = await runner.run(concierge, 'go', { tenant: 't' });
     expect(result.status).toBe('budget_exceeded');
     expect(result.attempts).toBe(5);

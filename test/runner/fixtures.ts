@@ -1,6 +1,6 @@
 /** Shared fixtures for the runner tests: a registry of real tools (zod and JSON Schema) with execution counters. */
 import { z } from 'zod';
-import { ALLOW_READONLY, PermissionPolicy, PermissionResult, ToolRegistry, ToolTag, type PermissionRule } from '../../src/index.js';
+import { ALLOW_READONLY, defineTool, PermissionPolicy, PermissionResult, ToolRegistry, ToolTag, type PermissionRule } from '../../src/index.js';
 
 export interface Shop {
   readonly registry: ToolRegistry;
@@ -33,7 +33,7 @@ export function shop(options: { policyVersion?: string } = {}): Shop {
     executed[name] = (executed[name] ?? 0) + 1;
   };
   const registry = new ToolRegistry({ handlerTimeoutMs: 500 });
-  registry.register({
+  registry.register(defineTool({
     name: 'search',
     description: 'Search the catalogue',
     parameters: z.object({ query: z.string() }),
@@ -42,8 +42,8 @@ export function shop(options: { policyVersion?: string } = {}): Shop {
       count('search');
       return `3 results for ${query}`;
     },
-  });
-  registry.register({
+  }));
+  registry.register(defineTool({
     name: 'refund',
     description: 'Refund an order',
     parameters: z.object({ order: z.string(), amount: z.number().positive() }),
@@ -53,7 +53,7 @@ export function shop(options: { policyVersion?: string } = {}): Shop {
       refunds.push({ order, amount });
       return `refunded ${amount} on ${order}`;
     },
-  });
+  }));
   registry.register({
     name: 'quote',
     description: 'Price an item',
