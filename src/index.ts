@@ -58,6 +58,7 @@ export type {
   ModelTool,
   RunCaller,
   RunOptions,
+  ResumeOptions,
   RunMessage,
   RunToolCall,
   ToolMessage,

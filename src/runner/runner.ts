@@ -34,6 +34,7 @@ import type {
   Model,
   ModelTool,
   PendingApproval,
+  ResumeOptions,
   RunEvent,
   RunEventBase,
   RunEventMap,
@@ -283,8 +284,8 @@ export class AgentRunner {
    * (JSON); it must be unaltered and signed with this runner's secret, or a RunStateError is thrown and
    * nothing runs. Each paused call passes the gate again under the tenant limits and policy in force now.
    */
-  async resume(state: RunState, decisions: readonly ApprovalDecision[] = []): Promise<RunResult> {
-    const run = this.#restore(state);
+  async resume(state: RunState, decisions: readonly ApprovalDecision[] = [], options: ResumeOptions = {}): Promise<RunResult> {
+    const run = this.#restore(state, options.signal);
     if (!Array.isArray(decisions)) throw new TypeError(`resume(state, decisions): decisions must be an array, got ${describe(decisions)}`);
     this.#emit(run, run.frames[0]!, { type: 'run_resumed', decisions: decisions.length });
     const pending = new Map(state.pending.map((p) => [p.id, p]));
@@ -768,7 +769,7 @@ export class AgentRunner {
     return { ...plain, mac: macOf(this.#secret, ['toolgate.state', plain]) };
   }
 
-  #restore(state: RunState): Run {
+  #restore(state: RunState, signal: AbortSignal | undefined): Run {
     if (typeof state !== 'object' || state === null || state.kind !== 'toolgate.run-state') throw new RunStateError(`resume() expects a RunState, got ${describe(state)}`);
     if (state.version !== 1) throw new RunStateError(`RunState version ${describe(state.version)} is not supported (expected 1)`);
     const { mac, ...body } = state;
@@ -788,7 +789,7 @@ export class AgentRunner {
       caller: copy.caller,
       session: copy.session,
       input: copy.input,
-      signal: undefined,
+      signal,
       iterations: copy.tally.iterations,
       attemptsOutsideGuards: copy.tally.attempts,
       refusals: copy.tally.refusals,

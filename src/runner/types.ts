@@ -117,6 +117,12 @@ export interface RunOptions {
   readonly signal?: AbortSignal;
 }
 
+/** Options of {@link AgentRunner.resume}. */
+export interface ResumeOptions {
+  /** Cancels tool execution. */
+  readonly signal?: AbortSignal;
+}
+
 /** How long a human's answer is remembered: this call only, the rest of the run, or the session. */
 export type ApprovalScope = 'once' | 'run' | 'session';
 
@@ -239,7 +245,7 @@ export interface RunTally {
 export type RunStatus = 'completed' | 'failed' | 'budget_exceeded' | 'refusal_loop' | 'paused';
 
 /** The cap a `budget_exceeded` run hit. */
-export type BudgetCap = 'maxIterations' | 'maxToolCalls' | 'maxCost' | 'maxDepth';
+export type BudgetCap = 'maxIterations' | 'maxToolCalls' | 'maxCost';
 
 /** Fields every run result has. */
 export interface RunResultBase extends RunTally {
