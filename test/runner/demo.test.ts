@@ -15,3 +15,16 @@ describe('examples/demo/runner.ts', () => {
     expect(text).toContain('refunds executed in all: 1 (A-1042:250)');
   });
 });
+
+describe('docs/readme/runner.md', () => {
+  it('its quick start is examples/demo/runner-quickstart.ts (type-checked) and runs', async () => {
+    const { readFileSync } = await import('node:fs');
+    const readme = readFileSync(new URL('../../docs/readme/runner.md', import.meta.url), 'utf8');
+    const example = readFileSync(new URL('../../examples/demo/runner-quickstart.ts', import.meta.url), 'utf8');
+    const block = /```ts\n([\s\S]*?)```/.exec(readme)![1]!;
+    const body = example.split('\n').slice(1).join('\n').replace("from '../../src/index.js'", "from 'toolgate'");
+    expect(block).toBe(body);
+    const { quickstart } = await import('../../examples/demo/runner-quickstart.js');
+    expect(await quickstart()).toBe('completed: Refunded.');
+  });
+});
