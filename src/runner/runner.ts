@@ -465,13 +465,12 @@ export class AgentRunner {
     if (this.#onRefusal === 'fail') {
       const at = decided.findIndex((d) => d.kind === 'decided' && isAllowlistRefusal(d.decision));
       if (at >= 0) {
-        let error: ToolNotPermittedError | null = null;
-        for (const d of decided.slice(0, at + 1)) {
-          if (d.kind === 'decided') error = this.#commit(run, frame, d) ?? error;
-          else if (d.kind === 'replay') run.attemptsOutsideGuards++;
-        }
+        // Only the refused call is charged and announced: the others of the turn were never dispatched.
+        const refused = decided[at] as Extract<Decided, { kind: 'decided' }>;
+        const error = this.#commit(run, frame, refused)!;
+        turn.done.set(refused.call.id, toolMessage(refused.call, refusalContent(refused.decision as DenyDecision), true));
         this.#closeTurn(frame, turn, 'the run failed before this call ran');
-        return { kind: 'ended', status: 'failed', error: error! };
+        return { kind: 'ended', status: 'failed', error };
       }
     }
     const pending = decided.filter((d): d is Extract<Decided, { kind: 'pending' }> => d.kind === 'pending');

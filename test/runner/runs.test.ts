@@ -1,5 +1,5 @@
 import { describe, expect, it, vi } from 'vitest';
-import { AgentRunner, ConfigurationError, ScriptedModel, ToolNotPermittedError, type RunEvent, type TenantLimits } from '../../src/index.js';
+import { AgentRunner, ConfigurationError, InMemoryApprovalStore, ScriptedModel, ToolNotPermittedError, type RunEvent, type TenantLimits } from '../../src/index.js';
 import { shop } from './fixtures.js';
 
 const concierge = { name: 'concierge', tools: ['search', 'refund', 'quote'] };
@@ -186,5 +186,67 @@ describe('AgentRunner.run: the allowlist per dispatch', () => {
     const { registry } = shop();
     const runner = new AgentRunner({ registry, model: new ScriptedModel([]) });
     await expect(runner.run({ name: 'a', tools: ['search', 'SEARCH'] }, 'x')).rejects.toBeInstanceOf(ConfigurationError);
+  });
+
+  it('fails closed when the model throws or answers nonsense', async () => {
+    const { registry } = shop();
+    const throwing = new AgentRunner({ registry, model: { generate: () => Promise.reject(new Error('model down')) } });
+    const r1 = await throwing.run(concierge, 'go');
+    expect(r1.status).toBe('failed');
+    expect(r1.error?.message).toBe('model down');
+    const nonsense = new AgentRunner({ registry, model: { generate: () => ({ toolCalls: 'search' }) as never } });
+    const r2 = await nonsense.run(concierge, 'go');
+    expect(r2.status).toBe('failed');
+    expect(r2.error).toBeInstanceOf(TypeError);
+  });
+
+  it('fails closed when the approvals store fails: the call does not run', async () => {
+    const { registry, executed } = shop();
+    const broken = Object.assign(new InMemoryApprovalStore(), {
+      claim: () => Promise.reject(new Error('disk full')),
+    });
+    const model = new ScriptedModel([{ toolCalls: [{ name: 'search', arguments: { query: 'x' } }] }, { text: 'ok' }]);
+    const result = await new AgentRunner({ registry, model, approvals: broken }).run(concierge, 'go');
+    expect(result.status).toBe('failed');
+    expect(result.error?.message).toBe('disk full');
+    expect(executed['search']).toBeUndefined();
+  });
+
+  it('a cap lowered by the tenant mid-run applies to the next call', async () => {
+    const { registry, executed } = shop();
+    const plan: { maxToolCalls: number } = { maxToolCalls: 10 };
+    const model = new ScriptedModel([() => ({ toolCalls: [{ name: 'quote', arguments: { item: String(model.requests.length) } }] })], { whenDone: 'repeat' });
+    const runner = new AgentRunner({ registry, model, tenants: () => ({ ...plan }) });
+    registry.onChange((e) => {
+      if (e.type === 'tool_executed' && (executed['quote'] ?? 0) === 2) plan.maxToolCalls = 2;
+    });
+    const result = await runner.run(concierge, 'go');
+    expect(result.status).toBe('budget_exceeded');
+    expect(executed['quote']).toBe(2);
+    expect(result.attempts).toBe(2);
+  });
+
+  it('duplicate call ids in one turn are refused, not merged', async () => {
+    const { registry, executed } = shop();
+    const model = new ScriptedModel([
+      { toolCalls: [{ id: 'x', name: 'search', arguments: { query: 'a' } }, { id: 'x', name: 'search', arguments: { query: 'b' } }] },
+      { text: 'ok' },
+    ]);
+    const result = await new AgentRunner({ registry, model }).run(concierge, 'go');
+    expect(result.status).toBe('completed');
+    expect(executed['search']).toBe(1);
+    expect(result.decisions.map((d) => [d.callId, d.effect])).toEqual([
+      ['x', 'allow'],
+      ['x~2', 'deny'],
+    ]);
+  });
+
+  it('cancels tool execution with the run signal', async () => {
+    const { registry } = shop();
+    const controller = new AbortController();
+    controller.abort(new Error('user left'));
+    const model = new ScriptedModel([{ toolCalls: [{ name: 'search', arguments: { query: 'x' } }] }, (r) => ({ text: (r.messages.at(-1) as { content: string }).content })]);
+    const result = await new AgentRunner({ registry, model }).run(concierge, 'go', { signal: controller.signal });
+    expect(result.output).toMatch(/cancelled/);
   });
 });
