@@ -215,7 +215,8 @@ describe('AgentRunner.run: the allowlist per dispatch', () => {
   it('a cap lowered by the tenant mid-run applies to the next call', async () => {
     const { registry, executed } = shop();
     const plan: { maxToolCalls: number } = { maxToolCalls: 10 };
-    const model = new ScriptedModel([() => ({ toolCalls: [{ name: 'quote', arguments: { item: String(model.requests.length) } }] })], { whenDone: 'repeat' });
+    let n = 0;
+    const model = new ScriptedModel([() => ({ toolCalls: [{ name: 'quote', arguments: { item: String(++n) } }] })], { whenDone: 'repeat' });
     const runner = new AgentRunner({ registry, model, tenants: () => ({ ...plan }) });
     registry.onChange((e) => {
       if (e.type === 'tool_executed' && (executed['quote'] ?? 0) === 2) plan.maxToolCalls = 2;
