@@ -251,7 +251,8 @@ export class AgentRunner {
     const scopes = caller.scopes === undefined || caller.scopes === null ? null : stringList(caller.scopes, 'caller.scopes');
     const runId = options.runId ?? randomUUID();
     if (typeof runId !== 'string' || runId === '') throw new TypeError(`run() option "runId" must be a non-empty string, got ${describe(runId)}`);
-    const session = options.session ?? `${tenant}/${caller.id ?? '-'}`;
+    // Without a caller id there is no one to share a session with: `session` answers then last for this run only.
+    const session = options.session ?? (caller.id === undefined ? `${tenant}/run:${runId}` : `${tenant}/${caller.id}`);
     if (typeof session !== 'string') throw new TypeError(`run() option "session" must be a string, got ${describe(session)}`);
     const run: Run = {
       runId,

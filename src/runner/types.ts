@@ -109,7 +109,7 @@ export interface RunOptions {
   /** The tenant whose limits apply. @default 'default' */
   readonly tenant?: string;
   readonly caller?: RunCaller;
-  /** What `session`-scoped remembered approvals are shared across. @default `${tenant}/${caller.id ?? '-'}` */
+  /** What `session`-scoped remembered approvals are shared across. @default `${tenant}/${caller.id}`, or this run alone without a caller id */
   readonly session?: string;
   /** @default a random UUID */
   readonly runId?: string;

@@ -361,6 +361,31 @@ describe('AgentRunner: durable approvals', () => {
     expect(r.decisions[0]).toMatchObject({ effect: 'allow', asked: 'runner' });
   });
 
+  it('the default session is the tenant and caller id; without a caller id a session answer lasts for the run only', async () => {
+    const store = new InMemoryApprovalStore();
+    let asked = 0;
+    const f = shop({ policyVersion: 'v1' });
+    const make = () =>
+      new AgentRunner({
+        registry: f.registry,
+        model: refundScript(),
+        approvals: store,
+        secret: SECRET,
+        handler: () => {
+          asked++;
+          return { answer: 'allow', scope: 'session' };
+        },
+      });
+    await make().run(concierge, 'x', { tenant: 'acme' });
+    await make().run(concierge, 'x', { tenant: 'acme' });
+    expect(asked).toBe(2);
+    await make().run(concierge, 'x', { tenant: 'acme', caller: { id: 'ana' } });
+    await make().run(concierge, 'x', { tenant: 'acme', caller: { id: 'ana' } });
+    expect(asked).toBe(3);
+    await make().run(concierge, 'x', { tenant: 'other', caller: { id: 'ana' } });
+    expect(asked).toBe(4);
+  });
+
   it('pauses inside a peer and resumes the delegation in a fresh runner', async () => {
     const store = new InMemoryApprovalStore();
     const billing: Agent = { name: 'billing', tools: ['refund'] };
