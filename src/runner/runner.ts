@@ -454,6 +454,19 @@ export class AgentRunner {
       projectedAttempts++;
       projectedCost += cost;
       if (pre.kind === 'decided') {
+        const granted = frame.granted.get(call.id);
+        if (granted) {
+          // Approved while paused, but the gate decided without asking this time (a rule or the allowlist changed).
+          this.#emit(run, frame, {
+            type: 'approval_resolved',
+            approvalId: granted.approvalId,
+            callId: call.id,
+            accepted: true,
+            answer: granted.answer,
+            reason: 'not needed: the gate decided the call without asking',
+            decision: pre.decision,
+          });
+        }
         decided.push({ kind: 'decided', call, decision: this.#depthCheck(run, frame, pre.decision), tool: pre.tool, args: pre.args, allowlist });
         continue;
       }

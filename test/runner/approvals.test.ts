@@ -230,6 +230,7 @@ describe('AgentRunner: durable approvals', () => {
     expect(r1.status).toBe('failed');
     expect((r1.error as ToolNotPermittedError).reason).toBe('tenant');
     expect(downgraded.refunds).toEqual([]);
+    expect(downgraded.events.find((e) => e.type === 'approval_resolved')).toMatchObject({ accepted: true, reason: expect.stringMatching(/not needed/), decision: { stage: 'allowlist' } });
 
     // The policy changed version: an approval given under v1 is not valid under v2.
     const result2 = paused(await runner.run(concierge, 'refund A1'));
