@@ -128,7 +128,7 @@ export type ToolAllowlistGuardOptions = ToolAllowlistOptions;
  */
 export class ToolAllowlistGuard {
   readonly name = 'tool_allowlist' as const;
-  readonly allowlist: ToolAllowlist;
+  #allowlist: ToolAllowlist;
   #attempts = 0;
   #refusals = 0;
 
@@ -136,7 +136,25 @@ export class ToolAllowlistGuard {
     if (!(allowlist instanceof ToolAllowlist)) {
       throw new TypeError(`ToolAllowlistGuard expects a ToolAllowlist, got ${describe(allowlist)}`);
     }
-    this.allowlist = allowlist;
+    this.#allowlist = allowlist;
+  }
+
+  /** The allowlist the next `decide`/`check` is made against. */
+  get allowlist(): ToolAllowlist {
+    return this.#allowlist;
+  }
+
+  /**
+   * Points the guard at the allowlist in force for the next dispatch, keeping the tally. A runner resolves
+   * the allowlist per dispatch (a tenant change applies to the next call) while the budget is charged for
+   * the whole run, so the tally must outlive any one allowlist.
+   */
+  follow(allowlist: ToolAllowlist): this {
+    if (!(allowlist instanceof ToolAllowlist)) {
+      throw new TypeError(`ToolAllowlistGuard.follow expects a ToolAllowlist, got ${describe(allowlist)}`);
+    }
+    this.#allowlist = allowlist;
+    return this;
   }
 
   static resolving(declared: Iterable<string>, options?: ToolAllowlistGuardOptions): ToolAllowlistGuard {

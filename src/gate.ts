@@ -11,7 +11,7 @@ import type { AllowDecision, Decision, DecisionBase, DenyDecision } from './deci
 import type { RefusalLayer } from './errors.js';
 import { parseArguments, type NormalizedCall, type UnreadableCall } from './formats/index.js';
 import { canonical } from './names.js';
-import { callHandler, errorText, type PermissionHandler, type PermissionRequest } from './permissions/handler.js';
+import { callHandler, errorText, type AnyHandler, type PermissionHandler, type PermissionRequest } from './permissions/handler.js';
 import type { PermissionPolicy, PolicyEvaluation } from './permissions/policy.js';
 import type { PermissionResult } from './permissions/result.js';
 import type { Tool } from './tool.js';
@@ -201,20 +201,43 @@ export function fromEvaluation(evaluation: PolicyEvaluation, tool: Tool, args: R
   return { kind: 'ask', tool, args, base: { ...withRule, reason }, request };
 }
 
+/** A handler a route adds to the chain, asked after the policy's own handler and before the registry's. */
+export interface AskRoute {
+  readonly handler: AnyHandler | null;
+  /** What the Decision records as `asked` when this handler is the one asked. */
+  readonly asked: 'runner';
+  /** Accept `pending` from whichever handler is asked: the ask is then left open rather than denied. */
+  readonly pending: true;
+}
+
+/** An ask a handler answered `pending`: no Decision yet; the route (the runner) pauses and asks later. */
+export interface PendingAsk {
+  readonly effect: 'pending';
+  readonly base: DecisionBase;
+  readonly request: PermissionRequest;
+}
+
 /**
- * Resolves an ask: the policy's handler, else the registry's, else the registry's fallback. Any
- * handler failure denies.
+ * Resolves an ask: the policy's handler, else the route's (the runner's), else the registry's, else the
+ * registry's fallback. Any handler failure denies; `pending` is an answer only on a route that accepts it.
  */
-export async function resolveAsk(ask: Extract<Precheck, { kind: 'ask' }>, env: GateEnvironment): Promise<Decision> {
-  const handler = env.policy?.handler ?? env.handler;
-  const asked = env.policy?.handler ? 'policy' : env.handler ? 'registry' : null;
+export async function resolveAsk(ask: Extract<Precheck, { kind: 'ask' }>, env: GateEnvironment): Promise<Decision>;
+export async function resolveAsk(ask: Extract<Precheck, { kind: 'ask' }>, env: GateEnvironment, route: AskRoute): Promise<Decision | PendingAsk>;
+export async function resolveAsk(ask: Extract<Precheck, { kind: 'ask' }>, env: GateEnvironment, route?: AskRoute): Promise<Decision | PendingAsk> {
+  const chain: [AnyHandler | null, DecisionBase['asked']][] = [
+    [env.policy?.handler ?? null, 'policy'],
+    [route?.handler ?? null, route?.asked ?? null],
+    [env.handler, 'registry'],
+  ];
+  const [handler, asked] = chain.find(([h]) => h !== null) ?? [null, null];
   if (!handler) {
     const fallback = env.handlerFallback;
     if (fallback === 'allow') return allow(ask.base, 'fallback', `${ask.base.reason} (asked, no handler; the fallback allows)`);
     return deny(ask.base, { stage: 'policy', by: 'no_handler', layer: null }, `${ask.base.reason}; approval was required and no permission handler is set`);
   }
-  const outcome = await callHandler(handler, ask.request, env.handlerTimeoutMs);
+  const outcome = await callHandler(handler, ask.request, env.handlerTimeoutMs, { pending: route?.pending === true });
   const base: DecisionBase = { ...ask.base, asked };
+  if (outcome.answer === 'pending') return { effect: 'pending', base, request: ask.request };
   if (outcome.answer === 'allow') return allow(base, 'handler', `${ask.base.reason} (approved)`);
   if (outcome.failure === undefined) return deny(base, { stage: 'handler', by: 'handler', layer: null }, `${ask.base.reason}; the approver denied the call`);
   const by = outcome.failure === 'timeout' ? 'handler_timeout' : outcome.failure === 'threw' ? 'handler_error' : 'handler_invalid';
