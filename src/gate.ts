@@ -15,6 +15,7 @@ import { callHandler, errorText, type PermissionHandler, type PermissionRequest 
 import type { PermissionPolicy, PolicyEvaluation } from './permissions/policy.js';
 import type { PermissionResult } from './permissions/result.js';
 import type { Tool } from './tool.js';
+import type { ConfusablesMode } from './unicode/confusables.js';
 
 /** An agent as the gate sees it: a name and, optionally, the tools it declares. */
 export interface AgentIdentity {
@@ -52,6 +53,8 @@ export interface GateEnvironment {
   /** What `ask` becomes when no handler is reachable. */
   readonly handlerFallback: PermissionResult;
   readonly handlerTimeoutMs: number;
+  /** How resolution reports look-alike declared names. @default 'warn' */
+  readonly confusables?: ConfusablesMode;
 }
 
 /** A call that passed steps 1–4 and was evaluated by the policy (step 5), before any handler. */
@@ -85,7 +88,8 @@ export function allowlistFor(context: GateContext, env: GateEnvironment): ToolAl
   const dk = layerKey(declared as AllowlistLayer);
   const tk = layerKey(tenant);
   const ck = layerKey(caller);
-  if (dk === null || tk === null || ck === null) return ToolAllowlist.resolve(declared, { agent, tenant, caller });
+  const confusables = env.confusables ?? 'warn';
+  if (dk === null || tk === null || ck === null) return ToolAllowlist.resolve(declared, { agent, tenant, caller, confusables });
   let byTenant = allowlists.get(dk);
   if (!byTenant) allowlists.set(dk, (byTenant = new WeakMap()));
   let byCaller = byTenant.get(tk);
@@ -93,7 +97,7 @@ export function allowlistFor(context: GateContext, env: GateEnvironment): ToolAl
   let list = byCaller.get(ck);
   // The agent's name is part of the refusal text, so a cached list is reused only for the same agent.
   if (!list || list.agent !== agent) {
-    list = ToolAllowlist.resolve(declared, { agent, tenant, caller });
+    list = ToolAllowlist.resolve(declared, { agent, tenant, caller, confusables });
     byCaller.set(ck, list);
   }
   return list;

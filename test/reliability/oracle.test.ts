@@ -136,6 +136,6 @@ describe('canonical() against Python unicodedata + str.casefold()', () => {
       }
     }
     expect(compared).toBe(STRINGS);
-    expect(mismatches, `Node Unicode ${process.versions.unicode}, Python Unicode ${unicode}, seed ${SEED}`).toEqual([]);
+    expect(mismatches, `Node Unicode ${process.versions['unicode']}, Python Unicode ${unicode}, seed ${SEED}`).toEqual([]);
   });
 });
