@@ -232,7 +232,7 @@ function toRule(spec: RuleSpec, index: number): PermissionRule {
       };
       break;
     case 'garbage':
-      rule.match = (() => 'yes') as unknown as PermissionRule['match'];
+      rule.match = (() => 'yes') as unknown as NonNullable<PermissionRule['match']>;
       break;
   }
   return rule;
