@@ -52,7 +52,7 @@ const callLike = fc.letrec((tie) => ({
 
 describe('readCall', () => {
   it('never throws and always returns a call or a clear problem, for any value', () => {
-    fc.assert(fc.property(callLike, checkRead), fcParams(3_000, 100_000));
+    fc.assert(fc.property(callLike, checkRead), fcParams(1_500, 100_000));
   });
 
   it('reads a JSON "__proto__" key as data: it does not make a call', () => {
@@ -164,7 +164,7 @@ describe('registry.executeToolCalls', () => {
     const { registry, ran } = fixture();
     await fc.assert(
       fc.asyncProperty(fc.array(callLike, { maxLength: 6 }), (calls) => checkBatch(registry, ran, calls)),
-      fcParams(500, 20_000),
+      fcParams(300, 20_000),
     );
   });
 
