@@ -10,11 +10,12 @@ import { REFUSAL_OF, ToolAllowlist, type AllowlistLayer } from './allowlist.js';
 import type { AllowDecision, Decision, DecisionBase, DenyDecision } from './decision.js';
 import type { RefusalLayer } from './errors.js';
 import { parseArguments, type NormalizedCall, type UnreadableCall } from './formats/index.js';
-import { canonical } from './names.js';
+import { canonical, describe } from './names.js';
 import { callHandler, errorText, type AnyHandler, type PermissionHandler, type PermissionRequest } from './permissions/handler.js';
 import type { PermissionPolicy, PolicyEvaluation } from './permissions/policy.js';
 import type { PermissionResult } from './permissions/result.js';
 import type { Tool } from './tool.js';
+import type { ConfusablesMode } from './unicode/confusables.js';
 
 /** An agent as the gate sees it: a name and, optionally, the tools it declares. */
 export interface AgentIdentity {
@@ -52,6 +53,8 @@ export interface GateEnvironment {
   /** What `ask` becomes when no handler is reachable. */
   readonly handlerFallback: PermissionResult;
   readonly handlerTimeoutMs: number;
+  /** How resolution reports look-alike declared names. @default 'warn' */
+  readonly confusables?: ConfusablesMode;
 }
 
 /** A call that passed steps 1–4 and was evaluated by the policy (step 5), before any handler. */
@@ -85,7 +88,8 @@ export function allowlistFor(context: GateContext, env: GateEnvironment): ToolAl
   const dk = layerKey(declared as AllowlistLayer);
   const tk = layerKey(tenant);
   const ck = layerKey(caller);
-  if (dk === null || tk === null || ck === null) return ToolAllowlist.resolve(declared, { agent, tenant, caller });
+  const confusables = env.confusables ?? 'warn';
+  if (dk === null || tk === null || ck === null) return ToolAllowlist.resolve(declared, { agent, tenant, caller, confusables });
   let byTenant = allowlists.get(dk);
   if (!byTenant) allowlists.set(dk, (byTenant = new WeakMap()));
   let byCaller = byTenant.get(tk);
@@ -93,7 +97,7 @@ export function allowlistFor(context: GateContext, env: GateEnvironment): ToolAl
   let list = byCaller.get(ck);
   // The agent's name is part of the refusal text, so a cached list is reused only for the same agent.
   if (!list || list.agent !== agent) {
-    list = ToolAllowlist.resolve(declared, { agent, tenant, caller });
+    list = ToolAllowlist.resolve(declared, { agent, tenant, caller, confusables });
     byCaller.set(ck, list);
   }
   return list;
@@ -129,7 +133,7 @@ export function precheck(call: NormalizedCall | UnreadableCall, context: GateCon
   // 1 find tool
   const tool = env.lookup(form);
   if (!tool) {
-    return decided(deny(base, { stage: 'lookup', by: 'unknown_tool', layer: 'not_declared' }, `no tool named ${JSON.stringify(call.name)} is registered`), null, null);
+    return decided(deny(base, { stage: 'lookup', by: 'unknown_tool', layer: 'not_declared' }, `no tool named ${quote(call.name)} is registered`), null, null);
   }
   // 2 parse arguments: malformed JSON is refused, never run as {}
   const parsed = parseArguments(call.arguments);
@@ -159,7 +163,7 @@ function afterValidation(
 ): Precheck {
   if (!validation.ok) {
     return decided(
-      deny(base, { stage: 'validation', by: 'invalid_arguments', layer: null }, `the arguments do not match the schema of ${JSON.stringify(tool.name)}: ${validation.issues.join('; ')}`),
+      deny(base, { stage: 'validation', by: 'invalid_arguments', layer: null }, `the arguments do not match the schema of ${quote(tool.name)}: ${issueText(validation.issues)}`),
       tool,
       null,
     );
@@ -272,7 +276,21 @@ const LAYER_NAMES: Record<RefusalLayer, string> = {
 };
 
 export function refusalText(tool: string, agent: string, layer: RefusalLayer): string {
-  return `tool ${JSON.stringify(tool)} is not permitted for agent ${JSON.stringify(agent)}: ${LAYER_NAMES[layer]} (layer: ${layer})`;
+  return `tool ${quote(tool)} is not permitted for agent ${quote(agent)}: ${LAYER_NAMES[layer]} (layer: ${layer})`;
+}
+
+// A refusal's reason is shown to the model: a hostile call must not get a megabyte name, or a hundred
+// thousand schema issues, echoed back into the context. The Decision keeps the name as asked.
+const MAX_ISSUES = 10;
+
+function quote(name: string): string {
+  return describe(name);
+}
+
+function issueText(issues: readonly string[]): string {
+  const shown = issues.slice(0, MAX_ISSUES).map((issue) => (issue.length > 200 ? `${issue.slice(0, 197)}...` : issue));
+  const more = issues.length > MAX_ISSUES ? `; and ${issues.length - MAX_ISSUES} more` : '';
+  return `${shown.join('; ')}${more}`;
 }
 
 /** The text a model gets for a refused call: what was refused and why, with no way to appeal. */

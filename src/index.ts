@@ -4,6 +4,8 @@
  * toolgate/openai-agents) and this entry imports none of them.
  */
 export { canonical } from './names.js';
+export { skeleton, findConfusables, CONFUSABLES_VERSION } from './unicode/confusables.js';
+export type { ConfusablesMode, ConfusablePair } from './unicode/confusables.js';
 export { ToolgateError, ConfigurationError, ToolNotPermittedError, RunStateError, ErrorCode, isToolgateError } from './errors.js';
 export type { RefusalLayer } from './errors.js';
 export { ToolAllowlist, ToolAllowlistGuard } from './allowlist.js';
