@@ -202,12 +202,14 @@ export function fromEvaluation(evaluation: PolicyEvaluation, tool: Tool, args: R
 }
 
 /**
- * Resolves an ask: the policy's handler, else the registry's, else the registry's fallback. Any
- * handler failure denies.
+ * Resolves an ask: the adapter's approver when one is given, else the policy's handler, else the
+ * registry's, else the registry's fallback. Any handler failure denies.
  */
-export async function resolveAsk(ask: Extract<Precheck, { kind: 'ask' }>, env: GateEnvironment): Promise<Decision> {
-  const handler = env.policy?.handler ?? env.handler;
-  const asked = env.policy?.handler ? 'policy' : env.handler ? 'registry' : null;
+export async function resolveAsk(ask: Extract<Precheck, { kind: 'ask' }>, env: GateEnvironment, approver?: PermissionHandler): Promise<Decision> {
+  // An adapter whose SDK has its own approval flow (AI SDK tool approval, an Agents SDK interruption, MCP
+  // elicitation) passes that flow in as the approver; it is called with the same timeout and fail-closed rules.
+  const handler = approver ?? env.policy?.handler ?? env.handler;
+  const asked = approver ? 'adapter' : env.policy?.handler ? 'policy' : env.handler ? 'registry' : null;
   if (!handler) {
     const fallback = env.handlerFallback;
     if (fallback === 'allow') return allow(ask.base, 'fallback', `${ask.base.reason} (asked, no handler; the fallback allows)`);

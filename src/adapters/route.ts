@@ -1,0 +1,68 @@
+/**
+ * The adapters' one way onto the gate. Every adapter (AI SDK, OpenAI Agents, the MCP gateway) decides a
+ * call here and executes it only through `registry.runAllowed` with an allow Decision; none of them
+ * holds gate logic of its own. Internal: not exported from any entry point.
+ */
+import type { Decision, DenyDecision } from '../decision.js';
+import { readCall } from '../formats/index.js';
+import { precheck, refusalContent, resolveAsk, type GateContext, type Precheck } from '../gate.js';
+import type { PermissionHandler } from '../permissions/handler.js';
+import type { ToolRegistry, ToolResult } from '../registry.js';
+import { refused } from '../registry.js';
+import type { Tool } from '../tool.js';
+
+/** A call as an adapter receives it from its SDK. */
+export interface AdapterCall {
+  readonly id: string;
+  readonly name: string;
+  readonly arguments: unknown;
+}
+
+/** Steps 1–5 before any ask is resolved; emits nothing (the SDK may ask again before it executes). */
+export async function check(registry: ToolRegistry, call: AdapterCall, context: GateContext): Promise<Precheck> {
+  return precheck(readCall({ id: call.id, name: call.name, arguments: call.arguments }), context, registry.environment());
+}
+
+/** The ask part of a precheck. */
+export type Ask = Extract<Precheck, { kind: 'ask' }>;
+
+/**
+ * Resolves a precheck to a final Decision and emits its events (step 8). An ask goes to `approver` (the
+ * SDK's own approval flow) when given, else to the policy's or registry's handler.
+ */
+export async function settle(registry: ToolRegistry, pre: Precheck, approver?: PermissionHandler): Promise<Decided> {
+  if (pre.kind === 'decided') {
+    registry.announce(pre.decision);
+    return pre;
+  }
+  registry.emit({ type: 'permission_asked', tool: pre.tool.name, callId: pre.base.callId, reason: pre.request.reason, ruleName: pre.request.ruleName, parameters: pre.args });
+  const decision = await resolveAsk(pre, registry.environment(), approver);
+  registry.announce(decision);
+  return { decision, tool: pre.tool, args: pre.args };
+}
+
+/** A final Decision with what is needed to run the call. */
+export interface Decided {
+  readonly decision: Decision;
+  readonly tool: Tool | null;
+  readonly args: Record<string, unknown> | null;
+}
+
+/** Step 7: runs the call if, and only if, its Decision allows it; a refusal is returned as its error result. */
+export async function run(registry: ToolRegistry, decided: Decided, context: GateContext): Promise<ToolResult> {
+  const { decision, tool, args } = decided;
+  if (decision.effect !== 'allow' || !tool || !args) return refused(decision as DenyDecision);
+  return registry.runAllowed(tool, args, decision, context);
+}
+
+/** Decides and runs one call (an ask goes to `approver`, else to the handlers). */
+export async function dispatchOne(registry: ToolRegistry, call: AdapterCall, context: GateContext, approver?: PermissionHandler): Promise<ToolResult> {
+  return run(registry, await settle(registry, await check(registry, call, context), approver), context);
+}
+
+/** An approver that says yes: the SDK's approval flow already asked a person and they approved. */
+export const APPROVED: PermissionHandler = () => 'allow';
+/** An approver that says no: the SDK's approval flow asked a person and they refused. */
+export const REJECTED: PermissionHandler = () => 'deny';
+
+export { refusalContent };
