@@ -1,0 +1,6 @@
+/**
+ * `toolgate/mcp`: tools from MCP servers registered in a ToolRegistry (so they pass the gate), and a
+ * policy-enforcing MCP gateway in front of an upstream server. Needs `@modelcontextprotocol/sdk`.
+ */
+export { connectMcpServer, annotationTags, contentText, McpToolError } from './client.js';
+export type { McpServerOptions, McpStdioServer, McpConnection } from './client.js';
