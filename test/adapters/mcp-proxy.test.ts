@@ -1,0 +1,275 @@
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { ElicitRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { SignJWT } from 'jose';
+import { afterEach, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { createMcpProxy, jwtAuthenticator, loadPolicyForProxy, policyFromData, serveMcpProxyHttp, type McpAuditRecord, type McpProxy } from '../../src/adapters/mcp/index.js';
+import { ConfigurationError } from '../../src/index.js';
+
+const ROOT = process.cwd();
+const FS_SERVER = join(ROOT, 'node_modules/.bin/mcp-server-filesystem');
+const CLI = join(ROOT, 'src/cli/mcp-proxy.ts');
+const FLAKY = join(ROOT, 'test/adapters/fixtures/flaky-server.ts');
+const cleanups: (() => Promise<unknown>)[] = [];
+afterEach(async () => {
+  while (cleanups.length) await cleanups.pop()!().catch(() => undefined);
+});
+
+const text = (result: unknown): string => ((result as CallToolResult).content[0] as { text: string }).text;
+
+/** The proxy CLI as a child process over real stdio, driven by the SDK's Client. */
+async function proxyClient(args: string[], clientOptions: ConstructorParameters<typeof Client>[1] = {}) {
+  const transport = new StdioClientTransport({ command: process.execPath, args: ['--import', 'tsx', CLI, ...args], stderr: 'pipe' });
+  let stderr = '';
+  transport.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const client = new Client({ name: 'test', version: '1.0.0' }, clientOptions);
+  await client.connect(transport);
+  cleanups.push(() => client.close());
+  return { client, transport, stderr: () => stderr };
+}
+
+function sandbox() {
+  const root = realpathSync(mkdtempSync(join(tmpdir(), 'toolgate-proxy-')));
+  mkdirSync(join(root, 'inbox'));
+  writeFileSync(join(root, 'note.txt'), 'hello from the sandbox');
+  const policy = join(root, '..', `${root.split('/').pop()}-policy.json`);
+  writeFileSync(
+    policy,
+    JSON.stringify({
+      agents: { 'fs-agent': { tools: ['read_text_file', 'list_directory', 'write_file'] } },
+      rules: [
+        { name: 'reads', tools: ['read_text_file', 'list_directory'], result: 'allow', reason: 'reading is fine' },
+        { name: 'inbox-writes', tools: ['write_file'], arguments: { path: { within: [join(root, 'inbox')] } }, result: 'allow', reason: 'the inbox is writable' },
+        { name: 'other-writes', tools: ['write_file'], result: 'deny', reason: 'writes go to the inbox only' },
+      ],
+    }),
+  );
+  return { root, policy, audit: `${policy}.audit.jsonl` };
+}
+
+describe('toolgate mcp-proxy over real stdio, in front of @modelcontextprotocol/server-filesystem', () => {
+  it('lists only permitted tools, refuses a write outside the allowed folder (file not written), lets a read through, audits each decision', async () => {
+    const { root, policy, audit } = sandbox();
+    const { client } = await proxyClient(['--policy', policy, '--agent', 'fs-agent', '--audit', audit, '--', FS_SERVER, root]);
+
+    const listed = (await client.listTools()).tools.map((t) => t.name).sort();
+    expect(listed).toEqual(['list_directory', 'read_text_file', 'write_file']);
+
+    // Inside the upstream's root, so the upstream itself would have written it: the proxy must refuse first.
+    const outside = join(root, 'secret.txt');
+    const refused = await client.callTool({ name: 'write_file', arguments: { path: outside, content: 'should not be written' } });
+    expect(refused.isError).toBe(true);
+    expect(text(refused)).toMatch(/refused \(rule "other-writes"\): writes go to the inbox only/);
+    expect(existsSync(outside)).toBe(false);
+
+    const hidden = await client.callTool({ name: 'move_file', arguments: { source: join(root, 'note.txt'), destination: join(root, 'moved.txt') } });
+    expect(hidden.isError).toBe(true);
+    expect(text(hidden)).toMatch(/layer not_declared/);
+    expect(existsSync(join(root, 'note.txt'))).toBe(true);
+
+    const read = await client.callTool({ name: 'read_text_file', arguments: { path: join(root, 'note.txt') } });
+    expect(read.isError).toBeFalsy();
+    expect(text(read)).toBe('hello from the sandbox');
+
+    const inboxWrite = await client.callTool({ name: 'write_file', arguments: { path: join(root, 'inbox', 'ok.txt'), content: 'fine' } });
+    expect(inboxWrite.isError).toBeFalsy();
+    expect(readFileSync(join(root, 'inbox', 'ok.txt'), 'utf8')).toBe('fine');
+
+    const records = readFileSync(audit, 'utf8').trim().split('\n').map((line) => JSON.parse(line) as McpAuditRecord);
+    expect(records.map((r) => [r.decision.tool, r.decision.effect, r.status])).toEqual([
+      ['write_file', 'deny', 'refused'],
+      ['move_file', 'deny', 'refused'],
+      ['read_text_file', 'allow', 'ok'],
+      ['write_file', 'allow', 'ok'],
+    ]);
+  });
+
+  it('narrows by the caller scopes given on the command line', async () => {
+    const { root, policy } = sandbox();
+    const { client } = await proxyClient(['--policy', policy, '--agent', 'fs-agent', '--scopes', 'read_text_file', '--', FS_SERVER, root]);
+    expect((await client.listTools()).tools.map((t) => t.name)).toEqual(['read_text_file']);
+    const refused = await client.callTool({ name: 'list_directory', arguments: { path: root } });
+    expect(text(refused)).toMatch(/layer caller/);
+  });
+
+  it('gives a clear error and shuts down cleanly when the upstream crashes mid-call', async () => {
+    const { policy } = sandbox();
+    writeFileSync(policy, JSON.stringify({ fallback: 'allow', rules: [] }));
+    const { client, transport, stderr } = await proxyClient(['--policy', policy, '--', process.execPath, '--import', 'tsx', FLAKY]);
+    const exited = new Promise<void>((resolve) => (transport.onclose = () => resolve()));
+    const result = await client.callTool({ name: 'crash', arguments: {} });
+    expect(result.isError).toBe(true);
+    expect(text(result)).toMatch(/upstream MCP server is not running/);
+    await exited;
+    expect(stderr()).toMatch(/the upstream MCP server exited; shutting down/);
+  });
+
+  it('gives a clear error when the upstream hangs past the call timeout, and keeps serving', async () => {
+    const { policy } = sandbox();
+    writeFileSync(policy, JSON.stringify({ fallback: 'allow', rules: [] }));
+    const { client } = await proxyClient(['--policy', policy, '--call-timeout', '300', '--', process.execPath, '--import', 'tsx', FLAKY]);
+    const result = await client.callTool({ name: 'hang', arguments: {} });
+    expect(result.isError).toBe(true);
+    expect(text(result)).toMatch(/did not finish within 300 ms/);
+    expect(text(await client.callTool({ name: 'echo', arguments: {} }))).toBe('echo');
+  });
+
+  it('refuses to start on a bad policy file or an agent it does not name (exit code 2)', async () => {
+    const { root, policy } = sandbox();
+    const run = (args: string[]) =>
+      new Promise<{ code: number | null; stderr: string }>((resolve) => {
+        const child = spawn(process.execPath, ['--import', 'tsx', CLI, ...args], { stdio: ['pipe', 'pipe', 'pipe'] });
+        let stderr = '';
+        child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+        child.on('close', (code) => resolve({ code, stderr }));
+      });
+    const unknownAgent = await run(['--policy', policy, '--agent', 'nobody', '--', FS_SERVER, root]);
+    expect(unknownAgent.code).toBe(2);
+    expect(unknownAgent.stderr).toMatch(/--agent "nobody" is not in the policy file/);
+    writeFileSync(policy, '{"rules": [{"name": "x"}]}');
+    const bad = await run(['--policy', policy, '--', FS_SERVER, root]);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/does not have the expected shape/);
+  });
+});
+
+/** An upstream MCP server in-process, with a tool a rule answers `ask` for. */
+async function inProcessProxy(options: { audit?: (r: McpAuditRecord) => void } = {}) {
+  const upstream = new McpServer({ name: 'shop', version: '1.0.0' });
+  const ran: string[] = [];
+  upstream.registerTool('search', { description: 'Search', inputSchema: { q: z.string() } }, async ({ q }) => {
+    ran.push(`search:${q}`);
+    return { content: [{ type: 'text', text: `found ${q}` }] };
+  });
+  upstream.registerTool('refund', { description: 'Refund', inputSchema: { order: z.string() } }, async ({ order }) => {
+    ran.push(`refund:${order}`);
+    return { content: [{ type: 'text', text: `refunded ${order}` }] };
+  });
+  const [up, down] = InMemoryTransport.createLinkedPair();
+  await upstream.connect(up);
+  const { policy } = policyFromData({
+    rules: [
+      { name: 'search', tools: ['search'], result: 'allow' },
+      { name: 'refunds', tools: ['refund'], result: 'ask', reason: 'refunds need a person' },
+    ],
+  });
+  const proxy = await createMcpProxy({ upstream: { transport: down }, policy, approvalTimeoutMs: 2_000, ...(options.audit ? { audit: options.audit } : {}) });
+  cleanups.push(() => proxy.close());
+  return { proxy, ran };
+}
+
+async function downstream(proxy: McpProxy, elicit?: (message: string) => { action: 'accept' | 'decline'; content?: Record<string, boolean> }) {
+  const client = new Client({ name: 'test', version: '1.0.0' }, elicit ? { capabilities: { elicitation: { form: {} } } } : {});
+  if (elicit) client.setRequestHandler(ElicitRequestSchema, async (request) => elicit(request.params.message));
+  const [a, b] = InMemoryTransport.createLinkedPair();
+  await proxy.createServer().connect(b);
+  await client.connect(a);
+  cleanups.push(() => client.close());
+  return client;
+}
+
+describe('createMcpProxy: ask → MCP elicitation', () => {
+  it('puts an ask to the user by elicitation; accepted → forwarded, declined → refused and never forwarded', async () => {
+    const { proxy, ran } = await inProcessProxy();
+    const prompts: string[] = [];
+    const yes = await downstream(proxy, (message) => (prompts.push(message), { action: 'accept', content: { approve: true } }));
+    expect(text(await yes.callTool({ name: 'refund', arguments: { order: 'o-1' } }))).toBe('refunded o-1');
+    expect(prompts[0]).toMatch(/refund\(\{"order":"o-1"\}\).*refunds need a person/);
+    const no = await downstream(proxy, () => ({ action: 'decline' }));
+    const refused = await no.callTool({ name: 'refund', arguments: { order: 'o-2' } });
+    expect(refused.isError).toBe(true);
+    expect(text(refused)).toMatch(/the approver denied the call/);
+    const unchecked = await downstream(proxy, () => ({ action: 'accept', content: { approve: false } }));
+    expect((await unchecked.callTool({ name: 'refund', arguments: { order: 'o-3' } })).isError).toBe(true);
+    expect(ran).toEqual(['refund:o-1']);
+  });
+
+  it('denies an ask when the client cannot elicit; the upstream never sees it; every decision is audited', async () => {
+    const records: McpAuditRecord[] = [];
+    const { proxy, ran } = await inProcessProxy({ audit: (r) => records.push(r) });
+    const client = await downstream(proxy);
+    const refused = await client.callTool({ name: 'refund', arguments: { order: 'o-9' } });
+    expect(refused.isError).toBe(true);
+    expect(text(refused)).toMatch(/approval was required and no permission handler is set/);
+    expect(text(await client.callTool({ name: 'search', arguments: { q: 'lamp' } }))).toBe('found lamp');
+    expect(ran).toEqual(['search:lamp']);
+    expect(records.map((r) => [r.decision.tool, r.decision.effect, r.status])).toEqual([
+      ['refund', 'deny', 'refused'],
+      ['search', 'allow', 'ok'],
+    ]);
+  });
+});
+
+describe('createMcpProxy over Streamable HTTP with JWT bearer auth', () => {
+  const secret = 'a-test-secret-of-at-least-32-bytes!!';
+  const token = (claims: Record<string, unknown>, key = secret) =>
+    new SignJWT(claims).setProtectedHeader({ alg: 'HS256' }).setSubject('alice').setIssuedAt().setExpirationTime('5m').sign(new TextEncoder().encode(key));
+
+  async function serve() {
+    const { proxy, ran } = await inProcessProxy();
+    const http = await serveMcpProxyHttp(proxy, { port: 0, authenticate: jwtAuthenticator({ secret, algorithms: ['HS256'] }) });
+    cleanups.push(() => http.close());
+    return { http, ran };
+  }
+
+  it('answers 401 with no token or a bad one, and forwards nothing', async () => {
+    const { http, ran } = await serve();
+    const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'search', arguments: { q: 'x' } } });
+    const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
+    const none = await fetch(http.url, { method: 'POST', headers, body });
+    expect(none.status).toBe(401);
+    expect(none.headers.get('www-authenticate')).toMatch(/^Bearer/);
+    const forged = await fetch(http.url, { method: 'POST', headers: { ...headers, authorization: `Bearer ${await token({ scope: 'search' }, 'another-secret-of-at-least-32-bytes!!')}` }, body });
+    expect(forged.status).toBe(401);
+    const garbage = await fetch(http.url, { method: 'POST', headers: { ...headers, authorization: 'Bearer not.a.jwt' }, body });
+    expect(garbage.status).toBe(401);
+    expect(ran).toEqual([]);
+  });
+
+  it('takes the caller layer from the token scopes', async () => {
+    const { http, ran } = await serve();
+    const client = new Client({ name: 'test', version: '1.0.0' });
+    await client.connect(new StreamableHTTPClientTransport(http.url, { requestInit: { headers: { authorization: `Bearer ${await token({ scope: 'search' })}` } } }));
+    cleanups.push(() => client.close());
+    expect((await client.listTools()).tools.map((t) => t.name)).toEqual(['search']);
+    expect(text(await client.callTool({ name: 'search', arguments: { q: 'lamp' } }))).toBe('found lamp');
+    const refused = await client.callTool({ name: 'refund', arguments: { order: 'o-1' } });
+    expect(text(refused)).toMatch(/layer caller/);
+    expect(ran).toEqual(['search:lamp']);
+  });
+
+  it('listens on loopback only unless told otherwise', async () => {
+    const { proxy } = await inProcessProxy();
+    await expect(serveMcpProxyHttp(proxy, { port: 0, host: '0.0.0.0', authenticate: async () => ({ token: '', clientId: 'x', scopes: [] }) })).rejects.toThrow(/loopback/);
+  });
+});
+
+describe('loadPolicyForProxy', () => {
+  it('rejects what is not the format, with the file named', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'toolgate-policy-'));
+    const file = join(dir, 'p.json');
+    writeFileSync(file, '{ not json');
+    expect(() => loadPolicyForProxy(file)).toThrow(ConfigurationError);
+    writeFileSync(file, JSON.stringify({ rules: [{ name: 'x', result: 'maybe' }] }));
+    expect(() => loadPolicyForProxy(file)).toThrow(/p\.json.*expected shape/);
+    expect(() => loadPolicyForProxy(join(dir, 'missing.json'))).toThrow(/cannot read/);
+  });
+
+  it('matches `within` lexically, without being fooled by .. or a sibling prefix', () => {
+    const { policy } = policyFromData({ rules: [{ name: 'inbox', tools: ['w'], arguments: { p: { within: ['/srv/inbox'] } }, result: 'allow' }] });
+    const rule = policy.rules[0]!;
+    const tool = {} as never;
+    expect(rule.match!(tool, { p: '/srv/inbox/a.txt' })).toBe(true);
+    expect(rule.match!(tool, { p: '/srv/inbox/../secret' })).toBe(false);
+    expect(rule.match!(tool, { p: '/srv/inbox-evil/a' })).toBe(false);
+    expect(rule.match!(tool, { p: 42 })).toBe(false);
+  });
+});
