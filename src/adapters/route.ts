@@ -30,15 +30,20 @@ export type Ask = Extract<Precheck, { kind: 'ask' }>;
  * Resolves a precheck to a final Decision and emits its events (step 8). An ask goes to `approver` (the
  * SDK's own approval flow) when given, else to the policy's or registry's handler.
  */
-export async function settle(registry: ToolRegistry, pre: Precheck, approver?: PermissionHandler): Promise<Decided> {
+export async function settle(registry: ToolRegistry, pre: Precheck, approver?: PermissionHandler, options: { readonly alreadyAsked?: boolean } = {}): Promise<Decided> {
   if (pre.kind === 'decided') {
     registry.announce(pre.decision);
     return pre;
   }
-  registry.emit({ type: 'permission_asked', tool: pre.tool.name, callId: pre.base.callId, reason: pre.request.reason, ruleName: pre.request.ruleName, parameters: pre.args });
+  if (!options.alreadyAsked) announceAsk(registry, pre);
   const decision = await resolveAsk(pre, registry.environment(), approver);
   registry.announce(decision);
   return { decision, tool: pre.tool, args: pre.args };
+}
+
+/** Emits `permission_asked` for an ask (once per ask: an SDK that puts it to a person emits it then). */
+export function announceAsk(registry: ToolRegistry, ask: Ask): void {
+  registry.emit({ type: 'permission_asked', tool: ask.tool.name, callId: ask.base.callId, reason: ask.request.reason, ruleName: ask.request.ruleName, parameters: ask.args });
 }
 
 /** A final Decision with what is needed to run the call. */

@@ -137,6 +137,8 @@ describe('toolgate/ai-sdk with the real `ai` package', () => {
   it('surfaces an ask as a tool-approval-request; runs it after approval, not after a denial', async () => {
     for (const approved of [true, false]) {
       const { registry, ran, decisions } = setUp();
+      let asked = 0;
+      registry.onChange((e) => void (e.type === 'permission_asked' && asked++));
       const gated = createAiSdkTools(registry, { context });
       const first = scripted(toolCallTurn({ id: 'c1', name: 'refund', input: { order: 'o-3', amount: 20 } }));
       const paused = await generateText({ model: first, prompt: 'refund o-3', ...gated });
@@ -153,6 +155,7 @@ describe('toolgate/ai-sdk with the real `ai` package', () => {
       await generateText({ model: second, messages, ...gated });
       expect(ran).toEqual(approved ? ['refund:o-3'] : []);
       if (approved) expect(decisions.at(-1)).toMatchObject({ tool: 'refund', effect: 'allow', by: 'handler', asked: 'adapter' });
+      expect(asked).toBe(1);
     }
   });
 

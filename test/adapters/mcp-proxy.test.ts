@@ -246,6 +246,17 @@ describe('createMcpProxy over Streamable HTTP with JWT bearer auth', () => {
     expect(ran).toEqual(['search:lamp']);
   });
 
+  it('refuses a request whose Host or Origin is not loopback (DNS rebinding), before authentication', async () => {
+    const { http, ran } = await serve();
+    const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'x', version: '1' } } });
+    const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${await token({ scope: 'search' })}` };
+    const evil = await fetch(http.url, { method: 'POST', headers: { ...headers, origin: 'http://evil.example' }, body });
+    expect(evil.status).toBe(403);
+    const ok = await fetch(http.url, { method: 'POST', headers: { ...headers, origin: `http://localhost:${http.url.port}` }, body });
+    expect(ok.status).toBe(200);
+    expect(ran).toEqual([]);
+  });
+
   it('listens on loopback only unless told otherwise', async () => {
     const { proxy } = await inProcessProxy();
     await expect(serveMcpProxyHttp(proxy, { port: 0, host: '0.0.0.0', authenticate: async () => ({ token: '', clientId: 'x', scopes: [] }) })).rejects.toThrow(/loopback/);

@@ -127,6 +127,8 @@ describe('toolgate/openai-agents with the real @openai/agents package', () => {
 
   it('an ask interrupts the run; approve → it runs', async () => {
     const { registry, ran, decisions } = setUp();
+    let asked = 0;
+    registry.onChange((e) => void (e.type === 'permission_asked' && asked++));
     const gated = createAgentTools<AppContext>(registry, { context: gateContext });
     const model = new ScriptedModel({ calls: [{ id: 'r1', name: 'refund', args: { order: 'o-2', amount: 20 } }] }, { text: 'refunded' });
     const agent = new Agent<AppContext>({ name: 'concierge', model, tools: gated.tools });
@@ -140,6 +142,7 @@ describe('toolgate/openai-agents with the real @openai/agents package', () => {
     expect(outputFor(model, 'r1')).toBe('refunded o-2');
     expect(decisions.at(-1)).toMatchObject({ tool: 'refund', effect: 'allow', by: 'handler', asked: 'adapter' });
     expect(result.finalOutput).toBe('refunded');
+    expect(asked).toBe(1);
   });
 
   it('an ask interrupts the run; reject → it never runs, the model gets the rejection and a deny Decision is recorded', async () => {

@@ -15,7 +15,7 @@ import type { GateContext } from '../../gate.js';
 import { describe } from '../../names.js';
 import type { ToolRegistry } from '../../registry.js';
 import { ToolRegistry as Registry } from '../../registry.js';
-import { APPROVED, check, refusalContent, run, settle } from '../route.js';
+import { announceAsk, APPROVED, check, refusalContent, run, settle } from '../route.js';
 
 /** Options of {@link createAiSdkTools}. */
 export interface AiSdkToolsOptions {
@@ -28,7 +28,10 @@ export interface GatedAiSdkTools {
   /** The permitted tools, keyed by their declared names. */
   readonly tools: ToolSet;
   /** The gate as the SDK's generic tool-approval function. */
-  readonly toolApproval: (options: { readonly toolCall: { readonly toolCallId: string; readonly toolName: string; readonly input: unknown } }) => Promise<ToolApprovalStatus>;
+  readonly toolApproval: (options: {
+    readonly toolCall: { readonly toolCallId: string; readonly toolName: string; readonly input: unknown };
+    readonly messages?: ModelMessage[];
+  }) => Promise<ToolApprovalStatus>;
 }
 
 /**
@@ -60,18 +63,20 @@ export function createAiSdkTools(registry: ToolRegistry, options: AiSdkToolsOpti
         // The SDK calls execute for an approval-gated call only after the user approved it; the approval
         // must be in the messages it passes, so an ask is never taken as approved on the SDK's word alone.
         const approver = pre.kind === 'ask' && approvedInMessages(execution.messages, execution.toolCallId) ? APPROVED : undefined;
-        const result = await run(registry, await settle(registry, pre, approver), runContext);
+        // With the approval in hand, the ask was announced when toolApproval put it to the person.
+        const result = await run(registry, await settle(registry, pre, approver, { alreadyAsked: approver !== undefined }), runContext);
         if (result.status !== 'ok') throw new ToolCallFailed(result.content);
         return result.value === undefined ? result.content : result.value;
       },
     });
   }
 
-  const toolApproval: GatedAiSdkTools['toolApproval'] = async ({ toolCall }) => {
+  const toolApproval: GatedAiSdkTools['toolApproval'] = async ({ toolCall, messages }) => {
     const call = { id: toolCall.toolCallId, name: toolCall.toolName, arguments: toolCall.input };
     const pre = await check(registry, call, context);
     if (pre.kind === 'ask') {
-      registry.emit({ type: 'permission_asked', tool: pre.tool.name, callId: pre.base.callId, reason: pre.request.reason, ruleName: pre.request.ruleName, parameters: pre.args });
+      // The SDK asks again when it resumes with a person's answer; the ask was announced the first time.
+      if (!answeredInMessages(messages, toolCall.toolCallId)) announceAsk(registry, pre);
       return { type: 'user-approval', reason: pre.request.reason };
     }
     if (pre.decision.effect === 'allow') return { type: 'not-applicable' }; // execute decides again and records it
@@ -87,9 +92,20 @@ export class ToolCallFailed extends Error {
   override name = 'ToolCallFailed';
 }
 
-/** True when `messages` hold an approval request for this tool call and an approving response to it. */
+/** True when `messages` hold a person's answer (either way) to an approval request for this tool call. */
+function answeredInMessages(messages: readonly ModelMessage[] | undefined, toolCallId: string): boolean {
+  return responsesTo(messages, toolCallId).length > 0;
+}
+
+/** True when `messages` hold an approval request for this tool call and only approving responses to it. */
 function approvedInMessages(messages: readonly ModelMessage[] | undefined, toolCallId: string): boolean {
-  if (!Array.isArray(messages)) return false;
+  const responses = responsesTo(messages, toolCallId);
+  return responses.length > 0 && responses.every((approved) => approved); // any denial of this call wins
+}
+
+/** The `approved` flags of the responses to the (non-automatic) approval requests for this tool call. */
+function responsesTo(messages: readonly ModelMessage[] | undefined, toolCallId: string): boolean[] {
+  if (!Array.isArray(messages)) return [];
   const approvalIds = new Set<string>();
   for (const message of messages) {
     if (message.role !== 'assistant' || typeof message.content === 'string') continue;
@@ -97,15 +113,13 @@ function approvedInMessages(messages: readonly ModelMessage[] | undefined, toolC
       if (part.type === 'tool-approval-request' && part.toolCallId === toolCallId && part.isAutomatic !== true) approvalIds.add(part.approvalId);
     }
   }
-  if (approvalIds.size === 0) return false;
-  let approved = false;
+  const answers: boolean[] = [];
+  if (approvalIds.size === 0) return answers;
   for (const message of messages) {
     if (message.role !== 'tool') continue;
     for (const part of message.content) {
-      if (part.type !== 'tool-approval-response' || !approvalIds.has(part.approvalId)) continue;
-      if (part.approved !== true) return false; // any denial of this call wins
-      approved = true;
+      if (part.type === 'tool-approval-response' && approvalIds.has(part.approvalId)) answers.push(part.approved === true);
     }
   }
-  return approved;
+  return answers;
 }

@@ -114,6 +114,7 @@ export interface McpProxyHttpServer {
 }
 
 const LOOPBACK = new Set(['127.0.0.1', '::1', 'localhost']);
+const LOOPBACK_HOSTNAMES = new Set(['127.0.0.1', '[::1]', 'localhost']);
 
 /**
  * Serves a gateway over Streamable HTTP with stateful sessions. Each request's token is verified; a
@@ -126,11 +127,17 @@ export async function serveMcpProxyHttp(proxy: McpProxy, options: McpProxyHttpOp
   const host = options.host ?? '127.0.0.1';
   if (!LOOPBACK.has(host) && options.allowNonLoopback !== true) throw new TypeError(`option "host" must be a loopback address (127.0.0.1, ::1, localhost) unless allowNonLoopback is set, got ${describe(host)}`);
   const path = options.path ?? '/mcp';
+  const loopbackOnly = LOOPBACK.has(host);
   const contextOf = options.context ?? ((auth: AuthInfo): GateContext => ({ caller: { id: auth.clientId, scopes: auth.scopes } }));
   const sessions = new Map<string, { transport: StreamableHTTPServerTransport; subject: string }>();
 
   const handle = async (req: IncomingMessage & { auth?: AuthInfo }, res: ServerResponse): Promise<void> => {
     if (new URL(req.url ?? '/', 'http://localhost').pathname !== path) return reply(res, 404, { error: 'not_found' });
+    // DNS rebinding: a page on another origin that resolves its name to 127.0.0.1 must not reach the
+    // gateway, so on loopback the Host (and any Origin) must name a loopback host.
+    if (loopbackOnly && !(isLoopbackHost(req.headers.host) && (req.headers.origin === undefined || isLoopbackOrigin(req.headers.origin)))) {
+      return reply(res, 403, { error: 'forbidden', error_description: 'the Host or Origin header does not name a loopback host' });
+    }
     const header = req.headers.authorization;
     const match = typeof header === 'string' ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
     if (!match) return reply(res, 401, { error: 'invalid_request', error_description: 'a bearer token is required' }, 'Bearer');
@@ -190,6 +197,23 @@ export async function serveMcpProxyHttp(proxy: McpProxy, options: McpProxyHttpOp
       });
     },
   };
+}
+
+function isLoopbackHost(header: string | undefined): boolean {
+  if (!header) return false;
+  try {
+    return LOOPBACK_HOSTNAMES.has(new URL(`http://${header}`).hostname);
+  } catch {
+    return false;
+  }
+}
+
+function isLoopbackOrigin(origin: string): boolean {
+  try {
+    return LOOPBACK_HOSTNAMES.has(new URL(origin).hostname);
+  } catch {
+    return false;
+  }
 }
 
 function reply(res: ServerResponse, status: number, body: unknown, challenge?: string): void {

@@ -15,7 +15,7 @@ import { tool as agentTool, type FunctionTool, type MCPToolFilterCallable, type 
 import { allowlistFor, type GateContext } from '../../gate.js';
 import { describe } from '../../names.js';
 import { ToolRegistry } from '../../registry.js';
-import { APPROVED, check, refusalContent, REJECTED, run, settle, type Ask } from '../route.js';
+import { announceAsk, APPROVED, check, refusalContent, REJECTED, run, settle, type Ask } from '../route.js';
 
 /** The gate context of a run: fixed, or read from the SDK's run context (e.g. the tenant in `runContext.context`). */
 export type AgentsGateContext<TContext = unknown> = GateContext | ((runContext: RunContext<TContext>) => GateContext);
@@ -77,7 +77,7 @@ export function createAgentTools<TContext = unknown>(registry: ToolRegistry, opt
         const pre = await check(registry, { id: callId ?? '', name: defined.name, arguments: input }, contextOf(runContext as RunContext<TContext>));
         if (pre.kind !== 'ask') return false; // execute decides again and records it
         remember(pending, pre.base.callId, pre);
-        registry.emit({ type: 'permission_asked', tool: pre.tool.name, callId: pre.base.callId, reason: pre.request.reason, ruleName: pre.request.ruleName, parameters: pre.args });
+        announceAsk(registry, pre);
         return true;
       },
       execute: async (input, runContext, details) => {
@@ -88,7 +88,7 @@ export function createAgentTools<TContext = unknown>(registry: ToolRegistry, opt
         // The SDK calls execute for an approval-gated call only once the run context records the approval.
         const approver = pre.kind === 'ask' && callId !== '' && runContext?.isToolApproved({ toolName: defined.name, callId }) === true ? APPROVED : undefined;
         pending.delete(callId);
-        const result = await run(registry, await settle(registry, pre, approver), context);
+        const result = await run(registry, await settle(registry, pre, approver, { alreadyAsked: approver !== undefined }), context);
         return result.status === 'ok' && result.value !== undefined ? result.value : result.content;
       },
     });
@@ -101,7 +101,7 @@ export function createAgentTools<TContext = unknown>(registry: ToolRegistry, opt
     const ask = pending.get(args.callId);
     if (!ask) return undefined; // asked in another process: the SDK's own message stands
     pending.delete(args.callId);
-    const decided = await settle(registry, ask, REJECTED);
+    const decided = await settle(registry, ask, REJECTED, { alreadyAsked: true });
     return decided.decision.effect === 'deny' ? refusalContent(decided.decision) : undefined;
   };
 
