@@ -246,6 +246,32 @@ describe('createMcpProxy over Streamable HTTP with JWT bearer auth', () => {
     expect(ran).toEqual(['search:lamp']);
   });
 
+  it('keeps a session to the subject that opened it', async () => {
+    const { http, ran } = await serve();
+    const transport = new StreamableHTTPClientTransport(http.url, { requestInit: { headers: { authorization: `Bearer ${await token({ scope: 'search' })}` } } });
+    const client = new Client({ name: 'test', version: '1.0.0' });
+    await client.connect(transport);
+    cleanups.push(() => client.close());
+    const bob = await new SignJWT({ scope: 'search' }).setProtectedHeader({ alg: 'HS256' }).setSubject('bob').setExpirationTime('5m').sign(new TextEncoder().encode(secret));
+    const hijack = await fetch(http.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${bob}`, 'mcp-session-id': transport.sessionId!, 'mcp-protocol-version': '2025-06-18' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'tools/call', params: { name: 'search', arguments: { q: 'stolen' } } }),
+    });
+    expect(hijack.status).toBe(403);
+    expect(ran).toEqual([]);
+  });
+
+  it('puts an ask to the HTTP client by elicitation over its session', async () => {
+    const { http, ran } = await serve();
+    const client = new Client({ name: 'test', version: '1.0.0' }, { capabilities: { elicitation: { form: {} } } });
+    client.setRequestHandler(ElicitRequestSchema, async () => ({ action: 'accept', content: { approve: true } }));
+    await client.connect(new StreamableHTTPClientTransport(http.url, { requestInit: { headers: { authorization: `Bearer ${await token({ scope: 'search refund' })}` } } }));
+    cleanups.push(() => client.close());
+    expect(text(await client.callTool({ name: 'refund', arguments: { order: 'o-5' } }))).toBe('refunded o-5');
+    expect(ran).toEqual(['refund:o-5']);
+  });
+
   it('refuses a request whose Host or Origin is not loopback (DNS rebinding), before authentication', async () => {
     const { http, ran } = await serve();
     const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'x', version: '1' } } });
