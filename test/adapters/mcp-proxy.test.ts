@@ -11,8 +11,8 @@ import { ElicitRequestSchema, type CallToolResult } from '@modelcontextprotocol/
 import { SignJWT } from 'jose';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { createMcpProxy, jwtAuthenticator, loadPolicyForProxy, policyFromData, serveMcpProxyHttp, type McpAuditRecord, type McpProxy } from '../../src/adapters/mcp/index.js';
-import { ConfigurationError } from '../../src/index.js';
+import { connectMcpServer, createMcpProxy, jwtAuthenticator, loadPolicyForProxy, policyFromData, serveMcpProxyHttp, type McpAuditRecord, type McpProxy } from '../../src/adapters/mcp/index.js';
+import { ConfigurationError, ToolRegistry } from '../../src/index.js';
 
 const ROOT = process.cwd();
 const FS_SERVER = join(ROOT, 'node_modules/.bin/mcp-server-filesystem');
@@ -244,6 +244,16 @@ describe('createMcpProxy over Streamable HTTP with JWT bearer auth', () => {
     const refused = await client.callTool({ name: 'refund', arguments: { order: 'o-1' } });
     expect(text(refused)).toMatch(/layer caller/);
     expect(ran).toEqual(['search:lamp']);
+  });
+
+  it('is reachable by toolgate/mcp as a client over Streamable HTTP (connectMcpServer with a url)', async () => {
+    const { http, ran } = await serve();
+    const registry = new ToolRegistry();
+    const shop = await connectMcpServer(registry, { url: http.url, headers: { authorization: `Bearer ${await token({ scope: 'search' })}` }, prefix: 'shop' });
+    cleanups.push(() => shop.close());
+    expect(shop.tools).toEqual(['shop:search']);
+    expect(await registry.invoke('shop:search', { q: 'desk' }, {})).toMatchObject({ status: 'ok', content: 'found desk' });
+    expect(ran).toEqual(['search:desk']);
   });
 
   it('keeps a session to the subject that opened it', async () => {
