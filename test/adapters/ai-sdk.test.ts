@@ -159,6 +159,23 @@ describe('toolgate/ai-sdk with the real `ai` package', () => {
     }
   });
 
+  it('with requireSignedApprovals, runs an approved ask only when the SDK signed the approval request', async () => {
+    for (const secret of [undefined, 'an-approval-secret']) {
+      const { registry, ran } = setUp();
+      const gated = createAiSdkTools(registry, { context, requireSignedApprovals: true });
+      const sdk = secret ? { experimental_toolApprovalSecret: secret } : {};
+      const paused = await generateText({ model: scripted(toolCallTurn({ id: 'c1', name: 'refund', input: { order: 'o-6', amount: 20 } })), prompt: 'refund', ...gated, ...sdk });
+      const request = paused.content.find((p) => p.type === 'tool-approval-request') as { approvalId: string };
+      const messages: ModelMessage[] = [
+        { role: 'user', content: 'refund' },
+        ...paused.response.messages,
+        { role: 'tool', content: [{ type: 'tool-approval-response', approvalId: request.approvalId, approved: true }] },
+      ];
+      await generateText({ model: scripted(textTurn('ok')), messages, ...gated, ...sdk });
+      expect(ran).toEqual(secret ? ['refund:o-6'] : []);
+    }
+  });
+
   it('does not take an ask as approved when the messages hold no approval for that call', async () => {
     const { registry, ran } = setUp();
     const { tools } = createAiSdkTools(registry, { context });

@@ -21,6 +21,13 @@ import { announceAsk, APPROVED, check, refusalContent, run, settle } from '../ro
 export interface AiSdkToolsOptions {
   /** Who is asking: the agent, tenant and caller whose allowlist applies. @default {} (every registered tool) */
   readonly context?: GateContext;
+  /**
+   * Take an approval as given only if its request carries the SDK's HMAC signature, i.e. only when
+   * `generateText` / `streamText` run with `experimental_toolApprovalSecret` (the SDK then verifies the
+   * signature before it executes). Set it when the message history comes from a client that could forge
+   * an approval (a browser chat). @default false
+   */
+  readonly requireSignedApprovals?: boolean;
 }
 
 /** What {@link createAiSdkTools} returns: spread it into `generateText` / `streamText`. */
@@ -47,6 +54,8 @@ export function createAiSdkTools(registry: ToolRegistry, options: AiSdkToolsOpti
   if (typeof options !== 'object' || options === null) throw new TypeError(`createAiSdkTools options must be an object, got ${describe(options)}`);
   const context = options.context ?? {};
   if (typeof context !== 'object' || context === null) throw new TypeError(`option "context" must be an object, got ${describe(context)}`);
+  const signed = options.requireSignedApprovals ?? false;
+  if (typeof signed !== 'boolean') throw new TypeError(`option "requireSignedApprovals" must be a boolean, got ${describe(signed)}`);
 
   const tools: Record<string, AiTool> = {};
   for (const name of registry.allowlist(context).names) {
@@ -62,7 +71,7 @@ export function createAiSdkTools(registry: ToolRegistry, options: AiSdkToolsOpti
         const pre = await check(registry, call, runContext);
         // The SDK calls execute for an approval-gated call only after the user approved it; the approval
         // must be in the messages it passes, so an ask is never taken as approved on the SDK's word alone.
-        const approver = pre.kind === 'ask' && approvedInMessages(execution.messages, execution.toolCallId) ? APPROVED : undefined;
+        const approver = pre.kind === 'ask' && approvedInMessages(execution.messages, execution.toolCallId, signed) ? APPROVED : undefined;
         // With the approval in hand, the ask was announced when toolApproval put it to the person.
         const result = await run(registry, await settle(registry, pre, approver, { alreadyAsked: approver !== undefined }), runContext);
         if (result.status !== 'ok') throw new ToolCallFailed(result.content);
@@ -94,23 +103,25 @@ export class ToolCallFailed extends Error {
 
 /** True when `messages` hold a person's answer (either way) to an approval request for this tool call. */
 function answeredInMessages(messages: readonly ModelMessage[] | undefined, toolCallId: string): boolean {
-  return responsesTo(messages, toolCallId).length > 0;
+  return responsesTo(messages, toolCallId, false).length > 0;
 }
 
 /** True when `messages` hold an approval request for this tool call and only approving responses to it. */
-function approvedInMessages(messages: readonly ModelMessage[] | undefined, toolCallId: string): boolean {
-  const responses = responsesTo(messages, toolCallId);
+function approvedInMessages(messages: readonly ModelMessage[] | undefined, toolCallId: string, signed: boolean): boolean {
+  const responses = responsesTo(messages, toolCallId, signed);
   return responses.length > 0 && responses.every((approved) => approved); // any denial of this call wins
 }
 
-/** The `approved` flags of the responses to the (non-automatic) approval requests for this tool call. */
-function responsesTo(messages: readonly ModelMessage[] | undefined, toolCallId: string): boolean[] {
+/** The `approved` flags of the responses to the (non-automatic; if `signed`, signed) approval requests for this tool call. */
+function responsesTo(messages: readonly ModelMessage[] | undefined, toolCallId: string, signed: boolean): boolean[] {
   if (!Array.isArray(messages)) return [];
   const approvalIds = new Set<string>();
   for (const message of messages) {
     if (message.role !== 'assistant' || typeof message.content === 'string') continue;
     for (const part of message.content) {
-      if (part.type === 'tool-approval-request' && part.toolCallId === toolCallId && part.isAutomatic !== true) approvalIds.add(part.approvalId);
+      if (part.type !== 'tool-approval-request' || part.toolCallId !== toolCallId || part.isAutomatic === true) continue;
+      if (signed && (typeof part.signature !== 'string' || part.signature === '')) continue;
+      approvalIds.add(part.approvalId);
     }
   }
   const answers: boolean[] = [];
