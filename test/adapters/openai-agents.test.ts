@@ -106,6 +106,20 @@ describe('toolgate/openai-agents with the real @openai/agents package', () => {
     expect(model.requests[0]!.tools.map((t) => t.name)).toEqual(['search', 'refund']);
   });
 
+  it('a tool hidden by the allowlist that the model calls anyway is not run', async () => {
+    const { registry, ran } = setUp();
+    const gated = createAgentTools<AppContext>(registry, { context: gateContext });
+    const model = new ScriptedModel({ calls: [{ id: 'w', name: 'wipe', args: {} }] }, { text: 'done' });
+    const agent = new Agent<AppContext>({ name: 'concierge', model, tools: gated.tools });
+    await run(agent, 'wipe it', { context: { tenantTools: ['search'] } }).catch(() => undefined);
+    // Even if the SDK ran a hidden tool, the gate would refuse it at execution: call execute directly.
+    const wipe = gated.tools.find((t) => t.name === 'wipe')!;
+    const { RunContext } = await import('@openai/agents');
+    const output = await wipe.invoke(new RunContext<AppContext>({ tenantTools: ['search'] }), '{}', { toolCall: { type: 'function_call', callId: 'w2', name: 'wipe', arguments: '{}' } });
+    expect(String(output)).toMatch(/layer tenant/);
+    expect(ran).toEqual([]);
+  });
+
   it('runs an allowed call; a refused call never executes and the model reads the refusal', async () => {
     const { registry, ran, decisions } = setUp();
     const gated = createAgentTools<AppContext>(registry, { context: gateContext });
