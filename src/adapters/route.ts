@@ -27,8 +27,9 @@ export async function check(registry: ToolRegistry, call: AdapterCall, context: 
 export type Ask = Extract<Precheck, { kind: 'ask' }>;
 
 /**
- * Resolves a precheck to a final Decision and emits its events (step 8). An ask goes to `approver` (the
- * SDK's own approval flow) when given, else to the policy's or registry's handler.
+ * Resolves a precheck to a final Decision and emits its events (step 8). An ask goes to the policy's own
+ * handler if it has one, else to `approver` (the SDK's own approval flow) when given, else to the
+ * registry's handler (the gate's chain, with the approver as the route's handler).
  */
 export async function settle(registry: ToolRegistry, pre: Precheck, approver?: PermissionHandler, options: { readonly alreadyAsked?: boolean } = {}): Promise<Decided> {
   if (pre.kind === 'decided') {
@@ -36,7 +37,8 @@ export async function settle(registry: ToolRegistry, pre: Precheck, approver?: P
     return pre;
   }
   if (!options.alreadyAsked) announceAsk(registry, pre);
-  const decision = await resolveAsk(pre, registry.environment(), approver);
+  const env = registry.environment();
+  const decision = approver ? await resolveAsk(pre, env, { handler: approver, asked: 'adapter' }) : await resolveAsk(pre, env);
   registry.announce(decision);
   return { decision, tool: pre.tool, args: pre.args };
 }
@@ -63,6 +65,14 @@ export async function run(registry: ToolRegistry, decided: Decided, context: Gat
 /** Decides and runs one call (an ask goes to `approver`, else to the handlers). */
 export async function dispatchOne(registry: ToolRegistry, call: AdapterCall, context: GateContext, approver?: PermissionHandler): Promise<ToolResult> {
   return run(registry, await settle(registry, await check(registry, call, context), approver), context);
+}
+
+/**
+ * Whether an ask may be put to the SDK's approval flow: not when the policy has its own handler, which
+ * the gate asks first (the SDK's answer would not be the one that counts).
+ */
+export function sdkMayAsk(registry: ToolRegistry): boolean {
+  return !registry.getPermissionPolicy()?.handler;
 }
 
 /** An approver that says yes: the SDK's approval flow already asked a person and they approved. */

@@ -144,6 +144,10 @@ export class PermissionPolicy {
 
 /** true or false, or the text of what went wrong. */
 function tryMatch(rule: CompiledRule, tool: Tool, params: Readonly<Record<string, unknown>>): boolean | string {
+  if (rule.select !== null) {
+    const selected = rule.select(tool);
+    if (typeof selected === 'string') return selected;
+  }
   if (rule.match === null) return true;
   try {
     const verdict: unknown = rule.match(tool, params);
@@ -158,6 +162,7 @@ function selectorText(rule: CompiledRule): string {
   const parts: string[] = [];
   if (rule.tools) parts.push(`tools ${[...rule.tools].join(', ')}`);
   if (rule.tags) parts.push(`tags ${[...rule.tags].join(', ')}`);
+  if (rule.select) parts.push('its select() predicate');
   return `selects ${parts.join(' and ')}`;
 }
 

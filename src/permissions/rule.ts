@@ -29,6 +29,14 @@ export interface PermissionRule {
   readonly tools?: readonly string[];
   /** Only tools carrying at least one of these tags (predefined or custom) can match. */
   readonly tags?: readonly string[];
+  /**
+   * A further selector on the tool alone (not its arguments), for selections the name and tag index
+   * cannot express, such as a glob over names. It is asked once per tool and the answer is kept with
+   * the tool's candidate list, so it costs nothing per call. A `select` that throws or answers anything
+   * but a boolean selects the tool and denies its calls (as a throwing `match` does), so that a broken
+   * selector can neither hide a deny rule nor let an allow rule through.
+   */
+  readonly select?: (tool: Tool) => boolean;
 }
 
 /** A rule checked and prepared for evaluation. */
@@ -41,6 +49,8 @@ export interface CompiledRule {
   readonly tools: ReadonlySet<string> | null;
   readonly tags: ReadonlySet<string> | null;
   readonly match: NonNullable<PermissionRule["match"]> | null;
+  /** The `select` answer for a tool, kept per tool: true, false, or the text of what went wrong. */
+  readonly select: ((tool: Tool) => boolean | string) | null;
 }
 
 export function compileRule(rule: PermissionRule, index: number): CompiledRule {
@@ -56,10 +66,13 @@ export function compileRule(rule: PermissionRule, index: number): CompiledRule {
   if (rule.match !== undefined && typeof rule.match !== 'function') {
     throw new ConfigurationError(`${named}: "match" must be a function, got ${describe(rule.match)}`);
   }
+  if (rule.select !== undefined && typeof rule.select !== 'function') {
+    throw new ConfigurationError(`${named}: "select" must be a function, got ${describe(rule.select)}`);
+  }
   const tools = selector(rule.tools, `${named}: "tools"`, canonical);
   const tags = selector(rule.tags, `${named}: "tags"`, (t) => t);
-  if (rule.match === undefined && tools === null && tags === null) {
-    throw new ConfigurationError(`${named}: give "match", "tools" or "tags" (a rule with none would match every call)`);
+  if (rule.match === undefined && rule.select === undefined && tools === null && tags === null) {
+    throw new ConfigurationError(`${named}: give "match", "select", "tools" or "tags" (a rule with none would match every call)`);
   }
   if (rule.reason !== undefined && typeof rule.reason !== 'string') {
     throw new ConfigurationError(`${named}: "reason" must be a string, got ${describe(rule.reason)}`);
@@ -73,7 +86,25 @@ export function compileRule(rule: PermissionRule, index: number): CompiledRule {
     tools,
     tags,
     match: rule.match ?? null,
+    select: rule.select === undefined ? null : keptSelect(rule.select, rule.name),
   });
+}
+
+function keptSelect(select: (tool: Tool) => boolean, name: string): (tool: Tool) => boolean | string {
+  const kept = new WeakMap<Tool, boolean | string>();
+  return (tool) => {
+    let verdict = kept.get(tool);
+    if (verdict === undefined) {
+      try {
+        const answer: unknown = select(tool);
+        verdict = typeof answer === 'boolean' ? answer : `rule ${JSON.stringify(name)}: select returned ${describe(answer)}; expected a boolean`;
+      } catch (error) {
+        verdict = `rule ${JSON.stringify(name)}: select threw: ${error instanceof Error ? error.message : String(error)}`;
+      }
+      kept.set(tool, verdict);
+    }
+    return verdict;
+  };
 }
 
 function selector(value: unknown, where: string, form: (s: string) => string): ReadonlySet<string> | null {
@@ -87,12 +118,19 @@ function selector(value: unknown, where: string, form: (s: string) => string): R
   return set;
 }
 
-/** True when the rule's selectors admit the tool (both must, where both are given). */
+/** True when the rule's selectors admit the tool (all must, where several are given). */
 export function selects(rule: CompiledRule, tool: Tool): boolean {
   if (rule.tools !== null && !rule.tools.has(tool.canonicalName)) return false;
   if (rule.tags !== null) {
-    for (const tag of rule.tags) if (tool.metadata.allTags.has(tag)) return true;
-    return false;
+    let tagged = false;
+    for (const tag of rule.tags) {
+      if (tool.metadata.allTags.has(tag)) {
+        tagged = true;
+        break;
+      }
+    }
+    if (!tagged) return false;
   }
-  return true;
+  // A select that failed selects the tool; evaluation then denies the call (see tryMatch in policy.ts).
+  return rule.select === null || rule.select(tool) !== false;
 }

@@ -42,6 +42,13 @@ describe('adapter approvers (resolveAsk with an approver)', () => {
     expect((await dispatchOne(registry, call, {})).decision).toMatchObject({ effect: 'deny', asked: 'registry' });
   });
 
+  it("a policy's own handler is asked before the approver (the gate's chain)", async () => {
+    const { registry, ran } = setUp();
+    registry.setPermissionPolicy(new PermissionPolicy({ rules: [{ name: 'refunds', tools: ['refund'], result: 'ask' }], handler: () => 'deny' }));
+    expect((await dispatchOne(registry, call, {}, () => 'allow')).decision).toMatchObject({ effect: 'deny', asked: 'policy' });
+    expect(ran).toEqual([]);
+  });
+
   it('check emits nothing; settle emits the ask and the decision once', async () => {
     const { registry } = setUp();
     const events: string[] = [];

@@ -15,7 +15,7 @@ import type { GateContext } from '../../gate.js';
 import { describe } from '../../names.js';
 import type { ToolRegistry } from '../../registry.js';
 import { ToolRegistry as Registry } from '../../registry.js';
-import { announceAsk, APPROVED, check, refusalContent, run, settle } from '../route.js';
+import { announceAsk, APPROVED, check, refusalContent, run, sdkMayAsk, settle } from '../route.js';
 
 /** Options of {@link createAiSdkTools}. */
 export interface AiSdkToolsOptions {
@@ -83,6 +83,7 @@ export function createAiSdkTools(registry: ToolRegistry, options: AiSdkToolsOpti
   const toolApproval: GatedAiSdkTools['toolApproval'] = async ({ toolCall, messages }) => {
     const call = { id: toolCall.toolCallId, name: toolCall.toolName, arguments: toolCall.input };
     const pre = await check(registry, call, context);
+    if (pre.kind === 'ask' && !sdkMayAsk(registry)) return { type: 'not-applicable' }; // the policy's handler decides in execute
     if (pre.kind === 'ask') {
       // The SDK asks again when it resumes with a person's answer; the ask was announced the first time.
       if (!answeredInMessages(messages, toolCall.toolCallId)) announceAsk(registry, pre);

@@ -15,7 +15,7 @@ import { tool as agentTool, type FunctionTool, type MCPToolFilterCallable, type 
 import { allowlistFor, type GateContext } from '../../gate.js';
 import { describe } from '../../names.js';
 import { ToolRegistry } from '../../registry.js';
-import { announceAsk, APPROVED, check, refusalContent, REJECTED, run, settle, type Ask } from '../route.js';
+import { announceAsk, APPROVED, check, refusalContent, REJECTED, run, sdkMayAsk, settle, type Ask } from '../route.js';
 
 /** The gate context of a run: fixed, or read from the SDK's run context (e.g. the tenant in `runContext.context`). */
 export type AgentsGateContext<TContext = unknown> = GateContext | ((runContext: RunContext<TContext>) => GateContext);
@@ -75,7 +75,8 @@ export function createAgentTools<TContext = unknown>(registry: ToolRegistry, opt
       isEnabled: ({ runContext }) => registry.allowlist(contextOf(runContext)).permits(defined.name),
       needsApproval: async (runContext, input, callId) => {
         const pre = await check(registry, { id: callId ?? '', name: defined.name, arguments: input }, contextOf(runContext as RunContext<TContext>));
-        if (pre.kind !== 'ask') return false; // execute decides again and records it
+        // execute decides again and records it; an ask the policy's own handler answers is not the SDK's to put
+        if (pre.kind !== 'ask' || !sdkMayAsk(registry)) return false;
         remember(pending, pre.base.callId, pre);
         announceAsk(registry, pre);
         return true;

@@ -1,0 +1,29 @@
+/**
+ * `toolgate/policy`: policy files (YAML or JSON, described by `toolgate/policy.schema.json`), compiled
+ * to the core's PermissionPolicy, with lint, explain and watch. This file is the subpath's public
+ * surface; the root entry `toolgate` imports none of it (so it never loads yaml or picomatch).
+ */
+export { parsePolicy, loadPolicyFile, readPolicyFile, policySchema, formatIssue, PolicyFileError } from './load.js';
+export type { ParsePolicyOptions, PolicyParseResult } from './load.js';
+export { PolicySet } from './policy-set.js';
+export type { PolicyRuleInfo, PolicyAgent, PolicyTenantLimits, PolicyContextInput } from './policy-set.js';
+export type {
+  PolicyFileData,
+  PolicyToolData,
+  PolicyAgentData,
+  PolicyTenantData,
+  PolicyRuleData,
+  PolicyConditionData,
+  PolicyIssue,
+  PolicyPosition,
+} from './types.js';
+export { explainCall, decideCall } from './explain.js';
+export type { Explanation, LayerExplanation, RuleExplanation, ExplainedDecision } from './explain.js';
+export { lintPolicy, lintPolicyFile, lintPolicyText, LINT_CODES } from './lint.js';
+export type { LintFinding, LintReport } from './lint.js';
+export { watchPolicyFile } from './watch.js';
+export type { WatchPolicyOptions, PolicyWatch } from './watch.js';
+export { resolvePath } from './matchers.js';
+export type { ResolvedPath, ConditionTrace } from './matchers.js';
+export { findConfusables, skeleton } from './confusable.js';
+export type { ConfusableFinding } from './confusable.js';

@@ -1,0 +1,407 @@
+/**
+ * Loading a policy file: YAML or JSON (one parser, `yaml`, so both get line:column positions), checked
+ * against the published JSON Schema with Ajv, then compiled to the core's PermissionPolicy. A file with
+ * any problem is refused whole: every issue is reported with file, line, column and what was expected,
+ * and nothing of it is used.
+ */
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import { isMap, isScalar, LineCounter, parseDocument, type Document, type Node as YamlNode, type Pair } from 'yaml';
+import { ConfigurationError } from '../errors.js';
+import { canonical, declaredName, describe } from '../names.js';
+import { PermissionPolicy } from '../permissions/policy.js';
+import type { PermissionRule } from '../permissions/rule.js';
+import { defineTool, type Tool } from '../tool.js';
+import { compileCondition, compileGlob, isGlob, runTests, type ConditionTest, type Glob } from './matchers.js';
+import { PolicySet, type PolicyRuleInfo } from './policy-set.js';
+import type { PolicyFileData, PolicyIssue, PolicyPosition } from './types.js';
+
+/** Options of {@link parsePolicy}. */
+export interface ParsePolicyOptions {
+  /** The file name used in issues. @default '<input>' */
+  readonly file?: string;
+}
+
+/** The outcome of parsing a policy: the compiled policy, or every issue found (and nothing half-loaded). */
+export type PolicyParseResult =
+  | { readonly ok: true; readonly policy: PolicySet; readonly issues?: never }
+  | { readonly ok: false; readonly issues: readonly PolicyIssue[]; readonly policy?: never };
+
+/** A policy file that was refused; `issues` lists every problem with its position. */
+export class PolicyFileError extends ConfigurationError {
+  override name = 'PolicyFileError';
+  readonly issues: readonly PolicyIssue[];
+
+  constructor(issues: readonly PolicyIssue[]) {
+    const first = issues.slice(0, 20).map(formatIssue).join('\n');
+    const more = issues.length > 20 ? `\n... and ${issues.length - 20} more` : '';
+    super(`the policy file was refused (${issues.length} problem${issues.length === 1 ? '' : 's'}):\n${first}${more}`);
+    this.issues = Object.freeze([...issues]);
+  }
+}
+
+/** `file:line:column: message` */
+export function formatIssue(issue: PolicyIssue): string {
+  return `${issue.file}:${issue.line}:${issue.column}: ${issue.message}`;
+}
+
+const SCHEMA_URL = new URL('../../schema/policy.schema.json', import.meta.url);
+let validator: ValidateFunction | undefined;
+
+/** The policy file JSON Schema (the same file the package exports as `toolgate/policy.schema.json`). */
+export function policySchema(): Record<string, unknown> {
+  return JSON.parse(readFileSync(SCHEMA_URL, 'utf8')) as Record<string, unknown>;
+}
+
+function schemaValidator(): ValidateFunction {
+  validator ??= new Ajv({ allErrors: true, strict: false, verbose: true }).compile(policySchema());
+  return validator;
+}
+
+/** Reads and compiles a policy file; refuses it whole with a {@link PolicyFileError}. */
+export async function loadPolicyFile(file: string): Promise<PolicySet> {
+  const result = await readPolicyFile(file);
+  if (!result.ok) throw new PolicyFileError(result.issues);
+  return result.policy;
+}
+
+/** Reads and compiles a policy file without throwing for a broken one (an unreadable file is an issue too). */
+export async function readPolicyFile(file: string): Promise<PolicyParseResult> {
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (error) {
+    return { ok: false, issues: [{ file, line: 1, column: 1, at: '', code: 'read', message: `cannot read the file: ${(error as Error).message}` }] };
+  }
+  return parsePolicy(text, { file });
+}
+
+type Segment = string | number;
+
+/** Positions of nodes in one parsed document. */
+class Locator {
+  readonly #doc: Document;
+  readonly #lines: LineCounter;
+  readonly file: string;
+
+  constructor(doc: Document, lines: LineCounter, file: string) {
+    this.#doc = doc;
+    this.#lines = lines;
+    this.file = file;
+  }
+
+  offset(offset: number): PolicyPosition {
+    const { line, col } = this.#lines.linePos(offset);
+    return { line: Math.max(line, 1), column: Math.max(col, 1) };
+  }
+
+  /** The position of the value at `path`, or of its key with `key`; the nearest existing ancestor otherwise. */
+  at(path: readonly Segment[], key = false): PolicyPosition {
+    if (key && path.length > 0) {
+      const parent = this.#doc.getIn(path.slice(0, -1), true) as YamlNode | undefined;
+      if (isMap(parent)) {
+        const last = String(path[path.length - 1]);
+        const pair = parent.items.find((p: Pair) => isScalar(p.key) && String(p.key.value) === last);
+        const range = (pair?.key as YamlNode | undefined)?.range;
+        if (range) return this.offset(range[0]);
+      }
+    }
+    for (let n = path.length; n >= 0; n--) {
+      const node = (n === 0 ? this.#doc.contents : this.#doc.getIn(path.slice(0, n), true)) as YamlNode | null | undefined;
+      if (node && typeof node === 'object' && 'range' in node && node.range) return this.offset(node.range[0]);
+    }
+    return { line: 1, column: 1 };
+  }
+
+  issue(path: readonly Segment[], code: string, message: string, key = false): PolicyIssue {
+    const where = pathText(path);
+    return { file: this.file, ...this.at(path, key), at: where, code, message: where ? `${where}: ${message}` : message };
+  }
+}
+
+/** `rules[2].when.path` */
+export function pathText(path: readonly Segment[]): string {
+  let out = '';
+  for (const s of path) {
+    if (typeof s === 'number') out += `[${s}]`;
+    else if (/^[A-Za-z_$][\w$-]*$/.test(s)) out += out === '' ? s : `.${s}`;
+    else out += `[${JSON.stringify(s)}]`;
+  }
+  return out;
+}
+
+/**
+ * Parses and compiles a policy from text (YAML or JSON). Never throws for a broken policy: the result
+ * lists every issue found.
+ *
+ * @example
+ * const result = parsePolicy(text, { file: 'policy.yaml' });
+ * if (!result.ok) for (const issue of result.issues) console.error(formatIssue(issue));
+ * else registry.setPermissionPolicy(result.policy.policy);
+ */
+export function parsePolicy(text: string, options: ParsePolicyOptions = {}): PolicyParseResult {
+  if (typeof text !== 'string') throw new TypeError(`parsePolicy expects the policy text as a string, got ${describe(text)}`);
+  const file = options.file ?? '<input>';
+  if (typeof file !== 'string') throw new TypeError(`parsePolicy option "file" must be a string, got ${describe(file)}`);
+  const lines = new LineCounter();
+  const doc = parseDocument(text, { lineCounter: lines, prettyErrors: false, uniqueKeys: true, strict: true });
+  const locator = new Locator(doc, lines, file);
+  if (doc.errors.length > 0) {
+    return {
+      ok: false,
+      issues: doc.errors.map((e) => ({ file, ...locator.offset(e.pos[0]), at: '', code: 'yaml', message: `${e.message.split('\n')[0]} (${e.code})` })),
+    };
+  }
+  let data: unknown;
+  try {
+    data = doc.toJS({ maxAliasCount: 100 });
+  } catch (error) {
+    return { ok: false, issues: [{ file, line: 1, column: 1, at: '', code: 'yaml', message: (error as Error).message }] };
+  }
+  if (data === null || data === undefined) {
+    return { ok: false, issues: [{ file, line: 1, column: 1, at: '', code: 'schema', message: 'the document is empty; expected a mapping with at least "version: 1"' }] };
+  }
+  const validate = schemaValidator();
+  if (!validate(data)) return { ok: false, issues: schemaIssues(validate.errors ?? [], locator) };
+  const compiled = compile(data as PolicyFileData, locator, text);
+  return compiled;
+}
+
+function pointerPath(pointer: string): Segment[] {
+  if (pointer === '') return [];
+  return pointer
+    .slice(1)
+    .split('/')
+    .map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'))
+    .map((s) => (/^(0|[1-9]\d*)$/.test(s) ? Number(s) : s));
+}
+
+/** Ajv errors as positioned issues saying what was expected. */
+function schemaIssues(errors: readonly ErrorObject[], locator: Locator): PolicyIssue[] {
+  // A oneOf failure (a pattern that is neither a string nor a list) explains its branches' errors.
+  const oneOf = errors.filter((e) => e.keyword === 'oneOf').map((e) => e.instancePath);
+  const kept = errors.filter((e) => e.keyword === 'oneOf' || !oneOf.some((p) => e.instancePath === p || e.instancePath.startsWith(`${p}/`)));
+  const seen = new Set<string>();
+  const issues: PolicyIssue[] = [];
+  for (const e of kept) {
+    const path = pointerPath(e.instancePath);
+    let issue: PolicyIssue;
+    const params = e.params as Record<string, unknown>;
+    switch (e.keyword) {
+      case 'additionalProperties': {
+        const prop = String(params['additionalProperty']);
+        const known = Object.keys((e.parentSchema as { properties?: object } | undefined)?.properties ?? {});
+        issue = locator.issue([...path, prop], 'schema', `unknown property ${JSON.stringify(prop)}; expected one of ${known.join(', ')}`, true);
+        break;
+      }
+      case 'required':
+        issue = locator.issue(path, 'schema', `missing ${JSON.stringify(params['missingProperty'])}; expected it to be given`);
+        break;
+      case 'propertyNames':
+        issue = locator.issue([...path, String(params['propertyName'])], 'schema', 'expected a name of 1 to 256 characters', true);
+        break;
+      case 'enum':
+        issue = locator.issue(path, 'schema', `expected one of ${(params['allowedValues'] as unknown[]).map((v) => JSON.stringify(v)).join(', ')}, got ${describe(e.data)}`);
+        break;
+      case 'const':
+        issue = locator.issue(path, 'schema', `expected ${JSON.stringify(params['allowedValue'])}, got ${describe(e.data)}`);
+        break;
+      case 'type':
+        issue = locator.issue(path, 'schema', `expected ${String(params['type'])}, got ${describe(e.data)}`);
+        break;
+      case 'oneOf':
+        issue = locator.issue(path, 'schema', `expected a pattern (a string) or a non-empty list of patterns, got ${describe(e.data)}`);
+        break;
+      case 'minProperties':
+        issue = locator.issue(path, 'schema', 'expected at least one test: exists, equals, oneOf, prefix, glob, path, gt, gte, lt or lte');
+        break;
+      case 'minLength':
+        issue = locator.issue(path, 'schema', 'expected a non-empty string');
+        break;
+      default:
+        issue = locator.issue(path, 'schema', `expected a value that ${e.message ?? 'is valid'}, got ${describe(e.data)}`);
+    }
+    const id = `${issue.line}:${issue.column}:${issue.message}`;
+    if (!seen.has(id)) {
+      seen.add(id);
+      issues.push(issue);
+    }
+  }
+  return issues.sort((a, b) => a.line - b.line || a.column - b.column);
+}
+
+function refuse(): never {
+  throw new ConfigurationError('this tool is declared by a policy file only; it decides calls and never runs');
+}
+
+/** Checks the names, patterns and tools of a schema-valid file, and builds the policy. */
+function compile(data: PolicyFileData, locator: Locator, text: string): PolicyParseResult {
+  const issues: PolicyIssue[] = [];
+  const tools: Tool[] = [];
+  const byForm = new Map<string, string>();
+  for (const [name, spec] of Object.entries(data.tools ?? {})) {
+    const path = ['tools', name];
+    let form: string;
+    try {
+      form = declaredName(name, 'tool');
+    } catch (error) {
+      issues.push(locator.issue(path, 'invalid-name', (error as Error).message, true));
+      continue;
+    }
+    const other = byForm.get(form);
+    if (other !== undefined) {
+      issues.push(locator.issue(path, 'canonical-collision', `tool ${JSON.stringify(name)} has the canonical form ${JSON.stringify(form)} of tool ${JSON.stringify(other)}; expected one spelling per tool`, true));
+      continue;
+    }
+    byForm.set(form, name);
+    try {
+      tools.push(
+        defineTool({
+          name,
+          description: spec.description ?? '',
+          parameters: spec.parameters ?? { type: 'object' },
+          metadata: {
+            ...(spec.tags ? { tags: spec.tags } : {}),
+            ...(spec.customTags ? { customTags: spec.customTags } : {}),
+            ...(spec.timeoutMs !== undefined ? { timeoutMs: spec.timeoutMs } : {}),
+            ...(spec.concurrencySafe !== undefined ? { concurrencySafe: spec.concurrencySafe } : {}),
+            ...(spec.locality ? { locality: spec.locality } : {}),
+          },
+          execute: refuse,
+        }),
+      );
+    } catch (error) {
+      issues.push(locator.issue(spec.parameters ? [...path, 'parameters'] : path, 'invalid-tool', (error as Error).message));
+    }
+  }
+  for (const [agent, spec] of Object.entries(data.agents ?? {})) checkNameList(spec.tools, ['agents', agent, 'tools'], `agent ${JSON.stringify(agent)}`, true, locator, issues);
+  for (const [tenant, spec] of Object.entries(data.tenants ?? {})) {
+    if (spec.tools) checkNameList(spec.tools, ['tenants', tenant, 'tools'], `tenant ${JSON.stringify(tenant)}`, false, locator, issues);
+  }
+  for (const [scope, names] of Object.entries(data.scopes ?? {})) checkNameList(names, ['scopes', scope], `scope ${JSON.stringify(scope)}`, false, locator, issues);
+
+  const rules: PermissionRule[] = [];
+  const infos: PolicyRuleInfo[] = [];
+  const ruleNames = new Map<string, number>();
+  (data.rules ?? []).forEach((rule, index) => {
+    const path: Segment[] = ['rules', index];
+    const before = ruleNames.get(rule.name);
+    if (before !== undefined) {
+      issues.push(locator.issue([...path, 'name'], 'duplicate-rule', `rule name ${JSON.stringify(rule.name)} is already used by rules[${before}]; expected unique rule names`));
+      return;
+    }
+    ruleNames.set(rule.name, index);
+    const exact: string[] = [];
+    const globs: Glob[] = [];
+    const patterns = rule.tools === undefined ? [] : typeof rule.tools === 'string' ? [rule.tools] : rule.tools;
+    patterns.forEach((pattern, i) => {
+      const at = typeof rule.tools === 'string' ? [...path, 'tools'] : [...path, 'tools', i];
+      // Glob syntax is looked for after canonicalisation, so a full-width "＊" is the "*" it compares as.
+      if (isGlob(canonical(pattern))) {
+        try {
+          globs.push(compileGlob(canonical(pattern)));
+        } catch (error) {
+          issues.push(locator.issue(at, 'invalid-pattern', `the glob ${JSON.stringify(pattern)} does not compile: ${(error as Error).message}`));
+        }
+      } else {
+        try {
+          exact.push(declaredName(pattern, 'tool'));
+        } catch (error) {
+          issues.push(locator.issue(at, 'invalid-name', (error as Error).message));
+        }
+      }
+    });
+    const tests: ConditionTest[] = [];
+    for (const [arg, condition] of Object.entries(rule.when ?? {})) {
+      try {
+        tests.push(...compileCondition(arg, condition as Record<string, unknown>));
+      } catch (error) {
+        issues.push(locator.issue([...path, 'when', arg], 'invalid-pattern', (error as Error).message));
+      }
+    }
+    const namespace = rule.namespace === undefined ? null : canonical(rule.namespace);
+    const info: PolicyRuleInfo = Object.freeze({
+      name: rule.name,
+      index,
+      result: rule.result,
+      reason: rule.reason ?? null,
+      exact: Object.freeze(exact),
+      globs: Object.freeze(globs),
+      namespace,
+      tags: rule.tags ? Object.freeze([...rule.tags]) : null,
+      tests: Object.freeze(tests),
+      position: locator.at(path),
+      data: rule,
+    });
+    infos.push(info);
+    rules.push(toPermissionRule(info));
+  });
+  if (issues.length > 0) return { ok: false, issues: issues.sort((a, b) => a.line - b.line || a.column - b.column) };
+  let policy: PermissionPolicy;
+  try {
+    policy = new PermissionPolicy({
+      rules,
+      fallback: data.fallback ?? 'deny',
+      version: `policy-file-${createHash('sha256').update(text).digest('hex').slice(0, 12)}`,
+    });
+  } catch (error) {
+    return { ok: false, issues: [locator.issue(['rules'], 'invalid-rule', (error as Error).message)] };
+  }
+  return { ok: true, policy: new PolicySet({ file: locator.file === '<input>' ? null : locator.file, data, policy, tools, rules: infos, positionOf: (p, key) => locator.at(p, key) }) };
+}
+
+function checkNameList(names: readonly string[], path: Segment[], owner: string, unique: boolean, locator: Locator, issues: PolicyIssue[]): void {
+  const seen = new Map<string, string>();
+  names.forEach((name, i) => {
+    let form: string;
+    try {
+      form = declaredName(name, owner);
+    } catch (error) {
+      issues.push(locator.issue([...path, i], 'invalid-name', (error as Error).message));
+      return;
+    }
+    const other = seen.get(form);
+    if (unique && other !== undefined && other !== name) {
+      issues.push(locator.issue([...path, i], 'canonical-collision', `${owner} declares ${JSON.stringify(other)} and ${JSON.stringify(name)}, which have one canonical form ${JSON.stringify(form)}; expected one spelling per tool`));
+    }
+    seen.set(form, name);
+  });
+}
+
+/**
+ * The core rule for a file rule. Exact names use the core's name index; tags its tag index; globs and
+ * namespaces a `select` predicate the core asks once per tool and keeps with that tool's candidate list.
+ */
+function toPermissionRule(info: PolicyRuleInfo): PermissionRule {
+  const { exact, globs, namespace, tags, tests } = info;
+  const exactSet = new Set(exact);
+  const useIndex = globs.length === 0 && exact.length > 0;
+  const select =
+    globs.length > 0 || namespace !== null
+      ? (tool: Tool): boolean => {
+          if (namespace !== null && tool.namespace !== namespace) return false;
+          if (globs.length === 0 && exact.length === 0) return true;
+          return exactSet.has(tool.canonicalName) || globs.some((g) => g.test(tool.canonicalName));
+        }
+      : undefined;
+  const match =
+    tests.length > 0
+      ? (_tool: Tool, params: Readonly<Record<string, unknown>>): boolean => {
+          const verdict = runTests(tests, params);
+          if (typeof verdict === 'string') throw new Error(`${verdict}; the call cannot be judged safely`);
+          return verdict;
+        }
+      : undefined;
+  return {
+    name: info.name,
+    result: info.result,
+    ...(info.reason !== null ? { reason: info.reason } : {}),
+    ...(useIndex ? { tools: exact } : {}),
+    ...(tags ? { tags } : {}),
+    ...(select ? { select } : {}),
+    ...(match ? { match } : {}),
+    ...(!useIndex && !tags && !select && !match ? { match: () => true } : {}),
+  };
+}

@@ -1,0 +1,231 @@
+/**
+ * A loaded policy file: the compiled PermissionPolicy plus the agents, tenants, scope maps and tool
+ * metadata it declares, in the shapes the registry, the gate and the runner take.
+ */
+import { ConfigurationError } from '../errors.js';
+import type { GateContext } from '../gate.js';
+import { canonical, describe } from '../names.js';
+import type { PermissionPolicy } from '../permissions/policy.js';
+import type { PermissionResult } from '../permissions/result.js';
+import { ToolRegistry } from '../registry.js';
+import { toolMetadata, type Tool } from '../tool.js';
+import type { ConditionTest, Glob } from './matchers.js';
+import type { PolicyFileData, PolicyPosition, PolicyRuleData } from './types.js';
+
+/** A rule as the file states it, compiled: what lint and explain read. */
+export interface PolicyRuleInfo {
+  readonly name: string;
+  readonly index: number;
+  readonly result: PermissionResult;
+  readonly reason: string | null;
+  /** Exact tool names, in canonical form. */
+  readonly exact: readonly string[];
+  /** Name globs, over canonical forms. */
+  readonly globs: readonly Glob[];
+  /** The namespace selector, in canonical form. */
+  readonly namespace: string | null;
+  readonly tags: readonly string[] | null;
+  readonly tests: readonly ConditionTest[];
+  readonly position: PolicyPosition;
+  readonly data: PolicyRuleData;
+}
+
+/** An agent, in the shape the runner takes (`{ name, tools, peers }`); arrays are frozen. */
+export interface PolicyAgent {
+  readonly name: string;
+  readonly tools: readonly string[];
+  readonly peers: readonly string[];
+}
+
+/** A tenant's limits, in the shape the runner takes; `tools` undefined states nothing. */
+export interface PolicyTenantLimits {
+  readonly tools?: readonly string[];
+  readonly maxIterations?: number;
+  readonly maxToolCalls?: number;
+  readonly maxCost?: number;
+}
+
+/** Who is asking, by the names the policy file uses. */
+export interface PolicyContextInput {
+  /** An agent declared in the file. @default every registered tool, as the gate does */
+  readonly agent?: string;
+  /** A tenant declared in the file. @default no tenant layer */
+  readonly tenant?: string;
+  /** Capability scopes, mapped to tool names through the file's scope map. @default no caller layer */
+  readonly scopes?: Iterable<string>;
+  readonly runId?: string;
+}
+
+/** @internal */
+export interface PolicySetInit {
+  readonly file: string | null;
+  readonly data: PolicyFileData;
+  readonly policy: PermissionPolicy;
+  readonly tools: readonly Tool[];
+  readonly rules: readonly PolicyRuleInfo[];
+  readonly positionOf: (path: readonly (string | number)[], key?: boolean) => PolicyPosition;
+}
+
+const SCOPE_CACHE_LIMIT = 256;
+
+/**
+ * A compiled policy file. `policy` goes to `registry.setPermissionPolicy`; `context()` builds the
+ * GateContext for an agent, tenant and scopes it names; `agent()` and `tenantLimits()` give the runner's
+ * shapes; `registry()` builds a registry of stub tools (declared metadata, never executed) for deciding
+ * calls without the real tools, as the CLI does.
+ *
+ * @example
+ * const set = await loadPolicyFile('policy.yaml');
+ * registry.setPermissionPolicy(set.policy);
+ * await registry.executeToolCalls(calls, set.context({ agent: 'concierge', tenant: 'acme', scopes: ['files:read'] }));
+ */
+export class PolicySet {
+  /** The file it was read from, or null for text. */
+  readonly file: string | null;
+  /** The file's content as data (schema-valid). */
+  readonly data: PolicyFileData;
+  readonly policy: PermissionPolicy;
+  /** The version label of the policy: a hash of the file's text. */
+  readonly version: string;
+  /** Stub tools for every tool the file declares metadata for; they decide calls and never run. */
+  readonly tools: readonly Tool[];
+  readonly rules: readonly PolicyRuleInfo[];
+  readonly agents: ReadonlyMap<string, PolicyAgent>;
+  readonly tenants: ReadonlyMap<string, PolicyTenantLimits>;
+  /** Capability scope → tool names. */
+  readonly scopes: ReadonlyMap<string, readonly string[]>;
+  readonly #positionOf: PolicySetInit['positionOf'];
+  readonly #scopeCache = new Map<string, readonly string[]>();
+  readonly #toolByForm: ReadonlyMap<string, Tool>;
+
+  constructor(init: PolicySetInit) {
+    this.file = init.file;
+    this.data = init.data;
+    this.policy = init.policy;
+    this.version = init.policy.version;
+    this.tools = Object.freeze([...init.tools]);
+    this.rules = Object.freeze([...init.rules]);
+    this.#positionOf = init.positionOf;
+    this.#toolByForm = new Map(init.tools.map((t) => [t.canonicalName, t]));
+    this.agents = new Map(
+      Object.entries(init.data.agents ?? {}).map(([name, a]) => [name, Object.freeze({ name, tools: Object.freeze([...a.tools]), peers: Object.freeze([...(a.peers ?? [])]) })]),
+    );
+    this.tenants = new Map(
+      Object.entries(init.data.tenants ?? {}).map(([id, t]) => [
+        id,
+        Object.freeze({
+          ...(t.tools ? { tools: Object.freeze([...t.tools]) } : {}),
+          ...(t.maxIterations !== undefined ? { maxIterations: t.maxIterations } : {}),
+          ...(t.maxToolCalls !== undefined ? { maxToolCalls: t.maxToolCalls } : {}),
+          ...(t.maxCost !== undefined ? { maxCost: t.maxCost } : {}),
+        }),
+      ]),
+    );
+    this.scopes = new Map(Object.entries(init.data.scopes ?? {}).map(([scope, names]) => [scope, Object.freeze([...names])]));
+  }
+
+  /** The agent named `name`, or a ConfigurationError listing the declared agents. */
+  agent(name: string): PolicyAgent {
+    const agent = this.agents.get(name);
+    if (!agent) throw new ConfigurationError(`agent ${describe(name)} is not declared in the policy file; declared agents: ${[...this.agents.keys()].join(', ') || '(none)'}`);
+    return agent;
+  }
+
+  /** The tenant `id`'s limits, or a ConfigurationError listing the declared tenants. */
+  tenantLimits(id: string): PolicyTenantLimits {
+    const tenant = this.tenants.get(id);
+    if (!tenant) throw new ConfigurationError(`tenant ${describe(id)} is not declared in the policy file; declared tenants: ${[...this.tenants.keys()].join(', ') || '(none)'}`);
+    return tenant;
+  }
+
+  /**
+   * The tool names a caller's scopes cover (the caller layer). A scope the file does not map covers
+   * nothing: an unknown scope never widens access. Frozen and kept per scope set, so a steady caller
+   * hits the gate's allowlist cache.
+   */
+  toolsForScopes(scopes: Iterable<string>): readonly string[] {
+    const list = [...new Set(scopes)].sort();
+    const key = JSON.stringify(list);
+    let names = this.#scopeCache.get(key);
+    if (!names) {
+      const out = new Map<string, string>();
+      for (const scope of list) for (const name of this.scopes.get(scope) ?? []) if (!out.has(canonical(name))) out.set(canonical(name), name);
+      names = Object.freeze([...out.values()]);
+      if (this.#scopeCache.size >= SCOPE_CACHE_LIMIT) this.#scopeCache.clear();
+      this.#scopeCache.set(key, names);
+    }
+    return names;
+  }
+
+  /** The GateContext for an agent, tenant and scopes named in the file. Unknown agents and tenants are ConfigurationErrors. */
+  context(input: PolicyContextInput = {}): GateContext {
+    const agent = input.agent === undefined ? undefined : this.agent(input.agent);
+    const tenant = input.tenant === undefined ? undefined : this.tenantLimits(input.tenant);
+    return {
+      ...(agent ? { agent: { name: agent.name, tools: agent.tools } } : {}),
+      ...(input.tenant !== undefined ? { tenant: { id: input.tenant, ...(tenant?.tools ? { tools: tenant.tools } : {}) } } : {}),
+      ...(input.scopes !== undefined ? { caller: { scopes: this.toolsForScopes(input.scopes) } } : {}),
+      ...(input.runId !== undefined ? { runId: input.runId } : {}),
+    };
+  }
+
+  /**
+   * A registry holding the stub tools, every tool named anywhere in the file (an agent, tenant or scope
+   * list, or an exact rule selector) without declared metadata as a stub with none, and this policy.
+   * For deciding calls only: a stub that is somehow executed throws.
+   */
+  registry(): ToolRegistry {
+    const registry = new ToolRegistry();
+    for (const tool of this.tools) registry.register(tool);
+    for (const name of this.#mentionedNames()) {
+      if (!registry.has(name)) registry.register({ name, parameters: { type: 'object' }, execute: refuse });
+    }
+    registry.setPermissionPolicy(this.policy);
+    return registry;
+  }
+
+  /**
+   * `tool` with the metadata the file declares for its name merged over its own (tags and custom tags
+   * are replaced when the file gives them). Tools the file says nothing about come back unchanged.
+   */
+  withMetadata(tool: Tool): Tool {
+    const spec = this.data.tools?.[this.#toolByForm.get(tool.canonicalName)?.name ?? ''];
+    if (!spec) return tool;
+    const own = tool.metadata;
+    const metadata = toolMetadata(
+      {
+        tags: spec.tags ?? own.tags,
+        customTags: spec.customTags ?? own.customTags,
+        ...((spec.timeoutMs ?? own.timeoutMs) !== undefined ? { timeoutMs: (spec.timeoutMs ?? own.timeoutMs)! } : {}),
+        concurrencySafe: spec.concurrencySafe ?? own.concurrencySafe,
+        locality: spec.locality ?? own.locality,
+      },
+      `tool ${JSON.stringify(tool.name)} (policy file metadata)`,
+    );
+    return Object.freeze({ ...tool, metadata });
+  }
+
+  /** The line and column of a place in the file (`['rules', 2, 'when']`). */
+  positionOf(path: readonly (string | number)[], key = false): PolicyPosition {
+    return this.#positionOf(path, key);
+  }
+
+  /** Every tool name the file mentions, in declared spelling, first spelling per canonical form. */
+  #mentionedNames(): string[] {
+    const out = new Map<string, string>();
+    const add = (name: string): void => {
+      const form = canonical(name);
+      if (form !== '' && !out.has(form)) out.set(form, name);
+    };
+    for (const tool of this.tools) add(tool.name);
+    for (const agent of this.agents.values()) agent.tools.forEach(add);
+    for (const tenant of this.tenants.values()) tenant.tools?.forEach(add);
+    for (const names of this.scopes.values()) names.forEach(add);
+    for (const rule of this.rules) rule.exact.forEach(add);
+    return [...out.values()];
+  }
+}
+
+function refuse(): never {
+  throw new ConfigurationError('this tool is declared by a policy file only; it decides calls and never runs');
+}
