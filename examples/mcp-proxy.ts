@@ -8,25 +8,29 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
-import { createMcpProxy, policyFromData } from '../src/adapters/mcp/index.js';
+import { createMcpProxy } from '../src/adapters/mcp/index.js';
+import { parsePolicy } from '../src/policy-file/index.js';
 
 const root = realpathSync(mkdtempSync(join(tmpdir(), 'toolgate-proxy-example-')));
 mkdirSync(join(root, 'inbox'));
 writeFileSync(join(root, 'readme.txt'), 'welcome');
 
-// The same shape as a --policy file.
-const { policy, agents } = policyFromData({
-  agents: { writer: { tools: ['read_text_file', 'write_file'] } },
-  rules: [
-    { name: 'reads', tools: ['read_text_file'], result: 'allow', reason: 'reading is fine' },
-    { name: 'inbox', tools: ['write_file'], arguments: { path: { within: [join(root, 'inbox')] } }, result: 'allow', reason: 'the inbox is writable' },
-    { name: 'elsewhere', tools: ['write_file'], result: 'deny', reason: 'writes go to the inbox only' },
-  ],
-});
+// A toolgate policy file, as `toolgate-mcp-proxy --policy` reads it (YAML or JSON).
+const parsed = parsePolicy(`
+version: 1
+agents:
+  writer: { tools: [read_text_file, write_file] }
+rules:
+  - { name: reads, tools: read_text_file, result: allow, reason: reading is fine }
+  - { name: inbox, tools: write_file, when: { path: { path: "${root}/inbox/**" } }, result: allow, reason: the inbox is writable }
+  - { name: elsewhere, tools: write_file, result: deny, reason: writes go to the inbox only }
+`);
+if (!parsed.ok) throw new Error(parsed.issues.map((i) => i.message).join('; '));
+const set = parsed.policy;
 const proxy = await createMcpProxy({
   upstream: { stdio: { command: join(import.meta.dirname, '../node_modules/.bin/mcp-server-filesystem'), args: [root], stderr: 'ignore' } },
-  policy,
-  context: { agent: { name: 'writer', tools: agents['writer']!.tools } },
+  policy: set.policy,
+  context: set.context({ agent: 'writer' }),
   audit: (record) => console.log(`  audit: ${record.decision.tool} → ${record.decision.effect} (${record.decision.rule ?? record.decision.layer})`),
 });
 

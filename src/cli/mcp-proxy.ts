@@ -3,11 +3,13 @@
  * `toolgate mcp-proxy` (also the `toolgate-mcp-proxy` bin): a policy-enforcing MCP gateway in front of
  * an upstream MCP server, over stdio or Streamable HTTP on loopback.
  *
- *   toolgate-mcp-proxy --policy FILE [--agent A] [--tenant T] [--scopes a,b] [--http PORT]
+ *   toolgate-mcp-proxy --policy FILE [--agent A] [--tenant T] [--scopes s1,s2] [--http PORT]
  *                      [--jwt-public-key FILE | --jwt-jwk FILE | --jwt-secret-file FILE | --jwks-url URL]
  *                      [--audit FILE] [--call-timeout MS] -- <upstream command> [args…]
  *
- * Everything it prints goes to stderr: in stdio mode stdout is the MCP channel.
+ * FILE is a toolgate policy file (YAML or JSON): its rules, agents, tenants and scope map apply, and its
+ * `tools:` metadata overrides the upstream's annotations. Everything it prints goes to stderr: in stdio
+ * mode stdout is the MCP channel.
  */
 import { appendFileSync, readFileSync, realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -15,8 +17,9 @@ import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { createMcpProxy, type McpAuditRecord, type McpProxy } from '../adapters/mcp/proxy.js';
 import { jwtAuthenticator, serveMcpProxyHttp, type BearerAuthenticator, type McpProxyHttpServer } from '../adapters/mcp/proxy-http.js';
-import { loadPolicyForProxy } from '../adapters/mcp/proxy-policy.js';
+import { loadPolicyForProxy, policyToolMetadata } from '../adapters/mcp/proxy-policy.js';
 import type { GateContext } from '../gate.js';
+import type { PolicySet } from '../policy-file/policy-set.js';
 
 interface Options {
   policy: string;
@@ -48,10 +51,10 @@ export async function runMcpProxy(argv: readonly string[], io: { readonly stderr
   const log = (text: string): void => io.stderr(`toolgate mcp-proxy: ${text}\n`);
   const program = new Command('toolgate-mcp-proxy')
     .description('A policy-enforcing MCP gateway in front of an upstream MCP server')
-    .requiredOption('--policy <file>', 'the policy file (JSON)')
-    .option('--agent <name>', 'the agent whose declared tools (in the policy file) apply')
-    .option('--tenant <id>', 'the tenant whose tools (in the policy file) apply')
-    .option('--scopes <names>', 'the caller scopes (tool names, comma- or space-separated); stdio only', list)
+    .requiredOption('--policy <file>', 'the toolgate policy file (YAML or JSON)')
+    .option('--agent <name>', 'an agent declared in the policy file (default: one that declares every upstream tool)')
+    .option('--tenant <id>', 'a tenant declared in the policy file (default: no tenant layer)')
+    .option('--scopes <scopes>', "the caller's scopes, mapped to tools by the file's scope map (comma- or space-separated); stdio only", list)
     .option('--http <port>', 'serve Streamable HTTP on this port instead of stdio', integer)
     .option('--host <host>', 'the loopback address to listen on with --http', '127.0.0.1')
     .option('--jwt-public-key <file>', 'verify bearer JWTs with this PEM public key')
@@ -82,10 +85,14 @@ export async function runMcpProxy(argv: readonly string[], io: { readonly stderr
   let context: GateContext;
   let authenticate: BearerAuthenticator | undefined;
   let audit: ((record: McpAuditRecord) => void) | undefined;
-  let policyFile;
+  let policyFile: PolicySet;
   try {
-    policyFile = loadPolicyForProxy(options.policy);
-    context = contextFrom(options, policyFile);
+    policyFile = await loadPolicyForProxy(options.policy);
+    context = policyFile.context({
+      ...(options.agent !== undefined ? { agent: options.agent } : {}),
+      ...(options.tenant !== undefined ? { tenant: options.tenant } : {}),
+      ...(options.scopes ? { scopes: options.scopes } : {}),
+    });
     if (options.http !== undefined) {
       if (options.scopes) throw new Error('--scopes applies to stdio only: over HTTP the scopes come from the bearer token');
       authenticate = authenticatorFrom(options);
@@ -105,7 +112,11 @@ export async function runMcpProxy(argv: readonly string[], io: { readonly stderr
   let proxy: McpProxy;
   try {
     proxy = await createMcpProxy({
-      upstream: { stdio: { command: command[0]!, args: command.slice(1), stderr: 'inherit' }, ...(options.trusted ? { trusted: true } : {}) },
+      upstream: {
+        stdio: { command: command[0]!, args: command.slice(1), stderr: 'inherit' },
+        metadata: policyToolMetadata(policyFile),
+        ...(options.trusted ? { trusted: true } : {}),
+      },
       policy: policyFile.policy,
       context,
       ...(audit ? { audit } : {}),
@@ -138,7 +149,8 @@ export async function runMcpProxy(argv: readonly string[], io: { readonly stderr
         port: options.http,
         host: options.host,
         authenticate: authenticate!,
-        context: (auth) => ({ ...context, caller: { id: auth.clientId, scopes: auth.scopes } }),
+        // The token's scopes are capability scopes, mapped to tool names by the policy file's scope map.
+        context: (auth) => ({ ...context, caller: { id: auth.clientId, scopes: policyFile.toolsForScopes(auth.scopes) } }),
       }).then(
         (server) => {
           http = server;
@@ -155,22 +167,6 @@ export async function runMcpProxy(argv: readonly string[], io: { readonly stderr
     server.onclose = () => shutdown(EXIT.OK, 'the client closed the connection');
     server.connect(transport).catch((error: unknown) => shutdown(EXIT.UPSTREAM, `stdio transport failed: ${String(error)}`));
   });
-}
-
-function contextFrom(options: Options, file: ReturnType<typeof loadPolicyForProxy>): GateContext {
-  let context: GateContext = {};
-  if (options.agent !== undefined) {
-    const agent = file.agents[options.agent];
-    if (!agent) throw new Error(`--agent ${JSON.stringify(options.agent)} is not in the policy file (agents: ${Object.keys(file.agents).join(', ') || 'none'})`);
-    context = { ...context, agent: { name: options.agent, tools: agent.tools } };
-  }
-  if (options.tenant !== undefined) {
-    const tenant = file.tenants[options.tenant];
-    if (!tenant) throw new Error(`--tenant ${JSON.stringify(options.tenant)} is not in the policy file (tenants: ${Object.keys(file.tenants).join(', ') || 'none'})`);
-    context = { ...context, tenant: { id: options.tenant, tools: tenant.tools } };
-  }
-  if (options.scopes) context = { ...context, caller: { scopes: options.scopes } };
-  return context;
 }
 
 function authenticatorFrom(options: Options): BearerAuthenticator {

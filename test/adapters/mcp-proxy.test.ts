@@ -11,8 +11,8 @@ import { ElicitRequestSchema, type CallToolResult } from '@modelcontextprotocol/
 import { SignJWT } from 'jose';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { connectMcpServer, createMcpProxy, jwtAuthenticator, loadPolicyForProxy, policyFromData, serveMcpProxyHttp, type McpAuditRecord, type McpProxy } from '../../src/adapters/mcp/index.js';
-import { ConfigurationError, ToolRegistry } from '../../src/index.js';
+import { connectMcpServer, createMcpProxy, jwtAuthenticator, loadPolicyForProxy, policyToolMetadata, serveMcpProxyHttp, type McpAuditRecord, type McpProxy } from '../../src/adapters/mcp/index.js';
+import { ConfigurationError, PermissionPolicy, ToolRegistry } from '../../src/index.js';
 
 const ROOT = process.cwd();
 const FS_SERVER = join(ROOT, 'node_modules/.bin/mcp-server-filesystem');
@@ -26,8 +26,8 @@ afterEach(async () => {
 const text = (result: unknown): string => ((result as CallToolResult).content[0] as { text: string }).text;
 
 /** The proxy CLI as a child process over real stdio, driven by the SDK's Client. */
-async function proxyClient(args: string[], clientOptions: ConstructorParameters<typeof Client>[1] = {}) {
-  const transport = new StdioClientTransport({ command: process.execPath, args: ['--import', 'tsx', CLI, ...args], stderr: 'pipe' });
+async function proxyClient(args: string[], clientOptions: ConstructorParameters<typeof Client>[1] = {}, entry: string[] = [CLI]) {
+  const transport = new StdioClientTransport({ command: process.execPath, args: ['--import', 'tsx', ...entry, ...args], stderr: 'pipe' });
   let stderr = '';
   transport.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   const client = new Client({ name: 'test', version: '1.0.0' }, clientOptions);
@@ -44,10 +44,12 @@ function sandbox() {
   writeFileSync(
     policy,
     JSON.stringify({
+      version: 1,
       agents: { 'fs-agent': { tools: ['read_text_file', 'list_directory', 'write_file'] } },
+      scopes: { 'files:read': ['read_text_file'] },
       rules: [
         { name: 'reads', tools: ['read_text_file', 'list_directory'], result: 'allow', reason: 'reading is fine' },
-        { name: 'inbox-writes', tools: ['write_file'], arguments: { path: { within: [join(root, 'inbox')] } }, result: 'allow', reason: 'the inbox is writable' },
+        { name: 'inbox-writes', tools: ['write_file'], when: { path: { path: `${join(root, 'inbox')}/**` } }, result: 'allow', reason: 'the inbox is writable' },
         { name: 'other-writes', tools: ['write_file'], result: 'deny', reason: 'writes go to the inbox only' },
       ],
     }),
@@ -92,17 +94,24 @@ describe('toolgate mcp-proxy over real stdio, in front of @modelcontextprotocol/
     ]);
   });
 
-  it('narrows by the caller scopes given on the command line', async () => {
+  it("narrows by the caller scopes given on the command line, mapped by the file's scope map", async () => {
     const { root, policy } = sandbox();
-    const { client } = await proxyClient(['--policy', policy, '--agent', 'fs-agent', '--scopes', 'read_text_file', '--', FS_SERVER, root]);
+    const { client } = await proxyClient(['--policy', policy, '--agent', 'fs-agent', '--scopes', 'files:read', '--', FS_SERVER, root]);
     expect((await client.listTools()).tools.map((t) => t.name)).toEqual(['read_text_file']);
     const refused = await client.callTool({ name: 'list_directory', arguments: { path: root } });
     expect(text(refused)).toMatch(/layer caller/);
   });
 
+  it('runs as `toolgate mcp-proxy` from the main command too', async () => {
+    const { root, policy } = sandbox();
+    const { client } = await proxyClient(['--policy', policy, '--agent', 'fs-agent', '--scopes', 'files:read', '--', FS_SERVER, root], {}, [join(ROOT, 'src/cli/main.ts'), 'mcp-proxy']);
+    expect((await client.listTools()).tools.map((t) => t.name)).toEqual(['read_text_file']);
+    expect(text(await client.callTool({ name: 'read_text_file', arguments: { path: join(root, 'note.txt') } }))).toBe('hello from the sandbox');
+  });
+
   it('gives a clear error and shuts down cleanly when the upstream crashes mid-call', async () => {
     const { policy } = sandbox();
-    writeFileSync(policy, JSON.stringify({ fallback: 'allow', rules: [] }));
+    writeFileSync(policy, JSON.stringify({ version: 1, fallback: 'allow' }));
     const { client, transport, stderr } = await proxyClient(['--policy', policy, '--', process.execPath, '--import', 'tsx', FLAKY]);
     const exited = new Promise<void>((resolve) => (transport.onclose = () => resolve()));
     const result = await client.callTool({ name: 'crash', arguments: {} });
@@ -114,7 +123,7 @@ describe('toolgate mcp-proxy over real stdio, in front of @modelcontextprotocol/
 
   it('gives a clear error when the upstream hangs past the call timeout, and keeps serving', async () => {
     const { policy } = sandbox();
-    writeFileSync(policy, JSON.stringify({ fallback: 'allow', rules: [] }));
+    writeFileSync(policy, JSON.stringify({ version: 1, fallback: 'allow' }));
     const { client } = await proxyClient(['--policy', policy, '--call-timeout', '300', '--', process.execPath, '--import', 'tsx', FLAKY]);
     const result = await client.callTool({ name: 'hang', arguments: {} });
     expect(result.isError).toBe(true);
@@ -133,11 +142,11 @@ describe('toolgate mcp-proxy over real stdio, in front of @modelcontextprotocol/
       });
     const unknownAgent = await run(['--policy', policy, '--agent', 'nobody', '--', FS_SERVER, root]);
     expect(unknownAgent.code).toBe(2);
-    expect(unknownAgent.stderr).toMatch(/--agent "nobody" is not in the policy file/);
-    writeFileSync(policy, '{"rules": [{"name": "x"}]}');
+    expect(unknownAgent.stderr).toMatch(/agent "nobody" is not declared in the policy file/);
+    writeFileSync(policy, '{"version": 1, "rules": [{"name": "x"}]}');
     const bad = await run(['--policy', policy, '--', FS_SERVER, root]);
     expect(bad.code).toBe(2);
-    expect(bad.stderr).toMatch(/does not have the expected shape/);
+    expect(bad.stderr).toMatch(/was refused:\n.*policy\.json:1:\d+: /);
   });
 });
 
@@ -155,7 +164,7 @@ async function inProcessProxy(options: { audit?: (r: McpAuditRecord) => void } =
   });
   const [up, down] = InMemoryTransport.createLinkedPair();
   await upstream.connect(up);
-  const { policy } = policyFromData({
+  const policy = new PermissionPolicy({
     rules: [
       { name: 'search', tools: ['search'], result: 'allow' },
       { name: 'refunds', tools: ['refund'], result: 'ask', reason: 'refunds need a person' },
@@ -300,23 +309,16 @@ describe('createMcpProxy over Streamable HTTP with JWT bearer auth', () => {
 });
 
 describe('loadPolicyForProxy', () => {
-  it('rejects what is not the format, with the file named', () => {
+  it('reads a toolgate policy file; a refused one is a ConfigurationError listing the problems with positions', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'toolgate-policy-'));
-    const file = join(dir, 'p.json');
-    writeFileSync(file, '{ not json');
-    expect(() => loadPolicyForProxy(file)).toThrow(ConfigurationError);
-    writeFileSync(file, JSON.stringify({ rules: [{ name: 'x', result: 'maybe' }] }));
-    expect(() => loadPolicyForProxy(file)).toThrow(/p\.json.*expected shape/);
-    expect(() => loadPolicyForProxy(join(dir, 'missing.json'))).toThrow(/cannot read/);
-  });
-
-  it('matches `within` lexically, without being fooled by .. or a sibling prefix', () => {
-    const { policy } = policyFromData({ rules: [{ name: 'inbox', tools: ['w'], arguments: { p: { within: ['/srv/inbox'] } }, result: 'allow' }] });
-    const rule = policy.rules[0]!;
-    const tool = {} as never;
-    expect(rule.match!(tool, { p: '/srv/inbox/a.txt' })).toBe(true);
-    expect(rule.match!(tool, { p: '/srv/inbox/../secret' })).toBe(false);
-    expect(rule.match!(tool, { p: '/srv/inbox-evil/a' })).toBe(false);
-    expect(rule.match!(tool, { p: 42 })).toBe(false);
+    const file = join(dir, 'p.yaml');
+    writeFileSync(file, 'version: 1\ntools:\n  write_file: { tags: [destructive, file_system] }\nrules:\n  - { name: w, tools: write_file, result: ask }\n');
+    const set = await loadPolicyForProxy(file);
+    expect(set.policy.rules.map((r) => r.name)).toEqual(['w']);
+    expect(policyToolMetadata(set)).toEqual({ write_file: { tags: ['destructive', 'file_system'] } });
+    writeFileSync(file, 'version: 1\nrules:\n  - { name: x, result: maybe }\n');
+    await expect(loadPolicyForProxy(file)).rejects.toThrow(ConfigurationError);
+    await expect(loadPolicyForProxy(file)).rejects.toThrow(/p\.yaml:3:\d+/);
+    await expect(loadPolicyForProxy(join(dir, 'missing.yaml'))).rejects.toThrow(/cannot read/);
   });
 });

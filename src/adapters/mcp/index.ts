@@ -8,5 +8,4 @@ export { createMcpProxy } from './proxy.js';
 export type { McpProxy, McpProxyOptions, McpUpstream, McpAuditRecord, McpRequestContext } from './proxy.js';
 export { serveMcpProxyHttp, jwtAuthenticator } from './proxy-http.js';
 export type { McpProxyHttpOptions, McpProxyHttpServer, BearerAuthenticator, JwtAuthOptions } from './proxy-http.js';
-export { loadPolicyForProxy, policyFromData } from './proxy-policy.js';
-export type { ProxyPolicy } from './proxy-policy.js';
+export { loadPolicyForProxy, policyToolMetadata } from './proxy-policy.js';
