@@ -131,6 +131,39 @@ describe('toolgate mcp-proxy over real stdio, in front of @modelcontextprotocol/
     expect(text(await client.callTool({ name: 'echo', arguments: {} }))).toBe('echo');
   });
 
+  it('serves --http with JWT auth: the token scopes go through the policy file scope map; no token is a 401', async () => {
+    const { root, policy } = sandbox();
+    const secretFile = `${policy}.secret`;
+    writeFileSync(secretFile, 'a-cli-test-secret-of-at-least-32-bytes\n');
+    const child = spawn(process.execPath, ['--import', 'tsx', CLI, '--policy', policy, '--agent', 'fs-agent', '--http', '0', '--jwt-secret-file', secretFile, '--', FS_SERVER, root], { stdio: ['ignore', 'ignore', 'pipe'] });
+    const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
+    cleanups.push(async () => {
+      child.kill('SIGTERM');
+      await exited;
+    });
+    const url = await new Promise<URL>((resolve, reject) => {
+      let stderr = '';
+      child.stderr.on('data', (c: Buffer) => {
+        stderr += c.toString();
+        const m = /listening on (\S+)/.exec(stderr);
+        if (m) resolve(new URL(m[1]!));
+      });
+      child.on('close', () => reject(new Error(`the proxy exited: ${stderr}`)));
+    });
+    const none = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: '{}' });
+    expect(none.status).toBe(401);
+    const jwt = await new SignJWT({ scope: 'files:read' }).setProtectedHeader({ alg: 'HS256' }).setSubject('carol').setExpirationTime('5m').sign(new TextEncoder().encode('a-cli-test-secret-of-at-least-32-bytes'));
+    const client = new Client({ name: 'test', version: '1.0.0' });
+    await client.connect(new StreamableHTTPClientTransport(url, { requestInit: { headers: { authorization: `Bearer ${jwt}` } } }));
+    cleanups.push(() => client.close());
+    expect((await client.listTools()).tools.map((t) => t.name)).toEqual(['read_text_file']);
+    const refused = await client.callTool({ name: 'write_file', arguments: { path: join(root, 'inbox', 'x.txt'), content: 'x' } });
+    expect(text(refused)).toMatch(/layer caller/);
+    expect(existsSync(join(root, 'inbox', 'x.txt'))).toBe(false);
+    child.kill('SIGTERM');
+    expect(await exited).toBe(0);
+  });
+
   it('refuses to start on a bad policy file or an agent it does not name (exit code 2)', async () => {
     const { root, policy } = sandbox();
     const run = (args: string[]) =>
