@@ -152,8 +152,10 @@ describe('toolgate/ai-sdk with the real `ai` package', () => {
         { role: 'tool', content: [{ type: 'tool-approval-response', approvalId: (request as { approvalId: string }).approvalId, approved }] },
       ];
       const second = scripted(textTurn('finished'));
+      const denials = await gated.recordDenials(messages);
       await generateText({ model: second, messages, ...gated });
       expect(ran).toEqual(approved ? ['refund:o-3'] : []);
+      expect(denials.map((d) => [d.tool, d.effect, d.stage, d.asked])).toEqual(approved ? [] : [['refund', 'deny', 'handler', 'adapter']]);
       if (approved) expect(decisions.at(-1)).toMatchObject({ tool: 'refund', effect: 'allow', by: 'handler', asked: 'adapter' });
       expect(asked).toBe(1);
     }

@@ -15,7 +15,8 @@ import type { GateContext } from '../../gate.js';
 import { describe } from '../../names.js';
 import type { ToolRegistry } from '../../registry.js';
 import { ToolRegistry as Registry } from '../../registry.js';
-import { announceAsk, APPROVED, check, refusalContent, run, sdkMayAsk, settle } from '../route.js';
+import type { Decision } from '../../decision.js';
+import { announceAsk, APPROVED, check, refusalContent, REJECTED, run, sdkMayAsk, settle } from '../route.js';
 
 /** Options of {@link createAiSdkTools}. */
 export interface AiSdkToolsOptions {
@@ -39,6 +40,12 @@ export interface GatedAiSdkTools {
     readonly toolCall: { readonly toolCallId: string; readonly toolName: string; readonly input: unknown };
     readonly messages?: ModelMessage[];
   }) => Promise<ToolApprovalStatus>;
+  /**
+   * Records a person's denials: the SDK turns a denied approval into an `execution-denied` result without
+   * calling the tool set, so call this with the messages you resume with to emit a deny Decision (stage
+   * `handler`, `asked: 'adapter'`) for each denied call that is still an ask. Resolves with those Decisions.
+   */
+  readonly recordDenials: (messages: readonly ModelMessage[]) => Promise<Decision[]>;
 }
 
 /**
@@ -94,7 +101,25 @@ export function createAiSdkTools(registry: ToolRegistry, options: AiSdkToolsOpti
     return { type: 'denied', reason: refusalContent(pre.decision) };
   };
 
-  return Object.freeze({ tools: tools as ToolSet, toolApproval });
+  const recordDenials: GatedAiSdkTools['recordDenials'] = async (messages) => {
+    if (!Array.isArray(messages)) throw new TypeError(`recordDenials expects the messages array, got ${describe(messages)}`);
+    const calls = new Map<string, { toolName: string; input: unknown }>();
+    for (const message of messages) {
+      if (message.role !== 'assistant' || typeof message.content === 'string') continue;
+      for (const part of message.content) if (part.type === 'tool-call') calls.set(part.toolCallId, { toolName: part.toolName, input: part.input });
+    }
+    const recorded: Decision[] = [];
+    for (const [toolCallId, call] of calls) {
+      const answers = responsesTo(messages, toolCallId, false);
+      if (answers.length === 0 || answers.every((approved) => approved)) continue;
+      const pre = await check(registry, { id: toolCallId, name: call.toolName, arguments: call.input }, context);
+      if (pre.kind !== 'ask') continue; // not an ask (any more): nothing was put to a person for it now
+      recorded.push((await settle(registry, pre, REJECTED, { alreadyAsked: true })).decision);
+    }
+    return recorded;
+  };
+
+  return Object.freeze({ tools: tools as ToolSet, toolApproval, recordDenials });
 }
 
 /** An error a gated tool throws so that the SDK gives the model an error result with this text. */
