@@ -205,13 +205,17 @@ export function fromEvaluation(evaluation: PolicyEvaluation, tool: Tool, args: R
   return { kind: 'ask', tool, args, base: { ...withRule, reason }, request };
 }
 
-/** A handler a route adds to the chain, asked after the policy's own handler and before the registry's. */
+/**
+ * A handler a route adds to the chain, asked after the policy's own handler and before the registry's:
+ * the runner's durable approvals, or an adapter's SDK approval flow (AI SDK tool approval, an Agents SDK
+ * interruption, MCP elicitation), called with the same timeout and fail-closed rules.
+ */
 export interface AskRoute {
   readonly handler: AnyHandler | null;
   /** What the Decision records as `asked` when this handler is the one asked. */
-  readonly asked: 'runner';
-  /** Accept `pending` from whichever handler is asked: the ask is then left open rather than denied. */
-  readonly pending: true;
+  readonly asked: 'runner' | 'adapter';
+  /** Accept `pending` from whichever handler is asked: the ask is then left open rather than denied. @default false */
+  readonly pending?: boolean;
 }
 
 /** An ask a handler answered `pending`: no Decision yet; the route (the runner) pauses and asks later. */
@@ -226,7 +230,8 @@ export interface PendingAsk {
  * registry's fallback. Any handler failure denies; `pending` is an answer only on a route that accepts it.
  */
 export async function resolveAsk(ask: Extract<Precheck, { kind: 'ask' }>, env: GateEnvironment): Promise<Decision>;
-export async function resolveAsk(ask: Extract<Precheck, { kind: 'ask' }>, env: GateEnvironment, route: AskRoute): Promise<Decision | PendingAsk>;
+export async function resolveAsk(ask: Extract<Precheck, { kind: 'ask' }>, env: GateEnvironment, route: AskRoute & { readonly pending: true }): Promise<Decision | PendingAsk>;
+export async function resolveAsk(ask: Extract<Precheck, { kind: 'ask' }>, env: GateEnvironment, route: AskRoute & { readonly pending?: false }): Promise<Decision>;
 export async function resolveAsk(ask: Extract<Precheck, { kind: 'ask' }>, env: GateEnvironment, route?: AskRoute): Promise<Decision | PendingAsk> {
   const chain: [AnyHandler | null, DecisionBase['asked']][] = [
     [env.policy?.handler ?? null, 'policy'],
