@@ -12,6 +12,7 @@
 import { ConfigurationError } from '../errors.js';
 import { canonical, describe } from '../names.js';
 import { CONFUSABLES, CONFUSABLES_VERSION } from './confusables-data.js';
+import { decodeCodePointTable } from './code-point-table.js';
 
 /** The Unicode version of the confusables data in use. */
 export { CONFUSABLES_VERSION };
@@ -35,13 +36,7 @@ export interface ConfusablePair {
 let prototypes: Map<number, string> | undefined;
 
 function prototypeTable(): Map<number, string> {
-  if (prototypes) return prototypes;
-  prototypes = new Map();
-  for (const entry of CONFUSABLES.split('\u0000')) {
-    const from = entry.codePointAt(0)!;
-    prototypes.set(from, entry.slice(from > 0xffff ? 2 : 1));
-  }
-  return prototypes;
+  return (prototypes ??= decodeCodePointTable(CONFUSABLES));
 }
 
 const IGNORABLE = /\p{Default_Ignorable_Code_Point}/gu;
