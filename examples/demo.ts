@@ -3,9 +3,12 @@
  */
 import { pathToFileURL } from 'node:url';
 import { gateDemo } from './demo/gate.js';
+import { runnerDemo } from './demo/runner.js';
 
 export async function main(print: (line: string) => void = (line) => console.log(line)): Promise<void> {
   await gateDemo(print);
+  print('');
+  await runnerDemo(print);
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {

@@ -3,6 +3,7 @@
  */
 import { ConfigurationError, ToolNotPermittedError, type RefusalLayer } from './errors.js';
 import { canonical, canonicalIndex, describe } from './names.js';
+import { confusablesMode, findConfusables, reportConfusables, type ConfusablesMode } from './unicode/confusables.js';
 
 /** One layer's statement: `null`/`undefined` states nothing (narrows nothing); an empty set refuses everything. */
 export type AllowlistLayer = Iterable<string> | null | undefined;
@@ -15,6 +16,12 @@ export interface ToolAllowlistOptions {
   readonly caller?: AllowlistLayer;
   /** The agent's name, used in refusals. @default 'agent' */
   readonly agent?: string;
+  /**
+   * Two declared names that look alike (Unicode confusables, e.g. Latin "a" and Cyrillic "а") but are
+   * different permissions: `'error'` throws a ConfigurationError, `'warn'` emits a process warning once
+   * per pair, `'off'` skips the check. Checked here, at resolution, never per call. @default 'warn'
+   */
+  readonly confusables?: ConfusablesMode;
 }
 
 /** The verdict on one name: permitted, or refused with the layer that refused it. */
@@ -60,7 +67,9 @@ export class ToolAllowlist {
    */
   static resolve(declared: Iterable<string>, options: ToolAllowlistOptions = {}): ToolAllowlist {
     const agent = agentName(options.agent);
-    const { index } = canonicalIndex(declared, `agent ${JSON.stringify(agent)} declaration`);
+    const where = `agent ${JSON.stringify(agent)} declaration`;
+    const { index } = canonicalIndex(declared, where);
+    checkConfusables(index, options.confusables, where);
     const tenant = layerSet(options.tenant, 'tenant');
     const caller = layerSet(options.caller, 'caller');
     const cut = new Map<string, RefusalLayer>();
@@ -94,9 +103,11 @@ export class ToolAllowlist {
    * this allowlist. A name this allowlist lacks is refused as `caller` (the delegating agent is the
    * peer's caller); a name this allowlist had cut keeps its reason. Chains only shrink.
    */
-  narrowed(peerDeclared: Iterable<string>, options: { readonly agent?: string } = {}): ToolAllowlist {
+  narrowed(peerDeclared: Iterable<string>, options: { readonly agent?: string; readonly confusables?: ConfusablesMode } = {}): ToolAllowlist {
     const agent = agentName(options.agent);
-    const { index } = canonicalIndex(peerDeclared, `agent ${JSON.stringify(agent)} declaration`);
+    const where = `agent ${JSON.stringify(agent)} declaration`;
+    const { index } = canonicalIndex(peerDeclared, where);
+    checkConfusables(index, options.confusables, where);
     const cut = new Map<string, RefusalLayer>();
     for (const form of index.keys()) {
       const parent = this[REFUSAL_OF](form);
@@ -128,7 +139,7 @@ export type ToolAllowlistGuardOptions = ToolAllowlistOptions;
  */
 export class ToolAllowlistGuard {
   readonly name = 'tool_allowlist' as const;
-  readonly allowlist: ToolAllowlist;
+  #allowlist: ToolAllowlist;
   #attempts = 0;
   #refusals = 0;
 
@@ -136,7 +147,25 @@ export class ToolAllowlistGuard {
     if (!(allowlist instanceof ToolAllowlist)) {
       throw new TypeError(`ToolAllowlistGuard expects a ToolAllowlist, got ${describe(allowlist)}`);
     }
-    this.allowlist = allowlist;
+    this.#allowlist = allowlist;
+  }
+
+  /** The allowlist the next `decide`/`check` is made against. */
+  get allowlist(): ToolAllowlist {
+    return this.#allowlist;
+  }
+
+  /**
+   * Points the guard at the allowlist in force for the next dispatch, keeping the tally. A runner resolves
+   * the allowlist per dispatch (a tenant change applies to the next call) while the budget is charged for
+   * the whole run, so the tally must outlive any one allowlist.
+   */
+  follow(allowlist: ToolAllowlist): this {
+    if (!(allowlist instanceof ToolAllowlist)) {
+      throw new TypeError(`ToolAllowlistGuard.follow expects a ToolAllowlist, got ${describe(allowlist)}`);
+    }
+    this.#allowlist = allowlist;
+    return this;
   }
 
   static resolving(declared: Iterable<string>, options?: ToolAllowlistGuardOptions): ToolAllowlistGuard {
@@ -189,6 +218,11 @@ function agentName(agent: unknown): string {
     throw new TypeError(`option "agent" must be a non-empty string, got ${describe(agent)}`);
   }
   return agent;
+}
+
+function checkConfusables(index: ReadonlyMap<string, string>, option: unknown, where: string): void {
+  const mode = confusablesMode(option);
+  if (mode !== 'off') reportConfusables(findConfusables(index.values()), mode, where);
 }
 
 function layerSet(layer: AllowlistLayer, which: 'tenant' | 'caller'): Set<string> | null {

@@ -21,8 +21,8 @@ export interface DecisionBase {
   readonly rule: string | null;
   /** Why, in words: shown to the model on a refusal and to people in explanations. */
   readonly reason: string;
-  /** Which handler was asked, where a rule answered `ask`. */
-  readonly asked: 'policy' | 'registry' | 'runner' | null;
+  /** Which handler was asked, where a rule answered `ask` (`adapter`: an SDK's own approval flow, e.g. MCP elicitation). */
+  readonly asked: 'policy' | 'registry' | 'runner' | 'adapter' | null;
   /** The version of the policy in force, or null without one. */
   readonly policyVersion: string | null;
 }

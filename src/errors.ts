@@ -10,6 +10,7 @@
 export const ErrorCode = {
   CONFIGURATION: 'ERR_TOOLGATE_CONFIGURATION',
   TOOL_NOT_PERMITTED: 'ERR_TOOLGATE_TOOL_NOT_PERMITTED',
+  RUN_STATE: 'ERR_TOOLGATE_RUN_STATE',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 
@@ -75,6 +76,18 @@ const LAYER_TEXT: Record<RefusalLayer, string> = {
   tenant: "tenant layer: the tenant's plan does not include it",
   caller: "caller layer: the caller's scopes do not cover it",
 };
+
+/**
+ * A paused run's state that cannot be resumed: not a RunState, from another version, or altered since the
+ * runner signed it (its HMAC does not verify). Nothing of the run is executed.
+ */
+export class RunStateError extends ToolgateError {
+  override name = 'RunStateError';
+
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(ErrorCode.RUN_STATE, message, options);
+  }
+}
 
 /** True for any error thrown by any copy of toolgate (the check does not rely on `instanceof`). */
 export function isToolgateError(value: unknown): value is ToolgateError {

@@ -10,11 +10,12 @@ import { REFUSAL_OF, ToolAllowlist, type AllowlistLayer } from './allowlist.js';
 import type { AllowDecision, Decision, DecisionBase, DenyDecision } from './decision.js';
 import type { RefusalLayer } from './errors.js';
 import { parseArguments, type NormalizedCall, type UnreadableCall } from './formats/index.js';
-import { canonical } from './names.js';
-import { callHandler, errorText, type PermissionHandler, type PermissionRequest } from './permissions/handler.js';
+import { canonical, describe } from './names.js';
+import { callHandler, errorText, type AnyHandler, type PermissionHandler, type PermissionRequest } from './permissions/handler.js';
 import type { PermissionPolicy, PolicyEvaluation } from './permissions/policy.js';
 import type { PermissionResult } from './permissions/result.js';
 import type { Tool } from './tool.js';
+import type { ConfusablesMode } from './unicode/confusables.js';
 
 /** An agent as the gate sees it: a name and, optionally, the tools it declares. */
 export interface AgentIdentity {
@@ -52,6 +53,8 @@ export interface GateEnvironment {
   /** What `ask` becomes when no handler is reachable. */
   readonly handlerFallback: PermissionResult;
   readonly handlerTimeoutMs: number;
+  /** How resolution reports look-alike declared names. @default 'warn' */
+  readonly confusables?: ConfusablesMode;
 }
 
 /** A call that passed steps 1–4 and was evaluated by the policy (step 5), before any handler. */
@@ -85,7 +88,8 @@ export function allowlistFor(context: GateContext, env: GateEnvironment): ToolAl
   const dk = layerKey(declared as AllowlistLayer);
   const tk = layerKey(tenant);
   const ck = layerKey(caller);
-  if (dk === null || tk === null || ck === null) return ToolAllowlist.resolve(declared, { agent, tenant, caller });
+  const confusables = env.confusables ?? 'warn';
+  if (dk === null || tk === null || ck === null) return ToolAllowlist.resolve(declared, { agent, tenant, caller, confusables });
   let byTenant = allowlists.get(dk);
   if (!byTenant) allowlists.set(dk, (byTenant = new WeakMap()));
   let byCaller = byTenant.get(tk);
@@ -93,7 +97,7 @@ export function allowlistFor(context: GateContext, env: GateEnvironment): ToolAl
   let list = byCaller.get(ck);
   // The agent's name is part of the refusal text, so a cached list is reused only for the same agent.
   if (!list || list.agent !== agent) {
-    list = ToolAllowlist.resolve(declared, { agent, tenant, caller });
+    list = ToolAllowlist.resolve(declared, { agent, tenant, caller, confusables });
     byCaller.set(ck, list);
   }
   return list;
@@ -129,7 +133,7 @@ export function precheck(call: NormalizedCall | UnreadableCall, context: GateCon
   // 1 find tool
   const tool = env.lookup(form);
   if (!tool) {
-    return decided(deny(base, { stage: 'lookup', by: 'unknown_tool', layer: 'not_declared' }, `no tool named ${JSON.stringify(call.name)} is registered`), null, null);
+    return decided(deny(base, { stage: 'lookup', by: 'unknown_tool', layer: 'not_declared' }, `no tool named ${quote(call.name)} is registered`), null, null);
   }
   // 2 parse arguments: malformed JSON is refused, never run as {}
   const parsed = parseArguments(call.arguments);
@@ -159,7 +163,7 @@ function afterValidation(
 ): Precheck {
   if (!validation.ok) {
     return decided(
-      deny(base, { stage: 'validation', by: 'invalid_arguments', layer: null }, `the arguments do not match the schema of ${JSON.stringify(tool.name)}: ${validation.issues.join('; ')}`),
+      deny(base, { stage: 'validation', by: 'invalid_arguments', layer: null }, `the arguments do not match the schema of ${quote(tool.name)}: ${issueText(validation.issues)}`),
       tool,
       null,
     );
@@ -202,19 +206,47 @@ export function fromEvaluation(evaluation: PolicyEvaluation, tool: Tool, args: R
 }
 
 /**
- * Resolves an ask: the policy's handler, else the registry's, else the registry's fallback. Any
- * handler failure denies.
+ * A handler a route adds to the chain, asked after the policy's own handler and before the registry's:
+ * the runner's durable approvals, or an adapter's SDK approval flow (AI SDK tool approval, an Agents SDK
+ * interruption, MCP elicitation), called with the same timeout and fail-closed rules.
  */
-export async function resolveAsk(ask: Extract<Precheck, { kind: 'ask' }>, env: GateEnvironment): Promise<Decision> {
-  const handler = env.policy?.handler ?? env.handler;
-  const asked = env.policy?.handler ? 'policy' : env.handler ? 'registry' : null;
+export interface AskRoute {
+  readonly handler: AnyHandler | null;
+  /** What the Decision records as `asked` when this handler is the one asked. */
+  readonly asked: 'runner' | 'adapter';
+  /** Accept `pending` from whichever handler is asked: the ask is then left open rather than denied. @default false */
+  readonly pending?: boolean;
+}
+
+/** An ask a handler answered `pending`: no Decision yet; the route (the runner) pauses and asks later. */
+export interface PendingAsk {
+  readonly effect: 'pending';
+  readonly base: DecisionBase;
+  readonly request: PermissionRequest;
+}
+
+/**
+ * Resolves an ask: the policy's handler, else the route's (the runner's), else the registry's, else the
+ * registry's fallback. Any handler failure denies; `pending` is an answer only on a route that accepts it.
+ */
+export async function resolveAsk(ask: Extract<Precheck, { kind: 'ask' }>, env: GateEnvironment): Promise<Decision>;
+export async function resolveAsk(ask: Extract<Precheck, { kind: 'ask' }>, env: GateEnvironment, route: AskRoute & { readonly pending: true }): Promise<Decision | PendingAsk>;
+export async function resolveAsk(ask: Extract<Precheck, { kind: 'ask' }>, env: GateEnvironment, route: AskRoute & { readonly pending?: false }): Promise<Decision>;
+export async function resolveAsk(ask: Extract<Precheck, { kind: 'ask' }>, env: GateEnvironment, route?: AskRoute): Promise<Decision | PendingAsk> {
+  const chain: [AnyHandler | null, DecisionBase['asked']][] = [
+    [env.policy?.handler ?? null, 'policy'],
+    [route?.handler ?? null, route?.asked ?? null],
+    [env.handler, 'registry'],
+  ];
+  const [handler, asked] = chain.find(([h]) => h !== null) ?? [null, null];
   if (!handler) {
     const fallback = env.handlerFallback;
     if (fallback === 'allow') return allow(ask.base, 'fallback', `${ask.base.reason} (asked, no handler; the fallback allows)`);
     return deny(ask.base, { stage: 'policy', by: 'no_handler', layer: null }, `${ask.base.reason}; approval was required and no permission handler is set`);
   }
-  const outcome = await callHandler(handler, ask.request, env.handlerTimeoutMs);
+  const outcome = await callHandler(handler, ask.request, env.handlerTimeoutMs, { pending: route?.pending === true });
   const base: DecisionBase = { ...ask.base, asked };
+  if (outcome.answer === 'pending') return { effect: 'pending', base, request: ask.request };
   if (outcome.answer === 'allow') return allow(base, 'handler', `${ask.base.reason} (approved)`);
   if (outcome.failure === undefined) return deny(base, { stage: 'handler', by: 'handler', layer: null }, `${ask.base.reason}; the approver denied the call`);
   const by = outcome.failure === 'timeout' ? 'handler_timeout' : outcome.failure === 'threw' ? 'handler_error' : 'handler_invalid';
@@ -284,7 +316,21 @@ const LAYER_NAMES: Record<RefusalLayer, string> = {
 };
 
 export function refusalText(tool: string, agent: string, layer: RefusalLayer): string {
-  return `tool ${JSON.stringify(tool)} is not permitted for agent ${JSON.stringify(agent)}: ${LAYER_NAMES[layer]} (layer: ${layer})`;
+  return `tool ${quote(tool)} is not permitted for agent ${quote(agent)}: ${LAYER_NAMES[layer]} (layer: ${layer})`;
+}
+
+// A refusal's reason is shown to the model: a hostile call must not get a megabyte name, or a hundred
+// thousand schema issues, echoed back into the context. The Decision keeps the name as asked.
+const MAX_ISSUES = 10;
+
+function quote(name: string): string {
+  return describe(name);
+}
+
+function issueText(issues: readonly string[]): string {
+  const shown = issues.slice(0, MAX_ISSUES).map((issue) => (issue.length > 200 ? `${issue.slice(0, 197)}...` : issue));
+  const more = issues.length > MAX_ISSUES ? `; and ${issues.length - MAX_ISSUES} more` : '';
+  return `${shown.join('; ')}${more}`;
 }
 
 /** The text a model gets for a refused call: what was refused and why, with no way to appeal. */

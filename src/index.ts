@@ -4,7 +4,9 @@
  * toolgate/openai-agents) and this entry imports none of them.
  */
 export { canonical } from './names.js';
-export { ToolgateError, ConfigurationError, ToolNotPermittedError, ErrorCode, isToolgateError } from './errors.js';
+export { skeleton, findConfusables, CONFUSABLES_VERSION } from './unicode/confusables.js';
+export type { ConfusablesMode, ConfusablePair } from './unicode/confusables.js';
+export { ToolgateError, ConfigurationError, ToolNotPermittedError, RunStateError, ErrorCode, isToolgateError } from './errors.js';
 export type { RefusalLayer } from './errors.js';
 export { ToolAllowlist, ToolAllowlistGuard } from './allowlist.js';
 export type { AllowlistLayer, ToolAllowlistOptions, ToolAllowlistGuardOptions, ToolDecision } from './allowlist.js';
@@ -41,3 +43,42 @@ export type {
   GeminiFunctionResponsePart,
   ToolSchema,
 } from './formats/index.js';
+export { AgentRunner } from './runner/runner.js';
+export type { AgentRunnerOptions } from './runner/runner.js';
+export { ScriptedModel } from './runner/scripted-model.js';
+export type { ScriptTurn, ScriptedModelOptions } from './runner/scripted-model.js';
+export { InMemoryApprovalStore } from './runner/approval-store.js';
+export type { ApprovalStore, RememberedAnswer, LedgerEntry, LedgerOutcome } from './runner/approval-store.js';
+export type {
+  Agent,
+  AgentSpec,
+  TenantLimits,
+  TenantProvider,
+  Model,
+  ModelRequest,
+  ModelResponse,
+  ModelTool,
+  RunCaller,
+  RunOptions,
+  ResumeOptions,
+  RunMessage,
+  RunToolCall,
+  ToolMessage,
+  RunResult,
+  RunResultBase,
+  RunStatus,
+  RunTally,
+  BudgetCap,
+  RunState,
+  FrameState,
+  TurnState,
+  PendingApproval,
+  ApprovalDecision,
+  ApprovalScope,
+  ApprovalAnswer,
+  ApprovalHandler,
+  RunEvent,
+  RunEventBase,
+  RunEventMap,
+  RunEventType,
+} from './runner/types.js';

@@ -24,6 +24,7 @@ import { errorText, isPermissionHandler, type PermissionHandler } from './permis
 import { PermissionPolicy } from './permissions/policy.js';
 import { isPermissionResult, PermissionResult } from './permissions/result.js';
 import { defineTool, type Tool, type ToolDefinition, type ToolExecution } from './tool.js';
+import { confusablesMode, findConfusables, reportConfusables, type ConfusablesMode } from './unicode/confusables.js';
 
 /** Options of {@link ToolRegistry}. */
 export interface ToolRegistryOptions {
@@ -31,6 +32,13 @@ export interface ToolRegistryOptions {
   readonly handlerTimeoutMs?: number;
   /** How long a tool may run when its metadata sets no `timeoutMs`. @default 60_000 */
   readonly toolTimeoutMs?: number;
+  /**
+   * A tool registered under a name that looks like a registered one (Unicode confusables, e.g. Latin
+   * "a" and Cyrillic "а") but is a different permission: `'error'` refuses it with a ConfigurationError,
+   * `'warn'` registers it and emits a process warning, `'off'` skips the check. The same mode applies
+   * when a dispatch resolves an agent's declared names. Never checked per call. @default 'warn'
+   */
+  readonly confusables?: ConfusablesMode;
 }
 
 /** The result of one call, in toolgate's own shape. */
@@ -95,11 +103,13 @@ export class ToolRegistry {
   #handlerFallback: PermissionResult = PermissionResult.DENY;
   readonly #handlerTimeoutMs: number;
   readonly #toolTimeoutMs: number;
+  readonly #confusables: ConfusablesMode;
   readonly #events = new Emitter<RegistryEvent>();
 
   constructor(options: ToolRegistryOptions = {}) {
     this.#handlerTimeoutMs = positive(options.handlerTimeoutMs, 'handlerTimeoutMs', 60_000);
     this.#toolTimeoutMs = positive(options.toolTimeoutMs, 'toolTimeoutMs', 60_000);
+    this.#confusables = confusablesMode(options.confusables, 'confusables');
   }
 
   /** Registers a tool (or a definition, which is passed to defineTool). A name taken in canonical form is a ConfigurationError. */
@@ -111,6 +121,10 @@ export class ToolRegistry {
         `tool ${JSON.stringify(defined.name)} collides with the registered tool ${JSON.stringify(taken.name)}: ` +
           `both have the canonical form ${JSON.stringify(defined.canonicalName)}; unregister it first or rename one`,
       );
+    }
+    if (this.#confusables !== 'off') {
+      const pairs = findConfusables([...this.#names, defined.name]).filter((pair) => pair.second === defined.name);
+      reportConfusables(pairs, this.#confusables, `registering tool ${JSON.stringify(defined.name)}`);
     }
     this.#tools.set(defined.canonicalName, defined);
     this.#names = Object.freeze([...this.#names, defined.name]);
@@ -240,6 +254,7 @@ export class ToolRegistry {
       handler: this.#handler,
       handlerFallback: this.#handlerFallback,
       handlerTimeoutMs: this.#handlerTimeoutMs,
+      confusables: this.#confusables,
     };
   }
 

@@ -183,6 +183,20 @@ export async function run(argv: readonly string[], io: CliIO): Promise<number> {
     });
 
   program
+    .command('mcp-proxy')
+    .description('Run a policy-enforcing MCP gateway in front of an upstream MCP server (see toolgate mcp-proxy --help).')
+    .helpOption(false)
+    .allowUnknownOption()
+    .allowExcessArguments()
+    .argument('[args...]')
+    .action(async () => {
+      // The gateway parses its own arguments (everything after `mcp-proxy`); loaded only when used, so
+      // the other commands never load the MCP SDK.
+      const { runMcpProxy } = await import('./mcp-proxy.js');
+      code = await runMcpProxy(argv.slice(argv.indexOf('mcp-proxy') + 1), { stderr: (text) => io.stderr(text) });
+    });
+
+  program
     .command('demo')
     .description('Run the demo (what `npm run demo` runs).')
     .action(async () => {

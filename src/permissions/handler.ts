@@ -36,13 +36,24 @@ export function isPermissionHandler(value: unknown): value is PermissionHandler 
   return typeof value === 'function' || (typeof value === 'object' && value !== null && typeof (value as { handle?: unknown }).handle === 'function');
 }
 
-/** How a handler's answer ended. */
+/**
+ * Any handler shape `callHandler` can call: a {@link PermissionHandler}, or a handler whose answers the
+ * caller interprets more widely (the runner's, which may answer `pending`).
+ */
+export type AnyHandler = { handle(request: PermissionRequest): unknown } | ((request: PermissionRequest) => unknown);
+
+/** How a handler's answer ended. `pending` only where the caller accepts it (durable approvals). */
 export type HandlerOutcome =
-  | { readonly answer: 'allow' | 'deny'; readonly failure?: never }
+  | { readonly answer: 'allow' | 'deny' | 'pending'; readonly failure?: never }
   | { readonly answer: 'deny'; readonly failure: 'threw' | 'timeout' | 'invalid'; readonly detail: string };
 
 /** Calls a handler, failing closed: any error, a timeout or an answer other than allow/deny → deny. */
-export async function callHandler(handler: PermissionHandler, request: PermissionRequest, timeoutMs: number): Promise<HandlerOutcome> {
+export async function callHandler(
+  handler: AnyHandler,
+  request: PermissionRequest,
+  timeoutMs: number,
+  options: { readonly pending?: boolean } = {},
+): Promise<HandlerOutcome> {
   let timer: NodeJS.Timeout | undefined;
   try {
     const pending = Promise.resolve().then(() => (typeof handler === 'function' ? handler(request) : handler.handle(request)));
@@ -55,6 +66,7 @@ export async function callHandler(handler: PermissionHandler, request: Permissio
       return { answer: 'deny', failure: 'timeout', detail: `the permission handler did not answer within ${timeoutMs} ms` };
     }
     if (answer === 'allow' || answer === 'deny') return { answer };
+    if (answer === 'pending' && options.pending === true) return { answer };
     return { answer: 'deny', failure: 'invalid', detail: `the permission handler answered ${describe(answer)}; expected 'allow' or 'deny'` };
   } catch (error) {
     return { answer: 'deny', failure: 'threw', detail: `the permission handler failed: ${errorText(error)}` };

@@ -1,28 +1,10 @@
 /**
- * Confusable tool names: names that read alike but compare differently (a Cyrillic "а" in "reаd_file"),
- * and names that mix scripts. A deliberately small check — a skeleton over the Latin, Cyrillic and Greek
- * lookalikes that matter most for identifiers — kept behind {@link findConfusables} alone, so that a full
- * Unicode confusables table (UTS #39) can replace it without touching lint.
+ * Confusable tool names for lint: names that read alike but compare differently (a Cyrillic "а" in
+ * "reаd_file"), found with the UTS #39 skeletons of src/unicode/confusables.ts (the same check that
+ * resolution runs), and names that mix scripts.
  */
 import { canonical } from '../names.js';
-
-// Letters and digits that render like a Latin letter in common fonts (after case folding).
-const LOOKALIKE: Readonly<Record<string, string>> = {
-  // Cyrillic
-  'а': 'a', 'в': 'b', 'с': 'c', 'ԁ': 'd', 'е': 'e', 'һ': 'h', 'і': 'i', 'ј': 'j', 'к': 'k', 'ӏ': 'l', 'м': 'm', 'н': 'h',
-  'о': 'o', 'р': 'p', 'ԛ': 'q', 'ѕ': 's', 'т': 't', 'ц': 'u', 'ѵ': 'v', 'ԝ': 'w', 'х': 'x', 'у': 'y', 'ү': 'y', 'ѳ': 'o', 'ь': 'b',
-  // Greek
-  'α': 'a', 'β': 'b', 'ϲ': 'c', 'ε': 'e', 'η': 'n', 'ι': 'i', 'κ': 'k', 'ν': 'v', 'ο': 'o', 'ρ': 'p', 'τ': 't', 'υ': 'u', 'χ': 'x', 'γ': 'y', 'ω': 'w',
-  // Latin and digits that pass for other letters
-  'ı': 'i', 'ɡ': 'g', 'ℓ': 'l', '0': 'o', '1': 'l', '|': 'l',
-};
-
-/** The form two names share when they look alike: the canonical form with lookalikes mapped to Latin, and `rn` read as `m`. */
-export function skeleton(name: string): string {
-  let out = '';
-  for (const ch of canonical(name)) out += LOOKALIKE[ch] ?? ch;
-  return out.replace(/rn/g, 'm');
-}
+import { findConfusables as lookalikePairs } from '../unicode/confusables.js';
 
 const SCRIPTS = [
   ['Latin', /\p{Script=Latin}/u],
@@ -50,20 +32,18 @@ export type ConfusableFinding =
  * Confusable names among `names`: each name whose letters mix scripts, and each pair with different
  * canonical forms but one skeleton. Names with one canonical form are not confusable (they are one name).
  */
-export function findConfusables(names: Iterable<string>): ConfusableFinding[] {
+export function confusableFindings(names: Iterable<string>): ConfusableFinding[] {
   const findings: ConfusableFinding[] = [];
-  const bySkeleton = new Map<string, string>();
   const seen = new Set<string>();
+  const unique: string[] = [];
   for (const name of names) {
     const form = canonical(name);
     if (seen.has(form)) continue;
     seen.add(form);
+    unique.push(name);
     const scripts = scriptsOf(name);
     if (scripts.length > 1) findings.push({ kind: 'mixed-script', name, scripts });
-    const key = skeleton(name);
-    const other = bySkeleton.get(key);
-    if (other !== undefined) findings.push({ kind: 'lookalike', name, other });
-    else bySkeleton.set(key, name);
   }
+  for (const pair of lookalikePairs(unique)) findings.push({ kind: 'lookalike', name: pair.second, other: pair.first });
   return findings;
 }

@@ -25,5 +25,5 @@ export { watchPolicyFile } from './watch.js';
 export type { WatchPolicyOptions, PolicyWatch } from './watch.js';
 export { resolvePath } from './matchers.js';
 export type { ResolvedPath, ConditionTrace } from './matchers.js';
-export { findConfusables, skeleton } from './confusable.js';
+export { confusableFindings } from './confusable.js';
 export type { ConfusableFinding } from './confusable.js';

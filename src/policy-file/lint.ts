@@ -6,7 +6,7 @@
  */
 import { canonical } from '../names.js';
 import { ToolTag } from '../tool.js';
-import { findConfusables } from './confusable.js';
+import { confusableFindings } from './confusable.js';
 import { readPolicyFile, parsePolicy } from './load.js';
 import { jsonEqual, type ConditionTest } from './matchers.js';
 import type { PolicyRuleInfo, PolicySet } from './policy-set.js';
@@ -94,7 +94,7 @@ export function lintPolicy(set: PolicySet): LintFinding[] {
   for (const s of spellings) if (!mentioned.has(s.name)) mentioned.set(s.name, s.path);
   for (const [tenant, spec] of Object.entries(data.tenants ?? {})) spec.tools?.forEach((n, i) => mentioned.has(n) || mentioned.set(n, ['tenants', tenant, 'tools', i]));
   for (const [scope, names] of Object.entries(data.scopes ?? {})) names.forEach((n, i) => mentioned.has(n) || mentioned.set(n, ['scopes', scope, i]));
-  for (const f of findConfusables(mentioned.keys())) {
+  for (const f of confusableFindings(mentioned.keys())) {
     const path = mentioned.get(f.name) ?? [];
     if (f.kind === 'mixed-script') add('warning', 'confusable-name', path, `tool name ${JSON.stringify(f.name)} mixes scripts (${f.scripts.join(', ')}); it may be taken for another name`);
     else add('warning', 'confusable-name', path, `tool name ${JSON.stringify(f.name)} looks like ${JSON.stringify(f.other)} but is a different tool`);

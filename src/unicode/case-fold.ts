@@ -1,15 +1,10 @@
 import { CASE_FOLDING } from './case-folding-data.js';
+import { decodeCodePointTable } from './code-point-table.js';
 
 let table: Map<number, string> | undefined;
 
 function foldTable(): Map<number, string> {
-  if (table) return table;
-  table = new Map();
-  for (const entry of CASE_FOLDING.split('\u0000')) {
-    const from = entry.codePointAt(0)!;
-    table.set(from, entry.slice(from > 0xffff ? 2 : 1));
-  }
-  return table;
+  return (table ??= decodeCodePointTable(CASE_FOLDING));
 }
 
 /**

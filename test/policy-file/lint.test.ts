@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { findConfusables, lintPolicyFile, lintPolicyText, skeleton, type LintFinding } from '../../src/policy-file/index.js';
+import { skeleton } from '../../src/index.js';
+import { confusableFindings, lintPolicyFile, lintPolicyText, type LintFinding } from '../../src/policy-file/index.js';
 
 const fixture = (name: string): string => join(import.meta.dirname, 'fixtures', name);
 
@@ -103,9 +104,9 @@ rules:
       expect.stringMatching(/"r\u0435ad_file" looks like "read_file"/),
       expect.stringMatching(/"payрal" mixes scripts/),
     ]);
-    expect(skeleton('dеlete')).toBe(skeleton('DELETE'));
+    expect(skeleton('dеlete')).toBe(skeleton('delete'));
     expect(skeleton('rn_tool')).toBe(skeleton('m_tool'));
-    expect(findConfusables(['search', 'Search', 'ｓｅａｒｃｈ'])).toEqual([]);
+    expect(confusableFindings(['search', 'Search', 'ｓｅａｒｃｈ'])).toEqual([]);
   });
 
   it('unknown-tag: neither predefined nor a custom tag of a declared tool', () => {

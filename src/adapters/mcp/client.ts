@@ -1,0 +1,266 @@
+/**
+ * Tools from MCP servers, registered in a ToolRegistry under a namespace so that every call to them
+ * passes the same gate as a native tool's.
+ */
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import { ToolListChangedNotificationSchema, type CallToolResult, type Tool as McpTool, type ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
+import { describe } from '../../names.js';
+import { ToolRegistry } from '../../registry.js';
+import type { JsonSchema } from '../../schema.js';
+import { defineTool, ToolTag, type Tool, type ToolMetadataInput } from '../../tool.js';
+
+/** How to start a local MCP server over stdio. */
+export interface McpStdioServer {
+  readonly command: string;
+  readonly args?: readonly string[];
+  readonly env?: Readonly<Record<string, string>>;
+  readonly cwd?: string;
+  /** What to do with the server's stderr. @default 'inherit' */
+  readonly stderr?: 'inherit' | 'ignore' | 'pipe';
+}
+
+/** Options of {@link connectMcpServer}; give exactly one of `client`, `transport`, `stdio`, `url`. */
+export interface McpServerOptions {
+  /** An MCP SDK client, connected or not (it is connected here when not). */
+  readonly client?: Client;
+  /** An MCP SDK client transport. */
+  readonly transport?: Transport;
+  /** A local server to spawn over stdio. */
+  readonly stdio?: McpStdioServer;
+  /** A remote server over Streamable HTTP. */
+  readonly url?: string | URL;
+  /** Request headers for `url` (e.g. an Authorization header). @default {} */
+  readonly headers?: Readonly<Record<string, string>>;
+  /**
+   * The namespace the server's tools are registered under: `github` registers `search` as `github:search`,
+   * so that it collides neither with a native `search` nor with another server's. `null` registers the
+   * server's own names (the gateway does this: it fronts one server). @default 'mcp'
+   */
+  readonly prefix?: string | null;
+  /**
+   * Whether the server's tool annotations are believed. For an untrusted server (the default) every hint
+   * is taken at the MCP spec's default: not read-only, destructive, open world (tags `destructive` and
+   * `network`), whatever the server claims. @default false
+   */
+  readonly trusted?: boolean;
+  /** Local metadata per server tool name (without the prefix); what it states replaces what annotations gave. @default {} */
+  readonly metadata?: Readonly<Record<string, ToolMetadataInput>>;
+  /** What a successful call returns: the text of its content (for models) or the whole CallToolResult. @default 'text' */
+  readonly output?: 'text' | 'result';
+  /** The client's name towards the server. @default 'toolgate' */
+  readonly clientName?: string;
+}
+
+/** A connected server whose tools are in the registry. */
+export interface McpConnection {
+  readonly client: Client;
+  /** The registered names of the server's tools, now. */
+  readonly tools: readonly string[];
+  /** The server's own definition of a registered tool (by registered name). */
+  definition(registeredName: string): McpTool | undefined;
+  /** Tools the server offered that could not be registered (bad name or schema), with why. */
+  readonly skipped: readonly { readonly tool: string; readonly reason: string }[];
+  /** Lists the server's tools again and brings the registry in line (done on every tools/list_changed). */
+  refresh(): Promise<void>;
+  /** Subscribes to changes of the tool list; returns the unsubscribe function. */
+  onToolsChanged(listener: (tools: readonly string[]) => void): () => void;
+  /** Unregisters the tools and closes the connection (a stdio server is stopped). */
+  close(): Promise<void>;
+}
+
+/** The error a call to an MCP tool ends with when the server answers with `isError: true`. */
+export class McpToolError extends Error {
+  override name = 'McpToolError';
+  readonly result: CallToolResult;
+  constructor(tool: string, result: CallToolResult) {
+    super(contentText(result) || `the MCP tool ${JSON.stringify(tool)} reported an error`);
+    this.result = result;
+  }
+}
+
+/**
+ * Connects to an MCP server and registers its tools in `registry` under a namespace. Tool calls then go
+ * through the registry, and so through the gate: the allowlist, the policy on the arguments validated
+ * against the tool's `inputSchema` (Ajv), approvals. `tools/list_changed` is tracked.
+ *
+ * @example
+ * const github = await connectMcpServer(registry, { stdio: { command: 'github-mcp' }, prefix: 'github' });
+ * await registry.invoke('github:search', { q: 'toolgate' }, { agent: { name: 'dev', tools: ['github:search'] } });
+ */
+export async function connectMcpServer(registry: ToolRegistry, options: McpServerOptions): Promise<McpConnection> {
+  if (!(registry instanceof ToolRegistry)) throw new TypeError(`connectMcpServer expects a ToolRegistry, got ${describe(registry)}`);
+  if (typeof options !== 'object' || options === null) throw new TypeError(`connectMcpServer options must be an object, got ${describe(options)}`);
+  const sources = (['client', 'transport', 'stdio', 'url'] as const).filter((k) => options[k] !== undefined);
+  if (sources.length !== 1) throw new TypeError(`connectMcpServer needs exactly one of the options "client", "transport", "stdio", "url"; got ${sources.length === 0 ? 'none' : sources.join(', ')}`);
+  const prefix = options.prefix === undefined ? 'mcp' : options.prefix;
+  if (prefix !== null && (typeof prefix !== 'string' || prefix.trim() === '' || prefix.includes(':'))) {
+    throw new TypeError(`option "prefix" must be a non-empty string without ":" or null, got ${describe(prefix)}`);
+  }
+  const trusted = options.trusted ?? false;
+  if (typeof trusted !== 'boolean') throw new TypeError(`option "trusted" must be a boolean, got ${describe(trusted)}`);
+  const output = options.output ?? 'text';
+  if (output !== 'text' && output !== 'result') throw new TypeError(`option "output" must be 'text' or 'result', got ${describe(output)}`);
+  const overrides = options.metadata ?? {};
+  if (typeof overrides !== 'object' || overrides === null) throw new TypeError(`option "metadata" must be an object keyed by tool name, got ${describe(overrides)}`);
+
+  const client = options.client ?? new Client({ name: options.clientName ?? 'toolgate', version: '0.1.0' });
+  if (!options.client || !options.client.getServerCapabilities()) await client.connect(transportOf(options));
+
+  const registered = new Map<string, { tool: Tool; definition: McpTool; fingerprint: string }>();
+  let skipped: { tool: string; reason: string }[] = [];
+  const listeners = new Set<(tools: readonly string[]) => void>();
+  let closed = false;
+  let syncing: Promise<void> = Promise.resolve();
+
+  const sync = async (): Promise<void> => {
+    const offered: McpTool[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await client.listTools(cursor === undefined ? {} : { cursor });
+      offered.push(...page.tools);
+      cursor = page.nextCursor;
+    } while (cursor !== undefined);
+    if (closed) return;
+    const nextSkipped: { tool: string; reason: string }[] = [];
+    const seen = new Set<string>();
+    for (const definition of offered) {
+      const name = prefix === null ? definition.name : `${prefix}:${definition.name}`;
+      seen.add(name);
+      const fingerprint = JSON.stringify([definition, overrides[definition.name] ?? null]);
+      const current = registered.get(name);
+      if (current?.fingerprint === fingerprint) continue;
+      if (current) {
+        registry.unregister(name);
+        registered.delete(name);
+      }
+      try {
+        const tool = registry.register(mcpTool(client, definition, name, { trusted, output, override: overrides[definition.name] }));
+        registered.set(name, { tool, definition, fingerprint });
+      } catch (error) {
+        nextSkipped.push({ tool: definition.name, reason: error instanceof Error ? error.message : String(error) });
+      }
+    }
+    for (const name of [...registered.keys()]) {
+      if (seen.has(name)) continue;
+      registry.unregister(name);
+      registered.delete(name);
+    }
+    skipped = nextSkipped;
+    for (const problem of nextSkipped) {
+      process.emitWarning(`toolgate: MCP tool ${JSON.stringify(problem.tool)} was not registered: ${problem.reason}`, { code: 'TOOLGATE_MCP_TOOL_SKIPPED' });
+    }
+    const names = [...registered.keys()];
+    for (const listener of listeners) listener(names);
+  };
+  const refresh = (): Promise<void> => {
+    syncing = syncing.then(sync, sync);
+    return syncing;
+  };
+
+  client.setNotificationHandler(ToolListChangedNotificationSchema, async () => {
+    await refresh().catch((error: unknown) => {
+      process.emitWarning(`toolgate: refreshing the MCP tool list failed: ${error instanceof Error ? error.message : String(error)}`, { code: 'TOOLGATE_MCP_REFRESH' });
+    });
+  });
+  try {
+    await refresh();
+  } catch (error) {
+    await client.close().catch(() => undefined);
+    throw error;
+  }
+
+  return {
+    client,
+    get tools() {
+      return [...registered.keys()];
+    },
+    get skipped() {
+      return skipped;
+    },
+    definition: (name) => registered.get(name)?.definition,
+    refresh,
+    onToolsChanged(listener) {
+      if (typeof listener !== 'function') throw new TypeError(`onToolsChanged expects a function, got ${describe(listener)}`);
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
+    async close() {
+      if (closed) return;
+      closed = true;
+      for (const name of registered.keys()) registry.unregister(name);
+      registered.clear();
+      await client.close();
+    },
+  };
+}
+
+function transportOf(options: McpServerOptions): Transport {
+  if (options.transport) return options.transport;
+  if (options.stdio) {
+    const { command, args, env, cwd, stderr } = options.stdio;
+    if (typeof command !== 'string' || command === '') throw new TypeError(`option "stdio.command" must be a non-empty string, got ${describe(command)}`);
+    return new StdioClientTransport({
+      command,
+      args: [...(args ?? [])],
+      ...(env ? { env: { ...env } } : {}),
+      ...(cwd ? { cwd } : {}),
+      stderr: stderr ?? 'inherit',
+    });
+  }
+  const url = options.url instanceof URL ? options.url : new URL(String(options.url));
+  return new StreamableHTTPClientTransport(url, options.headers ? { requestInit: { headers: { ...options.headers } } } : undefined);
+}
+
+/**
+ * The tags an MCP tool gets from its annotations. Hints of an untrusted server, and missing hints, take
+ * the spec's defaults: readOnlyHint false, destructiveHint true, openWorldHint true.
+ */
+export function annotationTags(annotations: ToolAnnotations | undefined, trusted: boolean): { tags: ToolTag[]; customTags: string[] } {
+  const hints = trusted ? (annotations ?? {}) : {};
+  const tags: ToolTag[] = [];
+  const customTags = ['mcp'];
+  if (hints.readOnlyHint === true) tags.push(ToolTag.READ_ONLY);
+  // destructiveHint is meaningful only when the tool is not read-only.
+  else if (hints.destructiveHint !== false) tags.push(ToolTag.DESTRUCTIVE);
+  if (hints.openWorldHint !== false) tags.push(ToolTag.NETWORK);
+  if (hints.idempotentHint === true) customTags.push('idempotent');
+  return { tags, customTags };
+}
+
+function mcpTool(
+  client: Client,
+  definition: McpTool,
+  name: string,
+  options: { trusted: boolean; output: 'text' | 'result'; override: ToolMetadataInput | undefined },
+): Tool {
+  const fromAnnotations = annotationTags(definition.annotations, options.trusted);
+  // The MCP spec's default dialect is 2020-12; the registry's Ajv compiles the keywords, the $schema URI is dropped.
+  const { $schema: _dialect, ...schema } = definition.inputSchema as JsonSchema;
+  return defineTool({
+    name,
+    description: definition.description ?? definition.annotations?.title ?? '',
+    parameters: schema,
+    metadata: { tags: fromAnnotations.tags, customTags: fromAnnotations.customTags, ...options.override },
+    execute: async (args, execution) => {
+      const result = (await client.callTool({ name: definition.name, arguments: args }, undefined, { signal: execution.signal })) as CallToolResult;
+      if (result.isError === true) throw new McpToolError(definition.name, result);
+      return options.output === 'result' ? result : contentText(result);
+    },
+  });
+}
+
+/** The text of a tool result: text blocks joined; other blocks named; structured content when there is no text. */
+export function contentText(result: CallToolResult): string {
+  const parts: string[] = [];
+  for (const block of result.content ?? []) {
+    if (block.type === 'text') parts.push(block.text);
+    else if (block.type === 'resource_link') parts.push(`[resource ${block.uri}]`);
+    else if (block.type === 'resource') parts.push('text' in block.resource ? String(block.resource.text) : `[resource ${block.resource.uri}]`);
+    else parts.push(`[${block.type}${'mimeType' in block ? ` ${String(block.mimeType)}` : ''}]`);
+  }
+  if (parts.length === 0 && result.structuredContent !== undefined) return JSON.stringify(result.structuredContent);
+  return parts.join('\n');
+}

@@ -1,0 +1,36 @@
+/**
+ * The gateway's policy: a toolgate policy file (`toolgate/policy`, YAML or JSON), read with the
+ * policy-file loader. `loadPolicyForProxy` is the one place the gateway reads it.
+ */
+import { formatIssue, readPolicyFile } from '../../policy-file/load.js';
+import type { PolicySet } from '../../policy-file/policy-set.js';
+import { ConfigurationError } from '../../errors.js';
+import type { ToolMetadataInput } from '../../tool.js';
+
+/**
+ * Loads the gateway's policy file. A file that cannot be read or is refused is a ConfigurationError
+ * listing every problem with its position: the gateway does not start.
+ */
+export async function loadPolicyForProxy(file: string): Promise<PolicySet> {
+  const result = await readPolicyFile(file);
+  if (!result.ok) throw new ConfigurationError(`the policy file ${JSON.stringify(file)} was refused:\n${result.issues.map((i) => `  ${formatIssue(i)}`).join('\n')}`);
+  return result.policy;
+}
+
+/**
+ * The tool metadata a policy file declares (its `tools:` section), as local metadata for an upstream's
+ * tools: what it states replaces what the server's annotations gave.
+ */
+export function policyToolMetadata(set: PolicySet): Record<string, ToolMetadataInput> {
+  const out: Record<string, ToolMetadataInput> = {};
+  for (const [name, spec] of Object.entries(set.data.tools ?? {})) {
+    out[name] = {
+      ...(spec.tags ? { tags: spec.tags } : {}),
+      ...(spec.customTags ? { customTags: spec.customTags } : {}),
+      ...(spec.timeoutMs !== undefined ? { timeoutMs: spec.timeoutMs } : {}),
+      ...(spec.concurrencySafe !== undefined ? { concurrencySafe: spec.concurrencySafe } : {}),
+      ...(spec.locality ? { locality: spec.locality } : {}),
+    };
+  }
+  return out;
+}

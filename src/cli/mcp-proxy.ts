@@ -1,0 +1,209 @@
+#!/usr/bin/env node
+/**
+ * `toolgate mcp-proxy` (also the `toolgate-mcp-proxy` bin): a policy-enforcing MCP gateway in front of
+ * an upstream MCP server, over stdio or Streamable HTTP on loopback.
+ *
+ *   toolgate-mcp-proxy --policy FILE [--agent A] [--tenant T] [--scopes s1,s2] [--http PORT]
+ *                      [--jwt-public-key FILE | --jwt-jwk FILE | --jwt-secret-file FILE | --jwks-url URL]
+ *                      [--audit FILE] [--call-timeout MS] -- <upstream command> [args…]
+ *
+ * FILE is a toolgate policy file (YAML or JSON): its rules, agents, tenants and scope map apply, and its
+ * `tools:` metadata overrides the upstream's annotations. Everything it prints goes to stderr: in stdio
+ * mode stdout is the MCP channel.
+ */
+import { appendFileSync, readFileSync, realpathSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { Command, CommanderError, InvalidArgumentError } from 'commander';
+import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import { createMcpProxy, type McpAuditRecord, type McpProxy } from '../adapters/mcp/proxy.js';
+import { jwtAuthenticator, serveMcpProxyHttp, type BearerAuthenticator, type McpProxyHttpServer } from '../adapters/mcp/proxy-http.js';
+import { loadPolicyForProxy, policyToolMetadata } from '../adapters/mcp/proxy-policy.js';
+import type { GateContext } from '../gate.js';
+import type { PolicySet } from '../policy-file/policy-set.js';
+
+interface Options {
+  policy: string;
+  agent?: string;
+  tenant?: string;
+  scopes?: string[];
+  http?: number;
+  host: string;
+  jwtPublicKey?: string;
+  jwtJwk?: string;
+  jwtSecretFile?: string;
+  jwksUrl?: string;
+  jwtIssuer?: string;
+  jwtAudience?: string;
+  audit?: string;
+  callTimeout?: number;
+  approvalTimeout?: number;
+  trusted?: boolean;
+}
+
+/** Exit codes: 0 clean shutdown, 1 the upstream failed, 2 bad usage or configuration. */
+export const EXIT = { OK: 0, UPSTREAM: 1, USAGE: 2 } as const;
+
+/**
+ * Runs the gateway until it shuts down; resolves with the exit code. `argv` is the arguments after the
+ * command name (so the main `toolgate` CLI can hand over `mcp-proxy …` as is).
+ */
+export async function runMcpProxy(argv: readonly string[], io: { readonly stderr: (text: string) => void } = { stderr: (t) => process.stderr.write(t) }): Promise<number> {
+  const log = (text: string): void => io.stderr(`toolgate mcp-proxy: ${text}\n`);
+  const program = new Command('toolgate-mcp-proxy')
+    .description('A policy-enforcing MCP gateway in front of an upstream MCP server')
+    .requiredOption('--policy <file>', 'the toolgate policy file (YAML or JSON)')
+    .option('--agent <name>', 'an agent declared in the policy file (default: one that declares every upstream tool)')
+    .option('--tenant <id>', 'a tenant declared in the policy file (default: no tenant layer)')
+    .option('--scopes <scopes>', "the caller's scopes, mapped to tools by the file's scope map (comma- or space-separated); stdio only", list)
+    .option('--http <port>', 'serve Streamable HTTP on this port instead of stdio', integer)
+    .option('--host <host>', 'the loopback address to listen on with --http', '127.0.0.1')
+    .option('--jwt-public-key <file>', 'verify bearer JWTs with this PEM public key')
+    .option('--jwt-jwk <file>', 'verify bearer JWTs with this JWK (JSON file)')
+    .option('--jwt-secret-file <file>', 'verify HS256 bearer JWTs with the secret in this file')
+    .option('--jwks-url <url>', 'verify bearer JWTs against this JWKS URL')
+    .option('--jwt-issuer <iss>', 'require this issuer')
+    .option('--jwt-audience <aud>', 'require this audience')
+    .option('--audit <file>', 'append every decision to this JSONL file')
+    .option('--call-timeout <ms>', 'how long an upstream call may take', integer)
+    .option('--approval-timeout <ms>', 'how long the user has to answer an approval prompt', integer)
+    .option('--trusted', "believe the upstream server's tool annotations")
+    .argument('<command...>', 'the upstream MCP server command (after --)')
+    .exitOverride()
+    .configureOutput({ writeOut: io.stderr, writeErr: io.stderr });
+
+  let options: Options;
+  let command: string[];
+  try {
+    program.parse([...argv], { from: 'user' });
+    options = program.opts<Options>();
+    command = program.args;
+  } catch (error) {
+    if (error instanceof CommanderError) return error.exitCode === 0 ? EXIT.OK : EXIT.USAGE;
+    throw error;
+  }
+
+  let context: GateContext;
+  let authenticate: BearerAuthenticator | undefined;
+  let audit: ((record: McpAuditRecord) => void) | undefined;
+  let policyFile: PolicySet;
+  try {
+    policyFile = await loadPolicyForProxy(options.policy);
+    context = policyFile.context({
+      ...(options.agent !== undefined ? { agent: options.agent } : {}),
+      ...(options.tenant !== undefined ? { tenant: options.tenant } : {}),
+      ...(options.scopes ? { scopes: options.scopes } : {}),
+    });
+    if (options.http !== undefined) {
+      if (options.scopes) throw new Error('--scopes applies to stdio only: over HTTP the scopes come from the bearer token');
+      authenticate = authenticatorFrom(options);
+    } else if (options.jwtPublicKey || options.jwtJwk || options.jwtSecretFile || options.jwksUrl) {
+      throw new Error('the --jwt-*/--jwks-url options apply to --http only');
+    }
+    if (options.audit) {
+      const file = options.audit;
+      appendFileSync(file, ''); // fail now, not at the first call, if the file cannot be written
+      audit = (record) => appendFileSync(file, `${JSON.stringify(record)}\n`);
+    }
+  } catch (error) {
+    log(error instanceof Error ? error.message : String(error));
+    return EXIT.USAGE;
+  }
+
+  let proxy: McpProxy;
+  try {
+    proxy = await createMcpProxy({
+      upstream: {
+        stdio: { command: command[0]!, args: command.slice(1), stderr: 'inherit' },
+        metadata: policyToolMetadata(policyFile),
+        ...(options.trusted ? { trusted: true } : {}),
+      },
+      policy: policyFile.policy,
+      context,
+      ...(audit ? { audit } : {}),
+      ...(options.callTimeout !== undefined ? { callTimeoutMs: options.callTimeout } : {}),
+      ...(options.approvalTimeout !== undefined ? { approvalTimeoutMs: options.approvalTimeout } : {}),
+    });
+  } catch (error) {
+    log(`could not start the upstream server ${JSON.stringify(command.join(' '))}: ${error instanceof Error ? error.message : String(error)}`);
+    return EXIT.UPSTREAM;
+  }
+
+  return new Promise<number>((resolveExit) => {
+    let http: McpProxyHttpServer | undefined;
+    let done = false;
+    const shutdown = (code: number, why: string): void => {
+      if (done) return;
+      done = true;
+      if (code !== EXIT.OK) log(why);
+      // A short grace period lets an error result already on its way reach the client.
+      setTimeout(() => {
+        void Promise.allSettled([http?.close(), proxy.close()]).then(() => resolveExit(code));
+      }, 100);
+    };
+    proxy.onUpstreamClosed(() => shutdown(EXIT.UPSTREAM, 'the upstream MCP server exited; shutting down'));
+    process.once('SIGINT', () => shutdown(EXIT.OK, 'interrupted'));
+    process.once('SIGTERM', () => shutdown(EXIT.OK, 'terminated'));
+
+    if (options.http !== undefined) {
+      serveMcpProxyHttp(proxy, {
+        port: options.http,
+        host: options.host,
+        authenticate: authenticate!,
+        // The token's scopes are capability scopes, mapped to tool names by the policy file's scope map.
+        context: (auth) => ({ ...context, caller: { id: auth.clientId, scopes: policyFile.toolsForScopes(auth.scopes) } }),
+      }).then(
+        (server) => {
+          http = server;
+          log(`listening on ${server.url.href}`);
+        },
+        (error: unknown) => shutdown(EXIT.USAGE, `cannot listen on ${options.host}:${options.http}: ${error instanceof Error ? error.message : String(error)}`),
+      );
+      return;
+    }
+    const server = proxy.createServer();
+    const transport = new StdioServerTransport();
+    // The client closing our stdin is the end of the session.
+    process.stdin.once('end', () => shutdown(EXIT.OK, 'the client closed the connection'));
+    server.onclose = () => shutdown(EXIT.OK, 'the client closed the connection');
+    server.connect(transport).catch((error: unknown) => shutdown(EXIT.UPSTREAM, `stdio transport failed: ${String(error)}`));
+  });
+}
+
+function authenticatorFrom(options: Options): BearerAuthenticator {
+  const common = { ...(options.jwtIssuer ? { issuer: options.jwtIssuer } : {}), ...(options.jwtAudience ? { audience: options.jwtAudience } : {}) };
+  if (options.jwtPublicKey) return jwtAuthenticator({ publicKey: readFileSync(options.jwtPublicKey, 'utf8'), ...common });
+  if (options.jwtJwk) return jwtAuthenticator({ jwk: JSON.parse(readFileSync(options.jwtJwk, 'utf8')) as object, ...common });
+  if (options.jwtSecretFile) return jwtAuthenticator({ secret: readFileSync(options.jwtSecretFile, 'utf8').trim(), algorithms: ['HS256'], ...common });
+  if (options.jwksUrl) return jwtAuthenticator({ jwksUrl: options.jwksUrl, ...common });
+  throw new Error('--http needs a way to verify bearer tokens: --jwt-public-key, --jwt-jwk, --jwt-secret-file or --jwks-url');
+}
+
+function list(value: string): string[] {
+  return value.split(/[\s,]+/).filter(Boolean);
+}
+
+function integer(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError(`expected a non-negative integer, got ${JSON.stringify(value)}`);
+  return n;
+}
+
+function isMain(): boolean {
+  const entry = process.argv[1];
+  if (!entry) return false;
+  try {
+    return realpathSync(entry) === realpathSync(fileURLToPath(import.meta.url));
+  } catch {
+    return false;
+  }
+}
+
+if (isMain()) {
+  runMcpProxy(process.argv.slice(2)).then(
+    (code) => process.exit(code),
+    (error: unknown) => {
+      process.stderr.write(`toolgate mcp-proxy: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+      process.exit(EXIT.USAGE);
+    },
+  );
+}

@@ -1,0 +1,99 @@
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import Database from 'better-sqlite3';
+import { afterAll, describe, expect, it } from 'vitest';
+import { AgentRunner, ScriptedModel, type RunState } from '../../src/index.js';
+import { SqliteApprovalStore } from '../../src/runner/stores/sqlite.js';
+import { SECRET, shop } from './fixtures.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'toolgate-sqlite-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+const concierge = { name: 'concierge', tools: ['search', 'refund'] };
+
+function make(filename: string) {
+  const f = shop({ policyVersion: 'v1' });
+  const store = new SqliteApprovalStore({ filename });
+  const model = new ScriptedModel([
+    { toolCalls: [{ name: 'refund', arguments: { order: 'A1', amount: 500 } }] },
+    { toolCalls: [{ name: 'refund', arguments: { order: 'A1', amount: 500 } }] },
+    { text: 'done' },
+  ]);
+  const runner = new AgentRunner({ registry: f.registry, model, approvals: store, secret: SECRET, handler: () => 'pending' });
+  return { ...f, store, runner };
+}
+
+describe('SqliteApprovalStore (toolgate/sqlite)', () => {
+  it('survives a restart: resume with a fresh store on the same file; the ledger stops a second execution', async () => {
+    const file = join(dir, 'approvals.db');
+    const first = make(file);
+    const result = await first.runner.run(concierge, 'refund', { session: 'desk' });
+    if (result.status !== 'paused') throw new Error(result.status);
+    const wire = JSON.stringify(result.state);
+    const decision = JSON.stringify(first.runner.answer(result.pending[0]!, 'allow', { scope: 'run' }));
+    first.store.close();
+
+    // "Another process": a new registry, model, runner and store instance on the same file.
+    const second = make(file);
+    const done = await second.runner.resume(JSON.parse(wire) as RunState, [JSON.parse(decision)]);
+    expect(done.status).toBe('completed');
+    // The second identical refund in the run was remembered ('run' scope) in the database.
+    expect(second.refunds).toHaveLength(2);
+    second.store.close();
+
+    const third = make(file);
+    const again = await third.runner.resume(JSON.parse(wire) as RunState, [JSON.parse(decision)]);
+    expect(again.status).toBe('completed');
+    expect(third.refunds).toHaveLength(0);
+    expect(again.output).toBe(done.output);
+    third.store.close();
+  });
+
+  it('claims and consumes atomically, and reads back settled outcomes', async () => {
+    const store = new SqliteApprovalStore();
+    expect(await store.consume('n1')).toBe(true);
+    expect(await store.consume('n1')).toBe(false);
+    expect(await store.claim('k')).toBeNull();
+    expect(await store.claim('k')).toEqual({ settled: false });
+    await store.settle('k', { content: 'ok', isError: false });
+    expect(await store.entry('k')).toEqual({ settled: true, outcome: { content: 'ok', isError: false } });
+    expect(await store.entry('nope')).toBeUndefined();
+    await store.remember('r', { answer: 'allow', scope: 'session', mac: 'm' });
+    expect(await store.recall('r')).toEqual({ answer: 'allow', scope: 'session', mac: 'm' });
+    store.close();
+  });
+
+  it('uses a database it is given, with a table prefix, and validates its options', async () => {
+    const db = new Database(':memory:');
+    const store = new SqliteApprovalStore({ database: db, tablePrefix: 'tg_' });
+    await store.consume('x');
+    expect(db.prepare('SELECT count(*) AS n FROM tg_nonces').get()).toEqual({ n: 1 });
+    store.close(); // not ours: still open
+    expect(db.open).toBe(true);
+    db.close();
+    expect(() => new SqliteApprovalStore({ tablePrefix: 'x; DROP TABLE y' })).toThrow(/"tablePrefix"/);
+  });
+
+  it('the root entry never imports better-sqlite3 (it is an optional peer behind toolgate/sqlite)', () => {
+    const root = resolve(dirname(fileURLToPath(import.meta.url)), '../../src');
+    const seen = new Set<string>();
+    const external = new Set<string>();
+    const visit = (file: string): void => {
+      if (seen.has(file)) return;
+      seen.add(file);
+      const text = readFileSync(file, 'utf8');
+      for (const [, spec] of text.matchAll(/(?:import|export)\s[^'"]*?from\s+'([^']+)'/g)) {
+        if (spec!.startsWith('.')) visit(resolve(dirname(file), spec!.replace(/\.js$/, '.ts')));
+        else external.add(spec!);
+      }
+    };
+    visit(join(root, 'index.ts'));
+    expect(seen.has(join(root, 'runner/runner.ts'))).toBe(true);
+    expect([...external].filter((s) => !s.startsWith('node:'))).toEqual(['ajv']);
+    const pkg = JSON.parse(readFileSync(resolve(root, '../package.json'), 'utf8')) as Record<string, Record<string, unknown>>;
+    expect(pkg['peerDependenciesMeta']!['better-sqlite3']).toEqual({ optional: true });
+    expect(pkg['exports']!['./sqlite']).toEqual({ types: './dist/runner/stores/sqlite.d.ts', import: './dist/runner/stores/sqlite.js' });
+  });
+});
