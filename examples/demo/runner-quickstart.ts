@@ -1,4 +1,4 @@
-// The AgentRunner quick start of the README (docs/readme/runner.md), kept here so it is type-checked and run.
+// The AgentRunner quick start of the README (section "AgentRunner"), kept here so it is type-checked and run.
 import { AgentRunner, PermissionPolicy, PermissionResult, ScriptedModel, ToolRegistry, defineTool, type RunState } from '../../src/index.js';
 
 const registry = new ToolRegistry();

@@ -1,14 +1,13 @@
 // The README section and the example are run, so what they show is what the code does.
-import { readFileSync } from 'node:fs';
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { run } from '../../src/cli/program.js';
 import { main } from '../../examples/policy-file.js';
+import { readmeSection } from '../readme.js';
 
-const root = join(import.meta.dirname, '..', '..');
-const readme = readFileSync(join(root, 'docs', 'readme', 'policy-cli.md'), 'utf8');
+const readme = readmeSection('Policy files and the `toolgate` command');
 
 function block(lang: string, after = 0): string {
   const start = readme.indexOf(`\`\`\`${lang}\n`, after);
@@ -17,7 +16,7 @@ function block(lang: string, after = 0): string {
   return readme.slice(body, readme.indexOf('```', body));
 }
 
-describe('docs/readme/policy-cli.md', () => {
+describe('the README section on policy files', () => {
   it('its policy lints clean, and its explain output is what the CLI prints', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'toolgate-readme-'));
     const file = join(dir, 'policy.yaml');
