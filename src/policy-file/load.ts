@@ -14,7 +14,7 @@ import { canonical, declaredName, describe } from '../names.js';
 import { PermissionPolicy } from '../permissions/policy.js';
 import type { PermissionRule } from '../permissions/rule.js';
 import { defineTool, type Tool } from '../tool.js';
-import { compileCondition, compileGlob, isGlob, runTests, type ConditionTest, type Glob } from './matchers.js';
+import { compileCondition, compileNameGlob, isGlob, runTests, type ConditionTest, type Glob } from './matchers.js';
 import { PolicySet, type PolicyRuleInfo } from './policy-set.js';
 import type { PolicyFileData, PolicyIssue, PolicyPosition } from './types.js';
 
@@ -301,7 +301,7 @@ function compile(data: PolicyFileData, locator: Locator, text: string): PolicyPa
       // Glob syntax is looked for after canonicalisation, so a full-width "＊" is the "*" it compares as.
       if (isGlob(canonical(pattern))) {
         try {
-          globs.push(compileGlob(canonical(pattern)));
+          globs.push(compileNameGlob(canonical(pattern)));
         } catch (error) {
           issues.push(locator.issue(at, 'invalid-pattern', `the glob ${JSON.stringify(pattern)} does not compile: ${(error as Error).message}`));
         }

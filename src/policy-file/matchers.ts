@@ -29,6 +29,17 @@ export function compileGlob(pattern: string): Glob {
   return { pattern, test: (input) => test(input) };
 }
 
+// A tool name is a flat string, not a path: `*` and `?` must cross a `/` in it ("github:*" must select
+// "github:repos/delete", or a deny rule would miss it). Slashes are swapped for a private-use character
+// on both sides, so picomatch sees no path separators at all.
+const NAME_SLASH = '\uE000';
+
+/** Compiles a glob over tool names (canonical form), where `/` is an ordinary character. */
+export function compileNameGlob(pattern: string): Glob {
+  const test = picomatch(pattern.replaceAll('/', NAME_SLASH), GLOB_OPTIONS);
+  return { pattern, test: (name) => test(name.replaceAll('/', NAME_SLASH)) };
+}
+
 /** True when `pattern` holds glob syntax (else it is an exact name). */
 export function isGlob(pattern: string): boolean {
   return picomatch.scan(pattern, GLOB_OPTIONS).isGlob;
