@@ -71,7 +71,9 @@ export type Precheck =
   | { readonly kind: 'ask'; readonly tool: Tool; readonly args: Record<string, unknown>; readonly base: DecisionBase; readonly request: PermissionRequest };
 
 const NONE = {};
-const allowlists = new WeakMap<object, WeakMap<object, WeakMap<object, ToolAllowlist>>>();
+type AllowlistCache = WeakMap<object, WeakMap<object, WeakMap<object, ToolAllowlist>>>;
+// One cache per confusables mode: a list resolved under 'warn' or 'off' must not be reused where 'error' applies.
+const allowlists: Record<ConfusablesMode, AllowlistCache> = { error: new WeakMap(), warn: new WeakMap(), off: new WeakMap() };
 
 function layerKey(layer: AllowlistLayer): object | null {
   if (layer === null || layer === undefined) return NONE;
@@ -90,8 +92,9 @@ export function allowlistFor(context: GateContext, env: GateEnvironment): ToolAl
   const ck = layerKey(caller);
   const confusables = env.confusables ?? 'warn';
   if (dk === null || tk === null || ck === null) return ToolAllowlist.resolve(declared, { agent, tenant, caller, confusables });
-  let byTenant = allowlists.get(dk);
-  if (!byTenant) allowlists.set(dk, (byTenant = new WeakMap()));
+  const cache = allowlists[confusables];
+  let byTenant = cache.get(dk);
+  if (!byTenant) cache.set(dk, (byTenant = new WeakMap()));
   let byCaller = byTenant.get(tk);
   if (!byCaller) byTenant.set(tk, (byCaller = new WeakMap()));
   let list = byCaller.get(ck);

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { ConfigurationError } from '../errors.js';
 import { describe } from '../names.js';
 import type { Tool } from '../tool.js';
@@ -13,7 +14,10 @@ export interface PermissionPolicyOptions {
   readonly fallback?: PermissionResult;
   /** Decides `ask` results; takes precedence over the registry's handler. @default undefined */
   readonly handler?: PermissionHandler;
-  /** A label for this version of the policy (approvals are bound to it). @default a counter per policy object */
+  /**
+   * A label for this version of the policy; approvals are bound to it. Pin it to resume a paused run in
+   * another process. @default a random UUID per policy object (so two processes never share a label by accident)
+   */
   readonly version?: string;
 }
 
@@ -31,7 +35,6 @@ export type PolicyEvaluation =
   | { readonly result: PermissionResult; readonly by: 'fallback'; readonly rule: null; readonly error?: never; readonly trace?: readonly RuleTrace[] }
   | { readonly result: 'deny'; readonly by: 'rule_error'; readonly rule: CompiledRule; readonly error: string; readonly trace?: readonly RuleTrace[] };
 
-let versions = 0;
 
 /**
  * An ordered list of rules with a fallback (the Permission System spec). Rules are indexed by their
@@ -85,7 +88,7 @@ export class PermissionPolicy {
     this.rules = Object.freeze([...options.rules]);
     this.fallback = fallback;
     this.handler = options.handler ?? null;
-    this.version = options.version ?? `policy-${++versions}`;
+    this.version = options.version ?? `policy-${randomUUID()}`;
     Object.freeze(this);
   }
 
