@@ -292,8 +292,17 @@ export function deny(base: DecisionBase, parts: DenyParts, reason: string): Deny
   }) as DenyDecision;
 }
 
+// Every allow Decision the gate makes, and only those: execution refuses any other object, so a
+// hand-made `{ effect: 'allow' }` cannot run a tool past the gate.
+const ISSUED = new WeakSet<AllowDecision>();
+
+/** True for an allow Decision this gate issued (not a look-alike object). */
+export function isIssuedAllow(decision: Decision): decision is AllowDecision {
+  return decision.effect === 'allow' && ISSUED.has(decision);
+}
+
 export function allow(base: DecisionBase, by: AllowDecision['by'], reason: string): AllowDecision {
-  return Object.freeze({
+  const decision: AllowDecision = Object.freeze({
     callId: base.callId,
     tool: base.tool,
     canonical: base.canonical,
@@ -310,6 +319,8 @@ export function allow(base: DecisionBase, by: AllowDecision['by'], reason: strin
     by,
     layer: null,
   });
+  ISSUED.add(decision);
+  return decision;
 }
 
 const LAYER_NAMES: Record<RefusalLayer, string> = {

@@ -18,7 +18,7 @@ import {
   type ToolSchema,
   type UnreadableCall,
 } from './formats/index.js';
-import { allowlistFor, precheck, refusalContent, resolveAsk, type GateContext, type GateEnvironment, type Precheck } from './gate.js';
+import { allowlistFor, isIssuedAllow, precheck, refusalContent, resolveAsk, type GateContext, type GateEnvironment, type Precheck } from './gate.js';
 import { canonical, describe } from './names.js';
 import { errorText, isPermissionHandler, type PermissionHandler } from './permissions/handler.js';
 import { PermissionPolicy } from './permissions/policy.js';
@@ -330,6 +330,10 @@ export class ToolRegistry {
   /** @internal Step 7: executes an allowed call with its timeout; a throw or a timeout is an error result. */
   async runAllowed(tool: Tool, args: Record<string, unknown>, decision: Decision, context: GateContext): Promise<ToolResult> {
     if (decision.effect !== 'allow') return refused(decision);
+    // Only the gate's own allow Decisions execute, and only with the arguments they were decided on.
+    if (!isIssuedAllow(decision) || args !== decision.parameters) {
+      throw new TypeError('runAllowed() executes only an allow Decision issued by the gate, with the arguments it was decided on');
+    }
     const timeoutMs = tool.metadata.timeoutMs ?? this.#toolTimeoutMs;
     const execution = new Execution(decision.callId);
     const outer = context.signal;

@@ -351,3 +351,18 @@ describe('the allowlist cache', () => {
     expect(ran).toBe(1);
   });
 });
+
+describe('execution', () => {
+  it('runs only an allow Decision the gate issued, with the arguments it was decided on', async () => {
+    const { registry, ran } = fixture();
+    const tool = registry.get('sudo')!;
+    const forged = { effect: 'allow', stage: 'policy', by: 'rule', layer: null, callId: 'x', tool: 'sudo', parameters: {} } as unknown as Decision;
+    await expect(registry.runAllowed(tool, {}, forged, {})).rejects.toThrow(/issued by the gate/);
+    const decision = await registry.decide({ name: 'sudo', arguments: { a: 1 } });
+    expect(decision.effect).toBe('allow');
+    await expect(registry.runAllowed(tool, { a: 2 }, decision, {})).rejects.toThrow(/arguments it was decided on/);
+    expect(ran).toEqual([]);
+    expect((await registry.runAllowed(tool, decision.parameters as Record<string, unknown>, decision, {})).status).toBe('ok');
+    expect(ran).toHaveLength(1);
+  });
+});
