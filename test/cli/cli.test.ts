@@ -175,13 +175,11 @@ describe('toolgate (in-process)', () => {
     expect(reloaded!.version).not.toBe(loaded!.version);
   });
 
-  it('demo: runs examples/demo.ts main() where it exists, else says how to run it', async () => {
+  it('demo: runs examples/demo.ts main(), the gate table and the runner', async () => {
     const result = await cli(['demo']);
-    if (existsSync(join(root, 'examples', 'demo.ts'))) expect(result.code).toBe(0);
-    else {
-      expect(result.code).toBe(2);
-      expect(result.stderr).toMatch(/npm run demo/);
-    }
+    expect(result.code).toBe(0);
+    expect(result.stdout).toMatch(/REFUSED +layer: tenant/);
+    expect(result.stdout).toContain('AgentRunner');
   });
 });
 

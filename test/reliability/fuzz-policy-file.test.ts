@@ -1,20 +1,15 @@
 /**
- * Fuzzing the policy-file loader. The loader is being built on another branch; this file finds it once
- * merged and fuzzes it with the same harness as the call-shape parsers. Until then the test is skipped.
- *
- * To point it at the loader: make sure LOADER_MODULE exports one of LOADER_EXPORTS as a function
- * `(text: string) => policy` that throws ConfigurationError on bad input, or that returns a result
- * `{ ok: false, issues: [...] }` for it (or add its name below). Seeds: the policies in
- * examples/policies/ where there are any, plus a few written here.
+ * Fuzzing the policy-file loader (`parsePolicy`) with the same harness as the call-shape parsers: every
+ * input is accepted, or refused with a result that lists its issues (turned into a ConfigurationError
+ * here). Seeds: the policies in examples/policies/, plus a few written here.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { ConfigurationError } from '../../src/index.js';
+import { parsePolicy } from '../../src/policy-file/index.js';
 import { fuzzText } from './fuzz-harness.js';
 import { SEED, size } from './size.js';
 
-const LOADER_MODULE = '../../src/policy-file/index.js';
-const LOADER_EXPORTS = ['parsePolicy', 'parsePolicyText', 'loadPolicyText', 'policyFromText', 'loadPolicyString', 'parsePolicyFile'];
 
 const SEEDS = [
   'version: 1\nfallback: deny\nrules:\n  - name: allow_search\n    tools: [search]\n    result: allow\n  - name: ask_refunds\n    tools: [refund]\n    when: { amount: { gt: 100 } }\n    result: ask\n    reason: Refunds over 100 need a human\n',
@@ -47,25 +42,16 @@ function asThrowing(load: (text: string) => unknown): (text: string) => unknown 
   };
 }
 
-async function findLoader(): Promise<((text: string) => unknown) | null> {
-  let module: Record<string, unknown>;
-  try {
-    module = (await import(/* @vite-ignore */ LOADER_MODULE)) as Record<string, unknown>;
-  } catch {
-    return null;
-  }
-  for (const name of LOADER_EXPORTS) {
-    const candidate = module[name];
-    if (typeof candidate === 'function') return asThrowing((text: string) => (candidate as (text: string) => unknown)(text));
-  }
-  return null;
+/** The loader under fuzz: the policy-file parser (a refusal is a result listing its issues). */
+function findLoader(): (text: string) => unknown {
+  return asThrowing((text: string) => parsePolicy(text));
 }
 
-const loader = await findLoader();
+const loader = findLoader();
 
 describe('policy-file loader fuzz', () => {
-  it.skipIf(loader === null)('accepts or refuses with a ConfigurationError, never crashes or hangs', async () => {
-    const stats = await fuzzText({ seed: SEED, runs: size(500, 20_000), seeds: [...SEEDS, ...exampleSeeds()], target: loader! });
+  it('accepts or refuses with a ConfigurationError, never crashes or hangs', async () => {
+    const stats = await fuzzText({ seed: SEED, runs: size(500, 20_000), seeds: [...SEEDS, ...exampleSeeds()], target: loader });
     expect(stats.refused).toBeGreaterThan(0);
     expect(stats.accepted).toBeGreaterThan(0);
   });
