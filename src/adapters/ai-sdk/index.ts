@@ -7,8 +7,10 @@
  *   `user-approval`, surfaced as a `tool-approval-request` part.
  * - `execute` decides again before it runs anything, so the tools are safe without `toolApproval` too:
  *   a refusal is thrown as an error whose message is the refusal text (the model gets an error result),
- *   and an ask runs only if the conversation holds the user's approval of that very tool call, else it
- *   goes to the registry's permission handler (deny without one).
+ *   and an ask runs only if the conversation holds the user's approval of that very tool call on a
+ *   request signed with `approvalSecret` (toolgate verifies the SDK's HMAC over the approval id, the call
+ *   id, the tool name and the very input it is about to run), else it goes to the permission handlers
+ *   (deny without one). Without `approvalSecret` no approval from the message history counts.
  */
 import { jsonSchema, tool as aiTool, type JSONSchema7, type ModelMessage, type Tool as AiTool, type ToolApprovalStatus, type ToolSet } from 'ai';
 import type { GateContext } from '../../gate.js';
@@ -17,18 +19,25 @@ import type { ToolRegistry } from '../../registry.js';
 import { ToolRegistry as Registry } from '../../registry.js';
 import type { Decision } from '../../decision.js';
 import { announceAsk, APPROVED, check, refusalContent, REJECTED, run, sdkMayAsk, settle } from '../route.js';
+import { verifyApprovalSignature } from './approval-signature.js';
+
+/** The fewest bytes an approval secret may have (an HMAC-SHA256 key; 32 random bytes are recommended). */
+const MIN_SECRET_BYTES = 16;
 
 /** Options of {@link createAiSdkTools}. */
 export interface AiSdkToolsOptions {
   /** Who is asking: the agent, tenant and caller whose allowlist applies. @default {} (every registered tool) */
   readonly context?: GateContext;
   /**
-   * Take an approval as given only if its request carries the SDK's HMAC signature, i.e. only when
-   * `generateText` / `streamText` run with `experimental_toolApprovalSecret` (the SDK then verifies the
-   * signature before it executes). Set it when the message history comes from a client that could forge
-   * an approval (a browser chat). @default false
+   * The server-side secret (at least 16 bytes; 32 random bytes recommended) that signs and verifies tool
+   * approvals. It is returned as `experimental_toolApprovalSecret`, so spreading the result into
+   * `generateText` / `streamText` makes the SDK sign each approval request it issues; `execute` then takes
+   * an ask as approved only if toolgate itself verifies that signature (HMAC-SHA256 over the approval id,
+   * the tool call id, the tool name and the input `execute` received). Keep it out of the client.
+   * Without it, no approval in the message history counts: an ask is put to the permission handlers
+   * (denied without one), never to the SDK's approval flow.
    */
-  readonly requireSignedApprovals?: boolean;
+  readonly approvalSecret?: string | Uint8Array;
 }
 
 /** What {@link createAiSdkTools} returns: spread it into `generateText` / `streamText`. */
@@ -46,6 +55,8 @@ export interface GatedAiSdkTools {
    * `handler`, `asked: 'adapter'`) for each denied call that is still an ask. Resolves with those Decisions.
    */
   readonly recordDenials: (messages: readonly ModelMessage[]) => Promise<Decision[]>;
+  /** `approvalSecret`, under the name the SDK reads, so that `...gated` makes it sign approval requests. Absent without a secret. */
+  readonly experimental_toolApprovalSecret?: Uint8Array;
 }
 
 /**
@@ -61,8 +72,10 @@ export function createAiSdkTools(registry: ToolRegistry, options: AiSdkToolsOpti
   if (typeof options !== 'object' || options === null) throw new TypeError(`createAiSdkTools options must be an object, got ${describe(options)}`);
   const context = options.context ?? {};
   if (typeof context !== 'object' || context === null) throw new TypeError(`option "context" must be an object, got ${describe(context)}`);
-  const signed = options.requireSignedApprovals ?? false;
-  if (typeof signed !== 'boolean') throw new TypeError(`option "requireSignedApprovals" must be a boolean, got ${describe(signed)}`);
+  if ('requireSignedApprovals' in options) {
+    throw new TypeError('option "requireSignedApprovals" was removed: approvals are always verified; pass "approvalSecret" to let them count');
+  }
+  const secret = secretBytes(options.approvalSecret);
 
   const tools: Record<string, AiTool> = {};
   for (const name of registry.allowlist(context).names) {
@@ -77,11 +90,14 @@ export function createAiSdkTools(registry: ToolRegistry, options: AiSdkToolsOpti
         const runContext: GateContext = execution.abortSignal ? { ...context, signal: execution.abortSignal } : context;
         const pre = await check(registry, call, runContext);
         // The SDK calls execute for an approval-gated call only after the user approved it; the approval
-        // must be in the messages it passes, so an ask is never taken as approved on the SDK's word alone.
-        const approver = pre.kind === 'ask' && approvedInMessages(execution.messages, execution.toolCallId, signed) ? APPROVED : undefined;
+        // must be in the messages it passes, on a request signed for this very call and input, so an ask is
+        // never taken as approved on the SDK's word (or a client's history) alone.
+        const approved = pre.kind === 'ask' && secret !== undefined && approvedInMessages(execution.messages, secret, { toolCallId: execution.toolCallId, toolName: defined.name, input });
+        const approver = approved ? APPROVED : undefined;
         // With the approval in hand, the ask was announced when toolApproval put it to the person.
-        const result = await run(registry, await settle(registry, pre, approver, { alreadyAsked: approver !== undefined }), runContext);
-        if (result.status !== 'ok') throw new ToolCallFailed(result.content);
+        const decided = await settle(registry, pre, approver, { alreadyAsked: approved });
+        const result = await run(registry, decided, runContext);
+        if (result.status !== 'ok') throw new ToolCallFailed(secret === undefined && decided.decision.by === 'no_handler' ? `${result.content} ${NO_SECRET}` : result.content);
         return result.value === undefined ? result.content : result.value;
       },
     });
@@ -90,7 +106,8 @@ export function createAiSdkTools(registry: ToolRegistry, options: AiSdkToolsOpti
   const toolApproval: GatedAiSdkTools['toolApproval'] = async ({ toolCall, messages }) => {
     const call = { id: toolCall.toolCallId, name: toolCall.toolName, arguments: toolCall.input };
     const pre = await check(registry, call, context);
-    if (pre.kind === 'ask' && !sdkMayAsk(registry)) return { type: 'not-applicable' }; // the policy's handler decides in execute
+    // The policy's handler decides in execute; so do the handlers when no secret lets an approval count.
+    if (pre.kind === 'ask' && (!sdkMayAsk(registry) || secret === undefined)) return { type: 'not-applicable' };
     if (pre.kind === 'ask') {
       // The SDK asks again when it resumes with a person's answer; the ask was announced the first time.
       if (!answeredInMessages(messages, toolCall.toolCallId)) announceAsk(registry, pre);
@@ -110,7 +127,7 @@ export function createAiSdkTools(registry: ToolRegistry, options: AiSdkToolsOpti
     }
     const recorded: Decision[] = [];
     for (const [toolCallId, call] of calls) {
-      const answers = responsesTo(messages, toolCallId, false);
+      const answers = responsesTo(messages, toolCallId);
       if (answers.length === 0 || answers.every((approved) => approved)) continue;
       const pre = await check(registry, { id: toolCallId, name: call.toolName, arguments: call.input }, context);
       if (pre.kind !== 'ask') continue; // not an ask (any more): nothing was put to a person for it now
@@ -119,7 +136,22 @@ export function createAiSdkTools(registry: ToolRegistry, options: AiSdkToolsOpti
     return recorded;
   };
 
-  return Object.freeze({ tools: tools as ToolSet, toolApproval, recordDenials });
+  const gated: GatedAiSdkTools = secret === undefined ? { tools: tools as ToolSet, toolApproval, recordDenials } : { tools: tools as ToolSet, toolApproval, recordDenials, experimental_toolApprovalSecret: secret };
+  return Object.freeze(gated);
+}
+
+/** Appended to the refusal of an ask when no secret is configured. */
+const NO_SECRET = 'Approvals through the AI SDK need the "approvalSecret" option of createAiSdkTools; without it no approval in the messages counts.';
+
+/** The option `approvalSecret` as bytes (a private copy), or undefined when it is not set. */
+function secretBytes(value: unknown): Uint8Array | undefined {
+  if (value === undefined) return undefined;
+  let bytes: Uint8Array;
+  if (typeof value === 'string') bytes = new TextEncoder().encode(value);
+  else if (value instanceof Uint8Array) bytes = Uint8Array.from(value);
+  else throw new TypeError(`option "approvalSecret" must be a string or a Uint8Array, got ${describe(value)}`);
+  if (bytes.length < MIN_SECRET_BYTES) throw new TypeError(`option "approvalSecret" must have at least ${MIN_SECRET_BYTES} bytes, got ${bytes.length}`);
+  return bytes;
 }
 
 /** An error a gated tool throws so that the SDK gives the model an error result with this text. */
@@ -129,29 +161,44 @@ export class ToolCallFailed extends Error {
 
 /** True when `messages` hold a person's answer (either way) to an approval request for this tool call. */
 function answeredInMessages(messages: readonly ModelMessage[] | undefined, toolCallId: string): boolean {
-  return responsesTo(messages, toolCallId, false).length > 0;
+  return responsesTo(messages, toolCallId).length > 0;
 }
 
-/** True when `messages` hold an approval request for this tool call and only approving responses to it. */
-function approvedInMessages(messages: readonly ModelMessage[] | undefined, toolCallId: string, signed: boolean): boolean {
-  const responses = responsesTo(messages, toolCallId, signed);
-  return responses.length > 0 && responses.every((approved) => approved); // any denial of this call wins
+/**
+ * True when `messages` hold an approving response to a non-automatic approval request whose signature
+ * toolgate verifies for exactly this call (`toolCallId`, `toolName`, `input`), and no denying response to
+ * any approval request for this call (a denial wins).
+ */
+function approvedInMessages(messages: readonly ModelMessage[] | undefined, secret: Uint8Array, call: { readonly toolCallId: string; readonly toolName: string; readonly input: unknown }): boolean {
+  const verified = requestsFor(messages, call.toolCallId, (approvalId, signature) => verifyApprovalSignature(secret, signature, { approvalId, ...call }));
+  if (verified.size === 0) return false;
+  if (responsesTo(messages, call.toolCallId).some((approved) => !approved)) return false;
+  return answersTo(messages, verified).some((approved) => approved);
 }
 
-/** The `approved` flags of the responses to the (non-automatic; if `signed`, signed) approval requests for this tool call. */
-function responsesTo(messages: readonly ModelMessage[] | undefined, toolCallId: string, signed: boolean): boolean[] {
-  if (!Array.isArray(messages)) return [];
+/** The `approved` flags of the responses to the non-automatic approval requests for this tool call. */
+function responsesTo(messages: readonly ModelMessage[] | undefined, toolCallId: string): boolean[] {
+  return answersTo(messages, requestsFor(messages, toolCallId, () => true));
+}
+
+/** The approval ids of the non-automatic approval requests for this tool call that `accept` accepts. */
+function requestsFor(messages: readonly ModelMessage[] | undefined, toolCallId: string, accept: (approvalId: string, signature: unknown) => boolean): Set<string> {
   const approvalIds = new Set<string>();
+  if (!Array.isArray(messages)) return approvalIds;
   for (const message of messages) {
     if (message.role !== 'assistant' || typeof message.content === 'string') continue;
     for (const part of message.content) {
       if (part.type !== 'tool-approval-request' || part.toolCallId !== toolCallId || part.isAutomatic === true) continue;
-      if (signed && (typeof part.signature !== 'string' || part.signature === '')) continue;
-      approvalIds.add(part.approvalId);
+      if (accept(part.approvalId, part.signature)) approvalIds.add(part.approvalId);
     }
   }
+  return approvalIds;
+}
+
+/** The `approved` flags of the responses to these approval ids. */
+function answersTo(messages: readonly ModelMessage[] | undefined, approvalIds: ReadonlySet<string>): boolean[] {
   const answers: boolean[] = [];
-  if (approvalIds.size === 0) return answers;
+  if (approvalIds.size === 0 || !Array.isArray(messages)) return answers;
   for (const message of messages) {
     if (message.role !== 'tool') continue;
     for (const part of message.content) {
