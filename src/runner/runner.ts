@@ -284,6 +284,8 @@ export class AgentRunner {
    * Continues a paused run with decisions made by {@link answer}. The state may come from another process
    * (JSON); it must be unaltered and signed with this runner's secret, or a RunStateError is thrown and
    * nothing runs. Each paused call passes the gate again under the tenant limits and policy in force now.
+   * `options.caller` (pass the caller's current scopes) and `options.agent` only narrow the state's caller
+   * scopes and agent declarations, never widen them.
    */
   async resume(state: RunState, decisions: readonly ApprovalDecision[] = [], options: ResumeOptions = {}): Promise<RunResult> {
     if (typeof options !== 'object' || options === null) throw new TypeError(`resume(): options must be an object, got ${describe(options)}`);
