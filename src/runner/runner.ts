@@ -284,9 +284,12 @@ export class AgentRunner {
    * Continues a paused run with decisions made by {@link answer}. The state may come from another process
    * (JSON); it must be unaltered and signed with this runner's secret, or a RunStateError is thrown and
    * nothing runs. Each paused call passes the gate again under the tenant limits and policy in force now.
+   * `options.caller` (pass the caller's current scopes) and `options.agent` only narrow the state's caller
+   * scopes and agent declarations, never widen them.
    */
   async resume(state: RunState, decisions: readonly ApprovalDecision[] = [], options: ResumeOptions = {}): Promise<RunResult> {
-    const run = this.#restore(state, options.signal);
+    if (typeof options !== 'object' || options === null) throw new TypeError(`resume(): options must be an object, got ${describe(options)}`);
+    const run = this.#restore(state, options);
     if (!Array.isArray(decisions)) throw new TypeError(`resume(state, decisions): decisions must be an array, got ${describe(decisions)}`);
     this.#emit(run, run.frames[0]!, { type: 'run_resumed', decisions: decisions.length });
     const pending = new Map(state.pending.map((p) => [p.id, p]));
@@ -630,9 +633,12 @@ export class AgentRunner {
     };
     const base: DecisionBase = { ...pre.base, asked: 'runner' };
     const granted = frame.granted.get(call.id);
-    if (granted) return this.#applyGranted(run, frame, call, pre, granted, binding, context, env);
+    // DESIGN: a policy's own handler decides an ask first. When the policy in force has one, neither an
+    // answer given on resume nor a remembered answer stands in for it: the ask goes to that handler.
+    const policyHandler = (env.policy?.handler ?? null) !== null;
+    if (granted && !policyHandler) return this.#applyGranted(run, frame, call, pre, granted, binding, context, env);
 
-    for (const key of this.#rememberKeys(run, frame, binding)) {
+    for (const key of policyHandler ? [] : this.#rememberKeys(run, frame, binding)) {
       const remembered = await this.#store.recall(key);
       if (remembered && sameMac(remembered.mac, macOf(this.#secret, ['toolgate.remembered', key, remembered.answer, remembered.scope]))) {
         const decision =
@@ -659,6 +665,17 @@ export class AgentRunner {
         }
       : null;
     const outcome = await resolveAsk(pre, env, { handler: route, asked: 'runner', pending: true });
+    if (granted) {
+      this.#emit(run, frame, {
+        type: 'approval_resolved',
+        approvalId: granted.approvalId,
+        callId: call.id,
+        accepted: false,
+        answer: granted.answer,
+        reason: "the policy in force has its own handler, which decides this ask; the decision given on resume was not used",
+        decision: outcome.effect === 'pending' ? null : outcome,
+      });
+    }
     if (outcome.effect === 'pending') {
       const approval: PendingApproval = Object.freeze({
         id: macOf(this.#secret, ['toolgate.approval', binding]),
@@ -782,7 +799,7 @@ export class AgentRunner {
     return { ...plain, mac: macOf(this.#secret, ['toolgate.state', plain]) };
   }
 
-  #restore(state: RunState, signal: AbortSignal | undefined): Run {
+  #restore(state: RunState, options: ResumeOptions): Run {
     if (typeof state !== 'object' || state === null || state.kind !== 'toolgate.run-state') throw new RunStateError(`resume() expects a RunState, got ${describe(state)}`);
     if (state.version !== 1) throw new RunStateError(`RunState version ${describe(state.version)} is not supported (expected 1)`);
     const { mac, ...body } = state;
@@ -797,12 +814,12 @@ export class AgentRunner {
     return {
       runId: copy.runId,
       root: copy.root,
-      agents: copy.agents,
+      agents: narrowAgents(copy.root, copy.agents, options.agent),
       tenant: copy.tenant,
-      caller: copy.caller,
+      caller: narrowCaller(copy.caller, options.caller),
       session: copy.session,
       input: copy.input,
-      signal,
+      signal: options.signal,
       iterations: copy.tally.iterations,
       attemptsOutsideGuards: copy.tally.attempts,
       refusals: copy.tally.refusals,
@@ -1021,4 +1038,45 @@ function limit(value: unknown, what: string, fallback: number): number {
   if (value === undefined || value === null) return fallback;
   if (typeof value !== 'number' || Number.isNaN(value) || value < 0) throw new TypeError(`${what} must be a number >= 0, got ${describe(value)}`);
   return value;
+}
+
+/**
+ * The caller on resume: the state's caller with its scopes intersected with the scopes given now. A
+ * resume only narrows: scopes the state lacked are not added, and a state that stated no scopes takes
+ * the ones given. A different caller id is refused.
+ */
+function narrowCaller(saved: RunState['caller'], given: ResumeOptions['caller']): RunState['caller'] {
+  if (given === undefined) return saved;
+  if (typeof given !== 'object' || given === null) throw new TypeError(`resume() option "caller" must be an object, got ${describe(given)}`);
+  if (given.id !== undefined) {
+    if (typeof given.id !== 'string') throw new TypeError(`resume() option "caller.id" must be a string, got ${describe(given.id)}`);
+    if (given.id !== saved.id) throw new RunStateError(`resume() option "caller.id" is ${JSON.stringify(given.id)}, but the run's caller is ${JSON.stringify(saved.id)}; nothing was resumed`);
+  }
+  if (given.scopes === undefined || given.scopes === null) return saved;
+  const now = stringList(given.scopes, 'caller.scopes');
+  if (saved.scopes === null) return { id: saved.id, scopes: now };
+  const kept = new Set(now);
+  return { id: saved.id, scopes: saved.scopes.filter((scope) => kept.has(scope)) };
+}
+
+/**
+ * The agents on resume: each declaration in the state intersected with the one given now (tools by
+ * canonical form, peers by name). An agent of the state missing from the given graph declares nothing.
+ */
+function narrowAgents(root: string, saved: RunState['agents'], given: ResumeOptions['agent']): RunState['agents'] {
+  if (given === undefined) return saved;
+  const now = agentGraph(given);
+  if (given.name !== root) throw new RunStateError(`resume() option "agent" is ${JSON.stringify(given.name)}, but the run's root agent is ${JSON.stringify(root)}; nothing was resumed`);
+  const narrowed: Record<string, AgentSpec> = {};
+  for (const [name, spec] of Object.entries(saved)) {
+    const current = now[name];
+    const tools = new Set((current?.tools ?? []).map((tool) => canonical(tool)));
+    const peers = new Set(current?.peers ?? []);
+    narrowed[name] = Object.freeze({
+      ...spec,
+      tools: Object.freeze(spec.tools.filter((tool) => tools.has(canonical(tool)))),
+      peers: Object.freeze(spec.peers.filter((peer) => peers.has(peer))),
+    });
+  }
+  return narrowed;
 }

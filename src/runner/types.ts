@@ -121,6 +121,19 @@ export interface RunOptions {
 export interface ResumeOptions {
   /** Cancels tool execution. */
   readonly signal?: AbortSignal;
+  /**
+   * The caller as the application knows it now: pass the caller's current scopes on every resume. They
+   * are intersected with the scopes in the state (a resume only narrows, never widens): a scope revoked
+   * while the run was paused is gone on resume. `id`, when given, must be the run's caller id.
+   * @default undefined (the caller in the state)
+   */
+  readonly caller?: RunCaller;
+  /**
+   * The run's root agent as declared now (the same shape as run()'s first argument). Each agent's tools
+   * and peers are intersected with its declaration in the state; an agent of the state missing from this
+   * graph declares nothing. The root's name must be the run's root. @default undefined (the declarations in the state)
+   */
+  readonly agent?: Agent;
 }
 
 /** How long a human's answer is remembered: this call only, the rest of the run, or the session. */

@@ -23,10 +23,13 @@ function refundScript(amount = 500): ScriptedModel {
   return new ScriptedModel([{ toolCalls: [{ name: 'refund', arguments: { order: 'A1', amount } }] }, (r) => ({ text: `done: ${r.messages.at(-1)?.role === 'tool' ? (r.messages.at(-1) as { content: string }).content : ''}` })]);
 }
 
-function pendingRunner(store: ApprovalStore, extra: { tenants?: Record<string, TenantLimits>; onRefusal?: 'fail' | 'continue'; policyVersion?: string } = {}) {
-  // A policy version that is the same in every process: the default is a counter per policy object, so an
-  // approval given under it is refused by another process (fail closed).
-  const fixture = shop({ policyVersion: extra.policyVersion ?? 'v1' });
+function pendingRunner(store: ApprovalStore, extra: { tenants?: Record<string, TenantLimits>; onRefusal?: 'fail' | 'continue'; policyVersion?: string | null } = {}) {
+  // A version pinned the same in every process ('v1' unless told), so an approval given in one process is
+  // valid in another. Without a pinned version (`policyVersion: null`) each PermissionPolicy object has a
+  // version of its own, and an approval given under one policy object is refused under another: the test
+  // 'without a pinned policy version, an approval from another policy object is refused' shows it.
+  const version = extra.policyVersion === undefined ? 'v1' : extra.policyVersion;
+  const fixture = shop(version === null ? {} : { policyVersion: version });
   const runner = new AgentRunner({
     registry: fixture.registry,
     model: refundScript(),
@@ -248,6 +251,22 @@ describe('AgentRunner: durable approvals', () => {
     const r3 = await strict.runner.resume(overTheWire(result3.state), [d3]);
     expect(strict.refunds).toEqual([]);
     expect(r3.decisions[0]).toMatchObject({ effect: 'deny', stage: 'policy', rule: 'no_refunds' });
+  });
+
+  it('without a pinned policy version, an approval from another policy object is refused (fail closed)', async () => {
+    const store = new InMemoryApprovalStore();
+    const first = pendingRunner(store, { policyVersion: null });
+    const result = paused(await first.runner.run(concierge, 'refund A1'));
+    const decision = first.runner.answer(result.pending[0]!, 'allow');
+    // Another process builds its own policy object from the same rules, without a version.
+    const second = pendingRunner(store, { policyVersion: null });
+    const firstVersion = first.registry.getPermissionPolicy()!.version;
+    expect(second.registry.getPermissionPolicy()!.version).not.toBe(firstVersion);
+    expect(result.pending[0]!.policyVersion).toBe(firstVersion);
+    const resumed = await second.runner.resume(overTheWire(result.state), [decision]);
+    expect(second.refunds).toEqual([]);
+    expect(resumed.decisions[0]).toMatchObject({ effect: 'deny', by: 'handler_invalid', reason: expect.stringMatching(/policy version/) });
+    expect(second.events.find((e) => e.type === 'approval_resolved')).toMatchObject({ accepted: false, reason: expect.stringMatching(/policy version/) });
   });
 
   it('an approver may edit the arguments; the edited call passes the whole gate again', async () => {
