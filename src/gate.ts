@@ -269,10 +269,10 @@ function decided(decision: Decision, tool: Tool | null, args: Record<string, unk
 
 type DenyParts = Pick<DenyDecision, 'stage' | 'by' | 'layer'>;
 
-// Decisions are built field by field, in the order the spreads `{ ...base, ...parts, effect, reason }`
-// gave, so every Decision has one of two shapes: spreading bases of many shapes made the object-clone
-// path megamorphic, and a decision cost microseconds instead of nanoseconds (bench/, issue 6).
-export function deny(base: DecisionBase, parts: DenyParts, reason: string): DenyDecision {
+// Every Decision is built here, field by field in one order, so all Decisions share one object shape:
+// spreading bases of many shapes made the object-clone path megamorphic, and a decision cost
+// microseconds instead of nanoseconds (bench/, issue 6).
+function record(base: DecisionBase, reason: string, effect: Decision['effect'], stage: Decision['stage'], by: Decision['by'], layer: Decision['layer']): Decision {
   return Object.freeze({
     callId: base.callId,
     tool: base.tool,
@@ -285,11 +285,15 @@ export function deny(base: DecisionBase, parts: DenyParts, reason: string): Deny
     reason,
     asked: base.asked,
     policyVersion: base.policyVersion,
-    stage: parts.stage,
-    by: parts.by,
-    layer: parts.layer,
-    effect: 'deny',
-  }) as DenyDecision;
+    effect,
+    stage,
+    by,
+    layer,
+  }) as Decision;
+}
+
+export function deny(base: DecisionBase, parts: DenyParts, reason: string): DenyDecision {
+  return record(base, reason, 'deny', parts.stage, parts.by, parts.layer) as DenyDecision;
 }
 
 // Every allow Decision the gate makes, and only those: execution refuses any other object, so a
@@ -302,23 +306,7 @@ export function isIssuedAllow(decision: Decision): decision is AllowDecision {
 }
 
 export function allow(base: DecisionBase, by: AllowDecision['by'], reason: string): AllowDecision {
-  const decision: AllowDecision = Object.freeze({
-    callId: base.callId,
-    tool: base.tool,
-    canonical: base.canonical,
-    agent: base.agent,
-    tenant: base.tenant,
-    runId: base.runId,
-    parameters: base.parameters,
-    rule: base.rule,
-    reason,
-    asked: base.asked,
-    policyVersion: base.policyVersion,
-    effect: 'allow',
-    stage: 'policy',
-    by,
-    layer: null,
-  });
+  const decision = record(base, reason, 'allow', 'policy', by, null) as AllowDecision;
   ISSUED.add(decision);
   return decision;
 }

@@ -19,14 +19,5 @@ export function fcParams(ci: number, deep: number): { numRuns: number; seed: num
   return { numRuns: size(ci, deep), seed: SEED };
 }
 
-/** A small deterministic PRNG (mulberry32) for generators that need millions of draws quickly. */
-export function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** The bench's deterministic PRNG (mulberry32), for generators that need millions of draws quickly. */
+export { prng } from '../../bench/scenario.js';
