@@ -296,19 +296,8 @@ export function deny(base: DecisionBase, parts: DenyParts, reason: string): Deny
   return record(base, reason, 'deny', parts.stage, parts.by, parts.layer) as DenyDecision;
 }
 
-// Every allow Decision the gate makes, and only those: execution refuses any other object, so a
-// hand-made `{ effect: 'allow' }` cannot run a tool past the gate.
-const ISSUED = new WeakSet<AllowDecision>();
-
-/** True for an allow Decision this gate issued (not a look-alike object). */
-export function isIssuedAllow(decision: Decision): decision is AllowDecision {
-  return decision.effect === 'allow' && ISSUED.has(decision);
-}
-
 export function allow(base: DecisionBase, by: AllowDecision['by'], reason: string): AllowDecision {
-  const decision = record(base, reason, 'allow', 'policy', by, null) as AllowDecision;
-  ISSUED.add(decision);
-  return decision;
+  return record(base, reason, 'allow', 'policy', by, null) as AllowDecision;
 }
 
 const LAYER_NAMES: Record<RefusalLayer, string> = {

@@ -18,13 +18,16 @@ import {
   type ToolSchema,
   type UnreadableCall,
 } from './formats/index.js';
-import { allowlistFor, isIssuedAllow, precheck, refusalContent, resolveAsk, type GateContext, type GateEnvironment, type Precheck } from './gate.js';
+import { allowlistFor, precheck, refusalContent, resolveAsk, type GateContext, type GateEnvironment, type Precheck } from './gate.js';
 import { canonical, describe } from './names.js';
 import { errorText, isPermissionHandler, type PermissionHandler } from './permissions/handler.js';
 import { PermissionPolicy } from './permissions/policy.js';
 import { isPermissionResult, PermissionResult } from './permissions/result.js';
 import { defineTool, type Tool, type ToolDefinition, type ToolExecution } from './tool.js';
 import { confusablesMode, findConfusables, reportConfusables, type ConfusablesMode } from './unicode/confusables.js';
+
+/** @internal The key of the registry's execute step; exported to toolgate's own routes, never from the public entry. */
+export const RUN_ALLOWED = Symbol('toolgate.runAllowed');
 
 /** Options of {@link ToolRegistry}. */
 export interface ToolRegistryOptions {
@@ -315,24 +318,28 @@ export class ToolRegistry {
       if (decision.effect === 'deny' || !tool || !args) {
         results.push(refused(decision as DenyDecision));
       } else if (tool.metadata.concurrencySafe) {
-        const running = this.runAllowed(tool, args, decision, context);
+        const running = this[RUN_ALLOWED](tool, args, decision, context);
         results.push(running);
         group.push(running);
       } else {
         if (group.length > 0) await Promise.all(group);
         group = [];
-        results.push(await this.runAllowed(tool, args, decision, context));
+        results.push(await this[RUN_ALLOWED](tool, args, decision, context));
       }
     }
     return Promise.all(results);
   }
 
-  /** @internal Step 7: executes an allowed call with its timeout; a throw or a timeout is an error result. */
-  async runAllowed(tool: Tool, args: Record<string, unknown>, decision: Decision, context: GateContext): Promise<ToolResult> {
+  /**
+   * @internal Step 7: executes an allowed call with its timeout; a throw or a timeout is an error result.
+   * Keyed by a symbol that only toolgate's own routes import, so no caller outside the package can run a
+   * tool with a Decision it made up (the public routes all decide first).
+   */
+  async [RUN_ALLOWED](tool: Tool, args: Record<string, unknown>, decision: Decision, context: GateContext): Promise<ToolResult> {
     if (decision.effect !== 'allow') return refused(decision);
     // Only the gate's own allow Decisions execute, and only with the arguments they were decided on.
-    if (!isIssuedAllow(decision) || args !== decision.parameters) {
-      throw new TypeError('runAllowed() executes only an allow Decision issued by the gate, with the arguments it was decided on');
+    if (args !== decision.parameters) {
+      throw new TypeError('the tool can only run with the arguments its Decision was made on');
     }
     const timeoutMs = tool.metadata.timeoutMs ?? this.#toolTimeoutMs;
     const execution = new Execution(decision.callId);

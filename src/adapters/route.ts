@@ -1,6 +1,6 @@
 /**
  * The adapters' one way onto the gate. Every adapter (AI SDK, OpenAI Agents, the MCP gateway) decides a
- * call here and executes it only through `registry.runAllowed` with an allow Decision; none of them
+ * call here and executes it only through the registry's execute step (`RUN_ALLOWED`) with an allow Decision; none of them
  * holds gate logic of its own. Internal: not exported from any entry point.
  */
 import type { Decision, DenyDecision } from '../decision.js';
@@ -8,7 +8,7 @@ import { readCall } from '../formats/index.js';
 import { precheck, refusalContent, resolveAsk, type GateContext, type Precheck } from '../gate.js';
 import type { PermissionHandler } from '../permissions/handler.js';
 import type { ToolRegistry, ToolResult } from '../registry.js';
-import { refused } from '../registry.js';
+import { refused, RUN_ALLOWED } from '../registry.js';
 import type { Tool } from '../tool.js';
 
 /** A call as an adapter receives it from its SDK. */
@@ -59,7 +59,7 @@ export interface Decided {
 export async function run(registry: ToolRegistry, decided: Decided, context: GateContext): Promise<ToolResult> {
   const { decision, tool, args } = decided;
   if (decision.effect !== 'allow' || !tool || !args) return refused(decision as DenyDecision);
-  return registry.runAllowed(tool, args, decision, context);
+  return registry[RUN_ALLOWED](tool, args, decision, context);
 }
 
 /** Decides and runs one call (an ask goes to `approver`, else to the handlers). */

@@ -18,7 +18,7 @@ import { readCall, toolSchema, type NormalizedCall, type UnreadableCall } from '
 import { allow, deny, precheck, refusalContent, resolveAsk, type GateContext, type GateEnvironment, type Precheck } from '../gate.js';
 import { canonical, describe } from '../names.js';
 import { isPermissionHandler, type PermissionRequest } from '../permissions/handler.js';
-import type { ToolRegistry } from '../registry.js';
+import { RUN_ALLOWED, type ToolRegistry } from '../registry.js';
 import type { Tool } from '../tool.js';
 import { agentGraph, peerTools } from './agents.js';
 import { InMemoryApprovalStore, isApprovalStore, type ApprovalStore, type LedgerEntry } from './approval-store.js';
@@ -186,7 +186,7 @@ export class AgentRunner {
   constructor(options: AgentRunnerOptions) {
     if (typeof options !== 'object' || options === null) throw new TypeError(`AgentRunner expects an options object, got ${describe(options)}`);
     const registry = options.registry as Partial<ToolRegistry> | undefined;
-    if (!registry || typeof registry.environment !== 'function' || typeof registry.runAllowed !== 'function') {
+    if (!registry || typeof registry.environment !== 'function' || typeof registry[RUN_ALLOWED] !== 'function') {
       throw new TypeError(`AgentRunner option "registry" must be a ToolRegistry, got ${describe(options.registry)}`);
     }
     this.#registry = options.registry;
@@ -550,7 +550,7 @@ export class AgentRunner {
         if (done !== null) return done;
         continue;
       }
-      const result = await this.#registry.runAllowed(d.tool!, d.args!, decision, this.#context(run, frame, null, d.allowlist));
+      const result = await this.#registry[RUN_ALLOWED](d.tool!, d.args!, decision, this.#context(run, frame, null, d.allowlist));
       await this.#store.settle(ledgerKey, { content: result.content, isError: result.isError });
       turn.done.set(call.id, toolMessage(call, result.content, result.isError));
     }

@@ -9,6 +9,7 @@ import {
   type Decision,
   type RegistryEvent,
 } from '../../src/index.js';
+import { RUN_ALLOWED } from '../../src/registry.js';
 import { fixture } from './helpers.js';
 
 describe('registration', () => {
@@ -353,16 +354,15 @@ describe('the allowlist cache', () => {
 });
 
 describe('execution', () => {
-  it('runs only an allow Decision the gate issued, with the arguments it was decided on', async () => {
+  it('is not on the public surface, and runs only with the arguments the Decision was made on', async () => {
     const { registry, ran } = fixture();
+    expect('runAllowed' in registry).toBe(false);
     const tool = registry.get('sudo')!;
-    const forged = { effect: 'allow', stage: 'policy', by: 'rule', layer: null, callId: 'x', tool: 'sudo', parameters: {} } as unknown as Decision;
-    await expect(registry.runAllowed(tool, {}, forged, {})).rejects.toThrow(/issued by the gate/);
     const decision = await registry.decide({ name: 'sudo', arguments: { a: 1 } });
     expect(decision.effect).toBe('allow');
-    await expect(registry.runAllowed(tool, { a: 2 }, decision, {})).rejects.toThrow(/arguments it was decided on/);
+    await expect(registry[RUN_ALLOWED](tool, { a: 2 }, decision, {})).rejects.toThrow(/arguments its Decision was made on/);
     expect(ran).toEqual([]);
-    expect((await registry.runAllowed(tool, decision.parameters as Record<string, unknown>, decision, {})).status).toBe('ok');
+    expect((await registry[RUN_ALLOWED](tool, decision.parameters as Record<string, unknown>, decision, {})).status).toBe('ok');
     expect(ran).toHaveLength(1);
   });
 });
