@@ -42,6 +42,7 @@ import type {
   RunMessage,
   RunOptions,
   RunResult,
+  RunIdentity,
   RunState,
   RunToolCall,
   TenantLimits,
@@ -100,14 +101,7 @@ interface Frame {
   guard: ToolAllowlistGuard | null;
 }
 
-interface Run {
-  readonly runId: string;
-  readonly root: string;
-  readonly agents: Readonly<Record<string, AgentSpec>>;
-  readonly tenant: string;
-  readonly caller: { readonly id: string | null; readonly scopes: readonly string[] | null };
-  readonly session: string;
-  readonly input: string;
+interface Run extends RunIdentity {
   readonly signal: AbortSignal | undefined;
   iterations: number;
   /** Attempts made before this segment (from the state) or replayed from the ledger; the guards hold the rest. */

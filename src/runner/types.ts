@@ -220,13 +220,8 @@ export interface AgentSpec {
   readonly description: string | null;
 }
 
-/**
- * A paused run, as plain JSON: hand it to {@link AgentRunner.resume} in this process or another (with the
- * same `secret` and approvals store). Signed with the runner's secret; an altered state is refused.
- */
-export interface RunState {
-  readonly kind: 'toolgate.run-state';
-  readonly version: 1;
+/** What identifies a run and who it runs for: kept by a live run and carried, signed, in its RunState. */
+export interface RunIdentity {
   readonly runId: string;
   readonly root: string;
   readonly agents: Readonly<Record<string, AgentSpec>>;
@@ -234,6 +229,15 @@ export interface RunState {
   readonly caller: { readonly id: string | null; readonly scopes: readonly string[] | null };
   readonly session: string;
   readonly input: string;
+}
+
+/**
+ * A paused run, as plain JSON: hand it to {@link AgentRunner.resume} in this process or another (with the
+ * same `secret` and approvals store). Signed with the runner's secret; an altered state is refused.
+ */
+export interface RunState extends RunIdentity {
+  readonly kind: 'toolgate.run-state';
+  readonly version: 1;
   readonly tally: RunTally;
   /** Refused-call repetitions, by a hash of agent, canonical tool and arguments. */
   readonly loops: Readonly<Record<string, number>>;

@@ -20,6 +20,7 @@ import {
 } from '../../src/index.js';
 import { declaration, layer, SPELLINGS, spelledName, STEMS } from './arbitraries.js';
 import { fcParams } from './size.js';
+import type { MatchKind, RuleSpec } from './rule-spec.js';
 
 const HANDLER_TIMEOUT_MS = 3;
 
@@ -65,14 +66,6 @@ function handlerOf(kind: HandlerKind, asked: string[]): PermissionHandler {
   }
 }
 
-type MatchKind = 'none' | 'true' | 'false' | 'gt' | 'throws' | 'garbage';
-interface RuleSpec {
-  readonly tools: readonly string[] | undefined;
-  readonly tags: readonly string[] | undefined;
-  readonly match: MatchKind;
-  readonly threshold: number;
-  readonly result: PermissionResult;
-}
 const TAGS = ['read_only', 'destructive', 'network'] as const;
 
 const ruleSpec: fc.Arbitrary<RuleSpec> = fc

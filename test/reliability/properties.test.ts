@@ -18,6 +18,7 @@ import {
 } from '../../src/index.js';
 import { anyQuery, declaration, layer, SPELLINGS, spelledName, STEMS } from './arbitraries.js';
 import { DEEP, fcParams } from './size.js';
+import type { MatchKind, RuleSpec } from './rule-spec.js';
 
 type Layer = readonly string[] | null | undefined;
 
@@ -187,14 +188,6 @@ describe('canonical()', () => {
 // ---------------------------------------------------------------------------------------------------
 // First-match evaluation against a reference interpreter
 
-type MatchKind = 'none' | 'true' | 'false' | 'gt' | 'throws' | 'garbage';
-interface RuleSpec {
-  readonly tools: readonly string[] | undefined;
-  readonly tags: readonly string[] | undefined;
-  readonly match: MatchKind;
-  readonly threshold: number;
-  readonly result: PermissionResult;
-}
 
 const TAGS = ['read_only', 'destructive', 'network', 'privileged'] as const;
 const CUSTOM = ['billing', 'pii'] as const;
