@@ -13,7 +13,10 @@ export default tseslint.config(
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
       'no-restricted-syntax': [
         'error',
-        { selector: 'TSEnumDeclaration', message: 'Use an `as const` object and a literal union (erasable syntax only).' },
+        {
+          selector: 'TSEnumDeclaration',
+          message: 'Use an `as const` object and a literal union (erasable syntax only).',
+        },
         { selector: 'ExportAllDeclaration', message: 'List public names by hand; no `export *`.' },
       ],
     },

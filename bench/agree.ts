@@ -43,13 +43,15 @@ function agrees(engine: Engine, expected: Verdict, got: Verdict): boolean {
 
 export function checkAgreement(calls: readonly BenchCall[], engines: readonly Engine[]): Agreement {
   const [reference, ...others] = engines;
-  if (!reference || reference.explains !== 'first-match') throw new TypeError('checkAgreement: the first engine must be a first-match engine');
+  if (!reference || reference.explains !== 'first-match')
+    throw new TypeError('checkAgreement: the first engine must be a first-match engine');
   const mismatches: Mismatch[] = [];
   const mix = { allow: 0, deny: 0, notDeclared: 0, tenant: 0, caller: 0, ruleAllow: 0, ruleDeny: 0, fallback: 0 };
   for (const call of calls) {
     const expected = reference.explain(call);
     const because = expected.because[0];
-    if (expected.because.length !== 1 || because === undefined) throw new Error(`${reference.name} gave ${expected.because.length} reasons for ${call.name}`);
+    if (expected.because.length !== 1 || because === undefined)
+      throw new Error(`${reference.name} gave ${expected.because.length} reasons for ${call.name}`);
     mix[expected.effect]++;
     if (because === 'layer:not_declared') mix.notDeclared++;
     else if (because === 'layer:tenant') mix.tenant++;

@@ -23,7 +23,11 @@ export function chartSpec(timings: readonly EngineTiming[]): TopLevelSpec {
   const engines = Object.values(LABELS).filter((l) => values.some((v) => v.engine === l));
   return {
     $schema: 'https://vega.github.io/schema/vega-lite/v6.json',
-    title: { text: 'Latency of one decision against the number of tools and rules', subtitle: 'log-log, lower is better; solid p50, dashed p99 (of batch means where a sample batches many decisions)' },
+    title: {
+      text: 'Latency of one decision against the number of tools and rules',
+      subtitle:
+        'log-log, lower is better; solid p50, dashed p99 (of batch means where a sample batches many decisions)',
+    },
     width: 560,
     height: 340,
     background: 'white',
@@ -32,20 +36,42 @@ export function chartSpec(timings: readonly EngineTiming[]): TopLevelSpec {
         data: { values },
         mark: { type: 'line', point: true, strokeWidth: 2 },
         encoding: {
-          x: { field: 'size', type: 'quantitative', title: 'tools and rules', scale: { type: 'log' }, axis: { values: sizes, format: ',d' } },
+          x: {
+            field: 'size',
+            type: 'quantitative',
+            title: 'tools and rules',
+            scale: { type: 'log' },
+            axis: { values: sizes, format: ',d' },
+          },
           y: {
             field: 'us',
             type: 'quantitative',
             title: 'time per decision',
             scale: { type: 'log' },
-            axis: { values: [0.1, 1, 10, 100, 1e3, 1e4, 1e5, 1e6], labelExpr: "datum.value >= 1000 ? format(datum.value / 1000, ',~g') + ' ms' : format(datum.value, '~g') + ' µs'" },
+            axis: {
+              values: [0.1, 1, 10, 100, 1e3, 1e4, 1e5, 1e6],
+              labelExpr:
+                "datum.value >= 1000 ? format(datum.value / 1000, ',~g') + ' ms' : format(datum.value, '~g') + ' µs'",
+            },
           },
-          color: { field: 'engine', type: 'nominal', title: 'engine', scale: { domain: engines }, legend: { labelLimit: 0 } },
+          color: {
+            field: 'engine',
+            type: 'nominal',
+            title: 'engine',
+            scale: { domain: engines },
+            legend: { labelLimit: 0 },
+          },
           strokeDash: {
             field: 'percentile',
             type: 'nominal',
             title: 'percentile',
-            scale: { domain: ['p50', 'p99'], range: [[1, 0], [5, 4]] },
+            scale: {
+              domain: ['p50', 'p99'],
+              range: [
+                [1, 0],
+                [5, 4],
+              ],
+            },
             legend: null,
           },
           detail: { field: 'percentile' },
@@ -54,8 +80,14 @@ export function chartSpec(timings: readonly EngineTiming[]): TopLevelSpec {
       {
         data: { values: [{ us: 1, label: '1 µs target' }] },
         layer: [
-          { mark: { type: 'rule', color: '#888', strokeDash: [2, 2] }, encoding: { y: { field: 'us', type: 'quantitative' } } },
-          { mark: { type: 'text', align: 'left', dx: 4, dy: -7, color: '#666', x: 0 }, encoding: { y: { field: 'us', type: 'quantitative' }, text: { field: 'label' } } },
+          {
+            mark: { type: 'rule', color: '#888', strokeDash: [2, 2] },
+            encoding: { y: { field: 'us', type: 'quantitative' } },
+          },
+          {
+            mark: { type: 'text', align: 'left', dx: 4, dy: -7, color: '#666', x: 0 },
+            encoding: { y: { field: 'us', type: 'quantitative' }, text: { field: 'label' } },
+          },
         ],
       },
     ],

@@ -76,7 +76,11 @@ export async function benchExtras(options: ExtrasOptions = {}): Promise<ExtrasRe
 
   // check() on a resolved allowlist of 1,000 names with tenant and caller layers; the names checked are the permitted ones.
   const scenario = buildScenario(1000, { calls: 16 });
-  const allowlist = ToolAllowlist.resolve(scenario.declared, { tenant: scenario.tenant, caller: scenario.caller, agent: scenario.agent });
+  const allowlist = ToolAllowlist.resolve(scenario.declared, {
+    tenant: scenario.tenant,
+    caller: scenario.caller,
+    agent: scenario.agent,
+  });
   const permitted = allowlist.names.slice(0, 512);
   const checkTiming = measure((from, count) => {
     for (let k = 0; k < count; k++) allowlist.check(permitted[(from + k) & 511]!);
@@ -102,11 +106,21 @@ export async function benchExtras(options: ExtrasOptions = {}): Promise<ExtrasRe
   const after = heapAfterGc();
   const retainedBytes = before === null || after === null ? null : after - before;
   const expected = names.filter((_, i) => i % 10 !== 8 && i % 10 !== 7).length;
-  if (kept.names.length !== expected) throw new Error(`resolve: ${kept.names.length} names permitted, expected ${expected}`);
+  if (kept.names.length !== expected)
+    throw new Error(`resolve: ${kept.names.length} names permitted, expected ${expected}`);
   kept = null;
   const sortedRuns = [...runs].sort((a, b) => a - b);
-  const resolve = { names: n, runs: runs.length, msMedian: sortedRuns[Math.floor(runs.length / 2)]!, msMin: sortedRuns[0]!, msMax: sortedRuns[runs.length - 1]!, retainedBytes };
-  log(`ToolAllowlist.resolve of ${n} names: median ${resolve.msMedian.toFixed(1)} ms (min ${resolve.msMin.toFixed(1)}, max ${resolve.msMax.toFixed(1)}), retained ${retainedBytes === null ? 'n/a (run with --expose-gc)' : `${(retainedBytes / 1048576).toFixed(1)} MiB`}`);
+  const resolve = {
+    names: n,
+    runs: runs.length,
+    msMedian: sortedRuns[Math.floor(runs.length / 2)]!,
+    msMin: sortedRuns[0]!,
+    msMax: sortedRuns[runs.length - 1]!,
+    retainedBytes,
+  };
+  log(
+    `ToolAllowlist.resolve of ${n} names: median ${resolve.msMedian.toFixed(1)} ms (min ${resolve.msMin.toFixed(1)}, max ${resolve.msMax.toFixed(1)}), retained ${retainedBytes === null ? 'n/a (run with --expose-gc)' : `${(retainedBytes / 1048576).toFixed(1)} MiB`}`,
+  );
 
   // The canonical cache under endless unique names.
   const unique = options.uniqueNames ?? 1_000_000;
@@ -132,7 +146,9 @@ export async function benchExtras(options: ExtrasOptions = {}): Promise<ExtrasRe
     nsPerName,
     heapGrowthBytes: heapBefore === null || heapAfter === null ? null : heapAfter - heapBefore,
   };
-  log(`canonical() on ${unique} unique names: cache at most ${maxSize} entries (limit ${CANONICAL_CACHE_LIMIT}), ${nsPerName.toFixed(0)} ns a name`);
+  log(
+    `canonical() on ${unique} unique names: cache at most ${maxSize} entries (limit ${CANONICAL_CACHE_LIMIT}), ${nsPerName.toFixed(0)} ns a name`,
+  );
 
   // executeToolCalls on allowed calls to no-op tools, against the no-op called directly.
   const size = options.dispatchSize ?? 1000;
@@ -158,7 +174,8 @@ export async function benchExtras(options: ExtrasOptions = {}): Promise<ExtrasRe
   }, timing);
   const pre = measure((from, count) => {
     let ok = 0;
-    for (let k = 0; k < count; k++) if ((precheck(allowed[(from + k) & mask]!, context, env) as Precheck).kind === 'decided') ok++;
+    for (let k = 0; k < count; k++)
+      if ((precheck(allowed[(from + k) & mask]!, context, env) as Precheck).kind === 'decided') ok++;
     return ok;
   }, timing);
   const single = await measureAsync(async (from, count) => {
@@ -174,7 +191,8 @@ export async function benchExtras(options: ExtrasOptions = {}): Promise<ExtrasRe
   const batchMask = 2 ** Math.floor(Math.log2(batches.length)) - 1;
   const batchedRaw = await measureAsync(async (from, count) => {
     let ok = 0;
-    for (let k = 0; k < count; k++) ok += (await registry.executeToolCalls(batches[(from + k) & batchMask]!, context)).length;
+    for (let k = 0; k < count; k++)
+      ok += (await registry.executeToolCalls(batches[(from + k) & batchMask]!, context)).length;
     return ok;
   }, timing);
   const asyncSetup = toolgateSetup(dispatchScenario, { asyncTools: true });
@@ -196,7 +214,14 @@ export async function benchExtras(options: ExtrasOptions = {}): Promise<ExtrasRe
     }
     return ok;
   }, timing);
-  const batched16 = { ...batchedRaw, p50: batchedRaw.p50 / 16, p99: batchedRaw.p99 / 16, mean: batchedRaw.mean / 16, min: batchedRaw.min / 16, max: batchedRaw.max / 16 };
+  const batched16 = {
+    ...batchedRaw,
+    p50: batchedRaw.p50 / 16,
+    p99: batchedRaw.p99 / 16,
+    mean: batchedRaw.mean / 16,
+    min: batchedRaw.min / 16,
+    max: batchedRaw.max / 16,
+  };
   const dispatch = {
     size,
     direct,

@@ -51,7 +51,15 @@ export function percentile(sorted: readonly number[], q: number): number {
 export function summarise(perDecision: number[], batch: number): Timing {
   const sorted = [...perDecision].sort((a, b) => a - b);
   const mean = sorted.reduce((a, b) => a + b, 0) / sorted.length;
-  return { p50: percentile(sorted, 0.5), p99: percentile(sorted, 0.99), mean, min: sorted[0]!, max: sorted[sorted.length - 1]!, samples: sorted.length, batch };
+  return {
+    p50: percentile(sorted, 0.5),
+    p99: percentile(sorted, 0.99),
+    mean,
+    min: sorted[0]!,
+    max: sorted[sorted.length - 1]!,
+    samples: sorted.length,
+    batch,
+  };
 }
 
 /** Times a synchronous batch function: `run(from, count)` decides `count` decisions starting at index `from`. */
@@ -85,7 +93,10 @@ export function measure(run: (from: number, count: number) => number, options: M
 }
 
 /** Times an asynchronous batch function the same way. */
-export async function measureAsync(run: (from: number, count: number) => Promise<number>, options: MeasureOptions = {}): Promise<Timing> {
+export async function measureAsync(
+  run: (from: number, count: number) => Promise<number>,
+  options: MeasureOptions = {},
+): Promise<Timing> {
   const sampleNs = options.sampleNs ?? 200_000;
   const budgetNs = BigInt(Math.round((options.budgetMs ?? 1500) * 1e6));
   const minSamples = options.minSamples ?? 30;

@@ -16,8 +16,17 @@ interface Results {
   readonly repeat: number;
   readonly timings: readonly (EngineTiming & { readonly spread: { readonly p50: readonly number[] } })[];
   readonly extras: ExtrasResult;
-  readonly extrasSpread?: { readonly dispatchOverheadNs: readonly number[]; readonly precheckP50: readonly number[]; readonly checkP50: readonly number[] };
-  readonly targets: readonly { readonly description: string; readonly target: string; readonly measured: string; readonly met: boolean }[];
+  readonly extrasSpread?: {
+    readonly dispatchOverheadNs: readonly number[];
+    readonly precheckP50: readonly number[];
+    readonly checkP50: readonly number[];
+  };
+  readonly targets: readonly {
+    readonly description: string;
+    readonly target: string;
+    readonly measured: string;
+    readonly met: boolean;
+  }[];
 }
 
 function us(ns: number): string {
@@ -30,7 +39,8 @@ function us(ns: number): string {
 export function markdown(results: Results): string {
   const sizes = [...new Set(results.timings.map((t) => t.size))].sort((a, b) => a - b);
   const engines = ['toolgate', 'naive', 'casbin', 'cedar'] as const;
-  const at = (engine: string, size: number): (typeof results.timings)[number] | undefined => results.timings.find((t) => t.engine === engine && t.size === size);
+  const at = (engine: string, size: number): (typeof results.timings)[number] | undefined =>
+    results.timings.find((t) => t.engine === engine && t.size === size);
   const out: string[] = [];
   out.push(`| tools & rules | ${engines.map((e) => `${e} p50 / p99 (µs)`).join(' | ')} |`);
   out.push(`| ---: | ${engines.map(() => '---:').join(' | ')} |`);
@@ -46,7 +56,10 @@ export function markdown(results: Results): string {
     out.push(`| ${size.toLocaleString('en')} | ${cells.join(' | ')} |`);
   }
   if (results.repeat > 1) {
-    out.push('', `toolgate p50 in each of the ${results.repeat} runs (µs): ${sizes.map((s) => `${s.toLocaleString('en')}: ${at('toolgate', s)!.spread.p50.map(us).join(', ')}`).join('; ')}.`);
+    out.push(
+      '',
+      `toolgate p50 in each of the ${results.repeat} runs (µs): ${sizes.map((s) => `${s.toLocaleString('en')}: ${at('toolgate', s)!.spread.p50.map(us).join(', ')}`).join('; ')}.`,
+    );
     const x = results.extrasSpread;
     if (x) {
       out.push(
@@ -80,5 +93,7 @@ export function markdown(results: Results): string {
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
-  process.stdout.write(`${markdown(JSON.parse(readFileSync(process.argv[2] ?? 'bench/results.json', 'utf8')) as Results)}\n`);
+  process.stdout.write(
+    `${markdown(JSON.parse(readFileSync(process.argv[2] ?? 'bench/results.json', 'utf8')) as Results)}\n`,
+  );
 }

@@ -74,7 +74,14 @@ async function child(part: string, file: string): Promise<void> {
           : await timeEngine(Number(size), engine as EngineName, { timing, log });
     writeFileSync(file, JSON.stringify({ ok: true, result, sink: sinkValue() }));
   } catch (error) {
-    writeFileSync(file, JSON.stringify({ ok: false, disagreement: error instanceof DisagreementError, message: (error as Error).stack ?? String(error) }));
+    writeFileSync(
+      file,
+      JSON.stringify({
+        ok: false,
+        disagreement: error instanceof DisagreementError,
+        message: (error as Error).stack ?? String(error),
+      }),
+    );
     process.exitCode = 2;
   }
 }
@@ -85,9 +92,13 @@ function runChild(part: string): Promise<{ outcome: ChildOutcome | null; exit: s
   const dir = mkdtempSync(join(tmpdir(), 'toolgate-bench-'));
   const file = join(dir, 'result.json');
   return new Promise((resolve, reject) => {
-    const proc = spawn(process.execPath, [...command, '--child', part, '--result-file', file, '--budget-ms', String(budgetMs)], {
-      stdio: ['ignore', 'inherit', 'inherit'],
-    });
+    const proc = spawn(
+      process.execPath,
+      [...command, '--child', part, '--result-file', file, '--budget-ms', String(budgetMs)],
+      {
+        stdio: ['ignore', 'inherit', 'inherit'],
+      },
+    );
     proc.on('error', reject);
     proc.on('exit', (code, signal) => {
       let outcome: ChildOutcome | null = null;
@@ -128,11 +139,25 @@ function median(values: number[]): number {
 function medianExtras(runs: readonly ExtrasResult[]): ExtrasResult {
   const first = runs[0]!;
   const m = (pick: (x: ExtrasResult) => number): number => median(runs.map(pick));
-  const mt = <T extends Timing>(pick: (x: ExtrasResult) => T): T => ({ ...pick(first), p50: m((x) => pick(x).p50), p99: m((x) => pick(x).p99), mean: m((x) => pick(x).mean) });
+  const mt = <T extends Timing>(pick: (x: ExtrasResult) => T): T => ({
+    ...pick(first),
+    p50: m((x) => pick(x).p50),
+    p99: m((x) => pick(x).p99),
+    mean: m((x) => pick(x).mean),
+  });
   return {
     check: { ...mt((x) => x.check), names: first.check.names },
-    resolve: { ...first.resolve, msMedian: m((x) => x.resolve.msMedian), msMin: Math.min(...runs.map((x) => x.resolve.msMin)), msMax: Math.max(...runs.map((x) => x.resolve.msMax)) },
-    canonicalCache: { ...first.canonicalCache, maxSize: Math.max(...runs.map((x) => x.canonicalCache.maxSize)), nsPerName: m((x) => x.canonicalCache.nsPerName) },
+    resolve: {
+      ...first.resolve,
+      msMedian: m((x) => x.resolve.msMedian),
+      msMin: Math.min(...runs.map((x) => x.resolve.msMin)),
+      msMax: Math.max(...runs.map((x) => x.resolve.msMax)),
+    },
+    canonicalCache: {
+      ...first.canonicalCache,
+      maxSize: Math.max(...runs.map((x) => x.canonicalCache.maxSize)),
+      nsPerName: m((x) => x.canonicalCache.nsPerName),
+    },
     dispatch: {
       ...first.dispatch,
       direct: mt((x) => x.dispatch.direct),
@@ -170,7 +195,9 @@ async function main(): Promise<void> {
   command = childCommand();
   const startLoad = loadavg();
   const started = new Date();
-  log(`toolgate bench: sizes ${sizes.join(', ')}; ${repeat} run(s); ${budgetMs} ms per engine and size; load average ${startLoad.map((l) => l.toFixed(2)).join(' ')}`);
+  log(
+    `toolgate bench: sizes ${sizes.join(', ')}; ${repeat} run(s); ${budgetMs} ms per engine and size; load average ${startLoad.map((l) => l.toFixed(2)).join(' ')}`,
+  );
   const runs: SizeResult[][] = [];
   for (let r = 0; r < repeat; r++) {
     const run: SizeResult[] = [];
@@ -190,10 +217,14 @@ async function main(): Promise<void> {
   const endLoad = loadavg();
 
   // With several runs, each figure is the median of the runs' figures, and the spread is kept.
-  const timings: (EngineTiming & { readonly spread: { readonly p50: readonly number[]; readonly p99: readonly number[] } })[] = [];
+  const timings: (EngineTiming & {
+    readonly spread: { readonly p50: readonly number[]; readonly p99: readonly number[] };
+  })[] = [];
   for (const first of runs[0]!) {
     for (const t of first.timings) {
-      const all = runs.map((run) => run.find((s) => s.size === first.size)!.timings.find((x) => x.engine === t.engine)!);
+      const all = runs.map((run) =>
+        run.find((s) => s.size === first.size)!.timings.find((x) => x.engine === t.engine)!,
+      );
       timings.push({
         ...t,
         p50: median(all.map((x) => x.p50)),
@@ -203,16 +234,21 @@ async function main(): Promise<void> {
       });
     }
   }
-  const at = (engine: EngineName, size: number): EngineTiming | undefined => timings.find((t) => t.engine === engine && t.size === size);
+  const at = (engine: EngineName, size: number): EngineTiming | undefined =>
+    timings.find((t) => t.engine === engine && t.size === size);
 
   // The table.
   const lines: string[] = ['', 'per decision        p50          p99     × toolgate (p50)   samples × batch'];
   for (const size of sizes) {
-    lines.push(`${size.toLocaleString('en')} tools, ${size.toLocaleString('en')} rules (${runs[0]!.find((s) => s.size === size)!.calls} calls in the mix, all four engines agree)`);
+    lines.push(
+      `${size.toLocaleString('en')} tools, ${size.toLocaleString('en')} rules (${runs[0]!.find((s) => s.size === size)!.calls} calls in the mix, all four engines agree)`,
+    );
     const base = at('toolgate', size)!;
     for (const t of timings.filter((x) => x.size === size)) {
       const ratio = t.engine === 'toolgate' ? '' : `${(t.p50 / base.p50).toFixed(t.p50 / base.p50 < 10 ? 1 : 0)}×`;
-      lines.push(`  ${t.engine.padEnd(10)}${formatNs(t.p50).padStart(10)}  ${formatNs(t.p99).padStart(11)}  ${ratio.padStart(12)}         ${t.samples} × ${t.batch}`);
+      lines.push(
+        `  ${t.engine.padEnd(10)}${formatNs(t.p50).padStart(10)}  ${formatNs(t.p99).padStart(11)}  ${ratio.padStart(12)}         ${t.samples} × ${t.batch}`,
+      );
     }
   }
   lines.push(
@@ -239,12 +275,39 @@ async function main(): Promise<void> {
     met: extras.check.p50 < 100,
   });
   if (tg1k) {
-    targets.push({ id: 'decision-1k', description: 'toolgate full decision at 1,000 tools & rules, p50', target: '< 1 µs', measured: formatNs(tg1k.p50), met: tg1k.p50 < 1000 });
-    if (tg10k) targets.push({ id: 'decision-10k', description: 'toolgate at 10,000 tools & rules against 1,000, p50', target: '≤ 2×', measured: `${(tg10k.p50 / tg1k.p50).toFixed(2)}× (${formatNs(tg10k.p50)})`, met: tg10k.p50 <= 2 * tg1k.p50 });
+    targets.push({
+      id: 'decision-1k',
+      description: 'toolgate full decision at 1,000 tools & rules, p50',
+      target: '< 1 µs',
+      measured: formatNs(tg1k.p50),
+      met: tg1k.p50 < 1000,
+    });
+    if (tg10k)
+      targets.push({
+        id: 'decision-10k',
+        description: 'toolgate at 10,000 tools & rules against 1,000, p50',
+        target: '≤ 2×',
+        measured: `${(tg10k.p50 / tg1k.p50).toFixed(2)}× (${formatNs(tg10k.p50)})`,
+        met: tg10k.p50 <= 2 * tg1k.p50,
+      });
     const casbin = at('casbin', 1000);
-    if (casbin) targets.push({ id: 'casbin-1k', description: 'casbin priority / toolgate at 1,000, p50', target: '≥ 100×', measured: `${(casbin.p50 / tg1k.p50).toFixed(0)}×`, met: casbin.p50 / tg1k.p50 >= 100 });
+    if (casbin)
+      targets.push({
+        id: 'casbin-1k',
+        description: 'casbin priority / toolgate at 1,000, p50',
+        target: '≥ 100×',
+        measured: `${(casbin.p50 / tg1k.p50).toFixed(0)}×`,
+        met: casbin.p50 / tg1k.p50 >= 100,
+      });
     const cedar = at('cedar', 1000);
-    if (cedar) targets.push({ id: 'cedar-1k', description: 'cedar-wasm / toolgate at 1,000, p50', target: '≥ 1,000×', measured: `${(cedar.p50 / tg1k.p50).toFixed(0)}×`, met: cedar.p50 / tg1k.p50 >= 1000 });
+    if (cedar)
+      targets.push({
+        id: 'cedar-1k',
+        description: 'cedar-wasm / toolgate at 1,000, p50',
+        target: '≥ 1,000×',
+        measured: `${(cedar.p50 / tg1k.p50).toFixed(0)}×`,
+        met: cedar.p50 / tg1k.p50 >= 1000,
+      });
   }
   targets.push({
     id: 'dispatch-overhead',
@@ -261,9 +324,13 @@ async function main(): Promise<void> {
     met: extras.canonicalCache.maxSize <= extras.canonicalCache.limit,
   });
   lines.push('', 'targets');
-  for (const t of targets) lines.push(`  ${t.met ? 'met ' : 'MISS'}  ${t.description}: ${t.measured} (target ${t.target})`);
+  for (const t of targets)
+    lines.push(`  ${t.met ? 'met ' : 'MISS'}  ${t.description}: ${t.measured} (target ${t.target})`);
   if (notes.length) lines.push('', 'notes', ...notes.map((n) => `  ${n}`));
-  lines.push('', `load average ${startLoad.map((l) => l.toFixed(2)).join(' ')} at the start, ${endLoad.map((l) => l.toFixed(2)).join(' ')} at the end (${cpus().length} cores, shared)`);
+  lines.push(
+    '',
+    `load average ${startLoad.map((l) => l.toFixed(2)).join(' ')} at the start, ${endLoad.map((l) => l.toFixed(2)).join(' ')} at the end (${cpus().length} cores, shared)`,
+  );
   process.stdout.write(`${lines.join('\n')}\n`);
 
   if (args['no-write']) return;

@@ -14,7 +14,8 @@ export type Condition =
   | { readonly kind: 'amount_above'; readonly value: number }
   | { readonly kind: 'mode_is'; readonly value: string };
 
-export type Selector = { readonly kind: 'name'; readonly name: string } | { readonly kind: 'tag'; readonly tag: string };
+export type Selector =
+  { readonly kind: 'name'; readonly name: string } | { readonly kind: 'tag'; readonly tag: string };
 
 export interface RuleSpec {
   readonly id: string;
@@ -92,7 +93,8 @@ export interface ScenarioOptions {
 }
 
 export function buildScenario(size: number, options: ScenarioOptions = {}): Scenario {
-  if (!Number.isInteger(size) || size < 4) throw new TypeError(`buildScenario: size must be an integer >= 4, got ${size}`);
+  if (!Number.isInteger(size) || size < 4)
+    throw new TypeError(`buildScenario: size must be an integer >= 4, got ${size}`);
   const random = prng(options.seed ?? 1);
   const pick = <T>(list: readonly T[]): T => list[Math.floor(random() * list.length)]!;
   const teams = Math.max(2, Math.ceil(size / 10));
@@ -105,7 +107,11 @@ export function buildScenario(size: number, options: ScenarioOptions = {}): Scen
     if (i % 5 === 1) tags.push(ToolTag.DESTRUCTIVE);
     if (i % 5 === 2) tags.push(ToolTag.NETWORK);
     if (i % 97 === 4) tags.push(ToolTag.PRIVILEGED);
-    tools.push({ name: `${NAMESPACES[i % NAMESPACES.length]}:op_${String(i).padStart(width, '0')}`, tags, customTags: [`team-${i % teams}`] });
+    tools.push({
+      name: `${NAMESPACES[i % NAMESPACES.length]}:op_${String(i).padStart(width, '0')}`,
+      tags,
+      customTags: [`team-${i % teams}`],
+    });
   }
   // Each layer cuts a tenth of the tools, a different tenth each.
   const declared = Object.freeze(tools.filter((_, i) => i % 10 !== 9).map((t) => t.name));
@@ -113,15 +119,37 @@ export function buildScenario(size: number, options: ScenarioOptions = {}): Scen
   const caller = Object.freeze(tools.filter((_, i) => i % 10 !== 7).map((t) => t.name));
 
   const rules: RuleSpec[] = [
-    { id: 'deny_privileged', selector: { kind: 'tag', tag: ToolTag.PRIVILEGED }, condition: { kind: 'none' }, effect: 'deny' },
-    { id: 'deny_big_destructive', selector: { kind: 'tag', tag: ToolTag.DESTRUCTIVE }, condition: { kind: 'amount_above', value: 900 }, effect: 'deny' },
-    { id: 'allow_reads', selector: { kind: 'tag', tag: ToolTag.READ_ONLY }, condition: { kind: 'mode_is', value: 'read' }, effect: 'allow' },
+    {
+      id: 'deny_privileged',
+      selector: { kind: 'tag', tag: ToolTag.PRIVILEGED },
+      condition: { kind: 'none' },
+      effect: 'deny',
+    },
+    {
+      id: 'deny_big_destructive',
+      selector: { kind: 'tag', tag: ToolTag.DESTRUCTIVE },
+      condition: { kind: 'amount_above', value: 900 },
+      effect: 'deny',
+    },
+    {
+      id: 'allow_reads',
+      selector: { kind: 'tag', tag: ToolTag.READ_ONLY },
+      condition: { kind: 'mode_is', value: 'read' },
+      effect: 'allow',
+    },
   ];
   for (let i = rules.length; i < size; i++) {
-    const selector: Selector = random() < 0.5 ? { kind: 'name', name: pick(tools).name } : { kind: 'tag', tag: `team-${Math.floor(random() * teams)}` };
+    const selector: Selector =
+      random() < 0.5
+        ? { kind: 'name', name: pick(tools).name }
+        : { kind: 'tag', tag: `team-${Math.floor(random() * teams)}` };
     const c = random();
     const condition: Condition =
-      c < 0.25 ? { kind: 'none' } : c < 0.65 ? { kind: 'amount_above', value: Math.floor(random() * 1000) } : { kind: 'mode_is', value: pick(MODES) };
+      c < 0.25
+        ? { kind: 'none' }
+        : c < 0.65
+          ? { kind: 'amount_above', value: Math.floor(random() * 1000) }
+          : { kind: 'mode_is', value: pick(MODES) };
     rules.push({ id: `r${i}`, selector, condition, effect: random() < 0.5 ? 'allow' : 'deny' });
   }
 
@@ -133,7 +161,12 @@ export function buildScenario(size: number, options: ScenarioOptions = {}): Scen
     // Most calls name a registered tool (a tenth each is then cut by one layer); some use another
     // spelling of it; some name no tool at all.
     const name = r < 0.8 ? tool : r < 0.88 ? tool.toUpperCase() : r < 0.94 ? fullWidth(tool) : `unknown:op_${k}`;
-    calls.push({ id: `call_${k}`, name, arguments: { amount: Math.floor(random() * 1001), mode: pick(MODES) }, format: 'toolgate' });
+    calls.push({
+      id: `call_${k}`,
+      name,
+      arguments: { amount: Math.floor(random() * 1001), mode: pick(MODES) },
+      format: 'toolgate',
+    });
   }
   return {
     size,

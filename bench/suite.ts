@@ -48,7 +48,10 @@ export class DisagreementError extends Error {
   constructor(size: number, mismatches: readonly Mismatch[]) {
     const shown = mismatches
       .slice(0, 5)
-      .map((m) => `  ${m.engine} on ${JSON.stringify(m.call.name)} ${JSON.stringify(m.call.arguments)}: expected ${m.expected.effect} (${m.expected.because.join(', ')}), got ${m.got.effect} (${m.got.because.join(', ')})`)
+      .map(
+        (m) =>
+          `  ${m.engine} on ${JSON.stringify(m.call.name)} ${JSON.stringify(m.call.arguments)}: expected ${m.expected.effect} (${m.expected.because.join(', ')}), got ${m.got.effect} (${m.got.because.join(', ')})`,
+      )
       .join('\n');
     super(`the engines disagree on ${mismatches.length} decisions at size ${size}; no time is reported:\n${shown}`);
     this.mismatches = mismatches;
@@ -85,8 +88,15 @@ export async function agreeSize(size: number, options: SizeOptions = {}): Promis
   const names = options.engines ?? (Object.keys(ENGINES) as EngineName[]);
   log(`size ${size}: loading ${names.join(', ')} and checking ${scenario.calls.length} calls through each`);
   const { agreement } = await loadAndAgree(scenario, names);
-  log(`size ${size}: all ${names.length} engines agree on ${scenario.calls.length} calls (${agreement.decisions} decisions)`);
-  return { size, calls: scenario.calls.length, rules: scenario.rules.length, agreement: { decisions: agreement.decisions, mix: agreement.mix, mismatches: 0 } };
+  log(
+    `size ${size}: all ${names.length} engines agree on ${scenario.calls.length} calls (${agreement.decisions} decisions)`,
+  );
+  return {
+    size,
+    calls: scenario.calls.length,
+    rules: scenario.rules.length,
+    agreement: { decisions: agreement.decisions, mix: agreement.mix, mismatches: 0 },
+  };
 }
 
 /**
@@ -101,7 +111,9 @@ export async function timeEngine(size: number, name: EngineName, options: SizeOp
   const engine = await ENGINES[name](scenario);
   const loadMs = performance.now() - t0;
   const timing = measure((from, count) => engine.run(scenario.calls, from, count), options.timing);
-  log(`size ${size}: ${name.padEnd(8)} p50 ${formatNs(timing.p50)}  p99 ${formatNs(timing.p99)}  (${timing.samples} samples × ${timing.batch})`);
+  log(
+    `size ${size}: ${name.padEnd(8)} p50 ${formatNs(timing.p50)}  p99 ${formatNs(timing.p99)}  (${timing.samples} samples × ${timing.batch})`,
+  );
   return { engine: name, size, loadMs, ...timing };
 }
 
@@ -112,12 +124,16 @@ export async function benchSize(size: number, options: SizeOptions = {}): Promis
   const names = options.engines ?? (Object.keys(ENGINES) as EngineName[]);
   log(`size ${size}: loading ${names.join(', ')} and checking ${scenario.calls.length} calls through each`);
   const { engines, agreement } = await loadAndAgree(scenario, names);
-  log(`size ${size}: all ${names.length} engines agree on ${scenario.calls.length} calls (${agreement.decisions} decisions)`);
+  log(
+    `size ${size}: all ${names.length} engines agree on ${scenario.calls.length} calls (${agreement.decisions} decisions)`,
+  );
   const timings: EngineTiming[] = [];
   for (const { engine, loadMs } of engines) {
     const timing = measure((from, count) => engine.run(scenario.calls, from, count), options.timing);
     timings.push({ engine: engine.name, size, loadMs, ...timing });
-    log(`size ${size}: ${engine.name.padEnd(8)} p50 ${formatNs(timing.p50)}  p99 ${formatNs(timing.p99)}  (${timing.samples} samples × ${timing.batch})`);
+    log(
+      `size ${size}: ${engine.name.padEnd(8)} p50 ${formatNs(timing.p50)}  p99 ${formatNs(timing.p99)}  (${timing.samples} samples × ${timing.batch})`,
+    );
   }
   return {
     size,

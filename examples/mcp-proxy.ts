@@ -28,10 +28,19 @@ rules:
 if (!parsed.ok) throw new Error(parsed.issues.map((i) => i.message).join('; '));
 const set = parsed.policy;
 const proxy = await createMcpProxy({
-  upstream: { stdio: { command: join(import.meta.dirname, '../node_modules/.bin/mcp-server-filesystem'), args: [root], stderr: 'ignore' } },
+  upstream: {
+    stdio: {
+      command: join(import.meta.dirname, '../node_modules/.bin/mcp-server-filesystem'),
+      args: [root],
+      stderr: 'ignore',
+    },
+  },
   policy: set.policy,
   context: set.context({ agent: 'writer' }),
-  audit: (record) => console.log(`  audit: ${record.decision.tool} → ${record.decision.effect} (${record.decision.rule ?? record.decision.layer})`),
+  audit: (record) =>
+    console.log(
+      `  audit: ${record.decision.tool} → ${record.decision.effect} (${record.decision.rule ?? record.decision.layer})`,
+    ),
 });
 
 const client = new Client({ name: 'example', version: '1.0.0' });
@@ -41,9 +50,20 @@ await client.connect(clientSide);
 
 console.log('tools/list:', (await client.listTools()).tools.map((t) => t.name).join(', '));
 const text = (r: Awaited<ReturnType<Client['callTool']>>) => (r.content as { text: string }[])[0]?.text;
-console.log('read:', text(await client.callTool({ name: 'read_text_file', arguments: { path: join(root, 'readme.txt') } })));
-console.log('write outside:', text(await client.callTool({ name: 'write_file', arguments: { path: join(root, 'evil.txt'), content: 'x' } })));
+console.log(
+  'read:',
+  text(await client.callTool({ name: 'read_text_file', arguments: { path: join(root, 'readme.txt') } })),
+);
+console.log(
+  'write outside:',
+  text(await client.callTool({ name: 'write_file', arguments: { path: join(root, 'evil.txt'), content: 'x' } })),
+);
 console.log('evil.txt exists:', existsSync(join(root, 'evil.txt')));
-console.log('write inbox:', text(await client.callTool({ name: 'write_file', arguments: { path: join(root, 'inbox', 'ok.txt'), content: 'ok' } })));
+console.log(
+  'write inbox:',
+  text(
+    await client.callTool({ name: 'write_file', arguments: { path: join(root, 'inbox', 'ok.txt'), content: 'ok' } }),
+  ),
+);
 await client.close();
 await proxy.close();

@@ -25,8 +25,13 @@ export async function main(print: (line: string) => void = console.log): Promise
     print(`read_file ${path}: ${result.status} (${result.decision.rule ?? result.decision.by}) ${result.content}`);
   }
 
-  const why = await explainCall(set, { name: 'read_file', arguments: { path: '/data/../etc/passwd' } }, { agent: 'concierge' });
-  for (const rule of why.rules.filter((r) => r.outcome !== 'not_reached')) print(`  ${rule.rule}: ${rule.outcome} — ${rule.conditions[0]?.detail ?? rule.detail}`);
+  const why = await explainCall(
+    set,
+    { name: 'read_file', arguments: { path: '/data/../etc/passwd' } },
+    { agent: 'concierge' },
+  );
+  for (const rule of why.rules.filter((r) => r.outcome !== 'not_reached'))
+    print(`  ${rule.rule}: ${rule.outcome} — ${rule.conditions[0]?.detail ?? rule.detail}`);
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) await main();

@@ -10,8 +10,14 @@
 import { writeFileSync } from 'node:fs';
 
 const version = '17.0.0';
-const simple = (await import(`@unicode/unicode-${version}/Case_Folding/C/code-points.mjs`)).default as Map<number, number | number[]>;
-const full = (await import(`@unicode/unicode-${version}/Case_Folding/F/code-points.mjs`)).default as Map<number, number | number[]>;
+const simple = (await import(`@unicode/unicode-${version}/Case_Folding/C/code-points.mjs`)).default as Map<
+  number,
+  number | number[]
+>;
+const full = (await import(`@unicode/unicode-${version}/Case_Folding/F/code-points.mjs`)).default as Map<
+  number,
+  number | number[]
+>;
 
 const entries = new Map<number, number[]>();
 for (const table of [simple, full]) {

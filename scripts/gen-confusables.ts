@@ -22,7 +22,10 @@ if (file) {
   version = /Version:\s*([\d.]+)/.exec(text)?.[1] ?? 'unknown';
   source = `confusables.txt ${version}`;
   for (const raw of text.split(/\r?\n/)) {
-    const line = raw.replace(/^\uFEFF/, '').split('#')[0]!.trim();
+    const line = raw
+      .replace(/^\uFEFF/, '')
+      .split('#')[0]!
+      .trim();
     if (line === '') continue;
     const [from, to] = line.split(';').map((field) => field.trim());
     const cps = (field: string): number[] => field.split(/\s+/).map((hex) => parseInt(hex, 16));

@@ -95,7 +95,8 @@ export class ToolAllowlist {
   /** Throws ToolNotPermittedError unless `name` is permitted. */
   check(name: string): void {
     const reason = this[REFUSAL_OF](canonical(name));
-    if (reason !== null) throw new ToolNotPermittedError({ tool: name, agent: this.agent, reason, permitted: this.names });
+    if (reason !== null)
+      throw new ToolNotPermittedError({ tool: name, agent: this.agent, reason, permitted: this.names });
   }
 
   /**
@@ -103,7 +104,10 @@ export class ToolAllowlist {
    * this allowlist. A name this allowlist lacks is refused as `caller` (the delegating agent is the
    * peer's caller); a name this allowlist had cut keeps its reason. Chains only shrink.
    */
-  narrowed(peerDeclared: Iterable<string>, options: { readonly agent?: string; readonly confusables?: ConfusablesMode } = {}): ToolAllowlist {
+  narrowed(
+    peerDeclared: Iterable<string>,
+    options: { readonly agent?: string; readonly confusables?: ConfusablesMode } = {},
+  ): ToolAllowlist {
     const agent = agentName(options.agent);
     const where = `agent ${JSON.stringify(agent)} declaration`;
     const { index } = canonicalIndex(peerDeclared, where);
@@ -228,11 +232,14 @@ function checkConfusables(index: ReadonlyMap<string, string>, option: unknown, w
 function layerSet(layer: AllowlistLayer, which: 'tenant' | 'caller'): Set<string> | null {
   if (layer === null || layer === undefined) return null;
   if (typeof layer === 'string' || typeof (layer as Iterable<string>)[Symbol.iterator] !== 'function') {
-    throw new ConfigurationError(`${which} layer: expected an iterable of tool names, null or undefined, got ${describe(layer)}`);
+    throw new ConfigurationError(
+      `${which} layer: expected an iterable of tool names, null or undefined, got ${describe(layer)}`,
+    );
   }
   const set = new Set<string>();
   for (const name of layer) {
-    if (typeof name !== 'string') throw new ConfigurationError(`${which} layer: a tool name must be a string, got ${describe(name)}`);
+    if (typeof name !== 'string')
+      throw new ConfigurationError(`${which} layer: a tool name must be a string, got ${describe(name)}`);
     set.add(canonical(name));
   }
   return set;

@@ -46,7 +46,11 @@ export type DenyDecision = DecisionBase & { readonly effect: 'deny' } & (
     | { readonly stage: 'validation'; readonly by: 'invalid_arguments'; readonly layer: null }
     | { readonly stage: 'allowlist'; readonly by: 'allowlist'; readonly layer: RefusalLayer }
     | { readonly stage: 'policy'; readonly by: 'rule' | 'fallback' | 'rule_error' | 'no_handler'; readonly layer: null }
-    | { readonly stage: 'handler'; readonly by: 'handler' | 'handler_error' | 'handler_timeout' | 'handler_invalid'; readonly layer: null }
+    | {
+        readonly stage: 'handler';
+        readonly by: 'handler' | 'handler_error' | 'handler_timeout' | 'handler_invalid';
+        readonly layer: null;
+      }
     | { readonly stage: 'budget'; readonly by: 'budget'; readonly layer: null }
   );
 

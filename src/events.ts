@@ -23,9 +23,12 @@ export class Emitter<Event extends { readonly type: string }> {
       try {
         listener(event);
       } catch (error) {
-        process.emitWarning(`toolgate: a listener for "${event.type}" threw: ${error instanceof Error ? error.message : String(error)}`, {
-          code: 'TOOLGATE_LISTENER',
-        });
+        process.emitWarning(
+          `toolgate: a listener for "${event.type}" threw: ${error instanceof Error ? error.message : String(error)}`,
+          {
+            code: 'TOOLGATE_LISTENER',
+          },
+        );
       }
     }
   }

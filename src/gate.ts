@@ -11,7 +11,13 @@ import type { AllowDecision, Decision, DecisionBase, DenyDecision } from './deci
 import type { RefusalLayer } from './errors.js';
 import { parseArguments, type NormalizedCall, type UnreadableCall } from './formats/index.js';
 import { canonical, describe } from './names.js';
-import { callHandler, errorText, type AnyHandler, type PermissionHandler, type PermissionRequest } from './permissions/handler.js';
+import {
+  callHandler,
+  errorText,
+  type AnyHandler,
+  type PermissionHandler,
+  type PermissionRequest,
+} from './permissions/handler.js';
 import type { PermissionPolicy, PolicyEvaluation } from './permissions/policy.js';
 import type { PermissionResult } from './permissions/result.js';
 import type { Tool } from './tool.js';
@@ -67,13 +73,28 @@ export interface Evaluated {
 
 /** The outcome of steps 1–5 before an ask is resolved: a final Decision, or an ask for a handler. */
 export type Precheck =
-  | { readonly kind: 'decided'; readonly decision: Decision; readonly tool: Tool | null; readonly args: Record<string, unknown> | null }
-  | { readonly kind: 'ask'; readonly tool: Tool; readonly args: Record<string, unknown>; readonly base: DecisionBase; readonly request: PermissionRequest };
+  | {
+      readonly kind: 'decided';
+      readonly decision: Decision;
+      readonly tool: Tool | null;
+      readonly args: Record<string, unknown> | null;
+    }
+  | {
+      readonly kind: 'ask';
+      readonly tool: Tool;
+      readonly args: Record<string, unknown>;
+      readonly base: DecisionBase;
+      readonly request: PermissionRequest;
+    };
 
 const NONE = {};
 type AllowlistCache = WeakMap<object, WeakMap<object, WeakMap<object, ToolAllowlist>>>;
 // One cache per confusables mode: a list resolved under 'warn' or 'off' must not be reused where 'error' applies.
-const allowlists: Record<ConfusablesMode, AllowlistCache> = { error: new WeakMap(), warn: new WeakMap(), off: new WeakMap() };
+const allowlists: Record<ConfusablesMode, AllowlistCache> = {
+  error: new WeakMap(),
+  warn: new WeakMap(),
+  off: new WeakMap(),
+};
 
 function layerKey(layer: AllowlistLayer): object | null {
   if (layer === null || layer === undefined) return NONE;
@@ -91,7 +112,8 @@ export function allowlistFor(context: GateContext, env: GateEnvironment): ToolAl
   const tk = layerKey(tenant);
   const ck = layerKey(caller);
   const confusables = env.confusables ?? 'warn';
-  if (dk === null || tk === null || ck === null) return ToolAllowlist.resolve(declared, { agent, tenant, caller, confusables });
+  if (dk === null || tk === null || ck === null)
+    return ToolAllowlist.resolve(declared, { agent, tenant, caller, confusables });
   const cache = allowlists[confusables];
   let byTenant = cache.get(dk);
   if (!byTenant) cache.set(dk, (byTenant = new WeakMap()));
@@ -117,7 +139,11 @@ export function agentNameOf(context: GateContext): string {
  * Steps 1–5 for one call, synchronously where the schema is synchronous. Never executes anything and
  * never throws for bad input; throws only for a broken configuration (a colliding declaration).
  */
-export function precheck(call: NormalizedCall | UnreadableCall, context: GateContext, env: GateEnvironment): Precheck | Promise<Precheck> {
+export function precheck(
+  call: NormalizedCall | UnreadableCall,
+  context: GateContext,
+  env: GateEnvironment,
+): Precheck | Promise<Precheck> {
   const form = canonical(call.name);
   const base: DecisionBase = {
     callId: call.id,
@@ -132,26 +158,57 @@ export function precheck(call: NormalizedCall | UnreadableCall, context: GateCon
     asked: null,
     policyVersion: env.policy?.version ?? null,
   };
-  if ('problem' in call) return decided(deny(base, { stage: 'arguments', by: 'malformed_call', layer: null }, call.problem), null, null);
+  if ('problem' in call)
+    return decided(deny(base, { stage: 'arguments', by: 'malformed_call', layer: null }, call.problem), null, null);
   // 1 find tool
   const tool = env.lookup(form);
   if (!tool) {
-    return decided(deny(base, { stage: 'lookup', by: 'unknown_tool', layer: 'not_declared' }, `no tool named ${quote(call.name)} is registered`), null, null);
+    return decided(
+      deny(
+        base,
+        { stage: 'lookup', by: 'unknown_tool', layer: 'not_declared' },
+        `no tool named ${quote(call.name)} is registered`,
+      ),
+      null,
+      null,
+    );
   }
   // 2 parse arguments: malformed JSON is refused, never run as {}
   const parsed = parseArguments(call.arguments);
-  if (!parsed.ok) return decided(deny(base, { stage: 'arguments', by: 'malformed_arguments', layer: null }, parsed.problem), tool, null);
+  if (!parsed.ok)
+    return decided(
+      deny(base, { stage: 'arguments', by: 'malformed_arguments', layer: null }, parsed.problem),
+      tool,
+      null,
+    );
   // 3 validate against the tool's schema
   let validation;
   try {
     validation = tool.validate(parsed.value);
   } catch (error) {
-    return decided(deny(base, { stage: 'validation', by: 'invalid_arguments', layer: null }, `validating the arguments failed: ${errorText(error)}`), tool, null);
+    return decided(
+      deny(
+        base,
+        { stage: 'validation', by: 'invalid_arguments', layer: null },
+        `validating the arguments failed: ${errorText(error)}`,
+      ),
+      tool,
+      null,
+    );
   }
   if (validation instanceof Promise) {
     return validation.then(
       (result) => afterValidation(result, tool, base, context, env),
-      (error: unknown) => decided(deny(base, { stage: 'validation', by: 'invalid_arguments', layer: null }, `validating the arguments failed: ${errorText(error)}`), tool, null),
+      (error: unknown) =>
+        decided(
+          deny(
+            base,
+            { stage: 'validation', by: 'invalid_arguments', layer: null },
+            `validating the arguments failed: ${errorText(error)}`,
+          ),
+          tool,
+          null,
+        ),
     );
   }
   return afterValidation(validation, tool, base, context, env);
@@ -166,7 +223,11 @@ function afterValidation(
 ): Precheck {
   if (!validation.ok) {
     return decided(
-      deny(base, { stage: 'validation', by: 'invalid_arguments', layer: null }, `the arguments do not match the schema of ${quote(tool.name)}: ${issueText(validation.issues)}`),
+      deny(
+        base,
+        { stage: 'validation', by: 'invalid_arguments', layer: null },
+        `the arguments do not match the schema of ${quote(tool.name)}: ${issueText(validation.issues)}`,
+      ),
       tool,
       null,
     );
@@ -176,7 +237,12 @@ function afterValidation(
   // 4 allowlist, resolved for this dispatch
   const allowlist = allowlistFor(context, env);
   const layer = allowlist[REFUSAL_OF](base.canonical);
-  if (layer !== null) return decided(deny(withArgs, { stage: 'allowlist', by: 'allowlist', layer }, refusalText(base.tool, base.agent, layer)), tool, args);
+  if (layer !== null)
+    return decided(
+      deny(withArgs, { stage: 'allowlist', by: 'allowlist', layer }, refusalText(base.tool, base.agent, layer)),
+      tool,
+      args,
+    );
   // 5 policy on the validated arguments
   const policy = env.policy;
   if (!policy) return decided(allow(withArgs, 'no_policy', 'no permission policy is set'), tool, args);
@@ -185,15 +251,23 @@ function afterValidation(
 }
 
 /** Turns a policy evaluation into a final Decision or an ask. */
-export function fromEvaluation(evaluation: PolicyEvaluation, tool: Tool, args: Record<string, unknown>, base: DecisionBase): Precheck {
+export function fromEvaluation(
+  evaluation: PolicyEvaluation,
+  tool: Tool,
+  args: Record<string, unknown>,
+  base: DecisionBase,
+): Precheck {
   const rule = evaluation.rule?.name ?? null;
   const withRule: DecisionBase = { ...base, rule };
   if (evaluation.by === 'rule_error') {
     return decided(deny(withRule, { stage: 'policy', by: 'rule_error', layer: null }, evaluation.error), tool, args);
   }
-  const reason = evaluation.rule ? evaluation.rule.reason : `no rule matched; the policy's fallback is ${evaluation.result}`;
+  const reason = evaluation.rule
+    ? evaluation.rule.reason
+    : `no rule matched; the policy's fallback is ${evaluation.result}`;
   if (evaluation.result === 'allow') return decided(allow(withRule, evaluation.by, reason), tool, args);
-  if (evaluation.result === 'deny') return decided(deny(withRule, { stage: 'policy', by: evaluation.by, layer: null }, reason), tool, args);
+  if (evaluation.result === 'deny')
+    return decided(deny(withRule, { stage: 'policy', by: evaluation.by, layer: null }, reason), tool, args);
   const request: PermissionRequest = {
     toolName: tool.name,
     parameters: args,
@@ -233,9 +307,21 @@ export interface PendingAsk {
  * registry's fallback. Any handler failure denies; `pending` is an answer only on a route that accepts it.
  */
 export async function resolveAsk(ask: Extract<Precheck, { kind: 'ask' }>, env: GateEnvironment): Promise<Decision>;
-export async function resolveAsk(ask: Extract<Precheck, { kind: 'ask' }>, env: GateEnvironment, route: AskRoute & { readonly pending: true }): Promise<Decision | PendingAsk>;
-export async function resolveAsk(ask: Extract<Precheck, { kind: 'ask' }>, env: GateEnvironment, route: AskRoute & { readonly pending?: false }): Promise<Decision>;
-export async function resolveAsk(ask: Extract<Precheck, { kind: 'ask' }>, env: GateEnvironment, route?: AskRoute): Promise<Decision | PendingAsk> {
+export async function resolveAsk(
+  ask: Extract<Precheck, { kind: 'ask' }>,
+  env: GateEnvironment,
+  route: AskRoute & { readonly pending: true },
+): Promise<Decision | PendingAsk>;
+export async function resolveAsk(
+  ask: Extract<Precheck, { kind: 'ask' }>,
+  env: GateEnvironment,
+  route: AskRoute & { readonly pending?: false },
+): Promise<Decision>;
+export async function resolveAsk(
+  ask: Extract<Precheck, { kind: 'ask' }>,
+  env: GateEnvironment,
+  route?: AskRoute,
+): Promise<Decision | PendingAsk> {
   const chain: [AnyHandler | null, DecisionBase['asked']][] = [
     [env.policy?.handler ?? null, 'policy'],
     [route?.handler ?? null, route?.asked ?? null],
@@ -244,20 +330,43 @@ export async function resolveAsk(ask: Extract<Precheck, { kind: 'ask' }>, env: G
   const [handler, asked] = chain.find(([h]) => h !== null) ?? [null, null];
   if (!handler) {
     const fallback = env.handlerFallback;
-    if (fallback === 'allow') return allow(ask.base, 'fallback', `${ask.base.reason} (asked, no handler; the fallback allows)`);
-    return deny(ask.base, { stage: 'policy', by: 'no_handler', layer: null }, `${ask.base.reason}; approval was required and no permission handler is set`);
+    if (fallback === 'allow')
+      return allow(ask.base, 'fallback', `${ask.base.reason} (asked, no handler; the fallback allows)`);
+    return deny(
+      ask.base,
+      { stage: 'policy', by: 'no_handler', layer: null },
+      `${ask.base.reason}; approval was required and no permission handler is set`,
+    );
   }
   const outcome = await callHandler(handler, ask.request, env.handlerTimeoutMs, { pending: route?.pending === true });
   const base: DecisionBase = { ...ask.base, asked };
   if (outcome.answer === 'pending') return { effect: 'pending', base, request: ask.request };
   if (outcome.answer === 'allow') return allow(base, 'handler', `${ask.base.reason} (approved)`);
-  if (outcome.failure === undefined) return deny(base, { stage: 'handler', by: 'handler', layer: null }, `${ask.base.reason}; the approver denied the call`);
-  const by = outcome.failure === 'timeout' ? 'handler_timeout' : outcome.failure === 'threw' ? 'handler_error' : 'handler_invalid';
-  return deny(base, { stage: 'handler', by, layer: null }, `${ask.base.reason}; ${outcome.detail}, so the call is denied`);
+  if (outcome.failure === undefined)
+    return deny(
+      base,
+      { stage: 'handler', by: 'handler', layer: null },
+      `${ask.base.reason}; the approver denied the call`,
+    );
+  const by =
+    outcome.failure === 'timeout'
+      ? 'handler_timeout'
+      : outcome.failure === 'threw'
+        ? 'handler_error'
+        : 'handler_invalid';
+  return deny(
+    base,
+    { stage: 'handler', by, layer: null },
+    `${ask.base.reason}; ${outcome.detail}, so the call is denied`,
+  );
 }
 
 /** Steps 1–5 including the handler: the Decision for one call. */
-export async function decide(call: NormalizedCall | UnreadableCall, context: GateContext, env: GateEnvironment): Promise<{ decision: Decision; tool: Tool | null; args: Record<string, unknown> | null }> {
+export async function decide(
+  call: NormalizedCall | UnreadableCall,
+  context: GateContext,
+  env: GateEnvironment,
+): Promise<{ decision: Decision; tool: Tool | null; args: Record<string, unknown> | null }> {
   const pre = await precheck(call, context, env);
   if (pre.kind === 'decided') return pre;
   return { decision: await resolveAsk(pre, env), tool: pre.tool, args: pre.args };
@@ -272,7 +381,14 @@ type DenyParts = Pick<DenyDecision, 'stage' | 'by' | 'layer'>;
 // Every Decision is built here, field by field in one order, so all Decisions share one object shape:
 // spreading bases of many shapes made the object-clone path megamorphic, and a decision cost
 // microseconds instead of nanoseconds (bench/, issue 6).
-function record(base: DecisionBase, reason: string, effect: Decision['effect'], stage: Decision['stage'], by: Decision['by'], layer: Decision['layer']): Decision {
+function record(
+  base: DecisionBase,
+  reason: string,
+  effect: Decision['effect'],
+  stage: Decision['stage'],
+  by: Decision['by'],
+  layer: Decision['layer'],
+): Decision {
   return Object.freeze({
     callId: base.callId,
     tool: base.tool,
@@ -330,6 +446,11 @@ export function refusalContent(decision: DenyDecision): string {
   if (decision.stage === 'lookup' || decision.stage === 'arguments' || decision.stage === 'validation') {
     return `Tool call rejected: ${decision.reason}.`;
   }
-  const by = decision.stage === 'allowlist' ? `layer ${decision.layer}` : decision.rule ? `rule ${JSON.stringify(decision.rule)}` : decision.stage;
+  const by =
+    decision.stage === 'allowlist'
+      ? `layer ${decision.layer}`
+      : decision.rule
+        ? `rule ${JSON.stringify(decision.rule)}`
+        : decision.stage;
   return `Tool call refused (${by}): ${decision.reason}. This decision is final and cannot be appealed; do not retry it.`;
 }

@@ -6,7 +6,14 @@
 export { canonical } from './names.js';
 export { skeleton, findConfusables, CONFUSABLES_VERSION } from './unicode/confusables.js';
 export type { ConfusablesMode, ConfusablePair } from './unicode/confusables.js';
-export { ToolgateError, ConfigurationError, ToolNotPermittedError, RunStateError, ErrorCode, isToolgateError } from './errors.js';
+export {
+  ToolgateError,
+  ConfigurationError,
+  ToolNotPermittedError,
+  RunStateError,
+  ErrorCode,
+  isToolgateError,
+} from './errors.js';
 export type { RefusalLayer } from './errors.js';
 export { ToolAllowlist, ToolAllowlistGuard } from './allowlist.js';
 export type { AllowlistLayer, ToolAllowlistOptions, ToolAllowlistGuardOptions, ToolDecision } from './allowlist.js';
@@ -19,7 +26,15 @@ export {
   ASK_NETWORK,
   ASK_FILE_SYSTEM,
 } from './permissions/index.js';
-export type { PermissionRule, PermissionPolicyOptions, PolicyEvaluation, RuleTrace, PermissionHandler, PermissionRequest, HandlerAnswer } from './permissions/index.js';
+export type {
+  PermissionRule,
+  PermissionPolicyOptions,
+  PolicyEvaluation,
+  RuleTrace,
+  PermissionHandler,
+  PermissionRequest,
+  HandlerAnswer,
+} from './permissions/index.js';
 export { defineTool, ToolTag } from './tool.js';
 export type { Tool, ToolDefinition, ToolMetadata, ToolMetadataInput, ToolExecution, ToolLocality } from './tool.js';
 export type { StandardSchemaV1, JsonSchema, ToolParameters } from './schema.js';

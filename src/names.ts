@@ -102,8 +102,15 @@ export function declaredName(name: unknown, where: string): string {
  * canonical form are a ConfigurationError quoting both, since which one a call reached would otherwise
  * depend on iteration order.
  */
-export function canonicalIndex(names: Iterable<unknown>, where: string): { names: string[]; index: Map<string, string> } {
-  if (names === null || typeof names !== 'object' || typeof (names as Iterable<unknown>)[Symbol.iterator] !== 'function') {
+export function canonicalIndex(
+  names: Iterable<unknown>,
+  where: string,
+): { names: string[]; index: Map<string, string> } {
+  if (
+    names === null ||
+    typeof names !== 'object' ||
+    typeof (names as Iterable<unknown>)[Symbol.iterator] !== 'function'
+  ) {
     throw new ConfigurationError(`${where}: expected an iterable of tool names, got ${describe(names)}`);
   }
   const index = new Map<string, string>();

@@ -18,7 +18,15 @@ import {
   type ToolSchema,
   type UnreadableCall,
 } from './formats/index.js';
-import { allowlistFor, precheck, refusalContent, resolveAsk, type GateContext, type GateEnvironment, type Precheck } from './gate.js';
+import {
+  allowlistFor,
+  precheck,
+  refusalContent,
+  resolveAsk,
+  type GateContext,
+  type GateEnvironment,
+  type Precheck,
+} from './gate.js';
 import { canonical, describe } from './names.js';
 import { errorText, isPermissionHandler, type PermissionHandler } from './permissions/handler.js';
 import { PermissionPolicy } from './permissions/policy.js';
@@ -83,7 +91,13 @@ export type RegistryEvent =
       readonly decision: DenyDecision;
     }
   | { readonly type: 'tool_decided'; readonly decision: Decision }
-  | { readonly type: 'tool_executed'; readonly callId: string; readonly tool: string; readonly status: 'ok' | 'error'; readonly durationMs: number };
+  | {
+      readonly type: 'tool_executed';
+      readonly callId: string;
+      readonly tool: string;
+      readonly status: 'ok' | 'error';
+      readonly durationMs: number;
+    };
 
 /** Call shapes and the results they get back. */
 export type ToolCallResult = ShapedToolResult | ToolResult;
@@ -159,7 +173,8 @@ export class ToolRegistry {
   }
 
   setPermissionPolicy(policy: PermissionPolicy): void {
-    if (!(policy instanceof PermissionPolicy)) throw new TypeError(`setPermissionPolicy expects a PermissionPolicy, got ${describe(policy)}`);
+    if (!(policy instanceof PermissionPolicy))
+      throw new TypeError(`setPermissionPolicy expects a PermissionPolicy, got ${describe(policy)}`);
     this.#policy = policy;
     this.#events.emit({ type: 'policy_changed', policy });
   }
@@ -179,9 +194,13 @@ export class ToolRegistry {
    * is what `ask` becomes when no handler is reachable. @default fallback 'deny'
    */
   setPermissionHandler(handler: PermissionHandler, options: { readonly fallback?: PermissionResult } = {}): void {
-    if (!isPermissionHandler(handler)) throw new TypeError(`setPermissionHandler expects a function or an object with handle(request), got ${describe(handler)}`);
+    if (!isPermissionHandler(handler))
+      throw new TypeError(
+        `setPermissionHandler expects a function or an object with handle(request), got ${describe(handler)}`,
+      );
     const fallback = options.fallback ?? PermissionResult.DENY;
-    if (!isPermissionResult(fallback)) throw new TypeError(`option "fallback" must be 'allow', 'deny' or 'ask', got ${describe(fallback)}`);
+    if (!isPermissionResult(fallback))
+      throw new TypeError(`option "fallback" must be 'allow', 'deny' or 'ask', got ${describe(fallback)}`);
     this.#handler = handler;
     this.#handlerFallback = fallback;
     this.#events.emit({ type: 'handler_changed', handler });
@@ -208,7 +227,8 @@ export class ToolRegistry {
 
   /** The tool schemas a model may be shown for this context: only what its allowlist permits, in declared order. */
   schemas(format: SchemaFormat, context: GateContext = {}): ToolSchema[] {
-    if (!SCHEMA_FORMATS.includes(format)) throw new TypeError(`schemas(): format must be one of ${SCHEMA_FORMATS.join(', ')}, got ${describe(format)}`);
+    if (!SCHEMA_FORMATS.includes(format))
+      throw new TypeError(`schemas(): format must be one of ${SCHEMA_FORMATS.join(', ')}, got ${describe(format)}`);
     const out: ToolSchema[] = [];
     for (const name of this.allowlist(context).names) {
       const tool = this.get(name);
@@ -234,7 +254,8 @@ export class ToolRegistry {
    * its call; a refused call is an error result in its place and does not stop the others.
    */
   async executeToolCalls(calls: readonly ToolCallInput[], context: GateContext = {}): Promise<ToolCallResult[]> {
-    if (!Array.isArray(calls)) throw new TypeError(`executeToolCalls expects an array of tool calls, got ${describe(calls)}`);
+    if (!Array.isArray(calls))
+      throw new TypeError(`executeToolCalls expects an array of tool calls, got ${describe(calls)}`);
     const read = calls.map(readCall);
     const results = await this.#dispatchRead(read, context);
     return results.map((result, i) => formatResult(read[i]!.format, result) ?? result);
@@ -266,10 +287,20 @@ export class ToolRegistry {
     this.#events.emit(event);
   }
 
-  async #resolve(pre: Precheck, env: GateEnvironment): Promise<{ decision: Decision; tool: Tool | null; args: Record<string, unknown> | null }> {
+  async #resolve(
+    pre: Precheck,
+    env: GateEnvironment,
+  ): Promise<{ decision: Decision; tool: Tool | null; args: Record<string, unknown> | null }> {
     let outcome: { decision: Decision; tool: Tool | null; args: Record<string, unknown> | null };
     if (pre.kind === 'ask') {
-      this.#events.emit({ type: 'permission_asked', tool: pre.tool.name, callId: pre.base.callId, reason: pre.request.reason, ruleName: pre.request.ruleName, parameters: pre.args });
+      this.#events.emit({
+        type: 'permission_asked',
+        tool: pre.tool.name,
+        callId: pre.base.callId,
+        reason: pre.request.reason,
+        ruleName: pre.request.ruleName,
+        parameters: pre.args,
+      });
       outcome = { decision: await resolveAsk(pre, env), tool: pre.tool, args: pre.args };
     } else {
       outcome = pre;
@@ -294,7 +325,10 @@ export class ToolRegistry {
     this.#events.emit({ type: 'tool_decided', decision });
   }
 
-  async #dispatchRead(calls: readonly (NormalizedCall | UnreadableCall)[], context: GateContext): Promise<ToolResult[]> {
+  async #dispatchRead(
+    calls: readonly (NormalizedCall | UnreadableCall)[],
+    context: GateContext,
+  ): Promise<ToolResult[]> {
     const env = this.environment();
     // Every call is decided before any runs, so a refusal late in the batch cannot follow a side effect
     // that an earlier approval prompt was shown without.
@@ -335,7 +369,12 @@ export class ToolRegistry {
    * Keyed by a symbol that only toolgate's own routes import, so no caller outside the package can run a
    * tool with a Decision it made up (the public routes all decide first).
    */
-  async [RUN_ALLOWED](tool: Tool, args: Record<string, unknown>, decision: Decision, context: GateContext): Promise<ToolResult> {
+  async [RUN_ALLOWED](
+    tool: Tool,
+    args: Record<string, unknown>,
+    decision: Decision,
+    context: GateContext,
+  ): Promise<ToolResult> {
     if (decision.effect !== 'allow') return refused(decision);
     // Only the gate's own allow Decisions execute, and only with the arguments they were decided on.
     if (args !== decision.parameters) {
@@ -363,11 +402,38 @@ export class ToolRegistry {
         });
         value = await Promise.race([value, timedOut]);
       }
-      this.#events.emit({ type: 'tool_executed', callId: decision.callId, tool: decision.tool, status: 'ok', durationMs: performance.now() - started });
-      return { callId: decision.callId, tool: decision.tool, status: 'ok', isError: false, content: contentOf(value), value, decision };
+      this.#events.emit({
+        type: 'tool_executed',
+        callId: decision.callId,
+        tool: decision.tool,
+        status: 'ok',
+        durationMs: performance.now() - started,
+      });
+      return {
+        callId: decision.callId,
+        tool: decision.tool,
+        status: 'ok',
+        isError: false,
+        content: contentOf(value),
+        value,
+        decision,
+      };
     } catch (error) {
-      this.#events.emit({ type: 'tool_executed', callId: decision.callId, tool: decision.tool, status: 'error', durationMs: performance.now() - started });
-      return { callId: decision.callId, tool: decision.tool, status: 'error', isError: true, content: `Tool ${JSON.stringify(decision.tool)} failed: ${errorText(error)}`, decision };
+      this.#events.emit({
+        type: 'tool_executed',
+        callId: decision.callId,
+        tool: decision.tool,
+        status: 'error',
+        durationMs: performance.now() - started,
+      });
+      return {
+        callId: decision.callId,
+        tool: decision.tool,
+        status: 'error',
+        isError: true,
+        content: `Tool ${JSON.stringify(decision.tool)} failed: ${errorText(error)}`,
+        decision,
+      };
     } finally {
       clearTimeout(timer);
       outer?.removeEventListener('abort', onAbort);
@@ -407,15 +473,31 @@ class Execution implements ToolExecution {
 
 /** The error result of a refused call. */
 export function refused(decision: DenyDecision): ToolResult {
-  return { callId: decision.callId, tool: decision.tool, status: 'refused', isError: true, content: refusalContent(decision), decision };
+  return {
+    callId: decision.callId,
+    tool: decision.tool,
+    status: 'refused',
+    isError: true,
+    content: refusalContent(decision),
+    decision,
+  };
 }
 
 function isThenable(value: unknown): value is PromiseLike<unknown> {
-  return (typeof value === 'object' || typeof value === 'function') && value !== null && typeof (value as PromiseLike<unknown>).then === 'function';
+  return (
+    (typeof value === 'object' || typeof value === 'function') &&
+    value !== null &&
+    typeof (value as PromiseLike<unknown>).then === 'function'
+  );
 }
 
 function isTool(value: unknown): value is Tool {
-  return typeof value === 'object' && value !== null && typeof (value as Tool).canonicalName === 'string' && typeof (value as Tool).validate === 'function';
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    typeof (value as Tool).canonicalName === 'string' &&
+    typeof (value as Tool).validate === 'function'
+  );
 }
 
 function contentOf(value: unknown): string {
@@ -431,7 +513,9 @@ function contentOf(value: unknown): string {
 function positive(value: unknown, option: string, fallback: number): number {
   if (value === undefined) return fallback;
   if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) {
-    throw new TypeError(`ToolRegistry option "${option}" must be a positive number of milliseconds, got ${describe(value)}`);
+    throw new TypeError(
+      `ToolRegistry option "${option}" must be a positive number of milliseconds, got ${describe(value)}`,
+    );
   }
   return value;
 }

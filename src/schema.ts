@@ -14,12 +14,18 @@ export interface StandardSchemaV1<Input = unknown, Output = Input> {
     readonly validate: (value: unknown) => StandardResult<Output> | Promise<StandardResult<Output>>;
     readonly types?: { readonly input: Input; readonly output: Output } | undefined;
     /** Standard JSON Schema (optional): how the schema describes itself to a model. */
-    readonly jsonSchema?: { readonly input: (options: { readonly target: string }) => Record<string, unknown> } | undefined;
+    readonly jsonSchema?:
+      { readonly input: (options: { readonly target: string }) => Record<string, unknown> } | undefined;
   };
 }
 type StandardResult<Output> =
   | { readonly value: Output; readonly issues?: undefined }
-  | { readonly issues: ReadonlyArray<{ readonly message: string; readonly path?: ReadonlyArray<PropertyKey | { readonly key: PropertyKey }> | undefined }> };
+  | {
+      readonly issues: ReadonlyArray<{
+        readonly message: string;
+        readonly path?: ReadonlyArray<PropertyKey | { readonly key: PropertyKey }> | undefined;
+      }>;
+    };
 
 /** A JSON Schema object (draft-07 or 2020-12 keywords as Ajv understands them). */
 export type JsonSchema = { readonly [keyword: string]: unknown };
@@ -56,7 +62,10 @@ export function compileValidator(parameters: ToolParameters): Validator {
   return (value) =>
     check(value)
       ? { ok: true, value }
-      : { ok: false, issues: (check.errors ?? []).map((e) => `${e.instancePath || '(root)'} ${e.message ?? 'is invalid'}`) };
+      : {
+          ok: false,
+          issues: (check.errors ?? []).map((e) => `${e.instancePath || '(root)'} ${e.message ?? 'is invalid'}`),
+        };
 }
 
 function fromStandard(result: StandardResult<unknown>): ValidationResult {

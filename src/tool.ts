@@ -3,7 +3,14 @@
  */
 import { ConfigurationError } from './errors.js';
 import { declaredName, describe, namespaceOf } from './names.js';
-import { compileValidator, jsonSchemaOf, type JsonSchema, type StandardSchemaV1, type ToolParameters, type Validator } from './schema.js';
+import {
+  compileValidator,
+  jsonSchemaOf,
+  type JsonSchema,
+  type StandardSchemaV1,
+  type ToolParameters,
+  type Validator,
+} from './schema.js';
 
 /** The predefined tags of the Permission System spec. */
 export const ToolTag = {
@@ -104,7 +111,9 @@ export function defineTool<Args extends Record<string, unknown>>(definition: Too
     throw new ConfigurationError(`${where}: "execute" must be a function, got ${describe(definition.execute)}`);
   }
   if (typeof definition.parameters !== 'object' || definition.parameters === null) {
-    throw new ConfigurationError(`${where}: "parameters" must be a Standard Schema or a JSON Schema object, got ${describe(definition.parameters)}`);
+    throw new ConfigurationError(
+      `${where}: "parameters" must be a Standard Schema or a JSON Schema object, got ${describe(definition.parameters)}`,
+    );
   }
   let validate: Validator;
   try {
@@ -139,12 +148,15 @@ export function toolMetadata(input: ToolMetadataInput | undefined, where: string
   }
   const customTags = new Set<string>();
   for (const tag of input?.customTags ?? []) {
-    if (typeof tag !== 'string' || tag === '') throw new ConfigurationError(`${where}: a custom tag must be a non-empty string, got ${describe(tag)}`);
+    if (typeof tag !== 'string' || tag === '')
+      throw new ConfigurationError(`${where}: a custom tag must be a non-empty string, got ${describe(tag)}`);
     customTags.add(tag);
   }
   const timeoutMs = input?.timeoutMs;
   if (timeoutMs !== undefined && !(typeof timeoutMs === 'number' && timeoutMs > 0 && Number.isFinite(timeoutMs))) {
-    throw new ConfigurationError(`${where}: "timeoutMs" must be a positive number of milliseconds, got ${describe(timeoutMs)}`);
+    throw new ConfigurationError(
+      `${where}: "timeoutMs" must be a positive number of milliseconds, got ${describe(timeoutMs)}`,
+    );
   }
   const locality = input?.locality ?? 'any';
   if (locality !== 'local' && locality !== 'remote' && locality !== 'any') {

@@ -52,23 +52,35 @@ export function casbinPolicy(scenario: Scenario): string {
   ];
   scenario.rules.forEach((rule, i) => {
     const sel = rule.selector.kind === 'name' ? naiveCanonical(rule.selector.name) : rule.selector.tag;
-    lines.push(`p, ${10 + i}, ${rule.selector.kind}, ${sel}, ${condition(rule.condition)}, ${rule.effect}, rule:${rule.id}`);
+    lines.push(
+      `p, ${10 + i}, ${rule.selector.kind}, ${sel}, ${condition(rule.condition)}, ${rule.effect}, rule:${rule.id}`,
+    );
   });
   for (const name of scenario.declared) lines.push(`g, ${naiveCanonical(name)}, ${scenario.agent}`);
   for (const name of scenario.tenant) lines.push(`g2, ${naiveCanonical(name)}, ${scenario.tenantId}`);
   for (const name of scenario.caller) lines.push(`g3, ${naiveCanonical(name)}, ${scenario.callerId}`);
-  for (const tool of scenario.tools) for (const tag of [...tool.tags, ...tool.customTags]) lines.push(`g4, ${naiveCanonical(tool.name)}, ${tag}`);
+  for (const tool of scenario.tools)
+    for (const tag of [...tool.tags, ...tool.customTags]) lines.push(`g4, ${naiveCanonical(tool.name)}, ${tag}`);
   return lines.join('\n');
 }
 
 export async function casbinEngine(scenario: Scenario): Promise<Engine> {
-  const enforcer: Enforcer = await newEnforcer(newModelFromString(CASBIN_MODEL), new StringAdapter(casbinPolicy(scenario)));
+  const enforcer: Enforcer = await newEnforcer(
+    newModelFromString(CASBIN_MODEL),
+    new StringAdapter(casbinPolicy(scenario)),
+  );
   const { agent, tenantId, callerId } = scenario;
   return {
     name: 'casbin',
     explains: 'first-match',
     explain(call): Verdict {
-      const [allowed, line] = enforcer.enforceExSync(agent, tenantId, callerId, naiveCanonical(call.name), call.arguments);
+      const [allowed, line] = enforcer.enforceExSync(
+        agent,
+        tenantId,
+        callerId,
+        naiveCanonical(call.name),
+        call.arguments,
+      );
       const because = (line.length === 0 ? 'fallback' : line[5]) as Because;
       return { effect: allowed ? 'allow' : 'deny', because: [because] };
     },

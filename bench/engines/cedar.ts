@@ -32,7 +32,9 @@ function condition(c: Condition): string | null {
 }
 
 function scope(s: Selector): string {
-  return s.kind === 'name' ? `resource == Tool::${JSON.stringify(naiveCanonical(s.name))}` : `resource in Tag::${JSON.stringify(s.tag)}`;
+  return s.kind === 'name'
+    ? `resource == Tool::${JSON.stringify(naiveCanonical(s.name))}`
+    : `resource in Tag::${JSON.stringify(s.tag)}`;
 }
 
 function term(rule: RuleSpec): string {
@@ -82,7 +84,8 @@ export function cedarPolicies(scenario: Scenario): Record<string, string> {
 export function cedarEngine(scenario: Scenario): Engine {
   const id = `bench-${scenario.size}-${++sets}`;
   const parsed = cedar.preparsePolicySet(id, { staticPolicies: cedarPolicies(scenario) });
-  if (parsed.type !== 'success') throw new Error(`cedar: the policy set does not parse: ${parsed.errors.map((e) => e.message).join('; ')}`);
+  if (parsed.type !== 'success')
+    throw new Error(`cedar: the policy set does not parse: ${parsed.errors.map((e) => e.message).join('; ')}`);
   const principal = { type: 'Agent', id: scenario.agent };
   const action = { type: 'Action', id: 'call' };
   const tenant = { __entity: { type: 'Plan', id: scenario.tenantId } };
@@ -96,7 +99,9 @@ export function cedarEngine(scenario: Scenario): Engine {
     if (declared.has(tool.name)) parents.push(principal);
     if (inTenant.has(tool.name)) parents.push(tenant.__entity);
     if (inCaller.has(tool.name)) parents.push(caller.__entity);
-    entities.set(naiveCanonical(tool.name), [{ uid: { type: 'Tool', id: naiveCanonical(tool.name) }, attrs: {}, parents }]);
+    entities.set(naiveCanonical(tool.name), [
+      { uid: { type: 'Tool', id: naiveCanonical(tool.name) }, attrs: {}, parents },
+    ]);
   }
   const none: cedar.EntityJson[] = [];
 
@@ -119,7 +124,8 @@ export function cedarEngine(scenario: Scenario): Engine {
     explains: 'determining-set',
     explain(call): Verdict {
       const response = authorize(call);
-      if (response.diagnostics.errors.length > 0) throw new Error(`cedar: ${response.diagnostics.errors.map((e) => e.error.message).join('; ')}`);
+      if (response.diagnostics.errors.length > 0)
+        throw new Error(`cedar: ${response.diagnostics.errors.map((e) => e.error.message).join('; ')}`);
       return { effect: response.decision, because: response.diagnostics.reason as Because[] };
     },
     run(calls, from, count) {

@@ -15,8 +15,12 @@ export function naiveEngine(scenario: Scenario): Engine {
   const declared = new Set(scenario.declared.map(naiveCanonical));
   const tenant = new Set(scenario.tenant.map(naiveCanonical));
   const caller = new Set(scenario.caller.map(naiveCanonical));
-  const tagsOf = new Map(scenario.tools.map((t) => [naiveCanonical(t.name), new Set<string>([...t.tags, ...t.customTags])]));
-  const rules: readonly RuleSpec[] = scenario.rules.map((r) => (r.selector.kind === 'name' ? { ...r, selector: { kind: 'name', name: naiveCanonical(r.selector.name) } } : r));
+  const tagsOf = new Map(
+    scenario.tools.map((t) => [naiveCanonical(t.name), new Set<string>([...t.tags, ...t.customTags])]),
+  );
+  const rules: readonly RuleSpec[] = scenario.rules.map((r) =>
+    r.selector.kind === 'name' ? { ...r, selector: { kind: 'name', name: naiveCanonical(r.selector.name) } } : r,
+  );
 
   function decide(call: BenchCall): Because | RuleSpec {
     const name = naiveCanonical(call.name);
@@ -50,4 +54,3 @@ export function naiveEngine(scenario: Scenario): Engine {
     },
   };
 }
-

@@ -33,11 +33,21 @@ function match(condition: Condition): PermissionRule['match'] {
 }
 
 /** The scenario as a registry (tools with a no-op `execute`, synchronous or async), its policy and the dispatch context. */
-export function toolgateSetup(scenario: Scenario, options: { readonly asyncTools?: boolean } = {}): { registry: ToolRegistry; context: GateContext } {
+export function toolgateSetup(
+  scenario: Scenario,
+  options: { readonly asyncTools?: boolean } = {},
+): { registry: ToolRegistry; context: GateContext } {
   const registry = new ToolRegistry();
   const execute = options.asyncTools ? async (): Promise<undefined> => undefined : (): undefined => undefined;
   for (const tool of scenario.tools) {
-    registry.register(defineTool({ name: tool.name, parameters: ARGUMENTS_SCHEMA, metadata: { tags: tool.tags, customTags: tool.customTags }, execute }));
+    registry.register(
+      defineTool({
+        name: tool.name,
+        parameters: ARGUMENTS_SCHEMA,
+        metadata: { tags: tool.tags, customTags: tool.customTags },
+        execute,
+      }),
+    );
   }
   const rules: PermissionRule[] = scenario.rules.map((r) => {
     const m = match(r.condition);
@@ -58,7 +68,8 @@ export function toolgateSetup(scenario: Scenario, options: { readonly asyncTools
 }
 
 function sync(pre: Precheck | Promise<Precheck>): Precheck {
-  if (pre instanceof Promise) throw new Error('toolgate engine: precheck went asynchronous; the bench expects a synchronous schema');
+  if (pre instanceof Promise)
+    throw new Error('toolgate engine: precheck went asynchronous; the bench expects a synchronous schema');
   return pre;
 }
 
@@ -70,7 +81,8 @@ export function toolgateEngine(scenario: Scenario): Engine {
     explains: 'first-match',
     explain(call): Verdict {
       const pre = sync(precheck(call, context, env));
-      if (pre.kind !== 'decided') throw new Error(`toolgate engine: ${call.name} was asked; the scenario has no ask rules`);
+      if (pre.kind !== 'decided')
+        throw new Error(`toolgate engine: ${call.name} was asked; the scenario has no ask rules`);
       const d = pre.decision;
       let because: Because;
       if (d.effect === 'deny' && (d.stage === 'lookup' || d.stage === 'allowlist')) because = `layer:${d.layer}`;

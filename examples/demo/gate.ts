@@ -3,22 +3,74 @@
  * scopes, one agent, and a policy with a rule that denies, a rule that asks, and a human who answers.
  */
 import { z } from 'zod';
-import { ALLOW_READONLY, defineTool, DENY_PRIVILEGED, PermissionPolicy, ToolRegistry, ToolTag, type Decision, type GateContext } from '../../src/index.js';
+import {
+  ALLOW_READONLY,
+  defineTool,
+  DENY_PRIVILEGED,
+  PermissionPolicy,
+  ToolRegistry,
+  ToolTag,
+  type Decision,
+  type GateContext,
+} from '../../src/index.js';
 
 export async function gateDemo(print: (line: string) => void): Promise<void> {
   const registry = new ToolRegistry();
-  registry.register(defineTool({ name: 'search_orders', description: 'Find orders', parameters: z.object({ query: z.string() }), metadata: { tags: [ToolTag.READ_ONLY] }, execute: ({ query }) => `3 orders match "${query}"` }));
-  registry.register(defineTool({ name: 'refund', description: 'Refund an order', parameters: z.object({ order: z.string(), amount: z.number().positive() }), metadata: { tags: [ToolTag.DESTRUCTIVE] }, execute: ({ order, amount }) => `refunded ${amount} on ${order}` }));
-  registry.register(defineTool({ name: 'export_customers', description: 'Export all customers', parameters: z.object({}), metadata: { tags: [ToolTag.READ_ONLY], customTags: ['bulk_pii'] }, execute: () => 'exported' }));
-  registry.register(defineTool({ name: 'delete_account', description: 'Delete an account', parameters: z.object({ account: z.string() }), metadata: { tags: [ToolTag.PRIVILEGED, ToolTag.DESTRUCTIVE] }, execute: () => 'deleted' }));
+  registry.register(
+    defineTool({
+      name: 'search_orders',
+      description: 'Find orders',
+      parameters: z.object({ query: z.string() }),
+      metadata: { tags: [ToolTag.READ_ONLY] },
+      execute: ({ query }) => `3 orders match "${query}"`,
+    }),
+  );
+  registry.register(
+    defineTool({
+      name: 'refund',
+      description: 'Refund an order',
+      parameters: z.object({ order: z.string(), amount: z.number().positive() }),
+      metadata: { tags: [ToolTag.DESTRUCTIVE] },
+      execute: ({ order, amount }) => `refunded ${amount} on ${order}`,
+    }),
+  );
+  registry.register(
+    defineTool({
+      name: 'export_customers',
+      description: 'Export all customers',
+      parameters: z.object({}),
+      metadata: { tags: [ToolTag.READ_ONLY], customTags: ['bulk_pii'] },
+      execute: () => 'exported',
+    }),
+  );
+  registry.register(
+    defineTool({
+      name: 'delete_account',
+      description: 'Delete an account',
+      parameters: z.object({ account: z.string() }),
+      metadata: { tags: [ToolTag.PRIVILEGED, ToolTag.DESTRUCTIVE] },
+      execute: () => 'deleted',
+    }),
+  );
 
   registry.setPermissionPolicy(
     new PermissionPolicy({
       rules: [
         DENY_PRIVILEGED,
-        { name: 'deny_bulk_pii', tags: ['bulk_pii'], result: 'deny', reason: 'Bulk export of personal data is off for agents' },
+        {
+          name: 'deny_bulk_pii',
+          tags: ['bulk_pii'],
+          result: 'deny',
+          reason: 'Bulk export of personal data is off for agents',
+        },
         ALLOW_READONLY,
-        { name: 'small_refunds', tools: ['refund'], match: (_t, p) => Number(p['amount']) <= 50, result: 'allow', reason: 'Refunds up to 50 need no approval' },
+        {
+          name: 'small_refunds',
+          tools: ['refund'],
+          match: (_t, p) => Number(p['amount']) <= 50,
+          result: 'allow',
+          reason: 'Refunds up to 50 need no approval',
+        },
         { name: 'ask_refunds', tools: ['refund'], result: 'ask', reason: 'Refunds over 50 need a human' },
       ],
       fallback: 'deny',
@@ -44,7 +96,12 @@ export async function gateDemo(print: (line: string) => void): Promise<void> {
     ['acme / support', { agent, tenant: tenants.acme, caller: support }, 'export_customers', {}],
     ['acme / support', { agent, tenant: tenants.acme, caller: support }, 'wire_money', { to: 'x' }],
     ['acme / viewer', { agent, tenant: tenants.acme, caller: viewer }, 'refund', { order: 'A-20', amount: 5 }],
-    ['globex / support', { agent: { name: 'concierge', tools: ['search_orders', 'refund'] }, tenant: tenants.globex, caller: support }, 'refund', { order: 'G-1', amount: 5 }],
+    [
+      'globex / support',
+      { agent: { name: 'concierge', tools: ['search_orders', 'refund'] }, tenant: tenants.globex, caller: support },
+      'refund',
+      { order: 'G-1', amount: 5 },
+    ],
     ['globex / support', { agent, tenant: tenants.globex, caller: support }, 'search_orders', '{"query": '],
   ];
 
@@ -52,7 +109,14 @@ export async function gateDemo(print: (line: string) => void): Promise<void> {
   let i = 0;
   for (const [who, context, tool, args] of calls) {
     const result = await registry.invoke(tool, args, context);
-    rows.push([String(++i), who, `${tool} ${typeof args === 'string' ? args : JSON.stringify(args)}`, verdict(result.decision), by(result.decision), result.decision.reason]);
+    rows.push([
+      String(++i),
+      who,
+      `${tool} ${typeof args === 'string' ? args : JSON.stringify(args)}`,
+      verdict(result.decision),
+      by(result.decision),
+      result.decision.reason,
+    ]);
   }
   print('toolgate: one gate for every tool call (agent "concierge", two tenants, two callers)\n');
   print(table(rows));
@@ -71,8 +135,14 @@ function by(d: Decision): string {
 
 /** A plain-text table; wide cells are cut so each row stays on one line. */
 export function table(rows: string[][]): string {
-  const cut = rows.map((row) => row.map((cell, c) => (c === row.length - 1 && cell.length > 70 ? `${cell.slice(0, 67)}...` : cell)));
+  const cut = rows.map((row) =>
+    row.map((cell, c) => (c === row.length - 1 && cell.length > 70 ? `${cell.slice(0, 67)}...` : cell)),
+  );
   const widths = cut[0]!.map((_, c) => Math.max(...cut.map((row) => row[c]!.length)));
-  const line = (row: string[]) => row.map((cell, c) => cell.padEnd(widths[c]!)).join('  ').trimEnd();
+  const line = (row: string[]) =>
+    row
+      .map((cell, c) => cell.padEnd(widths[c]!))
+      .join('  ')
+      .trimEnd();
   return [line(cut[0]!), widths.map((w) => '-'.repeat(w)).join('  '), ...cut.slice(1).map(line)].join('\n');
 }

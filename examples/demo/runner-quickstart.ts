@@ -1,20 +1,46 @@
 // The AgentRunner quick start of the README (section "AgentRunner"), kept here so it is type-checked and run.
-import { AgentRunner, PermissionPolicy, PermissionResult, ScriptedModel, ToolRegistry, defineTool, type RunState } from '../../src/index.js';
+import {
+  AgentRunner,
+  PermissionPolicy,
+  PermissionResult,
+  ScriptedModel,
+  ToolRegistry,
+  defineTool,
+  type RunState,
+} from '../../src/index.js';
 
 const registry = new ToolRegistry();
-registry.register(defineTool({
-  name: 'refund',
-  description: 'Refund an order',
-  parameters: { type: 'object', properties: { order: { type: 'string' }, amount: { type: 'number' } }, required: ['order', 'amount'] },
-  execute: (args) => `refunded ${String(args['amount'])}`,
-}));
-registry.setPermissionPolicy(new PermissionPolicy({
-  version: 'billing-v7', // pin it: an approval is bound to the policy version
-  rules: [{ name: 'ask_big_refunds', tools: ['refund'], match: (_tool, p) => Number(p['amount']) > 100, result: PermissionResult.ASK }],
-  fallback: PermissionResult.ALLOW,
-}));
+registry.register(
+  defineTool({
+    name: 'refund',
+    description: 'Refund an order',
+    parameters: {
+      type: 'object',
+      properties: { order: { type: 'string' }, amount: { type: 'number' } },
+      required: ['order', 'amount'],
+    },
+    execute: (args) => `refunded ${String(args['amount'])}`,
+  }),
+);
+registry.setPermissionPolicy(
+  new PermissionPolicy({
+    version: 'billing-v7', // pin it: an approval is bound to the policy version
+    rules: [
+      {
+        name: 'ask_big_refunds',
+        tools: ['refund'],
+        match: (_tool, p) => Number(p['amount']) > 100,
+        result: PermissionResult.ASK,
+      },
+    ],
+    fallback: PermissionResult.ALLOW,
+  }),
+);
 
-const model = new ScriptedModel([{ toolCalls: [{ name: 'refund', arguments: { order: 'A-1', amount: 250 } }] }, { text: 'Refunded.' }]);
+const model = new ScriptedModel([
+  { toolCalls: [{ name: 'refund', arguments: { order: 'A-1', amount: 250 } }] },
+  { text: 'Refunded.' },
+]);
 const runner = new AgentRunner({
   registry,
   model,

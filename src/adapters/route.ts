@@ -20,7 +20,11 @@ export interface AdapterCall {
 
 /** Steps 1–5 before any ask is resolved; emits nothing (the SDK may ask again before it executes). */
 export async function check(registry: ToolRegistry, call: AdapterCall, context: GateContext): Promise<Precheck> {
-  return precheck(readCall({ id: call.id, name: call.name, arguments: call.arguments }), context, registry.environment());
+  return precheck(
+    readCall({ id: call.id, name: call.name, arguments: call.arguments }),
+    context,
+    registry.environment(),
+  );
 }
 
 /** The ask part of a precheck. */
@@ -31,21 +35,35 @@ export type Ask = Extract<Precheck, { kind: 'ask' }>;
  * handler if it has one, else to `approver` (the SDK's own approval flow) when given, else to the
  * registry's handler (the gate's chain, with the approver as the route's handler).
  */
-export async function settle(registry: ToolRegistry, pre: Precheck, approver?: PermissionHandler, options: { readonly alreadyAsked?: boolean } = {}): Promise<Decided> {
+export async function settle(
+  registry: ToolRegistry,
+  pre: Precheck,
+  approver?: PermissionHandler,
+  options: { readonly alreadyAsked?: boolean } = {},
+): Promise<Decided> {
   if (pre.kind === 'decided') {
     registry.announce(pre.decision);
     return pre;
   }
   if (!options.alreadyAsked) announceAsk(registry, pre);
   const env = registry.environment();
-  const decision = approver ? await resolveAsk(pre, env, { handler: approver, asked: 'adapter' }) : await resolveAsk(pre, env);
+  const decision = approver
+    ? await resolveAsk(pre, env, { handler: approver, asked: 'adapter' })
+    : await resolveAsk(pre, env);
   registry.announce(decision);
   return { decision, tool: pre.tool, args: pre.args };
 }
 
 /** Emits `permission_asked` for an ask (once per ask: an SDK that puts it to a person emits it then). */
 export function announceAsk(registry: ToolRegistry, ask: Ask): void {
-  registry.emit({ type: 'permission_asked', tool: ask.tool.name, callId: ask.base.callId, reason: ask.request.reason, ruleName: ask.request.ruleName, parameters: ask.args });
+  registry.emit({
+    type: 'permission_asked',
+    tool: ask.tool.name,
+    callId: ask.base.callId,
+    reason: ask.request.reason,
+    ruleName: ask.request.ruleName,
+    parameters: ask.args,
+  });
 }
 
 /** A final Decision with what is needed to run the call. */
@@ -63,7 +81,12 @@ export async function run(registry: ToolRegistry, decided: Decided, context: Gat
 }
 
 /** Decides and runs one call (an ask goes to `approver`, else to the handlers). */
-export async function dispatchOne(registry: ToolRegistry, call: AdapterCall, context: GateContext, approver?: PermissionHandler): Promise<ToolResult> {
+export async function dispatchOne(
+  registry: ToolRegistry,
+  call: AdapterCall,
+  context: GateContext,
+  approver?: PermissionHandler,
+): Promise<ToolResult> {
   return run(registry, await settle(registry, await check(registry, call, context), approver), context);
 }
 

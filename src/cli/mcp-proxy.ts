@@ -16,7 +16,12 @@ import { fileURLToPath } from 'node:url';
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { createMcpProxy, type McpAuditRecord, type McpProxy } from '../adapters/mcp/proxy.js';
-import { jwtAuthenticator, serveMcpProxyHttp, type BearerAuthenticator, type McpProxyHttpServer } from '../adapters/mcp/proxy-http.js';
+import {
+  jwtAuthenticator,
+  serveMcpProxyHttp,
+  type BearerAuthenticator,
+  type McpProxyHttpServer,
+} from '../adapters/mcp/proxy-http.js';
 import { loadPolicyForProxy, policyToolMetadata } from '../adapters/mcp/proxy-policy.js';
 import type { GateContext } from '../gate.js';
 import type { PolicySet } from '../policy-file/policy-set.js';
@@ -47,14 +52,21 @@ export const EXIT = { OK: 0, UPSTREAM: 1, USAGE: 2 } as const;
  * Runs the gateway until it shuts down; resolves with the exit code. `argv` is the arguments after the
  * command name (so the main `toolgate` CLI can hand over `mcp-proxy …` as is).
  */
-export async function runMcpProxy(argv: readonly string[], io: { readonly stderr: (text: string) => void } = { stderr: (t) => process.stderr.write(t) }): Promise<number> {
+export async function runMcpProxy(
+  argv: readonly string[],
+  io: { readonly stderr: (text: string) => void } = { stderr: (t) => process.stderr.write(t) },
+): Promise<number> {
   const log = (text: string): void => io.stderr(`toolgate mcp-proxy: ${text}\n`);
   const program = new Command('toolgate-mcp-proxy')
     .description('A policy-enforcing MCP gateway in front of an upstream MCP server')
     .requiredOption('--policy <file>', 'the toolgate policy file (YAML or JSON)')
     .option('--agent <name>', 'an agent declared in the policy file (default: one that declares every upstream tool)')
     .option('--tenant <id>', 'a tenant declared in the policy file (default: no tenant layer)')
-    .option('--scopes <scopes>', "the caller's scopes, mapped to tools by the file's scope map (comma- or space-separated); stdio only", list)
+    .option(
+      '--scopes <scopes>',
+      "the caller's scopes, mapped to tools by the file's scope map (comma- or space-separated); stdio only",
+      list,
+    )
     .option('--http <port>', 'serve Streamable HTTP on this port instead of stdio', integer)
     .option('--host <host>', 'the loopback address to listen on with --http', '127.0.0.1')
     .option('--jwt-public-key <file>', 'verify bearer JWTs with this PEM public key')
@@ -94,7 +106,8 @@ export async function runMcpProxy(argv: readonly string[], io: { readonly stderr
       ...(options.scopes ? { scopes: options.scopes } : {}),
     });
     if (options.http !== undefined) {
-      if (options.scopes) throw new Error('--scopes applies to stdio only: over HTTP the scopes come from the bearer token');
+      if (options.scopes)
+        throw new Error('--scopes applies to stdio only: over HTTP the scopes come from the bearer token');
       authenticate = authenticatorFrom(options);
     } else if (options.jwtPublicKey || options.jwtJwk || options.jwtSecretFile || options.jwksUrl) {
       throw new Error('the --jwt-*/--jwks-url options apply to --http only');
@@ -124,7 +137,9 @@ export async function runMcpProxy(argv: readonly string[], io: { readonly stderr
       ...(options.approvalTimeout !== undefined ? { approvalTimeoutMs: options.approvalTimeout } : {}),
     });
   } catch (error) {
-    log(`could not start the upstream server ${JSON.stringify(command.join(' '))}: ${error instanceof Error ? error.message : String(error)}`);
+    log(
+      `could not start the upstream server ${JSON.stringify(command.join(' '))}: ${error instanceof Error ? error.message : String(error)}`,
+    );
     return EXIT.UPSTREAM;
   }
 
@@ -150,13 +165,20 @@ export async function runMcpProxy(argv: readonly string[], io: { readonly stderr
         host: options.host,
         authenticate: authenticate!,
         // The token's scopes are capability scopes, mapped to tool names by the policy file's scope map.
-        context: (auth) => ({ ...context, caller: { id: auth.clientId, scopes: policyFile.toolsForScopes(auth.scopes) } }),
+        context: (auth) => ({
+          ...context,
+          caller: { id: auth.clientId, scopes: policyFile.toolsForScopes(auth.scopes) },
+        }),
       }).then(
         (server) => {
           http = server;
           log(`listening on ${server.url.href}`);
         },
-        (error: unknown) => shutdown(EXIT.USAGE, `cannot listen on ${options.host}:${options.http}: ${error instanceof Error ? error.message : String(error)}`),
+        (error: unknown) =>
+          shutdown(
+            EXIT.USAGE,
+            `cannot listen on ${options.host}:${options.http}: ${error instanceof Error ? error.message : String(error)}`,
+          ),
       );
       return;
     }
@@ -165,17 +187,31 @@ export async function runMcpProxy(argv: readonly string[], io: { readonly stderr
     // The client closing our stdin is the end of the session.
     process.stdin.once('end', () => shutdown(EXIT.OK, 'the client closed the connection'));
     server.onclose = () => shutdown(EXIT.OK, 'the client closed the connection');
-    server.connect(transport).catch((error: unknown) => shutdown(EXIT.UPSTREAM, `stdio transport failed: ${String(error)}`));
+    server
+      .connect(transport)
+      .catch((error: unknown) => shutdown(EXIT.UPSTREAM, `stdio transport failed: ${String(error)}`));
   });
 }
 
 function authenticatorFrom(options: Options): BearerAuthenticator {
-  const common = { ...(options.jwtIssuer ? { issuer: options.jwtIssuer } : {}), ...(options.jwtAudience ? { audience: options.jwtAudience } : {}) };
-  if (options.jwtPublicKey) return jwtAuthenticator({ publicKey: readFileSync(options.jwtPublicKey, 'utf8'), ...common });
-  if (options.jwtJwk) return jwtAuthenticator({ jwk: JSON.parse(readFileSync(options.jwtJwk, 'utf8')) as object, ...common });
-  if (options.jwtSecretFile) return jwtAuthenticator({ secret: readFileSync(options.jwtSecretFile, 'utf8').trim(), algorithms: ['HS256'], ...common });
+  const common = {
+    ...(options.jwtIssuer ? { issuer: options.jwtIssuer } : {}),
+    ...(options.jwtAudience ? { audience: options.jwtAudience } : {}),
+  };
+  if (options.jwtPublicKey)
+    return jwtAuthenticator({ publicKey: readFileSync(options.jwtPublicKey, 'utf8'), ...common });
+  if (options.jwtJwk)
+    return jwtAuthenticator({ jwk: JSON.parse(readFileSync(options.jwtJwk, 'utf8')) as object, ...common });
+  if (options.jwtSecretFile)
+    return jwtAuthenticator({
+      secret: readFileSync(options.jwtSecretFile, 'utf8').trim(),
+      algorithms: ['HS256'],
+      ...common,
+    });
   if (options.jwksUrl) return jwtAuthenticator({ jwksUrl: options.jwksUrl, ...common });
-  throw new Error('--http needs a way to verify bearer tokens: --jwt-public-key, --jwt-jwk, --jwt-secret-file or --jwks-url');
+  throw new Error(
+    '--http needs a way to verify bearer tokens: --jwt-public-key, --jwt-jwk, --jwt-secret-file or --jwks-url',
+  );
 }
 
 function list(value: string): string[] {
@@ -184,7 +220,8 @@ function list(value: string): string[] {
 
 function integer(value: string): number {
   const n = Number(value);
-  if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError(`expected a non-negative integer, got ${JSON.stringify(value)}`);
+  if (!Number.isInteger(n) || n < 0)
+    throw new InvalidArgumentError(`expected a non-negative integer, got ${JSON.stringify(value)}`);
   return n;
 }
 
@@ -202,7 +239,9 @@ if (isMain()) {
   runMcpProxy(process.argv.slice(2)).then(
     (code) => process.exit(code),
     (error: unknown) => {
-      process.stderr.write(`toolgate mcp-proxy: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+      process.stderr.write(
+        `toolgate mcp-proxy: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+      );
       process.exit(EXIT.USAGE);
     },
   );

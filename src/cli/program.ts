@@ -70,7 +70,11 @@ function contextOptions(command: Command): Command {
     .requiredOption('-p, --policy <file>', 'the policy file (YAML or JSON)')
     .option('-a, --agent <name>', 'an agent declared in the policy file (default: one that declares every tool)')
     .option('-t, --tenant <id>', 'a tenant declared in the policy file (default: no tenant layer)')
-    .option('-s, --scopes <scopes>', "the caller's capability scopes, comma-separated; repeatable (default: no caller layer)", collectScopes)
+    .option(
+      '-s, --scopes <scopes>',
+      "the caller's capability scopes, comma-separated; repeatable (default: no caller layer)",
+      collectScopes,
+    )
     .option('--json', 'print JSON instead of text');
 }
 
@@ -98,19 +102,34 @@ export async function run(argv: readonly string[], io: CliIO): Promise<number> {
     .addHelpText('after', EXIT_HELP)
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride()
-    .configureOutput({ writeOut: (s) => io.stdout(s), writeErr: (s) => io.stderr(s), outputError: (s, write) => write(c.red(s)) });
+    .configureOutput({
+      writeOut: (s) => io.stdout(s),
+      writeErr: (s) => io.stderr(s),
+      outputError: (s, write) => write(c.red(s)),
+    });
 
   contextOptions(
     program
       .command('explain')
-      .description('Decide one call and show why: the canonical name, each allowlist layer, each rule tried (and each condition), the handler.')
+      .description(
+        'Decide one call and show why: the canonical name, each allowlist layer, each rule tried (and each condition), the handler.',
+      )
       .argument('[tool]', 'the tool name, as the model would send it')
       .argument('[args]', 'the arguments as JSON (default: {})')
-      .addOption(new Option('--call <json>', 'a whole call in any supported shape (OpenAI, Anthropic, Gemini, toolgate) instead of TOOL and ARGS')),
+      .addOption(
+        new Option(
+          '--call <json>',
+          'a whole call in any supported shape (OpenAI, Anthropic, Gemini, toolgate) instead of TOOL and ARGS',
+        ),
+      ),
   )
-    .addHelpText('after', `\nExample:\n  toolgate explain --policy policy.yaml --agent concierge --tenant acme --scopes files:read read_file '{"path":"/data/../etc/passwd"}'\n${EXIT_HELP}`)
-      .action(async (tool: string | undefined, args: string | undefined, options: ContextOptions & { call?: string }) => {
-      if ((tool === undefined) === (options.call === undefined)) throw new UsageError('give either TOOL [ARGS] or --call JSON');
+    .addHelpText(
+      'after',
+      `\nExample:\n  toolgate explain --policy policy.yaml --agent concierge --tenant acme --scopes files:read read_file '{"path":"/data/../etc/passwd"}'\n${EXIT_HELP}`,
+    )
+    .action(async (tool: string | undefined, args: string | undefined, options: ContextOptions & { call?: string }) => {
+      if ((tool === undefined) === (options.call === undefined))
+        throw new UsageError('give either TOOL [ARGS] or --call JSON');
       const set = await load(options.policy, options.json);
       if (!set) return;
       let call: ToolCallInput;
@@ -118,12 +137,19 @@ export async function run(argv: readonly string[], io: CliIO): Promise<number> {
       else call = { name: tool!, arguments: args === undefined ? {} : parseJson(args, 'ARGS') };
       const explanation = await explainCall(set, call, who(options));
       out(options.json ? JSON.stringify(explanation) : explainText(explanation, c));
-      code = explanation.decision.effect === 'allow' ? EXIT.OK : explanation.decision.effect === 'deny' ? EXIT.DENIED : EXIT.ASK;
+      code =
+        explanation.decision.effect === 'allow'
+          ? EXIT.OK
+          : explanation.decision.effect === 'deny'
+            ? EXIT.DENIED
+            : EXIT.ASK;
     });
 
   program
     .command('lint')
-    .description('Check a policy file: load errors, shadowed and never-matching rules, canonical collisions, confusable names, unknown tags, undeclared tools and agents, tenants granting tools no agent declares.')
+    .description(
+      'Check a policy file: load errors, shadowed and never-matching rules, canonical collisions, confusable names, unknown tags, undeclared tools and agents, tenants granting tools no agent declares.',
+    )
     .argument('<file>', 'the policy file')
     .option('--json', 'print the report as JSON')
     .addHelpText('after', `\nFindings are errors or warnings; only errors make the exit code 1.\n${EXIT_HELP}`)
@@ -136,10 +162,15 @@ export async function run(argv: readonly string[], io: CliIO): Promise<number> {
   contextOptions(
     program
       .command('check')
-      .description('Decide a batch of calls, one JSON value per line: a call in any supported shape, or { "call": CALL, "agent"?, "tenant"?, "scopes"? } to set who asks per line.')
+      .description(
+        'Decide a batch of calls, one JSON value per line: a call in any supported shape, or { "call": CALL, "agent"?, "tenant"?, "scopes"? } to set who asks per line.',
+      )
       .argument('<calls>', 'a JSONL file of calls, or - for standard input'),
   )
-    .addHelpText('after', `\nPrints a table, or one JSON object per call with --json. Decides only: nothing runs, no handler is asked.\n${EXIT_HELP}`)
+    .addHelpText(
+      'after',
+      `\nPrints a table, or one JSON object per call with --json. Decides only: nothing runs, no handler is asked.\n${EXIT_HELP}`,
+    )
     .action(async (file: string, options: ContextOptions) => {
       const set = await load(options.policy, options.json);
       if (!set) return;
@@ -152,14 +183,23 @@ export async function run(argv: readonly string[], io: CliIO): Promise<number> {
         n++;
         const row = await checkLine(set, registry, line, i + 1, options);
         if (options.json) out(JSON.stringify(row));
-        else rows.push([String(row.line), row.tool, effectText(row.effect, c), row.layer ? `layer ${row.layer}` : row.rule ? `rule ${row.rule}` : row.by, row.reason]);
+        else
+          rows.push([
+            String(row.line),
+            row.tool,
+            effectText(row.effect, c),
+            row.layer ? `layer ${row.layer}` : row.rule ? `rule ${row.rule}` : row.by,
+            row.reason,
+          ]);
       }
       if (!options.json) out(n === 0 ? 'no calls' : table(rows, ['line', 'tool', 'decision', 'by', 'reason'], c));
     });
 
   program
     .command('watch')
-    .description('Load a policy file and reload it on every change; a reload that fails keeps the policy in force and says why.')
+    .description(
+      'Load a policy file and reload it on every change; a reload that fails keeps the policy in force and says why.',
+    )
     .requiredOption('-p, --policy <file>', 'the policy file')
     .option('--json', 'print one JSON object per event')
     .addHelpText('after', `\nRuns until interrupted (^C).\n${EXIT_HELP}`)
@@ -167,13 +207,29 @@ export async function run(argv: readonly string[], io: CliIO): Promise<number> {
       const stamp = (): string => new Date().toISOString();
       const watch = watchPolicyFile(options.policy, {
         onLoad: (set, previous) => {
-          const event = { event: previous ? 'reloaded' : 'loaded', time: stamp(), file: options.policy, version: set.version, rules: set.rules.length, tools: set.tools.length, agents: set.agents.size, tenants: set.tenants.size };
-          out(options.json ? JSON.stringify(event) : `${c.green(event.event)} ${options.policy}: policy ${set.version} (${set.rules.length} rules, ${set.tools.length} tools, ${set.agents.size} agents, ${set.tenants.size} tenants)`);
+          const event = {
+            event: previous ? 'reloaded' : 'loaded',
+            time: stamp(),
+            file: options.policy,
+            version: set.version,
+            rules: set.rules.length,
+            tools: set.tools.length,
+            agents: set.agents.size,
+            tenants: set.tenants.size,
+          };
+          out(
+            options.json
+              ? JSON.stringify(event)
+              : `${c.green(event.event)} ${options.policy}: policy ${set.version} (${set.rules.length} rules, ${set.tools.length} tools, ${set.agents.size} agents, ${set.tenants.size} tenants)`,
+          );
         },
         onError: (issues, kept) => {
           const event = { event: 'rejected', time: stamp(), file: options.policy, kept: kept?.version ?? null, issues };
           if (options.json) out(JSON.stringify(event));
-          else out(`${c.red('rejected')} ${options.policy}: ${kept ? `keeping policy ${kept.version}` : 'no policy in force'}\n${issuesText(issues, c)}`);
+          else
+            out(
+              `${c.red('rejected')} ${options.policy}: ${kept ? `keeping policy ${kept.version}` : 'no policy in force'}\n${issuesText(issues, c)}`,
+            );
         },
       });
       const first = await watch.ready;
@@ -184,7 +240,9 @@ export async function run(argv: readonly string[], io: CliIO): Promise<number> {
 
   program
     .command('mcp-proxy')
-    .description('Run a policy-enforcing MCP gateway in front of an upstream MCP server (see toolgate mcp-proxy --help).')
+    .description(
+      'Run a policy-enforcing MCP gateway in front of an upstream MCP server (see toolgate mcp-proxy --help).',
+    )
     .helpOption(false)
     .allowUnknownOption()
     .allowExcessArguments()
@@ -207,7 +265,12 @@ export async function run(argv: readonly string[], io: CliIO): Promise<number> {
     await program.parseAsync([...argv], { from: 'user' });
   } catch (error) {
     if (error instanceof CommanderError) {
-      if (error.code === 'commander.helpDisplayed' || error.code === 'commander.help' || error.code === 'commander.version') return EXIT.OK;
+      if (
+        error.code === 'commander.helpDisplayed' ||
+        error.code === 'commander.help' ||
+        error.code === 'commander.version'
+      )
+        return EXIT.OK;
       return error.exitCode === 0 ? EXIT.OK : EXIT.USAGE;
     }
     if (error instanceof UsageError || isToolgateError(error)) {
@@ -254,8 +317,25 @@ interface CheckRow {
   readonly reason: string;
 }
 
-async function checkLine(set: PolicySet, registry: ReturnType<PolicySet['registry']>, line: string, number: number, options: ContextOptions): Promise<CheckRow> {
-  const refused = (reason: string): CheckRow => ({ line: number, callId: null, tool: '', canonical: null, effect: 'deny', stage: 'arguments', by: 'malformed_call', layer: null, rule: null, reason });
+async function checkLine(
+  set: PolicySet,
+  registry: ReturnType<PolicySet['registry']>,
+  line: string,
+  number: number,
+  options: ContextOptions,
+): Promise<CheckRow> {
+  const refused = (reason: string): CheckRow => ({
+    line: number,
+    callId: null,
+    tool: '',
+    canonical: null,
+    effect: 'deny',
+    stage: 'arguments',
+    by: 'malformed_call',
+    layer: null,
+    rule: null,
+    reason,
+  });
   let value: unknown;
   try {
     value = JSON.parse(line);
@@ -268,7 +348,11 @@ async function checkLine(set: PolicySet, registry: ReturnType<PolicySet['registr
     const envelope = value as { call: unknown; agent?: unknown; tenant?: unknown; scopes?: unknown };
     call = envelope.call;
     const strings = (v: unknown): v is string[] => Array.isArray(v) && v.every((s) => typeof s === 'string');
-    if ((envelope.agent !== undefined && typeof envelope.agent !== 'string') || (envelope.tenant !== undefined && typeof envelope.tenant !== 'string') || (envelope.scopes !== undefined && !strings(envelope.scopes))) {
+    if (
+      (envelope.agent !== undefined && typeof envelope.agent !== 'string') ||
+      (envelope.tenant !== undefined && typeof envelope.tenant !== 'string') ||
+      (envelope.scopes !== undefined && !strings(envelope.scopes))
+    ) {
       return refused(`line ${number}: "agent" and "tenant" must be strings and "scopes" a list of strings`);
     }
     context = {
@@ -280,7 +364,18 @@ async function checkLine(set: PolicySet, registry: ReturnType<PolicySet['registr
   }
   try {
     const d = await decideCall(set, call as ToolCallInput, context, registry);
-    return { line: number, callId: d.callId, tool: d.tool, canonical: d.canonical, effect: d.effect, stage: d.stage, by: d.by, layer: d.layer, rule: d.rule, reason: d.reason };
+    return {
+      line: number,
+      callId: d.callId,
+      tool: d.tool,
+      canonical: d.canonical,
+      effect: d.effect,
+      stage: d.stage,
+      by: d.by,
+      layer: d.layer,
+      rule: d.rule,
+      reason: d.reason,
+    };
   } catch (error) {
     // An unknown agent or tenant on one line refuses that line, not the batch.
     return refused(`line ${number}: ${(error as Error).message}`);
@@ -293,7 +388,10 @@ async function checkLine(set: PolicySet, registry: ReturnType<PolicySet['registr
  * `node --import tsx` (what `npm run demo` does) when plain Node cannot import TypeScript, as from the
  * built bin in a clone.
  */
-export async function runDemo(io: Pick<CliIO, 'stdout' | 'stderr'>, base: URL = new URL('../../examples/', import.meta.url)): Promise<number> {
+export async function runDemo(
+  io: Pick<CliIO, 'stdout' | 'stderr'>,
+  base: URL = new URL('../../examples/', import.meta.url),
+): Promise<number> {
   const out = (line: string): void => io.stdout(`${line}\n`);
   const err = (line: string): void => io.stderr(`${line}\n`);
   const js = new URL('demo.js', base);
@@ -307,7 +405,8 @@ export async function runDemo(io: Pick<CliIO, 'stdout' | 'stderr'>, base: URL = 
   try {
     mod = (await import(url.href)) as typeof mod;
   } catch (error) {
-    if (url === ts && (error as NodeJS.ErrnoException).code === 'ERR_UNKNOWN_FILE_EXTENSION') return runWithTsx(fileURLToPath(ts), io);
+    if (url === ts && (error as NodeJS.ErrnoException).code === 'ERR_UNKNOWN_FILE_EXTENSION')
+      return runWithTsx(fileURLToPath(ts), io);
     err(`cannot load the demo from ${fileURLToPath(url)}: ${(error as Error).message}`);
     return EXIT.USAGE;
   }
@@ -321,7 +420,10 @@ export async function runDemo(io: Pick<CliIO, 'stdout' | 'stderr'>, base: URL = 
 
 function runWithTsx(file: string, io: Pick<CliIO, 'stdout' | 'stderr'>): Promise<number> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', file], { cwd: dirname(dirname(file)), stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', file], {
+      cwd: dirname(dirname(file)),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     child.stdout.on('data', (chunk: Buffer) => io.stdout(chunk.toString()));
     child.stderr.on('data', (chunk: Buffer) => io.stderr(chunk.toString()));
     child.on('error', (error) => {

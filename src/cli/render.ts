@@ -66,8 +66,13 @@ export function explainText(e: Explanation, c: Colors): string {
   out.push(`${c.bold(e.tool)}  ${effectText(d.effect, c).toUpperCase()}  ${c.dim(`(stage ${d.stage}, by ${by})`)}`);
   out.push(`  ${d.reason}`);
   out.push('');
-  out.push(`${c.bold('call')}       ${JSON.stringify(e.tool)} → canonical ${JSON.stringify(e.canonical)} (${e.format} shape)${e.found ? '' : c.red(', no such tool')}`);
-  if (e.found) out.push(`${c.bold('tool')}       ${e.found.name}${e.found.namespace ? `, namespace ${e.found.namespace}` : ''}, tags ${e.found.tags.join(', ') || '(none)'}`);
+  out.push(
+    `${c.bold('call')}       ${JSON.stringify(e.tool)} → canonical ${JSON.stringify(e.canonical)} (${e.format} shape)${e.found ? '' : c.red(', no such tool')}`,
+  );
+  if (e.found)
+    out.push(
+      `${c.bold('tool')}       ${e.found.name}${e.found.namespace ? `, namespace ${e.found.namespace}` : ''}, tags ${e.found.tags.join(', ') || '(none)'}`,
+    );
   out.push(`${c.bold('arguments')}  ${e.arguments === null ? c.dim('(not validated)') : JSON.stringify(e.arguments)}`);
   out.push(c.bold('layers'));
   for (const l of e.layers) {
@@ -77,7 +82,14 @@ export function explainText(e: Explanation, c: Colors): string {
   out.push(c.bold('rules'));
   if (e.rules.length === 0) out.push(c.dim(`  not evaluated: the call was decided at stage ${d.stage}`));
   for (const r of e.rules) {
-    const mark = r.outcome === 'matched' ? c.green('✓') : r.outcome === 'threw' ? c.red('!') : r.outcome === 'not_matched' ? c.yellow('✗') : c.dim('·');
+    const mark =
+      r.outcome === 'matched'
+        ? c.green('✓')
+        : r.outcome === 'threw'
+          ? c.red('!')
+          : r.outcome === 'not_matched'
+            ? c.yellow('✗')
+            : c.dim('·');
     const head = `  ${mark} #${r.index + 1} ${r.rule} (${r.result}, line ${r.line}): ${OUTCOME[r.outcome] ?? r.outcome}`;
     out.push(r.outcome === 'not_reached' ? c.dim(head) : head);
     if (r.outcome !== 'not_reached') out.push(`      ${r.detail}`);
@@ -87,7 +99,8 @@ export function explainText(e: Explanation, c: Colors): string {
       out.push(`        ${m} ${cond.detail}`);
     }
   }
-  if (e.rules.length > 0 && !e.rules.some((r) => r.outcome === 'matched' || r.outcome === 'threw')) out.push(`  no rule matched: the fallback is ${e.fallback}`);
+  if (e.rules.length > 0 && !e.rules.some((r) => r.outcome === 'matched' || r.outcome === 'threw'))
+    out.push(`  no rule matched: the fallback is ${e.fallback}`);
   out.push(`${c.bold('handler')}    ${e.handler ?? c.dim('not asked')}`);
   out.push(`${c.bold('decision')}   ${effectText(d.effect, c)} ${c.dim(`(policy ${e.policyVersion})`)}`);
   return out.join('\n');

@@ -39,7 +39,8 @@ export interface ToolgateCall {
   readonly arguments?: unknown;
 }
 /** Any call shape `executeToolCalls` accepts. */
-export type ToolCallInput = OpenAIChatToolCall | OpenAIResponsesFunctionCall | AnthropicToolUse | GeminiFunctionCallPart | ToolgateCall;
+export type ToolCallInput =
+  OpenAIChatToolCall | OpenAIResponsesFunctionCall | AnthropicToolUse | GeminiFunctionCallPart | ToolgateCall;
 
 export interface OpenAIChatToolResult {
   readonly role: 'tool';
@@ -96,27 +97,47 @@ function str(value: unknown): value is string {
 
 /** Reads a call of any supported shape. Never throws: a call that matches no shape is returned as unreadable. */
 export function readCall(raw: unknown): NormalizedCall | UnreadableCall {
-  if (!isRecord(raw)) return { id: nextId(), name: '', format: 'toolgate', problem: `a tool call must be an object, got ${describe(raw)}` };
+  if (!isRecord(raw))
+    return {
+      id: nextId(),
+      name: '',
+      format: 'toolgate',
+      problem: `a tool call must be an object, got ${describe(raw)}`,
+    };
   const fn = raw['function'];
   if (raw['type'] === 'function' && isRecord(fn)) {
     const id = str(raw['id']) ? raw['id'] : nextId();
-    if (!str(fn['name'])) return { id, name: '', format: 'openai-chat', problem: 'an OpenAI chat tool call needs function.name as a string' };
+    if (!str(fn['name']))
+      return {
+        id,
+        name: '',
+        format: 'openai-chat',
+        problem: 'an OpenAI chat tool call needs function.name as a string',
+      };
     return { id, name: fn['name'], arguments: fn['arguments'] ?? '{}', format: 'openai-chat' };
   }
   if (raw['type'] === 'function_call') {
     const id = str(raw['call_id']) ? raw['call_id'] : nextId();
-    if (!str(raw['name'])) return { id, name: '', format: 'openai-responses', problem: 'an OpenAI responses function_call needs name as a string' };
+    if (!str(raw['name']))
+      return {
+        id,
+        name: '',
+        format: 'openai-responses',
+        problem: 'an OpenAI responses function_call needs name as a string',
+      };
     return { id, name: raw['name'], arguments: raw['arguments'] ?? '{}', format: 'openai-responses' };
   }
   if (raw['type'] === 'tool_use') {
     const id = str(raw['id']) ? raw['id'] : nextId();
-    if (!str(raw['name'])) return { id, name: '', format: 'anthropic', problem: 'an Anthropic tool_use block needs name as a string' };
+    if (!str(raw['name']))
+      return { id, name: '', format: 'anthropic', problem: 'an Anthropic tool_use block needs name as a string' };
     return { id, name: raw['name'], arguments: raw['input'] ?? {}, format: 'anthropic' };
   }
   const fc = raw['functionCall'];
   if (isRecord(fc)) {
     const id = str(fc['id']) ? fc['id'] : nextId();
-    if (!str(fc['name'])) return { id, name: '', format: 'gemini', problem: 'a Gemini functionCall needs name as a string' };
+    if (!str(fc['name']))
+      return { id, name: '', format: 'gemini', problem: 'a Gemini functionCall needs name as a string' };
     return { id, name: fc['name'], arguments: fc['args'] ?? {}, format: 'gemini' };
   }
   const id = str(raw['id']) ? raw['id'] : nextId();
@@ -134,14 +155,19 @@ export function readCall(raw: unknown): NormalizedCall | UnreadableCall {
 }
 
 /** Parses raw arguments: a JSON string or a value, which must be an object. Never guesses: bad input is a problem string. */
-export function parseArguments(raw: unknown): { ok: true; value: Record<string, unknown> } | { ok: false; problem: string } {
+export function parseArguments(
+  raw: unknown,
+): { ok: true; value: Record<string, unknown> } | { ok: false; problem: string } {
   let value = raw;
   if (typeof raw === 'string') {
     const text = raw.trim() === '' ? '{}' : raw;
     try {
       value = JSON.parse(text);
     } catch (error) {
-      return { ok: false, problem: `the arguments are not valid JSON (${(error as Error).message}); expected a JSON object` };
+      return {
+        ok: false,
+        problem: `the arguments are not valid JSON (${(error as Error).message}); expected a JSON object`,
+      };
     }
   }
   if (!isRecord(value)) return { ok: false, problem: `the arguments must be a JSON object, got ${describe(value)}` };
@@ -173,7 +199,9 @@ export function formatResult(format: CallFormat, result: ResultPayload): ShapedT
         functionResponse: {
           name: result.tool,
           id: result.callId,
-          response: result.isError ? { error: result.content } : { output: result.value === undefined ? result.content : result.value },
+          response: result.isError
+            ? { error: result.content }
+            : { output: result.value === undefined ? result.content : result.value },
         },
       };
     case 'toolgate':
@@ -182,12 +210,22 @@ export function formatResult(format: CallFormat, result: ResultPayload): ShapedT
 }
 
 /** A result in one of the provider shapes. */
-export type ShapedToolResult = OpenAIChatToolResult | OpenAIResponsesFunctionCallOutput | AnthropicToolResult | GeminiFunctionResponsePart;
+export type ShapedToolResult =
+  OpenAIChatToolResult | OpenAIResponsesFunctionCallOutput | AnthropicToolResult | GeminiFunctionResponsePart;
 
 /** One tool's schema in a provider's shape. */
 export type ToolSchema =
-  | { readonly type: 'function'; readonly function: { readonly name: string; readonly description: string; readonly parameters: JsonSchema } }
-  | { readonly type: 'function'; readonly name: string; readonly description: string; readonly parameters: JsonSchema; readonly strict: false }
+  | {
+      readonly type: 'function';
+      readonly function: { readonly name: string; readonly description: string; readonly parameters: JsonSchema };
+    }
+  | {
+      readonly type: 'function';
+      readonly name: string;
+      readonly description: string;
+      readonly parameters: JsonSchema;
+      readonly strict: false;
+    }
   | { readonly name: string; readonly description: string; readonly input_schema: JsonSchema }
   | { readonly name: string; readonly description: string; readonly parameters: JsonSchema };
 
@@ -196,9 +234,18 @@ export const SCHEMA_FORMATS: readonly SchemaFormat[] = ['openai-chat', 'openai-r
 export function toolSchema(format: SchemaFormat, tool: Tool): ToolSchema {
   switch (format) {
     case 'openai-chat':
-      return { type: 'function', function: { name: tool.name, description: tool.description, parameters: tool.inputSchema } };
+      return {
+        type: 'function',
+        function: { name: tool.name, description: tool.description, parameters: tool.inputSchema },
+      };
     case 'openai-responses':
-      return { type: 'function', name: tool.name, description: tool.description, parameters: tool.inputSchema, strict: false };
+      return {
+        type: 'function',
+        name: tool.name,
+        description: tool.description,
+        parameters: tool.inputSchema,
+        strict: false,
+      };
     case 'anthropic':
       return { name: tool.name, description: tool.description, input_schema: tool.inputSchema };
     case 'gemini':

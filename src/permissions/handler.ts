@@ -29,11 +29,13 @@ export type HandlerAnswer = PermissionResult | Promise<PermissionResult>;
  * A handler that throws, rejects, times out or answers anything but `allow`/`deny` denies the call.
  */
 export type PermissionHandler =
-  | { handle(request: PermissionRequest): HandlerAnswer }
-  | ((request: PermissionRequest) => HandlerAnswer);
+  { handle(request: PermissionRequest): HandlerAnswer } | ((request: PermissionRequest) => HandlerAnswer);
 
 export function isPermissionHandler(value: unknown): value is PermissionHandler {
-  return typeof value === 'function' || (typeof value === 'object' && value !== null && typeof (value as { handle?: unknown }).handle === 'function');
+  return (
+    typeof value === 'function' ||
+    (typeof value === 'object' && value !== null && typeof (value as { handle?: unknown }).handle === 'function')
+  );
 }
 
 /**
@@ -56,18 +58,28 @@ export async function callHandler(
 ): Promise<HandlerOutcome> {
   let timer: NodeJS.Timeout | undefined;
   try {
-    const pending = Promise.resolve().then(() => (typeof handler === 'function' ? handler(request) : handler.handle(request)));
+    const pending = Promise.resolve().then(() =>
+      typeof handler === 'function' ? handler(request) : handler.handle(request),
+    );
     const timeout = new Promise<typeof TIMED_OUT>((resolve) => {
       timer = setTimeout(() => resolve(TIMED_OUT), timeoutMs);
     });
     const answer: unknown = await Promise.race([pending, timeout]);
     if (answer === TIMED_OUT) {
       pending.catch(() => undefined); // a late rejection must not become an unhandled one
-      return { answer: 'deny', failure: 'timeout', detail: `the permission handler did not answer within ${timeoutMs} ms` };
+      return {
+        answer: 'deny',
+        failure: 'timeout',
+        detail: `the permission handler did not answer within ${timeoutMs} ms`,
+      };
     }
     if (answer === 'allow' || answer === 'deny') return { answer };
     if (answer === 'pending' && options.pending === true) return { answer };
-    return { answer: 'deny', failure: 'invalid', detail: `the permission handler answered ${describe(answer)}; expected 'allow' or 'deny'` };
+    return {
+      answer: 'deny',
+      failure: 'invalid',
+      detail: `the permission handler answered ${describe(answer)}; expected 'allow' or 'deny'`,
+    };
   } catch (error) {
     return { answer: 'deny', failure: 'threw', detail: `the permission handler failed: ${errorText(error)}` };
   } finally {

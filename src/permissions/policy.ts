@@ -31,10 +31,27 @@ export interface RuleTrace {
 
 /** The outcome of evaluating a policy for one call. */
 export type PolicyEvaluation =
-  | { readonly result: PermissionResult; readonly by: 'rule'; readonly rule: CompiledRule; readonly error?: never; readonly trace?: readonly RuleTrace[] }
-  | { readonly result: PermissionResult; readonly by: 'fallback'; readonly rule: null; readonly error?: never; readonly trace?: readonly RuleTrace[] }
-  | { readonly result: 'deny'; readonly by: 'rule_error'; readonly rule: CompiledRule; readonly error: string; readonly trace?: readonly RuleTrace[] };
-
+  | {
+      readonly result: PermissionResult;
+      readonly by: 'rule';
+      readonly rule: CompiledRule;
+      readonly error?: never;
+      readonly trace?: readonly RuleTrace[];
+    }
+  | {
+      readonly result: PermissionResult;
+      readonly by: 'fallback';
+      readonly rule: null;
+      readonly error?: never;
+      readonly trace?: readonly RuleTrace[];
+    }
+  | {
+      readonly result: 'deny';
+      readonly by: 'rule_error';
+      readonly rule: CompiledRule;
+      readonly error: string;
+      readonly trace?: readonly RuleTrace[];
+    };
 
 /**
  * An ordered list of rules with a fallback (the Permission System spec). Rules are indexed by their
@@ -67,10 +84,14 @@ export class PermissionPolicy {
     }
     const fallback = options.fallback ?? PermissionResult.DENY;
     if (!isPermissionResult(fallback)) {
-      throw new TypeError(`PermissionPolicy option "fallback" must be 'allow', 'deny' or 'ask', got ${describe(fallback)}`);
+      throw new TypeError(
+        `PermissionPolicy option "fallback" must be 'allow', 'deny' or 'ask', got ${describe(fallback)}`,
+      );
     }
     if (options.handler !== undefined && !isPermissionHandler(options.handler)) {
-      throw new TypeError(`PermissionPolicy option "handler" must be a function or an object with handle(request), got ${describe(options.handler)}`);
+      throw new TypeError(
+        `PermissionPolicy option "handler" must be a function or an object with handle(request), got ${describe(options.handler)}`,
+      );
     }
     if (options.version !== undefined && typeof options.version !== 'string') {
       throw new TypeError(`PermissionPolicy option "version" must be a string, got ${describe(options.version)}`);
@@ -78,7 +99,10 @@ export class PermissionPolicy {
     this.#compiled = options.rules.map(compileRule);
     const seen = new Set<string>();
     for (const rule of this.#compiled) {
-      if (seen.has(rule.name)) throw new ConfigurationError(`permission rule name ${JSON.stringify(rule.name)} is used twice; rule names identify decisions and must be unique`);
+      if (seen.has(rule.name))
+        throw new ConfigurationError(
+          `permission rule name ${JSON.stringify(rule.name)} is used twice; rule names identify decisions and must be unique`,
+        );
       seen.add(rule.name);
       // A rule with a name selector is indexed by name only (the tag check still runs in selects()).
       if (rule.tools !== null) for (const name of rule.tools) push(this.#byName, name, rule);
@@ -110,7 +134,11 @@ export class PermissionPolicy {
    * throws or returns anything but a boolean denies the call and is reported (`by: 'rule_error'`).
    * With `trace`, every rule is reported, with why it did or did not match.
    */
-  evaluate(tool: Tool, params: Readonly<Record<string, unknown>>, options?: { readonly trace?: boolean }): PolicyEvaluation {
+  evaluate(
+    tool: Tool,
+    params: Readonly<Record<string, unknown>>,
+    options?: { readonly trace?: boolean },
+  ): PolicyEvaluation {
     if (options?.trace) return this.#evaluateTraced(tool, params);
     for (const rule of this.candidates(tool)) {
       const verdict = tryMatch(rule, tool, params);

@@ -48,14 +48,15 @@ export interface CompiledRule {
   readonly reason: string;
   readonly tools: ReadonlySet<string> | null;
   readonly tags: ReadonlySet<string> | null;
-  readonly match: NonNullable<PermissionRule["match"]> | null;
+  readonly match: NonNullable<PermissionRule['match']> | null;
   /** The `select` answer for a tool, kept per tool: true, false, or the text of what went wrong. */
   readonly select: ((tool: Tool) => boolean | string) | null;
 }
 
 export function compileRule(rule: PermissionRule, index: number): CompiledRule {
   const where = `permission rule #${index + 1}`;
-  if (typeof rule !== 'object' || rule === null) throw new ConfigurationError(`${where}: expected a rule object, got ${describe(rule)}`);
+  if (typeof rule !== 'object' || rule === null)
+    throw new ConfigurationError(`${where}: expected a rule object, got ${describe(rule)}`);
   if (typeof rule.name !== 'string' || rule.name === '') {
     throw new ConfigurationError(`${where}: "name" must be a non-empty string, got ${describe(rule.name)}`);
   }
@@ -72,7 +73,9 @@ export function compileRule(rule: PermissionRule, index: number): CompiledRule {
   const tools = selector(rule.tools, `${named}: "tools"`, canonical);
   const tags = selector(rule.tags, `${named}: "tags"`, (t) => t);
   if (rule.match === undefined && rule.select === undefined && tools === null && tags === null) {
-    throw new ConfigurationError(`${named}: give "match", "select", "tools" or "tags" (a rule with none would match every call)`);
+    throw new ConfigurationError(
+      `${named}: give "match", "select", "tools" or "tags" (a rule with none would match every call)`,
+    );
   }
   if (rule.reason !== undefined && typeof rule.reason !== 'string') {
     throw new ConfigurationError(`${named}: "reason" must be a string, got ${describe(rule.reason)}`);
@@ -97,7 +100,10 @@ function keptSelect(select: (tool: Tool) => boolean, name: string): (tool: Tool)
     if (verdict === undefined) {
       try {
         const answer: unknown = select(tool);
-        verdict = typeof answer === 'boolean' ? answer : `rule ${JSON.stringify(name)}: select returned ${describe(answer)}; expected a boolean`;
+        verdict =
+          typeof answer === 'boolean'
+            ? answer
+            : `rule ${JSON.stringify(name)}: select returned ${describe(answer)}; expected a boolean`;
       } catch (error) {
         verdict = `rule ${JSON.stringify(name)}: select threw: ${error instanceof Error ? error.message : String(error)}`;
       }
@@ -109,10 +115,12 @@ function keptSelect(select: (tool: Tool) => boolean, name: string): (tool: Tool)
 
 function selector(value: unknown, where: string, form: (s: string) => string): ReadonlySet<string> | null {
   if (value === undefined) return null;
-  if (!Array.isArray(value)) throw new ConfigurationError(`${where} must be an array of strings, got ${describe(value)}`);
+  if (!Array.isArray(value))
+    throw new ConfigurationError(`${where} must be an array of strings, got ${describe(value)}`);
   const set = new Set<string>();
   for (const item of value) {
-    if (typeof item !== 'string' || item === '') throw new ConfigurationError(`${where} must hold non-empty strings, got ${describe(item)}`);
+    if (typeof item !== 'string' || item === '')
+      throw new ConfigurationError(`${where} must hold non-empty strings, got ${describe(item)}`);
     set.add(form(item));
   }
   return set;

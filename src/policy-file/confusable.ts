@@ -25,7 +25,12 @@ export function scriptsOf(name: string): string[] {
 
 /** A pair or a single name a reader may take for another. */
 export type ConfusableFinding =
-  | { readonly kind: 'mixed-script'; readonly name: string; readonly scripts: readonly string[]; readonly other?: never }
+  | {
+      readonly kind: 'mixed-script';
+      readonly name: string;
+      readonly scripts: readonly string[];
+      readonly other?: never;
+    }
   | { readonly kind: 'lookalike'; readonly name: string; readonly other: string; readonly scripts?: never };
 
 /**

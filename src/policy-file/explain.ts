@@ -73,7 +73,12 @@ export interface Explanation {
  * const why = await explainCall(set, { name: 'read_file', arguments: { path: '/data/../etc/passwd' } }, { agent: 'concierge' });
  * why.decision.rule // the rule that refused it
  */
-export async function explainCall(set: PolicySet, call: ToolCallInput, who: PolicyContextInput = {}, registry: ToolRegistry = set.registry()): Promise<Explanation> {
+export async function explainCall(
+  set: PolicySet,
+  call: ToolCallInput,
+  who: PolicyContextInput = {},
+  registry: ToolRegistry = set.registry(),
+): Promise<Explanation> {
   const read = readCall(call);
   const context = set.context(who);
   const pre = await precheck(read, context, registry.environment());
@@ -83,8 +88,18 @@ export async function explainCall(set: PolicySet, call: ToolCallInput, who: Poli
   const decision: ExplainedDecision =
     pre.kind === 'ask'
       ? { effect: 'ask', stage: 'policy', by: 'rule', layer: null, rule: pre.base.rule, reason: pre.base.reason }
-      : { effect: pre.decision.effect, stage: pre.decision.stage, by: pre.decision.by, layer: pre.decision.layer, rule: pre.decision.rule, reason: pre.decision.reason };
-  const reachedPolicy = tool !== null && args !== null && (pre.kind === 'ask' || pre.decision.stage === 'policy' || pre.decision.stage === 'handler');
+      : {
+          effect: pre.decision.effect,
+          stage: pre.decision.stage,
+          by: pre.decision.by,
+          layer: pre.decision.layer,
+          rule: pre.decision.rule,
+          reason: pre.decision.reason,
+        };
+  const reachedPolicy =
+    tool !== null &&
+    args !== null &&
+    (pre.kind === 'ask' || pre.decision.stage === 'policy' || pre.decision.stage === 'handler');
   return {
     callId: read.id,
     tool: read.name,
@@ -109,31 +124,65 @@ function layersFor(set: PolicySet, who: PolicyContextInput, form: string, regist
   if (who.agent !== undefined) {
     const agent = set.agent(who.agent);
     const permits = agent.tools.some((n) => canonical(n) === form);
-    layers.push({ layer: 'agent', states: true, permits, detail: `agent ${JSON.stringify(agent.name)} ${permits ? 'declares' : 'does not declare'} it (declares ${list(agent.tools)})` });
+    layers.push({
+      layer: 'agent',
+      states: true,
+      permits,
+      detail: `agent ${JSON.stringify(agent.name)} ${permits ? 'declares' : 'does not declare'} it (declares ${list(agent.tools)})`,
+    });
   } else {
     const permits = registry.has(form);
-    layers.push({ layer: 'agent', states: false, permits: null, detail: `no agent given: the default agent declares every registered tool${permits ? '' : ', and this one is not registered'}` });
+    layers.push({
+      layer: 'agent',
+      states: false,
+      permits: null,
+      detail: `no agent given: the default agent declares every registered tool${permits ? '' : ', and this one is not registered'}`,
+    });
   }
   if (who.tenant !== undefined) {
     const tenant = set.tenantLimits(who.tenant);
-    if (tenant.tools === undefined) layers.push({ layer: 'tenant', states: false, permits: null, detail: `tenant ${JSON.stringify(who.tenant)} lists no tools, so its layer narrows nothing` });
+    if (tenant.tools === undefined)
+      layers.push({
+        layer: 'tenant',
+        states: false,
+        permits: null,
+        detail: `tenant ${JSON.stringify(who.tenant)} lists no tools, so its layer narrows nothing`,
+      });
     else {
       const permits = tenant.tools.some((n) => canonical(n) === form);
-      layers.push({ layer: 'tenant', states: true, permits, detail: `tenant ${JSON.stringify(who.tenant)}'s plan ${permits ? 'includes' : 'does not include'} it (includes ${list(tenant.tools)})` });
+      layers.push({
+        layer: 'tenant',
+        states: true,
+        permits,
+        detail: `tenant ${JSON.stringify(who.tenant)}'s plan ${permits ? 'includes' : 'does not include'} it (includes ${list(tenant.tools)})`,
+      });
     }
   } else {
-    layers.push({ layer: 'tenant', states: false, permits: null, detail: 'no tenant given: the tenant layer narrows nothing' });
+    layers.push({
+      layer: 'tenant',
+      states: false,
+      permits: null,
+      detail: 'no tenant given: the tenant layer narrows nothing',
+    });
   }
   if (who.scopes !== undefined) {
     const scopes = [...who.scopes];
     const covering = scopes.filter((s) => (set.scopes.get(s) ?? []).some((n) => canonical(n) === form));
     const unknown = scopes.filter((s) => !set.scopes.has(s));
     const permits = covering.length > 0;
-    let detail = permits ? `scope ${covering.map((s) => JSON.stringify(s)).join(', ')} covers it` : `none of the scopes ${list(scopes)} covers it`;
-    if (unknown.length > 0) detail += `; scope ${unknown.map((s) => JSON.stringify(s)).join(', ')} is not in the file's scope map and covers nothing`;
+    let detail = permits
+      ? `scope ${covering.map((s) => JSON.stringify(s)).join(', ')} covers it`
+      : `none of the scopes ${list(scopes)} covers it`;
+    if (unknown.length > 0)
+      detail += `; scope ${unknown.map((s) => JSON.stringify(s)).join(', ')} is not in the file's scope map and covers nothing`;
     layers.push({ layer: 'caller', states: true, permits, detail });
   } else {
-    layers.push({ layer: 'caller', states: false, permits: null, detail: 'no scopes given: the caller layer narrows nothing' });
+    layers.push({
+      layer: 'caller',
+      states: false,
+      permits: null,
+      detail: 'no scopes given: the caller layer narrows nothing',
+    });
   }
   return layers;
 }
@@ -143,7 +192,10 @@ function rulesFor(set: PolicySet, tool: Tool, args: Readonly<Record<string, unkn
   const infos = new Map(set.rules.map((r) => [r.index, r]));
   return (evaluation.trace ?? []).map((t) => {
     const info = infos.get(t.index);
-    const conditions = info && (t.outcome === 'matched' || t.outcome === 'not_matched' || t.outcome === 'threw') ? traceTests(info.tests, args) : [];
+    const conditions =
+      info && (t.outcome === 'matched' || t.outcome === 'not_matched' || t.outcome === 'threw')
+        ? traceTests(info.tests, args)
+        : [];
     let detail: string;
     switch (t.outcome) {
       case 'not_selected':
@@ -162,17 +214,31 @@ function rulesFor(set: PolicySet, tool: Tool, args: Readonly<Record<string, unkn
         detail = `${t.detail ?? 'the rule failed'}: the call is denied`;
         break;
     }
-    return { rule: t.rule, index: t.index, result: info?.result ?? '?', outcome: t.outcome, detail, line: info?.position.line ?? 0, conditions };
+    return {
+      rule: t.rule,
+      index: t.index,
+      result: info?.result ?? '?',
+      outcome: t.outcome,
+      detail,
+      line: info?.position.line ?? 0,
+      conditions,
+    };
   });
 }
 
 /** Why a rule's selectors leave the tool out. */
 export function whyNotSelected(info: PolicyRuleInfo, tool: Tool): string {
   const reasons: string[] = [];
-  if (info.namespace !== null && tool.namespace !== info.namespace) reasons.push(`its namespace is ${tool.namespace === null ? 'none' : JSON.stringify(tool.namespace)}, not ${JSON.stringify(info.namespace)}`);
+  if (info.namespace !== null && tool.namespace !== info.namespace)
+    reasons.push(
+      `its namespace is ${tool.namespace === null ? 'none' : JSON.stringify(tool.namespace)}, not ${JSON.stringify(info.namespace)}`,
+    );
   if (info.exact.length + info.globs.length > 0) {
     const named = info.exact.includes(tool.canonicalName) || info.globs.some((g) => g.test(tool.canonicalName));
-    if (!named) reasons.push(`${JSON.stringify(tool.canonicalName)} is not among ${list([...info.exact, ...info.globs.map((g) => g.pattern)])}`);
+    if (!named)
+      reasons.push(
+        `${JSON.stringify(tool.canonicalName)} is not among ${list([...info.exact, ...info.globs.map((g) => g.pattern)])}`,
+      );
   }
   if (info.tags !== null && !info.tags.some((t) => tool.metadata.allTags.has(t))) {
     reasons.push(`it carries none of the tags ${list(info.tags)} (it has ${list([...tool.metadata.allTags])})`);
@@ -185,11 +251,25 @@ function list(items: readonly string[]): string {
 }
 
 /** The decision alone (no trace), as `toolgate check` prints it: the gate's precheck, with `ask` unresolved. */
-export async function decideCall(set: PolicySet, call: ToolCallInput, who: PolicyContextInput = {}, registry: ToolRegistry = set.registry()): Promise<ExplainedDecision & { readonly callId: string; readonly tool: string; readonly canonical: string }> {
+export async function decideCall(
+  set: PolicySet,
+  call: ToolCallInput,
+  who: PolicyContextInput = {},
+  registry: ToolRegistry = set.registry(),
+): Promise<ExplainedDecision & { readonly callId: string; readonly tool: string; readonly canonical: string }> {
   const read = readCall(call);
   const pre = await precheck(read, set.context(who), registry.environment());
   const head = { callId: read.id, tool: read.name, canonical: canonical(read.name) };
-  if (pre.kind === 'ask') return { ...head, effect: 'ask', stage: 'policy', by: 'rule', layer: null, rule: pre.base.rule, reason: pre.base.reason };
+  if (pre.kind === 'ask')
+    return {
+      ...head,
+      effect: 'ask',
+      stage: 'policy',
+      by: 'rule',
+      layer: null,
+      rule: pre.base.rule,
+      reason: pre.base.reason,
+    };
   const d = pre.decision;
   return { ...head, effect: d.effect, stage: d.stage, by: d.by, layer: d.layer, rule: d.rule, reason: d.reason };
 }

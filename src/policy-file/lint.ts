@@ -49,7 +49,9 @@ export function lintPolicyText(text: string, file = '<input>'): LintReport {
 }
 
 function report(file: string, result: ReturnType<typeof parsePolicy>): LintReport {
-  const findings: LintFinding[] = result.ok ? lintPolicy(result.policy) : result.issues.map((i) => ({ ...i, severity: 'error' as const }));
+  const findings: LintFinding[] = result.ok
+    ? lintPolicy(result.policy)
+    : result.issues.map((i) => ({ ...i, severity: 'error' as const }));
   const errors = findings.filter((f) => f.severity === 'error').length;
   return { file, loaded: result.ok, findings, errors, warnings: findings.length - errors };
 }
@@ -60,7 +62,13 @@ type Path = (string | number)[];
 export function lintPolicy(set: PolicySet): LintFinding[] {
   const findings: LintFinding[] = [];
   const file = set.file ?? '<input>';
-  const add = (severity: LintFinding['severity'], code: keyof typeof LINT_CODES, path: Path, message: string, key = false): void => {
+  const add = (
+    severity: LintFinding['severity'],
+    code: keyof typeof LINT_CODES,
+    path: Path,
+    message: string,
+    key = false,
+  ): void => {
     findings.push({ file, ...set.positionOf(path, key), at: path.join('.'), code, severity, message });
   };
   const data = set.data;
@@ -85,32 +93,66 @@ export function lintPolicy(set: PolicySet): LintFinding[] {
   for (const s of spellings) {
     const first = declared.get(canonical(s.name));
     if (first && first.spelling !== s.name) {
-      add('warning', 'canonical-collision', s.path, `${JSON.stringify(s.name)} and ${JSON.stringify(first.spelling)} (at ${first.path.join('.')}) are one tool (canonical form ${JSON.stringify(canonical(s.name))}); spell it one way`, s.key);
+      add(
+        'warning',
+        'canonical-collision',
+        s.path,
+        `${JSON.stringify(s.name)} and ${JSON.stringify(first.spelling)} (at ${first.path.join('.')}) are one tool (canonical form ${JSON.stringify(canonical(s.name))}); spell it one way`,
+        s.key,
+      );
     }
   }
 
   // Confusable names, over every name the file mentions.
   const mentioned = new Map<string, Path>();
   for (const s of spellings) if (!mentioned.has(s.name)) mentioned.set(s.name, s.path);
-  for (const [tenant, spec] of Object.entries(data.tenants ?? {})) spec.tools?.forEach((n, i) => mentioned.has(n) || mentioned.set(n, ['tenants', tenant, 'tools', i]));
-  for (const [scope, names] of Object.entries(data.scopes ?? {})) names.forEach((n, i) => mentioned.has(n) || mentioned.set(n, ['scopes', scope, i]));
+  for (const [tenant, spec] of Object.entries(data.tenants ?? {}))
+    spec.tools?.forEach((n, i) => mentioned.has(n) || mentioned.set(n, ['tenants', tenant, 'tools', i]));
+  for (const [scope, names] of Object.entries(data.scopes ?? {}))
+    names.forEach((n, i) => mentioned.has(n) || mentioned.set(n, ['scopes', scope, i]));
   for (const f of confusableFindings(mentioned.keys())) {
     const path = mentioned.get(f.name) ?? [];
-    if (f.kind === 'mixed-script') add('warning', 'confusable-name', path, `tool name ${JSON.stringify(f.name)} mixes scripts (${f.scripts.join(', ')}); it may be taken for another name`);
-    else add('warning', 'confusable-name', path, `tool name ${JSON.stringify(f.name)} looks like ${JSON.stringify(f.other)} but is a different tool`);
+    if (f.kind === 'mixed-script')
+      add(
+        'warning',
+        'confusable-name',
+        path,
+        `tool name ${JSON.stringify(f.name)} mixes scripts (${f.scripts.join(', ')}); it may be taken for another name`,
+      );
+    else
+      add(
+        'warning',
+        'confusable-name',
+        path,
+        `tool name ${JSON.stringify(f.name)} looks like ${JSON.stringify(f.other)} but is a different tool`,
+      );
   }
 
   // References to undeclared tools.
   if (universeKnown) {
     const check = (name: string, path: Path, where: string): void => {
-      if (!declared.has(canonical(name))) add('error', 'undeclared-tool', path, `${where} names ${JSON.stringify(name)}, which no agent declares and the tools section does not describe`);
+      if (!declared.has(canonical(name)))
+        add(
+          'error',
+          'undeclared-tool',
+          path,
+          `${where} names ${JSON.stringify(name)}, which no agent declares and the tools section does not describe`,
+        );
     };
-    for (const [tenant, spec] of Object.entries(data.tenants ?? {})) spec.tools?.forEach((n, i) => check(n, ['tenants', tenant, 'tools', i], `tenant ${JSON.stringify(tenant)}`));
-    for (const [scope, names] of Object.entries(data.scopes ?? {})) names.forEach((n, i) => check(n, ['scopes', scope, i], `scope ${JSON.stringify(scope)}`));
+    for (const [tenant, spec] of Object.entries(data.tenants ?? {}))
+      spec.tools?.forEach((n, i) => check(n, ['tenants', tenant, 'tools', i], `tenant ${JSON.stringify(tenant)}`));
+    for (const [scope, names] of Object.entries(data.scopes ?? {}))
+      names.forEach((n, i) => check(n, ['scopes', scope, i], `scope ${JSON.stringify(scope)}`));
     for (const rule of set.rules) {
-      const patterns = rule.data.tools === undefined ? [] : typeof rule.data.tools === 'string' ? [rule.data.tools] : rule.data.tools;
+      const patterns =
+        rule.data.tools === undefined ? [] : typeof rule.data.tools === 'string' ? [rule.data.tools] : rule.data.tools;
       patterns.forEach((p, i) => {
-        if (rule.exact.includes(canonical(p))) check(p, typeof rule.data.tools === 'string' ? ['rules', rule.index, 'tools'] : ['rules', rule.index, 'tools', i], `rule ${JSON.stringify(rule.name)}`);
+        if (rule.exact.includes(canonical(p)))
+          check(
+            p,
+            typeof rule.data.tools === 'string' ? ['rules', rule.index, 'tools'] : ['rules', rule.index, 'tools', i],
+            `rule ${JSON.stringify(rule.name)}`,
+          );
       });
     }
   }
@@ -120,7 +162,12 @@ export function lintPolicy(set: PolicySet): LintFinding[] {
     for (const [tenant, spec] of Object.entries(data.tenants ?? {})) {
       spec.tools?.forEach((n, i) => {
         if (declared.has(canonical(n)) && !agentDeclares.has(canonical(n))) {
-          add('warning', 'tenant-grants-undeclared', ['tenants', tenant, 'tools', i], `tenant ${JSON.stringify(tenant)} grants ${JSON.stringify(n)}, which no agent declares`);
+          add(
+            'warning',
+            'tenant-grants-undeclared',
+            ['tenants', tenant, 'tools', i],
+            `tenant ${JSON.stringify(tenant)} grants ${JSON.stringify(n)}, which no agent declares`,
+          );
         }
       });
     }
@@ -129,7 +176,13 @@ export function lintPolicy(set: PolicySet): LintFinding[] {
   // Peers that are not declared agents.
   for (const [agent, spec] of Object.entries(data.agents ?? {})) {
     spec.peers?.forEach((peer, i) => {
-      if (!set.agents.has(peer)) add('error', 'undeclared-agent', ['agents', agent, 'peers', i], `agent ${JSON.stringify(agent)} names peer ${JSON.stringify(peer)}, which is not a declared agent`);
+      if (!set.agents.has(peer))
+        add(
+          'error',
+          'undeclared-agent',
+          ['agents', agent, 'peers', i],
+          `agent ${JSON.stringify(agent)} names peer ${JSON.stringify(peer)}, which is not a declared agent`,
+        );
     });
   }
 
@@ -138,17 +191,35 @@ export function lintPolicy(set: PolicySet): LintFinding[] {
   for (const tool of set.tools) for (const t of tool.metadata.customTags) knownTags.add(t);
   for (const rule of set.rules) {
     rule.tags?.forEach((t, i) => {
-      if (!knownTags.has(t)) add('error', 'unknown-tag', ['rules', rule.index, 'tags', i], `tag ${JSON.stringify(t)} is neither predefined (${Object.values(ToolTag).join(', ')}) nor a custom tag of a declared tool`);
+      if (!knownTags.has(t))
+        add(
+          'error',
+          'unknown-tag',
+          ['rules', rule.index, 'tags', i],
+          `tag ${JSON.stringify(t)} is neither predefined (${Object.values(ToolTag).join(', ')}) nor a custom tag of a declared tool`,
+        );
     });
   }
 
   // Rules that can never match, and rules shadowed by an earlier one.
   for (const rule of set.rules) {
     const never = contradiction(rule);
-    if (never) add('error', 'never-matches', ['rules', rule.index], `rule ${JSON.stringify(rule.name)} can never match: ${never}`);
+    if (never)
+      add(
+        'error',
+        'never-matches',
+        ['rules', rule.index],
+        `rule ${JSON.stringify(rule.name)} can never match: ${never}`,
+      );
     else if (set.tools.length > 0 && !(rule.exact.length > 0 && rule.globs.length === 0)) {
       const any = [...declaredTools(set)].some((t) => selectsDeclared(rule, t));
-      if (!any) add('warning', 'never-matches', ['rules', rule.index], `rule ${JSON.stringify(rule.name)} selects no tool the file declares`);
+      if (!any)
+        add(
+          'warning',
+          'never-matches',
+          ['rules', rule.index],
+          `rule ${JSON.stringify(rule.name)} selects no tool the file declares`,
+        );
     }
   }
   for (let j = 0; j < set.rules.length; j++) {
@@ -178,11 +249,17 @@ interface DeclaredTool {
 
 function declaredTools(set: PolicySet): DeclaredTool[] {
   const out = new Map<string, DeclaredTool>();
-  for (const t of set.tools) out.set(t.canonicalName, { form: t.canonicalName, namespace: t.namespace, tags: t.metadata.allTags });
+  for (const t of set.tools)
+    out.set(t.canonicalName, { form: t.canonicalName, namespace: t.namespace, tags: t.metadata.allTags });
   for (const a of set.agents.values()) {
     for (const n of a.tools) {
       const form = canonical(n);
-      if (!out.has(form)) out.set(form, { form, namespace: form.indexOf(':') > 0 ? form.slice(0, form.indexOf(':')) : null, tags: new Set() });
+      if (!out.has(form))
+        out.set(form, {
+          form,
+          namespace: form.indexOf(':') > 0 ? form.slice(0, form.indexOf(':')) : null,
+          tags: new Set(),
+        });
     }
   }
   return [...out.values()];
@@ -190,7 +267,12 @@ function declaredTools(set: PolicySet): DeclaredTool[] {
 
 function selectsDeclared(rule: PolicyRuleInfo, tool: DeclaredTool): boolean {
   if (rule.namespace !== null && tool.namespace !== rule.namespace) return false;
-  if (rule.exact.length + rule.globs.length > 0 && !rule.exact.includes(tool.form) && !rule.globs.some((g) => g.test(tool.form))) return false;
+  if (
+    rule.exact.length + rule.globs.length > 0 &&
+    !rule.exact.includes(tool.form) &&
+    !rule.globs.some((g) => g.test(tool.form))
+  )
+    return false;
   if (rule.tags !== null && !rule.tags.some((t) => tool.tags.has(t))) return false;
   return true;
 }
@@ -199,28 +281,45 @@ function selectsDeclared(rule: PolicyRuleInfo, tool: DeclaredTool): boolean {
 function contradiction(rule: PolicyRuleInfo): string | null {
   if (rule.namespace !== null && rule.globs.length === 0 && rule.exact.length > 0) {
     const prefix = `${rule.namespace}:`;
-    if (!rule.exact.some((n) => n.startsWith(prefix))) return `it selects namespace ${JSON.stringify(rule.namespace)} and only tools outside it (${rule.exact.join(', ')})`;
+    if (!rule.exact.some((n) => n.startsWith(prefix)))
+      return `it selects namespace ${JSON.stringify(rule.namespace)} and only tools outside it (${rule.exact.join(', ')})`;
   }
   const byArg = new Map<string, ConditionTest[]>();
   for (const t of rule.tests) byArg.set(t.arg, [...(byArg.get(t.arg) ?? []), t]);
   for (const [arg, tests] of byArg) {
     const op = (name: string): unknown => tests.find((t) => t.op === name)?.expected;
     const has = (name: string): boolean => tests.some((t) => t.op === name);
-    if (op('exists') === false && tests.length > 1) return `argument ${JSON.stringify(arg)} must be absent and also ${tests.filter((t) => t.op !== 'exists').map((t) => t.text).join(', ')}`;
-    if (has('oneOf') && (op('oneOf') as unknown[]).length === 0) return `argument ${JSON.stringify(arg)} must be one of an empty list`;
+    if (op('exists') === false && tests.length > 1)
+      return `argument ${JSON.stringify(arg)} must be absent and also ${tests
+        .filter((t) => t.op !== 'exists')
+        .map((t) => t.text)
+        .join(', ')}`;
+    if (has('oneOf') && (op('oneOf') as unknown[]).length === 0)
+      return `argument ${JSON.stringify(arg)} must be one of an empty list`;
     // Values the other tests must accept: the one `equals` value, or each `oneOf` value.
     const candidates = has('equals') ? [op('equals')] : has('oneOf') ? (op('oneOf') as unknown[]) : null;
     if (candidates) {
       const others = tests.filter((t) => t.op !== 'equals' && t.op !== 'oneOf' && t.op !== 'exists');
-      if (has('equals') && has('oneOf') && !(op('oneOf') as unknown[]).some((v) => jsonEqual(v, op('equals')))) return `argument ${JSON.stringify(arg)} must equal ${JSON.stringify(op('equals'))}, which is not one of ${JSON.stringify(op('oneOf'))}`;
+      if (has('equals') && has('oneOf') && !(op('oneOf') as unknown[]).some((v) => jsonEqual(v, op('equals'))))
+        return `argument ${JSON.stringify(arg)} must equal ${JSON.stringify(op('equals'))}, which is not one of ${JSON.stringify(op('oneOf'))}`;
       if (others.length > 0 && !candidates.some((v) => others.every((t) => t.test(true, v) === true))) {
         return `argument ${JSON.stringify(arg)} ${has('equals') ? `must equal ${JSON.stringify(op('equals'))}` : `must be one of ${JSON.stringify(op('oneOf'))}`} and also ${others.map((t) => t.text).join(', ')}`;
       }
     }
-    const lower = Math.max(...tests.filter((t) => t.op === 'gt' || t.op === 'gte').map((t) => t.expected as number), -Infinity);
-    const upper = Math.min(...tests.filter((t) => t.op === 'lt' || t.op === 'lte').map((t) => t.expected as number), Infinity);
+    const lower = Math.max(
+      ...tests.filter((t) => t.op === 'gt' || t.op === 'gte').map((t) => t.expected as number),
+      -Infinity,
+    );
+    const upper = Math.min(
+      ...tests.filter((t) => t.op === 'lt' || t.op === 'lte').map((t) => t.expected as number),
+      Infinity,
+    );
     const open = tests.some((t) => (t.op === 'gt' && t.expected === lower) || (t.op === 'lt' && t.expected === upper));
-    if (lower > upper || (lower === upper && open)) return `argument ${JSON.stringify(arg)} must be ${tests.filter((t) => ['gt', 'gte', 'lt', 'lte'].includes(t.op)).map((t) => t.text).join(' and ')}: no number is`;
+    if (lower > upper || (lower === upper && open))
+      return `argument ${JSON.stringify(arg)} must be ${tests
+        .filter((t) => ['gt', 'gte', 'lt', 'lte'].includes(t.op))
+        .map((t) => t.text)
+        .join(' and ')}: no number is`;
   }
   return null;
 }
@@ -228,18 +327,35 @@ function contradiction(rule: PolicyRuleInfo): string | null {
 /** True when every call `later` matches, `earlier` matches too. Conservative: false when unsure. */
 function covers(earlier: PolicyRuleInfo, later: PolicyRuleInfo, set: PolicySet): boolean {
   // Conditions: each of the earlier rule's tests must be one the later rule also makes.
-  if (!earlier.tests.every((a) => later.tests.some((b) => b.arg === a.arg && b.op === a.op && jsonEqual(a.expected, b.expected)))) return false;
+  if (
+    !earlier.tests.every((a) =>
+      later.tests.some((b) => b.arg === a.arg && b.op === a.op && jsonEqual(a.expected, b.expected)),
+    )
+  )
+    return false;
   // Names.
   const earlierNames = earlier.exact.length + earlier.globs.length > 0;
   const laterNames = later.exact.length + later.globs.length > 0;
   if (earlierNames) {
     if (!laterNames) return false;
     if (!later.exact.every((n) => earlier.exact.includes(n) || earlier.globs.some((g) => g.test(n)))) return false;
-    if (!later.globs.every((g) => earlier.globs.some((e) => e.pattern === g.pattern || e.pattern === '**' || (e.pattern === '*' && !g.pattern.includes('/'))))) return false;
+    if (
+      !later.globs.every((g) =>
+        earlier.globs.some(
+          (e) => e.pattern === g.pattern || e.pattern === '**' || (e.pattern === '*' && !g.pattern.includes('/')),
+        ),
+      )
+    )
+      return false;
   }
   // Namespace.
   if (earlier.namespace !== null && later.namespace !== earlier.namespace) {
-    if (later.globs.length > 0 || later.exact.length === 0 || !later.exact.every((n) => n.startsWith(`${earlier.namespace}:`))) return false;
+    if (
+      later.globs.length > 0 ||
+      later.exact.length === 0 ||
+      !later.exact.every((n) => n.startsWith(`${earlier.namespace}:`))
+    )
+      return false;
   }
   // Tags: the later rule's tools must carry one of the earlier rule's tags.
   if (earlier.tags !== null) {
@@ -247,7 +363,8 @@ function covers(earlier: PolicyRuleInfo, later: PolicyRuleInfo, set: PolicySet):
     if (!laterTagsCovered) {
       if (later.globs.length > 0 || later.exact.length === 0) return false;
       const tools = new Map(set.tools.map((t) => [t.canonicalName, t]));
-      if (!later.exact.every((n) => [...(tools.get(n)?.metadata.allTags ?? [])].some((t) => earlier.tags!.includes(t)))) return false;
+      if (!later.exact.every((n) => [...(tools.get(n)?.metadata.allTags ?? [])].some((t) => earlier.tags!.includes(t))))
+        return false;
     }
   }
   return true;

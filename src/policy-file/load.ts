@@ -73,7 +73,19 @@ export async function readPolicyFile(file: string): Promise<PolicyParseResult> {
   try {
     text = await readFile(file, 'utf8');
   } catch (error) {
-    return { ok: false, issues: [{ file, line: 1, column: 1, at: '', code: 'read', message: `cannot read the file: ${(error as Error).message}` }] };
+    return {
+      ok: false,
+      issues: [
+        {
+          file,
+          line: 1,
+          column: 1,
+          at: '',
+          code: 'read',
+          message: `cannot read the file: ${(error as Error).message}`,
+        },
+      ],
+    };
   }
   return parsePolicy(text, { file });
 }
@@ -109,7 +121,8 @@ class Locator {
       }
     }
     for (let n = path.length; n >= 0; n--) {
-      const node = (n === 0 ? this.#doc.contents : this.#doc.getIn(path.slice(0, n), true)) as YamlNode | null | undefined;
+      const node = (n === 0 ? this.#doc.contents : this.#doc.getIn(path.slice(0, n), true)) as
+        YamlNode | null | undefined;
       if (node && typeof node === 'object' && 'range' in node && node.range) return this.offset(node.range[0]);
     }
     return { line: 1, column: 1 };
@@ -117,7 +130,13 @@ class Locator {
 
   issue(path: readonly Segment[], code: string, message: string, key = false): PolicyIssue {
     const where = pathText(path);
-    return { file: this.file, ...this.at(path, key), at: where, code, message: where ? `${where}: ${message}` : message };
+    return {
+      file: this.file,
+      ...this.at(path, key),
+      at: where,
+      code,
+      message: where ? `${where}: ${message}` : message,
+    };
   }
 }
 
@@ -142,26 +161,49 @@ export function pathText(path: readonly Segment[]): string {
  * else registry.setPermissionPolicy(result.policy.policy);
  */
 export function parsePolicy(text: string, options: ParsePolicyOptions = {}): PolicyParseResult {
-  if (typeof text !== 'string') throw new TypeError(`parsePolicy expects the policy text as a string, got ${describe(text)}`);
+  if (typeof text !== 'string')
+    throw new TypeError(`parsePolicy expects the policy text as a string, got ${describe(text)}`);
   const file = options.file ?? '<input>';
-  if (typeof file !== 'string') throw new TypeError(`parsePolicy option "file" must be a string, got ${describe(file)}`);
+  if (typeof file !== 'string')
+    throw new TypeError(`parsePolicy option "file" must be a string, got ${describe(file)}`);
   const lines = new LineCounter();
   const doc = parseDocument(text, { lineCounter: lines, prettyErrors: false, uniqueKeys: true, strict: true });
   const locator = new Locator(doc, lines, file);
   if (doc.errors.length > 0) {
     return {
       ok: false,
-      issues: doc.errors.map((e) => ({ file, ...locator.offset(e.pos[0]), at: '', code: 'yaml', message: `${e.message.split('\n')[0]} (${e.code})` })),
+      issues: doc.errors.map((e) => ({
+        file,
+        ...locator.offset(e.pos[0]),
+        at: '',
+        code: 'yaml',
+        message: `${e.message.split('\n')[0]} (${e.code})`,
+      })),
     };
   }
   let data: unknown;
   try {
     data = doc.toJS({ maxAliasCount: 100 });
   } catch (error) {
-    return { ok: false, issues: [{ file, line: 1, column: 1, at: '', code: 'yaml', message: (error as Error).message }] };
+    return {
+      ok: false,
+      issues: [{ file, line: 1, column: 1, at: '', code: 'yaml', message: (error as Error).message }],
+    };
   }
   if (data === null || data === undefined) {
-    return { ok: false, issues: [{ file, line: 1, column: 1, at: '', code: 'schema', message: 'the document is empty; expected a mapping with at least "version: 1"' }] };
+    return {
+      ok: false,
+      issues: [
+        {
+          file,
+          line: 1,
+          column: 1,
+          at: '',
+          code: 'schema',
+          message: 'the document is empty; expected a mapping with at least "version: 1"',
+        },
+      ],
+    };
   }
   const validate = schemaValidator();
   if (!validate(data)) return { ok: false, issues: schemaIssues(validate.errors ?? [], locator) };
@@ -182,7 +224,9 @@ function pointerPath(pointer: string): Segment[] {
 function schemaIssues(errors: readonly ErrorObject[], locator: Locator): PolicyIssue[] {
   // A oneOf failure (a pattern that is neither a string nor a list) explains its branches' errors.
   const oneOf = errors.filter((e) => e.keyword === 'oneOf').map((e) => e.instancePath);
-  const kept = errors.filter((e) => e.keyword === 'oneOf' || !oneOf.some((p) => e.instancePath === p || e.instancePath.startsWith(`${p}/`)));
+  const kept = errors.filter(
+    (e) => e.keyword === 'oneOf' || !oneOf.some((p) => e.instancePath === p || e.instancePath.startsWith(`${p}/`)),
+  );
   const seen = new Set<string>();
   const issues: PolicyIssue[] = [];
   for (const e of kept) {
@@ -193,35 +237,69 @@ function schemaIssues(errors: readonly ErrorObject[], locator: Locator): PolicyI
       case 'additionalProperties': {
         const prop = String(params['additionalProperty']);
         const known = Object.keys((e.parentSchema as { properties?: object } | undefined)?.properties ?? {});
-        issue = locator.issue([...path, prop], 'schema', `unknown property ${JSON.stringify(prop)}; expected one of ${known.join(', ')}`, true);
+        issue = locator.issue(
+          [...path, prop],
+          'schema',
+          `unknown property ${JSON.stringify(prop)}; expected one of ${known.join(', ')}`,
+          true,
+        );
         break;
       }
       case 'required':
-        issue = locator.issue(path, 'schema', `missing ${JSON.stringify(params['missingProperty'])}; expected it to be given`);
+        issue = locator.issue(
+          path,
+          'schema',
+          `missing ${JSON.stringify(params['missingProperty'])}; expected it to be given`,
+        );
         break;
       case 'propertyNames':
-        issue = locator.issue([...path, String(params['propertyName'])], 'schema', 'expected a name of 1 to 256 characters', true);
+        issue = locator.issue(
+          [...path, String(params['propertyName'])],
+          'schema',
+          'expected a name of 1 to 256 characters',
+          true,
+        );
         break;
       case 'enum':
-        issue = locator.issue(path, 'schema', `expected one of ${(params['allowedValues'] as unknown[]).map((v) => JSON.stringify(v)).join(', ')}, got ${describe(e.data)}`);
+        issue = locator.issue(
+          path,
+          'schema',
+          `expected one of ${(params['allowedValues'] as unknown[]).map((v) => JSON.stringify(v)).join(', ')}, got ${describe(e.data)}`,
+        );
         break;
       case 'const':
-        issue = locator.issue(path, 'schema', `expected ${JSON.stringify(params['allowedValue'])}, got ${describe(e.data)}`);
+        issue = locator.issue(
+          path,
+          'schema',
+          `expected ${JSON.stringify(params['allowedValue'])}, got ${describe(e.data)}`,
+        );
         break;
       case 'type':
         issue = locator.issue(path, 'schema', `expected ${String(params['type'])}, got ${describe(e.data)}`);
         break;
       case 'oneOf':
-        issue = locator.issue(path, 'schema', `expected a pattern (a string) or a non-empty list of patterns, got ${describe(e.data)}`);
+        issue = locator.issue(
+          path,
+          'schema',
+          `expected a pattern (a string) or a non-empty list of patterns, got ${describe(e.data)}`,
+        );
         break;
       case 'minProperties':
-        issue = locator.issue(path, 'schema', 'expected at least one test: exists, equals, oneOf, prefix, glob, path, gt, gte, lt or lte');
+        issue = locator.issue(
+          path,
+          'schema',
+          'expected at least one test: exists, equals, oneOf, prefix, glob, path, gt, gte, lt or lte',
+        );
         break;
       case 'minLength':
         issue = locator.issue(path, 'schema', 'expected a non-empty string');
         break;
       default:
-        issue = locator.issue(path, 'schema', `expected a value that ${e.message ?? 'is valid'}, got ${describe(e.data)}`);
+        issue = locator.issue(
+          path,
+          'schema',
+          `expected a value that ${e.message ?? 'is valid'}, got ${describe(e.data)}`,
+        );
     }
     const id = `${issue.line}:${issue.column}:${issue.message}`;
     if (!seen.has(id)) {
@@ -252,7 +330,14 @@ function compile(data: PolicyFileData, locator: Locator, text: string): PolicyPa
     }
     const other = byForm.get(form);
     if (other !== undefined) {
-      issues.push(locator.issue(path, 'canonical-collision', `tool ${JSON.stringify(name)} has the canonical form ${JSON.stringify(form)} of tool ${JSON.stringify(other)}; expected one spelling per tool`, true));
+      issues.push(
+        locator.issue(
+          path,
+          'canonical-collision',
+          `tool ${JSON.stringify(name)} has the canonical form ${JSON.stringify(form)} of tool ${JSON.stringify(other)}; expected one spelling per tool`,
+          true,
+        ),
+      );
       continue;
     }
     byForm.set(form, name);
@@ -273,14 +358,26 @@ function compile(data: PolicyFileData, locator: Locator, text: string): PolicyPa
         }),
       );
     } catch (error) {
-      issues.push(locator.issue(spec.parameters ? [...path, 'parameters'] : path, 'invalid-tool', (error as Error).message));
+      issues.push(
+        locator.issue(spec.parameters ? [...path, 'parameters'] : path, 'invalid-tool', (error as Error).message),
+      );
     }
   }
-  for (const [agent, spec] of Object.entries(data.agents ?? {})) checkNameList(spec.tools, ['agents', agent, 'tools'], `agent ${JSON.stringify(agent)}`, true, locator, issues);
+  for (const [agent, spec] of Object.entries(data.agents ?? {}))
+    checkNameList(spec.tools, ['agents', agent, 'tools'], `agent ${JSON.stringify(agent)}`, true, locator, issues);
   for (const [tenant, spec] of Object.entries(data.tenants ?? {})) {
-    if (spec.tools) checkNameList(spec.tools, ['tenants', tenant, 'tools'], `tenant ${JSON.stringify(tenant)}`, false, locator, issues);
+    if (spec.tools)
+      checkNameList(
+        spec.tools,
+        ['tenants', tenant, 'tools'],
+        `tenant ${JSON.stringify(tenant)}`,
+        false,
+        locator,
+        issues,
+      );
   }
-  for (const [scope, names] of Object.entries(data.scopes ?? {})) checkNameList(names, ['scopes', scope], `scope ${JSON.stringify(scope)}`, false, locator, issues);
+  for (const [scope, names] of Object.entries(data.scopes ?? {}))
+    checkNameList(names, ['scopes', scope], `scope ${JSON.stringify(scope)}`, false, locator, issues);
 
   const rules: PermissionRule[] = [];
   const infos: PolicyRuleInfo[] = [];
@@ -289,7 +386,13 @@ function compile(data: PolicyFileData, locator: Locator, text: string): PolicyPa
     const path: Segment[] = ['rules', index];
     const before = ruleNames.get(rule.name);
     if (before !== undefined) {
-      issues.push(locator.issue([...path, 'name'], 'duplicate-rule', `rule name ${JSON.stringify(rule.name)} is already used by rules[${before}]; expected unique rule names`));
+      issues.push(
+        locator.issue(
+          [...path, 'name'],
+          'duplicate-rule',
+          `rule name ${JSON.stringify(rule.name)} is already used by rules[${before}]; expected unique rule names`,
+        ),
+      );
       return;
     }
     ruleNames.set(rule.name, index);
@@ -303,7 +406,13 @@ function compile(data: PolicyFileData, locator: Locator, text: string): PolicyPa
         try {
           globs.push(compileNameGlob(canonical(pattern)));
         } catch (error) {
-          issues.push(locator.issue(at, 'invalid-pattern', `the glob ${JSON.stringify(pattern)} does not compile: ${(error as Error).message}`));
+          issues.push(
+            locator.issue(
+              at,
+              'invalid-pattern',
+              `the glob ${JSON.stringify(pattern)} does not compile: ${(error as Error).message}`,
+            ),
+          );
         }
       } else {
         try {
@@ -349,10 +458,27 @@ function compile(data: PolicyFileData, locator: Locator, text: string): PolicyPa
   } catch (error) {
     return { ok: false, issues: [locator.issue(['rules'], 'invalid-rule', (error as Error).message)] };
   }
-  return { ok: true, policy: new PolicySet({ file: locator.file === '<input>' ? null : locator.file, data, policy, tools, rules: infos, positionOf: (p, key) => locator.at(p, key) }) };
+  return {
+    ok: true,
+    policy: new PolicySet({
+      file: locator.file === '<input>' ? null : locator.file,
+      data,
+      policy,
+      tools,
+      rules: infos,
+      positionOf: (p, key) => locator.at(p, key),
+    }),
+  };
 }
 
-function checkNameList(names: readonly string[], path: Segment[], owner: string, unique: boolean, locator: Locator, issues: PolicyIssue[]): void {
+function checkNameList(
+  names: readonly string[],
+  path: Segment[],
+  owner: string,
+  unique: boolean,
+  locator: Locator,
+  issues: PolicyIssue[],
+): void {
   const seen = new Map<string, string>();
   names.forEach((name, i) => {
     let form: string;
@@ -364,7 +490,13 @@ function checkNameList(names: readonly string[], path: Segment[], owner: string,
     }
     const other = seen.get(form);
     if (unique && other !== undefined && other !== name) {
-      issues.push(locator.issue([...path, i], 'canonical-collision', `${owner} declares ${JSON.stringify(other)} and ${JSON.stringify(name)}, which have one canonical form ${JSON.stringify(form)}; expected one spelling per tool`));
+      issues.push(
+        locator.issue(
+          [...path, i],
+          'canonical-collision',
+          `${owner} declares ${JSON.stringify(other)} and ${JSON.stringify(name)}, which have one canonical form ${JSON.stringify(form)}; expected one spelling per tool`,
+        ),
+      );
     }
     seen.set(form, name);
   });

@@ -46,7 +46,9 @@ export function isGlob(pattern: string): boolean {
 }
 
 /** The outcome of resolving a path argument. */
-export type ResolvedPath = { readonly ok: true; readonly path: string; readonly problem?: never } | { readonly ok: false; readonly problem: string; readonly path?: never };
+export type ResolvedPath =
+  | { readonly ok: true; readonly path: string; readonly problem?: never }
+  | { readonly ok: false; readonly problem: string; readonly path?: never };
 
 // Control characters (NUL included) end or reshape a path in the tool's hands; percent-escapes and
 // backslashes may be decoded or treated as separators after the policy looked at the raw text.
@@ -72,15 +74,23 @@ export function resolvePath(value: unknown): ResolvedPath {
   if (CONTROL.test(value)) return { ok: false, problem: `the path ${quoted} holds a control character (such as NUL)` };
   if (value.includes('\\')) return { ok: false, problem: `the path ${quoted} holds a backslash` };
   if (PERCENT_ESCAPE.test(value)) return { ok: false, problem: `the path ${quoted} holds a percent-escape` };
-  if (value.startsWith('~')) return { ok: false, problem: `the path ${quoted} starts with ~ (home directories are not resolved)` };
-  if (URL_SCHEME.test(value)) return { ok: false, problem: `the path ${quoted} starts like a URL or drive (${value.slice(0, value.indexOf(':') + 1)})` };
+  if (value.startsWith('~'))
+    return { ok: false, problem: `the path ${quoted} starts with ~ (home directories are not resolved)` };
+  if (URL_SCHEME.test(value))
+    return {
+      ok: false,
+      problem: `the path ${quoted} starts like a URL or drive (${value.slice(0, value.indexOf(':') + 1)})`,
+    };
   const absolute = value.startsWith('/');
   const out: string[] = [];
   for (const segment of value.split('/')) {
     if (segment === '' || segment === '.') continue;
     if (segment === '..') {
       if (out.length === 0) {
-        return { ok: false, problem: `the path ${quoted} climbs above ${absolute ? 'the root' : 'its starting directory'}` };
+        return {
+          ok: false,
+          problem: `the path ${quoted} climbs above ${absolute ? 'the root' : 'its starting directory'}`,
+        };
       }
       out.pop();
     } else {
@@ -92,7 +102,10 @@ export function resolvePath(value: unknown): ResolvedPath {
 }
 
 /** Reads `a.b.c` from the arguments, through own properties of plain objects only. */
-export function argumentAt(params: Readonly<Record<string, unknown>>, arg: string): { readonly present: boolean; readonly value: unknown } {
+export function argumentAt(
+  params: Readonly<Record<string, unknown>>,
+  arg: string,
+): { readonly present: boolean; readonly value: unknown } {
   let current: unknown = params;
   for (const key of arg.split('.')) {
     if (typeof current !== 'object' || current === null || Array.isArray(current) || !Object.hasOwn(current, key)) {
@@ -115,7 +128,9 @@ export function jsonEqual(a: unknown, b: unknown): boolean {
   const ka = Object.keys(a);
   const kb = Object.keys(b);
   if (ka.length !== kb.length) return false;
-  return ka.every((k) => Object.hasOwn(b, k) && jsonEqual((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k]));
+  return ka.every(
+    (k) => Object.hasOwn(b, k) && jsonEqual((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k]),
+  );
 }
 
 /** The operators of a condition, in the order they are tested. */
@@ -171,13 +186,17 @@ function compileTest(arg: string, op: ConditionOp, expected: unknown): Condition
       return make(`equals ${JSON.stringify(expected)}`, (present, value) => present && jsonEqual(value, expected));
     case 'oneOf': {
       const list = expected as unknown[];
-      return make(`is one of ${JSON.stringify(list)}`, (present, value) => present && list.some((item) => jsonEqual(value, item)));
+      return make(
+        `is one of ${JSON.stringify(list)}`,
+        (present, value) => present && list.some((item) => jsonEqual(value, item)),
+      );
     }
     case 'prefix': {
       const prefix = expected as string;
       return make(`starts with ${JSON.stringify(prefix)}`, (present, value) => {
         if (!present) return false;
-        if (typeof value !== 'string') return `argument ${JSON.stringify(arg)} must be a string to test a prefix, got ${describe(value)}`;
+        if (typeof value !== 'string')
+          return `argument ${JSON.stringify(arg)} must be a string to test a prefix, got ${describe(value)}`;
         return value.startsWith(prefix);
       });
     }
@@ -185,14 +204,17 @@ function compileTest(arg: string, op: ConditionOp, expected: unknown): Condition
       const globs = patternsOf(expected).map(compileGlob);
       return make(`matches ${globs.map((g) => g.pattern).join(' or ')}`, (present, value) => {
         if (!present) return false;
-        if (typeof value !== 'string') return `argument ${JSON.stringify(arg)} must be a string to match a glob, got ${describe(value)}`;
+        if (typeof value !== 'string')
+          return `argument ${JSON.stringify(arg)} must be a string to match a glob, got ${describe(value)}`;
         return globs.some((g) => g.test(value));
       });
     }
     case 'path': {
       const globs = patternsOf(expected).map((pattern) => {
         if (pattern.split('/').some((s) => s === '.' || s === '..')) {
-          throw new Error(`path pattern ${JSON.stringify(pattern)} holds a "." or ".." segment; write the resolved path`);
+          throw new Error(
+            `path pattern ${JSON.stringify(pattern)} holds a "." or ".." segment; write the resolved path`,
+          );
         }
         return compileGlob(pattern);
       });
@@ -219,8 +241,15 @@ function compileTest(arg: string, op: ConditionOp, expected: unknown): Condition
       const sign = { gt: '>', gte: '>=', lt: '<', lte: '<=' }[op];
       return make(`${sign} ${bound}`, (present, value) => {
         if (!present) return false;
-        if (typeof value !== 'number' || !Number.isFinite(value)) return `argument ${JSON.stringify(arg)} must be a number to compare, got ${describe(value)}`;
-        return op === 'gt' ? value > bound : op === 'gte' ? value >= bound : op === 'lt' ? value < bound : value <= bound;
+        if (typeof value !== 'number' || !Number.isFinite(value))
+          return `argument ${JSON.stringify(arg)} must be a number to compare, got ${describe(value)}`;
+        return op === 'gt'
+          ? value > bound
+          : op === 'gte'
+            ? value >= bound
+            : op === 'lt'
+              ? value < bound
+              : value <= bound;
       });
     }
   }
@@ -237,13 +266,23 @@ export function runTests(tests: readonly ConditionTest[], params: Readonly<Recor
 }
 
 /** The same walk as {@link runTests}, reporting every test. */
-export function traceTests(tests: readonly ConditionTest[], params: Readonly<Record<string, unknown>>): ConditionTrace[] {
+export function traceTests(
+  tests: readonly ConditionTest[],
+  params: Readonly<Record<string, unknown>>,
+): ConditionTrace[] {
   const out: ConditionTrace[] = [];
   let stopped = false;
   for (const t of tests) {
     const { present, value } = argumentAt(params, t.arg);
     if (stopped) {
-      out.push({ arg: t.arg, op: t.op, expected: t.expected, actual: value, outcome: 'not_reached', detail: `${t.arg} ${t.text}: not tested` });
+      out.push({
+        arg: t.arg,
+        op: t.op,
+        expected: t.expected,
+        actual: value,
+        outcome: 'not_reached',
+        detail: `${t.arg} ${t.text}: not tested`,
+      });
       continue;
     }
     const verdict = t.test(present, value);
@@ -253,9 +292,24 @@ export function traceTests(tests: readonly ConditionTest[], params: Readonly<Rec
       const resolved = resolvePath(value);
       if (resolved.ok && resolved.path !== value) detail += ` resolves to ${JSON.stringify(resolved.path)}`;
     }
-    if (verdict === true) out.push({ arg: t.arg, op: t.op, expected: t.expected, actual: value, outcome: 'held', detail: `${detail}, holds` });
+    if (verdict === true)
+      out.push({
+        arg: t.arg,
+        op: t.op,
+        expected: t.expected,
+        actual: value,
+        outcome: 'held',
+        detail: `${detail}, holds`,
+      });
     else if (verdict === false) {
-      out.push({ arg: t.arg, op: t.op, expected: t.expected, actual: value, outcome: 'failed', detail: `${detail}, does not hold` });
+      out.push({
+        arg: t.arg,
+        op: t.op,
+        expected: t.expected,
+        actual: value,
+        outcome: 'failed',
+        detail: `${detail}, does not hold`,
+      });
       stopped = true;
     } else {
       out.push({ arg: t.arg, op: t.op, expected: t.expected, actual: value, outcome: 'unjudgeable', detail: verdict });

@@ -108,7 +108,10 @@ export class PolicySet {
     this.#positionOf = init.positionOf;
     this.#toolByForm = new Map(init.tools.map((t) => [t.canonicalName, t]));
     this.agents = new Map(
-      Object.entries(init.data.agents ?? {}).map(([name, a]) => [name, Object.freeze({ name, tools: Object.freeze([...a.tools]), peers: Object.freeze([...(a.peers ?? [])]) })]),
+      Object.entries(init.data.agents ?? {}).map(([name, a]) => [
+        name,
+        Object.freeze({ name, tools: Object.freeze([...a.tools]), peers: Object.freeze([...(a.peers ?? [])]) }),
+      ]),
     );
     this.tenants = new Map(
       Object.entries(init.data.tenants ?? {}).map(([id, t]) => [
@@ -121,20 +124,28 @@ export class PolicySet {
         }),
       ]),
     );
-    this.scopes = new Map(Object.entries(init.data.scopes ?? {}).map(([scope, names]) => [scope, Object.freeze([...names])]));
+    this.scopes = new Map(
+      Object.entries(init.data.scopes ?? {}).map(([scope, names]) => [scope, Object.freeze([...names])]),
+    );
   }
 
   /** The agent named `name`, or a ConfigurationError listing the declared agents. */
   agent(name: string): PolicyAgent {
     const agent = this.agents.get(name);
-    if (!agent) throw new ConfigurationError(`agent ${describe(name)} is not declared in the policy file; declared agents: ${[...this.agents.keys()].join(', ') || '(none)'}`);
+    if (!agent)
+      throw new ConfigurationError(
+        `agent ${describe(name)} is not declared in the policy file; declared agents: ${[...this.agents.keys()].join(', ') || '(none)'}`,
+      );
     return agent;
   }
 
   /** The tenant `id`'s limits, or a ConfigurationError listing the declared tenants. */
   tenantLimits(id: string): PolicyTenantLimits {
     const tenant = this.tenants.get(id);
-    if (!tenant) throw new ConfigurationError(`tenant ${describe(id)} is not declared in the policy file; declared tenants: ${[...this.tenants.keys()].join(', ') || '(none)'}`);
+    if (!tenant)
+      throw new ConfigurationError(
+        `tenant ${describe(id)} is not declared in the policy file; declared tenants: ${[...this.tenants.keys()].join(', ') || '(none)'}`,
+      );
     return tenant;
   }
 
@@ -149,7 +160,8 @@ export class PolicySet {
     let names = this.#scopeCache.get(key);
     if (!names) {
       const out = new Map<string, string>();
-      for (const scope of list) for (const name of this.scopes.get(scope) ?? []) if (!out.has(canonical(name))) out.set(canonical(name), name);
+      for (const scope of list)
+        for (const name of this.scopes.get(scope) ?? []) if (!out.has(canonical(name))) out.set(canonical(name), name);
       names = Object.freeze([...out.values()]);
       if (this.#scopeCache.size >= SCOPE_CACHE_LIMIT) this.#scopeCache.clear();
       this.#scopeCache.set(key, names);
@@ -163,7 +175,9 @@ export class PolicySet {
     const tenant = input.tenant === undefined ? undefined : this.tenantLimits(input.tenant);
     return {
       ...(agent ? { agent: { name: agent.name, tools: agent.tools } } : {}),
-      ...(input.tenant !== undefined ? { tenant: { id: input.tenant, ...(tenant?.tools ? { tools: tenant.tools } : {}) } } : {}),
+      ...(input.tenant !== undefined
+        ? { tenant: { id: input.tenant, ...(tenant?.tools ? { tools: tenant.tools } : {}) } }
+        : {}),
       ...(input.scopes !== undefined ? { caller: { scopes: this.toolsForScopes(input.scopes) } } : {}),
       ...(input.runId !== undefined ? { runId: input.runId } : {}),
     };

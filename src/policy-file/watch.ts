@@ -40,11 +40,14 @@ export interface PolicyWatch {
  * });
  */
 export function watchPolicyFile(file: string, options: WatchPolicyOptions = {}): PolicyWatch {
-  if (typeof file !== 'string' || file === '') throw new TypeError(`watchPolicyFile expects a file name, got ${describe(file)}`);
+  if (typeof file !== 'string' || file === '')
+    throw new TypeError(`watchPolicyFile expects a file name, got ${describe(file)}`);
   const debounceMs = options.debounceMs ?? 50;
-  if (typeof debounceMs !== 'number' || !(debounceMs >= 0)) throw new TypeError(`watchPolicyFile option "debounceMs" must be a number >= 0, got ${describe(debounceMs)}`);
+  if (typeof debounceMs !== 'number' || !(debounceMs >= 0))
+    throw new TypeError(`watchPolicyFile option "debounceMs" must be a number >= 0, got ${describe(debounceMs)}`);
   for (const name of ['onLoad', 'onError'] as const) {
-    if (options[name] !== undefined && typeof options[name] !== 'function') throw new TypeError(`watchPolicyFile option "${name}" must be a function, got ${describe(options[name])}`);
+    if (options[name] !== undefined && typeof options[name] !== 'function')
+      throw new TypeError(`watchPolicyFile option "${name}" must be a function, got ${describe(options[name])}`);
   }
   const path = resolve(file);
   let current: PolicySet | null = null;
@@ -78,7 +81,10 @@ export function watchPolicyFile(file: string, options: WatchPolicyOptions = {}):
   // The directory going away (or another watcher failure) is reported like a failed load: the policy
   // in force stays in force.
   watcher.on('error', (error) => {
-    options.onError?.([{ file, line: 1, column: 1, at: '', code: 'watch', message: `watching stopped: ${error.message}` }], current);
+    options.onError?.(
+      [{ file, line: 1, column: 1, at: '', code: 'watch', message: `watching stopped: ${error.message}` }],
+      current,
+    );
   });
   const ready = load();
   return {

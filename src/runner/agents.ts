@@ -31,21 +31,32 @@ export function agentGraph(root: Agent): Record<string, AgentSpec> {
   const queue: Agent[] = [root];
   while (queue.length > 0) {
     const agent = queue.shift()!;
-    if (typeof agent !== 'object' || agent === null) throw new TypeError(`an agent must be an object, got ${describe(agent)}`);
-    if (typeof agent.name !== 'string' || agent.name.trim() === '') throw new TypeError(`agent "name" must be a non-empty string, got ${describe(agent.name)}`);
+    if (typeof agent !== 'object' || agent === null)
+      throw new TypeError(`an agent must be an object, got ${describe(agent)}`);
+    if (typeof agent.name !== 'string' || agent.name.trim() === '')
+      throw new TypeError(`agent "name" must be a non-empty string, got ${describe(agent.name)}`);
     const known = seen.get(agent.name);
     if (known === agent) continue;
-    if (known) throw new ConfigurationError(`two different agents are named ${JSON.stringify(agent.name)}; agent names identify peers and must be unique in a run`);
+    if (known)
+      throw new ConfigurationError(
+        `two different agents are named ${JSON.stringify(agent.name)}; agent names identify peers and must be unique in a run`,
+      );
     seen.set(agent.name, agent);
     const where = `agent ${JSON.stringify(agent.name)}`;
-    if (agent.tools === null || typeof agent.tools !== 'object' || typeof (agent.tools as Iterable<string>)[Symbol.iterator] !== 'function' || typeof agent.tools === 'string') {
+    if (
+      agent.tools === null ||
+      typeof agent.tools !== 'object' ||
+      typeof (agent.tools as Iterable<string>)[Symbol.iterator] !== 'function' ||
+      typeof agent.tools === 'string'
+    ) {
       throw new TypeError(`${where}: "tools" must be an iterable of tool names, got ${describe(agent.tools)}`);
     }
     const tools = [...agent.tools];
     // Resolving once here turns a colliding or malformed declaration into an error before the run starts.
     ToolAllowlist.resolve(tools, { agent: agent.name });
     const peers = agent.peers ?? [];
-    if (!Array.isArray(peers)) throw new TypeError(`${where}: "peers" must be an array of agents, got ${describe(peers)}`);
+    if (!Array.isArray(peers))
+      throw new TypeError(`${where}: "peers" must be an array of agents, got ${describe(peers)}`);
     const peerForms = new Set<string>();
     for (const peer of peers) {
       const form = canonical(peerToolName(typeof peer?.name === 'string' ? peer.name : ''));
@@ -54,7 +65,8 @@ export function agentGraph(root: Agent): Record<string, AgentSpec> {
       queue.push(peer);
     }
     for (const field of ['instructions', 'description'] as const) {
-      if (agent[field] !== undefined && typeof agent[field] !== 'string') throw new TypeError(`${where}: "${field}" must be a string, got ${describe(agent[field])}`);
+      if (agent[field] !== undefined && typeof agent[field] !== 'string')
+        throw new TypeError(`${where}: "${field}" must be a string, got ${describe(agent[field])}`);
     }
     graph[agent.name] = Object.freeze({
       name: agent.name,

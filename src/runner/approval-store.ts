@@ -19,7 +19,8 @@ export interface LedgerOutcome {
 }
 
 /** A ledger entry: claimed (the call started; its outcome is unknown until settled) or settled. */
-export type LedgerEntry = { readonly settled: false; readonly outcome?: never } | { readonly settled: true; readonly outcome: LedgerOutcome };
+export type LedgerEntry =
+  { readonly settled: false; readonly outcome?: never } | { readonly settled: true; readonly outcome: LedgerOutcome };
 
 /**
  * The approvals store. Every method is asynchronous so a remote store fits; `consume` and `claim` must be
@@ -75,7 +76,10 @@ export class InMemoryApprovalStore implements ApprovalStore {
   }
 
   async settle(key: string, outcome: LedgerOutcome): Promise<void> {
-    this.#ledger.set(key, Object.freeze({ settled: true, outcome: Object.freeze({ content: outcome.content, isError: outcome.isError }) }));
+    this.#ledger.set(
+      key,
+      Object.freeze({ settled: true, outcome: Object.freeze({ content: outcome.content, isError: outcome.isError }) }),
+    );
   }
 }
 

@@ -15,7 +15,16 @@ import type { Decision, DecisionBase, DenyDecision } from '../decision.js';
 import { ConfigurationError, RunStateError, ToolNotPermittedError } from '../errors.js';
 import { Emitter } from '../events.js';
 import { readCall, toolSchema, type NormalizedCall, type UnreadableCall } from '../formats/index.js';
-import { allow, deny, precheck, refusalContent, resolveAsk, type GateContext, type GateEnvironment, type Precheck } from '../gate.js';
+import {
+  allow,
+  deny,
+  precheck,
+  refusalContent,
+  resolveAsk,
+  type GateContext,
+  type GateEnvironment,
+  type Precheck,
+} from '../gate.js';
 import { canonical, describe } from '../names.js';
 import { isPermissionHandler, type PermissionRequest } from '../permissions/handler.js';
 import { RUN_ALLOWED, type ToolRegistry } from '../registry.js';
@@ -178,30 +187,38 @@ export class AgentRunner {
   readonly #events = new Emitter<RunEvent>();
 
   constructor(options: AgentRunnerOptions) {
-    if (typeof options !== 'object' || options === null) throw new TypeError(`AgentRunner expects an options object, got ${describe(options)}`);
+    if (typeof options !== 'object' || options === null)
+      throw new TypeError(`AgentRunner expects an options object, got ${describe(options)}`);
     const registry = options.registry as Partial<ToolRegistry> | undefined;
     if (!registry || typeof registry.environment !== 'function' || typeof registry[RUN_ALLOWED] !== 'function') {
       throw new TypeError(`AgentRunner option "registry" must be a ToolRegistry, got ${describe(options.registry)}`);
     }
     this.#registry = options.registry;
     if (typeof options.model !== 'object' || options.model === null || typeof options.model.generate !== 'function') {
-      throw new TypeError(`AgentRunner option "model" must have a generate(request) method, got ${describe(options.model)}`);
+      throw new TypeError(
+        `AgentRunner option "model" must have a generate(request) method, got ${describe(options.model)}`,
+      );
     }
     this.#model = options.model;
     this.#tenants = tenantProvider(options.tenants);
     const store = options.approvals ?? new InMemoryApprovalStore();
-    if (!isApprovalStore(store)) throw new TypeError(`AgentRunner option "approvals" must be an ApprovalStore, got ${describe(store)}`);
+    if (!isApprovalStore(store))
+      throw new TypeError(`AgentRunner option "approvals" must be an ApprovalStore, got ${describe(store)}`);
     this.#store = store;
     this.#secret = secretOf(options.secret);
     if (options.handler !== undefined && !isPermissionHandler(options.handler)) {
-      throw new TypeError(`AgentRunner option "handler" must be a function or an object with handle(request), got ${describe(options.handler)}`);
+      throw new TypeError(
+        `AgentRunner option "handler" must be a function or an object with handle(request), got ${describe(options.handler)}`,
+      );
     }
     this.#handler = options.handler ?? null;
     const onRefusal = options.onRefusal ?? 'fail';
-    if (onRefusal !== 'fail' && onRefusal !== 'continue') throw new TypeError(`AgentRunner option "onRefusal" must be 'fail' or 'continue', got ${describe(onRefusal)}`);
+    if (onRefusal !== 'fail' && onRefusal !== 'continue')
+      throw new TypeError(`AgentRunner option "onRefusal" must be 'fail' or 'continue', got ${describe(onRefusal)}`);
     this.#onRefusal = onRefusal;
     this.#scopeMap = scopeMap(options.scopes);
-    if (options.costOf !== undefined && typeof options.costOf !== 'function') throw new TypeError(`AgentRunner option "costOf" must be a function, got ${describe(options.costOf)}`);
+    if (options.costOf !== undefined && typeof options.costOf !== 'function')
+      throw new TypeError(`AgentRunner option "costOf" must be a function, got ${describe(options.costOf)}`);
     this.#costOf = options.costOf ?? (() => 1);
     this.#loopLimit = count(options.refusalLoopLimit, 'refusalLoopLimit', 3, 1);
     this.#maxDepth = count(options.maxDepth, 'maxDepth', 4, 0);
@@ -218,7 +235,8 @@ export class AgentRunner {
   on<T extends RunEventType>(type: T, listener: (event: RunEventMap[T]) => void): () => void;
   on(typeOrListener: RunEventType | ((event: RunEvent) => void), listener?: (event: never) => void): () => void {
     if (typeof typeOrListener === 'function') return this.#events.on(typeOrListener);
-    if (typeof listener !== 'function') throw new TypeError(`on(type, listener): the listener must be a function, got ${describe(listener)}`);
+    if (typeof listener !== 'function')
+      throw new TypeError(`on(type, listener): the listener must be a function, got ${describe(listener)}`);
     const type = typeOrListener;
     const typed = listener as (event: RunEvent) => void;
     return this.#events.on((event) => {
@@ -228,26 +246,37 @@ export class AgentRunner {
 
   /** Runs `agent` on `input` until the model answers without tool calls, the run fails, hits a cap, loops, or pauses for approval. */
   async run(agent: Agent, input: string, options: RunOptions = {}): Promise<RunResult> {
-    if (typeof input !== 'string') throw new TypeError(`run(agent, input): input must be a string, got ${describe(input)}`);
-    if (typeof options !== 'object' || options === null) throw new TypeError(`run(): options must be an object, got ${describe(options)}`);
+    if (typeof input !== 'string')
+      throw new TypeError(`run(agent, input): input must be a string, got ${describe(input)}`);
+    if (typeof options !== 'object' || options === null)
+      throw new TypeError(`run(): options must be an object, got ${describe(options)}`);
     const agents = agentGraph(agent);
     const env = this.#registry.environment();
     for (const spec of Object.values(agents)) {
       for (const form of peerTools(agents, spec.name).keys()) {
-        if (env.lookup(form)) throw new ConfigurationError(`the registry has a tool named ${JSON.stringify(form)}, which is the name of a peer agent of ${JSON.stringify(spec.name)}`);
+        if (env.lookup(form))
+          throw new ConfigurationError(
+            `the registry has a tool named ${JSON.stringify(form)}, which is the name of a peer agent of ${JSON.stringify(spec.name)}`,
+          );
       }
     }
     const tenant = options.tenant ?? 'default';
-    if (typeof tenant !== 'string' || tenant === '') throw new TypeError(`run() option "tenant" must be a non-empty string, got ${describe(tenant)}`);
+    if (typeof tenant !== 'string' || tenant === '')
+      throw new TypeError(`run() option "tenant" must be a non-empty string, got ${describe(tenant)}`);
     const caller = options.caller ?? {};
-    if (typeof caller !== 'object' || caller === null) throw new TypeError(`run() option "caller" must be an object, got ${describe(caller)}`);
-    if (caller.id !== undefined && typeof caller.id !== 'string') throw new TypeError(`run() option "caller.id" must be a string, got ${describe(caller.id)}`);
-    const scopes = caller.scopes === undefined || caller.scopes === null ? null : stringList(caller.scopes, 'caller.scopes');
+    if (typeof caller !== 'object' || caller === null)
+      throw new TypeError(`run() option "caller" must be an object, got ${describe(caller)}`);
+    if (caller.id !== undefined && typeof caller.id !== 'string')
+      throw new TypeError(`run() option "caller.id" must be a string, got ${describe(caller.id)}`);
+    const scopes =
+      caller.scopes === undefined || caller.scopes === null ? null : stringList(caller.scopes, 'caller.scopes');
     const runId = options.runId ?? randomUUID();
-    if (typeof runId !== 'string' || runId === '') throw new TypeError(`run() option "runId" must be a non-empty string, got ${describe(runId)}`);
+    if (typeof runId !== 'string' || runId === '')
+      throw new TypeError(`run() option "runId" must be a non-empty string, got ${describe(runId)}`);
     // Without a caller id there is no one to share a session with: `session` answers then last for this run only.
     const session = options.session ?? (caller.id === undefined ? `${tenant}/run:${runId}` : `${tenant}/${caller.id}`);
-    if (typeof session !== 'string') throw new TypeError(`run() option "session" must be a string, got ${describe(session)}`);
+    if (typeof session !== 'string')
+      throw new TypeError(`run() option "session" must be a string, got ${describe(session)}`);
     const run: Run = {
       runId,
       root: agent.name,
@@ -268,7 +297,15 @@ export class AgentRunner {
       pending: [],
       peerTools: new Map(),
     };
-    const root: Frame = { agent: agent.name, key: agent.name, depth: 0, messages: [{ role: 'user', content: input }], turn: null, granted: new Map(), guard: null };
+    const root: Frame = {
+      agent: agent.name,
+      key: agent.name,
+      depth: 0,
+      messages: [{ role: 'user', content: input }],
+      turn: null,
+      granted: new Map(),
+      guard: null,
+    };
     run.frames.push(root);
     this.#emit(run, root, { type: 'run_started', input });
     return this.#drive(run);
@@ -281,10 +318,16 @@ export class AgentRunner {
    * `options.caller` (pass the caller's current scopes) and `options.agent` only narrow the state's caller
    * scopes and agent declarations, never widen them.
    */
-  async resume(state: RunState, decisions: readonly ApprovalDecision[] = [], options: ResumeOptions = {}): Promise<RunResult> {
-    if (typeof options !== 'object' || options === null) throw new TypeError(`resume(): options must be an object, got ${describe(options)}`);
+  async resume(
+    state: RunState,
+    decisions: readonly ApprovalDecision[] = [],
+    options: ResumeOptions = {},
+  ): Promise<RunResult> {
+    if (typeof options !== 'object' || options === null)
+      throw new TypeError(`resume(): options must be an object, got ${describe(options)}`);
     const run = this.#restore(state, options);
-    if (!Array.isArray(decisions)) throw new TypeError(`resume(state, decisions): decisions must be an array, got ${describe(decisions)}`);
+    if (!Array.isArray(decisions))
+      throw new TypeError(`resume(state, decisions): decisions must be an array, got ${describe(decisions)}`);
     this.#emit(run, run.frames[0]!, { type: 'run_resumed', decisions: decisions.length });
     const pending = new Map(state.pending.map((p) => [p.id, p]));
     const used = new Set<string>();
@@ -293,8 +336,10 @@ export class AgentRunner {
       const frame = approval ? run.frames.find((f) => f.key === approval.frame) : undefined;
       let problem: string | null = null;
       if (!approval || !frame) problem = 'no pending approval of this run matches the decision';
-      else if (!sameMac(decision.mac, this.#decisionMac(decision))) problem = 'the decision is not signed by this runner or was altered';
-      else if (decision.runId !== approval.runId || decision.callId !== approval.callId) problem = 'the decision is for another call';
+      else if (!sameMac(decision.mac, this.#decisionMac(decision)))
+        problem = 'the decision is not signed by this runner or was altered';
+      else if (decision.runId !== approval.runId || decision.callId !== approval.callId)
+        problem = 'the decision is for another call';
       else if (used.has(approval.id)) problem = 'a decision for this approval was already given';
       else if (!(await this.#store.consume(decision.nonce))) problem = 'the decision was already used (replayed)';
       if (problem !== null || !approval || !frame) {
@@ -321,13 +366,21 @@ export class AgentRunner {
    * arguments (the edited call passes the whole gate again); `scope` remembers the answer for the run or
    * the session. @default scope 'once'
    */
-  answer(approval: PendingApproval, answer: 'allow' | 'deny', options: { readonly scope?: ApprovalScope; readonly arguments?: Readonly<Record<string, unknown>> } = {}): ApprovalDecision {
-    if (typeof approval !== 'object' || approval === null || typeof approval.id !== 'string') throw new TypeError(`answer(approval): expected a PendingApproval, got ${describe(approval)}`);
-    if (answer !== 'allow' && answer !== 'deny') throw new TypeError(`answer(approval, answer): answer must be 'allow' or 'deny', got ${describe(answer)}`);
+  answer(
+    approval: PendingApproval,
+    answer: 'allow' | 'deny',
+    options: { readonly scope?: ApprovalScope; readonly arguments?: Readonly<Record<string, unknown>> } = {},
+  ): ApprovalDecision {
+    if (typeof approval !== 'object' || approval === null || typeof approval.id !== 'string')
+      throw new TypeError(`answer(approval): expected a PendingApproval, got ${describe(approval)}`);
+    if (answer !== 'allow' && answer !== 'deny')
+      throw new TypeError(`answer(approval, answer): answer must be 'allow' or 'deny', got ${describe(answer)}`);
     const scope = options.scope ?? 'once';
-    if (!SCOPES.includes(scope)) throw new TypeError(`answer() option "scope" must be 'once', 'run' or 'session', got ${describe(scope)}`);
+    if (!SCOPES.includes(scope))
+      throw new TypeError(`answer() option "scope" must be 'once', 'run' or 'session', got ${describe(scope)}`);
     const edited = options.arguments ?? null;
-    if (edited !== null && (typeof edited !== 'object' || Array.isArray(edited))) throw new TypeError(`answer() option "arguments" must be an object, got ${describe(edited)}`);
+    if (edited !== null && (typeof edited !== 'object' || Array.isArray(edited)))
+      throw new TypeError(`answer() option "arguments" must be an object, got ${describe(edited)}`);
     const fields = {
       approvalId: approval.id,
       runId: approval.runId,
@@ -372,9 +425,14 @@ export class AgentRunner {
     let result: RunResult;
     if (outcome.kind === 'completed') result = { ...base, status: 'completed', output: outcome.text };
     else if (outcome.status === 'failed') result = { ...base, status: 'failed', output: null, error: outcome.error };
-    else if (outcome.status === 'budget_exceeded') result = { ...base, status: 'budget_exceeded', output: null, cap: outcome.cap };
+    else if (outcome.status === 'budget_exceeded')
+      result = { ...base, status: 'budget_exceeded', output: null, cap: outcome.cap };
     else result = { ...base, status: 'refusal_loop', output: null, decision: outcome.decision };
-    this.#emit(run, root, { type: 'run_finished', status: result.status as Exclude<RunResult['status'], 'paused'>, error: result.status === 'failed' ? result.error : null });
+    this.#emit(run, root, {
+      type: 'run_finished',
+      status: result.status as Exclude<RunResult['status'], 'paused'>,
+      error: result.status === 'failed' ? result.error : null,
+    });
     return result;
   }
 
@@ -386,7 +444,8 @@ export class AgentRunner {
         continue;
       }
       const limits = await this.#limits(run.tenant);
-      if (run.iterations >= limits.maxIterations) return { kind: 'ended', status: 'budget_exceeded', cap: 'maxIterations' };
+      if (run.iterations >= limits.maxIterations)
+        return { kind: 'ended', status: 'budget_exceeded', cap: 'maxIterations' };
       // What the model is shown is a projection of this turn's allowlist; a hidden tool called anyway is still refused by the gate.
       const allowlist = this.#allowlist(run, frame, limits);
       const env = this.#env(run, frame);
@@ -441,10 +500,18 @@ export class AgentRunner {
       const pre = await precheck(readable(call), context, env);
       const cost = this.#cost(call.name);
       const cap: BudgetCap | null =
-        attemptsOf(run) + projectedAttempts + 1 > limits.maxToolCalls ? 'maxToolCalls' : run.cost + projectedCost + cost > limits.maxCost ? 'maxCost' : null;
+        attemptsOf(run) + projectedAttempts + 1 > limits.maxToolCalls
+          ? 'maxToolCalls'
+          : run.cost + projectedCost + cost > limits.maxCost
+            ? 'maxCost'
+            : null;
       if (cap !== null) {
         const limit = cap === 'maxToolCalls' ? limits.maxToolCalls : limits.maxCost;
-        const decision = deny(baseOf(pre), { stage: 'budget', by: 'budget', layer: null }, `the run's ${cap} (${limit}) is spent; the run ends here`);
+        const decision = deny(
+          baseOf(pre),
+          { stage: 'budget', by: 'budget', layer: null },
+          `the run's ${cap} (${limit}) is spent; the run ends here`,
+        );
         decided.push({ kind: 'budget', call, decision, cap });
         break;
       }
@@ -464,12 +531,27 @@ export class AgentRunner {
             decision: pre.decision,
           });
         }
-        decided.push({ kind: 'decided', call, decision: this.#depthCheck(run, frame, pre.decision), tool: pre.tool, args: pre.args, allowlist });
+        decided.push({
+          kind: 'decided',
+          call,
+          decision: this.#depthCheck(run, frame, pre.decision),
+          tool: pre.tool,
+          args: pre.args,
+          allowlist,
+        });
         continue;
       }
       const asked = await this.#ask(run, frame, turn, call, pre, context, env);
       if ('approval' in asked) decided.push({ kind: 'pending', call, approval: asked.approval });
-      else decided.push({ kind: 'decided', call, decision: this.#depthCheck(run, frame, asked.decision), tool: asked.tool, args: asked.args, allowlist });
+      else
+        decided.push({
+          kind: 'decided',
+          call,
+          decision: this.#depthCheck(run, frame, asked.decision),
+          tool: asked.tool,
+          args: asked.args,
+          allowlist,
+        });
     }
 
     // An allowlist refusal fails the run (by default) before anything of this turn runs.
@@ -479,7 +561,10 @@ export class AgentRunner {
         // Only the refused call is charged and announced: the others of the turn were never dispatched.
         const refused = decided[at] as Extract<Decided, { kind: 'decided' }>;
         const error = this.#commit(run, frame, refused)!;
-        turn.done.set(refused.call.id, toolMessage(refused.call, refusalContent(refused.decision as DenyDecision), true));
+        turn.done.set(
+          refused.call.id,
+          toolMessage(refused.call, refusalContent(refused.decision as DenyDecision), true),
+        );
         this.#closeTurn(frame, turn, 'the run failed before this call ran');
         return { kind: 'ended', status: 'failed', error };
       }
@@ -497,7 +582,14 @@ export class AgentRunner {
       if (d.kind === 'replay') {
         // Executed by an earlier continuation of this state: its recorded outcome, never a second execution.
         run.attemptsOutsideGuards++;
-        turn.done.set(d.call.id, toolMessage(d.call, d.entry.settled ? d.entry.outcome.content : unknownOutcome(d.call), d.entry.settled ? d.entry.outcome.isError : true));
+        turn.done.set(
+          d.call.id,
+          toolMessage(
+            d.call,
+            d.entry.settled ? d.entry.outcome.content : unknownOutcome(d.call),
+            d.entry.settled ? d.entry.outcome.isError : true,
+          ),
+        );
         continue;
       }
       if (d.kind === 'budget') {
@@ -524,7 +616,14 @@ export class AgentRunner {
       const ledgerKey = this.#ledgerKey(run, frame, turn, call.id);
       const prior = await this.#store.claim(ledgerKey);
       if (prior) {
-        turn.done.set(call.id, toolMessage(call, prior.settled ? prior.outcome.content : unknownOutcome(call), prior.settled ? prior.outcome.isError : true));
+        turn.done.set(
+          call.id,
+          toolMessage(
+            call,
+            prior.settled ? prior.outcome.content : unknownOutcome(call),
+            prior.settled ? prior.outcome.isError : true,
+          ),
+        );
         continue;
       }
       if (peer !== undefined) {
@@ -544,7 +643,12 @@ export class AgentRunner {
         if (done !== null) return done;
         continue;
       }
-      const result = await this.#registry[RUN_ALLOWED](d.tool!, d.args!, decision, this.#context(run, frame, null, d.allowlist));
+      const result = await this.#registry[RUN_ALLOWED](
+        d.tool!,
+        d.args!,
+        decision,
+        this.#context(run, frame, null, d.allowlist),
+      );
       await this.#store.settle(ledgerKey, { content: result.content, isError: result.isError });
       turn.done.set(call.id, toolMessage(call, result.content, result.isError));
     }
@@ -553,13 +657,22 @@ export class AgentRunner {
   }
 
   /** Runs (or continues) the peer frame of a delegation call; null when it completed and the turn goes on. */
-  async #finishDelegation(run: Run, frame: Frame, turn: Turn, call: RunToolCall, inner: Frame): Promise<FrameOutcome | null> {
+  async #finishDelegation(
+    run: Run,
+    frame: Frame,
+    turn: Turn,
+    call: RunToolCall,
+    inner: Frame,
+  ): Promise<FrameOutcome | null> {
     const outcome = await this.#runFrame(run, inner);
     if (outcome.kind === 'paused') return outcome;
     run.frames.pop();
     turn.active = null;
     if (outcome.kind === 'ended') {
-      turn.done.set(call.id, toolMessage(call, `Agent ${JSON.stringify(inner.agent)} ended with status ${outcome.status}.`, true));
+      turn.done.set(
+        call.id,
+        toolMessage(call, `Agent ${JSON.stringify(inner.agent)} ended with status ${outcome.status}.`, true),
+      );
       this.#closeTurn(frame, turn, 'the run ended before this call ran');
       return outcome;
     }
@@ -585,7 +698,12 @@ export class AgentRunner {
     run.cost += this.#cost(d.call.name);
     const error =
       d.decision.effect === 'deny' && isAllowlistRefusal(d.decision)
-        ? new ToolNotPermittedError({ tool: d.decision.tool, agent: d.decision.agent, reason: d.decision.layer!, permitted: d.allowlist.names })
+        ? new ToolNotPermittedError({
+            tool: d.decision.tool,
+            agent: d.decision.agent,
+            reason: d.decision.layer!,
+            permitted: d.allowlist.names,
+          })
         : null;
     if (d.decision.effect === 'deny') run.refusals++;
     this.#announce(run, frame, d.decision, error);
@@ -601,8 +719,17 @@ export class AgentRunner {
 
   /** A delegation past the depth cap is refused (a cycle of peers ends here). */
   #depthCheck(run: Run, frame: Frame, decision: Decision): Decision {
-    if (decision.effect !== 'allow' || this.#peerOf(run, frame, decision.canonical) === undefined || frame.depth + 1 <= this.#maxDepth) return decision;
-    return deny(baseOf({ kind: 'decided', decision, tool: null, args: null }), { stage: 'budget', by: 'budget', layer: null }, `delegation is capped at depth ${this.#maxDepth}; ${JSON.stringify(decision.tool)} would nest deeper`);
+    if (
+      decision.effect !== 'allow' ||
+      this.#peerOf(run, frame, decision.canonical) === undefined ||
+      frame.depth + 1 <= this.#maxDepth
+    )
+      return decision;
+    return deny(
+      baseOf({ kind: 'decided', decision, tool: null, args: null }),
+      { stage: 'budget', by: 'budget', layer: null },
+      `delegation is capped at depth ${this.#maxDepth}; ${JSON.stringify(decision.tool)} would nest deeper`,
+    );
   }
 
   // ── approvals ─────────────────────────────────────────────────────────────────────────────────────
@@ -615,7 +742,10 @@ export class AgentRunner {
     pre: AskPrecheck,
     context: GateContext,
     env: GateEnvironment,
-  ): Promise<{ readonly decision: Decision; readonly tool: Tool | null; readonly args: Record<string, unknown> | null } | { readonly approval: PendingApproval }> {
+  ): Promise<
+    | { readonly decision: Decision; readonly tool: Tool | null; readonly args: Record<string, unknown> | null }
+    | { readonly approval: PendingApproval }
+  > {
     const binding: Binding = {
       runId: run.runId,
       frame: frame.key,
@@ -634,16 +764,30 @@ export class AgentRunner {
 
     for (const key of policyHandler ? [] : this.#rememberKeys(run, frame, binding)) {
       const remembered = await this.#store.recall(key);
-      if (remembered && sameMac(remembered.mac, macOf(this.#secret, ['toolgate.remembered', key, remembered.answer, remembered.scope]))) {
+      if (
+        remembered &&
+        sameMac(remembered.mac, macOf(this.#secret, ['toolgate.remembered', key, remembered.answer, remembered.scope]))
+      ) {
         const decision =
           remembered.answer === 'allow'
             ? allow(base, 'handler', `${pre.base.reason} (approved earlier for this ${remembered.scope})`)
-            : deny(base, { stage: 'handler', by: 'handler', layer: null }, `${pre.base.reason}; the approver denied it earlier for this ${remembered.scope}`);
+            : deny(
+                base,
+                { stage: 'handler', by: 'handler', layer: null },
+                `${pre.base.reason}; the approver denied it earlier for this ${remembered.scope}`,
+              );
         return { decision, tool: pre.tool, args: pre.args };
       }
     }
 
-    this.#registry.emit({ type: 'permission_asked', tool: pre.tool.name, callId: call.id, reason: pre.request.reason, ruleName: pre.request.ruleName, parameters: pre.args });
+    this.#registry.emit({
+      type: 'permission_asked',
+      tool: pre.tool.name,
+      callId: call.id,
+      reason: pre.request.reason,
+      ruleName: pre.request.ruleName,
+      parameters: pre.args,
+    });
     let scope: ApprovalScope = 'once';
     const handler = this.#handler;
     const route = handler
@@ -666,7 +810,8 @@ export class AgentRunner {
         callId: call.id,
         accepted: false,
         answer: granted.answer,
-        reason: "the policy in force has its own handler, which decides this ask; the decision given on resume was not used",
+        reason:
+          'the policy in force has its own handler, which decides this ask; the decision given on resume was not used',
         decision: outcome.effect === 'pending' ? null : outcome,
       });
     }
@@ -689,7 +834,8 @@ export class AgentRunner {
       });
       return { approval };
     }
-    if (outcome.asked === 'runner' && outcome.by === 'handler') await this.#remember(run, frame, binding, outcome.effect, scope);
+    if (outcome.asked === 'runner' && outcome.by === 'handler')
+      await this.#remember(run, frame, binding, outcome.effect, scope);
     return { decision: outcome, tool: pre.tool, args: pre.args };
   }
 
@@ -703,7 +849,11 @@ export class AgentRunner {
     binding: Binding,
     context: GateContext,
     env: GateEnvironment,
-  ): Promise<{ readonly decision: Decision; readonly tool: Tool | null; readonly args: Record<string, unknown> | null }> {
+  ): Promise<{
+    readonly decision: Decision;
+    readonly tool: Tool | null;
+    readonly args: Record<string, unknown> | null;
+  }> {
     const base: DecisionBase = { ...pre.base, asked: 'runner' };
     let problem: string | null = null;
     if (granted.canonical !== binding.canonical) problem = 'the approval was given for another tool';
@@ -713,21 +863,50 @@ export class AgentRunner {
     }
     let outcome: { decision: Decision; tool: Tool | null; args: Record<string, unknown> | null };
     if (problem !== null) {
-      outcome = { decision: deny(base, { stage: 'handler', by: 'handler_invalid', layer: null }, `${pre.base.reason}; ${problem}, so the call is denied`), tool: pre.tool, args: pre.args };
+      outcome = {
+        decision: deny(
+          base,
+          { stage: 'handler', by: 'handler_invalid', layer: null },
+          `${pre.base.reason}; ${problem}, so the call is denied`,
+        ),
+        tool: pre.tool,
+        args: pre.args,
+      };
     } else if (granted.answer === 'deny') {
-      outcome = { decision: deny(base, { stage: 'handler', by: 'handler', layer: null }, `${pre.base.reason}; the approver denied the call`), tool: pre.tool, args: pre.args };
+      outcome = {
+        decision: deny(
+          base,
+          { stage: 'handler', by: 'handler', layer: null },
+          `${pre.base.reason}; the approver denied the call`,
+        ),
+        tool: pre.tool,
+        args: pre.args,
+      };
     } else if (granted.arguments !== null) {
       // Edited arguments are a new call: validation, allowlist and rules again. An `ask` on exactly these
       // arguments is what the approver answered (the decision's MAC covers them).
-      const edited = await precheck({ id: call.id, name: call.name, arguments: granted.arguments, format: 'toolgate' }, context, env);
+      const edited = await precheck(
+        { id: call.id, name: call.name, arguments: granted.arguments, format: 'toolgate' },
+        context,
+        env,
+      );
       outcome =
         edited.kind === 'decided'
           ? { decision: edited.decision, tool: edited.tool, args: edited.args }
-          : { decision: allow({ ...edited.base, asked: 'runner' }, 'handler', `${edited.base.reason} (approved with edited arguments)`), tool: edited.tool, args: edited.args };
+          : {
+              decision: allow(
+                { ...edited.base, asked: 'runner' },
+                'handler',
+                `${edited.base.reason} (approved with edited arguments)`,
+              ),
+              tool: edited.tool,
+              args: edited.args,
+            };
     } else {
       outcome = { decision: allow(base, 'handler', `${pre.base.reason} (approved)`), tool: pre.tool, args: pre.args };
     }
-    if (problem === null && granted.arguments === null) await this.#remember(run, frame, binding, granted.answer, granted.scope);
+    if (problem === null && granted.arguments === null)
+      await this.#remember(run, frame, binding, granted.answer, granted.scope);
     this.#emit(run, frame, {
       type: 'approval_resolved',
       approvalId: granted.approvalId,
@@ -742,20 +921,47 @@ export class AgentRunner {
 
   #rememberKeys(run: Run, frame: Frame, binding: Binding): string[] {
     const what = [binding.canonical, binding.argsHash, binding.policyVersion ?? ''];
-    return [JSON.stringify(['run', run.runId, frame.agent, ...what]), JSON.stringify(['session', run.session, run.tenant, frame.agent, ...what])];
+    return [
+      JSON.stringify(['run', run.runId, frame.agent, ...what]),
+      JSON.stringify(['session', run.session, run.tenant, frame.agent, ...what]),
+    ];
   }
 
-  async #remember(run: Run, frame: Frame, binding: Binding, answer: 'allow' | 'deny', scope: ApprovalScope): Promise<void> {
+  async #remember(
+    run: Run,
+    frame: Frame,
+    binding: Binding,
+    answer: 'allow' | 'deny',
+    scope: ApprovalScope,
+  ): Promise<void> {
     if (scope === 'once') return;
     const [runKey, sessionKey] = this.#rememberKeys(run, frame, binding);
     const key = scope === 'run' ? runKey! : sessionKey!;
-    await this.#store.remember(key, { answer, scope, mac: macOf(this.#secret, ['toolgate.remembered', key, answer, scope]) });
+    await this.#store.remember(key, {
+      answer,
+      scope,
+      mac: macOf(this.#secret, ['toolgate.remembered', key, answer, scope]),
+    });
   }
 
   #decisionMac(decision: ApprovalDecision): string {
     const { approvalId, runId, callId, canonical: form, argsHash, policyVersion, answer, scope, nonce } = decision;
     try {
-      return macOf(this.#secret, ['toolgate.decision', { approvalId, runId, callId, canonical: form, argsHash, policyVersion, answer, scope, arguments: decision.arguments, nonce }]);
+      return macOf(this.#secret, [
+        'toolgate.decision',
+        {
+          approvalId,
+          runId,
+          callId,
+          canonical: form,
+          argsHash,
+          policyVersion,
+          answer,
+          scope,
+          arguments: decision.arguments,
+          nonce,
+        },
+      ]);
     } catch {
       return '';
     }
@@ -769,7 +975,12 @@ export class AgentRunner {
       key: f.key,
       depth: f.depth,
       messages: f.messages,
-      turn: f.turn && { index: f.turn.index, calls: f.turn.calls, done: Object.fromEntries(f.turn.done), active: f.turn.active },
+      turn: f.turn && {
+        index: f.turn.index,
+        calls: f.turn.calls,
+        done: Object.fromEntries(f.turn.done),
+        active: f.turn.active,
+      },
       granted: Object.fromEntries(f.granted),
     }));
     const body = {
@@ -794,8 +1005,10 @@ export class AgentRunner {
   }
 
   #restore(state: RunState, options: ResumeOptions): Run {
-    if (typeof state !== 'object' || state === null || state.kind !== 'toolgate.run-state') throw new RunStateError(`resume() expects a RunState, got ${describe(state)}`);
-    if (state.version !== 1) throw new RunStateError(`RunState version ${describe(state.version)} is not supported (expected 1)`);
+    if (typeof state !== 'object' || state === null || state.kind !== 'toolgate.run-state')
+      throw new RunStateError(`resume() expects a RunState, got ${describe(state)}`);
+    if (state.version !== 1)
+      throw new RunStateError(`RunState version ${describe(state.version)} is not supported (expected 1)`);
     const { mac, ...body } = state;
     let expected: string;
     try {
@@ -803,7 +1016,8 @@ export class AgentRunner {
     } catch (cause) {
       throw new RunStateError('the RunState is not plain JSON', { cause });
     }
-    if (!sameMac(mac, expected)) throw new RunStateError('the RunState was altered or signed with another secret; nothing was resumed');
+    if (!sameMac(mac, expected))
+      throw new RunStateError('the RunState was altered or signed with another secret; nothing was resumed');
     const copy = structuredClone(body);
     return {
       runId: copy.runId,
@@ -826,7 +1040,12 @@ export class AgentRunner {
         key: f.key,
         depth: f.depth,
         messages: [...f.messages],
-        turn: f.turn && { index: f.turn.index, calls: f.turn.calls, done: new Map(Object.entries(f.turn.done)), active: f.turn.active },
+        turn: f.turn && {
+          index: f.turn.index,
+          calls: f.turn.calls,
+          done: new Map(Object.entries(f.turn.done)),
+          active: f.turn.active,
+        },
         granted: new Map(Object.entries(f.granted)),
         guard: null,
       })),
@@ -839,8 +1058,12 @@ export class AgentRunner {
 
   async #limits(tenant: string): Promise<Limits> {
     const raw = await this.#tenants(tenant);
-    if (raw === undefined || raw === null) throw new ConfigurationError(`no limits for tenant ${JSON.stringify(tenant)}: the tenant provider returned ${describe(raw)}`);
-    if (typeof raw !== 'object') throw new TypeError(`the limits of tenant ${JSON.stringify(tenant)} must be an object, got ${describe(raw)}`);
+    if (raw === undefined || raw === null)
+      throw new ConfigurationError(
+        `no limits for tenant ${JSON.stringify(tenant)}: the tenant provider returned ${describe(raw)}`,
+      );
+    if (typeof raw !== 'object')
+      throw new TypeError(`the limits of tenant ${JSON.stringify(tenant)} must be an object, got ${describe(raw)}`);
     const where = `tenant ${JSON.stringify(tenant)}`;
     return {
       tools: raw.tools === undefined || raw.tools === null ? null : stringList(raw.tools, `${where} tools`),
@@ -854,7 +1077,11 @@ export class AgentRunner {
   #allowlist(run: Run, frame: Frame, limits: Limits): ToolAllowlist {
     const chain = run.frames.slice(0, frame.depth + 1);
     const root = run.agents[chain[0]!.agent]!;
-    let list = ToolAllowlist.resolve(root.tools, { tenant: limits.tools, caller: this.#callerNames(run.caller.scopes), agent: root.name });
+    let list = ToolAllowlist.resolve(root.tools, {
+      tenant: limits.tools,
+      caller: this.#callerNames(run.caller.scopes),
+      agent: root.name,
+    });
     for (const hop of chain.slice(1)) list = list.narrowed(run.agents[hop.agent]!.tools, { agent: hop.agent });
     return list;
   }
@@ -900,7 +1127,8 @@ export class AgentRunner {
 
   #cost(name: string): number {
     const cost = this.#costOf(canonical(name));
-    if (typeof cost !== 'number' || !Number.isFinite(cost) || cost < 0) throw new TypeError(`costOf(${JSON.stringify(name)}) must return a finite number >= 0, got ${describe(cost)}`);
+    if (typeof cost !== 'number' || !Number.isFinite(cost) || cost < 0)
+      throw new TypeError(`costOf(${JSON.stringify(name)}) must return a finite number >= 0, got ${describe(cost)}`);
     return cost;
   }
 
@@ -908,7 +1136,11 @@ export class AgentRunner {
     return JSON.stringify([run.runId, frame.key, turn.index, callId]);
   }
 
-  #emit<T extends RunEventType>(run: Run, frame: Frame, event: Omit<RunEventMap[T], keyof RunEventBase> & { readonly type: T }): void {
+  #emit<T extends RunEventType>(
+    run: Run,
+    frame: Frame,
+    event: Omit<RunEventMap[T], keyof RunEventBase> & { readonly type: T },
+  ): void {
     const base: RunEventBase = { runId: run.runId, agent: frame.agent, tenant: run.tenant, path: pathOf(run, frame) };
     this.#events.emit({ ...base, ...event } as unknown as RunEvent);
   }
@@ -926,13 +1158,27 @@ function pathOf(run: Run, frame: Frame): string[] {
   return run.frames.slice(0, frame.depth + 1).map((f) => f.agent);
 }
 
-function isAllowlistRefusal(decision: Decision): decision is DenyDecision & { layer: NonNullable<DenyDecision['layer']> } {
+function isAllowlistRefusal(
+  decision: Decision,
+): decision is DenyDecision & { layer: NonNullable<DenyDecision['layer']> } {
   return decision.effect === 'deny' && (decision.stage === 'allowlist' || decision.stage === 'lookup');
 }
 
 function baseOf(pre: Precheck): DecisionBase {
   if (pre.kind === 'ask') return pre.base;
-  const { callId, tool, canonical: form, agent, tenant, runId, parameters, rule, reason, asked, policyVersion } = pre.decision;
+  const {
+    callId,
+    tool,
+    canonical: form,
+    agent,
+    tenant,
+    runId,
+    parameters,
+    rule,
+    reason,
+    asked,
+    policyVersion,
+  } = pre.decision;
   return { callId, tool, canonical: form, agent, tenant, runId, parameters, rule, reason, asked, policyVersion };
 }
 
@@ -955,10 +1201,13 @@ function unknownOutcome(call: RunToolCall): string {
 
 /** Reads a model response; a malformed one throws (the run fails). Duplicate call ids in one turn are refused, not merged. */
 function readResponse(response: unknown): { text: string | null; calls: RunToolCall[] } {
-  if (typeof response !== 'object' || response === null) throw new TypeError(`the model returned ${describe(response)}; expected { text?, toolCalls? }`);
+  if (typeof response !== 'object' || response === null)
+    throw new TypeError(`the model returned ${describe(response)}; expected { text?, toolCalls? }`);
   const { text, toolCalls } = response as { text?: unknown; toolCalls?: unknown };
-  if (text !== undefined && typeof text !== 'string') throw new TypeError(`the model returned text ${describe(text)}; expected a string`);
-  if (toolCalls !== undefined && !Array.isArray(toolCalls)) throw new TypeError(`the model returned toolCalls ${describe(toolCalls)}; expected an array`);
+  if (text !== undefined && typeof text !== 'string')
+    throw new TypeError(`the model returned text ${describe(text)}; expected a string`);
+  if (toolCalls !== undefined && !Array.isArray(toolCalls))
+    throw new TypeError(`the model returned toolCalls ${describe(toolCalls)}; expected an array`);
   const calls: RunToolCall[] = [];
   const ids = new Set<string>();
   for (const raw of toolCalls ?? []) {
@@ -973,7 +1222,11 @@ function readResponse(response: unknown): { text: string | null; calls: RunToolC
     }
     ids.add(id);
     const args = 'arguments' in call ? (call.arguments as unknown) : null;
-    calls.push(problem === undefined ? { id, name: call.name, arguments: jsonSafe(args) } : { id, name: call.name, arguments: null, problem });
+    calls.push(
+      problem === undefined
+        ? { id, name: call.name, arguments: jsonSafe(args) }
+        : { id, name: call.name, arguments: null, problem },
+    );
   }
   return { text: text ?? null, calls };
 }
@@ -991,22 +1244,30 @@ function jsonSafe(value: unknown): unknown {
 function tenantProvider(tenants: AgentRunnerOptions['tenants']): TenantProvider {
   if (tenants === undefined) return () => ({});
   if (typeof tenants === 'function') return tenants;
-  if (typeof tenants === 'object' && tenants !== null) return (id) => (Object.hasOwn(tenants, id) ? tenants[id] : undefined);
-  throw new TypeError(`AgentRunner option "tenants" must be a function or a record of tenant limits, got ${describe(tenants)}`);
+  if (typeof tenants === 'object' && tenants !== null)
+    return (id) => (Object.hasOwn(tenants, id) ? tenants[id] : undefined);
+  throw new TypeError(
+    `AgentRunner option "tenants" must be a function or a record of tenant limits, got ${describe(tenants)}`,
+  );
 }
 
 function secretOf(secret: AgentRunnerOptions['secret']): Uint8Array {
   if (secret === undefined) return randomBytes(32);
   const bytes = typeof secret === 'string' ? Buffer.from(secret, 'utf8') : secret instanceof Uint8Array ? secret : null;
-  if (bytes === null || bytes.length < 16) throw new TypeError(`AgentRunner option "secret" must be a string or bytes of at least 16 bytes, got ${describe(secret)}`);
+  if (bytes === null || bytes.length < 16)
+    throw new TypeError(
+      `AgentRunner option "secret" must be a string or bytes of at least 16 bytes, got ${describe(secret)}`,
+    );
   return Uint8Array.from(bytes);
 }
 
 function scopeMap(scopes: AgentRunnerOptions['scopes']): ReadonlyMap<string, readonly string[]> {
   const map = new Map<string, readonly string[]>();
   if (scopes === undefined) return map;
-  if (typeof scopes !== 'object' || scopes === null) throw new TypeError(`AgentRunner option "scopes" must be a record of scope → tool names, got ${describe(scopes)}`);
-  for (const [scope, names] of Object.entries(scopes)) map.set(scope, Object.freeze(stringList(names, `scopes[${JSON.stringify(scope)}]`)));
+  if (typeof scopes !== 'object' || scopes === null)
+    throw new TypeError(`AgentRunner option "scopes" must be a record of scope → tool names, got ${describe(scopes)}`);
+  for (const [scope, names] of Object.entries(scopes))
+    map.set(scope, Object.freeze(stringList(names, `scopes[${JSON.stringify(scope)}]`)));
   return map;
 }
 
@@ -1024,13 +1285,15 @@ function stringList(value: unknown, option: string): string[] {
 
 function count(value: unknown, option: string, fallback: number, min: number): number {
   if (value === undefined) return fallback;
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < min) throw new TypeError(`AgentRunner option "${option}" must be an integer >= ${min}, got ${describe(value)}`);
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min)
+    throw new TypeError(`AgentRunner option "${option}" must be an integer >= ${min}, got ${describe(value)}`);
   return value;
 }
 
 function limit(value: unknown, what: string, fallback: number): number {
   if (value === undefined || value === null) return fallback;
-  if (typeof value !== 'number' || Number.isNaN(value) || value < 0) throw new TypeError(`${what} must be a number >= 0, got ${describe(value)}`);
+  if (typeof value !== 'number' || Number.isNaN(value) || value < 0)
+    throw new TypeError(`${what} must be a number >= 0, got ${describe(value)}`);
   return value;
 }
 
@@ -1041,10 +1304,15 @@ function limit(value: unknown, what: string, fallback: number): number {
  */
 function narrowCaller(saved: RunState['caller'], given: ResumeOptions['caller']): RunState['caller'] {
   if (given === undefined) return saved;
-  if (typeof given !== 'object' || given === null) throw new TypeError(`resume() option "caller" must be an object, got ${describe(given)}`);
+  if (typeof given !== 'object' || given === null)
+    throw new TypeError(`resume() option "caller" must be an object, got ${describe(given)}`);
   if (given.id !== undefined) {
-    if (typeof given.id !== 'string') throw new TypeError(`resume() option "caller.id" must be a string, got ${describe(given.id)}`);
-    if (given.id !== saved.id) throw new RunStateError(`resume() option "caller.id" is ${JSON.stringify(given.id)}, but the run's caller is ${JSON.stringify(saved.id)}; nothing was resumed`);
+    if (typeof given.id !== 'string')
+      throw new TypeError(`resume() option "caller.id" must be a string, got ${describe(given.id)}`);
+    if (given.id !== saved.id)
+      throw new RunStateError(
+        `resume() option "caller.id" is ${JSON.stringify(given.id)}, but the run's caller is ${JSON.stringify(saved.id)}; nothing was resumed`,
+      );
   }
   if (given.scopes === undefined || given.scopes === null) return saved;
   const now = stringList(given.scopes, 'caller.scopes');
@@ -1060,7 +1328,10 @@ function narrowCaller(saved: RunState['caller'], given: ResumeOptions['caller'])
 function narrowAgents(root: string, saved: RunState['agents'], given: ResumeOptions['agent']): RunState['agents'] {
   if (given === undefined) return saved;
   const now = agentGraph(given);
-  if (given.name !== root) throw new RunStateError(`resume() option "agent" is ${JSON.stringify(given.name)}, but the run's root agent is ${JSON.stringify(root)}; nothing was resumed`);
+  if (given.name !== root)
+    throw new RunStateError(
+      `resume() option "agent" is ${JSON.stringify(given.name)}, but the run's root agent is ${JSON.stringify(root)}; nothing was resumed`,
+    );
   const narrowed: Record<string, AgentSpec> = {};
   for (const [name, spec] of Object.entries(saved)) {
     const current = now[name];

@@ -31,17 +31,26 @@ export class ScriptedModel implements Model {
   readonly #whenDone: 'finish' | 'repeat';
 
   /** `script`: one list of turns for every agent, or a list per agent name. */
-  constructor(script: readonly ScriptTurn[] | Readonly<Record<string, readonly ScriptTurn[]>>, options: ScriptedModelOptions = {}) {
-    if (typeof script !== 'object' || script === null) throw new TypeError(`ScriptedModel expects a list of turns or a record of lists by agent, got ${describe(script)}`);
+  constructor(
+    script: readonly ScriptTurn[] | Readonly<Record<string, readonly ScriptTurn[]>>,
+    options: ScriptedModelOptions = {},
+  ) {
+    if (typeof script !== 'object' || script === null)
+      throw new TypeError(
+        `ScriptedModel expects a list of turns or a record of lists by agent, got ${describe(script)}`,
+      );
     const whenDone = options.whenDone ?? 'finish';
-    if (whenDone !== 'finish' && whenDone !== 'repeat') throw new TypeError(`ScriptedModel option "whenDone" must be 'finish' or 'repeat', got ${describe(whenDone)}`);
+    if (whenDone !== 'finish' && whenDone !== 'repeat')
+      throw new TypeError(`ScriptedModel option "whenDone" must be 'finish' or 'repeat', got ${describe(whenDone)}`);
     this.#script = script;
     this.#whenDone = whenDone;
   }
 
   async generate(request: ModelRequest): Promise<ModelResponse> {
     this.requests.push(request);
-    const turns = Array.isArray(this.#script) ? (this.#script as readonly ScriptTurn[]) : (this.#script as Readonly<Record<string, readonly ScriptTurn[]>>)[request.agent];
+    const turns = Array.isArray(this.#script)
+      ? (this.#script as readonly ScriptTurn[])
+      : (this.#script as Readonly<Record<string, readonly ScriptTurn[]>>)[request.agent];
     if (!turns) throw new Error(`the script has no turns for agent ${JSON.stringify(request.agent)}`);
     const index = request.messages.filter((m) => m.role === 'assistant').length;
     const turn = turns[index] ?? (this.#whenDone === 'repeat' ? turns[turns.length - 1] : undefined) ?? { text: '' };
@@ -51,7 +60,12 @@ export class ScriptedModel implements Model {
       ...response,
       toolCalls: response.toolCalls.map((call, i) => {
         const own = call as { id?: unknown; name?: unknown; type?: unknown; functionCall?: unknown };
-        if (typeof own.name === 'string' && own.type === undefined && own.functionCall === undefined && typeof own.id !== 'string') {
+        if (
+          typeof own.name === 'string' &&
+          own.type === undefined &&
+          own.functionCall === undefined &&
+          typeof own.id !== 'string'
+        ) {
           return { ...call, id: `call_${index}_${i}` };
         }
         return call;

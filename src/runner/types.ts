@@ -67,7 +67,13 @@ export interface RunToolCall {
 export type RunMessage =
   | { readonly role: 'user'; readonly content: string }
   | { readonly role: 'assistant'; readonly content: string | null; readonly toolCalls: readonly RunToolCall[] }
-  | { readonly role: 'tool'; readonly callId: string; readonly tool: string; readonly content: string; readonly isError: boolean };
+  | {
+      readonly role: 'tool';
+      readonly callId: string;
+      readonly tool: string;
+      readonly content: string;
+      readonly isError: boolean;
+    };
 
 /** The result message of one tool call. */
 export type ToolMessage = Extract<RunMessage, { role: 'tool' }>;
@@ -143,7 +149,8 @@ export type ApprovalScope = 'once' | 'run' | 'session';
  * The runner's approval handler: like a PermissionHandler, and it may also answer `pending` (the run
  * pauses and the approval is given later, possibly in another process) or an answer with a scope to remember.
  */
-export type ApprovalAnswer = 'allow' | 'deny' | 'pending' | { readonly answer: 'allow' | 'deny'; readonly scope: ApprovalScope };
+export type ApprovalAnswer =
+  'allow' | 'deny' | 'pending' | { readonly answer: 'allow' | 'deny'; readonly scope: ApprovalScope };
 export type ApprovalHandler =
   | { handle(request: PermissionRequest): ApprovalAnswer | Promise<ApprovalAnswer> }
   | ((request: PermissionRequest) => ApprovalAnswer | Promise<ApprovalAnswer>);
@@ -277,11 +284,39 @@ export interface RunResultBase extends RunTally {
 
 /** The outcome of a run: a union on `status`. */
 export type RunResult =
-  | (RunResultBase & { readonly status: 'completed'; readonly output: string; readonly error?: never; readonly state?: never })
-  | (RunResultBase & { readonly status: 'failed'; readonly output: null; readonly error: Error; readonly state?: never })
-  | (RunResultBase & { readonly status: 'budget_exceeded'; readonly output: null; readonly cap: BudgetCap; readonly error?: never; readonly state?: never })
-  | (RunResultBase & { readonly status: 'refusal_loop'; readonly output: null; readonly decision: DenyDecision; readonly error?: never; readonly state?: never })
-  | (RunResultBase & { readonly status: 'paused'; readonly output: null; readonly state: RunState; readonly pending: readonly PendingApproval[]; readonly error?: never });
+  | (RunResultBase & {
+      readonly status: 'completed';
+      readonly output: string;
+      readonly error?: never;
+      readonly state?: never;
+    })
+  | (RunResultBase & {
+      readonly status: 'failed';
+      readonly output: null;
+      readonly error: Error;
+      readonly state?: never;
+    })
+  | (RunResultBase & {
+      readonly status: 'budget_exceeded';
+      readonly output: null;
+      readonly cap: BudgetCap;
+      readonly error?: never;
+      readonly state?: never;
+    })
+  | (RunResultBase & {
+      readonly status: 'refusal_loop';
+      readonly output: null;
+      readonly decision: DenyDecision;
+      readonly error?: never;
+      readonly state?: never;
+    })
+  | (RunResultBase & {
+      readonly status: 'paused';
+      readonly output: null;
+      readonly state: RunState;
+      readonly pending: readonly PendingApproval[];
+      readonly error?: never;
+    });
 
 /** Fields every run event carries. */
 export interface RunEventBase {
@@ -298,7 +333,11 @@ export interface RunEventMap {
   run_started: RunEventBase & { readonly type: 'run_started'; readonly input: string };
   tool_decided: RunEventBase & { readonly type: 'tool_decided'; readonly decision: Decision };
   /** Every refused call; `error` is the ToolNotPermittedError for an allowlist refusal. */
-  tool_refused: RunEventBase & { readonly type: 'tool_refused'; readonly decision: DenyDecision; readonly error: ToolNotPermittedError | null };
+  tool_refused: RunEventBase & {
+    readonly type: 'tool_refused';
+    readonly decision: DenyDecision;
+    readonly error: ToolNotPermittedError | null;
+  };
   approval_requested: RunEventBase & { readonly type: 'approval_requested'; readonly approval: PendingApproval };
   /** A decision given on resume: accepted (with the Decision it led to) or refused (with why). */
   approval_resolved: RunEventBase & {
@@ -312,7 +351,11 @@ export interface RunEventMap {
   };
   run_paused: RunEventBase & { readonly type: 'run_paused'; readonly pending: readonly PendingApproval[] };
   run_resumed: RunEventBase & { readonly type: 'run_resumed'; readonly decisions: number };
-  run_finished: RunEventBase & { readonly type: 'run_finished'; readonly status: Exclude<RunStatus, 'paused'>; readonly error: Error | null };
+  run_finished: RunEventBase & {
+    readonly type: 'run_finished';
+    readonly status: Exclude<RunStatus, 'paused'>;
+    readonly error: Error | null;
+  };
 }
 export type RunEventType = keyof RunEventMap;
 export type RunEvent = RunEventMap[RunEventType];

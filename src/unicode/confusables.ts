@@ -126,7 +126,8 @@ export function confusableText(pair: ConfusablePair, where: string): string {
 export function reportConfusables(pairs: readonly ConfusablePair[], mode: ConfusablesMode, where: string): void {
   if (mode === 'off' || pairs.length === 0) return;
   if (mode === 'error') {
-    const more = pairs.length > 1 ? ` (and ${pairs.length - 1} more confusable pair${pairs.length > 2 ? 's' : ''})` : '';
+    const more =
+      pairs.length > 1 ? ` (and ${pairs.length - 1} more confusable pair${pairs.length > 2 ? 's' : ''})` : '';
     throw new ConfigurationError(`${confusableText(pairs[0]!, where)}${more}`);
   }
   for (const pair of pairs) {

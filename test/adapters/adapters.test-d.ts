@@ -2,7 +2,14 @@ import type { FunctionTool, MCPToolFilterCallable, ToolErrorFormatter } from '@o
 import type { ToolApprovalStatus, ToolSet } from 'ai';
 import { describe, expectTypeOf, it } from 'vitest';
 import { createAiSdkTools } from '../../src/adapters/ai-sdk/index.js';
-import { connectMcpServer, createMcpProxy, loadPolicyForProxy, type McpAuditRecord, type McpConnection, type McpProxy } from '../../src/adapters/mcp/index.js';
+import {
+  connectMcpServer,
+  createMcpProxy,
+  loadPolicyForProxy,
+  type McpAuditRecord,
+  type McpConnection,
+  type McpProxy,
+} from '../../src/adapters/mcp/index.js';
 import { createAgentTools, mcpToolFilter } from '../../src/adapters/openai-agents/index.js';
 import type { Decision, ToolRegistry } from '../../src/index.js';
 
@@ -16,7 +23,9 @@ describe('adapter public types', () => {
   });
 
   it('openai-agents: SDK function tools typed by the run context', () => {
-    const gated = createAgentTools<{ tenant: string }>(registry, { context: (rc) => ({ tenant: { id: rc.context.tenant } }) });
+    const gated = createAgentTools<{ tenant: string }>(registry, {
+      context: (rc) => ({ tenant: { id: rc.context.tenant } }),
+    });
     expectTypeOf(gated.tools).toEqualTypeOf<FunctionTool<{ tenant: string }>[]>();
     expectTypeOf(gated.toolErrorFormatter).toEqualTypeOf<ToolErrorFormatter>();
     expectTypeOf(mcpToolFilter(registry)).toEqualTypeOf<MCPToolFilterCallable<unknown>>();

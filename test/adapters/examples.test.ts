@@ -6,7 +6,10 @@ import { describe, expect, it } from 'vitest';
 
 const run = promisify(execFile);
 const example = async (file: string): Promise<string> => {
-  const { stdout } = await run(process.execPath, ['--import', 'tsx', join('examples', file)], { cwd: process.cwd(), timeout: 60_000 });
+  const { stdout } = await run(process.execPath, ['--import', 'tsx', join('examples', file)], {
+    cwd: process.cwd(),
+    timeout: 60_000,
+  });
   return stdout;
 };
 

@@ -20,21 +20,35 @@ function catalogueServer() {
   const calls: string[] = [];
   server.registerTool(
     'search',
-    { description: 'Search the catalogue', inputSchema: { query: z.string() }, annotations: { readOnlyHint: true, openWorldHint: false } },
+    {
+      description: 'Search the catalogue',
+      inputSchema: { query: z.string() },
+      annotations: { readOnlyHint: true, openWorldHint: false },
+    },
     async ({ query }) => {
       calls.push(`search:${query}`);
       return { content: [{ type: 'text', text: `hits for ${query}` }] };
     },
   );
-  server.registerTool('drop', { description: 'Drop the catalogue', inputSchema: { really: z.boolean() }, annotations: { readOnlyHint: true } }, async () => {
-    calls.push('drop');
-    return { content: [{ type: 'text', text: 'dropped' }] };
-  });
-  server.registerTool('broken', { description: 'Always fails', inputSchema: {} }, async () => ({ isError: true, content: [{ type: 'text', text: 'the index is offline' }] }));
+  server.registerTool(
+    'drop',
+    { description: 'Drop the catalogue', inputSchema: { really: z.boolean() }, annotations: { readOnlyHint: true } },
+    async () => {
+      calls.push('drop');
+      return { content: [{ type: 'text', text: 'dropped' }] };
+    },
+  );
+  server.registerTool('broken', { description: 'Always fails', inputSchema: {} }, async () => ({
+    isError: true,
+    content: [{ type: 'text', text: 'the index is offline' }],
+  }));
   return { server, calls };
 }
 
-async function connectCatalogue(registry: ToolRegistry, options: { prefix?: string | null; trusted?: boolean; metadata?: Record<string, { tags?: ToolTag[] }> } = {}) {
+async function connectCatalogue(
+  registry: ToolRegistry,
+  options: { prefix?: string | null; trusted?: boolean; metadata?: Record<string, { tags?: ToolTag[] }> } = {},
+) {
   const { server, calls } = catalogueServer();
   const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
   await server.connect(serverSide);
@@ -53,7 +67,10 @@ describe('toolgate/mcp: tools from MCP servers', () => {
     expect(b.connection.tools).toEqual(['shop:search', 'shop:drop', 'shop:broken']);
     expect(registry.get('mcp:search')!.namespace).toBe('mcp');
     // A grant of one name is not a grant of another.
-    const only = { agent: { name: 'a', tools: ['search', 'mcp:search', 'shop:search'] }, caller: { scopes: ['mcp:search'] } };
+    const only = {
+      agent: { name: 'a', tools: ['search', 'mcp:search', 'shop:search'] },
+      caller: { scopes: ['mcp:search'] },
+    };
     expect((await registry.invoke('search', {}, only)).status).toBe('refused');
     expect((await registry.invoke('shop:search', { query: 'x' }, only)).status).toBe('refused');
     const ok = await registry.invoke('mcp:search', { query: 'lamp' }, only);
@@ -79,15 +96,25 @@ describe('toolgate/mcp: tools from MCP servers', () => {
     await connectCatalogue(trusted, { trusted: true });
     expect([...trusted.get('mcp:search')!.metadata.tags]).toEqual([ToolTag.READ_ONLY]);
     expect([...trusted.get('mcp:broken')!.metadata.tags]).toEqual([ToolTag.DESTRUCTIVE, ToolTag.NETWORK]);
-    expect(annotationTags({ destructiveHint: false, openWorldHint: false, idempotentHint: true }, true)).toEqual({ tags: [], customTags: ['mcp', 'idempotent'] });
+    expect(annotationTags({ destructiveHint: false, openWorldHint: false, idempotentHint: true }, true)).toEqual({
+      tags: [],
+      customTags: ['mcp', 'idempotent'],
+    });
     expect(annotationTags({ readOnlyHint: true }, false).tags).toEqual([ToolTag.DESTRUCTIVE, ToolTag.NETWORK]);
   });
 
   it('lets local metadata override what annotations say, for trusted and untrusted servers', async () => {
     const registry = new ToolRegistry();
-    registry.setPermissionPolicy(new PermissionPolicy({ rules: [ASK_DESTRUCTIVE, { name: 'rest', match: () => true, result: 'allow', reason: 'ok' }] }));
+    registry.setPermissionPolicy(
+      new PermissionPolicy({
+        rules: [ASK_DESTRUCTIVE, { name: 'rest', match: () => true, result: 'allow', reason: 'ok' }],
+      }),
+    );
     // The server claims `drop` is read-only; locally it is known to be destructive.
-    const { calls } = await connectCatalogue(registry, { trusted: true, metadata: { drop: { tags: [ToolTag.DESTRUCTIVE] } } });
+    const { calls } = await connectCatalogue(registry, {
+      trusted: true,
+      metadata: { drop: { tags: [ToolTag.DESTRUCTIVE] } },
+    });
     expect([...registry.get('mcp:drop')!.metadata.tags]).toEqual([ToolTag.DESTRUCTIVE]);
     const refused = await registry.invoke('mcp:drop', { really: true }, {});
     expect(refused.decision).toMatchObject({ effect: 'deny', by: 'no_handler', rule: 'ask_destructive' });
@@ -106,7 +133,9 @@ describe('toolgate/mcp: tools from MCP servers', () => {
     const registry = new ToolRegistry();
     const { server, connection } = await connectCatalogue(registry);
     const changed = new Promise<readonly string[]>((resolve) => connection.onToolsChanged(resolve));
-    const added = server.registerTool('count', { description: 'Count', inputSchema: {} }, async () => ({ content: [{ type: 'text', text: '3' }] }));
+    const added = server.registerTool('count', { description: 'Count', inputSchema: {} }, async () => ({
+      content: [{ type: 'text', text: '3' }],
+    }));
     expect(await changed).toContain('mcp:count');
     expect(registry.has('mcp:count')).toBe(true);
     const removed = new Promise<readonly string[]>((resolve) => connection.onToolsChanged(resolve));
@@ -121,14 +150,21 @@ describe('toolgate/mcp: tools from MCP servers', () => {
     const registry = new ToolRegistry();
     const decisions: Decision[] = [];
     registry.onChange((e) => e.type === 'tool_decided' && decisions.push(e.decision));
-    const fs = await connectMcpServer(registry, { stdio: { command: FS_SERVER, args: [root], stderr: 'ignore' }, prefix: 'fs' });
+    const fs = await connectMcpServer(registry, {
+      stdio: { command: FS_SERVER, args: [root], stderr: 'ignore' },
+      prefix: 'fs',
+    });
     open.push(fs);
     expect(fs.tools).toContain('fs:read_text_file');
     expect(fs.tools).toContain('fs:write_file');
     const context = { agent: { name: 'reader', tools: ['fs:read_text_file'] } };
     const read = await registry.invoke('fs:read_text_file', { path: join(root, 'note.txt') }, context);
     expect(read).toMatchObject({ status: 'ok', content: 'hello from disk' });
-    const write = await registry.invoke('fs:write_file', { path: join(root, 'note.txt'), content: 'overwritten' }, context);
+    const write = await registry.invoke(
+      'fs:write_file',
+      { path: join(root, 'note.txt'), content: 'overwritten' },
+      context,
+    );
     expect(write.decision).toMatchObject({ effect: 'deny', stage: 'allowlist', layer: 'not_declared' });
     expect(readFileSync(join(root, 'note.txt'), 'utf8')).toBe('hello from disk');
     expect(decisions.map((d) => d.effect)).toEqual(['allow', 'deny']);
@@ -137,7 +173,9 @@ describe('toolgate/mcp: tools from MCP servers', () => {
   it('validates its options', async () => {
     const registry = new ToolRegistry();
     await expect(connectMcpServer(registry, {})).rejects.toThrow(/exactly one of/);
-    await expect(connectMcpServer(registry, { url: 'http://127.0.0.1:1/mcp', prefix: 'a:b' })).rejects.toThrow(/option "prefix"/);
+    await expect(connectMcpServer(registry, { url: 'http://127.0.0.1:1/mcp', prefix: 'a:b' })).rejects.toThrow(
+      /option "prefix"/,
+    );
     await expect(connectMcpServer({} as ToolRegistry, { url: 'http://x' })).rejects.toThrow(TypeError);
   });
 });

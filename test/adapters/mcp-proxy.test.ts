@@ -11,7 +11,16 @@ import { ElicitRequestSchema, type CallToolResult } from '@modelcontextprotocol/
 import { SignJWT } from 'jose';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { connectMcpServer, createMcpProxy, jwtAuthenticator, loadPolicyForProxy, policyToolMetadata, serveMcpProxyHttp, type McpAuditRecord, type McpProxy } from '../../src/adapters/mcp/index.js';
+import {
+  connectMcpServer,
+  createMcpProxy,
+  jwtAuthenticator,
+  loadPolicyForProxy,
+  policyToolMetadata,
+  serveMcpProxyHttp,
+  type McpAuditRecord,
+  type McpProxy,
+} from '../../src/adapters/mcp/index.js';
 import { ConfigurationError, PermissionPolicy, ToolRegistry } from '../../src/index.js';
 
 const ROOT = process.cwd();
@@ -26,8 +35,16 @@ afterEach(async () => {
 const text = (result: unknown): string => ((result as CallToolResult).content[0] as { text: string }).text;
 
 /** The proxy CLI as a child process over real stdio, driven by the SDK's Client. */
-async function proxyClient(args: string[], clientOptions: ConstructorParameters<typeof Client>[1] = {}, entry: string[] = [CLI]) {
-  const transport = new StdioClientTransport({ command: process.execPath, args: ['--import', 'tsx', ...entry, ...args], stderr: 'pipe' });
+async function proxyClient(
+  args: string[],
+  clientOptions: ConstructorParameters<typeof Client>[1] = {},
+  entry: string[] = [CLI],
+) {
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: ['--import', 'tsx', ...entry, ...args],
+    stderr: 'pipe',
+  });
   let stderr = '';
   transport.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   const client = new Client({ name: 'test', version: '1.0.0' }, clientOptions);
@@ -49,7 +66,13 @@ function sandbox() {
       scopes: { 'files:read': ['read_text_file'] },
       rules: [
         { name: 'reads', tools: ['read_text_file', 'list_directory'], result: 'allow', reason: 'reading is fine' },
-        { name: 'inbox-writes', tools: ['write_file'], when: { path: { path: `${join(root, 'inbox')}/**` } }, result: 'allow', reason: 'the inbox is writable' },
+        {
+          name: 'inbox-writes',
+          tools: ['write_file'],
+          when: { path: { path: `${join(root, 'inbox')}/**` } },
+          result: 'allow',
+          reason: 'the inbox is writable',
+        },
         { name: 'other-writes', tools: ['write_file'], result: 'deny', reason: 'writes go to the inbox only' },
       ],
     }),
@@ -60,19 +83,35 @@ function sandbox() {
 describe('toolgate mcp-proxy over real stdio, in front of @modelcontextprotocol/server-filesystem', () => {
   it('lists only permitted tools, refuses a write outside the allowed folder (file not written), lets a read through, audits each decision', async () => {
     const { root, policy, audit } = sandbox();
-    const { client } = await proxyClient(['--policy', policy, '--agent', 'fs-agent', '--audit', audit, '--', FS_SERVER, root]);
+    const { client } = await proxyClient([
+      '--policy',
+      policy,
+      '--agent',
+      'fs-agent',
+      '--audit',
+      audit,
+      '--',
+      FS_SERVER,
+      root,
+    ]);
 
     const listed = (await client.listTools()).tools.map((t) => t.name).sort();
     expect(listed).toEqual(['list_directory', 'read_text_file', 'write_file']);
 
     // Inside the upstream's root, so the upstream itself would have written it: the proxy must refuse first.
     const outside = join(root, 'secret.txt');
-    const refused = await client.callTool({ name: 'write_file', arguments: { path: outside, content: 'should not be written' } });
+    const refused = await client.callTool({
+      name: 'write_file',
+      arguments: { path: outside, content: 'should not be written' },
+    });
     expect(refused.isError).toBe(true);
     expect(text(refused)).toMatch(/refused \(rule "other-writes"\): writes go to the inbox only/);
     expect(existsSync(outside)).toBe(false);
 
-    const hidden = await client.callTool({ name: 'move_file', arguments: { source: join(root, 'note.txt'), destination: join(root, 'moved.txt') } });
+    const hidden = await client.callTool({
+      name: 'move_file',
+      arguments: { source: join(root, 'note.txt'), destination: join(root, 'moved.txt') },
+    });
     expect(hidden.isError).toBe(true);
     expect(text(hidden)).toMatch(/layer not_declared/);
     expect(existsSync(join(root, 'note.txt'))).toBe(true);
@@ -81,11 +120,17 @@ describe('toolgate mcp-proxy over real stdio, in front of @modelcontextprotocol/
     expect(read.isError).toBeFalsy();
     expect(text(read)).toBe('hello from the sandbox');
 
-    const inboxWrite = await client.callTool({ name: 'write_file', arguments: { path: join(root, 'inbox', 'ok.txt'), content: 'fine' } });
+    const inboxWrite = await client.callTool({
+      name: 'write_file',
+      arguments: { path: join(root, 'inbox', 'ok.txt'), content: 'fine' },
+    });
     expect(inboxWrite.isError).toBeFalsy();
     expect(readFileSync(join(root, 'inbox', 'ok.txt'), 'utf8')).toBe('fine');
 
-    const records = readFileSync(audit, 'utf8').trim().split('\n').map((line) => JSON.parse(line) as McpAuditRecord);
+    const records = readFileSync(audit, 'utf8')
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as McpAuditRecord);
     expect(records.map((r) => [r.decision.tool, r.decision.effect, r.status])).toEqual([
       ['write_file', 'deny', 'refused'],
       ['move_file', 'deny', 'refused'],
@@ -96,7 +141,17 @@ describe('toolgate mcp-proxy over real stdio, in front of @modelcontextprotocol/
 
   it("narrows by the caller scopes given on the command line, mapped by the file's scope map", async () => {
     const { root, policy } = sandbox();
-    const { client } = await proxyClient(['--policy', policy, '--agent', 'fs-agent', '--scopes', 'files:read', '--', FS_SERVER, root]);
+    const { client } = await proxyClient([
+      '--policy',
+      policy,
+      '--agent',
+      'fs-agent',
+      '--scopes',
+      'files:read',
+      '--',
+      FS_SERVER,
+      root,
+    ]);
     expect((await client.listTools()).tools.map((t) => t.name)).toEqual(['read_text_file']);
     const refused = await client.callTool({ name: 'list_directory', arguments: { path: root } });
     expect(text(refused)).toMatch(/layer caller/);
@@ -104,15 +159,29 @@ describe('toolgate mcp-proxy over real stdio, in front of @modelcontextprotocol/
 
   it('runs as `toolgate mcp-proxy` from the main command too', async () => {
     const { root, policy } = sandbox();
-    const { client } = await proxyClient(['--policy', policy, '--agent', 'fs-agent', '--scopes', 'files:read', '--', FS_SERVER, root], {}, [join(ROOT, 'src/cli/main.ts'), 'mcp-proxy']);
+    const { client } = await proxyClient(
+      ['--policy', policy, '--agent', 'fs-agent', '--scopes', 'files:read', '--', FS_SERVER, root],
+      {},
+      [join(ROOT, 'src/cli/main.ts'), 'mcp-proxy'],
+    );
     expect((await client.listTools()).tools.map((t) => t.name)).toEqual(['read_text_file']);
-    expect(text(await client.callTool({ name: 'read_text_file', arguments: { path: join(root, 'note.txt') } }))).toBe('hello from the sandbox');
+    expect(text(await client.callTool({ name: 'read_text_file', arguments: { path: join(root, 'note.txt') } }))).toBe(
+      'hello from the sandbox',
+    );
   });
 
   it('gives a clear error and shuts down cleanly when the upstream crashes mid-call', async () => {
     const { policy } = sandbox();
     writeFileSync(policy, JSON.stringify({ version: 1, fallback: 'allow' }));
-    const { client, transport, stderr } = await proxyClient(['--policy', policy, '--', process.execPath, '--import', 'tsx', FLAKY]);
+    const { client, transport, stderr } = await proxyClient([
+      '--policy',
+      policy,
+      '--',
+      process.execPath,
+      '--import',
+      'tsx',
+      FLAKY,
+    ]);
     const exited = new Promise<void>((resolve) => (transport.onclose = () => resolve()));
     const result = await client.callTool({ name: 'crash', arguments: {} });
     expect(result.isError).toBe(true);
@@ -124,7 +193,17 @@ describe('toolgate mcp-proxy over real stdio, in front of @modelcontextprotocol/
   it('gives a clear error when the upstream hangs past the call timeout, and keeps serving', async () => {
     const { policy } = sandbox();
     writeFileSync(policy, JSON.stringify({ version: 1, fallback: 'allow' }));
-    const { client } = await proxyClient(['--policy', policy, '--call-timeout', '300', '--', process.execPath, '--import', 'tsx', FLAKY]);
+    const { client } = await proxyClient([
+      '--policy',
+      policy,
+      '--call-timeout',
+      '300',
+      '--',
+      process.execPath,
+      '--import',
+      'tsx',
+      FLAKY,
+    ]);
     const result = await client.callTool({ name: 'hang', arguments: {} });
     expect(result.isError).toBe(true);
     expect(text(result)).toMatch(/did not finish within 300 ms/);
@@ -135,7 +214,26 @@ describe('toolgate mcp-proxy over real stdio, in front of @modelcontextprotocol/
     const { root, policy } = sandbox();
     const secretFile = `${policy}.secret`;
     writeFileSync(secretFile, 'a-cli-test-secret-of-at-least-32-bytes\n');
-    const child = spawn(process.execPath, ['--import', 'tsx', CLI, '--policy', policy, '--agent', 'fs-agent', '--http', '0', '--jwt-secret-file', secretFile, '--', FS_SERVER, root], { stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawn(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        CLI,
+        '--policy',
+        policy,
+        '--agent',
+        'fs-agent',
+        '--http',
+        '0',
+        '--jwt-secret-file',
+        secretFile,
+        '--',
+        FS_SERVER,
+        root,
+      ],
+      { stdio: ['ignore', 'ignore', 'pipe'] },
+    );
     const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
     cleanups.push(async () => {
       child.kill('SIGTERM');
@@ -150,14 +248,27 @@ describe('toolgate mcp-proxy over real stdio, in front of @modelcontextprotocol/
       });
       child.on('close', () => reject(new Error(`the proxy exited: ${stderr}`)));
     });
-    const none = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: '{}' });
+    const none = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: '{}',
+    });
     expect(none.status).toBe(401);
-    const jwt = await new SignJWT({ scope: 'files:read' }).setProtectedHeader({ alg: 'HS256' }).setSubject('carol').setExpirationTime('5m').sign(new TextEncoder().encode('a-cli-test-secret-of-at-least-32-bytes'));
+    const jwt = await new SignJWT({ scope: 'files:read' })
+      .setProtectedHeader({ alg: 'HS256' })
+      .setSubject('carol')
+      .setExpirationTime('5m')
+      .sign(new TextEncoder().encode('a-cli-test-secret-of-at-least-32-bytes'));
     const client = new Client({ name: 'test', version: '1.0.0' });
-    await client.connect(new StreamableHTTPClientTransport(url, { requestInit: { headers: { authorization: `Bearer ${jwt}` } } }));
+    await client.connect(
+      new StreamableHTTPClientTransport(url, { requestInit: { headers: { authorization: `Bearer ${jwt}` } } }),
+    );
     cleanups.push(() => client.close());
     expect((await client.listTools()).tools.map((t) => t.name)).toEqual(['read_text_file']);
-    const refused = await client.callTool({ name: 'write_file', arguments: { path: join(root, 'inbox', 'x.txt'), content: 'x' } });
+    const refused = await client.callTool({
+      name: 'write_file',
+      arguments: { path: join(root, 'inbox', 'x.txt'), content: 'x' },
+    });
     expect(text(refused)).toMatch(/layer caller/);
     expect(existsSync(join(root, 'inbox', 'x.txt'))).toBe(false);
     child.kill('SIGTERM');
@@ -203,13 +314,24 @@ async function inProcessProxy(options: { audit?: (r: McpAuditRecord) => void } =
       { name: 'refunds', tools: ['refund'], result: 'ask', reason: 'refunds need a person' },
     ],
   });
-  const proxy = await createMcpProxy({ upstream: { transport: down }, policy, approvalTimeoutMs: 2_000, ...(options.audit ? { audit: options.audit } : {}) });
+  const proxy = await createMcpProxy({
+    upstream: { transport: down },
+    policy,
+    approvalTimeoutMs: 2_000,
+    ...(options.audit ? { audit: options.audit } : {}),
+  });
   cleanups.push(() => proxy.close());
   return { proxy, ran };
 }
 
-async function downstream(proxy: McpProxy, elicit?: (message: string) => { action: 'accept' | 'decline'; content?: Record<string, boolean> }) {
-  const client = new Client({ name: 'test', version: '1.0.0' }, elicit ? { capabilities: { elicitation: { form: {} } } } : {});
+async function downstream(
+  proxy: McpProxy,
+  elicit?: (message: string) => { action: 'accept' | 'decline'; content?: Record<string, boolean> },
+) {
+  const client = new Client(
+    { name: 'test', version: '1.0.0' },
+    elicit ? { capabilities: { elicitation: { form: {} } } } : {},
+  );
   if (elicit) client.setRequestHandler(ElicitRequestSchema, async (request) => elicit(request.params.message));
   const [a, b] = InMemoryTransport.createLinkedPair();
   await proxy.createServer().connect(b);
@@ -222,7 +344,10 @@ describe('createMcpProxy: ask → MCP elicitation', () => {
   it('puts an ask to the user by elicitation; accepted → forwarded, declined → refused and never forwarded', async () => {
     const { proxy, ran } = await inProcessProxy();
     const prompts: string[] = [];
-    const yes = await downstream(proxy, (message) => (prompts.push(message), { action: 'accept', content: { approve: true } }));
+    const yes = await downstream(
+      proxy,
+      (message) => (prompts.push(message), { action: 'accept', content: { approve: true } }),
+    );
     expect(text(await yes.callTool({ name: 'refund', arguments: { order: 'o-1' } }))).toBe('refunded o-1');
     expect(prompts[0]).toMatch(/refund\(\{"order":"o-1"\}\).*refunds need a person/);
     const no = await downstream(proxy, () => ({ action: 'decline' }));
@@ -253,25 +378,49 @@ describe('createMcpProxy: ask → MCP elicitation', () => {
 describe('createMcpProxy over Streamable HTTP with JWT bearer auth', () => {
   const secret = 'a-test-secret-of-at-least-32-bytes!!';
   const token = (claims: Record<string, unknown>, key = secret) =>
-    new SignJWT(claims).setProtectedHeader({ alg: 'HS256' }).setSubject('alice').setIssuedAt().setExpirationTime('5m').sign(new TextEncoder().encode(key));
+    new SignJWT(claims)
+      .setProtectedHeader({ alg: 'HS256' })
+      .setSubject('alice')
+      .setIssuedAt()
+      .setExpirationTime('5m')
+      .sign(new TextEncoder().encode(key));
 
   async function serve() {
     const { proxy, ran } = await inProcessProxy();
-    const http = await serveMcpProxyHttp(proxy, { port: 0, authenticate: jwtAuthenticator({ secret, algorithms: ['HS256'] }) });
+    const http = await serveMcpProxyHttp(proxy, {
+      port: 0,
+      authenticate: jwtAuthenticator({ secret, algorithms: ['HS256'] }),
+    });
     cleanups.push(() => http.close());
     return { http, ran };
   }
 
   it('answers 401 with no token or a bad one, and forwards nothing', async () => {
     const { http, ran } = await serve();
-    const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'search', arguments: { q: 'x' } } });
+    const body = JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'tools/call',
+      params: { name: 'search', arguments: { q: 'x' } },
+    });
     const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
     const none = await fetch(http.url, { method: 'POST', headers, body });
     expect(none.status).toBe(401);
     expect(none.headers.get('www-authenticate')).toMatch(/^Bearer/);
-    const forged = await fetch(http.url, { method: 'POST', headers: { ...headers, authorization: `Bearer ${await token({ scope: 'search' }, 'another-secret-of-at-least-32-bytes!!')}` }, body });
+    const forged = await fetch(http.url, {
+      method: 'POST',
+      headers: {
+        ...headers,
+        authorization: `Bearer ${await token({ scope: 'search' }, 'another-secret-of-at-least-32-bytes!!')}`,
+      },
+      body,
+    });
     expect(forged.status).toBe(401);
-    const garbage = await fetch(http.url, { method: 'POST', headers: { ...headers, authorization: 'Bearer not.a.jwt' }, body });
+    const garbage = await fetch(http.url, {
+      method: 'POST',
+      headers: { ...headers, authorization: 'Bearer not.a.jwt' },
+      body,
+    });
     expect(garbage.status).toBe(401);
     expect(ran).toEqual([]);
   });
@@ -279,7 +428,11 @@ describe('createMcpProxy over Streamable HTTP with JWT bearer auth', () => {
   it('takes the caller layer from the token scopes', async () => {
     const { http, ran } = await serve();
     const client = new Client({ name: 'test', version: '1.0.0' });
-    await client.connect(new StreamableHTTPClientTransport(http.url, { requestInit: { headers: { authorization: `Bearer ${await token({ scope: 'search' })}` } } }));
+    await client.connect(
+      new StreamableHTTPClientTransport(http.url, {
+        requestInit: { headers: { authorization: `Bearer ${await token({ scope: 'search' })}` } },
+      }),
+    );
     cleanups.push(() => client.close());
     expect((await client.listTools()).tools.map((t) => t.name)).toEqual(['search']);
     expect(text(await client.callTool({ name: 'search', arguments: { q: 'lamp' } }))).toBe('found lamp');
@@ -291,24 +444,48 @@ describe('createMcpProxy over Streamable HTTP with JWT bearer auth', () => {
   it('is reachable by toolgate/mcp as a client over Streamable HTTP (connectMcpServer with a url)', async () => {
     const { http, ran } = await serve();
     const registry = new ToolRegistry();
-    const shop = await connectMcpServer(registry, { url: http.url, headers: { authorization: `Bearer ${await token({ scope: 'search' })}` }, prefix: 'shop' });
+    const shop = await connectMcpServer(registry, {
+      url: http.url,
+      headers: { authorization: `Bearer ${await token({ scope: 'search' })}` },
+      prefix: 'shop',
+    });
     cleanups.push(() => shop.close());
     expect(shop.tools).toEqual(['shop:search']);
-    expect(await registry.invoke('shop:search', { q: 'desk' }, {})).toMatchObject({ status: 'ok', content: 'found desk' });
+    expect(await registry.invoke('shop:search', { q: 'desk' }, {})).toMatchObject({
+      status: 'ok',
+      content: 'found desk',
+    });
     expect(ran).toEqual(['search:desk']);
   });
 
   it('keeps a session to the subject that opened it', async () => {
     const { http, ran } = await serve();
-    const transport = new StreamableHTTPClientTransport(http.url, { requestInit: { headers: { authorization: `Bearer ${await token({ scope: 'search' })}` } } });
+    const transport = new StreamableHTTPClientTransport(http.url, {
+      requestInit: { headers: { authorization: `Bearer ${await token({ scope: 'search' })}` } },
+    });
     const client = new Client({ name: 'test', version: '1.0.0' });
     await client.connect(transport);
     cleanups.push(() => client.close());
-    const bob = await new SignJWT({ scope: 'search' }).setProtectedHeader({ alg: 'HS256' }).setSubject('bob').setExpirationTime('5m').sign(new TextEncoder().encode(secret));
+    const bob = await new SignJWT({ scope: 'search' })
+      .setProtectedHeader({ alg: 'HS256' })
+      .setSubject('bob')
+      .setExpirationTime('5m')
+      .sign(new TextEncoder().encode(secret));
     const hijack = await fetch(http.url, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${bob}`, 'mcp-session-id': transport.sessionId!, 'mcp-protocol-version': '2025-06-18' },
-      body: JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'tools/call', params: { name: 'search', arguments: { q: 'stolen' } } }),
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        authorization: `Bearer ${bob}`,
+        'mcp-session-id': transport.sessionId!,
+        'mcp-protocol-version': '2025-06-18',
+      },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 9,
+        method: 'tools/call',
+        params: { name: 'search', arguments: { q: 'stolen' } },
+      }),
     });
     expect(hijack.status).toBe(403);
     expect(ran).toEqual([]);
@@ -318,7 +495,11 @@ describe('createMcpProxy over Streamable HTTP with JWT bearer auth', () => {
     const { http, ran } = await serve();
     const client = new Client({ name: 'test', version: '1.0.0' }, { capabilities: { elicitation: { form: {} } } });
     client.setRequestHandler(ElicitRequestSchema, async () => ({ action: 'accept', content: { approve: true } }));
-    await client.connect(new StreamableHTTPClientTransport(http.url, { requestInit: { headers: { authorization: `Bearer ${await token({ scope: 'search refund' })}` } } }));
+    await client.connect(
+      new StreamableHTTPClientTransport(http.url, {
+        requestInit: { headers: { authorization: `Bearer ${await token({ scope: 'search refund' })}` } },
+      }),
+    );
     cleanups.push(() => client.close());
     expect(text(await client.callTool({ name: 'refund', arguments: { order: 'o-5' } }))).toBe('refunded o-5');
     expect(ran).toEqual(['refund:o-5']);
@@ -326,18 +507,41 @@ describe('createMcpProxy over Streamable HTTP with JWT bearer auth', () => {
 
   it('refuses a request whose Host or Origin is not loopback (DNS rebinding), before authentication', async () => {
     const { http, ran } = await serve();
-    const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'x', version: '1' } } });
-    const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${await token({ scope: 'search' })}` };
-    const evil = await fetch(http.url, { method: 'POST', headers: { ...headers, origin: 'http://evil.example' }, body });
+    const body = JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'x', version: '1' } },
+    });
+    const headers = {
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      authorization: `Bearer ${await token({ scope: 'search' })}`,
+    };
+    const evil = await fetch(http.url, {
+      method: 'POST',
+      headers: { ...headers, origin: 'http://evil.example' },
+      body,
+    });
     expect(evil.status).toBe(403);
-    const ok = await fetch(http.url, { method: 'POST', headers: { ...headers, origin: `http://localhost:${http.url.port}` }, body });
+    const ok = await fetch(http.url, {
+      method: 'POST',
+      headers: { ...headers, origin: `http://localhost:${http.url.port}` },
+      body,
+    });
     expect(ok.status).toBe(200);
     expect(ran).toEqual([]);
   });
 
   it('listens on loopback only unless told otherwise', async () => {
     const { proxy } = await inProcessProxy();
-    await expect(serveMcpProxyHttp(proxy, { port: 0, host: '0.0.0.0', authenticate: async () => ({ token: '', clientId: 'x', scopes: [] }) })).rejects.toThrow(/loopback/);
+    await expect(
+      serveMcpProxyHttp(proxy, {
+        port: 0,
+        host: '0.0.0.0',
+        authenticate: async () => ({ token: '', clientId: 'x', scopes: [] }),
+      }),
+    ).rejects.toThrow(/loopback/);
   });
 });
 
@@ -345,7 +549,10 @@ describe('loadPolicyForProxy', () => {
   it('reads a toolgate policy file; a refused one is a ConfigurationError listing the problems with positions', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'toolgate-policy-'));
     const file = join(dir, 'p.yaml');
-    writeFileSync(file, 'version: 1\ntools:\n  write_file: { tags: [destructive, file_system] }\nrules:\n  - { name: w, tools: write_file, result: ask }\n');
+    writeFileSync(
+      file,
+      'version: 1\ntools:\n  write_file: { tags: [destructive, file_system] }\nrules:\n  - { name: w, tools: write_file, result: ask }\n',
+    );
     const set = await loadPolicyForProxy(file);
     expect(set.policy.rules.map((r) => r.name)).toEqual(['w']);
     expect(policyToolMetadata(set)).toEqual({ write_file: { tags: ['destructive', 'file_system'] } });

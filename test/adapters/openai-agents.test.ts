@@ -1,4 +1,13 @@
-import { Agent, run, setTracingDisabled, Usage, type AgentInputItem, type Model, type ModelRequest, type ModelResponse } from '@openai/agents';
+import {
+  Agent,
+  run,
+  setTracingDisabled,
+  Usage,
+  type AgentInputItem,
+  type Model,
+  type ModelRequest,
+  type ModelResponse,
+} from '@openai/agents';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createAgentTools, mcpToolFilter } from '../../src/adapters/openai-agents/index.js';
@@ -20,8 +29,21 @@ class ScriptedModel implements Model {
     const turn = this.#turns.shift() ?? { text: 'done' };
     const output: ModelResponse['output'] =
       'text' in turn
-        ? [{ type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: turn.text }] }]
-        : turn.calls.map((c) => ({ type: 'function_call' as const, callId: c.id, name: c.name, arguments: JSON.stringify(c.args), status: 'completed' as const }));
+        ? [
+            {
+              type: 'message',
+              role: 'assistant',
+              status: 'completed',
+              content: [{ type: 'output_text', text: turn.text }],
+            },
+          ]
+        : turn.calls.map((c) => ({
+            type: 'function_call' as const,
+            callId: c.id,
+            name: c.name,
+            arguments: JSON.stringify(c.args),
+            status: 'completed' as const,
+          }));
     return { usage: new Usage(), output };
   }
   // eslint-disable-next-line require-yield
@@ -78,8 +100,18 @@ function setUp() {
   registry.setPermissionPolicy(
     new PermissionPolicy({
       rules: [
-        { name: 'read', match: (t) => t.metadata.tags.has(ToolTag.READ_ONLY), result: 'allow', reason: 'reading is safe' },
-        { name: 'big-refunds', match: (t, p) => t.name === 'refund' && (p['amount'] as number) > 100, result: 'deny', reason: 'refunds over 100 are not allowed' },
+        {
+          name: 'read',
+          match: (t) => t.metadata.tags.has(ToolTag.READ_ONLY),
+          result: 'allow',
+          reason: 'reading is safe',
+        },
+        {
+          name: 'big-refunds',
+          match: (t, p) => t.name === 'refund' && (p['amount'] as number) > 100,
+          result: 'deny',
+          reason: 'refunds over 100 are not allowed',
+        },
         { name: 'refunds', match: (t) => t.name === 'refund', result: 'ask', reason: 'refunds need a person' },
       ],
     }),
@@ -94,7 +126,10 @@ function setUp() {
 interface AppContext {
   readonly tenantTools: readonly string[];
 }
-const gateContext = (rc: { context: AppContext }) => ({ agent: 'concierge', tenant: { id: 'acme', tools: rc.context.tenantTools } });
+const gateContext = (rc: { context: AppContext }) => ({
+  agent: 'concierge',
+  tenant: { id: 'acme', tools: rc.context.tenantTools },
+});
 
 describe('toolgate/openai-agents with the real @openai/agents package', () => {
   it('offers only permitted tools (isEnabled from the allowlist of the run context)', async () => {
@@ -115,7 +150,9 @@ describe('toolgate/openai-agents with the real @openai/agents package', () => {
     // Even if the SDK ran a hidden tool, the gate would refuse it at execution: call execute directly.
     const wipe = gated.tools.find((t) => t.name === 'wipe')!;
     const { RunContext } = await import('@openai/agents');
-    const output = await wipe.invoke(new RunContext<AppContext>({ tenantTools: ['search'] }), '{}', { toolCall: { type: 'function_call', callId: 'w2', name: 'wipe', arguments: '{}' } });
+    const output = await wipe.invoke(new RunContext<AppContext>({ tenantTools: ['search'] }), '{}', {
+      toolCall: { type: 'function_call', callId: 'w2', name: 'wipe', arguments: '{}' },
+    });
     expect(String(output)).toMatch(/layer tenant/);
     expect(ran).toEqual([]);
   });
@@ -124,11 +161,19 @@ describe('toolgate/openai-agents with the real @openai/agents package', () => {
     const { registry, ran, decisions } = setUp();
     const gated = createAgentTools<AppContext>(registry, { context: gateContext });
     const model = new ScriptedModel(
-      { calls: [{ id: 'a', name: 'search', args: { query: 'lamp' } }, { id: 'b', name: 'refund', args: { order: 'o-1', amount: 500 } }] },
+      {
+        calls: [
+          { id: 'a', name: 'search', args: { query: 'lamp' } },
+          { id: 'b', name: 'refund', args: { order: 'o-1', amount: 500 } },
+        ],
+      },
       { text: 'done' },
     );
     const agent = new Agent<AppContext>({ name: 'concierge', model, tools: gated.tools });
-    const result = await run(agent, 'go', { context: { tenantTools: ['search', 'refund'] }, toolErrorFormatter: gated.toolErrorFormatter });
+    const result = await run(agent, 'go', {
+      context: { tenantTools: ['search', 'refund'] },
+      toolErrorFormatter: gated.toolErrorFormatter,
+    });
     expect(result.interruptions ?? []).toEqual([]);
     expect(ran).toEqual(['search:lamp']);
     expect(outputFor(model, 'a')).toBe('found lamp');
@@ -144,7 +189,10 @@ describe('toolgate/openai-agents with the real @openai/agents package', () => {
     let asked = 0;
     registry.onChange((e) => void (e.type === 'permission_asked' && asked++));
     const gated = createAgentTools<AppContext>(registry, { context: gateContext });
-    const model = new ScriptedModel({ calls: [{ id: 'r1', name: 'refund', args: { order: 'o-2', amount: 20 } }] }, { text: 'refunded' });
+    const model = new ScriptedModel(
+      { calls: [{ id: 'r1', name: 'refund', args: { order: 'o-2', amount: 20 } }] },
+      { text: 'refunded' },
+    );
     const agent = new Agent<AppContext>({ name: 'concierge', model, tools: gated.tools });
     const context = { tenantTools: ['search', 'refund'] };
     let result = await run(agent, 'refund o-2', { context, toolErrorFormatter: gated.toolErrorFormatter });
@@ -162,9 +210,15 @@ describe('toolgate/openai-agents with the real @openai/agents package', () => {
   it('an ask interrupts the run; reject → it never runs, the model gets the rejection and a deny Decision is recorded', async () => {
     const { registry, ran, decisions } = setUp();
     const gated = createAgentTools<AppContext>(registry, { context: gateContext });
-    const model = new ScriptedModel({ calls: [{ id: 'r2', name: 'refund', args: { order: 'o-3', amount: 20 } }] }, { text: 'ok' });
+    const model = new ScriptedModel(
+      { calls: [{ id: 'r2', name: 'refund', args: { order: 'o-3', amount: 20 } }] },
+      { text: 'ok' },
+    );
     const agent = new Agent<AppContext>({ name: 'concierge', model, tools: gated.tools });
-    let result = await run(agent, 'refund o-3', { context: { tenantTools: ['refund'] }, toolErrorFormatter: gated.toolErrorFormatter });
+    let result = await run(agent, 'refund o-3', {
+      context: { tenantTools: ['refund'] },
+      toolErrorFormatter: gated.toolErrorFormatter,
+    });
     result.state.reject(result.interruptions[0]!);
     result = await run(agent, result.state, { toolErrorFormatter: gated.toolErrorFormatter });
     expect(ran).toEqual([]);
@@ -175,8 +229,13 @@ describe('toolgate/openai-agents with the real @openai/agents package', () => {
   it('a resumed run is decided again: a tenant change between pause and approval refuses the call', async () => {
     const { registry, ran } = setUp();
     const tenant = { tools: ['refund'] as string[] };
-    const gated = createAgentTools(registry, { context: () => ({ agent: 'concierge', tenant: { id: 'acme', tools: [...tenant.tools] } }) });
-    const model = new ScriptedModel({ calls: [{ id: 'r3', name: 'refund', args: { order: 'o-4', amount: 20 } }] }, { text: 'ok' });
+    const gated = createAgentTools(registry, {
+      context: () => ({ agent: 'concierge', tenant: { id: 'acme', tools: [...tenant.tools] } }),
+    });
+    const model = new ScriptedModel(
+      { calls: [{ id: 'r3', name: 'refund', args: { order: 'o-4', amount: 20 } }] },
+      { text: 'ok' },
+    );
     const agent = new Agent({ name: 'concierge', model, tools: gated.tools });
     let result = await run(agent, 'refund', {});
     tenant.tools = ['search'];
@@ -187,12 +246,32 @@ describe('toolgate/openai-agents with the real @openai/agents package', () => {
 
   it('builds an MCP toolFilter from the allowlist', async () => {
     const { registry } = setUp();
-    const filter = mcpToolFilter(registry, { context: { agent: { name: 'a', tools: ['mcp:read_file', 'mcp:write_file'] }, caller: { scopes: ['mcp:read_file'] } } });
+    const filter = mcpToolFilter(registry, {
+      context: {
+        agent: { name: 'a', tools: ['mcp:read_file', 'mcp:write_file'] },
+        caller: { scopes: ['mcp:read_file'] },
+      },
+    });
     const ctx = { runContext: {} as never, agent: {} as never, serverName: 'fs' };
-    expect(await filter(ctx, { name: 'read_file', inputSchema: { type: 'object', properties: {}, required: [], additionalProperties: false } })).toBe(true);
-    expect(await filter(ctx, { name: 'write_file', inputSchema: { type: 'object', properties: {}, required: [], additionalProperties: false } })).toBe(false);
+    expect(
+      await filter(ctx, {
+        name: 'read_file',
+        inputSchema: { type: 'object', properties: {}, required: [], additionalProperties: false },
+      }),
+    ).toBe(true);
+    expect(
+      await filter(ctx, {
+        name: 'write_file',
+        inputSchema: { type: 'object', properties: {}, required: [], additionalProperties: false },
+      }),
+    ).toBe(false);
     const noDeclaration = mcpToolFilter(registry);
-    expect(await noDeclaration(ctx, { name: 'read_file', inputSchema: { type: 'object', properties: {}, required: [], additionalProperties: false } })).toBe(false);
+    expect(
+      await noDeclaration(ctx, {
+        name: 'read_file',
+        inputSchema: { type: 'object', properties: {}, required: [], additionalProperties: false },
+      }),
+    ).toBe(false);
     expect(() => mcpToolFilter(registry, { prefix: 'a:b' })).toThrow(/option "prefix"/);
   });
 });

@@ -29,7 +29,19 @@ const REGISTER = `import { register } from 'node:module'; register(${JSON.string
 async function importWithoutSdks(entry: string): Promise<{ ok: boolean; output: string }> {
   const script = `const m = await import(${JSON.stringify(pathToFileURL(entry).href)}); console.log('EXPORTS', Object.keys(m).length);`;
   try {
-    const { stdout, stderr } = await run(process.execPath, ['--import', 'tsx', '--import', `data:text/javascript,${encodeURIComponent(REGISTER)}`, '--input-type=module', '-e', script], { cwd: ROOT });
+    const { stdout, stderr } = await run(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        '--import',
+        `data:text/javascript,${encodeURIComponent(REGISTER)}`,
+        '--input-type=module',
+        '-e',
+        script,
+      ],
+      { cwd: ROOT },
+    );
     return { ok: true, output: stdout + stderr };
   } catch (error) {
     const e = error as { stdout?: string; stderr?: string };
@@ -46,7 +58,11 @@ describe('the root entry imports no adapter SDK', () => {
   });
 
   it('the check does catch an SDK import (each adapter entry is refused under the same hook)', async () => {
-    for (const entry of ['src/adapters/ai-sdk/index.ts', 'src/adapters/openai-agents/index.ts', 'src/adapters/mcp/index.ts']) {
+    for (const entry of [
+      'src/adapters/ai-sdk/index.ts',
+      'src/adapters/openai-agents/index.ts',
+      'src/adapters/mcp/index.ts',
+    ]) {
       const result = await importWithoutSdks(join(ROOT, entry));
       expect(result.ok, entry).toBe(false);
       expect(result.output).toMatch(/FORBIDDEN SDK IMPORT/);
@@ -59,7 +75,21 @@ describe('the root entry imports no adapter SDK', () => {
       // Inside the project, so that the build resolves its runtime dependencies (ajv) from node_modules.
       mkdirSync(join(ROOT, 'node_modules/.cache'), { recursive: true });
       out = mkdtempSync(join(ROOT, 'node_modules/.cache/toolgate-build-'));
-      await run(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json', '--outDir', out, '--declarationMap', 'false', '--sourceMap', 'false'], { cwd: ROOT });
+      await run(
+        process.execPath,
+        [
+          join(ROOT, 'node_modules/typescript/bin/tsc'),
+          '-p',
+          'tsconfig.build.json',
+          '--outDir',
+          out,
+          '--declarationMap',
+          'false',
+          '--sourceMap',
+          'false',
+        ],
+        { cwd: ROOT },
+      );
     }, 120_000);
     afterAll(() => rmSync(out, { recursive: true, force: true }));
 
@@ -70,19 +100,26 @@ describe('the root entry imports no adapter SDK', () => {
     });
 
     it('every subpath export of package.json points at a built file', () => {
-      const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { exports: Record<string, string | { types: string; import: string }>; bin: Record<string, string> };
+      const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
+        exports: Record<string, string | { types: string; import: string }>;
+        bin: Record<string, string>;
+      };
       for (const [subpath, target] of Object.entries(pkg.exports)) {
         if (typeof target === 'string') continue;
         for (const file of [target.import, target.types]) {
           expect(existsSync(join(out, file.replace(/^\.\/dist\//, ''))), `${subpath} → ${file}`).toBe(true);
         }
       }
-      for (const file of Object.values(pkg.bin)) expect(existsSync(join(out, file.replace(/^\.\/dist\//, ''))), file).toBe(true);
+      for (const file of Object.values(pkg.bin))
+        expect(existsSync(join(out, file.replace(/^\.\/dist\//, ''))), file).toBe(true);
       expect(Object.keys(pkg.exports)).toEqual(expect.arrayContaining(['.', './mcp', './ai-sdk', './openai-agents']));
     });
 
     it('each SDK is an optional peer dependency, and a dev dependency for the tests', () => {
-      const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as Record<string, Record<string, unknown>>;
+      const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as Record<
+        string,
+        Record<string, unknown>
+      >;
       for (const sdk of ['ai', '@openai/agents', '@modelcontextprotocol/sdk']) {
         expect(pkg['peerDependencies']?.[sdk], sdk).toBeDefined();
         expect(pkg['peerDependenciesMeta']?.[sdk], sdk).toEqual({ optional: true });

@@ -7,8 +7,16 @@ import { PermissionPolicy, ToolRegistry, type PermissionHandler } from '../../sr
 function setUp() {
   const ran: string[] = [];
   const registry = new ToolRegistry({ handlerTimeoutMs: 50 });
-  registry.register({ name: 'refund', parameters: z.object({ order: z.string() }), execute: ({ order }) => void ran.push(String(order)) });
-  registry.setPermissionPolicy(new PermissionPolicy({ rules: [{ name: 'refunds', tools: ['refund'], result: 'ask', reason: 'refunds need a person' }] }));
+  registry.register({
+    name: 'refund',
+    parameters: z.object({ order: z.string() }),
+    execute: ({ order }) => void ran.push(String(order)),
+  });
+  registry.setPermissionPolicy(
+    new PermissionPolicy({
+      rules: [{ name: 'refunds', tools: ['refund'], result: 'ask', reason: 'refunds need a person' }],
+    }),
+  );
   return { registry, ran };
 }
 const call = { id: 'c1', name: 'refund', arguments: { order: 'o-1' } };
@@ -23,7 +31,13 @@ describe('adapter approvers (resolveAsk with an approver)', () => {
   });
 
   it.each<[string, PermissionHandler, string]>([
-    ['throws', () => { throw new Error('the UI crashed'); }, 'handler_error'],
+    [
+      'throws',
+      () => {
+        throw new Error('the UI crashed');
+      },
+      'handler_error',
+    ],
     ['times out', () => new Promise<never>(() => undefined), 'handler_timeout'],
     ['answers ask', () => 'ask', 'handler_invalid'],
     ['answers deny', () => 'deny', 'handler'],
@@ -38,14 +52,22 @@ describe('adapter approvers (resolveAsk with an approver)', () => {
   it('the approver replaces the registry handler only for that call; without one the registry handler decides', async () => {
     const { registry } = setUp();
     registry.setPermissionHandler(() => 'deny');
-    expect((await dispatchOne(registry, call, {}, () => 'allow')).decision).toMatchObject({ effect: 'allow', asked: 'adapter' });
+    expect((await dispatchOne(registry, call, {}, () => 'allow')).decision).toMatchObject({
+      effect: 'allow',
+      asked: 'adapter',
+    });
     expect((await dispatchOne(registry, call, {})).decision).toMatchObject({ effect: 'deny', asked: 'registry' });
   });
 
   it("a policy's own handler is asked before the approver (the gate's chain)", async () => {
     const { registry, ran } = setUp();
-    registry.setPermissionPolicy(new PermissionPolicy({ rules: [{ name: 'refunds', tools: ['refund'], result: 'ask' }], handler: () => 'deny' }));
-    expect((await dispatchOne(registry, call, {}, () => 'allow')).decision).toMatchObject({ effect: 'deny', asked: 'policy' });
+    registry.setPermissionPolicy(
+      new PermissionPolicy({ rules: [{ name: 'refunds', tools: ['refund'], result: 'ask' }], handler: () => 'deny' }),
+    );
+    expect((await dispatchOne(registry, call, {}, () => 'allow')).decision).toMatchObject({
+      effect: 'deny',
+      asked: 'policy',
+    });
     expect(ran).toEqual([]);
   });
 

@@ -26,7 +26,8 @@ describe('bench scenario', () => {
     expect(a.calls.some((c) => c.name === fullWidth(c.name.normalize('NFKC')))).toBe(true);
     const { agreement } = await loadAndAgree(a, ['toolgate', 'naive']);
     const mix = agreement.mix;
-    for (const count of [mix.notDeclared, mix.tenant, mix.caller, mix.ruleAllow, mix.ruleDeny, mix.fallback]) expect(count).toBeGreaterThan(0);
+    for (const count of [mix.notDeclared, mix.tenant, mix.caller, mix.ruleAllow, mix.ruleDeny, mix.fallback])
+      expect(count).toBeGreaterThan(0);
     expect(mix.allow + mix.deny).toBe(512);
   });
 
@@ -67,7 +68,9 @@ describe('agreement', () => {
     expect(checkAgreement(scenario.calls, [reference!, naive]).mismatches).toEqual([]);
     const result = checkAgreement(scenario.calls, [reference!, flipped, misnamed]);
     expect(result.mismatches.length).toBeGreaterThan(1);
-    expect(result.mismatches.some((m) => m.call.id === scenario.calls[3]!.id && m.got.effect !== m.expected.effect)).toBe(true);
+    expect(
+      result.mismatches.some((m) => m.call.id === scenario.calls[3]!.id && m.got.effect !== m.expected.effect),
+    ).toBe(true);
     expect(result.mismatches.some((m) => m.got.because[0] === 'rule:someone_else')).toBe(true);
     expect(() => {
       throw new DisagreementError(20, result.mismatches);
@@ -79,7 +82,9 @@ describe('agreement', () => {
     const policies = cedarPolicies(scenario);
     expect(Object.keys(policies)).toHaveLength(60 + 3);
     expect(policies['layer:tenant']).toContain('forbid');
-    const yielding = Object.entries(policies).filter(([id, text]) => id.startsWith('rule:') && text.startsWith('forbid') && text.includes(' unless { '));
+    const yielding = Object.entries(policies).filter(
+      ([id, text]) => id.startsWith('rule:') && text.startsWith('forbid') && text.includes(' unless { '),
+    );
     expect(yielding.length).toBeGreaterThan(0);
     for (const [id] of yielding) expect(scenario.rules.find((r) => `rule:${r.id}` === id)?.effect).toBe('deny');
   });
@@ -105,9 +110,19 @@ describe('timing harness', () => {
     const result = await benchSize(10, { calls: 64, timing: tiny });
     expect(result.timings.map((t) => t.engine)).toEqual(['toolgate', 'naive', 'casbin', 'cedar']);
     for (const t of result.timings) expect(t.p50).toBeGreaterThan(0);
-    const svg = await chartSvg([...result.timings, ...result.timings.map((t) => ({ ...t, size: 100, p50: t.p50 * 2, p99: t.p99 * 2 }))]);
+    const svg = await chartSvg([
+      ...result.timings,
+      ...result.timings.map((t) => ({ ...t, size: 100, p50: t.p50 * 2, p99: t.p99 * 2 })),
+    ]);
     expect(svg.startsWith('<svg')).toBe(true);
-    for (const label of ['toolgate', 'naive baseline', 'casbin (priority model)', 'cedar-wasm (stateful)', '1 µs target']) expect(svg).toContain(label);
+    for (const label of [
+      'toolgate',
+      'naive baseline',
+      'casbin (priority model)',
+      'cedar-wasm (stateful)',
+      '1 µs target',
+    ])
+      expect(svg).toContain(label);
   });
 
   it('measures the extras at a tiny size and reports them as Markdown', async () => {

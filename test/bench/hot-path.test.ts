@@ -41,9 +41,20 @@ describe('decisions built field by field', () => {
   it('an allow by a rule carries the rule and its reason', async () => {
     const registry = new ToolRegistry();
     registry.register(defineTool({ name: 'search', parameters: { type: 'object' }, execute: () => 'ok' }));
-    registry.setPermissionPolicy(new PermissionPolicy({ rules: [{ name: 'allow_search', tools: ['search'], result: 'allow', reason: 'searching is fine' }] }));
+    registry.setPermissionPolicy(
+      new PermissionPolicy({
+        rules: [{ name: 'allow_search', tools: ['search'], result: 'allow', reason: 'searching is fine' }],
+      }),
+    );
     const d = await registry.decide({ name: 'Search', arguments: {} });
-    expect(d).toMatchObject({ effect: 'allow', by: 'rule', rule: 'allow_search', reason: 'searching is fine', canonical: 'search', tool: 'Search' });
+    expect(d).toMatchObject({
+      effect: 'allow',
+      by: 'rule',
+      rule: 'allow_search',
+      reason: 'searching is fine',
+      canonical: 'search',
+      tool: 'Search',
+    });
   });
 });
 

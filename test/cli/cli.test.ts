@@ -23,7 +23,11 @@ async function cli(args: string[], color = false): Promise<{ code: number; stdou
 /** Spawns the CLI from source with tsx, as a user's shell would (piped, so no colour). */
 async function spawnCli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const { stdout, stderr } = await exec(process.execPath, ['--import', 'tsx', join(root, 'src', 'cli', 'main.ts'), ...args], { cwd: root });
+    const { stdout, stderr } = await exec(
+      process.execPath,
+      ['--import', 'tsx', join(root, 'src', 'cli', 'main.ts'), ...args],
+      { cwd: root },
+    );
     return { code: 0, stdout, stderr };
   } catch (error) {
     const e = error as { code: number; stdout: string; stderr: string };
@@ -46,7 +50,19 @@ describe('toolgate (in-process)', () => {
   });
 
   it('explain: a path traversal shows the rule that refused it, exit 3', async () => {
-    const { code, stdout } = await cli(['explain', '--policy', policy, '--agent', 'concierge', '--tenant', 'acme', '--scopes', 'files:read', 'read_file', '{"path":"/data/../etc/passwd"}']);
+    const { code, stdout } = await cli([
+      'explain',
+      '--policy',
+      policy,
+      '--agent',
+      'concierge',
+      '--tenant',
+      'acme',
+      '--scopes',
+      'files:read',
+      'read_file',
+      '{"path":"/data/../etc/passwd"}',
+    ]);
     expect(code).toBe(3);
     expect(stdout).toContain('read_file  DENY  (stage policy, by rule "deny_other_reads")');
     expect(stdout).toContain('#2 read_data_only (allow, line 51): not matched');
@@ -57,9 +73,20 @@ describe('toolgate (in-process)', () => {
 
   it('explain: allow is exit 0, ask is exit 4, and --json gives the whole trace', async () => {
     expect((await cli(['explain', '-p', policy, 'read_file', '{"path":"/data/x"}'])).code).toBe(0);
-    const ask = await cli(['explain', '-p', policy, '--json', '--call', '{"type":"function","id":"c1","function":{"name":"refund","arguments":"{\\"amount\\":500}"}}']);
+    const ask = await cli([
+      'explain',
+      '-p',
+      policy,
+      '--json',
+      '--call',
+      '{"type":"function","id":"c1","function":{"name":"refund","arguments":"{\\"amount\\":500}"}}',
+    ]);
     expect(ask.code).toBe(4);
-    const parsed = JSON.parse(ask.stdout) as { format: string; decision: { effect: string; rule: string }; rules: unknown[] };
+    const parsed = JSON.parse(ask.stdout) as {
+      format: string;
+      decision: { effect: string; rule: string };
+      rules: unknown[];
+    };
     expect(parsed).toMatchObject({ format: 'openai-chat', decision: { effect: 'ask', rule: 'big_refunds_ask' } });
     expect(parsed.rules).toHaveLength(6);
   });
@@ -75,7 +102,9 @@ describe('toolgate (in-process)', () => {
     expect(bad.stderr).toMatch(/ARGS is not valid JSON/);
     const agent = await cli(['explain', '-p', policy, '-a', 'ghost', 'read_file']);
     expect(agent.code).toBe(2);
-    expect(agent.stderr).toMatch(/agent "ghost" is not declared in the policy file; declared agents: concierge, researcher/);
+    expect(agent.stderr).toMatch(
+      /agent "ghost" is not declared in the policy file; declared agents: concierge, researcher/,
+    );
     expect((await cli(['explain', 'read_file'])).code).toBe(2);
     expect((await cli(['explain', '-p', policy, '--call', '{}', 'read_file'])).code).toBe(2);
     expect((await cli(['frobnicate'])).code).toBe(2);
@@ -83,13 +112,23 @@ describe('toolgate (in-process)', () => {
 
   it('a refused policy file is exit 1 with file:line:column for every command', async () => {
     const broken = fixture('broken.yaml');
-    for (const args of [['explain', '-p', broken, 'read_file'], ['check', '-p', broken, '-'], ['lint', broken]]) {
+    for (const args of [
+      ['explain', '-p', broken, 'read_file'],
+      ['check', '-p', broken, '-'],
+      ['lint', broken],
+    ]) {
       const { code, stdout, stderr } = await cli(args);
       expect(code).toBe(1);
       expect(stdout + stderr).toContain(`${broken}:7:13`);
     }
     const json = await cli(['explain', '-p', broken, '--json', 'x']);
-    expect(JSON.parse(json.stdout)).toMatchObject({ ok: false, issues: [{ line: 7, column: 13 }, { line: 11, column: 5 }] });
+    expect(JSON.parse(json.stdout)).toMatchObject({
+      ok: false,
+      issues: [
+        { line: 7, column: 13 },
+        { line: 11, column: 5 },
+      ],
+    });
   });
 
   it('lint: clean is exit 0; errors exit 1; --json reports', async () => {
@@ -100,7 +139,10 @@ describe('toolgate (in-process)', () => {
     expect(errors.code).toBe(1);
     expect(errors.stdout).toContain('lint-errors.yaml:8:13  error    undeclared-agent');
     expect(errors.stdout).toContain('2 errors, 0 warnings');
-    const json = JSON.parse((await cli(['lint', '--json', fixture('lint-errors.yaml')])).stdout) as { errors: number; findings: { code: string }[] };
+    const json = JSON.parse((await cli(['lint', '--json', fixture('lint-errors.yaml')])).stdout) as {
+      errors: number;
+      findings: { code: string }[];
+    };
     expect(json.errors).toBe(2);
     expect(json.findings.map((f) => f.code)).toEqual(['undeclared-agent', 'shadowed-rule']);
   });
@@ -112,7 +154,11 @@ describe('toolgate (in-process)', () => {
       calls,
       [
         JSON.stringify({ name: 'read_file', arguments: { path: '/data/a.txt' } }),
-        JSON.stringify({ type: 'function', id: 'c2', function: { name: 'read_file', arguments: '{"path":"/data/../etc/passwd"}' } }),
+        JSON.stringify({
+          type: 'function',
+          id: 'c2',
+          function: { name: 'read_file', arguments: '{"path":"/data/../etc/passwd"}' },
+        }),
         JSON.stringify({ type: 'function_call', call_id: 'c3', name: 'refund', arguments: '{"amount":500}' }),
         JSON.stringify({ type: 'tool_use', id: 'c4', name: 'github:search', input: {} }),
         '',
@@ -125,7 +171,17 @@ describe('toolgate (in-process)', () => {
     const rows = (await cli(['check', '-p', policy, '--json', calls])).stdout
       .trim()
       .split('\n')
-      .map((l) => JSON.parse(l) as { line: number; effect: string; rule: string | null; layer: string | null; by: string; reason: string });
+      .map(
+        (l) =>
+          JSON.parse(l) as {
+            line: number;
+            effect: string;
+            rule: string | null;
+            layer: string | null;
+            by: string;
+            reason: string;
+          },
+      );
     expect(rows.map((r) => [r.line, r.effect, r.rule ?? r.layer ?? r.by])).toEqual([
       [1, 'allow', 'read_data_only'],
       [2, 'deny', 'deny_other_reads'],
@@ -151,7 +207,11 @@ describe('toolgate (in-process)', () => {
     let stdout = '';
     let stop!: () => void;
     const stopped = new Promise<void>((resolve) => (stop = resolve));
-    const running = run(['watch', '--policy', file, '--json'], { stdout: (t) => (stdout += t), stderr: () => {}, stop: stopped });
+    const running = run(['watch', '--policy', file, '--json'], {
+      stdout: (t) => (stdout += t),
+      stderr: () => {},
+      stop: stopped,
+    });
     const events = (): { event: string; version?: string; kept?: string }[] =>
       stdout
         .trim()
@@ -197,7 +257,11 @@ describe('toolgate (spawned)', () => {
   });
 
   it('check reads calls from standard input with -', async () => {
-    const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'src', 'cli', 'main.ts'), 'check', '-p', policy, '--json', '-'], { cwd: root });
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', join(root, 'src', 'cli', 'main.ts'), 'check', '-p', policy, '--json', '-'],
+      { cwd: root },
+    );
     let stdout = '';
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
     child.stdin.end(`${JSON.stringify({ name: 'read_file', arguments: { path: '/etc/shadow' } })}\n`);
@@ -233,7 +297,9 @@ describe('toolgate (spawned)', () => {
     accessSync(bin, constants.X_OK);
     const { stdout } = await exec(bin, ['lint', policy], { cwd: root });
     expect(stdout).toContain('no problems found');
-    const pkg = (await import('../../package.json', { with: { type: 'json' } })).default as { bin: Record<string, string> };
+    const pkg = (await import('../../package.json', { with: { type: 'json' } })).default as {
+      bin: Record<string, string>;
+    };
     expect(pkg.bin['toolgate']).toBe('./dist/cli/main.js');
   });
 });

@@ -27,10 +27,15 @@ describe('the README section on policy files', () => {
     const from = readme.indexOf('$ toolgate explain');
     const shown = readme.slice(from + 2, readme.indexOf('```', from));
     const [command, ...expected] = shown.trimEnd().split('\n');
-    const args = command!.match(/'[^']*'|\S+/g)!.slice(1).map((a) => a.replace(/^'|'$/g, '').replace('policy.yaml', file));
+    const args = command!
+      .match(/'[^']*'|\S+/g)!
+      .slice(1)
+      .map((a) => a.replace(/^'|'$/g, '').replace('policy.yaml', file));
     out = '';
     expect(await run(args, io)).toBe(3);
-    expect(out.trimEnd().replace(/policy-file-[0-9a-f]+/, 'V')).toBe(expected.join('\n').replace(/policy-file-[0-9a-f]+/, 'V'));
+    expect(out.trimEnd().replace(/policy-file-[0-9a-f]+/, 'V')).toBe(
+      expected.join('\n').replace(/policy-file-[0-9a-f]+/, 'V'),
+    );
   });
 });
 
@@ -40,6 +45,8 @@ describe('examples/policy-file.ts', () => {
     await main((line) => lines.push(line));
     expect(lines[0]).toBe('read_file /data/report.txt: ok (read_data_only) contents of /data/report.txt');
     expect(lines[1]).toMatch(/^read_file \/data\/\.\.\/etc\/passwd: refused \(deny_other_reads\)/);
-    expect(lines).toContain('  read_data_only: not_matched — path is a path within /data/**: "/data/../etc/passwd" resolves to "/etc/passwd", does not hold');
+    expect(lines).toContain(
+      '  read_data_only: not_matched — path is a path within /data/**: "/data/../etc/passwd" resolves to "/etc/passwd", does not hold',
+    );
   });
 });

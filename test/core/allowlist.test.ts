@@ -1,11 +1,21 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigurationError, isToolgateError, ToolAllowlist, ToolAllowlistGuard, ToolNotPermittedError } from '../../src/index.js';
+import {
+  ConfigurationError,
+  isToolgateError,
+  ToolAllowlist,
+  ToolAllowlistGuard,
+  ToolNotPermittedError,
+} from '../../src/index.js';
 
 const declared = ['search', 'refund', 'Lookup'];
 
 describe('ToolAllowlist.resolve', () => {
   it('intersects the three layers', () => {
-    const list = ToolAllowlist.resolve(declared, { tenant: ['search', 'lookup', 'refund'], caller: ['SEARCH', 'lookup'], agent: 'concierge' });
+    const list = ToolAllowlist.resolve(declared, {
+      tenant: ['search', 'lookup', 'refund'],
+      caller: ['SEARCH', 'lookup'],
+      agent: 'concierge',
+    });
     expect(list.names).toEqual(['search', 'Lookup']);
     expect(list.agent).toBe('concierge');
   });
@@ -52,14 +62,20 @@ describe('ToolAllowlist.resolve', () => {
   });
 
   it('rejects a layer that is not an iterable of names', () => {
-    expect(() => ToolAllowlist.resolve(declared, { tenant: 'search' as unknown as string[] })).toThrow(ConfigurationError);
+    expect(() => ToolAllowlist.resolve(declared, { tenant: 'search' as unknown as string[] })).toThrow(
+      ConfigurationError,
+    );
     expect(() => ToolAllowlist.resolve(declared, { caller: [1] as unknown as string[] })).toThrow(/caller layer/);
     expect(() => ToolAllowlist.resolve(declared, { agent: '' })).toThrow(TypeError);
   });
 });
 
 describe('decide and check', () => {
-  const list = ToolAllowlist.resolve(declared, { tenant: ['search', 'lookup'], caller: ['search'], agent: 'concierge' });
+  const list = ToolAllowlist.resolve(declared, {
+    tenant: ['search', 'lookup'],
+    caller: ['search'],
+    agent: 'concierge',
+  });
 
   it('names the layer, and the tenant where tenant and caller both cut', () => {
     expect(list.decide('Search')).toEqual({ tool: 'Search', permitted: true, reason: null });
@@ -101,7 +117,11 @@ describe('decide and check', () => {
 });
 
 describe('narrowed', () => {
-  const parent = ToolAllowlist.resolve(['search', 'refund', 'lookup'], { tenant: ['search', 'lookup'], caller: ['search', 'refund'], agent: 'concierge' });
+  const parent = ToolAllowlist.resolve(['search', 'refund', 'lookup'], {
+    tenant: ['search', 'lookup'],
+    caller: ['search', 'refund'],
+    agent: 'concierge',
+  });
 
   it('holds a broader peer to the intersection', () => {
     const peer = parent.narrowed(['search', 'lookup', 'refund', 'pricing'], { agent: 'pricing' });
@@ -109,7 +129,7 @@ describe('narrowed', () => {
     expect(peer.names).toEqual(['search']);
   });
 
-  it('refuses names the parent lacks as caller and keeps the parent\'s reason for names it cut', () => {
+  it("refuses names the parent lacks as caller and keeps the parent's reason for names it cut", () => {
     const peer = parent.narrowed(['search', 'lookup', 'refund', 'pricing'], { agent: 'pricing' });
     expect(peer.decide('pricing').reason).toBe('caller');
     expect(peer.decide('refund').reason).toBe('tenant');

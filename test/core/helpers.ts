@@ -1,5 +1,12 @@
 import { z } from 'zod';
-import { defineTool, ToolRegistry, ToolTag, type RegistryEvent, type Tool, type ToolMetadataInput } from '../../src/index.js';
+import {
+  defineTool,
+  ToolRegistry,
+  ToolTag,
+  type RegistryEvent,
+  type Tool,
+  type ToolMetadataInput,
+} from '../../src/index.js';
 
 /** A registry with a few tools whose executions are recorded in `ran`. */
 export function fixture(options: { handlerTimeoutMs?: number; toolTimeoutMs?: number } = {}) {
@@ -7,7 +14,11 @@ export function fixture(options: { handlerTimeoutMs?: number; toolTimeoutMs?: nu
   const events: RegistryEvent[] = [];
   const registry = new ToolRegistry(options);
   registry.onChange((e) => events.push(e));
-  const add = (name: string, metadata: ToolMetadataInput = {}, run?: (args: Record<string, unknown>) => unknown): Tool =>
+  const add = (
+    name: string,
+    metadata: ToolMetadataInput = {},
+    run?: (args: Record<string, unknown>) => unknown,
+  ): Tool =>
     registry.register(
       defineTool({
         name,

@@ -15,7 +15,12 @@ import {
 } from '../../src/index.js';
 import { fixture } from './helpers.js';
 
-const rule = (name: string, result: PermissionResult, match: PermissionRule['match'], extra: Partial<PermissionRule> = {}): PermissionRule => ({
+const rule = (
+  name: string,
+  result: PermissionResult,
+  match: PermissionRule['match'],
+  extra: Partial<PermissionRule> = {},
+): PermissionRule => ({
   name,
   result,
   ...(match ? { match } : {}),
@@ -24,7 +29,12 @@ const rule = (name: string, result: PermissionResult, match: PermissionRule['mat
 });
 
 describe('PermissionPolicy evaluation', () => {
-  const tool = defineTool({ name: 'refund', parameters: { type: 'object' }, metadata: { tags: ['destructive'], customTags: ['billing'] }, execute: () => 0 });
+  const tool = defineTool({
+    name: 'refund',
+    parameters: { type: 'object' },
+    metadata: { tags: ['destructive'], customTags: ['billing'] },
+    execute: () => 0,
+  });
 
   it('takes the first matching rule, in order', () => {
     const policy = new PermissionPolicy({
@@ -38,7 +48,9 @@ describe('PermissionPolicy evaluation', () => {
 
   it('falls back when nothing matches or there are no rules; the default fallback is deny', () => {
     expect(new PermissionPolicy({ rules: [] }).evaluate(tool, {})).toMatchObject({ result: 'deny', by: 'fallback' });
-    expect(new PermissionPolicy({ rules: [rule('x', 'allow', () => false)], fallback: 'allow' }).evaluate(tool, {})).toMatchObject({ result: 'allow', by: 'fallback' });
+    expect(
+      new PermissionPolicy({ rules: [rule('x', 'allow', () => false)], fallback: 'allow' }).evaluate(tool, {}),
+    ).toMatchObject({ result: 'allow', by: 'fallback' });
     expect(new PermissionPolicy({ rules: [], fallback: PermissionResult.ASK }).evaluate(tool, {}).result).toBe('ask');
   });
 
@@ -50,18 +62,32 @@ describe('PermissionPolicy evaluation', () => {
   });
 
   it('denies and reports a rule whose match throws or answers a non-boolean', () => {
-    const throwing = new PermissionPolicy({ rules: [rule('boom', 'allow', () => { throw new Error('kaput'); })], fallback: 'allow' });
+    const throwing = new PermissionPolicy({
+      rules: [
+        rule('boom', 'allow', () => {
+          throw new Error('kaput');
+        }),
+      ],
+      fallback: 'allow',
+    });
     const result = throwing.evaluate(tool, {});
     expect(result).toMatchObject({ result: 'deny', by: 'rule_error' });
     expect(result.error).toContain('kaput');
-    const truthy = new PermissionPolicy({ rules: [rule('truthy', 'allow', (() => 'yes') as unknown as PermissionRule['match'])], fallback: 'allow' });
+    const truthy = new PermissionPolicy({
+      rules: [rule('truthy', 'allow', (() => 'yes') as unknown as PermissionRule['match'])],
+      fallback: 'allow',
+    });
     expect(truthy.evaluate(tool, {})).toMatchObject({ result: 'deny', by: 'rule_error' });
   });
 
   it('skips rules whose selectors cannot match without calling match', () => {
     const skipped = vi.fn(() => true);
     const policy = new PermissionPolicy({
-      rules: [rule('other_tool', 'deny', skipped, { tools: ['search'] }), rule('other_tag', 'deny', skipped, { tags: ['network'] }), rule('billing', 'allow', undefined, { tags: ['billing'] })],
+      rules: [
+        rule('other_tool', 'deny', skipped, { tools: ['search'] }),
+        rule('other_tag', 'deny', skipped, { tags: ['network'] }),
+        rule('billing', 'allow', undefined, { tags: ['billing'] }),
+      ],
     });
     expect(policy.evaluate(tool, {})).toMatchObject({ result: 'allow', by: 'rule' });
     expect(skipped).not.toHaveBeenCalled();
@@ -70,14 +96,22 @@ describe('PermissionPolicy evaluation', () => {
 
   it('selects by name in canonical form and requires both selectors when both are given', () => {
     const policy = new PermissionPolicy({
-      rules: [rule('both', 'deny', undefined, { tools: ['REFUND'], tags: ['network'] }), rule('name', 'allow', undefined, { tools: ['ＲＥＦＵＮＤ'] })],
+      rules: [
+        rule('both', 'deny', undefined, { tools: ['REFUND'], tags: ['network'] }),
+        rule('name', 'allow', undefined, { tools: ['ＲＥＦＵＮＤ'] }),
+      ],
     });
     expect(policy.evaluate(tool, {}).rule?.name).toBe('name');
   });
 
   it('traces every rule with why it did or did not match', () => {
     const policy = new PermissionPolicy({
-      rules: [rule('net', 'deny', undefined, { tags: ['network'] }), rule('small', 'allow', (_t, p) => Number(p['amount']) < 10), rule('destructive', 'ask', undefined, { tags: ['destructive'] }), rule('late', 'deny', () => true)],
+      rules: [
+        rule('net', 'deny', undefined, { tags: ['network'] }),
+        rule('small', 'allow', (_t, p) => Number(p['amount']) < 10),
+        rule('destructive', 'ask', undefined, { tags: ['destructive'] }),
+        rule('late', 'deny', () => true),
+      ],
     });
     const { trace } = policy.evaluate(tool, { amount: 50 }, { trace: true });
     expect(trace?.map((t) => [t.rule, t.outcome])).toEqual([
@@ -92,8 +126,12 @@ describe('PermissionPolicy evaluation', () => {
     expect(() => new PermissionPolicy({ rules: 'x' as unknown as PermissionRule[] })).toThrow(TypeError);
     expect(() => new PermissionPolicy({ rules: [], fallback: 'maybe' as PermissionResult })).toThrow(/fallback/);
     expect(() => new PermissionPolicy({ rules: [{ name: 'x', result: 'allow' }] })).toThrow(ConfigurationError);
-    expect(() => new PermissionPolicy({ rules: [{ name: 'x', result: 'yes' as PermissionResult, match: () => true }] })).toThrow(/result/);
-    expect(() => new PermissionPolicy({ rules: [rule('dup', 'allow', () => true), rule('dup', 'deny', () => true)] })).toThrow(/twice/);
+    expect(
+      () => new PermissionPolicy({ rules: [{ name: 'x', result: 'yes' as PermissionResult, match: () => true }] }),
+    ).toThrow(/result/);
+    expect(
+      () => new PermissionPolicy({ rules: [rule('dup', 'allow', () => true), rule('dup', 'deny', () => true)] }),
+    ).toThrow(/twice/);
     expect(() => new PermissionPolicy({ rules: [], handler: 5 as unknown as () => 'allow' })).toThrow(/handler/);
   });
 });
@@ -102,7 +140,9 @@ describe('built-in rules', () => {
   it('select by tag', async () => {
     const { registry, add } = fixture();
     add('write_file', { tags: [ToolTag.FILE_SYSTEM] });
-    registry.setPermissionPolicy(new PermissionPolicy({ rules: [ALLOW_READONLY, DENY_PRIVILEGED, ASK_DESTRUCTIVE, ASK_NETWORK, ASK_FILE_SYSTEM] }));
+    registry.setPermissionPolicy(
+      new PermissionPolicy({ rules: [ALLOW_READONLY, DENY_PRIVILEGED, ASK_DESTRUCTIVE, ASK_NETWORK, ASK_FILE_SYSTEM] }),
+    );
     const asked: string[] = [];
     registry.setPermissionHandler((req) => {
       asked.push(`${req.toolName}:${req.ruleName}`);
@@ -144,13 +184,31 @@ describe('handlers', () => {
       seen = req;
       return 'deny';
     });
-    await registry.invoke('search', { query: '  padded  ' }, { agent: 'concierge', tenant: { id: 'acme' }, runId: 'r1' });
-    expect(seen).toMatchObject({ toolName: 'search', parameters: { query: 'padded' }, reason: 'because ask_search', ruleName: 'ask_search', agent: 'concierge', tenant: 'acme', runId: 'r1' });
+    await registry.invoke(
+      'search',
+      { query: '  padded  ' },
+      { agent: 'concierge', tenant: { id: 'acme' }, runId: 'r1' },
+    );
+    expect(seen).toMatchObject({
+      toolName: 'search',
+      parameters: { query: 'padded' },
+      reason: 'because ask_search',
+      ruleName: 'ask_search',
+      agent: 'concierge',
+      tenant: 'acme',
+      runId: 'r1',
+    });
     expect(seen?.metadata.tags.has('read_only')).toBe(true);
   });
 
   it.each([
-    ['throws', () => { throw new Error('no'); }, 'handler_error'],
+    [
+      'throws',
+      () => {
+        throw new Error('no');
+      },
+      'handler_error',
+    ],
     ['rejects', () => Promise.reject(new Error('no')), 'handler_error'],
     ['answers ask', () => 'ask', 'handler_invalid'],
     ['answers garbage', () => 'yes please', 'handler_invalid'],
@@ -173,13 +231,19 @@ describe('handlers', () => {
       calls.push('registry');
       return 'allow';
     });
-    registry.setPermissionPolicy(new PermissionPolicy({ rules: [rule('ask', 'ask', () => true)], handler: () => (calls.push('policy'), 'deny') }));
+    registry.setPermissionPolicy(
+      new PermissionPolicy({ rules: [rule('ask', 'ask', () => true)], handler: () => (calls.push('policy'), 'deny') }),
+    );
     expect((await registry.invoke('refund', {})).decision).toMatchObject({ effect: 'deny', asked: 'policy' });
     registry.setPermissionPolicy(askAll);
     expect((await registry.invoke('refund', {})).decision).toMatchObject({ effect: 'allow', asked: 'registry' });
     expect(calls).toEqual(['policy', 'registry']);
     registry.removePermissionHandler();
-    expect((await registry.invoke('refund', {})).decision).toMatchObject({ effect: 'deny', stage: 'policy', by: 'no_handler' });
+    expect((await registry.invoke('refund', {})).decision).toMatchObject({
+      effect: 'deny',
+      stage: 'policy',
+      by: 'no_handler',
+    });
   });
 
   it("applies the registry's fallback whenever ask reaches no handler", async () => {
@@ -190,6 +254,8 @@ describe('handlers', () => {
     // removing the handler keeps the configured fallback
     expect((await registry.invoke('refund', {})).decision).toMatchObject({ effect: 'allow', by: 'fallback' });
     expect(ran).toHaveLength(1);
-    expect(() => registry.setPermissionHandler(() => 'allow', { fallback: 'sure' as PermissionResult })).toThrow(TypeError);
+    expect(() => registry.setPermissionHandler(() => 'allow', { fallback: 'sure' as PermissionResult })).toThrow(
+      TypeError,
+    );
   });
 });

@@ -1,7 +1,5 @@
 import { describe, expectTypeOf, it } from 'vitest';
-import type {
-  PermissionResult,
-  ToolAllowlist} from '../../src/index.js';
+import type { PermissionResult, ToolAllowlist } from '../../src/index.js';
 import {
   ToolTag,
   type Decision,
@@ -19,7 +17,8 @@ describe('public types', () => {
 
   it('narrows decisions by effect and stage', () => {
     const d = {} as Decision;
-    if (d.effect === 'deny' && d.stage === 'allowlist') expectTypeOf(d.layer).toEqualTypeOf<'not_declared' | 'tenant' | 'caller'>();
+    if (d.effect === 'deny' && d.stage === 'allowlist')
+      expectTypeOf(d.layer).toEqualTypeOf<'not_declared' | 'tenant' | 'caller'>();
     if (d.effect === 'allow') expectTypeOf(d.layer).toEqualTypeOf<null>();
     const td = {} as ToolDecision;
     if (td.permitted) expectTypeOf(td.reason).toEqualTypeOf<null>();

@@ -15,7 +15,9 @@ import { fixture } from './helpers.js';
 describe('registration', () => {
   it('refuses a second tool with the same canonical name, never overwriting', () => {
     const { registry } = fixture();
-    expect(() => registry.register(defineTool({ name: 'ＳＥＡＲＣＨ', parameters: { type: 'object' }, execute: () => 1 }))).toThrow(ConfigurationError);
+    expect(() =>
+      registry.register(defineTool({ name: 'ＳＥＡＲＣＨ', parameters: { type: 'object' }, execute: () => 1 })),
+    ).toThrow(ConfigurationError);
     expect(registry.get('search')?.description).toBe('Search');
     expect(registry.has('Search')).toBe(true);
   });
@@ -28,10 +30,23 @@ describe('registration', () => {
   });
 
   it('checks definitions at definition time', () => {
-    expect(() => defineTool({ name: 'x\u200b', parameters: { type: 'object' }, execute: () => 1 })).toThrow(ConfigurationError);
-    expect(() => defineTool({ name: 'x', parameters: { type: 'nonsense' }, execute: () => 1 })).toThrow(/does not compile/);
-    expect(() => defineTool({ name: 'x', parameters: { type: 'object' }, metadata: { tags: ['shiny' as 'slow'] }, execute: () => 1 })).toThrow(/unknown tag/);
-    expect(() => defineTool({ name: 'x', parameters: { type: 'object' }, metadata: { timeoutMs: -1 }, execute: () => 1 })).toThrow(/timeoutMs/);
+    expect(() => defineTool({ name: 'x\u200b', parameters: { type: 'object' }, execute: () => 1 })).toThrow(
+      ConfigurationError,
+    );
+    expect(() => defineTool({ name: 'x', parameters: { type: 'nonsense' }, execute: () => 1 })).toThrow(
+      /does not compile/,
+    );
+    expect(() =>
+      defineTool({
+        name: 'x',
+        parameters: { type: 'object' },
+        metadata: { tags: ['shiny' as 'slow'] },
+        execute: () => 1,
+      }),
+    ).toThrow(/unknown tag/);
+    expect(() =>
+      defineTool({ name: 'x', parameters: { type: 'object' }, metadata: { timeoutMs: -1 }, execute: () => 1 }),
+    ).toThrow(/timeoutMs/);
     expect(() => new ToolRegistry({ handlerTimeoutMs: 0 })).toThrow(/handlerTimeoutMs/);
   });
 
@@ -74,7 +89,9 @@ describe('the dispatch path', () => {
   it('validates with a Standard Schema and passes the validated value to rules and the tool', async () => {
     const { registry, ran } = fixture();
     const seen: unknown[] = [];
-    registry.setPermissionPolicy(new PermissionPolicy({ rules: [{ name: 'spy', match: (_t, p) => (seen.push(p), true), result: 'allow' }] }));
+    registry.setPermissionPolicy(
+      new PermissionPolicy({ rules: [{ name: 'spy', match: (_t, p) => (seen.push(p), true), result: 'allow' }] }),
+    );
     const bad = await registry.invoke('search', { query: 5 });
     expect(bad.decision).toMatchObject({ effect: 'deny', stage: 'validation' });
     expect(bad.content).toContain('query');
@@ -91,7 +108,12 @@ describe('the dispatch path', () => {
     registry.register(
       defineTool({
         name: 'refund',
-        parameters: { type: 'object', properties: { amount: { type: 'number', maximum: 100 } }, required: ['amount'], additionalProperties: false },
+        parameters: {
+          type: 'object',
+          properties: { amount: { type: 'number', maximum: 100 } },
+          required: ['amount'],
+          additionalProperties: false,
+        },
         execute: (a) => a,
       }),
     );
@@ -114,26 +136,49 @@ describe('the dispatch path', () => {
   it('resolves the allowlist per dispatch from agent, tenant and caller', async () => {
     const { registry } = fixture();
     const tenant = { id: 'acme', tools: ['search', 'refund'] as string[] };
-    const ctx = { agent: { name: 'concierge', tools: ['search', 'refund', 'sudo'] }, tenant, caller: { scopes: ['search', 'sudo', 'refund'] } };
+    const ctx = {
+      agent: { name: 'concierge', tools: ['search', 'refund', 'sudo'] },
+      tenant,
+      caller: { scopes: ['search', 'sudo', 'refund'] },
+    };
     expect((await registry.invoke('refund', {}, ctx)).status).toBe('ok');
     tenant.tools = ['search'];
     expect((await registry.invoke('refund', {}, ctx)).decision).toMatchObject({ layer: 'tenant' });
     expect((await registry.invoke('sudo', {}, ctx)).decision).toMatchObject({ layer: 'tenant' });
     const frozen = { ...ctx, caller: { scopes: Object.freeze(['search']) } };
     expect((await registry.invoke('refund', {}, frozen)).decision).toMatchObject({ layer: 'tenant' });
-    expect((await registry.invoke('search', { query: 'q' }, { ...frozen, tenant: { id: 'x', tools: Object.freeze([]) } })).decision).toMatchObject({ layer: 'tenant' });
+    expect(
+      (await registry.invoke('search', { query: 'q' }, { ...frozen, tenant: { id: 'x', tools: Object.freeze([]) } }))
+        .decision,
+    ).toMatchObject({ layer: 'tenant' });
   });
 
   it('uses a pre-resolved allowlist from the context', async () => {
     const { registry } = fixture();
     const allowlist = registry.allowlist({ agent: { name: 'a', tools: ['search'] } });
     expect(allowlist.names).toEqual(['search']);
-    expect((await registry.invoke('refund', {}, { allowlist })).decision).toMatchObject({ layer: 'not_declared', agent: 'a' });
+    expect((await registry.invoke('refund', {}, { allowlist })).decision).toMatchObject({
+      layer: 'not_declared',
+      agent: 'a',
+    });
   });
 
   it('denies when a rule throws, and says so in the Decision', async () => {
     const { registry, ran } = fixture();
-    registry.setPermissionPolicy(new PermissionPolicy({ rules: [{ name: 'broken', match: () => { throw new Error('bad rule'); }, result: 'allow' }], fallback: 'allow' }));
+    registry.setPermissionPolicy(
+      new PermissionPolicy({
+        rules: [
+          {
+            name: 'broken',
+            match: () => {
+              throw new Error('bad rule');
+            },
+            result: 'allow',
+          },
+        ],
+        fallback: 'allow',
+      }),
+    );
     const result = await registry.invoke('refund', {});
     expect(result.decision).toMatchObject({ effect: 'deny', by: 'rule_error', rule: 'broken' });
     expect(result.decision.reason).toContain('bad rule');
@@ -179,7 +224,9 @@ describe('batches', () => {
   it('decides every call before any runs', async () => {
     const { registry, ran } = fixture();
     const order: string[] = [];
-    registry.setPermissionPolicy(new PermissionPolicy({ rules: [ALLOW_READONLY, { name: 'ask_rest', match: () => true, result: 'ask' }] }));
+    registry.setPermissionPolicy(
+      new PermissionPolicy({ rules: [ALLOW_READONLY, { name: 'ask_rest', match: () => true, result: 'ask' }] }),
+    );
     registry.setPermissionHandler((req) => {
       order.push(`ask ${req.toolName} after ${ran.length} runs`);
       return 'allow';
@@ -252,9 +299,13 @@ describe('batches', () => {
   it('rejects only on a programming error', async () => {
     const { registry } = fixture();
     await expect(registry.executeToolCalls('nope' as unknown as [])).rejects.toThrow(TypeError);
-    const results = await registry.executeToolCalls([42 as unknown as { name: string }, { foo: 1 } as unknown as { name: string }]);
+    const results = await registry.executeToolCalls([
+      42 as unknown as { name: string },
+      { foo: 1 } as unknown as { name: string },
+    ]);
     expect(results).toHaveLength(2);
-    for (const r of results) expect(r).toMatchObject({ status: 'refused', decision: { stage: 'arguments', by: 'malformed_call' } });
+    for (const r of results)
+      expect(r).toMatchObject({ status: 'refused', decision: { stage: 'arguments', by: 'malformed_call' } });
   });
 });
 
@@ -275,18 +326,36 @@ describe('call and result shapes', () => {
     expect((results[1] as { output: string }).output).toMatch(/^Tool call refused/);
     expect(results[2]).toEqual({ type: 'tool_result', tool_use_id: 'c3', content: '{"hits":["b"]}' });
     expect(results[3]).toMatchObject({ type: 'tool_result', tool_use_id: 'c4', is_error: true });
-    expect(results[4]).toEqual({ functionResponse: { name: 'search', id: 'c5', response: { output: { hits: ['c'] } } } });
-    expect(results[5]).toMatchObject({ functionResponse: { name: 'refund', response: { error: expect.stringMatching(/refused/) } } });
+    expect(results[4]).toEqual({
+      functionResponse: { name: 'search', id: 'c5', response: { output: { hits: ['c'] } } },
+    });
+    expect(results[5]).toMatchObject({
+      functionResponse: { name: 'refund', response: { error: expect.stringMatching(/refused/) } },
+    });
   });
 
   it('shows the model only the tools the allowlist permits, in declared order', () => {
     const { registry } = fixture();
-    const ctx = { agent: { name: 'a', tools: ['fetch_url', 'search', 'refund'] }, tenant: { tools: ['search', 'fetch_url'] } };
-    expect(registry.schemas('openai-chat', ctx).map((s) => ('function' in s ? s.function.name : ''))).toEqual(['fetch_url', 'search']);
+    const ctx = {
+      agent: { name: 'a', tools: ['fetch_url', 'search', 'refund'] },
+      tenant: { tools: ['search', 'fetch_url'] },
+    };
+    expect(registry.schemas('openai-chat', ctx).map((s) => ('function' in s ? s.function.name : ''))).toEqual([
+      'fetch_url',
+      'search',
+    ]);
     const anthropic = registry.schemas('anthropic', ctx);
-    expect(anthropic[1]).toMatchObject({ name: 'search', description: 'Search', input_schema: { type: 'object', properties: { query: { type: 'string' } } } });
+    expect(anthropic[1]).toMatchObject({
+      name: 'search',
+      description: 'Search',
+      input_schema: { type: 'object', properties: { query: { type: 'string' } } },
+    });
     expect(registry.schemas('gemini', ctx)).toHaveLength(2);
-    expect(registry.schemas('openai-responses', ctx)[0]).toMatchObject({ type: 'function', name: 'fetch_url', strict: false });
+    expect(registry.schemas('openai-responses', ctx)[0]).toMatchObject({
+      type: 'function',
+      name: 'fetch_url',
+      strict: false,
+    });
     expect(() => registry.schemas('cohere' as 'gemini')).toThrow(TypeError);
   });
 
@@ -301,7 +370,11 @@ describe('call and result shapes', () => {
 describe('events', () => {
   it('emits permission_denied, permission_asked and one tool_decided per call', async () => {
     const { registry, events } = fixture();
-    registry.setPermissionPolicy(new PermissionPolicy({ rules: [ALLOW_READONLY, { name: 'ask_refund', tools: ['refund'], result: 'ask', reason: 'money' }] }));
+    registry.setPermissionPolicy(
+      new PermissionPolicy({
+        rules: [ALLOW_READONLY, { name: 'ask_refund', tools: ['refund'], result: 'ask', reason: 'money' }],
+      }),
+    );
     registry.setPermissionHandler(() => 'deny');
     events.length = 0;
     await registry.executeToolCalls([
@@ -309,13 +382,20 @@ describe('events', () => {
       { id: 'b', name: 'refund', arguments: { amount: 9 } },
       { id: 'c', name: 'sudo', arguments: {} },
     ]);
-    const decided = events.filter((e): e is Extract<RegistryEvent, { type: 'tool_decided' }> => e.type === 'tool_decided').map((e) => e.decision);
+    const decided = events
+      .filter((e): e is Extract<RegistryEvent, { type: 'tool_decided' }> => e.type === 'tool_decided')
+      .map((e) => e.decision);
     expect(decided.map((d: Decision) => [d.callId, d.effect])).toEqual([
       ['a', 'allow'],
       ['b', 'deny'],
       ['c', 'deny'],
     ]);
-    expect(events.find((e) => e.type === 'permission_asked')).toMatchObject({ tool: 'refund', reason: 'money', ruleName: 'ask_refund', parameters: { amount: 9 } });
+    expect(events.find((e) => e.type === 'permission_asked')).toMatchObject({
+      tool: 'refund',
+      reason: 'money',
+      ruleName: 'ask_refund',
+      parameters: { amount: 9 },
+    });
     const denied = events.filter((e) => e.type === 'permission_denied');
     expect(denied).toHaveLength(2);
     expect(denied[0]).toMatchObject({ tool: 'refund', ruleName: 'ask_refund', parameters: { amount: 9 } });
@@ -345,7 +425,8 @@ describe('the allowlist cache', () => {
     const lax = new ToolRegistry({ confusables: 'off' });
     const strict = new ToolRegistry({ confusables: 'error' });
     let ran = 0;
-    for (const registry of [lax, strict]) registry.register(defineTool({ name: 'pay', parameters: { type: 'object' }, execute: () => ++ran }));
+    for (const registry of [lax, strict])
+      registry.register(defineTool({ name: 'pay', parameters: { type: 'object' }, execute: () => ++ran }));
     const context = { agent: { name: 'bot', tools: Object.freeze(['pay', 'p\u0430y']) } }; // the second holds a Cyrillic а
     expect((await lax.invoke('pay', {}, context)).status).toBe('ok');
     await expect(strict.invoke('pay', {}, context)).rejects.toThrow(ConfigurationError);
@@ -360,9 +441,13 @@ describe('execution', () => {
     const tool = registry.get('sudo')!;
     const decision = await registry.decide({ name: 'sudo', arguments: { a: 1 } });
     expect(decision.effect).toBe('allow');
-    await expect(registry[RUN_ALLOWED](tool, { a: 2 }, decision, {})).rejects.toThrow(/arguments its Decision was made on/);
+    await expect(registry[RUN_ALLOWED](tool, { a: 2 }, decision, {})).rejects.toThrow(
+      /arguments its Decision was made on/,
+    );
     expect(ran).toEqual([]);
-    expect((await registry[RUN_ALLOWED](tool, decision.parameters as Record<string, unknown>, decision, {})).status).toBe('ok');
+    expect(
+      (await registry[RUN_ALLOWED](tool, decision.parameters as Record<string, unknown>, decision, {})).status,
+    ).toBe('ok');
     expect(ran).toHaveLength(1);
   });
 });

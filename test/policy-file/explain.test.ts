@@ -6,16 +6,31 @@ const set = await loadPolicyFile(join(import.meta.dirname, 'fixtures', 'concierg
 
 describe('explainCall', () => {
   it('shows the rule that refused a path traversal, and why the allow rule did not hold', async () => {
-    const e = await explainCall(set, { name: 'Read_File', arguments: { path: '/data/../etc/passwd' } }, { agent: 'concierge', tenant: 'acme', scopes: ['files:read'] });
+    const e = await explainCall(
+      set,
+      { name: 'Read_File', arguments: { path: '/data/../etc/passwd' } },
+      { agent: 'concierge', tenant: 'acme', scopes: ['files:read'] },
+    );
     expect(e.canonical).toBe('read_file');
-    expect(e.decision).toMatchObject({ effect: 'deny', stage: 'policy', by: 'rule', rule: 'deny_other_reads', reason: 'Files outside /data are off limits' });
+    expect(e.decision).toMatchObject({
+      effect: 'deny',
+      stage: 'policy',
+      by: 'rule',
+      rule: 'deny_other_reads',
+      reason: 'Files outside /data are off limits',
+    });
     const byName = new Map(e.rules.map((r) => [r.rule, r]));
     expect(byName.get('deny_privileged')).toMatchObject({ outcome: 'not_selected' });
     expect(byName.get('deny_privileged')!.detail).toMatch(/carries none of the tags "privileged"/);
     const allow = byName.get('read_data_only')!;
     expect(allow.outcome).toBe('not_matched');
     expect(allow.conditions).toEqual([
-      expect.objectContaining({ arg: 'path', op: 'path', outcome: 'failed', detail: 'path is a path within /data/**: "/data/../etc/passwd" resolves to "/etc/passwd", does not hold' }),
+      expect.objectContaining({
+        arg: 'path',
+        op: 'path',
+        outcome: 'failed',
+        detail: 'path is a path within /data/**: "/data/../etc/passwd" resolves to "/etc/passwd", does not hold',
+      }),
     ]);
     expect(byName.get('deny_other_reads')).toMatchObject({ outcome: 'matched', line: 57 });
     expect(byName.get('github_reads')!.outcome).toBe('not_reached');
@@ -36,11 +51,19 @@ describe('explainCall', () => {
   });
 
   it('names the layer that refused, and scopes the file does not map', async () => {
-    const tenant = await explainCall(set, { name: 'write_file', arguments: {} }, { agent: 'concierge', tenant: 'acme' });
+    const tenant = await explainCall(
+      set,
+      { name: 'write_file', arguments: {} },
+      { agent: 'concierge', tenant: 'acme' },
+    );
     expect(tenant.decision).toMatchObject({ effect: 'deny', stage: 'allowlist', layer: 'tenant' });
     expect(tenant.rules).toEqual([]);
     expect(tenant.layers[1]).toMatchObject({ layer: 'tenant', permits: false });
-    const caller = await explainCall(set, { name: 'refund', arguments: { amount: 5 } }, { agent: 'concierge', scopes: ['files:read', 'admin'] });
+    const caller = await explainCall(
+      set,
+      { name: 'refund', arguments: { amount: 5 } },
+      { agent: 'concierge', scopes: ['files:read', 'admin'] },
+    );
     expect(caller.decision.layer).toBe('caller');
     expect(caller.layers[2]!.detail).toMatch(/scope "admin" is not in the file's scope map and covers nothing/);
     const agent = await explainCall(set, { name: 'github:delete_repo', arguments: {} }, { agent: 'concierge' });
@@ -48,12 +71,19 @@ describe('explainCall', () => {
   });
 
   it('reports ask without asking anyone, and says who would decide', async () => {
-    const e = await explainCall(set, { type: 'tool_use', id: 'toolu_1', name: 'refund', input: { amount: 500 } }, { agent: 'concierge' });
+    const e = await explainCall(
+      set,
+      { type: 'tool_use', id: 'toolu_1', name: 'refund', input: { amount: 500 } },
+      { agent: 'concierge' },
+    );
     expect(e.format).toBe('anthropic');
     expect(e.callId).toBe('toolu_1');
     expect(e.decision).toMatchObject({ effect: 'ask', rule: 'big_refunds_ask' });
     expect(e.handler).toMatch(/the policy's handler, else the registry's handler/);
-    expect(e.rules.find((r) => r.rule === 'big_refunds_ask')!.conditions[0]).toMatchObject({ outcome: 'held', detail: 'amount > 100: number 500, holds' });
+    expect(e.rules.find((r) => r.rule === 'big_refunds_ask')!.conditions[0]).toMatchObject({
+      outcome: 'held',
+      detail: 'amount > 100: number 500, holds',
+    });
   });
 
   it('stops at the stage that refused: unknown tools and invalid arguments', async () => {
@@ -83,7 +113,11 @@ describe('explainCall', () => {
       // The registry resolves ask with no handler as deny; explain and check report the ask itself.
       const effect = explained.decision.effect === 'ask' ? 'deny' : explained.decision.effect;
       expect([call.name, effect, explained.decision.rule]).toEqual([call.name, real.effect, real.rule]);
-      expect(decided).toMatchObject({ effect: explained.decision.effect, rule: explained.decision.rule, stage: explained.decision.stage });
+      expect(decided).toMatchObject({
+        effect: explained.decision.effect,
+        rule: explained.decision.rule,
+        stage: explained.decision.stage,
+      });
     }
   });
 });

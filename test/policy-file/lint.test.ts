@@ -48,7 +48,9 @@ rules:
   - { name: b, result: allow, tools: t, when: { x: { gt: 5 }, y: { equals: 1 } } }
   - { name: c, result: allow, tools: t, when: { y: { equals: 1 } } }
 `;
-    expect(only(text, 'shadowed-rule').map((f) => f.message)).toEqual([expect.stringMatching(/"b" \(allow\) is shadowed by rule "a"/)]);
+    expect(only(text, 'shadowed-rule').map((f) => f.message)).toEqual([
+      expect.stringMatching(/"b" \(allow\) is shadowed by rule "a"/),
+    ]);
   });
 
   it('never-matches: contradictory conditions, and a namespace no selected tool is in', () => {
@@ -91,14 +93,22 @@ rules:
   it('canonical-collision: one list with two spellings is refused; two sections with two spellings are a warning', () => {
     const refused = lintPolicyText('version: 1\nagents:\n  bot: { tools: [Search, search] }\n', 'p.yaml');
     expect(refused.loaded).toBe(false);
-    expect(refused.findings).toEqual([expect.objectContaining({ code: 'canonical-collision', severity: 'error', line: 3, column: 26 })]);
-    const warned = only('version: 1\ntools: { search: {} }\nagents:\n  bot: { tools: [SEARCH] }\n', 'canonical-collision');
+    expect(refused.findings).toEqual([
+      expect.objectContaining({ code: 'canonical-collision', severity: 'error', line: 3, column: 26 }),
+    ]);
+    const warned = only(
+      'version: 1\ntools: { search: {} }\nagents:\n  bot: { tools: [SEARCH] }\n',
+      'canonical-collision',
+    );
     expect(warned).toEqual([expect.objectContaining({ severity: 'warning', line: 4, column: 18 })]);
   });
 
   it('confusable-name: lookalikes and mixed scripts', () => {
     // "rеad_file" holds a Cyrillic е.
-    const found = only('version: 1\ntools:\n  read_file: {}\n  "r\u0435ad_file": {}\n  "payрal": {}\n', 'confusable-name');
+    const found = only(
+      'version: 1\ntools:\n  read_file: {}\n  "r\u0435ad_file": {}\n  "payрal": {}\n',
+      'confusable-name',
+    );
     expect(found.map((f) => f.message)).toEqual([
       expect.stringMatching(/"r\u0435ad_file" mixes scripts \(Latin, Cyrillic\)/),
       expect.stringMatching(/"r\u0435ad_file" looks like "read_file"/),
@@ -110,8 +120,11 @@ rules:
   });
 
   it('unknown-tag: neither predefined nor a custom tag of a declared tool', () => {
-    const text = 'version: 1\ntools: { pay: { customTags: [payments] } }\nrules:\n  - { name: a, result: ask, tags: [payments, read_only, paymnets] }\n';
-    expect(only(text, 'unknown-tag')).toEqual([expect.objectContaining({ severity: 'error', line: 4, message: expect.stringMatching(/tag "paymnets"/) })]);
+    const text =
+      'version: 1\ntools: { pay: { customTags: [payments] } }\nrules:\n  - { name: a, result: ask, tags: [payments, read_only, paymnets] }\n';
+    expect(only(text, 'unknown-tag')).toEqual([
+      expect.objectContaining({ severity: 'error', line: 4, message: expect.stringMatching(/tag "paymnets"/) }),
+    ]);
   });
 
   it('undeclared-tool: tenants, scopes and rules naming tools nothing declares', () => {
@@ -141,8 +154,15 @@ rules:
   });
 
   it('tenant-grants-undeclared: a tenant granting a tool no agent declares', () => {
-    const text = 'version: 1\ntools: { search: {}, admin: {} }\nagents: { bot: { tools: [search] } }\ntenants: { acme: { tools: [search, admin] } }\n';
-    expect(only(text, 'tenant-grants-undeclared')).toEqual([expect.objectContaining({ severity: 'warning', line: 4, message: expect.stringMatching(/grants "admin", which no agent declares/) })]);
+    const text =
+      'version: 1\ntools: { search: {}, admin: {} }\nagents: { bot: { tools: [search] } }\ntenants: { acme: { tools: [search, admin] } }\n';
+    expect(only(text, 'tenant-grants-undeclared')).toEqual([
+      expect.objectContaining({
+        severity: 'warning',
+        line: 4,
+        message: expect.stringMatching(/grants "admin", which no agent declares/),
+      }),
+    ]);
   });
 
   it('reports a file that does not load as errors, with positions', async () => {

@@ -3,7 +3,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigurationError, defineTool, PermissionPolicy, ToolRegistry, isToolgateError } from '../../src/index.js';
-import { loadPolicyFile, parsePolicy, PolicyFileError, readPolicyFile, type PolicyIssue } from '../../src/policy-file/index.js';
+import {
+  loadPolicyFile,
+  parsePolicy,
+  PolicyFileError,
+  readPolicyFile,
+  type PolicyIssue,
+} from '../../src/policy-file/index.js';
 
 const fixture = (name: string): string => join(import.meta.dirname, 'fixtures', name);
 
@@ -25,10 +31,26 @@ describe('loading a policy file', () => {
     expect(set.policy).toBeInstanceOf(PermissionPolicy);
     expect(set.policy.fallback).toBe('deny');
     expect(set.policy.version).toMatch(/^policy-file-[0-9a-f]{12}$/);
-    expect(set.rules.map((r) => r.name)).toEqual(['deny_privileged', 'read_data_only', 'deny_other_reads', 'big_refunds_ask', 'small_refunds', 'github_reads']);
-    expect(set.agent('concierge')).toEqual({ name: 'concierge', tools: ['read_file', 'write_file', 'refund', 'github:search'], peers: ['researcher'] });
+    expect(set.rules.map((r) => r.name)).toEqual([
+      'deny_privileged',
+      'read_data_only',
+      'deny_other_reads',
+      'big_refunds_ask',
+      'small_refunds',
+      'github_reads',
+    ]);
+    expect(set.agent('concierge')).toEqual({
+      name: 'concierge',
+      tools: ['read_file', 'write_file', 'refund', 'github:search'],
+      peers: ['researcher'],
+    });
     expect(Object.isFrozen(set.agent('concierge').tools)).toBe(true);
-    expect(set.tenantLimits('acme')).toEqual({ tools: ['read_file', 'refund', 'github:search'], maxIterations: 20, maxToolCalls: 100, maxCost: 5 });
+    expect(set.tenantLimits('acme')).toEqual({
+      tools: ['read_file', 'refund', 'github:search'],
+      maxIterations: 20,
+      maxToolCalls: 100,
+      maxCost: 5,
+    });
     expect(set.tenantLimits('globex')).toEqual({});
     expect(set.toolsForScopes(['files:read', 'payments', 'nope'])).toEqual(['read_file', 'refund']);
     // The same scope set gives the same frozen array, so the gate's allowlist cache is hit.
@@ -63,16 +85,27 @@ describe('loading a policy file', () => {
     expect(result.ok).toBe(false);
     expect(result.issues!.map((i) => [i.line, i.column, i.message])).toEqual([
       [7, 13, 'rules[0].result: expected one of "allow", "deny", "ask", got "permit"'],
-      [11, 5, 'rules[1].tool: unknown property "tool"; expected one of name, result, reason, tools, namespace, tags, when'],
+      [
+        11,
+        5,
+        'rules[1].tool: unknown property "tool"; expected one of name, result, reason, tools, namespace, tags, when',
+      ],
     ]);
     await expect(loadPolicyFile(fixture('broken.yaml'))).rejects.toSatisfy((error: unknown) => {
-      return error instanceof PolicyFileError && isToolgateError(error) && error.issues.length === 2 && /broken\.yaml:7:13/.test(error.message);
+      return (
+        error instanceof PolicyFileError &&
+        isToolgateError(error) &&
+        error.issues.length === 2 &&
+        /broken\.yaml:7:13/.test(error.message)
+      );
     });
   });
 
   it('refuses a missing version, a wrong pattern type and an empty condition', () => {
     expect(issuesOf('rules: []\n')[0]!.message).toBe('missing "version"; expected it to be given');
-    const issues = issuesOf('version: 1\nrules:\n  - name: a\n    result: deny\n    tools: 7\n    when:\n      x: {}\n');
+    const issues = issuesOf(
+      'version: 1\nrules:\n  - name: a\n    result: deny\n    tools: 7\n    when:\n      x: {}\n',
+    );
     expect(issues.map((i) => i.message)).toEqual([
       'rules[0].tools: expected a pattern (a string) or a non-empty list of patterns, got number 7',
       'rules[0].when.x: expected at least one test: exists, equals, oneOf, prefix, glob, path, gt, gte, lt or lte',
@@ -92,12 +125,16 @@ describe('loading a policy file', () => {
     const dup = issuesOf('version: 1\nrules:\n  - { name: a, result: deny }\n  - { name: a, result: allow }\n');
     expect(dup[0]).toMatchObject({ code: 'duplicate-rule', line: 4 });
     expect(issuesOf('version: 1\ntools:\n  t: { parameters: { type: nonsense } }\n')[0]!.code).toBe('invalid-tool');
-    const dots = issuesOf('version: 1\nrules:\n  - name: a\n    result: allow\n    when: { p: { path: "/data/../etc/**" } }\n');
+    const dots = issuesOf(
+      'version: 1\nrules:\n  - name: a\n    result: allow\n    when: { p: { path: "/data/../etc/**" } }\n',
+    );
     expect(dots[0]!.message).toMatch(/holds a "\." or "\.\." segment/);
   });
 
   it('refuses the whole file: a broken rule means no policy at all', () => {
-    const result = parsePolicy('version: 1\nrules:\n  - { name: ok, result: allow, tools: a }\n  - { name: bad, result: maybe }\n');
+    const result = parsePolicy(
+      'version: 1\nrules:\n  - { name: ok, result: allow, tools: a }\n  - { name: bad, result: maybe }\n',
+    );
     expect(result.ok).toBe(false);
     expect(result.policy).toBeUndefined();
   });
@@ -166,11 +203,24 @@ scopes: { read: [a], write: [b] }
 fallback: allow
 `);
     const reg = scoped.registry();
-    expect((await reg.decide({ name: 'b', arguments: {} }, scoped.context({ agent: 'bot', tenant: 'acme' }))).layer).toBe('tenant');
-    expect((await reg.decide({ name: 'a', arguments: {} }, scoped.context({ agent: 'bot', scopes: ['write'] }))).layer).toBe('caller');
-    expect((await reg.decide({ name: 'a', arguments: {} }, scoped.context({ agent: 'bot', tenant: 'acme', scopes: ['read'] }))).effect).toBe('allow');
+    expect(
+      (await reg.decide({ name: 'b', arguments: {} }, scoped.context({ agent: 'bot', tenant: 'acme' }))).layer,
+    ).toBe('tenant');
+    expect(
+      (await reg.decide({ name: 'a', arguments: {} }, scoped.context({ agent: 'bot', scopes: ['write'] }))).layer,
+    ).toBe('caller');
+    expect(
+      (
+        await reg.decide(
+          { name: 'a', arguments: {} },
+          scoped.context({ agent: 'bot', tenant: 'acme', scopes: ['read'] }),
+        )
+      ).effect,
+    ).toBe('allow');
     // An unknown scope covers nothing.
-    expect((await reg.decide({ name: 'a', arguments: {} }, scoped.context({ agent: 'bot', scopes: ['admin'] }))).layer).toBe('caller');
+    expect(
+      (await reg.decide({ name: 'a', arguments: {} }, scoped.context({ agent: 'bot', scopes: ['admin'] }))).layer,
+    ).toBe('caller');
   });
 
   it('never runs a stub tool', async () => {

@@ -58,7 +58,9 @@ describe('conditions', () => {
   });
 
   it('path: a deny rule catches hidden files and traversals into its tree', async () => {
-    const set = policy('  - { name: no_home, result: deny, tools: t, when: { p: { path: ["/home/**", "/root/**"] } } }\n  - { name: rest, result: allow, tools: t }\n');
+    const set = policy(
+      '  - { name: no_home, result: deny, tools: t, when: { p: { path: ["/home/**", "/root/**"] } } }\n  - { name: rest, result: allow, tools: t }\n',
+    );
     expect((await decide(set, { p: '/home/ann/.ssh/id_rsa' })).rule).toBe('no_home');
     expect((await decide(set, { p: '/tmp/../home/ann/x' })).rule).toBe('no_home');
     expect((await decide(set, { p: '/root' })).rule).toBe('no_home');
@@ -67,7 +69,9 @@ describe('conditions', () => {
   });
 
   it('equals and oneOf compare JSON values deeply', async () => {
-    const set = policy('  - { name: r, result: allow, tools: t, when: { mode: { equals: { a: [1, 2] } }, kind: { oneOf: [x, 2, null] } } }\n');
+    const set = policy(
+      '  - { name: r, result: allow, tools: t, when: { mode: { equals: { a: [1, 2] } }, kind: { oneOf: [x, 2, null] } } }\n',
+    );
     expect((await decide(set, { mode: { a: [1, 2] }, kind: null })).effect).toBe('allow');
     expect((await decide(set, { mode: { a: [1, 2] }, kind: 2 })).effect).toBe('allow');
     expect((await decide(set, { mode: { a: [2, 1] }, kind: 'x' })).effect).toBe('deny');
@@ -75,7 +79,9 @@ describe('conditions', () => {
   });
 
   it('prefix and glob test strings; a non-string denies', async () => {
-    const set = policy('  - { name: r, result: allow, tools: t, when: { url: { prefix: "https://" }, host: { glob: "*.example.com" } } }\n');
+    const set = policy(
+      '  - { name: r, result: allow, tools: t, when: { url: { prefix: "https://" }, host: { glob: "*.example.com" } } }\n',
+    );
     expect((await decide(set, { url: 'https://x', host: 'api.example.com' })).effect).toBe('allow');
     expect((await decide(set, { url: 'http://x', host: 'api.example.com' })).by).toBe('fallback');
     expect((await decide(set, { url: 'https://x', host: 'example.org' })).by).toBe('fallback');
@@ -92,7 +98,9 @@ describe('conditions', () => {
   });
 
   it('exists, and nested arguments through own properties only', async () => {
-    const set = policy('  - { name: r, result: allow, tools: t, when: { opts.force: { exists: false }, opts.mode: { equals: safe } } }\n');
+    const set = policy(
+      '  - { name: r, result: allow, tools: t, when: { opts.force: { exists: false }, opts.mode: { equals: safe } } }\n',
+    );
     expect((await decide(set, { opts: { mode: 'safe' } })).effect).toBe('allow');
     expect((await decide(set, { opts: { mode: 'safe', force: true } })).by).toBe('fallback');
     expect((await decide(set, { opts: 'safe' })).by).toBe('fallback');
@@ -110,18 +118,25 @@ describe('path conditions fail closed on what they cannot place', () => {
   it('refuses URLs and drives, and relative paths against absolute patterns', async () => {
     expect(resolvePath('file:///etc/passwd').problem).toMatch(/starts like a URL or drive \(file:\)/);
     expect(resolvePath('C:/Windows').ok).toBe(false);
-    const set = policy('  - { name: no_etc, result: deny, tools: t, when: { p: { path: "/etc/**" } } }\n  - { name: rest, result: allow, tools: t }\n');
+    const set = policy(
+      '  - { name: no_etc, result: deny, tools: t, when: { p: { path: "/etc/**" } } }\n  - { name: rest, result: allow, tools: t }\n',
+    );
     expect((await decide(set, { p: 'etc/passwd' })).by).toBe('rule_error');
     expect((await decide(set, { p: 'file:///etc/passwd' })).by).toBe('rule_error');
     expect((await decide(set, { p: '/srv/x' })).rule).toBe('rest');
-    const rel = policy('  - { name: src, result: allow, tools: t, when: { p: { path: ["src/**", "/repo/src/**"] } } }\n');
+    const rel = policy(
+      '  - { name: src, result: allow, tools: t, when: { p: { path: ["src/**", "/repo/src/**"] } } }\n',
+    );
     expect((await decide(rel, { p: 'src/a/../b.ts' })).effect).toBe('allow');
     expect((await decide(rel, { p: '/repo/src/b.ts' })).effect).toBe('allow');
     expect((await decide(rel, { p: 'lib/b.ts' })).by).toBe('fallback');
   });
 
   it('looks for glob syntax after canonicalisation', async () => {
-    const set = policy('  - { name: r, result: deny, tools: "ＭＣＰ：＊" }\n  - { name: rest, result: allow, tools: "**" }\n', '"mcp:a": {}\n  b: {}');
+    const set = policy(
+      '  - { name: r, result: deny, tools: "ＭＣＰ：＊" }\n  - { name: rest, result: allow, tools: "**" }\n',
+      '"mcp:a": {}\n  b: {}',
+    );
     expect((await decide(set, {}, 'mcp:a')).rule).toBe('r');
     expect((await decide(set, {}, 'b')).rule).toBe('rest');
   });

@@ -14,7 +14,8 @@ describe('name globs treat a tool name as a flat string', () => {
     const registry = new ToolRegistry();
     const names = ['github:repos/delete', 'GitHub:Search', 'x/admin', 'ns/admin_panel', 'a/c', 'gitlab:repos/delete'];
     const ran: string[] = [];
-    for (const name of names) registry.register(defineTool({ name, parameters: { type: 'object' }, execute: () => ran.push(name) }));
+    for (const name of names)
+      registry.register(defineTool({ name, parameters: { type: 'object' }, execute: () => ran.push(name) }));
     registry.setPermissionPolicy(loaded.policy.policy);
     const rules: Record<string, string | null> = {};
     for (const name of names) rules[name] = (await registry.invoke(name, {})).decision.rule;

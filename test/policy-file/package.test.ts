@@ -37,14 +37,21 @@ describe('the package', () => {
   });
 
   it('exports the loader, the schema and the bin, with their runtime dependencies', () => {
-    expect(pkg.exports['./policy']).toEqual({ types: './dist/policy-file/index.d.ts', import: './dist/policy-file/index.js' });
+    expect(pkg.exports['./policy']).toEqual({
+      types: './dist/policy-file/index.d.ts',
+      import: './dist/policy-file/index.js',
+    });
     expect(pkg.exports['./policy.schema.json']).toBe('./schema/policy.schema.json');
     expect(pkg.files).toContain('schema');
-    for (const dep of ['yaml', 'picomatch', 'commander', 'picocolors', 'ajv']) expect(pkg.dependencies[dep]).toBeDefined();
+    for (const dep of ['yaml', 'picomatch', 'commander', 'picocolors', 'ajv'])
+      expect(pkg.dependencies[dep]).toBeDefined();
   });
 
   it('ships a schema that accepts the example policy and is the one the loader uses', () => {
-    const schema = JSON.parse(readFileSync(join(root, 'schema', 'policy.schema.json'), 'utf8')) as Record<string, unknown>;
+    const schema = JSON.parse(readFileSync(join(root, 'schema', 'policy.schema.json'), 'utf8')) as Record<
+      string,
+      unknown
+    >;
     expect(policySchema()).toEqual(schema);
     const validate = new Ajv({ strict: false }).compile(schema);
     const example = parse(readFileSync(join(root, 'examples', 'policies', 'concierge.yaml'), 'utf8')) as unknown;

@@ -1,6 +1,14 @@
 import { expectTypeOf, test } from 'vitest';
 import type { GateContext, PermissionPolicy } from '../../src/index.js';
-import type { Explanation, LintReport, PolicyAgent, PolicyIssue, PolicyParseResult, PolicySet, PolicyTenantLimits } from '../../src/policy-file/index.js';
+import type {
+  Explanation,
+  LintReport,
+  PolicyAgent,
+  PolicyIssue,
+  PolicyParseResult,
+  PolicySet,
+  PolicyTenantLimits,
+} from '../../src/policy-file/index.js';
 import { parsePolicy } from '../../src/policy-file/index.js';
 
 test('a parse result is the policy or the issues, never both', () => {
@@ -18,8 +26,17 @@ test('a parse result is the policy or the issues, never both', () => {
 test('a policy set feeds the registry, the gate and the runner', () => {
   expectTypeOf<PolicySet['policy']>().toEqualTypeOf<PermissionPolicy>();
   expectTypeOf<ReturnType<PolicySet['context']>>().toEqualTypeOf<GateContext>();
-  expectTypeOf<PolicyAgent>().toMatchTypeOf<{ readonly name: string; readonly tools: readonly string[]; readonly peers: readonly string[] }>();
-  expectTypeOf<PolicyTenantLimits>().toMatchTypeOf<{ readonly tools?: readonly string[]; readonly maxIterations?: number; readonly maxToolCalls?: number; readonly maxCost?: number }>();
+  expectTypeOf<PolicyAgent>().toMatchTypeOf<{
+    readonly name: string;
+    readonly tools: readonly string[];
+    readonly peers: readonly string[];
+  }>();
+  expectTypeOf<PolicyTenantLimits>().toMatchTypeOf<{
+    readonly tools?: readonly string[];
+    readonly maxIterations?: number;
+    readonly maxToolCalls?: number;
+    readonly maxCost?: number;
+  }>();
   expectTypeOf<Explanation['decision']['effect']>().toEqualTypeOf<'allow' | 'deny' | 'ask'>();
   expectTypeOf<LintReport['findings'][number]['severity']>().toEqualTypeOf<'error' | 'warning'>();
 });

@@ -5,9 +5,22 @@
 import fc from 'fast-check';
 
 /** Stems: plain, namespaced (a different name from the plain stem), and ones that need full case folding. */
-export const STEMS = ['search', 'refund', 'fetch', 'delete_user', 'mcp:search', 'github:search', 'straße', 'ǆemal', 'ꮳꮃꭹ', 'σίσυφος', 'ﬁle'] as const;
+export const STEMS = [
+  'search',
+  'refund',
+  'fetch',
+  'delete_user',
+  'mcp:search',
+  'github:search',
+  'straße',
+  'ǆemal',
+  'ꮳꮃꭹ',
+  'σίσυφος',
+  'ﬁle',
+] as const;
 
-const fullWidth = (s: string): string => s.replace(/[\x21-\x7e]/g, (c) => String.fromCharCode(c.charCodeAt(0) + 0xfee0));
+const fullWidth = (s: string): string =>
+  s.replace(/[\x21-\x7e]/g, (c) => String.fromCharCode(c.charCodeAt(0) + 0xfee0));
 const upper = (s: string): string => s.toUpperCase();
 const title = (s: string): string => s.charAt(0).toUpperCase() + s.slice(1);
 
@@ -28,16 +41,17 @@ export const spelledName = fc
   .map(([stem, i]) => SPELLINGS[i]!(stem));
 
 /** A name that may be outside the universe (random text), for queries. */
-export const anyQuery = fc.oneof({ weight: 4, arbitrary: spelledName }, { weight: 1, arbitrary: fc.string({ maxLength: 8 }) });
+export const anyQuery = fc.oneof(
+  { weight: 4, arbitrary: spelledName },
+  { weight: 1, arbitrary: fc.string({ maxLength: 8 }) },
+);
 
 /** Distinct stems, each in one spelling: a declaration without collisions. */
 export const declaration = fc
   .uniqueArray(fc.constantFrom(...STEMS), { maxLength: STEMS.length })
-  .chain((stems) => fc.tuple(...stems.map((stem) => fc.integer({ min: 0, max: SPELLINGS.length - 1 }).map((i) => SPELLINGS[i]!(stem)))));
+  .chain((stems) =>
+    fc.tuple(...stems.map((stem) => fc.integer({ min: 0, max: SPELLINGS.length - 1 }).map((i) => SPELLINGS[i]!(stem)))),
+  );
 
 /** A layer: undefined or null (states nothing) or a list of names (possibly empty: refuses everything). */
-export const layer = fc.oneof(
-  fc.constant(undefined),
-  fc.constant(null),
-  fc.array(spelledName, { maxLength: 8 }),
-);
+export const layer = fc.oneof(fc.constant(undefined), fc.constant(null), fc.array(spelledName, { maxLength: 8 }));

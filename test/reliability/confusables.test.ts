@@ -2,7 +2,14 @@
  * Confusable names (UTS #39 skeletons): reported at resolution and at registration, never per call.
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { ConfigurationError, CONFUSABLES_VERSION, findConfusables, skeleton, ToolAllowlist, ToolRegistry } from '../../src/index.js';
+import {
+  ConfigurationError,
+  CONFUSABLES_VERSION,
+  findConfusables,
+  skeleton,
+  ToolAllowlist,
+  ToolRegistry,
+} from '../../src/index.js';
 
 const LATIN = 'search';
 const CYRILLIC = 'se\u0430rch'; // U+0430 CYRILLIC SMALL LETTER A
@@ -13,7 +20,10 @@ function tool(name: string) {
 
 function captureWarnings(): { warnings: string[]; restore: () => void } {
   const warnings: string[] = [];
-  const spy = vi.spyOn(process, 'emitWarning').mockImplementation(((message: string | Error, options?: { code?: string }) => {
+  const spy = vi.spyOn(process, 'emitWarning').mockImplementation(((
+    message: string | Error,
+    options?: { code?: string },
+  ) => {
     if (typeof options === 'object' && options.code === 'TOOLGATE_CONFUSABLE_NAMES') warnings.push(String(message));
   }) as typeof process.emitWarning);
   return { warnings, restore: () => spy.mockRestore() };
@@ -35,7 +45,9 @@ describe('skeleton()', () => {
 
 describe('findConfusables()', () => {
   it('reports pairs with different canonical forms and equal skeletons, once each', () => {
-    expect(findConfusables([LATIN, CYRILLIC, 'fetch'])).toEqual([{ first: LATIN, second: CYRILLIC, skeleton: skeleton(LATIN) }]);
+    expect(findConfusables([LATIN, CYRILLIC, 'fetch'])).toEqual([
+      { first: LATIN, second: CYRILLIC, skeleton: skeleton(LATIN) },
+    ]);
     // Upper-case Cyrillic А against Latin a: caught through the canonical forms ("A" and "a" are one permission).
     expect(findConfusables(['\u0410pi', 'api'])).toHaveLength(1);
     // I (capital i) against l: caught through the spellings as written.
@@ -106,7 +118,9 @@ describe('ToolRegistry reports confusable registrations', () => {
   it("'error' also applies to an agent's declaration resolved at dispatch", async () => {
     const registry = new ToolRegistry({ confusables: 'error' });
     registry.register(tool(LATIN));
-    await expect(registry.invoke(LATIN, {}, { agent: { name: 'x', tools: [LATIN, CYRILLIC] } })).rejects.toThrow(ConfigurationError);
+    await expect(registry.invoke(LATIN, {}, { agent: { name: 'x', tools: [LATIN, CYRILLIC] } })).rejects.toThrow(
+      ConfigurationError,
+    );
   });
 
   it("'warn' (the default) registers both and warns", () => {

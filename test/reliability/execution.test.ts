@@ -24,8 +24,33 @@ import type { MatchKind, RuleSpec } from './rule-spec.js';
 
 const HANDLER_TIMEOUT_MS = 3;
 
-type HandlerKind = 'allow' | 'async-allow' | 'object-allow' | 'deny' | 'throws' | 'rejects' | 'hangs' | 'late-allow' | 'ask' | 'undefined' | 'number' | 'object';
-const HANDLER_KINDS: readonly HandlerKind[] = ['allow', 'async-allow', 'object-allow', 'deny', 'throws', 'rejects', 'hangs', 'late-allow', 'ask', 'undefined', 'number', 'object'];
+type HandlerKind =
+  | 'allow'
+  | 'async-allow'
+  | 'object-allow'
+  | 'deny'
+  | 'throws'
+  | 'rejects'
+  | 'hangs'
+  | 'late-allow'
+  | 'ask'
+  | 'undefined'
+  | 'number'
+  | 'object';
+const HANDLER_KINDS: readonly HandlerKind[] = [
+  'allow',
+  'async-allow',
+  'object-allow',
+  'deny',
+  'throws',
+  'rejects',
+  'hangs',
+  'late-allow',
+  'ask',
+  'undefined',
+  'number',
+  'object',
+];
 const APPROVING: ReadonlySet<HandlerKind> = new Set(['allow', 'async-allow', 'object-allow']);
 
 function handlerOf(kind: HandlerKind, asked: string[]): PermissionHandler {
@@ -54,7 +79,10 @@ function handlerOf(kind: HandlerKind, asked: string[]): PermissionHandler {
     case 'hangs':
       return (r) => (note(r.callId), new Promise<PermissionResult>(() => undefined));
     case 'late-allow':
-      return (r) => (note(r.callId), new Promise<PermissionResult>((resolve) => setTimeout(() => resolve('allow'), HANDLER_TIMEOUT_MS * 10)));
+      return (r) => (
+        note(r.callId),
+        new Promise<PermissionResult>((resolve) => setTimeout(() => resolve('allow'), HANDLER_TIMEOUT_MS * 10))
+      );
     case 'ask':
       return () => 'ask';
     case 'undefined':
@@ -84,7 +112,8 @@ function toRule(spec: RuleSpec, index: number): PermissionRule {
   if (spec.tags) rule.tags = spec.tags;
   if (spec.match === 'true') rule.match = () => true;
   if (spec.match === 'false') rule.match = () => false;
-  if (spec.match === 'gt') rule.match = (_tool, params) => typeof params['n'] === 'number' && params['n'] > spec.threshold;
+  if (spec.match === 'gt')
+    rule.match = (_tool, params) => typeof params['n'] === 'number' && params['n'] > spec.threshold;
   if (spec.match === 'throws') {
     rule.match = () => {
       throw new Error('rule exploded');
@@ -95,7 +124,12 @@ function toRule(spec: RuleSpec, index: number): PermissionRule {
 }
 
 /** The reference policy loop: allow | deny | ask. */
-function referencePolicy(specs: readonly RuleSpec[], fallback: PermissionResult, tool: Tool, n: number): PermissionResult {
+function referencePolicy(
+  specs: readonly RuleSpec[],
+  fallback: PermissionResult,
+  tool: Tool,
+  n: number,
+): PermissionResult {
   for (const spec of specs) {
     if (spec.tools && !spec.tools.map(canonical).includes(tool.canonicalName)) continue;
     if (spec.tags && !spec.tags.some((tag) => tool.metadata.allTags.has(tag))) continue;
@@ -106,11 +140,37 @@ function referencePolicy(specs: readonly RuleSpec[], fallback: PermissionResult,
   return fallback;
 }
 
-type ArgsKind = 'object' | 'json' | 'empty' | 'bad-json' | 'array' | 'null' | 'number' | 'string' | 'wrong-type' | 'proto' | 'nested' | 'missing';
+type ArgsKind =
+  | 'object'
+  | 'json'
+  | 'empty'
+  | 'bad-json'
+  | 'array'
+  | 'null'
+  | 'number'
+  | 'string'
+  | 'wrong-type'
+  | 'proto'
+  | 'nested'
+  | 'missing';
 const argsArb = fc.record({
   kind: fc.oneof(
     { weight: 3, arbitrary: fc.constantFrom<ArgsKind>('object', 'json') },
-    { weight: 2, arbitrary: fc.constantFrom<ArgsKind>('empty', 'bad-json', 'array', 'null', 'number', 'string', 'wrong-type', 'proto', 'nested', 'missing') },
+    {
+      weight: 2,
+      arbitrary: fc.constantFrom<ArgsKind>(
+        'empty',
+        'bad-json',
+        'array',
+        'null',
+        'number',
+        'string',
+        'wrong-type',
+        'proto',
+        'nested',
+        'missing',
+      ),
+    },
   ),
   n: fc.integer({ min: -3, max: 12 }),
 });
@@ -151,12 +211,32 @@ function validArgs(kind: ArgsKind): boolean {
 
 type Shape = 'openai-chat' | 'openai-responses' | 'anthropic' | 'gemini' | 'toolgate' | 'garbage';
 const callArb = fc.record({
-  shape: fc.constantFrom<Shape>('openai-chat', 'openai-responses', 'anthropic', 'gemini', 'toolgate', 'toolgate', 'garbage'),
+  shape: fc.constantFrom<Shape>(
+    'openai-chat',
+    'openai-responses',
+    'anthropic',
+    'gemini',
+    'toolgate',
+    'toolgate',
+    'garbage',
+  ),
   name: fc.oneof({ weight: 5, arbitrary: spelledName }, { weight: 1, arbitrary: fc.string({ maxLength: 6 }) }),
   /** When set, the call names a registered tool (this index, modulo the tool count) in this spelling. */
-  registered: fc.option(fc.tuple(fc.nat(), fc.integer({ min: 0, max: SPELLINGS.length - 1 })), { nil: undefined, freq: 2 }),
+  registered: fc.option(fc.tuple(fc.nat(), fc.integer({ min: 0, max: SPELLINGS.length - 1 })), {
+    nil: undefined,
+    freq: 2,
+  }),
   args: argsArb,
-  garbage: fc.constantFrom<unknown>(null, 42, 'search', [], {}, { type: 'function', function: {} }, { type: 'tool_use', name: 7 }, { functionCall: { args: {} } }),
+  garbage: fc.constantFrom<unknown>(
+    null,
+    42,
+    'search',
+    [],
+    {},
+    { type: 'function', function: {} },
+    { type: 'tool_use', name: 7 },
+    { functionCall: { args: {} } },
+  ),
 });
 
 interface CallSpec {
@@ -196,7 +276,14 @@ const toolArb = fc.record({
 const scenario = fc.record({
   stems: fc.uniqueArray(fc.constantFrom(...STEMS), { minLength: 1, maxLength: 6 }),
   tools: fc.array(toolArb, { minLength: 6, maxLength: 6 }),
-  policy: fc.option(fc.record({ rules: fc.array(ruleSpec, { maxLength: 8 }), fallback: fc.constantFrom<PermissionResult>('allow', 'deny', 'ask'), handler: fc.option(fc.constantFrom(...HANDLER_KINDS), { nil: undefined }) }), { nil: null }),
+  policy: fc.option(
+    fc.record({
+      rules: fc.array(ruleSpec, { maxLength: 8 }),
+      fallback: fc.constantFrom<PermissionResult>('allow', 'deny', 'ask'),
+      handler: fc.option(fc.constantFrom(...HANDLER_KINDS), { nil: undefined }),
+    }),
+    { nil: null },
+  ),
   registryHandler: fc.option(fc.constantFrom(...HANDLER_KINDS), { nil: undefined }),
   noHandlerFallback: fc.constantFrom<PermissionResult>('allow', 'deny', 'ask'),
   agent: fc.option(declaration, { nil: undefined, freq: 1 }),
@@ -235,7 +322,8 @@ describe('no tool executes unless its Decision was allow', () => {
           });
         });
         // The registry's handler and what `ask` becomes without one.
-        if (s.registryHandler) registry.setPermissionHandler(handlerOf(s.registryHandler, asked), { fallback: s.noHandlerFallback });
+        if (s.registryHandler)
+          registry.setPermissionHandler(handlerOf(s.registryHandler, asked), { fallback: s.noHandlerFallback });
         else {
           registry.setPermissionHandler(() => 'deny', { fallback: s.noHandlerFallback });
           registry.removePermissionHandler();

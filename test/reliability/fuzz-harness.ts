@@ -37,7 +37,8 @@ export class FuzzFailure extends Error {
   override name = 'FuzzFailure';
   readonly input: string;
   constructor(message: string, input: string, options?: { cause?: unknown }) {
-    const shown = input.length > 300 ? `${JSON.stringify(input.slice(0, 300))}... (${input.length} chars)` : JSON.stringify(input);
+    const shown =
+      input.length > 300 ? `${JSON.stringify(input.slice(0, 300))}... (${input.length} chars)` : JSON.stringify(input);
     super(`${message}\n  input: ${shown}`, options);
     this.input = input;
   }
@@ -49,11 +50,68 @@ export function isConfigurationError(error: unknown): boolean {
 
 /** Tokens that stress parsers: structure, escapes, odd numbers, prototype keys, hostile Unicode, size. */
 export const TOKENS: readonly string[] = [
-  '{', '}', '[', ']', '"', "'", ':', ',', '\\', '\\u0000', '\\ud800', '\n', '\r\n', '\t', ' ', '#', '- ', '---', '&a', '*a', '!!js/function', '<<',
-  'null', 'true', 'false', '0', '-0', '1e999', '-1e999', 'NaN', '0x10', '1_000', '9007199254740993',
-  '"__proto__"', '__proto__', '"constructor"', '{"__proto__":{"polluted":true}}', '"prototype"', 'toString',
-  '\u202e', '\u200b', '\ufeff', '\ud800', 'ǅ', 'ß', 'İ', 'ｓｅａｒｃｈ', 'se\u0430rch',
-  'allow', 'deny', 'ask', 'rules', 'tools', 'tags', 'name', 'result', 'fallback', 'arguments', 'function', 'tool_use', 'function_call', 'functionCall',
+  '{',
+  '}',
+  '[',
+  ']',
+  '"',
+  "'",
+  ':',
+  ',',
+  '\\',
+  '\\u0000',
+  '\\ud800',
+  '\n',
+  '\r\n',
+  '\t',
+  ' ',
+  '#',
+  '- ',
+  '---',
+  '&a',
+  '*a',
+  '!!js/function',
+  '<<',
+  'null',
+  'true',
+  'false',
+  '0',
+  '-0',
+  '1e999',
+  '-1e999',
+  'NaN',
+  '0x10',
+  '1_000',
+  '9007199254740993',
+  '"__proto__"',
+  '__proto__',
+  '"constructor"',
+  '{"__proto__":{"polluted":true}}',
+  '"prototype"',
+  'toString',
+  '\u202e',
+  '\u200b',
+  '\ufeff',
+  '\ud800',
+  'ǅ',
+  'ß',
+  'İ',
+  'ｓｅａｒｃｈ',
+  'se\u0430rch',
+  'allow',
+  'deny',
+  'ask',
+  'rules',
+  'tools',
+  'tags',
+  'name',
+  'result',
+  'fallback',
+  'arguments',
+  'function',
+  'tool_use',
+  'function_call',
+  'functionCall',
 ];
 
 /** One mutation of `text`. */
@@ -130,12 +188,16 @@ export async function fuzzText(options: FuzzOptions): Promise<FuzzStats> {
       await options.target(input);
       accepted++;
     } catch (error) {
-      if (!clear(error)) throw new FuzzFailure(`the target threw something other than a clear error: ${String(error)}`, input, { cause: error });
+      if (!clear(error))
+        throw new FuzzFailure(`the target threw something other than a clear error: ${String(error)}`, input, {
+          cause: error,
+        });
       refused++;
     }
     const took = performance.now() - started;
     if (took > budget) throw new FuzzFailure(`the target took ${took.toFixed(0)} ms (budget ${budget} ms)`, input);
-    if (Object.prototype.hasOwnProperty.call(Object.prototype, 'polluted')) throw new FuzzFailure('Object.prototype was polluted', input);
+    if (Object.prototype.hasOwnProperty.call(Object.prototype, 'polluted'))
+      throw new FuzzFailure('Object.prototype was polluted', input);
   }
   return { accepted, refused };
 }

@@ -10,10 +10,16 @@ import { parsePolicy } from '../../src/policy-file/index.js';
 import { fuzzText } from './fuzz-harness.js';
 import { SEED, size } from './size.js';
 
-
 const SEEDS = [
   'version: 1\nfallback: deny\nrules:\n  - name: allow_search\n    tools: [search]\n    result: allow\n  - name: ask_refunds\n    tools: [refund]\n    when: { amount: { gt: 100 } }\n    result: ask\n    reason: Refunds over 100 need a human\n',
-  JSON.stringify({ version: 1, fallback: 'deny', rules: [{ name: 'allow_search', tools: ['search'], result: 'allow' }, { name: 'deny_privileged', tags: ['privileged'], result: 'deny' }] }),
+  JSON.stringify({
+    version: 1,
+    fallback: 'deny',
+    rules: [
+      { name: 'allow_search', tools: ['search'], result: 'allow' },
+      { name: 'deny_privileged', tags: ['privileged'], result: 'deny' },
+    ],
+  }),
   'rules: []\n',
   'fallback: ask\nrules:\n  - name: a\n    tags: [read_only]\n    result: allow\n',
 ];
@@ -51,7 +57,12 @@ const loader = findLoader();
 
 describe('policy-file loader fuzz', () => {
   it('accepts or refuses with a ConfigurationError, never crashes or hangs', async () => {
-    const stats = await fuzzText({ seed: SEED, runs: size(500, 20_000), seeds: [...SEEDS, ...exampleSeeds()], target: loader });
+    const stats = await fuzzText({
+      seed: SEED,
+      runs: size(500, 20_000),
+      seeds: [...SEEDS, ...exampleSeeds()],
+      target: loader,
+    });
     expect(stats.refused).toBeGreaterThan(0);
     expect(stats.accepted).toBeGreaterThan(0);
   });

@@ -16,7 +16,10 @@ const SEEDS = [
   JSON.stringify([{ type: 'function_call', call_id: 'b', name: 'search', arguments: '{"q":"x"}' }]),
   JSON.stringify([{ type: 'tool_use', id: 'c', name: 'search', input: { q: 'x' } }]),
   JSON.stringify([{ functionCall: { id: 'd', name: 'search', args: { q: 'x' } } }]),
-  JSON.stringify([{ id: 'e', name: 'refund', arguments: { amount: 5 } }, { name: 'SEARCH', arguments: '{"q":"y"}' }]),
+  JSON.stringify([
+    { id: 'e', name: 'refund', arguments: { amount: 5 } },
+    { name: 'SEARCH', arguments: '{"q":"y"}' },
+  ]),
 ];
 
 function checkRead(raw: unknown): void {
@@ -32,13 +35,25 @@ function checkRead(raw: unknown): void {
 const callLike = fc.letrec((tie) => ({
   value: fc.oneof(
     { depthSize: 'small' },
-    fc.anything({ withObjectString: true, withNullPrototype: true, withBoxedValues: true, withMap: true, withSet: true, withSparseArray: true }),
+    fc.anything({
+      withObjectString: true,
+      withNullPrototype: true,
+      withBoxedValues: true,
+      withMap: true,
+      withSet: true,
+      withSparseArray: true,
+    }),
     fc.record(
       {
         type: fc.constantFrom('function', 'function_call', 'tool_use', 'text', undefined, 7),
         id: fc.oneof(fc.string(), fc.constant(undefined), fc.integer()),
         call_id: fc.oneof(fc.string(), fc.constant(undefined)),
-        name: fc.oneof(fc.constantFrom('search', '__proto__', 'toString', ''), fc.string(), fc.integer(), fc.constant(null)),
+        name: fc.oneof(
+          fc.constantFrom('search', '__proto__', 'toString', ''),
+          fc.string(),
+          fc.integer(),
+          fc.constant(null),
+        ),
         function: tie('value'),
         functionCall: tie('value'),
         arguments: fc.oneof(fc.json(), tie('value')),
@@ -56,7 +71,11 @@ describe('readCall', () => {
   });
 
   it('reads a JSON "__proto__" key as data: it does not make a call', () => {
-    for (const raw of [JSON.parse('{"__proto__": {"name": "search"}}') as unknown, JSON.parse('{"type": "tool_use", "__proto__": {"name": "search"}}') as unknown, Object.create(null) as unknown]) {
+    for (const raw of [
+      JSON.parse('{"__proto__": {"name": "search"}}') as unknown,
+      JSON.parse('{"type": "tool_use", "__proto__": {"name": "search"}}') as unknown,
+      Object.create(null) as unknown,
+    ]) {
       const call = readCall(raw);
       expect('problem' in call, JSON.stringify(raw)).toBe(true);
     }
@@ -128,7 +147,14 @@ describe('registry.executeToolCalls', () => {
         },
       });
     }
-    registry.setPermissionPolicy(new PermissionPolicy({ rules: [{ name: 'search_only', tools: ['search'], result: 'allow' }, { name: 'ask_refund', tools: ['refund'], result: 'ask' }] }));
+    registry.setPermissionPolicy(
+      new PermissionPolicy({
+        rules: [
+          { name: 'search_only', tools: ['search'], result: 'allow' },
+          { name: 'ask_refund', tools: ['refund'], result: 'ask' },
+        ],
+      }),
+    );
     registry.setPermissionHandler(() => {
       throw new Error('no approver');
     });
@@ -189,7 +215,13 @@ describe('registry.executeToolCalls', () => {
 
   it('rejects a batch that is not an array with a TypeError (a programming error), never runs anything', async () => {
     const { registry, ran } = fixture();
-    for (const notArray of [null, undefined, 'calls', 42, { length: 1, 0: { name: 'search', arguments: { q: 'x' } } }]) {
+    for (const notArray of [
+      null,
+      undefined,
+      'calls',
+      42,
+      { length: 1, 0: { name: 'search', arguments: { q: 'x' } } },
+    ]) {
       await expect(registry.executeToolCalls(notArray as unknown as ToolCallInput[])).rejects.toThrow(TypeError);
     }
     expect(ran).toEqual([]);
@@ -198,7 +230,9 @@ describe('registry.executeToolCalls', () => {
 
 describe('the fuzz harness itself', () => {
   it('catches a target that throws something other than a clear error', async () => {
-    await expect(fuzzText({ seed: 1, runs: 200, seeds: ['{"a": 1}'], target: (text) => JSON.parse(text) as unknown })).rejects.toThrow(FuzzFailure);
+    await expect(
+      fuzzText({ seed: 1, runs: 200, seeds: ['{"a": 1}'], target: (text) => JSON.parse(text) as unknown }),
+    ).rejects.toThrow(FuzzFailure);
   });
 
   it('catches a target that takes longer than its budget', async () => {

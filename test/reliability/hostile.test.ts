@@ -4,7 +4,15 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { ConfigurationError, defineTool, PermissionPolicy, ToolAllowlist, ToolRegistry, type ToolCallInput, type ToolResult } from '../../src/index.js';
+import {
+  ConfigurationError,
+  defineTool,
+  PermissionPolicy,
+  ToolAllowlist,
+  ToolRegistry,
+  type ToolCallInput,
+  type ToolResult,
+} from '../../src/index.js';
 import { canonical, CANONICAL_CACHE_LIMIT, canonicalCacheSize } from '../../src/names.js';
 import { size } from './size.js';
 
@@ -18,9 +26,17 @@ const INVISIBLE = {
   'soft hyphen': 'sea\u00adrch',
   'lone high surrogate': 'search\ud800',
   'lone low surrogate': '\udc00search',
-  'NUL': 'search\u0000',
+  NUL: 'search\u0000',
 } as const;
-const OBJECT_KEYS = ['__proto__', 'toString', 'constructor', 'hasOwnProperty', 'valueOf', 'prototype', '__defineGetter__'] as const;
+const OBJECT_KEYS = [
+  '__proto__',
+  'toString',
+  'constructor',
+  'hasOwnProperty',
+  'valueOf',
+  'prototype',
+  '__defineGetter__',
+] as const;
 
 function registryWith(names: readonly string[], ran: string[]): ToolRegistry {
   const registry = new ToolRegistry({ handlerTimeoutMs: 5 });
@@ -49,8 +65,12 @@ afterEach(assertClean);
 describe('hostile names', () => {
   for (const [what, name] of Object.entries(INVISIBLE)) {
     it(`a declared name with a ${what} is a ConfigurationError everywhere names are declared`, () => {
-      expect(() => defineTool({ name, parameters: { type: 'object' }, execute: () => 'x' })).toThrow(ConfigurationError);
-      expect(() => new ToolRegistry().register({ name, parameters: { type: 'object' }, execute: () => 'x' })).toThrow(ConfigurationError);
+      expect(() => defineTool({ name, parameters: { type: 'object' }, execute: () => 'x' })).toThrow(
+        ConfigurationError,
+      );
+      expect(() => new ToolRegistry().register({ name, parameters: { type: 'object' }, execute: () => 'x' })).toThrow(
+        ConfigurationError,
+      );
       expect(() => ToolAllowlist.resolve(['fetch', name])).toThrow(ConfigurationError);
       expect(() => ToolAllowlist.resolve(['fetch']).narrowed([name])).toThrow(ConfigurationError);
     });
@@ -91,7 +111,9 @@ describe('hostile names', () => {
     const before = canonicalCacheSize();
     for (const name of ['s'.repeat(MB), 'Ｓ'.repeat(MB), `search${' '.repeat(MB)}`, `${'\u3000'.repeat(MB)}search`]) {
       const started = performance.now();
-      const [result] = (await registry.executeToolCalls([{ type: 'tool_use', id: 'big', name, input: {} }])) as unknown as [{ content: string; is_error?: true }];
+      const [result] = (await registry.executeToolCalls([
+        { type: 'tool_use', id: 'big', name, input: {} },
+      ])) as unknown as [{ content: string; is_error?: true }];
       expect(performance.now() - started).toBeLessThan(5_000);
       if (canonical(name) === 'search') {
         // Whitespace padding canonicalises to a registered name: it runs, as 'search' would.
@@ -123,7 +145,8 @@ describe('hostile names', () => {
     const ran: string[] = [];
     const registry = registryWith(['search'], ran);
     const calls: ToolCallInput[] = [];
-    for (let i = 0; i < size(5_000, 50_000); i++) calls.push({ type: 'function_call', call_id: `c${i}`, name: `ＵＮＫＮＯＷＮ-${i}`, arguments: '{}' });
+    for (let i = 0; i < size(5_000, 50_000); i++)
+      calls.push({ type: 'function_call', call_id: `c${i}`, name: `ＵＮＫＮＯＷＮ-${i}`, arguments: '{}' });
     const results = await registry.executeToolCalls(calls);
     expect(results.every((r) => 'output' in r && r.output.startsWith('Tool call rejected'))).toBe(true);
     expect(canonicalCacheSize()).toBeLessThanOrEqual(CANONICAL_CACHE_LIMIT);
@@ -139,14 +162,26 @@ describe('hostile names', () => {
       expect(result.decision.by).toBe('unknown_tool');
       expect(plain.has(key)).toBe(false);
       expect(plain.get(key)).toBeUndefined();
-      expect(ToolAllowlist.resolve(['search']).decide(key)).toEqual({ tool: key, permitted: false, reason: 'not_declared' });
+      expect(ToolAllowlist.resolve(['search']).decide(key)).toEqual({
+        tool: key,
+        permitted: false,
+        reason: 'not_declared',
+      });
       expect(ToolAllowlist.resolve(['search'], { tenant: [key], caller: [key] }).permits('search')).toBe(false);
     }
     expect(ran).toEqual([]);
 
     const odd = registryWith([...OBJECT_KEYS], ran);
-    odd.setPermissionPolicy(new PermissionPolicy({ rules: [{ name: 'only_proto', tools: ['__proto__'], result: 'allow' }], fallback: 'deny' }));
-    const results = await odd.dispatch(OBJECT_KEYS.map((name) => ({ name, arguments: {} })), { tenant: { tools: ['__proto__', 'toString'] } });
+    odd.setPermissionPolicy(
+      new PermissionPolicy({
+        rules: [{ name: 'only_proto', tools: ['__proto__'], result: 'allow' }],
+        fallback: 'deny',
+      }),
+    );
+    const results = await odd.dispatch(
+      OBJECT_KEYS.map((name) => ({ name, arguments: {} })),
+      { tenant: { tools: ['__proto__', 'toString'] } },
+    );
     expect(results.map((r) => [r.tool, r.status, r.decision.by])).toEqual([
       ['__proto__', 'ok', 'rule'],
       ['toString', 'refused', 'fallback'],
@@ -157,21 +192,32 @@ describe('hostile names', () => {
       ['__defineGetter__', 'refused', 'allowlist'],
     ]);
     expect(ran).toEqual(['__proto__']);
-    expect(odd.schemas('anthropic', { tenant: { tools: ['__proto__'] } }).map((s) => ('name' in s ? s.name : ''))).toEqual(['__proto__']);
+    expect(
+      odd.schemas('anthropic', { tenant: { tools: ['__proto__'] } }).map((s) => ('name' in s ? s.name : '')),
+    ).toEqual(['__proto__']);
   });
 
   it('a call whose name is not a string is an unreadable call, refused', async () => {
     const ran: string[] = [];
     const registry = registryWith(['search'], ran);
     const sneaky = { toString: () => 'search' };
-    const results = await registry.dispatch([{ name: sneaky } as unknown as ToolCallInput, { type: 'tool_use', id: 'x', name: ['search'] } as unknown as ToolCallInput]);
+    const results = await registry.dispatch([
+      { name: sneaky } as unknown as ToolCallInput,
+      { type: 'tool_use', id: 'x', name: ['search'] } as unknown as ToolCallInput,
+    ]);
     expect(results.map((r) => r.decision.by)).toEqual(['malformed_call', 'malformed_call']);
     expect(ran).toEqual([]);
   });
 });
 
 describe('hostile arguments', () => {
-  async function run(args: unknown, parameters: Parameters<typeof defineTool>[0]['parameters'] = { type: 'object', properties: { q: { type: 'string' } } }): Promise<{ result: ToolResult; ran: unknown[] }> {
+  async function run(
+    args: unknown,
+    parameters: Parameters<typeof defineTool>[0]['parameters'] = {
+      type: 'object',
+      properties: { q: { type: 'string' } },
+    },
+  ): Promise<{ result: ToolResult; ran: unknown[] }> {
     const ran: unknown[] = [];
     const registry = new ToolRegistry();
     registry.register({ name: 'search', parameters, execute: (a) => (ran.push(a), 'ran') });
@@ -181,14 +227,22 @@ describe('hostile arguments', () => {
 
   it('prototype-polluting JSON runs as plain own keys and pollutes nothing', async () => {
     const text = '{"__proto__": {"polluted": true}, "constructor": {"prototype": {"polluted": true}}, "q": "x"}';
-    for (const parameters of [{ type: 'object', properties: { q: { type: 'string' } } }, z.object({ q: z.string() }), z.looseObject({ q: z.string() })]) {
+    for (const parameters of [
+      { type: 'object', properties: { q: { type: 'string' } } },
+      z.object({ q: z.string() }),
+      z.looseObject({ q: z.string() }),
+    ]) {
       const { result, ran } = await run(text, parameters);
       expect(result.status).toBe('ok');
       expect(ran).toHaveLength(1);
       assertClean();
     }
     // A schema that forbids extra keys refuses the same arguments.
-    const strict = await run(text, { type: 'object', properties: { q: { type: 'string' } }, additionalProperties: false });
+    const strict = await run(text, {
+      type: 'object',
+      properties: { q: { type: 'string' } },
+      additionalProperties: false,
+    });
     expect(strict.result.status).toBe('refused');
     expect(strict.result.decision.by).toBe('invalid_arguments');
     expect(strict.ran).toEqual([]);
@@ -222,7 +276,11 @@ describe('hostile arguments', () => {
   it('huge arguments (10 MB, 200,000 keys) get a clear, bounded result', async () => {
     const many: Record<string, string> = { q: 'x' };
     for (let i = 0; i < 200_000; i++) many[`k${i}`] = 'v';
-    const strict = await run(many, { type: 'object', properties: { q: { type: 'string' } }, additionalProperties: false });
+    const strict = await run(many, {
+      type: 'object',
+      properties: { q: { type: 'string' } },
+      additionalProperties: false,
+    });
     expect(strict.result.status).toBe('refused');
     expect(strict.ran).toEqual([]);
     expect(strict.result.content.length).toBeLessThan(10_000);
@@ -231,14 +289,26 @@ describe('hostile arguments', () => {
   });
 
   it('arguments whose getters throw are refused at validation, not run', async () => {
-    const trap = { get q(): string {
-      throw new Error('getter trap');
-    } };
+    const trap = {
+      get q(): string {
+        throw new Error('getter trap');
+      },
+    };
     const { result, ran } = await run(trap);
     expect(result.status).toBe('refused');
     expect(result.decision.stage).toBe('validation');
     expect(ran).toEqual([]);
-    const proxy = new Proxy({}, { get: () => { throw new Error('proxy trap'); }, ownKeys: () => { throw new Error('proxy trap'); } });
+    const proxy = new Proxy(
+      {},
+      {
+        get: () => {
+          throw new Error('proxy trap');
+        },
+        ownKeys: () => {
+          throw new Error('proxy trap');
+        },
+      },
+    );
     const proxied = await run(proxy, z.object({ q: z.string() }));
     expect(proxied.result.status).toBe('refused');
     expect(proxied.ran).toEqual([]);

@@ -21,7 +21,12 @@ export class PythonOracle {
   readonly #lines: AsyncIterator<string>;
   readonly #rl: Interface;
 
-  private constructor(child: ChildProcessWithoutNullStreams, rl: Interface, lines: AsyncIterator<string>, greeting: OracleGreeting) {
+  private constructor(
+    child: ChildProcessWithoutNullStreams,
+    rl: Interface,
+    lines: AsyncIterator<string>,
+    greeting: OracleGreeting,
+  ) {
     this.#child = child;
     this.#rl = rl;
     this.#lines = lines;

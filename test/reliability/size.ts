@@ -12,7 +12,8 @@ export function size(ci: number, deep: number): number {
 
 const seedText = process.env['TOOLGATE_SEED'];
 /** The seed of this run: TOOLGATE_SEED when set, else a fresh one (printed by failing properties). */
-export const SEED = seedText !== undefined && seedText !== '' ? Number(seedText) : (Date.now() ^ (Math.random() * 0x7fffffff)) | 0;
+export const SEED =
+  seedText !== undefined && seedText !== '' ? Number(seedText) : (Date.now() ^ (Math.random() * 0x7fffffff)) | 0;
 
 /** fast-check parameters at this run's size. */
 export function fcParams(ci: number, deep: number): { numRuns: number; seed: number } {

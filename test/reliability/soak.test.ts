@@ -8,7 +8,13 @@
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
-import { PermissionPolicy, ToolRegistry, type GateContext, type PermissionResult, type ToolCallInput } from '../../src/index.js';
+import {
+  PermissionPolicy,
+  ToolRegistry,
+  type GateContext,
+  type PermissionResult,
+  type ToolCallInput,
+} from '../../src/index.js';
 import { prng, SEED, size } from './size.js';
 
 const DECISIONS = size(100_000, 1_000_000);
@@ -76,7 +82,10 @@ function fixture(handler?: (request: { parameters: Readonly<Record<string, unkno
 const CONTEXTS: readonly GateContext[] = [
   {},
   { agent: 'concierge', tenant: { id: 'acme', tools: Object.freeze(['search', 'refund', 'STRASSE']) } },
-  { agent: { name: 'peer', tools: Object.freeze(['search', 'github:search', 'delete_user']) }, caller: { scopes: Object.freeze(['search', 'delete_user']) } },
+  {
+    agent: { name: 'peer', tools: Object.freeze(['search', 'github:search', 'delete_user']) },
+    caller: { scopes: Object.freeze(['search', 'delete_user']) },
+  },
   { tenant: { id: 'free', tools: Object.freeze([]) } },
 ];
 
@@ -88,7 +97,12 @@ describe('soak', () => {
     const names = ['search', 'SEARCH', 'refund', 'github:search', 'delete_user', 'strasse', 'unknown', 'ｓｅａｒｃｈ'];
     const argsList = ['{"n": 1}', '{"n": 99}', '{"n": "x"}', '{', { n: 3 }];
     const one = (i: number): Promise<unknown> => {
-      const call: ToolCallInput = { type: 'function_call', call_id: `c${i}`, name: names[Math.floor(random() * names.length)]!, arguments: argsList[Math.floor(random() * argsList.length)] as string };
+      const call: ToolCallInput = {
+        type: 'function_call',
+        call_id: `c${i}`,
+        name: names[Math.floor(random() * names.length)]!,
+        arguments: argsList[Math.floor(random() * argsList.length)] as string,
+      };
       return registry.decide(call, CONTEXTS[i % CONTEXTS.length]!);
     };
     const batch = async (from: number, to: number): Promise<void> => {

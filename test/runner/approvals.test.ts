@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type {
-  ToolNotPermittedError} from '../../src/index.js';
+import type { ToolNotPermittedError } from '../../src/index.js';
 import {
   AgentRunner,
   InMemoryApprovalStore,
@@ -20,10 +19,22 @@ import { ASK_BIG_REFUNDS, DENY_HUGE_REFUNDS, SECRET, shop } from './fixtures.js'
 const concierge: Agent = { name: 'concierge', tools: ['search', 'refund'] };
 
 function refundScript(amount = 500): ScriptedModel {
-  return new ScriptedModel([{ toolCalls: [{ name: 'refund', arguments: { order: 'A1', amount } }] }, (r) => ({ text: `done: ${r.messages.at(-1)?.role === 'tool' ? (r.messages.at(-1) as { content: string }).content : ''}` })]);
+  return new ScriptedModel([
+    { toolCalls: [{ name: 'refund', arguments: { order: 'A1', amount } }] },
+    (r) => ({
+      text: `done: ${r.messages.at(-1)?.role === 'tool' ? (r.messages.at(-1) as { content: string }).content : ''}`,
+    }),
+  ]);
 }
 
-function pendingRunner(store: ApprovalStore, extra: { tenants?: Record<string, TenantLimits>; onRefusal?: 'fail' | 'continue'; policyVersion?: string | null } = {}) {
+function pendingRunner(
+  store: ApprovalStore,
+  extra: {
+    tenants?: Record<string, TenantLimits>;
+    onRefusal?: 'fail' | 'continue';
+    policyVersion?: string | null;
+  } = {},
+) {
   // A version pinned the same in every process ('v1' unless told), so an approval given in one process is
   // valid in another. Without a pinned version (`policyVersion: null`) each PermissionPolicy object has a
   // version of its own, and an approval given under one policy object is refused under another: the test
@@ -45,7 +56,8 @@ function pendingRunner(store: ApprovalStore, extra: { tenants?: Record<string, T
 }
 
 function paused(result: RunResult): Extract<RunResult, { status: 'paused' }> {
-  if (result.status !== 'paused') throw new Error(`expected a paused run, got ${result.status}: ${result.error?.message ?? ''}`);
+  if (result.status !== 'paused')
+    throw new Error(`expected a paused run, got ${result.status}: ${result.error?.message ?? ''}`);
   return result;
 }
 
@@ -57,19 +69,31 @@ function overTheWire(state: RunState): RunState {
 describe('AgentRunner: asking a human in-process', () => {
   it('awaits an async handler and records the runner as the one asked', async () => {
     const { registry, refunds } = shop();
-    const runner = new AgentRunner({ registry, model: refundScript(), handler: async () => new Promise((r) => setTimeout(() => r('allow'), 20)) });
+    const runner = new AgentRunner({
+      registry,
+      model: refundScript(),
+      handler: async () => new Promise((r) => setTimeout(() => r('allow'), 20)),
+    });
     const result = await runner.run(concierge, 'refund A1');
     expect(result.status).toBe('completed');
     expect(refunds).toEqual([{ order: 'A1', amount: 500 }]);
-    expect(result.decisions[0]).toMatchObject({ effect: 'allow', by: 'handler', asked: 'runner', rule: 'ask_big_refunds' });
+    expect(result.decisions[0]).toMatchObject({
+      effect: 'allow',
+      by: 'handler',
+      asked: 'runner',
+      rule: 'ask_big_refunds',
+    });
   });
 
   it('a handler that times out, throws or answers nonsense denies (fail closed), and the run goes on', async () => {
     for (const [handler, by] of [
       [() => new Promise<never>(() => undefined), 'handler_timeout'],
-      [() => {
-        throw new Error('approver crashed');
-      }, 'handler_error'],
+      [
+        () => {
+          throw new Error('approver crashed');
+        },
+        'handler_error',
+      ],
       [() => 'maybe', 'handler_invalid'],
     ] as const) {
       const { registry, refunds } = shop();
@@ -83,8 +107,13 @@ describe('AgentRunner: asking a human in-process', () => {
 
   it("the policy's own handler is asked before the runner's", async () => {
     const { registry, refunds } = shop();
-    registry.setPermissionPolicy(new PermissionPolicy({ rules: [ASK_BIG_REFUNDS], fallback: 'allow', handler: () => PermissionResult.DENY }));
-    const result = await new AgentRunner({ registry, model: refundScript(), handler: () => 'allow' }).run(concierge, 'x');
+    registry.setPermissionPolicy(
+      new PermissionPolicy({ rules: [ASK_BIG_REFUNDS], fallback: 'allow', handler: () => PermissionResult.DENY }),
+    );
+    const result = await new AgentRunner({ registry, model: refundScript(), handler: () => 'allow' }).run(
+      concierge,
+      'x',
+    );
     expect(refunds).toEqual([]);
     expect(result.decisions[0]).toMatchObject({ effect: 'deny', asked: 'policy' });
   });
@@ -96,7 +125,14 @@ describe('AgentRunner: durable approvals', () => {
     const result = paused(await runner.run(concierge, 'refund A1', { tenant: 'acme' }));
     expect(refunds).toEqual([]);
     expect(result.pending).toHaveLength(1);
-    expect(result.pending[0]).toMatchObject({ tool: 'refund', canonical: 'refund', parameters: { order: 'A1', amount: 500 }, rule: 'ask_big_refunds', agent: 'concierge', path: ['concierge'] });
+    expect(result.pending[0]).toMatchObject({
+      tool: 'refund',
+      canonical: 'refund',
+      parameters: { order: 'A1', amount: 500 },
+      rule: 'ask_big_refunds',
+      agent: 'concierge',
+      path: ['concierge'],
+    });
     expect(overTheWire(result.state)).toEqual(result.state);
     expect(events.map((e) => e.type)).toEqual(['run_started', 'approval_requested', 'run_paused']);
     // Nothing of the paused turn is charged yet: it is charged when it is dispatched on resume.
@@ -119,7 +155,12 @@ describe('AgentRunner: durable approvals', () => {
     expect(resumed.runId).toBe(result.runId);
     expect(resumed.attempts).toBe(1);
     expect(resumed.decisions[0]).toMatchObject({ effect: 'allow', by: 'handler', asked: 'runner' });
-    expect(second.events.map((e) => e.type)).toEqual(['run_resumed', 'approval_resolved', 'tool_decided', 'run_finished']);
+    expect(second.events.map((e) => e.type)).toEqual([
+      'run_resumed',
+      'approval_resolved',
+      'tool_decided',
+      'run_finished',
+    ]);
     expect(second.events[1]).toMatchObject({ accepted: true, answer: 'allow', callId: result.pending[0]!.callId });
   });
 
@@ -136,7 +177,10 @@ describe('AgentRunner: durable approvals', () => {
     expect(one.status).toBe('completed');
     expect(two.status).toBe('completed');
     expect(two.output).toBe(one.output); // the recorded outcome, not a second execution
-    expect(b.events.find((e) => e.type === 'approval_resolved')).toMatchObject({ accepted: false, reason: expect.stringMatching(/replayed/) });
+    expect(b.events.find((e) => e.type === 'approval_resolved')).toMatchObject({
+      accepted: false,
+      reason: expect.stringMatching(/replayed/),
+    });
 
     // Concurrently, from a fresh pause.
     const store2 = new InMemoryApprovalStore();
@@ -145,7 +189,10 @@ describe('AgentRunner: durable approvals', () => {
     const d2 = p.runner.answer(r2.pending[0]!, 'allow');
     const c1 = pendingRunner(store2);
     const c2 = pendingRunner(store2);
-    const both = await Promise.all([c1.runner.resume(overTheWire(r2.state), [d2]), c2.runner.resume(overTheWire(r2.state), [d2])]);
+    const both = await Promise.all([
+      c1.runner.resume(overTheWire(r2.state), [d2]),
+      c2.runner.resume(overTheWire(r2.state), [d2]),
+    ]);
     expect(c1.refunds.length + c2.refunds.length).toBe(1);
     expect(both.map((r) => r.status)).toContain('completed');
   });
@@ -155,14 +202,24 @@ describe('AgentRunner: durable approvals', () => {
     const { runner } = pendingRunner(store);
     const result = paused(await runner.run(concierge, 'refund A1'));
     const decision = runner.answer(result.pending[0]!, 'allow');
-    const tampered = overTheWire(result.state) as unknown as { agents: Record<string, { tools: string[] }>; frames: { messages: unknown[] }[] };
+    const tampered = overTheWire(result.state) as unknown as {
+      agents: Record<string, { tools: string[] }>;
+      frames: { messages: unknown[] }[];
+    };
     tampered.agents['concierge']!.tools.push('ledger');
     const fresh = pendingRunner(store);
-    await expect(fresh.runner.resume(tampered as unknown as RunState, [decision])).rejects.toBeInstanceOf(RunStateError);
+    await expect(fresh.runner.resume(tampered as unknown as RunState, [decision])).rejects.toBeInstanceOf(
+      RunStateError,
+    );
     const args = overTheWire(result.state) as unknown as { pending: { parameters: { amount: number } }[] };
     args.pending[0]!.parameters.amount = 5;
     await expect(fresh.runner.resume(args as unknown as RunState, [decision])).rejects.toThrow(/altered/);
-    const other = new AgentRunner({ registry: fresh.registry, model: refundScript(), approvals: store, secret: 'another-secret-of-enough-length' });
+    const other = new AgentRunner({
+      registry: fresh.registry,
+      model: refundScript(),
+      approvals: store,
+      secret: 'another-secret-of-enough-length',
+    });
     await expect(other.resume(overTheWire(result.state), [decision])).rejects.toBeInstanceOf(RunStateError);
     await expect(fresh.runner.resume({ kind: 'nope' } as unknown as RunState)).rejects.toBeInstanceOf(RunStateError);
     expect(fresh.refunds).toEqual([]);
@@ -183,14 +240,20 @@ describe('AgentRunner: durable approvals', () => {
     const resumedB = await b.runner.resume(overTheWire(runB.state), [forA]);
     expect(resumedB.status).toBe('paused');
     expect(b.refunds).toEqual([]);
-    expect(b.events.find((e) => e.type === 'approval_resolved')).toMatchObject({ accepted: false, reason: expect.stringMatching(/no pending approval/) });
+    expect(b.events.find((e) => e.type === 'approval_resolved')).toMatchObject({
+      accepted: false,
+      reason: expect.stringMatching(/no pending approval/),
+    });
 
     // A deny flipped to allow: the MAC fails.
     const denied = runner.answer(runA.pending[0]!, 'deny');
     const flipped = { ...denied, answer: 'allow' as const };
     const a = pendingRunner(store);
     expect((await a.runner.resume(overTheWire(runA.state), [flipped])).status).toBe('paused');
-    expect(a.events.find((e) => e.type === 'approval_resolved')).toMatchObject({ accepted: false, reason: expect.stringMatching(/not signed|altered/) });
+    expect(a.events.find((e) => e.type === 'approval_resolved')).toMatchObject({
+      accepted: false,
+      reason: expect.stringMatching(/not signed|altered/),
+    });
     expect(a.refunds).toEqual([]);
 
     // A decision signed for other arguments (the approver was shown amount 5): refused at the gate.
@@ -199,7 +262,12 @@ describe('AgentRunner: durable approvals', () => {
     const r = await a2.runner.resume(overTheWire(runA.state), [wrongArgs]);
     expect(r.status).toBe('completed');
     expect(a2.refunds).toEqual([]);
-    expect(r.decisions[0]).toMatchObject({ effect: 'deny', stage: 'handler', by: 'handler_invalid', reason: expect.stringMatching(/other arguments/) });
+    expect(r.decisions[0]).toMatchObject({
+      effect: 'deny',
+      stage: 'handler',
+      by: 'handler_invalid',
+      reason: expect.stringMatching(/other arguments/),
+    });
   });
 
   it('refuses a replayed decision', async () => {
@@ -215,7 +283,10 @@ describe('AgentRunner: durable approvals', () => {
     // The plan is restored, and the same decision is presented again: it was used, so it is refused.
     const again = pendingRunner(store, { tenants: { acme: { tools: ['search', 'refund'] } } });
     const r2 = await again.runner.resume(overTheWire(result.state), [decision]);
-    expect(again.events.find((e) => e.type === 'approval_resolved')).toMatchObject({ accepted: false, reason: expect.stringMatching(/replayed/) });
+    expect(again.events.find((e) => e.type === 'approval_resolved')).toMatchObject({
+      accepted: false,
+      reason: expect.stringMatching(/replayed/),
+    });
     expect(r2.status).toBe('paused'); // asked afresh
     expect(first.refunds.length + again.refunds.length).toBe(0);
   });
@@ -233,7 +304,11 @@ describe('AgentRunner: durable approvals', () => {
     expect(r1.status).toBe('failed');
     expect((r1.error as ToolNotPermittedError).reason).toBe('tenant');
     expect(downgraded.refunds).toEqual([]);
-    expect(downgraded.events.find((e) => e.type === 'approval_resolved')).toMatchObject({ accepted: true, reason: expect.stringMatching(/not needed/), decision: { stage: 'allowlist' } });
+    expect(downgraded.events.find((e) => e.type === 'approval_resolved')).toMatchObject({
+      accepted: true,
+      reason: expect.stringMatching(/not needed/),
+      decision: { stage: 'allowlist' },
+    });
 
     // The policy changed version: an approval given under v1 is not valid under v2.
     const result2 = paused(await runner.run(concierge, 'refund A1'));
@@ -241,13 +316,19 @@ describe('AgentRunner: durable approvals', () => {
     const v2 = pendingRunner(store, { policyVersion: 'v2' });
     const r2 = await v2.runner.resume(overTheWire(result2.state), [d2]);
     expect(v2.refunds).toEqual([]);
-    expect(r2.decisions[0]).toMatchObject({ effect: 'deny', by: 'handler_invalid', reason: expect.stringMatching(/policy version "v1".*"v2"/) });
+    expect(r2.decisions[0]).toMatchObject({
+      effect: 'deny',
+      by: 'handler_invalid',
+      reason: expect.stringMatching(/policy version "v1".*"v2"/),
+    });
 
     // The new policy denies refunds outright: denied whatever the approval said.
     const result3 = paused(await runner.run(concierge, 'refund A1'));
     const d3 = runner.answer(result3.pending[0]!, 'allow');
     const strict = pendingRunner(store, { policyVersion: 'v1' });
-    strict.registry.setPermissionPolicy(new PermissionPolicy({ rules: [{ name: 'no_refunds', tools: ['refund'], result: 'deny' }], version: 'v1' }));
+    strict.registry.setPermissionPolicy(
+      new PermissionPolicy({ rules: [{ name: 'no_refunds', tools: ['refund'], result: 'deny' }], version: 'v1' }),
+    );
     const r3 = await strict.runner.resume(overTheWire(result3.state), [d3]);
     expect(strict.refunds).toEqual([]);
     expect(r3.decisions[0]).toMatchObject({ effect: 'deny', stage: 'policy', rule: 'no_refunds' });
@@ -265,30 +346,54 @@ describe('AgentRunner: durable approvals', () => {
     expect(result.pending[0]!.policyVersion).toBe(firstVersion);
     const resumed = await second.runner.resume(overTheWire(result.state), [decision]);
     expect(second.refunds).toEqual([]);
-    expect(resumed.decisions[0]).toMatchObject({ effect: 'deny', by: 'handler_invalid', reason: expect.stringMatching(/policy version/) });
-    expect(second.events.find((e) => e.type === 'approval_resolved')).toMatchObject({ accepted: false, reason: expect.stringMatching(/policy version/) });
+    expect(resumed.decisions[0]).toMatchObject({
+      effect: 'deny',
+      by: 'handler_invalid',
+      reason: expect.stringMatching(/policy version/),
+    });
+    expect(second.events.find((e) => e.type === 'approval_resolved')).toMatchObject({
+      accepted: false,
+      reason: expect.stringMatching(/policy version/),
+    });
   });
 
   it('an approver may edit the arguments; the edited call passes the whole gate again', async () => {
     const store = new InMemoryApprovalStore();
     const { runner } = pendingRunner(store);
     const cases: [Record<string, unknown>, (r: RunResult, refunds: unknown[]) => void][] = [
-      [{ order: 'A1', amount: 50 }, (r, refunds) => {
-        expect(refunds).toEqual([{ order: 'A1', amount: 50 }]);
-        expect(r.decisions[0]).toMatchObject({ effect: 'allow', by: 'fallback', parameters: { amount: 50 } });
-      }],
-      [{ order: 'A1', amount: 300 }, (r, refunds) => {
-        expect(refunds).toEqual([{ order: 'A1', amount: 300 }]);
-        expect(r.decisions[0]).toMatchObject({ effect: 'allow', by: 'handler', asked: 'runner', reason: expect.stringMatching(/edited/) });
-      }],
-      [{ order: 'A1', amount: 5000 }, (r, refunds) => {
-        expect(refunds).toEqual([]);
-        expect(r.decisions[0]).toMatchObject({ effect: 'deny', rule: DENY_HUGE_REFUNDS.name });
-      }],
-      [{ order: 'A1', amount: -1 }, (r, refunds) => {
-        expect(refunds).toEqual([]);
-        expect(r.decisions[0]).toMatchObject({ effect: 'deny', stage: 'validation' });
-      }],
+      [
+        { order: 'A1', amount: 50 },
+        (r, refunds) => {
+          expect(refunds).toEqual([{ order: 'A1', amount: 50 }]);
+          expect(r.decisions[0]).toMatchObject({ effect: 'allow', by: 'fallback', parameters: { amount: 50 } });
+        },
+      ],
+      [
+        { order: 'A1', amount: 300 },
+        (r, refunds) => {
+          expect(refunds).toEqual([{ order: 'A1', amount: 300 }]);
+          expect(r.decisions[0]).toMatchObject({
+            effect: 'allow',
+            by: 'handler',
+            asked: 'runner',
+            reason: expect.stringMatching(/edited/),
+          });
+        },
+      ],
+      [
+        { order: 'A1', amount: 5000 },
+        (r, refunds) => {
+          expect(refunds).toEqual([]);
+          expect(r.decisions[0]).toMatchObject({ effect: 'deny', rule: DENY_HUGE_REFUNDS.name });
+        },
+      ],
+      [
+        { order: 'A1', amount: -1 },
+        (r, refunds) => {
+          expect(refunds).toEqual([]);
+          expect(r.decisions[0]).toMatchObject({ effect: 'deny', stage: 'validation' });
+        },
+      ],
     ];
     for (const [edited, check] of cases) {
       const result = paused(await runner.run(concierge, 'refund A1'));
@@ -320,7 +425,16 @@ describe('AgentRunner: durable approvals', () => {
       ]);
     const make = () => {
       const f = shop({ policyVersion: 'v1' });
-      return { ...f, runner: new AgentRunner({ registry: f.registry, model: twice(), approvals: store, secret: SECRET, handler: () => 'pending' }) };
+      return {
+        ...f,
+        runner: new AgentRunner({
+          registry: f.registry,
+          model: twice(),
+          approvals: store,
+          secret: SECRET,
+          handler: () => 'pending',
+        }),
+      };
     };
     // once: the second identical call pauses again.
     const o = make();
@@ -335,7 +449,10 @@ describe('AgentRunner: durable approvals', () => {
     const r2b = await next.runner.resume(r2.state, [r.runner.answer(r2.pending[0]!, 'allow', { scope: 'run' })]);
     expect(r2b.status).toBe('completed');
     expect(next.refunds).toHaveLength(2);
-    expect(r2b.decisions[1]).toMatchObject({ effect: 'allow', reason: expect.stringMatching(/approved earlier for this run/) });
+    expect(r2b.decisions[1]).toMatchObject({
+      effect: 'allow',
+      reason: expect.stringMatching(/approved earlier for this run/),
+    });
     // ...but not in another run of the same session.
     expect((await make().runner.run(concierge, 'x', { session: 's2' })).status).toBe('paused');
 
@@ -353,7 +470,13 @@ describe('AgentRunner: durable approvals', () => {
     });
     const f = shop({ policyVersion: 'v1' });
     let asked = 0;
-    const spy = new AgentRunner({ registry: f.registry, model: twice(), approvals: forged, secret: SECRET, handler: () => (asked++, 'deny') });
+    const spy = new AgentRunner({
+      registry: f.registry,
+      model: twice(),
+      approvals: forged,
+      secret: SECRET,
+      handler: () => (asked++, 'deny'),
+    });
     await spy.run(concierge, 'x', { session: 's3' });
     expect(asked).toBe(2);
     expect(f.refunds).toHaveLength(0);
@@ -374,7 +497,13 @@ describe('AgentRunner: durable approvals', () => {
       },
     });
     await runner.run(concierge, 'x', { session: 'desk-7' });
-    const again = new AgentRunner({ registry: f.registry, model: refundScript(), approvals: store, secret: SECRET, handler: () => 'deny' });
+    const again = new AgentRunner({
+      registry: f.registry,
+      model: refundScript(),
+      approvals: store,
+      secret: SECRET,
+      handler: () => 'deny',
+    });
     const r = await again.run(concierge, 'x', { session: 'desk-7' });
     expect(asked).toBe(1);
     expect(f.refunds).toHaveLength(2);
@@ -413,14 +542,28 @@ describe('AgentRunner: durable approvals', () => {
     const model = () =>
       new ScriptedModel({
         concierge: [
-          { toolCalls: [{ name: 'search', arguments: { query: 'order A1' } }, { name: 'agent:billing', arguments: { input: 'refund A1' } }] },
+          {
+            toolCalls: [
+              { name: 'search', arguments: { query: 'order A1' } },
+              { name: 'agent:billing', arguments: { input: 'refund A1' } },
+            ],
+          },
           (r) => ({ text: `concierge: ${(r.messages.at(-1) as { content: string }).content}` }),
         ],
-        billing: [{ toolCalls: [{ name: 'refund', arguments: { order: 'A1', amount: 500 } }] }, { text: 'billing: refunded' }],
+        billing: [
+          { toolCalls: [{ name: 'refund', arguments: { order: 'A1', amount: 500 } }] },
+          { text: 'billing: refunded' },
+        ],
       });
     const make = () => {
       const f = shop({ policyVersion: 'v1' });
-      const runner = new AgentRunner({ registry: f.registry, model: model(), approvals: store, secret: SECRET, handler: () => 'pending' });
+      const runner = new AgentRunner({
+        registry: f.registry,
+        model: model(),
+        approvals: store,
+        secret: SECRET,
+        handler: () => 'pending',
+      });
       const events: RunEvent[] = [];
       runner.on((e) => events.push(e));
       return { ...f, runner, events };
@@ -430,7 +573,10 @@ describe('AgentRunner: durable approvals', () => {
     expect(first.executed).toEqual({ search: 1 });
     expect(result.pending[0]).toMatchObject({ agent: 'billing', path: ['concierge', 'billing'] });
     expect(result.state.frames).toHaveLength(2);
-    expect(first.events.find((e) => e.type === 'approval_requested')).toMatchObject({ agent: 'billing', path: ['concierge', 'billing'] });
+    expect(first.events.find((e) => e.type === 'approval_requested')).toMatchObject({
+      agent: 'billing',
+      path: ['concierge', 'billing'],
+    });
     const decision = first.runner.answer(result.pending[0]!, 'allow');
     const second = make();
     const resumed = await second.runner.resume(overTheWire(result.state), [decision]);
@@ -447,10 +593,28 @@ describe('AgentRunner: durable approvals', () => {
 
   it('lists every pending approval of a turn together; a partial answer pauses again for the rest', async () => {
     const store = new InMemoryApprovalStore();
-    const model = () => new ScriptedModel([{ toolCalls: [{ name: 'refund', arguments: { order: 'A1', amount: 200 } }, { name: 'refund', arguments: { order: 'A2', amount: 300 } }] }, { text: 'ok' }]);
+    const model = () =>
+      new ScriptedModel([
+        {
+          toolCalls: [
+            { name: 'refund', arguments: { order: 'A1', amount: 200 } },
+            { name: 'refund', arguments: { order: 'A2', amount: 300 } },
+          ],
+        },
+        { text: 'ok' },
+      ]);
     const make = () => {
       const f = shop({ policyVersion: 'v1' });
-      return { ...f, runner: new AgentRunner({ registry: f.registry, model: model(), approvals: store, secret: SECRET, handler: () => 'pending' }) };
+      return {
+        ...f,
+        runner: new AgentRunner({
+          registry: f.registry,
+          model: model(),
+          approvals: store,
+          secret: SECRET,
+          handler: () => 'pending',
+        }),
+      };
     };
     const a = make();
     const r = paused(await a.runner.run(concierge, 'x'));

@@ -30,8 +30,16 @@ describe('AgentRunner.run: budgets', () => {
     const { registry, executed } = shop();
     let n = 0;
     // Different arguments every time, so it is the cap that ends the run, not the refusal loop.
-    const model = new ScriptedModel([() => ({ toolCalls: [{ name: 'refund', arguments: { order: `A${++n}`, amount: 1 } }] })], { whenDone: 'repeat' });
-    const runner = new AgentRunner({ registry, model, onRefusal: 'continue', tenants: { t: { tools: ['search'], maxToolCalls: 5 } } });
+    const model = new ScriptedModel(
+      [() => ({ toolCalls: [{ name: 'refund', arguments: { order: `A${++n}`, amount: 1 } }] })],
+      { whenDone: 'repeat' },
+    );
+    const runner = new AgentRunner({
+      registry,
+      model,
+      onRefusal: 'continue',
+      tenants: { t: { tools: ['search'], maxToolCalls: 5 } },
+    });
     const result = await runner.run(concierge, 'go', { tenant: 't' });
     expect(result.status).toBe('budget_exceeded');
     expect(result.attempts).toBe(5);
@@ -40,8 +48,22 @@ describe('AgentRunner.run: budgets', () => {
 
   it('charges maxCost with costOf per tool', async () => {
     const { registry, executed } = shop();
-    const model = new ScriptedModel([{ toolCalls: [{ name: 'quote', arguments: { item: 'x' } }, { name: 'quote', arguments: { item: 'y' } }, { name: 'search', arguments: { query: 'z' } }] }, { text: 'ok' }]);
-    const runner = new AgentRunner({ registry, model, tenants: { t: { maxCost: 10 } }, costOf: (tool) => (tool === 'quote' ? 4 : 3) });
+    const model = new ScriptedModel([
+      {
+        toolCalls: [
+          { name: 'quote', arguments: { item: 'x' } },
+          { name: 'quote', arguments: { item: 'y' } },
+          { name: 'search', arguments: { query: 'z' } },
+        ],
+      },
+      { text: 'ok' },
+    ]);
+    const runner = new AgentRunner({
+      registry,
+      model,
+      tenants: { t: { maxCost: 10 } },
+      costOf: (tool) => (tool === 'quote' ? 4 : 3),
+    });
     const result = await runner.run(concierge, 'go', { tenant: 't' });
     expect(result.status).toBe('budget_exceeded');
     expect(result.status === 'budget_exceeded' && result.cap).toBe('maxCost');
@@ -54,7 +76,10 @@ describe('AgentRunner.run: budgets', () => {
   it('caps model turns with maxIterations (refused turns count)', async () => {
     const { registry } = shop();
     let n = 0;
-    const model = new ScriptedModel([() => ({ toolCalls: [{ name: 'refund', arguments: { order: `O${++n}`, amount: 5000 } }] })], { whenDone: 'repeat' });
+    const model = new ScriptedModel(
+      [() => ({ toolCalls: [{ name: 'refund', arguments: { order: `O${++n}`, amount: 5000 } }] })],
+      { whenDone: 'repeat' },
+    );
     const runner = new AgentRunner({ registry, model, tenants: { t: { maxIterations: 4 } } });
     const result = await runner.run(concierge, 'go', { tenant: 't' });
     expect(result.status).toBe('budget_exceeded');
@@ -65,7 +90,9 @@ describe('AgentRunner.run: budgets', () => {
 
   it('the same refused call three times ends the run as refusal_loop', async () => {
     const { registry } = shop();
-    const model = new ScriptedModel([{ toolCalls: [{ name: 'refund', arguments: { order: 'A', amount: 5000 } }] }], { whenDone: 'repeat' });
+    const model = new ScriptedModel([{ toolCalls: [{ name: 'refund', arguments: { order: 'A', amount: 5000 } }] }], {
+      whenDone: 'repeat',
+    });
     const result = await new AgentRunner({ registry, model }).run(concierge, 'go');
     expect(result.status).toBe('refusal_loop');
     expect(result.status === 'refusal_loop' && result.decision).toMatchObject({ rule: 'deny_huge_refunds' });
@@ -78,21 +105,38 @@ describe('AgentRunner.run: budgets', () => {
     const { registry } = shop();
     const spellings = ['refund', 'REFUND', 'Ｒｅｆｕｎｄ'];
     let i = 0;
-    const model = new ScriptedModel([() => ({ toolCalls: [{ name: spellings[i++ % 3]!, arguments: { amount: 5000, order: 'A' } }] })], { whenDone: 'repeat' });
-    const result = await new AgentRunner({ registry, model, refusalLoopLimit: 3 }).run({ name: 'c', tools: ['refund'] }, 'go');
+    const model = new ScriptedModel(
+      [() => ({ toolCalls: [{ name: spellings[i++ % 3]!, arguments: { amount: 5000, order: 'A' } }] })],
+      { whenDone: 'repeat' },
+    );
+    const result = await new AgentRunner({ registry, model, refusalLoopLimit: 3 }).run(
+      { name: 'c', tools: ['refund'] },
+      'go',
+    );
     expect(result.status).toBe('refusal_loop');
     expect(result.attempts).toBe(3);
 
     let amount = 2000;
-    const varying = new ScriptedModel([() => ({ toolCalls: [{ name: 'refund', arguments: { order: 'A', amount: amount++ } }] })], { whenDone: 'repeat' });
-    const result2 = await new AgentRunner({ registry, model: varying, tenants: { t: { maxIterations: 6 } } }).run({ name: 'c', tools: ['refund'] }, 'go', { tenant: 't' });
+    const varying = new ScriptedModel(
+      [() => ({ toolCalls: [{ name: 'refund', arguments: { order: 'A', amount: amount++ } }] })],
+      { whenDone: 'repeat' },
+    );
+    const result2 = await new AgentRunner({ registry, model: varying, tenants: { t: { maxIterations: 6 } } }).run(
+      { name: 'c', tools: ['refund'] },
+      'go',
+      { tenant: 't' },
+    );
     expect(result2.status).toBe('budget_exceeded');
   });
 
   it('refusal_loop catches a model that keeps calling a tool outside the allowlist', async () => {
     const { registry } = shop();
-    const model = new ScriptedModel([{ toolCalls: [{ name: 'refund', arguments: { order: 'A', amount: 1 } }] }], { whenDone: 'repeat' });
-    const result = await new AgentRunner({ registry, model, onRefusal: 'continue' }).run(concierge, 'go', { caller: { scopes: ['search'] } });
+    const model = new ScriptedModel([{ toolCalls: [{ name: 'refund', arguments: { order: 'A', amount: 1 } }] }], {
+      whenDone: 'repeat',
+    });
+    const result = await new AgentRunner({ registry, model, onRefusal: 'continue' }).run(concierge, 'go', {
+      caller: { scopes: ['search'] },
+    });
     expect(result.status).toBe('refusal_loop');
     expect(result.decisions).toHaveLength(3);
   });

@@ -6,16 +6,32 @@ import { shop } from './fixtures.js';
 const auditor: Agent = { name: 'auditor', tools: ['ledger', 'refund'], instructions: 'Check the books.' };
 // pricing must declare ledger too for auditor to use it: a hop narrows, it never passes through what it lacks.
 const pricing: Agent = { name: 'pricing', tools: ['quote', 'discount', 'ledger', 'agent:auditor'], peers: [auditor] };
-const concierge: Agent = { name: 'concierge', tools: ['search', 'quote', 'ledger', 'agent:pricing', 'agent:auditor'], peers: [pricing] };
+const concierge: Agent = {
+  name: 'concierge',
+  tools: ['search', 'quote', 'ledger', 'agent:pricing', 'agent:auditor'],
+  peers: [pricing],
+};
 
 function chainModel(): ScriptedModel {
   return new ScriptedModel({
-    concierge: [{ toolCalls: [{ name: 'agent:pricing', arguments: { input: 'price a lamp' } }] }, (r) => ({ text: `concierge: ${lastTool(r.messages)}` })],
+    concierge: [
+      { toolCalls: [{ name: 'agent:pricing', arguments: { input: 'price a lamp' } }] },
+      (r) => ({ text: `concierge: ${lastTool(r.messages)}` }),
+    ],
     pricing: [
-      { toolCalls: [{ name: 'quote', arguments: { item: 'lamp' } }, { name: 'agent:auditor', arguments: { input: 'check lamp pricing' } }] },
+      {
+        toolCalls: [
+          { name: 'quote', arguments: { item: 'lamp' } },
+          { name: 'agent:auditor', arguments: { input: 'check lamp pricing' } },
+        ],
+      },
       (r) => ({ text: `pricing: ${lastTool(r.messages)}` }),
     ],
-    auditor: [{ toolCalls: [{ name: 'ledger', arguments: {} }] }, { toolCalls: [{ name: 'refund', arguments: { order: 'L1', amount: 1 } }] }, { text: 'auditor: books ok' }],
+    auditor: [
+      { toolCalls: [{ name: 'ledger', arguments: {} }] },
+      { toolCalls: [{ name: 'refund', arguments: { order: 'L1', amount: 1 } }] },
+      { text: 'auditor: books ok' },
+    ],
   });
 }
 
@@ -46,8 +62,18 @@ describe('AgentRunner.run: delegation', () => {
 
     const refused = events.filter((e): e is Extract<RunEvent, { type: 'tool_refused' }> => e.type === 'tool_refused');
     expect(refused).toHaveLength(1);
-    expect(refused[0]).toMatchObject({ agent: 'auditor', path: ['concierge', 'pricing', 'auditor'], tenant: 'acme', runId: result.runId });
-    expect(refused[0]!.decision).toMatchObject({ tool: 'refund', agent: 'auditor', stage: 'allowlist', layer: 'caller' });
+    expect(refused[0]).toMatchObject({
+      agent: 'auditor',
+      path: ['concierge', 'pricing', 'auditor'],
+      tenant: 'acme',
+      runId: result.runId,
+    });
+    expect(refused[0]!.decision).toMatchObject({
+      tool: 'refund',
+      agent: 'auditor',
+      stage: 'allowlist',
+      layer: 'caller',
+    });
     expect(refused[0]!.error).toBeInstanceOf(ToolNotPermittedError);
     // The peers' decisions are the run's decisions.
     expect(result.decisions.map((d) => `${d.agent}:${d.tool}:${d.effect}`)).toEqual([
@@ -63,7 +89,11 @@ describe('AgentRunner.run: delegation', () => {
     const { registry, executed } = shop();
     const result = await new AgentRunner({ registry, model: chainModel() }).run(concierge, 'go');
     expect(result.status).toBe('failed');
-    expect((result.error as ToolNotPermittedError).details).toEqual({ tool: 'refund', agent: 'auditor', reason: 'caller' });
+    expect((result.error as ToolNotPermittedError).details).toEqual({
+      tool: 'refund',
+      agent: 'auditor',
+      reason: 'caller',
+    });
     expect(executed['refund']).toBeUndefined();
   });
 
@@ -73,16 +103,28 @@ describe('AgentRunner.run: delegation', () => {
     const top: Agent = { ...concierge, peers: [narrowPricing] };
     const result = await new AgentRunner({ registry, model: chainModel() }).run(top, 'go');
     expect(result.status).toBe('failed');
-    expect((result.error as ToolNotPermittedError).details).toEqual({ tool: 'ledger', agent: 'auditor', reason: 'caller' });
+    expect((result.error as ToolNotPermittedError).details).toEqual({
+      tool: 'ledger',
+      agent: 'auditor',
+      reason: 'caller',
+    });
     expect(executed['ledger']).toBeUndefined();
   });
 
   it('the tenant and caller layers hold for peers: a tenant without the peer tool cannot delegate', async () => {
     const { registry } = shop();
-    const runner = new AgentRunner({ registry, model: chainModel(), tenants: { small: { tools: ['search', 'quote'] } } });
+    const runner = new AgentRunner({
+      registry,
+      model: chainModel(),
+      tenants: { small: { tools: ['search', 'quote'] } },
+    });
     const result = await runner.run(concierge, 'go', { tenant: 'small' });
     expect(result.status).toBe('failed');
-    expect((result.error as ToolNotPermittedError).details).toEqual({ tool: 'agent:pricing', agent: 'concierge', reason: 'tenant' });
+    expect((result.error as ToolNotPermittedError).details).toEqual({
+      tool: 'agent:pricing',
+      agent: 'concierge',
+      reason: 'tenant',
+    });
   });
 
   it('a peer declared only by another agent is not callable (it is not a registered tool for this agent)', async () => {
@@ -95,12 +137,22 @@ describe('AgentRunner.run: delegation', () => {
 
   it('the depth cap stops a cycle of peers', async () => {
     const { registry } = shop();
-    const ping: { name: string; tools: string[]; peers: Agent[] } = { name: 'ping', tools: ['agent:ping', 'agent:pong'], peers: [] };
+    const ping: { name: string; tools: string[]; peers: Agent[] } = {
+      name: 'ping',
+      tools: ['agent:ping', 'agent:pong'],
+      peers: [],
+    };
     const pong: Agent = { name: 'pong', tools: ['agent:ping', 'agent:pong'], peers: [ping] };
     ping.peers.push(pong);
     const model = new ScriptedModel({
-      ping: [{ toolCalls: [{ name: 'agent:pong', arguments: { input: 'go' } }] }, (r) => ({ text: `ping(${lastTool(r.messages)})` })],
-      pong: [{ toolCalls: [{ name: 'agent:ping', arguments: { input: 'go' } }] }, (r) => ({ text: `pong(${lastTool(r.messages)})` })],
+      ping: [
+        { toolCalls: [{ name: 'agent:pong', arguments: { input: 'go' } }] },
+        (r) => ({ text: `ping(${lastTool(r.messages)})` }),
+      ],
+      pong: [
+        { toolCalls: [{ name: 'agent:ping', arguments: { input: 'go' } }] },
+        (r) => ({ text: `pong(${lastTool(r.messages)})` }),
+      ],
     });
     const runner = new AgentRunner({ registry, model, maxDepth: 2 });
     const events: RunEvent[] = [];
@@ -108,7 +160,10 @@ describe('AgentRunner.run: delegation', () => {
     const result = await runner.run(ping, 'go');
     expect(result.status).toBe('completed');
     expect(events).toHaveLength(1);
-    expect(events[0]).toMatchObject({ path: ['ping', 'pong', 'ping'], decision: { stage: 'budget', tool: 'agent:pong' } });
+    expect(events[0]).toMatchObject({
+      path: ['ping', 'pong', 'ping'],
+      decision: { stage: 'budget', tool: 'agent:pong' },
+    });
     expect(result.output).toMatch(/^ping\(pong\(ping\(Tool call refused \(budget\): delegation is capped at depth 2/);
   });
 

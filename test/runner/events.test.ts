@@ -1,5 +1,14 @@
 import { describe, expect, expectTypeOf, it } from 'vitest';
-import { AgentRunner, InMemoryApprovalStore, ScriptedModel, type Decision, type RegistryEvent, type RunEvent, type RunEventMap, type RunEventType } from '../../src/index.js';
+import {
+  AgentRunner,
+  InMemoryApprovalStore,
+  ScriptedModel,
+  type Decision,
+  type RegistryEvent,
+  type RunEvent,
+  type RunEventMap,
+  type RunEventType,
+} from '../../src/index.js';
 import { SECRET, shop } from './fixtures.js';
 
 describe('AgentRunner events', () => {
@@ -8,11 +17,22 @@ describe('AgentRunner events', () => {
     const make = () => {
       const f = shop({ policyVersion: 'v1' });
       const model = new ScriptedModel([
-        { toolCalls: [{ name: 'search', arguments: { query: 'a' } }, { name: 'refund', arguments: { order: 'A', amount: 500 } }] },
+        {
+          toolCalls: [
+            { name: 'search', arguments: { query: 'a' } },
+            { name: 'refund', arguments: { order: 'A', amount: 500 } },
+          ],
+        },
         { toolCalls: [{ name: 'refund', arguments: { order: 'B', amount: 5000 } }] },
         { text: 'done' },
       ]);
-      const runner = new AgentRunner({ registry: f.registry, model, approvals: store, secret: SECRET, handler: () => 'pending' });
+      const runner = new AgentRunner({
+        registry: f.registry,
+        model,
+        approvals: store,
+        secret: SECRET,
+        handler: () => 'pending',
+      });
       const events: RunEvent[] = [];
       runner.on((e) => events.push(e));
       const registryEvents: RegistryEvent[] = [];
@@ -28,7 +48,16 @@ describe('AgentRunner events', () => {
 
     const all = [...first.events, ...second.events];
     const types = new Set(all.map((e) => e.type));
-    const expected: RunEventType[] = ['run_started', 'tool_decided', 'tool_refused', 'approval_requested', 'approval_resolved', 'run_paused', 'run_resumed', 'run_finished'];
+    const expected: RunEventType[] = [
+      'run_started',
+      'tool_decided',
+      'tool_refused',
+      'approval_requested',
+      'approval_resolved',
+      'run_paused',
+      'run_resumed',
+      'run_finished',
+    ];
     expect([...types].sort()).toEqual([...expected].sort());
     for (const event of all) {
       expect(event).toMatchObject({ runId: result.runId, agent: 'concierge', tenant: 'acme', path: ['concierge'] });
@@ -47,13 +76,20 @@ describe('AgentRunner events', () => {
     const finished = second.events.at(-1) as RunEventMap['run_finished'];
     expect(finished).toMatchObject({ type: 'run_finished', status: 'completed', error: null });
     // The registry's own listeners (audit) see the runner's decisions too.
-    expect(second.registryEvents.filter((e) => e.type === 'tool_decided').map((e) => (e as { decision: Decision }).decision.tool)).toEqual(['search', 'refund', 'refund']);
+    expect(
+      second.registryEvents
+        .filter((e) => e.type === 'tool_decided')
+        .map((e) => (e as { decision: Decision }).decision.tool),
+    ).toEqual(['search', 'refund', 'refund']);
     expect(first.registryEvents.some((e) => e.type === 'permission_asked')).toBe(true);
   });
 
   it('on(type, listener) receives only that type, typed; unsubscribe stops it; a throwing listener does not stop the run', async () => {
     const { registry } = shop();
-    const runner = new AgentRunner({ registry, model: new ScriptedModel([{ toolCalls: [{ name: 'search', arguments: { query: 'q' } }] }, { text: 'ok' }]) });
+    const runner = new AgentRunner({
+      registry,
+      model: new ScriptedModel([{ toolCalls: [{ name: 'search', arguments: { query: 'q' } }] }, { text: 'ok' }]),
+    });
     const seen: string[] = [];
     const off = runner.on('tool_decided', (e) => {
       expectTypeOf(e.decision).toEqualTypeOf<Decision>();

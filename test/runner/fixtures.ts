@@ -1,6 +1,14 @@
 /** Shared fixtures for the runner tests: a registry of real tools (zod and JSON Schema) with execution counters. */
 import { z } from 'zod';
-import { ALLOW_READONLY, defineTool, PermissionPolicy, PermissionResult, ToolRegistry, ToolTag, type PermissionRule } from '../../src/index.js';
+import {
+  ALLOW_READONLY,
+  defineTool,
+  PermissionPolicy,
+  PermissionResult,
+  ToolRegistry,
+  ToolTag,
+  type PermissionRule,
+} from '../../src/index.js';
 
 export interface Shop {
   readonly registry: ToolRegistry;
@@ -33,31 +41,40 @@ export function shop(options: { policyVersion?: string } = {}): Shop {
     executed[name] = (executed[name] ?? 0) + 1;
   };
   const registry = new ToolRegistry({ handlerTimeoutMs: 500 });
-  registry.register(defineTool({
-    name: 'search',
-    description: 'Search the catalogue',
-    parameters: z.object({ query: z.string() }),
-    metadata: { tags: [ToolTag.READ_ONLY] },
-    execute: ({ query }) => {
-      count('search');
-      return `3 results for ${query}`;
-    },
-  }));
-  registry.register(defineTool({
-    name: 'refund',
-    description: 'Refund an order',
-    parameters: z.object({ order: z.string(), amount: z.number().positive() }),
-    metadata: { tags: [ToolTag.DESTRUCTIVE] },
-    execute: ({ order, amount }) => {
-      count('refund');
-      refunds.push({ order, amount });
-      return `refunded ${amount} on ${order}`;
-    },
-  }));
+  registry.register(
+    defineTool({
+      name: 'search',
+      description: 'Search the catalogue',
+      parameters: z.object({ query: z.string() }),
+      metadata: { tags: [ToolTag.READ_ONLY] },
+      execute: ({ query }) => {
+        count('search');
+        return `3 results for ${query}`;
+      },
+    }),
+  );
+  registry.register(
+    defineTool({
+      name: 'refund',
+      description: 'Refund an order',
+      parameters: z.object({ order: z.string(), amount: z.number().positive() }),
+      metadata: { tags: [ToolTag.DESTRUCTIVE] },
+      execute: ({ order, amount }) => {
+        count('refund');
+        refunds.push({ order, amount });
+        return `refunded ${amount} on ${order}`;
+      },
+    }),
+  );
   registry.register({
     name: 'quote',
     description: 'Price an item',
-    parameters: { type: 'object', properties: { item: { type: 'string' } }, required: ['item'], additionalProperties: false },
+    parameters: {
+      type: 'object',
+      properties: { item: { type: 'string' } },
+      required: ['item'],
+      additionalProperties: false,
+    },
     metadata: { tags: [ToolTag.READ_ONLY] },
     execute: (args) => {
       count('quote');

@@ -21,7 +21,10 @@ describe('AgentRunner: per-dispatch enforcement (property)', () => {
         fc.option(fc.subarray([...TOOLS]), { nil: null }),
         async (calls, plans, declared, scopes) => {
           const { registry } = shop();
-          const model = new ScriptedModel([...calls.map((name) => ({ toolCalls: [{ name, arguments: ARGS[name] }] })), { text: 'done' }]);
+          const model = new ScriptedModel([
+            ...calls.map((name) => ({ toolCalls: [{ name, arguments: ARGS[name] }] })),
+            { text: 'done' },
+          ]);
           // Each read of the provider gets the next plan (cycling): the plan can change between any two dispatches.
           let reads = 0;
           let current: readonly string[] | null = null;
@@ -39,7 +42,10 @@ describe('AgentRunner: per-dispatch enforcement (property)', () => {
           registry.onChange((event) => {
             if (event.type !== 'tool_executed') return;
             const tool = canonical(event.tool);
-            const ok = declared.includes(tool as never) && (current === null || current.includes(tool)) && (scopes === null || scopes.includes(tool as never));
+            const ok =
+              declared.includes(tool as never) &&
+              (current === null || current.includes(tool)) &&
+              (scopes === null || scopes.includes(tool as never));
             if (!ok) violations.push(`${tool} ran under plan ${JSON.stringify(current)}`);
           });
           const result = await runner.run({ name: 'agent', tools: declared }, 'go', { caller: { scopes } });

@@ -23,7 +23,8 @@ const concierge: Agent = { name: 'concierge', tools: ['search', 'refund'] };
 const REFUND = { toolCalls: [{ name: 'refund', arguments: { order: 'A1', amount: 500 } }] };
 
 function paused(result: RunResult): Extract<RunResult, { status: 'paused' }> {
-  if (result.status !== 'paused') throw new Error(`expected a paused run, got ${result.status}: ${result.error?.message ?? ''}`);
+  if (result.status !== 'paused')
+    throw new Error(`expected a paused run, got ${result.status}: ${result.error?.message ?? ''}`);
   return result;
 }
 
@@ -32,14 +33,29 @@ function wire(state: RunState): RunState {
 }
 
 /** A runner (fresh registry, version "v1") whose own handler leaves every ask pending; `policyHandler` goes on the policy. */
-function make(store: ApprovalStore, steps: ScriptTurn[] = [REFUND, { text: 'done' }], policyHandler?: PermissionHandler) {
+function make(
+  store: ApprovalStore,
+  steps: ScriptTurn[] = [REFUND, { text: 'done' }],
+  policyHandler?: PermissionHandler,
+) {
   const fixture = shop({ policyVersion: 'v1' });
   if (policyHandler) {
     fixture.registry.setPermissionPolicy(
-      new PermissionPolicy({ rules: [ALLOW_READONLY, DENY_HUGE_REFUNDS, ASK_BIG_REFUNDS], fallback: PermissionResult.ALLOW, version: 'v1', handler: policyHandler }),
+      new PermissionPolicy({
+        rules: [ALLOW_READONLY, DENY_HUGE_REFUNDS, ASK_BIG_REFUNDS],
+        fallback: PermissionResult.ALLOW,
+        version: 'v1',
+        handler: policyHandler,
+      }),
     );
   }
-  const runner = new AgentRunner({ registry: fixture.registry, model: new ScriptedModel(steps), approvals: store, secret: SECRET, handler: () => 'pending' });
+  const runner = new AgentRunner({
+    registry: fixture.registry,
+    model: new ScriptedModel(steps),
+    approvals: store,
+    secret: SECRET,
+    handler: () => 'pending',
+  });
   const events: RunEvent[] = [];
   runner.on((e) => events.push(e));
   return { ...fixture, runner, events };
@@ -58,7 +74,12 @@ describe("AgentRunner resume: the policy's own handler decides first", () => {
     expect(asked).toBe(1);
     expect(second.refunds).toEqual([]);
     expect(resumed.decisions[0]).toMatchObject({ effect: 'deny', stage: 'handler', by: 'handler', asked: 'policy' });
-    expect(second.events.find((e) => e.type === 'approval_resolved')).toMatchObject({ accepted: false, answer: 'allow', reason: expect.stringMatching(/policy in force has its own handler/), decision: { effect: 'deny', asked: 'policy' } });
+    expect(second.events.find((e) => e.type === 'approval_resolved')).toMatchObject({
+      accepted: false,
+      answer: 'allow',
+      reason: expect.stringMatching(/policy in force has its own handler/),
+      decision: { effect: 'deny', asked: 'policy' },
+    });
 
     // A denial given on resume does not override an allowing policy handler either: the policy handler decides.
     const again = paused(await make(store).runner.run(concierge, 'refund A1'));
@@ -75,7 +96,9 @@ describe("AgentRunner resume: the policy's own handler decides first", () => {
     // Remember "allow" for the session and for the run, under a policy without a handler.
     const first = make(store, twice);
     const result = paused(await first.runner.run(concierge, 'x', { session: 'shared' }));
-    const done = await make(store, twice).runner.resume(wire(result.state), [first.runner.answer(result.pending[0]!, 'allow', { scope: 'session' })]);
+    const done = await make(store, twice).runner.resume(wire(result.state), [
+      first.runner.answer(result.pending[0]!, 'allow', { scope: 'session' }),
+    ]);
     expect(done.decisions[1]).toMatchObject({ effect: 'allow', reason: expect.stringMatching(/approved earlier/) });
 
     // The same session under a policy (same version) with its own handler: the handler is asked for every call.
@@ -84,14 +107,19 @@ describe("AgentRunner resume: the policy's own handler decides first", () => {
     const r = await later.runner.run(concierge, 'x', { session: 'shared' });
     expect(asked).toBe(2);
     expect(later.refunds).toEqual([]);
-    expect(r.decisions.map((d) => [d.effect, d.asked])).toEqual([['deny', 'policy'], ['deny', 'policy']]);
+    expect(r.decisions.map((d) => [d.effect, d.asked])).toEqual([
+      ['deny', 'policy'],
+      ['deny', 'policy'],
+    ]);
 
     // A run-scoped answer granted on resume is not remembered past a policy handler added later in the run.
     const runScoped = make(store, twice);
     const p = paused(await runScoped.runner.run(concierge, 'y', { session: 'other' }));
     let asked2 = 0;
     const guarded = make(store, twice, () => (asked2++, PermissionResult.ALLOW));
-    const r2 = await guarded.runner.resume(wire(p.state), [runScoped.runner.answer(p.pending[0]!, 'allow', { scope: 'run' })]);
+    const r2 = await guarded.runner.resume(wire(p.state), [
+      runScoped.runner.answer(p.pending[0]!, 'allow', { scope: 'run' }),
+    ]);
     expect(r2.status).toBe('completed');
     expect(asked2).toBe(2);
     expect(r2.decisions.map((d) => d.asked)).toEqual(['policy', 'policy']);
@@ -102,11 +130,15 @@ describe('AgentRunner resume: the caller and the agents only narrow', () => {
   it('a scope revoked while the run was paused refuses the approved call at the caller layer; nothing executes', async () => {
     const store = new InMemoryApprovalStore();
     const first = make(store);
-    const result = paused(await first.runner.run(concierge, 'refund A1', { caller: { id: 'ann', scopes: ['search', 'refund'] } }));
+    const result = paused(
+      await first.runner.run(concierge, 'refund A1', { caller: { id: 'ann', scopes: ['search', 'refund'] } }),
+    );
     const decision = first.runner.answer(result.pending[0]!, 'allow');
 
     const second = make(store);
-    const resumed = await second.runner.resume(wire(result.state), [decision], { caller: { id: 'ann', scopes: ['search'] } });
+    const resumed = await second.runner.resume(wire(result.state), [decision], {
+      caller: { id: 'ann', scopes: ['search'] },
+    });
     expect(resumed.status).toBe('failed');
     expect(resumed.error).toBeInstanceOf(ToolNotPermittedError);
     expect((resumed.error as ToolNotPermittedError).reason).toBe('caller');
@@ -115,9 +147,17 @@ describe('AgentRunner resume: the caller and the agents only narrow', () => {
     expect(second.executed).toEqual({});
 
     // The same scopes as the state's (or no caller option): the approved call runs.
-    const again = paused(await first.runner.run(concierge, 'refund A1', { caller: { id: 'ann', scopes: ['search', 'refund'] } }));
+    const again = paused(
+      await first.runner.run(concierge, 'refund A1', { caller: { id: 'ann', scopes: ['search', 'refund'] } }),
+    );
     const third = make(store);
-    expect((await third.runner.resume(wire(again.state), [first.runner.answer(again.pending[0]!, 'allow')], { caller: { id: 'ann', scopes: ['refund', 'search'] } })).status).toBe('completed');
+    expect(
+      (
+        await third.runner.resume(wire(again.state), [first.runner.answer(again.pending[0]!, 'allow')], {
+          caller: { id: 'ann', scopes: ['refund', 'search'] },
+        })
+      ).status,
+    ).toBe('completed');
     expect(third.refunds).toEqual([{ order: 'A1', amount: 500 }]);
   });
 
@@ -126,7 +166,9 @@ describe('AgentRunner resume: the caller and the agents only narrow', () => {
     const first = make(store);
     const result = paused(await first.runner.run(concierge, 'refund A1'));
     const second = make(store);
-    const resumed = await second.runner.resume(wire(result.state), [first.runner.answer(result.pending[0]!, 'allow')], { caller: { scopes: [] } });
+    const resumed = await second.runner.resume(wire(result.state), [first.runner.answer(result.pending[0]!, 'allow')], {
+      caller: { scopes: [] },
+    });
     expect((resumed.error as ToolNotPermittedError).reason).toBe('caller');
     expect(second.refunds).toEqual([]);
   });
@@ -138,18 +180,28 @@ describe('AgentRunner resume: the caller and the agents only narrow', () => {
     const first = make(store, steps);
     const result = paused(await first.runner.run(concierge, 'x', { caller: { scopes: ['refund'] } }));
     const second = make(store, steps);
-    const resumed = await second.runner.resume(wire(result.state), [first.runner.answer(result.pending[0]!, 'allow')], { caller: { scopes: ['refund', 'search'] } });
+    const resumed = await second.runner.resume(wire(result.state), [first.runner.answer(result.pending[0]!, 'allow')], {
+      caller: { scopes: ['refund', 'search'] },
+    });
     expect(second.refunds).toEqual([{ order: 'A1', amount: 500 }]);
     expect(second.executed['search']).toBeUndefined();
     expect(resumed.status).toBe('failed');
     expect(resumed.decisions[1]).toMatchObject({ effect: 'deny', tool: 'search', layer: 'caller' });
 
     // Narrowed on one resume, paused again: the next resume cannot get the revoked scope back.
-    const twice = [REFUND, { toolCalls: [{ name: 'refund', arguments: { order: 'B2', amount: 300 } }] }, { text: 'done' }];
+    const twice = [
+      REFUND,
+      { toolCalls: [{ name: 'refund', arguments: { order: 'B2', amount: 300 } }] },
+      { text: 'done' },
+    ];
     const a = make(store, twice);
     const p1 = paused(await a.runner.run(concierge, 'x', { caller: { scopes: ['refund', 'search'] } }));
     const b = make(store, twice);
-    const p2 = paused(await b.runner.resume(wire(p1.state), [a.runner.answer(p1.pending[0]!, 'allow')], { caller: { scopes: ['refund'] } }));
+    const p2 = paused(
+      await b.runner.resume(wire(p1.state), [a.runner.answer(p1.pending[0]!, 'allow')], {
+        caller: { scopes: ['refund'] },
+      }),
+    );
     expect(p2.state.caller.scopes).toEqual(['refund']);
     expect(b.refunds).toEqual([{ order: 'A1', amount: 500 }]);
   });
@@ -157,11 +209,19 @@ describe('AgentRunner resume: the caller and the agents only narrow', () => {
   it('a different caller id on resume is refused before anything runs', async () => {
     const store = new InMemoryApprovalStore();
     const first = make(store);
-    const result = paused(await first.runner.run(concierge, 'refund A1', { caller: { id: 'ann', scopes: ['refund'] } }));
+    const result = paused(
+      await first.runner.run(concierge, 'refund A1', { caller: { id: 'ann', scopes: ['refund'] } }),
+    );
     const second = make(store);
-    await expect(second.runner.resume(wire(result.state), [first.runner.answer(result.pending[0]!, 'allow')], { caller: { id: 'bob' } })).rejects.toThrow(RunStateError);
+    await expect(
+      second.runner.resume(wire(result.state), [first.runner.answer(result.pending[0]!, 'allow')], {
+        caller: { id: 'bob' },
+      }),
+    ).rejects.toThrow(RunStateError);
     expect(second.refunds).toEqual([]);
-    await expect(second.runner.resume(wire(result.state), [], { caller: 'ann' } as never)).rejects.toThrow(/option "caller" must be an object/);
+    await expect(second.runner.resume(wire(result.state), [], { caller: 'ann' } as never)).rejects.toThrow(
+      /option "caller" must be an object/,
+    );
   });
 
   it("agent declarations given on resume narrow the state's and never widen them", async () => {
@@ -171,7 +231,9 @@ describe('AgentRunner resume: the caller and the agents only narrow', () => {
     const decision = first.runner.answer(result.pending[0]!, 'allow');
     // The agent no longer declares refund: the approved call is refused at the allowlist.
     const second = make(store);
-    const resumed = await second.runner.resume(wire(result.state), [decision], { agent: { name: 'concierge', tools: ['search', 'quote'] } });
+    const resumed = await second.runner.resume(wire(result.state), [decision], {
+      agent: { name: 'concierge', tools: ['search', 'quote'] },
+    });
     expect(second.refunds).toEqual([]);
     expect(resumed.decisions[0]).toMatchObject({ effect: 'deny', stage: 'allowlist' });
 
@@ -180,11 +242,15 @@ describe('AgentRunner resume: the caller and the agents only narrow', () => {
     const a = make(store, steps);
     const p = paused(await a.runner.run(concierge, 'x'));
     const b = make(store, steps);
-    const r = await b.runner.resume(wire(p.state), [a.runner.answer(p.pending[0]!, 'allow')], { agent: { name: 'concierge', tools: ['search', 'REFUND', 'quote'] } });
+    const r = await b.runner.resume(wire(p.state), [a.runner.answer(p.pending[0]!, 'allow')], {
+      agent: { name: 'concierge', tools: ['search', 'REFUND', 'quote'] },
+    });
     expect(b.refunds).toEqual([{ order: 'A1', amount: 500 }]);
     expect(b.executed['quote']).toBeUndefined();
     expect(r.decisions[1]).toMatchObject({ effect: 'deny', tool: 'quote', stage: 'allowlist' });
 
-    await expect(b.runner.resume(wire(p.state), [], { agent: { name: 'other', tools: [] } })).rejects.toThrow(RunStateError);
+    await expect(b.runner.resume(wire(p.state), [], { agent: { name: 'other', tools: [] } })).rejects.toThrow(
+      RunStateError,
+    );
   });
 });

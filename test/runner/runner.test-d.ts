@@ -1,5 +1,14 @@
 import { expectTypeOf, test } from 'vitest';
-import type { AgentRunner, ApprovalDecision, DenyDecision, PendingApproval, RunEventMap, RunResult, RunState, ToolNotPermittedError } from '../../src/index.js';
+import type {
+  AgentRunner,
+  ApprovalDecision,
+  DenyDecision,
+  PendingApproval,
+  RunEventMap,
+  RunResult,
+  RunState,
+  ToolNotPermittedError,
+} from '../../src/index.js';
 
 test('RunResult narrows on status', () => {
   const result = {} as RunResult;

@@ -1,5 +1,13 @@
 import { describe, expect, it, vi } from 'vitest';
-import { AgentRunner, ConfigurationError, InMemoryApprovalStore, ScriptedModel, ToolNotPermittedError, type RunEvent, type TenantLimits } from '../../src/index.js';
+import {
+  AgentRunner,
+  ConfigurationError,
+  InMemoryApprovalStore,
+  ScriptedModel,
+  ToolNotPermittedError,
+  type RunEvent,
+  type TenantLimits,
+} from '../../src/index.js';
 import { shop } from './fixtures.js';
 
 const concierge = { name: 'concierge', tools: ['search', 'refund', 'quote'] };
@@ -9,15 +17,25 @@ describe('AgentRunner.run: the allowlist per dispatch', () => {
     const { registry } = shop();
     const model = new ScriptedModel([{ text: 'hello' }]);
     const runner = new AgentRunner({ registry, model, tenants: { acme: { tools: ['quote', 'search'] } } });
-    const result = await runner.run({ name: 'concierge', tools: ['refund', 'quote', 'ledger', 'search'] }, 'hi', { tenant: 'acme', caller: { scopes: ['search', 'quote', 'refund'] } });
+    const result = await runner.run({ name: 'concierge', tools: ['refund', 'quote', 'ledger', 'search'] }, 'hi', {
+      tenant: 'acme',
+      caller: { scopes: ['search', 'quote', 'refund'] },
+    });
     expect(result.status).toBe('completed');
     expect(model.requests[0]!.tools.map((t) => t.name)).toEqual(['quote', 'search']);
-    expect(model.requests[0]!.tools[0]).toMatchObject({ name: 'quote', description: 'Price an item', parameters: { type: 'object' } });
+    expect(model.requests[0]!.tools[0]).toMatchObject({
+      name: 'quote',
+      description: 'Price an item',
+      parameters: { type: 'object' },
+    });
   });
 
   it('fails the run on a call outside the allowlist, before it executes, with ToolNotPermittedError and a tool_refused event', async () => {
     const { registry, executed } = shop();
-    const model = new ScriptedModel([{ toolCalls: [{ name: 'refund', arguments: { order: 'A1', amount: 5 } }] }, { text: 'never' }]);
+    const model = new ScriptedModel([
+      { toolCalls: [{ name: 'refund', arguments: { order: 'A1', amount: 5 } }] },
+      { text: 'never' },
+    ]);
     const runner = new AgentRunner({ registry, model, tenants: { acme: { tools: ['search', 'quote'] } } });
     const refused: RunEvent[] = [];
     runner.on('tool_refused', (e) => refused.push(e));
@@ -29,7 +47,13 @@ describe('AgentRunner.run: the allowlist per dispatch', () => {
     expect(error.permitted).toEqual(['search', 'quote']);
     expect(executed['refund']).toBeUndefined();
     expect(refused).toHaveLength(1);
-    expect(refused[0]).toMatchObject({ type: 'tool_refused', runId: result.runId, agent: 'concierge', tenant: 'acme', decision: { stage: 'allowlist', layer: 'tenant' } });
+    expect(refused[0]).toMatchObject({
+      type: 'tool_refused',
+      runId: result.runId,
+      agent: 'concierge',
+      tenant: 'acme',
+      decision: { stage: 'allowlist', layer: 'tenant' },
+    });
     expect(model.requests).toHaveLength(1);
     expect(result.attempts).toBe(1);
     expect(result.refusals).toBe(1);
@@ -65,7 +89,15 @@ describe('AgentRunner.run: the allowlist per dispatch', () => {
 
   it("with onRefusal 'continue', answers the model with an error result that names the refusal and offers no appeal", async () => {
     const { registry, executed } = shop();
-    const model = new ScriptedModel([{ toolCalls: [{ name: 'refund', arguments: { order: 'A1', amount: 5 } }, { name: 'search', arguments: { query: 'x' } }] }, { text: 'sorry' }]);
+    const model = new ScriptedModel([
+      {
+        toolCalls: [
+          { name: 'refund', arguments: { order: 'A1', amount: 5 } },
+          { name: 'search', arguments: { query: 'x' } },
+        ],
+      },
+      { text: 'sorry' },
+    ]);
     const runner = new AgentRunner({ registry, model, onRefusal: 'continue' });
     const result = await runner.run(concierge, 'go', { caller: { scopes: ['search'] } });
     expect(result.status).toBe('completed');
@@ -79,8 +111,15 @@ describe('AgentRunner.run: the allowlist per dispatch', () => {
 
   it('maps capability scopes to tool names at the boundary', async () => {
     const { registry, executed } = shop();
-    const model = new ScriptedModel([{ toolCalls: [{ name: 'refund', arguments: { order: 'A1', amount: 5 } }] }, { text: 'ok' }]);
-    const runner = new AgentRunner({ registry, model, scopes: { 'billing:write': ['refund'], 'catalog:read': ['search', 'quote'] } });
+    const model = new ScriptedModel([
+      { toolCalls: [{ name: 'refund', arguments: { order: 'A1', amount: 5 } }] },
+      { text: 'ok' },
+    ]);
+    const runner = new AgentRunner({
+      registry,
+      model,
+      scopes: { 'billing:write': ['refund'], 'catalog:read': ['search', 'quote'] },
+    });
     const ok = await runner.run(concierge, 'go', { caller: { scopes: ['billing:write'] } });
     expect(ok.status).toBe('completed');
     expect(executed['refund']).toBe(1);
@@ -133,7 +172,14 @@ describe('AgentRunner.run: the allowlist per dispatch', () => {
 
   it('every call of a turn is decided before any runs: a refusal late in the batch stops the earlier calls', async () => {
     const { registry, executed } = shop();
-    const model = new ScriptedModel([{ toolCalls: [{ name: 'search', arguments: { query: 'x' } }, { name: 'refund', arguments: { order: 'A', amount: 1 } }] }]);
+    const model = new ScriptedModel([
+      {
+        toolCalls: [
+          { name: 'search', arguments: { query: 'x' } },
+          { name: 'refund', arguments: { order: 'A', amount: 1 } },
+        ],
+      },
+    ]);
     const result = await new AgentRunner({ registry, model }).run(concierge, 'go', { caller: { scopes: ['search'] } });
     expect(result.status).toBe('failed');
     expect(executed['search']).toBeUndefined();
@@ -142,7 +188,12 @@ describe('AgentRunner.run: the allowlist per dispatch', () => {
   it('malformed arguments and invalid arguments are error results, never run', async () => {
     const { registry, executed } = shop();
     const model = new ScriptedModel([
-      { toolCalls: [{ name: 'refund', arguments: '{"order": "A1", "amount": ' }, { name: 'refund', arguments: { order: 'A1', amount: -3 } }] },
+      {
+        toolCalls: [
+          { name: 'refund', arguments: '{"order": "A1", "amount": ' },
+          { name: 'refund', arguments: { order: 'A1', amount: -3 } },
+        ],
+      },
       { text: 'gave up' },
     ]);
     const result = await new AgentRunner({ registry, model }).run(concierge, 'go');
@@ -185,7 +236,9 @@ describe('AgentRunner.run: the allowlist per dispatch', () => {
   it('rejects an agent whose declaration has two names with one canonical form', async () => {
     const { registry } = shop();
     const runner = new AgentRunner({ registry, model: new ScriptedModel([]) });
-    await expect(runner.run({ name: 'a', tools: ['search', 'SEARCH'] }, 'x')).rejects.toBeInstanceOf(ConfigurationError);
+    await expect(runner.run({ name: 'a', tools: ['search', 'SEARCH'] }, 'x')).rejects.toBeInstanceOf(
+      ConfigurationError,
+    );
   });
 
   it('fails closed when the model throws or answers nonsense', async () => {
@@ -216,7 +269,9 @@ describe('AgentRunner.run: the allowlist per dispatch', () => {
     const { registry, executed } = shop();
     const plan: { maxToolCalls: number } = { maxToolCalls: 10 };
     let n = 0;
-    const model = new ScriptedModel([() => ({ toolCalls: [{ name: 'quote', arguments: { item: String(++n) } }] })], { whenDone: 'repeat' });
+    const model = new ScriptedModel([() => ({ toolCalls: [{ name: 'quote', arguments: { item: String(++n) } }] })], {
+      whenDone: 'repeat',
+    });
     const runner = new AgentRunner({ registry, model, tenants: () => ({ ...plan }) });
     registry.onChange((e) => {
       if (e.type === 'tool_executed' && (executed['quote'] ?? 0) === 2) plan.maxToolCalls = 2;
@@ -230,7 +285,12 @@ describe('AgentRunner.run: the allowlist per dispatch', () => {
   it('duplicate call ids in one turn are refused, not merged', async () => {
     const { registry, executed } = shop();
     const model = new ScriptedModel([
-      { toolCalls: [{ id: 'x', name: 'search', arguments: { query: 'a' } }, { id: 'x', name: 'search', arguments: { query: 'b' } }] },
+      {
+        toolCalls: [
+          { id: 'x', name: 'search', arguments: { query: 'a' } },
+          { id: 'x', name: 'search', arguments: { query: 'b' } },
+        ],
+      },
       { text: 'ok' },
     ]);
     const result = await new AgentRunner({ registry, model }).run(concierge, 'go');
@@ -246,7 +306,10 @@ describe('AgentRunner.run: the allowlist per dispatch', () => {
     const { registry } = shop();
     const controller = new AbortController();
     controller.abort(new Error('user left'));
-    const model = new ScriptedModel([{ toolCalls: [{ name: 'search', arguments: { query: 'x' } }] }, (r) => ({ text: (r.messages.at(-1) as { content: string }).content })]);
+    const model = new ScriptedModel([
+      { toolCalls: [{ name: 'search', arguments: { query: 'x' } }] },
+      (r) => ({ text: (r.messages.at(-1) as { content: string }).content }),
+    ]);
     const result = await new AgentRunner({ registry, model }).run(concierge, 'go', { signal: controller.signal });
     expect(result.output).toMatch(/cancelled/);
   });

@@ -21,7 +21,13 @@ function make(filename: string) {
     { toolCalls: [{ name: 'refund', arguments: { order: 'A1', amount: 500 } }] },
     { text: 'done' },
   ]);
-  const runner = new AgentRunner({ registry: f.registry, model, approvals: store, secret: SECRET, handler: () => 'pending' });
+  const runner = new AgentRunner({
+    registry: f.registry,
+    model,
+    approvals: store,
+    secret: SECRET,
+    handler: () => 'pending',
+  });
   return { ...f, store, runner };
 }
 
@@ -92,8 +98,14 @@ describe('SqliteApprovalStore (toolgate/sqlite)', () => {
     visit(join(root, 'index.ts'));
     expect(seen.has(join(root, 'runner/runner.ts'))).toBe(true);
     expect([...external].filter((s) => !s.startsWith('node:'))).toEqual(['ajv']);
-    const pkg = JSON.parse(readFileSync(resolve(root, '../package.json'), 'utf8')) as Record<string, Record<string, unknown>>;
+    const pkg = JSON.parse(readFileSync(resolve(root, '../package.json'), 'utf8')) as Record<
+      string,
+      Record<string, unknown>
+    >;
     expect(pkg['peerDependenciesMeta']!['better-sqlite3']).toEqual({ optional: true });
-    expect(pkg['exports']!['./sqlite']).toEqual({ types: './dist/runner/stores/sqlite.d.ts', import: './dist/runner/stores/sqlite.js' });
+    expect(pkg['exports']!['./sqlite']).toEqual({
+      types: './dist/runner/stores/sqlite.d.ts',
+      import: './dist/runner/stores/sqlite.js',
+    });
   });
 });

@@ -13,7 +13,8 @@ import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 /** The SDK's canonical JSON (sorted keys, `undefined` array elements as null), byte for byte. */
 export function canonicalJson(value: unknown): string {
   if (value === null || value === undefined || typeof value !== 'object') return String(JSON.stringify(value));
-  if (Array.isArray(value)) return `[${value.map((element: unknown) => (element === undefined ? 'null' : canonicalJson(element))).join(',')}]`;
+  if (Array.isArray(value))
+    return `[${value.map((element: unknown) => (element === undefined ? 'null' : canonicalJson(element))).join(',')}]`;
   const record = value as Record<string, unknown>;
   return `{${Object.keys(record)
     .sort()
@@ -31,7 +32,13 @@ export interface SignedApproval {
 
 function expected(secret: Uint8Array, approval: SignedApproval): Buffer {
   const digest = createHash('sha256').update(canonicalJson(approval.input), 'utf8').digest('base64url');
-  const payload = JSON.stringify(['ai-sdk-tool-approval-v1', approval.approvalId, approval.toolCallId, approval.toolName, digest]);
+  const payload = JSON.stringify([
+    'ai-sdk-tool-approval-v1',
+    approval.approvalId,
+    approval.toolCallId,
+    approval.toolName,
+    digest,
+  ]);
   return createHmac('sha256', secret).update(payload, 'utf8').digest();
 }
 
@@ -41,7 +48,12 @@ const SIGNATURE = /^[A-Za-z0-9_-]{43}$/;
 /** True only if `signature` is the SDK's signature of exactly these fields under `secret` (constant-time compare). */
 export function verifyApprovalSignature(secret: Uint8Array, signature: unknown, approval: SignedApproval): boolean {
   if (typeof signature !== 'string' || !SIGNATURE.test(signature)) return false;
-  if (typeof approval.approvalId !== 'string' || typeof approval.toolCallId !== 'string' || typeof approval.toolName !== 'string') return false;
+  if (
+    typeof approval.approvalId !== 'string' ||
+    typeof approval.toolCallId !== 'string' ||
+    typeof approval.toolName !== 'string'
+  )
+    return false;
   let want: Buffer;
   try {
     want = expected(secret, approval);

@@ -12,7 +12,15 @@
  *   id, the tool name and the very input it is about to run), else it goes to the permission handlers
  *   (deny without one). Without `approvalSecret` no approval from the message history counts.
  */
-import { jsonSchema, tool as aiTool, type JSONSchema7, type ModelMessage, type Tool as AiTool, type ToolApprovalStatus, type ToolSet } from 'ai';
+import {
+  jsonSchema,
+  tool as aiTool,
+  type JSONSchema7,
+  type ModelMessage,
+  type Tool as AiTool,
+  type ToolApprovalStatus,
+  type ToolSet,
+} from 'ai';
 import type { GateContext } from '../../gate.js';
 import { describe } from '../../names.js';
 import type { ToolRegistry } from '../../registry.js';
@@ -68,12 +76,17 @@ export interface GatedAiSdkTools {
  * // result.content may hold 'tool-approval-request' parts for calls a rule answered `ask` for
  */
 export function createAiSdkTools(registry: ToolRegistry, options: AiSdkToolsOptions = {}): GatedAiSdkTools {
-  if (!(registry instanceof Registry)) throw new TypeError(`createAiSdkTools expects a ToolRegistry, got ${describe(registry)}`);
-  if (typeof options !== 'object' || options === null) throw new TypeError(`createAiSdkTools options must be an object, got ${describe(options)}`);
+  if (!(registry instanceof Registry))
+    throw new TypeError(`createAiSdkTools expects a ToolRegistry, got ${describe(registry)}`);
+  if (typeof options !== 'object' || options === null)
+    throw new TypeError(`createAiSdkTools options must be an object, got ${describe(options)}`);
   const context = options.context ?? {};
-  if (typeof context !== 'object' || context === null) throw new TypeError(`option "context" must be an object, got ${describe(context)}`);
+  if (typeof context !== 'object' || context === null)
+    throw new TypeError(`option "context" must be an object, got ${describe(context)}`);
   if ('requireSignedApprovals' in options) {
-    throw new TypeError('option "requireSignedApprovals" was removed: approvals are always verified; pass "approvalSecret" to let them count');
+    throw new TypeError(
+      'option "requireSignedApprovals" was removed: approvals are always verified; pass "approvalSecret" to let them count',
+    );
   }
   const secret = secretBytes(options.approvalSecret);
 
@@ -85,19 +98,34 @@ export function createAiSdkTools(registry: ToolRegistry, options: AiSdkToolsOpti
       description: defined.description,
       // No SDK-side validation: the gate validates (step 3) so that a bad call is refused by one rule set.
       inputSchema: jsonSchema<unknown>(defined.inputSchema as JSONSchema7),
-      execute: async (input: unknown, execution: { toolCallId: string; messages: ModelMessage[]; abortSignal?: AbortSignal }) => {
+      execute: async (
+        input: unknown,
+        execution: { toolCallId: string; messages: ModelMessage[]; abortSignal?: AbortSignal },
+      ) => {
         const call = { id: execution.toolCallId, name: defined.name, arguments: input };
         const runContext: GateContext = execution.abortSignal ? { ...context, signal: execution.abortSignal } : context;
         const pre = await check(registry, call, runContext);
         // The SDK calls execute for an approval-gated call only after the user approved it; the approval
         // must be in the messages it passes, on a request signed for this very call and input, so an ask is
         // never taken as approved on the SDK's word (or a client's history) alone.
-        const approved = pre.kind === 'ask' && secret !== undefined && approvedInMessages(execution.messages, secret, { toolCallId: execution.toolCallId, toolName: defined.name, input });
+        const approved =
+          pre.kind === 'ask' &&
+          secret !== undefined &&
+          approvedInMessages(execution.messages, secret, {
+            toolCallId: execution.toolCallId,
+            toolName: defined.name,
+            input,
+          });
         const approver = approved ? APPROVED : undefined;
         // With the approval in hand, the ask was announced when toolApproval put it to the person.
         const decided = await settle(registry, pre, approver, { alreadyAsked: approved });
         const result = await run(registry, decided, runContext);
-        if (result.status !== 'ok') throw new ToolCallFailed(secret === undefined && decided.decision.by === 'no_handler' ? `${result.content} ${NO_SECRET}` : result.content);
+        if (result.status !== 'ok')
+          throw new ToolCallFailed(
+            secret === undefined && decided.decision.by === 'no_handler'
+              ? `${result.content} ${NO_SECRET}`
+              : result.content,
+          );
         return result.value === undefined ? result.content : result.value;
       },
     });
@@ -119,11 +147,13 @@ export function createAiSdkTools(registry: ToolRegistry, options: AiSdkToolsOpti
   };
 
   const recordDenials: GatedAiSdkTools['recordDenials'] = async (messages) => {
-    if (!Array.isArray(messages)) throw new TypeError(`recordDenials expects the messages array, got ${describe(messages)}`);
+    if (!Array.isArray(messages))
+      throw new TypeError(`recordDenials expects the messages array, got ${describe(messages)}`);
     const calls = new Map<string, { toolName: string; input: unknown }>();
     for (const message of messages) {
       if (message.role !== 'assistant' || typeof message.content === 'string') continue;
-      for (const part of message.content) if (part.type === 'tool-call') calls.set(part.toolCallId, { toolName: part.toolName, input: part.input });
+      for (const part of message.content)
+        if (part.type === 'tool-call') calls.set(part.toolCallId, { toolName: part.toolName, input: part.input });
     }
     const recorded: Decision[] = [];
     for (const [toolCallId, call] of calls) {
@@ -136,12 +166,16 @@ export function createAiSdkTools(registry: ToolRegistry, options: AiSdkToolsOpti
     return recorded;
   };
 
-  const gated: GatedAiSdkTools = secret === undefined ? { tools: tools as ToolSet, toolApproval, recordDenials } : { tools: tools as ToolSet, toolApproval, recordDenials, experimental_toolApprovalSecret: secret };
+  const gated: GatedAiSdkTools =
+    secret === undefined
+      ? { tools: tools as ToolSet, toolApproval, recordDenials }
+      : { tools: tools as ToolSet, toolApproval, recordDenials, experimental_toolApprovalSecret: secret };
   return Object.freeze(gated);
 }
 
 /** Appended to the refusal of an ask when no secret is configured. */
-const NO_SECRET = 'Approvals through the AI SDK need the "approvalSecret" option of createAiSdkTools; without it no approval in the messages counts.';
+const NO_SECRET =
+  'Approvals through the AI SDK need the "approvalSecret" option of createAiSdkTools; without it no approval in the messages counts.';
 
 /** The option `approvalSecret` as bytes (a private copy), or undefined when it is not set. */
 function secretBytes(value: unknown): Uint8Array | undefined {
@@ -150,7 +184,8 @@ function secretBytes(value: unknown): Uint8Array | undefined {
   if (typeof value === 'string') bytes = new TextEncoder().encode(value);
   else if (value instanceof Uint8Array) bytes = Uint8Array.from(value);
   else throw new TypeError(`option "approvalSecret" must be a string or a Uint8Array, got ${describe(value)}`);
-  if (bytes.length < MIN_SECRET_BYTES) throw new TypeError(`option "approvalSecret" must have at least ${MIN_SECRET_BYTES} bytes, got ${bytes.length}`);
+  if (bytes.length < MIN_SECRET_BYTES)
+    throw new TypeError(`option "approvalSecret" must have at least ${MIN_SECRET_BYTES} bytes, got ${bytes.length}`);
   return bytes;
 }
 
@@ -169,8 +204,14 @@ function answeredInMessages(messages: readonly ModelMessage[] | undefined, toolC
  * toolgate verifies for exactly this call (`toolCallId`, `toolName`, `input`), and no denying response to
  * any approval request for this call (a denial wins).
  */
-function approvedInMessages(messages: readonly ModelMessage[] | undefined, secret: Uint8Array, call: { readonly toolCallId: string; readonly toolName: string; readonly input: unknown }): boolean {
-  const verified = requestsFor(messages, call.toolCallId, (approvalId, signature) => verifyApprovalSignature(secret, signature, { approvalId, ...call }));
+function approvedInMessages(
+  messages: readonly ModelMessage[] | undefined,
+  secret: Uint8Array,
+  call: { readonly toolCallId: string; readonly toolName: string; readonly input: unknown },
+): boolean {
+  const verified = requestsFor(messages, call.toolCallId, (approvalId, signature) =>
+    verifyApprovalSignature(secret, signature, { approvalId, ...call }),
+  );
   if (verified.size === 0) return false;
   if (responsesTo(messages, call.toolCallId).some((approved) => !approved)) return false;
   return answersTo(messages, verified).some((approved) => approved);
@@ -178,17 +219,25 @@ function approvedInMessages(messages: readonly ModelMessage[] | undefined, secre
 
 /** The `approved` flags of the responses to the non-automatic approval requests for this tool call. */
 function responsesTo(messages: readonly ModelMessage[] | undefined, toolCallId: string): boolean[] {
-  return answersTo(messages, requestsFor(messages, toolCallId, () => true));
+  return answersTo(
+    messages,
+    requestsFor(messages, toolCallId, () => true),
+  );
 }
 
 /** The approval ids of the non-automatic approval requests for this tool call that `accept` accepts. */
-function requestsFor(messages: readonly ModelMessage[] | undefined, toolCallId: string, accept: (approvalId: string, signature: unknown) => boolean): Set<string> {
+function requestsFor(
+  messages: readonly ModelMessage[] | undefined,
+  toolCallId: string,
+  accept: (approvalId: string, signature: unknown) => boolean,
+): Set<string> {
   const approvalIds = new Set<string>();
   if (!Array.isArray(messages)) return approvalIds;
   for (const message of messages) {
     if (message.role !== 'assistant' || typeof message.content === 'string') continue;
     for (const part of message.content) {
-      if (part.type !== 'tool-approval-request' || part.toolCallId !== toolCallId || part.isAutomatic === true) continue;
+      if (part.type !== 'tool-approval-request' || part.toolCallId !== toolCallId || part.isAutomatic === true)
+        continue;
       if (accept(part.approvalId, part.signature)) approvalIds.add(part.approvalId);
     }
   }
@@ -202,7 +251,8 @@ function answersTo(messages: readonly ModelMessage[] | undefined, approvalIds: R
   for (const message of messages) {
     if (message.role !== 'tool') continue;
     for (const part of message.content) {
-      if (part.type === 'tool-approval-response' && approvalIds.has(part.approvalId)) answers.push(part.approved === true);
+      if (part.type === 'tool-approval-response' && approvalIds.has(part.approvalId))
+        answers.push(part.approved === true);
     }
   }
   return answers;

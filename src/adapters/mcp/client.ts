@@ -6,7 +6,12 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import { ToolListChangedNotificationSchema, type CallToolResult, type Tool as McpTool, type ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
+import {
+  ToolListChangedNotificationSchema,
+  type CallToolResult,
+  type Tool as McpTool,
+  type ToolAnnotations,
+} from '@modelcontextprotocol/sdk/types.js';
 import { describe } from '../../names.js';
 import { ToolRegistry } from '../../registry.js';
 import type { JsonSchema } from '../../schema.js';
@@ -91,10 +96,15 @@ export class McpToolError extends Error {
  * await registry.invoke('github:search', { q: 'toolgate' }, { agent: { name: 'dev', tools: ['github:search'] } });
  */
 export async function connectMcpServer(registry: ToolRegistry, options: McpServerOptions): Promise<McpConnection> {
-  if (!(registry instanceof ToolRegistry)) throw new TypeError(`connectMcpServer expects a ToolRegistry, got ${describe(registry)}`);
-  if (typeof options !== 'object' || options === null) throw new TypeError(`connectMcpServer options must be an object, got ${describe(options)}`);
+  if (!(registry instanceof ToolRegistry))
+    throw new TypeError(`connectMcpServer expects a ToolRegistry, got ${describe(registry)}`);
+  if (typeof options !== 'object' || options === null)
+    throw new TypeError(`connectMcpServer options must be an object, got ${describe(options)}`);
   const sources = (['client', 'transport', 'stdio', 'url'] as const).filter((k) => options[k] !== undefined);
-  if (sources.length !== 1) throw new TypeError(`connectMcpServer needs exactly one of the options "client", "transport", "stdio", "url"; got ${sources.length === 0 ? 'none' : sources.join(', ')}`);
+  if (sources.length !== 1)
+    throw new TypeError(
+      `connectMcpServer needs exactly one of the options "client", "transport", "stdio", "url"; got ${sources.length === 0 ? 'none' : sources.join(', ')}`,
+    );
   const prefix = options.prefix === undefined ? 'mcp' : options.prefix;
   if (prefix !== null && (typeof prefix !== 'string' || prefix.trim() === '' || prefix.includes(':'))) {
     throw new TypeError(`option "prefix" must be a non-empty string without ":" or null, got ${describe(prefix)}`);
@@ -102,9 +112,11 @@ export async function connectMcpServer(registry: ToolRegistry, options: McpServe
   const trusted = options.trusted ?? false;
   if (typeof trusted !== 'boolean') throw new TypeError(`option "trusted" must be a boolean, got ${describe(trusted)}`);
   const output = options.output ?? 'text';
-  if (output !== 'text' && output !== 'result') throw new TypeError(`option "output" must be 'text' or 'result', got ${describe(output)}`);
+  if (output !== 'text' && output !== 'result')
+    throw new TypeError(`option "output" must be 'text' or 'result', got ${describe(output)}`);
   const overrides = options.metadata ?? {};
-  if (typeof overrides !== 'object' || overrides === null) throw new TypeError(`option "metadata" must be an object keyed by tool name, got ${describe(overrides)}`);
+  if (typeof overrides !== 'object' || overrides === null)
+    throw new TypeError(`option "metadata" must be an object keyed by tool name, got ${describe(overrides)}`);
 
   const client = options.client ?? new Client({ name: options.clientName ?? 'toolgate', version: '0.1.0' });
   if (!options.client || !options.client.getServerCapabilities()) await client.connect(transportOf(options));
@@ -137,7 +149,9 @@ export async function connectMcpServer(registry: ToolRegistry, options: McpServe
         registered.delete(name);
       }
       try {
-        const tool = registry.register(mcpTool(client, definition, name, { trusted, output, override: overrides[definition.name] }));
+        const tool = registry.register(
+          mcpTool(client, definition, name, { trusted, output, override: overrides[definition.name] }),
+        );
         registered.set(name, { tool, definition, fingerprint });
       } catch (error) {
         nextSkipped.push({ tool: definition.name, reason: error instanceof Error ? error.message : String(error) });
@@ -150,7 +164,9 @@ export async function connectMcpServer(registry: ToolRegistry, options: McpServe
     }
     skipped = nextSkipped;
     for (const problem of nextSkipped) {
-      process.emitWarning(`toolgate: MCP tool ${JSON.stringify(problem.tool)} was not registered: ${problem.reason}`, { code: 'TOOLGATE_MCP_TOOL_SKIPPED' });
+      process.emitWarning(`toolgate: MCP tool ${JSON.stringify(problem.tool)} was not registered: ${problem.reason}`, {
+        code: 'TOOLGATE_MCP_TOOL_SKIPPED',
+      });
     }
     const names = [...registered.keys()];
     for (const listener of listeners) listener(names);
@@ -162,7 +178,10 @@ export async function connectMcpServer(registry: ToolRegistry, options: McpServe
 
   client.setNotificationHandler(ToolListChangedNotificationSchema, async () => {
     await refresh().catch((error: unknown) => {
-      process.emitWarning(`toolgate: refreshing the MCP tool list failed: ${error instanceof Error ? error.message : String(error)}`, { code: 'TOOLGATE_MCP_REFRESH' });
+      process.emitWarning(
+        `toolgate: refreshing the MCP tool list failed: ${error instanceof Error ? error.message : String(error)}`,
+        { code: 'TOOLGATE_MCP_REFRESH' },
+      );
     });
   });
   try {
@@ -183,7 +202,8 @@ export async function connectMcpServer(registry: ToolRegistry, options: McpServe
     definition: (name) => registered.get(name)?.definition,
     refresh,
     onToolsChanged(listener) {
-      if (typeof listener !== 'function') throw new TypeError(`onToolsChanged expects a function, got ${describe(listener)}`);
+      if (typeof listener !== 'function')
+        throw new TypeError(`onToolsChanged expects a function, got ${describe(listener)}`);
       listeners.add(listener);
       return () => listeners.delete(listener);
     },
@@ -201,7 +221,8 @@ function transportOf(options: McpServerOptions): Transport {
   if (options.transport) return options.transport;
   if (options.stdio) {
     const { command, args, env, cwd, stderr } = options.stdio;
-    if (typeof command !== 'string' || command === '') throw new TypeError(`option "stdio.command" must be a non-empty string, got ${describe(command)}`);
+    if (typeof command !== 'string' || command === '')
+      throw new TypeError(`option "stdio.command" must be a non-empty string, got ${describe(command)}`);
     return new StdioClientTransport({
       command,
       args: [...(args ?? [])],
@@ -211,14 +232,20 @@ function transportOf(options: McpServerOptions): Transport {
     });
   }
   const url = options.url instanceof URL ? options.url : new URL(String(options.url));
-  return new StreamableHTTPClientTransport(url, options.headers ? { requestInit: { headers: { ...options.headers } } } : undefined);
+  return new StreamableHTTPClientTransport(
+    url,
+    options.headers ? { requestInit: { headers: { ...options.headers } } } : undefined,
+  );
 }
 
 /**
  * The tags an MCP tool gets from its annotations. Hints of an untrusted server, and missing hints, take
  * the spec's defaults: readOnlyHint false, destructiveHint true, openWorldHint true.
  */
-export function annotationTags(annotations: ToolAnnotations | undefined, trusted: boolean): { tags: ToolTag[]; customTags: string[] } {
+export function annotationTags(
+  annotations: ToolAnnotations | undefined,
+  trusted: boolean,
+): { tags: ToolTag[]; customTags: string[] } {
   const hints = trusted ? (annotations ?? {}) : {};
   const tags: ToolTag[] = [];
   const customTags = ['mcp'];
@@ -245,7 +272,9 @@ function mcpTool(
     parameters: schema,
     metadata: { tags: fromAnnotations.tags, customTags: fromAnnotations.customTags, ...options.override },
     execute: async (args, execution) => {
-      const result = (await client.callTool({ name: definition.name, arguments: args }, undefined, { signal: execution.signal })) as CallToolResult;
+      const result = (await client.callTool({ name: definition.name, arguments: args }, undefined, {
+        signal: execution.signal,
+      })) as CallToolResult;
       if (result.isError === true) throw new McpToolError(definition.name, result);
       return options.output === 'result' ? result : contentText(result);
     },
@@ -258,7 +287,8 @@ export function contentText(result: CallToolResult): string {
   for (const block of result.content ?? []) {
     if (block.type === 'text') parts.push(block.text);
     else if (block.type === 'resource_link') parts.push(`[resource ${block.uri}]`);
-    else if (block.type === 'resource') parts.push('text' in block.resource ? String(block.resource.text) : `[resource ${block.resource.uri}]`);
+    else if (block.type === 'resource')
+      parts.push('text' in block.resource ? String(block.resource.text) : `[resource ${block.resource.uri}]`);
     else parts.push(`[${block.type}${'mimeType' in block ? ` ${String(block.mimeType)}` : ''}]`);
   }
   if (parts.length === 0 && result.structuredContent !== undefined) return JSON.stringify(result.structuredContent);

@@ -41,13 +41,21 @@ export interface JwtAuthOptions {
  * (else `client_id`, `azp`). Scopes are tool names (the "Tool allowlists" spec's caller layer).
  */
 export function jwtAuthenticator(options: JwtAuthOptions): BearerAuthenticator {
-  if (typeof options !== 'object' || options === null) throw new TypeError(`jwtAuthenticator options must be an object, got ${describe(options)}`);
+  if (typeof options !== 'object' || options === null)
+    throw new TypeError(`jwtAuthenticator options must be an object, got ${describe(options)}`);
   const given = (['publicKey', 'jwk', 'secret', 'jwks', 'jwksUrl'] as const).filter((k) => options[k] !== undefined);
-  if (given.length !== 1) throw new TypeError(`jwtAuthenticator needs exactly one of "publicKey", "jwk", "secret", "jwks", "jwksUrl"; got ${given.length === 0 ? 'none' : given.join(', ')}`);
+  if (given.length !== 1)
+    throw new TypeError(
+      `jwtAuthenticator needs exactly one of "publicKey", "jwk", "secret", "jwks", "jwksUrl"; got ${given.length === 0 ? 'none' : given.join(', ')}`,
+    );
   const verifyOptions = {
     ...(options.issuer !== undefined ? { issuer: options.issuer } : {}),
     ...(options.audience !== undefined ? { audience: options.audience } : {}),
-    ...(options.algorithms ? { algorithms: [...options.algorithms] } : options.publicKey ? { algorithms: ['RS256'] } : {}),
+    ...(options.algorithms
+      ? { algorithms: [...options.algorithms] }
+      : options.publicKey
+        ? { algorithms: ['RS256'] }
+        : {}),
   };
   // jose is loaded on first use, so that importing toolgate/mcp does not require it.
   const verifier = import('jose').then(async (jose) => {
@@ -59,17 +67,26 @@ export function jwtAuthenticator(options: JwtAuthOptions): BearerAuthenticator {
       const set = jose.createLocalJWKSet(options.jwks);
       return (token: string) => jose.jwtVerify(token, set, verifyOptions);
     }
-    const key = options.publicKey !== undefined
-      ? await jose.importSPKI(options.publicKey, verifyOptions.algorithms?.[0] ?? 'RS256')
-      : options.jwk !== undefined
-        ? await jose.importJWK(options.jwk)
-        : typeof options.secret === 'string' ? new TextEncoder().encode(options.secret) : options.secret!;
+    const key =
+      options.publicKey !== undefined
+        ? await jose.importSPKI(options.publicKey, verifyOptions.algorithms?.[0] ?? 'RS256')
+        : options.jwk !== undefined
+          ? await jose.importJWK(options.jwk)
+          : typeof options.secret === 'string'
+            ? new TextEncoder().encode(options.secret)
+            : options.secret!;
     return (token: string) => jose.jwtVerify(token, key, verifyOptions);
   });
   return async (token) => {
     const verify = await verifier;
     const { payload } = await verify(token);
-    return { token, clientId: subjectOf(payload), scopes: scopesOf(payload), ...(payload.exp !== undefined ? { expiresAt: payload.exp } : {}), extra: { claims: payload } };
+    return {
+      token,
+      clientId: subjectOf(payload),
+      scopes: scopesOf(payload),
+      ...(payload.exp !== undefined ? { expiresAt: payload.exp } : {}),
+      extra: { claims: payload },
+    };
   };
 }
 
@@ -121,41 +138,71 @@ const LOOPBACK_HOSTNAMES = new Set(['127.0.0.1', '[::1]', 'localhost']);
  * session belongs to the subject that opened it, and the caller layer is read from each request's token.
  */
 export async function serveMcpProxyHttp(proxy: McpProxy, options: McpProxyHttpOptions): Promise<McpProxyHttpServer> {
-  if (typeof options !== 'object' || options === null) throw new TypeError(`serveMcpProxyHttp options must be an object, got ${describe(options)}`);
-  if (!Number.isInteger(options.port) || options.port < 0 || options.port > 65535) throw new TypeError(`option "port" must be an integer from 0 to 65535, got ${describe(options.port)}`);
-  if (typeof options.authenticate !== 'function') throw new TypeError(`option "authenticate" must be a function, got ${describe(options.authenticate)}`);
+  if (typeof options !== 'object' || options === null)
+    throw new TypeError(`serveMcpProxyHttp options must be an object, got ${describe(options)}`);
+  if (!Number.isInteger(options.port) || options.port < 0 || options.port > 65535)
+    throw new TypeError(`option "port" must be an integer from 0 to 65535, got ${describe(options.port)}`);
+  if (typeof options.authenticate !== 'function')
+    throw new TypeError(`option "authenticate" must be a function, got ${describe(options.authenticate)}`);
   const host = options.host ?? '127.0.0.1';
-  if (!LOOPBACK.has(host) && options.allowNonLoopback !== true) throw new TypeError(`option "host" must be a loopback address (127.0.0.1, ::1, localhost) unless allowNonLoopback is set, got ${describe(host)}`);
+  if (!LOOPBACK.has(host) && options.allowNonLoopback !== true)
+    throw new TypeError(
+      `option "host" must be a loopback address (127.0.0.1, ::1, localhost) unless allowNonLoopback is set, got ${describe(host)}`,
+    );
   const path = options.path ?? '/mcp';
   const loopbackOnly = LOOPBACK.has(host);
-  const contextOf = options.context ?? ((auth: AuthInfo): GateContext => ({ caller: { id: auth.clientId, scopes: auth.scopes } }));
+  const contextOf =
+    options.context ?? ((auth: AuthInfo): GateContext => ({ caller: { id: auth.clientId, scopes: auth.scopes } }));
   const sessions = new Map<string, { transport: StreamableHTTPServerTransport; subject: string }>();
 
   const handle = async (req: IncomingMessage & { auth?: AuthInfo }, res: ServerResponse): Promise<void> => {
     if (new URL(req.url ?? '/', 'http://localhost').pathname !== path) return reply(res, 404, { error: 'not_found' });
     // DNS rebinding: a page on another origin that resolves its name to 127.0.0.1 must not reach the
     // gateway, so on loopback the Host (and any Origin) must name a loopback host.
-    if (loopbackOnly && !(isLoopbackHost(req.headers.host) && (req.headers.origin === undefined || isLoopbackOrigin(req.headers.origin)))) {
-      return reply(res, 403, { error: 'forbidden', error_description: 'the Host or Origin header does not name a loopback host' });
+    if (
+      loopbackOnly &&
+      !(isLoopbackHost(req.headers.host) && (req.headers.origin === undefined || isLoopbackOrigin(req.headers.origin)))
+    ) {
+      return reply(res, 403, {
+        error: 'forbidden',
+        error_description: 'the Host or Origin header does not name a loopback host',
+      });
     }
     const header = req.headers.authorization;
     const match = typeof header === 'string' ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
-    if (!match) return reply(res, 401, { error: 'invalid_request', error_description: 'a bearer token is required' }, 'Bearer');
+    if (!match)
+      return reply(res, 401, { error: 'invalid_request', error_description: 'a bearer token is required' }, 'Bearer');
     let auth: AuthInfo;
     try {
       auth = await options.authenticate(match[1]!);
     } catch {
-      return reply(res, 401, { error: 'invalid_token', error_description: 'the bearer token could not be verified' }, 'Bearer error="invalid_token"');
+      return reply(
+        res,
+        401,
+        { error: 'invalid_token', error_description: 'the bearer token could not be verified' },
+        'Bearer error="invalid_token"',
+      );
     }
     req.auth = auth;
     const sessionId = req.headers['mcp-session-id'];
     if (typeof sessionId === 'string') {
       const session = sessions.get(sessionId);
-      if (!session) return reply(res, 404, { jsonrpc: '2.0', error: { code: -32001, message: 'session not found' }, id: null });
-      if (session.subject !== auth.clientId) return reply(res, 403, { jsonrpc: '2.0', error: { code: -32001, message: 'the session belongs to another subject' }, id: null });
+      if (!session)
+        return reply(res, 404, { jsonrpc: '2.0', error: { code: -32001, message: 'session not found' }, id: null });
+      if (session.subject !== auth.clientId)
+        return reply(res, 403, {
+          jsonrpc: '2.0',
+          error: { code: -32001, message: 'the session belongs to another subject' },
+          id: null,
+        });
       return session.transport.handleRequest(req, res);
     }
-    if (req.method !== 'POST') return reply(res, 400, { jsonrpc: '2.0', error: { code: -32000, message: 'an mcp-session-id header is required' }, id: null });
+    if (req.method !== 'POST')
+      return reply(res, 400, {
+        jsonrpc: '2.0',
+        error: { code: -32000, message: 'an mcp-session-id header is required' },
+        id: null,
+      });
     const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
       onsessioninitialized: (id) => {
@@ -165,7 +212,9 @@ export async function serveMcpProxyHttp(proxy: McpProxy, options: McpProxyHttpOp
     transport.onclose = () => {
       if (transport.sessionId) sessions.delete(transport.sessionId);
     };
-    const server = proxy.createServer({ context: ({ authInfo }) => (authInfo ? contextOf(authInfo) : { caller: { scopes: [] } }) });
+    const server = proxy.createServer({
+      context: ({ authInfo }) => (authInfo ? contextOf(authInfo) : { caller: { scopes: [] } }),
+    });
     await server.connect(transport);
     await transport.handleRequest(req, res);
     if (!transport.sessionId) await server.close(); // not an initialize request: nothing to keep
@@ -173,7 +222,11 @@ export async function serveMcpProxyHttp(proxy: McpProxy, options: McpProxyHttpOp
 
   const http = createServer((req, res) => {
     handle(req, res).catch((error: unknown) => {
-      if (!res.headersSent) reply(res, 500, { error: 'internal_error', error_description: error instanceof Error ? error.message : String(error) });
+      if (!res.headersSent)
+        reply(res, 500, {
+          error: 'internal_error',
+          error_description: error instanceof Error ? error.message : String(error),
+        });
       else res.end();
     });
   });
@@ -185,7 +238,9 @@ export async function serveMcpProxyHttp(proxy: McpProxy, options: McpProxyHttpOp
     });
   });
   const address = http.address() as AddressInfo;
-  const url = new URL(`http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}${path}`);
+  const url = new URL(
+    `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}${path}`,
+  );
   return {
     url,
     async close() {

@@ -13,7 +13,10 @@ import type { ToolMetadataInput } from '../../tool.js';
  */
 export async function loadPolicyForProxy(file: string): Promise<PolicySet> {
   const result = await readPolicyFile(file);
-  if (!result.ok) throw new ConfigurationError(`the policy file ${JSON.stringify(file)} was refused:\n${result.issues.map((i) => `  ${formatIssue(i)}`).join('\n')}`);
+  if (!result.ok)
+    throw new ConfigurationError(
+      `the policy file ${JSON.stringify(file)} was refused:\n${result.issues.map((i) => `  ${formatIssue(i)}`).join('\n')}`,
+    );
   return result.policy;
 }
 

@@ -7,7 +7,12 @@
 import { randomUUID } from 'node:crypto';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
-import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult, type Tool as McpTool } from '@modelcontextprotocol/sdk/types.js';
+import {
+  CallToolRequestSchema,
+  ListToolsRequestSchema,
+  type CallToolResult,
+  type Tool as McpTool,
+} from '@modelcontextprotocol/sdk/types.js';
 import type { Decision } from '../../decision.js';
 import type { GateContext } from '../../gate.js';
 import { describe } from '../../names.js';
@@ -33,7 +38,9 @@ export interface McpAuditRecord {
 }
 
 /** The context of one downstream request: fixed, or derived from the request's authentication. */
-export type McpRequestContext = GateContext | ((request: { readonly authInfo: AuthInfo | undefined; readonly sessionId: string | undefined }) => GateContext);
+export type McpRequestContext =
+  | GateContext
+  | ((request: { readonly authInfo: AuthInfo | undefined; readonly sessionId: string | undefined }) => GateContext);
 
 /** Options of {@link createMcpProxy}. */
 export interface McpProxyOptions {
@@ -80,14 +87,18 @@ export interface McpProxy {
  * await proxy.createServer().connect(new StdioServerTransport());
  */
 export async function createMcpProxy(options: McpProxyOptions): Promise<McpProxy> {
-  if (typeof options !== 'object' || options === null) throw new TypeError(`createMcpProxy options must be an object, got ${describe(options)}`);
-  if (typeof options.upstream !== 'object' || options.upstream === null) throw new TypeError(`option "upstream" must be an object, got ${describe(options.upstream)}`);
+  if (typeof options !== 'object' || options === null)
+    throw new TypeError(`createMcpProxy options must be an object, got ${describe(options)}`);
+  if (typeof options.upstream !== 'object' || options.upstream === null)
+    throw new TypeError(`option "upstream" must be an object, got ${describe(options.upstream)}`);
   const policy = options.policy ?? null;
-  if (policy !== null && !(policy instanceof PermissionPolicy)) throw new TypeError(`option "policy" must be a PermissionPolicy, got ${describe(policy)}`);
+  if (policy !== null && !(policy instanceof PermissionPolicy))
+    throw new TypeError(`option "policy" must be a PermissionPolicy, got ${describe(policy)}`);
   const defaultContext = options.context ?? {};
   checkContext(defaultContext);
   const audit = options.audit;
-  if (audit !== undefined && typeof audit !== 'function') throw new TypeError(`option "audit" must be a function, got ${describe(audit)}`);
+  if (audit !== undefined && typeof audit !== 'function')
+    throw new TypeError(`option "audit" must be a function, got ${describe(audit)}`);
   const name = options.name ?? 'toolgate-mcp-proxy';
 
   const registry = new ToolRegistry({
@@ -96,7 +107,12 @@ export async function createMcpProxy(options: McpProxyOptions): Promise<McpProxy
   });
   if (policy) registry.setPermissionPolicy(policy);
 
-  const upstream = await connectMcpServer(registry, { ...options.upstream, prefix: null, output: 'result', clientName: name });
+  const upstream = await connectMcpServer(registry, {
+    ...options.upstream,
+    prefix: null,
+    output: 'result',
+    clientName: name,
+  });
   const servers = new Set<Server>();
   const closeListeners = new Set<() => void>();
   let upstreamClosed = false;
@@ -117,7 +133,9 @@ export async function createMcpProxy(options: McpProxyOptions): Promise<McpProxy
     checkContext(contextOption);
     const server = new Server({ name, version: '0.1.0' }, { capabilities: { tools: { listChanged: true } } });
     const contextOf = (extra: { authInfo?: AuthInfo | undefined; sessionId?: string | undefined }): GateContext =>
-      typeof contextOption === 'function' ? contextOption({ authInfo: extra.authInfo, sessionId: extra.sessionId }) : contextOption;
+      typeof contextOption === 'function'
+        ? contextOption({ authInfo: extra.authInfo, sessionId: extra.sessionId })
+        : contextOption;
 
     server.setRequestHandler(ListToolsRequestSchema, async (_request, extra) => {
       const tools: McpTool[] = [];
@@ -135,9 +153,18 @@ export async function createMcpProxy(options: McpProxyOptions): Promise<McpProxy
       const result = await dispatchOne(registry, call, context, elicitationApprover(server));
       if (audit) {
         try {
-          audit({ time: new Date().toISOString(), caller: base.caller?.id ?? null, session: extra.sessionId ?? null, decision: result.decision, status: result.status });
+          audit({
+            time: new Date().toISOString(),
+            caller: base.caller?.id ?? null,
+            session: extra.sessionId ?? null,
+            decision: result.decision,
+            status: result.status,
+          });
         } catch (error) {
-          process.emitWarning(`toolgate: the MCP proxy audit sink threw: ${error instanceof Error ? error.message : String(error)}`, { code: 'TOOLGATE_AUDIT' });
+          process.emitWarning(
+            `toolgate: the MCP proxy audit sink threw: ${error instanceof Error ? error.message : String(error)}`,
+            { code: 'TOOLGATE_AUDIT' },
+          );
         }
       }
       if (result.status === 'ok') return result.value as CallToolResult;
@@ -192,7 +219,14 @@ function elicitationApprover(server: Server): PermissionHandler | undefined {
         `Rule ${JSON.stringify(request.ruleName)} asks for approval: ${request.reason}`,
       requestedSchema: {
         type: 'object',
-        properties: { approve: { type: 'boolean', title: 'Allow this call', description: `Run ${request.toolName} once with these arguments`, default: false } },
+        properties: {
+          approve: {
+            type: 'boolean',
+            title: 'Allow this call',
+            description: `Run ${request.toolName} once with these arguments`,
+            default: false,
+          },
+        },
         required: ['approve'],
       },
     });
@@ -202,6 +236,8 @@ function elicitationApprover(server: Server): PermissionHandler | undefined {
 
 function checkContext(context: unknown): void {
   if (typeof context !== 'function' && (typeof context !== 'object' || context === null)) {
-    throw new TypeError(`option "context" must be a gate context object or a function of the request, got ${describe(context)}`);
+    throw new TypeError(
+      `option "context" must be a gate context object or a function of the request, got ${describe(context)}`,
+    );
   }
 }

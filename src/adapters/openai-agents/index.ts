@@ -11,7 +11,13 @@
  * - `toolErrorFormatter` records a person's rejection as a deny Decision and tells the model so.
  * - `mcpToolFilter` hides tools of the SDK's own MCP servers that the allowlist does not permit.
  */
-import { tool as agentTool, type FunctionTool, type MCPToolFilterCallable, type RunContext, type ToolErrorFormatter } from '@openai/agents';
+import {
+  tool as agentTool,
+  type FunctionTool,
+  type MCPToolFilterCallable,
+  type RunContext,
+  type ToolErrorFormatter,
+} from '@openai/agents';
 import { allowlistFor, type GateContext } from '../../gate.js';
 import { describe } from '../../names.js';
 import { ToolRegistry } from '../../registry.js';
@@ -37,7 +43,12 @@ export interface GatedAgentTools<TContext = unknown> {
 }
 
 /** The SDK's non-strict JSON-schema parameter shape, which a tool's own JSON Schema is passed as. */
-type NonStrictParameters = { type: 'object'; properties: Record<string, never>; required: never[]; additionalProperties: true };
+type NonStrictParameters = {
+  type: 'object';
+  properties: Record<string, never>;
+  required: never[];
+  additionalProperties: true;
+};
 
 /** How many unresolved asks are remembered for the rejection formatter (oldest dropped first). */
 const PENDING_LIMIT = 1024;
@@ -52,15 +63,23 @@ const PENDING_LIMIT = 1024;
  * for (const item of result.interruptions ?? []) result.state.approve(item);
  * result = await run(agent, result.state, { toolErrorFormatter: gated.toolErrorFormatter });
  */
-export function createAgentTools<TContext = unknown>(registry: ToolRegistry, options: AgentToolsOptions<TContext> = {}): GatedAgentTools<TContext> {
-  if (!(registry instanceof ToolRegistry)) throw new TypeError(`createAgentTools expects a ToolRegistry, got ${describe(registry)}`);
-  if (typeof options !== 'object' || options === null) throw new TypeError(`createAgentTools options must be an object, got ${describe(options)}`);
+export function createAgentTools<TContext = unknown>(
+  registry: ToolRegistry,
+  options: AgentToolsOptions<TContext> = {},
+): GatedAgentTools<TContext> {
+  if (!(registry instanceof ToolRegistry))
+    throw new TypeError(`createAgentTools expects a ToolRegistry, got ${describe(registry)}`);
+  if (typeof options !== 'object' || options === null)
+    throw new TypeError(`createAgentTools options must be an object, got ${describe(options)}`);
   const contextOf = contextReader<TContext>(options.context, 'createAgentTools');
-  const selected = options.tools === undefined ? registry.list() : options.tools.map((name) => {
-    const found = registry.get(name);
-    if (!found) throw new TypeError(`option "tools": no tool named ${JSON.stringify(name)} is registered`);
-    return found;
-  });
+  const selected =
+    options.tools === undefined
+      ? registry.list()
+      : options.tools.map((name) => {
+          const found = registry.get(name);
+          if (!found) throw new TypeError(`option "tools": no tool named ${JSON.stringify(name)} is registered`);
+          return found;
+        });
   const pending = new Map<string, Ask>();
   const ours = new Set<string>();
 
@@ -74,7 +93,11 @@ export function createAgentTools<TContext = unknown>(registry: ToolRegistry, opt
       strict: false,
       isEnabled: ({ runContext }) => registry.allowlist(contextOf(runContext)).permits(defined.name),
       needsApproval: async (runContext, input, callId) => {
-        const pre = await check(registry, { id: callId ?? '', name: defined.name, arguments: input }, contextOf(runContext as RunContext<TContext>));
+        const pre = await check(
+          registry,
+          { id: callId ?? '', name: defined.name, arguments: input },
+          contextOf(runContext as RunContext<TContext>),
+        );
         // execute decides again and records it; an ask the policy's own handler answers is not the SDK's to put
         if (pre.kind !== 'ask' || !sdkMayAsk(registry)) return false;
         remember(pending, pre.base.callId, pre);
@@ -87,9 +110,16 @@ export function createAgentTools<TContext = unknown>(registry: ToolRegistry, opt
         const context: GateContext = details?.signal ? { ...base, signal: details.signal } : base;
         const pre = await check(registry, { id: callId, name: defined.name, arguments: input }, context);
         // The SDK calls execute for an approval-gated call only once the run context records the approval.
-        const approver = pre.kind === 'ask' && callId !== '' && runContext?.isToolApproved({ toolName: defined.name, callId }) === true ? APPROVED : undefined;
+        const approver =
+          pre.kind === 'ask' && callId !== '' && runContext?.isToolApproved({ toolName: defined.name, callId }) === true
+            ? APPROVED
+            : undefined;
         pending.delete(callId);
-        const result = await run(registry, await settle(registry, pre, approver, { alreadyAsked: approver !== undefined }), context);
+        const result = await run(
+          registry,
+          await settle(registry, pre, approver, { alreadyAsked: approver !== undefined }),
+          context,
+        );
         return result.status === 'ok' && result.value !== undefined ? result.value : result.content;
       },
     });
@@ -128,8 +158,12 @@ export interface McpToolFilterOptions<TContext = unknown> {
  * @example
  * new MCPServerStdio({ command, toolFilter: mcpToolFilter(registry, { context: { agent: { name: 'a', tools: ['mcp:read_file'] } } }) })
  */
-export function mcpToolFilter<TContext = unknown>(registry: ToolRegistry, options: McpToolFilterOptions<TContext> = {}): MCPToolFilterCallable<TContext> {
-  if (!(registry instanceof ToolRegistry)) throw new TypeError(`mcpToolFilter expects a ToolRegistry, got ${describe(registry)}`);
+export function mcpToolFilter<TContext = unknown>(
+  registry: ToolRegistry,
+  options: McpToolFilterOptions<TContext> = {},
+): MCPToolFilterCallable<TContext> {
+  if (!(registry instanceof ToolRegistry))
+    throw new TypeError(`mcpToolFilter expects a ToolRegistry, got ${describe(registry)}`);
   const contextOf = contextReader<TContext>(options.context, 'mcpToolFilter');
   const prefix = options.prefix === undefined ? 'mcp' : options.prefix;
   if (prefix !== null && (typeof prefix !== 'string' || prefix === '' || prefix.includes(':'))) {
@@ -145,15 +179,20 @@ export function mcpToolFilter<TContext = unknown>(registry: ToolRegistry, option
   };
 }
 
-function contextReader<TContext>(option: AgentsGateContext<TContext> | undefined, where: string): (runContext: RunContext<TContext> | undefined) => GateContext {
+function contextReader<TContext>(
+  option: AgentsGateContext<TContext> | undefined,
+  where: string,
+): (runContext: RunContext<TContext> | undefined) => GateContext {
   if (option === undefined) return () => ({});
   if (typeof option === 'function') {
     return (runContext) => {
-      if (!runContext) throw new TypeError(`${where}: the context function needs the SDK's run context, and none was given`);
+      if (!runContext)
+        throw new TypeError(`${where}: the context function needs the SDK's run context, and none was given`);
       return option(runContext);
     };
   }
-  if (typeof option !== 'object' || option === null) throw new TypeError(`${where}: option "context" must be an object or a function, got ${describe(option)}`);
+  if (typeof option !== 'object' || option === null)
+    throw new TypeError(`${where}: option "context" must be an object or a function, got ${describe(option)}`);
   return () => option;
 }
 

@@ -39,12 +39,16 @@ export class SqliteApprovalStore implements ApprovalStore {
 
   constructor(options: SqliteApprovalStoreOptions | string = {}) {
     const opts: SqliteApprovalStoreOptions = typeof options === 'string' ? { filename: options } : options;
-    if (typeof opts !== 'object' || opts === null) throw new TypeError(`SqliteApprovalStore expects a filename or an options object, got ${describe(options)}`);
+    if (typeof opts !== 'object' || opts === null)
+      throw new TypeError(`SqliteApprovalStore expects a filename or an options object, got ${describe(options)}`);
     const prefix = opts.tablePrefix ?? 'toolgate_';
     if (typeof prefix !== 'string' || !/^[A-Za-z_][A-Za-z0-9_]*$/.test(prefix)) {
-      throw new TypeError(`SqliteApprovalStore option "tablePrefix" must be letters, digits and underscores, got ${describe(prefix)}`);
+      throw new TypeError(
+        `SqliteApprovalStore option "tablePrefix" must be letters, digits and underscores, got ${describe(prefix)}`,
+      );
     }
-    if (opts.filename !== undefined && typeof opts.filename !== 'string') throw new TypeError(`SqliteApprovalStore option "filename" must be a string, got ${describe(opts.filename)}`);
+    if (opts.filename !== undefined && typeof opts.filename !== 'string')
+      throw new TypeError(`SqliteApprovalStore option "filename" must be a string, got ${describe(opts.filename)}`);
     this.#owned = opts.database === undefined;
     this.#db = opts.database ?? new Database(opts.filename ?? ':memory:');
     if (this.#owned && (opts.filename ?? ':memory:') !== ':memory:') this.#db.pragma('journal_mode = WAL');
@@ -57,7 +61,9 @@ export class SqliteApprovalStore implements ApprovalStore {
       CREATE TABLE IF NOT EXISTS ${ledger} (key TEXT PRIMARY KEY, outcome TEXT, claimed_at INTEGER NOT NULL, settled_at INTEGER);
     `);
     this.#recall = this.#db.prepare(`SELECT answer, scope, mac FROM ${answers} WHERE key = ?`);
-    this.#remember = this.#db.prepare(`INSERT OR REPLACE INTO ${answers} (key, answer, scope, mac, at) VALUES (?, ?, ?, ?, ?)`);
+    this.#remember = this.#db.prepare(
+      `INSERT OR REPLACE INTO ${answers} (key, answer, scope, mac, at) VALUES (?, ?, ?, ?, ?)`,
+    );
     this.#consume = this.#db.prepare(`INSERT OR IGNORE INTO ${nonces} (nonce, at) VALUES (?, ?)`);
     this.#entry = this.#db.prepare(`SELECT outcome FROM ${ledger} WHERE key = ?`);
     this.#claim = this.#db.prepare(`INSERT OR IGNORE INTO ${ledger} (key, outcome, claimed_at) VALUES (?, NULL, ?)`);
@@ -67,7 +73,8 @@ export class SqliteApprovalStore implements ApprovalStore {
   async recall(key: string): Promise<RememberedAnswer | undefined> {
     const row = this.#recall.get(key);
     if (!row) return undefined;
-    if ((row.answer !== 'allow' && row.answer !== 'deny') || (row.scope !== 'run' && row.scope !== 'session')) return undefined;
+    if ((row.answer !== 'allow' && row.answer !== 'deny') || (row.scope !== 'run' && row.scope !== 'session'))
+      return undefined;
     return { answer: row.answer, scope: row.scope, mac: row.mac };
   }
 
@@ -104,7 +111,8 @@ function toEntry(outcome: string | null): LedgerEntry {
   if (outcome === null) return { settled: false };
   try {
     const parsed = JSON.parse(outcome) as { content?: unknown; isError?: unknown };
-    if (typeof parsed.content === 'string' && typeof parsed.isError === 'boolean') return { settled: true, outcome: { content: parsed.content, isError: parsed.isError } };
+    if (typeof parsed.content === 'string' && typeof parsed.isError === 'boolean')
+      return { settled: true, outcome: { content: parsed.content, isError: parsed.isError } };
   } catch {
     // An unreadable outcome is an unknown one: the call is still never run again.
   }
