@@ -369,7 +369,12 @@ export class AgentRunner {
   answer(
     approval: PendingApproval,
     answer: 'allow' | 'deny',
-    options: { readonly scope?: ApprovalScope; readonly arguments?: Readonly<Record<string, unknown>> } = {},
+    options: {
+      readonly scope?: ApprovalScope;
+      readonly arguments?: Readonly<Record<string, unknown>>;
+      /** A deny's reason, given back to the model with the refusal. */
+      readonly reason?: string;
+    } = {},
   ): ApprovalDecision {
     if (typeof approval !== 'object' || approval === null || typeof approval.id !== 'string')
       throw new TypeError(`answer(approval): expected a PendingApproval, got ${describe(approval)}`);
@@ -381,6 +386,9 @@ export class AgentRunner {
     const edited = options.arguments ?? null;
     if (edited !== null && (typeof edited !== 'object' || Array.isArray(edited)))
       throw new TypeError(`answer() option "arguments" must be an object, got ${describe(edited)}`);
+    const reason = options.reason ?? null;
+    if (reason !== null && typeof reason !== 'string')
+      throw new TypeError(`answer() option "reason" must be a string, got ${describe(reason)}`);
     const fields = {
       approvalId: approval.id,
       runId: approval.runId,
@@ -391,6 +399,7 @@ export class AgentRunner {
       answer,
       scope,
       arguments: edited === null ? null : (JSON.parse(JSON.stringify(edited)) as Record<string, unknown>),
+      reason,
       nonce: randomUUID(),
     };
     return Object.freeze({ ...fields, mac: macOf(this.#secret, ['toolgate.decision', fields]) });
@@ -877,7 +886,9 @@ export class AgentRunner {
         decision: deny(
           base,
           { stage: 'handler', by: 'handler', layer: null },
-          `${pre.base.reason}; the approver denied the call`,
+          typeof granted.reason === 'string' && granted.reason !== ''
+            ? `${pre.base.reason}; the approver denied the call: ${granted.reason}`
+            : `${pre.base.reason}; the approver denied the call`,
         ),
         tool: pre.tool,
         args: pre.args,
@@ -959,6 +970,7 @@ export class AgentRunner {
           answer,
           scope,
           arguments: decision.arguments,
+          reason: decision.reason ?? null,
           nonce,
         },
       ]);
