@@ -21,6 +21,7 @@ import { lintPolicyFile } from '../policy-file/lint.js';
 import { readPolicyFile } from '../policy-file/load.js';
 import type { PolicyContextInput, PolicySet } from '../policy-file/policy-set.js';
 import { watchPolicyFile } from '../policy-file/watch.js';
+import { registerServe } from './serve.js';
 import { colors, effectText, explainText, issuesText, lintText, table } from './render.js';
 
 /** Where the CLI writes, and whether it may colour its output. */
@@ -253,6 +254,8 @@ export async function run(argv: readonly string[], io: CliIO): Promise<number> {
       const { runMcpProxy } = await import('./mcp-proxy.js');
       code = await runMcpProxy(argv.slice(argv.indexOf('mcp-proxy') + 1), { stderr: (text) => io.stderr(text) });
     });
+
+  registerServe(program, { argv, io, exit: (n) => (code = n) });
 
   program
     .command('demo')

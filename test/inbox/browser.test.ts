@@ -183,13 +183,13 @@ describe('the inbox in a browser', () => {
     const s = shop();
     const { inbox, url } = await start();
     const runs = inbox.runner(s.runner, { registry: s.registry });
-    await runs.track(await s.run({ order: 'A-1042', amount: 250, note: 'customer called twice' }, 'cy'));
+    await runs.track(await s.run({ order: 'A-1042', amount: 250, note: 'customer called twice' }, 'cy', 'run-2f9c41'));
     const evil = '<img src=x onerror="window.__pwned=1">';
     // A second runner: one inbox can follow several.
     const t = shop();
     await inbox
       .runner(t.runner, { registry: t.registry })
-      .track(await t.run({ order: `invoice\u202Egpj.exe`, amount: 120, note: `${evil}\u200Bok` }, 'dee'));
+      .track(await t.run({ order: `invoice\u202Egpj.exe`, amount: 120, note: `${evil}\u200Bok` }, 'dee', 'run-8b07d3'));
     const context = await signedIn('alice@example.com');
     const page = await context.newPage();
     const pwned: string[] = [];
