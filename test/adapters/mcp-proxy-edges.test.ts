@@ -192,7 +192,10 @@ describe('the approval prompt shows the call that runs', () => {
     const prompts: string[] = [];
     const client = new Client({ name: 'test', version: '1.0.0' }, { capabilities: { elicitation: { form: {} } } });
     client.setRequestHandler(ElicitRequestSchema, async (request) => {
-      prompts.push(request.params.message, JSON.stringify(request.params.requestedSchema));
+      prompts.push(
+        request.params.message,
+        JSON.stringify('requestedSchema' in request.params ? request.params.requestedSchema : null),
+      );
       return { action: 'decline' };
     });
     const [a, b] = InMemoryTransport.createLinkedPair();
