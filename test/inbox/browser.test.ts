@@ -104,17 +104,13 @@ describe('the inbox in a browser', () => {
     expect(result.status).toBe('completed');
     expect(s.refunds).toEqual(['A-1042:250']);
 
-    // The same form again (back, click) and the stale second tab: refused, nothing more runs.
-    await page.goBack();
-    await page.reload();
-    await page.goBack();
-    const again = await context.request.post(
-      `${url}/approvals/${encodeURIComponent(result.decisions[0]!.callId)}/answer`,
-      {
-        form: { effect: 'allow' },
-      },
-    );
-    expect(again.status()).toBe(403); // no CSRF token: refused before anything
+    // The same form posted again (a second click that got through) and the stale second tab: refused.
+    const csrf = await secondTab.locator('input[name=csrf]').first().inputValue();
+    const again = await context.request.post(`${url}/approvals/${encodeURIComponent(record!.id)}/answer`, {
+      form: { effect: 'allow', csrf },
+      headers: { origin: new URL(url).origin },
+    });
+    expect(again.status()).toBe(409);
     await secondTab.getByRole('button', { name: 'Approve', exact: true }).click();
     await see(secondTab.getByRole('alert')).toContain('already answered');
     expect(s.refunds).toEqual(['A-1042:250']);
