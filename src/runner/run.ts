@@ -38,7 +38,10 @@ export interface Turn {
    * Answers to asks made in this turn, by call id, with the binding they answered. A call decided again
    * after a delegation reuses its answer only for the same binding; everything else is decided afresh.
    */
-  readonly answered: Map<string, { readonly binding: string; readonly decision: Decision }>;
+  readonly answered: Map<
+    string,
+    { readonly binding: string; readonly under: readonly unknown[]; readonly decision: Decision }
+  >;
 }
 
 /** One agent's place in the delegation stack. */

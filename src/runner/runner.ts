@@ -357,10 +357,12 @@ export class AgentRunner {
         this.#approvals.unneeded(run, frame, call, pre.decision);
         answered = pre;
       } else {
-        // Decided again after a delegation: an answer given in this turn stands for the same binding only.
+        // Decided again after a delegation: an answer given in this turn stands only for the same binding
+        // (tool, arguments, policy version, rule) under the same tool, policy and handler objects.
         const binding = hashOf([pre.base.canonical, pre.args, env.policy?.version ?? null, pre.base.rule]);
+        const under = [pre.tool, env.policy, env.handler] as const;
         const earlier = turn.answered.get(call.id);
-        if (earlier && earlier.binding === binding)
+        if (earlier && earlier.binding === binding && earlier.under.every((x, i) => x === under[i]))
           answered = { decision: earlier.decision, tool: pre.tool, args: pre.args };
         else {
           const asked = await this.#approvals.ask(run, frame, turn, call, pre, context, env);
@@ -368,7 +370,7 @@ export class AgentRunner {
             decided.push({ kind: 'pending', call, approval: asked.approval });
             continue;
           }
-          turn.answered.set(call.id, { binding, decision: asked.decision });
+          turn.answered.set(call.id, { binding, under, decision: asked.decision });
           answered = asked;
         }
       }

@@ -6,6 +6,8 @@ import { describe, expect, it } from 'vitest';
 import {
   AgentRunner,
   InMemoryApprovalStore,
+  PermissionPolicy,
+  PermissionResult,
   ScriptedModel,
   type Agent,
   type RunResult,
@@ -85,6 +87,35 @@ describe('attack 3: calls decided before a delegation are decided again after it
       stage: 'allowlist',
       layer: 'tenant',
     });
+  });
+
+  it('a policy installed during the peer run decides the calls after the delegation', async () => {
+    const fixture = shop();
+    const model = new ScriptedModel({
+      concierge: [
+        {
+          toolCalls: [
+            { name: 'agent:pricing', arguments: { input: 'price it' } },
+            { name: 'search', arguments: { query: 'b' } },
+          ],
+        },
+        { text: 'done' },
+      ],
+      pricing: [
+        () => {
+          fixture.registry.setPermissionPolicy(new PermissionPolicy({ rules: [], fallback: PermissionResult.DENY }));
+          return { text: '42' };
+        },
+      ],
+    });
+    const runner = new AgentRunner({ registry: fixture.registry, model });
+    const result = await runner.run(concierge, 'go', { tenant: 'acme' });
+    expect(result.status).toBe('completed');
+    expect(fixture.executed['search']).toBeUndefined();
+    expect(result.decisions.map((d) => [d.tool, d.effect])).toEqual([
+      ['agent:pricing', 'allow'],
+      ['search', 'deny'],
+    ]);
   });
 });
 
