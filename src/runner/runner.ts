@@ -15,19 +15,20 @@ import type { Decision, DecisionBase, DenyDecision } from '../decision.js';
 import { ConfigurationError, RunStateError, ToolNotPermittedError } from '../errors.js';
 import { Emitter } from '../events.js';
 import { readCall, toolSchema, type NormalizedCall, type UnreadableCall } from '../formats/index.js';
+import { environmentOf, isRegistry } from '../gate/environment.js';
 import {
   allow,
   deny,
   precheck,
   refusalContent,
-  resolveAsk,
   type GateContext,
   type GateEnvironment,
   type Precheck,
-} from '../gate.js';
+} from '../gate/precheck.js';
+import { announceAsk, announceDecision, resolveRunnerAsk, runAllowed } from '../gate/runner-bridge.js';
 import { canonical, describe } from '../names.js';
 import { isPermissionHandler, type PermissionRequest } from '../permissions/handler.js';
-import { RUN_ALLOWED, type ToolRegistry } from '../registry.js';
+import type { ToolRegistry } from '../registry.js';
 import type { Tool } from '../tool.js';
 import { agentGraph, peerTools } from './agents.js';
 import { InMemoryApprovalStore, isApprovalStore, type ApprovalStore, type LedgerEntry } from './approval-store.js';
@@ -189,8 +190,7 @@ export class AgentRunner {
   constructor(options: AgentRunnerOptions) {
     if (typeof options !== 'object' || options === null)
       throw new TypeError(`AgentRunner expects an options object, got ${describe(options)}`);
-    const registry = options.registry as Partial<ToolRegistry> | undefined;
-    if (!registry || typeof registry.environment !== 'function' || typeof registry[RUN_ALLOWED] !== 'function') {
+    if (!isRegistry(options.registry)) {
       throw new TypeError(`AgentRunner option "registry" must be a ToolRegistry, got ${describe(options.registry)}`);
     }
     this.#registry = options.registry;
@@ -251,7 +251,7 @@ export class AgentRunner {
     if (typeof options !== 'object' || options === null)
       throw new TypeError(`run(): options must be an object, got ${describe(options)}`);
     const agents = agentGraph(agent);
-    const env = this.#registry.environment();
+    const env = environmentOf(this.#registry);
     for (const spec of Object.values(agents)) {
       for (const form of peerTools(agents, spec.name).keys()) {
         if (env.lookup(form))
@@ -643,7 +643,8 @@ export class AgentRunner {
         if (done !== null) return done;
         continue;
       }
-      const result = await this.#registry[RUN_ALLOWED](
+      const result = await runAllowed(
+        environmentOf(this.#registry),
         d.tool!,
         d.args!,
         decision,
@@ -712,7 +713,7 @@ export class AgentRunner {
 
   #announce(run: Run, frame: Frame, decision: Decision, error: ToolNotPermittedError | null): void {
     run.decisions.push(decision);
-    this.#registry.announce(decision);
+    announceDecision(environmentOf(this.#registry), decision);
     this.#emit(run, frame, { type: 'tool_decided', decision });
     if (decision.effect === 'deny') this.#emit(run, frame, { type: 'tool_refused', decision, error });
   }
@@ -780,14 +781,7 @@ export class AgentRunner {
       }
     }
 
-    this.#registry.emit({
-      type: 'permission_asked',
-      tool: pre.tool.name,
-      callId: call.id,
-      reason: pre.request.reason,
-      ruleName: pre.request.ruleName,
-      parameters: pre.args,
-    });
+    announceAsk(env, pre);
     let scope: ApprovalScope = 'once';
     const handler = this.#handler;
     const route = handler
@@ -802,7 +796,7 @@ export class AgentRunner {
           return answer;
         }
       : null;
-    const outcome = await resolveAsk(pre, env, { handler: route, asked: 'runner', pending: true });
+    const outcome = await resolveRunnerAsk(pre, env, route);
     if (granted) {
       this.#emit(run, frame, {
         type: 'approval_resolved',
@@ -1093,7 +1087,7 @@ export class AgentRunner {
 
   /** The registry as it stands now, plus the `agent:<peer>` tools of this frame's agent. */
   #env(run: Run, frame: Frame): GateEnvironment {
-    const env = this.#registry.environment();
+    const env = environmentOf(this.#registry);
     const peers = this.#peers(run, frame.agent).tools;
     if (peers.size === 0) return env;
     return { ...env, lookup: (form) => peers.get(form) ?? env.lookup(form) };

@@ -14,7 +14,7 @@ import {
   type Tool as McpTool,
 } from '@modelcontextprotocol/sdk/types.js';
 import type { Decision } from '../../decision.js';
-import type { GateContext } from '../../gate.js';
+import type { GateContext } from '../../gate/precheck.js';
 import { describe } from '../../names.js';
 import type { PermissionHandler, PermissionRequest } from '../../permissions/handler.js';
 import { PermissionPolicy } from '../../permissions/policy.js';
