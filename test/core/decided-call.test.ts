@@ -76,7 +76,7 @@ describe('attack 1: decided arguments cannot change what executes', () => {
       } catch {
         // frozen
       }
-      return 'allow';
+      return 'allow' as const;
     });
     expect((await registry.invoke('read', { path: '/tmp/notes' })).status).toBe('ok');
     expect(received).toEqual(['/tmp/notes']);
@@ -88,7 +88,7 @@ describe('attack 1: decided arguments cannot change what executes', () => {
     registry.setPermissionHandler(async () => {
       input.path = '/etc/shadow'; // the caller still holds the object it passed
       await new Promise((resolve) => setTimeout(resolve, 5));
-      return 'allow';
+      return 'allow' as const;
     });
     const results = await registry.dispatch([
       { id: 'r', name: 'read', arguments: input },
@@ -163,7 +163,7 @@ describe('attack 2: a registry change during an approval is seen before the call
     registry.setPermissionHandler(async () => {
       registry.unregister('wipe');
       registry.setPermissionPolicy(new PermissionPolicy({ rules: [], fallback: 'deny' }));
-      return 'allow';
+      return 'allow' as const;
     });
     const result = await registry.invoke('wipe', {});
     expect(ran).toBe(false);
@@ -180,7 +180,7 @@ describe('attack 2: a registry change during an approval is seen before the call
     registry.onChange((e) => void (e.type === 'tool_decided' && decided.push(`${e.decision.effect}:${e.decision.by}`)));
     registry.setPermissionHandler(async () => {
       registry.setPermissionPolicy(new PermissionPolicy({ rules: [], fallback: 'deny' }));
-      return 'allow';
+      return 'allow' as const;
     });
     const result = await registry.invoke('wipe', {});
     expect(ran).toBe(false);
@@ -192,7 +192,7 @@ describe('attack 2: a registry change during an approval is seen before the call
     const { registry, received } = setUp();
     registry.setPermissionHandler(async () => {
       registry.setPermissionPolicy(new PermissionPolicy({ rules: [], fallback: 'deny' }));
-      return 'allow';
+      return 'allow' as const;
     });
     const results = await registry.dispatch([
       { name: 'read', arguments: { path: '/tmp/notes' } },
@@ -207,7 +207,7 @@ describe('attack 2: a registry change during an approval is seen before the call
     let asked = 0;
     registry.setPermissionHandler(async () => {
       asked++;
-      return 'allow';
+      return 'allow' as const;
     });
     const results = await registry.dispatch([
       { name: 'read', arguments: { path: '/tmp/notes' } },
