@@ -187,7 +187,8 @@ export function precheck(
       tool,
       null,
     );
-  // The arguments are read once, into a deep-frozen plain copy: what is validated, judged and run.
+  // The arguments are read once, into a deep-frozen plain copy: what is validated, judged and run. Reading
+  // them is part of validating them (a throwing getter fails as validation always has).
   let input: Readonly<Record<string, unknown>>;
   try {
     input = snapshotArguments(parsed.value);
@@ -195,7 +196,7 @@ export function precheck(
     return decided(
       deny(
         base,
-        { stage: 'arguments', by: 'malformed_arguments', layer: null },
+        { stage: 'validation', by: 'invalid_arguments', layer: null },
         `the arguments cannot be read as JSON: ${errorText(error)}`,
       ),
       tool,

@@ -148,7 +148,7 @@ describe('attack 1: decided arguments cannot change what executes', () => {
     for (const args of [cyclic, { path: '/tmp/a', n: 1n }, throwing]) {
       const result = await registry.invoke('read', args);
       expect(result.status).toBe('refused');
-      expect(result.decision).toMatchObject({ stage: 'arguments', by: 'malformed_arguments' });
+      expect(result.decision).toMatchObject({ stage: 'validation', by: 'invalid_arguments' });
     }
     expect(received).toEqual([]);
   });
