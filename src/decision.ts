@@ -57,9 +57,11 @@ export type DenyDecision = DecisionBase & { readonly effect: 'deny' } & (
         readonly by: 'handler' | 'handler_error' | 'handler_timeout' | 'handler_invalid' | 'approval_invalid';
         readonly layer: null;
       }
-    /** Charged by the route: a run's budget, its delegation depth cap, a rate limit. */
+    /** A cap of the run (maxToolCalls, maxCost) stopped the call: the run ends; the call is not an attempt. */
     | { readonly stage: 'budget'; readonly by: 'budget'; readonly layer: null }
+    /** A delegation past the runner's `maxDepth`: refused like a policy denial, and the run goes on. */
     | { readonly stage: 'depth'; readonly by: 'depth'; readonly layer: null }
+    /** A rate or usage limit (the route's charge) stopped the call. */
     | { readonly stage: 'limit'; readonly by: 'limit'; readonly layer: null }
   );
 
