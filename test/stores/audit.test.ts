@@ -131,3 +131,26 @@ describe('OpenTelemetry (toolgate/otel)', () => {
     await meterProvider.shutdown();
   });
 });
+
+describe('toolgate audit', () => {
+  it('searches a JSONL trail by caller, effect and time; prints JSON lines with --json', async () => {
+    const { run } = await import('../../src/cli/program.js');
+    const file = join(dir, 'cli.jsonl');
+    const sink = new JsonlAuditSink(file);
+    sink.write(record(0));
+    sink.write(record(1, { effect: 'deny', stage: 'limit', by: 'limit', reason: 'over the limit' }, 'bob'));
+    const out: string[] = [];
+    const io = { stdout: (t: string) => out.push(t), stderr: (t: string) => out.push(t) };
+    expect(await run(['audit', file, '--caller', 'bob'], io)).toBe(0);
+    expect(out.join('')).toMatch(/deny\s+limit\s+refund\s+tenant=acme caller=bob agent=support\s+over the limit/);
+    out.length = 0;
+    expect(await run(['audit', file, '--effect', 'allow', '--json'], io)).toBe(0);
+    expect(out.map((l) => (JSON.parse(l) as AuditRecord).decision.callId)).toEqual(['c0']);
+    out.length = 0;
+    expect(await run(['audit', file, '--since', '2026-01-01T00:00:01Z'], io)).toBe(0);
+    expect(out.join('')).not.toContain('c0');
+    expect(await run(['audit', file, '--effect', 'maybe'], io)).toBe(2);
+    expect(await run(['audit'], io)).toBe(2);
+    expect(await run(['audit', join(dir, 'none.jsonl')], io)).toBe(2);
+  });
+});
