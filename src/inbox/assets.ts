@@ -13,7 +13,8 @@ body { margin: 0; font: 16px/1.5 system-ui, -apple-system, "Segoe UI", sans-seri
 header.top { display: flex; flex-wrap: wrap; justify-content: space-between; align-items: baseline; gap: .5rem;
   padding: .75rem 1rem; border-bottom: 1px solid var(--line); }
 header.top h1 { font-size: 1.2rem; margin: 0; } header.top a { color: inherit; text-decoration: none; }
-.who { margin: 0; color: var(--muted); font-size: .9rem; }
+.who { margin: 0; color: var(--muted); font-size: .9rem; display: flex; gap: .5rem; align-items: center; flex-wrap: wrap; }
+.who button.link { min-height: 32px; padding: .1rem .6rem; font-size: .85rem; }
 main { max-width: 60rem; margin: 0 auto; padding: 1rem; }
 .count { color: var(--muted); margin: 0 0 .5rem; }
 .approval { border: 1px solid var(--line); border-radius: 8px; padding: 1rem; margin: 0 0 1rem; background: var(--card); }

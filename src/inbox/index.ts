@@ -6,17 +6,6 @@ export { createInbox, Inbox } from './server.js';
 export type { InboxOptions, InboxServer, ApproverPolicy, InboxAuditRecord, SubmittedApproval } from './server.js';
 export { RunnerInbox, inboxHandler } from './sources.js';
 export type { RunnerInboxOptions, TrackedRun, InboxHandlerOptions } from './sources.js';
-export { MemoryInboxStore, MemoryNonceStore } from './store.js';
-export type {
-  Answer,
-  ApprovalBinding,
-  ApprovalRequest,
-  ApprovalSource,
-  ApprovalStore,
-  NonceStore,
-  PendingRecord,
-  RememberScope,
-} from './store.js';
 export { jwtApprover } from './auth.js';
 export type { ApproverAuthenticator, JwtApproverOptions } from './auth.js';
 export { SIGNATURE_HEADER, webhookSignature, slackMessage } from './notify.js';

@@ -5,7 +5,7 @@
 import { createHmac, randomUUID } from 'node:crypto';
 import { describe } from '../names.js';
 import { plain } from './render.js';
-import type { PendingRecord } from './store.js';
+import type { PendingRecord } from '../stores/types.js';
 
 /** One webhook. */
 export interface InboxWebhook {

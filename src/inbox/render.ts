@@ -4,7 +4,7 @@
  * character (bidi controls, zero-width characters, other format and control characters, odd spaces)
  * replaced by a visible marker naming its code point. Nothing from an approval is ever interpreted as HTML.
  */
-import type { PendingRecord } from './store.js';
+import type { PendingRecord } from '../stores/types.js';
 
 const ESCAPES: Readonly<Record<string, string>> = {
   '&': '&amp;',
@@ -145,7 +145,10 @@ export interface PageContext {
 
 /** The whole page around `body`. No inline script or style: the CSP allows only the inbox's own files. */
 export function layout(ctx: PageContext, title: string, body: string): string {
-  const who = ctx.approver === null ? '' : `<p class="who">Signed in as <strong>${text(ctx.approver)}</strong></p>`;
+  const who =
+    ctx.approver === null
+      ? ''
+      : `<form class="who" method="post" action="${escapeHtml(ctx.base)}/logout"><span>Signed in as <strong>${text(ctx.approver)}</strong></span> <input type="hidden" name="csrf" value="${escapeHtml(ctx.csrf)}"><button type="submit" class="link">Sign out</button></form>`;
   return `<!doctype html>
 <html lang="en">
 <head>

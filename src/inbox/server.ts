@@ -9,9 +9,10 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { getRequestListener, serve } from '@hono/node-server';
 import { Hono, type Context } from 'hono';
+import { bodyLimit } from 'hono/body-limit';
 import { getCookie, setCookie, deleteCookie } from 'hono/cookie';
 import { streamSSE } from 'hono/streaming';
-import { describe } from '../names.js';
+import { canonical, describe } from '../names.js';
 import type { PermissionHandler } from '../permissions/handler.js';
 import type { AgentRunner } from '../runner/runner.js';
 import { canonicalJson } from '../runner/signing.js';
@@ -37,15 +38,8 @@ import {
   type PageContext,
   type RecordOutcome,
 } from './render.js';
-import {
-  MemoryInboxStore,
-  MemoryNonceStore,
-  type Answer,
-  type ApprovalStore,
-  type NonceStore,
-  type PendingRecord,
-  type RememberScope,
-} from './store.js';
+import { MemoryApprovalStore, MemoryNonceStore } from '../stores/memory.js';
+import type { Answer, ApprovalStore, NonceStore, PendingRecord, RememberScope } from '../stores/types.js';
 
 /** Who may answer which approvals (the policy file's `approvals` section). */
 export interface ApproverPolicy {
@@ -78,7 +72,7 @@ export interface InboxAuditRecord {
 export interface InboxOptions {
   /** The HMAC key of links, sessions and CSRF tokens (at least 16 bytes); replicas share it. */
   readonly secret: string | Uint8Array;
-  /** @default a new MemoryInboxStore (one process) */
+  /** @default a new MemoryApprovalStore (one process) */
   readonly store?: ApprovalStore;
   /** Where used link nonces are kept (share it between replicas). @default a new MemoryNonceStore */
   readonly nonces?: NonceStore;
@@ -191,6 +185,7 @@ export class Inbox {
   readonly #deliveries = new Set<Promise<DeliveryReport>>();
   readonly #unwatch: (() => void) | null;
   readonly #timer: NodeJS.Timeout | null;
+  #loopbackOnly = false;
   readonly #app: Hono;
   /** The Web-standard handler. */
   readonly fetch: (request: Request) => Promise<Response>;
@@ -201,10 +196,13 @@ export class Inbox {
     if (typeof options !== 'object' || options === null)
       throw new TypeError(`createInbox expects an options object, got ${describe(options)}`);
     this.#secret = secretBytes(options.secret);
-    this.#store = options.store ?? new MemoryInboxStore(options.now ? { now: options.now } : {});
+    this.#store = options.store ?? new MemoryApprovalStore(options.now ? { now: options.now } : {});
     this.#nonces = options.nonces ?? new MemoryNonceStore(options.now ? { now: options.now } : {});
     this.#authenticate = options.authenticate ?? null;
-    this.#approvers = options.approvers ?? null;
+    const approvers = options.approvers ?? null;
+    this.#approvers = approvers?.tools
+      ? { ...approvers, tools: Object.fromEntries(Object.entries(approvers.tools).map(([k, v]) => [canonical(k), v])) }
+      : approvers;
     const hooks = new Map<string, readonly InboxWebhook[]>();
     for (const [tenant, value] of Object.entries(options.webhooks ?? {})) {
       const list = Array.isArray(value) ? (value as readonly InboxWebhook[]) : [value as InboxWebhook];
@@ -277,7 +275,10 @@ export class Inbox {
     });
     const address = server.address() as AddressInfo;
     const url = `http://${host.includes(':') ? `[${host}]` : host}:${address.port}${this.#base}`;
-    this.#publicUrl ??= url;
+    if (this.#publicUrl === null) {
+      this.#publicUrl = url;
+      this.#loopbackOnly = host === '127.0.0.1' || host === '::1' || host === 'localhost';
+    }
     return {
       url,
       close: () =>
@@ -310,6 +311,8 @@ export class Inbox {
       createdAt: now,
       expiresAt: approval.expiresAt ?? now + this.#ttlMs,
       status: 'pending',
+      answer: null,
+      answeredAt: null,
     };
     this.#waiting.set(record.id, onAnswer);
     await this.#store.put(record);
@@ -330,24 +333,25 @@ export class Inbox {
     this.#changed(id);
   }
 
-  /** Times out every pending approval past its expiry (deny, and the model is told). Returns how many. */
+  /**
+   * Times out this process's approvals past their expiry: each is denied (the store reads it as `expired`,
+   * and no answer can be given any more) and its source is told, so the model learns it timed out.
+   * Returns how many. Runs every `sweepIntervalMs`.
+   */
   async sweep(): Promise<number> {
-    const now = this.#now();
     let count = 0;
-    for (const record of await this.#store.list({ status: 'pending' })) {
-      if (record.expiresAt > now) continue;
-      const seconds = Math.round((record.expiresAt - record.createdAt) / 1000);
-      const answer: Answer = {
-        effect: 'deny',
-        reason: `no approver answered within ${seconds} s, so the request timed out and was denied`,
-        approver: 'toolgate:timeout',
-      };
-      if (await this.#store.answer(record.id, answer)) {
-        count++;
-        await this.#writeAudit(record, answer, 'timeout', 'approval_expired').catch(() => undefined);
-        this.#notify('approval.answered', { ...record, status: 'answered', answer });
-        await this.#settle(record.id);
-      }
+    for (const record of await this.#store.list({ status: 'expired' })) {
+      if (!this.#waiting.has(record.id)) continue;
+      count++;
+      await this.#writeAudit(
+        record,
+        { effect: 'deny', approver: 'toolgate:timeout', reason: 'no approver answered in time' },
+        'timeout',
+        'approval_expired',
+      ).catch(() => undefined);
+      this.#notify('approval.answered', record);
+      await this.#settle(record.id);
+      this.#changed(record.id);
     }
     return count;
   }
@@ -441,6 +445,13 @@ export class Inbox {
     });
   }
 
+  /** Whether `approver` is named for `record`'s tenant and tool (what the list shows them). */
+  #named(record: PendingRecord, approver: string): boolean {
+    const policy = this.#approvers;
+    if (!policy || (policy.tenants === undefined && policy.tools === undefined)) return true;
+    return this.#mayAnswer(record, approver) === null || record.caller === approver;
+  }
+
   /** Who may answer `record`: null when `approver` may, else why not. */
   #mayAnswer(record: PendingRecord, approver: string): string | null {
     const policy = this.#approvers;
@@ -478,6 +489,8 @@ export class Inbox {
       return { status, title, detail };
     };
     if (!record) return refuse(STATUS.missing, 'No such approval', 'There is no approval with this id.');
+    if (record.status === 'expired' || (record.status === 'pending' && record.expiresAt <= this.#now()))
+      return refuse(STATUS.gone, 'Expired', 'This approval expired; it is denied and the model is told so.');
     if (record.status !== 'pending') {
       const by = record.answer?.approver ? ` by ${record.answer.approver}` : '';
       return refuse(
@@ -594,13 +607,13 @@ export class Inbox {
     if (site !== undefined && site !== 'same-origin' && site !== 'none') return false;
     const origin = c.req.header('origin');
     if (origin === undefined) return true;
-    const own = new URL(c.req.url).origin;
-    const published = this.#publicUrl ? new URL(this.#publicUrl).origin : null;
-    return origin === own || origin === published;
+    // The published origin when there is one (the Host header is the client's to choose: DNS rebinding).
+    return origin === (this.#publicUrl ? new URL(this.#publicUrl).origin : new URL(c.req.url).origin);
   }
 
-  async #list(): Promise<{ pending: PendingRecord[]; recent: PendingRecord[] }> {
-    const all = await this.#store.list();
+  async #list(approver: string): Promise<{ pending: PendingRecord[]; recent: PendingRecord[] }> {
+    // An approver sees the approvals of the tenants and tools they are named for, not everyone's.
+    const all = (await this.#store.list()).filter((r) => this.#named(r, approver));
     const pending = all.filter((r) => r.status === 'pending').sort((a, b) => a.createdAt - b.createdAt);
     const recent = all
       .filter((r) => r.status !== 'pending')
@@ -620,6 +633,15 @@ export class Inbox {
       c.header('cross-origin-opener-policy', 'same-origin');
       if (!c.res.headers.get('cache-control')) c.header('cache-control', 'no-store');
     });
+    app.use('*', async (c, next) => {
+      // A server of its own on loopback answers only to loopback names (no DNS rebinding).
+      if (this.#loopbackOnly) {
+        const host = (c.req.header('host') ?? '').replace(/:\d+$/, '').toLowerCase();
+        if (host !== '127.0.0.1' && host !== 'localhost' && host !== '[::1]') return c.text('unknown host', 421);
+      }
+      return next();
+    });
+    app.use('*', bodyLimit({ maxSize: 256 * 1024, onError: (c) => c.text('the request body is too large', 413) }));
     app.onError((error, c) => {
       const page = this.#page(c, null);
       return c.html(layout(page, 'Error', messageHtml(page, 'Something failed', error.message, 'error')), 500);
@@ -654,7 +676,7 @@ export class Inbox {
     app.get('/', async (c) => {
       const identity = await this.#identity(c);
       if (!identity) return signIn(c);
-      const { pending, recent } = await this.#list();
+      const { pending, recent } = await this.#list(identity.approver);
       return html(
         c,
         identity,
@@ -666,7 +688,7 @@ export class Inbox {
     app.get('/fragment', async (c) => {
       const identity = await this.#identity(c);
       if (!identity) return c.text('sign in', STATUS.unauthorized);
-      const { pending, recent } = await this.#list();
+      const { pending, recent } = await this.#list(identity.approver);
       return c.html(listHtml(this.#page(c, identity), pending, recent, this.#outcomes));
     });
 
@@ -831,7 +853,8 @@ export class Inbox {
         claims.approval,
         claims.approver,
         'link',
-        { ...form, remember: 'once' },
+        // A link answers the call it shows: once, and without edits.
+        { effect: form['effect'], reason: form['reason'], remember: 'once' },
         claims.effect ?? null,
       );
       const who = { ...page, approver: claims.approver };

@@ -5,12 +5,13 @@
 import { randomUUID } from 'node:crypto';
 import { canonical as canonicalName } from '../names.js';
 import type { PermissionHandler, PermissionRequest } from '../permissions/handler.js';
+import { environmentOf } from '../gate/environment.js';
 import type { ToolRegistry } from '../registry.js';
 import type { AgentRunner } from '../runner/runner.js';
 import { hashOf } from '../runner/signing.js';
 import type { PendingApproval, ResumeOptions, RunResult, RunState } from '../runner/types.js';
-import type { Inbox } from './server.js';
-import type { PendingRecord } from './store.js';
+import type { Inbox, SubmittedApproval } from './server.js';
+import type { PendingRecord } from '../stores/types.js';
 
 /** Options of {@link RunnerInbox}. */
 export interface RunnerInboxOptions {
@@ -36,7 +37,7 @@ export function traceOf(
 ): unknown {
   if (!registry) return undefined;
   try {
-    const env = registry.environment();
+    const env = environmentOf(registry);
     const tool = env.lookup(canonical);
     if (!tool || !env.policy) return undefined;
     const evaluation = env.policy.evaluate(tool, parameters, { trace: true });
@@ -124,7 +125,15 @@ export class RunnerInbox {
   ): Promise<void> {
     try {
       const decisions = pending.map((p) => {
-        const answer = answers.get(p.id)?.answer ?? { effect: 'deny' as const, reason: 'no answer was recorded' };
+        const record = answers.get(p.id);
+        // No answer: the approval expired unanswered, and the model is told so.
+        const answer = record?.answer ?? {
+          effect: 'deny' as const,
+          reason:
+            record?.status === 'expired'
+              ? `no approver answered within ${Math.round((record.expiresAt - record.createdAt) / 1000)} s, so the request timed out and was denied`
+              : 'no answer was recorded',
+        };
         return this.#runner.answer(p, answer.effect, {
           scope: answer.remember ?? 'once',
           ...(answer.arguments !== undefined ? { arguments: answer.arguments } : {}),
@@ -139,7 +148,7 @@ export class RunnerInbox {
     }
   }
 
-  #recordOf(p: PendingApproval, state: RunState, expiresAt: number): Omit<PendingRecord, 'status' | 'createdAt'> {
+  #recordOf(p: PendingApproval, state: RunState, expiresAt: number): SubmittedApproval {
     const trace = traceOf(this.#options.registry, p.canonical, p.parameters);
     return {
       id: p.id,
@@ -188,7 +197,7 @@ export function inboxHandler(inbox: Inbox, options: InboxHandlerOptions = {}): P
     const id = `registry:${randomUUID()}`;
     const canonical = canonicalName(request.toolName);
     const ttl = options.ttlMs ?? inbox.ttlMs;
-    const policyVersion = options.registry?.environment().policy?.version ?? null;
+    const policyVersion = (options.registry ? environmentOf(options.registry).policy?.version : null) ?? null;
     const trace = traceOf(options.registry, request.toolName, request.parameters);
     const expiresAt = inbox.now() + ttl;
     const answered = new Promise<PendingRecord>((resolve, reject) => {

@@ -310,13 +310,29 @@ describe('the inbox in a browser', () => {
       audit: { write: (r) => void audits.push(r) },
     });
     const tracked = await inbox.runner(s.runner).track(await s.run({ order: 'A-6', amount: 600 }, 'cy'));
-    for (const who of ['mallory@example.com', 'cy']) {
-      const page = await open(await signedIn(who), url);
-      await page.locator('article.approval.pending').getByRole('button', { name: 'Approve', exact: true }).click();
-      await see(page.getByRole('alert')).toContain(who === 'cy' ? 'four eyes' : 'not an approver');
-    }
-    const alice = await signedIn('alice@example.com');
+    // The requester sees their own request but may not answer it (four eyes).
+    const cy = await open(await signedIn('cy'), url);
+    await cy.locator('article.approval.pending').getByRole('button', { name: 'Approve', exact: true }).click();
+    await see(cy.getByRole('alert')).toContain('four eyes');
+    // Someone not named for the tenant does not even see it, and a post of theirs is refused.
+    const mallory = await signedIn('mallory@example.com');
+    const malloryPage = await open(mallory, url);
+    await see(malloryPage.locator('.count')).toBe('0 waiting');
     const [record] = await inbox.store.list({ status: 'pending' });
+    const denied = await mallory.request.post(`${url}/approvals/${encodeURIComponent(record!.id)}/answer`, {
+      form: {
+        effect: 'allow',
+        csrf: await malloryPage
+          .locator('input[name=csrf]')
+          .first()
+          .inputValue()
+          .catch(() => ''),
+      },
+      headers: { origin: new URL(url).origin },
+    });
+    expect(denied.status()).toBe(403);
+    expect(await denied.text()).toContain('not an approver');
+    const alice = await signedIn('alice@example.com');
     const noToken = await alice.request.post(`${url}/approvals/${encodeURIComponent(record!.id)}/answer`, {
       form: { effect: 'allow' },
     });

@@ -3,6 +3,7 @@
  * command, the demo, and the rendering of hostile text.
  */
 import { mkdtempSync, writeFileSync } from 'node:fs';
+import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -76,8 +77,9 @@ describe('the inbox over HTTP', () => {
     const { inbox, url } = await start({ now: () => now, ttlMs: 60_000 });
     const tracked = await inbox.runner(s.runner).track(await s.run({ order: 'A-1', amount: 300 }));
     const [record] = await inbox.store.list({ status: 'pending' });
+    const csrf = await csrfOf(url, 'alice@example.com');
     now += 60_001;
-    const late = await answer(url, record!.id, 'alice@example.com', { effect: 'allow' });
+    const late = await answer(url, record!.id, 'alice@example.com', { effect: 'allow' }, csrf);
     expect(late.status).toBe(410);
     expect(await inbox.sweep()).toBe(1);
     const result = await tracked.done;
@@ -117,6 +119,27 @@ describe('the inbox over HTTP', () => {
     expect(statuses.filter((s) => s === 409)).toHaveLength(7);
     await tracked.done;
     expect(s.refunds.length).toBeLessThanOrEqual(1);
+  });
+
+  it('answers only to loopback host names (DNS rebinding) and refuses a huge body', async () => {
+    const { url } = await start();
+    const status = (host: string) =>
+      new Promise<number>((resolve, reject) => {
+        const req = request(`${url}/`, { headers: { host } }, (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        });
+        req.on('error', reject);
+        req.end();
+      });
+    expect(await status('evil.example:80')).toBe(421);
+    expect(await status(new URL(url).host)).toBe(401);
+    const big = await fetch(`${url}/link`, {
+      method: 'POST',
+      headers: { origin: new URL(url).origin },
+      body: new URLSearchParams({ token: 'x'.repeat(300_000) }),
+    });
+    expect(big.status).toBe(413);
   });
 
   it('refuses requests without a valid bearer token', async () => {
