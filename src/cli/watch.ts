@@ -1,7 +1,8 @@
 /** `toolgate watch`: load a policy file and reload it on every change. */
 import type { Command } from 'commander';
 import { watchPolicyFile } from '../policy-file/watch.js';
-import type { Cli } from './context.js';
+import type { PolicyIssue } from '../policy-file/types.js';
+import { refusedExit, type Cli } from './context.js';
 import { EXIT, exitCodes, USAGE_LINE } from './exit-codes.js';
 import { issuesText } from './render.js';
 
@@ -17,10 +18,11 @@ export function registerWatch(program: Command, cli: Cli): void {
     .addHelpText('after', `\nRuns until interrupted (^C).`);
   exitCodes(command, [
     [EXIT.OK, 'interrupted after the policy file loaded'],
-    [EXIT.POLICY, 'the policy file was refused at start'],
+    [EXIT.POLICY, 'the policy file was refused at start (and never loaded before the interrupt)'],
     USAGE_LINE,
   ]).action(async (options: { policy: string; json?: boolean }) => {
     const stamp = (): string => new Date().toISOString();
+    let firstIssues: readonly PolicyIssue[] | null = null;
     const watch = watchPolicyFile(options.policy, {
       onLoad: (set, previous) => {
         const event = {
@@ -40,6 +42,7 @@ export function registerWatch(program: Command, cli: Cli): void {
         );
       },
       onError: (issues, kept) => {
+        firstIssues ??= issues;
         const event = { event: 'rejected', time: stamp(), file: options.policy, kept: kept?.version ?? null, issues };
         if (options.json) cli.out(JSON.stringify(event));
         else
@@ -49,7 +52,7 @@ export function registerWatch(program: Command, cli: Cli): void {
       },
     });
     const first = await watch.ready;
-    if (!first) cli.exit(EXIT.POLICY);
+    if (!first) cli.exit(firstIssues === null ? EXIT.POLICY : refusedExit(firstIssues));
     await (cli.io.stop ?? new Promise<void>(() => {}));
     watch.close();
   });

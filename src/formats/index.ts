@@ -154,15 +154,24 @@ export function readCall(raw: unknown): NormalizedCall | UnreadableCall {
   return { id, name: raw['name'], arguments: raw['arguments'] ?? {}, format: 'toolgate' };
 }
 
-/** Parses raw arguments: a JSON string or a value, which must be an object. Never guesses: bad input is a problem string. */
+/**
+ * Parses raw arguments: a JSON string or a value, which must be an object. Never guesses: bad input is a
+ * problem string. An empty or blank string is refused like any other text that is not a JSON object: no
+ * provider documents `""` as "no arguments" (OpenAI's `arguments` and the Responses API's are JSON text,
+ * Anthropic's `input` and Gemini's `args` are objects), so a tool without parameters is called with `{}`.
+ */
 export function parseArguments(
   raw: unknown,
 ): { ok: true; value: Record<string, unknown> } | { ok: false; problem: string } {
   let value = raw;
   if (typeof raw === 'string') {
-    const text = raw.trim() === '' ? '{}' : raw;
+    if (raw.trim() === '')
+      return {
+        ok: false,
+        problem: `the arguments are ${raw === '' ? 'an empty string' : 'blank'}; expected a JSON object (send {} for a tool without parameters)`,
+      };
     try {
-      value = JSON.parse(text);
+      value = JSON.parse(raw);
     } catch (error) {
       return {
         ok: false,
