@@ -48,6 +48,7 @@ export function registerCheck(program: Command, cli: Cli): void {
   ]).action(async (file: string, options: CheckOptions) => {
     const set = await loadPolicy(cli, options.policy, options.json);
     if (!set) return;
+    set.context(who(options)); // an unknown --agent or --tenant is a usage error, not a refused row per call
     const text = await readInput(file);
     warnConfusables(cli, set);
     const registry = set.registry({ confusables: 'off' });

@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import { watchPolicyFile } from '../policy-file/watch.js';
 import type { PolicyIssue } from '../policy-file/types.js';
 import { refusedExit, type Cli } from './context.js';
-import { EXIT, exitCodes, USAGE_LINE } from './exit-codes.js';
+import { EXIT, exitCodes } from './exit-codes.js';
 import { issuesText } from './render.js';
 
 export function registerWatch(program: Command, cli: Cli): void {
@@ -17,9 +17,9 @@ export function registerWatch(program: Command, cli: Cli): void {
     .option('--json', 'print one JSON object per event')
     .addHelpText('after', `\nRuns until interrupted (^C).`);
   exitCodes(command, [
-    [EXIT.OK, 'interrupted after the policy file loaded'],
-    [EXIT.POLICY, 'the policy file was refused at start (and never loaded before the interrupt)'],
-    USAGE_LINE,
+    [EXIT.OK, 'interrupted (^C, SIGTERM); the policy file had loaded at start'],
+    [EXIT.POLICY, 'interrupted; the policy file was refused at start'],
+    [EXIT.USAGE, 'usage error: a bad option, or the policy file could not be read at start'],
   ]).action(async (options: { policy: string; json?: boolean }) => {
     const stamp = (): string => new Date().toISOString();
     let firstIssues: readonly PolicyIssue[] | null = null;
@@ -53,7 +53,20 @@ export function registerWatch(program: Command, cli: Cli): void {
     });
     const first = await watch.ready;
     if (!first) cli.exit(firstIssues === null ? EXIT.POLICY : refusedExit(firstIssues));
-    await (cli.io.stop ?? new Promise<void>(() => {}));
+    await (cli.io.stop ?? interrupted());
     watch.close();
+  });
+}
+
+/** Resolves at ^C or SIGTERM (listened to only while watching, so other commands keep the default). */
+function interrupted(): Promise<void> {
+  return new Promise((resolve) => {
+    const done = (): void => {
+      process.off('SIGINT', done);
+      process.off('SIGTERM', done);
+      resolve();
+    };
+    process.once('SIGINT', done);
+    process.once('SIGTERM', done);
   });
 }
