@@ -21,6 +21,8 @@ export function registerWatch(program: Command, cli: Cli): void {
     [EXIT.POLICY, 'interrupted; the policy file was refused at start'],
     [EXIT.USAGE, 'usage error: a bad option, or the policy file could not be read at start'],
   ]).action(async (options: { policy: string; json?: boolean }) => {
+    // Listen for ^C before anything is printed, so an interrupt right after "loaded" is not missed.
+    const stop = cli.io.stop ?? interrupted();
     const stamp = (): string => new Date().toISOString();
     let firstIssues: readonly PolicyIssue[] | null = null;
     const watch = watchPolicyFile(options.policy, {
@@ -53,7 +55,7 @@ export function registerWatch(program: Command, cli: Cli): void {
     });
     const first = await watch.ready;
     if (!first) cli.exit(firstIssues === null ? EXIT.POLICY : refusedExit(firstIssues));
-    await (cli.io.stop ?? interrupted());
+    await stop;
     watch.close();
   });
 }

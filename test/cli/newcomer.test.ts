@@ -9,6 +9,7 @@ import { run } from '../../src/cli/program.js';
 import { parseArguments } from '../../src/formats/index.js';
 import { defineTool } from '../../src/tool.js';
 import { ToolRegistry } from '../../src/registry.js';
+import { SHOP } from './fixtures.js';
 
 let dir = '';
 const at = (name: string): string => join(dir, name);
@@ -31,36 +32,6 @@ async function cli(args: string[], stdin?: string): Promise<{ code: number; stdo
     restore();
   }
 }
-
-export const SHOP = `version: 1
-tools:
-  search:
-    tags: [read_only]
-    parameters:
-      type: object
-      properties: { query: { type: string } }
-  tip:
-    parameters:
-      type: object
-      properties: { amount: {} }
-  refund:
-    parameters:
-      type: object
-      properties: { amount: { type: number } }
-  delete_account: {}
-rules:
-  - name: small_tips
-    tools: tip
-    when:
-      amount: { lt: 10 }
-    result: allow
-  - name: searches
-    tools: search
-    result: allow
-  - name: refunds_ask
-    tools: refund
-    result: ask
-`;
 
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'toolgate-newcomer-'));
