@@ -38,6 +38,12 @@ const GEMINI_CONTENT = ['text', 'thought', 'thoughtSignature', 'inlineData', 'fi
 export function messageItems(value: unknown): MessageItem[] | null {
   if (Array.isArray(value)) return value.flatMap(item);
   if (!isRecord(value)) return null;
+  // A message whose call or content field has a shape no provider sends is refused whole, never read as
+  // "no calls" (a call could hide in it).
+  for (const key of ['tool_calls', 'parts', 'output'] as const) {
+    if (key in value && value[key] !== null && !Array.isArray(value[key]))
+      return [{ problem: `"${key}" must be an array, got ${describe(value[key])}` }];
+  }
   if (Array.isArray(value['tool_calls'])) {
     // OpenAI chat: every entry is a call (a custom-tool entry is unreadable and so refused).
     const calls: MessageItem[] = value['tool_calls'].map((call: unknown) => ({ call }));
@@ -53,7 +59,12 @@ export function messageItems(value: unknown): MessageItem[] | null {
     return value['content'].flatMap(item);
   if (Array.isArray(value['parts'])) return value['parts'].flatMap(item);
   if (Array.isArray(value['output'])) return value['output'].flatMap(item);
-  if (value['role'] === 'assistant' || value['role'] === 'model') return []; // a message without calls
+  if (value['role'] === 'assistant' || value['role'] === 'model') {
+    // A message without calls: text content only.
+    const content = value['content'];
+    if (content === undefined || content === null || typeof content === 'string') return [];
+    return [{ problem: `"content" must be text or an array, got ${describe(content)}` }];
+  }
   return null;
 }
 

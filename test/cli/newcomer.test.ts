@@ -78,6 +78,31 @@ describe('empty or blank arguments are refused on every route, never run as {}',
     expect(rowsOf(ok.stdout).map((r) => r.effect)).toEqual(['allow', 'allow', 'allow']);
   });
 
+  it('absent or null arguments are refused where the provider requires them, {} where optional', async () => {
+    const input = [
+      { id: 'a', type: 'function', function: { name: 'search' } },
+      { id: 'b', type: 'function', function: { name: 'search', arguments: null } },
+      { type: 'function_call', call_id: 'c', name: 'search' },
+      { type: 'tool_use', id: 'd', name: 'search' },
+      { name: 'search', arguments: null },
+      { functionCall: { name: 'search' } },
+      { name: 'search' },
+    ]
+      .map((v) => JSON.stringify(v))
+      .join('\n');
+    const { stdout } = await cli(['check', '--json', '-p', at('shop.yaml'), '-'], input);
+    expect(rowsOf(stdout).map((r) => [r.effect, r.by])).toEqual([
+      ['deny', 'malformed_arguments'],
+      ['deny', 'malformed_arguments'],
+      ['deny', 'malformed_arguments'],
+      ['deny', 'malformed_arguments'],
+      ['deny', 'malformed_arguments'],
+      ['allow', 'rule'],
+      ['allow', 'rule'],
+    ]);
+    expect(rowsOf(stdout)[0]!.reason).toContain('the call has no arguments; expected a JSON object');
+  });
+
   it('explain --call refuses it too (exit 3), and so do the registry and parseArguments', async () => {
     const call = JSON.stringify({ id: 'c', type: 'function', function: { name: 'search', arguments: '  ' } });
     const explained = await cli(['explain', '-p', at('shop.yaml'), '--call', call]);
@@ -229,6 +254,8 @@ describe('check decides each call of a whole assistant message', () => {
 
   it('an unknown item of a message is refused, never skipped; a message without calls decides nothing', async () => {
     const input = [
+      JSON.stringify({ role: 'assistant', tool_calls: { id: 'x', type: 'function' } }),
+      JSON.stringify({ role: 'assistant', content: { type: 'tool_use', id: 'y', name: 'delete_account', input: {} } }),
       JSON.stringify({
         role: 'assistant',
         content: [{ type: 'server_tool_use', id: 's', name: 'web_search', input: {} }],
@@ -239,7 +266,9 @@ describe('check decides each call of a whole assistant message', () => {
     const { stdout } = await cli(['check', '--json', '-p', at('shop.yaml'), '-'], input);
     expect(rowsOf(stdout).map((r) => [r.line, r.item, r.effect])).toEqual([
       [1, 1, 'deny'],
+      [2, 1, 'deny'],
       [3, 1, 'deny'],
+      [5, 1, 'deny'],
     ]);
   });
 });

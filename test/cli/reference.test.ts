@@ -49,7 +49,7 @@ describe('docs/cli.md, the CLI reference', () => {
     expect(compareCommand('check', withoutOption, docs)).toEqual([
       'check: option `--json` is in docs/cli.md but not in --help',
     ]);
-    expect(compareCommand('audit', check, docs)).toEqual(['docs/cli.md has no "## toolgate audit" section']);
+    expect(compareCommand('frobnicate', check, docs)).toEqual(['docs/cli.md has no "## toolgate frobnicate" section']);
     expect(docsSection(docs, 'check')).toContain('--fail-on');
   });
 });
