@@ -48,7 +48,9 @@ Options:
 Approvals reach the store from the processes whose runs wait (createInbox over the same store); the
 inbox shows them and records the answers, which those processes pick up.
 
-Exit codes: 0 stopped, 2 usage or configuration error.`;
+Exit codes:
+  0  stopped (^C, SIGTERM)
+  2  usage or configuration error: a bad option, a missing secret, a policy file or store that could not be opened`;
 
 class ServeError extends Error {}
 
