@@ -255,6 +255,20 @@ export async function run(argv: readonly string[], io: CliIO): Promise<number> {
     });
 
   program
+    .command('gateway')
+    .description(
+      'Run the MCP gateway in front of the upstream servers of the policy file (see toolgate gateway --help).',
+    )
+    .helpOption(false)
+    .allowUnknownOption()
+    .allowExcessArguments()
+    .argument('[args...]')
+    .action(async () => {
+      const { runGateway } = await import('./gateway.js');
+      code = await runGateway(argv.slice(argv.indexOf('gateway') + 1), { stderr: (text) => io.stderr(text) });
+    });
+
+  program
     .command('demo')
     .description('Run the demo (what `npm run demo` runs).')
     .action(async () => {
