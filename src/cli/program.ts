@@ -11,6 +11,9 @@ import { EXIT, exitCodesText, USAGE_LINE } from './exit-codes.js';
 import { registerExplain } from './explain.js';
 import { registerGateway } from './gateway-command.js';
 import { registerLint } from './lint.js';
+import { registerPin } from './pin.js';
+import { registerReport } from './report.js';
+import { registerTest } from './test.js';
 import { registerMcpProxy } from './mcp-proxy-command.js';
 import { colors } from './render.js';
 import { registerWatch } from './watch.js';
@@ -27,6 +30,9 @@ const COMMANDS: readonly RegisterCommand[] = [
   registerWatch,
   registerMcpProxy,
   registerGateway,
+  registerPin,
+  registerTest,
+  registerReport,
   registerDemo,
 ];
 

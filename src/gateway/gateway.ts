@@ -67,8 +67,8 @@ export interface GatewayOptions {
   readonly upstreams: Readonly<Record<string, GatewayUpstreamOptions>>;
   /** The loaded policy file: tool rules, resource and prompt rules, agents, tenants, scopes, shadow mode. */
   readonly policy: PolicySet;
-  /** Who is asking, for servers created without their own context. @default the policy file's default context */
-  readonly context?: GatewayRequestContext;
+  /** Who is asking, for servers created without their own context (over HTTP, the token narrows it). @default the policy file's default context */
+  readonly context?: GateContext;
   /** Pin tool definitions in a lock file; null turns pinning off. @default null */
   readonly pins?: GatewayPinOptions | null;
   /** Receives every audit record. @default none */
@@ -90,6 +90,8 @@ interface Downstream {
 export interface Gateway {
   /** The registry holding every upstream's tools (namespaced), with the policy in force. */
   readonly registry: ToolRegistry;
+  /** The gateway's own context (agent, tenant, caller layers); a server's context function only narrows it over HTTP. */
+  readonly context: GateContext;
   /** The upstreams by namespace: their state (`ready`, `down` with a reason) and connection. */
   readonly upstreams: ReadonlyMap<string, Upstream>;
   /** A new downstream MCP server (one per client connection or HTTP session); connect it to a transport. */
@@ -141,7 +143,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     throw new ConfigurationError(
       `the policy file's resource and prompt rules were refused:\n${governance.issues.map((i) => `  ${i.file}:${i.line}:${i.column}: ${i.message}`).join('\n')}`,
     );
-  const defaultContext: GatewayRequestContext = options.context ?? set.context();
+  const defaultContext: GateContext = options.context ?? set.context();
   checkContext(defaultContext);
   const auditSink = options.audit;
   const audit = (record: GatewayAuditRecord): void => {
@@ -283,11 +285,6 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     },
   };
 
-  const upstreams = new Map<string, Upstream>();
-  for (const [namespace, upstreamOptions] of Object.entries(options.upstreams))
-    upstreams.set(namespace, new Upstream(namespace, upstreamOptions, registry, events));
-  await Promise.all([...upstreams.values()].map((u) => u.start()));
-
   const policyShadowRules = [
     ...set.rules.filter((r) => r.data.mode === 'shadow').map((r) => r.name),
     ...(set.data.resources ?? []).filter((r) => r.mode === 'shadow').map((r) => `resources:${r.name}`),
@@ -306,6 +303,11 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
         : `policy enforced${policyShadowRules.length > 0 ? `; in shadow mode: ${policyShadowRules.join(', ')}` : ''}`,
     ],
   });
+
+  const upstreams = new Map<string, Upstream>();
+  for (const [namespace, upstreamOptions] of Object.entries(options.upstreams))
+    upstreams.set(namespace, new Upstream(namespace, upstreamOptions, registry, events));
+  await Promise.all([...upstreams.values()].map((u) => u.start()));
 
   /** The upstream serving a tool name (also while it is down), if any. */
   const ownerOfTool = (toolName: string): Upstream | undefined => {
@@ -798,6 +800,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
 
   return {
     registry,
+    context: defaultContext,
     upstreams,
     createServer,
     onUpstreamState(listener) {

@@ -122,7 +122,7 @@ async function connect(gateway: Gateway, clientOptions: ConstructorParameters<ty
   return client;
 }
 
-describe('the gateway with two real upstreams (server-filesystem and a docs server)', () => {
+describe('the gateway with two real upstreams (server-filesystem and a docs server)', { timeout: 120_000 }, () => {
   it('shows the union, filtered by the allowlist, and routes calls by namespace through the policy', async () => {
     const box = sandbox();
     const { client, records } = await start(box.policy);
