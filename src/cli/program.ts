@@ -4,6 +4,7 @@
  */
 import { Command, CommanderError } from 'commander';
 import { isToolgateError } from '../errors.js';
+import { registerAudit } from './audit.js';
 import { registerCheck } from './check.js';
 import { UsageError, type Cli, type CliIO, type RegisterCommand } from './context.js';
 import { registerDemo } from './demo.js';
@@ -33,6 +34,7 @@ const COMMANDS: readonly RegisterCommand[] = [
   registerPin,
   registerTest,
   registerReport,
+  registerAudit,
   registerDemo,
 ];
 
