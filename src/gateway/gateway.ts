@@ -44,6 +44,7 @@ import type { PolicySet } from '../policy-file/policy-set.js';
 import { ToolRegistry } from '../registry.js';
 import type { Tool } from '../tool.js';
 import type { GatewayAuditRecord, GatewayAuditSink, ShadowRecord, ToolAuditRecord } from './audit.js';
+import { checkApprovals, storeApprover, type ApprovalNote, type GatewayApprovals } from './approvals.js';
 import { compileGovernance, normalResourceUri, type ItemPolicy, type ItemVerdict } from './governance.js';
 import { pinnedDefinition, PinStore } from './pins.js';
 import { callScope, Upstream, type CallScope, type GatewayUpstreamOptions, type UpstreamEvents } from './upstream.js';
@@ -77,6 +78,11 @@ export interface GatewayOptions {
   readonly approvalTimeoutMs?: number;
   /** The gateway's server name towards its clients. @default 'toolgate-gateway' */
   readonly name?: string;
+  /**
+   * Put asks in the shared stores instead of asking by elicitation: a call asked on one replica can be
+   * answered on another and runs once (see approvals.ts). @default none: asks go to the client by elicitation
+   */
+  readonly approvals?: GatewayApprovals;
 }
 
 /** A downstream server and what the gateway tracks for it. */
@@ -160,6 +166,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   const now = (): string => new Date().toISOString();
   const name = options.name ?? 'toolgate-gateway';
   const pins = options.pins ? new PinStore(options.pins.file) : null;
+  if (options.approvals !== undefined) checkApprovals(options.approvals);
   const onDrift = options.pins?.onDrift ?? 'refuse';
 
   /** Tool canonical name → the drift diff of a drifted tool. */
@@ -558,9 +565,20 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
       const call = { id: `mcp-${randomUUID()}`, name: toolName, arguments: request.params.arguments ?? {} };
       const context: GateContext = { ...base, signal: extra.signal };
       const scope = scopeOf(extra);
-      const result = await callScope.run(scope, () =>
-        dispatchOne(registry, call, context, elicitationApprover(server)),
-      );
+      let approval: ApprovalNote | undefined;
+      const approver = options.approvals
+        ? storeApprover(
+            options.approvals,
+            {
+              caller: base.caller?.id ?? null,
+              agent: typeof base.agent === 'string' ? base.agent : (base.agent?.name ?? 'agent'),
+              tenant: base.tenant?.id ?? null,
+              policyVersion: registry.getPermissionPolicy()?.version ?? null,
+            },
+            (n) => (approval = n),
+          )
+        : elicitationApprover(server);
+      const result = await callScope.run(scope, () => dispatchOne(registry, call, context, approver));
       const decision = result.decision;
       const record: ToolAuditRecord = {
         type: 'tool',
@@ -569,6 +587,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
         upstream: upstream?.namespace ?? null,
         decision,
         status: result.status,
+        ...(approval ? { approval } : {}),
       };
       const shadow = shadowOf(set, registry, decision);
       const drift = drifted.get(decision.canonical);
@@ -582,6 +601,16 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
         };
       // The upstream's own error result is forwarded as it came.
       if (result.status === 'error' && scope.result?.isError === true) return scope.result;
+      if (approval && (approval.state === 'asked' || approval.state === 'pending'))
+        return {
+          isError: true,
+          content: [
+            {
+              type: 'text',
+              text: `This call waits for a person's approval (request ${approval.id}, rule ${JSON.stringify(decision.rule)}: ${decision.reason}). It has not run. Call it again, with the same arguments, once the request is answered.`,
+            },
+          ],
+        };
       const drifts = decision.rule === PIN_RULE || decision.rule?.endsWith(' (drifted definition)') ? drift : undefined;
       const text = drifts ? `${result.content}\n${drifts.diff}` : result.content;
       return { isError: true, content: [{ type: 'text', text }] };

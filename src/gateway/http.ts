@@ -22,6 +22,7 @@ import {
 import { narrowContext } from '../adapters/mcp/proxy.js';
 import type { GateContext } from '../gate.js';
 import { describe } from '../names.js';
+import type { ApprovalStore } from '../stores/types.js';
 import type { Gateway } from './gateway.js';
 
 /** Options of {@link serveGatewayHttp}. */
@@ -54,6 +55,12 @@ export interface GatewayHttpOptions {
   readonly stateless?: boolean;
   /** A request's context from its token; it narrows the gateway's own context. @default caller { id, scopes } */
   readonly context?: (auth: AuthInfo) => GateContext;
+  /**
+   * Serve `GET /approvals` (pending requests) and `POST /approvals/<id>` (`{ "effect": "allow" | "deny",
+   * "reason"? }`) over the approval store, for tokens carrying `approverScope`. The caller of a request
+   * cannot answer it (four eyes). @default not served
+   */
+  readonly approvals?: { readonly store: ApprovalStore; readonly approverScope?: string };
 }
 
 /** A listening gateway endpoint. */
@@ -150,7 +157,9 @@ export async function serveGatewayHttp(gateway: Gateway, options: GatewayHttpOpt
         resource_name: 'toolgate MCP gateway',
       });
     }
-    if (pathname !== path) return reply(res, 404, { error: 'not_found' });
+    const answering =
+      options.approvals !== undefined && (pathname === '/approvals' || pathname.startsWith('/approvals/'));
+    if (pathname !== path && !answering) return reply(res, 404, { error: 'not_found' });
     const header = req.headers.authorization;
     const match = typeof header === 'string' ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
     if (!match) return unauthorized(res, 'invalid_request', 'a bearer token is required');
@@ -171,6 +180,7 @@ export async function serveGatewayHttp(gateway: Gateway, options: GatewayHttpOpt
     if (!audienceOk(auth))
       return unauthorized(res, 'invalid_token', 'the bearer token was not issued for this resource (audience)');
     req.auth = auth;
+    if (answering) return answerApproval(req, res, pathname, auth, options.approvals!);
 
     if (options.stateless) {
       if (req.method !== 'POST')
@@ -257,4 +267,70 @@ export async function serveGatewayHttp(gateway: Gateway, options: GatewayHttpOpt
       });
     },
   };
+}
+
+const MAX_BODY = 64 * 1024;
+
+/** `GET /approvals` and `POST /approvals/<id>`: a person with the approver scope answers a pending request. */
+async function answerApproval(
+  req: IncomingMessage,
+  res: ServerResponse,
+  pathname: string,
+  auth: AuthInfo,
+  approvals: { readonly store: ApprovalStore; readonly approverScope?: string },
+): Promise<void> {
+  const scope = approvals.approverScope ?? 'toolgate:approve';
+  if (!auth.scopes.includes(scope))
+    return reply(
+      res,
+      403,
+      { error: 'insufficient_scope', error_description: `answering approvals needs the scope ${scope}` },
+      `Bearer error="insufficient_scope", scope="${scope}"`,
+    );
+  if (pathname === '/approvals') {
+    if (req.method !== 'GET') return reply(res, 405, { error: 'method_not_allowed' });
+    return reply(res, 200, { pending: await approvals.store.list({ status: 'pending' }) });
+  }
+  if (req.method !== 'POST') return reply(res, 405, { error: 'method_not_allowed' });
+  const id = decodeURIComponent(pathname.slice('/approvals/'.length));
+  let text = '';
+  for await (const chunk of req) {
+    text += (chunk as Buffer).toString('utf8');
+    if (text.length > MAX_BODY) return reply(res, 413, { error: 'too_large' });
+  }
+  let body: { effect?: unknown; reason?: unknown };
+  try {
+    body = JSON.parse(text) as typeof body;
+  } catch {
+    return reply(res, 400, {
+      error: 'invalid_request',
+      error_description: 'the body must be JSON: { "effect": "allow" | "deny", "reason"? }',
+    });
+  }
+  if (
+    (body.effect !== 'allow' && body.effect !== 'deny') ||
+    (body.reason !== undefined && typeof body.reason !== 'string')
+  )
+    return reply(res, 400, {
+      error: 'invalid_request',
+      error_description: 'expected { "effect": "allow" | "deny", "reason"?: string }',
+    });
+  const record = await approvals.store.get(id);
+  if (!record) return reply(res, 404, { error: 'not_found', error_description: `no approval request ${id}` });
+  if (record.caller !== null && record.caller === auth.clientId)
+    return reply(res, 403, {
+      error: 'forbidden',
+      error_description: 'the caller of a request cannot answer it (four eyes)',
+    });
+  const answered = await approvals.store.answer(id, {
+    effect: body.effect,
+    approver: auth.clientId,
+    ...(typeof body.reason === 'string' ? { reason: body.reason } : {}),
+  });
+  if (!answered)
+    return reply(res, 409, {
+      error: 'conflict',
+      error_description: `the request ${id} was already answered or has expired`,
+    });
+  return reply(res, 200, { id, answered: true, effect: body.effect });
 }

@@ -17,7 +17,14 @@ import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import { afterEach, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { jwtAuthenticator } from '../../src/adapters/mcp/proxy-http.js';
-import { createGateway, gatewayConfigOf } from '../../src/gateway/index.js';
+import {
+  createGateway,
+  gatewayConfigOf,
+  type GatewayApprovals,
+  type GatewayAuditRecord,
+} from '../../src/gateway/index.js';
+import { PostgresStores } from '../../src/stores/postgres.js';
+import { PG_URL, uniqueName } from '../stores/servers.js';
 import { serveGatewayHttp } from '../../src/gateway/http.js';
 import { loadPolicyFile } from '../../src/policy-file/index.js';
 
@@ -167,10 +174,22 @@ function policyFile(extra: Record<string, unknown> = {}): string {
   return file;
 }
 
-async function gatewayOver(file: string, issuer: string, http: { stateless?: boolean; resource?: string } = {}) {
+async function gatewayOver(
+  file: string,
+  issuer: string,
+  http: { stateless?: boolean; resource?: string } = {},
+  approvals?: GatewayApprovals,
+) {
   const set = await loadPolicyFile(file);
   const config = gatewayConfigOf(set);
-  const gateway = await createGateway({ policy: set, upstreams: config.upstreams, pins: null });
+  const records: GatewayAuditRecord[] = [];
+  const gateway = await createGateway({
+    policy: set,
+    upstreams: config.upstreams,
+    pins: null,
+    audit: (r) => records.push(r),
+    ...(approvals ? { approvals } : {}),
+  });
   cleanups.push(() => gateway.close());
   const server = await serveGatewayHttp(gateway, {
     port: 0,
@@ -179,9 +198,10 @@ async function gatewayOver(file: string, issuer: string, http: { stateless?: boo
     scopesSupported: ['docs'],
     context: (auth) => ({ caller: { id: auth.clientId, scopes: set.toolsForScopes(auth.scopes) } }),
     ...http,
+    ...(approvals ? { approvals: { store: approvals.store } } : {}),
   });
   cleanups.push(() => server.close());
-  return { gateway, server };
+  return { gateway, server, records };
 }
 
 describe('the gateway as an OAuth 2.1 resource server', { timeout: 120_000 }, () => {
@@ -295,5 +315,86 @@ describe('stateless HTTP', { timeout: 120_000 }, () => {
     expect((await client.listTools()).tools.map((t) => t.name)).toContain('docs:echo');
     expect(served[0]).toBeGreaterThanOrEqual(3);
     expect(served[1]).toBeGreaterThanOrEqual(3);
+  });
+
+  it('an approval asked via one replica and answered via the other executes once (PostgreSQL stores)', async () => {
+    const as = await authorizationServer();
+    const stores = new PostgresStores({ connectionString: PG_URL, schema: uniqueName('gateway') });
+    await stores.migrate();
+    cleanups.push(async () => {
+      await stores.dropSchema();
+      await stores.close();
+    });
+    const approvals: GatewayApprovals = {
+      store: stores.approvals,
+      nonces: stores.nonces,
+      secret: 'a shared secret of the replicas',
+    };
+    const file = policyFile({
+      rules: [{ name: 'echo-asks', tools: 'docs:echo', result: 'ask', reason: 'echo needs a person' }],
+    });
+    const backends: URL[] = [];
+    let next = 0;
+    const served: number[] = [];
+    const front = await listen((req, res) => {
+      const i = next++ % 2;
+      served.push(i);
+      const target = backends[i]!;
+      const upstream = httpRequest(
+        {
+          host: target.hostname,
+          port: target.port,
+          path: req.url,
+          method: req.method,
+          headers: { ...req.headers, host: target.host },
+        },
+        (answer) => {
+          res.writeHead(answer.statusCode ?? 502, answer.headers);
+          answer.pipe(res);
+        },
+      );
+      req.pipe(upstream);
+    });
+    const a = await gatewayOver(file, as.issuer, { stateless: true, resource: `${front}/mcp` }, approvals);
+    const b = await gatewayOver(file, as.issuer, { stateless: true, resource: `${front}/mcp` }, approvals);
+    backends.push(a.server.url, b.server.url);
+    const token = await as.sign({ sub: 'alice', aud: `${front}/mcp`, scope: 'docs' });
+    const client = new Client({ name: 'test', version: '1.0.0' });
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(`${front}/mcp`), {
+        requestInit: { headers: { authorization: `Bearer ${token}` } },
+      }),
+    );
+    cleanups.push(() => client.close());
+    const call = () =>
+      client.callTool({ name: 'docs:echo', arguments: { text: 'approved?' } }) as Promise<CallToolResult>;
+    const asked = await call();
+    expect(asked.isError).toBe(true);
+    const id = /request ([0-9a-f]{64})/.exec((asked.content[0] as { text: string }).text)?.[1];
+    expect(id).toBeDefined();
+    expect((await call()).isError).toBe(true); // still pending: not run, no second request
+    expect((await stores.approvals.list({ status: 'pending' })).map((r) => r.id)).toEqual([id]);
+    // The person answers on the replica the caller was NOT served by last (the other one).
+    const lastServed = served.at(-1)!;
+    const other = backends[1 - lastServed]!;
+    const answer = (who: string, scope: string) =>
+      as.sign({ sub: who, aud: `${front}/mcp`, scope }).then((t) =>
+        fetch(new URL(`/approvals/${id}`, other), {
+          method: 'POST',
+          headers: { authorization: `Bearer ${t}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ effect: 'allow' }),
+        }),
+      );
+    expect((await answer('bob', 'docs')).status).toBe(403); // no approver scope
+    expect((await answer('alice', 'toolgate:approve')).status).toBe(403); // four eyes
+    expect((await answer('bob', 'toolgate:approve')).status).toBe(200);
+    expect((await answer('carol', 'toolgate:approve')).status).toBe(409); // first answer wins
+    const ran = await call();
+    expect(ran.content).toEqual([{ type: 'text', text: 'echo: approved?' }]);
+    const again = await call(); // the approval is used: asked anew, not run again
+    expect(again.isError).toBe(true);
+    const executed = [...a.records, ...b.records].filter((r) => r.type === 'tool' && r.status === 'ok');
+    expect(executed).toHaveLength(1);
+    expect(new Set(served.slice(0, 5)).size).toBe(2);
   });
 });
