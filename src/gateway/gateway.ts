@@ -35,7 +35,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import { dispatchOne } from '../adapters/route.js';
 import { ConfigurationError } from '../errors.js';
-import type { GateContext } from '../gate.js';
+import type { GateContext } from '../gate/precheck.js';
 import { canonical, describe } from '../names.js';
 import type { PermissionHandler, PermissionRequest } from '../permissions/handler.js';
 import { PermissionPolicy } from '../permissions/policy.js';

@@ -20,7 +20,7 @@ import {
   type BearerAuthenticator,
 } from '../adapters/mcp/proxy-http.js';
 import { narrowContext } from '../adapters/mcp/proxy.js';
-import type { GateContext } from '../gate.js';
+import type { GateContext } from '../gate/precheck.js';
 import { describe } from '../names.js';
 import type { ApprovalStore } from '../stores/types.js';
 import type { Gateway } from './gateway.js';
