@@ -175,8 +175,9 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     const entry = drifted.get(tool.canonicalName);
     if (!entry || !pins) return false;
     const definition = entry.upstream.connection?.definition(tool.name);
-    // A `toolgate pin --accept` since: the lock file now pins what is offered.
-    if (definition && pins.drift(tool.name, pinnedDefinition(definition)) === undefined) {
+    // A `toolgate pin --accept` since: the lock file now pins exactly what is offered (a lock file that
+    // lost the entry does not clear the drift).
+    if (definition && pins.matches(tool.name, pinnedDefinition(definition))) {
       drifted.delete(tool.canonicalName);
       return false;
     }
@@ -283,10 +284,12 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
         server.sendResourceUpdated({ uri }).catch(() => undefined);
     },
     log(upstream, params) {
-      // A log message goes to the clients with a request in flight to that upstream (it is most likely
-      // about their request), else to the clients that asked for logging.
+      // A log message goes to the one client with a request in flight to that upstream (it is about their
+      // request); with none, to the clients that asked for logging. With several in flight it cannot be
+      // attributed, and a shared upstream's log line must not reach another tenant: it is not delivered.
       const inflight = upstream.inflight;
-      const targets = inflight.length > 0 ? inflight : [...downstreams].filter((d) => d.logging).map((d) => d.server);
+      if (inflight.length > 1) return;
+      const targets = inflight.length === 1 ? inflight : [...downstreams].filter((d) => d.logging).map((d) => d.server);
       for (const server of targets)
         void track(server, server.notification({ method: 'notifications/message', params }));
     },
@@ -315,6 +318,18 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   for (const [namespace, upstreamOptions] of Object.entries(options.upstreams))
     upstreams.set(namespace, new Upstream(namespace, upstreamOptions, registry, events));
   await Promise.all([...upstreams.values()].map((u) => u.start()));
+
+  /**
+   * A tool name whose namespace is a prefixed upstream's may only be served by that upstream: an
+   * unprefixed upstream offering `fs:write_file` must not pass for the `fs` upstream (and its rules).
+   */
+  const impostor = (registered: string, owner: Upstream): boolean => {
+    const form = canonical(registered);
+    const colon = form.indexOf(':');
+    if (colon < 0) return false;
+    const claimed = [...upstreams.values()].find((u) => u.prefixed && canonical(u.namespace) === form.slice(0, colon));
+    return claimed !== undefined && claimed !== owner;
+  };
 
   /** The upstream serving a tool name (also while it is down), if any. */
   const ownerOfTool = (toolName: string): Upstream | undefined => {
@@ -536,7 +551,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
         const upstream = toolOwner.get(form);
         const connection = upstream?.connection;
         const tool = registry.get(permitted);
-        if (!connection || !tool) continue;
+        if (!connection || !tool || impostor(tool.name, upstream)) continue;
         const definition = connection.definition(tool.name);
         if (!definition) continue;
         if (onDrift === 'refuse' && drifted.has(form) && isDrifted(tool)) continue;
@@ -549,6 +564,19 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
       const base = contextOf(extra);
       const toolName = request.params.name;
       const upstream = ownerOfTool(toolName);
+      if (upstream && impostor(toolName, upstream)) {
+        const reason = `toolgate gateway: the tool ${JSON.stringify(toolName)} is offered by upstream "${upstream.namespace}" under another upstream's namespace; refused`;
+        audit({
+          type: 'tool',
+          time: now(),
+          ...who(extra),
+          upstream: upstream.namespace,
+          decision: null,
+          status: 'unavailable',
+          reason,
+        });
+        return { isError: true, content: [{ type: 'text', text: reason }] };
+      }
       if (upstream && upstream.state !== 'ready') {
         const reason = unavailable(upstream, `the tool ${JSON.stringify(toolName)}`).message;
         audit({

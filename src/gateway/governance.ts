@@ -42,6 +42,11 @@ interface ItemRule {
   readonly namespace: string | null;
   readonly exact: ReadonlySet<string>;
   readonly globs: readonly Glob[];
+  /**
+   * Resource rules that refuse or ask compare lower-cased: a server may treat `docs://SECRET/keys` as
+   * `docs://secret/keys` (an opaque host keeps its case in WHATWG URLs), and a deny must not miss it.
+   */
+  readonly folded: boolean;
   /** No `uri`/`prompts` selector: every item of the namespace. */
   readonly all: boolean;
   readonly tests: readonly ConditionTest[];
@@ -131,7 +136,7 @@ export class ItemPolicy {
   #selects(rule: ItemRule, namespace: string, key: string): boolean {
     if (rule.namespace !== null && rule.namespace !== canonical(namespace)) return false;
     if (rule.all) return true;
-    const form = this.kind === 'prompt' ? canonical(key) : key;
+    const form = this.kind === 'prompt' ? canonical(key) : rule.folded ? key.toLowerCase() : key;
     return rule.exact.has(form) || rule.globs.some((g) => g.test(form));
   }
 }
@@ -164,7 +169,9 @@ export function compileGovernance(set: PolicySet): GovernanceResult {
       const patterns = raw === undefined ? [] : typeof raw === 'string' ? [raw] : raw;
       const exact = new Set<string>();
       const globs: Glob[] = [];
-      for (const pattern of patterns) {
+      const folded = kind === 'resources' && data.result !== 'allow';
+      for (const written of patterns) {
+        const pattern = folded ? written.toLowerCase() : written;
         try {
           if (kind === 'prompts') {
             const form = canonical(pattern);
@@ -198,6 +205,7 @@ export function compileGovernance(set: PolicySet): GovernanceResult {
         exact,
         globs,
         all: raw === undefined,
+        folded,
         tests,
       });
     }
@@ -238,7 +246,14 @@ export function normalResourceUri(uri: unknown): NormalUri {
     return { ok: false, problem: 'the resource URI holds an encoded slash, backslash, dot or NUL' };
   let url: URL;
   try {
-    url = new URL(uri);
+    // RFC 3986 §6.2.2.2: escapes of unreserved characters are decoded (`%73ecret` is `secret`), so a rule
+    // on the plain spelling also meets the encoded one.
+    url = new URL(
+      uri.replace(/%([0-9A-Fa-f]{2})/g, (escape, hex: string) => {
+        const ch = String.fromCharCode(parseInt(hex, 16));
+        return /[A-Za-z0-9\-._~]/.test(ch) ? ch : escape.toUpperCase();
+      }),
+    );
   } catch {
     return { ok: false, problem: `the resource URI ${JSON.stringify(uri)} is not an absolute URI` };
   }

@@ -200,6 +200,11 @@ export class PinStore {
     return { diff: definitionDiff(name, pinned.definition, current) };
   }
 
+  /** True when the lock file pins exactly this definition (an unpinned tool is not a match). */
+  matches(name: string, current: PinnedDefinition): boolean {
+    return this.#fresh().tools[name]?.sha256 === hashOf(current);
+  }
+
   /** Makes the drifted definitions of `names` (all when empty) the pinned ones; returns the names accepted. */
   accept(names: readonly string[] = []): string[] {
     const lock = this.#fresh();
