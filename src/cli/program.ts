@@ -16,6 +16,7 @@ import { registerPin } from './pin.js';
 import { registerReport } from './report.js';
 import { registerTest } from './test.js';
 import { registerMcpProxy } from './mcp-proxy-command.js';
+import { registerServe } from './serve.js';
 import { colors } from './render.js';
 import { registerWatch } from './watch.js';
 
@@ -34,6 +35,7 @@ const COMMANDS: readonly RegisterCommand[] = [
   registerPin,
   registerTest,
   registerReport,
+  registerServe,
   registerAudit,
   registerDemo,
 ];
