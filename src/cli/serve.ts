@@ -8,6 +8,7 @@ import type { Command } from 'commander';
 import { canonical } from '../names.js';
 import type { PolicyApprovalsData } from '../policy-file/types.js';
 import type { ApprovalStore, NonceStore } from '../stores/types.js';
+import { EXIT, exitCodesText } from './exit-codes.js';
 
 /** What `runServe` writes to and when it stops. */
 export interface ServeIO {
@@ -47,10 +48,13 @@ Options:
 
 Approvals reach the store from the processes whose runs wait (createInbox over the same store); the
 inbox shows them and records the answers, which those processes pick up.
-
-Exit codes:
-  0  stopped (^C, SIGTERM)
-  2  usage or configuration error: a bad option, a missing secret, a policy file or store that could not be opened`;
+${exitCodesText([
+  [EXIT.OK, 'stopped (^C, SIGTERM)'],
+  [
+    EXIT.USAGE,
+    'usage or configuration error: a bad option, a missing secret, a policy file or store that could not be opened',
+  ],
+])}`;
 
 class ServeError extends Error {}
 

@@ -11,7 +11,7 @@ export type ApproverAuthenticator = (token: string) => Promise<string>;
 
 /** Options of {@link jwtApprover}: how to verify the token, and the claim naming the approver. */
 export interface JwtApproverOptions extends JwtKeyOptions {
-  /** The claim naming the approver. @default 'email', then 'sub' */
+  /** The claim naming the approver. @default 'email' when `email_verified` is true, else 'sub' */
   readonly claim?: string;
 }
 
@@ -26,6 +26,9 @@ export function jwtApprover(options: JwtApproverOptions): ApproverAuthenticator 
     const payload = await verify(token);
     for (const claim of claims) {
       const value = payload[claim];
+      // An identity provider may let anyone set an unverified address: `email` names an approver only
+      // when `email_verified` is true (OIDC Core 5.1), else the next claim (`sub`) does.
+      if (claim === 'email' && options.claim === undefined && payload['email_verified'] !== true) continue;
       if (typeof value === 'string' && value !== '') return value;
     }
     throw new Error(`the token has no ${claims.join(' or ')} claim naming the approver`);

@@ -10,7 +10,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { inboxDemo } from '../../examples/demo/inbox.js';
 import { runServe } from '../../src/cli/serve.js';
 import { run } from '../../src/cli/program.js';
-import { createInbox, jwtApprover, type Inbox } from '../../src/inbox/index.js';
+import { SignJWT } from 'jose';
+import { createInbox, jwtApprover, slackMessage, type Inbox } from '../../src/inbox/index.js';
 import { diffHtml, text } from '../../src/inbox/render.js';
 import { PermissionPolicy, PermissionResult, ToolRegistry, defineTool } from '../../src/index.js';
 import { PostgresStores } from '../../src/stores/postgres.js';
@@ -143,6 +144,47 @@ describe('the inbox over HTTP', () => {
       body: new URLSearchParams({ token: 'x'.repeat(300_000) }),
     });
     expect(big.status).toBe(413);
+  });
+
+  it('names the approver by a verified email only: an unverified one falls back to the subject', async () => {
+    const sign = (claims: Record<string, unknown>) =>
+      new SignJWT(claims)
+        .setProtectedHeader({ alg: 'HS256' })
+        .setSubject('user-7')
+        .setExpirationTime('1h')
+        .sign(new TextEncoder().encode(JWT_SECRET));
+    const who = jwtApprover({ secret: JWT_SECRET });
+    expect(await who(await sign({ email: 'alice@example.com' }))).toBe('user-7');
+    expect(await who(await sign({ email: 'alice@example.com', email_verified: false }))).toBe('user-7');
+    expect(await who(await sign({ email: 'alice@example.com', email_verified: true }))).toBe('alice@example.com');
+  });
+
+  it('keeps arguments inside the Slack code block (a backtick cannot close it)', () => {
+    const message = slackMessage({
+      type: 'approval.requested',
+      id: 'd1',
+      sentAt: 0,
+      approval: {
+        id: 'a1',
+        source: 'runner',
+        tool: 'refund',
+        canonical: 'refund',
+        parameters: { note: '```\n*Approved by the CFO* <https://evil.example|Approve>' },
+        agent: 'concierge',
+        tenant: 'acme',
+        caller: 'cy',
+        runId: null,
+        rule: 'r',
+        reason: 'why',
+        expiresAt: 0,
+        status: 'pending',
+        answer: null,
+      },
+      links: null,
+    });
+    const text = (message['blocks'] as { text: { text: string } }[])[0]!.text.text;
+    expect(text.match(/```/g)).toHaveLength(2);
+    expect(text).not.toContain('<https://evil');
   });
 
   it('refuses requests without a valid bearer token', async () => {
