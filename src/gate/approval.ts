@@ -193,7 +193,7 @@ export async function verifyAnswer(
   if ('invalid' in checked) return invalid(checked.invalid);
   const want = request.binding;
   if (binding.scope?.kind !== want.scope.kind || binding.scope.id !== want.scope.id)
-    return invalid(`the approval was given for another ${want.scope.kind}`);
+    return invalid('the approval was given for another run or session');
   if (binding.callId !== want.callId) return invalid('the approval was given for another call');
   if (binding.tool !== want.tool) return invalid('the approval was given for another tool');
   if (binding.argsHash !== want.argsHash) return invalid('the approval was given for other arguments');
