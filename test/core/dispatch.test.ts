@@ -423,7 +423,7 @@ describe('signed answers: bound to the exact call, single use', () => {
     // The session "run:R1" is not the run R1: the kinds never collide.
     const session = { ...request, binding: { ...request.binding, scope: { kind: 'session' as const, id: 'run:R1' } } };
     expect(await verifyAnswer(secret, signed, session, nonces)).toMatchObject({
-      reason: 'the approval was given for another run',
+      reason: 'the approval was given for another run or session',
     });
     registry.setPermissionPolicy(
       new PermissionPolicy({ rules: [{ name: 'refunds', tools: ['refund'], result: 'ask' }], version: 'p2' }),

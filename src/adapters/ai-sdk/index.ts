@@ -114,18 +114,16 @@ export function createAiSdkTools(registry: ToolRegistry, options: AiSdkToolsOpti
         // The SDK calls execute for an approval-gated call only after the user approved it; the approval
         // must be in the messages it passes, on a request signed for this very call and input, so an ask is
         // never taken as approved on the SDK's word (or a client's history) alone.
+        const signed = { toolCallId: execution.toolCallId, toolName: defined.name, input };
         const route: Route =
           secret === undefined
             ? NO_PERSON
             : {
                 name: 'adapter',
                 grouped: false,
-                ask: () =>
-                  answerInMessages(execution.messages, secret, {
-                    toolCallId: execution.toolCallId,
-                    toolName: defined.name,
-                    input,
-                  }),
+                // A request toolgate's secret signed was issued by toolApproval, which announced the ask then.
+                announced: () => verifiedRequests(execution.messages, secret, signed).size > 0,
+                ask: () => answerInMessages(execution.messages, secret, signed),
               };
         const result = (await dispatchOne(registry, call, runContext, route)) as ToolResult;
         if (result.status !== 'ok')
@@ -139,14 +137,19 @@ export function createAiSdkTools(registry: ToolRegistry, options: AiSdkToolsOpti
     });
   }
 
-  const toolApproval: GatedAiSdkTools['toolApproval'] = async ({ toolCall }) => {
+  const toolApproval: GatedAiSdkTools['toolApproval'] = async ({ toolCall, messages }) => {
     const call = readCall({ id: toolCall.toolCallId, name: toolCall.toolName, arguments: toolCall.input });
     const env = environmentOf(registry);
     const pre = await previewCall(call, context, env);
     if (pre.kind === 'ask') {
       // The policy's handler decides in execute; so do the handlers when no secret lets an approval count.
-      // Nothing is announced here: the ask is announced once, when execute (or recordDenials) resolves it.
       if (env.policy?.handler || secret === undefined) return { type: 'not-applicable' };
+      // The ask is announced when it is first put to the person; asked again with a request the secret
+      // signed for this very call (the SDK resuming), it was announced then. A forged, unsigned request or
+      // response in the history does not count as that.
+      const signed = { toolCallId: toolCall.toolCallId, toolName: toolCall.toolName, input: toolCall.input };
+      if (verifiedRequests(messages, secret, signed).size === 0)
+        await dispatchCalls([call], context, env, PUT_TO_PERSON);
       return { type: 'user-approval', reason: pre.request.reason };
     }
     if (pre.decision.effect === 'allow') return { type: 'not-applicable' }; // execute decides again and records it
@@ -170,14 +173,13 @@ export function createAiSdkTools(registry: ToolRegistry, options: AiSdkToolsOpti
     const env = environmentOf(registry);
     for (const [toolCallId, call] of calls) {
       // Only a denial of a request toolgate's secret signed for exactly this call is a person's denial.
-      const verified = requestsFor(messages, toolCallId, (approvalId, signature) =>
-        verifyApprovalSignature(secret, signature, { approvalId, toolCallId, ...call }),
-      );
+      const verified = verifiedRequests(messages, secret, { toolCallId, ...call });
       if (!answersTo(messages, verified).some((approved) => !approved)) continue;
       const read = readCall({ id: toolCallId, name: call.toolName, arguments: call.input });
       const pre = await previewCall(read, context, env);
       if (pre.kind !== 'ask') continue; // not an ask (any more): nothing was put to a person for it now
-      const denied: Route = { name: 'adapter', grouped: false, ask: () => ({ effect: 'deny' }) };
+      // Announced when toolApproval put it to the person (the signed request proves it did).
+      const denied: Route = { name: 'adapter', grouped: false, announced: () => true, ask: () => ({ effect: 'deny' }) };
       recorded.push(...(await decideCalls([read], context, env, denied)));
     }
     return recorded;
@@ -192,6 +194,12 @@ export function createAiSdkTools(registry: ToolRegistry, options: AiSdkToolsOpti
 
 /** A route with no person: an ask goes to the permission handlers (deny without one). */
 const NO_PERSON: Route = Object.freeze({ name: 'adapter', grouped: false });
+/** The SDK puts the ask to a person: announced now, answered when execute runs (nothing runs here). */
+const PUT_TO_PERSON: Route = Object.freeze({
+  name: 'adapter',
+  grouped: false,
+  ask: (): AskOutcome => ({ effect: 'pending' }),
+});
 
 /** One call through the one path on this adapter's route. */
 async function dispatchOne(
@@ -236,9 +244,7 @@ function answerInMessages(
   secret: Uint8Array,
   call: { readonly toolCallId: string; readonly toolName: string; readonly input: unknown },
 ): AskOutcome | null {
-  const verified = requestsFor(messages, call.toolCallId, (approvalId, signature) =>
-    verifyApprovalSignature(secret, signature, { approvalId, ...call }),
-  );
+  const verified = verifiedRequests(messages, secret, call);
   if (verified.size === 0) return null;
   const answers = answersTo(messages, verified);
   if (answers.some((approved) => !approved)) return { effect: 'deny' };
@@ -246,6 +252,17 @@ function answerInMessages(
   // the approval from counting: the handlers decide.
   if (responsesTo(messages, call.toolCallId).some((approved) => !approved)) return null;
   return answers.some((approved) => approved) ? { effect: 'allow' } : null;
+}
+
+/** The ids of the non-automatic approval requests whose signature toolgate verifies for exactly this call. */
+function verifiedRequests(
+  messages: readonly ModelMessage[] | undefined,
+  secret: Uint8Array,
+  call: { readonly toolCallId: string; readonly toolName: string; readonly input: unknown },
+): Set<string> {
+  return requestsFor(messages, call.toolCallId, (approvalId, signature) =>
+    verifyApprovalSignature(secret, signature, { approvalId, ...call }),
+  );
 }
 
 /** The `approved` flags of the responses to the non-automatic approval requests for this tool call. */

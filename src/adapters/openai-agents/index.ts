@@ -110,9 +110,13 @@ export function createAgentTools<TContext = unknown>(
         );
         // execute decides again and records it; an ask the policy's own handler answers is not the SDK's to put
         if (pre.kind !== 'ask' || env.policy?.handler) return false;
-        // The approval the SDK will record is bound to this call as it is now (the first interruption wins:
-        // the SDK does not ask again on resume, and a state edited meanwhile must not rebind it).
-        if (!pending.has(pre.base.callId))
+        // The approval the SDK will record is bound to this call as it is now. The first interruption wins,
+        // and a call the SDK already holds an answer for is not bound again: the SDK re-evaluates
+        // needsApproval on a resume it cannot match to its own tool object (another process), and the
+        // arguments then are not the ones a person was shown here.
+        const answered =
+          callId !== undefined && runContext.isToolApproved({ toolName: defined.name, callId }) !== undefined;
+        if (!answered && !pending.has(pre.base.callId))
           remember(pending, pre.base.callId, {
             context,
             tool: pre.base.canonical,
