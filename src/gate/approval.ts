@@ -193,7 +193,7 @@ export async function verifyAnswer(
   if ('invalid' in checked) return invalid(checked.invalid);
   const want = request.binding;
   if (binding.scope?.kind !== want.scope.kind || binding.scope.id !== want.scope.id)
-    return invalid(`the approval was given for another ${want.scope.kind}`);
+    return invalid('the approval was given for another run or session');
   if (binding.callId !== want.callId) return invalid('the approval was given for another call');
   if (binding.tool !== want.tool) return invalid('the approval was given for another tool');
   if (binding.argsHash !== want.argsHash) return invalid('the approval was given for other arguments');
@@ -265,12 +265,24 @@ export async function resolveAsk(
   context: GateContext,
   env: GateEnvironment,
   route: Route,
-  options: { readonly pending?: boolean } = {},
+  options: { readonly pending?: boolean; readonly announce?: () => void } = {},
 ): Promise<Resolution> {
+  // `permission_asked` goes out once, before whoever answers is asked — except for a request the route
+  // itself put to its person earlier and announced then (a verified request it issued; never client data).
+  let announced = false;
+  const announce = (): void => {
+    if (announced) return;
+    announced = true;
+    options.announce?.();
+  };
   const policyHandler = env.policy?.handler ?? null;
-  if (policyHandler) return fromHandler(ask, env, policyHandler, 'policy');
-  const person = await askPerson(ask, context, env, route, options);
+  if (policyHandler) {
+    announce();
+    return fromHandler(ask, env, policyHandler, 'policy');
+  }
+  const person = await askPerson(ask, context, env, route, options, announce, () => (announced = true));
   if (person !== null) return person;
+  announce();
   if (env.handler) return fromHandler(ask, env, env.handler, 'registry');
   const fallback = env.handlerFallback;
   const decision =
@@ -291,9 +303,13 @@ async function askPerson(
   env: GateEnvironment,
   route: Route,
   options: { readonly pending?: boolean },
+  announce: () => void,
+  alreadyAnnounced: () => void,
 ): Promise<Resolution | null> {
   if (route.ask) {
     const request = approvalRequest(ask, context, route.approvals);
+    if (route.announced?.(request) === true) alreadyAnnounced();
+    else announce();
     const person = route.ask.bind(route);
     const outcome = await callHandler<ApprovalRequest>(person, request, env.handlerTimeoutMs, { raw: true });
     const base: DecisionBase = { ...ask.base, asked: route.name };

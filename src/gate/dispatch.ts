@@ -247,8 +247,10 @@ async function settleAsk(
   readonly pending: boolean;
   entry(index: number, epoch: number, env: GateEnvironment): Entry;
 }> {
-  announceAsk(env, ask);
-  const resolution = await resolveAsk(ask, context, env, route, { pending: mayPend });
+  const resolution = await resolveAsk(ask, context, env, route, {
+    pending: mayPend,
+    announce: () => announceAsk(env, ask),
+  });
   let decision: Decision;
   let tool: Tool | null = ask.tool;
   let args: Readonly<Record<string, unknown>> | null = ask.args;

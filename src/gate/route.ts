@@ -48,6 +48,12 @@ export interface Route {
    * route. `null`: no person for this request (e.g. the SDK holds no answer to it); the registry's handler decides.
    */
   ask?(request: ApprovalRequest): AskOutcome | null | Promise<AskOutcome | null>;
+  /**
+   * True when `request` is one this route already put to its person and announced then (`permission_asked`):
+   * e.g. an SDK approval request whose signature the route verified. Only for proof the route itself
+   * issued, never for client-supplied data alone. @default false: announced before the person is asked
+   */
+  announced?(request: ApprovalRequest): boolean;
   /** How this route binds the requests its person answers. @default a key of this process; the context's run, else its session */
   readonly approvals?: ApprovalSettings;
   /** Charge one attempt (refused calls count). Return a refusal to stop the call (budget / depth / limit). */

@@ -33,15 +33,19 @@ import {
   type ServerRequest,
   type Tool as McpTool,
 } from '@modelcontextprotocol/sdk/types.js';
-import { dispatchOne } from '../adapters/route.js';
 import { ConfigurationError } from '../errors.js';
+import { readCall } from '../formats/index.js';
+import type { AskOutcome } from '../gate/approval.js';
+import { dispatchCalls } from '../gate/dispatch.js';
+import { environmentOf } from '../gate/environment.js';
 import type { GateContext } from '../gate/precheck.js';
+import type { Route } from '../gate/route.js';
 import { canonical, describe } from '../names.js';
 import type { PermissionHandler, PermissionRequest } from '../permissions/handler.js';
 import { PermissionPolicy } from '../permissions/policy.js';
 import type { PermissionRule } from '../permissions/rule.js';
 import type { PolicySet } from '../policy-file/policy-set.js';
-import { ToolRegistry } from '../registry.js';
+import { ToolRegistry, type ToolResult } from '../registry.js';
 import type { Tool } from '../tool.js';
 import type { GatewayAuditRecord, GatewayAuditSink, ShadowRecord, ToolAuditRecord } from './audit.js';
 import { checkApprovals, storeApprover, type ApprovalNote, type GatewayApprovals } from './approvals.js';
@@ -606,7 +610,15 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
             (n) => (approval = n),
           )
         : elicitationApprover(server);
-      const result = await callScope.run(scope, () => dispatchOne(registry, call, context, approver));
+      const result = await callScope.run(scope, async () => {
+        const [dispatched] = await dispatchCalls(
+          [readCall(call)],
+          context,
+          environmentOf(registry),
+          approverRoute(registry, approver),
+        );
+        return dispatched as ToolResult;
+      });
       const decision = result.decision;
       const record: ToolAuditRecord = {
         type: 'tool',
@@ -982,6 +994,32 @@ export function elicitationApprover(server: Server): PermissionHandler | undefin
     ))
       ? 'allow'
       : 'deny';
+}
+
+/** The gateway's route: its person is `approver` (elicitation or the approval stores), asked as a handler. */
+function approverRoute(registry: ToolRegistry, approver: PermissionHandler | undefined): Route {
+  if (!approver) return { name: 'gateway', grouped: false };
+  const handle = typeof approver === 'function' ? approver : (r: PermissionRequest) => approver.handle(r);
+  return {
+    name: 'gateway',
+    grouped: false,
+    ask: async (request): Promise<AskOutcome> => {
+      const metadata = registry.get(request.toolName)?.metadata;
+      if (!metadata) return { effect: 'invalid', reason: `the tool ${JSON.stringify(request.toolName)} is gone` };
+      const answer = await handle({
+        toolName: request.toolName,
+        parameters: request.parameters,
+        reason: request.reason,
+        ruleName: request.rule,
+        metadata,
+        callId: request.binding.callId,
+        agent: request.agent,
+        tenant: request.tenant,
+        runId: request.runId,
+      });
+      return answer === 'allow' || answer === 'deny' ? { effect: answer } : (answer as never);
+    },
+  };
 }
 
 function checkContext(context: unknown): void {

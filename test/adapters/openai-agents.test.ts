@@ -1,6 +1,7 @@
 import {
   Agent,
   run,
+  RunState,
   setTracingDisabled,
   Usage,
   type AgentInputItem,
@@ -242,6 +243,52 @@ describe('toolgate/openai-agents with the real @openai/agents package', () => {
     result.state.approve(result.interruptions[0]!);
     result = await run(agent, result.state);
     expect(ran).toEqual([]);
+  });
+
+  it('issue 10 attack 5: an approval is bound to the exact call — an edited state does not carry it to other arguments', async () => {
+    const { registry, ran, decisions } = setUp();
+    const gated = createAgentTools<AppContext>(registry, { context: gateContext });
+    const model = new ScriptedModel(
+      { calls: [{ id: 'r5', name: 'refund', args: { order: 'o-1', amount: 20 } }] },
+      { text: 'ok' },
+    );
+    const agent = new Agent<AppContext>({ name: 'concierge', model, tools: gated.tools });
+    const context = { tenantTools: ['search', 'refund'] };
+    const paused = await run(agent, 'refund o-1', { context, toolErrorFormatter: gated.toolErrorFormatter });
+    expect(paused.interruptions).toHaveLength(1);
+    paused.state.approve(paused.interruptions[0]!); // the person approved refund(o-1, 20)
+    const edited = paused.state.toString().replaceAll('o-1', 'o-9');
+    const state = await RunState.fromString<AppContext, typeof agent>(agent, edited);
+    await run(agent, state, { toolErrorFormatter: gated.toolErrorFormatter });
+    expect(ran).toEqual([]);
+    expect(decisions.at(-1)).toMatchObject({
+      tool: 'refund',
+      effect: 'deny',
+      stage: 'handler',
+      by: 'approval_invalid',
+      parameters: { order: 'o-9', amount: 20 },
+    });
+    expect(outputFor(model, 'r5')).toMatch(/the approval was given for other arguments/);
+  });
+
+  it('an approval raised in another process cannot be checked, so it denies (fail closed)', async () => {
+    const first = setUp();
+    const gatedFirst = createAgentTools<AppContext>(first.registry, { context: gateContext });
+    const model = new ScriptedModel(
+      { calls: [{ id: 'r6', name: 'refund', args: { order: 'o-1', amount: 20 } }] },
+      { text: 'ok' },
+    );
+    const context = { tenantTools: ['search', 'refund'] };
+    const agentFirst = new Agent<AppContext>({ name: 'concierge', model, tools: gatedFirst.tools });
+    const paused = await run(agentFirst, 'refund o-1', { context });
+    paused.state.approve(paused.interruptions[0]!);
+    const second = setUp();
+    const gatedSecond = createAgentTools<AppContext>(second.registry, { context: gateContext });
+    const agentSecond = new Agent<AppContext>({ name: 'concierge', model, tools: gatedSecond.tools });
+    const state = await RunState.fromString<AppContext, typeof agentSecond>(agentSecond, paused.state.toString());
+    await run(agentSecond, state);
+    expect(second.ran).toEqual([]);
+    expect(second.decisions.at(-1)).toMatchObject({ effect: 'deny', by: 'approval_invalid' });
   });
 
   it('builds an MCP toolFilter from the allowlist', async () => {

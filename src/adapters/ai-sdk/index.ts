@@ -5,12 +5,13 @@
  * - `toolApproval` maps the gate onto the SDK's approval flow: allow → no approval needed; deny → the
  *   SDK's `denied` status with the refusal's text (the model gets an `execution-denied` result); ask →
  *   `user-approval`, surfaced as a `tool-approval-request` part.
- * - `execute` decides again before it runs anything, so the tools are safe without `toolApproval` too:
- *   a refusal is thrown as an error whose message is the refusal text (the model gets an error result),
- *   and an ask runs only if the conversation holds the user's approval of that very tool call on a
- *   request signed with `approvalSecret` (toolgate verifies the SDK's HMAC over the approval id, the call
- *   id, the tool name and the very input it is about to run), else it goes to the permission handlers
- *   (deny without one). Without `approvalSecret` no approval from the message history counts.
+ * - `execute` dispatches the call through the one path (src/gate/dispatch.ts) with this adapter's route,
+ *   so the tools are safe without `toolApproval` too: a refusal is thrown as an error whose message is the
+ *   refusal text (the model gets an error result), and an ask runs only if the conversation holds the
+ *   user's approval of that very tool call on a request signed with `approvalSecret` (toolgate verifies
+ *   the SDK's HMAC over the approval id, the call id, the tool name and the very input it is about to
+ *   run), else it goes to the permission handlers (deny without one). Without `approvalSecret` no
+ *   approval from the message history counts.
  */
 import {
   jsonSchema,
@@ -21,12 +22,16 @@ import {
   type ToolApprovalStatus,
   type ToolSet,
 } from 'ai';
-import type { GateContext } from '../../gate/precheck.js';
-import { describe } from '../../names.js';
-import type { ToolRegistry } from '../../registry.js';
-import { ToolRegistry as Registry } from '../../registry.js';
 import type { Decision } from '../../decision.js';
-import { announceAsk, APPROVED, check, refusalContent, REJECTED, run, sdkMayAsk, settle } from '../route.js';
+import { readCall, type NormalizedCall, type UnreadableCall } from '../../formats/index.js';
+import type { AskOutcome } from '../../gate/approval.js';
+import { decideCalls, dispatchCalls, previewCall } from '../../gate/dispatch.js';
+import { environmentOf } from '../../gate/environment.js';
+import { refusalContent, type GateContext } from '../../gate/precheck.js';
+import type { Route } from '../../gate/route.js';
+import { describe } from '../../names.js';
+import type { ToolRegistry, ToolResult } from '../../registry.js';
+import { ToolRegistry as Registry } from '../../registry.js';
 import { verifyApprovalSignature } from './approval-signature.js';
 
 /** The fewest bytes an approval secret may have (an HMAC-SHA256 key; 32 random bytes are recommended). */
@@ -60,7 +65,9 @@ export interface GatedAiSdkTools {
   /**
    * Records a person's denials: the SDK turns a denied approval into an `execution-denied` result without
    * calling the tool set, so call this with the messages you resume with to emit a deny Decision (stage
-   * `handler`, `asked: 'adapter'`) for each denied call that is still an ask. Resolves with those Decisions.
+   * `handler`, `asked: 'adapter'`) for each denied call that is still an ask. Only a denial of an approval
+   * request signed with `approvalSecret` for that very call counts (without the secret nothing is
+   * recorded): a client cannot have made-up calls recorded as a person's denial. Resolves with those Decisions.
    */
   readonly recordDenials: (messages: readonly ModelMessage[]) => Promise<Decision[]>;
   /** `approvalSecret`, under the name the SDK reads, so that `...gated` makes it sign approval requests. Absent without a secret. */
@@ -102,27 +109,26 @@ export function createAiSdkTools(registry: ToolRegistry, options: AiSdkToolsOpti
         input: unknown,
         execution: { toolCallId: string; messages: ModelMessage[]; abortSignal?: AbortSignal },
       ) => {
-        const call = { id: execution.toolCallId, name: defined.name, arguments: input };
+        const call = readCall({ id: execution.toolCallId, name: defined.name, arguments: input });
         const runContext: GateContext = execution.abortSignal ? { ...context, signal: execution.abortSignal } : context;
-        const pre = await check(registry, call, runContext);
         // The SDK calls execute for an approval-gated call only after the user approved it; the approval
         // must be in the messages it passes, on a request signed for this very call and input, so an ask is
         // never taken as approved on the SDK's word (or a client's history) alone.
-        const approved =
-          pre.kind === 'ask' &&
-          secret !== undefined &&
-          approvedInMessages(execution.messages, secret, {
-            toolCallId: execution.toolCallId,
-            toolName: defined.name,
-            input,
-          });
-        const approver = approved ? APPROVED : undefined;
-        // With the approval in hand, the ask was announced when toolApproval put it to the person.
-        const decided = await settle(registry, pre, approver, { alreadyAsked: approved });
-        const result = await run(registry, decided, runContext);
+        const signed = { toolCallId: execution.toolCallId, toolName: defined.name, input };
+        const route: Route =
+          secret === undefined
+            ? NO_PERSON
+            : {
+                name: 'adapter',
+                grouped: false,
+                // A request toolgate's secret signed was issued by toolApproval, which announced the ask then.
+                announced: () => verifiedRequests(execution.messages, secret, signed).size > 0,
+                ask: () => answerInMessages(execution.messages, secret, signed),
+              };
+        const result = (await dispatchOne(registry, call, runContext, route)) as ToolResult;
         if (result.status !== 'ok')
           throw new ToolCallFailed(
-            secret === undefined && decided.decision.by === 'no_handler'
+            secret === undefined && result.decision.by === 'no_handler'
               ? `${result.content} ${NO_SECRET}`
               : result.content,
           );
@@ -132,23 +138,31 @@ export function createAiSdkTools(registry: ToolRegistry, options: AiSdkToolsOpti
   }
 
   const toolApproval: GatedAiSdkTools['toolApproval'] = async ({ toolCall, messages }) => {
-    const call = { id: toolCall.toolCallId, name: toolCall.toolName, arguments: toolCall.input };
-    const pre = await check(registry, call, context);
-    // The policy's handler decides in execute; so do the handlers when no secret lets an approval count.
-    if (pre.kind === 'ask' && (!sdkMayAsk(registry) || secret === undefined)) return { type: 'not-applicable' };
+    const call = readCall({ id: toolCall.toolCallId, name: toolCall.toolName, arguments: toolCall.input });
+    const env = environmentOf(registry);
+    const pre = await previewCall(call, context, env);
     if (pre.kind === 'ask') {
-      // The SDK asks again when it resumes with a person's answer; the ask was announced the first time.
-      if (!answeredInMessages(messages, toolCall.toolCallId)) announceAsk(registry, pre);
+      // The policy's handler decides in execute; so do the handlers when no secret lets an approval count.
+      if (env.policy?.handler || secret === undefined) return { type: 'not-applicable' };
+      // The ask is announced when it is first put to the person; asked again with a request the secret
+      // signed for this very call (the SDK resuming), it was announced then. A forged, unsigned request or
+      // response in the history does not count as that.
+      const signed = { toolCallId: toolCall.toolCallId, toolName: toolCall.toolName, input: toolCall.input };
+      if (verifiedRequests(messages, secret, signed).size === 0)
+        await dispatchCalls([call], context, env, PUT_TO_PERSON);
       return { type: 'user-approval', reason: pre.request.reason };
     }
     if (pre.decision.effect === 'allow') return { type: 'not-applicable' }; // execute decides again and records it
-    await settle(registry, pre); // a refusal is final here: execute will not be called, so record it now
-    return { type: 'denied', reason: refusalContent(pre.decision) };
+    // A refusal is final here: execute will not be called, so decide (and record) it now.
+    const [decision] = await decideCalls([call], context, env, NO_PERSON);
+    if (!decision || decision.effect === 'allow') return { type: 'not-applicable' };
+    return { type: 'denied', reason: refusalContent(decision) };
   };
 
   const recordDenials: GatedAiSdkTools['recordDenials'] = async (messages) => {
     if (!Array.isArray(messages))
       throw new TypeError(`recordDenials expects the messages array, got ${describe(messages)}`);
+    if (secret === undefined) return [];
     const calls = new Map<string, { toolName: string; input: unknown }>();
     for (const message of messages) {
       if (message.role !== 'assistant' || typeof message.content === 'string') continue;
@@ -156,12 +170,17 @@ export function createAiSdkTools(registry: ToolRegistry, options: AiSdkToolsOpti
         if (part.type === 'tool-call') calls.set(part.toolCallId, { toolName: part.toolName, input: part.input });
     }
     const recorded: Decision[] = [];
+    const env = environmentOf(registry);
     for (const [toolCallId, call] of calls) {
-      const answers = responsesTo(messages, toolCallId);
-      if (answers.length === 0 || answers.every((approved) => approved)) continue;
-      const pre = await check(registry, { id: toolCallId, name: call.toolName, arguments: call.input }, context);
+      // Only a denial of a request toolgate's secret signed for exactly this call is a person's denial.
+      const verified = verifiedRequests(messages, secret, { toolCallId, ...call });
+      if (!answersTo(messages, verified).some((approved) => !approved)) continue;
+      const read = readCall({ id: toolCallId, name: call.toolName, arguments: call.input });
+      const pre = await previewCall(read, context, env);
       if (pre.kind !== 'ask') continue; // not an ask (any more): nothing was put to a person for it now
-      recorded.push((await settle(registry, pre, REJECTED, { alreadyAsked: true })).decision);
+      // Announced when toolApproval put it to the person (the signed request proves it did).
+      const denied: Route = { name: 'adapter', grouped: false, announced: () => true, ask: () => ({ effect: 'deny' }) };
+      recorded.push(...(await decideCalls([read], context, env, denied)));
     }
     return recorded;
   };
@@ -171,6 +190,26 @@ export function createAiSdkTools(registry: ToolRegistry, options: AiSdkToolsOpti
       ? { tools: tools as ToolSet, toolApproval, recordDenials }
       : { tools: tools as ToolSet, toolApproval, recordDenials, experimental_toolApprovalSecret: secret };
   return Object.freeze(gated);
+}
+
+/** A route with no person: an ask goes to the permission handlers (deny without one). */
+const NO_PERSON: Route = Object.freeze({ name: 'adapter', grouped: false });
+/** The SDK puts the ask to a person: announced now, answered when execute runs (nothing runs here). */
+const PUT_TO_PERSON: Route = Object.freeze({
+  name: 'adapter',
+  grouped: false,
+  ask: (): AskOutcome => ({ effect: 'pending' }),
+});
+
+/** One call through the one path on this adapter's route. */
+async function dispatchOne(
+  registry: ToolRegistry,
+  call: NormalizedCall | UnreadableCall,
+  context: GateContext,
+  route: Route,
+): Promise<ToolResult> {
+  const [result] = await dispatchCalls([call], context, environmentOf(registry), route);
+  return result as ToolResult;
 }
 
 /** Appended to the refusal of an ask when no secret is configured. */
@@ -194,27 +233,36 @@ export class ToolCallFailed extends Error {
   override name = 'ToolCallFailed';
 }
 
-/** True when `messages` hold a person's answer (either way) to an approval request for this tool call. */
-function answeredInMessages(messages: readonly ModelMessage[] | undefined, toolCallId: string): boolean {
-  return responsesTo(messages, toolCallId).length > 0;
-}
-
 /**
- * True when `messages` hold an approving response to a non-automatic approval request whose signature
- * toolgate verifies for exactly this call (`toolCallId`, `toolName`, `input`), and no denying response to
- * any approval request for this call (a denial wins).
+ * The person's answer to this call in `messages`: allow when they hold an approving response to a
+ * non-automatic approval request whose signature toolgate verifies for exactly this call (`toolCallId`,
+ * `toolName`, `input`) and no denying response to any approval request for this call (a denial wins);
+ * deny when a verified request was denied; null (no person for this call: the handlers decide) otherwise.
  */
-function approvedInMessages(
+function answerInMessages(
   messages: readonly ModelMessage[] | undefined,
   secret: Uint8Array,
   call: { readonly toolCallId: string; readonly toolName: string; readonly input: unknown },
-): boolean {
-  const verified = requestsFor(messages, call.toolCallId, (approvalId, signature) =>
+): AskOutcome | null {
+  const verified = verifiedRequests(messages, secret, call);
+  if (verified.size === 0) return null;
+  const answers = answersTo(messages, verified);
+  if (answers.some((approved) => !approved)) return { effect: 'deny' };
+  // A denial of this call on a request toolgate did not sign is no person's answer, but it still stops
+  // the approval from counting: the handlers decide.
+  if (responsesTo(messages, call.toolCallId).some((approved) => !approved)) return null;
+  return answers.some((approved) => approved) ? { effect: 'allow' } : null;
+}
+
+/** The ids of the non-automatic approval requests whose signature toolgate verifies for exactly this call. */
+function verifiedRequests(
+  messages: readonly ModelMessage[] | undefined,
+  secret: Uint8Array,
+  call: { readonly toolCallId: string; readonly toolName: string; readonly input: unknown },
+): Set<string> {
+  return requestsFor(messages, call.toolCallId, (approvalId, signature) =>
     verifyApprovalSignature(secret, signature, { approvalId, ...call }),
   );
-  if (verified.size === 0) return false;
-  if (responsesTo(messages, call.toolCallId).some((approved) => !approved)) return false;
-  return answersTo(messages, verified).some((approved) => approved);
 }
 
 /** The `approved` flags of the responses to the non-automatic approval requests for this tool call. */

@@ -17,10 +17,13 @@ import type { Decision } from '../../decision.js';
 import type { AllowlistLayer } from '../../allowlist.js';
 import type { GateContext } from '../../gate/precheck.js';
 import { canonical, describe, displaySafe } from '../../names.js';
-import type { PermissionHandler, PermissionRequest } from '../../permissions/handler.js';
 import { PermissionPolicy } from '../../permissions/policy.js';
 import { ToolRegistry, type ToolResult } from '../../registry.js';
-import { dispatchOne } from '../route.js';
+import { readCall } from '../../formats/index.js';
+import type { ApprovalRequest, AskOutcome } from '../../gate/approval.js';
+import { dispatchCalls } from '../../gate/dispatch.js';
+import { environmentOf } from '../../gate/environment.js';
+import type { Route } from '../../gate/route.js';
 import { connectMcpServer, type McpConnection, type McpServerOptions } from './client.js';
 
 /** The upstream server: how to reach it, and whether its annotations are believed. */
@@ -173,7 +176,13 @@ export async function createMcpProxy(options: McpProxyOptions): Promise<McpProxy
       const base = contextOf(extra);
       const context: GateContext = { ...base, signal: extra.signal };
       const call = { id: `mcp-${randomUUID()}`, name: request.params.name, arguments: request.params.arguments ?? {} };
-      const result = await dispatchOne(registry, call, context, elicitationApprover(server));
+      const [dispatched] = await dispatchCalls(
+        [readCall(call)],
+        context,
+        environmentOf(registry),
+        gatewayRoute(server),
+      );
+      const result = dispatched as ToolResult;
       if (audit) {
         try {
           audit({
@@ -229,35 +238,39 @@ export async function createMcpProxy(options: McpProxyOptions): Promise<McpProxy
 }
 
 /**
- * The approver for an ask: MCP elicitation when the connected client declares it can answer a form;
- * otherwise none, and the registry's handler or its fallback (deny) decides.
+ * The gateway's route: its person is MCP elicitation when the connected client declares it can answer a
+ * form; otherwise it has none, and the registry's handler or its fallback (deny) decides.
  */
-function elicitationApprover(server: Server): PermissionHandler | undefined {
+function gatewayRoute(server: Server): Route {
   const elicitation = server.getClientCapabilities()?.elicitation as { form?: unknown; url?: unknown } | undefined;
-  if (!elicitation || (elicitation.form === undefined && elicitation.url !== undefined)) return undefined;
-  return async (request: PermissionRequest) => {
-    const answer = await server.elicitInput({
-      mode: 'form',
-      // Everything shown to the person is escaped (controls, bidi and other invisible characters), so the
-      // prompt reads as the call that runs.
-      message:
-        `Allow the tool call ${displaySafe(request.toolName)}(${displaySafe(JSON.stringify(request.parameters))})? ` +
-        `Rule ${displaySafe(JSON.stringify(request.ruleName))} asks for approval: ${displaySafe(request.reason)}`,
-      requestedSchema: {
-        type: 'object',
-        properties: {
-          approve: {
-            type: 'boolean',
-            title: 'Allow this call',
-            description: `Run ${displaySafe(request.toolName)} once with these arguments`,
-            default: false,
-          },
+  if (!elicitation || (elicitation.form === undefined && elicitation.url !== undefined))
+    return { name: 'gateway', grouped: false };
+  return { name: 'gateway', grouped: false, ask: (request) => elicit(server, request) };
+}
+
+/** Puts one ApprovalRequest to the client's user as an elicitation form. */
+async function elicit(server: Server, request: ApprovalRequest): Promise<AskOutcome> {
+  const answer = await server.elicitInput({
+    mode: 'form',
+    // Everything shown to the person is escaped (controls, bidi and other invisible characters), so the
+    // prompt reads as the call that runs.
+    message:
+      `Allow the tool call ${displaySafe(request.toolName)}(${displaySafe(JSON.stringify(request.parameters))})? ` +
+      `Rule ${displaySafe(JSON.stringify(request.rule))} asks for approval: ${displaySafe(request.reason)}`,
+    requestedSchema: {
+      type: 'object',
+      properties: {
+        approve: {
+          type: 'boolean',
+          title: 'Allow this call',
+          description: `Run ${displaySafe(request.toolName)} once with these arguments`,
+          default: false,
         },
-        required: ['approve'],
       },
-    });
-    return answer.action === 'accept' && answer.content?.['approve'] === true ? 'allow' : 'deny';
-  };
+      required: ['approve'],
+    },
+  });
+  return { effect: answer.action === 'accept' && answer.content?.['approve'] === true ? 'allow' : 'deny' };
 }
 
 /**

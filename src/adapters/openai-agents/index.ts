@@ -5,9 +5,12 @@
  * - `isEnabled` is the allowlist of the run's context, so the model is offered only permitted tools.
  * - `needsApproval` is the gate's `ask`: the run pauses with an interruption that the application
  *   resolves with `state.approve(item)` / `state.reject(item)`.
- * - `execute` decides again before anything runs. A refusal is the tool's output (the refusal text,
- *   which the model reads as it reads the SDK's own rejection message); an ask runs only when the SDK's
- *   run context records the approval of that call, else the registry's handler decides (deny without one).
+ * - `execute` dispatches the call through the one path (src/gate/dispatch.ts). A refusal is the tool's
+ *   output (the refusal text, which the model reads as it reads the SDK's own rejection message); an ask
+ *   runs only when the SDK's run context records the approval of that call AND the call is the very one
+ *   the interruption was raised for in this process (tool, arguments hash, policy version: a state edited
+ *   between pause and resume does not carry an approval over to other arguments); else the registry's
+ *   handler decides (deny without one). An approval raised in another process cannot be checked and denies.
  * - `toolErrorFormatter` records a person's rejection as a deny Decision and tells the model so.
  * - `mcpToolFilter` hides tools of the SDK's own MCP servers that the allowlist does not permit.
  */
@@ -18,10 +21,15 @@ import {
   type RunContext,
   type ToolErrorFormatter,
 } from '@openai/agents';
-import type { GateContext } from '../../gate/precheck.js';
+import { readCall } from '../../formats/index.js';
+import type { AskOutcome } from '../../gate/approval.js';
+import { decideCalls, dispatchCalls, previewCall } from '../../gate/dispatch.js';
+import { environmentOf } from '../../gate/environment.js';
+import { refusalContent, type GateContext } from '../../gate/precheck.js';
+import type { Route } from '../../gate/route.js';
 import { describe } from '../../names.js';
-import { ToolRegistry } from '../../registry.js';
-import { announceAsk, APPROVED, check, refusalContent, REJECTED, run, sdkMayAsk, settle, type Ask } from '../route.js';
+import { ToolRegistry, type ToolResult } from '../../registry.js';
+import { hashOf } from '../../runner/signing.js';
 
 /** The gate context of a run: fixed, or read from the SDK's run context (e.g. the tenant in `runContext.context`). */
 export type AgentsGateContext<TContext = unknown> = GateContext | ((runContext: RunContext<TContext>) => GateContext);
@@ -50,7 +58,7 @@ type NonStrictParameters = {
   additionalProperties: true;
 };
 
-/** How many unresolved asks are remembered for the rejection formatter (oldest dropped first). */
+/** How many unresolved interruptions are remembered (oldest dropped first). */
 const PENDING_LIMIT = 1024;
 
 /**
@@ -80,7 +88,7 @@ export function createAgentTools<TContext = unknown>(
           if (!found) throw new TypeError(`option "tools": no tool named ${JSON.stringify(name)} is registered`);
           return found;
         });
-  const pending = new Map<string, Ask>();
+  const pending = new Map<string, Interruption>();
   const ours = new Set<string>();
 
   const tools = selected.map((defined) => {
@@ -93,34 +101,65 @@ export function createAgentTools<TContext = unknown>(
       strict: false,
       isEnabled: ({ runContext }) => registry.allowlist(contextOf(runContext)).permits(defined.name),
       needsApproval: async (runContext, input, callId) => {
-        const pre = await check(
-          registry,
-          { id: callId ?? '', name: defined.name, arguments: input },
-          contextOf(runContext as RunContext<TContext>),
+        const context = contextOf(runContext as RunContext<TContext>);
+        const env = environmentOf(registry);
+        const pre = await previewCall(
+          readCall({ id: callId ?? '', name: defined.name, arguments: input }),
+          context,
+          env,
         );
         // execute decides again and records it; an ask the policy's own handler answers is not the SDK's to put
-        if (pre.kind !== 'ask' || !sdkMayAsk(registry)) return false;
-        remember(pending, pre.base.callId, pre);
-        announceAsk(registry, pre);
+        if (pre.kind !== 'ask' || env.policy?.handler) return false;
+        // The approval the SDK will record is bound to this call as it is now. The first interruption wins,
+        // and a call the SDK already holds an answer for is not bound again: the SDK re-evaluates
+        // needsApproval on a resume it cannot match to its own tool object (another process), and the
+        // arguments then are not the ones a person was shown here.
+        const answered =
+          callId !== undefined && runContext.isToolApproved({ toolName: defined.name, callId }) !== undefined;
+        if (!answered && !pending.has(pre.base.callId))
+          remember(pending, pre.base.callId, {
+            context,
+            tool: pre.base.canonical,
+            argsHash: hashOf(pre.args),
+            policyVersion: pre.base.policyVersion,
+            args: pre.args,
+          });
         return true;
       },
       execute: async (input, runContext, details) => {
         const callId = details?.toolCall?.callId ?? '';
         const base = runContext ? contextOf(runContext) : contextOf(undefined);
         const context: GateContext = details?.signal ? { ...base, signal: details.signal } : base;
-        const pre = await check(registry, { id: callId, name: defined.name, arguments: input }, context);
-        // The SDK calls execute for an approval-gated call only once the run context records the approval.
-        const approver =
-          pre.kind === 'ask' && callId !== '' && runContext?.isToolApproved({ toolName: defined.name, callId }) === true
-            ? APPROVED
-            : undefined;
+        const approved = callId !== '' && runContext?.isToolApproved({ toolName: defined.name, callId }) === true;
+        const interruption = pending.get(callId);
         pending.delete(callId);
-        const result = await run(
-          registry,
-          await settle(registry, pre, approver, { alreadyAsked: approver !== undefined }),
+        const route: Route = {
+          name: 'adapter',
+          grouped: false,
+          // The SDK calls execute for an approval-gated call only once the run context records the approval.
+          ask: (request): AskOutcome | null => {
+            if (!approved) return null;
+            if (!interruption)
+              return {
+                effect: 'invalid',
+                reason: 'the SDK records an approval, but this process raised no interruption for this call',
+              };
+            if (interruption.tool !== request.binding.tool)
+              return { effect: 'invalid', reason: 'the approval was given for another tool' };
+            if (interruption.argsHash !== request.binding.argsHash)
+              return { effect: 'invalid', reason: 'the approval was given for other arguments' };
+            if (interruption.policyVersion !== request.binding.policyVersion)
+              return { effect: 'invalid', reason: 'the approval was given under another policy version' };
+            return { effect: 'allow' };
+          },
+        };
+        const [result] = (await dispatchCalls(
+          [readCall({ id: callId, name: defined.name, arguments: input })],
           context,
-        );
-        return result.status === 'ok' && result.value !== undefined ? result.value : result.content;
+          environmentOf(registry),
+          route,
+        )) as ToolResult[];
+        return result!.status === 'ok' && result!.value !== undefined ? result!.value : result!.content;
       },
     });
     // The SDK's FunctionTool is generic over its parameters; the list holds them under the context type only.
@@ -129,11 +168,17 @@ export function createAgentTools<TContext = unknown>(
 
   const toolErrorFormatter: ToolErrorFormatter = async (args) => {
     if (args.kind !== 'approval_rejected' || !ours.has(args.toolName)) return undefined;
-    const ask = pending.get(args.callId);
-    if (!ask) return undefined; // asked in another process: the SDK's own message stands
+    const interruption = pending.get(args.callId);
+    if (!interruption) return undefined; // asked in another process: the SDK's own message stands
     pending.delete(args.callId);
-    const decided = await settle(registry, ask, REJECTED, { alreadyAsked: true });
-    return decided.decision.effect === 'deny' ? refusalContent(decided.decision) : undefined;
+    // The person's rejection, recorded as the route's answer to the call the interruption was raised for
+    // (if it is still an ask: otherwise nothing was put to a person for it now).
+    const call = readCall({ id: args.callId, name: args.toolName, arguments: interruption.args });
+    const env = environmentOf(registry);
+    if ((await previewCall(call, interruption.context, env)).kind !== 'ask') return undefined;
+    const rejected: Route = { name: 'adapter', grouped: false, ask: () => ({ effect: 'deny' }) };
+    const [decision] = await decideCalls([call], interruption.context, env, rejected);
+    return decision?.effect === 'deny' ? refusalContent(decision) : undefined;
   };
 
   return Object.freeze({ tools, toolErrorFormatter });
@@ -196,8 +241,16 @@ function contextReader<TContext>(
   return () => option;
 }
 
-function remember(pending: Map<string, Ask>, callId: string, ask: Ask): void {
-  pending.delete(callId);
+/** The call an interruption was raised for: what the SDK's approval of it is bound to. */
+interface Interruption {
+  readonly context: GateContext;
+  readonly tool: string;
+  readonly argsHash: string;
+  readonly policyVersion: string | null;
+  readonly args: Readonly<Record<string, unknown>>;
+}
+
+function remember(pending: Map<string, Interruption>, callId: string, interruption: Interruption): void {
   if (pending.size >= PENDING_LIMIT) pending.delete(pending.keys().next().value!);
-  pending.set(callId, ask);
+  pending.set(callId, interruption);
 }
