@@ -14,6 +14,7 @@ import { jsonlAuditSink, type GatewayAuditSink } from '../gateway/audit.js';
 import { gatewayConfigOf } from '../gateway/config.js';
 import { createGateway, type Gateway } from '../gateway/gateway.js';
 import { loadPolicyForProxy } from '../adapters/mcp/proxy-policy.js';
+import { exitCodes } from './exit-codes.js';
 
 /** Exit codes: 0 clean shutdown, 1 the gateway failed, 2 bad usage or configuration. */
 export const GATEWAY_EXIT = { OK: 0, FAILED: 1, USAGE: 2 } as const;
@@ -29,7 +30,9 @@ interface GatewayCliOptions {
 /** Runs the gateway until the client disconnects or a signal stops it; resolves with the exit code. */
 export async function runGateway(
   argv: readonly string[],
-  io: { readonly stderr: (text: string) => void } = { stderr: (t) => process.stderr.write(t) },
+  io: { readonly stderr: (text: string) => void; readonly stdout?: (text: string) => void } = {
+    stderr: (t) => process.stderr.write(t),
+  },
 ): Promise<number> {
   const log = (text: string): void => io.stderr(`toolgate gateway: ${text}\n`);
   const program = new Command('toolgate gateway')
@@ -42,7 +45,13 @@ export async function runGateway(
     )
     .option('--audit <file>', 'append every audit record to this JSONL file')
     .exitOverride()
-    .configureOutput({ writeOut: io.stderr, writeErr: io.stderr });
+    // --help goes to stdout (it is asked for; nothing is served then); errors and logs to stderr.
+    .configureOutput({ writeOut: io.stdout ?? ((t) => process.stdout.write(t)), writeErr: io.stderr });
+  exitCodes(program, [
+    [GATEWAY_EXIT.OK, 'clean shutdown: the client disconnected, or SIGINT / SIGTERM'],
+    [GATEWAY_EXIT.FAILED, 'the gateway failed'],
+    [GATEWAY_EXIT.USAGE, 'usage error: a bad option, an unreadable or refused policy file'],
+  ]);
   let options: GatewayCliOptions;
   try {
     program.parse([...argv], { from: 'user' });
