@@ -18,6 +18,7 @@ import type { GatewayApprovals } from '../gateway/approvals.js';
 import { createGateway, type Gateway } from '../gateway/gateway.js';
 import type { GatewayHttpServer } from '../gateway/http.js';
 import { loadPolicyForProxy } from '../adapters/mcp/proxy-policy.js';
+import { exitCodes } from './exit-codes.js';
 
 /** Exit codes: 0 clean shutdown, 1 the gateway failed, 2 bad usage or configuration. */
 export const GATEWAY_EXIT = { OK: 0, FAILED: 1, USAGE: 2 } as const;
@@ -83,13 +84,17 @@ export async function runGateway(
       'the environment variable holding the approval HMAC key',
       'TOOLGATE_APPROVAL_SECRET',
     )
-    .addHelpText(
-      'after',
-      '\nExit codes:\n  0  clean shutdown: the client disconnected, or SIGINT / SIGTERM\n  1  the gateway failed (the stdio transport closed in error)\n  2  usage or configuration error: a bad option, a policy file that does not load (the gateway refuses to start)',
-    )
     .exitOverride()
     // --help goes to stdout (it is asked for; nothing is served then); errors and logs to stderr.
     .configureOutput({ writeOut: io.stdout ?? ((t) => process.stdout.write(t)), writeErr: io.stderr });
+  exitCodes(program, [
+    [GATEWAY_EXIT.OK, 'clean shutdown: the client disconnected, or SIGINT / SIGTERM'],
+    [GATEWAY_EXIT.FAILED, 'the gateway failed (the stdio transport closed in error)'],
+    [
+      GATEWAY_EXIT.USAGE,
+      'usage or configuration error: a bad option, a policy file that does not load (the gateway refuses to start)',
+    ],
+  ]);
   let options: GatewayCliOptions;
   try {
     program.parse([...argv], { from: 'user' });

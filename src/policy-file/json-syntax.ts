@@ -64,6 +64,16 @@ function scan(text: string): JsonSyntaxError | null {
     }
     return fail('a string that never ends', start);
   };
+  // A property name and its colon.
+  const key = (): JsonSyntaxError | null => {
+    if (text[i] !== '"') return fail(`expected a double-quoted property name, found ${found()}`);
+    const bad = string();
+    if (bad) return bad;
+    skip();
+    if (text[i] !== ':') return fail(`expected ":" after the property name, found ${found()}`);
+    i++;
+    return null;
+  };
   // value: expects a value; after: a value just ended.
   let state: 'value' | 'after' = 'value';
   skip();
@@ -83,12 +93,8 @@ function scan(text: string): JsonSyntaxError | null {
           continue;
         }
         if (ch === '{') {
-          if (text[i] !== '"') return fail(`expected a double-quoted property name, found ${found()}`);
-          const bad = string();
+          const bad = key();
           if (bad) return bad;
-          skip();
-          if (text[i] !== ':') return fail(`expected ":" after the property name, found ${found()}`);
-          i++;
         }
         continue;
       }
@@ -133,12 +139,8 @@ function scan(text: string): JsonSyntaxError | null {
     skip();
     if (top === '{') {
       if (text[i] === '}') return fail('a trailing comma before "}" (JSON allows none)', trailingComma(text, i) ?? i);
-      if (text[i] !== '"') return fail(`expected a double-quoted property name, found ${found()}`);
-      const bad = string();
+      const bad = key();
       if (bad) return bad;
-      skip();
-      if (text[i] !== ':') return fail(`expected ":" after the property name, found ${found()}`);
-      i++;
     }
     state = 'value';
   }
