@@ -18,13 +18,14 @@ import {
   type RunContext,
   type ToolErrorFormatter,
 } from '@openai/agents';
+import type { ContextSource } from '../../config.js';
 import { allowlistFor, type GateContext } from '../../gate.js';
 import { describe } from '../../names.js';
 import { ToolRegistry } from '../../registry.js';
 import { announceAsk, APPROVED, check, refusalContent, REJECTED, run, sdkMayAsk, settle, type Ask } from '../route.js';
 
 /** The gate context of a run: fixed, or read from the SDK's run context (e.g. the tenant in `runContext.context`). */
-export type AgentsGateContext<TContext = unknown> = GateContext | ((runContext: RunContext<TContext>) => GateContext);
+export type AgentsGateContext<TContext = unknown> = ContextSource<RunContext<TContext>>;
 
 /** Options of {@link createAgentTools}. */
 export interface AgentToolsOptions<TContext = unknown> {
