@@ -5,7 +5,7 @@
  * the MCP proxy and gateway).
  */
 import { canonical, describe } from './names.js';
-import type { GateContext } from './gate.js';
+import type { GateContext } from './gate/precheck.js';
 import type { TenantLimits } from './runner/types.js';
 
 /**

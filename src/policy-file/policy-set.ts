@@ -4,7 +4,7 @@
  */
 import { parseScopeMap, parseTenantLimits, toolsOfScopes, type ScopeMap } from '../config.js';
 import { ConfigurationError } from '../errors.js';
-import type { GateContext } from '../gate.js';
+import type { GateContext } from '../gate/precheck.js';
 import { canonical, describe } from '../names.js';
 import type { PermissionPolicy } from '../permissions/policy.js';
 import type { PermissionResult } from '../permissions/result.js';
