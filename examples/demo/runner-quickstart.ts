@@ -3,11 +3,11 @@ import {
   AgentRunner,
   PermissionPolicy,
   PermissionResult,
-  ScriptedModel,
   ToolRegistry,
   defineTool,
   type RunState,
 } from '../../src/index.js';
+import { ScriptedModel } from '../../src/runner/index.js';
 
 const registry = new ToolRegistry();
 registry.register(

@@ -1,7 +1,8 @@
 /** An AgentRunner configured straight from a policy file: its agents, tenants, scopes and rules as they load. */
 import { describe, expect, it } from 'vitest';
 import type { ToolNotPermittedError } from '../../src/index.js';
-import { AgentRunner, ScriptedModel, type RunEventMap } from '../../src/index.js';
+import { AgentRunner } from '../../src/index.js';
+import { ScriptedModel, type RunEventMap } from '../../src/runner/index.js';
 import { parsePolicy } from '../../src/policy-file/index.js';
 import { shop } from './fixtures.js';
 
