@@ -1,11 +1,16 @@
 /**
- * toolgate's public API. This file *is* the public surface: every name exported here is public and
- * typed; nothing else is. Adapters live under subpath exports (toolgate/mcp, toolgate/ai-sdk,
- * toolgate/openai-agents) and this entry imports none of them.
+ * toolgate's public API: the root entry. This file *is* the public surface of `toolgate`: every name
+ * exported here is public and typed; nothing else is. It stays at most 45 names (a test counts them):
+ * the names ../shared/DESIGN.md pins, the Decision / result / context types, and the runner's front door.
+ * The rest lives in subpaths, each with an entry of its own:
+ *
+ *   toolgate/formats         provider call and result shapes (types)
+ *   toolgate/runner          the runner's state, events, model and store types, ScriptedModel, InMemoryApprovalStore
+ *   toolgate/types           the core's secondary types (option parts, schema and Decision building blocks)
+ *   toolgate/policy          policy files, lint (and the confusables check), explain, watch
+ *   toolgate/mcp, toolgate/ai-sdk, toolgate/openai-agents   adapters; this entry imports none of them
  */
 export { canonical } from './names.js';
-export { skeleton, findConfusables, CONFUSABLES_VERSION } from './unicode/confusables.js';
-export type { ConfusablesMode, ConfusablePair } from './unicode/confusables.js';
 export {
   ToolgateError,
   ConfigurationError,
@@ -14,9 +19,8 @@ export {
   ErrorCode,
   isToolgateError,
 } from './errors.js';
-export type { RefusalLayer } from './errors.js';
 export { ToolAllowlist, ToolAllowlistGuard } from './allowlist.js';
-export type { AllowlistLayer, ToolAllowlistOptions, ToolAllowlistGuardOptions, ToolDecision } from './allowlist.js';
+export type { ToolAllowlistOptions, ToolDecision } from './allowlist.js';
 export {
   PermissionResult,
   PermissionPolicy,
@@ -29,71 +33,23 @@ export {
 export type {
   PermissionRule,
   PermissionPolicyOptions,
-  PolicyEvaluation,
-  RuleTrace,
   PermissionHandler,
   PermissionRequest,
-  HandlerAnswer,
 } from './permissions/index.js';
 export { defineTool, ToolTag } from './tool.js';
-export type { Tool, ToolDefinition, ToolMetadata, ToolMetadataInput, ToolExecution, ToolLocality } from './tool.js';
-export type { StandardSchemaV1, JsonSchema, ToolParameters } from './schema.js';
+export type { Tool, ToolDefinition, ToolMetadata } from './tool.js';
 export { ToolRegistry } from './registry.js';
 export type { ToolRegistryOptions, ToolResult, ToolCallResult, RegistryEvent } from './registry.js';
-export type { GateContext, AgentIdentity } from './gate/precheck.js';
-export type { Decision, AllowDecision, DenyDecision, DenyStage, DecisionBase } from './decision.js';
-export type {
-  CallFormat,
-  SchemaFormat,
-  ToolCallInput,
-  ToolgateCall,
-  OpenAIChatToolCall,
-  OpenAIResponsesFunctionCall,
-  AnthropicToolUse,
-  GeminiFunctionCallPart,
-  ShapedToolResult,
-  OpenAIChatToolResult,
-  OpenAIResponsesFunctionCallOutput,
-  AnthropicToolResult,
-  GeminiFunctionResponsePart,
-  ToolSchema,
-} from './formats/index.js';
+export type { GateContext } from './gate/precheck.js';
+export type { Decision, DenyDecision } from './decision.js';
 export { AgentRunner } from './runner/runner.js';
 export type { AgentRunnerOptions } from './runner/runner.js';
-export { ScriptedModel } from './runner/scripted-model.js';
-export type { ScriptTurn, ScriptedModelOptions } from './runner/scripted-model.js';
-export { InMemoryApprovalStore } from './runner/approval-store.js';
-export type { ApprovalStore, RememberedAnswer, LedgerEntry, LedgerOutcome } from './runner/approval-store.js';
 export type {
   Agent,
-  AgentSpec,
-  TenantLimits,
-  TenantProvider,
   Model,
-  ModelRequest,
-  ModelResponse,
-  ModelTool,
-  RunCaller,
-  RunOptions,
-  ResumeOptions,
-  RunMessage,
-  RunToolCall,
-  ToolMessage,
+  TenantLimits,
   RunResult,
-  RunResultBase,
-  RunStatus,
-  RunTally,
-  BudgetCap,
   RunState,
-  FrameState,
-  TurnState,
   PendingApproval,
   ApprovalDecision,
-  ApprovalScope,
-  ApprovalAnswer,
-  ApprovalHandler,
-  RunEvent,
-  RunEventBase,
-  RunEventMap,
-  RunEventType,
 } from './runner/types.js';

@@ -7,7 +7,8 @@
  */
 import { precheck, type GateContext, type GateEnvironment, type Precheck } from '../../src/gate/precheck.js';
 import { environmentOf } from '../../src/gate/environment.js';
-import { defineTool, PermissionPolicy, ToolRegistry, type JsonSchema, type PermissionRule } from '../../src/index.js';
+import { defineTool, PermissionPolicy, ToolRegistry, type PermissionRule } from '../../src/index.js';
+import { type JsonSchema } from '../../src/types.js';
 import type { Because, Condition, Scenario } from '../scenario.js';
 import type { Engine, Verdict } from './engine.js';
 

@@ -1,13 +1,7 @@
 // The AgentRunner quick start of docs/runner.md (section "Quick start"), kept here so it is type-checked and run.
-import {
-  AgentRunner,
-  PermissionPolicy,
-  PermissionResult,
-  ScriptedModel,
-  ToolRegistry,
-  defineTool,
-  type RunState,
-} from '../../src/index.js';
+import { AgentRunner, PermissionPolicy, PermissionResult, ToolRegistry, defineTool } from '../../src/index.js';
+import type { RunState } from '../../src/index.js';
+import { ScriptedModel } from '../../src/runner/index.js';
 
 const registry = new ToolRegistry();
 registry.register(

@@ -8,10 +8,8 @@ import { pathToFileURL } from 'node:url';
 import {
   ALLOW_READONLY,
   AgentRunner,
-  InMemoryApprovalStore,
   PermissionPolicy,
   PermissionResult,
-  ScriptedModel,
   ToolRegistry,
   ToolTag,
   defineTool,
@@ -20,6 +18,7 @@ import {
   type RunState,
   type TenantLimits,
 } from '../../src/index.js';
+import { InMemoryApprovalStore, ScriptedModel } from '../../src/runner/index.js';
 
 const pricing: Agent = { name: 'pricing', tools: ['quote', 'discount'], instructions: 'Price items.' };
 const concierge: Agent = { name: 'concierge', tools: ['search', 'quote', 'refund', 'agent:pricing'], peers: [pricing] };

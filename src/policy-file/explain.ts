@@ -168,8 +168,10 @@ function layersFor(set: PolicySet, who: PolicyContextInput, form: string, regist
   }
   if (who.scopes !== undefined) {
     const scopes = [...who.scopes];
-    const covering = scopes.filter((s) => (set.scopes.get(s) ?? []).some((n) => canonical(n) === form));
-    const unknown = scopes.filter((s) => !set.scopes.has(s));
+    const covering = scopes.filter((s) =>
+      (Object.hasOwn(set.scopes, s) ? set.scopes[s]! : []).some((n) => canonical(n) === form),
+    );
+    const unknown = scopes.filter((s) => !Object.hasOwn(set.scopes, s));
     const permits = covering.length > 0;
     let detail = permits
       ? `scope ${covering.map((s) => JSON.stringify(s)).join(', ')} covers it`

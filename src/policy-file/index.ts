@@ -26,4 +26,5 @@ export type { WatchPolicyOptions, PolicyWatch } from './watch.js';
 export { resolvePath } from './matchers.js';
 export type { ResolvedPath, ConditionTrace } from './matchers.js';
 export { confusableFindings } from './confusable.js';
+export { skeleton, findConfusables, CONFUSABLES_VERSION } from '../unicode/confusables.js';
 export type { ConfusableFinding } from './confusable.js';

@@ -2,12 +2,14 @@
  * A loaded policy file: the compiled PermissionPolicy plus the agents, tenants, scope maps and tool
  * metadata it declares, in the shapes the registry, the gate and the runner take.
  */
+import { parseScopeMap, parseTenantLimits, toolsOfScopes, type ScopeMap } from '../config.js';
 import { ConfigurationError } from '../errors.js';
 import type { GateContext } from '../gate/precheck.js';
 import { canonical, describe } from '../names.js';
 import type { PermissionPolicy } from '../permissions/policy.js';
 import type { PermissionResult } from '../permissions/result.js';
 import { ToolRegistry } from '../registry.js';
+import type { Agent, TenantLimits } from '../runner/types.js';
 import { toolMetadata, type Tool } from '../tool.js';
 import type { ConditionTest, Glob } from './matchers.js';
 import type { PolicyFileData, PolicyPosition, PolicyRuleData } from './types.js';
@@ -31,20 +33,14 @@ export interface PolicyRuleInfo {
   readonly data: PolicyRuleData;
 }
 
-/** An agent, in the shape the runner takes (`{ name, tools, peers }`); arrays are frozen. */
-export interface PolicyAgent {
-  readonly name: string;
-  readonly tools: readonly string[];
-  readonly peers: readonly string[];
-}
+/**
+ * An agent of a policy file: the runner's own {@link Agent}, its peers the file's agents themselves (a
+ * cycle of peers is a cycle of objects; the runner's depth cap stops it). Frozen.
+ */
+export type PolicyAgent = Agent & { readonly tools: readonly string[]; readonly peers: readonly PolicyAgent[] };
 
-/** A tenant's limits, in the shape the runner takes; `tools` undefined states nothing. */
-export interface PolicyTenantLimits {
-  readonly tools?: readonly string[];
-  readonly maxIterations?: number;
-  readonly maxToolCalls?: number;
-  readonly maxCost?: number;
-}
+/** A tenant of a policy file: the runner's {@link TenantLimits}, `tools` a frozen array (absent: states nothing). */
+export type PolicyTenantLimits = TenantLimits & { readonly tools?: readonly string[] };
 
 /** Who is asking, by the names the policy file uses. */
 export interface PolicyContextInput {
@@ -97,10 +93,12 @@ export class PolicySet {
   /** Stub tools for every tool the file declares metadata for; they decide calls and never run. */
   readonly tools: readonly Tool[];
   readonly rules: readonly PolicyRuleInfo[];
+  /** The file's agents by name, each the runner's {@link Agent} with its peers as agents. */
   readonly agents: ReadonlyMap<string, PolicyAgent>;
+  /** The file's tenants, each the runner's {@link TenantLimits}. */
   readonly tenants: ReadonlyMap<string, PolicyTenantLimits>;
-  /** Capability scope → tool names. */
-  readonly scopes: ReadonlyMap<string, readonly string[]>;
+  /** Capability scope → tool names: the runner's `scopes` option takes it as is. */
+  readonly scopes: ScopeMap;
   readonly #positionOf: PolicySetInit['positionOf'];
   readonly #scopeCache = new Map<string, readonly string[]>();
   readonly #toolByForm: ReadonlyMap<string, Tool>;
@@ -115,29 +113,20 @@ export class PolicySet {
     this.rules = Object.freeze([...init.rules]);
     this.#positionOf = init.positionOf;
     this.#toolByForm = new Map(init.tools.map((t) => [t.canonicalName, t]));
-    this.agents = new Map(
-      Object.entries(init.data.agents ?? {}).map(([name, a]) => [
-        name,
-        Object.freeze({ name, tools: Object.freeze([...a.tools]), peers: Object.freeze([...(a.peers ?? [])]) }),
-      ]),
-    );
+    this.agents = agentsOf(init.data);
     this.tenants = new Map(
-      Object.entries(init.data.tenants ?? {}).map(([id, t]) => [
-        id,
-        Object.freeze({
-          ...(t.tools ? { tools: Object.freeze([...t.tools]) } : {}),
-          ...(t.maxIterations !== undefined ? { maxIterations: t.maxIterations } : {}),
-          ...(t.maxToolCalls !== undefined ? { maxToolCalls: t.maxToolCalls } : {}),
-          ...(t.maxCost !== undefined ? { maxCost: t.maxCost } : {}),
-        }),
-      ]),
+      Object.entries(init.data.tenants ?? {}).map(([id, t]) => [id, parseTenantLimits(t, `tenant ${describe(id)}`)]),
     );
-    this.scopes = new Map(
-      Object.entries(init.data.scopes ?? {}).map(([scope, names]) => [scope, Object.freeze([...names])]),
-    );
+    this.scopes = parseScopeMap(init.data.scopes ?? {}, 'policy file "scopes"');
   }
 
-  /** The agent named `name`, or a ConfigurationError listing the declared agents. */
+  /**
+   * The agent named `name` (the runner's {@link Agent}, peers included), or a ConfigurationError listing
+   * the declared agents.
+   *
+   * @example
+   * const result = await runner.run(set.agent('concierge'), 'Refund order 42', { tenant: 'acme' });
+   */
   agent(name: string): PolicyAgent {
     const agent = this.agents.get(name);
     if (!agent)
@@ -167,10 +156,7 @@ export class PolicySet {
     const key = JSON.stringify(list);
     let names = this.#scopeCache.get(key);
     if (!names) {
-      const out = new Map<string, string>();
-      for (const scope of list)
-        for (const name of this.scopes.get(scope) ?? []) if (!out.has(canonical(name))) out.set(canonical(name), name);
-      names = Object.freeze([...out.values()]);
+      names = Object.freeze(toolsOfScopes(this.scopes, list));
       if (this.#scopeCache.size >= SCOPE_CACHE_LIMIT) this.#scopeCache.clear();
       this.#scopeCache.set(key, names);
     }
@@ -243,10 +229,33 @@ export class PolicySet {
     for (const tool of this.tools) add(tool.name);
     for (const agent of this.agents.values()) agent.tools.forEach(add);
     for (const tenant of this.tenants.values()) tenant.tools?.forEach(add);
-    for (const names of this.scopes.values()) names.forEach(add);
+    for (const names of Object.values(this.scopes)) names.forEach(add);
     for (const rule of this.rules) rule.exact.forEach(add);
     return [...out.values()];
   }
+}
+
+/**
+ * The file's agents as runner Agents. Every agent object is made first, then peers are filled in, so a
+ * cycle of peers becomes a cycle of objects. A peer the file does not declare is left out (lint reports it):
+ * calling it is refused as an unknown tool.
+ */
+function agentsOf(data: PolicyFileData): ReadonlyMap<string, PolicyAgent> {
+  const agents = new Map<string, { name: string; tools: readonly string[]; peers: PolicyAgent[] }>();
+  for (const [name, a] of Object.entries(data.agents ?? {}))
+    agents.set(name, { name, tools: Object.freeze([...a.tools]), peers: [] });
+  for (const [name, a] of Object.entries(data.agents ?? {})) {
+    const agent = agents.get(name)!;
+    for (const peer of a.peers ?? []) {
+      const known = agents.get(peer);
+      if (known && !agent.peers.includes(known)) agent.peers.push(known);
+    }
+  }
+  for (const agent of agents.values()) {
+    Object.freeze(agent.peers);
+    Object.freeze(agent);
+  }
+  return agents;
 }
 
 function refuse(): never {

@@ -48,7 +48,7 @@ export interface ApprovalStore {
   /** Claims a call for execution: null when this caller now holds it, the existing entry otherwise. */
   claim(key: string): Promise<LedgerEntry | null>;
   /** Records the outcome of a claimed call. */
-  settle(key: string, outcome: LedgerOutcome): Promise<void>;
+  record(key: string, outcome: LedgerOutcome): Promise<void>;
   /**
    * Charges `add` to the run's tally unless that passes one of `caps`; atomic. The tally is first raised
    * to `floor` (what the run's signed state says it spent), so a store that never saw the run starts
@@ -125,7 +125,7 @@ export class InMemoryApprovalStore implements ApprovalStore {
     return null;
   }
 
-  async settle(key: string, outcome: LedgerOutcome): Promise<void> {
+  async record(key: string, outcome: LedgerOutcome): Promise<void> {
     this.#ledger.set(
       key,
       Object.freeze({ settled: true, outcome: Object.freeze({ content: outcome.content, isError: outcome.isError }) }),
@@ -142,7 +142,7 @@ export class InMemoryApprovalStore implements ApprovalStore {
 export function isApprovalStore(value: unknown): value is ApprovalStore {
   if (typeof value !== 'object' || value === null) return false;
   const store = value as Record<string, unknown>;
-  return ['recall', 'remember', 'consume', 'entry', 'claim', 'settle', 'spend'].every(
+  return ['recall', 'remember', 'consume', 'entry', 'claim', 'record', 'spend'].every(
     (m) => typeof store[m] === 'function',
   );
 }

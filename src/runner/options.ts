@@ -3,21 +3,14 @@
  * got), and the per-run and per-dispatch inputs it reads later: run() options and tenant limits.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
+import { parseScopeMap, parseTenantLimits, stringList, type ScopeMap } from '../config.js';
 import { ConfigurationError } from '../errors.js';
 import { describe } from '../names.js';
 import { isPermissionHandler } from '../permissions/handler.js';
 import { isRegistry } from '../gate/environment.js';
 import type { ToolRegistry } from '../registry.js';
 import { InMemoryApprovalStore, isApprovalStore, type ApprovalStore, type RunCaps } from './approval-store.js';
-import type {
-  ApprovalHandler,
-  Model,
-  RunIdentity,
-  RunOptions,
-  ScopeMap,
-  TenantLimits,
-  TenantProvider,
-} from './types.js';
+import type { ApprovalHandler, Model, RunIdentity, RunOptions, TenantLimits, TenantProvider } from './types.js';
 
 /** Options of {@link AgentRunner}. */
 export interface AgentRunnerOptions {
@@ -34,7 +27,10 @@ export interface AgentRunnerOptions {
   readonly handler?: ApprovalHandler;
   /** What an allowlist refusal does: fail the run, or answer the model with an error result. @default 'fail' */
   readonly onRefusal?: 'fail' | 'continue';
-  /** Capability scopes to tool names, applied to the caller's scopes at the boundary; a scope not in the map is a tool name. @default {} */
+  /**
+   * Capability scopes to tool names (a policy file's `set.scopes` fits). Given, the caller's scopes are
+   * mapped through it and a scope it does not map covers nothing, as in policy files. @default absent: the caller's scopes are tool names
+   */
   readonly scopes?: ScopeMap;
   /** The cost a call to a tool (canonical name) charges against `maxCost`. @default () => 1 */
   readonly costOf?: (tool: string) => number;
@@ -55,7 +51,8 @@ export interface RunnerSettings {
   readonly secret: Uint8Array;
   readonly handler: ApprovalHandler | null;
   readonly onRefusal: 'fail' | 'continue';
-  readonly scopes: ReadonlyMap<string, readonly string[]>;
+  /** Null: the caller's scopes are tool names. */
+  readonly scopes: ScopeMap | null;
   readonly costOf: (tool: string) => number;
   readonly loopLimit: number;
   readonly maxDepth: number;
@@ -96,7 +93,7 @@ export function runnerSettings(options: AgentRunnerOptions): RunnerSettings {
     secret: secretOf(options.secret),
     handler: options.handler ?? null,
     onRefusal,
-    scopes: scopeMap(options.scopes, 'AgentRunner option "scopes"'),
+    scopes: options.scopes === undefined ? null : parseScopeMap(options.scopes, 'AgentRunner option "scopes"'),
     costOf: options.costOf ?? (() => 1),
     loopLimit: count(options.refusalLoopLimit, 'refusalLoopLimit', 3, 1),
     maxDepth: count(options.maxDepth, 'maxDepth', 4, 0),
@@ -142,52 +139,6 @@ export async function limitsOf(settings: RunnerSettings, tenant: string): Promis
     maxToolCalls: limits.maxToolCalls ?? Infinity,
     maxCost: limits.maxCost ?? Infinity,
   };
-}
-
-/**
- * The one reader of tenant limits (the runner's provider answers and a policy file's `tenants:`): a plain
- * record with the tools as a frozen array, caps checked. `where` names the tenant in errors.
- */
-export function parseTenantLimits(raw: unknown, where: string): TenantLimits & { readonly tools?: readonly string[] } {
-  if (typeof raw !== 'object' || raw === null)
-    throw new TypeError(`the limits of ${where} must be an object, got ${describe(raw)}`);
-  const limits = raw as TenantLimits;
-  const out: { tools?: readonly string[]; maxIterations?: number; maxToolCalls?: number; maxCost?: number } = {};
-  if (limits.tools !== undefined && limits.tools !== null)
-    out.tools = Object.freeze(stringList(limits.tools, `${where} tools`));
-  for (const cap of ['maxIterations', 'maxToolCalls', 'maxCost'] as const) {
-    const value: unknown = limits[cap];
-    if (value === undefined || value === null) continue;
-    if (typeof value !== 'number' || Number.isNaN(value) || value < 0)
-      throw new TypeError(`${where} ${cap} must be a number >= 0, got ${describe(value)}`);
-    out[cap] = value;
-  }
-  return Object.freeze(out);
-}
-
-/**
- * A scope map checked and frozen: capability scope → tool names. One map type serves the runner's
- * `scopes` option and a policy file's `scopes:`.
- */
-export function scopeMap(scopes: ScopeMap | undefined, option: string): ReadonlyMap<string, readonly string[]> {
-  const map = new Map<string, readonly string[]>();
-  if (scopes === undefined) return map;
-  if (typeof scopes !== 'object' || scopes === null)
-    throw new TypeError(`${option} must be a record of scope → tool names, got ${describe(scopes)}`);
-  for (const [scope, names] of Object.entries(scopes))
-    map.set(scope, Object.freeze(stringList(names, `${option}[${JSON.stringify(scope)}]`)));
-  return map;
-}
-
-export function stringList(value: unknown, option: string): string[] {
-  if (typeof value === 'string' || typeof (value as Iterable<unknown> | null)?.[Symbol.iterator] !== 'function')
-    throw new TypeError(`"${option}" must be an iterable of strings, got ${describe(value)}`);
-  const out: string[] = [];
-  for (const item of value as Iterable<unknown>) {
-    if (typeof item !== 'string') throw new TypeError(`"${option}" must hold strings, got ${describe(item)}`);
-    out.push(item);
-  }
-  return out;
 }
 
 function tenantProvider(tenants: AgentRunnerOptions['tenants']): TenantProvider {

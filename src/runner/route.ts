@@ -5,6 +5,7 @@
  * continuation of the run), the depth cap, and how a delegation starts its peer's frame.
  */
 import { ToolAllowlist } from '../allowlist.js';
+import { toolsOfScopes } from '../config.js';
 import { ToolNotPermittedError } from '../errors.js';
 import type { Emitter } from '../events.js';
 import type { Decision, DecisionBase, DenyDecision } from '../decision.js';
@@ -36,10 +37,10 @@ export function allowlistOf(settings: RunnerSettings, run: Run, frame: Frame, li
   return list;
 }
 
-/** The caller layer: scopes mapped through the runner's scope map (a scope not in the map is a tool name). */
-function callerNames(settings: RunnerSettings, scopes: readonly string[] | null): string[] | null {
-  if (scopes === null) return null;
-  return scopes.flatMap((scope) => settings.scopes.get(scope) ?? [scope]);
+/** The caller layer: scopes mapped through the runner's scope map, or taken as tool names without one. */
+function callerNames(settings: RunnerSettings, scopes: readonly string[] | null): readonly string[] | null {
+  if (scopes === null || settings.scopes === null) return scopes;
+  return toolsOfScopes(settings.scopes, scopes);
 }
 
 /** The registry as it stands now, plus the `agent:<peer>` tools of this frame's agent. */

@@ -326,7 +326,7 @@ export class AgentRunner {
         decision,
         route.contextOf(run, frame, null, d.allowlist),
       );
-      await this.#settings.store.settle(ledgerKey, { content: result.content, isError: result.isError });
+      await this.#settings.store.record(ledgerKey, { content: result.content, isError: result.isError });
       turn.done.set(call.id, toolMessage(call, result.content, result.isError));
     }
     closeTurn(frame, turn, '');
@@ -407,7 +407,7 @@ export class AgentRunner {
       closeTurn(frame, turn, 'the run ended before this call ran');
       return outcome;
     }
-    await this.#settings.store.settle(ledgerKeyOf(run, frame, turn, call.id), {
+    await this.#settings.store.record(ledgerKeyOf(run, frame, turn, call.id), {
       content: outcome.text,
       isError: false,
     });

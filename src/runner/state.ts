@@ -7,7 +7,7 @@
 import { RunStateError } from '../errors.js';
 import { canonical, describe } from '../names.js';
 import { agentGraph } from './agents.js';
-import { stringList } from './options.js';
+import { stringList } from '../config.js';
 import { newTurn, type Run } from './run.js';
 import { macOf, sameMac } from './signing.js';
 import type { AgentSpec, FrameState, ResumeOptions, RunState } from './types.js';

@@ -44,12 +44,6 @@ export interface TenantLimits {
   readonly maxCost?: number;
 }
 
-/**
- * Capability scopes to tool names: the runner's `scopes` option and a policy file's `scopes:` are this
- * one type. A caller's scopes are mapped through it at the boundary; the gate only sees tool names.
- */
-export type ScopeMap = Readonly<Record<string, readonly string[]>>;
-
 /** Returns a tenant's limits; undefined (an unknown tenant) or a throw fails the run. */
 export type TenantProvider = (tenant: string) => TenantLimits | undefined | Promise<TenantLimits | undefined>;
 

@@ -1,12 +1,6 @@
 import { z } from 'zod';
-import {
-  defineTool,
-  ToolRegistry,
-  ToolTag,
-  type RegistryEvent,
-  type Tool,
-  type ToolMetadataInput,
-} from '../../src/index.js';
+import { defineTool, ToolRegistry, ToolTag, type RegistryEvent, type Tool } from '../../src/index.js';
+import { type ToolMetadataInput } from '../../src/types.js';
 
 /** A registry with a few tools whose executions are recorded in `ran`. */
 export function fixture(options: { handlerTimeoutMs?: number; toolTimeoutMs?: number } = {}) {

@@ -9,12 +9,12 @@ import {
   AgentRunner,
   PermissionPolicy,
   PermissionResult,
-  ScriptedModel,
   ToolRegistry,
   defineTool,
   type Agent,
   type RunResult,
 } from '../../src/index.js';
+import { ScriptedModel } from '../../src/runner/index.js';
 
 export const RUNNER_SECRET = 'runner-secret-for-the-inbox-tests';
 export const INBOX_SECRET = 'inbox-secret-for-the-inbox-tests!';

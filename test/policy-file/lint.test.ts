@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { skeleton } from '../../src/index.js';
+import { skeleton } from '../../src/policy-file/index.js';
 import { confusableFindings, lintPolicyFile, lintPolicyText, type LintFinding } from '../../src/policy-file/index.js';
 
 const fixture = (name: string): string => join(import.meta.dirname, 'fixtures', name);

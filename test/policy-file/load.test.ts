@@ -42,8 +42,10 @@ describe('loading a policy file', () => {
     expect(set.agent('concierge')).toEqual({
       name: 'concierge',
       tools: ['read_file', 'write_file', 'refund', 'github:search'],
-      peers: ['researcher'],
+      peers: [set.agent('researcher')],
     });
+    // The runner's own Agent: peers are the file's agents themselves.
+    expect(set.agent('concierge').peers[0]).toBe(set.agent('researcher'));
     expect(Object.isFrozen(set.agent('concierge').tools)).toBe(true);
     expect(set.tenantLimits('acme')).toEqual({
       tools: ['read_file', 'refund', 'github:search'],

@@ -1,5 +1,12 @@
 import { expectTypeOf, test } from 'vitest';
-import type { GateContext, PermissionPolicy } from '../../src/index.js';
+import type {
+  Agent,
+  AgentRunner,
+  AgentRunnerOptions,
+  GateContext,
+  PermissionPolicy,
+  TenantLimits,
+} from '../../src/index.js';
 import type {
   Explanation,
   LintReport,
@@ -26,17 +33,20 @@ test('a parse result is the policy or the issues, never both', () => {
 test('a policy set feeds the registry, the gate and the runner', () => {
   expectTypeOf<PolicySet['policy']>().toEqualTypeOf<PermissionPolicy>();
   expectTypeOf<ReturnType<PolicySet['context']>>().toEqualTypeOf<GateContext>();
-  expectTypeOf<PolicyAgent>().toMatchTypeOf<{
-    readonly name: string;
-    readonly tools: readonly string[];
-    readonly peers: readonly string[];
-  }>();
-  expectTypeOf<PolicyTenantLimits>().toMatchTypeOf<{
-    readonly tools?: readonly string[];
-    readonly maxIterations?: number;
-    readonly maxToolCalls?: number;
-    readonly maxCost?: number;
-  }>();
+  expectTypeOf<PolicyAgent>().toMatchTypeOf<Agent>();
+  expectTypeOf<PolicyAgent['peers']>().toMatchTypeOf<readonly PolicyAgent[]>();
+  expectTypeOf<PolicyTenantLimits>().toMatchTypeOf<TenantLimits>();
+  expectTypeOf<PolicyTenantLimits['tools']>().toMatchTypeOf<readonly string[] | undefined>();
   expectTypeOf<Explanation['decision']['effect']>().toEqualTypeOf<'allow' | 'deny' | 'ask'>();
   expectTypeOf<LintReport['findings'][number]['severity']>().toEqualTypeOf<'error' | 'warning'>();
+});
+
+test("a PolicySet's agent graph, tenants and scopes go to the runner as they are", () => {
+  const set = {} as PolicySet;
+  const runner = {} as AgentRunner;
+  expectTypeOf(runner.run).toBeCallableWith(set.agent('concierge'), 'go', { tenant: 'acme' });
+  expectTypeOf<PolicySet['scopes']>().toEqualTypeOf<NonNullable<AgentRunnerOptions['scopes']>>();
+  expectTypeOf<(id: string) => ReturnType<PolicySet['tenantLimits']>>().toMatchTypeOf<
+    Extract<NonNullable<AgentRunnerOptions['tenants']>, (id: string) => unknown>
+  >();
 });

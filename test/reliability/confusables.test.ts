@@ -2,14 +2,8 @@
  * Confusable names (UTS #39 skeletons): reported at resolution and at registration, never per call.
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import {
-  ConfigurationError,
-  CONFUSABLES_VERSION,
-  findConfusables,
-  skeleton,
-  ToolAllowlist,
-  ToolRegistry,
-} from '../../src/index.js';
+import { ConfigurationError, ToolAllowlist, ToolRegistry } from '../../src/index.js';
+import { CONFUSABLES_VERSION, findConfusables, skeleton } from '../../src/policy-file/index.js';
 
 const LATIN = 'search';
 const CYRILLIC = 'se\u0430rch'; // U+0430 CYRILLIC SMALL LETTER A

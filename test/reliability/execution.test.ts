@@ -16,8 +16,8 @@ import {
   type PermissionResult,
   type PermissionRule,
   type Tool,
-  type ToolCallInput,
 } from '../../src/index.js';
+import { type ToolCallInput } from '../../src/formats/entry.js';
 import { declaration, layer, SPELLINGS, spelledName, STEMS } from './arbitraries.js';
 import { fcParams } from './size.js';
 import type { MatchKind, RuleSpec } from './rule-spec.js';

@@ -4,7 +4,8 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { ConfigurationError, PermissionPolicy, ToolRegistry, type ToolCallInput } from '../../src/index.js';
+import { ConfigurationError, PermissionPolicy, ToolRegistry } from '../../src/index.js';
+import { type ToolCallInput } from '../../src/formats/entry.js';
 import { parseArguments, readCall } from '../../src/formats/index.js';
 import { FuzzFailure, fuzzText } from './fuzz-harness.js';
 import { fcParams, SEED, size } from './size.js';

@@ -10,9 +10,9 @@ import {
   PermissionPolicy,
   ToolAllowlist,
   ToolRegistry,
-  type ToolCallInput,
   type ToolResult,
 } from '../../src/index.js';
+import { type ToolCallInput } from '../../src/formats/entry.js';
 import { canonical, CANONICAL_CACHE_LIMIT, canonicalCacheSize } from '../../src/names.js';
 import { size } from './size.js';
 

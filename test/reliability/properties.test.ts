@@ -13,9 +13,9 @@ import {
   ToolNotPermittedError,
   type PermissionResult,
   type PermissionRule,
-  type RefusalLayer,
   type Tool,
 } from '../../src/index.js';
+import { type RefusalLayer } from '../../src/types.js';
 import { anyQuery, declaration, layer, SPELLINGS, spelledName, STEMS } from './arbitraries.js';
 import { DEEP, fcParams } from './size.js';
 import type { MatchKind, RuleSpec } from './rule-spec.js';

@@ -8,13 +8,8 @@
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
-import {
-  PermissionPolicy,
-  ToolRegistry,
-  type GateContext,
-  type PermissionResult,
-  type ToolCallInput,
-} from '../../src/index.js';
+import { PermissionPolicy, ToolRegistry, type GateContext, type PermissionResult } from '../../src/index.js';
+import { type ToolCallInput } from '../../src/formats/entry.js';
 import { prng, SEED, size } from './size.js';
 
 const DECISIONS = size(100_000, 1_000_000);

@@ -2,18 +2,15 @@ import { describe, expect, it } from 'vitest';
 import type { ToolNotPermittedError } from '../../src/index.js';
 import {
   AgentRunner,
-  InMemoryApprovalStore,
   PermissionPolicy,
   PermissionResult,
   RunStateError,
-  ScriptedModel,
   type Agent,
-  type ApprovalStore,
-  type RunEvent,
   type RunResult,
   type RunState,
   type TenantLimits,
 } from '../../src/index.js';
+import { InMemoryApprovalStore, ScriptedModel, type ApprovalStore, type RunEvent } from '../../src/runner/index.js';
 import { ASK_BIG_REFUNDS, DENY_HUGE_REFUNDS, SECRET, shop } from './fixtures.js';
 
 const concierge: Agent = { name: 'concierge', tools: ['search', 'refund'] };

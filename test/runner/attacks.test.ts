@@ -5,14 +5,13 @@
 import { describe, expect, it } from 'vitest';
 import {
   AgentRunner,
-  InMemoryApprovalStore,
   PermissionPolicy,
   PermissionResult,
-  ScriptedModel,
   type Agent,
   type RunResult,
   type TenantLimits,
 } from '../../src/index.js';
+import { InMemoryApprovalStore, ScriptedModel } from '../../src/runner/index.js';
 import { SECRET, shop } from './fixtures.js';
 
 function paused(result: RunResult): Extract<RunResult, { status: 'paused' }> {

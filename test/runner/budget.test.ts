@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { AgentRunner, ScriptedModel, ToolAllowlist, ToolAllowlistGuard } from '../../src/index.js';
+import { AgentRunner, ToolAllowlist, ToolAllowlistGuard } from '../../src/index.js';
+import { ScriptedModel } from '../../src/runner/index.js';
 import { shop } from './fixtures.js';
 
 const concierge = { name: 'concierge', tools: ['search', 'refund', 'quote'] };

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { AgentRunner, ScriptedModel, ToolNotPermittedError, type Agent, type RunEvent } from '../../src/index.js';
+import { AgentRunner, ToolNotPermittedError, type Agent } from '../../src/index.js';
+import { ScriptedModel, type RunEvent } from '../../src/runner/index.js';
 import { shop } from './fixtures.js';
 
 // auditor declares refund, which nobody above it declares: it is held to the intersection.

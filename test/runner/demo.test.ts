@@ -23,7 +23,12 @@ describe('the quick start of docs/runner.md', () => {
     const readme = docSection('docs/runner.md', 'Quick start');
     const example = readFileSync(new URL('../../examples/demo/runner-quickstart.ts', import.meta.url), 'utf8');
     const block = /```ts\n([\s\S]*?)```/.exec(readme)![1]!;
-    const body = example.split('\n').slice(1).join('\n').replace("from '../../src/index.js'", "from 'toolgate'");
+    const body = example
+      .split('\n')
+      .slice(1)
+      .join('\n')
+      .replaceAll("from '../../src/index.js'", "from 'toolgate'")
+      .replaceAll("from '../../src/runner/index.js'", "from 'toolgate/runner'");
     expect(block).toBe(body);
     const { quickstart } = await import('../../examples/demo/runner-quickstart.js');
     expect(await quickstart()).toBe('completed: Refunded.');

@@ -1,14 +1,12 @@
 import { describe, expect, expectTypeOf, it } from 'vitest';
+import { AgentRunner, type Decision, type RegistryEvent } from '../../src/index.js';
 import {
-  AgentRunner,
   InMemoryApprovalStore,
   ScriptedModel,
-  type Decision,
-  type RegistryEvent,
   type RunEvent,
   type RunEventMap,
   type RunEventType,
-} from '../../src/index.js';
+} from '../../src/runner/index.js';
 import { SECRET, shop } from './fixtures.js';
 
 describe('AgentRunner events', () => {

@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { AgentRunner, ScriptedModel, canonical } from '../../src/index.js';
+import { AgentRunner, canonical } from '../../src/index.js';
+import { ScriptedModel } from '../../src/runner/index.js';
 import { shop } from './fixtures.js';
 
 const TOOLS = ['search', 'quote', 'ledger', 'refund'] as const;

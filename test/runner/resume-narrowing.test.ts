@@ -3,20 +3,22 @@ import { describe, expect, it } from 'vitest';
 import {
   ALLOW_READONLY,
   AgentRunner,
-  InMemoryApprovalStore,
   PermissionPolicy,
   PermissionResult,
   RunStateError,
-  ScriptedModel,
   ToolNotPermittedError,
   type Agent,
-  type ApprovalStore,
   type PermissionHandler,
-  type RunEvent,
   type RunResult,
   type RunState,
-  type ScriptTurn,
 } from '../../src/index.js';
+import {
+  InMemoryApprovalStore,
+  ScriptedModel,
+  type ApprovalStore,
+  type RunEvent,
+  type ScriptTurn,
+} from '../../src/runner/index.js';
 import { ASK_BIG_REFUNDS, DENY_HUGE_REFUNDS, SECRET, shop } from './fixtures.js';
 
 const concierge: Agent = { name: 'concierge', tools: ['search', 'refund'] };

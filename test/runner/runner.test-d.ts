@@ -4,11 +4,11 @@ import type {
   ApprovalDecision,
   DenyDecision,
   PendingApproval,
-  RunEventMap,
   RunResult,
   RunState,
   ToolNotPermittedError,
 } from '../../src/index.js';
+import type { RunEventMap } from '../../src/runner/index.js';
 
 test('RunResult narrows on status', () => {
   const result = {} as RunResult;

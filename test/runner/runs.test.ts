@@ -1,13 +1,6 @@
 import { describe, expect, it, vi } from 'vitest';
-import {
-  AgentRunner,
-  ConfigurationError,
-  InMemoryApprovalStore,
-  ScriptedModel,
-  ToolNotPermittedError,
-  type RunEvent,
-  type TenantLimits,
-} from '../../src/index.js';
+import { AgentRunner, ConfigurationError, ToolNotPermittedError, type TenantLimits } from '../../src/index.js';
+import { InMemoryApprovalStore, ScriptedModel, type RunEvent } from '../../src/runner/index.js';
 import { shop } from './fixtures.js';
 
 const concierge = { name: 'concierge', tools: ['search', 'refund', 'quote'] };

@@ -4,7 +4,8 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
-import { AgentRunner, ScriptedModel, type RunState } from '../../src/index.js';
+import { AgentRunner, type RunState } from '../../src/index.js';
+import { ScriptedModel } from '../../src/runner/index.js';
 import { SqliteApprovalStore } from '../../src/runner/stores/sqlite.js';
 import { SECRET, shop } from './fixtures.js';
 
@@ -63,7 +64,7 @@ describe('SqliteApprovalStore (toolgate/sqlite)', () => {
     expect(await store.consume('n1')).toBe(false);
     expect(await store.claim('k')).toBeNull();
     expect(await store.claim('k')).toEqual({ settled: false });
-    await store.settle('k', { content: 'ok', isError: false });
+    await store.record('k', { content: 'ok', isError: false });
     expect(await store.entry('k')).toEqual({ settled: true, outcome: { content: 'ok', isError: false } });
     expect(await store.entry('nope')).toBeUndefined();
     await store.remember('r', { answer: 'allow', scope: 'session', mac: 'm' });

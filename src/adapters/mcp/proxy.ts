@@ -13,6 +13,7 @@ import {
   type CallToolResult,
   type Tool as McpTool,
 } from '@modelcontextprotocol/sdk/types.js';
+import type { ContextSource } from '../../config.js';
 import type { Decision } from '../../decision.js';
 import type { AllowlistLayer } from '../../allowlist.js';
 import type { GateContext } from '../../gate/precheck.js';
@@ -48,7 +49,7 @@ export interface McpRequestInfo {
 }
 
 /** The context of one downstream request: fixed, or derived from the request's authentication. */
-export type McpRequestContext = GateContext | ((request: McpRequestInfo) => GateContext);
+export type McpRequestContext = ContextSource<McpRequestInfo>;
 
 /** Options of {@link McpProxy.createServer}. */
 export interface McpServerContextOptions {

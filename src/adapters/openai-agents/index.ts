@@ -27,12 +27,13 @@ import { decideCalls, dispatchCalls, previewCall } from '../../gate/dispatch.js'
 import { environmentOf } from '../../gate/environment.js';
 import { refusalContent, type GateContext } from '../../gate/precheck.js';
 import type { Route } from '../../gate/route.js';
+import type { ContextSource } from '../../config.js';
 import { describe } from '../../names.js';
 import { ToolRegistry, type ToolResult } from '../../registry.js';
 import { hashOf } from '../../runner/signing.js';
 
 /** The gate context of a run: fixed, or read from the SDK's run context (e.g. the tenant in `runContext.context`). */
-export type AgentsGateContext<TContext = unknown> = GateContext | ((runContext: RunContext<TContext>) => GateContext);
+export type AgentsGateContext<TContext = unknown> = ContextSource<RunContext<TContext>>;
 
 /** Options of {@link createAgentTools}. */
 export interface AgentToolsOptions<TContext = unknown> {

@@ -122,7 +122,7 @@ export class SqliteApprovalStore implements ApprovalStore {
     return (await this.entry(key)) ?? { settled: false };
   }
 
-  async settle(key: string, outcome: LedgerOutcome): Promise<void> {
+  async record(key: string, outcome: LedgerOutcome): Promise<void> {
     this.#settle.run(Date.now(), JSON.stringify({ content: outcome.content, isError: outcome.isError }), key);
   }
 

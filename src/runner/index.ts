@@ -1,0 +1,56 @@
+/**
+ * `toolgate/runner`: everything about AgentRunner beyond its front door — the model interface and
+ * ScriptedModel, run options and results, the RunState and its frames, approvals, run events, and the
+ * approvals store. The root entry `toolgate` also exports AgentRunner, Agent, Model, TenantLimits,
+ * RunResult, RunState, PendingApproval and ApprovalDecision (the same bindings). This file is the
+ * subpath's public surface.
+ */
+export { AgentRunner } from './runner.js';
+export type { AgentRunnerOptions } from './runner.js';
+export { ScriptedModel } from './scripted-model.js';
+export type { ScriptTurn, ScriptedModelOptions } from './scripted-model.js';
+export { InMemoryApprovalStore } from './approval-store.js';
+export type {
+  ApprovalStore,
+  RememberedAnswer,
+  LedgerEntry,
+  LedgerOutcome,
+  RunSpend,
+  RunCaps,
+  SpendVerdict,
+} from './approval-store.js';
+export type { ScopeMap } from '../config.js';
+export type {
+  Agent,
+  AgentSpec,
+  TenantLimits,
+  TenantProvider,
+  Model,
+  ModelRequest,
+  ModelResponse,
+  ModelTool,
+  RunCaller,
+  RunOptions,
+  ResumeOptions,
+  RunMessage,
+  RunToolCall,
+  ToolMessage,
+  RunResult,
+  RunResultBase,
+  RunStatus,
+  RunTally,
+  BudgetCap,
+  RunIdentity,
+  RunState,
+  FrameState,
+  TurnState,
+  PendingApproval,
+  ApprovalDecision,
+  ApprovalScope,
+  ApprovalAnswer,
+  ApprovalHandler,
+  RunEvent,
+  RunEventBase,
+  RunEventMap,
+  RunEventType,
+} from './types.js';
