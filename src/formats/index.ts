@@ -171,7 +171,62 @@ export function parseArguments(
     }
   }
   if (!isRecord(value)) return { ok: false, problem: `the arguments must be a JSON object, got ${describe(value)}` };
+  const polluting = prototypeKeyIn(value);
+  if (polluting !== null)
+    return {
+      ok: false,
+      problem: `the arguments hold a "__proto__" key (at ${polluting}); a tool that merges its arguments into an object would change that object's prototype, so such arguments are refused`,
+    };
   return { ok: true, value };
+}
+
+/**
+ * Where an own `__proto__` key is in a value (JSON.parse makes one from `{"__proto__": …}`), as a path
+ * like `options.__proto__`, or null. Iterative (a deeply nested value cannot overflow the stack), and
+ * allocation-free until it finds one: it runs on every call.
+ */
+function prototypeKeyIn(root: object): string | null {
+  const stack: unknown[] = [root];
+  // Arguments given as objects may be cyclic: past a few hundred objects, each is visited once.
+  let visited = 0;
+  let seen: Set<unknown> | undefined;
+  while (stack.length > 0) {
+    const value = stack.pop();
+    if (typeof value !== 'object' || value === null) continue;
+    if (++visited > 256) {
+      seen ??= new Set();
+      if (seen.has(value)) continue;
+      seen.add(value);
+    }
+    if (Array.isArray(value)) {
+      for (const item of value) if (typeof item === 'object' && item !== null) stack.push(item);
+      continue;
+    }
+    if (Object.hasOwn(value, '__proto__')) return pathTo(root, value) ?? '__proto__';
+    for (const key of Object.keys(value)) {
+      const item = (value as Record<string, unknown>)[key];
+      if (typeof item === 'object' && item !== null) stack.push(item);
+    }
+  }
+  return null;
+}
+
+/** The path from `root` to the object `target` holding the `__proto__` key (for the refusal text). */
+function pathTo(root: unknown, target: object): string | null {
+  const stack: [unknown, string][] = [[root, '']];
+  const seen = new Set<unknown>();
+  while (stack.length > 0) {
+    const [value, at] = stack.pop()!;
+    if (value === target) return at === '' ? '__proto__' : `${at}.__proto__`;
+    if (typeof value !== 'object' || value === null || seen.has(value)) continue;
+    seen.add(value);
+    for (const key of Object.keys(value))
+      stack.push([
+        (value as Record<string, unknown>)[key],
+        Array.isArray(value) ? `${at}[${key}]` : at === '' ? key : `${at}.${key}`,
+      ]);
+  }
+  return null;
 }
 
 /** A result to be shaped like its call. */

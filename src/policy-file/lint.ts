@@ -329,7 +329,9 @@ function covers(earlier: PolicyRuleInfo, later: PolicyRuleInfo, set: PolicySet):
   // Conditions: each of the earlier rule's tests must be one the later rule also makes.
   if (
     !earlier.tests.every((a) =>
-      later.tests.some((b) => b.arg === a.arg && b.op === a.op && jsonEqual(a.expected, b.expected)),
+      later.tests.some(
+        (b) => b.arg === a.arg && b.op === a.op && b.text === a.text && jsonEqual(a.expected, b.expected),
+      ),
     )
   )
     return false;
