@@ -252,10 +252,10 @@ function pathSubject(value: unknown, options: CompareOptions): ResolvedPath {
   // A ".." after a symbolic link climbs out of the link's target in the kernel but out of the link's
   // folder in a tool that resolves ".." first (as the MCP filesystem server does): where they differ,
   // which one the upstream takes cannot be known here.
+  // (Where the kernel's walk fails, a tool taking the kernel's way fails too: only the other way is left.)
   if (raw.split('/').includes('..')) {
     const kernel = physicalPath(raw.normalize('NFC'));
-    if (!kernel.ok) return kernel;
-    if (kernel.path !== real.path)
+    if (kernel.ok && kernel.path !== real.path)
       return {
         ok: false,
         problem: `the path ${describe(raw)} has a ".." after a symbolic link: it leads to ${JSON.stringify(kernel.path)} or ${JSON.stringify(real.path)} depending on the tool`,
