@@ -171,7 +171,16 @@ export function parseArguments(
     }
   }
   if (!isRecord(value)) return { ok: false, problem: `the arguments must be a JSON object, got ${describe(value)}` };
-  const polluting = prototypeKeyIn(value);
+  let polluting: string | null;
+  try {
+    polluting = prototypeKeyIn(value);
+  } catch (error) {
+    // A getter or Proxy trap that throws: arguments that cannot be read are not run.
+    return {
+      ok: false,
+      problem: `the arguments could not be read (${error instanceof Error ? error.message : String(error)}); expected plain JSON data`,
+    };
+  }
   if (polluting !== null)
     return {
       ok: false,

@@ -225,7 +225,7 @@ describe('hostile arguments', () => {
     return { result: result!, ran };
   }
 
-  it('prototype-polluting JSON runs as plain own keys and pollutes nothing', async () => {
+  it('prototype-polluting JSON is refused at the arguments stage (an upstream that merges it would be polluted) and pollutes nothing', async () => {
     const text = '{"__proto__": {"polluted": true}, "constructor": {"prototype": {"polluted": true}}, "q": "x"}';
     for (const parameters of [
       { type: 'object', properties: { q: { type: 'string' } } },
@@ -233,10 +233,18 @@ describe('hostile arguments', () => {
       z.looseObject({ q: z.string() }),
     ]) {
       const { result, ran } = await run(text, parameters);
-      expect(result.status).toBe('ok');
-      expect(ran).toHaveLength(1);
+      expect(result.status).toBe('refused');
+      expect(result.decision).toMatchObject({ stage: 'arguments', by: 'malformed_arguments' });
+      expect(ran).toEqual([]);
       assertClean();
     }
+    // Without the key, the same arguments run.
+    const plain = await run('{"constructor": {"prototype": {"polluted": true}}, "q": "x"}', {
+      type: 'object',
+      properties: { q: { type: 'string' } },
+    });
+    expect(plain.result.status).toBe('ok');
+    assertClean();
     // A schema that forbids extra keys refuses the same arguments.
     const strict = await run(text, {
       type: 'object',
@@ -244,7 +252,7 @@ describe('hostile arguments', () => {
       additionalProperties: false,
     });
     expect(strict.result.status).toBe('refused');
-    expect(strict.result.decision.by).toBe('invalid_arguments');
+    expect(strict.result.decision.by).toBe('malformed_arguments');
     expect(strict.ran).toEqual([]);
   });
 
@@ -288,7 +296,7 @@ describe('hostile arguments', () => {
     expect(big.result.status).toBe('ok');
   });
 
-  it('arguments whose getters throw are refused at validation, not run', async () => {
+  it('arguments whose getters throw are refused before validation, not run', async () => {
     const trap = {
       get q(): string {
         throw new Error('getter trap');
@@ -296,7 +304,9 @@ describe('hostile arguments', () => {
     };
     const { result, ran } = await run(trap);
     expect(result.status).toBe('refused');
-    expect(result.decision.stage).toBe('validation');
+    // Read once for "__proto__" keys at the arguments stage (issue 11), which refuses what cannot be read.
+    expect(result.decision.stage).toBe('arguments');
+    expect(result.decision.reason).toMatch(/could not be read \(getter trap\)/);
     expect(ran).toEqual([]);
     const proxy = new Proxy(
       {},
