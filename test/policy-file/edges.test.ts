@@ -210,7 +210,7 @@ describe('realpath: symbolic links resolved on this machine before matching', ()
   });
 });
 
-describe('__proto__ argument keys are refused at the gate (step 2)', () => {
+describe('__proto__ argument keys are refused at the gate (when the arguments are read)', () => {
   it('at any depth, from JSON text or objects, before any rule or tool sees them', async () => {
     const registry = new ToolRegistry();
     const ran: unknown[] = [];
@@ -222,14 +222,10 @@ describe('__proto__ argument keys are refused at the gate (step 2)', () => {
     ]) {
       const [result] = await registry.dispatch([{ id: 'c', name: 't', arguments: args }], {});
       expect(result).toMatchObject({ status: 'refused' });
-      expect(result!.decision).toMatchObject({ stage: 'arguments', by: 'malformed_arguments' });
-      expect(result!.decision.reason).toMatch(
-        /"__proto__" key \(at (__proto__|options\.deep\[0\]\.__proto__|a\.__proto__)\)/,
-      );
+      expect(result!.decision).toMatchObject({ stage: 'validation', by: 'invalid_arguments' });
+      expect(result!.decision.reason).toMatch(/"__proto__" key \((at the top level|inside "0"|inside "a")\)/);
     }
-    const cyclic: Record<string, unknown> = { a: 1 };
-    for (let i = 0; i < 300; i++) cyclic[`k${i}`] = { back: cyclic };
-    const [ok] = await registry.dispatch([{ id: 'd', name: 't', arguments: cyclic }], {});
+    const [ok] = await registry.dispatch([{ id: 'd', name: 't', arguments: { constructor: { name: 'x' } } }], {});
     expect(ok).toMatchObject({ status: 'ok' });
     expect(ran).toHaveLength(1);
   });
