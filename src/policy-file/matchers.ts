@@ -166,6 +166,8 @@ export interface ConditionTest {
   readonly text: string;
   /** For a path test: the path it compares (resolved, normalised, links resolved with `realpath`), for traces. */
   readonly subject?: (value: unknown) => string | null;
+  /** How a path or glob test compares: its modifiers (`caseInsensitive`, `realpath`) in words; '' for none. */
+  readonly mode?: string;
 }
 
 /** How one test fared, for explanations. */
@@ -325,6 +327,7 @@ function cannotResolve(path: string, error: unknown): ResolvedPath {
 }
 
 function compileTest(arg: string, op: ConditionOp, expected: unknown, options: CompareOptions): ConditionTest {
+  const mode = modeText(options);
   const make = (text: string, test: ConditionTest['test'], subject?: ConditionTest['subject']): ConditionTest => ({
     arg,
     op,
@@ -332,6 +335,7 @@ function compileTest(arg: string, op: ConditionOp, expected: unknown, options: C
     text,
     test,
     ...(subject ? { subject } : {}),
+    ...(mode !== '' && (op === 'path' || op === 'glob') ? { mode } : {}),
   });
   switch (op) {
     case 'exists':
