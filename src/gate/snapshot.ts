@@ -9,7 +9,7 @@
 /**
  * A deep-frozen plain copy of `value` as `JSON.stringify` would serialise it: `toJSON` applied, primitive
  * wrappers unwrapped, non-finite numbers as null, functions / symbols / undefined left out of objects and
- * null in arrays. Throws a TypeError for what JSON cannot carry (a cycle, a BigInt), and whatever a getter,
+ * null in arrays. Throws a TypeError for what JSON cannot carry (a cycle, a BigInt), for a `"__proto__"` key, and whatever a getter,
  * trap or `toJSON` throws; the gate turns either into a refusal.
  */
 export function snapshotArguments(value: Record<string, unknown>): Readonly<Record<string, unknown>> {
@@ -57,12 +57,16 @@ function read(value: unknown, key: string, stack: object[]): unknown {
     const record = value as Record<string, unknown>;
     const object: Record<string, unknown> = {};
     for (const name of Object.keys(record)) {
+      // A key named "__proto__" (JSON.parse makes one from {"__proto__": …}) is refused before its value is
+      // read: a tool or upstream that merges the arguments into an object would have that object's
+      // prototype replaced (issue 11).
+      if (name === '__proto__')
+        throw new TypeError(
+          `they hold a "__proto__" key (${key === '' ? 'at the top level' : `inside ${JSON.stringify(key)}`}), which would pollute a tool that merges its arguments; such arguments are refused`,
+        );
       const item = read(record[name], name, stack);
       if (item === undefined) continue;
-      // A key named "__proto__" is data, as it is after JSON.parse: define it, never assign it.
-      if (name === '__proto__')
-        Object.defineProperty(object, name, { value: item, enumerable: true, writable: true, configurable: true });
-      else object[name] = item;
+      object[name] = item; // "__proto__" never gets here (refused above), so assigning is safe
     }
     out = object;
   }

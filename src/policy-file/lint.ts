@@ -385,7 +385,9 @@ function covers(earlier: PolicyRuleInfo, later: PolicyRuleInfo, set: PolicySet):
  * list (`oneOf`) — `a` is then simply run on each; a number range inside `a`'s bound; a longer `prefix`;
  * a `path` within a literal directory's `/**`. Anything else is "not proved" (false), never a guess.
  */
-export function implied(a: ConditionTest, tests: readonly ConditionTest[]): boolean {
+export function implied(a: ConditionTest, given: readonly ConditionTest[]): boolean {
+  // A path or glob test compared another way (caseInsensitive, realpath) is not the same test.
+  const tests = given.filter((b) => (b.op !== 'path' && b.op !== 'glob') || (b.mode ?? '') === (a.mode ?? ''));
   if (tests.length === 0) return false;
   if (tests.some((b) => b.op === a.op && jsonEqual(a.expected, b.expected))) return true;
   if (tests.some((b) => b.op === 'exists' && b.expected === false)) return false; // absent: only the same test holds

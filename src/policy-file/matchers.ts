@@ -1,7 +1,9 @@
 /**
  * Argument conditions of policy-file rules: equals, oneOf, prefix, glob, path, numeric comparisons and
- * exists. Globs are compiled by picomatch (no user regular expressions, so no unbounded backtracking);
- * paths are resolved (`.` and `..`) before they are matched.
+ * exists. Globs are compiled to automata run without backtracking (glob.ts), so a match costs time
+ * linear in the model-chosen input; there are no user regular expressions. Paths are resolved (`.` and
+ * `..`), brought to NFC (and case-folded with `caseInsensitive`), and with `realpath` their symbolic
+ * links are resolved on this machine's file system, before they are matched.
  *
  * Every test answers `true` (holds), `false` (does not hold) or a string: the argument is present but
  * cannot be judged (a path that is not a string, climbs above its root, or is encoded). A rule that
@@ -9,40 +11,41 @@
  * rule's result: an argument the policy cannot read safely never gets a call allowed, and never slips
  * past a deny rule either.
  */
-// The POSIX build: the same matching on every platform (the default export switches to Windows rules on win32).
-import picomatch from 'picomatch/posix.js';
+import { realpathSync, readdirSync } from 'node:fs';
 import { describe } from '../names.js';
+import { caseFold } from '../unicode/case-fold.js';
+import { compileGlobMatcher } from './glob.js';
 
-/* The glob options used everywhere: `dot` so that `/data/**` also covers `/data/.env` (a deny rule must not miss hidden files); no negation or extglobs, so a pattern means what it reads. */
-// (Not exported, and typed by inference, so the published .d.ts files need no picomatch types.)
-const GLOB_OPTIONS = Object.freeze({ dot: true, nonegate: true, noextglob: true, strictSlashes: false });
-
-/** A compiled glob: the pattern as written and its matcher. */
+/** A compiled glob: the pattern as written and its matcher (linear in the input: see glob.ts). */
 export interface Glob {
   readonly pattern: string;
   readonly test: (input: string) => boolean;
+  /** For a pattern ending in `/**`: true when the input is that folder itself, which the pattern leaves out. */
+  readonly isFolderOf?: (input: string) => boolean;
 }
 
-/** Compiles a glob, or throws with what is wrong with it. */
+/** Compiles a glob over strings and paths (`*` stays within a `/`-separated segment), or throws with what is wrong. */
 export function compileGlob(pattern: string): Glob {
-  const test = picomatch(pattern, GLOB_OPTIONS);
-  return { pattern, test: (input) => test(input) };
+  const matcher = compileGlobMatcher(pattern);
+  return { pattern, test: matcher.test, isFolderOf: matcher.isFolderOf };
 }
 
-// A tool name is a flat string, not a path: `*` and `?` must cross a `/` in it ("github:*" must select
-// "github:repos/delete", or a deny rule would miss it). Slashes are swapped for a private-use character
-// on both sides, so picomatch sees no path separators at all.
-const NAME_SLASH = '\uE000';
-
-/** Compiles a glob over tool names (canonical form), where `/` is an ordinary character. */
+/**
+ * Compiles a glob over tool names (canonical form). A tool name is a flat string, not a path: `*` and
+ * `?` cross a `/` in it ("github:*" must select "github:repos/delete", or a deny rule would miss it).
+ */
 export function compileNameGlob(pattern: string): Glob {
-  const test = picomatch(pattern.replaceAll('/', NAME_SLASH), GLOB_OPTIONS);
-  return { pattern, test: (name) => test(name.replaceAll('/', NAME_SLASH)) };
+  const matcher = compileGlobMatcher(pattern, { names: true });
+  return { pattern, test: matcher.test };
 }
 
-/** True when `pattern` holds glob syntax (else it is an exact name). */
+/** True when `pattern` holds glob syntax (else it is an exact name). A pattern that does not compile counts as a glob. */
 export function isGlob(pattern: string): boolean {
-  return picomatch.scan(pattern, GLOB_OPTIONS).isGlob;
+  try {
+    return compileGlobMatcher(pattern, { names: true }).isGlob;
+  } catch {
+    return true;
+  }
 }
 
 /** The outcome of resolving a path argument. */
@@ -53,6 +56,9 @@ export type ResolvedPath =
 // Control characters (NUL included) end or reshape a path in the tool's hands; percent-escapes and
 // backslashes may be decoded or treated as separators after the policy looked at the raw text.
 const CONTROL = /\p{Cc}/u;
+// Windows drops trailing dots and spaces from a name ("Keys." and "Keys " open "Keys"), so such a segment
+// may name another file than it reads as.
+const WINDOWS_TRAILING = /[. ]$/;
 const PERCENT_ESCAPE = /%[0-9A-Fa-f]{2}/;
 // "file:///etc/passwd" or "C:/Windows": the tool may read it as a URL or a drive, not as the relative path it looks like.
 const URL_SCHEME = /^[A-Za-z][A-Za-z0-9+.-]*:/;
@@ -60,8 +66,10 @@ const URL_SCHEME = /^[A-Za-z][A-Za-z0-9+.-]*:/;
 /**
  * Resolves `.` and `..` in a path argument (POSIX rules), refusing what cannot be judged safely: a value
  * that is not a non-empty string; control characters (NUL); backslashes; percent-escapes; a leading `~`;
- * a leading URL scheme or drive (`file:`, `C:`); and a `..` that climbs above the root of an absolute
- * path or above the start of a relative one.
+ * a leading URL scheme or drive (`file:`, `C:`); a `..` that climbs above the root of an absolute path or
+ * above the start of a relative one; a segment ending in a dot or a space (Windows drops them, so
+ * `Keys.` opens `Keys`); and text that is not well-formed Unicode. The result is in NFC (upstreams such
+ * as the MCP filesystem server, and macOS, open a name by its NFC form).
  *
  * @example
  * resolvePath('/data/../etc/passwd') // { ok: true, path: '/etc/passwd' }
@@ -81,10 +89,16 @@ export function resolvePath(value: unknown): ResolvedPath {
       ok: false,
       problem: `the path ${quoted} starts like a URL or drive (${value.slice(0, value.indexOf(':') + 1)})`,
     };
+  if (!value.isWellFormed()) return { ok: false, problem: `the path ${quoted} holds an unpaired surrogate` };
   const absolute = value.startsWith('/');
   const out: string[] = [];
-  for (const segment of value.split('/')) {
+  for (const segment of value.normalize('NFC').split('/')) {
     if (segment === '' || segment === '.') continue;
+    if (segment !== '..' && WINDOWS_TRAILING.test(segment))
+      return {
+        ok: false,
+        problem: `the path ${quoted} has a segment ending in a dot or a space (${JSON.stringify(segment)}), which Windows reads as another name`,
+      };
     if (segment === '..') {
       if (out.length === 0) {
         return {
@@ -137,6 +151,9 @@ export function jsonEqual(a: unknown, b: unknown): boolean {
 export const CONDITION_OPS = ['exists', 'equals', 'oneOf', 'prefix', 'glob', 'path', 'gt', 'gte', 'lt', 'lte'] as const;
 export type ConditionOp = (typeof CONDITION_OPS)[number];
 
+/** Options of a condition that change how its `path` and `glob` tests compare (not tests themselves). */
+export const CONDITION_MODIFIERS = ['caseInsensitive', 'realpath'] as const;
+
 /** One test of one argument. */
 export interface ConditionTest {
   readonly arg: string;
@@ -145,8 +162,12 @@ export interface ConditionTest {
   readonly expected: unknown;
   /** true, false, or why the argument cannot be judged. */
   readonly test: (present: boolean, value: unknown) => boolean | string;
-  /** Words for the trace: what the test checks. */
+  /** Words for the trace: what the test checks (with its modifiers: two tests of one text test alike). */
   readonly text: string;
+  /** For a path test: the path it compares (resolved, normalised, links resolved with `realpath`), for traces. */
+  readonly subject?: (value: unknown) => string | null;
+  /** How a path or glob test compares: its modifiers (`caseInsensitive`, `realpath`) in words; '' for none. */
+  readonly mode?: string;
 }
 
 /** How one test fared, for explanations. */
@@ -163,22 +184,159 @@ function patternsOf(value: unknown): string[] {
   return typeof value === 'string' ? [value] : (value as string[]);
 }
 
+/** How a condition's `path` and `glob` tests compare. */
+interface CompareOptions {
+  /** Case-fold both sides (full Unicode case folding): for upstreams on macOS or Windows file systems. */
+  readonly caseInsensitive: boolean;
+  /** Resolve symbolic links on this machine before matching a path; refuse what cannot be resolved. */
+  readonly realpath: boolean;
+}
+
 /**
  * Compiles the tests of one condition (`{ gt: 100, lt: 1000 }` is two tests). Throws an Error naming
- * the operator when a glob does not compile or a path pattern holds `.` or `..` segments.
+ * the operator when a glob does not compile or a path pattern holds `.` or `..` segments, or when a
+ * modifier (`caseInsensitive`, `realpath`) has no test to modify.
  */
 export function compileCondition(arg: string, condition: Readonly<Record<string, unknown>>): ConditionTest[] {
+  const options: CompareOptions = {
+    caseInsensitive: condition['caseInsensitive'] === true,
+    realpath: condition['realpath'] === true,
+  };
+  if (
+    Object.hasOwn(condition, 'caseInsensitive') &&
+    !Object.hasOwn(condition, 'path') &&
+    !Object.hasOwn(condition, 'glob')
+  )
+    throw new Error('caseInsensitive applies to a path or glob test; give one');
+  if (Object.hasOwn(condition, 'realpath') && !Object.hasOwn(condition, 'path'))
+    throw new Error('realpath applies to a path test; give one');
   const tests: ConditionTest[] = [];
   for (const op of CONDITION_OPS) {
     if (!Object.hasOwn(condition, op)) continue;
     const expected = condition[op];
-    tests.push(compileTest(arg, op, expected));
+    tests.push(compileTest(arg, op, expected, options));
   }
+  if (tests.length === 0)
+    throw new Error('expected at least one test: exists, equals, oneOf, prefix, glob, path, gt, gte, lt or lte');
   return tests;
 }
 
-function compileTest(arg: string, op: ConditionOp, expected: unknown): ConditionTest {
-  const make = (text: string, test: ConditionTest['test']): ConditionTest => ({ arg, op, expected, text, test });
+/** NFC, and case-folded when asked: what both sides of a path or glob comparison are brought to. */
+function comparable(text: string, options: CompareOptions): string {
+  const nfc = text.normalize('NFC');
+  return options.caseInsensitive ? caseFold(nfc).normalize('NFC') : nfc;
+}
+
+function modeText(options: CompareOptions): string {
+  const modes = [
+    ...(options.caseInsensitive ? ['ignoring case'] : []),
+    ...(options.realpath ? ['with symbolic links resolved'] : []),
+  ];
+  return modes.length === 0 ? '' : ` (${modes.join(', ')})`;
+}
+
+/**
+ * The path a path test compares for `value`: resolved (`.`, `..`), NFC, with `realpath` its links
+ * resolved on this file system, case-folded with `caseInsensitive`; or why it cannot be judged.
+ */
+function pathSubject(value: unknown, options: CompareOptions): ResolvedPath {
+  const resolved = resolvePath(value);
+  if (!resolved.ok || !options.realpath)
+    return resolved.ok ? { ok: true, path: comparable(resolved.path, options) } : resolved;
+  const raw = value as string;
+  if (!resolved.path.startsWith('/'))
+    return {
+      ok: false,
+      problem: `the relative path ${describe(raw)} cannot have its links resolved (realpath needs an absolute path)`,
+    };
+  const real = physicalPath(resolved.path);
+  if (!real.ok) return real;
+  // A ".." after a symbolic link climbs out of the link's target in the kernel but out of the link's
+  // folder in a tool that resolves ".." first (as the MCP filesystem server does): where they differ,
+  // which one the upstream takes cannot be known here.
+  // (Where the kernel's walk fails, a tool taking the kernel's way fails too: only the other way is left.)
+  if (raw.split('/').includes('..')) {
+    const kernel = physicalPath(raw.normalize('NFC'));
+    if (kernel.ok && kernel.path !== real.path)
+      return {
+        ok: false,
+        problem: `the path ${describe(raw)} has a ".." after a symbolic link: it leads to ${JSON.stringify(kernel.path)} or ${JSON.stringify(real.path)} depending on the tool`,
+      };
+  }
+  return { ok: true, path: comparable(real.path, options) };
+}
+
+/**
+ * Resolves the symbolic links of an absolute path, segment by segment, as the kernel would (`..` climbs
+ * out of a link's target). A segment that does not exist is matched to an entry with the same NFC form,
+ * as the MCP filesystem server does (more than one such entry cannot be judged); past the first segment
+ * that does not exist at all the rest is taken as written (nothing there can be a link yet), unless it
+ * holds a `..`. Any other error (a loop, no permission, a file used as a folder) cannot be judged.
+ */
+export function physicalPath(path: string): ResolvedPath {
+  const parts = path.split('/').filter((s) => s !== '' && s !== '.');
+  let current = '/';
+  const join = (dir: string, name: string): string => (dir === '/' ? `/${name}` : `${dir}/${name}`);
+  for (let i = 0; i < parts.length; i++) {
+    const part = parts[i]!;
+    if (part === '..') {
+      current = current === '/' ? '/' : current.slice(0, current.lastIndexOf('/')) || '/';
+      continue;
+    }
+    try {
+      current = realpathSync(join(current, part));
+      continue;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') return cannotResolve(join(current, part), error);
+    }
+    let entries: string[];
+    try {
+      entries = readdirSync(current);
+    } catch (error) {
+      return cannotResolve(current, error);
+    }
+    const form = part.normalize('NFC');
+    const same = entries.filter((entry) => entry.normalize('NFC') === form);
+    if (same.length > 1)
+      return {
+        ok: false,
+        problem: `${JSON.stringify(join(current, part))} names ${same.length} entries that differ only in Unicode normalisation`,
+      };
+    if (same.length === 1) {
+      try {
+        current = realpathSync(join(current, same[0]!));
+        continue;
+      } catch (error) {
+        return cannotResolve(join(current, same[0]!), error);
+      }
+    }
+    const rest = parts.slice(i);
+    if (rest.includes('..'))
+      return {
+        ok: false,
+        problem: `the path climbs with ".." out of ${JSON.stringify(join(current, part))}, which does not exist`,
+      };
+    return { ok: true, path: rest.reduce(join, current) };
+  }
+  return { ok: true, path: current };
+}
+
+function cannotResolve(path: string, error: unknown): ResolvedPath {
+  const code = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
+  return { ok: false, problem: `the links of ${JSON.stringify(path)} cannot be resolved (${code})` };
+}
+
+function compileTest(arg: string, op: ConditionOp, expected: unknown, options: CompareOptions): ConditionTest {
+  const mode = modeText(options);
+  const make = (text: string, test: ConditionTest['test'], subject?: ConditionTest['subject']): ConditionTest => ({
+    arg,
+    op,
+    expected,
+    text,
+    test,
+    ...(subject ? { subject } : {}),
+    ...(mode !== '' && (op === 'path' || op === 'glob') ? { mode } : {}),
+  });
   switch (op) {
     case 'exists':
       return make(expected ? 'is present' : 'is absent', (present) => present === expected);
@@ -201,12 +359,14 @@ function compileTest(arg: string, op: ConditionOp, expected: unknown): Condition
       });
     }
     case 'glob': {
-      const globs = patternsOf(expected).map(compileGlob);
-      return make(`matches ${globs.map((g) => g.pattern).join(' or ')}`, (present, value) => {
+      const globs = patternsOf(expected).map((pattern) => ({ ...compileGlob(comparable(pattern, options)), pattern }));
+      return make(`matches ${globs.map((g) => g.pattern).join(' or ')}${modeText(options)}`, (present, value) => {
         if (!present) return false;
         if (typeof value !== 'string')
           return `argument ${JSON.stringify(arg)} must be a string to match a glob, got ${describe(value)}`;
-        return globs.some((g) => g.test(value));
+        if (!value.isWellFormed())
+          return `argument ${JSON.stringify(arg)} holds an unpaired surrogate; it cannot be matched`;
+        return globMatch(arg, globs, comparable(value, options), value);
       });
     }
     case 'path': {
@@ -216,22 +376,30 @@ function compileTest(arg: string, op: ConditionOp, expected: unknown): Condition
             `path pattern ${JSON.stringify(pattern)} holds a "." or ".." segment; write the resolved path`,
           );
         }
-        return compileGlob(pattern);
+        return { ...compileGlob(comparable(pattern, options)), pattern };
       });
       const absolute = globs.filter((g) => g.pattern.startsWith('/'));
       const relative = globs.filter((g) => !g.pattern.startsWith('/'));
-      return make(`is a path within ${globs.map((g) => g.pattern).join(' or ')}`, (present, value) => {
-        if (!present) return false;
-        const resolved = resolvePath(value);
-        if (!resolved.ok) return `argument ${JSON.stringify(arg)}: ${resolved.problem}`;
-        // A relative path against absolute patterns (or the reverse) depends on a working directory the
-        // policy cannot see: it might land inside a denied tree, so it cannot be judged.
-        const comparable = resolved.path.startsWith('/') ? absolute : relative;
-        if (comparable.length === 0) {
-          return `argument ${JSON.stringify(arg)}: the ${resolved.path.startsWith('/') ? 'absolute' : 'relative'} path ${describe(value)} cannot be compared with ${resolved.path.startsWith('/') ? 'relative' : 'absolute'} patterns`;
-        }
-        return comparable.some((g) => g.test(resolved.path));
-      });
+      const subject = (value: unknown): ResolvedPath => pathSubject(value, options);
+      return make(
+        `is a path within ${globs.map((g) => g.pattern).join(' or ')}${modeText(options)}`,
+        (present, value) => {
+          if (!present) return false;
+          const resolved = subject(value);
+          if (!resolved.ok) return `argument ${JSON.stringify(arg)}: ${resolved.problem}`;
+          // A relative path against absolute patterns (or the reverse) depends on a working directory the
+          // policy cannot see: it might land inside a denied tree, so it cannot be judged.
+          const candidates = resolved.path.startsWith('/') ? absolute : relative;
+          if (candidates.length === 0) {
+            return `argument ${JSON.stringify(arg)}: the ${resolved.path.startsWith('/') ? 'absolute' : 'relative'} path ${describe(value)} cannot be compared with ${resolved.path.startsWith('/') ? 'relative' : 'absolute'} patterns`;
+          }
+          return globMatch(arg, candidates, resolved.path, value);
+        },
+        (value) => {
+          const resolved = subject(value);
+          return resolved.ok ? resolved.path : null;
+        },
+      );
     }
     case 'gt':
     case 'gte':
@@ -253,6 +421,19 @@ function compileTest(arg: string, op: ConditionOp, expected: unknown): Condition
       });
     }
   }
+}
+
+/**
+ * True when a glob matches; "cannot judge" when none does but the input is the folder a `dir/**` pattern
+ * covers the contents of (`write_file` on `inbox` is not a file in `inbox/**`, and a deny on `secret/**`
+ * must not let `secret` itself through): list the folder as a pattern of its own to cover it.
+ */
+function globMatch(arg: string, globs: readonly Glob[], input: string, value: unknown): boolean | string {
+  if (globs.some((g) => g.test(input))) return true;
+  const folder = globs.find((g) => g.isFolderOf?.(input));
+  if (folder)
+    return `argument ${JSON.stringify(arg)}: ${describe(value)} is the folder whose contents ${JSON.stringify(folder.pattern)} covers, not one of them; list the folder itself as a pattern to cover it`;
+  return false;
 }
 
 /** Runs tests in order: true when all hold, false at the first that fails, a string at the first that cannot judge. */
@@ -288,9 +469,9 @@ export function traceTests(
     const verdict = t.test(present, value);
     const shown = present ? describe(value) : '(absent)';
     let detail = `${t.arg} ${t.text}: ${shown}`;
-    if (t.op === 'path' && present) {
-      const resolved = resolvePath(value);
-      if (resolved.ok && resolved.path !== value) detail += ` resolves to ${JSON.stringify(resolved.path)}`;
+    if (t.subject && present) {
+      const compared = t.subject(value);
+      if (compared !== null && compared !== value) detail += ` resolves to ${JSON.stringify(compared)}`;
     }
     if (verdict === true)
       out.push({

@@ -42,6 +42,10 @@ export interface PolicyConditionData {
   readonly lt?: number;
   readonly lte?: number;
   readonly exists?: boolean;
+  /** Compare `path` and `glob` ignoring case (full Unicode case folding), for macOS/Windows upstreams. */
+  readonly caseInsensitive?: boolean;
+  /** Resolve symbolic links on this machine before matching `path`; a path that cannot be resolved denies. */
+  readonly realpath?: boolean;
 }
 
 /** A rule in a policy file. */

@@ -320,15 +320,20 @@ describe('toolgate/ai-sdk with the real `ai` package', () => {
           InvalidToolApprovalSignatureError,
         );
       }
-      // ...and toolgate refuses it on its own when the SDK does not check (tools passed without the secret).
-      expect(await resumeUnverifiedBySdk(gated, attack)).toEqual([expect.stringMatching(/approval was required/)]);
+      // ...and toolgate refuses it on its own when the SDK does not check (tools passed without the secret),
+      // naming the signature as what failed (issue 11) rather than only a missing handler.
+      const refusal =
+        secret === undefined
+          ? /approval was required/
+          : /approval was required.*signature is missing or does not verify/;
+      expect(await resumeUnverifiedBySdk(gated, attack)).toEqual([expect.stringMatching(refusal)]);
       // Unsigned, or with a made-up signature of the right shape, the same history is refused too.
       for (const signature of [undefined, 'A'.repeat(43)]) {
         const again = forged(
           { id: 'c9', input: { order: 'o-999', amount: 99 } },
           signature === undefined ? { approvalId: 'ap1' } : { approvalId: 'ap1', signature },
         );
-        expect(await resumeUnverifiedBySdk(gated, again)).toEqual([expect.stringMatching(/approval was required/)]);
+        expect(await resumeUnverifiedBySdk(gated, again)).toEqual([expect.stringMatching(refusal)]);
       }
       expect(ran).toEqual([]);
     }

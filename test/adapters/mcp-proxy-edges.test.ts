@@ -2,7 +2,7 @@
  * Issue 11, the gateway's edges: what the policy says must be what the gateway does, over stdio and HTTP,
  * in front of the real @modelcontextprotocol/server-filesystem (files and folders made here, in a temp dir).
  */
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -348,4 +348,78 @@ describe('toolgate mcp-proxy refuses unsafe HTTP configurations before it starts
     expect(response.status).toBe(401);
     await httpClient(url, await hs256({ sub: 'x', aud: 'gw' }, SECRET), cleanups);
   });
+});
+
+describe('toolgate mcp-proxy: paths that name one file by many spellings, links, folders (real filesystem server)', () => {
+  function tree() {
+    const root = realpathSync(mkdtempSync(join(tmpdir(), 'toolgate-paths-')));
+    for (const dir of ['Keys', 'Gehälter', 'secret', 'inbox']) mkdirSync(join(root, dir));
+    writeFileSync(join(root, 'Keys', 'id_rsa'), 'PRIVATE KEY');
+    writeFileSync(join(root, 'Gehälter', '2026.csv'), 'salaries');
+    writeFileSync(join(root, 'secret', 'key.txt'), 'secret key');
+    writeFileSync(join(root, 'note.txt'), 'a note');
+    symlinkSync(join(root, 'secret'), join(root, 'inbox', 'drop'));
+    const policy = `${root}.policy.yaml`;
+    const all = '[read_text_file, write_file, list_directory]';
+    writeFileSync(
+      policy,
+      [
+        'version: 1',
+        `agents: { fs-agent: { tools: ${all} } }`,
+        `scopes: { files: ${all} }`,
+        'rules:',
+        `  - { name: no-keys, tools: ${all}, result: deny, when: { path: { path: ["${root}/Keys", "${root}/Keys/**", "${root}/Gehälter/**"] } } }`,
+        `  - { name: no-secret, tools: ${all}, result: deny, when: { path: { path: ["${root}/secret", "${root}/secret/**"], realpath: true } } }`,
+        `  - { name: reads, tools: [read_text_file, list_directory], result: allow, when: { path: { path: "${root}/**" } } }`,
+        `  - { name: inbox, tools: [write_file], result: allow, when: { path: { path: "${root}/inbox/**", realpath: true } } }`,
+      ].join('\n'),
+    );
+    writeFileSync(`${root}.secret`, SECRET);
+    return { root, policy, audit: `${root}.audit.jsonl` };
+  }
+
+  for (const route of ['stdio', 'http'] as const) {
+    it(`${route}: Unicode-equivalent names, a link into a denied folder, and the inbox folder itself are refused`, async () => {
+      const { root, policy, audit } = tree();
+      const common = ['--policy', policy, '--agent', 'fs-agent', '--audit', audit];
+      let client: Client;
+      if (route === 'stdio') {
+        client = (await stdioGateway([...common, '--', FS_SERVER, root], cleanups)).client;
+      } else {
+        const aud = ['--jwt-secret-file', `${root}.secret`, '--jwt-audience', 'gw'];
+        const { url } = await httpGateway([...common, ...aud, '--', FS_SERVER, root], cleanups);
+        client = await httpClient(url, await hs256({ sub: 'carol', aud: 'gw', scope: 'files' }, SECRET), cleanups);
+      }
+      const read = (path: string) => client.callTool({ name: 'read_text_file', arguments: { path } });
+      const write = (path: string) => client.callTool({ name: 'write_file', arguments: { path, content: 'planted' } });
+      expect(text(await read(join(root, 'note.txt')))).toBe('a note');
+      // KELVIN SIGN and the NFD spelling: the filesystem server opens Keys/ and Gehälter/ for them.
+      for (const path of [`${root}/\u212Aeys/id_rsa`, `${root}/Geha\u0308lter/2026.csv`]) {
+        const refused = await read(path);
+        expect(refused.isError).toBe(true);
+        expect(text(refused)).toMatch(/refused \(rule "no-keys"\)/);
+      }
+      // inbox/drop → secret: the link is resolved before matching (realpath).
+      expect(text(await read(join(root, 'inbox', 'drop', 'key.txt')))).toMatch(/refused \(rule "no-secret"\)/);
+      expect(text(await write(join(root, 'inbox', 'drop', 'planted.txt')))).toMatch(/refused \(rule "no-secret"\)/);
+      expect(existsSync(join(root, 'secret', 'planted.txt'))).toBe(false);
+      // The inbox folder itself is not a file in inbox/**.
+      const folder = await write(`${root}/inbox/`);
+      expect(text(folder)).toMatch(/is the folder whose contents .* covers/);
+      expect(text(await write(join(root, 'inbox', 'ok.txt')))).toMatch(/Successfully wrote/);
+      const records = readFileSync(audit, 'utf8')
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line) as McpAuditRecord);
+      expect(records.map((r) => `${r.decision.effect}/${r.decision.by}/${r.decision.rule}/${r.status}`)).toEqual([
+        'allow/rule/reads/ok',
+        'deny/rule/no-keys/refused',
+        'deny/rule/no-keys/refused',
+        'deny/rule/no-secret/refused',
+        'deny/rule/no-secret/refused',
+        'deny/rule_error/inbox/refused',
+        'allow/rule/inbox/ok',
+      ]);
+    });
+  }
 });

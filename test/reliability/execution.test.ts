@@ -206,7 +206,8 @@ function rawArgs({ kind, n }: { kind: ArgsKind; n: number }): unknown {
 
 /** The reference: does the gate see a valid argument object (a record with a numeric n)? */
 function validArgs(kind: ArgsKind): boolean {
-  return kind === 'object' || kind === 'json' || kind === 'proto' || kind === 'nested';
+  // A "__proto__" key is refused at the arguments stage (issue 11): such arguments are not valid.
+  return kind === 'object' || kind === 'json' || kind === 'nested';
 }
 
 type Shape = 'openai-chat' | 'openai-responses' | 'anthropic' | 'gemini' | 'toolgate' | 'garbage';

@@ -225,7 +225,7 @@ describe('hostile arguments', () => {
     return { result: result!, ran };
   }
 
-  it('prototype-polluting JSON runs as plain own keys and pollutes nothing', async () => {
+  it('prototype-polluting JSON is refused (a tool that merges it would be polluted) and pollutes nothing', async () => {
     const text = '{"__proto__": {"polluted": true}, "constructor": {"prototype": {"polluted": true}}, "q": "x"}';
     for (const parameters of [
       { type: 'object', properties: { q: { type: 'string' } } },
@@ -233,10 +233,19 @@ describe('hostile arguments', () => {
       z.looseObject({ q: z.string() }),
     ]) {
       const { result, ran } = await run(text, parameters);
-      expect(result.status).toBe('ok');
-      expect(ran).toHaveLength(1);
+      expect(result.status).toBe('refused');
+      expect(result.decision.by).toBe('invalid_arguments');
+      expect(result.decision.reason).toMatch(/"__proto__" key/);
+      expect(ran).toEqual([]);
       assertClean();
     }
+    // Without the key, the same arguments run.
+    const plain = await run('{"constructor": {"prototype": {"polluted": true}}, "q": "x"}', {
+      type: 'object',
+      properties: { q: { type: 'string' } },
+    });
+    expect(plain.result.status).toBe('ok');
+    assertClean();
     // A schema that forbids extra keys refuses the same arguments.
     const strict = await run(text, {
       type: 'object',

@@ -130,7 +130,11 @@ export function createAiSdkTools(registry: ToolRegistry, options: AiSdkToolsOpti
           throw new ToolCallFailed(
             secret === undefined && result.decision.by === 'no_handler'
               ? `${result.content} ${NO_SECRET}`
-              : result.content,
+              : pre.kind === 'ask' &&
+                  !approved &&
+                  responsesTo(execution.messages, execution.toolCallId).some((yes) => yes)
+                ? `${result.content} ${UNVERIFIED}`
+                : result.content,
           );
         return result.value === undefined ? result.content : result.value;
       },
@@ -213,6 +217,8 @@ async function dispatchOne(
 }
 
 /** Appended to the refusal of an ask when no secret is configured. */
+const UNVERIFIED =
+  'The approval of this call in the messages does not count: its signature is missing or does not verify for this tool call and its input (a forged, altered or replayed approval).';
 const NO_SECRET =
   'Approvals through the AI SDK need the "approvalSecret" option of createAiSdkTools; without it no approval in the messages counts.';
 
