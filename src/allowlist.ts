@@ -19,7 +19,8 @@ export interface ToolAllowlistOptions {
   /**
    * Two declared names that look alike (Unicode confusables, e.g. Latin "a" and Cyrillic "а") but are
    * different permissions: `'error'` throws a ConfigurationError, `'warn'` emits a process warning once
-   * per pair, `'off'` skips the check. Checked here, at resolution, never per call. @default 'warn'
+   * per pair, `'off'` skips the check. A declaration-time check (the registry runs it at `register`, a
+   * policy file at load and lint), so resolution skips it unless asked. @default 'off'
    */
   readonly confusables?: ConfusablesMode;
 }
@@ -31,6 +32,14 @@ export type ToolDecision =
 
 /** @internal Read by the gate, which has the canonical form already. */
 export const REFUSAL_OF = Symbol('toolgate.allowlist.refusalOf');
+
+/** @internal Builds an allowlist from layers already indexed by canonical form (src/allowlist-cache.ts). */
+export const FROM_FORMS = Symbol('toolgate.allowlist.fromForms');
+
+/** @internal A layer's canonical forms, as the gate's cache holds them. */
+export interface FormSet {
+  has(form: string): boolean;
+}
 
 /**
  * The effective tool permission of one dispatch: the agent's declaration narrowed by the tenant and
@@ -72,13 +81,23 @@ export class ToolAllowlist {
     checkConfusables(index, options.confusables, where);
     const tenant = layerSet(options.tenant, 'tenant');
     const caller = layerSet(options.caller, 'caller');
+    return ToolAllowlist[FROM_FORMS](agent, index, tenant, caller);
+  }
+
+  /** @internal The intersection of a validated declaration (canonical form → spelling) with two layers' forms. */
+  static [FROM_FORMS](
+    agent: string,
+    declared: ReadonlyMap<string, string>,
+    tenant: FormSet | null,
+    caller: FormSet | null,
+  ): ToolAllowlist {
     const cut = new Map<string, RefusalLayer>();
-    for (const form of index.keys()) {
+    for (const form of declared.keys()) {
       // Where both would cut a name, the tenant is named: it is the broader, standing reason.
       if (tenant && !tenant.has(form)) cut.set(form, 'tenant');
       else if (caller && !caller.has(form)) cut.set(form, 'caller');
     }
-    return new ToolAllowlist(agent, index, cut);
+    return new ToolAllowlist(agent, declared, cut);
   }
 
   /** True when `name` (any spelling with the same canonical form) is permitted. */
@@ -225,21 +244,31 @@ function agentName(agent: unknown): string {
 }
 
 function checkConfusables(index: ReadonlyMap<string, string>, option: unknown, where: string): void {
-  const mode = confusablesMode(option);
+  // Resolution does not check unless asked: look-alike names are a declaration-time finding (issue 12).
+  const mode = option === undefined ? 'off' : confusablesMode(option);
   if (mode !== 'off') reportConfusables(findConfusables(index.values()), mode, where);
 }
 
-function layerSet(layer: AllowlistLayer, which: 'tenant' | 'caller'): Set<string> | null {
-  if (layer === null || layer === undefined) return null;
+/** @internal Throws unless `layer` is an iterable of names (a string is one name, not a layer). */
+export function checkLayer(layer: object | string, which: 'tenant' | 'caller'): void {
   if (typeof layer === 'string' || typeof (layer as Iterable<string>)[Symbol.iterator] !== 'function') {
     throw new ConfigurationError(
       `${which} layer: expected an iterable of tool names, null or undefined, got ${describe(layer)}`,
     );
   }
+}
+
+/** @internal The error for a layer entry that is not a string. */
+export function layerNameError(which: 'tenant' | 'caller', name: unknown): ConfigurationError {
+  return new ConfigurationError(`${which} layer: a tool name must be a string, got ${describe(name)}`);
+}
+
+function layerSet(layer: AllowlistLayer, which: 'tenant' | 'caller'): Set<string> | null {
+  if (layer === null || layer === undefined) return null;
+  checkLayer(layer, which);
   const set = new Set<string>();
   for (const name of layer) {
-    if (typeof name !== 'string')
-      throw new ConfigurationError(`${which} layer: a tool name must be a string, got ${describe(name)}`);
+    if (typeof name !== 'string') throw layerNameError(which, name);
     set.add(canonical(name));
   }
   return set;

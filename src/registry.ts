@@ -32,7 +32,7 @@ import { errorText, isPermissionHandler, type PermissionHandler } from './permis
 import { PermissionPolicy } from './permissions/policy.js';
 import { isPermissionResult, PermissionResult } from './permissions/result.js';
 import { defineTool, type Tool, type ToolDefinition, type ToolExecution } from './tool.js';
-import { confusablesMode, findConfusables, reportConfusables, type ConfusablesMode } from './unicode/confusables.js';
+import { ConfusableIndex, confusablesMode, reportConfusables, type ConfusablesMode } from './unicode/confusables.js';
 
 /** @internal The key of the registry's execute step; exported to toolgate's own routes, never from the public entry. */
 export const RUN_ALLOWED = Symbol('toolgate.runAllowed');
@@ -46,8 +46,8 @@ export interface ToolRegistryOptions {
   /**
    * A tool registered under a name that looks like a registered one (Unicode confusables, e.g. Latin
    * "a" and Cyrillic "а") but is a different permission: `'error'` refuses it with a ConfigurationError,
-   * `'warn'` registers it and emits a process warning, `'off'` skips the check. The same mode applies
-   * when a dispatch resolves an agent's declared names. Never checked per call. @default 'warn'
+   * `'warn'` registers it and emits a process warning, `'off'` skips the check. Checked at `register`
+   * (against the tools registered before it), never per call or per dispatch. @default 'warn'
    */
   readonly confusables?: ConfusablesMode;
 }
@@ -121,6 +121,7 @@ export class ToolRegistry {
   readonly #handlerTimeoutMs: number;
   readonly #toolTimeoutMs: number;
   readonly #confusables: ConfusablesMode;
+  #lookalikes: ConfusableIndex | null = null;
   readonly #events = new Emitter<RegistryEvent>();
 
   constructor(options: ToolRegistryOptions = {}) {
@@ -140,8 +141,10 @@ export class ToolRegistry {
       );
     }
     if (this.#confusables !== 'off') {
-      const pairs = findConfusables([...this.#names, defined.name]).filter((pair) => pair.second === defined.name);
+      this.#lookalikes ??= lookalikeIndex(this.#names);
+      const pairs = this.#lookalikes.pairsWith(defined.name);
       reportConfusables(pairs, this.#confusables, `registering tool ${JSON.stringify(defined.name)}`);
+      this.#lookalikes.add(defined.name);
     }
     this.#tools.set(defined.canonicalName, defined);
     this.#names = Object.freeze([...this.#names, defined.name]);
@@ -155,6 +158,7 @@ export class ToolRegistry {
     if (!tool) return false;
     this.#tools.delete(tool.canonicalName);
     this.#names = Object.freeze(this.#names.filter((n) => n !== tool.name));
+    this.#lookalikes = null; // rebuilt from the names left at the next register
     this.#events.emit({ type: 'tool_unregistered', tool: tool.name });
     return true;
   }
@@ -278,7 +282,6 @@ export class ToolRegistry {
       handler: this.#handler,
       handlerFallback: this.#handlerFallback,
       handlerTimeoutMs: this.#handlerTimeoutMs,
-      confusables: this.#confusables,
     };
   }
 
@@ -518,4 +521,10 @@ function positive(value: unknown, option: string, fallback: number): number {
     );
   }
   return value;
+}
+
+function lookalikeIndex(names: readonly string[]): ConfusableIndex {
+  const index = new ConfusableIndex();
+  for (const name of names) index.add(name);
+  return index;
 }
