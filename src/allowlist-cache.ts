@@ -24,7 +24,9 @@
  */
 import {
   checkLayer,
+  declaredForms,
   FROM_FORMS,
+  layerForms,
   layerNameError,
   REFUSAL_OF,
   ToolAllowlist,
@@ -33,7 +35,7 @@ import {
 } from './allowlist.js';
 import type { RefusalLayer } from './errors.js';
 import type { GateContext, GateEnvironment } from './gate.js';
-import { canonical, canonicalIndex, declaredName } from './names.js';
+import { canonical, canonicalIndex } from './names.js';
 
 /** One layer's canonical forms, indexed once per array (frozen) or per content (plain). */
 interface LayerIndex {
@@ -42,8 +44,6 @@ interface LayerIndex {
   /** The frozen array itself, or a copy of a plain array's entries when it was indexed. */
   readonly spellings: readonly string[];
   readonly frozen: boolean;
-  /** canonical form → declared spelling, in declaration order (built for a list, on demand) */
-  declared?: ReadonlyMap<string, string>;
 }
 
 type Role = 'declared' | 'tenant' | 'caller';
@@ -82,25 +82,7 @@ function buildIndex(layer: readonly unknown[], role: Role, agent: string): Layer
   const frozen = Object.isFrozen(layer);
   // A plain array is copied first, so what is checked is exactly what the snapshot holds.
   const spellings = (frozen ? layer : layer.slice()) as readonly string[];
-  const forms = new Map<string, number>();
-  if (role === 'declared') {
-    const where = declarationWhere(agent);
-    for (let i = 0; i < spellings.length; i++) {
-      const name = spellings[i];
-      const form = declaredName(name, where);
-      const at = forms.get(form);
-      if (at === undefined) forms.set(form, i);
-      // Two spellings of one form: canonicalIndex throws the collision error, naming both.
-      else if (spellings[at] !== name) canonicalIndex(spellings, where);
-    }
-  } else {
-    for (let i = 0; i < spellings.length; i++) {
-      const name = spellings[i];
-      if (typeof name !== 'string') throw layerNameError(role, name);
-      const form = canonical(name);
-      if (!forms.has(form)) forms.set(form, i);
-    }
-  }
+  const forms = role === 'declared' ? declaredForms(spellings, declarationWhere(agent)) : layerForms(spellings, role);
   return { forms, spellings, frozen };
 }
 
@@ -204,13 +186,6 @@ function currentIndex(layer: unknown, role: Role, agent: string): { index: Layer
   return { index: fresh, cached: false };
 }
 
-function declaredSpellings(index: LayerIndex): ReadonlyMap<string, string> {
-  if (index.declared) return index.declared;
-  const declared = new Map<string, string>();
-  for (const [form, at] of index.forms) declared.set(form, index.spellings[at]!);
-  return (index.declared = declared);
-}
-
 const NONE = {};
 const lists = new WeakMap<LayerIndex, WeakMap<object, WeakMap<object, ToolAllowlist>>>();
 
@@ -226,7 +201,7 @@ export function cachedAllowlist(context: GateContext, env: GateEnvironment, agen
   const t = layerGiven(tenantLayer) ? currentIndex(tenantLayer, 'tenant', agent) : null;
   const c = layerGiven(callerLayer) ? currentIndex(callerLayer, 'caller', agent) : null;
   const build = (): ToolAllowlist =>
-    ToolAllowlist[FROM_FORMS](agent, declaredSpellings(d.index), formsOf(t), formsOf(c));
+    ToolAllowlist[FROM_FORMS](agent, d.index.forms, d.index.spellings, formsOf(t), formsOf(c));
   if (!d.cached || (t && !t.cached) || (c && !c.cached)) return build();
   let byTenant = lists.get(d.index);
   if (!byTenant) lists.set(d.index, (byTenant = new WeakMap()));

@@ -2,7 +2,7 @@
  * The "Tool allowlists" spec: three layers (agent, tenant, caller) intersected once, at the boundary.
  */
 import { ConfigurationError, ToolNotPermittedError, type RefusalLayer } from './errors.js';
-import { canonical, canonicalIndex, describe } from './names.js';
+import { canonical, canonicalIndex, declaredName, describe } from './names.js';
 import { confusablesMode, findConfusables, reportConfusables, type ConfusablesMode } from './unicode/confusables.js';
 
 /** One layer's statement: `null`/`undefined` states nothing (narrows nothing); an empty set refuses everything. */
@@ -55,17 +55,24 @@ export class ToolAllowlist {
   readonly agent: string;
   /** The permitted names, in declared spelling and declaration order; frozen. */
   readonly names: readonly string[];
-  /** canonical form → declared spelling, for every declared name */
-  readonly #declared: ReadonlyMap<string, string>;
-  /** canonical form → the layer that cut it, for declared names that are not permitted */
-  readonly #cut: ReadonlyMap<string, RefusalLayer>;
+  /** canonical form → position of its declared spelling in #spellings, for every declared name */
+  readonly #forms: ReadonlyMap<string, number>;
+  readonly #spellings: readonly string[];
+  /** by position: the layer that cut that name, or null when it is permitted */
+  readonly #reasons: readonly (RefusalLayer | null)[];
 
-  private constructor(agent: string, declared: ReadonlyMap<string, string>, cut: ReadonlyMap<string, RefusalLayer>) {
+  private constructor(
+    agent: string,
+    forms: ReadonlyMap<string, number>,
+    spellings: readonly string[],
+    reasons: readonly (RefusalLayer | null)[],
+  ) {
     this.agent = agent;
-    this.#declared = declared;
-    this.#cut = cut;
+    this.#forms = forms;
+    this.#spellings = spellings;
+    this.#reasons = reasons;
     const names: string[] = [];
-    for (const [form, name] of declared) if (!cut.has(form)) names.push(name);
+    for (const at of forms.values()) if (reasons[at] === null) names.push(spellings[at]!);
     this.names = Object.freeze(names);
     Object.freeze(this);
   }
@@ -77,27 +84,34 @@ export class ToolAllowlist {
   static resolve(declared: Iterable<string>, options: ToolAllowlistOptions = {}): ToolAllowlist {
     const agent = agentName(options.agent);
     const where = `agent ${JSON.stringify(agent)} declaration`;
-    const { index } = canonicalIndex(declared, where);
-    checkConfusables(index, options.confusables, where);
-    const tenant = layerSet(options.tenant, 'tenant');
-    const caller = layerSet(options.caller, 'caller');
-    return ToolAllowlist[FROM_FORMS](agent, index, tenant, caller);
+    const spellings = declaredEntries(declared, where);
+    const forms = declaredForms(spellings, where);
+    checkConfusables(forms, spellings, options.confusables, where);
+    // Each layer marks the declared positions it holds: one look-up per entry, no set of its own.
+    const tenant = layerMarks(options.tenant, 'tenant', forms, spellings.length);
+    const caller = layerMarks(options.caller, 'caller', forms, spellings.length);
+    const reasons = new Array<RefusalLayer | null>(spellings.length);
+    for (const at of forms.values())
+      // Where both would cut a name, the tenant is named: it is the broader, standing reason.
+      reasons[at] = tenant && !tenant[at] ? 'tenant' : caller && !caller[at] ? 'caller' : null;
+    return new ToolAllowlist(agent, forms, spellings, reasons);
   }
 
-  /** @internal The intersection of a validated declaration (canonical form → spelling) with two layers' forms. */
+  /**
+   * @internal The intersection of a checked declaration (canonical form → position in `spellings`, which
+   * must not change afterwards) with two layers' canonical forms.
+   */
   static [FROM_FORMS](
     agent: string,
-    declared: ReadonlyMap<string, string>,
+    forms: ReadonlyMap<string, number>,
+    spellings: readonly string[],
     tenant: FormSet | null,
     caller: FormSet | null,
   ): ToolAllowlist {
-    const cut = new Map<string, RefusalLayer>();
-    for (const form of declared.keys()) {
-      // Where both would cut a name, the tenant is named: it is the broader, standing reason.
-      if (tenant && !tenant.has(form)) cut.set(form, 'tenant');
-      else if (caller && !caller.has(form)) cut.set(form, 'caller');
-    }
-    return new ToolAllowlist(agent, declared, cut);
+    const reasons = new Array<RefusalLayer | null>(spellings.length);
+    for (const [form, at] of forms)
+      reasons[at] = tenant && !tenant.has(form) ? 'tenant' : caller && !caller.has(form) ? 'caller' : null;
+    return new ToolAllowlist(agent, forms, spellings, reasons);
   }
 
   /** True when `name` (any spelling with the same canonical form) is permitted. */
@@ -129,26 +143,27 @@ export class ToolAllowlist {
   ): ToolAllowlist {
     const agent = agentName(options.agent);
     const where = `agent ${JSON.stringify(agent)} declaration`;
-    const { index } = canonicalIndex(peerDeclared, where);
-    checkConfusables(index, options.confusables, where);
-    const cut = new Map<string, RefusalLayer>();
-    for (const form of index.keys()) {
+    const spellings = declaredEntries(peerDeclared, where);
+    const forms = declaredForms(spellings, where);
+    checkConfusables(forms, spellings, options.confusables, where);
+    const reasons = new Array<RefusalLayer | null>(spellings.length);
+    for (const [form, at] of forms) {
       const parent = this[REFUSAL_OF](form);
-      if (parent === 'tenant' || parent === 'caller') cut.set(form, parent);
-      else if (parent === 'not_declared') cut.set(form, 'caller');
+      reasons[at] = parent === null ? null : parent === 'not_declared' ? 'caller' : parent;
     }
-    return new ToolAllowlist(agent, index, cut);
+    return new ToolAllowlist(agent, forms, spellings, reasons);
   }
 
   /** The declared spelling of a canonical form, or undefined when the agent does not declare it. */
   declaredSpelling(form: string): string | undefined {
-    return this.#declared.get(form);
+    const at = this.#forms.get(form);
+    return at === undefined ? undefined : this.#spellings[at];
   }
 
   /** @internal The refusing layer for a canonical form, or null when permitted. */
   [REFUSAL_OF](form: string): RefusalLayer | null {
-    if (!this.#declared.has(form)) return 'not_declared';
-    return this.#cut.get(form) ?? null;
+    const at = this.#forms.get(form);
+    return at === undefined ? 'not_declared' : (this.#reasons[at] ?? null);
   }
 }
 
@@ -243,10 +258,57 @@ function agentName(agent: unknown): string {
   return agent;
 }
 
-function checkConfusables(index: ReadonlyMap<string, string>, option: unknown, where: string): void {
+function checkConfusables(
+  forms: ReadonlyMap<string, number>,
+  spellings: readonly string[],
+  option: unknown,
+  where: string,
+): void {
   // Resolution does not check unless asked: look-alike names are a declaration-time finding (issue 12).
   const mode = option === undefined ? 'off' : confusablesMode(option);
-  if (mode !== 'off') reportConfusables(findConfusables(index.values()), mode, where);
+  if (mode === 'off') return;
+  const names: string[] = [];
+  for (const at of forms.values()) names.push(spellings[at]!);
+  reportConfusables(findConfusables(names), mode, where);
+}
+
+/**
+ * @internal A declaration's entries as an array that will not change: a frozen array as is, anything
+ * else copied (a plain array could be changed by its owner after it was checked).
+ */
+export function declaredEntries(declared: Iterable<string>, where: string): readonly string[] {
+  if (Array.isArray(declared)) return Object.isFrozen(declared) ? declared : declared.slice();
+  return canonicalIndex(declared, where).names;
+}
+
+/**
+ * @internal The canonical forms of a declaration, each mapped to the position of its first spelling.
+ * A name that is not a string, is empty or holds invisible characters, and two spellings of one form,
+ * are ConfigurationErrors (the same spelling twice is a repetition, not an ambiguity).
+ */
+export function declaredForms(spellings: readonly unknown[], where: string): Map<string, number> {
+  const forms = new Map<string, number>();
+  for (let i = 0; i < spellings.length; i++) {
+    const name = spellings[i];
+    const form = declaredName(name, where);
+    const at = forms.get(form);
+    if (at === undefined) forms.set(form, i);
+    // canonicalIndex throws the collision error, naming both spellings.
+    else if (spellings[at] !== name) canonicalIndex(spellings, where);
+  }
+  return forms;
+}
+
+/** @internal The canonical forms of a tenant or caller layer, each mapped to the position of its first entry. */
+export function layerForms(entries: readonly unknown[], which: 'tenant' | 'caller'): Map<string, number> {
+  const forms = new Map<string, number>();
+  for (let i = 0; i < entries.length; i++) {
+    const name = entries[i];
+    if (typeof name !== 'string') throw layerNameError(which, name);
+    const form = canonical(name);
+    if (!forms.has(form)) forms.set(form, i);
+  }
+  return forms;
 }
 
 /** @internal Throws unless `layer` is an iterable of names (a string is one name, not a layer). */
@@ -263,13 +325,19 @@ export function layerNameError(which: 'tenant' | 'caller', name: unknown): Confi
   return new ConfigurationError(`${which} layer: a tool name must be a string, got ${describe(name)}`);
 }
 
-function layerSet(layer: AllowlistLayer, which: 'tenant' | 'caller'): Set<string> | null {
+function layerMarks(
+  layer: AllowlistLayer,
+  which: 'tenant' | 'caller',
+  forms: ReadonlyMap<string, number>,
+  length: number,
+): Uint8Array | null {
   if (layer === null || layer === undefined) return null;
   checkLayer(layer, which);
-  const set = new Set<string>();
+  const marks = new Uint8Array(length);
   for (const name of layer) {
     if (typeof name !== 'string') throw layerNameError(which, name);
-    set.add(canonical(name));
+    const at = forms.get(canonical(name));
+    if (at !== undefined) marks[at] = 1;
   }
-  return set;
+  return marks;
 }
