@@ -1,5 +1,5 @@
 /**
- * The figures of a bench/results.json as Markdown tables, for the README section:
+ * The figures of a bench/results.json as Markdown tables, for docs/benchmarks.md:
  *
  *   npx tsx bench/report.ts [bench/results.json]
  */

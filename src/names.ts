@@ -69,8 +69,23 @@ export function canonicalCacheSize(): number {
 }
 
 // Control (Cc), format (Cf: zero-width, bidi controls) and surrogate (Cs) code points make a name that
-// renders differently from how it compares; a declared name must not hold any.
-const INVISIBLE = /[\p{Cc}\p{Cf}\p{Cs}]/u;
+// renders differently from how it compares; so do Default_Ignorable code points that are letters or marks
+// (U+3164 HANGUL FILLER, U+115F, U+FFA0, variation selectors, U+034F): a declared name must not hold any.
+const INVISIBLE = /[\p{Cc}\p{Cf}\p{Cs}\p{Default_Ignorable_Code_Point}]/u;
+// What a person must not be shown raw: the above, plus line and paragraph separators.
+const UNDISPLAYABLE = /[\p{Cc}\p{Cf}\p{Cs}\p{Zl}\p{Zp}\p{Default_Ignorable_Code_Point}]/gu;
+
+/**
+ * `text` with every control, format (bidi, zero-width), line/paragraph separator, unpaired surrogate and
+ * Default_Ignorable code point written as `\u{XXXX}`, so that what a person is shown (an approval
+ * prompt) reads as what runs: a bidi override in an argument cannot reorder the text around it.
+ *
+ * @example
+ * displaySafe('rm \u202Etxt.exe') // 'rm \\u{202E}txt.exe'
+ */
+export function displaySafe(text: string): string {
+  return text.replace(UNDISPLAYABLE, (c) => `\\u{${c.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}}`);
+}
 
 /**
  * Checks a declared tool name and returns its canonical form. A name that is not a string, is empty
@@ -90,7 +105,7 @@ export function declaredName(name: unknown, where: string): string {
   if (bad) {
     const cp = bad[0].codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0');
     throw new ConfigurationError(
-      `${where}: tool name ${JSON.stringify(name)} holds the invisible control or format character U+${cp}; ` +
+      `${where}: tool name ${JSON.stringify(name)} holds the invisible control, format or default-ignorable character U+${cp}; ` +
         'expected visible characters only',
     );
   }

@@ -1,4 +1,4 @@
-// The AgentRunner quick start of the README (section "AgentRunner"), kept here so it is type-checked and run.
+// The AgentRunner quick start of docs/runner.md (section "Quick start"), kept here so it is type-checked and run.
 import {
   AgentRunner,
   PermissionPolicy,

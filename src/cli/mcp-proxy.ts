@@ -5,6 +5,7 @@
  *
  *   toolgate-mcp-proxy --policy FILE [--agent A] [--tenant T] [--scopes s1,s2] [--http PORT]
  *                      [--jwt-public-key FILE | --jwt-jwk FILE | --jwt-secret-file FILE | --jwks-url URL]
+ *                      [--jwt-audience AUD | --jwt-any-audience]
  *                      [--audit FILE] [--call-timeout MS] -- <upstream command> [args…]
  *
  * FILE is a toolgate policy file (YAML or JSON): its rules, agents, tenants and scope map apply, and its
@@ -17,12 +18,13 @@ import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { createMcpProxy, type McpAuditRecord, type McpProxy } from '../adapters/mcp/proxy.js';
 import {
+  isLoopbackAddress,
   jwtAuthenticator,
   serveMcpProxyHttp,
   type BearerAuthenticator,
   type McpProxyHttpServer,
 } from '../adapters/mcp/proxy-http.js';
-import { loadPolicyForProxy, policyToolMetadata } from '../adapters/mcp/proxy-policy.js';
+import { loadPolicyForProxy, policyToolMetadata, policyToolParameters } from '../adapters/mcp/proxy-policy.js';
 import type { GateContext } from '../gate.js';
 import type { PolicySet } from '../policy-file/policy-set.js';
 
@@ -39,6 +41,7 @@ interface Options {
   jwksUrl?: string;
   jwtIssuer?: string;
   jwtAudience?: string;
+  jwtAnyAudience?: boolean;
   audit?: string;
   callTimeout?: number;
   approvalTimeout?: number;
@@ -74,7 +77,8 @@ export async function runMcpProxy(
     .option('--jwt-secret-file <file>', 'verify HS256 bearer JWTs with the secret in this file')
     .option('--jwks-url <url>', 'verify bearer JWTs against this JWKS URL')
     .option('--jwt-issuer <iss>', 'require this issuer')
-    .option('--jwt-audience <aud>', 'require this audience')
+    .option('--jwt-audience <aud>', 'require this audience (the `aud` claim); --http needs it')
+    .option('--jwt-any-audience', 'accept tokens minted for any audience (not recommended; printed as a warning)')
     .option('--audit <file>', 'append every decision to this JSONL file')
     .option('--call-timeout <ms>', 'how long an upstream call may take', integer)
     .option('--approval-timeout <ms>', 'how long the user has to answer an approval prompt', integer)
@@ -108,8 +112,30 @@ export async function runMcpProxy(
     if (options.http !== undefined) {
       if (options.scopes)
         throw new Error('--scopes applies to stdio only: over HTTP the scopes come from the bearer token');
+      // Checked before the upstream is spawned: a refused configuration starts nothing.
+      if (!isLoopbackAddress(options.host))
+        throw new Error(
+          `--host must be a loopback address (127.0.0.1, ::1, localhost), got ${JSON.stringify(options.host)}: the gateway does not listen beyond this machine`,
+        );
+      if (options.jwtAudience !== undefined && options.jwtAnyAudience)
+        throw new Error('give either --jwt-audience or --jwt-any-audience, not both');
+      if (options.jwtAudience === undefined && !options.jwtAnyAudience)
+        throw new Error(
+          '--http needs --jwt-audience <aud> (the audience tokens must be minted for), or --jwt-any-audience to accept tokens minted for any service',
+        );
+      if (options.jwtAnyAudience)
+        log(
+          'WARNING: --jwt-any-audience: the audience of bearer tokens is NOT checked; a token minted for any other service signed by the same key is accepted',
+        );
       authenticate = authenticatorFrom(options);
-    } else if (options.jwtPublicKey || options.jwtJwk || options.jwtSecretFile || options.jwksUrl) {
+    } else if (
+      options.jwtPublicKey ||
+      options.jwtJwk ||
+      options.jwtSecretFile ||
+      options.jwksUrl ||
+      options.jwtAudience !== undefined ||
+      options.jwtAnyAudience
+    ) {
       throw new Error('the --jwt-*/--jwks-url options apply to --http only');
     }
     if (options.audit) {
@@ -128,6 +154,7 @@ export async function runMcpProxy(
       upstream: {
         stdio: { command: command[0]!, args: command.slice(1), stderr: 'inherit' },
         metadata: policyToolMetadata(policyFile),
+        parameters: policyToolParameters(policyFile),
         ...(options.trusted ? { trusted: true } : {}),
       },
       policy: policyFile.policy,
@@ -164,11 +191,9 @@ export async function runMcpProxy(
         port: options.http,
         host: options.host,
         authenticate: authenticate!,
-        // The token's scopes are capability scopes, mapped to tool names by the policy file's scope map.
-        context: (auth) => ({
-          ...context,
-          caller: { id: auth.clientId, scopes: policyFile.toolsForScopes(auth.scopes) },
-        }),
+        // The token's scopes are capability scopes, mapped to tool names by the policy file's scope map;
+        // the caller layer they give narrows the proxy's agent and tenant layers (serveMcpProxyHttp).
+        context: (auth) => ({ caller: { id: auth.clientId, scopes: policyFile.toolsForScopes(auth.scopes) } }),
       }).then(
         (server) => {
           http = server;

@@ -228,6 +228,8 @@ describe('toolgate mcp-proxy over real stdio, in front of @modelcontextprotocol/
         '0',
         '--jwt-secret-file',
         secretFile,
+        '--jwt-audience',
+        'toolgate-gateway',
         '--',
         FS_SERVER,
         root,
@@ -257,6 +259,7 @@ describe('toolgate mcp-proxy over real stdio, in front of @modelcontextprotocol/
     const jwt = await new SignJWT({ scope: 'files:read' })
       .setProtectedHeader({ alg: 'HS256' })
       .setSubject('carol')
+      .setAudience('toolgate-gateway')
       .setExpirationTime('5m')
       .sign(new TextEncoder().encode('a-cli-test-secret-of-at-least-32-bytes'));
     const client = new Client({ name: 'test', version: '1.0.0' });

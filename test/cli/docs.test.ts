@@ -5,9 +5,9 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { run } from '../../src/cli/program.js';
 import { main } from '../../examples/policy-file.js';
-import { readmeSection } from '../readme.js';
+import { readFileSync } from 'node:fs';
 
-const readme = readmeSection('Policy files and the `toolgate` command');
+const readme = readFileSync(new URL('../../docs/policy-files.md', import.meta.url), 'utf8');
 
 function block(lang: string, after = 0): string {
   const start = readme.indexOf(`\`\`\`${lang}\n`, after);
@@ -16,7 +16,7 @@ function block(lang: string, after = 0): string {
   return readme.slice(body, readme.indexOf('```', body));
 }
 
-describe('the README section on policy files', () => {
+describe('docs/policy-files.md', () => {
   it('its policy lints clean, and its explain output is what the CLI prints', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'toolgate-readme-'));
     const file = join(dir, 'policy.yaml');

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { runnerDemo } from '../../examples/demo/runner.js';
-import { readmeSection } from '../readme.js';
+import { docSection } from '../docs/blocks.js';
 
 describe('examples/demo/runner.ts', () => {
   it('runs the runner demo end to end', async () => {
@@ -17,10 +17,10 @@ describe('examples/demo/runner.ts', () => {
   });
 });
 
-describe('the README section on AgentRunner', () => {
+describe('the quick start of docs/runner.md', () => {
   it('its quick start is examples/demo/runner-quickstart.ts (type-checked) and runs', async () => {
     const { readFileSync } = await import('node:fs');
-    const readme = readmeSection('AgentRunner: the gate in a run loop');
+    const readme = docSection('docs/runner.md', 'Quick start');
     const example = readFileSync(new URL('../../examples/demo/runner-quickstart.ts', import.meta.url), 'utf8');
     const block = /```ts\n([\s\S]*?)```/.exec(readme)![1]!;
     const body = example.split('\n').slice(1).join('\n').replace("from '../../src/index.js'", "from 'toolgate'");

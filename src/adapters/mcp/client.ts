@@ -12,9 +12,9 @@ import {
   type Tool as McpTool,
   type ToolAnnotations,
 } from '@modelcontextprotocol/sdk/types.js';
-import { describe } from '../../names.js';
+import { canonical, describe } from '../../names.js';
 import { ToolRegistry } from '../../registry.js';
-import type { JsonSchema } from '../../schema.js';
+import { compileValidator, type JsonSchema, type ValidationResult, type Validator } from '../../schema.js';
 import { defineTool, ToolTag, type Tool, type ToolMetadataInput } from '../../tool.js';
 
 /** How to start a local MCP server over stdio. */
@@ -51,8 +51,17 @@ export interface McpServerOptions {
    * `network`), whatever the server claims. @default false
    */
   readonly trusted?: boolean;
-  /** Local metadata per server tool name (without the prefix); what it states replaces what annotations gave. @default {} */
+  /**
+   * Local metadata per server tool name (without the prefix), matched by canonical form (`Delete_Repo`
+   * applies to `delete_repo`); what it states replaces what annotations gave. @default {}
+   */
   readonly metadata?: Readonly<Record<string, ToolMetadataInput>>;
+  /**
+   * Extra JSON Schemas for the arguments per server tool name (without the prefix), matched by canonical
+   * form: a call must satisfy the server's `inputSchema` and this one (the gateway passes the policy
+   * file's `parameters`, so that it refuses what `toolgate explain` refuses). @default {}
+   */
+  readonly parameters?: Readonly<Record<string, JsonSchema>>;
   /** What a successful call returns: the text of its content (for models) or the whole CallToolResult. @default 'text' */
   readonly output?: 'text' | 'result';
   /** The client's name towards the server. @default 'toolgate' */
@@ -115,12 +124,13 @@ export async function connectMcpServer(registry: ToolRegistry, options: McpServe
   if (output !== 'text' && output !== 'result')
     throw new TypeError(`option "output" must be 'text' or 'result', got ${describe(output)}`);
   const overrides = options.metadata ?? {};
-  if (typeof overrides !== 'object' || overrides === null)
-    throw new TypeError(`option "metadata" must be an object keyed by tool name, got ${describe(overrides)}`);
+  const metadataOf = byCanonicalName(overrides, 'metadata');
+  const parametersOf = byCanonicalName(options.parameters ?? {}, 'parameters');
 
   const client = options.client ?? new Client({ name: options.clientName ?? 'toolgate', version: '0.1.0' });
   if (!options.client || !options.client.getServerCapabilities()) await client.connect(transportOf(options));
 
+  // Keyed by the canonical form of the registered name, so every look-up by name is by canonical form.
   const registered = new Map<string, { tool: Tool; definition: McpTool; fingerprint: string }>();
   let skipped: { tool: string; reason: string }[] = [];
   const listeners = new Set<(tools: readonly string[]) => void>();
@@ -140,27 +150,34 @@ export async function connectMcpServer(registry: ToolRegistry, options: McpServe
     const seen = new Set<string>();
     for (const definition of offered) {
       const name = prefix === null ? definition.name : `${prefix}:${definition.name}`;
-      seen.add(name);
-      const fingerprint = JSON.stringify([definition, overrides[definition.name] ?? null]);
-      const current = registered.get(name);
+      let key: string;
+      try {
+        key = canonical(name);
+      } catch (error) {
+        nextSkipped.push({ tool: String(definition.name), reason: (error as Error).message });
+        continue;
+      }
+      seen.add(key);
+      const override = metadataOf(definition.name);
+      const extra = parametersOf(definition.name);
+      const fingerprint = JSON.stringify([definition, override ?? null, extra ?? null]);
+      const current = registered.get(key);
       if (current?.fingerprint === fingerprint) continue;
       if (current) {
-        registry.unregister(name);
-        registered.delete(name);
+        registry.unregister(current.tool.name);
+        registered.delete(key);
       }
       try {
-        const tool = registry.register(
-          mcpTool(client, definition, name, { trusted, output, override: overrides[definition.name] }),
-        );
-        registered.set(name, { tool, definition, fingerprint });
+        const tool = registry.register(mcpTool(client, definition, name, { trusted, output, override, extra }));
+        registered.set(key, { tool, definition, fingerprint });
       } catch (error) {
         nextSkipped.push({ tool: definition.name, reason: error instanceof Error ? error.message : String(error) });
       }
     }
-    for (const name of [...registered.keys()]) {
-      if (seen.has(name)) continue;
-      registry.unregister(name);
-      registered.delete(name);
+    for (const [key, entry] of [...registered]) {
+      if (seen.has(key)) continue;
+      registry.unregister(entry.tool.name);
+      registered.delete(key);
     }
     skipped = nextSkipped;
     for (const problem of nextSkipped) {
@@ -168,7 +185,7 @@ export async function connectMcpServer(registry: ToolRegistry, options: McpServe
         code: 'TOOLGATE_MCP_TOOL_SKIPPED',
       });
     }
-    const names = [...registered.keys()];
+    const names = [...registered.values()].map((r) => r.tool.name);
     for (const listener of listeners) listener(names);
   };
   const refresh = (): Promise<void> => {
@@ -194,12 +211,12 @@ export async function connectMcpServer(registry: ToolRegistry, options: McpServe
   return {
     client,
     get tools() {
-      return [...registered.keys()];
+      return [...registered.values()].map((r) => r.tool.name);
     },
     get skipped() {
       return skipped;
     },
-    definition: (name) => registered.get(name)?.definition,
+    definition: (name) => (typeof name === 'string' ? registered.get(canonical(name))?.definition : undefined),
     refresh,
     onToolsChanged(listener) {
       if (typeof listener !== 'function')
@@ -210,7 +227,7 @@ export async function connectMcpServer(registry: ToolRegistry, options: McpServe
     async close() {
       if (closed) return;
       closed = true;
-      for (const name of registered.keys()) registry.unregister(name);
+      for (const entry of registered.values()) registry.unregister(entry.tool.name);
       registered.clear();
       await client.close();
     },
@@ -257,7 +274,58 @@ export function annotationTags(
   return { tags, customTags };
 }
 
+/**
+ * A look-up by canonical form into an object keyed by tool name. Two keys with one canonical form are a
+ * TypeError (which one applies would depend on key order).
+ */
+function byCanonicalName<T>(record: Readonly<Record<string, T>>, option: string): (name: string) => T | undefined {
+  if (typeof record !== 'object' || record === null)
+    throw new TypeError(`option "${option}" must be an object keyed by tool name, got ${describe(record)}`);
+  const map = new Map<string, { name: string; value: T }>();
+  for (const [name, value] of Object.entries(record)) {
+    const form = canonical(name);
+    const other = map.get(form);
+    if (other)
+      throw new TypeError(
+        `option "${option}": ${JSON.stringify(other.name)} and ${JSON.stringify(name)} have one canonical form ${JSON.stringify(form)}; give one`,
+      );
+    map.set(form, { name, value });
+  }
+  return (name) => (typeof name === 'string' ? map.get(canonical(name))?.value : undefined);
+}
+
 function mcpTool(
+  client: Client,
+  definition: McpTool,
+  name: string,
+  options: {
+    trusted: boolean;
+    output: 'text' | 'result';
+    override: ToolMetadataInput | undefined;
+    extra: JsonSchema | undefined;
+  },
+): Tool {
+  const tool = mcpToolOwn(client, definition, name, options);
+  if (options.extra === undefined) return tool;
+  // Both schemas: the server's first (so its own refusals read as before), then the extra one on its output.
+  let more: Validator;
+  try {
+    more = compileValidator(options.extra);
+  } catch (cause) {
+    throw new TypeError(
+      `the extra JSON Schema for ${JSON.stringify(name)} does not compile: ${(cause as Error).message}`,
+    );
+  }
+  const then = (result: ValidationResult): ValidationResult | Promise<ValidationResult> =>
+    result.ok ? more(result.value) : result;
+  const validate: Validator = (value) => {
+    const result = tool.validate(value);
+    return result instanceof Promise ? result.then(then) : then(result);
+  };
+  return Object.freeze({ ...tool, validate });
+}
+
+function mcpToolOwn(
   client: Client,
   definition: McpTool,
   name: string,

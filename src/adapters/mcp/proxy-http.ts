@@ -38,7 +38,10 @@ export interface JwtAuthOptions {
 /**
  * A bearer authenticator for JWTs, verified with jose (signature, `exp`/`nbf`, and `iss`/`aud` when set).
  * Scopes come from the `scope` claim (space-separated, OAuth) or `scp` (a list); the client id from `sub`
- * (else `client_id`, `azp`). Scopes are tool names (the "Tool allowlists" spec's caller layer).
+ * (else `client_id`, `azp`). A token with none of the three is refused: it names no one, and sessions are
+ * bound to who opened them. `extra.subject` is the issuer, claim and value (`["iss","sub","alice"]` as
+ * JSON), so `sub: "alice"` and `client_id: "alice"` (or two issuers' "alice") are different subjects.
+ * Scopes are tool names (the "Tool allowlists" spec's caller layer).
  */
 export function jwtAuthenticator(options: JwtAuthOptions): BearerAuthenticator {
   if (typeof options !== 'object' || options === null)
@@ -80,22 +83,38 @@ export function jwtAuthenticator(options: JwtAuthOptions): BearerAuthenticator {
   return async (token) => {
     const verify = await verifier;
     const { payload } = await verify(token);
+    const subject = subjectOf(payload);
     return {
       token,
-      clientId: subjectOf(payload),
+      clientId: subject.value,
       scopes: scopesOf(payload),
       ...(payload.exp !== undefined ? { expiresAt: payload.exp } : {}),
-      extra: { claims: payload },
+      extra: {
+        claims: payload,
+        subject: JSON.stringify([typeof payload.iss === 'string' ? payload.iss : null, subject.claim, subject.value]),
+      },
     };
   };
 }
 
-function subjectOf(payload: JWTPayload): string {
+function subjectOf(payload: JWTPayload): { claim: string; value: string } {
   for (const claim of ['sub', 'client_id', 'azp']) {
     const value = payload[claim];
-    if (typeof value === 'string' && value !== '') return value;
+    if (typeof value === 'string' && value !== '') return { claim, value };
   }
-  return 'anonymous';
+  throw new Error('the token names no subject (no "sub", "client_id" or "azp" claim)');
+}
+
+/**
+ * The identity a session is bound to: the authenticator's `extra.subject` when it gives one (the JWT
+ * authenticator does: issuer, claim and value), else the client id. An empty one is refused.
+ */
+function sessionSubject(auth: AuthInfo): string {
+  const given = auth.extra?.['subject'];
+  const subject = typeof given === 'string' ? given : JSON.stringify([null, 'clientId', auth.clientId]);
+  if (typeof auth.clientId !== 'string' || auth.clientId === '')
+    throw new Error('the authenticator gave no client id for the token');
+  return subject;
 }
 
 function scopesOf(payload: JWTPayload): string[] {
@@ -117,7 +136,11 @@ export interface McpProxyHttpOptions {
   readonly allowNonLoopback?: boolean;
   /** Verifies the bearer token of every request. */
   readonly authenticate: BearerAuthenticator;
-  /** The gate context of a request from its verified token. @default caller { id: clientId, scopes } */
+  /**
+   * The gate context of a request from its verified token. It narrows the proxy's own context (agent,
+   * tenant and caller layers: each layer it states is intersected with the proxy's), never replaces it.
+   * @default caller { id: clientId, scopes }
+   */
   readonly context?: (auth: AuthInfo) => GateContext;
   /** The endpoint path. @default '/mcp' */
   readonly path?: string;
@@ -133,9 +156,15 @@ export interface McpProxyHttpServer {
 const LOOPBACK = new Set(['127.0.0.1', '::1', 'localhost']);
 const LOOPBACK_HOSTNAMES = new Set(['127.0.0.1', '[::1]', 'localhost']);
 
+/** True for the addresses the gateway listens on without `allowNonLoopback`: 127.0.0.1, ::1, localhost. */
+export function isLoopbackAddress(host: string): boolean {
+  return LOOPBACK.has(host);
+}
+
 /**
  * Serves a gateway over Streamable HTTP with stateful sessions. Each request's token is verified; a
- * session belongs to the subject that opened it, and the caller layer is read from each request's token.
+ * session belongs to the subject that opened it, and the caller layer is read from each request's token
+ * and narrows the proxy's own context (its agent and tenant layers stay in force).
  */
 export async function serveMcpProxyHttp(proxy: McpProxy, options: McpProxyHttpOptions): Promise<McpProxyHttpServer> {
   if (typeof options !== 'object' || options === null)
@@ -151,6 +180,13 @@ export async function serveMcpProxyHttp(proxy: McpProxy, options: McpProxyHttpOp
     );
   const path = options.path ?? '/mcp';
   const loopbackOnly = LOOPBACK.has(host);
+  if (options.context !== undefined && typeof options.context !== 'function')
+    throw new TypeError(`option "context" must be a function of the token, got ${describe(options.context)}`);
+  // A resolved allowlist cannot be narrowed by a token: refuse to start rather than let the token replace it.
+  if (typeof proxy.context === 'object' && proxy.context.allowlist !== undefined)
+    throw new TypeError(
+      'the proxy context holds a resolved "allowlist", which a token cannot narrow; give agent/tenant/caller layers instead',
+    );
   const contextOf =
     options.context ?? ((auth: AuthInfo): GateContext => ({ caller: { id: auth.clientId, scopes: auth.scopes } }));
   const sessions = new Map<string, { transport: StreamableHTTPServerTransport; subject: string }>();
@@ -173,8 +209,10 @@ export async function serveMcpProxyHttp(proxy: McpProxy, options: McpProxyHttpOp
     if (!match)
       return reply(res, 401, { error: 'invalid_request', error_description: 'a bearer token is required' }, 'Bearer');
     let auth: AuthInfo;
+    let subject: string;
     try {
       auth = await options.authenticate(match[1]!);
+      subject = sessionSubject(auth);
     } catch {
       return reply(
         res,
@@ -189,7 +227,7 @@ export async function serveMcpProxyHttp(proxy: McpProxy, options: McpProxyHttpOp
       const session = sessions.get(sessionId);
       if (!session)
         return reply(res, 404, { jsonrpc: '2.0', error: { code: -32001, message: 'session not found' }, id: null });
-      if (session.subject !== auth.clientId)
+      if (session.subject !== subject)
         return reply(res, 403, {
           jsonrpc: '2.0',
           error: { code: -32001, message: 'the session belongs to another subject' },
@@ -206,14 +244,15 @@ export async function serveMcpProxyHttp(proxy: McpProxy, options: McpProxyHttpOp
     const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
       onsessioninitialized: (id) => {
-        sessions.set(id, { transport, subject: auth.clientId });
+        sessions.set(id, { transport, subject });
       },
     });
     transport.onclose = () => {
       if (transport.sessionId) sessions.delete(transport.sessionId);
     };
+    // The token's context narrows the proxy's own (never replaces it); no token, no tools.
     const server = proxy.createServer({
-      context: ({ authInfo }) => (authInfo ? contextOf(authInfo) : { caller: { scopes: [] } }),
+      narrow: ({ authInfo }) => (authInfo ? contextOf(authInfo) : { caller: { scopes: [] } }),
     });
     await server.connect(transport);
     await transport.handleRequest(req, res);

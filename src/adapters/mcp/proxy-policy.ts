@@ -5,6 +5,7 @@
 import { formatIssue, readPolicyFile } from '../../policy-file/load.js';
 import type { PolicySet } from '../../policy-file/policy-set.js';
 import { ConfigurationError } from '../../errors.js';
+import type { JsonSchema } from '../../schema.js';
 import type { ToolMetadataInput } from '../../tool.js';
 
 /**
@@ -35,5 +36,15 @@ export function policyToolMetadata(set: PolicySet): Record<string, ToolMetadataI
       ...(spec.locality ? { locality: spec.locality } : {}),
     };
   }
+  return out;
+}
+
+/**
+ * The argument schemas a policy file declares (`tools.<name>.parameters`), for the gateway to check
+ * besides the upstream's own `inputSchema`: `explain`/`check` enforce them, so the gateway must too.
+ */
+export function policyToolParameters(set: PolicySet): Record<string, JsonSchema> {
+  const out: Record<string, JsonSchema> = {};
+  for (const [name, spec] of Object.entries(set.data.tools ?? {})) if (spec.parameters) out[name] = spec.parameters;
   return out;
 }

@@ -14,8 +14,9 @@ import {
   type Tool as McpTool,
 } from '@modelcontextprotocol/sdk/types.js';
 import type { Decision } from '../../decision.js';
+import type { AllowlistLayer } from '../../allowlist.js';
 import type { GateContext } from '../../gate.js';
-import { describe } from '../../names.js';
+import { canonical, describe, displaySafe } from '../../names.js';
 import type { PermissionHandler, PermissionRequest } from '../../permissions/handler.js';
 import { PermissionPolicy } from '../../permissions/policy.js';
 import { ToolRegistry, type ToolResult } from '../../registry.js';
@@ -37,10 +38,26 @@ export interface McpAuditRecord {
   readonly status: ToolResult['status'];
 }
 
+/** What a downstream request carries that a context may depend on. */
+export interface McpRequestInfo {
+  readonly authInfo: AuthInfo | undefined;
+  readonly sessionId: string | undefined;
+}
+
 /** The context of one downstream request: fixed, or derived from the request's authentication. */
-export type McpRequestContext =
-  | GateContext
-  | ((request: { readonly authInfo: AuthInfo | undefined; readonly sessionId: string | undefined }) => GateContext);
+export type McpRequestContext = GateContext | ((request: McpRequestInfo) => GateContext);
+
+/** Options of {@link McpProxy.createServer}. */
+export interface McpServerContextOptions {
+  /** Replaces the proxy's context for this server. @default the proxy's `context` */
+  readonly context?: McpRequestContext;
+  /**
+   * Narrows the server's context per request (the HTTP gateway passes the token's caller layer here):
+   * every layer it states is intersected with the same layer of the server's context, so it can only
+   * take tools away. @default none
+   */
+  readonly narrow?: (request: McpRequestInfo) => GateContext;
+}
 
 /** Options of {@link createMcpProxy}. */
 export interface McpProxyOptions {
@@ -65,8 +82,10 @@ export interface McpProxy {
   /** The registry holding the upstream's tools, the policy and the events. */
   readonly registry: ToolRegistry;
   readonly upstream: McpConnection;
+  /** The proxy's own context (its agent, tenant and caller layers); a server's `narrow` only narrows it. */
+  readonly context: McpRequestContext;
   /** A new downstream MCP server (one per client connection or HTTP session); connect it to a transport. */
-  createServer(options?: { readonly context?: McpRequestContext }): Server;
+  createServer(options?: McpServerContextOptions): Server;
   /** Subscribes to the upstream connection closing (a crash, or close()); returns the unsubscribe function. */
   onUpstreamClosed(listener: () => void): () => void;
   /** True once the upstream connection is closed. */
@@ -128,14 +147,18 @@ export async function createMcpProxy(options: McpProxyOptions): Promise<McpProxy
     for (const server of servers) server.sendToolListChanged().catch(() => undefined);
   });
 
-  const createServer = (serverOptions: { readonly context?: McpRequestContext } = {}): Server => {
+  const createServer = (serverOptions: McpServerContextOptions = {}): Server => {
     const contextOption = serverOptions.context ?? defaultContext;
     checkContext(contextOption);
+    const narrow = serverOptions.narrow;
+    if (narrow !== undefined && typeof narrow !== 'function')
+      throw new TypeError(`option "narrow" must be a function of the request, got ${describe(narrow)}`);
     const server = new Server({ name, version: '0.1.0' }, { capabilities: { tools: { listChanged: true } } });
-    const contextOf = (extra: { authInfo?: AuthInfo | undefined; sessionId?: string | undefined }): GateContext =>
-      typeof contextOption === 'function'
-        ? contextOption({ authInfo: extra.authInfo, sessionId: extra.sessionId })
-        : contextOption;
+    const contextOf = (extra: { authInfo?: AuthInfo | undefined; sessionId?: string | undefined }): GateContext => {
+      const request = { authInfo: extra.authInfo, sessionId: extra.sessionId };
+      const base = typeof contextOption === 'function' ? contextOption(request) : contextOption;
+      return narrow ? narrowContext(base, narrow(request)) : base;
+    };
 
     server.setRequestHandler(ListToolsRequestSchema, async (_request, extra) => {
       const tools: McpTool[] = [];
@@ -187,6 +210,7 @@ export async function createMcpProxy(options: McpProxyOptions): Promise<McpProxy
   return {
     registry,
     upstream,
+    context: defaultContext,
     createServer,
     onUpstreamClosed(listener) {
       closeListeners.add(listener);
@@ -214,16 +238,18 @@ function elicitationApprover(server: Server): PermissionHandler | undefined {
   return async (request: PermissionRequest) => {
     const answer = await server.elicitInput({
       mode: 'form',
+      // Everything shown to the person is escaped (controls, bidi and other invisible characters), so the
+      // prompt reads as the call that runs.
       message:
-        `Allow the tool call ${request.toolName}(${JSON.stringify(request.parameters)})? ` +
-        `Rule ${JSON.stringify(request.ruleName)} asks for approval: ${request.reason}`,
+        `Allow the tool call ${displaySafe(request.toolName)}(${displaySafe(JSON.stringify(request.parameters))})? ` +
+        `Rule ${displaySafe(JSON.stringify(request.ruleName))} asks for approval: ${displaySafe(request.reason)}`,
       requestedSchema: {
         type: 'object',
         properties: {
           approve: {
             type: 'boolean',
             title: 'Allow this call',
-            description: `Run ${request.toolName} once with these arguments`,
+            description: `Run ${displaySafe(request.toolName)} once with these arguments`,
             default: false,
           },
         },
@@ -232,6 +258,87 @@ function elicitationApprover(server: Server): PermissionHandler | undefined {
     });
     return answer.action === 'accept' && answer.content?.['approve'] === true ? 'allow' : 'deny';
   };
+}
+
+/**
+ * `base` narrowed by `over`: each layer (agent declaration, tenant, caller) stated by both is their
+ * intersection by canonical form; a layer stated by one only is that one's. The result never permits
+ * a tool `base` refuses. A context holding a resolved `allowlist` cannot be narrowed and is refused.
+ */
+export function narrowContext(base: GateContext, over: GateContext): GateContext {
+  if (base.allowlist !== undefined || over.allowlist !== undefined)
+    throw new TypeError(
+      'a gate context with a resolved "allowlist" cannot be narrowed by a request; give agent/tenant/caller layers instead',
+    );
+  const baseAgent = typeof base.agent === 'object' ? base.agent : undefined;
+  const overAgent = typeof over.agent === 'object' ? over.agent : undefined;
+  const agentName =
+    (typeof base.agent === 'string' ? base.agent : baseAgent?.name) ??
+    (typeof over.agent === 'string' ? over.agent : overAgent?.name);
+  const declared = intersect(baseAgent?.tools, overAgent?.tools);
+  const tenantTools = intersect(base.tenant?.tools, over.tenant?.tools);
+  const tenantId = base.tenant?.id ?? over.tenant?.id;
+  const scopes = intersect(base.caller?.scopes, over.caller?.scopes);
+  const callerId = over.caller?.id ?? base.caller?.id;
+  const runId = base.runId ?? over.runId;
+  return {
+    ...(declared !== undefined && declared !== null
+      ? { agent: { name: agentName ?? 'agent', tools: declared } }
+      : agentName !== undefined
+        ? { agent: agentName }
+        : {}),
+    ...(base.tenant || over.tenant
+      ? {
+          tenant: {
+            ...(tenantId !== undefined ? { id: tenantId } : {}),
+            ...(tenantTools !== undefined ? { tools: tenantTools } : {}),
+          },
+        }
+      : {}),
+    ...(base.caller || over.caller
+      ? {
+          caller: {
+            ...(callerId !== undefined ? { id: callerId } : {}),
+            ...(scopes !== undefined ? { scopes } : {}),
+          },
+        }
+      : {}),
+    ...(runId !== undefined ? { runId } : {}),
+  };
+}
+
+// Intersections of frozen arrays are kept (weakly), so a steady caller still hits the gate's allowlist cache.
+const intersections = new WeakMap<object, WeakMap<object, readonly string[]>>();
+
+/** The names of `a` whose canonical form `b` holds; an absent layer (null/undefined) states nothing. */
+function intersect(a: AllowlistLayer, b: AllowlistLayer): AllowlistLayer {
+  if (a === null || a === undefined) return b;
+  if (b === null || b === undefined || a === b) return a;
+  for (const layer of [a, b])
+    if (typeof layer === 'string' || typeof (layer as Iterable<string>)[Symbol.iterator] !== 'function')
+      throw new TypeError(`an allowlist layer must be an iterable of tool names, got ${describe(layer)}`);
+  const cacheable = Object.isFrozen(a) && Object.isFrozen(b) && Array.isArray(a) && Array.isArray(b);
+  if (cacheable) {
+    const hit = intersections.get(a)?.get(b);
+    if (hit) return hit;
+  }
+  const forms = new Set<string>();
+  for (const name of b) {
+    if (typeof name !== 'string') throw new TypeError(`a tool name must be a string, got ${describe(name)}`);
+    forms.add(canonical(name));
+  }
+  const out: string[] = [];
+  for (const name of a) {
+    if (typeof name !== 'string') throw new TypeError(`a tool name must be a string, got ${describe(name)}`);
+    if (forms.has(canonical(name))) out.push(name);
+  }
+  const result = Object.freeze(out);
+  if (cacheable) {
+    let inner = intersections.get(a);
+    if (!inner) intersections.set(a, (inner = new WeakMap()));
+    inner.set(b, result);
+  }
+  return result;
 }
 
 function checkContext(context: unknown): void {

@@ -1,0 +1,47 @@
+/** `toolgate explain`: decide one call and show why. */
+import { Option, type Command } from 'commander';
+import type { ToolCallInput } from '../formats/index.js';
+import { explainCall } from '../policy-file/explain.js';
+import { contextOptions, loadPolicy, parseJson, UsageError, who, type Cli, type ContextOptions } from './context.js';
+import { EXIT, exitCodes, USAGE_LINE } from './exit-codes.js';
+import { explainText } from './render.js';
+
+export function registerExplain(program: Command, cli: Cli): void {
+  const command = contextOptions(
+    program
+      .command('explain')
+      .description(
+        'Decide one call and show why: the canonical name, each allowlist layer, each rule tried (and each condition), the handler.',
+      )
+      .argument('[tool]', 'the tool name, as the model would send it')
+      .argument('[args]', 'the arguments as JSON (default: {})')
+      .addOption(
+        new Option(
+          '--call <json>',
+          'a whole call in any supported shape (OpenAI, Anthropic, Gemini, toolgate) instead of TOOL and ARGS',
+        ),
+      ),
+  ).addHelpText(
+    'after',
+    `\nExample:\n  toolgate explain --policy policy.yaml --agent concierge --tenant acme --scopes files:read read_file '{"path":"/data/../etc/passwd"}'`,
+  );
+  exitCodes(command, [
+    [EXIT.OK, 'the call is allowed'],
+    [EXIT.POLICY, 'the policy file was refused'],
+    USAGE_LINE,
+    [EXIT.DENIED, 'the call is denied'],
+    [EXIT.ASK, 'the call needs approval (a rule answers ask)'],
+  ]).action(async (tool: string | undefined, args: string | undefined, options: ContextOptions & { call?: string }) => {
+    if ((tool === undefined) === (options.call === undefined))
+      throw new UsageError('give either TOOL [ARGS] or --call JSON');
+    const set = await loadPolicy(cli, options.policy, options.json);
+    if (!set) return;
+    let call: ToolCallInput;
+    if (options.call !== undefined) call = parseJson(options.call, '--call') as ToolCallInput;
+    else call = { name: tool!, arguments: args === undefined ? {} : parseJson(args, 'ARGS') };
+    const explanation = await explainCall(set, call, who(options));
+    cli.out(options.json ? JSON.stringify(explanation) : explainText(explanation, cli.c));
+    const effect = explanation.decision.effect;
+    cli.exit(effect === 'allow' ? EXIT.OK : effect === 'deny' ? EXIT.DENIED : EXIT.ASK);
+  });
+}
