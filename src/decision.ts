@@ -28,7 +28,7 @@ export interface DecisionBase {
 }
 
 /** Where in the gate a call was refused. */
-export type DenyStage = 'lookup' | 'arguments' | 'validation' | 'allowlist' | 'policy' | 'handler' | 'budget';
+export type DenyStage = 'lookup' | 'arguments' | 'validation' | 'allowlist' | 'policy' | 'handler' | 'budget' | 'depth';
 
 /** An allowed call: it will execute. */
 export interface AllowDecision extends DecisionBase {
@@ -51,7 +51,10 @@ export type DenyDecision = DecisionBase & { readonly effect: 'deny' } & (
         readonly by: 'handler' | 'handler_error' | 'handler_timeout' | 'handler_invalid';
         readonly layer: null;
       }
+    /** A cap of the run (maxToolCalls, maxCost) stopped the call: the run ends; the call is not an attempt. */
     | { readonly stage: 'budget'; readonly by: 'budget'; readonly layer: null }
+    /** A delegation past the runner's `maxDepth`: refused like a policy denial, and the run goes on. */
+    | { readonly stage: 'depth'; readonly by: 'depth'; readonly layer: null }
   );
 
 /** The verdict on one call. */

@@ -4,6 +4,7 @@
  */
 import { Command, CommanderError } from 'commander';
 import { isToolgateError } from '../errors.js';
+import { registerAudit } from './audit.js';
 import { registerCheck } from './check.js';
 import { UsageError, type Cli, type CliIO, type RegisterCommand } from './context.js';
 import { registerDemo } from './demo.js';
@@ -25,6 +26,7 @@ const COMMANDS: readonly RegisterCommand[] = [
   registerCheck,
   registerWatch,
   registerMcpProxy,
+  registerAudit,
   registerDemo,
 ];
 

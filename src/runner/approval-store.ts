@@ -3,7 +3,7 @@
  * nonces (so a decision cannot be replayed) and the ledger of executed calls (so resuming one state twice
  * never executes a tool twice).
  */
-import type { ApprovalScope } from './types.js';
+import type { ApprovalScope, BudgetCap } from './types.js';
 
 /** A remembered answer. `mac` is the runner's HMAC over the key and answer; a record that fails it is ignored. */
 export interface RememberedAnswer {
@@ -22,6 +22,16 @@ export interface LedgerOutcome {
 export type LedgerEntry =
   { readonly settled: false; readonly outcome?: never } | { readonly settled: true; readonly outcome: LedgerOutcome };
 
+/** What a run has spent against its caps (model turns, tool calls attempted, cost). */
+export interface RunSpend {
+  readonly iterations: number;
+  readonly attempts: number;
+  readonly cost: number;
+}
+
+/** The answer of {@link ApprovalStore.spend}: charged, or the cap the charge would pass (nothing charged). */
+export type SpendVerdict = { readonly ok: true } | { readonly ok: false; readonly cap: BudgetCap };
+
 /**
  * The approvals store. Every method is asynchronous so a remote store fits; `consume` and `claim` must be
  * atomic (of two concurrent callers exactly one wins), which is what makes a double resume safe. A store
@@ -39,6 +49,45 @@ export interface ApprovalStore {
   claim(key: string): Promise<LedgerEntry | null>;
   /** Records the outcome of a claimed call. */
   settle(key: string, outcome: LedgerOutcome): Promise<void>;
+  /**
+   * Charges `add` to the run's tally unless that passes one of `caps`; atomic. The tally is first raised
+   * to `floor` (what the run's signed state says it spent), so a store that never saw the run starts
+   * from the state. Every continuation of a run charges the one tally here, which is why resuming one
+   * paused state twice cannot spend its budget twice. A charge of a call (`attempts` > 0) is checked
+   * against `maxToolCalls` and `maxCost`, a charge of a model turn (`iterations` > 0) against `maxIterations`.
+   */
+  spend(run: string, add: RunSpend, caps: RunCaps, floor: RunSpend): Promise<SpendVerdict>;
+}
+
+/** The caps a run's tally is held to. */
+export interface RunCaps {
+  readonly maxIterations: number;
+  readonly maxToolCalls: number;
+  readonly maxCost: number;
+}
+
+/** The tally after charging `add` to `stored` (raised to `floor`), or the cap it would pass. One rule for every store. */
+export function charged(
+  stored: RunSpend | undefined,
+  add: RunSpend,
+  caps: RunCaps,
+  floor: RunSpend,
+): { readonly total: RunSpend; readonly cap: BudgetCap | null } {
+  const base: RunSpend = {
+    iterations: Math.max(stored?.iterations ?? 0, floor.iterations),
+    attempts: Math.max(stored?.attempts ?? 0, floor.attempts),
+    cost: Math.max(stored?.cost ?? 0, floor.cost),
+  };
+  const next: RunSpend = {
+    iterations: base.iterations + add.iterations,
+    attempts: base.attempts + add.attempts,
+    cost: base.cost + add.cost,
+  };
+  let cap: BudgetCap | null = null;
+  if (add.iterations > 0 && next.iterations > caps.maxIterations) cap = 'maxIterations';
+  else if (add.attempts > 0 && next.attempts > caps.maxToolCalls) cap = 'maxToolCalls';
+  else if (add.attempts > 0 && next.cost > caps.maxCost) cap = 'maxCost';
+  return { total: cap === null ? next : base, cap };
 }
 
 /**
@@ -49,6 +98,7 @@ export class InMemoryApprovalStore implements ApprovalStore {
   readonly #answers = new Map<string, RememberedAnswer>();
   readonly #nonces = new Set<string>();
   readonly #ledger = new Map<string, LedgerEntry>();
+  readonly #tallies = new Map<string, RunSpend>();
 
   async recall(key: string): Promise<RememberedAnswer | undefined> {
     return this.#answers.get(key);
@@ -81,10 +131,18 @@ export class InMemoryApprovalStore implements ApprovalStore {
       Object.freeze({ settled: true, outcome: Object.freeze({ content: outcome.content, isError: outcome.isError }) }),
     );
   }
+
+  async spend(run: string, add: RunSpend, caps: RunCaps, floor: RunSpend): Promise<SpendVerdict> {
+    const { total, cap } = charged(this.#tallies.get(run), add, caps, floor);
+    this.#tallies.set(run, total);
+    return cap === null ? { ok: true } : { ok: false, cap };
+  }
 }
 
 export function isApprovalStore(value: unknown): value is ApprovalStore {
   if (typeof value !== 'object' || value === null) return false;
   const store = value as Record<string, unknown>;
-  return ['recall', 'remember', 'consume', 'entry', 'claim', 'settle'].every((m) => typeof store[m] === 'function');
+  return ['recall', 'remember', 'consume', 'entry', 'claim', 'settle', 'spend'].every(
+    (m) => typeof store[m] === 'function',
+  );
 }

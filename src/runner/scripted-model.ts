@@ -29,6 +29,9 @@ export class ScriptedModel implements Model {
   readonly requests: ModelRequest[] = [];
   readonly #script: readonly ScriptTurn[] | Readonly<Record<string, readonly ScriptTurn[]>>;
   readonly #whenDone: 'finish' | 'repeat';
+  // The runner hands over its append-only transcript, so assistant messages are counted from where the
+  // last count stopped: a long run costs the model linear time, not quadratic.
+  readonly #counted = new WeakMap<readonly unknown[], { length: number; turns: number }>();
 
   /** `script`: one list of turns for every agent, or a list per agent name. */
   constructor(
@@ -52,7 +55,7 @@ export class ScriptedModel implements Model {
       ? (this.#script as readonly ScriptTurn[])
       : (this.#script as Readonly<Record<string, readonly ScriptTurn[]>>)[request.agent];
     if (!turns) throw new Error(`the script has no turns for agent ${JSON.stringify(request.agent)}`);
-    const index = request.messages.filter((m) => m.role === 'assistant').length;
+    const index = this.#turnsIn(request.messages);
     const turn = turns[index] ?? (this.#whenDone === 'repeat' ? turns[turns.length - 1] : undefined) ?? { text: '' };
     const response = typeof turn === 'function' ? await turn(request) : turn;
     if (!response.toolCalls) return response;
@@ -71,5 +74,14 @@ export class ScriptedModel implements Model {
         return call;
       }),
     };
+  }
+
+  #turnsIn(messages: ModelRequest['messages']): number {
+    const seen = this.#counted.get(messages);
+    // A shorter array than last time is not the transcript it was (a caller reusing an array): count afresh.
+    let { length, turns } = seen && seen.length <= messages.length ? seen : { length: 0, turns: 0 };
+    for (; length < messages.length; length++) if (messages[length]!.role === 'assistant') turns++;
+    this.#counted.set(messages, { length, turns });
+    return turns;
   }
 }

@@ -44,6 +44,12 @@ export interface TenantLimits {
   readonly maxCost?: number;
 }
 
+/**
+ * Capability scopes to tool names: the runner's `scopes` option and a policy file's `scopes:` are this
+ * one type. A caller's scopes are mapped through it at the boundary; the gate only sees tool names.
+ */
+export type ScopeMap = Readonly<Record<string, readonly string[]>>;
+
 /** Returns a tenant's limits; undefined (an unknown tenant) or a throw fails the run. */
 export type TenantProvider = (tenant: string) => TenantLimits | undefined | Promise<TenantLimits | undefined>;
 
@@ -115,7 +121,10 @@ export interface RunOptions {
   /** The tenant whose limits apply. @default 'default' */
   readonly tenant?: string;
   readonly caller?: RunCaller;
-  /** What `session`-scoped remembered approvals are shared across. @default `${tenant}/${caller.id}`, or this run alone without a caller id */
+  /**
+   * What `session`-scoped remembered approvals are shared across (within the tenant). @default the caller's
+   * id; without one there is no session and a `session` answer lasts for this run only
+   */
   readonly session?: string;
   /** @default a random UUID */
   readonly runId?: string;
@@ -234,7 +243,8 @@ export interface RunIdentity {
   readonly agents: Readonly<Record<string, AgentSpec>>;
   readonly tenant: string;
   readonly caller: { readonly id: string | null; readonly scopes: readonly string[] | null };
-  readonly session: string;
+  /** Null when the run has no session (no caller id and no `session` option). */
+  readonly session: string | null;
   readonly input: string;
 }
 
@@ -244,7 +254,8 @@ export interface RunIdentity {
  */
 export interface RunState extends RunIdentity {
   readonly kind: 'toolgate.run-state';
-  readonly version: 1;
+  readonly version: 2;
+  /** What the run spent until it paused; signed, and the floor of the store's tally on resume. */
   readonly tally: RunTally;
   /** Refused-call repetitions, by a hash of agent, canonical tool and arguments. */
   readonly loops: Readonly<Record<string, number>>;
@@ -254,14 +265,20 @@ export interface RunState extends RunIdentity {
   readonly mac: string;
 }
 
-/** What a run has spent. */
+/**
+ * What a run has spent. An attempt is a tool call charged against `maxToolCalls`: every call the gate
+ * decided, refused ones included (peers' calls too). A call a cap stopped (a Decision at stage `budget`,
+ * which ends the run) was not charged, so it is neither an attempt nor a refusal: `refusals <= attempts`
+ * always, and `attempts` never exceeds `maxToolCalls`.
+ */
 export interface RunTally {
   /** Model turns, peers' included. */
   readonly iterations: number;
-  /** Tool calls attempted, refused ones included. */
+  /** Tool calls attempted (charged), refused ones included. */
   readonly attempts: number;
-  /** Tool calls refused, at any stage of the gate. */
+  /** The attempts that were refused, at any stage of the gate (the depth cap included). */
   readonly refusals: number;
+  /** Summed cost of the attempts. */
   readonly cost: number;
 }
 

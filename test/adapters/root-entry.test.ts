@@ -12,7 +12,19 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const run = promisify(execFile);
 const ROOT = process.cwd();
-const SDKS = ['ai', '@ai-sdk/', '@openai/agents', '@modelcontextprotocol/sdk', 'jose', 'commander'];
+const SDKS = [
+  'ai',
+  '@ai-sdk/',
+  '@openai/agents',
+  '@modelcontextprotocol/sdk',
+  'jose',
+  'commander',
+  // The stores' drivers (toolgate/sqlite, /postgres, /redis, /otel).
+  'better-sqlite3',
+  'pg',
+  'ioredis',
+  '@opentelemetry/',
+];
 
 // A resolve hook that fails on any SDK specifier, registered before the entry is imported.
 const HOOK = `
@@ -57,8 +69,18 @@ describe('the root entry imports no adapter SDK', () => {
     expect(result.output).toMatch(/EXPORTS \d+/);
   });
 
+  it('toolgate/stores (memory stores, limiter, JSONL audit) loads with every driver unresolvable', async () => {
+    const result = await importWithoutSdks(join(ROOT, 'src/stores/index.ts'));
+    expect(result.output).not.toMatch(/FORBIDDEN/);
+    expect(result.ok).toBe(true);
+  });
+
   it('the check does catch an SDK import (each adapter entry is refused under the same hook)', async () => {
     for (const entry of [
+      'src/stores/sqlite.ts',
+      'src/stores/postgres.ts',
+      'src/stores/redis.ts',
+      'src/stores/otel.ts',
       'src/adapters/ai-sdk/index.ts',
       'src/adapters/openai-agents/index.ts',
       'src/adapters/mcp/index.ts',
@@ -120,7 +142,7 @@ describe('the root entry imports no adapter SDK', () => {
         string,
         Record<string, unknown>
       >;
-      for (const sdk of ['ai', '@openai/agents', '@modelcontextprotocol/sdk']) {
+      for (const sdk of ['ai', '@openai/agents', '@modelcontextprotocol/sdk', 'pg', 'ioredis', '@opentelemetry/api']) {
         expect(pkg['peerDependencies']?.[sdk], sdk).toBeDefined();
         expect(pkg['peerDependenciesMeta']?.[sdk], sdk).toEqual({ optional: true });
         expect(pkg['devDependencies']?.[sdk], sdk).toBeDefined();

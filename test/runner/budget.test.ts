@@ -19,7 +19,8 @@ describe('AgentRunner.run: budgets', () => {
     expect(result.status).toBe('budget_exceeded');
     expect(result.status === 'budget_exceeded' && result.cap).toBe('maxToolCalls');
     expect(result.attempts).toBe(3);
-    expect(result.refusals).toBe(3); // two policy denials and the budget refusal
+    // The two policy denials; the call the cap stopped was never charged, so it is no attempt and no refusal.
+    expect(result.refusals).toBe(2);
     expect(executed['search']).toBe(1);
     expect(result.decisions.at(-1)).toMatchObject({ effect: 'deny', stage: 'budget', by: 'budget' });
     // What was done is kept: the transcript holds the first search's result.

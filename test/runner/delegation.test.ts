@@ -162,9 +162,9 @@ describe('AgentRunner.run: delegation', () => {
     expect(events).toHaveLength(1);
     expect(events[0]).toMatchObject({
       path: ['ping', 'pong', 'ping'],
-      decision: { stage: 'budget', tool: 'agent:pong' },
+      decision: { stage: 'depth', by: 'depth', tool: 'agent:pong' },
     });
-    expect(result.output).toMatch(/^ping\(pong\(ping\(Tool call refused \(budget\): delegation is capped at depth 2/);
+    expect(result.output).toMatch(/^ping\(pong\(ping\(Tool call refused \(depth\): delegation is capped at depth 2/);
   });
 
   it('the registry may not hold a tool with a peer tool name', async () => {

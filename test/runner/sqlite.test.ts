@@ -104,8 +104,8 @@ describe('SqliteApprovalStore (toolgate/sqlite)', () => {
     >;
     expect(pkg['peerDependenciesMeta']!['better-sqlite3']).toEqual({ optional: true });
     expect(pkg['exports']!['./sqlite']).toEqual({
-      types: './dist/runner/stores/sqlite.d.ts',
-      import: './dist/runner/stores/sqlite.js',
+      types: './dist/stores/sqlite.d.ts',
+      import: './dist/stores/sqlite.js',
     });
   });
 });

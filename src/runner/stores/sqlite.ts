@@ -4,7 +4,16 @@
  * and its resume: remembered answers, used decision nonces and the ledger of executed calls survive it.
  */
 import Database from 'better-sqlite3';
-import type { ApprovalStore, LedgerEntry, LedgerOutcome, RememberedAnswer } from '../approval-store.js';
+import {
+  charged,
+  type ApprovalStore,
+  type LedgerEntry,
+  type LedgerOutcome,
+  type RememberedAnswer,
+  type RunCaps,
+  type RunSpend,
+  type SpendVerdict,
+} from '../approval-store.js';
 import { describe } from '../../names.js';
 
 /** Options of {@link SqliteApprovalStore}. */
@@ -13,7 +22,7 @@ export interface SqliteApprovalStoreOptions {
   readonly filename?: string;
   /** An open better-sqlite3 database to use instead (the store does not close it). */
   readonly database?: Database.Database;
-  /** Prefix of the store's three tables. @default 'toolgate_' */
+  /** Prefix of the store's four tables. @default 'toolgate_' */
   readonly tablePrefix?: string;
 }
 
@@ -36,6 +45,7 @@ export class SqliteApprovalStore implements ApprovalStore {
   readonly #entry: Database.Statement<[string], { outcome: string | null }>;
   readonly #claim: Database.Statement<[string, number]>;
   readonly #settle: Database.Statement<[number, string, string]>;
+  readonly #spend: (run: string, add: RunSpend, caps: RunCaps, floor: RunSpend) => SpendVerdict;
 
   constructor(options: SqliteApprovalStoreOptions | string = {}) {
     const opts: SqliteApprovalStoreOptions = typeof options === 'string' ? { filename: options } : options;
@@ -55,10 +65,12 @@ export class SqliteApprovalStore implements ApprovalStore {
     const answers = `${prefix}answers`;
     const nonces = `${prefix}nonces`;
     const ledger = `${prefix}ledger`;
+    const tallies = `${prefix}tallies`;
     this.#db.exec(`
       CREATE TABLE IF NOT EXISTS ${answers} (key TEXT PRIMARY KEY, answer TEXT NOT NULL, scope TEXT NOT NULL, mac TEXT NOT NULL, at INTEGER NOT NULL);
       CREATE TABLE IF NOT EXISTS ${nonces} (nonce TEXT PRIMARY KEY, at INTEGER NOT NULL);
       CREATE TABLE IF NOT EXISTS ${ledger} (key TEXT PRIMARY KEY, outcome TEXT, claimed_at INTEGER NOT NULL, settled_at INTEGER);
+      CREATE TABLE IF NOT EXISTS ${tallies} (run TEXT PRIMARY KEY, iterations REAL NOT NULL, attempts REAL NOT NULL, cost REAL NOT NULL);
     `);
     this.#recall = this.#db.prepare(`SELECT answer, scope, mac FROM ${answers} WHERE key = ?`);
     this.#remember = this.#db.prepare(
@@ -68,6 +80,19 @@ export class SqliteApprovalStore implements ApprovalStore {
     this.#entry = this.#db.prepare(`SELECT outcome FROM ${ledger} WHERE key = ?`);
     this.#claim = this.#db.prepare(`INSERT OR IGNORE INTO ${ledger} (key, outcome, claimed_at) VALUES (?, NULL, ?)`);
     this.#settle = this.#db.prepare(`UPDATE ${ledger} SET settled_at = ?, outcome = ? WHERE key = ?`);
+    const read = this.#db.prepare<[string], RunSpend>(
+      `SELECT iterations, attempts, cost FROM ${tallies} WHERE run = ?`,
+    );
+    const write = this.#db.prepare<[string, number, number, number]>(
+      `INSERT OR REPLACE INTO ${tallies} (run, iterations, attempts, cost) VALUES (?, ?, ?, ?)`,
+    );
+    // IMMEDIATE takes the write lock before the read, so two processes cannot both read the old tally.
+    const spend = this.#db.transaction((run: string, add: RunSpend, caps: RunCaps, floor: RunSpend): SpendVerdict => {
+      const { total, cap } = charged(read.get(run), add, caps, floor);
+      write.run(run, total.iterations, total.attempts, total.cost);
+      return cap === null ? { ok: true } : { ok: false, cap };
+    });
+    this.#spend = (run, add, caps, floor) => spend.immediate(run, add, caps, floor);
   }
 
   async recall(key: string): Promise<RememberedAnswer | undefined> {
@@ -99,6 +124,10 @@ export class SqliteApprovalStore implements ApprovalStore {
 
   async settle(key: string, outcome: LedgerOutcome): Promise<void> {
     this.#settle.run(Date.now(), JSON.stringify({ content: outcome.content, isError: outcome.isError }), key);
+  }
+
+  async spend(run: string, add: RunSpend, caps: RunCaps, floor: RunSpend): Promise<SpendVerdict> {
+    return this.#spend(run, add, caps, floor);
   }
 
   /** Closes the database when the store opened it. */

@@ -1,0 +1,218 @@
+/**
+ * The runner's options, validated once at construction (a TypeError names the option and the value it
+ * got), and the per-run and per-dispatch inputs it reads later: run() options and tenant limits.
+ */
+import { randomBytes, randomUUID } from 'node:crypto';
+import { ConfigurationError } from '../errors.js';
+import { describe } from '../names.js';
+import { isPermissionHandler } from '../permissions/handler.js';
+import { RUN_ALLOWED, type ToolRegistry } from '../registry.js';
+import { InMemoryApprovalStore, isApprovalStore, type ApprovalStore, type RunCaps } from './approval-store.js';
+import type {
+  ApprovalHandler,
+  Model,
+  RunIdentity,
+  RunOptions,
+  ScopeMap,
+  TenantLimits,
+  TenantProvider,
+} from './types.js';
+
+/** Options of {@link AgentRunner}. */
+export interface AgentRunnerOptions {
+  /** The tools, the permission policy and the handlers; read at every dispatch. */
+  readonly registry: ToolRegistry;
+  readonly model: Model;
+  /** Tenant limits by tenant id: a provider called at every dispatch, or a record read at every dispatch. @default every tenant states nothing */
+  readonly tenants?: TenantProvider | Readonly<Record<string, TenantLimits>>;
+  /** Remembered answers, used decision nonces, the ledger of executed calls and run tallies. @default new InMemoryApprovalStore() */
+  readonly approvals?: ApprovalStore;
+  /** The HMAC key approvals and run states are signed with (at least 16 bytes); a resuming process needs the same one. @default random, for this instance only */
+  readonly secret?: string | Uint8Array;
+  /** Asked when a rule answers `ask`, after the policy's own handler and before the registry's; may answer `pending`. @default none */
+  readonly handler?: ApprovalHandler;
+  /** What an allowlist refusal does: fail the run, or answer the model with an error result. @default 'fail' */
+  readonly onRefusal?: 'fail' | 'continue';
+  /** Capability scopes to tool names, applied to the caller's scopes at the boundary; a scope not in the map is a tool name. @default {} */
+  readonly scopes?: ScopeMap;
+  /** The cost a call to a tool (canonical name) charges against `maxCost`. @default () => 1 */
+  readonly costOf?: (tool: string) => number;
+  /** The same refused call (agent, canonical tool, arguments) this many times ends the run as `refusal_loop`. @default 3 */
+  readonly refusalLoopLimit?: number;
+  /** How deep delegation may nest (the root agent is depth 0); a delegation past it is refused at stage `depth`. @default 4 */
+  readonly maxDepth?: number;
+  /** Model turns per run when the tenant sets no `maxIterations`. @default 25 */
+  readonly maxIterations?: number;
+}
+
+/** The options, validated and with their defaults. */
+export interface RunnerSettings {
+  readonly registry: ToolRegistry;
+  readonly model: Model;
+  readonly tenants: TenantProvider;
+  readonly store: ApprovalStore;
+  readonly secret: Uint8Array;
+  readonly handler: ApprovalHandler | null;
+  readonly onRefusal: 'fail' | 'continue';
+  readonly scopes: ReadonlyMap<string, readonly string[]>;
+  readonly costOf: (tool: string) => number;
+  readonly loopLimit: number;
+  readonly maxDepth: number;
+  readonly maxIterations: number;
+}
+
+/** A tenant's limits for one dispatch. */
+export interface Limits extends RunCaps {
+  readonly tools: readonly string[] | null;
+}
+
+export function runnerSettings(options: AgentRunnerOptions): RunnerSettings {
+  if (typeof options !== 'object' || options === null)
+    throw new TypeError(`AgentRunner expects an options object, got ${describe(options)}`);
+  const registry = options.registry as Partial<ToolRegistry> | undefined;
+  if (!registry || typeof registry.environment !== 'function' || typeof registry[RUN_ALLOWED] !== 'function')
+    throw new TypeError(`AgentRunner option "registry" must be a ToolRegistry, got ${describe(options.registry)}`);
+  if (typeof options.model !== 'object' || options.model === null || typeof options.model.generate !== 'function')
+    throw new TypeError(
+      `AgentRunner option "model" must have a generate(request) method, got ${describe(options.model)}`,
+    );
+  const store = options.approvals ?? new InMemoryApprovalStore();
+  if (!isApprovalStore(store))
+    throw new TypeError(`AgentRunner option "approvals" must be an ApprovalStore, got ${describe(store)}`);
+  if (options.handler !== undefined && !isPermissionHandler(options.handler))
+    throw new TypeError(
+      `AgentRunner option "handler" must be a function or an object with handle(request), got ${describe(options.handler)}`,
+    );
+  const onRefusal = options.onRefusal ?? 'fail';
+  if (onRefusal !== 'fail' && onRefusal !== 'continue')
+    throw new TypeError(`AgentRunner option "onRefusal" must be 'fail' or 'continue', got ${describe(onRefusal)}`);
+  if (options.costOf !== undefined && typeof options.costOf !== 'function')
+    throw new TypeError(`AgentRunner option "costOf" must be a function, got ${describe(options.costOf)}`);
+  return {
+    registry: options.registry,
+    model: options.model,
+    tenants: tenantProvider(options.tenants),
+    store,
+    secret: secretOf(options.secret),
+    handler: options.handler ?? null,
+    onRefusal,
+    scopes: scopeMap(options.scopes, 'AgentRunner option "scopes"'),
+    costOf: options.costOf ?? (() => 1),
+    loopLimit: count(options.refusalLoopLimit, 'refusalLoopLimit', 3, 1),
+    maxDepth: count(options.maxDepth, 'maxDepth', 4, 0),
+    maxIterations: count(options.maxIterations, 'maxIterations', 25, 1),
+  };
+}
+
+/** The identity of a new run from run()'s options (everything but the agents, the root and the input). */
+export function runIdentity(options: RunOptions): Pick<RunIdentity, 'runId' | 'tenant' | 'caller' | 'session'> {
+  if (typeof options !== 'object' || options === null)
+    throw new TypeError(`run(): options must be an object, got ${describe(options)}`);
+  const tenant = options.tenant ?? 'default';
+  if (typeof tenant !== 'string' || tenant === '')
+    throw new TypeError(`run() option "tenant" must be a non-empty string, got ${describe(tenant)}`);
+  const caller = options.caller ?? {};
+  if (typeof caller !== 'object' || caller === null)
+    throw new TypeError(`run() option "caller" must be an object, got ${describe(caller)}`);
+  if (caller.id !== undefined && typeof caller.id !== 'string')
+    throw new TypeError(`run() option "caller.id" must be a string, got ${describe(caller.id)}`);
+  const scopes =
+    caller.scopes === undefined || caller.scopes === null ? null : stringList(caller.scopes, 'caller.scopes');
+  const runId = options.runId ?? randomUUID();
+  if (typeof runId !== 'string' || runId === '')
+    throw new TypeError(`run() option "runId" must be a non-empty string, got ${describe(runId)}`);
+  // Without a caller id there is no one to share a session with: `session` answers then last for this run only.
+  const session = options.session ?? caller.id ?? null;
+  if (session !== null && (typeof session !== 'string' || session === ''))
+    throw new TypeError(`run() option "session" must be a non-empty string, got ${describe(session)}`);
+  return { runId, tenant, caller: { id: caller.id ?? null, scopes }, session };
+}
+
+/** A tenant's limits as the provider gives them, checked; an unknown tenant is a ConfigurationError. */
+export async function limitsOf(settings: RunnerSettings, tenant: string): Promise<Limits> {
+  const raw = await settings.tenants(tenant);
+  if (raw === undefined || raw === null)
+    throw new ConfigurationError(
+      `no limits for tenant ${JSON.stringify(tenant)}: the tenant provider returned ${describe(raw)}`,
+    );
+  const limits = parseTenantLimits(raw, `tenant ${JSON.stringify(tenant)}`);
+  return {
+    tools: limits.tools ?? null,
+    maxIterations: limits.maxIterations ?? settings.maxIterations,
+    maxToolCalls: limits.maxToolCalls ?? Infinity,
+    maxCost: limits.maxCost ?? Infinity,
+  };
+}
+
+/**
+ * The one reader of tenant limits (the runner's provider answers and a policy file's `tenants:`): a plain
+ * record with the tools as a frozen array, caps checked. `where` names the tenant in errors.
+ */
+export function parseTenantLimits(raw: unknown, where: string): TenantLimits & { readonly tools?: readonly string[] } {
+  if (typeof raw !== 'object' || raw === null)
+    throw new TypeError(`the limits of ${where} must be an object, got ${describe(raw)}`);
+  const limits = raw as TenantLimits;
+  const out: { tools?: readonly string[]; maxIterations?: number; maxToolCalls?: number; maxCost?: number } = {};
+  if (limits.tools !== undefined && limits.tools !== null)
+    out.tools = Object.freeze(stringList(limits.tools, `${where} tools`));
+  for (const cap of ['maxIterations', 'maxToolCalls', 'maxCost'] as const) {
+    const value: unknown = limits[cap];
+    if (value === undefined || value === null) continue;
+    if (typeof value !== 'number' || Number.isNaN(value) || value < 0)
+      throw new TypeError(`${where} ${cap} must be a number >= 0, got ${describe(value)}`);
+    out[cap] = value;
+  }
+  return Object.freeze(out);
+}
+
+/**
+ * A scope map checked and frozen: capability scope → tool names. One map type serves the runner's
+ * `scopes` option and a policy file's `scopes:`.
+ */
+export function scopeMap(scopes: ScopeMap | undefined, option: string): ReadonlyMap<string, readonly string[]> {
+  const map = new Map<string, readonly string[]>();
+  if (scopes === undefined) return map;
+  if (typeof scopes !== 'object' || scopes === null)
+    throw new TypeError(`${option} must be a record of scope → tool names, got ${describe(scopes)}`);
+  for (const [scope, names] of Object.entries(scopes))
+    map.set(scope, Object.freeze(stringList(names, `${option}[${JSON.stringify(scope)}]`)));
+  return map;
+}
+
+export function stringList(value: unknown, option: string): string[] {
+  if (typeof value === 'string' || typeof (value as Iterable<unknown> | null)?.[Symbol.iterator] !== 'function')
+    throw new TypeError(`"${option}" must be an iterable of strings, got ${describe(value)}`);
+  const out: string[] = [];
+  for (const item of value as Iterable<unknown>) {
+    if (typeof item !== 'string') throw new TypeError(`"${option}" must hold strings, got ${describe(item)}`);
+    out.push(item);
+  }
+  return out;
+}
+
+function tenantProvider(tenants: AgentRunnerOptions['tenants']): TenantProvider {
+  if (tenants === undefined) return () => ({});
+  if (typeof tenants === 'function') return tenants;
+  if (typeof tenants === 'object' && tenants !== null)
+    return (id) => (Object.hasOwn(tenants, id) ? tenants[id] : undefined);
+  throw new TypeError(
+    `AgentRunner option "tenants" must be a function or a record of tenant limits, got ${describe(tenants)}`,
+  );
+}
+
+function secretOf(secret: AgentRunnerOptions['secret']): Uint8Array {
+  if (secret === undefined) return randomBytes(32);
+  const bytes = typeof secret === 'string' ? Buffer.from(secret, 'utf8') : secret instanceof Uint8Array ? secret : null;
+  if (bytes === null || bytes.length < 16)
+    throw new TypeError(
+      `AgentRunner option "secret" must be a string or bytes of at least 16 bytes, got ${describe(secret)}`,
+    );
+  return Uint8Array.from(bytes);
+}
+
+function count(value: unknown, option: string, fallback: number, min: number): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min)
+    throw new TypeError(`AgentRunner option "${option}" must be an integer >= ${min}, got ${describe(value)}`);
+  return value;
+}

@@ -1,0 +1,218 @@
+/**
+ * A live run as the runner keeps it between two awaits: a stack of frames (the root agent first, the
+ * innermost delegation last), the tally, and the transcript of each frame. Internal: a paused run leaves
+ * the process as a RunState (state.ts), never as these objects.
+ */
+import type { ToolAllowlist } from '../allowlist.js';
+import type { Decision, DenyDecision } from '../decision.js';
+import type { Emitter } from '../events.js';
+import { readCall, type NormalizedCall, type UnreadableCall } from '../formats/index.js';
+import { describe } from '../names.js';
+import type { Tool } from '../tool.js';
+import type { LedgerEntry } from './approval-store.js';
+import type { Limits } from './options.js';
+import type {
+  ApprovalDecision,
+  BudgetCap,
+  PendingApproval,
+  RunEvent,
+  RunEventBase,
+  RunEventMap,
+  RunEventType,
+  RunIdentity,
+  RunMessage,
+  RunTally,
+  RunToolCall,
+  ToolMessage,
+} from './types.js';
+
+/** The calls of one model turn of a frame, and how far the turn got. */
+export interface Turn {
+  readonly index: number;
+  readonly calls: readonly RunToolCall[];
+  /** Final results, by call id. */
+  readonly done: Map<string, ToolMessage>;
+  /** The delegation call whose peer frame is running, or null. */
+  active: string | null;
+  /**
+   * Answers to asks made in this turn, by call id, with the binding they answered. A call decided again
+   * after a delegation reuses its answer only for the same binding; everything else is decided afresh.
+   */
+  readonly answered: Map<
+    string,
+    { readonly binding: string; readonly under: readonly unknown[]; readonly decision: Decision }
+  >;
+}
+
+/** One agent's place in the delegation stack. */
+export interface Frame {
+  readonly agent: string;
+  readonly key: string;
+  readonly depth: number;
+  /** Append-only: the model is handed this array itself, never a copy (a run costs linear time in its turns). */
+  readonly messages: RunMessage[];
+  /** Model turns of this frame so far (the assistant messages in `messages`). */
+  turns: number;
+  turn: Turn | null;
+  /** Decisions given on resume and not yet used, by call id. */
+  readonly granted: Map<string, ApprovalDecision>;
+}
+
+/** What a run has spent, as the run counts it (the store holds the tally every continuation shares). */
+export type Tally = { -readonly [K in keyof RunTally]: RunTally[K] };
+
+export interface Run extends RunIdentity {
+  readonly signal: AbortSignal | undefined;
+  readonly tally: Tally;
+  /** Refused-call repetitions, by a hash of agent, canonical tool and arguments. */
+  readonly loops: Map<string, number>;
+  readonly decisions: Decision[];
+  readonly frames: Frame[];
+  pending: PendingApproval[];
+  /** The `agent:<peer>` tools of each agent, built once per run. */
+  readonly peerTools: Map<string, PeerTools>;
+}
+
+export interface PeerTools {
+  /** By canonical name. */
+  readonly tools: Map<string, Tool>;
+  /** Canonical tool name → peer agent name. */
+  readonly agents: Map<string, string>;
+}
+
+export type Ended =
+  | { readonly kind: 'ended'; readonly status: 'failed'; readonly error: Error }
+  | { readonly kind: 'ended'; readonly status: 'budget_exceeded'; readonly cap: BudgetCap }
+  | { readonly kind: 'ended'; readonly status: 'refusal_loop'; readonly decision: DenyDecision };
+export type FrameOutcome = { readonly kind: 'completed'; readonly text: string } | { readonly kind: 'paused' } | Ended;
+
+/** One call of a turn after phase 1 (decided, nothing charged or announced yet). */
+export type Decided =
+  | { readonly kind: 'replay'; readonly call: RunToolCall; readonly entry: LedgerEntry }
+  | { readonly kind: 'budget'; readonly call: RunToolCall; readonly decision: DenyDecision; readonly cap: BudgetCap }
+  | { readonly kind: 'pending'; readonly call: RunToolCall; readonly approval: PendingApproval }
+  | {
+      readonly kind: 'decided';
+      readonly call: RunToolCall;
+      readonly decision: Decision;
+      readonly tool: Tool | null;
+      readonly args: Record<string, unknown> | null;
+      readonly allowlist: ToolAllowlist;
+      readonly limits: Limits;
+    };
+
+export function newFrame(agent: string, key: string, depth: number, input: string): Frame {
+  return {
+    agent,
+    key,
+    depth,
+    messages: [Object.freeze({ role: 'user', content: input })],
+    turns: 0,
+    turn: null,
+    granted: new Map(),
+  };
+}
+
+export function newTurn(index: number, calls: readonly RunToolCall[]): Turn {
+  return { index, calls, done: new Map(), active: null, answered: new Map() };
+}
+
+/** Sends a run event with the run's base fields. */
+export function emitRun<T extends RunEventType>(
+  events: Emitter<RunEvent>,
+  run: Run,
+  frame: Frame,
+  event: Omit<RunEventMap[T], keyof RunEventBase> & { readonly type: T },
+): void {
+  const base: RunEventBase = { runId: run.runId, agent: frame.agent, tenant: run.tenant, path: pathOf(run, frame) };
+  events.emit({ ...base, ...event } as unknown as RunEvent);
+}
+
+/** The ledger key of a call: at most one execution per key, whatever continues the run. */
+export function ledgerKeyOf(run: Run, frame: Frame, turn: Turn, callId: string): string {
+  return JSON.stringify([run.runId, frame.key, turn.index, callId]);
+}
+
+/** Answers a call from its ledger entry: the recorded outcome, or "unknown" for one that never settled. */
+export function answerFromLedger(turn: Turn, call: RunToolCall, entry: LedgerEntry): void {
+  const content = entry.settled ? entry.outcome.content : unknownOutcome(call);
+  turn.done.set(call.id, toolMessage(call, content, !entry.settled || entry.outcome.isError));
+}
+
+/** Appends the turn's results in call order (calls that never ran get a note) and leaves the turn. */
+export function closeTurn(frame: Frame, turn: Turn, note: string): void {
+  for (const call of turn.calls)
+    frame.messages.push(turn.done.get(call.id) ?? toolMessage(call, `Tool call not run: ${note}.`, true));
+  frame.turn = null;
+  frame.granted.clear();
+}
+
+export function isAllowlistRefusal(
+  decision: Decision,
+): decision is DenyDecision & { layer: NonNullable<DenyDecision['layer']> } {
+  return decision.effect === 'deny' && (decision.stage === 'allowlist' || decision.stage === 'lookup');
+}
+
+/** A transcript call as the gate reads it. */
+export function readable(call: RunToolCall): NormalizedCall | UnreadableCall {
+  if (call.problem !== undefined) return { id: call.id, name: call.name, format: 'toolgate', problem: call.problem };
+  return { id: call.id, name: call.name, arguments: call.arguments, format: 'toolgate' };
+}
+
+export function pathOf(run: Run, frame: Frame): string[] {
+  const path: string[] = [];
+  for (let i = 0; i <= frame.depth; i++) path.push(run.frames[i]!.agent);
+  return path;
+}
+
+export function toolMessage(call: RunToolCall, content: string, isError: boolean): ToolMessage {
+  return Object.freeze({ role: 'tool', callId: call.id, tool: call.name, content, isError });
+}
+
+function unknownOutcome(call: RunToolCall): string {
+  return `Tool ${JSON.stringify(call.name)} was started by an earlier continuation of this run and its outcome is unknown; it is not run again.`;
+}
+
+/** Reads a model response; a malformed one throws (the run fails). Duplicate call ids in one turn are refused, not merged. */
+export function readResponse(response: unknown): { text: string | null; calls: readonly RunToolCall[] } {
+  if (typeof response !== 'object' || response === null)
+    throw new TypeError(`the model returned ${describe(response)}; expected { text?, toolCalls? }`);
+  const { text, toolCalls } = response as { text?: unknown; toolCalls?: unknown };
+  if (text !== undefined && typeof text !== 'string')
+    throw new TypeError(`the model returned text ${describe(text)}; expected a string`);
+  if (toolCalls !== undefined && !Array.isArray(toolCalls))
+    throw new TypeError(`the model returned toolCalls ${describe(toolCalls)}; expected an array`);
+  const calls: RunToolCall[] = [];
+  const ids = new Set<string>();
+  for (const raw of toolCalls ?? []) {
+    const call = readCall(raw);
+    let id = call.id;
+    let problem = 'problem' in call ? call.problem : undefined;
+    if (ids.has(id)) {
+      let n = 2;
+      while (ids.has(`${call.id}~${n}`)) n++;
+      id = `${call.id}~${n}`;
+      problem = `the call id ${JSON.stringify(call.id)} is used twice in one turn`;
+    }
+    ids.add(id);
+    const args = 'arguments' in call ? (call.arguments as unknown) : null;
+    calls.push(
+      Object.freeze(
+        problem === undefined
+          ? { id, name: call.name, arguments: jsonSafe(args) }
+          : { id, name: call.name, arguments: null, problem },
+      ),
+    );
+  }
+  return { text: text ?? null, calls: Object.freeze(calls) };
+}
+
+/** The raw arguments as JSON carries them (the transcript goes into the RunState). */
+function jsonSafe(value: unknown): unknown {
+  if (typeof value === 'string') return value;
+  try {
+    return JSON.parse(JSON.stringify(value ?? {})) as unknown;
+  } catch {
+    return String(value);
+  }
+}

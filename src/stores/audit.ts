@@ -1,0 +1,90 @@
+/**
+ * Audit sinks without a server: a JSONL file (one record per line, the format the MCP gateway writes) that
+ * `toolgate audit` can search, and a fan-out that writes one record to several sinks. A sink that throws or
+ * rejects is reported (a process warning, code `TOOLGATE_AUDIT`) and never changes a decision.
+ */
+import { appendFileSync, createReadStream, existsSync } from 'node:fs';
+import { createInterface } from 'node:readline';
+import { describe } from '../names.js';
+import { auditBounds, auditMatches } from './shared.js';
+import type { AuditQuery, AuditReader, AuditRecord, AuditSink } from './types.js';
+
+/**
+ * Appends every record to a JSONL file, synchronously (a record is on disk before the call's result is
+ * returned), and reads it back for `toolgate audit`.
+ *
+ * @example
+ * const audit = new JsonlAuditSink('audit.jsonl');
+ */
+export class JsonlAuditSink implements AuditSink, AuditReader {
+  readonly file: string;
+
+  constructor(file: string) {
+    if (typeof file !== 'string' || file.length === 0)
+      throw new TypeError(`JsonlAuditSink expects a file name, got ${describe(file)}`);
+    this.file = file;
+  }
+
+  write(record: AuditRecord): void {
+    appendFileSync(this.file, `${JSON.stringify(record)}\n`);
+  }
+
+  async query(query?: AuditQuery): Promise<AuditRecord[]> {
+    return queryJsonl(this.file, query);
+  }
+}
+
+/**
+ * The records of a JSONL audit file that match `query` (the last `limit` of them, oldest first). Lines that
+ * are not audit records (blank, torn by a crash, another format) are skipped.
+ */
+export async function queryJsonl(file: string, query?: AuditQuery): Promise<AuditRecord[]> {
+  const bounds = auditBounds(query);
+  if (!existsSync(file)) throw new Error(`no audit file at ${file}`);
+  const out: AuditRecord[] = [];
+  const lines = createInterface({ input: createReadStream(file, 'utf8'), crlfDelay: Infinity });
+  for await (const line of lines) {
+    if (line.trim() === '') continue;
+    let record: AuditRecord;
+    try {
+      record = JSON.parse(line) as AuditRecord;
+    } catch {
+      continue;
+    }
+    if (
+      typeof record !== 'object' ||
+      record === null ||
+      typeof record.decision !== 'object' ||
+      record.decision === null
+    )
+      continue;
+    if (!auditMatches(record, bounds)) continue;
+    out.push(record);
+    if (out.length > bounds.limit) out.shift();
+  }
+  return out;
+}
+
+/** Writes each record to every sink; one sink's failure is reported and does not stop the others. */
+export function fanOut(...sinks: readonly AuditSink[]): AuditSink {
+  for (const [i, sink] of sinks.entries())
+    if (typeof sink !== 'object' || sink === null || typeof sink.write !== 'function')
+      throw new TypeError(`fanOut: sink ${i} must be an AuditSink, got ${describe(sink)}`);
+  return {
+    write(record: AuditRecord): Promise<void> {
+      return Promise.all(sinks.map((sink) => writeAudit(sink, record))).then(() => undefined);
+    },
+  };
+}
+
+/** Writes one record; never throws or rejects: a failure becomes a process warning. */
+export async function writeAudit(sink: AuditSink, record: AuditRecord): Promise<void> {
+  try {
+    await sink.write(record);
+  } catch (error) {
+    process.emitWarning(
+      `toolgate: an audit sink failed: ${error instanceof Error ? error.message : String(error)} (call ${record.decision.callId})`,
+      { code: 'TOOLGATE_AUDIT' },
+    );
+  }
+}

@@ -1,0 +1,50 @@
+/**
+ * `toolgate/stores`: the store interfaces, the in-memory stores (the default), the JSONL audit sink and the
+ * limiter. No driver is imported here: SQLite, PostgreSQL, Redis and OpenTelemetry are the `toolgate/sqlite`,
+ * `toolgate/postgres`, `toolgate/redis` and `toolgate/otel` subpaths. This file is that subpath's public API.
+ */
+export {
+  MemoryApprovalStore,
+  MemoryAuditSink,
+  MemoryCounterStore,
+  MemoryLedger,
+  MemoryNonceStore,
+  MemoryRememberStore,
+  memoryStores,
+} from './memory.js';
+export type { MemoryStoreOptions, MemoryStores } from './memory.js';
+export { JsonlAuditSink, queryJsonl, fanOut, writeAudit } from './audit.js';
+export { Limiter, parseWindow } from '../limits/limiter.js';
+export type {
+  LimitCounter,
+  LimitDimension,
+  LimitRule,
+  LimitSubject,
+  LimitVerdict,
+  LimiterOptions,
+} from '../limits/limiter.js';
+export type {
+  Answer,
+  ApprovalBinding,
+  ApprovalRequest,
+  ApprovalSource,
+  ApprovalStore,
+  AuditQuery,
+  AuditReader,
+  AuditRecord,
+  AuditSink,
+  CounterCharge,
+  CounterStore,
+  CounterVerdict,
+  Ledger,
+  LedgerEntry,
+  LedgerOutcome,
+  LedgerReservation,
+  NonceStore,
+  PendingFilter,
+  PendingRecord,
+  PendingStatus,
+  RememberScope,
+  RememberStore,
+  RememberedAnswer,
+} from './types.js';

@@ -1,0 +1,311 @@
+/**
+ * The default stores: in memory, for one process. Every operation completes within one synchronous step
+ * (no await between the check and the write), which is what makes `answer`, `consume`, `reserve` atomic
+ * here. Share one instance between the runners and gates of a process; use `toolgate/sqlite` for one
+ * machine whose processes restart, `toolgate/postgres` + `toolgate/redis` for many workers.
+ */
+import {
+  auditBounds,
+  checkAnswer,
+  checkCharges,
+  checkPending,
+  lastMatching,
+  outcomeRow,
+  rememberedRow,
+  requireKey,
+  requireNumber,
+  reservationOf,
+  retryAfter,
+  statusAt,
+} from './shared.js';
+import type {
+  Answer,
+  ApprovalStore,
+  AuditQuery,
+  AuditReader,
+  AuditRecord,
+  AuditSink,
+  CounterCharge,
+  CounterStore,
+  CounterVerdict,
+  Ledger,
+  LedgerEntry,
+  LedgerOutcome,
+  LedgerReservation,
+  NonceStore,
+  PendingFilter,
+  PendingRecord,
+  RememberStore,
+  RememberedAnswer,
+} from './types.js';
+
+/** Options of the in-memory stores. */
+export interface MemoryStoreOptions {
+  /** The clock, epoch ms (tests move it). @default Date.now */
+  readonly now?: () => number;
+}
+
+function clockOf(options: MemoryStoreOptions | undefined): () => number {
+  const now = options?.now ?? Date.now;
+  if (typeof now !== 'function') throw new TypeError('option "now" must be a function returning epoch ms');
+  return now;
+}
+
+/** Pending approvals in a Map; `watch` hears this process's puts and answers. */
+export class MemoryApprovalStore implements ApprovalStore {
+  readonly #records = new Map<string, PendingRecord>();
+  readonly #listeners = new Set<(id: string) => void>();
+  readonly #now: () => number;
+
+  constructor(options?: MemoryStoreOptions) {
+    this.#now = clockOf(options);
+  }
+
+  async put(pending: PendingRecord): Promise<void> {
+    checkPending(pending);
+    if (this.#records.has(pending.id)) return;
+    this.#records.set(pending.id, Object.freeze({ ...pending }));
+    this.#tell(pending.id);
+  }
+
+  async get(id: string): Promise<PendingRecord | undefined> {
+    const record = this.#records.get(id);
+    return record && this.#current(record);
+  }
+
+  async list(filter: PendingFilter = {}): Promise<PendingRecord[]> {
+    const out: PendingRecord[] = [];
+    for (const stored of this.#records.values()) {
+      const record = this.#current(stored);
+      if (filter.tenant !== undefined && record.tenant !== filter.tenant) continue;
+      if (filter.status !== undefined && record.status !== filter.status) continue;
+      out.push(record);
+    }
+    return out.sort((a, b) => a.createdAt - b.createdAt);
+  }
+
+  async answer(id: string, answer: Answer): Promise<boolean> {
+    checkAnswer(answer);
+    const record = this.#records.get(id);
+    const now = this.#now();
+    if (!record || statusAt(record.status, record.expiresAt, now) !== 'pending') return false;
+    this.#records.set(
+      id,
+      Object.freeze({ ...record, status: 'answered', answer: Object.freeze({ ...answer }), answeredAt: now }),
+    );
+    this.#tell(id);
+    return true;
+  }
+
+  watch(listener: (id: string) => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  #current(record: PendingRecord): PendingRecord {
+    const status = statusAt(record.status, record.expiresAt, this.#now());
+    return status === record.status ? record : Object.freeze({ ...record, status });
+  }
+
+  #tell(id: string): void {
+    for (const listener of this.#listeners) {
+      try {
+        listener(id);
+      } catch {
+        // A listener's failure is its own; the store's state is already written.
+      }
+    }
+  }
+}
+
+/** Used nonces in a Map with their expiry (expired ones are dropped as they are met). */
+export class MemoryNonceStore implements NonceStore {
+  readonly #used = new Map<string, number>();
+  readonly #now: () => number;
+
+  constructor(options?: MemoryStoreOptions) {
+    this.#now = clockOf(options);
+  }
+
+  async consume(nonce: string, ttlMs: number): Promise<boolean> {
+    requireKey(nonce, 'nonce');
+    requireNumber(ttlMs, 'ttlMs');
+    const now = this.#now();
+    const until = this.#used.get(nonce);
+    if (until !== undefined && until > now) return false;
+    this.#used.set(nonce, now + Math.max(ttlMs, 1));
+    if (this.#used.size % 1024 === 0) for (const [n, t] of this.#used) if (t <= now) this.#used.delete(n);
+    return true;
+  }
+}
+
+/** Remembered answers in a Map. */
+export class MemoryRememberStore implements RememberStore {
+  readonly #answers = new Map<string, { readonly answer: RememberedAnswer; readonly until: number }>();
+  readonly #now: () => number;
+
+  constructor(options?: MemoryStoreOptions) {
+    this.#now = clockOf(options);
+  }
+
+  async recall(key: string): Promise<RememberedAnswer | undefined> {
+    const row = this.#answers.get(key);
+    if (!row) return undefined;
+    if (row.until <= this.#now()) {
+      this.#answers.delete(key);
+      return undefined;
+    }
+    return row.answer;
+  }
+
+  async remember(key: string, answer: RememberedAnswer, ttlMs?: number): Promise<void> {
+    requireKey(key, 'key');
+    if (ttlMs !== undefined) requireNumber(ttlMs, 'ttlMs');
+    this.#answers.set(key, {
+      answer: rememberedRow(answer),
+      until: ttlMs === undefined ? Infinity : this.#now() + ttlMs,
+    });
+  }
+}
+
+/** The ledger in a Map. */
+export class MemoryLedger implements Ledger {
+  readonly #rows = new Map<string, LedgerEntry>();
+  readonly #now: () => number;
+
+  constructor(options?: MemoryStoreOptions) {
+    this.#now = clockOf(options);
+  }
+
+  async reserve(key: string, owner: string, leaseMs: number): Promise<LedgerReservation> {
+    requireKey(key, 'key');
+    requireKey(owner, 'owner');
+    requireNumber(leaseMs, 'leaseMs');
+    const now = this.#now();
+    const row = this.#rows.get(key);
+    if (!row) {
+      this.#rows.set(
+        key,
+        Object.freeze({ key, owner, reservedAt: now, leaseUntil: now + leaseMs, outcome: null, recordedAt: null }),
+      );
+      return { state: 'reserved' };
+    }
+    return reservationOf(row, now);
+  }
+
+  async record(key: string, owner: string, outcome: LedgerOutcome): Promise<boolean> {
+    const value = outcomeRow(outcome);
+    const row = this.#rows.get(key);
+    if (!row || row.owner !== owner || row.outcome !== null) return false;
+    this.#rows.set(key, Object.freeze({ ...row, outcome: value, recordedAt: this.#now() }));
+    return true;
+  }
+
+  async inspect(key: string): Promise<LedgerEntry | undefined> {
+    return this.#rows.get(key);
+  }
+}
+
+/** One counter's sliding-window log. */
+interface Window {
+  readonly entries: { at: number; cost: number }[];
+  total: number;
+}
+
+function undo(w: Window, cost: number): void {
+  if (cost <= 0) return;
+  w.entries.pop();
+  w.total -= cost;
+}
+
+/** Sliding-window counters in a Map. */
+export class MemoryCounterStore implements CounterStore {
+  readonly #windows = new Map<string, Window>();
+  readonly #now: () => number;
+
+  constructor(options?: MemoryStoreOptions) {
+    this.#now = clockOf(options);
+  }
+
+  async consume(charges: readonly CounterCharge[]): Promise<CounterVerdict> {
+    checkCharges(charges);
+    const now = this.#now();
+    const windows = charges.map((c) => this.#window(c.key, c.windowMs, now));
+    for (const [i, c] of charges.entries()) {
+      const w = windows[i]!;
+      if (w.total + c.cost > c.limit) {
+        const retry = retryAfter(w.entries, w.total + c.cost - c.limit, c.windowMs, now, c.cost, c.limit);
+        return { allowed: false, used: windows.map((x) => x.total), index: i, retryAfterMs: retry };
+      }
+    }
+    // Two charges on one key (two rules counting the same thing) must fit together: checked as they are added.
+    for (const [i, c] of charges.entries()) {
+      const w = windows[i]!;
+      if (w.total + c.cost > c.limit) {
+        for (let j = i - 1; j >= 0; j--) undo(windows[j]!, charges[j]!.cost);
+        return { allowed: false, used: windows.map((x) => x.total), index: i, retryAfterMs: null };
+      }
+      if (c.cost > 0) {
+        w.entries.push({ at: now, cost: c.cost });
+        w.total += c.cost;
+      }
+    }
+    return { allowed: true, used: windows.map((w) => w.total) };
+  }
+
+  async peek(key: string, windowMs: number): Promise<number> {
+    requireKey(key, 'key');
+    requireNumber(windowMs, 'windowMs', 1);
+    return this.#window(key, windowMs, this.#now()).total;
+  }
+
+  #window(key: string, windowMs: number, now: number): Window {
+    let w = this.#windows.get(key);
+    if (!w) this.#windows.set(key, (w = { entries: [], total: 0 }));
+    let drop = 0;
+    while (drop < w.entries.length && w.entries[drop]!.at <= now - windowMs) w.total -= w.entries[drop++]!.cost;
+    if (drop > 0) w.entries.splice(0, drop);
+    return w;
+  }
+}
+
+/** An audit trail in an array (tests, the demo, `explain`). */
+export class MemoryAuditSink implements AuditSink, AuditReader {
+  readonly records: AuditRecord[] = [];
+
+  write(record: AuditRecord): void {
+    this.records.push(record);
+  }
+
+  async query(query?: AuditQuery): Promise<AuditRecord[]> {
+    return lastMatching(this.records, auditBounds(query));
+  }
+}
+
+/** Every in-memory store, sharing one clock. */
+export interface MemoryStores {
+  readonly approvals: MemoryApprovalStore;
+  readonly nonces: MemoryNonceStore;
+  readonly remembered: MemoryRememberStore;
+  readonly ledger: MemoryLedger;
+  readonly counters: MemoryCounterStore;
+  readonly audit: MemoryAuditSink;
+}
+
+/**
+ * The default stores of one process.
+ *
+ * @example
+ * const stores = memoryStores();
+ * const limiter = new Limiter({ counters: stores.counters, limits: [{ name: 'refunds', per: ['caller'], tools: ['refund'], max: 5, window: '1h' }] });
+ */
+export function memoryStores(options?: MemoryStoreOptions): MemoryStores {
+  return {
+    approvals: new MemoryApprovalStore(options),
+    nonces: new MemoryNonceStore(options),
+    remembered: new MemoryRememberStore(options),
+    ledger: new MemoryLedger(options),
+    counters: new MemoryCounterStore(options),
+    audit: new MemoryAuditSink(),
+  };
+}

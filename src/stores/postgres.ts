@@ -1,0 +1,395 @@
+/**
+ * `toolgate/postgres`: pending approvals (with LISTEN/NOTIFY for a live inbox), remembered answers, single-use
+ * nonces, the execution ledger and the audit trail in PostgreSQL (`pg`, an optional peer; the root entry never
+ * imports this file). Every check-and-write is one statement (`INSERT … ON CONFLICT`, a guarded `UPDATE`), so
+ * it is atomic across any number of workers without locks of our own; times come from the server's clock, so
+ * workers' clocks do not matter. The schema is created by {@link PostgresStores.migrate}, on request.
+ */
+import pg from 'pg';
+import { describe } from '../names.js';
+
+import {
+  auditBounds,
+  checkAnswer,
+  checkPending,
+  ledgerEntryOf,
+  outcomeRow,
+  pendingOf,
+  readRemembered,
+  rememberedRow,
+  requireIdentifier,
+  requireKey,
+  requireNumber,
+  reservationOf,
+} from './shared.js';
+
+import type {
+  Answer,
+  ApprovalStore,
+  AuditQuery,
+  AuditReader,
+  AuditRecord,
+  AuditSink,
+  Ledger,
+  LedgerEntry,
+  LedgerOutcome,
+  LedgerReservation,
+  NonceStore,
+  PendingFilter,
+  PendingRecord,
+  RememberStore,
+  RememberedAnswer,
+} from './types.js';
+
+/** Options of {@link PostgresStores}. */
+export interface PostgresStoresOptions {
+  /** A `postgres://` URL. Ignored when `pool` is given. @default the PG* environment variables */
+  readonly connectionString?: string;
+  /** A pool to use instead (the stores do not end it). */
+  readonly pool?: pg.Pool;
+  /** The schema holding the tables (created by `migrate()`). @default 'toolgate' */
+  readonly schema?: string;
+  /** How long to wait for a connection before the operation fails (closed). @default 5000 */
+  readonly connectionTimeoutMs?: number;
+  /** How long one statement may take before it fails (closed). @default 10_000 */
+  readonly statementTimeoutMs?: number;
+}
+
+/** The server's clock in epoch ms, in SQL. */
+const NOW = `(extract(epoch from clock_timestamp()) * 1000)::bigint`;
+
+/**
+ * The migrations the package ships, in order; `migrate()` applies the ones a schema has not seen, under an
+ * advisory lock, in one transaction each. `s` is the quoted schema name.
+ */
+export const POSTGRES_MIGRATIONS: readonly { readonly version: number; sql(s: string): string }[] = Object.freeze([
+  {
+    version: 1,
+    sql: (s: string) => `
+      CREATE TABLE ${s}.approvals (id text PRIMARY KEY, tenant text, status text NOT NULL, source text NOT NULL,
+        created_at bigint NOT NULL, expires_at bigint NOT NULL, record jsonb NOT NULL, answer jsonb, answered_at bigint);
+      CREATE INDEX approvals_tenant_created ON ${s}.approvals (tenant, created_at);
+      CREATE INDEX approvals_status_created ON ${s}.approvals (status, created_at);
+      CREATE TABLE ${s}.used_nonces (nonce text PRIMARY KEY, until bigint NOT NULL);
+      CREATE TABLE ${s}.remembered (key text PRIMARY KEY, answer jsonb NOT NULL, until bigint);
+      CREATE TABLE ${s}.calls (key text PRIMARY KEY, owner text NOT NULL, reserved_at bigint NOT NULL,
+        lease_until bigint NOT NULL, outcome jsonb, recorded_at bigint);
+      CREATE TABLE ${s}.audit (id bigserial PRIMARY KEY, at timestamptz NOT NULL, tenant text, caller text,
+        tool text NOT NULL, effect text NOT NULL, stage text NOT NULL, record jsonb NOT NULL);
+      CREATE INDEX audit_at ON ${s}.audit (at);
+      CREATE INDEX audit_tenant_at ON ${s}.audit (tenant, at);
+      CREATE INDEX audit_caller_at ON ${s}.audit (caller, at);
+      CREATE INDEX audit_tool_at ON ${s}.audit (tool, at);
+    `,
+  },
+]);
+
+type Row = Record<string, unknown>;
+
+/**
+ * The PostgreSQL stores: `approvals`, `nonces`, `remembered`, `ledger`, `audit`. Counters live in Redis
+ * (`toolgate/redis`).
+ *
+ * @example
+ * import { PostgresStores } from 'toolgate/postgres';
+ * const pgStores = new PostgresStores({ connectionString: process.env.DATABASE_URL });
+ * await pgStores.migrate(); // once per deployment: creates schema "toolgate"
+ */
+export class PostgresStores {
+  readonly approvals: ApprovalStore;
+  readonly nonces: NonceStore;
+  readonly remembered: RememberStore;
+  readonly ledger: Ledger;
+  readonly audit: AuditSink & AuditReader;
+  /** The schema, as given. */
+  readonly schema: string;
+  readonly #pool: pg.Pool;
+  readonly #owned: boolean;
+  readonly #s: string;
+
+  constructor(options: PostgresStoresOptions = {}) {
+    if (typeof options !== 'object' || options === null)
+      throw new TypeError(`PostgresStores expects an options object, got ${describe(options)}`);
+    const schema = options.schema ?? 'toolgate';
+    requireIdentifier(schema, 'PostgresStores option "schema"');
+    const connectMs = options.connectionTimeoutMs ?? 5000;
+    requireNumber(connectMs, 'PostgresStores option "connectionTimeoutMs"', 1);
+    const statementMs = options.statementTimeoutMs ?? 10_000;
+    requireNumber(statementMs, 'PostgresStores option "statementTimeoutMs"', 1);
+    if (options.connectionString !== undefined && typeof options.connectionString !== 'string')
+      throw new TypeError(
+        `PostgresStores option "connectionString" must be a string, got ${describe(options.connectionString)}`,
+      );
+    this.schema = schema;
+    this.#s = `"${schema}"`;
+    this.#owned = options.pool === undefined;
+    this.#pool =
+      options.pool ??
+      new pg.Pool({
+        ...(options.connectionString !== undefined ? { connectionString: options.connectionString } : {}),
+        connectionTimeoutMillis: connectMs,
+        query_timeout: statementMs,
+        statement_timeout: statementMs,
+      });
+    // An idle client whose connection dies emits 'error' on the pool; unhandled, it would end the process.
+    // The next query gets a fresh connection (or fails, and its call is refused).
+    if (this.#owned) this.#pool.on('error', () => undefined);
+    const q = (text: string, values?: unknown[]): Promise<pg.QueryResult<Row>> => this.#pool.query<Row>(text, values);
+    const s = this.#s;
+    this.approvals = approvalsIn(q, s, schema, this.#pool);
+    this.nonces = {
+      async consume(nonce: string, ttlMs: number): Promise<boolean> {
+        requireKey(nonce, 'nonce');
+        requireNumber(ttlMs, 'ttlMs');
+        const r = await q(
+          `INSERT INTO ${s}.used_nonces (nonce, until) VALUES ($1, ${NOW} + $2)
+           ON CONFLICT (nonce) DO UPDATE SET until = EXCLUDED.until WHERE ${s}.used_nonces.until <= ${NOW}
+           RETURNING nonce`,
+          [nonce, Math.max(1, Math.ceil(ttlMs))],
+        );
+        return r.rowCount === 1;
+      },
+    };
+    this.remembered = {
+      async recall(key: string): Promise<RememberedAnswer | undefined> {
+        const r = await q(`SELECT answer FROM ${s}.remembered WHERE key = $1 AND (until IS NULL OR until > ${NOW})`, [
+          key,
+        ]);
+        return r.rows[0] ? readRemembered(r.rows[0]['answer']) : undefined;
+      },
+      async remember(key: string, answer: RememberedAnswer, ttlMs?: number): Promise<void> {
+        requireKey(key, 'key');
+        if (ttlMs !== undefined) requireNumber(ttlMs, 'ttlMs');
+        await q(
+          `INSERT INTO ${s}.remembered (key, answer, until) VALUES ($1, $2, ${NOW} + $3)
+           ON CONFLICT (key) DO UPDATE SET answer = EXCLUDED.answer, until = EXCLUDED.until`,
+          [key, JSON.stringify(rememberedRow(answer)), ttlMs === undefined ? null : Math.ceil(ttlMs)],
+        );
+      },
+    };
+    this.ledger = {
+      async reserve(key: string, owner: string, leaseMs: number): Promise<LedgerReservation> {
+        requireKey(key, 'key');
+        requireKey(owner, 'owner');
+        requireNumber(leaseMs, 'leaseMs');
+        // One statement: the insert wins, or the existing row comes back with the server's now.
+        const r = await q(
+          `WITH ins AS (
+             INSERT INTO ${s}.calls (key, owner, reserved_at, lease_until) VALUES ($1, $2, ${NOW}, ${NOW} + $3)
+             ON CONFLICT (key) DO NOTHING RETURNING key)
+           SELECT (SELECT count(*) FROM ins) AS won, c.*, ${NOW} AS now FROM (SELECT 1) one
+             LEFT JOIN ${s}.calls c ON c.key = $1`,
+          [key, owner, Math.ceil(leaseMs)],
+        );
+        const row = r.rows[0];
+        if (!row) throw new Error('the ledger query returned no row');
+        if (Number(row['won']) === 1) return { state: 'reserved' };
+        if (row['key'] === null) {
+          // Inserted by another worker after our statement's snapshot: it is theirs; read it on the next try.
+          return { state: 'held', owner: '(another worker)', until: Number(row['now']) + Math.ceil(leaseMs) };
+        }
+        return reservationOf(ledgerEntryOf(row), Number(row['now']));
+      },
+      async record(key: string, owner: string, outcome: LedgerOutcome): Promise<boolean> {
+        const r = await q(
+          `UPDATE ${s}.calls SET outcome = $3, recorded_at = ${NOW} WHERE key = $1 AND owner = $2 AND recorded_at IS NULL`,
+          [key, owner, JSON.stringify(outcomeRow(outcome))],
+        );
+        return r.rowCount === 1;
+      },
+      async inspect(key: string): Promise<LedgerEntry | undefined> {
+        const r = await q(`SELECT * FROM ${s}.calls WHERE key = $1`, [key]);
+        return r.rows[0] ? ledgerEntryOf(r.rows[0]) : undefined;
+      },
+    };
+    this.audit = {
+      async write(record: AuditRecord): Promise<void> {
+        const d = record.decision;
+        await q(
+          `INSERT INTO ${s}.audit (at, tenant, caller, tool, effect, stage, record) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+          [record.time, d.tenant, record.caller, d.canonical, d.effect, d.stage, JSON.stringify(record)],
+        );
+      },
+      async query(query?: AuditQuery): Promise<AuditRecord[]> {
+        const b = auditBounds(query);
+        const where: string[] = [];
+        const values: unknown[] = [];
+        const add = (column: string, op: string, value: unknown): void => {
+          if (value === undefined) return;
+          values.push(value);
+          where.push(`${column} ${op} $${values.length}`);
+        };
+        add('tenant', '=', b.tenant);
+        add('caller', '=', b.caller);
+        add('tool', '=', b.tool);
+        add('effect', '=', b.effect);
+        add('at', '>=', b.since === undefined ? undefined : new Date(b.since).toISOString());
+        add('at', '<', b.until === undefined ? undefined : new Date(b.until).toISOString());
+        values.push(b.limit);
+        const r = await q(
+          `SELECT record FROM ${s}.audit${where.length ? ` WHERE ${where.join(' AND ')}` : ''} ORDER BY id DESC LIMIT $${values.length}`,
+          values,
+        );
+        return r.rows.reverse().map((row) => row['record'] as AuditRecord);
+      },
+    };
+  }
+
+  /**
+   * Creates the schema and applies the shipped migrations it has not seen (idempotent; concurrent callers
+   * wait on an advisory lock). Returns the versions applied now.
+   */
+  async migrate(): Promise<number[]> {
+    const client = await this.#pool.connect();
+    const applied: number[] = [];
+    try {
+      await client.query('BEGIN');
+      await client.query(`SELECT pg_advisory_xact_lock(hashtext($1))`, [`toolgate:${this.schema}`]);
+      await client.query(`CREATE SCHEMA IF NOT EXISTS ${this.#s}`);
+      await client.query(
+        `CREATE TABLE IF NOT EXISTS ${this.#s}.migrations (version int PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`,
+      );
+      const seen = new Set(
+        (await client.query<{ version: number }>(`SELECT version FROM ${this.#s}.migrations`)).rows.map(
+          (r) => r.version,
+        ),
+      );
+      for (const m of POSTGRES_MIGRATIONS) {
+        if (seen.has(m.version)) continue;
+        await client.query(m.sql(this.#s));
+        await client.query(`INSERT INTO ${this.#s}.migrations (version) VALUES ($1)`, [m.version]);
+        applied.push(m.version);
+      }
+      await client.query('COMMIT');
+      return applied;
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw error;
+    } finally {
+      client.release();
+    }
+  }
+
+  /** Drops the schema and everything in it (tests; an operator resetting a deployment). */
+  async dropSchema(): Promise<void> {
+    await this.#pool.query(`DROP SCHEMA IF EXISTS ${this.#s} CASCADE`);
+  }
+
+  /** Ends the pool when the stores created it. */
+  async close(): Promise<void> {
+    if (this.#owned) await this.#pool.end();
+  }
+}
+
+function approvalsIn(
+  q: (text: string, values?: unknown[]) => Promise<pg.QueryResult<Row>>,
+  s: string,
+  schema: string,
+  pool: pg.Pool,
+): ApprovalStore {
+  const channel = `${schema}_approvals`;
+  const listeners = new Set<(id: string) => void>();
+  let listening: Promise<pg.PoolClient> | null = null;
+  const tell = (id: string): void => {
+    for (const listener of listeners) {
+      try {
+        listener(id);
+      } catch {
+        // A listener's failure is its own.
+      }
+    }
+  };
+  const notify = (id: string): Promise<unknown> => q(`SELECT pg_notify($1, $2)`, [channel, id]);
+  return {
+    async put(pending: PendingRecord): Promise<void> {
+      checkPending(pending);
+      const { status, answer, answeredAt, createdAt, expiresAt, ...rest } = pending;
+      const r = await q(
+        `INSERT INTO ${s}.approvals (id, tenant, status, source, created_at, expires_at, record, answer, answered_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (id) DO NOTHING`,
+        [
+          pending.id,
+          pending.tenant,
+          status,
+          pending.source,
+          createdAt,
+          expiresAt,
+          JSON.stringify(rest),
+          answer ? JSON.stringify(answer) : null,
+          answeredAt,
+        ],
+      );
+      if (r.rowCount === 1) await notify(pending.id);
+    },
+    async get(id: string): Promise<PendingRecord | undefined> {
+      const r = await q(`SELECT *, ${NOW} AS now FROM ${s}.approvals WHERE id = $1`, [id]);
+      const row = r.rows[0];
+      return row ? pendingOf(row, Number(row['now'])) : undefined;
+    },
+    async list(filter: PendingFilter = {}): Promise<PendingRecord[]> {
+      const values: unknown[] = [];
+      const where: string[] = [];
+      if (filter.tenant !== undefined) {
+        values.push(filter.tenant);
+        where.push(`tenant = $${values.length}`);
+      }
+      if (filter.status === 'pending') where.push(`status = 'pending' AND expires_at >= ${NOW}`);
+      else if (filter.status === 'expired') where.push(`status = 'pending' AND expires_at < ${NOW}`);
+      else if (filter.status === 'answered') where.push(`status = 'answered'`);
+      const r = await q(
+        `SELECT *, ${NOW} AS now FROM ${s}.approvals${where.length ? ` WHERE ${where.join(' AND ')}` : ''} ORDER BY created_at, id`,
+        values,
+      );
+      const out: PendingRecord[] = [];
+      for (const row of r.rows) {
+        const record = pendingOf(row, Number(row['now']));
+        if (record) out.push(record);
+      }
+      return out;
+    },
+    async answer(id: string, answer: Answer): Promise<boolean> {
+      checkAnswer(answer);
+      const r = await q(
+        `UPDATE ${s}.approvals SET status = 'answered', answer = $2, answered_at = ${NOW}
+         WHERE id = $1 AND status = 'pending' AND expires_at >= ${NOW}`,
+        [id, JSON.stringify(answer)],
+      );
+      if (r.rowCount !== 1) return false;
+      await notify(id);
+      return true;
+    },
+    watch(listener: (id: string) => void): () => void {
+      listeners.add(listener);
+      listening ??= (async () => {
+        const client = await pool.connect();
+        client.on('notification', (message) => {
+          if (message.channel === channel && message.payload) tell(message.payload);
+        });
+        client.on('error', () => undefined);
+        await client.query(`LISTEN "${channel}"`);
+        return client;
+      })();
+      listening.catch((error: unknown) => {
+        process.emitWarning(
+          `toolgate: cannot LISTEN for approvals: ${error instanceof Error ? error.message : String(error)}`,
+          {
+            code: 'TOOLGATE_STORE',
+          },
+        );
+      });
+      return () => {
+        listeners.delete(listener);
+        if (listeners.size > 0 || !listening) return;
+        const done = listening;
+        listening = null;
+        void done.then(
+          async (client) => {
+            await client.query(`UNLISTEN "${channel}"`).catch(() => undefined);
+            client.release();
+          },
+          () => undefined,
+        );
+      };
+    },
+  };
+}

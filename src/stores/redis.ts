@@ -1,0 +1,316 @@
+/**
+ * `toolgate/redis`: counters and rate limits (sliding windows), single-use nonces, and a short-lived ledger
+ * in Redis (`ioredis`, an optional peer; the root entry never imports this file). Every check-and-write is
+ * one Lua script or one `SET NX PX`, which Redis runs atomically; windows use the server's clock (`TIME`), so
+ * workers' clocks do not matter; every key has a TTL, so nothing outlives its window.
+ *
+ * A client that the stores create fails fast while the server is unreachable (no offline queue, one retry,
+ * a command timeout): the operation rejects and the call that needed it is refused, instead of waiting.
+ */
+import { randomUUID } from 'node:crypto';
+import { Redis } from 'ioredis';
+import { describe } from '../names.js';
+import {
+  checkCharges,
+  outcomeRow,
+  readOutcome,
+  requireIdentifier,
+  requireKey,
+  requireNumber,
+  reservationOf,
+} from './shared.js';
+import type {
+  CounterCharge,
+  CounterStore,
+  CounterVerdict,
+  Ledger,
+  LedgerEntry,
+  LedgerOutcome,
+  LedgerReservation,
+  NonceStore,
+} from './types.js';
+
+/** Options of {@link RedisStores}. */
+export interface RedisStoresOptions {
+  /** A `redis://` URL. Ignored when `client` is given. @default 'redis://127.0.0.1:6379' */
+  readonly url?: string;
+  /** A client to use instead (the stores do not quit it; give it fail-fast options of your own). */
+  readonly client?: Redis;
+  /** Prefix of every key, so that deployments (or test runs) sharing a server never collide. @default 'toolgate' */
+  readonly prefix?: string;
+  /** How long one command may take before it fails (closed). @default 2000 */
+  readonly commandTimeoutMs?: number;
+  /** How long the ledger keeps a key (a call recorded longer ago could run again if replayed). @default 604_800_000 (7 days) */
+  readonly ledgerRetentionMs?: number;
+}
+
+// Sliding-window log per counter: a sorted set of "id:cost" members scored by time (KEYS[2i-1]) and a running
+// total beside it (KEYS[2i]). Expired members are subtracted and removed first; then either every charge fits
+// and all are added, or none is, so a refused attempt spends nothing. ARGV: id, then cost, limit, window per
+// charge. Returns {allowed, index of the refused charge, retryAfterMs (-1: never), used…}.
+const CONSUME = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local n = #KEYS / 2
+local totals = {}
+local pending = {}
+local used = {}
+for i = 1, n do
+  local z, tk = KEYS[2 * i - 1], KEYS[2 * i]
+  local cost, limit, window = tonumber(ARGV[3 * i - 1]), tonumber(ARGV[3 * i]), tonumber(ARGV[3 * i + 1])
+  if totals[z] == nil then
+    local total = tonumber(redis.call('GET', tk) or '0')
+    local old = redis.call('ZRANGEBYSCORE', z, '-inf', now - window)
+    if #old > 0 then
+      for _, m in ipairs(old) do total = total - tonumber(string.match(m, ':([^:]+)$')) end
+      redis.call('ZREMRANGEBYSCORE', z, '-inf', now - window)
+      redis.call('SET', tk, tostring(total), 'KEEPTTL')
+    end
+    if redis.call('ZCARD', z) == 0 or total < 0 then total = 0 end
+    totals[z] = total
+    pending[z] = 0
+  end
+  local total = totals[z] + pending[z]
+  if total + cost > limit then
+    local retry = -1
+    if cost <= limit then
+      local need = total + cost - limit
+      local freed = 0
+      local entries = redis.call('ZRANGE', z, 0, -1, 'WITHSCORES')
+      for k = 1, #entries, 2 do
+        freed = freed + tonumber(string.match(entries[k], ':([^:]+)$'))
+        if freed >= need then retry = tonumber(entries[k + 1]) + window - now + 1; break end
+      end
+    end
+    local out = {0, i - 1, tostring(retry)}
+    for j = 1, i - 1 do out[#out + 1] = tostring(used[j] - tonumber(ARGV[3 * j - 1])) end
+    out[#out + 1] = tostring(total)
+    return out
+  end
+  pending[z] = pending[z] + cost
+  used[i] = total + cost
+end
+local out = {1, -1, '0'}
+for i = 1, n do
+  local z, tk = KEYS[2 * i - 1], KEYS[2 * i]
+  local cost, window = tonumber(ARGV[3 * i - 1]), tonumber(ARGV[3 * i + 1])
+  if cost > 0 then
+    redis.call('ZADD', z, now, ARGV[1] .. '.' .. i .. ':' .. ARGV[3 * i - 1])
+    totals[z] = totals[z] + cost
+    redis.call('SET', tk, tostring(totals[z]), 'PX', window)
+    redis.call('PEXPIRE', z, window)
+  end
+  out[#out + 1] = tostring(used[i])
+end
+return out
+`;
+
+const PEEK = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local total = 0
+for _, m in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. (now - tonumber(ARGV[1])), '+inf')) do
+  total = total + tonumber(string.match(m, ':([^:]+)$'))
+end
+return tostring(total)
+`;
+
+// The ledger row is a hash; HSETNX on "owner" is the reservation. Returns {won, owner, reservedAt, leaseUntil, outcome, recordedAt, now}.
+const RESERVE = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+if redis.call('HSETNX', KEYS[1], 'owner', ARGV[1]) == 1 then
+  redis.call('HSET', KEYS[1], 'reservedAt', now, 'leaseUntil', now + tonumber(ARGV[2]))
+  redis.call('PEXPIRE', KEYS[1], ARGV[3])
+  return {1}
+end
+local r = redis.call('HMGET', KEYS[1], 'owner', 'reservedAt', 'leaseUntil', 'outcome', 'recordedAt')
+return {0, r[1], r[2], r[3], r[4] or false, r[5] or false, tostring(now)}
+`;
+
+const RECORD = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+if redis.call('HGET', KEYS[1], 'owner') ~= ARGV[1] or redis.call('HEXISTS', KEYS[1], 'recordedAt') == 1 then return 0 end
+redis.call('HSET', KEYS[1], 'outcome', ARGV[2], 'recordedAt', now)
+return 1
+`;
+
+/**
+ * Waits (at most the connect timeout) for a client that is connecting: without the offline queue a command
+ * sent before the connection is ready would fail although the server is up. One that stays down rejects.
+ */
+function ready(client: Redis): Promise<void> {
+  if (client.status === 'ready') return Promise.resolve();
+  if (client.status === 'wait') return client.connect();
+  if (client.status === 'end') return Promise.reject(new Error('the Redis client was closed'));
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(
+      () => {
+        client.off('ready', onReady);
+        reject(new Error(`Redis is not reachable (${client.status})`));
+      },
+      Number(client.options.connectTimeout ?? 2000),
+    );
+    const onReady = (): void => {
+      clearTimeout(timer);
+      resolve();
+    };
+    client.once('ready', onReady);
+  });
+}
+
+/** Runs a script by its SHA, loading it on the first NOSCRIPT. */
+class Script {
+  readonly #source: string;
+  #sha: string | null = null;
+
+  constructor(source: string) {
+    this.#source = source;
+  }
+
+  async run(client: Redis, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
+    if (client.status !== 'ready') await ready(client);
+    if (this.#sha !== null) {
+      try {
+        return await client.evalsha(this.#sha, keys.length, ...keys, ...args);
+      } catch (error) {
+        if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT')) throw error;
+      }
+    }
+    this.#sha = (await client.script('LOAD', this.#source)) as string;
+    return client.evalsha(this.#sha, keys.length, ...keys, ...args);
+  }
+}
+
+const scripts = {
+  consume: new Script(CONSUME),
+  peek: new Script(PEEK),
+  reserve: new Script(RESERVE),
+  record: new Script(RECORD),
+};
+
+/**
+ * The Redis stores: `counters`, `nonces`, `ledger` (short-lived: each key lives `ledgerRetentionMs`).
+ *
+ * @example
+ * import { RedisStores } from 'toolgate/redis';
+ * const redis = new RedisStores({ url: 'redis://127.0.0.1:6379', prefix: 'shop' });
+ * const limiter = new Limiter({ counters: redis.counters, limits });
+ */
+export class RedisStores {
+  readonly counters: CounterStore;
+  readonly nonces: NonceStore;
+  readonly ledger: Ledger;
+  /** The client (created from `url`, or the one given). */
+  readonly client: Redis;
+  readonly #owned: boolean;
+
+  constructor(options: RedisStoresOptions = {}) {
+    if (typeof options !== 'object' || options === null)
+      throw new TypeError(`RedisStores expects an options object, got ${describe(options)}`);
+    const prefix = options.prefix ?? 'toolgate';
+    requireIdentifier(prefix, 'RedisStores option "prefix"');
+    const timeout = options.commandTimeoutMs ?? 2000;
+    requireNumber(timeout, 'RedisStores option "commandTimeoutMs"', 1);
+    const retention = options.ledgerRetentionMs ?? 604_800_000;
+    requireNumber(retention, 'RedisStores option "ledgerRetentionMs"', 1);
+    if (options.url !== undefined && typeof options.url !== 'string')
+      throw new TypeError(`RedisStores option "url" must be a string, got ${describe(options.url)}`);
+    this.#owned = options.client === undefined;
+    const failFast = {
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 1,
+      commandTimeout: timeout,
+      connectTimeout: timeout,
+      // Reconnect forever, but not faster than every 500 ms: the stores recover when the server is back.
+      retryStrategy: (times: number) => Math.min(50 * times, 500),
+    };
+    this.client = options.client ?? new Redis(options.url ?? 'redis://127.0.0.1:6379', failFast);
+    // An unhandled 'error' event would end the process; a command that needed the server rejects anyway.
+    if (this.#owned) this.client.on('error', () => undefined);
+    const client = this.client;
+    const key = (kind: string, name: string): string => `${prefix}:${kind}:${name}`;
+
+    this.counters = {
+      async consume(charges: readonly CounterCharge[]): Promise<CounterVerdict> {
+        checkCharges(charges);
+        const keys = charges.flatMap((c) => [key('c', c.key), key('ct', c.key)]);
+        const args = [
+          randomUUID(),
+          ...charges.flatMap((c) => [String(c.cost), String(c.limit), String(Math.ceil(c.windowMs))]),
+        ];
+        const r = (await scripts.consume.run(client, keys, args)) as [number, number, string, ...string[]];
+        const used = r.slice(3).map(Number);
+        if (r[0] === 1) return { allowed: true, used };
+        const retry = Number(r[2]);
+        return { allowed: false, used, index: r[1], retryAfterMs: retry < 0 ? null : retry };
+      },
+      async peek(name: string, windowMs: number): Promise<number> {
+        requireKey(name, 'key');
+        requireNumber(windowMs, 'windowMs', 1);
+        return Number(await scripts.peek.run(client, [key('c', name)], [String(Math.ceil(windowMs))]));
+      },
+    };
+
+    this.nonces = {
+      async consume(nonce: string, ttlMs: number): Promise<boolean> {
+        requireKey(nonce, 'nonce');
+        requireNumber(ttlMs, 'ttlMs');
+        await ready(client);
+        return (await client.set(key('n', nonce), '1', 'PX', Math.max(1, Math.ceil(ttlMs)), 'NX')) === 'OK';
+      },
+    };
+
+    this.ledger = {
+      async reserve(name: string, owner: string, leaseMs: number): Promise<LedgerReservation> {
+        requireKey(name, 'key');
+        requireKey(owner, 'owner');
+        requireNumber(leaseMs, 'leaseMs');
+        const r = (await scripts.reserve.run(client, [key('l', name)], [owner, Math.ceil(leaseMs), retention])) as (
+          string | number | null
+        )[];
+        if (r[0] === 1) return { state: 'reserved' };
+        return reservationOf(entryOf(name, r.slice(1, 6)), Number(r[6]));
+      },
+      async record(name: string, owner: string, outcome: LedgerOutcome): Promise<boolean> {
+        const value = JSON.stringify(outcomeRow(outcome));
+        return (await scripts.record.run(client, [key('l', name)], [owner, value])) === 1;
+      },
+      async inspect(name: string): Promise<LedgerEntry | undefined> {
+        await ready(client);
+        const r = await client.hmget(key('l', name), 'owner', 'reservedAt', 'leaseUntil', 'outcome', 'recordedAt');
+        return r[0] === null ? undefined : entryOf(name, r);
+      },
+    };
+  }
+
+  /** Deletes every key under `prefix` (tests; an operator resetting a deployment). */
+  async clear(prefix: string): Promise<void> {
+    requireIdentifier(prefix, 'prefix');
+    await ready(this.client);
+    let cursor = '0';
+    do {
+      const [next, keys] = await this.client.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 500);
+      if (keys.length > 0) await this.client.del(...keys);
+      cursor = next;
+    } while (cursor !== '0');
+  }
+
+  /** Quits the client when the stores created it. */
+  async close(): Promise<void> {
+    if (this.#owned) await this.client.quit().catch(() => this.client.disconnect());
+  }
+}
+
+function entryOf(key: string, r: readonly (string | number | null | false | undefined)[]): LedgerEntry {
+  const recordedAt = r[4] === null || r[4] === false || r[4] === undefined ? null : Number(r[4]);
+  return Object.freeze({
+    key,
+    owner: String(r[0]),
+    reservedAt: Number(r[1]),
+    leaseUntil: Number(r[2]),
+    outcome: recordedAt === null ? null : readOutcome(r[3]),
+    recordedAt,
+  });
+}
