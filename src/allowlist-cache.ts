@@ -115,9 +115,11 @@ function holds(layer: unknown, role: Role, form: string, name: string, agent: st
     checkLayer(layer as object, role);
     return scan(Array.from(layer as Iterable<unknown>), role, form, name, agent);
   }
-  const indexes = role === 'declared' ? declaredIndexes : layerIndexes;
-  let index = indexes.get(layer);
+  const memo = memos[role];
+  let index = memo.layer === layer ? memo.index : (role === 'declared' ? declaredIndexes : layerIndexes).get(layer);
   if (index !== undefined) {
+    memo.layer = layer;
+    memo.index = index;
     const at = index.forms.get(form);
     if (index.frozen) return at !== undefined;
     // The spelling that had this form still sits where it was: the array holds the form now.
@@ -127,9 +129,29 @@ function holds(layer: unknown, role: Role, form: string, name: string, agent: st
   } else if (!Object.isFrozen(layer) && !seenBefore(layer)) {
     return scan(layer, role, form, name, agent);
   }
-  index = buildIndex(layer, role, agent);
-  indexes.set(layer, index);
+  index = remember(layer, role, buildIndex(layer, role, agent));
   return index.forms.has(form);
+}
+
+// The layer each role met last and its index: a steady context (one agent, one plan) skips the WeakMap.
+// Always the index the WeakMap holds for that layer (both are written together in `remember`).
+const memos: Record<Role, { layer: unknown; index: LayerIndex | undefined }> = {
+  declared: { layer: undefined, index: undefined },
+  tenant: { layer: undefined, index: undefined },
+  caller: { layer: undefined, index: undefined },
+};
+
+function remember(layer: readonly unknown[], role: Role, index: LayerIndex): LayerIndex {
+  (role === 'declared' ? declaredIndexes : layerIndexes).set(layer, index);
+  // A tenant's and a caller's layer share one WeakMap: a memo of the other role may hold this layer.
+  for (const memo of Object.values(memos))
+    if (memo.layer === layer) {
+      memo.layer = undefined;
+      memo.index = undefined;
+    }
+  memos[role].layer = layer;
+  memos[role].index = index;
+  return index;
 }
 
 function declarationOf(context: GateContext, env: GateEnvironment): unknown {
@@ -179,10 +201,8 @@ function currentIndex(layer: unknown, role: Role, agent: string): { index: Layer
   if (index !== undefined && (index.frozen || sameEntries(layer, index.spellings))) return { index, cached: true };
   const fresh = buildIndex(layer, role, agent);
   // A listing costs the whole layer anyway; index now what a dispatch would index on a second look.
-  if (index !== undefined || Object.isFrozen(layer) || seenBefore(layer)) {
-    indexes.set(layer, fresh);
-    return { index: fresh, cached: true };
-  }
+  if (index !== undefined || Object.isFrozen(layer) || seenBefore(layer))
+    return { index: remember(layer, role, fresh), cached: true };
   return { index: fresh, cached: false };
 }
 
