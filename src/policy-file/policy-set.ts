@@ -3,7 +3,7 @@
  * metadata it declares, in the shapes the registry, the gate and the runner take.
  */
 import { ConfigurationError } from '../errors.js';
-import type { GateContext } from '../gate.js';
+import type { GateContext } from '../gate/precheck.js';
 import { canonical, describe } from '../names.js';
 import type { PermissionPolicy } from '../permissions/policy.js';
 import type { PermissionResult } from '../permissions/result.js';
