@@ -25,7 +25,9 @@ import { chartSvg } from './chart.js';
 import { ENGINE_NAMES, type EngineName } from './engines/engine.js';
 import { benchExtras, type ExtrasResult } from './extras.js';
 import { sinkValue, type Timing } from './measure.js';
+import { benchPolicyLoad, type PolicyLoadResult } from './policy-load.js';
 import { benchQuickstart, type QuickstartResult } from './quickstart.js';
+import { benchRunner, type RunnerResult } from './runner.js';
 import { agreeSize, DisagreementError, formatNs, timeEngine, type EngineTiming, type SizeResult } from './suite.js';
 
 const { values: args } = parseArgs({
@@ -72,9 +74,13 @@ async function child(part: string, file: string): Promise<void> {
         ? await benchExtras({ timing, log })
         : kind === 'quickstart'
           ? await benchQuickstart(Number(size), { timing, log })
-          : kind === 'agree'
-            ? await agreeSize(Number(size), { log })
-            : await timeEngine(Number(size), engine as EngineName, { timing, log });
+          : kind === 'runner'
+            ? await benchRunner({ timing, log })
+            : kind === 'policyload'
+              ? benchPolicyLoad({ log })
+              : kind === 'agree'
+                ? await agreeSize(Number(size), { log })
+                : await timeEngine(Number(size), engine as EngineName, { timing, log });
     writeFileSync(file, JSON.stringify({ ok: true, result, sink: sinkValue() }));
   } catch (error) {
     writeFileSync(
@@ -249,6 +255,24 @@ async function main(): Promise<void> {
   const extrasRuns: ExtrasResult[] = [];
   for (let r = 0; r < repeat; r++) extrasRuns.push(await part<ExtrasResult>('extras', notes));
   const extras = medianExtras(extrasRuns);
+  const runnerRuns: RunnerResult[] = [];
+  const loadRuns: PolicyLoadResult[] = [];
+  for (let r = 0; r < repeat; r++) {
+    runnerRuns.push(await part<RunnerResult>('runner', notes));
+    loadRuns.push(await part<PolicyLoadResult>('policyload', notes));
+  }
+  const runner: RunnerResult = {
+    ...runnerRuns[0]!,
+    byTurns: runnerRuns[0]!.byTurns.map((t, i) => ({
+      ...t,
+      perTurn: { ...t.perTurn, p50: median(runnerRuns.map((r) => r.byTurns[i]!.perTurn.p50)) },
+    })),
+  };
+  const policyLoad: PolicyLoadResult = {
+    ...loadRuns[0]!,
+    msMedian: median(loadRuns.map((l) => l.msMedian)),
+    cpuMsMedian: median(loadRuns.map((l) => l.cpuMsMedian)),
+  };
   const endLoad = loadavg();
 
   // With several runs, each figure is the median of the runs' figures, and the spread is kept.
@@ -309,6 +333,10 @@ async function main(): Promise<void> {
       `overhead ${formatNs(extras.dispatch.asyncOverheadNs)} (the tool's timeout is armed for a promise)`,
   );
 
+  lines.push(
+    `AgentRunner, one allowed call per model turn: ${runner.byTurns.map((t) => `${formatNs(t.perTurn.p50)} a turn over ${t.turns} turns`).join(', ')}; registry.invoke of that call ${formatNs(runner.invoke.p50)}`,
+    `policy file of ${policyLoad.rules.toLocaleString('en')} rules (${(policyLoad.bytes / 1024).toFixed(0)} KiB YAML): median ${policyLoad.msMedian.toFixed(0)} ms (CPU ${policyLoad.cpuMsMedian.toFixed(0)} ms) over ${policyLoad.runs} loads`,
+  );
   const tg1k = at('toolgate', 1000);
   const tg10k = at('toolgate', 10000);
   const q1k = quickstart.find((q) => q.size === 1000);
@@ -400,6 +428,31 @@ async function main(): Promise<void> {
         met: casbin.p50 / tg1k.p50 >= 100,
       });
   }
+  const fewTurns = runner.byTurns[0]!;
+  const manyTurns = runner.byTurns[runner.byTurns.length - 1]!;
+  targets.push(
+    {
+      id: 'runner-turn',
+      description: `AgentRunner per model turn with one tool call, model excluded, ${fewTurns.turns}-turn runs, p50`,
+      target: '≤ 10 µs',
+      measured: formatNs(fewTurns.perTurn.p50),
+      met: fewTurns.perTurn.p50 <= 10_000,
+    },
+    {
+      id: 'runner-linear',
+      description: `AgentRunner per turn at ${manyTurns.turns} turns against ${fewTurns.turns} (linear: a turn costs the same however long the run)`,
+      target: '≤ 1.5×',
+      measured: `${(manyTurns.perTurn.p50 / fewTurns.perTurn.p50).toFixed(2)}× (${formatNs(manyTurns.perTurn.p50)})`,
+      met: manyTurns.perTurn.p50 <= 1.5 * fewTurns.perTurn.p50,
+    },
+    {
+      id: 'policy-load-10k',
+      description: `a ${policyLoad.rules.toLocaleString('en')}-rule YAML policy file loads, median`,
+      target: '≤ 500 ms',
+      measured: `${policyLoad.msMedian.toFixed(0)} ms (CPU ${policyLoad.cpuMsMedian.toFixed(0)} ms)`,
+      met: policyLoad.msMedian <= 500,
+    },
+  );
   targets.push({
     id: 'dispatch-overhead',
     description: 'executeToolCalls overhead on a no-op tool, one call (p50 − direct p50)',
@@ -440,6 +493,8 @@ async function main(): Promise<void> {
     budgetMsPerEngineAndSize: budgetMs,
     sizes: runs[0]!.map((s) => ({ size: s.size, rules: s.rules, calls: s.calls, agreement: s.agreement })),
     quickstart,
+    runner,
+    policyLoad,
     timings,
     extras,
     extrasSpread: {
