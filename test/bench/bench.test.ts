@@ -10,7 +10,9 @@ import type { Engine } from '../../bench/engines/engine.js';
 import { naiveEngine } from '../../bench/engines/naive.js';
 import { benchExtras } from '../../bench/extras.js';
 import { measure, percentile, sinkValue } from '../../bench/measure.js';
+import { benchPolicyLoad, policyText } from '../../bench/policy-load.js';
 import { benchQuickstart, quickstartScenario } from '../../bench/quickstart.js';
+import { benchRunner } from '../../bench/runner.js';
 import { markdown } from '../../bench/report.js';
 import { buildScenario, fullWidth } from '../../bench/scenario.js';
 import { benchSize, DisagreementError, ENGINES, loadAndAgree } from '../../bench/suite.js';
@@ -46,6 +48,17 @@ describe('the quick-start scenario', () => {
     expect(q.rules).toHaveLength(20);
     expect(q.rules.every((r) => r.effect === 'allow' && r.selector.kind === 'name')).toBe(true);
     expect(q.calls.every((c) => names.includes(c.name))).toBe(true);
+  });
+});
+
+describe('the runner and policy-load parts', () => {
+  it('run at a tiny size: every turn one allowed call, every rule loaded', async () => {
+    const runner = await benchRunner({ timing: tiny, turns: [2, 5] });
+    expect(runner.byTurns.map((t) => t.turns)).toEqual([2, 5]);
+    for (const t of runner.byTurns) expect(t.perTurn.p50).toBeGreaterThan(0);
+    expect(policyText(3)).toContain('rule_2');
+    const load = benchPolicyLoad({ rules: 20, runs: 1 });
+    expect(load).toMatchObject({ rules: 20, runs: 1 });
   });
 });
 
