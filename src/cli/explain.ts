@@ -1,8 +1,18 @@
 /** `toolgate explain`: decide one call and show why. */
 import { Option, type Command } from 'commander';
 import type { ToolCallInput } from '../formats/index.js';
+import { describe } from '../names.js';
 import { explainCall } from '../policy-file/explain.js';
-import { contextOptions, loadPolicy, parseJson, UsageError, who, type Cli, type ContextOptions } from './context.js';
+import {
+  contextOptions,
+  loadPolicy,
+  parseJson,
+  UsageError,
+  warnConfusables,
+  who,
+  type Cli,
+  type ContextOptions,
+} from './context.js';
 import { EXIT, exitCodes, USAGE_LINE } from './exit-codes.js';
 import { explainText } from './render.js';
 
@@ -38,10 +48,24 @@ export function registerExplain(program: Command, cli: Cli): void {
     if (!set) return;
     let call: ToolCallInput;
     if (options.call !== undefined) call = parseJson(options.call, '--call') as ToolCallInput;
-    else call = { name: tool!, arguments: args === undefined ? {} : parseJson(args, 'ARGS') };
-    const explanation = await explainCall(set, call, who(options));
+    else call = { name: tool!, arguments: args === undefined ? {} : argumentsObject(args) };
+    warnConfusables(cli, set);
+    const explanation = await explainCall(set, call, who(options), set.registry({ confusables: 'off' }));
     cli.out(options.json ? JSON.stringify(explanation) : explainText(explanation, cli.c));
     const effect = explanation.decision.effect;
     cli.exit(effect === 'allow' ? EXIT.OK : effect === 'deny' ? EXIT.DENIED : EXIT.ASK);
   });
+}
+
+/**
+ * ARGS, parsed once: a JSON object (the call's arguments), else a usage error saying what it is. The
+ * parsed object goes to the gate as a value, so a string inside it is never read as JSON a second time.
+ */
+function argumentsObject(text: string): Record<string, unknown> {
+  const value = parseJson(text, 'ARGS');
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    throw new UsageError(
+      `ARGS is valid JSON but not an object: got ${describe(value)}; the call's arguments are a JSON object`,
+    );
+  return value as Record<string, unknown>;
 }

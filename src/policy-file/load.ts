@@ -16,6 +16,7 @@ import { canonical, declaredName, describe } from '../names.js';
 import { PermissionPolicy } from '../permissions/policy.js';
 import type { PermissionRule } from '../permissions/rule.js';
 import { defineTool, type Tool } from '../tool.js';
+import { jsonSyntaxError, lineColumn } from './json-syntax.js';
 import { compileCondition, compileNameGlob, isGlob, runTests, type ConditionTest, type Glob } from './matchers.js';
 import { PolicySet, type PolicyRuleInfo } from './policy-set.js';
 import type { PolicyFileData, PolicyIssue, PolicyPosition } from './types.js';
@@ -24,6 +25,8 @@ import type { PolicyFileData, PolicyIssue, PolicyPosition } from './types.js';
 export interface ParsePolicyOptions {
   /** The file name used in issues. @default '<input>' */
   readonly file?: string;
+  /** 'json' parses the text as strict JSON (RFC 8259) first. @default 'json' for a file name ending in .json, else 'yaml' */
+  readonly format?: 'yaml' | 'json';
 }
 
 /** The outcome of parsing a policy: the compiled policy, or every issue found (and nothing half-loaded). */
@@ -185,6 +188,14 @@ export function parsePolicy(text: string, options: ParsePolicyOptions = {}): Pol
   const file = options.file ?? '<input>';
   if (typeof file !== 'string')
     throw new TypeError(`parsePolicy option "file" must be a string, got ${describe(file)}`);
+  if ((options.format ?? (/\.json$/i.test(file) ? 'json' : 'yaml')) === 'json') {
+    const bad = jsonSyntaxError(text);
+    if (bad)
+      return {
+        ok: false,
+        issues: [{ file, ...lineColumn(text, bad.offset), at: '', code: 'json', message: bad.message }],
+      };
+  }
   // The common case first: a file that loads. js-yaml reads YAML 1.2 (core schema) several times faster
   // than `yaml` builds its positioned Document; positions are only needed when there is something to
   // report, so anything short of a clean load (a syntax error, an alias, a schema or compile issue) is
