@@ -10,10 +10,13 @@ export {
   MemoryLedger,
   MemoryNonceStore,
   MemoryRememberStore,
+  MemoryTallyStore,
   memoryStores,
 } from './memory.js';
 export type { MemoryStoreOptions, MemoryStores } from './memory.js';
 export { JsonlAuditSink, queryJsonl, fanOut, writeAudit } from './audit.js';
+export { runnerStore } from './runner-store.js';
+export type { RunnerStoreOptions } from './runner-store.js';
 export { Limiter, parseWindow } from '../limits/limiter.js';
 export type {
   LimitCounter,
@@ -47,4 +50,5 @@ export type {
   RememberScope,
   RememberStore,
   RememberedAnswer,
+  TallyStore,
 } from './types.js';
