@@ -3,11 +3,13 @@
  * metadata it declares, in the shapes the registry, the gate and the runner take.
  */
 import { ConfigurationError } from '../errors.js';
+import { Limiter, type LimiterOptions, type LimitRule } from '../limits/limiter.js';
 import type { GateContext } from '../gate.js';
 import { canonical, describe } from '../names.js';
 import type { PermissionPolicy } from '../permissions/policy.js';
 import type { PermissionResult } from '../permissions/result.js';
 import { ToolRegistry } from '../registry.js';
+import type { CounterStore } from '../stores/types.js';
 import { toolMetadata, type Tool } from '../tool.js';
 import type { ConditionTest, Glob } from './matchers.js';
 import type { PolicyFileData, PolicyPosition, PolicyRuleData } from './types.js';
@@ -94,6 +96,8 @@ export class PolicySet {
   readonly tenants: ReadonlyMap<string, PolicyTenantLimits>;
   /** Capability scope → tool names. */
   readonly scopes: ReadonlyMap<string, readonly string[]>;
+  /** The file's `limits:` (charge them with {@link PolicySet.limiter}). */
+  readonly limits: readonly LimitRule[];
   readonly #positionOf: PolicySetInit['positionOf'];
   readonly #scopeCache = new Map<string, readonly string[]>();
   readonly #toolByForm: ReadonlyMap<string, Tool>;
@@ -127,6 +131,17 @@ export class PolicySet {
     this.scopes = new Map(
       Object.entries(init.data.scopes ?? {}).map(([scope, names]) => [scope, Object.freeze([...names])]),
     );
+    this.limits = Object.freeze((init.data.limits ?? []).map((l) => Object.freeze({ ...l })));
+  }
+
+  /**
+   * A Limiter for the file's limits over `counters` (memory for one process, Redis or SQLite for many).
+   *
+   * @example
+   * const limiter = set.limiter(new RedisStores({ url }).counters);
+   */
+  limiter(counters: CounterStore, options: Omit<LimiterOptions, 'counters' | 'limits'> = {}): Limiter {
+    return new Limiter({ ...options, counters, limits: this.limits });
   }
 
   /** The agent named `name`, or a ConfigurationError listing the declared agents. */

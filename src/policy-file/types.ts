@@ -55,6 +55,18 @@ export interface PolicyRuleData {
   readonly when?: Readonly<Record<string, PolicyConditionData>>;
 }
 
+/** A limit in a policy file (the shape of `LimitRule`, see src/limits/limiter.ts). */
+export interface PolicyLimitData {
+  readonly name: string;
+  readonly per?: readonly ('tenant' | 'caller' | 'agent' | 'run')[];
+  readonly tools?: readonly string[];
+  readonly tags?: readonly string[];
+  readonly max: number;
+  readonly window?: string | number;
+  readonly cost?: number;
+  readonly costs?: Readonly<Record<string, number>>;
+}
+
 /** A whole policy file. */
 export interface PolicyFileData {
   readonly version: 1;
@@ -64,6 +76,7 @@ export interface PolicyFileData {
   readonly tenants?: Readonly<Record<string, PolicyTenantData>>;
   readonly scopes?: Readonly<Record<string, readonly string[]>>;
   readonly rules?: readonly PolicyRuleData[];
+  readonly limits?: readonly PolicyLimitData[];
 }
 
 /** A place in a policy file: 1-based line and column. */
