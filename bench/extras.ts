@@ -3,7 +3,8 @@
  * the canonical-name cache under endless unique names, and the overhead of dispatching a no-op tool
  * through `registry.executeToolCalls` against calling it directly.
  */
-import { precheck, type Precheck } from '../src/gate.js';
+import { precheck, type Precheck } from '../src/gate/precheck.js';
+import { environmentOf } from '../src/gate/environment.js';
 import { ToolAllowlist } from '../src/index.js';
 import { CANONICAL_CACHE_LIMIT, canonical, canonicalCacheSize } from '../src/names.js';
 import { toolgateSetup } from './engines/toolgate.js';
@@ -154,7 +155,7 @@ export async function benchExtras(options: ExtrasOptions = {}): Promise<ExtrasRe
   const size = options.dispatchSize ?? 1000;
   const dispatchScenario = buildScenario(size, { calls: 4096 });
   const { registry, context } = toolgateSetup(dispatchScenario);
-  const env = registry.environment();
+  const env = environmentOf(registry);
   const allowed: BenchCall[] = dispatchScenario.calls.filter((call) => {
     const pre = precheck(call, context, env) as Precheck;
     return pre.kind === 'decided' && pre.decision.effect === 'allow';

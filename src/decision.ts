@@ -21,14 +21,19 @@ export interface DecisionBase {
   readonly rule: string | null;
   /** Why, in words: shown to the model on a refusal and to people in explanations. */
   readonly reason: string;
-  /** Which handler was asked, where a rule answered `ask` (`adapter`: an SDK's own approval flow, e.g. MCP elicitation). */
-  readonly asked: 'policy' | 'registry' | 'runner' | 'adapter' | null;
+  /**
+   * Who answered, where a rule answered `ask`: the policy's own handler, the registry's handler, or the
+   * person of the route the call came by (`runner`: durable approvals; `adapter`: an SDK's own approval
+   * flow; `gateway`: the MCP gateway's approver, e.g. elicitation).
+   */
+  readonly asked: 'policy' | 'registry' | 'runner' | 'adapter' | 'gateway' | null;
   /** The version of the policy in force, or null without one. */
   readonly policyVersion: string | null;
 }
 
 /** Where in the gate a call was refused. */
-export type DenyStage = 'lookup' | 'arguments' | 'validation' | 'allowlist' | 'policy' | 'handler' | 'budget' | 'depth';
+export type DenyStage =
+  'lookup' | 'arguments' | 'validation' | 'allowlist' | 'policy' | 'handler' | 'budget' | 'depth' | 'limit';
 
 /** An allowed call: it will execute. */
 export interface AllowDecision extends DecisionBase {
@@ -48,13 +53,16 @@ export type DenyDecision = DecisionBase & { readonly effect: 'deny' } & (
     | { readonly stage: 'policy'; readonly by: 'rule' | 'fallback' | 'rule_error' | 'no_handler'; readonly layer: null }
     | {
         readonly stage: 'handler';
-        readonly by: 'handler' | 'handler_error' | 'handler_timeout' | 'handler_invalid';
+        /** `approval_invalid`: an approval was presented that does not verify (MAC, expiry, used, another call). */
+        readonly by: 'handler' | 'handler_error' | 'handler_timeout' | 'handler_invalid' | 'approval_invalid';
         readonly layer: null;
       }
     /** A cap of the run (maxToolCalls, maxCost) stopped the call: the run ends; the call is not an attempt. */
     | { readonly stage: 'budget'; readonly by: 'budget'; readonly layer: null }
     /** A delegation past the runner's `maxDepth`: refused like a policy denial, and the run goes on. */
     | { readonly stage: 'depth'; readonly by: 'depth'; readonly layer: null }
+    /** A rate or usage limit (the route's charge) stopped the call. */
+    | { readonly stage: 'limit'; readonly by: 'limit'; readonly layer: null }
   );
 
 /** The verdict on one call. */

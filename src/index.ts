@@ -40,7 +40,7 @@ export type { Tool, ToolDefinition, ToolMetadata, ToolMetadataInput, ToolExecuti
 export type { StandardSchemaV1, JsonSchema, ToolParameters } from './schema.js';
 export { ToolRegistry } from './registry.js';
 export type { ToolRegistryOptions, ToolResult, ToolCallResult, RegistryEvent } from './registry.js';
-export type { GateContext, AgentIdentity } from './gate.js';
+export type { GateContext, AgentIdentity } from './gate/precheck.js';
 export type { Decision, AllowDecision, DenyDecision, DenyStage, DecisionBase } from './decision.js';
 export type {
   CallFormat,

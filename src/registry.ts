@@ -1,6 +1,7 @@
 /**
  * ToolRegistry: the tools, the permission policy and handler, and the events; every call it runs goes
- * through the gate (src/gate.ts).
+ * through the one path (src/gate/dispatch.ts); `invoke`, `dispatch`, `executeToolCalls` and `decide` differ
+ * only in the shape of their results.
  */
 import type { ToolAllowlist } from './allowlist.js';
 import type { Decision, DenyDecision } from './decision.js';
@@ -11,31 +12,21 @@ import {
   readCall,
   SCHEMA_FORMATS,
   toolSchema,
-  type NormalizedCall,
   type SchemaFormat,
   type ShapedToolResult,
   type ToolCallInput,
   type ToolSchema,
-  type UnreadableCall,
 } from './formats/index.js';
-import {
-  allowlistFor,
-  precheck,
-  refusalContent,
-  resolveAsk,
-  type GateContext,
-  type GateEnvironment,
-  type Precheck,
-} from './gate.js';
+import { decideCalls, dispatchCalls, type DispatchResult } from './gate/dispatch.js';
+import { bindEnvironment } from './gate/environment.js';
+import { allowlistFor, type GateContext, type GateEnvironment } from './gate/precheck.js';
+import { REGISTRY_ROUTE } from './gate/route.js';
 import { canonical, describe } from './names.js';
-import { errorText, isPermissionHandler, type PermissionHandler } from './permissions/handler.js';
+import { isPermissionHandler, type PermissionHandler } from './permissions/handler.js';
 import { PermissionPolicy } from './permissions/policy.js';
 import { isPermissionResult, PermissionResult } from './permissions/result.js';
-import { defineTool, type Tool, type ToolDefinition, type ToolExecution } from './tool.js';
+import { defineTool, type Tool, type ToolDefinition } from './tool.js';
 import { confusablesMode, findConfusables, reportConfusables, type ConfusablesMode } from './unicode/confusables.js';
-
-/** @internal The key of the registry's execute step; exported to toolgate's own routes, never from the public entry. */
-export const RUN_ALLOWED = Symbol('toolgate.runAllowed');
 
 /** Options of {@link ToolRegistry}. */
 export interface ToolRegistryOptions {
@@ -122,11 +113,15 @@ export class ToolRegistry {
   readonly #toolTimeoutMs: number;
   readonly #confusables: ConfusablesMode;
   readonly #events = new Emitter<RegistryEvent>();
+  #revision = 0;
+  #environment: GateEnvironment | null = null;
 
   constructor(options: ToolRegistryOptions = {}) {
     this.#handlerTimeoutMs = positive(options.handlerTimeoutMs, 'handlerTimeoutMs', 60_000);
     this.#toolTimeoutMs = positive(options.toolTimeoutMs, 'toolTimeoutMs', 60_000);
     this.#confusables = confusablesMode(options.confusables, 'confusables');
+    // The gate's view of this registry is reachable only from inside the package (src/gate/environment.ts).
+    bindEnvironment(this, () => this.#env());
   }
 
   /** Registers a tool (or a definition, which is passed to defineTool). A name taken in canonical form is a ConfigurationError. */
@@ -145,6 +140,7 @@ export class ToolRegistry {
     }
     this.#tools.set(defined.canonicalName, defined);
     this.#names = Object.freeze([...this.#names, defined.name]);
+    this.#changed();
     this.#events.emit({ type: 'tool_registered', tool: defined.name });
     return defined;
   }
@@ -155,6 +151,7 @@ export class ToolRegistry {
     if (!tool) return false;
     this.#tools.delete(tool.canonicalName);
     this.#names = Object.freeze(this.#names.filter((n) => n !== tool.name));
+    this.#changed();
     this.#events.emit({ type: 'tool_unregistered', tool: tool.name });
     return true;
   }
@@ -176,6 +173,7 @@ export class ToolRegistry {
     if (!(policy instanceof PermissionPolicy))
       throw new TypeError(`setPermissionPolicy expects a PermissionPolicy, got ${describe(policy)}`);
     this.#policy = policy;
+    this.#changed();
     this.#events.emit({ type: 'policy_changed', policy });
   }
 
@@ -186,6 +184,7 @@ export class ToolRegistry {
   /** Removes the policy: calls are then allowed (the allowlist still applies). */
   removePermissionPolicy(): void {
     this.#policy = null;
+    this.#changed();
     this.#events.emit({ type: 'policy_changed', policy: null });
   }
 
@@ -203,6 +202,7 @@ export class ToolRegistry {
       throw new TypeError(`option "fallback" must be 'allow', 'deny' or 'ask', got ${describe(fallback)}`);
     this.#handler = handler;
     this.#handlerFallback = fallback;
+    this.#changed();
     this.#events.emit({ type: 'handler_changed', handler });
   }
 
@@ -212,6 +212,7 @@ export class ToolRegistry {
 
   removePermissionHandler(): void {
     this.#handler = null;
+    this.#changed();
     this.#events.emit({ type: 'handler_changed', handler: null });
   }
 
@@ -222,7 +223,7 @@ export class ToolRegistry {
 
   /** The allowlist a dispatch with this context runs under. */
   allowlist(context: GateContext = {}): ToolAllowlist {
-    return allowlistFor(context, this.environment());
+    return allowlistFor(context, this.#env());
   }
 
   /** The tool schemas a model may be shown for this context: only what its allowlist permits, in declared order. */
@@ -239,8 +240,8 @@ export class ToolRegistry {
 
   /** The Decision for one call without executing it (events are emitted as for a real call). */
   async decide(call: ToolCallInput, context: GateContext = {}): Promise<Decision> {
-    const env = this.environment();
-    return this.#resolve(await precheck(readCall(call), context, env), env).then((r) => r.decision);
+    const [decision] = await decideCalls([readCall(call)], context, this.#env(), REGISTRY_ROUTE);
+    return decision!;
   }
 
   /** Runs one call through the gate. */
@@ -257,21 +258,28 @@ export class ToolRegistry {
     if (!Array.isArray(calls))
       throw new TypeError(`executeToolCalls expects an array of tool calls, got ${describe(calls)}`);
     const read = calls.map(readCall);
-    const results = await this.#dispatchRead(read, context);
+    const results = ownResults(await dispatchCalls(read, context, this.#env(), REGISTRY_ROUTE));
     return results.map((result, i) => formatResult(read[i]!.format, result) ?? result);
   }
 
   /** Like executeToolCalls, but every result in toolgate's own shape, with its Decision. */
   async dispatch(calls: readonly ToolCallInput[], context: GateContext = {}): Promise<ToolResult[]> {
     if (!Array.isArray(calls)) throw new TypeError(`dispatch expects an array of tool calls, got ${describe(calls)}`);
-    return this.#dispatchRead(calls.map(readCall), context);
+    return ownResults(await dispatchCalls(calls.map(readCall), context, this.#env(), REGISTRY_ROUTE));
   }
 
-  /** @internal The gate's view of this registry, as it stands now. */
-  environment(): GateEnvironment {
+  #changed(): void {
+    this.#revision++;
+    this.#environment = null;
+  }
+
+  /** The gate's view of this registry as it stands now: one object per revision. */
+  #env(): GateEnvironment {
+    if (this.#environment) return this.#environment;
     const tools = this.#tools;
     const names = this.#names;
-    return {
+    const events = this.#events;
+    const env: GateEnvironment = {
       lookup: (form) => tools.get(form),
       registeredNames: () => names,
       policy: this.#policy,
@@ -279,216 +287,21 @@ export class ToolRegistry {
       handlerFallback: this.#handlerFallback,
       handlerTimeoutMs: this.#handlerTimeoutMs,
       confusables: this.#confusables,
+      toolTimeoutMs: this.#toolTimeoutMs,
+      revision: this.#revision,
+      current: () => this.#env(),
+      emit: (event) => events.emit(event),
     };
-  }
-
-  /** @internal Emits an event to the registry's listeners (used by routes that decide outside dispatch). */
-  emit(event: RegistryEvent): void {
-    this.#events.emit(event);
-  }
-
-  async #resolve(
-    pre: Precheck,
-    env: GateEnvironment,
-  ): Promise<{ decision: Decision; tool: Tool | null; args: Record<string, unknown> | null }> {
-    let outcome: { decision: Decision; tool: Tool | null; args: Record<string, unknown> | null };
-    if (pre.kind === 'ask') {
-      this.#events.emit({
-        type: 'permission_asked',
-        tool: pre.tool.name,
-        callId: pre.base.callId,
-        reason: pre.request.reason,
-        ruleName: pre.request.ruleName,
-        parameters: pre.args,
-      });
-      outcome = { decision: await resolveAsk(pre, env), tool: pre.tool, args: pre.args };
-    } else {
-      outcome = pre;
-    }
-    this.announce(outcome.decision);
-    return outcome;
-  }
-
-  /** @internal Emits the events for a final Decision (step 8). */
-  announce(decision: Decision): void {
-    if (decision.effect === 'deny') {
-      this.#events.emit({
-        type: 'permission_denied',
-        tool: decision.tool,
-        callId: decision.callId,
-        reason: decision.reason,
-        ruleName: decision.rule,
-        parameters: decision.parameters,
-        decision,
-      });
-    }
-    this.#events.emit({ type: 'tool_decided', decision });
-  }
-
-  async #dispatchRead(
-    calls: readonly (NormalizedCall | UnreadableCall)[],
-    context: GateContext,
-  ): Promise<ToolResult[]> {
-    const env = this.environment();
-    // Every call is decided before any runs, so a refusal late in the batch cannot follow a side effect
-    // that an earlier approval prompt was shown without.
-    const decided: { decision: Decision; tool: Tool | null; args: Record<string, unknown> | null }[] = [];
-    for (const call of calls) {
-      let pre = precheck(call, context, env);
-      if (pre instanceof Promise) pre = await pre;
-      // A call decided without a handler is announced without another trip through the microtask queue.
-      if (pre.kind === 'decided') {
-        this.announce(pre.decision);
-        decided.push(pre);
-      } else {
-        decided.push(await this.#resolve(pre, env));
-      }
-    }
-    // Calls run in order; consecutive concurrency-safe calls run together, an unsafe call runs alone.
-    // runAllowed never rejects (a failure is an error result), so the results can be awaited together.
-    const results: (ToolResult | Promise<ToolResult>)[] = [];
-    let group: Promise<ToolResult>[] = [];
-    for (const { decision, tool, args } of decided) {
-      if (decision.effect === 'deny' || !tool || !args) {
-        results.push(refused(decision as DenyDecision));
-      } else if (tool.metadata.concurrencySafe) {
-        const running = this[RUN_ALLOWED](tool, args, decision, context);
-        results.push(running);
-        group.push(running);
-      } else {
-        if (group.length > 0) await Promise.all(group);
-        group = [];
-        results.push(await this[RUN_ALLOWED](tool, args, decision, context));
-      }
-    }
-    return Promise.all(results);
-  }
-
-  /**
-   * @internal Step 7: executes an allowed call with its timeout; a throw or a timeout is an error result.
-   * Keyed by a symbol that only toolgate's own routes import, so no caller outside the package can run a
-   * tool with a Decision it made up (the public routes all decide first).
-   */
-  async [RUN_ALLOWED](
-    tool: Tool,
-    args: Record<string, unknown>,
-    decision: Decision,
-    context: GateContext,
-  ): Promise<ToolResult> {
-    if (decision.effect !== 'allow') return refused(decision);
-    // Only the gate's own allow Decisions execute, and only with the arguments they were decided on.
-    if (args !== decision.parameters) {
-      throw new TypeError('the tool can only run with the arguments its Decision was made on');
-    }
-    const timeoutMs = tool.metadata.timeoutMs ?? this.#toolTimeoutMs;
-    const execution = new Execution(decision.callId);
-    const outer = context.signal;
-    const onAbort = (): void => execution.abort(outer?.reason);
-    outer?.addEventListener('abort', onAbort, { once: true });
-    let timer: NodeJS.Timeout | undefined;
-    const started = performance.now();
-    try {
-      if (outer?.aborted) throw new Error('the dispatch was cancelled before the tool ran');
-      let value: unknown = tool.execute(args, execution);
-      // A tool that returned a plain value has finished: there is nothing left to time out.
-      if (isThenable(value)) {
-        const timedOut = new Promise<never>((_, reject) => {
-          timer = setTimeout(() => {
-            const error = new Error(`the tool did not finish within ${timeoutMs} ms`);
-            // Reject before aborting: a tool that settles on abort must not win the race and look successful.
-            reject(error);
-            execution.abort(error);
-          }, timeoutMs);
-        });
-        value = await Promise.race([value, timedOut]);
-      }
-      this.#events.emit({
-        type: 'tool_executed',
-        callId: decision.callId,
-        tool: decision.tool,
-        status: 'ok',
-        durationMs: performance.now() - started,
-      });
-      return {
-        callId: decision.callId,
-        tool: decision.tool,
-        status: 'ok',
-        isError: false,
-        content: contentOf(value),
-        value,
-        decision,
-      };
-    } catch (error) {
-      this.#events.emit({
-        type: 'tool_executed',
-        callId: decision.callId,
-        tool: decision.tool,
-        status: 'error',
-        durationMs: performance.now() - started,
-      });
-      return {
-        callId: decision.callId,
-        tool: decision.tool,
-        status: 'error',
-        isError: true,
-        content: `Tool ${JSON.stringify(decision.tool)} failed: ${errorText(error)}`,
-        decision,
-      };
-    } finally {
-      clearTimeout(timer);
-      outer?.removeEventListener('abort', onAbort);
-    }
+    return (this.#environment = env);
   }
 }
 
-/**
- * What a running tool receives beside its arguments. The AbortController is made when the tool first
- * reads `signal` (already aborted if the call was cancelled or timed out by then): making one for every
- * call cost microseconds, most tools never read it, and dispatching a no-op tool has a 3 µs budget
- * (bench/, issue 6).
- */
-class Execution implements ToolExecution {
-  readonly callId: string;
-  #controller: AbortController | undefined;
-  #aborted: { readonly reason: unknown } | undefined;
-
-  constructor(callId: string) {
-    this.callId = callId;
-  }
-
-  get signal(): AbortSignal {
-    if (!this.#controller) {
-      this.#controller = new AbortController();
-      if (this.#aborted) this.#controller.abort(this.#aborted.reason);
-    }
-    return this.#controller.signal;
-  }
-
-  abort(reason: unknown): void {
-    if (this.#aborted) return;
-    this.#aborted = { reason };
-    this.#controller?.abort(reason);
-  }
-}
-
-/** The error result of a refused call. */
-export function refused(decision: DenyDecision): ToolResult {
-  return {
-    callId: decision.callId,
-    tool: decision.tool,
-    status: 'refused',
-    isError: true,
-    content: refusalContent(decision),
-    decision,
-  };
-}
-
-function isThenable(value: unknown): value is PromiseLike<unknown> {
-  return (
-    (typeof value === 'object' || typeof value === 'function') &&
-    value !== null &&
-    typeof (value as PromiseLike<unknown>).then === 'function'
-  );
+/** The registry's route has no person, no charge and no end of batch: every result is a ToolResult. */
+function ownResults(results: DispatchResult[]): ToolResult[] {
+  for (const result of results)
+    if (result.status === 'pending' || result.status === 'not_run')
+      throw new Error(`toolgate internal error: the registry's route produced a ${result.status} result`);
+  return results as ToolResult[];
 }
 
 function isTool(value: unknown): value is Tool {
@@ -498,16 +311,6 @@ function isTool(value: unknown): value is Tool {
     typeof (value as Tool).canonicalName === 'string' &&
     typeof (value as Tool).validate === 'function'
   );
-}
-
-function contentOf(value: unknown): string {
-  if (typeof value === 'string') return value;
-  if (value === undefined) return '';
-  try {
-    return JSON.stringify(value) ?? String(value);
-  } catch {
-    return String(value);
-  }
 }
 
 function positive(value: unknown, option: string, fallback: number): number {

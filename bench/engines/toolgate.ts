@@ -5,7 +5,8 @@
  * and cached for frozen layers) → the policy's selector-indexed first-match rules. No handler (no rule
  * answers ask), no execution, no events.
  */
-import { precheck, type GateContext, type GateEnvironment, type Precheck } from '../../src/gate.js';
+import { precheck, type GateContext, type GateEnvironment, type Precheck } from '../../src/gate/precheck.js';
+import { environmentOf } from '../../src/gate/environment.js';
 import { defineTool, PermissionPolicy, ToolRegistry, type JsonSchema, type PermissionRule } from '../../src/index.js';
 import type { Because, Condition, Scenario } from '../scenario.js';
 import type { Engine, Verdict } from './engine.js';
@@ -75,7 +76,7 @@ function sync(pre: Precheck | Promise<Precheck>): Precheck {
 
 export function toolgateEngine(scenario: Scenario): Engine {
   const { registry, context } = toolgateSetup(scenario);
-  const env: GateEnvironment = registry.environment();
+  const env: GateEnvironment = environmentOf(registry);
   return {
     name: 'toolgate',
     explains: 'first-match',

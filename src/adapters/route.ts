@@ -5,10 +5,12 @@
  */
 import type { Decision, DenyDecision } from '../decision.js';
 import { readCall } from '../formats/index.js';
-import { precheck, refusalContent, resolveAsk, type GateContext, type Precheck } from '../gate.js';
-import type { PermissionHandler } from '../permissions/handler.js';
+import { previewCall } from '../gate/dispatch.js';
+import { environmentOf } from '../gate/environment.js';
+import { refusalContent, type GateContext, type Precheck } from '../gate/precheck.js';
+import { announceAsk as emitAsk, announceDecision, resolveRunnerAsk, runAllowed } from '../gate/runner-bridge.js';
+import type { PermissionHandler, PermissionRequest } from '../permissions/handler.js';
 import type { ToolRegistry, ToolResult } from '../registry.js';
-import { refused, RUN_ALLOWED } from '../registry.js';
 import type { Tool } from '../tool.js';
 
 /** A call as an adapter receives it from its SDK. */
@@ -20,10 +22,10 @@ export interface AdapterCall {
 
 /** Steps 1–5 before any ask is resolved; emits nothing (the SDK may ask again before it executes). */
 export async function check(registry: ToolRegistry, call: AdapterCall, context: GateContext): Promise<Precheck> {
-  return precheck(
+  return previewCall(
     readCall({ id: call.id, name: call.name, arguments: call.arguments }),
     context,
-    registry.environment(),
+    environmentOf(registry),
   );
 }
 
@@ -41,43 +43,42 @@ export async function settle(
   approver?: PermissionHandler,
   options: { readonly alreadyAsked?: boolean } = {},
 ): Promise<Decided> {
+  const env = environmentOf(registry);
   if (pre.kind === 'decided') {
-    registry.announce(pre.decision);
+    announceDecision(env, pre.decision);
     return pre;
   }
   if (!options.alreadyAsked) announceAsk(registry, pre);
-  const env = registry.environment();
-  const decision = approver
-    ? await resolveAsk(pre, env, { handler: approver, asked: 'adapter' })
-    : await resolveAsk(pre, env);
-  registry.announce(decision);
+  const resolved = await resolveRunnerAsk(
+    pre,
+    env,
+    approver ? (request) => asFunction(approver)(request) : null,
+    'adapter',
+  );
+  const decision = resolved.effect === 'pending' ? null : resolved;
+  if (decision === null) throw new TypeError('toolgate internal error: an adapter approver left an ask pending');
+  announceDecision(env, decision);
   return { decision, tool: pre.tool, args: pre.args };
 }
 
 /** Emits `permission_asked` for an ask (once per ask: an SDK that puts it to a person emits it then). */
 export function announceAsk(registry: ToolRegistry, ask: Ask): void {
-  registry.emit({
-    type: 'permission_asked',
-    tool: ask.tool.name,
-    callId: ask.base.callId,
-    reason: ask.request.reason,
-    ruleName: ask.request.ruleName,
-    parameters: ask.args,
-  });
+  emitAsk(environmentOf(registry), ask);
 }
 
 /** A final Decision with what is needed to run the call. */
 export interface Decided {
   readonly decision: Decision;
   readonly tool: Tool | null;
-  readonly args: Record<string, unknown> | null;
+  readonly args: Readonly<Record<string, unknown>> | null;
 }
 
 /** Step 7: runs the call if, and only if, its Decision allows it; a refusal is returned as its error result. */
 export async function run(registry: ToolRegistry, decided: Decided, context: GateContext): Promise<ToolResult> {
   const { decision, tool, args } = decided;
-  if (decision.effect !== 'allow' || !tool || !args) return refused(decision as DenyDecision);
-  return registry[RUN_ALLOWED](tool, args, decision, context);
+  if (decision.effect !== 'allow' || !tool || !args)
+    return runAllowed(environmentOf(registry), tool!, args!, decision as DenyDecision, context);
+  return runAllowed(environmentOf(registry), tool, args, decision, context);
 }
 
 /** Decides and runs one call (an ask goes to `approver`, else to the handlers). */
@@ -88,6 +89,10 @@ export async function dispatchOne(
   approver?: PermissionHandler,
 ): Promise<ToolResult> {
   return run(registry, await settle(registry, await check(registry, call, context), approver), context);
+}
+
+function asFunction(handler: PermissionHandler): (request: PermissionRequest) => unknown {
+  return typeof handler === 'function' ? handler : (request) => handler.handle(request);
 }
 
 /**

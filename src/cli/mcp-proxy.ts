@@ -25,7 +25,7 @@ import {
   type McpProxyHttpServer,
 } from '../adapters/mcp/proxy-http.js';
 import { loadPolicyForProxy, policyToolMetadata, policyToolParameters } from '../adapters/mcp/proxy-policy.js';
-import type { GateContext } from '../gate.js';
+import type { GateContext } from '../gate/precheck.js';
 import type { PolicySet } from '../policy-file/policy-set.js';
 
 interface Options {

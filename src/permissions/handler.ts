@@ -39,23 +39,38 @@ export function isPermissionHandler(value: unknown): value is PermissionHandler 
 }
 
 /**
- * Any handler shape `callHandler` can call: a {@link PermissionHandler}, or a handler whose answers the
- * caller interprets more widely (the runner's, which may answer `pending`).
+ * Any handler shape `callHandler` can call: a {@link PermissionHandler}, or a route's person whose answers
+ * the caller interprets more widely (an Answer, or `pending`).
  */
-export type AnyHandler = { handle(request: PermissionRequest): unknown } | ((request: PermissionRequest) => unknown);
+export type AnyHandler<Request = PermissionRequest> =
+  { handle(request: Request): unknown } | ((request: Request) => unknown);
 
-/** How a handler's answer ended. `pending` only where the caller accepts it (durable approvals). */
-export type HandlerOutcome =
-  | { readonly answer: 'allow' | 'deny' | 'pending'; readonly failure?: never }
-  | { readonly answer: 'deny'; readonly failure: 'threw' | 'timeout' | 'invalid'; readonly detail: string };
+/** How a handler's call ended: its answer, or the failure that denies. */
+export type HandlerOutcome<Value> =
+  | { readonly value: Value; readonly failure?: never }
+  | { readonly value?: never; readonly failure: 'threw' | 'timeout' | 'invalid'; readonly detail: string };
 
-/** Calls a handler, failing closed: any error, a timeout or an answer other than allow/deny → deny. */
+/**
+ * Calls a handler, failing closed: any error or a timeout → a failure; an answer other than allow/deny →
+ * an `invalid` failure, unless `raw` (the caller reads the answer itself).
+ */
 export async function callHandler(
   handler: AnyHandler,
   request: PermissionRequest,
   timeoutMs: number,
-  options: { readonly pending?: boolean } = {},
-): Promise<HandlerOutcome> {
+): Promise<HandlerOutcome<'allow' | 'deny'>>;
+export async function callHandler<Request>(
+  handler: AnyHandler<Request>,
+  request: Request,
+  timeoutMs: number,
+  options: { readonly raw: true },
+): Promise<HandlerOutcome<unknown>>;
+export async function callHandler<Request>(
+  handler: AnyHandler<Request>,
+  request: Request,
+  timeoutMs: number,
+  options: { readonly raw?: boolean } = {},
+): Promise<HandlerOutcome<unknown>> {
   let timer: NodeJS.Timeout | undefined;
   try {
     const pending = Promise.resolve().then(() =>
@@ -68,20 +83,17 @@ export async function callHandler(
     if (answer === TIMED_OUT) {
       pending.catch(() => undefined); // a late rejection must not become an unhandled one
       return {
-        answer: 'deny',
         failure: 'timeout',
         detail: `the permission handler did not answer within ${timeoutMs} ms`,
       };
     }
-    if (answer === 'allow' || answer === 'deny') return { answer };
-    if (answer === 'pending' && options.pending === true) return { answer };
+    if (options.raw === true || answer === 'allow' || answer === 'deny') return { value: answer };
     return {
-      answer: 'deny',
       failure: 'invalid',
       detail: `the permission handler answered ${describe(answer)}; expected 'allow' or 'deny'`,
     };
   } catch (error) {
-    return { answer: 'deny', failure: 'threw', detail: `the permission handler failed: ${errorText(error)}` };
+    return { failure: 'threw', detail: `the permission handler failed: ${errorText(error)}` };
   } finally {
     clearTimeout(timer);
   }

@@ -6,7 +6,8 @@
  */
 import type { Decision } from '../decision.js';
 import { readCall, type ToolCallInput } from '../formats/index.js';
-import { precheck } from '../gate.js';
+import { previewCall } from '../gate/dispatch.js';
+import { environmentOf } from '../gate/environment.js';
 import { canonical } from '../names.js';
 import type { RuleTrace } from '../permissions/policy.js';
 import type { ToolRegistry } from '../registry.js';
@@ -81,7 +82,7 @@ export async function explainCall(
 ): Promise<Explanation> {
   const read = readCall(call);
   const context = set.context(who);
-  const pre = await precheck(read, context, registry.environment());
+  const pre = await previewCall(read, context, environmentOf(registry));
   const form = canonical(read.name);
   const tool = pre.tool ?? registry.get(read.name) ?? null;
   const args = pre.args;
@@ -258,7 +259,7 @@ export async function decideCall(
   registry: ToolRegistry = set.registry(),
 ): Promise<ExplainedDecision & { readonly callId: string; readonly tool: string; readonly canonical: string }> {
   const read = readCall(call);
-  const pre = await precheck(read, set.context(who), registry.environment());
+  const pre = await previewCall(read, set.context(who), environmentOf(registry));
   const head = { callId: read.id, tool: read.name, canonical: canonical(read.name) };
   if (pre.kind === 'ask')
     return {

@@ -3,8 +3,8 @@
  * metadata it declares, in the shapes the registry, the gate and the runner take.
  */
 import { ConfigurationError } from '../errors.js';
+import type { GateContext } from '../gate/precheck.js';
 import { Limiter, type LimiterOptions, type LimitRule } from '../limits/limiter.js';
-import type { GateContext } from '../gate.js';
 import { canonical, describe } from '../names.js';
 import type { PermissionPolicy } from '../permissions/policy.js';
 import type { PermissionResult } from '../permissions/result.js';

@@ -11,7 +11,8 @@
 import { randomUUID } from 'node:crypto';
 import type { Decision, DecisionBase } from '../decision.js';
 import type { Emitter } from '../events.js';
-import { allow, deny, precheck, resolveAsk, type GateContext, type GateEnvironment, type Precheck } from '../gate.js';
+import { allow, deny, precheck, type GateContext, type GateEnvironment, type Precheck } from '../gate/precheck.js';
+import { announceAsk, resolveRunnerAsk } from '../gate/runner-bridge.js';
 import { describe } from '../names.js';
 import type { PermissionRequest } from '../permissions/handler.js';
 import type { Tool } from '../tool.js';
@@ -88,14 +89,7 @@ export class DurableApprovals {
       if (remembered) return remembered;
     }
 
-    this.#settings.registry.emit({
-      type: 'permission_asked',
-      tool: pre.tool.name,
-      callId: call.id,
-      reason: pre.request.reason,
-      ruleName: pre.request.ruleName,
-      parameters: pre.args,
-    });
+    announceAsk(env, pre);
     let scope: ApprovalScope = 'once';
     const handler = this.#settings.handler;
     const route = handler
@@ -110,7 +104,7 @@ export class DurableApprovals {
           return answer;
         }
       : null;
-    const outcome = await resolveAsk(pre, env, { handler: route, asked: 'runner', pending: true });
+    const outcome = await resolveRunnerAsk(pre, env, route);
     if (granted) {
       emitRun(this.#events, run, frame, {
         type: 'approval_resolved',

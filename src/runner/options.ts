@@ -6,7 +6,8 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { ConfigurationError } from '../errors.js';
 import { describe } from '../names.js';
 import { isPermissionHandler } from '../permissions/handler.js';
-import { RUN_ALLOWED, type ToolRegistry } from '../registry.js';
+import { isRegistry } from '../gate/environment.js';
+import type { ToolRegistry } from '../registry.js';
 import { InMemoryApprovalStore, isApprovalStore, type ApprovalStore, type RunCaps } from './approval-store.js';
 import type {
   ApprovalHandler,
@@ -69,8 +70,7 @@ export interface Limits extends RunCaps {
 export function runnerSettings(options: AgentRunnerOptions): RunnerSettings {
   if (typeof options !== 'object' || options === null)
     throw new TypeError(`AgentRunner expects an options object, got ${describe(options)}`);
-  const registry = options.registry as Partial<ToolRegistry> | undefined;
-  if (!registry || typeof registry.environment !== 'function' || typeof registry[RUN_ALLOWED] !== 'function')
+  if (!isRegistry(options.registry))
     throw new TypeError(`AgentRunner option "registry" must be a ToolRegistry, got ${describe(options.registry)}`);
   if (typeof options.model !== 'object' || options.model === null || typeof options.model.generate !== 'function')
     throw new TypeError(

@@ -9,7 +9,9 @@ import { ToolNotPermittedError } from '../errors.js';
 import type { Emitter } from '../events.js';
 import type { Decision, DecisionBase, DenyDecision } from '../decision.js';
 import { toolSchema } from '../formats/index.js';
-import { deny, type GateContext, type GateEnvironment, type Precheck } from '../gate.js';
+import { deny, type GateContext, type GateEnvironment, type Precheck } from '../gate/precheck.js';
+import { environmentOf as registryEnvironment } from '../gate/environment.js';
+import { announceDecision } from '../gate/runner-bridge.js';
 import { canonical, describe } from '../names.js';
 import type { RunSpend } from './approval-store.js';
 import { peerTools, peerToolName } from './agents.js';
@@ -42,7 +44,7 @@ function callerNames(settings: RunnerSettings, scopes: readonly string[] | null)
 
 /** The registry as it stands now, plus the `agent:<peer>` tools of this frame's agent. */
 export function environmentOf(settings: RunnerSettings, run: Run, frame: Frame): GateEnvironment {
-  const env = settings.registry.environment();
+  const env = registryEnvironment(settings.registry);
   const peers = peersOf(run, frame.agent).tools;
   if (peers.size === 0) return env;
   return { ...env, lookup: (form) => peers.get(form) ?? env.lookup(form) };
@@ -154,7 +156,7 @@ export function announce(
         })
       : null;
   run.decisions.push(decision);
-  settings.registry.announce(decision);
+  announceDecision(registryEnvironment(settings.registry), decision);
   emitRun(events, run, frame, { type: 'tool_decided', decision });
   if (decision.effect === 'deny') emitRun(events, run, frame, { type: 'tool_refused', decision, error });
   return error;

@@ -14,9 +14,10 @@
 import type { Decision, DenyDecision } from '../decision.js';
 import { ConfigurationError, RunStateError } from '../errors.js';
 import { Emitter } from '../events.js';
-import { precheck, refusalContent } from '../gate.js';
+import { environmentOf } from '../gate/environment.js';
+import { precheck, refusalContent } from '../gate/precheck.js';
+import { runAllowed } from '../gate/runner-bridge.js';
 import { describe } from '../names.js';
-import { RUN_ALLOWED } from '../registry.js';
 import type { Tool } from '../tool.js';
 import { agentGraph, peerTools } from './agents.js';
 import { DurableApprovals } from './approvals.js';
@@ -115,7 +116,7 @@ export class AgentRunner {
       throw new TypeError(`run(agent, input): input must be a string, got ${describe(input)}`);
     const identity = runIdentity(options);
     const agents = agentGraph(agent);
-    const env = this.#settings.registry.environment();
+    const env = environmentOf(this.#settings.registry);
     for (const spec of Object.values(agents)) {
       for (const form of peerTools(agents, spec.name).keys()) {
         if (env.lookup(form))
@@ -313,7 +314,8 @@ export class AgentRunner {
         // Whatever the peer did (spent budget, a plan revoked meanwhile), the rest of the turn is decided again.
         return (await this.#finishDelegation(run, frame, turn, call, inner)) ?? 'continue';
       }
-      const result = await this.#settings.registry[RUN_ALLOWED](
+      const result = await runAllowed(
+        environmentOf(this.#settings.registry),
         d.tool!,
         d.args!,
         decision,

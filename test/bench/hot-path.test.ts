@@ -2,7 +2,7 @@
  * The core changes the benchmark led to (issue 6): each keeps the behaviour it replaced.
  */
 import { describe, expect, it } from 'vitest';
-import { allow, deny } from '../../src/gate.js';
+import { allow, deny } from '../../src/gate/precheck.js';
 import { defineTool, PermissionPolicy, ToolRegistry } from '../../src/index.js';
 import type { DecisionBase } from '../../src/decision.js';
 import { CANONICAL_CACHE_LIMIT, canonical, canonicalCacheSize } from '../../src/names.js';

@@ -21,7 +21,7 @@ import {
   type ToolApprovalStatus,
   type ToolSet,
 } from 'ai';
-import type { GateContext } from '../../gate.js';
+import type { GateContext } from '../../gate/precheck.js';
 import { describe } from '../../names.js';
 import type { ToolRegistry } from '../../registry.js';
 import { ToolRegistry as Registry } from '../../registry.js';

@@ -8,7 +8,7 @@ import type { AddressInfo } from 'node:net';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { JWK, JSONWebKeySet, JWTPayload } from 'jose';
-import type { GateContext } from '../../gate.js';
+import type { GateContext } from '../../gate/precheck.js';
 import { describe } from '../../names.js';
 import type { McpProxy } from './proxy.js';
 

@@ -15,7 +15,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import type { Decision } from '../../decision.js';
 import type { AllowlistLayer } from '../../allowlist.js';
-import type { GateContext } from '../../gate.js';
+import type { GateContext } from '../../gate/precheck.js';
 import { canonical, describe, displaySafe } from '../../names.js';
 import type { PermissionHandler, PermissionRequest } from '../../permissions/handler.js';
 import { PermissionPolicy } from '../../permissions/policy.js';

@@ -18,7 +18,7 @@ import {
   type RunContext,
   type ToolErrorFormatter,
 } from '@openai/agents';
-import { allowlistFor, type GateContext } from '../../gate.js';
+import type { GateContext } from '../../gate/precheck.js';
 import { describe } from '../../names.js';
 import { ToolRegistry } from '../../registry.js';
 import { announceAsk, APPROVED, check, refusalContent, REJECTED, run, sdkMayAsk, settle, type Ask } from '../route.js';
@@ -172,7 +172,7 @@ export function mcpToolFilter<TContext = unknown>(
   return async ({ runContext }, mcpTool) => {
     try {
       const name = prefix === null ? mcpTool.name : `${prefix}:${mcpTool.name}`;
-      return allowlistFor(contextOf(runContext), registry.environment()).permits(name);
+      return registry.allowlist(contextOf(runContext)).permits(name);
     } catch {
       return false; // a broken context hides the tool rather than showing it
     }

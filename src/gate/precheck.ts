@@ -1,27 +1,21 @@
 /**
- * The one path every tool call takes, from every route:
- *
- *   1 find tool → 2 parse arguments → 3 validate → 4 allowlist (this dispatch) → 5 policy on the
- *   validated arguments (ask → handler) → [6 budget, in the runner] → 7 execute → 8 one Decision emitted
- *
- * Refusals are values. Everything that can fail on the way (a rule, a handler, a schema) fails closed.
+ * Steps 1–5 of the one path, for one call, synchronously where the tool's schema is synchronous (the fast
+ * path): find the tool, parse, snapshot and validate the arguments, the allowlist of this dispatch, the
+ * policy on the validated snapshot. A final Decision, or an `ask` for dispatch.ts to resolve. Every
+ * Decision is built in this folder (src/gate/); nothing here emits an event or executes anything.
  */
-import { REFUSAL_OF, ToolAllowlist, type AllowlistLayer } from './allowlist.js';
-import type { AllowDecision, Decision, DecisionBase, DenyDecision } from './decision.js';
-import type { RefusalLayer } from './errors.js';
-import { parseArguments, type NormalizedCall, type UnreadableCall } from './formats/index.js';
-import { canonical, describe } from './names.js';
-import {
-  callHandler,
-  errorText,
-  type AnyHandler,
-  type PermissionHandler,
-  type PermissionRequest,
-} from './permissions/handler.js';
-import type { PermissionPolicy, PolicyEvaluation } from './permissions/policy.js';
-import type { PermissionResult } from './permissions/result.js';
-import type { Tool } from './tool.js';
-import type { ConfusablesMode } from './unicode/confusables.js';
+import { REFUSAL_OF, ToolAllowlist, type AllowlistLayer } from '../allowlist.js';
+import type { AllowDecision, Decision, DecisionBase, DenyDecision } from '../decision.js';
+import type { RefusalLayer } from '../errors.js';
+import { parseArguments, type NormalizedCall, type UnreadableCall } from '../formats/index.js';
+import { canonical, describe } from '../names.js';
+import { errorText, type PermissionHandler, type PermissionRequest } from '../permissions/handler.js';
+import type { PermissionPolicy, PolicyEvaluation } from '../permissions/policy.js';
+import type { PermissionResult } from '../permissions/result.js';
+import type { RegistryEvent } from '../registry.js';
+import type { Tool } from '../tool.js';
+import type { ConfusablesMode } from '../unicode/confusables.js';
+import { snapshotArguments } from './snapshot.js';
 
 /** An agent as the gate sees it: a name and, optionally, the tools it declares. */
 export interface AgentIdentity {
@@ -49,7 +43,10 @@ export interface GateContext {
   readonly signal?: AbortSignal;
 }
 
-/** What the gate reads from the registry at each call (the registry is the only implementation). */
+/**
+ * What the gate reads from the registry at each call (the registry is the only implementation; a route may
+ * wrap it, as the runner adds its `agent:<peer>` tools). Internal: never exported from an entry point.
+ */
 export interface GateEnvironment {
   lookup(form: string): Tool | undefined;
   /** The registered names in registration order; a new frozen array after each change. */
@@ -61,12 +58,20 @@ export interface GateEnvironment {
   readonly handlerTimeoutMs: number;
   /** How resolution reports look-alike declared names. @default 'warn' */
   readonly confusables?: ConfusablesMode;
+  /** How long a tool may run when its metadata sets no `timeoutMs`. */
+  readonly toolTimeoutMs: number;
+  /** Changes whenever a tool, the policy or the handler changes: a call decided under another revision is decided again. */
+  readonly revision: number;
+  /** The registry's environment as it stands now (the same object while nothing changed). */
+  current(): GateEnvironment;
+  /** Emits an event to the registry's listeners (dispatch.ts and execute.ts only). */
+  emit(event: RegistryEvent): void;
 }
 
 /** A call that passed steps 1–4 and was evaluated by the policy (step 5), before any handler. */
 export interface Evaluated {
   readonly tool: Tool;
-  readonly args: Record<string, unknown>;
+  readonly args: Readonly<Record<string, unknown>>;
   readonly base: DecisionBase;
   readonly evaluation: PolicyEvaluation | null;
 }
@@ -77,12 +82,13 @@ export type Precheck =
       readonly kind: 'decided';
       readonly decision: Decision;
       readonly tool: Tool | null;
-      readonly args: Record<string, unknown> | null;
+      /** The frozen snapshot of the validated arguments (null before validation succeeded). */
+      readonly args: Readonly<Record<string, unknown>> | null;
     }
   | {
       readonly kind: 'ask';
       readonly tool: Tool;
-      readonly args: Record<string, unknown>;
+      readonly args: Readonly<Record<string, unknown>>;
       readonly base: DecisionBase;
       readonly request: PermissionRequest;
     };
@@ -181,10 +187,26 @@ export function precheck(
       tool,
       null,
     );
+  // The arguments are read once, into a deep-frozen plain copy: what is validated, judged and run. Reading
+  // them is part of validating them (a throwing getter fails as validation always has).
+  let input: Readonly<Record<string, unknown>>;
+  try {
+    input = snapshotArguments(parsed.value);
+  } catch (error) {
+    return decided(
+      deny(
+        base,
+        { stage: 'validation', by: 'invalid_arguments', layer: null },
+        `the arguments cannot be read as JSON: ${errorText(error)}`,
+      ),
+      tool,
+      null,
+    );
+  }
   // 3 validate against the tool's schema
   let validation;
   try {
-    validation = tool.validate(parsed.value);
+    validation = tool.validate(input as Record<string, unknown>);
   } catch (error) {
     return decided(
       deny(
@@ -198,7 +220,7 @@ export function precheck(
   }
   if (validation instanceof Promise) {
     return validation.then(
-      (result) => afterValidation(result, tool, base, context, env),
+      (result) => afterValidation(result, input, tool, base, context, env),
       (error: unknown) =>
         decided(
           deny(
@@ -211,11 +233,12 @@ export function precheck(
         ),
     );
   }
-  return afterValidation(validation, tool, base, context, env);
+  return afterValidation(validation, input, tool, base, context, env);
 }
 
 function afterValidation(
   validation: Awaited<ReturnType<Tool['validate']>>,
+  input: Readonly<Record<string, unknown>>,
   tool: Tool,
   base: DecisionBase,
   context: GateContext,
@@ -232,7 +255,21 @@ function afterValidation(
       null,
     );
   }
-  const args = validation.value;
+  // A schema that returns a new value (defaults, transforms) gets that value snapshotted in turn.
+  let args: Readonly<Record<string, unknown>>;
+  try {
+    args = validation.value === input ? input : snapshotArguments(validation.value);
+  } catch (error) {
+    return decided(
+      deny(
+        base,
+        { stage: 'validation', by: 'invalid_arguments', layer: null },
+        `the validated arguments cannot be read as JSON: ${errorText(error)}`,
+      ),
+      tool,
+      null,
+    );
+  }
   const withArgs: DecisionBase = { ...base, parameters: args };
   // 4 allowlist, resolved for this dispatch
   const allowlist = allowlistFor(context, env);
@@ -254,7 +291,7 @@ function afterValidation(
 export function fromEvaluation(
   evaluation: PolicyEvaluation,
   tool: Tool,
-  args: Record<string, unknown>,
+  args: Readonly<Record<string, unknown>>,
   base: DecisionBase,
 ): Precheck {
   const rule = evaluation.rule?.name ?? null;
@@ -282,97 +319,7 @@ export function fromEvaluation(
   return { kind: 'ask', tool, args, base: { ...withRule, reason }, request };
 }
 
-/**
- * A handler a route adds to the chain, asked after the policy's own handler and before the registry's:
- * the runner's durable approvals, or an adapter's SDK approval flow (AI SDK tool approval, an Agents SDK
- * interruption, MCP elicitation), called with the same timeout and fail-closed rules.
- */
-export interface AskRoute {
-  readonly handler: AnyHandler | null;
-  /** What the Decision records as `asked` when this handler is the one asked. */
-  readonly asked: 'runner' | 'adapter';
-  /** Accept `pending` from whichever handler is asked: the ask is then left open rather than denied. @default false */
-  readonly pending?: boolean;
-}
-
-/** An ask a handler answered `pending`: no Decision yet; the route (the runner) pauses and asks later. */
-export interface PendingAsk {
-  readonly effect: 'pending';
-  readonly base: DecisionBase;
-  readonly request: PermissionRequest;
-}
-
-/**
- * Resolves an ask: the policy's handler, else the route's (the runner's), else the registry's, else the
- * registry's fallback. Any handler failure denies; `pending` is an answer only on a route that accepts it.
- */
-export async function resolveAsk(ask: Extract<Precheck, { kind: 'ask' }>, env: GateEnvironment): Promise<Decision>;
-export async function resolveAsk(
-  ask: Extract<Precheck, { kind: 'ask' }>,
-  env: GateEnvironment,
-  route: AskRoute & { readonly pending: true },
-): Promise<Decision | PendingAsk>;
-export async function resolveAsk(
-  ask: Extract<Precheck, { kind: 'ask' }>,
-  env: GateEnvironment,
-  route: AskRoute & { readonly pending?: false },
-): Promise<Decision>;
-export async function resolveAsk(
-  ask: Extract<Precheck, { kind: 'ask' }>,
-  env: GateEnvironment,
-  route?: AskRoute,
-): Promise<Decision | PendingAsk> {
-  const chain: [AnyHandler | null, DecisionBase['asked']][] = [
-    [env.policy?.handler ?? null, 'policy'],
-    [route?.handler ?? null, route?.asked ?? null],
-    [env.handler, 'registry'],
-  ];
-  const [handler, asked] = chain.find(([h]) => h !== null) ?? [null, null];
-  if (!handler) {
-    const fallback = env.handlerFallback;
-    if (fallback === 'allow')
-      return allow(ask.base, 'fallback', `${ask.base.reason} (asked, no handler; the fallback allows)`);
-    return deny(
-      ask.base,
-      { stage: 'policy', by: 'no_handler', layer: null },
-      `${ask.base.reason}; approval was required and no permission handler is set`,
-    );
-  }
-  const outcome = await callHandler(handler, ask.request, env.handlerTimeoutMs, { pending: route?.pending === true });
-  const base: DecisionBase = { ...ask.base, asked };
-  if (outcome.answer === 'pending') return { effect: 'pending', base, request: ask.request };
-  if (outcome.answer === 'allow') return allow(base, 'handler', `${ask.base.reason} (approved)`);
-  if (outcome.failure === undefined)
-    return deny(
-      base,
-      { stage: 'handler', by: 'handler', layer: null },
-      `${ask.base.reason}; the approver denied the call`,
-    );
-  const by =
-    outcome.failure === 'timeout'
-      ? 'handler_timeout'
-      : outcome.failure === 'threw'
-        ? 'handler_error'
-        : 'handler_invalid';
-  return deny(
-    base,
-    { stage: 'handler', by, layer: null },
-    `${ask.base.reason}; ${outcome.detail}, so the call is denied`,
-  );
-}
-
-/** Steps 1–5 including the handler: the Decision for one call. */
-export async function decide(
-  call: NormalizedCall | UnreadableCall,
-  context: GateContext,
-  env: GateEnvironment,
-): Promise<{ decision: Decision; tool: Tool | null; args: Record<string, unknown> | null }> {
-  const pre = await precheck(call, context, env);
-  if (pre.kind === 'decided') return pre;
-  return { decision: await resolveAsk(pre, env), tool: pre.tool, args: pre.args };
-}
-
-function decided(decision: Decision, tool: Tool | null, args: Record<string, unknown> | null): Precheck {
+function decided(decision: Decision, tool: Tool | null, args: Readonly<Record<string, unknown>> | null): Precheck {
   return { kind: 'decided', decision, tool, args };
 }
 

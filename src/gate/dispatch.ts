@@ -1,0 +1,386 @@
+/**
+ * THE path, steps 1–8, for every route (registry, runner, SDK adapters, MCP client and gateway):
+ *
+ *   phase 1, every call of the batch before any runs:
+ *     1 find tool → 2 parse → snapshot → 3 validate → 4 allowlist → 5 policy  (precheck.ts; sync fast path)
+ *     ask → permission_asked → policy handler → route's person → registry handler → fallback  (approval.ts)
+ *   phase 2, call by call in order:
+ *     decided again if it had to wait and the registry, policy or route state changed since
+ *     6 charge (route.charge; refused calls count) → 8 tool_decided / permission_denied → 7 execute (execute.ts)
+ *
+ * This file is the only emitter of `tool_decided`, `permission_asked` and `permission_denied`, and with
+ * precheck.ts and approval.ts the only place a Decision is made. A call with a synchronous schema and no
+ * handler is decided without a microtask.
+ */
+import type { Decision, DecisionBase } from '../decision.js';
+import type { NormalizedCall, UnreadableCall } from '../formats/index.js';
+import type { ToolResult } from '../registry.js';
+import type { Tool } from '../tool.js';
+import { hashOf } from '../runner/signing.js';
+import { resolveAsk, type ApprovalRequest } from './approval.js';
+import { executeDecided, Lanes, refused } from './execute.js';
+import { allow, deny, precheck, type GateContext, type GateEnvironment, type Precheck } from './precheck.js';
+import type { Attempt, DecidedCall, Route, RouteState } from './route.js';
+
+/** A call whose ask a route's person left pending: nothing of the batch ran. */
+export interface PendingResult {
+  readonly status: 'pending';
+  readonly callId: string;
+  readonly tool: string;
+  readonly request: ApprovalRequest;
+}
+
+/** A call of a batch that did not run and was not decided to the end (the batch paused or ended before it). */
+export interface NotRunResult {
+  readonly status: 'not_run';
+  readonly callId: string;
+  readonly tool: string;
+}
+
+/**
+ * One result per call, in order. `pending` and `not_run` occur only on a route whose person can answer
+ * `pending`, or that charges (`halt`) or ends batches (`endsBatch`); the registry's own route never sees them.
+ */
+export type DispatchResult = ToolResult | PendingResult | NotRunResult;
+
+type Ask = Extract<Precheck, { kind: 'ask' }>;
+
+/** One call on its way through the path. */
+interface Entry {
+  readonly index: number;
+  readonly call: NormalizedCall | UnreadableCall;
+  decision: Decision;
+  tool: Tool | null;
+  args: Readonly<Record<string, unknown>> | null;
+  /** How many waits the dispatch had been through when this call was decided. */
+  epoch: number;
+  /** The registry revision it was decided under. */
+  revision: number;
+  /** A person or handler allowed it (an ask): the answer stands for the same binding only. */
+  answered: boolean;
+  pending: ApprovalRequest | null;
+}
+
+/** Runs a batch through the path on `route`; one result per call, in order. Never rejects for a bad call. */
+export async function dispatchCalls(
+  calls: readonly (NormalizedCall | UnreadableCall)[],
+  context: GateContext,
+  env: GateEnvironment,
+  route: Route,
+): Promise<DispatchResult[]> {
+  const entries: Entry[] = [];
+  let epoch = 0;
+  // Phase 1: every call is decided before any runs, so a refusal late in the batch cannot follow a side
+  // effect that an earlier approval prompt was shown without.
+  let pending = false;
+  for (let index = 0; index < calls.length; index++) {
+    const call = calls[index]!;
+    let pre = precheck(call, context, env);
+    if (pre instanceof Promise) {
+      pre = await pre;
+      epoch++;
+    }
+    if (pre.kind === 'decided') {
+      entries.push(entryOf(index, call, pre.decision, pre.tool, pre.args, epoch, env, false));
+      continue;
+    }
+    // Stamped with the epoch before the wait: whatever changed while it was answered is seen before it runs.
+    const decidedAt = epoch;
+    const asked = await settleAsk(pre, call, context, env, route, true);
+    epoch++;
+    if (asked.pending) pending = true;
+    entries.push(asked.entry(index, decidedAt, env));
+  }
+
+  if (pending) {
+    // Nothing of the batch runs while part of it waits for a person; nothing is announced either (the
+    // calls are decided again when the batch is dispatched again with the answers).
+    return entries.map((e) =>
+      e.pending
+        ? { status: 'pending', callId: e.call.id, tool: e.call.name, request: e.pending }
+        : { status: 'not_run', callId: e.call.id, tool: e.call.name },
+    );
+  }
+  if (route.endsBatch) {
+    const stop = entries.find((e) => route.endsBatch!(e.decision));
+    if (stop) {
+      const results: DispatchResult[] = entries.map((e) => ({
+        status: 'not_run',
+        callId: e.call.id,
+        tool: e.call.name,
+      }));
+      results[stop.index] = (await conclude(stop, route, env)) ?? results[stop.index]!;
+      return results;
+    }
+  }
+
+  // Without a charge step nothing can change a Decision between here and execution but a re-decision, so
+  // every Decision is announced before any call runs (a listener sees the whole batch's verdicts first); a
+  // call decided again after a wait announces its new Decision then. With a charge step (the runner), each
+  // call is charged, then announced, then run.
+  const early = route.charge === undefined;
+  if (early) for (const e of entries) tell(env, route, e);
+
+  // Phase 2: call by call in order.
+  const lanes = new Lanes(route.grouped);
+  const results: (DispatchResult | Promise<ToolResult>)[] = [];
+  let halted = false;
+  for (const e of entries) {
+    if (halted) {
+      results.push({ status: 'not_run', callId: e.call.id, tool: e.call.name });
+      continue;
+    }
+    let runContext = context;
+    let runEnv = env;
+    if (e.decision.effect === 'allow') {
+      if (lanes.mustWait(e.tool!.metadata.concurrencySafe)) {
+        await lanes.drain();
+        epoch++;
+      }
+      // Decided again when it had to wait and what it was decided under changed since (DESIGN: the call
+      // that runs is the call that was decided, under the registry and policy in force when it runs).
+      if (e.epoch !== epoch) {
+        const state: RouteState = route.refresh ? await route.refresh() : { context, env: env.current() };
+        runContext = state.context;
+        runEnv = state.env;
+        if (route.refresh !== undefined || state.env.revision !== e.revision) {
+          const before = e.decision;
+          await decideAgain(e, state, route);
+          if (early && e.decision !== before) tell(runEnv, route, e);
+        }
+      }
+    }
+    const concluded: ToolResult | null = early
+      ? e.decision.effect === 'allow' && e.tool && e.args
+        ? null
+        : refused(e.decision as Extract<Decision, { effect: 'deny' }>)
+      : await conclude(e, route, runEnv, (halt) => (halted = halt));
+    if (concluded !== null) {
+      results.push(concluded);
+      continue;
+    }
+    const decided: DecidedCall = {
+      index: e.index,
+      call: e.call as NormalizedCall,
+      decision: e.decision as DecidedCall['decision'],
+      tool: e.tool!,
+      args: e.args!,
+    };
+    const running = route.execute?.(decided, runContext.signal) ?? executeDecided(decided, runContext, runEnv);
+    if (route.grouped && decided.tool.metadata.concurrencySafe) {
+      lanes.start(true, running);
+      results.push(running);
+    } else {
+      results.push(await running);
+      epoch++;
+    }
+  }
+  return Promise.all(results);
+}
+
+/** Steps 1–5 and the ask for each call, announced (step 8) as if it ran, executing nothing. */
+export async function decideCalls(
+  calls: readonly (NormalizedCall | UnreadableCall)[],
+  context: GateContext,
+  env: GateEnvironment,
+  route: Route,
+): Promise<Decision[]> {
+  const decisions: Decision[] = [];
+  for (let index = 0; index < calls.length; index++) {
+    const call = calls[index]!;
+    const pre = await precheck(call, context, env);
+    const decision =
+      pre.kind === 'decided' ? pre.decision : (await settleAsk(pre, call, context, env, route, false)).decision;
+    announce(env, decision);
+    route.decided?.(decision, { index, call, decision });
+    decisions.push(decision);
+  }
+  return decisions;
+}
+
+/**
+ * Steps 1–5 without resolving an ask and without any event: what the gate would decide now (explain, and
+ * an SDK deciding whether to put a call to a person before it executes it).
+ */
+export function previewCall(
+  call: NormalizedCall | UnreadableCall,
+  context: GateContext,
+  env: GateEnvironment,
+): Precheck | Promise<Precheck> {
+  return precheck(call, context, env);
+}
+
+/**
+ * Steps 6 and 8 for one call: charged, announced, and its refusal returned; null when it is allowed and
+ * goes on to execute. `onHalt` learns whether a refusal ends the batch.
+ */
+async function conclude(
+  e: Entry,
+  route: Route,
+  env: GateEnvironment,
+  onHalt?: (halt: boolean) => void,
+): Promise<ToolResult | null> {
+  if (route.charge) {
+    const attempt: Attempt = { index: e.index, call: e.call, decision: e.decision };
+    let refusal = route.charge(attempt);
+    if (refusal instanceof Promise) refusal = await refusal;
+    if (refusal) {
+      e.decision = deny(e.decision, { stage: refusal.stage, by: refusal.stage, layer: null }, refusal.reason);
+      if (refusal.halt === true) onHalt?.(true);
+    }
+  }
+  tell(env, route, e);
+  if (e.decision.effect === 'allow' && e.tool && e.args) return null;
+  return refused(e.decision as Extract<Decision, { effect: 'deny' }>);
+}
+
+/** An ask, announced and resolved by the one precedence; edited arguments pass the gate again. */
+async function settleAsk(
+  ask: Ask,
+  call: NormalizedCall | UnreadableCall,
+  context: GateContext,
+  env: GateEnvironment,
+  route: Route,
+  mayPend: boolean,
+): Promise<{
+  readonly decision: Decision;
+  readonly pending: boolean;
+  entry(index: number, epoch: number, env: GateEnvironment): Entry;
+}> {
+  announceAsk(env, ask);
+  const resolution = await resolveAsk(ask, context, env, route, { pending: mayPend });
+  let decision: Decision;
+  let tool: Tool | null = ask.tool;
+  let args: Readonly<Record<string, unknown>> | null = ask.args;
+  let request: ApprovalRequest | null = null;
+  if (resolution.kind === 'pending') {
+    request = resolution.request;
+    decision = deny(
+      { ...ask.base, asked: route.name },
+      { stage: 'handler', by: 'handler', layer: null },
+      `${ask.base.reason}; waiting for approval`,
+    );
+  } else if (resolution.kind === 'edited') {
+    // An edited call is a new call: validation, allowlist and rules again. An ask on exactly these
+    // arguments is what the person answered.
+    const edited = await precheck(
+      { id: call.id, name: call.name, arguments: resolution.arguments, format: call.format },
+      context,
+      env,
+    );
+    tool = edited.tool;
+    args = edited.args;
+    decision =
+      edited.kind === 'decided'
+        ? edited.decision
+        : allow(
+            { ...edited.base, asked: resolution.base.asked },
+            'handler',
+            `${edited.base.reason} (approved with edited arguments)`,
+          );
+  } else {
+    decision = resolution.decision;
+  }
+  const answered = decision.effect === 'allow' && decision.asked !== null;
+  return {
+    decision,
+    pending: request !== null,
+    entry: (index, epoch, at) => entryOf(index, call, decision, tool, args, epoch, at, answered, request),
+  };
+}
+
+/**
+ * Decides a call again under `state` before it runs. A final Decision replaces the old one; an ask keeps
+ * the earlier approval only for the same binding (tool, arguments, policy version), else it is asked again
+ * (and cannot be left pending now: part of the batch may have run).
+ */
+async function decideAgain(e: Entry, state: RouteState, route: Route): Promise<void> {
+  const call = e.call as NormalizedCall;
+  let pre = previewCall(
+    { id: call.id, name: call.name, arguments: e.args, format: call.format },
+    state.context,
+    state.env,
+  );
+  if (pre instanceof Promise) pre = await pre;
+  e.revision = state.env.revision;
+  if (pre.kind === 'decided') {
+    e.decision = pre.decision;
+    e.tool = pre.tool;
+    e.args = pre.args;
+    e.answered = false;
+    return;
+  }
+  if (e.answered && sameBinding(e, pre)) return;
+  const asked = await settleAsk(pre, call, state.context, state.env, route, false);
+  const fresh = asked.entry(e.index, e.epoch, state.env);
+  e.decision = fresh.decision;
+  e.tool = fresh.tool;
+  e.args = fresh.args;
+  e.answered = fresh.answered;
+}
+
+function sameBinding(e: Entry, ask: Ask): boolean {
+  if (e.tool !== ask.tool) return false;
+  if (e.decision.canonical !== ask.base.canonical || e.decision.policyVersion !== ask.base.policyVersion) return false;
+  if (e.args === ask.args) return true;
+  try {
+    return hashOf(e.args) === hashOf(ask.args);
+  } catch {
+    return false;
+  }
+}
+
+/** TEMPORARY export for src/gate/runner-bridge.ts: the `permission_asked` event of an ask. */
+export function announceAsk(env: GateEnvironment, ask: Ask): void {
+  env.emit({
+    type: 'permission_asked',
+    tool: ask.tool.name,
+    callId: ask.base.callId,
+    reason: ask.request.reason,
+    ruleName: ask.request.ruleName,
+    parameters: ask.args,
+  });
+}
+
+/** TEMPORARY export for src/gate/runner-bridge.ts (step 8). */
+export function announceDecision(env: GateEnvironment, decision: Decision): void {
+  announce(env, decision);
+}
+
+/** Step 8 for one call: the registry's events, then the route. */
+function tell(env: GateEnvironment, route: Route, e: Entry): void {
+  announce(env, e.decision);
+  route.decided?.(e.decision, { index: e.index, call: e.call, decision: e.decision });
+}
+
+/** The events of a final Decision. */
+function announce(env: GateEnvironment, decision: Decision): void {
+  if (decision.effect === 'deny') {
+    env.emit({
+      type: 'permission_denied',
+      tool: decision.tool,
+      callId: decision.callId,
+      reason: decision.reason,
+      ruleName: decision.rule,
+      parameters: decision.parameters,
+      decision,
+    });
+  }
+  env.emit({ type: 'tool_decided', decision });
+}
+
+function entryOf(
+  index: number,
+  call: NormalizedCall | UnreadableCall,
+  decision: Decision,
+  tool: Tool | null,
+  args: Readonly<Record<string, unknown>> | null,
+  epoch: number,
+  env: GateEnvironment,
+  answered: boolean,
+  pending: ApprovalRequest | null = null,
+): Entry {
+  return { index, call, decision, tool, args, epoch, revision: env.revision, answered, pending };
+}
+
+export type { DecisionBase };

@@ -1,0 +1,81 @@
+/**
+ * The seam between the one path (dispatch.ts) and the routes a call arrives by: what differs between the
+ * registry, the runner, the SDK adapters and the MCP gateway. Everything else — finding the tool, the
+ * snapshot, validation, the allowlist, the policy, the precedence of approvals, the events, execution —
+ * is the same for all of them, in dispatch.ts.
+ */
+import type { Decision, DenyStage } from '../decision.js';
+import type { NormalizedCall, UnreadableCall } from '../formats/index.js';
+import type { ToolResult } from '../registry.js';
+import type { Tool } from '../tool.js';
+import type { ApprovalRequest, ApprovalSettings, AskOutcome } from './approval.js';
+import type { GateContext, GateEnvironment } from './precheck.js';
+
+/** One attempt, charged before the call executes or its refusal is returned (refused calls count too). */
+export interface Attempt {
+  /** The call's position in the batch. */
+  readonly index: number;
+  readonly call: NormalizedCall | UnreadableCall;
+  /** The Decision so far (allow, or the refusal being charged). */
+  readonly decision: Decision;
+}
+
+/** Why a route stops a call at charge time: a budget, a depth cap, a rate limit. */
+export interface Refusal {
+  readonly stage: Extract<DenyStage, 'budget' | 'depth' | 'limit'>;
+  /** Shown to the model. */
+  readonly reason: string;
+  /** The calls after this one in the batch are not run either (the run ends). @default false */
+  readonly halt?: boolean;
+}
+
+/** An allowed call about to execute: the Decision and the frozen snapshot it was made on. */
+export interface DecidedCall {
+  readonly index: number;
+  readonly call: NormalizedCall;
+  readonly decision: Decision & { readonly effect: 'allow' };
+  readonly tool: Tool;
+  /** The deep-frozen snapshot the Decision was made on: the arguments the call runs with. */
+  readonly args: Readonly<Record<string, unknown>>;
+}
+
+/** What differs between routes. */
+export interface Route {
+  /** Recorded as Decision.asked when this route's person answers. */
+  readonly name: 'registry' | 'runner' | 'adapter' | 'gateway';
+  /**
+   * Ask a person: after the policy's own handler, before the registry's handler. Absent: no person on this
+   * route. `null`: no person for this request (e.g. the SDK holds no answer to it); the registry's handler decides.
+   */
+  ask?(request: ApprovalRequest): AskOutcome | null | Promise<AskOutcome | null>;
+  /** How this route binds the requests its person answers. @default a key of this process; the context's run, else its session */
+  readonly approvals?: ApprovalSettings;
+  /** Charge one attempt (refused calls count). Return a refusal to stop the call (budget / depth / limit). */
+  charge?(attempt: Attempt): Refusal | null | Promise<Refusal | null>;
+  /** Execute a call the route runs itself (a peer agent); undefined = the tool's own execute. */
+  execute?(call: DecidedCall, signal: AbortSignal | undefined): Promise<ToolResult> | undefined;
+  /** Run consecutive concurrency-safe calls together (registry) or strictly one at a time (runner). */
+  readonly grouped: boolean;
+  /**
+   * The context and environment in force now, read before a call that had to wait (an approval, an earlier
+   * call, a delegation) runs; the call is then decided again under them. Absent: the registry as it stands
+   * now, and the call is decided again only when a tool, the policy or the handler changed.
+   */
+  refresh?(): RouteState | Promise<RouteState>;
+  /**
+   * After every call of the batch is decided and before any runs: true for a Decision that ends the batch
+   * (the runner's `onRefusal: 'fail'`). That call is charged, announced and refused; no call of the batch runs.
+   */
+  endsBatch?(decision: Decision): boolean;
+  /** Told each final Decision at step 8, after the registry's events (the runner's own run events). */
+  decided?(decision: Decision, attempt: Attempt): void;
+}
+
+/** What a route reads to decide a call again. */
+export interface RouteState {
+  readonly context: GateContext;
+  readonly env: GateEnvironment;
+}
+
+/** The registry's own route: no person, no charge, concurrency-safe calls run together. */
+export const REGISTRY_ROUTE: Route = Object.freeze({ name: 'registry', grouped: true });
