@@ -7,8 +7,9 @@ import type { Decision, DenyDecision } from '../decision.js';
 import { readCall } from '../formats/index.js';
 import { previewCall } from '../gate/dispatch.js';
 import { environmentOf } from '../gate/environment.js';
-import { refusalContent, type GateContext, type Precheck } from '../gate/precheck.js';
+import { deny, refusalContent, type GateContext, type GateEnvironment, type Precheck } from '../gate/precheck.js';
 import { announceAsk as emitAsk, announceDecision, resolveRunnerAsk, runAllowed } from '../gate/runner-bridge.js';
+import { chargeLimits } from '../limits/charge.js';
 import type { PermissionHandler, PermissionRequest } from '../permissions/handler.js';
 import type { ToolRegistry, ToolResult } from '../registry.js';
 import type { Tool } from '../tool.js';
@@ -41,12 +42,13 @@ export async function settle(
   registry: ToolRegistry,
   pre: Precheck,
   approver?: PermissionHandler,
-  options: { readonly alreadyAsked?: boolean } = {},
+  options: { readonly alreadyAsked?: boolean; readonly context?: GateContext } = {},
 ): Promise<Decided> {
   const env = environmentOf(registry);
   if (pre.kind === 'decided') {
-    announceDecision(env, pre.decision);
-    return pre;
+    const decision = await limited(env, pre.decision, pre.tool, options.context);
+    announceDecision(env, decision);
+    return { ...pre, decision };
   }
   if (!options.alreadyAsked) announceAsk(registry, pre);
   const resolved = await resolveRunnerAsk(
@@ -57,8 +59,23 @@ export async function settle(
   );
   const decision = resolved.effect === 'pending' ? null : resolved;
   if (decision === null) throw new TypeError('toolgate internal error: an adapter approver left an ask pending');
-  announceDecision(env, decision);
-  return { decision, tool: pre.tool, args: pre.args };
+  const charged = await limited(env, decision, pre.tool, options.context);
+  announceDecision(env, charged);
+  return { decision: charged, tool: pre.tool, args: pre.args };
+}
+
+/** Step 6 for limits (with the caller's context): refused calls count; an allowed call over a limit is refused. */
+async function limited(
+  env: GateEnvironment,
+  decision: Decision,
+  tool: Tool | null,
+  context: GateContext | undefined,
+): Promise<Decision> {
+  if (!env.limiter || context === undefined) return decision;
+  const verdict = await chargeLimits(env.limiter, decision, tool, context);
+  return !verdict.allowed && decision.effect === 'allow'
+    ? deny(decision, { stage: 'limit', by: 'limit', layer: null }, verdict.reason)
+    : decision;
 }
 
 /** Emits `permission_asked` for an ask (once per ask: an SDK that puts it to a person emits it then). */
@@ -88,7 +105,7 @@ export async function dispatchOne(
   context: GateContext,
   approver?: PermissionHandler,
 ): Promise<ToolResult> {
-  return run(registry, await settle(registry, await check(registry, call, context), approver), context);
+  return run(registry, await settle(registry, await check(registry, call, context), approver, { context }), context);
 }
 
 function asFunction(handler: PermissionHandler): (request: PermissionRequest) => unknown {

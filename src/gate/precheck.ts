@@ -14,6 +14,7 @@ import type { PermissionPolicy, PolicyEvaluation } from '../permissions/policy.j
 import type { PermissionResult } from '../permissions/result.js';
 import type { RegistryEvent } from '../registry.js';
 import type { Tool } from '../tool.js';
+import type { Limiter } from '../limits/limiter.js';
 import type { ConfusablesMode } from '../unicode/confusables.js';
 import { snapshotArguments } from './snapshot.js';
 
@@ -62,6 +63,8 @@ export interface GateEnvironment {
   readonly toolTimeoutMs: number;
   /** Changes whenever a tool, the policy or the handler changes: a call decided under another revision is decided again. */
   readonly revision: number;
+  /** The limits charged at step 6 on every route (src/limits/). @default none */
+  readonly limiter?: Limiter | null;
   /** The registry's environment as it stands now (the same object while nothing changed). */
   current(): GateEnvironment;
   /** Emits an event to the registry's listeners (dispatch.ts and execute.ts only). */

@@ -118,7 +118,7 @@ export function createAiSdkTools(registry: ToolRegistry, options: AiSdkToolsOpti
           });
         const approver = approved ? APPROVED : undefined;
         // With the approval in hand, the ask was announced when toolApproval put it to the person.
-        const decided = await settle(registry, pre, approver, { alreadyAsked: approved });
+        const decided = await settle(registry, pre, approver, { alreadyAsked: approved, context: runContext });
         const result = await run(registry, decided, runContext);
         if (result.status !== 'ok')
           throw new ToolCallFailed(
@@ -142,7 +142,7 @@ export function createAiSdkTools(registry: ToolRegistry, options: AiSdkToolsOpti
       return { type: 'user-approval', reason: pre.request.reason };
     }
     if (pre.decision.effect === 'allow') return { type: 'not-applicable' }; // execute decides again and records it
-    await settle(registry, pre); // a refusal is final here: execute will not be called, so record it now
+    await settle(registry, pre, undefined, { context }); // a refusal is final here: execute will not be called, so record it now
     return { type: 'denied', reason: refusalContent(pre.decision) };
   };
 
@@ -161,7 +161,7 @@ export function createAiSdkTools(registry: ToolRegistry, options: AiSdkToolsOpti
       if (answers.length === 0 || answers.every((approved) => approved)) continue;
       const pre = await check(registry, { id: toolCallId, name: call.toolName, arguments: call.input }, context);
       if (pre.kind !== 'ask') continue; // not an ask (any more): nothing was put to a person for it now
-      recorded.push((await settle(registry, pre, REJECTED, { alreadyAsked: true })).decision);
+      recorded.push((await settle(registry, pre, REJECTED, { alreadyAsked: true, context })).decision);
     }
     return recorded;
   };

@@ -117,7 +117,7 @@ export function createAgentTools<TContext = unknown>(
         pending.delete(callId);
         const result = await run(
           registry,
-          await settle(registry, pre, approver, { alreadyAsked: approver !== undefined }),
+          await settle(registry, pre, approver, { alreadyAsked: approver !== undefined, context }),
           context,
         );
         return result.status === 'ok' && result.value !== undefined ? result.value : result.content;
