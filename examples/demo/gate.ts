@@ -2,6 +2,7 @@
  * The core gate on one multi-tenant scenario: two tenants on different plans, callers with different
  * scopes, one agent, and a policy with a rule that denies, a rule that asks, and a human who answers.
  */
+import stringWidth from 'string-width';
 import { z } from 'zod';
 import {
   ALLOW_READONLY,
@@ -133,16 +134,28 @@ function by(d: Decision): string {
   return d.stage;
 }
 
-/** A plain-text table; wide cells are cut so each row stays on one line. */
+/**
+ * A plain-text table, aligned by display width (a full-width "ＲＥＦＵＮＤ" takes two columns a letter);
+ * wide cells are cut so each row stays on one line.
+ */
 export function table(rows: string[][]): string {
-  const cut = rows.map((row) =>
-    row.map((cell, c) => (c === row.length - 1 && cell.length > 70 ? `${cell.slice(0, 67)}...` : cell)),
-  );
-  const widths = cut[0]!.map((_, c) => Math.max(...cut.map((row) => row[c]!.length)));
+  const cut = rows.map((row) => row.map((cell, c) => (c === row.length - 1 ? cutTo(cell, 70) : cell)));
+  const widths = cut[0]!.map((_, c) => Math.max(...cut.map((row) => stringWidth(row[c]!))));
   const line = (row: string[]) =>
     row
-      .map((cell, c) => cell.padEnd(widths[c]!))
+      .map((cell, c) => cell + ' '.repeat(widths[c]! - stringWidth(cell)))
       .join('  ')
       .trimEnd();
   return [line(cut[0]!), widths.map((w) => '-'.repeat(w)).join('  '), ...cut.slice(1).map(line)].join('\n');
+}
+
+/** `text` cut to at most `width` columns, ending in "..." when cut (whole characters only). */
+function cutTo(text: string, width: number): string {
+  if (stringWidth(text) <= width) return text;
+  let out = '';
+  for (const { segment } of new Intl.Segmenter().segment(text)) {
+    if (stringWidth(out + segment) > width - 3) break;
+    out += segment;
+  }
+  return `${out}...`;
 }

@@ -34,7 +34,7 @@ const scopes = { 'catalog:read': ['search', 'quote', 'agent:pricing'], 'billing:
 
 const SECRET = 'demo-secret-please-use-a-real-key';
 
-function shopRegistry(refunds: string[]): ToolRegistry {
+export function shopRegistry(refunds: string[]): ToolRegistry {
   const registry = new ToolRegistry();
   registry.register(
     defineTool({
@@ -97,7 +97,7 @@ function shopRegistry(refunds: string[]): ToolRegistry {
   return registry;
 }
 
-function script(): ScriptedModel {
+export function script(): ScriptedModel {
   const last = (messages: readonly { role: string }[]): string => {
     const m = messages.filter((x) => x.role === 'tool').at(-1) as { content: string } | undefined;
     return m?.content ?? '';

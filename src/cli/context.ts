@@ -4,10 +4,12 @@
  */
 import { readFile } from 'node:fs/promises';
 import type { Command } from 'commander';
+import { lintPolicy } from '../policy-file/lint.js';
 import { readPolicyFile } from '../policy-file/load.js';
 import type { PolicyContextInput, PolicySet } from '../policy-file/policy-set.js';
+import type { PolicyIssue } from '../policy-file/types.js';
 import { EXIT } from './exit-codes.js';
-import { issuesText, type Colors } from './render.js';
+import { findingText, issuesText, type Colors } from './render.js';
 
 /** Where the CLI writes, and whether it may colour its output. */
 export interface CliIO {
@@ -60,13 +62,30 @@ export async function readInput(file: string): Promise<string> {
   }
 }
 
-/** Loads the policy file; a refused file is reported (text or JSON) and sets exit 1. */
+/**
+ * Confusable tool names in a loaded file, as lint-style warnings on stderr (the CLI's registries run
+ * with `confusables: 'off'`, so no raw process warning is printed).
+ */
+export function warnConfusables(cli: Cli, set: PolicySet): void {
+  const file = set.file ?? '<input>';
+  for (const f of lintPolicy(set)) if (f.code === 'confusable-name') cli.err(findingText(file, f, cli.c));
+}
+
+/** The exit code for a policy file that did not load: 2 when it could not be read at all, else 1. */
+export function refusedExit(issues: readonly PolicyIssue[]): number {
+  return issues.length > 0 && issues.every((i) => i.code === 'read') ? EXIT.USAGE : EXIT.POLICY;
+}
+
+/**
+ * Loads the policy file; a refused file is reported (text or JSON) and sets exit 1, an unreadable one
+ * (missing, a directory, no permission) exit 2.
+ */
 export async function loadPolicy(cli: Cli, file: string, json: boolean | undefined): Promise<PolicySet | null> {
   const result = await readPolicyFile(file);
   if (result.ok) return result.policy;
   if (json) cli.out(JSON.stringify({ ok: false, file, issues: result.issues }));
   else cli.err(issuesText(result.issues, cli.c));
-  cli.exit(EXIT.POLICY);
+  cli.exit(refusedExit(result.issues));
   return null;
 }
 

@@ -1,8 +1,8 @@
 /** `toolgate lint`: check a policy file. */
 import type { Command } from 'commander';
 import { lintPolicyFile } from '../policy-file/lint.js';
-import type { Cli } from './context.js';
-import { EXIT, exitCodes, USAGE_LINE } from './exit-codes.js';
+import { refusedExit, type Cli } from './context.js';
+import { EXIT, exitCodes } from './exit-codes.js';
 import { lintText } from './render.js';
 
 export function registerLint(program: Command, cli: Cli): void {
@@ -17,10 +17,10 @@ export function registerLint(program: Command, cli: Cli): void {
   exitCodes(command, [
     [EXIT.OK, 'no errors (warnings may have been found)'],
     [EXIT.POLICY, 'the policy file was refused, or lint found errors'],
-    USAGE_LINE,
+    [EXIT.USAGE, 'usage error: a bad option or argument, or the file cannot be read'],
   ]).action(async (file: string, options: { json?: boolean }) => {
     const report = await lintPolicyFile(file);
     cli.out(options.json ? JSON.stringify(report) : lintText(report, cli.c));
-    cli.exit(report.errors > 0 ? EXIT.POLICY : EXIT.OK);
+    cli.exit(report.loaded ? (report.errors > 0 ? EXIT.POLICY : EXIT.OK) : refusedExit(report.findings));
   });
 }

@@ -18,7 +18,10 @@ export function registerMcpProxy(program: Command, cli: Cli): void {
     .action(async () => {
       const { runMcpProxy } = await import('./mcp-proxy.js');
       cli.exit(
-        await runMcpProxy(cli.argv.slice(cli.argv.indexOf('mcp-proxy') + 1), { stderr: (text) => cli.io.stderr(text) }),
+        await runMcpProxy(cli.argv.slice(cli.argv.indexOf('mcp-proxy') + 1), {
+          stderr: (text) => cli.io.stderr(text),
+          stdout: (text) => cli.io.stdout(text),
+        }),
       );
     });
 }

@@ -27,6 +27,7 @@ import {
 import { loadPolicyForProxy, policyToolMetadata, policyToolParameters } from '../adapters/mcp/proxy-policy.js';
 import type { GateContext } from '../gate/precheck.js';
 import type { PolicySet } from '../policy-file/policy-set.js';
+import { exitCodes } from './exit-codes.js';
 
 interface Options {
   policy: string;
@@ -57,10 +58,12 @@ export const EXIT = { OK: 0, UPSTREAM: 1, USAGE: 2 } as const;
  */
 export async function runMcpProxy(
   argv: readonly string[],
-  io: { readonly stderr: (text: string) => void } = { stderr: (t) => process.stderr.write(t) },
+  io: { readonly stderr: (text: string) => void; readonly stdout?: (text: string) => void } = {
+    stderr: (t) => process.stderr.write(t),
+  },
 ): Promise<number> {
   const log = (text: string): void => io.stderr(`toolgate mcp-proxy: ${text}\n`);
-  const program = new Command('toolgate-mcp-proxy')
+  const program = new Command('toolgate mcp-proxy')
     .description('A policy-enforcing MCP gateway in front of an upstream MCP server')
     .requiredOption('--policy <file>', 'the toolgate policy file (YAML or JSON)')
     .option('--agent <name>', 'an agent declared in the policy file (default: one that declares every upstream tool)')
@@ -85,7 +88,13 @@ export async function runMcpProxy(
     .option('--trusted', "believe the upstream server's tool annotations")
     .argument('<command...>', 'the upstream MCP server command (after --)')
     .exitOverride()
-    .configureOutput({ writeOut: io.stderr, writeErr: io.stderr });
+    // --help goes to stdout (it is asked for; nothing is served then); errors and logs to stderr.
+    .configureOutput({ writeOut: io.stdout ?? ((t) => process.stdout.write(t)), writeErr: io.stderr });
+  exitCodes(program, [
+    [EXIT.OK, 'clean shutdown: the client disconnected, or SIGINT / SIGTERM'],
+    [EXIT.UPSTREAM, 'the upstream MCP server could not start or exited'],
+    [EXIT.USAGE, 'usage error: a bad option, an unreadable or refused policy file, bad token settings'],
+  ]);
 
   let options: Options;
   let command: string[];

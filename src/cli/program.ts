@@ -12,6 +12,7 @@ import { EXIT, exitCodesText, USAGE_LINE } from './exit-codes.js';
 import { registerExplain } from './explain.js';
 import { registerLint } from './lint.js';
 import { registerMcpProxy } from './mcp-proxy-command.js';
+import { registerServe } from './serve.js';
 import { colors } from './render.js';
 import { registerWatch } from './watch.js';
 
@@ -26,6 +27,7 @@ const COMMANDS: readonly RegisterCommand[] = [
   registerCheck,
   registerWatch,
   registerMcpProxy,
+  registerServe,
   registerAudit,
   registerDemo,
 ];

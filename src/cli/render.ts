@@ -1,10 +1,10 @@
 /**
  * Text output for the CLI: colour on a terminal (picocolors), plain when piped, and simple aligned tables.
  */
-import { stripVTControlCharacters } from 'node:util';
 import picocolors from 'picocolors';
-import type { Explanation } from '../policy-file/explain.js';
-import type { LintReport } from '../policy-file/lint.js';
+import stringWidth from 'string-width';
+import type { ExplainedDecision, Explanation } from '../policy-file/explain.js';
+import type { LintFinding, LintReport } from '../policy-file/lint.js';
 import { formatIssue } from '../policy-file/load.js';
 import type { PolicyIssue } from '../policy-file/types.js';
 
@@ -14,9 +14,9 @@ export function colors(enabled: boolean): Colors {
   return picocolors.createColors(enabled);
 }
 
-/** Pads columns to the widest cell (by code points, ignoring colour codes). */
+/** Pads columns to the widest cell, by display width (a full-width letter takes two columns; colour codes none). */
 export function table(rows: readonly (readonly string[])[], header: readonly string[], c: Colors): string {
-  const visible = (s: string): number => [...stripVTControlCharacters(s)].length;
+  const visible = (s: string): number => stringWidth(s);
   const all = [header.map((h) => c.bold(h)), ...rows];
   const widths = header.map((_, i) => Math.max(...all.map((r) => visible(r[i] ?? ''))));
   return all
@@ -29,6 +29,18 @@ export function table(rows: readonly (readonly string[])[], header: readonly str
     .join('\n');
 }
 
+/**
+ * Who decided: the layer, the rule, or the gate's `by`. A rule that could not be judged is named as
+ * such (`rule_error`), with its own result (an allow rule that could not be judged denies).
+ */
+export function byText(d: Pick<ExplainedDecision, 'by' | 'layer' | 'rule'>, ruleResult?: string): string {
+  if (d.layer) return `layer ${d.layer}`;
+  if (d.by === 'rule_error')
+    return `rule_error: ${ruleResult ? `${ruleResult} rule` : 'rule'} ${JSON.stringify(d.rule ?? '?')} could not be judged`;
+  if (d.rule) return `rule ${JSON.stringify(d.rule)}`;
+  return d.by;
+}
+
 export function effectText(effect: string, c: Colors): string {
   if (effect === 'allow') return c.green('allow');
   if (effect === 'deny') return c.red('deny');
@@ -39,11 +51,14 @@ export function issuesText(issues: readonly PolicyIssue[], c: Colors): string {
   return issues.map((i) => `${c.red('error')} ${formatIssue(i)}`).join('\n');
 }
 
+/** One lint finding: `file:line:column  warning  code  message`. */
+export function findingText(file: string, f: LintFinding, c: Colors): string {
+  const level = f.severity === 'error' ? c.red('error  ') : c.yellow('warning');
+  return `${file}:${f.line}:${f.column}  ${level}  ${c.dim(f.code)}  ${f.message}`;
+}
+
 export function lintText(report: LintReport, c: Colors): string {
-  const lines = report.findings.map((f) => {
-    const level = f.severity === 'error' ? c.red('error  ') : c.yellow('warning');
-    return `${report.file}:${f.line}:${f.column}  ${level}  ${c.dim(f.code)}  ${f.message}`;
-  });
+  const lines = report.findings.map((f) => findingText(report.file, f, c));
   const summary =
     report.findings.length === 0
       ? c.green(`${report.file}: no problems found`)
@@ -62,7 +77,7 @@ const OUTCOME: Record<string, string> = {
 export function explainText(e: Explanation, c: Colors): string {
   const out: string[] = [];
   const d = e.decision;
-  const by = d.layer ? `layer ${d.layer}` : d.rule ? `rule ${JSON.stringify(d.rule)}` : d.by;
+  const by = byText(d, e.rules.find((r) => r.outcome === 'threw')?.result);
   out.push(`${c.bold(e.tool)}  ${effectText(d.effect, c).toUpperCase()}  ${c.dim(`(stage ${d.stage}, by ${by})`)}`);
   out.push(`  ${d.reason}`);
   out.push('');
@@ -80,7 +95,12 @@ export function explainText(e: Explanation, c: Colors): string {
     out.push(`  ${mark} ${l.layer.padEnd(6)} ${l.detail}`);
   }
   out.push(c.bold('rules'));
-  if (e.rules.length === 0) out.push(c.dim(`  not evaluated: the call was decided at stage ${d.stage}`));
+  if (e.rules.length === 0)
+    out.push(
+      d.stage === 'policy'
+        ? `  no rules: fallback ${e.fallback}`
+        : c.dim(`  not evaluated: the call was decided at stage ${d.stage}`),
+    );
   for (const r of e.rules) {
     const mark =
       r.outcome === 'matched'
@@ -97,6 +117,16 @@ export function explainText(e: Explanation, c: Colors): string {
       if (cond.outcome === 'not_reached') continue;
       const m = cond.outcome === 'held' ? c.green('✓') : cond.outcome === 'failed' ? c.yellow('✗') : c.red('!');
       out.push(`        ${m} ${cond.detail}`);
+    }
+  }
+  if (e.limits) {
+    out.push(c.bold('limits'));
+    for (const l of e.limits) {
+      const full = l.used + l.cost > l.max;
+      const window = l.windowMs === null ? 'no window' : `per ${l.windowMs / 1000} s`;
+      out.push(
+        `  ${full ? c.red('✗') : c.green('✓')} ${l.limit}: ${l.used} of ${l.max} used (${window}); this call costs ${l.cost} ${c.dim(l.key)}`,
+      );
     }
   }
   if (e.rules.length > 0 && !e.rules.some((r) => r.outcome === 'matched' || r.outcome === 'threw'))

@@ -1,8 +1,9 @@
 /** `toolgate watch`: load a policy file and reload it on every change. */
 import type { Command } from 'commander';
 import { watchPolicyFile } from '../policy-file/watch.js';
-import type { Cli } from './context.js';
-import { EXIT, exitCodes, USAGE_LINE } from './exit-codes.js';
+import type { PolicyIssue } from '../policy-file/types.js';
+import { refusedExit, type Cli } from './context.js';
+import { EXIT, exitCodes } from './exit-codes.js';
 import { issuesText } from './render.js';
 
 export function registerWatch(program: Command, cli: Cli): void {
@@ -16,11 +17,14 @@ export function registerWatch(program: Command, cli: Cli): void {
     .option('--json', 'print one JSON object per event')
     .addHelpText('after', `\nRuns until interrupted (^C).`);
   exitCodes(command, [
-    [EXIT.OK, 'interrupted after the policy file loaded'],
-    [EXIT.POLICY, 'the policy file was refused at start'],
-    USAGE_LINE,
+    [EXIT.OK, 'interrupted (^C, SIGTERM); the policy file had loaded at start'],
+    [EXIT.POLICY, 'interrupted; the policy file was refused at start'],
+    [EXIT.USAGE, 'usage error: a bad option, or the policy file could not be read at start'],
   ]).action(async (options: { policy: string; json?: boolean }) => {
+    // Listen for ^C before anything is printed, so an interrupt right after "loaded" is not missed.
+    const stop = cli.io.stop ?? interrupted();
     const stamp = (): string => new Date().toISOString();
+    let firstIssues: readonly PolicyIssue[] | null = null;
     const watch = watchPolicyFile(options.policy, {
       onLoad: (set, previous) => {
         const event = {
@@ -40,6 +44,7 @@ export function registerWatch(program: Command, cli: Cli): void {
         );
       },
       onError: (issues, kept) => {
+        firstIssues ??= issues;
         const event = { event: 'rejected', time: stamp(), file: options.policy, kept: kept?.version ?? null, issues };
         if (options.json) cli.out(JSON.stringify(event));
         else
@@ -49,8 +54,21 @@ export function registerWatch(program: Command, cli: Cli): void {
       },
     });
     const first = await watch.ready;
-    if (!first) cli.exit(EXIT.POLICY);
-    await (cli.io.stop ?? new Promise<void>(() => {}));
+    if (!first) cli.exit(firstIssues === null ? EXIT.POLICY : refusedExit(firstIssues));
+    await stop;
     watch.close();
+  });
+}
+
+/** Resolves at ^C or SIGTERM (listened to only while watching, so other commands keep the default). */
+function interrupted(): Promise<void> {
+  return new Promise((resolve) => {
+    const done = (): void => {
+      process.off('SIGINT', done);
+      process.off('SIGTERM', done);
+      resolve();
+    };
+    process.once('SIGINT', done);
+    process.once('SIGTERM', done);
   });
 }

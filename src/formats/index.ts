@@ -114,7 +114,8 @@ export function readCall(raw: unknown): NormalizedCall | UnreadableCall {
         format: 'openai-chat',
         problem: 'an OpenAI chat tool call needs function.name as a string',
       };
-    return { id, name: fn['name'], arguments: fn['arguments'] ?? '{}', format: 'openai-chat' };
+    // `arguments` is required by the API: an absent one is refused, not read as {} (parseArguments).
+    return { id, name: fn['name'], arguments: fn['arguments'], format: 'openai-chat' };
   }
   if (raw['type'] === 'function_call') {
     const id = str(raw['call_id']) ? raw['call_id'] : nextId();
@@ -125,19 +126,20 @@ export function readCall(raw: unknown): NormalizedCall | UnreadableCall {
         format: 'openai-responses',
         problem: 'an OpenAI responses function_call needs name as a string',
       };
-    return { id, name: raw['name'], arguments: raw['arguments'] ?? '{}', format: 'openai-responses' };
+    return { id, name: raw['name'], arguments: raw['arguments'], format: 'openai-responses' };
   }
   if (raw['type'] === 'tool_use') {
     const id = str(raw['id']) ? raw['id'] : nextId();
     if (!str(raw['name']))
       return { id, name: '', format: 'anthropic', problem: 'an Anthropic tool_use block needs name as a string' };
-    return { id, name: raw['name'], arguments: raw['input'] ?? {}, format: 'anthropic' };
+    return { id, name: raw['name'], arguments: raw['input'], format: 'anthropic' };
   }
   const fc = raw['functionCall'];
   if (isRecord(fc)) {
     const id = str(fc['id']) ? fc['id'] : nextId();
     if (!str(fc['name']))
       return { id, name: '', format: 'gemini', problem: 'a Gemini functionCall needs name as a string' };
+    // `args` is optional in Gemini's FunctionCall: absent means no arguments.
     return { id, name: fc['name'], arguments: fc['args'] ?? {}, format: 'gemini' };
   }
   const id = str(raw['id']) ? raw['id'] : nextId();
@@ -151,18 +153,39 @@ export function readCall(raw: unknown): NormalizedCall | UnreadableCall {
         'a Gemini functionCall part, or { name, arguments }',
     };
   }
-  return { id, name: raw['name'], arguments: raw['arguments'] ?? {}, format: 'toolgate' };
+  return {
+    id,
+    name: raw['name'],
+    arguments: raw['arguments'] === undefined ? {} : raw['arguments'],
+    format: 'toolgate',
+  };
 }
 
-/** Parses raw arguments: a JSON string or a value, which must be an object. Never guesses: bad input is a problem string. */
+/**
+ * Parses raw arguments: a JSON string or a value, which must be an object. Never guesses: bad input is a
+ * problem string. An empty or blank string is refused like any other text that is not a JSON object: no
+ * provider documents `""` as "no arguments" (OpenAI's `arguments` and the Responses API's are JSON text,
+ * Anthropic's `input` and Gemini's `args` are objects), so a tool without parameters is called with `{}`.
+ * Absent (or null) arguments are refused too; `readCall` reads an absent field as `{}` only in the shapes
+ * whose specification makes it optional (Gemini's `args`, toolgate's own `arguments`).
+ */
 export function parseArguments(
   raw: unknown,
 ): { ok: true; value: Record<string, unknown> } | { ok: false; problem: string } {
   let value = raw;
+  if (raw === undefined || raw === null)
+    return {
+      ok: false,
+      problem: 'the call has no arguments; expected a JSON object (send {} for a tool without parameters)',
+    };
   if (typeof raw === 'string') {
-    const text = raw.trim() === '' ? '{}' : raw;
+    if (raw.trim() === '')
+      return {
+        ok: false,
+        problem: `the arguments are ${raw === '' ? 'an empty string' : 'blank'}; expected a JSON object (send {} for a tool without parameters)`,
+      };
     try {
-      value = JSON.parse(text);
+      value = JSON.parse(raw);
     } catch (error) {
       return {
         ok: false,

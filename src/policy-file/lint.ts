@@ -104,20 +104,24 @@ export function lintPolicy(set: PolicySet): LintFinding[] {
   }
 
   // Confusable names, over every name the file mentions.
-  const mentioned = new Map<string, Path>();
-  for (const s of spellings) if (!mentioned.has(s.name)) mentioned.set(s.name, s.path);
+  // Each at the name itself: a key of the tools section is pointed at as a key, not at its value.
+  const mentioned = new Map<string, { path: Path; key: boolean }>();
+  for (const s of spellings) if (!mentioned.has(s.name)) mentioned.set(s.name, { path: s.path, key: s.key });
   for (const [tenant, spec] of Object.entries(data.tenants ?? {}))
-    spec.tools?.forEach((n, i) => mentioned.has(n) || mentioned.set(n, ['tenants', tenant, 'tools', i]));
+    spec.tools?.forEach(
+      (n, i) => mentioned.has(n) || mentioned.set(n, { path: ['tenants', tenant, 'tools', i], key: false }),
+    );
   for (const [scope, names] of Object.entries(data.scopes ?? {}))
-    names.forEach((n, i) => mentioned.has(n) || mentioned.set(n, ['scopes', scope, i]));
+    names.forEach((n, i) => mentioned.has(n) || mentioned.set(n, { path: ['scopes', scope, i], key: false }));
   for (const f of confusableFindings(mentioned.keys())) {
-    const path = mentioned.get(f.name) ?? [];
+    const { path, key } = mentioned.get(f.name) ?? { path: [], key: false };
     if (f.kind === 'mixed-script')
       add(
         'warning',
         'confusable-name',
         path,
         `tool name ${JSON.stringify(f.name)} mixes scripts (${f.scripts.join(', ')}); it may be taken for another name`,
+        key,
       );
     else
       add(
@@ -125,6 +129,7 @@ export function lintPolicy(set: PolicySet): LintFinding[] {
         'confusable-name',
         path,
         `tool name ${JSON.stringify(f.name)} looks like ${JSON.stringify(f.other)} but is a different tool`,
+        key,
       );
   }
 
@@ -326,10 +331,13 @@ function contradiction(rule: PolicyRuleInfo): string | null {
 
 /** True when every call `later` matches, `earlier` matches too. Conservative: false when unsure. */
 function covers(earlier: PolicyRuleInfo, later: PolicyRuleInfo, set: PolicySet): boolean {
-  // Conditions: each of the earlier rule's tests must be one the later rule also makes.
+  // Conditions: each of the earlier rule's tests must hold for every value the later rule accepts.
   if (
     !earlier.tests.every((a) =>
-      later.tests.some((b) => b.arg === a.arg && b.op === a.op && jsonEqual(a.expected, b.expected)),
+      implied(
+        a,
+        later.tests.filter((b) => b.arg === a.arg),
+      ),
     )
   )
     return false;
@@ -368,4 +376,93 @@ function covers(earlier: PolicyRuleInfo, later: PolicyRuleInfo, set: PolicySet):
     }
   }
   return true;
+}
+
+/**
+ * True when test `a` holds for every value of its argument that passes all of `tests` (the later rule's
+ * tests of the same argument). Proved only where it can be: the same test; `exists: true` after any
+ * test that needs the argument present; one value (`equals`, or a closed one-point range) or a finite
+ * list (`oneOf`) — `a` is then simply run on each; a number range inside `a`'s bound; a longer `prefix`;
+ * a `path` within a literal directory's `/**`. Anything else is "not proved" (false), never a guess.
+ */
+export function implied(a: ConditionTest, tests: readonly ConditionTest[]): boolean {
+  if (tests.length === 0) return false;
+  if (tests.some((b) => b.op === a.op && jsonEqual(a.expected, b.expected))) return true;
+  if (tests.some((b) => b.op === 'exists' && b.expected === false)) return false; // absent: only the same test holds
+  if (a.op === 'exists') return a.expected === true; // every other test fails on an absent argument
+  const passes = (v: unknown): boolean => tests.every((b) => b.test(true, v) === true);
+  // A finite set of values: run `a` on each that the later rule accepts (none accepted proves nothing).
+  const finite = values(tests);
+  if (finite !== null) {
+    const accepted = finite.filter(passes);
+    return accepted.length > 0 && accepted.every((v) => a.test(true, v) === true);
+  }
+  if (a.op === 'gt' || a.op === 'gte' || a.op === 'lt' || a.op === 'lte') {
+    const range = rangeOf(tests);
+    // No range, or an empty one (that rule never matches: reported as never-matches, not as shadowed).
+    if (range === null || range.lo > range.hi || (range.lo === range.hi && (range.loOpen || range.hiOpen)))
+      return false;
+    const bound = a.expected as number;
+    if (a.op === 'gt') return range.lo > bound || (range.lo === bound && range.loOpen);
+    if (a.op === 'gte') return range.lo >= bound;
+    if (a.op === 'lt') return range.hi < bound || (range.hi === bound && range.hiOpen);
+    return range.hi <= bound;
+  }
+  if (a.op === 'prefix')
+    return tests.some((b) => b.op === 'prefix' && (b.expected as string).startsWith(a.expected as string));
+  if (a.op === 'path') {
+    const outer = patterns(a.expected);
+    return tests.some((b) => b.op === 'path' && patterns(b.expected).every((q) => outer.some((p) => pathWithin(q, p))));
+  }
+  return false;
+}
+
+/** The values the tests allow when they name them (`equals`, `oneOf`, a closed one-point range), else null. */
+function values(tests: readonly ConditionTest[]): unknown[] | null {
+  const equals = tests.find((t) => t.op === 'equals');
+  if (equals) return [equals.expected];
+  const oneOf = tests.find((t) => t.op === 'oneOf');
+  if (oneOf) return oneOf.expected as unknown[];
+  const range = rangeOf(tests);
+  if (range && range.lo === range.hi && !range.loOpen && !range.hiOpen) return [range.lo];
+  return null;
+}
+
+/** The interval of finite numbers the numeric tests allow, or null when there is no numeric test. */
+function rangeOf(tests: readonly ConditionTest[]): { lo: number; loOpen: boolean; hi: number; hiOpen: boolean } | null {
+  let lo = -Infinity;
+  let loOpen = true;
+  let hi = Infinity;
+  let hiOpen = true;
+  let any = false;
+  for (const t of tests) {
+    const v = t.expected as number;
+    if (t.op === 'gt' || t.op === 'gte') {
+      any = true;
+      if (v > lo || (v === lo && t.op === 'gt')) [lo, loOpen] = [v, t.op === 'gt'];
+    } else if (t.op === 'lt' || t.op === 'lte') {
+      any = true;
+      if (v < hi || (v === hi && t.op === 'lt')) [hi, hiOpen] = [v, t.op === 'lt'];
+    }
+  }
+  return any ? { lo, loOpen, hi, hiOpen } : null;
+}
+
+function patterns(value: unknown): string[] {
+  return typeof value === 'string' ? [value] : (value as string[]);
+}
+
+// A directory written plainly: no glob syntax, no escapes, nothing picomatch could read as special.
+const PLAIN_DIRECTORY = /^\/?[A-Za-z0-9._~@+=,-]+(?:\/[A-Za-z0-9._~@+=,-]+)*$/;
+
+/**
+ * True when every resolved path matching pattern `q` also matches pattern `p`: the same pattern, or
+ * `p` is `DIR/**` for a plain directory DIR and `q` starts with `DIR/` (a resolved path has no `.` or
+ * `..` segments, so whatever `q` matches lies under DIR, and `DIR/**` takes all of it, dot files too).
+ */
+function pathWithin(q: string, p: string): boolean {
+  if (q === p) return true;
+  if (!p.endsWith('/**')) return false;
+  const dir = p.slice(0, -3);
+  return PLAIN_DIRECTORY.test(dir) && !dir.split('/').some((s) => s === '.' || s === '..') && q.startsWith(`${dir}/`);
 }

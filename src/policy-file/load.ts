@@ -15,6 +15,7 @@ import { canonical, declaredName, describe } from '../names.js';
 import { PermissionPolicy } from '../permissions/policy.js';
 import type { PermissionRule } from '../permissions/rule.js';
 import { defineTool, type Tool } from '../tool.js';
+import { jsonSyntaxError, lineColumn } from './json-syntax.js';
 import { compileCondition, compileNameGlob, isGlob, runTests, type ConditionTest, type Glob } from './matchers.js';
 import { PolicySet, type PolicyRuleInfo } from './policy-set.js';
 import type { PolicyFileData, PolicyIssue, PolicyPosition } from './types.js';
@@ -23,6 +24,8 @@ import type { PolicyFileData, PolicyIssue, PolicyPosition } from './types.js';
 export interface ParsePolicyOptions {
   /** The file name used in issues. @default '<input>' */
   readonly file?: string;
+  /** 'json' parses the text as strict JSON (RFC 8259) first. @default 'json' for a file name ending in .json, else 'yaml' */
+  readonly format?: 'yaml' | 'json';
 }
 
 /** The outcome of parsing a policy: the compiled policy, or every issue found (and nothing half-loaded). */
@@ -167,6 +170,14 @@ export function parsePolicy(text: string, options: ParsePolicyOptions = {}): Pol
   const file = options.file ?? '<input>';
   if (typeof file !== 'string')
     throw new TypeError(`parsePolicy option "file" must be a string, got ${describe(file)}`);
+  if ((options.format ?? (/\.json$/i.test(file) ? 'json' : 'yaml')) === 'json') {
+    const bad = jsonSyntaxError(text);
+    if (bad)
+      return {
+        ok: false,
+        issues: [{ file, ...lineColumn(text, bad.offset), at: '', code: 'json', message: bad.message }],
+      };
+  }
   const lines = new LineCounter();
   const doc = parseDocument(text, { lineCounter: lines, prettyErrors: false, uniqueKeys: true, strict: true });
   const locator = new Locator(doc, lines, file);

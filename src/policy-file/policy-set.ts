@@ -13,6 +13,7 @@ import type { CounterStore } from '../stores/types.js';
 import { toolMetadata, type Tool } from '../tool.js';
 import type { ConditionTest, Glob } from './matchers.js';
 import type { PolicyFileData, PolicyPosition, PolicyRuleData } from './types.js';
+import type { ConfusablesMode } from '../unicode/confusables.js';
 
 /** A rule as the file states it, compiled: what lint and explain read. */
 export interface PolicyRuleInfo {
@@ -201,10 +202,11 @@ export class PolicySet {
   /**
    * A registry holding the stub tools, every tool named anywhere in the file (an agent, tenant or scope
    * list, or an exact rule selector) without declared metadata as a stub with none, and this policy.
-   * For deciding calls only: a stub that is somehow executed throws.
+   * For deciding calls only: a stub that is somehow executed throws. `confusables` is the registry's
+   * option (the CLI passes 'off' and reports confusable names as lint findings instead).
    */
-  registry(): ToolRegistry {
-    const registry = new ToolRegistry();
+  registry(options: { readonly confusables?: ConfusablesMode } = {}): ToolRegistry {
+    const registry = new ToolRegistry(options.confusables === undefined ? {} : { confusables: options.confusables });
     for (const tool of this.tools) registry.register(tool);
     for (const name of this.#mentionedNames()) {
       if (!registry.has(name)) registry.register({ name, parameters: { type: 'object' }, execute: refuse });

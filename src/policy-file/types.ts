@@ -77,6 +77,18 @@ export interface PolicyFileData {
   readonly scopes?: Readonly<Record<string, readonly string[]>>;
   readonly rules?: readonly PolicyRuleData[];
   readonly limits?: readonly PolicyLimitData[];
+  /** Who may answer asks in the approval inbox. */
+  readonly approvals?: PolicyApprovalsData;
+}
+
+/** The `approvals` section: approvers by tenant and tool, four eyes, the time-out. */
+export interface PolicyApprovalsData {
+  readonly approvers?: {
+    readonly tenants?: Readonly<Record<string, readonly string[]>>;
+    readonly tools?: Readonly<Record<string, readonly string[]>>;
+  };
+  readonly fourEyes?: boolean;
+  readonly timeoutSeconds?: number;
 }
 
 /** A place in a policy file: 1-based line and column. */

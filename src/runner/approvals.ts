@@ -145,7 +145,11 @@ export class DurableApprovals {
   sign(
     approval: PendingApproval,
     answer: 'allow' | 'deny',
-    options: { readonly scope?: ApprovalScope; readonly arguments?: Readonly<Record<string, unknown>> },
+    options: {
+      readonly scope?: ApprovalScope;
+      readonly arguments?: Readonly<Record<string, unknown>>;
+      readonly reason?: string;
+    },
   ): ApprovalDecision {
     if (typeof approval !== 'object' || approval === null || typeof approval.id !== 'string')
       throw new TypeError(`answer(approval): expected a PendingApproval, got ${describe(approval)}`);
@@ -159,6 +163,9 @@ export class DurableApprovals {
     const edited = options.arguments ?? null;
     if (edited !== null && (typeof edited !== 'object' || Array.isArray(edited)))
       throw new TypeError(`answer() option "arguments" must be an object, got ${describe(edited)}`);
+    const reason = options.reason ?? null;
+    if (reason !== null && typeof reason !== 'string')
+      throw new TypeError(`answer() option "reason" must be a string, got ${describe(reason)}`);
     const fields = {
       approvalId: approval.id,
       runId: approval.runId,
@@ -169,6 +176,7 @@ export class DurableApprovals {
       answer,
       scope,
       arguments: edited === null ? null : (JSON.parse(JSON.stringify(edited)) as Record<string, unknown>),
+      reason,
       nonce: randomUUID(),
     };
     return Object.freeze({ ...fields, mac: macOf(this.#settings.secret, ['toolgate.decision', fields]) });
@@ -260,7 +268,9 @@ export class DurableApprovals {
         decision: deny(
           base,
           { stage: 'handler', by: 'handler', layer: null },
-          `${pre.base.reason}; the approver denied the call`,
+          typeof granted.reason === 'string' && granted.reason !== ''
+            ? `${pre.base.reason}; the approver denied the call: ${granted.reason}`
+            : `${pre.base.reason}; the approver denied the call`,
         ),
         tool: pre.tool,
         args: pre.args,
@@ -356,6 +366,7 @@ export class DurableApprovals {
           answer,
           scope,
           arguments: decision.arguments,
+          reason: decision.reason ?? null,
           nonce,
         },
       ]);

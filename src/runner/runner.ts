@@ -171,7 +171,12 @@ export class AgentRunner {
   answer(
     approval: PendingApproval,
     answer: 'allow' | 'deny',
-    options: { readonly scope?: ApprovalScope; readonly arguments?: Readonly<Record<string, unknown>> } = {},
+    options: {
+      readonly scope?: ApprovalScope;
+      readonly arguments?: Readonly<Record<string, unknown>>;
+      /** A deny's reason, given back to the model with the refusal. */
+      readonly reason?: string;
+    } = {},
   ): ApprovalDecision {
     return this.#approvals.sign(approval, answer, options);
   }

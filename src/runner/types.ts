@@ -202,6 +202,8 @@ export interface ApprovalDecision {
   readonly answer: 'allow' | 'deny';
   readonly scope: ApprovalScope;
   readonly arguments: Readonly<Record<string, unknown>> | null;
+  /** A deny's reason, given back to the model (covered by the MAC). */
+  readonly reason?: string | null;
   readonly nonce: string;
   readonly mac: string;
 }

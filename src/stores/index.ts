@@ -14,7 +14,8 @@ export {
   memoryStores,
 } from './memory.js';
 export type { MemoryStoreOptions, MemoryStores } from './memory.js';
-export { JsonlAuditSink, queryJsonl, fanOut, writeAudit } from './audit.js';
+export { JsonlAuditSink, queryJsonl, fanOut, writeAudit, auditRegistry } from './audit.js';
+export type { AuditRegistryOptions } from './audit.js';
 export { runnerStore } from './runner-store.js';
 export type { RunnerStoreOptions } from './runner-store.js';
 export { Limiter, parseWindow } from '../limits/limiter.js';

@@ -197,7 +197,9 @@ describe('toolgate (in-process)', () => {
     const table = await cli(['check', '-p', policy, calls]);
     expect(table.code).toBe(0);
     expect(table.stdout.split('\n')[0]).toMatch(/^line\s+tool\s+decision\s+by\s+reason$/);
-    expect(table.stdout).toMatch(/2\s+read_file\s+deny\s+rule deny_other_reads\s+Files outside \/data are off limits/);
+    expect(table.stdout).toMatch(
+      /2\s+read_file\s+deny\s+rule "deny_other_reads"\s+Files outside \/data are off limits/,
+    );
   });
 
   it('watch: reports loads and a rejected reload that keeps the policy', async () => {

@@ -125,8 +125,10 @@ describe('parseArguments', () => {
       fc.property(fc.anything(), (value) => {
         const parsed = parseArguments(value);
         if (parsed.ok && typeof value !== 'string') expect(parsed.value).toBe(value);
-        else if (parsed.ok) expect(parsed.value).toEqual(String(value).trim() === '' ? {} : JSON.parse(String(value)));
-        else expect(parsed.problem.length).toBeGreaterThan(0);
+        else if (parsed.ok) {
+          expect(String(value).trim()).not.toBe('');
+          expect(parsed.value).toEqual(JSON.parse(String(value)));
+        } else expect(parsed.problem.length).toBeGreaterThan(0);
       }),
       fcParams(2_000, 50_000),
     );

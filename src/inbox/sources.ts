@@ -1,0 +1,237 @@
+/**
+ * Where pending approvals come from: paused AgentRunner runs (resumed once every approval of the pause is
+ * answered) and the registry's handler route (a PermissionHandler that waits for the inbox's answer).
+ */
+import { randomUUID } from 'node:crypto';
+import { canonical as canonicalName } from '../names.js';
+import type { PermissionHandler, PermissionRequest } from '../permissions/handler.js';
+import { environmentOf } from '../gate/environment.js';
+import type { ToolRegistry } from '../registry.js';
+import type { AgentRunner } from '../runner/runner.js';
+import { hashOf } from '../runner/signing.js';
+import type { PendingApproval, ResumeOptions, RunResult, RunState } from '../runner/types.js';
+import type { Inbox, SubmittedApproval } from './server.js';
+import type { PendingRecord } from '../stores/types.js';
+
+/** Options of {@link RunnerInbox}. */
+export interface RunnerInboxOptions {
+  /** The runner's registry: each approval then carries the policy's explain trace. @default no trace */
+  readonly registry?: ToolRegistry;
+  /** How long a run's approvals wait before they time out to deny. @default the inbox's `ttlMs` */
+  readonly ttlMs?: number;
+  /** What to pass to `resume` (the caller's current scopes, the agent as declared now). @default {} */
+  readonly resumeOptions?: (state: RunState) => ResumeOptions;
+}
+
+/** A tracked run: `done` resolves with its result once it no longer waits for anyone. */
+export interface TrackedRun {
+  readonly runId: string;
+  readonly done: Promise<RunResult>;
+}
+
+/** The explain trace of an approval: the allowlist layers it passed and every rule of the policy. */
+export function traceOf(
+  registry: ToolRegistry | undefined,
+  canonical: string,
+  parameters: Readonly<Record<string, unknown>>,
+): unknown {
+  if (!registry) return undefined;
+  try {
+    const env = environmentOf(registry);
+    const tool = env.lookup(canonical);
+    if (!tool || !env.policy) return undefined;
+    const evaluation = env.policy.evaluate(tool, parameters, { trace: true });
+    return {
+      allowlist: 'passed every layer (agent, tenant, caller)',
+      decidedBy: evaluation.rule ? `rule ${evaluation.rule.name}` : evaluation.by,
+      result: evaluation.result,
+      rules: evaluation.trace ?? [],
+      policyVersion: env.policy.version ?? null,
+    };
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Puts a paused run's approvals in the inbox and resumes the run (once, with every answer of the pause)
+ * when the last one is answered; a run that pauses again is tracked again. An answer's `remember`,
+ * edited `arguments` and deny `reason` go to `runner.answer`; the edited call passes the whole gate again.
+ */
+export class RunnerInbox {
+  readonly #inbox: Inbox;
+  readonly #runner: AgentRunner;
+  readonly #options: RunnerInboxOptions;
+  readonly #tracked = new Set<string>();
+
+  constructor(inbox: Inbox, runner: AgentRunner, options: RunnerInboxOptions = {}) {
+    this.#inbox = inbox;
+    this.#runner = runner;
+    this.#options = options;
+    runner.on('approval_resolved', (event) => {
+      if (!this.#tracked.has(event.approvalId)) return;
+      const decision = event.decision;
+      this.#inbox.reportOutcome(event.approvalId, {
+        effect: decision?.effect ?? 'deny',
+        text: decision?.reason ?? event.reason,
+      });
+    });
+  }
+
+  /** Tracks `result`: a paused run's approvals go to the inbox; resolves once they are stored. */
+  async track(result: RunResult): Promise<TrackedRun> {
+    let resolve!: (result: RunResult) => void;
+    let reject!: (error: unknown) => void;
+    const done = new Promise<RunResult>((ok, fail) => {
+      resolve = ok;
+      reject = fail;
+    });
+    done.catch(() => undefined);
+    if (result.status !== 'paused') resolve(result);
+    else await this.#pause(result, resolve, reject);
+    return { runId: result.runId, done };
+  }
+
+  async #pause(
+    result: Extract<RunResult, { status: 'paused' }>,
+    resolve: (result: RunResult) => void,
+    reject: (error: unknown) => void,
+  ): Promise<void> {
+    const pending = result.pending;
+    // The same call waiting again after its answer was given means the runner did not take the answer
+    // (a policy handler of its own, say): it is not answered twice; the run stays paused.
+    if (pending.some((p) => this.#tracked.has(p.id))) {
+      resolve(result);
+      return;
+    }
+    const answers = new Map<string, PendingRecord>();
+    const state = result.state;
+    const expiresAt = this.#inbox.now() + (this.#options.ttlMs ?? this.#inbox.ttlMs);
+    for (const p of pending) {
+      this.#tracked.add(p.id);
+      await this.#inbox.submit(this.#recordOf(p, state, expiresAt), (record) => {
+        answers.set(p.id, record);
+        if (answers.size === pending.length) void this.#resume(state, pending, answers, resolve, reject);
+      });
+    }
+  }
+
+  async #resume(
+    state: RunState,
+    pending: readonly PendingApproval[],
+    answers: ReadonlyMap<string, PendingRecord>,
+    resolve: (result: RunResult) => void,
+    reject: (error: unknown) => void,
+  ): Promise<void> {
+    try {
+      const decisions = pending.map((p) => {
+        const record = answers.get(p.id);
+        // No answer: the approval expired unanswered, and the model is told so.
+        const answer = record?.answer ?? {
+          effect: 'deny' as const,
+          reason:
+            record?.status === 'expired'
+              ? `no approver answered within ${Math.round((record.expiresAt - record.createdAt) / 1000)} s, so the request timed out and was denied`
+              : 'no answer was recorded',
+        };
+        return this.#runner.answer(p, answer.effect, {
+          scope: answer.remember ?? 'once',
+          ...(answer.arguments !== undefined ? { arguments: answer.arguments } : {}),
+          ...(answer.reason !== undefined ? { reason: answer.reason } : {}),
+        });
+      });
+      const next = await this.#runner.resume(state, decisions, this.#options.resumeOptions?.(state) ?? {});
+      if (next.status === 'paused') await this.#pause(next, resolve, reject);
+      else resolve(next);
+    } catch (error) {
+      reject(error);
+    }
+  }
+
+  #recordOf(p: PendingApproval, state: RunState, expiresAt: number): SubmittedApproval {
+    const trace = traceOf(this.#options.registry, p.canonical, p.parameters);
+    return {
+      id: p.id,
+      binding: {
+        scope: { kind: 'run', id: p.runId },
+        callId: p.callId,
+        tool: p.canonical,
+        argsHash: p.argsHash,
+        policyVersion: p.policyVersion,
+        expiresAt,
+        nonce: randomUUID(),
+      },
+      toolName: p.tool,
+      canonical: p.canonical,
+      parameters: p.parameters,
+      agent: p.path.join(' > '),
+      tenant: state.tenant,
+      caller: state.caller.id,
+      runId: p.runId,
+      rule: p.rule ?? '',
+      reason: p.reason,
+      ...(trace !== undefined ? { trace } : {}),
+      source: 'runner',
+      expiresAt,
+    };
+  }
+}
+
+/** Options of {@link inboxHandler}. */
+export interface InboxHandlerOptions {
+  /** The registry whose policy gives the explain trace. @default no trace */
+  readonly registry?: ToolRegistry;
+  /**
+   * How long a call waits for a person. Keep it below the registry's `handlerTimeoutMs`, which denies
+   * first otherwise. @default the inbox's `ttlMs`
+   */
+  readonly ttlMs?: number;
+}
+
+/**
+ * A PermissionHandler for a ToolRegistry: each ask is put in the inbox and the call waits for the answer
+ * (allow / deny; a time-out denies). Only `once` answers without edits fit this route.
+ */
+export function inboxHandler(inbox: Inbox, options: InboxHandlerOptions = {}): PermissionHandler {
+  return async (request: PermissionRequest) => {
+    const id = `registry:${randomUUID()}`;
+    const canonical = canonicalName(request.toolName);
+    const ttl = options.ttlMs ?? inbox.ttlMs;
+    const policyVersion = (options.registry ? environmentOf(options.registry).policy?.version : null) ?? null;
+    const trace = traceOf(options.registry, request.toolName, request.parameters);
+    const expiresAt = inbox.now() + ttl;
+    const answered = new Promise<PendingRecord>((resolve, reject) => {
+      inbox
+        .submit(
+          {
+            id,
+            binding: {
+              scope: { kind: 'run', id: request.runId ?? id },
+              callId: request.callId,
+              tool: canonical,
+              argsHash: hashOf(request.parameters),
+              policyVersion,
+              expiresAt,
+              nonce: randomUUID(),
+            },
+            toolName: request.toolName,
+            canonical,
+            parameters: request.parameters,
+            agent: request.agent,
+            tenant: request.tenant,
+            caller: null,
+            runId: request.runId,
+            rule: request.ruleName,
+            reason: request.reason,
+            ...(trace !== undefined ? { trace } : {}),
+            source: 'registry',
+            expiresAt,
+          },
+          resolve,
+        )
+        .catch(reject);
+    });
+    const record = await answered;
+    return record.answer?.effect === 'allow' && record.answer.arguments === undefined ? 'allow' : 'deny';
+  };
+}

@@ -1,0 +1,171 @@
+/**
+ * A shop for the inbox tests: a refund tool that records each execution, a policy that asks for refunds
+ * over 100 and forbids refunds over 1000, and a runner whose handler pauses every ask.
+ */
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { SignJWT } from 'jose';
+import {
+  AgentRunner,
+  PermissionPolicy,
+  PermissionResult,
+  ScriptedModel,
+  ToolRegistry,
+  defineTool,
+  type Agent,
+  type RunResult,
+} from '../../src/index.js';
+
+export const RUNNER_SECRET = 'runner-secret-for-the-inbox-tests';
+export const INBOX_SECRET = 'inbox-secret-for-the-inbox-tests!';
+export const JWT_SECRET = 'jwt-secret-for-the-inbox-tests-0123456789';
+export const CHROMIUM_ARGS = [
+  '--no-sandbox',
+  '--disable-gpu',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
+
+export const concierge: Agent = { name: 'concierge', tools: ['refund', 'search'] };
+
+export interface Shop {
+  readonly registry: ToolRegistry;
+  readonly runner: AgentRunner;
+  readonly model: ScriptedModel;
+  /** Every refund executed, as `order:amount`. */
+  readonly refunds: string[];
+  run(args: Record<string, unknown>, caller?: string, runId?: string): Promise<RunResult>;
+  /** The tool message the model was shown after the pause (its second request's last message). */
+  lastToolMessage(): string;
+}
+
+export function shop(version = 'shop-1'): Shop {
+  const refunds: string[] = [];
+  const registry = new ToolRegistry();
+  registry.register(
+    defineTool({
+      name: 'refund',
+      description: 'Refund an order',
+      parameters: {
+        type: 'object',
+        properties: { order: { type: 'string' }, amount: { type: 'number' }, note: { type: 'string' } },
+        required: ['order', 'amount'],
+      },
+      execute: (a) => {
+        refunds.push(`${String(a['order'])}:${String(a['amount'])}`);
+        return `refunded ${String(a['amount'])} on ${String(a['order'])}`;
+      },
+    }),
+  );
+  registry.register(
+    defineTool({
+      name: 'search',
+      description: 'Search',
+      parameters: { type: 'object', properties: { query: { type: 'string' } }, required: ['query'] },
+      execute: () => 'found',
+    }),
+  );
+  registry.setPermissionPolicy(
+    new PermissionPolicy({
+      version,
+      rules: [
+        {
+          name: 'deny_huge_refunds',
+          tools: ['refund'],
+          match: (_t, p) => Number(p['amount']) > 1000,
+          result: PermissionResult.DENY,
+          reason: 'refunds over 1000 are never made by an agent',
+        },
+        {
+          name: 'ask_refunds_over_100',
+          tools: ['refund'],
+          match: (_t, p) => Number(p['amount']) > 100,
+          result: PermissionResult.ASK,
+          reason: 'refunds over 100 need a human',
+        },
+      ],
+      fallback: PermissionResult.ALLOW,
+    }),
+  );
+  let args: Record<string, unknown> = {};
+  const model = new ScriptedModel([
+    () => ({ toolCalls: [{ id: 'call_1', name: 'refund', arguments: args }] }),
+    (r) => {
+      const m = r.messages.filter((x) => x.role === 'tool').at(-1) as { content: string } | undefined;
+      return { text: `done: ${m?.content ?? ''}` };
+    },
+  ]);
+  const runner = new AgentRunner({ registry, model, secret: RUNNER_SECRET, handler: () => 'pending' });
+  return {
+    registry,
+    runner,
+    model,
+    refunds,
+    run: (a, caller = 'cy', runId) => {
+      args = a;
+      return runner.run(concierge, 'refund please', {
+        tenant: 'acme',
+        caller: { id: caller },
+        ...(runId !== undefined ? { runId } : {}),
+      });
+    },
+    lastToolMessage: () => {
+      const request = model.requests.at(-1);
+      const m = request?.messages.filter((x) => x.role === 'tool').at(-1) as { content: string } | undefined;
+      return m?.content ?? '';
+    },
+  };
+}
+
+export async function bearer(subject: string): Promise<string> {
+  return new SignJWT({ email: subject })
+    .setProtectedHeader({ alg: 'HS256' })
+    .setSubject(subject)
+    .setIssuedAt()
+    .setExpirationTime('1h')
+    .sign(new TextEncoder().encode(JWT_SECRET));
+}
+
+/** A webhook receiver on loopback: records each request's headers and raw body; answers `statuses` in turn, then 200. */
+export async function receiver(statuses: number[] = []): Promise<{
+  readonly url: string;
+  readonly received: { headers: IncomingMessage['headers']; body: string }[];
+  next(): Promise<{ headers: IncomingMessage['headers']; body: string }>;
+  close(): Promise<void>;
+}> {
+  const received: { headers: IncomingMessage['headers']; body: string }[] = [];
+  const waiters: ((r: { headers: IncomingMessage['headers']; body: string }) => void)[] = [];
+  let served = 0;
+  let taken = 0;
+  const server: Server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const status = statuses[served++] ?? 200;
+      res.writeHead(status).end();
+      if (status >= 200 && status < 300) {
+        const entry = { headers: req.headers, body: Buffer.concat(chunks).toString('utf8') };
+        received.push(entry);
+        const waiter = waiters.shift();
+        if (waiter) {
+          taken++;
+          waiter(entry);
+        }
+      }
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as AddressInfo).port;
+  return {
+    url: `http://127.0.0.1:${port}/hook`,
+    received,
+    next: () =>
+      new Promise((resolve) => {
+        if (taken < received.length) resolve(received[taken++]!);
+        else waiters.push(resolve);
+      }),
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
+}

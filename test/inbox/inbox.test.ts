@@ -1,0 +1,264 @@
+/**
+ * The inbox over HTTP without a browser: time-outs, policy versions, the registry's handler route, the
+ * command, the demo, and the rendering of hostile text.
+ */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { request } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { inboxDemo } from '../../examples/demo/inbox.js';
+import { runServe } from '../../src/cli/serve.js';
+import { run } from '../../src/cli/program.js';
+import { createInbox, jwtApprover, type Inbox } from '../../src/inbox/index.js';
+import { diffHtml, text } from '../../src/inbox/render.js';
+import { PermissionPolicy, PermissionResult, ToolRegistry, defineTool } from '../../src/index.js';
+import { INBOX_SECRET, JWT_SECRET, bearer, shop } from './fixture.js';
+
+const cleanups: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+async function start(options: Partial<Parameters<typeof createInbox>[0]> = {}): Promise<{ inbox: Inbox; url: string }> {
+  const inbox = createInbox({
+    secret: INBOX_SECRET,
+    authenticate: jwtApprover({ secret: JWT_SECRET }),
+    sweepIntervalMs: 0,
+    ...options,
+  });
+  const server = await inbox.listen();
+  cleanups.push(async () => {
+    inbox.close();
+    await server.close();
+  });
+  return { inbox, url: server.url };
+}
+
+/** Answers approval `id` as `who` the way the page's form does (CSRF token from the page, same Origin). */
+async function answer(
+  url: string,
+  id: string,
+  who: string,
+  form: Record<string, string>,
+  token?: string,
+): Promise<Response> {
+  const headers = { authorization: `Bearer ${await bearer(who)}` };
+  const csrf = token ?? (await csrfOf(url, who));
+  return fetch(`${url}/approvals/${encodeURIComponent(id)}/answer`, {
+    method: 'POST',
+    headers: { ...headers, origin: new URL(url).origin },
+    body: new URLSearchParams({ csrf, ...form }),
+  });
+}
+
+async function csrfOf(url: string, who: string): Promise<string> {
+  const page = await (await fetch(`${url}/`, { headers: { authorization: `Bearer ${await bearer(who)}` } })).text();
+  return /name="csrf" value="([^"]+)"/.exec(page)?.[1] ?? '';
+}
+
+describe('hostile text is shown inert and visible', () => {
+  it('escapes HTML and marks bidi, zero-width and control characters', () => {
+    expect(text('<img src=x onerror=alert(1)>')).toBe('&lt;img src=x onerror=alert(1)&gt;');
+    const marked = text('a\u202Eb\u200Bc\u0007d\u00A0e');
+    for (const point of ['U+202E', 'U+200B', 'U+0007', 'U+00A0']) expect(marked).toContain(`⟦${point}⟧`);
+    expect([...marked].some((c) => '\u202E\u200B\u0007\u00A0'.includes(c))).toBe(false);
+    expect(text('line\nnext\tx')).toBe('line\nnext\tx');
+    expect(diffHtml('{\n  "a": 1\n}', '{\n  "a": 2\n}')).toMatch(
+      /<del[^>]*>.*- {3}&quot;a&quot;: 1.*<\/del>[\s\S]*<ins[^>]*>.*\+ {3}&quot;a&quot;: 2/,
+    );
+  });
+});
+
+describe('the inbox over HTTP', () => {
+  it('times an unanswered approval out to deny, and the model is told so', async () => {
+    let now = 1_000_000;
+    const s = shop();
+    const { inbox, url } = await start({ now: () => now, ttlMs: 60_000 });
+    const tracked = await inbox.runner(s.runner).track(await s.run({ order: 'A-1', amount: 300 }));
+    const [record] = await inbox.store.list({ status: 'pending' });
+    const csrf = await csrfOf(url, 'alice@example.com');
+    now += 60_001;
+    const late = await answer(url, record!.id, 'alice@example.com', { effect: 'allow' }, csrf);
+    expect(late.status).toBe(410);
+    expect(await inbox.sweep()).toBe(1);
+    const result = await tracked.done;
+    expect(result.status).toBe('completed');
+    expect(s.refunds).toEqual([]);
+    expect(s.lastToolMessage()).toMatch(/timed out/);
+    expect(await inbox.sweep()).toBe(0);
+  });
+
+  it('refuses an answer given under another policy version', async () => {
+    let version = 'shop-1';
+    const s = shop('shop-1');
+    const { inbox, url } = await start({ policyVersion: () => version });
+    await inbox.runner(s.runner).track(await s.run({ order: 'A-2', amount: 300 }));
+    const [record] = await inbox.store.list({ status: 'pending' });
+    version = 'shop-2';
+    const refused = await answer(url, record!.id, 'alice@example.com', { effect: 'allow' });
+    expect(refused.status).toBe(409);
+    expect(await refused.text()).toContain('policy changed');
+    expect(s.refunds).toEqual([]);
+    version = 'shop-1';
+    expect((await answer(url, record!.id, 'alice@example.com', { effect: 'allow' })).status).toBe(200);
+  });
+
+  it('answers the same approval once whatever the number of concurrent answers', async () => {
+    const s = shop();
+    const { inbox, url } = await start();
+    const tracked = await inbox.runner(s.runner).track(await s.run({ order: 'A-4', amount: 300 }));
+    const [record] = await inbox.store.list({ status: 'pending' });
+    const csrf = await csrfOf(url, 'alice@example.com');
+    const statuses = await Promise.all(
+      Array.from({ length: 8 }, (_, i) =>
+        answer(url, record!.id, 'alice@example.com', { effect: i % 2 ? 'deny' : 'allow' }, csrf).then((r) => r.status),
+      ),
+    );
+    expect(statuses.filter((s) => s === 200)).toHaveLength(1);
+    expect(statuses.filter((s) => s === 409)).toHaveLength(7);
+    await tracked.done;
+    expect(s.refunds.length).toBeLessThanOrEqual(1);
+  });
+
+  it('answers only to loopback host names (DNS rebinding) and refuses a huge body', async () => {
+    const { url } = await start();
+    const status = (host: string) =>
+      new Promise<number>((resolve, reject) => {
+        const req = request(`${url}/`, { headers: { host } }, (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        });
+        req.on('error', reject);
+        req.end();
+      });
+    expect(await status('evil.example:80')).toBe(421);
+    expect(await status(new URL(url).host)).toBe(401);
+    const big = await fetch(`${url}/link`, {
+      method: 'POST',
+      headers: { origin: new URL(url).origin },
+      body: new URLSearchParams({ token: 'x'.repeat(300_000) }),
+    });
+    expect(big.status).toBe(413);
+  });
+
+  it('refuses requests without a valid bearer token', async () => {
+    const { url } = await start();
+    expect((await fetch(`${url}/`)).status).toBe(401);
+    expect((await fetch(`${url}/`, { headers: { authorization: 'Bearer not-a-jwt' } })).status).toBe(401);
+    expect((await fetch(`${url}/events`)).status).toBe(401);
+  });
+
+  it("puts the registry route's asks in the inbox and waits for the answer", async () => {
+    const ran: unknown[] = [];
+    const registry = new ToolRegistry();
+    registry.register(
+      defineTool({
+        name: 'wire_money',
+        description: 'Wire money',
+        parameters: { type: 'object', properties: { to: { type: 'string' } }, required: ['to'] },
+        execute: (a) => {
+          ran.push(a);
+          return 'sent';
+        },
+      }),
+    );
+    registry.setPermissionPolicy(
+      new PermissionPolicy({ rules: [{ name: 'ask_wires', tools: ['wire_money'], result: PermissionResult.ASK }] }),
+    );
+    const { inbox, url } = await start();
+    registry.setPermissionHandler(inbox.handler({ registry }));
+    const calls = registry.executeToolCalls([{ id: 'c1', name: 'wire_money', arguments: { to: 'bob' } }], {
+      agent: 'a',
+    });
+    let record;
+    while (!(record = (await inbox.store.list({ status: 'pending' }))[0])) await new Promise((r) => setImmediate(r));
+    expect(record.source).toBe('registry');
+    const edited = await answer(url, record.id, 'alice@example.com', { effect: 'allow', arguments: '{"to":"eve"}' });
+    expect(edited.status).toBe(400);
+    expect((await answer(url, record.id, 'alice@example.com', { effect: 'allow' })).status).toBe(200);
+    const [result] = await calls;
+    expect(result).toMatchObject({ isError: false });
+    expect(ran).toEqual([{ to: 'bob' }]);
+  });
+});
+
+describe('toolgate serve and the demo', () => {
+  it('serves the inbox with approvers and four eyes from the policy file', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'toolgate-serve-'));
+    const file = join(dir, 'policy.yaml');
+    writeFileSync(
+      file,
+      'version: 1\nrules:\n  - name: ask_all\n    result: ask\napprovals:\n  approvers:\n    tenants:\n      acme: [alice@example.com]\n  fourEyes: true\n  timeoutSeconds: 600\n',
+    );
+    let stop!: () => void;
+    const out: string[] = [];
+    const listening = new Promise<string>((resolve) => {
+      void runServe(['--port', '0', '--policy', file, '--jwt-secret-env', 'JWT', '--sign-in', 'alice@example.com'], {
+        stdout: (t) => out.push(t),
+        stderr: (t) => out.push(t),
+        stop: new Promise<void>((r) => (stop = r)),
+        onListening: resolve,
+        env: { TOOLGATE_INBOX_SECRET: INBOX_SECRET, JWT: JWT_SECRET },
+      });
+    });
+    const url = await listening;
+    cleanups.push(() => stop());
+    expect(out.join('')).toMatch(
+      /sign-in link for alice@example\.com \(single use\): http:\/\/127\.0\.0\.1:\d+\/link\?token=/,
+    );
+    const page = await fetch(`${url}/`, { headers: { authorization: `Bearer ${await bearer('alice@example.com')}` } });
+    expect(page.status).toBe(200);
+    expect(await page.text()).toContain('Nothing is waiting');
+  });
+
+  it('refuses to start without a secret, and is listed by toolgate --help', async () => {
+    const err: string[] = [];
+    expect(await runServe(['--port', '0'], { stdout: () => {}, stderr: (t) => err.push(t), env: {} })).toBe(2);
+    expect(err.join('')).toContain('TOOLGATE_INBOX_SECRET');
+    const out: string[] = [];
+    await run(['--help'], { stdout: (t) => out.push(t), stderr: (t) => out.push(t) });
+    expect(out.join('')).toMatch(/serve/);
+    const help: string[] = [];
+    expect(await run(['serve', '--help'], { stdout: (t) => help.push(t), stderr: (t) => help.push(t) })).toBe(0);
+    expect(help.join('')).toContain('--jwks-url');
+  });
+
+  it('npm run demo -- --inbox: a sign-in link opens the inbox on the paused run, and approving finishes it', async () => {
+    const lines: string[] = [];
+    const demo = await inboxDemo((l) => lines.push(l));
+    cleanups.push(() => demo.close());
+    expect(lines.join('\n')).toContain('waits for a human');
+    const token = new URL(demo.signIn).searchParams.get('token')!;
+    const origin = new URL(demo.url).origin;
+    const signIn = await fetch(`${demo.url}/link`, {
+      method: 'POST',
+      headers: { origin },
+      body: new URLSearchParams({ token }),
+      redirect: 'manual',
+    });
+    expect(signIn.status).toBe(303);
+    const cookie = signIn.headers.get('set-cookie')!.split(';')[0]!;
+    expect(signIn.headers.get('set-cookie')).toMatch(/HttpOnly/i);
+    const page = await (await fetch(`${demo.url}/`, { headers: { cookie } })).text();
+    expect(page).toContain('A-1042');
+    const csrf = /name="csrf" value="([^"]+)"/.exec(page)![1]!;
+    const id = /data-id="([^"]+)"/.exec(page)![1]!;
+    const approved = await fetch(`${demo.url}/approvals/${id}/answer`, {
+      method: 'POST',
+      headers: { cookie, origin },
+      body: new URLSearchParams({ csrf, effect: 'allow' }),
+    });
+    expect(approved.status).toBe(200);
+    expect((await demo.done).status).toBe('completed');
+    expect(demo.refunds).toEqual(['A-1042:250']);
+    // The sign-in link is single use.
+    const again = await fetch(`${demo.url}/link`, {
+      method: 'POST',
+      headers: { origin },
+      body: new URLSearchParams({ token }),
+      redirect: 'manual',
+    });
+    expect(again.status).toBe(410);
+  });
+});
