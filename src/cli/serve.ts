@@ -7,6 +7,7 @@ import { parseArgs } from 'node:util';
 import type { Command } from 'commander';
 import { canonical } from '../names.js';
 import type { PolicyApprovalsData } from '../policy-file/types.js';
+import { EXIT, exitCodesText } from './exit-codes.js';
 
 /** What `runServe` writes to and when it stops. */
 export interface ServeIO {
@@ -43,8 +44,10 @@ Options:
   -h, --help                 show this help
 
 The store is in memory: approvals reach it from the same process (createInbox in your server).
-
-Exit codes: 0 stopped, 2 usage or configuration error.`;
+${exitCodesText([
+  [EXIT.OK, 'stopped'],
+  [EXIT.USAGE, 'usage or configuration error'],
+])}`;
 
 class ServeError extends Error {}
 
