@@ -218,9 +218,10 @@ function layersFor(set: PolicySet, who: PolicyContextInput, form: string, regist
 
 function rulesFor(set: PolicySet, tool: Tool, args: Readonly<Record<string, unknown>>): RuleExplanation[] {
   const evaluation = set.policy.evaluate(tool, args, { trace: true });
-  const infos = new Map(set.rules.map((r) => [r.index, r]));
+  // By name: shadow rules are not in the enforced policy, so its indices are not the file's.
+  const infos = new Map(set.rules.map((r) => [r.name, r]));
   return (evaluation.trace ?? []).map((t) => {
-    const info = infos.get(t.index);
+    const info = infos.get(t.rule);
     const conditions =
       info && (t.outcome === 'matched' || t.outcome === 'not_matched' || t.outcome === 'threw')
         ? traceTests(info.tests, args)

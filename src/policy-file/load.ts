@@ -472,12 +472,20 @@ function compile(data: PolicyFileData, locator: Locator, text: string): PolicyPa
   }
   if (issues.length > 0) return { ok: false, issues: issues.sort((a, b) => a.line - b.line || a.column - b.column) };
   let policy: PermissionPolicy;
+  let shadow: PermissionPolicy | null = null;
+  const version = `policy-file-${createHash('sha256').update(text).digest('hex').slice(0, 12)}`;
   try {
+    // Shadow rules (or a whole shadow policy) decide in a second policy that is recorded, never enforced:
+    // the enforced one leaves them out (a shadow policy enforces no rule and falls back to allow).
+    const policyShadow = data.mode === 'shadow';
+    const enforced = policyShadow ? [] : rules.filter((_, i) => infos[i]!.data.mode !== 'shadow');
     policy = new PermissionPolicy({
-      rules,
-      fallback: data.fallback ?? 'deny',
-      version: `policy-file-${createHash('sha256').update(text).digest('hex').slice(0, 12)}`,
+      rules: enforced,
+      fallback: policyShadow ? 'allow' : (data.fallback ?? 'deny'),
+      version,
     });
+    if (policyShadow || enforced.length !== rules.length)
+      shadow = new PermissionPolicy({ rules, fallback: data.fallback ?? 'deny', version });
   } catch (error) {
     return { ok: false, issues: [locator.issue(['rules'], 'invalid-rule', (error as Error).message)] };
   }
@@ -487,6 +495,7 @@ function compile(data: PolicyFileData, locator: Locator, text: string): PolicyPa
       file: locator.file === '<input>' ? null : locator.file,
       data,
       policy,
+      shadow,
       tools,
       rules: infos,
       positionOf: (p, key) => locator.at(p, key),

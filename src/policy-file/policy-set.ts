@@ -64,6 +64,7 @@ export interface PolicySetInit {
   readonly file: string | null;
   readonly data: PolicyFileData;
   readonly policy: PermissionPolicy;
+  readonly shadow?: PermissionPolicy | null;
   readonly tools: readonly Tool[];
   readonly rules: readonly PolicyRuleInfo[];
   readonly positionOf: (path: readonly (string | number)[], key?: boolean) => PolicyPosition;
@@ -88,6 +89,11 @@ export class PolicySet {
   /** The file's content as data (schema-valid). */
   readonly data: PolicyFileData;
   readonly policy: PermissionPolicy;
+  /**
+   * The policy as it would be with its shadow rules (or, for `mode: shadow`, all of it) enforced; null
+   * when nothing is in shadow mode. Evaluate it beside `policy` to record what shadow rules would decide.
+   */
+  readonly shadow: PermissionPolicy | null;
   /** The version label of the policy: a hash of the file's text. */
   readonly version: string;
   /** Stub tools for every tool the file declares metadata for; they decide calls and never run. */
@@ -107,6 +113,7 @@ export class PolicySet {
     this.file = init.file;
     this.data = init.data;
     this.policy = init.policy;
+    this.shadow = init.shadow ?? null;
     this.version = init.policy.version;
     this.tools = Object.freeze([...init.tools]);
     this.rules = Object.freeze([...init.rules]);

@@ -53,6 +53,53 @@ export interface PolicyRuleData {
   readonly namespace?: string;
   readonly tags?: readonly string[];
   readonly when?: Readonly<Record<string, PolicyConditionData>>;
+  /** `shadow`: decides and is recorded, not enforced. @default 'enforce' */
+  readonly mode?: PolicyMode;
+}
+
+/** Whether a rule (or a whole policy) is enforced, or only decides and is recorded. */
+export type PolicyMode = 'enforce' | 'shadow';
+
+/** A rule for MCP resources behind the gateway. */
+export interface PolicyResourceRuleData {
+  readonly name: string;
+  readonly result: PermissionResult;
+  readonly reason?: string;
+  readonly mode?: PolicyMode;
+  readonly namespace?: string;
+  readonly uri?: string | readonly string[];
+}
+
+/** A rule for MCP prompts behind the gateway. */
+export interface PolicyPromptRuleData {
+  readonly name: string;
+  readonly result: PermissionResult;
+  readonly reason?: string;
+  readonly mode?: PolicyMode;
+  readonly namespace?: string;
+  readonly prompts?: string | readonly string[];
+  readonly when?: Readonly<Record<string, PolicyConditionData>>;
+}
+
+/** One upstream MCP server of the gateway: exactly one of `command` and `url`. */
+export interface PolicyUpstreamData {
+  readonly command?: string;
+  readonly args?: readonly string[];
+  readonly env?: Readonly<Record<string, string>>;
+  readonly cwd?: string;
+  readonly url?: string;
+  readonly headers?: Readonly<Record<string, string>>;
+  readonly prefix?: boolean;
+  readonly trusted?: boolean;
+  readonly callTimeoutMs?: number;
+  readonly connectTimeoutMs?: number;
+}
+
+/** The gateway section of a policy file. */
+export interface PolicyGatewayData {
+  readonly upstreams?: Readonly<Record<string, PolicyUpstreamData>>;
+  readonly lock?: string;
+  readonly pin?: 'refuse' | 'ask' | 'off';
 }
 
 /** A limit in a policy file (the shape of `LimitRule`, see src/limits/limiter.ts). */
@@ -77,6 +124,11 @@ export interface PolicyFileData {
   readonly scopes?: Readonly<Record<string, readonly string[]>>;
   readonly rules?: readonly PolicyRuleData[];
   readonly limits?: readonly PolicyLimitData[];
+  /** `shadow`: every rule decides and is recorded, none is enforced. @default 'enforce' */
+  readonly mode?: PolicyMode;
+  readonly resources?: readonly PolicyResourceRuleData[];
+  readonly prompts?: readonly PolicyPromptRuleData[];
+  readonly gateway?: PolicyGatewayData;
   /** Who may answer asks in the approval inbox. */
   readonly approvals?: PolicyApprovalsData;
 }

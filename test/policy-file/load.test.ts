@@ -88,7 +88,7 @@ describe('loading a policy file', () => {
       [
         11,
         5,
-        'rules[1].tool: unknown property "tool"; expected one of name, result, reason, tools, namespace, tags, when',
+        'rules[1].tool: unknown property "tool"; expected one of name, result, reason, mode, tools, namespace, tags, when',
       ],
     ]);
     await expect(loadPolicyFile(fixture('broken.yaml'))).rejects.toSatisfy((error: unknown) => {

@@ -109,7 +109,7 @@ function subjectOf(payload: JWTPayload): { claim: string; value: string } {
  * The identity a session is bound to: the authenticator's `extra.subject` when it gives one (the JWT
  * authenticator does: issuer, claim and value), else the client id. An empty one is refused.
  */
-function sessionSubject(auth: AuthInfo): string {
+export function sessionSubject(auth: AuthInfo): string {
   const given = auth.extra?.['subject'];
   const subject = typeof given === 'string' ? given : JSON.stringify([null, 'clientId', auth.clientId]);
   if (typeof auth.clientId !== 'string' || auth.clientId === '')
@@ -293,7 +293,8 @@ export async function serveMcpProxyHttp(proxy: McpProxy, options: McpProxyHttpOp
   };
 }
 
-function isLoopbackHost(header: string | undefined): boolean {
+/** @internal True when a Host header names a loopback host (DNS rebinding defence). */
+export function isLoopbackHost(header: string | undefined): boolean {
   if (!header) return false;
   try {
     return LOOPBACK_HOSTNAMES.has(new URL(`http://${header}`).hostname);
@@ -302,7 +303,8 @@ function isLoopbackHost(header: string | undefined): boolean {
   }
 }
 
-function isLoopbackOrigin(origin: string): boolean {
+/** @internal True when an Origin names a loopback host. */
+export function isLoopbackOrigin(origin: string): boolean {
   try {
     return LOOPBACK_HOSTNAMES.has(new URL(origin).hostname);
   } catch {
@@ -310,7 +312,8 @@ function isLoopbackOrigin(origin: string): boolean {
   }
 }
 
-function reply(res: ServerResponse, status: number, body: unknown, challenge?: string): void {
+/** @internal A JSON reply, with a WWW-Authenticate challenge when given. */
+export function reply(res: ServerResponse, status: number, body: unknown, challenge?: string): void {
   res.statusCode = status;
   res.setHeader('content-type', 'application/json');
   if (challenge) res.setHeader('www-authenticate', challenge);

@@ -1,0 +1,102 @@
+/**
+ * What the gateway records: one JSON object per event, written to an audit sink (a JSONL file for the
+ * CLI). `toolgate report` reads these records back.
+ */
+import { appendFileSync } from 'node:fs';
+import type { Decision } from '../decision.js';
+import type { PermissionResult } from '../permissions/result.js';
+import type { ToolResult } from '../registry.js';
+
+/** What shadow rules would have decided, where that differs from what was enforced. */
+export interface ShadowRecord {
+  readonly effect: PermissionResult;
+  readonly rule: string | null;
+  readonly reason: string;
+}
+
+interface RecordBase {
+  readonly time: string;
+  /** The caller's id (the token subject over HTTP), or null. */
+  readonly caller: string | null;
+  /** The MCP session, over HTTP. */
+  readonly session: string | null;
+}
+
+/** A tool call: its Decision, and how it ended. */
+export interface ToolAuditRecord extends RecordBase {
+  readonly type: 'tool';
+  /** The upstream's namespace, or null for a name no upstream serves. */
+  readonly upstream: string | null;
+  readonly decision: Decision | null;
+  /** `ok`/`error`: ran upstream; `refused`: the upstream never saw it; `unavailable`: its upstream is down. */
+  readonly status: ToolResult['status'] | 'unavailable';
+  readonly reason?: string;
+  readonly shadow?: ShadowRecord;
+  /** The tool's definition drifted from its pin: the unified diff. */
+  readonly drift?: string;
+  /** A store-backed approval: its request id and what happened (asked, pending, approved, denied). */
+  readonly approval?: { readonly id: string; readonly state: string; readonly reason?: string };
+}
+
+/** A resource read/subscribe or a prompt get. */
+export interface ItemAuditRecord extends RecordBase {
+  readonly type: 'resource' | 'prompt';
+  readonly action: 'read' | 'subscribe' | 'get' | 'complete';
+  readonly upstream: string | null;
+  /** The resource URI (normal form) or the prompt name as shown. */
+  readonly target: string;
+  readonly effect: 'allow' | 'deny';
+  /** Whether a person was asked (a rule answered ask). */
+  readonly asked: boolean;
+  readonly rule: string | null;
+  readonly reason: string;
+  readonly shadow?: ShadowRecord;
+}
+
+/** The policy in force and which of it is in shadow mode: at start, and whenever that changes. */
+export interface ModeAuditRecord {
+  readonly type: 'mode';
+  readonly time: string;
+  readonly event: 'start' | 'reload';
+  readonly policy: string;
+  readonly mode: 'enforce' | 'shadow';
+  /** The names of the rules in shadow mode (tool, resource and prompt rules). */
+  readonly shadowRules: readonly string[];
+  /** What changed since the previous record, in words. */
+  readonly changes: readonly string[];
+}
+
+/** A tool definition pinned for the first time, or seen drifted from its pin. */
+export interface PinAuditRecord {
+  readonly type: 'pin';
+  readonly time: string;
+  readonly event: 'pinned' | 'drift';
+  readonly upstream: string;
+  readonly tool: string;
+  readonly diff?: string;
+}
+
+/** An upstream went down or came back. */
+export interface UpstreamAuditRecord {
+  readonly type: 'upstream';
+  readonly time: string;
+  readonly upstream: string;
+  readonly state: 'ready' | 'down';
+  readonly reason?: string;
+}
+
+/** One audit record of the gateway. */
+export type GatewayAuditRecord =
+  ToolAuditRecord | ItemAuditRecord | ModeAuditRecord | PinAuditRecord | UpstreamAuditRecord;
+
+/** An audit sink: called once per record; a sink that throws is reported and does not stop the gateway. */
+export type GatewayAuditSink = (record: GatewayAuditRecord) => void;
+
+/**
+ * An audit sink appending one JSON line per record to `file`. The file is opened (created) now, so an
+ * unwritable path fails at start and not at the first call.
+ */
+export function jsonlAuditSink(file: string): GatewayAuditSink {
+  appendFileSync(file, '');
+  return (record) => appendFileSync(file, `${JSON.stringify(record)}\n`);
+}

@@ -1,0 +1,107 @@
+/**
+ * The gateway's configuration as a policy file states it (its `gateway:` section, checked by the policy
+ * schema): upstreams by namespace, the lock file and what a drifted tool gets. `${NAME}` in an upstream's
+ * env, headers, args or url is read from the environment; a variable that is not set refuses the whole
+ * configuration (a header silently sent as "Bearer " would be worse).
+ */
+import { dirname, isAbsolute, resolve } from 'node:path';
+import { policyToolMetadata } from '../adapters/mcp/proxy-policy.js';
+import { ConfigurationError } from '../errors.js';
+import type { PolicySet } from '../policy-file/policy-set.js';
+import type { PolicyUpstreamData } from '../policy-file/types.js';
+import type { ToolMetadataInput } from '../tool.js';
+import type { GatewayPinOptions } from './gateway.js';
+import { defaultLockFile } from './pins.js';
+import type { GatewayUpstreamOptions } from './upstream.js';
+
+/** The gateway's part of a policy file, ready for {@link createGateway}. */
+export interface GatewayConfig {
+  readonly upstreams: Readonly<Record<string, GatewayUpstreamOptions>>;
+  readonly pins: GatewayPinOptions | null;
+}
+
+/**
+ * Reads the `gateway:` section of a loaded policy file. Throws a ConfigurationError naming the upstream
+ * and field for a missing environment variable, both or neither of `command` and `url`, or no upstream.
+ */
+export function gatewayConfigOf(
+  set: PolicySet,
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): GatewayConfig {
+  const section = set.data.gateway ?? {};
+  const base = set.file ? dirname(resolve(set.file)) : process.cwd();
+  const metadata = policyToolMetadata(set);
+  const upstreams: Record<string, GatewayUpstreamOptions> = {};
+  const entries = Object.entries(section.upstreams ?? {});
+  if (entries.length === 0)
+    throw new ConfigurationError(
+      'the policy file names no upstream server: add gateway.upstreams (e.g. `fs: { command: mcp-server-filesystem, args: [/srv] }`)',
+    );
+  for (const [namespace, data] of entries) upstreams[namespace] = upstreamOf(namespace, data, base, env, metadata);
+  const mode = section.pin ?? 'refuse';
+  const lock =
+    section.lock === undefined ? null : isAbsolute(section.lock) ? section.lock : resolve(base, section.lock);
+  const pins: GatewayPinOptions | null =
+    mode === 'off'
+      ? null
+      : {
+          file: lock ?? (set.file ? defaultLockFile(resolve(set.file)) : resolve('toolgate.lock.json')),
+          onDrift: mode,
+        };
+  return { upstreams, pins };
+}
+
+function upstreamOf(
+  namespace: string,
+  data: PolicyUpstreamData,
+  base: string,
+  env: Readonly<Record<string, string | undefined>>,
+  metadata: Readonly<Record<string, ToolMetadataInput>>,
+): GatewayUpstreamOptions {
+  const at = `gateway.upstreams.${namespace}`;
+  if ((data.command === undefined) === (data.url === undefined))
+    throw new ConfigurationError(`${at}: give exactly one of "command" (stdio) and "url" (Streamable HTTP)`);
+  const expand = (value: string, field: string): string =>
+    value.replace(/\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (whole, name: string | undefined) => {
+      if (name === undefined) return '$';
+      const found = env[name];
+      if (found === undefined)
+        throw new ConfigurationError(`${at}.${field}: the environment variable ${name} is not set`);
+      return found;
+    });
+  const map = (
+    record: Readonly<Record<string, string>> | undefined,
+    field: string,
+  ): Record<string, string> | undefined =>
+    record && Object.fromEntries(Object.entries(record).map(([k, v]) => [k, expand(v, `${field}.${k}`)]));
+  // The policy file's `tools:` metadata, by this upstream's own tool names.
+  const prefixed = data.prefix ?? true;
+  const own: Record<string, ToolMetadataInput> = {};
+  for (const [name, spec] of Object.entries(metadata)) {
+    if (!prefixed) own[name] = spec;
+    else if (name.startsWith(`${namespace}:`)) own[name.slice(namespace.length + 1)] = spec;
+  }
+  const common = {
+    prefix: prefixed,
+    ...(data.trusted !== undefined ? { trusted: data.trusted } : {}),
+    ...(data.callTimeoutMs !== undefined ? { callTimeoutMs: data.callTimeoutMs } : {}),
+    ...(data.connectTimeoutMs !== undefined ? { connectTimeoutMs: data.connectTimeoutMs } : {}),
+    ...(Object.keys(own).length > 0 ? { metadata: own } : {}),
+  };
+  if (data.url !== undefined) {
+    const headers = map(data.headers, 'headers');
+    return { url: expand(data.url, 'url'), ...(headers ? { headers } : {}), ...common };
+  }
+  if (data.headers) throw new ConfigurationError(`${at}.headers: headers apply to a "url" upstream only`);
+  const childEnv = map(data.env, 'env');
+  return {
+    stdio: {
+      command: expand(data.command!, 'command'),
+      args: (data.args ?? []).map((a, i) => expand(a, `args[${i}]`)),
+      ...(childEnv ? { env: childEnv } : {}),
+      ...(data.cwd ? { cwd: isAbsolute(data.cwd) ? data.cwd : resolve(base, data.cwd) } : {}),
+      stderr: 'inherit',
+    },
+    ...common,
+  };
+}

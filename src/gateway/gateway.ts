@@ -1,0 +1,993 @@
+/**
+ * The MCP gateway: many upstream servers behind one MCP server per client connection. Tools pass the
+ * gate (allowlists, the policy on validated arguments, approvals by elicitation); resources and prompts
+ * pass the policy file's `resources:`/`prompts:` rules; tool definitions are pinned; shadow rules are
+ * recorded. Everything else a client or an upstream sends is forwarded (completion, logging, progress,
+ * cancellation, resource subscriptions, sampling, elicitation) or refused with an error that says so.
+ */
+import { randomUUID } from 'node:crypto';
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
+import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
+import { UriTemplate } from '@modelcontextprotocol/sdk/shared/uriTemplate.js';
+import {
+  CallToolRequestSchema,
+  CompleteRequestSchema,
+  ErrorCode,
+  GetPromptRequestSchema,
+  ListPromptsRequestSchema,
+  ListResourcesRequestSchema,
+  ListResourceTemplatesRequestSchema,
+  ListToolsRequestSchema,
+  McpError,
+  ReadResourceRequestSchema,
+  SetLevelRequestSchema,
+  SubscribeRequestSchema,
+  UnsubscribeRequestSchema,
+  type CallToolResult,
+  type LoggingLevel,
+  type Prompt,
+  type Resource,
+  type ResourceTemplate,
+  type ServerNotification,
+  type ServerRequest,
+  type Tool as McpTool,
+} from '@modelcontextprotocol/sdk/types.js';
+import { dispatchOne } from '../adapters/route.js';
+import { ConfigurationError } from '../errors.js';
+import type { GateContext } from '../gate/precheck.js';
+import { canonical, describe } from '../names.js';
+import type { PermissionHandler, PermissionRequest } from '../permissions/handler.js';
+import { PermissionPolicy } from '../permissions/policy.js';
+import type { PermissionRule } from '../permissions/rule.js';
+import type { PolicySet } from '../policy-file/policy-set.js';
+import { ToolRegistry } from '../registry.js';
+import type { Tool } from '../tool.js';
+import type { GatewayAuditRecord, GatewayAuditSink, ShadowRecord, ToolAuditRecord } from './audit.js';
+import { checkApprovals, storeApprover, type ApprovalNote, type GatewayApprovals } from './approvals.js';
+import { compileGovernance, normalResourceUri, type ItemPolicy, type ItemVerdict } from './governance.js';
+import { pinnedDefinition, PinStore } from './pins.js';
+import { callScope, Upstream, type CallScope, type GatewayUpstreamOptions, type UpstreamEvents } from './upstream.js';
+
+/** The context of one downstream request: fixed, or derived from the request's authentication. */
+export type GatewayRequestContext =
+  | GateContext
+  | ((request: { readonly authInfo: AuthInfo | undefined; readonly sessionId: string | undefined }) => GateContext);
+
+/** Pinning of tool definitions. */
+export interface GatewayPinOptions {
+  /** The lock file (created when missing). */
+  readonly file: string;
+  /** What a drifted tool gets: refused (hidden from tools/list), or asked for per call. @default 'refuse' */
+  readonly onDrift?: 'refuse' | 'ask';
+}
+
+/** Options of {@link createGateway}. */
+export interface GatewayOptions {
+  /** The upstream servers by namespace (`github` shows `search` as `github:search`). */
+  readonly upstreams: Readonly<Record<string, GatewayUpstreamOptions>>;
+  /** The loaded policy file: tool rules, resource and prompt rules, agents, tenants, scopes, shadow mode. */
+  readonly policy: PolicySet;
+  /** Who is asking, for servers created without their own context (over HTTP, the token narrows it). @default the policy file's default context */
+  readonly context?: GateContext;
+  /** Pin tool definitions in a lock file; null turns pinning off. @default null */
+  readonly pins?: GatewayPinOptions | null;
+  /** Receives every audit record. @default none */
+  readonly audit?: GatewayAuditSink;
+  /** How long a person has to answer an approval (elicitation) before the call is denied. @default 120_000 */
+  readonly approvalTimeoutMs?: number;
+  /** The gateway's server name towards its clients. @default 'toolgate-gateway' */
+  readonly name?: string;
+  /**
+   * Put asks in the shared stores instead of asking by elicitation: a call asked on one replica can be
+   * answered on another and runs once (see approvals.ts). @default none: asks go to the client by elicitation
+   */
+  readonly approvals?: GatewayApprovals;
+}
+
+/** A downstream server and what the gateway tracks for it. */
+interface Downstream {
+  readonly server: Server;
+  readonly context: GatewayRequestContext;
+  logging: boolean;
+}
+
+/** A running gateway. */
+export interface Gateway {
+  /** The registry holding every upstream's tools (namespaced), with the policy in force. */
+  readonly registry: ToolRegistry;
+  /** The gateway's own context (agent, tenant, caller layers); a server's context function only narrows it over HTTP. */
+  readonly context: GateContext;
+  /** The upstreams by namespace: their state (`ready`, `down` with a reason) and connection. */
+  readonly upstreams: ReadonlyMap<string, Upstream>;
+  /** A new downstream MCP server (one per client connection or HTTP session); connect it to a transport. */
+  createServer(options?: { readonly context?: GatewayRequestContext }): Server;
+  /** Subscribes to upstream state changes; returns the unsubscribe function. */
+  onUpstreamState(listener: (upstream: Upstream) => void): () => void;
+  /** Closes every downstream server and every upstream (stdio upstreams are stopped). */
+  close(): Promise<void>;
+}
+
+const PIN_RULE = 'pinned-definition';
+const NAMESPACE = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
+const MAX_LISTED = 10_000;
+
+/**
+ * Starts a gateway: connects every upstream (one that fails is `down` and retried; the others serve),
+ * registers their tools under their namespaces, pins their definitions when `pins` is given.
+ *
+ * @example
+ * const set = await loadPolicyFile('policy.yaml');
+ * const gateway = await createGateway({
+ *   policy: set,
+ *   upstreams: { fs: { stdio: { command: 'mcp-server-filesystem', args: ['/srv'] } } },
+ *   pins: { file: 'policy.lock.json' },
+ * });
+ * await gateway.createServer().connect(new StdioServerTransport());
+ */
+export async function createGateway(options: GatewayOptions): Promise<Gateway> {
+  if (typeof options !== 'object' || options === null)
+    throw new TypeError(`createGateway options must be an object, got ${describe(options)}`);
+  const set = options.policy;
+  if (typeof set !== 'object' || set === null || !(set.policy instanceof PermissionPolicy))
+    throw new TypeError(`option "policy" must be a loaded policy file (a PolicySet), got ${describe(set)}`);
+  if (typeof options.upstreams !== 'object' || options.upstreams === null)
+    throw new TypeError(`option "upstreams" must be an object keyed by namespace, got ${describe(options.upstreams)}`);
+  for (const [namespace, upstream] of Object.entries(options.upstreams)) {
+    if (!NAMESPACE.test(namespace))
+      throw new TypeError(
+        `upstream namespace ${JSON.stringify(namespace)} must be 1-64 letters, digits, "_", "." or "-" (no ":")`,
+      );
+    const sources = (['stdio', 'url', 'transport'] as const).filter((k) => upstream?.[k] !== undefined);
+    if (sources.length !== 1)
+      throw new TypeError(
+        `upstream ${JSON.stringify(namespace)} needs exactly one of "stdio", "url", "transport"; got ${sources.length === 0 ? 'none' : sources.join(', ')}`,
+      );
+  }
+  const governance = compileGovernance(set);
+  if (!governance.ok)
+    throw new ConfigurationError(
+      `the policy file's resource and prompt rules were refused:\n${governance.issues.map((i) => `  ${i.file}:${i.line}:${i.column}: ${i.message}`).join('\n')}`,
+    );
+  const defaultContext: GateContext = options.context ?? set.context();
+  checkContext(defaultContext);
+  const auditSink = options.audit;
+  const audit = (record: GatewayAuditRecord): void => {
+    if (!auditSink) return;
+    try {
+      auditSink(record);
+    } catch (error) {
+      process.emitWarning(
+        `toolgate: the gateway's audit sink threw: ${error instanceof Error ? error.message : String(error)}`,
+        { code: 'TOOLGATE_AUDIT' },
+      );
+    }
+  };
+  const now = (): string => new Date().toISOString();
+  const name = options.name ?? 'toolgate-gateway';
+  const pins = options.pins ? new PinStore(options.pins.file) : null;
+  if (options.approvals !== undefined) checkApprovals(options.approvals);
+  const onDrift = options.pins?.onDrift ?? 'refuse';
+
+  /** Tool canonical name → the drift diff of a drifted tool. */
+  const drifted = new Map<string, { readonly diff: string; readonly upstream: Upstream }>();
+  const isDrifted = (tool: Tool): boolean => {
+    const entry = drifted.get(tool.canonicalName);
+    if (!entry || !pins) return false;
+    const definition = entry.upstream.connection?.definition(tool.name);
+    // A `toolgate pin --accept` since: the lock file now pins exactly what is offered (a lock file that
+    // lost the entry does not clear the drift).
+    if (definition && pins.matches(tool.name, pinnedDefinition(definition))) {
+      drifted.delete(tool.canonicalName);
+      return false;
+    }
+    return true;
+  };
+
+  const callTimeout = Math.max(...Object.values(options.upstreams).map((u) => u.callTimeoutMs ?? 60_000), 1000);
+  const registry = new ToolRegistry({
+    toolTimeoutMs: callTimeout + 1000,
+    handlerTimeoutMs: options.approvalTimeoutMs ?? 120_000,
+  });
+  registry.setPermissionPolicy(pins ? withPinRule(set.policy, isDrifted, onDrift) : set.policy);
+
+  const downstreams = new Set<Downstream>();
+  const stateListeners = new Set<(upstream: Upstream) => void>();
+  /** Tool canonical name → its upstream. */
+  const toolOwner = new Map<string, Upstream>();
+  /** Resource URI → namespaces that listed it; templates by namespace; prompt names by namespace. */
+  const resourceOwners = new Map<string, Set<string>>();
+  const templatesOf = new Map<string, readonly UriTemplate[]>();
+  const promptsOf = new Map<string, ReadonlySet<string>>();
+  /** `namespace uri` → the downstream servers subscribed. */
+  const subscriptions = new Map<string, Set<Server>>();
+  let closed = false;
+
+  // Notifications on their way to a client (progress, log messages) are delivered before the result of
+  // the request they belong to: a client drops progress that arrives after the result.
+  const inTransit = new WeakMap<Server, Set<Promise<void>>>();
+  const track = (server: Server, sending: Promise<void>): Promise<void> => {
+    let set = inTransit.get(server);
+    if (!set) inTransit.set(server, (set = new Set()));
+    const settled = sending.catch(() => undefined);
+    set.add(settled);
+    void settled.then(() => set.delete(settled));
+    return settled;
+  };
+  const delivered = async (server: Server): Promise<void> => {
+    await Promise.all(inTransit.get(server) ?? []);
+  };
+
+  const broadcast = (send: (server: Server) => Promise<void>): void => {
+    for (const d of downstreams) {
+      if (d.server.transport === undefined) continue;
+      send(d.server).catch(() => undefined);
+    }
+  };
+
+  const checkPins = (upstream: Upstream): void => {
+    const connection = upstream.connection;
+    if (!connection) return;
+    for (const registered of connection.tools) {
+      toolOwner.set(canonical(registered), upstream);
+      if (!pins) continue;
+      const definition = connection.definition(registered);
+      if (!definition) continue;
+      const check = pins.check(registered, pinnedDefinition(definition));
+      if (check.state === 'drift') {
+        const known = drifted.get(canonical(registered));
+        drifted.set(canonical(registered), { diff: check.diff, upstream });
+        if (known?.diff !== check.diff)
+          audit({
+            type: 'pin',
+            time: now(),
+            event: 'drift',
+            upstream: upstream.namespace,
+            tool: registered,
+            diff: check.diff,
+          });
+      } else {
+        drifted.delete(canonical(registered));
+        if (check.state === 'new')
+          audit({ type: 'pin', time: now(), event: 'pinned', upstream: upstream.namespace, tool: registered });
+      }
+    }
+  };
+
+  const events: UpstreamEvents = {
+    stateChanged(upstream) {
+      if (upstream.state === 'ready') {
+        checkPins(upstream);
+        audit({ type: 'upstream', time: now(), upstream: upstream.namespace, state: 'ready' });
+        broadcast((s) => s.sendToolListChanged());
+        broadcast((s) => s.sendResourceListChanged());
+        broadcast((s) => s.sendPromptListChanged());
+      } else if (upstream.state === 'down') {
+        audit({ type: 'upstream', time: now(), upstream: upstream.namespace, state: 'down', reason: upstream.reason });
+      }
+      for (const listener of stateListeners) listener(upstream);
+    },
+    toolsChanged(upstream) {
+      checkPins(upstream);
+      broadcast((s) => s.sendToolListChanged());
+    },
+    resourcesChanged() {
+      broadcast((s) => s.sendResourceListChanged());
+    },
+    promptsChanged() {
+      broadcast((s) => s.sendPromptListChanged());
+    },
+    resourceUpdated(upstream, uri) {
+      const normal = normalResourceUri(uri);
+      if (!normal.ok) return;
+      for (const server of subscriptions.get(`${upstream.namespace} ${normal.uri}`) ?? [])
+        server.sendResourceUpdated({ uri }).catch(() => undefined);
+    },
+    log(upstream, params) {
+      // A log message goes to the one client with a request in flight to that upstream (it is about their
+      // request); with none, to the clients that asked for logging. With several in flight it cannot be
+      // attributed, and a shared upstream's log line must not reach another tenant: it is not delivered.
+      const inflight = upstream.inflight;
+      if (inflight.length > 1) return;
+      const targets = inflight.length === 1 ? inflight : [...downstreams].filter((d) => d.logging).map((d) => d.server);
+      for (const server of targets)
+        void track(server, server.notification({ method: 'notifications/message', params }));
+    },
+  };
+
+  const policyShadowRules = [
+    ...set.rules.filter((r) => r.data.mode === 'shadow').map((r) => r.name),
+    ...(set.data.resources ?? []).filter((r) => r.mode === 'shadow').map((r) => `resources:${r.name}`),
+    ...(set.data.prompts ?? []).filter((r) => r.mode === 'shadow').map((r) => `prompts:${r.name}`),
+  ];
+  audit({
+    type: 'mode',
+    time: now(),
+    event: 'start',
+    policy: set.version,
+    mode: set.data.mode ?? 'enforce',
+    shadowRules: policyShadowRules,
+    changes: [
+      set.data.mode === 'shadow'
+        ? 'the whole policy is in shadow mode: rules decide and are recorded, the allowlists alone are enforced'
+        : `policy enforced${policyShadowRules.length > 0 ? `; in shadow mode: ${policyShadowRules.join(', ')}` : ''}`,
+    ],
+  });
+
+  const upstreams = new Map<string, Upstream>();
+  for (const [namespace, upstreamOptions] of Object.entries(options.upstreams))
+    upstreams.set(namespace, new Upstream(namespace, upstreamOptions, registry, events));
+  await Promise.all([...upstreams.values()].map((u) => u.start()));
+
+  /**
+   * A tool name whose namespace is a prefixed upstream's may only be served by that upstream: an
+   * unprefixed upstream offering `fs:write_file` must not pass for the `fs` upstream (and its rules).
+   */
+  const impostor = (registered: string, owner: Upstream): boolean => {
+    const form = canonical(registered);
+    const colon = form.indexOf(':');
+    if (colon < 0) return false;
+    const claimed = [...upstreams.values()].find((u) => u.prefixed && canonical(u.namespace) === form.slice(0, colon));
+    return claimed !== undefined && claimed !== owner;
+  };
+
+  /** The upstream serving a tool name (also while it is down), if any. */
+  const ownerOfTool = (toolName: string): Upstream | undefined => {
+    const form = canonical(toolName);
+    const owner = toolOwner.get(form);
+    if (owner) return owner;
+    for (const upstream of upstreams.values()) {
+      if (upstream.prefixed && upstream.own(form) !== undefined && form.startsWith(`${canonical(upstream.namespace)}:`))
+        return upstream;
+      for (const known of upstream.knownTools) if (canonical(known) === form) return upstream;
+    }
+    return undefined;
+  };
+
+  const unavailable = (upstream: Upstream, what: string): McpError =>
+    new McpError(
+      ErrorCode.InternalError,
+      `toolgate gateway: upstream "${upstream.namespace}" is unavailable (${upstream.reason}); ${what} is refused until it is back`,
+    );
+
+  /** Every item of one list method from every ready upstream that serves it. */
+  const listAll = async <T>(
+    capability: 'resources' | 'prompts',
+    list: (upstream: Upstream, cursor: string | undefined) => Promise<{ items: T[]; nextCursor?: string | undefined }>,
+  ): Promise<Map<Upstream, T[]>> => {
+    const out = new Map<Upstream, T[]>();
+    await Promise.all(
+      [...upstreams.values()].map(async (upstream) => {
+        if (upstream.state !== 'ready' || !upstream.capabilities[capability]) return;
+        const items: T[] = [];
+        let cursor: string | undefined;
+        try {
+          do {
+            const page = await upstream.forward(() => list(upstream, cursor));
+            items.push(...page.items);
+            cursor = page.nextCursor;
+          } while (cursor !== undefined && items.length < MAX_LISTED);
+          out.set(upstream, items);
+        } catch (error) {
+          // One upstream failing its listing does not fail the others' (it is reported once per listing).
+          process.emitWarning(
+            `toolgate gateway: listing ${capability} of upstream "${upstream.namespace}" failed: ${error instanceof Error ? error.message : String(error)}`,
+            { code: 'TOOLGATE_GATEWAY_LIST' },
+          );
+        }
+      }),
+    );
+    return out;
+  };
+
+  /** The upstream serving a resource URI (normal form), or an McpError saying why none can. */
+  const routeResource = async (uri: string): Promise<Upstream> => {
+    const pick = (namespaces: Iterable<string>): Upstream | undefined => {
+      const found = [...namespaces].map((n) => upstreams.get(n)).filter((u): u is Upstream => u !== undefined);
+      if (found.length > 1)
+        throw new McpError(
+          ErrorCode.InvalidParams,
+          `toolgate gateway: the resource ${JSON.stringify(uri)} is served by several upstreams (${found.map((u) => u.namespace).join(', ')}); the gateway will not guess`,
+        );
+      return found[0];
+    };
+    const listed = resourceOwners.get(uri);
+    const byList = listed ? pick(listed) : undefined;
+    if (byList) return byList;
+    const byTemplate = pick(
+      [...templatesOf.entries()]
+        .filter(([, templates]) => templates.some((t) => t.match(uri) !== null))
+        .map(([n]) => n),
+    );
+    if (byTemplate) return byTemplate;
+    const serving = [...upstreams.values()].filter((u) => u.state !== 'ready' || u.capabilities.resources);
+    if (serving.length === 1) return serving[0]!;
+    // Not seen yet: list once more, then decide.
+    await listResources();
+    const again = resourceOwners.get(uri);
+    const found = again ? pick(again) : undefined;
+    if (found) return found;
+    throw new McpError(
+      ErrorCode.InvalidParams,
+      `toolgate gateway: no upstream is known to serve the resource ${JSON.stringify(uri)}`,
+    );
+  };
+
+  const listResources = async (): Promise<{ upstream: Upstream; resource: Resource }[]> => {
+    const all = await listAll<Resource>('resources', async (upstream, cursor) => {
+      const page = await upstream.client!.listResources(
+        cursor === undefined ? {} : { cursor },
+        upstream.requestOptions(callScope.getStore()),
+      );
+      return { items: page.resources, nextCursor: page.nextCursor };
+    });
+    const out: { upstream: Upstream; resource: Resource }[] = [];
+    for (const [upstream, resources] of all) {
+      for (const resource of resources) {
+        const normal = normalResourceUri(resource.uri);
+        if (!normal.ok) continue;
+        let owners = resourceOwners.get(normal.uri);
+        if (!owners) resourceOwners.set(normal.uri, (owners = new Set()));
+        owners.add(upstream.namespace);
+        out.push({ upstream, resource });
+      }
+    }
+    return out;
+  };
+
+  /** The upstream and own name of a prompt name as shown. */
+  const routePrompt = async (shown: string): Promise<{ upstream: Upstream; own: string }> => {
+    const candidates: { upstream: Upstream; own: string }[] = [];
+    for (const upstream of upstreams.values()) {
+      if (!upstream.prefixed) continue;
+      const own = upstream.own(shown);
+      if (own !== undefined) candidates.push({ upstream, own });
+    }
+    if (candidates.length === 0) {
+      for (const upstream of upstreams.values())
+        if (!upstream.prefixed && promptsOf.get(upstream.namespace)?.has(shown))
+          candidates.push({ upstream, own: shown });
+    }
+    if (candidates.length === 0) {
+      const bare = [...upstreams.values()].filter(
+        (u) => !u.prefixed && (u.state !== 'ready' || u.capabilities.prompts),
+      );
+      if (bare.length === 1) candidates.push({ upstream: bare[0]!, own: shown });
+    }
+    if (candidates.length !== 1)
+      throw new McpError(
+        ErrorCode.InvalidParams,
+        candidates.length === 0
+          ? `toolgate gateway: no upstream serves a prompt named ${JSON.stringify(shown)}`
+          : `toolgate gateway: the prompt ${JSON.stringify(shown)} is served by several upstreams; the gateway will not guess`,
+      );
+    return candidates[0]!;
+  };
+
+  const createServer = (serverOptions: { readonly context?: GatewayRequestContext } = {}): Server => {
+    const contextOption = serverOptions.context ?? defaultContext;
+    checkContext(contextOption);
+    const server = new Server(
+      { name, version: '0.2.0' },
+      {
+        capabilities: {
+          tools: { listChanged: true },
+          resources: { subscribe: true, listChanged: true },
+          prompts: { listChanged: true },
+          completions: {},
+          logging: {},
+        },
+      },
+    );
+    const downstream: Downstream = { server, context: contextOption, logging: false };
+    type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
+    const contextOf = (extra: Extra): GateContext =>
+      typeof contextOption === 'function'
+        ? contextOption({ authInfo: extra.authInfo, sessionId: extra.sessionId })
+        : contextOption;
+    const scopeOf = (extra: Extra): CallScope => ({
+      server,
+      progressToken: extra._meta?.progressToken,
+      sendNotification: (n) => track(server, extra.sendNotification(n as ServerNotification)),
+    });
+    /** Runs a forwarded request in the downstream request's scope; its notifications are delivered first. */
+    const forwarded = async <T>(extra: Extra, request: () => Promise<T>): Promise<T> => {
+      const result = await callScope.run(scopeOf(extra), request);
+      await delivered(server);
+      return result;
+    };
+    const who = (extra: Extra): { caller: string | null; session: string | null } => ({
+      caller: contextOf(extra).caller?.id ?? null,
+      session: extra.sessionId ?? null,
+    });
+
+    /** Decides a resource or prompt access; asks by elicitation; refuses with an McpError. */
+    const govern = async (
+      kind: 'resource' | 'prompt',
+      action: 'read' | 'subscribe' | 'get' | 'complete',
+      policy: ItemPolicy,
+      upstream: Upstream,
+      key: string,
+      target: string,
+      args: Readonly<Record<string, unknown>>,
+      extra: Extra,
+    ): Promise<void> => {
+      const verdict: ItemVerdict = policy.decide(upstream.namespace, key, args);
+      let effect: 'allow' | 'deny' = verdict.effect === 'allow' ? 'allow' : 'deny';
+      let reason = verdict.reason;
+      if (verdict.effect === 'ask') {
+        const answer = await askByElicitation(
+          server,
+          `Allow ${action === 'get' ? 'getting the prompt' : action === 'complete' ? 'completing for' : `${action === 'read' ? 'reading' : 'subscribing to'} the resource`} ${target}? Rule ${JSON.stringify(verdict.rule)} asks for approval: ${verdict.reason}`,
+          options.approvalTimeoutMs ?? 120_000,
+        );
+        effect = answer ? 'allow' : 'deny';
+        if (!answer) reason = `${verdict.reason} (not approved)`;
+      }
+      audit({
+        type: kind,
+        action,
+        time: now(),
+        ...who(extra),
+        upstream: upstream.namespace,
+        target,
+        effect,
+        asked: verdict.effect === 'ask',
+        rule: verdict.rule,
+        reason,
+        ...(verdict.shadow ? { shadow: verdict.shadow } : {}),
+      });
+      if (effect === 'deny')
+        throw new McpError(
+          ErrorCode.InvalidRequest,
+          `toolgate: the ${kind} ${JSON.stringify(target)} is refused by the policy${verdict.rule ? ` (rule ${JSON.stringify(verdict.rule)})` : ''}: ${reason}`,
+        );
+    };
+
+    server.setRequestHandler(ListToolsRequestSchema, async (_request, extra) => {
+      const tools: McpTool[] = [];
+      for (const permitted of registry.allowlist(contextOf(extra)).names) {
+        const form = canonical(permitted);
+        const upstream = toolOwner.get(form);
+        const connection = upstream?.connection;
+        const tool = registry.get(permitted);
+        if (!connection || !tool || impostor(tool.name, upstream)) continue;
+        const definition = connection.definition(tool.name);
+        if (!definition) continue;
+        if (onDrift === 'refuse' && drifted.has(form) && isDrifted(tool)) continue;
+        tools.push({ ...definition, name: tool.name });
+      }
+      return { tools };
+    });
+
+    server.setRequestHandler(CallToolRequestSchema, async (request, extra): Promise<CallToolResult> => {
+      const base = contextOf(extra);
+      const toolName = request.params.name;
+      const upstream = ownerOfTool(toolName);
+      if (upstream && impostor(toolName, upstream)) {
+        const reason = `toolgate gateway: the tool ${JSON.stringify(toolName)} is offered by upstream "${upstream.namespace}" under another upstream's namespace; refused`;
+        audit({
+          type: 'tool',
+          time: now(),
+          ...who(extra),
+          upstream: upstream.namespace,
+          decision: null,
+          status: 'unavailable',
+          reason,
+        });
+        return { isError: true, content: [{ type: 'text', text: reason }] };
+      }
+      if (upstream && upstream.state !== 'ready') {
+        const reason = unavailable(upstream, `the tool ${JSON.stringify(toolName)}`).message;
+        audit({
+          type: 'tool',
+          time: now(),
+          ...who(extra),
+          upstream: upstream.namespace,
+          decision: null,
+          status: 'unavailable',
+          reason,
+        });
+        return { isError: true, content: [{ type: 'text', text: reason }] };
+      }
+      const call = { id: `mcp-${randomUUID()}`, name: toolName, arguments: request.params.arguments ?? {} };
+      const context: GateContext = { ...base, signal: extra.signal };
+      const scope = scopeOf(extra);
+      let approval: ApprovalNote | undefined;
+      const approver = options.approvals
+        ? storeApprover(
+            options.approvals,
+            {
+              caller: base.caller?.id ?? null,
+              agent: typeof base.agent === 'string' ? base.agent : (base.agent?.name ?? 'agent'),
+              tenant: base.tenant?.id ?? null,
+              policyVersion: registry.getPermissionPolicy()?.version ?? null,
+            },
+            (n) => (approval = n),
+          )
+        : elicitationApprover(server);
+      const result = await callScope.run(scope, () => dispatchOne(registry, call, context, approver));
+      const decision = result.decision;
+      const record: ToolAuditRecord = {
+        type: 'tool',
+        time: now(),
+        ...who(extra),
+        upstream: upstream?.namespace ?? null,
+        decision,
+        status: result.status,
+        ...(approval ? { approval } : {}),
+      };
+      const shadow = shadowOf(set, registry, decision);
+      const drift = drifted.get(decision.canonical);
+      audit({ ...record, ...(shadow ? { shadow } : {}), ...(drift ? { drift: drift.diff } : {}) });
+      await delivered(server);
+      if (result.status === 'ok') return result.value as CallToolResult;
+      if (result.status === 'error' && upstream && upstream.state !== 'ready')
+        return {
+          isError: true,
+          content: [{ type: 'text', text: `${unavailable(upstream, 'the call').message}. ${result.content}` }],
+        };
+      // The upstream's own error result is forwarded as it came.
+      if (result.status === 'error' && scope.result?.isError === true) return scope.result;
+      if (approval && (approval.state === 'asked' || approval.state === 'pending'))
+        return {
+          isError: true,
+          content: [
+            {
+              type: 'text',
+              text: `This call waits for a person's approval (request ${approval.id}, rule ${JSON.stringify(decision.rule)}: ${decision.reason}). It has not run. Call it again, with the same arguments, once the request is answered.`,
+            },
+          ],
+        };
+      const drifts = decision.rule === PIN_RULE || decision.rule?.endsWith(' (drifted definition)') ? drift : undefined;
+      const text = drifts ? `${result.content}\n${drifts.diff}` : result.content;
+      return { isError: true, content: [{ type: 'text', text }] };
+    });
+
+    server.setRequestHandler(ListResourcesRequestSchema, async (request, extra) => {
+      noCursor(request.params?.cursor);
+      const resources: Resource[] = [];
+      for (const { upstream, resource } of await callScope.run(scopeOf(extra), listResources)) {
+        const normal = normalResourceUri(resource.uri);
+        if (normal.ok && governance.resources.visible(upstream.namespace, normal.uri)) resources.push(resource);
+      }
+      return { resources };
+    });
+
+    server.setRequestHandler(ListResourceTemplatesRequestSchema, async (request, extra) => {
+      noCursor(request.params?.cursor);
+      const all = await callScope.run(scopeOf(extra), () =>
+        listAll<ResourceTemplate>('resources', async (upstream, cursor) => {
+          const page = await upstream.client!.listResourceTemplates(
+            cursor === undefined ? {} : { cursor },
+            upstream.requestOptions(callScope.getStore()),
+          );
+          return { items: page.resourceTemplates, nextCursor: page.nextCursor };
+        }),
+      );
+      const resourceTemplates: ResourceTemplate[] = [];
+      for (const [upstream, templates] of all) {
+        const compiled: UriTemplate[] = [];
+        for (const template of templates) {
+          try {
+            compiled.push(new UriTemplate(template.uriTemplate));
+          } catch {
+            continue; // a template that does not parse cannot be routed
+          }
+          if (governance.resources.mayPermit(upstream.namespace)) resourceTemplates.push(template);
+        }
+        templatesOf.set(upstream.namespace, compiled);
+      }
+      return { resourceTemplates };
+    });
+
+    server.setRequestHandler(ReadResourceRequestSchema, async (request, extra) => {
+      const normal = normalResourceUri(request.params.uri);
+      if (!normal.ok) throw new McpError(ErrorCode.InvalidParams, `toolgate: ${normal.problem}`);
+      const upstream = await routeResource(normal.uri);
+      if (upstream.state !== 'ready') throw unavailable(upstream, `reading ${JSON.stringify(normal.uri)}`);
+      await govern('resource', 'read', governance.resources, upstream, normal.uri, normal.uri, {}, extra);
+      return forwarded(extra, () =>
+        upstream.forward((scope) =>
+          upstream.client!.readResource(
+            { ...request.params, uri: normal.uri },
+            upstream.requestOptions(scope, { signal: extra.signal }),
+          ),
+        ),
+      );
+    });
+
+    const subscription = async (uri: string, subscribe: boolean, extra: Extra): Promise<Record<string, never>> => {
+      const normal = normalResourceUri(uri);
+      if (!normal.ok) throw new McpError(ErrorCode.InvalidParams, `toolgate: ${normal.problem}`);
+      const upstream = await routeResource(normal.uri);
+      const key = `${upstream.namespace} ${normal.uri}`;
+      let servers = subscriptions.get(key);
+      if (!subscribe) {
+        servers?.delete(server);
+        if (servers && servers.size === 0) {
+          subscriptions.delete(key);
+          await upstream.client?.unsubscribeResource({ uri: normal.uri }).catch(() => undefined);
+        }
+        return {};
+      }
+      if (upstream.state !== 'ready') throw unavailable(upstream, `subscribing to ${JSON.stringify(normal.uri)}`);
+      if (!upstream.capabilities.resources?.subscribe)
+        throw new McpError(
+          ErrorCode.MethodNotFound,
+          `toolgate gateway: upstream "${upstream.namespace}" does not support resource subscriptions`,
+        );
+      await govern('resource', 'subscribe', governance.resources, upstream, normal.uri, normal.uri, {}, extra);
+      if (!servers) {
+        await upstream.forward((scope) =>
+          upstream.client!.subscribeResource({ uri: normal.uri }, upstream.requestOptions(scope)),
+        );
+        subscriptions.set(key, (servers = new Set()));
+      }
+      servers.add(server);
+      return {};
+    };
+    server.setRequestHandler(SubscribeRequestSchema, (request, extra) => subscription(request.params.uri, true, extra));
+    server.setRequestHandler(UnsubscribeRequestSchema, (request, extra) =>
+      subscription(request.params.uri, false, extra),
+    );
+
+    server.setRequestHandler(ListPromptsRequestSchema, async (request, extra) => {
+      noCursor(request.params?.cursor);
+      const all = await callScope.run(scopeOf(extra), () =>
+        listAll<Prompt>('prompts', async (upstream, cursor) => {
+          const page = await upstream.client!.listPrompts(
+            cursor === undefined ? {} : { cursor },
+            upstream.requestOptions(callScope.getStore()),
+          );
+          return { items: page.prompts, nextCursor: page.nextCursor };
+        }),
+      );
+      const prompts: Prompt[] = [];
+      for (const [upstream, list] of all) {
+        promptsOf.set(upstream.namespace, new Set(list.map((p) => p.name)));
+        for (const prompt of list)
+          if (governance.prompts.visible(upstream.namespace, prompt.name))
+            prompts.push({ ...prompt, name: upstream.shown(prompt.name) });
+      }
+      return { prompts };
+    });
+
+    server.setRequestHandler(GetPromptRequestSchema, async (request, extra) => {
+      const { upstream, own } = await routePrompt(request.params.name);
+      if (upstream.state !== 'ready') throw unavailable(upstream, `the prompt ${JSON.stringify(request.params.name)}`);
+      await govern(
+        'prompt',
+        'get',
+        governance.prompts,
+        upstream,
+        own,
+        request.params.name,
+        request.params.arguments ?? {},
+        extra,
+      );
+      return forwarded(extra, () =>
+        upstream.forward((scope) =>
+          upstream.client!.getPrompt(
+            { ...request.params, name: own },
+            upstream.requestOptions(scope, { signal: extra.signal }),
+          ),
+        ),
+      );
+    });
+
+    server.setRequestHandler(CompleteRequestSchema, async (request, extra) => {
+      const ref = request.params.ref;
+      let upstream: Upstream;
+      let params = request.params;
+      if (ref.type === 'ref/prompt') {
+        const routed = await routePrompt(ref.name);
+        upstream = routed.upstream;
+        if (!governance.prompts.visible(upstream.namespace, routed.own))
+          await govern('prompt', 'complete', governance.prompts, upstream, routed.own, ref.name, {}, extra);
+        params = { ...params, ref: { ...ref, name: routed.own } };
+      } else {
+        const template = ref.uri;
+        const owners = [...templatesOf.entries()].filter(([, ts]) => ts.some((t) => t.toString() === template));
+        const found = owners.length === 1 ? upstreams.get(owners[0]![0]) : undefined;
+        const single = [...upstreams.values()].filter((u) => u.capabilities.resources);
+        upstream = found ?? (single.length === 1 ? single[0]! : (undefined as never));
+        if (!upstream)
+          throw new McpError(
+            ErrorCode.InvalidParams,
+            `toolgate gateway: no upstream is known to serve the resource template ${JSON.stringify(template)}`,
+          );
+        if (!governance.resources.mayPermit(upstream.namespace))
+          throw new McpError(
+            ErrorCode.InvalidRequest,
+            `toolgate: the resources of upstream "${upstream.namespace}" are refused by the policy`,
+          );
+      }
+      if (upstream.state !== 'ready') throw unavailable(upstream, 'completion');
+      if (!upstream.capabilities.completions)
+        throw new McpError(
+          ErrorCode.MethodNotFound,
+          `toolgate gateway: upstream "${upstream.namespace}" does not offer completions`,
+        );
+      return forwarded(extra, () =>
+        upstream.forward((scope) =>
+          upstream.client!.complete(params, upstream.requestOptions(scope, { signal: extra.signal })),
+        ),
+      );
+    });
+
+    server.setRequestHandler(SetLevelRequestSchema, async (request, extra) => {
+      downstream.logging = true;
+      const level: LoggingLevel = request.params.level;
+      await callScope.run(scopeOf(extra), () =>
+        Promise.all(
+          [...upstreams.values()]
+            .filter((u) => u.state === 'ready' && u.capabilities.logging)
+            .map((u) => u.forward((scope) => u.client!.setLoggingLevel(level, u.requestOptions(scope)))),
+        ),
+      );
+      return {};
+    });
+
+    // Anything else a client asks is refused with an error that names it (never silently dropped).
+    server.fallbackRequestHandler = async (request) => {
+      throw new McpError(
+        ErrorCode.MethodNotFound,
+        `toolgate gateway: the method ${JSON.stringify(request.method)} is not forwarded by the gateway`,
+      );
+    };
+
+    downstreams.add(downstream);
+    const previous = server.onclose;
+    server.onclose = () => {
+      previous?.();
+      downstreams.delete(downstream);
+      for (const [key, servers] of subscriptions) {
+        if (!servers.delete(server) || servers.size > 0) continue;
+        subscriptions.delete(key);
+        const [namespace, uri] = [key.slice(0, key.indexOf(' ')), key.slice(key.indexOf(' ') + 1)];
+        void upstreams
+          .get(namespace)
+          ?.client?.unsubscribeResource({ uri })
+          .catch(() => undefined);
+      }
+    };
+    return server;
+  };
+
+  return {
+    registry,
+    context: defaultContext,
+    upstreams,
+    createServer,
+    onUpstreamState(listener) {
+      stateListeners.add(listener);
+      return () => stateListeners.delete(listener);
+    },
+    async close() {
+      if (closed) return;
+      closed = true;
+      await Promise.allSettled([...downstreams].map((d) => d.server.close()));
+      await Promise.allSettled([...upstreams.values()].map((u) => u.close()));
+    },
+  };
+}
+
+function noCursor(cursor: unknown): void {
+  if (cursor !== undefined)
+    throw new McpError(
+      ErrorCode.InvalidParams,
+      'toolgate gateway: lists are returned whole, in one page; there is no next page',
+    );
+}
+
+/**
+ * The enforced policy with the pin rule: a drifted tool is refused (a first rule), or, with `ask`, every
+ * rule that would allow it asks instead — so a deny still denies, and an allow becomes a person's call.
+ */
+function withPinRule(
+  policy: PermissionPolicy,
+  drifted: (tool: Tool) => boolean,
+  onDrift: 'refuse' | 'ask',
+): PermissionPolicy {
+  const reason =
+    "the tool's definition differs from the one pinned in the lock file (a changed description or schema); `toolgate pin --accept` re-approves it";
+  const rules: PermissionRule[] = [];
+  if (onDrift === 'refuse') {
+    rules.push({ name: PIN_RULE, match: (tool) => drifted(tool), result: 'deny', reason }, ...policy.rules);
+  } else {
+    for (const rule of policy.rules) {
+      if (rule.result === 'allow') {
+        const match = rule.match;
+        rules.push({
+          ...rule,
+          name: `${rule.name} (drifted definition)`,
+          result: 'ask',
+          reason,
+          match: (tool, params) => drifted(tool) && (match ? match.call(rule, tool, params) : true),
+        });
+      }
+      rules.push(rule);
+    }
+    if (policy.fallback === 'allow')
+      rules.push({ name: PIN_RULE, match: (tool) => drifted(tool), result: 'ask', reason });
+  }
+  return new PermissionPolicy({
+    rules,
+    fallback: policy.fallback,
+    version: policy.version,
+    ...(policy.handler ? { handler: policy.handler } : {}),
+  });
+}
+
+/** What the shadow policy would have decided for a call that reached the policy, where it differs. */
+function shadowOf(
+  set: PolicySet,
+  registry: ToolRegistry,
+  decision: ToolAuditRecord['decision'],
+): ShadowRecord | undefined {
+  if (!set.shadow || !decision || decision.parameters === null) return undefined;
+  if (decision.stage !== 'policy' && decision.stage !== 'handler') return undefined;
+  const tool = registry.get(decision.tool);
+  if (!tool) return undefined;
+  const would = set.shadow.evaluate(tool, decision.parameters);
+  const enforced = set.policy.evaluate(tool, decision.parameters);
+  if (would.result === enforced.result && would.rule?.name === enforced.rule?.name) return undefined;
+  return {
+    effect: would.result,
+    rule: would.rule?.name ?? null,
+    reason:
+      would.by === 'rule_error' ? would.error : (would.rule?.reason ?? `the policy's fallback is ${would.result}`),
+  };
+}
+
+/** Asks the person behind the client by MCP elicitation; false when they cannot be asked or do not accept. */
+async function askByElicitation(server: Server, message: string, timeoutMs: number): Promise<boolean> {
+  if (!canElicit(server)) return false;
+  try {
+    const answer = await server.elicitInput(
+      {
+        mode: 'form',
+        message,
+        requestedSchema: {
+          type: 'object',
+          properties: { approve: { type: 'boolean', title: 'Allow', default: false } },
+          required: ['approve'],
+        },
+      },
+      { timeout: timeoutMs },
+    );
+    return answer.action === 'accept' && answer.content?.['approve'] === true;
+  } catch {
+    return false; // fail closed: no answer is no
+  }
+}
+
+function canElicit(server: Server): boolean {
+  const elicitation = server.getClientCapabilities()?.elicitation as { form?: unknown; url?: unknown } | undefined;
+  return !!elicitation && !(elicitation.form === undefined && elicitation.url !== undefined);
+}
+
+/**
+ * The approver for a tool call's ask: MCP elicitation when the connected client declares it can answer a
+ * form; otherwise none, and the registry's handler or its fallback (deny) decides.
+ */
+export function elicitationApprover(server: Server): PermissionHandler | undefined {
+  if (!canElicit(server)) return undefined;
+  return async (request: PermissionRequest) =>
+    (await askByElicitation(
+      server,
+      `Allow the tool call ${request.toolName}(${JSON.stringify(request.parameters)})? Rule ${JSON.stringify(request.ruleName)} asks for approval: ${request.reason}`,
+      120_000,
+    ))
+      ? 'allow'
+      : 'deny';
+}
+
+function checkContext(context: unknown): void {
+  if (typeof context !== 'function' && (typeof context !== 'object' || context === null)) {
+    throw new TypeError(
+      `option "context" must be a gate context object or a function of the request, got ${describe(context)}`,
+    );
+  }
+}

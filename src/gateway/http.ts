@@ -1,0 +1,336 @@
+/**
+ * The gateway over Streamable HTTP, as an OAuth 2.1 resource server per the MCP authorization spec:
+ * Protected Resource Metadata (RFC 9728) at `/.well-known/oauth-protected-resource` (and its path-suffixed
+ * form), a `WWW-Authenticate: Bearer resource_metadata="…"` challenge on every 401, and the token's
+ * audience checked against this resource by default (RFC 8707: a token minted for another server is not
+ * accepted here). Sessions (the 2025-03-26/06-18 protocol) are bound to the subject that opened them;
+ * `stateless: true` serves every request on a fresh server, so any replica can serve any request.
+ */
+import { randomUUID } from 'node:crypto';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import {
+  isLoopbackAddress,
+  isLoopbackHost,
+  isLoopbackOrigin,
+  reply,
+  sessionSubject,
+  type BearerAuthenticator,
+} from '../adapters/mcp/proxy-http.js';
+import { narrowContext } from '../adapters/mcp/proxy.js';
+import type { GateContext } from '../gate/precheck.js';
+import { describe } from '../names.js';
+import type { ApprovalStore } from '../stores/types.js';
+import type { Gateway } from './gateway.js';
+
+/** Options of {@link serveGatewayHttp}. */
+export interface GatewayHttpOptions {
+  /** The TCP port; 0 picks a free one. */
+  readonly port: number;
+  /** The interface to listen on; anything but loopback needs `allowNonLoopback`. @default '127.0.0.1' */
+  readonly host?: string;
+  /** Lets `host` be a non-loopback address (behind a TLS-terminating proxy). @default false */
+  readonly allowNonLoopback?: boolean;
+  /** The MCP endpoint path. @default '/mcp' */
+  readonly path?: string;
+  /** Verifies the bearer token of every request (e.g. `jwtAuthenticator({ jwksUrl, issuer })`). */
+  readonly authenticate: BearerAuthenticator;
+  /**
+   * This resource's identifier, the URL clients connect to (the `resource` of the metadata and the
+   * audience tokens must carry). @default the listening URL
+   */
+  readonly resource?: string;
+  /** The authorization servers clients get tokens from (the metadata's `authorization_servers`). @default [] */
+  readonly authorizationServers?: readonly string[];
+  /** The scopes the metadata lists. @default none listed */
+  readonly scopesSupported?: readonly string[];
+  /**
+   * The audience a token must name (`aud` claim, or the authenticator's `resource`): `true` this
+   * resource, a string that audience, `false` not checked (not recommended). @default true
+   */
+  readonly audience?: boolean | string;
+  /** Serve every request on a fresh server with no session (any replica serves any request). @default false */
+  readonly stateless?: boolean;
+  /** A request's context from its token; it narrows the gateway's own context. @default caller { id, scopes } */
+  readonly context?: (auth: AuthInfo) => GateContext;
+  /**
+   * Serve `GET /approvals` (pending requests) and `POST /approvals/<id>` (`{ "effect": "allow" | "deny",
+   * "reason"? }`) over the approval store, for tokens carrying `approverScope`. The caller of a request
+   * cannot answer it (four eyes). @default not served
+   */
+  readonly approvals?: { readonly store: ApprovalStore; readonly approverScope?: string };
+}
+
+/** A listening gateway endpoint. */
+export interface GatewayHttpServer {
+  readonly url: URL;
+  /** Where the Protected Resource Metadata is served. */
+  readonly resourceMetadataUrl: URL;
+  /** Closes the sessions and stops listening (the gateway itself stays open). */
+  close(): Promise<void>;
+}
+
+const WELL_KNOWN = '/.well-known/oauth-protected-resource';
+
+/**
+ * Serves a gateway over Streamable HTTP behind bearer-token authentication.
+ *
+ * @example
+ * const http = await serveGatewayHttp(gateway, {
+ *   port: 8080,
+ *   authenticate: jwtAuthenticator({ jwksUrl: 'http://127.0.0.1:9000/jwks', issuer: 'http://127.0.0.1:9000' }),
+ *   authorizationServers: ['http://127.0.0.1:9000'],
+ * });
+ */
+export async function serveGatewayHttp(gateway: Gateway, options: GatewayHttpOptions): Promise<GatewayHttpServer> {
+  if (typeof options !== 'object' || options === null)
+    throw new TypeError(`serveGatewayHttp options must be an object, got ${describe(options)}`);
+  if (!Number.isInteger(options.port) || options.port < 0 || options.port > 65535)
+    throw new TypeError(`option "port" must be an integer from 0 to 65535, got ${describe(options.port)}`);
+  if (typeof options.authenticate !== 'function')
+    throw new TypeError(`option "authenticate" must be a function, got ${describe(options.authenticate)}`);
+  const host = options.host ?? '127.0.0.1';
+  if (!isLoopbackAddress(host) && options.allowNonLoopback !== true)
+    throw new TypeError(
+      `option "host" must be a loopback address (127.0.0.1, ::1, localhost) unless allowNonLoopback is set, got ${describe(host)}`,
+    );
+  const audienceOption = options.audience ?? true;
+  if (typeof audienceOption !== 'boolean' && (typeof audienceOption !== 'string' || audienceOption === ''))
+    throw new TypeError(`option "audience" must be a boolean or a non-empty string, got ${describe(audienceOption)}`);
+  const path = options.path ?? '/mcp';
+  const loopbackOnly = isLoopbackAddress(host);
+  const contextOf =
+    options.context ?? ((auth: AuthInfo): GateContext => ({ caller: { id: auth.clientId, scopes: auth.scopes } }));
+  const sessions = new Map<string, { transport: StreamableHTTPServerTransport; subject: string }>();
+
+  // Known once listening.
+  let resource = '';
+  let metadataUrl = '';
+  const challenge = (error?: { code: string; description: string }): string =>
+    `Bearer resource_metadata="${metadataUrl}"${error ? `, error="${error.code}", error_description="${error.description.replace(/["\\]/g, "'")}"` : ''}`;
+  const unauthorized = (res: ServerResponse, code: string, description: string): void =>
+    reply(
+      res,
+      401,
+      { error: code, error_description: description },
+      challenge(code === 'invalid_request' ? undefined : { code, description }),
+    );
+
+  /** The audience check (RFC 8707): the token must name this resource. */
+  const audienceOk = (auth: AuthInfo): boolean => {
+    if (audienceOption === false) return true;
+    const expected = audienceOption === true ? resource : audienceOption;
+    const same = (a: string): boolean =>
+      a === expected || (audienceOption === true && a.replace(/\/$/, '') === expected.replace(/\/$/, ''));
+    if (auth.resource && same(auth.resource.href)) return true;
+    const aud = (auth.extra?.['claims'] as { aud?: unknown } | undefined)?.aud;
+    if (typeof aud === 'string') return same(aud);
+    return Array.isArray(aud) && aud.some((a) => typeof a === 'string' && same(a));
+  };
+
+  const server = (auth: AuthInfo) =>
+    gateway.createServer({
+      context: ({ authInfo }) => narrowContext(gateway.context, authInfo ? contextOf(authInfo) : contextOf(auth)),
+    });
+
+  const handle = async (req: IncomingMessage & { auth?: AuthInfo }, res: ServerResponse): Promise<void> => {
+    const pathname = new URL(req.url ?? '/', 'http://localhost').pathname;
+    // DNS rebinding: on loopback, the Host (and any Origin) must name a loopback host.
+    if (
+      loopbackOnly &&
+      !(isLoopbackHost(req.headers.host) && (req.headers.origin === undefined || isLoopbackOrigin(req.headers.origin)))
+    )
+      return reply(res, 403, {
+        error: 'forbidden',
+        error_description: 'the Host or Origin header does not name a loopback host',
+      });
+    if (pathname === WELL_KNOWN || pathname === `${WELL_KNOWN}${path}`) {
+      if (req.method !== 'GET') return reply(res, 405, { error: 'method_not_allowed' });
+      res.setHeader('cache-control', 'max-age=300');
+      return reply(res, 200, {
+        resource,
+        authorization_servers: [...(options.authorizationServers ?? [])],
+        ...(options.scopesSupported ? { scopes_supported: [...options.scopesSupported] } : {}),
+        bearer_methods_supported: ['header'],
+        resource_name: 'toolgate MCP gateway',
+      });
+    }
+    const answering =
+      options.approvals !== undefined && (pathname === '/approvals' || pathname.startsWith('/approvals/'));
+    if (pathname !== path && !answering) return reply(res, 404, { error: 'not_found' });
+    const header = req.headers.authorization;
+    const match = typeof header === 'string' ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
+    if (!match) return unauthorized(res, 'invalid_request', 'a bearer token is required');
+    let auth: AuthInfo;
+    let subject: string;
+    try {
+      auth = await options.authenticate(match[1]!);
+      subject = sessionSubject(auth);
+    } catch {
+      return unauthorized(
+        res,
+        'invalid_token',
+        'the bearer token could not be verified (expired, malformed or badly signed)',
+      );
+    }
+    if (auth.expiresAt !== undefined && auth.expiresAt * 1000 <= Date.now())
+      return unauthorized(res, 'invalid_token', 'the bearer token has expired');
+    if (!audienceOk(auth))
+      return unauthorized(res, 'invalid_token', 'the bearer token was not issued for this resource (audience)');
+    req.auth = auth;
+    if (answering) return answerApproval(req, res, pathname, auth, options.approvals!);
+
+    if (options.stateless) {
+      if (req.method !== 'POST')
+        return reply(res, 405, {
+          jsonrpc: '2.0',
+          error: { code: -32000, message: 'stateless gateway: POST only' },
+          id: null,
+        });
+      const transport = new StreamableHTTPServerTransport({});
+      const mcp = server(auth);
+      res.on('close', () => {
+        void transport.close().catch(() => undefined);
+        void mcp.close().catch(() => undefined);
+      });
+      await mcp.connect(transport);
+      return transport.handleRequest(req, res);
+    }
+
+    const sessionId = req.headers['mcp-session-id'];
+    if (typeof sessionId === 'string') {
+      const session = sessions.get(sessionId);
+      if (!session)
+        return reply(res, 404, { jsonrpc: '2.0', error: { code: -32001, message: 'session not found' }, id: null });
+      if (session.subject !== subject)
+        return reply(res, 403, {
+          jsonrpc: '2.0',
+          error: { code: -32001, message: 'the session belongs to another subject' },
+          id: null,
+        });
+      return session.transport.handleRequest(req, res);
+    }
+    if (req.method !== 'POST')
+      return reply(res, 400, {
+        jsonrpc: '2.0',
+        error: { code: -32000, message: 'an mcp-session-id header is required' },
+        id: null,
+      });
+    const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
+      sessionIdGenerator: () => randomUUID(),
+      onsessioninitialized: (id) => {
+        sessions.set(id, { transport, subject });
+      },
+    });
+    transport.onclose = () => {
+      if (transport.sessionId) sessions.delete(transport.sessionId);
+    };
+    const mcp = server(auth);
+    await mcp.connect(transport);
+    await transport.handleRequest(req, res);
+    if (!transport.sessionId) await mcp.close(); // not an initialize request: nothing to keep
+  };
+
+  const http = createServer((req, res) => {
+    handle(req, res).catch((error: unknown) => {
+      if (!res.headersSent)
+        reply(res, 500, {
+          error: 'internal_error',
+          error_description: error instanceof Error ? error.message : String(error),
+        });
+      else res.end();
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    http.once('error', reject);
+    http.listen(options.port, host, () => {
+      http.off('error', reject);
+      resolve();
+    });
+  });
+  const address = http.address() as AddressInfo;
+  const origin = `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`;
+  const url = new URL(`${origin}${path}`);
+  resource = options.resource ?? url.href;
+  metadataUrl = new URL(`${WELL_KNOWN}${new URL(resource).pathname.replace(/\/$/, '')}`, resource).href;
+  return {
+    url,
+    resourceMetadataUrl: new URL(metadataUrl),
+    async close() {
+      await Promise.allSettled([...sessions.values()].map((s) => s.transport.close()));
+      sessions.clear();
+      await new Promise<void>((resolve) => {
+        http.close(() => resolve());
+        http.closeAllConnections();
+      });
+    },
+  };
+}
+
+const MAX_BODY = 64 * 1024;
+
+/** `GET /approvals` and `POST /approvals/<id>`: a person with the approver scope answers a pending request. */
+async function answerApproval(
+  req: IncomingMessage,
+  res: ServerResponse,
+  pathname: string,
+  auth: AuthInfo,
+  approvals: { readonly store: ApprovalStore; readonly approverScope?: string },
+): Promise<void> {
+  const scope = approvals.approverScope ?? 'toolgate:approve';
+  if (!auth.scopes.includes(scope))
+    return reply(
+      res,
+      403,
+      { error: 'insufficient_scope', error_description: `answering approvals needs the scope ${scope}` },
+      `Bearer error="insufficient_scope", scope="${scope}"`,
+    );
+  if (pathname === '/approvals') {
+    if (req.method !== 'GET') return reply(res, 405, { error: 'method_not_allowed' });
+    return reply(res, 200, { pending: await approvals.store.list({ status: 'pending' }) });
+  }
+  if (req.method !== 'POST') return reply(res, 405, { error: 'method_not_allowed' });
+  const id = decodeURIComponent(pathname.slice('/approvals/'.length));
+  let text = '';
+  for await (const chunk of req) {
+    text += (chunk as Buffer).toString('utf8');
+    if (text.length > MAX_BODY) return reply(res, 413, { error: 'too_large' });
+  }
+  let body: { effect?: unknown; reason?: unknown };
+  try {
+    body = JSON.parse(text) as typeof body;
+  } catch {
+    return reply(res, 400, {
+      error: 'invalid_request',
+      error_description: 'the body must be JSON: { "effect": "allow" | "deny", "reason"? }',
+    });
+  }
+  if (
+    (body.effect !== 'allow' && body.effect !== 'deny') ||
+    (body.reason !== undefined && typeof body.reason !== 'string')
+  )
+    return reply(res, 400, {
+      error: 'invalid_request',
+      error_description: 'expected { "effect": "allow" | "deny", "reason"?: string }',
+    });
+  const record = await approvals.store.get(id);
+  if (!record) return reply(res, 404, { error: 'not_found', error_description: `no approval request ${id}` });
+  if (record.caller !== null && record.caller === auth.clientId)
+    return reply(res, 403, {
+      error: 'forbidden',
+      error_description: 'the caller of a request cannot answer it (four eyes)',
+    });
+  const answered = await approvals.store.answer(id, {
+    effect: body.effect,
+    approver: auth.clientId,
+    ...(typeof body.reason === 'string' ? { reason: body.reason } : {}),
+  });
+  if (!answered)
+    return reply(res, 409, {
+      error: 'conflict',
+      error_description: `the request ${id} was already answered or has expired`,
+    });
+  return reply(res, 200, { id, answered: true, effect: body.effect });
+}

@@ -1,0 +1,238 @@
+/**
+ * Pinned tool definitions: the first time the gateway sees a tool (or on `toolgate pin`), a SHA-256 of
+ * its name, description, input schema and annotations is written to a lock file beside the policy. A
+ * tool offered later with another definition has drifted (a "rug pull"): the gateway refuses or asks, and
+ * the readable diff goes to the audit and to `toolgate explain`, until `toolgate pin --accept`.
+ */
+import { existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { basename, dirname, extname, join } from 'node:path';
+import { createPatch } from 'diff';
+import { ConfigurationError } from '../errors.js';
+import { canonicalJson, hashOf } from '../runner/signing.js';
+
+/** The parts of a tool definition that are pinned. */
+export interface PinnedDefinition {
+  readonly name: string;
+  readonly description?: string;
+  readonly inputSchema: unknown;
+  readonly annotations?: unknown;
+}
+
+/** A pinned (or drifted) definition in the lock file. */
+export interface LockEntry {
+  readonly sha256: string;
+  readonly definition: PinnedDefinition;
+  /** When it was pinned (or, under `drift`, first seen). */
+  readonly at: string;
+}
+
+/** The lock file's content. */
+export interface LockFileData {
+  readonly version: 1;
+  /** The accepted definitions, by the name the gateway shows (namespace:name). */
+  readonly tools: Readonly<Record<string, LockEntry>>;
+  /** Definitions offered that differ from the pinned ones, waiting for `toolgate pin --accept`. */
+  readonly drift?: Readonly<Record<string, LockEntry>>;
+}
+
+/** What pinning says about one tool offered now. */
+export type PinCheck =
+  | { readonly state: 'pinned'; readonly diff?: never }
+  | { readonly state: 'new'; readonly diff?: never }
+  | { readonly state: 'drift'; readonly diff: string; readonly pinned: LockEntry; readonly offered: LockEntry };
+
+/** The default lock file of a policy file: `policy.yaml` → `policy.lock.json` beside it. */
+export function defaultLockFile(policyFile: string): string {
+  const name = basename(policyFile, extname(policyFile));
+  return join(dirname(policyFile), `${name}.lock.json`);
+}
+
+/** The pinned parts of an MCP tool definition. */
+export function pinnedDefinition(tool: {
+  readonly name: string;
+  readonly description?: string | undefined;
+  readonly inputSchema: unknown;
+  readonly annotations?: unknown;
+}): PinnedDefinition {
+  return {
+    name: tool.name,
+    ...(tool.description !== undefined ? { description: tool.description } : {}),
+    inputSchema: tool.inputSchema,
+    ...(tool.annotations !== undefined ? { annotations: tool.annotations } : {}),
+  };
+}
+
+/** A readable unified diff between two definitions (canonical JSON, pretty-printed). */
+export function definitionDiff(name: string, pinned: PinnedDefinition, offered: PinnedDefinition): string {
+  const pretty = (d: PinnedDefinition): string => `${JSON.stringify(JSON.parse(canonicalJson(d)), null, 2)}\n`;
+  return createPatch(name, pretty(pinned), pretty(offered), 'pinned', 'offered now').replace(/^Index: .*\n=+\n/, '');
+}
+
+function emptyLock(): LockFileData {
+  return { version: 1, tools: {} };
+}
+
+/** Reads a lock file; a missing one is empty; a broken one is a ConfigurationError (fail closed). */
+export function readLockFile(file: string): LockFileData {
+  if (!existsSync(file)) return emptyLock();
+  let data: unknown;
+  try {
+    data = JSON.parse(readFileSync(file, 'utf8'));
+  } catch (error) {
+    throw new ConfigurationError(`the lock file ${JSON.stringify(file)} cannot be read: ${(error as Error).message}`);
+  }
+  const ok =
+    typeof data === 'object' &&
+    data !== null &&
+    (data as { version?: unknown }).version === 1 &&
+    typeof (data as { tools?: unknown }).tools === 'object' &&
+    (data as { tools?: unknown }).tools !== null;
+  if (!ok)
+    throw new ConfigurationError(
+      `the lock file ${JSON.stringify(file)} is not a toolgate lock file (expected { "version": 1, "tools": {…} })`,
+    );
+  const lock = data as LockFileData;
+  for (const [name, entry] of Object.entries({ ...lock.tools, ...(lock.drift ?? {}) })) {
+    if (typeof entry?.sha256 !== 'string' || hashOf(entry.definition) !== entry.sha256)
+      throw new ConfigurationError(
+        `the lock file ${JSON.stringify(file)}: the entry for ${JSON.stringify(name)} does not match its sha256 (edited by hand?)`,
+      );
+  }
+  return lock;
+}
+
+function writeLockFile(file: string, lock: LockFileData): void {
+  mkdirSync(dirname(file), { recursive: true });
+  const sorted = (record: Readonly<Record<string, LockEntry>>): Record<string, LockEntry> =>
+    Object.fromEntries(Object.entries(record).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+  const out: LockFileData = {
+    version: 1,
+    tools: sorted(lock.tools),
+    ...(lock.drift && Object.keys(lock.drift).length > 0 ? { drift: sorted(lock.drift) } : {}),
+  };
+  const tmp = `${file}.${process.pid}.tmp`;
+  writeFileSync(tmp, `${JSON.stringify(out, null, 2)}\n`);
+  renameSync(tmp, file); // atomic: a reader sees the old file or the new one, never half of one
+}
+
+/**
+ * The pins of one lock file. `check` pins a tool seen for the first time and records a drifted one;
+ * `accept` makes drifted definitions the pinned ones. The file is re-read when it changes on disk, so a
+ * `toolgate pin --accept` takes effect in a running gateway.
+ */
+export class PinStore {
+  readonly file: string;
+  #lock: LockFileData;
+  #mtime: number;
+  /** False when the file cannot be written: pins are then kept in memory only. */
+  #writable = true;
+
+  constructor(file: string) {
+    this.file = file;
+    this.#lock = readLockFile(file);
+    this.#mtime = this.#statMtime();
+  }
+
+  #statMtime(): number {
+    try {
+      return statSync(this.file).mtimeMs;
+    } catch {
+      return 0;
+    }
+  }
+
+  #fresh(): LockFileData {
+    const mtime = this.#statMtime();
+    if (mtime !== this.#mtime) {
+      this.#lock = readLockFile(this.file);
+      this.#mtime = mtime;
+    }
+    return this.#lock;
+  }
+
+  #save(lock: LockFileData): void {
+    this.#lock = lock;
+    if (!this.#writable) return;
+    try {
+      writeLockFile(this.file, lock);
+      this.#mtime = this.#statMtime();
+    } catch (error) {
+      this.#writable = false;
+      process.emitWarning(
+        `toolgate: the lock file ${JSON.stringify(this.file)} cannot be written (${(error as Error).message}); pins are kept in memory`,
+        { code: 'TOOLGATE_LOCK_READONLY' },
+      );
+    }
+  }
+
+  /** The current lock (re-read if the file changed). */
+  get lock(): LockFileData {
+    return this.#fresh();
+  }
+
+  /** Checks a tool offered now against its pin; pins it when it has none, records it when it drifted. */
+  check(name: string, definition: PinnedDefinition): PinCheck {
+    const lock = this.#fresh();
+    const offered: LockEntry = { sha256: hashOf(definition), definition, at: new Date().toISOString() };
+    const pinned = lock.tools[name];
+    if (!pinned) {
+      this.#save({ ...lock, tools: { ...lock.tools, [name]: offered } });
+      return { state: 'new' };
+    }
+    if (pinned.sha256 === offered.sha256) {
+      if (lock.drift?.[name]) {
+        const { [name]: _gone, ...drift } = lock.drift;
+        this.#save({ ...lock, drift });
+      }
+      return { state: 'pinned' };
+    }
+    const known = lock.drift?.[name];
+    const entry = known?.sha256 === offered.sha256 ? known : offered;
+    if (known?.sha256 !== offered.sha256) this.#save({ ...lock, drift: { ...(lock.drift ?? {}), [name]: entry } });
+    return { state: 'drift', diff: definitionDiff(name, pinned.definition, definition), pinned, offered: entry };
+  }
+
+  /** The drift recorded for a tool, with its diff; undefined when it matches its pin. */
+  drift(name: string, current: PinnedDefinition): { readonly diff: string } | undefined {
+    const lock = this.#fresh();
+    const pinned = lock.tools[name];
+    if (!pinned || pinned.sha256 === hashOf(current)) return undefined;
+    return { diff: definitionDiff(name, pinned.definition, current) };
+  }
+
+  /** True when the lock file pins exactly this definition (an unpinned tool is not a match). */
+  matches(name: string, current: PinnedDefinition): boolean {
+    return this.#fresh().tools[name]?.sha256 === hashOf(current);
+  }
+
+  /** Makes the drifted definitions of `names` (all when empty) the pinned ones; returns the names accepted. */
+  accept(names: readonly string[] = []): string[] {
+    const lock = this.#fresh();
+    const drift = { ...(lock.drift ?? {}) };
+    const tools = { ...lock.tools };
+    const accepted: string[] = [];
+    for (const name of names.length > 0 ? names : Object.keys(drift)) {
+      const entry = drift[name];
+      if (!entry) continue;
+      tools[name] = { ...entry, at: new Date().toISOString() };
+      delete drift[name];
+      accepted.push(name);
+    }
+    if (accepted.length > 0) this.#save({ version: 1, tools, drift });
+    return accepted;
+  }
+
+  /** Pins definitions outright (what `toolgate pin` does for tools it has not seen). */
+  pin(entries: ReadonlyMap<string, PinnedDefinition>): string[] {
+    const lock = this.#fresh();
+    const tools = { ...lock.tools };
+    const added: string[] = [];
+    for (const [name, definition] of entries) {
+      if (tools[name]) continue;
+      tools[name] = { sha256: hashOf(definition), definition, at: new Date().toISOString() };
+      added.push(name);
+    }
+    if (added.length > 0) this.#save({ ...lock, tools });
+    return added;
+  }
+}
