@@ -21,6 +21,7 @@ import { decideCalls, dispatchCalls, type DispatchResult } from './gate/dispatch
 import { bindEnvironment } from './gate/environment.js';
 import { allowlistFor, type GateContext, type GateEnvironment } from './gate/precheck.js';
 import { REGISTRY_ROUTE } from './gate/route.js';
+import type { Limiter } from './limits/limiter.js';
 import { canonical, describe } from './names.js';
 import { isPermissionHandler, type PermissionHandler } from './permissions/handler.js';
 import { PermissionPolicy } from './permissions/policy.js';
@@ -41,6 +42,12 @@ export interface ToolRegistryOptions {
    * (against the tools registered before it), never per call or per dispatch. @default 'warn'
    */
   readonly confusables?: ConfusablesMode;
+  /**
+   * Limits charged at step 6 of every dispatch through this registry, on every route (the registry's own,
+   * the runner, the adapters, the gateway); shared across workers through the Limiter's counter store.
+   * @default none
+   */
+  readonly limiter?: Limiter | null;
 }
 
 /** The result of one call, in toolgate's own shape. */
@@ -113,6 +120,7 @@ export class ToolRegistry {
   readonly #toolTimeoutMs: number;
   readonly #confusables: ConfusablesMode;
   #lookalikes: ConfusableIndex | null = null;
+  #limiter: Limiter | null;
   readonly #events = new Emitter<RegistryEvent>();
   #revision = 0;
   #environment: GateEnvironment | null = null;
@@ -121,6 +129,7 @@ export class ToolRegistry {
     this.#handlerTimeoutMs = positive(options.handlerTimeoutMs, 'handlerTimeoutMs', 60_000);
     this.#toolTimeoutMs = positive(options.toolTimeoutMs, 'toolTimeoutMs', 60_000);
     this.#confusables = confusablesMode(options.confusables, 'confusables');
+    this.#limiter = limiterOption(options.limiter);
     // The gate's view of this registry is reachable only from inside the package (src/gate/environment.ts).
     bindEnvironment(this, () => this.#env());
   }
@@ -220,6 +229,16 @@ export class ToolRegistry {
     this.#events.emit({ type: 'handler_changed', handler: null });
   }
 
+  /** Sets (or, with null, removes) the limits charged at step 6 of every dispatch. */
+  setLimiter(limiter: Limiter | null): void {
+    this.#limiter = limiterOption(limiter);
+    this.#changed();
+  }
+
+  getLimiter(): Limiter | null {
+    return this.#limiter;
+  }
+
   /** Subscribes to registry events; returns the unsubscribe function. */
   onChange(listener: (event: RegistryEvent) => void): () => void {
     return this.#events.on(listener);
@@ -290,6 +309,7 @@ export class ToolRegistry {
       handler: this.#handler,
       handlerFallback: this.#handlerFallback,
       handlerTimeoutMs: this.#handlerTimeoutMs,
+      limiter: this.#limiter,
       toolTimeoutMs: this.#toolTimeoutMs,
       revision: this.#revision,
       current: () => this.#env(),
@@ -305,6 +325,13 @@ function ownResults(results: DispatchResult[]): ToolResult[] {
     if (result.status === 'pending' || result.status === 'not_run')
       throw new Error(`toolgate internal error: the registry's route produced a ${result.status} result`);
   return results as ToolResult[];
+}
+
+function limiterOption(value: unknown): Limiter | null {
+  if (value === undefined || value === null) return null;
+  if (typeof value !== 'object' || typeof (value as Limiter).charge !== 'function')
+    throw new TypeError(`ToolRegistry option "limiter" must be a Limiter, got ${describe(value)}`);
+  return value as Limiter;
 }
 
 function isTool(value: unknown): value is Tool {

@@ -16,6 +16,18 @@ import {
 import { EXIT, exitCodes, USAGE_LINE } from './exit-codes.js';
 import { explainText } from './render.js';
 
+type ExplainOptions = ContextOptions & { call?: string; redis?: string; redisPrefix?: string };
+
+/** The deployment's counters (the driver is loaded only with --redis). */
+async function openRedis(url: string, prefix = 'toolgate') {
+  const { RedisStores } = await import('../stores/redis.js');
+  try {
+    return new RedisStores({ url, prefix });
+  } catch (error) {
+    throw new UsageError(`--redis: ${(error as Error).message}`);
+  }
+}
+
 export function registerExplain(program: Command, cli: Cli): void {
   const command = contextOptions(
     program
@@ -25,6 +37,8 @@ export function registerExplain(program: Command, cli: Cli): void {
       )
       .argument('[tool]', 'the tool name, as the model would send it')
       .argument('[args]', 'the arguments as JSON (default: {})')
+      .addOption(new Option('--redis <url>', "read the limits' live counters from Redis (redis://…)"))
+      .addOption(new Option('--redis-prefix <prefix>', 'the Redis key prefix of the deployment').default('toolgate'))
       .addOption(
         new Option(
           '--call <json>',
@@ -41,7 +55,7 @@ export function registerExplain(program: Command, cli: Cli): void {
     USAGE_LINE,
     [EXIT.DENIED, 'the call is denied'],
     [EXIT.ASK, 'the call needs approval (a rule answers ask)'],
-  ]).action(async (tool: string | undefined, args: string | undefined, options: ContextOptions & { call?: string }) => {
+  ]).action(async (tool: string | undefined, args: string | undefined, options: ExplainOptions) => {
     if ((tool === undefined) === (options.call === undefined))
       throw new UsageError('give either TOOL [ARGS] or --call JSON');
     const set = await loadPolicy(cli, options.policy, options.json);
@@ -50,7 +64,15 @@ export function registerExplain(program: Command, cli: Cli): void {
     if (options.call !== undefined) call = parseJson(options.call, '--call') as ToolCallInput;
     else call = { name: tool!, arguments: args === undefined ? {} : argumentsObject(args) };
     warnConfusables(cli, set);
-    const explanation = await explainCall(set, call, who(options), set.registry({ confusables: 'off' }));
+    const registry = set.registry({ confusables: 'off' });
+    const redis = options.redis === undefined ? null : await openRedis(options.redis, options.redisPrefix);
+    let explanation;
+    try {
+      if (redis) registry.setLimiter(set.limiter(redis.counters));
+      explanation = await explainCall(set, call, who(options), registry);
+    } finally {
+      await redis?.close();
+    }
     cli.out(options.json ? JSON.stringify(explanation) : explainText(explanation, cli.c));
     const effect = explanation.decision.effect;
     cli.exit(effect === 'allow' ? EXIT.OK : effect === 'deny' ? EXIT.DENIED : EXIT.ASK);

@@ -119,6 +119,16 @@ export function explainText(e: Explanation, c: Colors): string {
       out.push(`        ${m} ${cond.detail}`);
     }
   }
+  if (e.limits) {
+    out.push(c.bold('limits'));
+    for (const l of e.limits) {
+      const full = l.used + l.cost > l.max;
+      const window = l.windowMs === null ? 'no window' : `per ${l.windowMs / 1000} s`;
+      out.push(
+        `  ${full ? c.red('✗') : c.green('✓')} ${l.limit}: ${l.used} of ${l.max} used (${window}); this call costs ${l.cost} ${c.dim(l.key)}`,
+      );
+    }
+  }
   if (e.rules.length > 0 && !e.rules.some((r) => r.outcome === 'matched' || r.outcome === 'threw'))
     out.push(`  no rule matched: the fallback is ${e.fallback}`);
   out.push(`${c.bold('handler')}    ${e.handler ?? c.dim('not asked')}`);

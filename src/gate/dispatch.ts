@@ -16,6 +16,7 @@ import type { Decision, DecisionBase } from '../decision.js';
 import type { NormalizedCall, UnreadableCall } from '../formats/index.js';
 import type { ToolResult } from '../registry.js';
 import type { Tool } from '../tool.js';
+import { chargeLimits } from '../limits/charge.js';
 import { hashOf } from '../runner/signing.js';
 import { resolveAsk, type ApprovalRequest } from './approval.js';
 import { executeDecided, Lanes, refused } from './execute.js';
@@ -109,7 +110,7 @@ export async function dispatchCalls(
         callId: e.call.id,
         tool: e.call.name,
       }));
-      results[stop.index] = (await conclude(stop, route, env)) ?? results[stop.index]!;
+      results[stop.index] = (await conclude(stop, route, env, context)) ?? results[stop.index]!;
       return results;
     }
   }
@@ -118,7 +119,7 @@ export async function dispatchCalls(
   // every Decision is announced before any call runs (a listener sees the whole batch's verdicts first); a
   // call decided again after a wait announces its new Decision then. With a charge step (the runner), each
   // call is charged, then announced, then run.
-  const early = route.charge === undefined;
+  const early = route.charge === undefined && !env.limiter;
   if (early) for (const e of entries) tell(env, route, e);
 
   // Phase 2: call by call in order.
@@ -154,7 +155,7 @@ export async function dispatchCalls(
       ? e.decision.effect === 'allow' && e.tool && e.args
         ? null
         : refused(e.decision as Extract<Decision, { effect: 'deny' }>)
-      : await conclude(e, route, runEnv, (halt) => (halted = halt));
+      : await conclude(e, route, runEnv, runContext, (halt) => (halted = halt));
     if (concluded !== null) {
       results.push(concluded);
       continue;
@@ -218,6 +219,7 @@ async function conclude(
   e: Entry,
   route: Route,
   env: GateEnvironment,
+  context: GateContext,
   onHalt?: (halt: boolean) => void,
 ): Promise<ToolResult | null> {
   if (route.charge) {
@@ -228,6 +230,12 @@ async function conclude(
       e.decision = deny(e.decision, { stage: refusal.stage, by: refusal.stage, layer: null }, refusal.reason);
       if (refusal.halt === true) onHalt?.(true);
     }
+  }
+  if (env.limiter) {
+    // Every attempt is charged, refused ones too; one that does not fit spends nothing and is refused.
+    const verdict = await chargeLimits(env.limiter, e.decision, e.tool, context);
+    if (!verdict.allowed && e.decision.effect === 'allow')
+      e.decision = deny(e.decision, { stage: 'limit', by: 'limit', layer: null }, verdict.reason);
   }
   tell(env, route, e);
   if (e.decision.effect === 'allow' && e.tool && e.args) return null;

@@ -15,6 +15,7 @@ import type { PermissionPolicy, PolicyEvaluation } from '../permissions/policy.j
 import type { PermissionResult } from '../permissions/result.js';
 import type { RegistryEvent } from '../registry.js';
 import type { Tool } from '../tool.js';
+import type { Limiter } from '../limits/limiter.js';
 import { snapshotArguments } from './snapshot.js';
 
 /** An agent as the gate sees it: a name and, optionally, the tools it declares. */
@@ -61,6 +62,8 @@ export interface GateEnvironment {
   readonly toolTimeoutMs: number;
   /** Changes whenever a tool, the policy or the handler changes: a call decided under another revision is decided again. */
   readonly revision: number;
+  /** The limits charged at step 6 on every route (src/limits/). @default none */
+  readonly limiter?: Limiter | null;
   /** The registry's environment as it stands now (the same object while nothing changed). */
   current(): GateEnvironment;
   /** Emits an event to the registry's listeners (dispatch.ts and execute.ts only). */

@@ -90,7 +90,8 @@ export interface LimiterOptions {
 /** How long a windowless counter is kept. */
 const NO_WINDOW_MS = 30 * 86_400_000;
 
-interface Compiled {
+/** A limit ready to match (internal). */
+export interface Compiled {
   readonly rule: LimitRule;
   readonly per: readonly LimitDimension[];
   readonly tools: ReadonlySet<string> | null;
@@ -135,14 +136,7 @@ export class Limiter {
     const prefix = options.prefix ?? 'limit';
     if (typeof prefix !== 'string' || prefix.length === 0)
       throw new TypeError(`Limiter option "prefix" must be a non-empty string, got ${describe(prefix)}`);
-    const names = new Set<string>();
-    this.#compiled = options.limits.map((rule, i) => {
-      const compiled = compileLimit(rule, `limits[${i}]`);
-      if (names.has(rule.name))
-        throw new TypeError(`limits[${i}]: the name ${JSON.stringify(rule.name)} is used twice`);
-      names.add(rule.name);
-      return compiled;
-    });
+    this.#compiled = compileLimits(options.limits);
     this.limits = Object.freeze(options.limits.map((r) => Object.freeze({ ...r })));
     this.#counters = counters;
     this.#prefix = prefix;
@@ -238,6 +232,20 @@ function selects(c: Compiled, s: LimitSubject): boolean {
   if (c.tools === null && c.tags === null) return true;
   if (c.tools?.has(s.tool)) return true;
   return c.tags !== null && s.tags.some((t) => c.tags!.has(t));
+}
+
+/**
+ * Checks a list of limits (the Limiter's constructor and the policy-file loader): a TypeError naming
+ * `limits[i].field` for the first bad one, or a name used twice.
+ */
+export function compileLimits(limits: readonly LimitRule[]): readonly Compiled[] {
+  const names = new Set<string>();
+  return limits.map((rule, i) => {
+    const compiled = compileLimit(rule, `limits[${i}]`);
+    if (names.has(rule.name)) throw new TypeError(`limits[${i}].name: ${JSON.stringify(rule.name)} is used twice`);
+    names.add(rule.name);
+    return compiled;
+  });
 }
 
 /** Parses a window: ms, or a number with ms / s / m / h / d. */

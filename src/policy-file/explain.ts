@@ -8,9 +8,11 @@ import type { Decision } from '../decision.js';
 import { readCall, type ToolCallInput } from '../formats/index.js';
 import { previewCall } from '../gate/dispatch.js';
 import { environmentOf } from '../gate/environment.js';
+import type { LimitCounter } from '../limits/limiter.js';
 import { canonical } from '../names.js';
 import type { RuleTrace } from '../permissions/policy.js';
 import type { ToolRegistry } from '../registry.js';
+import { MemoryCounterStore } from '../stores/memory.js';
 import type { Tool } from '../tool.js';
 import { traceTests, type ConditionTrace } from './matchers.js';
 import type { PolicyContextInput, PolicyRuleInfo, PolicySet } from './policy-set.js';
@@ -63,6 +65,11 @@ export interface Explanation {
   readonly handler: string | null;
   readonly decision: ExplainedDecision;
   readonly policyVersion: string;
+  /**
+   * The limits that select this call and their counters now (read, not charged): the registry's Limiter
+   * when it has one (live shared counters), else the file's `limits:` over empty counters. Absent: none apply.
+   */
+  readonly limits?: readonly LimitCounter[];
 }
 
 /**
@@ -101,6 +108,7 @@ export async function explainCall(
     tool !== null &&
     args !== null &&
     (pre.kind === 'ask' || pre.decision.stage === 'policy' || pre.decision.stage === 'handler');
+  const limits = await limitsFor(set, registry, who, form, tool);
   return {
     callId: read.id,
     tool: read.name,
@@ -117,7 +125,27 @@ export async function explainCall(
         : null,
     decision,
     policyVersion: set.version,
+    ...(limits.length > 0 ? { limits } : {}),
   };
+}
+
+async function limitsFor(
+  set: PolicySet,
+  registry: ToolRegistry,
+  who: PolicyContextInput,
+  form: string,
+  tool: Tool | null,
+): Promise<LimitCounter[]> {
+  const limiter = registry.getLimiter() ?? (set.limits.length > 0 ? set.limiter(new MemoryCounterStore()) : null);
+  if (!limiter) return [];
+  return limiter.explain({
+    tenant: who.tenant ?? null,
+    caller: null,
+    agent: who.agent ?? 'agent',
+    runId: who.runId ?? null,
+    tool: form,
+    tags: tool ? [...tool.metadata.allTags] : [],
+  });
 }
 
 function layersFor(set: PolicySet, who: PolicyContextInput, form: string, registry: ToolRegistry): LayerExplanation[] {

@@ -14,6 +14,7 @@ export type {
   PolicyTenantData,
   PolicyRuleData,
   PolicyConditionData,
+  PolicyLimitData,
   PolicyIssue,
   PolicyPosition,
 } from './types.js';

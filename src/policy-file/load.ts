@@ -12,6 +12,7 @@ import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { load as loadYaml } from 'js-yaml';
 import { isMap, isScalar, LineCounter, parseDocument, type Document, type Node as YamlNode, type Pair } from 'yaml';
 import { ConfigurationError } from '../errors.js';
+import { compileLimits } from '../limits/limiter.js';
 import { canonical, declaredName, describe } from '../names.js';
 import { PermissionPolicy } from '../permissions/policy.js';
 import type { PermissionRule } from '../permissions/rule.js';
@@ -513,6 +514,17 @@ function compile(data: PolicyFileData, locator: Locator, text: string): PolicyPa
     infos.push(info);
     rules.push(toPermissionRule(info));
   });
+  if (data.limits) {
+    try {
+      compileLimits(data.limits);
+    } catch (error) {
+      // The message names `limits[i].field`: point at that node.
+      const m = /^limits\[(\d+)\]\.(\w+)/.exec((error as Error).message);
+      issues.push(
+        locator.issue(m ? ['limits', Number(m[1]), m[2]!] : ['limits'], 'invalid-limit', (error as Error).message),
+      );
+    }
+  }
   if (issues.length > 0) return { ok: false, issues: issues.sort((a, b) => a.line - b.line || a.column - b.column) };
   let policy: PermissionPolicy;
   let shadow: PermissionPolicy | null = null;

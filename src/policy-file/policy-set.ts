@@ -5,11 +5,13 @@
 import { parseScopeMap, parseTenantLimits, toolsOfScopes, type ScopeMap } from '../config.js';
 import { ConfigurationError } from '../errors.js';
 import type { GateContext } from '../gate/precheck.js';
+import { Limiter, type LimiterOptions, type LimitRule } from '../limits/limiter.js';
 import { canonical, describe } from '../names.js';
 import type { PermissionPolicy } from '../permissions/policy.js';
 import type { PermissionResult } from '../permissions/result.js';
 import { ToolRegistry } from '../registry.js';
 import type { Agent, TenantLimits } from '../runner/types.js';
+import type { CounterStore } from '../stores/types.js';
 import { toolMetadata, type Tool } from '../tool.js';
 import type { ConditionTest, Glob } from './matchers.js';
 import type { PolicyFileData, PolicyPosition, PolicyRuleData } from './types.js';
@@ -99,6 +101,8 @@ export class PolicySet {
   readonly tenants: ReadonlyMap<string, PolicyTenantLimits>;
   /** Capability scope → tool names: the runner's `scopes` option takes it as is. */
   readonly scopes: ScopeMap;
+  /** The file's `limits:` (charge them with {@link PolicySet.limiter}). */
+  readonly limits: readonly LimitRule[];
   readonly #positionOf: PolicySetInit['positionOf'];
   readonly #scopeCache = new Map<string, readonly string[]>();
   readonly #toolByForm: ReadonlyMap<string, Tool>;
@@ -118,6 +122,17 @@ export class PolicySet {
       Object.entries(init.data.tenants ?? {}).map(([id, t]) => [id, parseTenantLimits(t, `tenant ${describe(id)}`)]),
     );
     this.scopes = parseScopeMap(init.data.scopes ?? {}, 'policy file "scopes"');
+    this.limits = Object.freeze((init.data.limits ?? []).map((l) => Object.freeze({ ...l })));
+  }
+
+  /**
+   * A Limiter for the file's limits over `counters` (memory for one process, Redis or SQLite for many).
+   *
+   * @example
+   * const limiter = set.limiter(new RedisStores({ url }).counters);
+   */
+  limiter(counters: CounterStore, options: Omit<LimiterOptions, 'counters' | 'limits'> = {}): Limiter {
+    return new Limiter({ ...options, counters, limits: this.limits });
   }
 
   /**

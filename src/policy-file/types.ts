@@ -106,6 +106,18 @@ export interface PolicyGatewayData {
   readonly pin?: 'refuse' | 'ask' | 'off';
 }
 
+/** A limit in a policy file (the shape of `LimitRule`, see src/limits/limiter.ts). */
+export interface PolicyLimitData {
+  readonly name: string;
+  readonly per?: readonly ('tenant' | 'caller' | 'agent' | 'run')[];
+  readonly tools?: readonly string[];
+  readonly tags?: readonly string[];
+  readonly max: number;
+  readonly window?: string | number;
+  readonly cost?: number;
+  readonly costs?: Readonly<Record<string, number>>;
+}
+
 /** A whole policy file. */
 export interface PolicyFileData {
   readonly version: 1;
@@ -115,6 +127,7 @@ export interface PolicyFileData {
   readonly tenants?: Readonly<Record<string, PolicyTenantData>>;
   readonly scopes?: Readonly<Record<string, readonly string[]>>;
   readonly rules?: readonly PolicyRuleData[];
+  readonly limits?: readonly PolicyLimitData[];
   /** `shadow`: every rule decides and is recorded, none is enforced. @default 'enforce' */
   readonly mode?: PolicyMode;
   readonly resources?: readonly PolicyResourceRuleData[];

@@ -13,11 +13,21 @@ import { toolSchema } from '../formats/index.js';
 import { deny, type GateContext, type GateEnvironment, type Precheck } from '../gate/precheck.js';
 import { environmentOf as registryEnvironment } from '../gate/environment.js';
 import { announceDecision } from '../gate/runner-bridge.js';
+import { chargeLimits } from '../limits/charge.js';
 import { canonical, describe } from '../names.js';
 import type { RunSpend } from './approval-store.js';
 import { peerTools, peerToolName } from './agents.js';
 import type { Limits, RunnerSettings } from './options.js';
-import { emitRun, isAllowlistRefusal, newFrame, type Frame, type PeerTools, type Run, type Turn } from './run.js';
+import {
+  emitRun,
+  isAllowlistRefusal,
+  newFrame,
+  type Decided,
+  type Frame,
+  type PeerTools,
+  type Run,
+  type Turn,
+} from './run.js';
 import type { BudgetCap, ModelTool, RunEvent, RunToolCall } from './types.js';
 
 const NOTHING: RunSpend = { iterations: 0, attempts: 0, cost: 0 };
@@ -93,6 +103,24 @@ async function spend(settings: RunnerSettings, run: Run, add: RunSpend, limits: 
   run.tally.attempts += add.attempts;
   run.tally.cost += add.cost;
   return null;
+}
+
+/**
+ * Step 6 for limits: the registry's Limiter (shared across workers) is charged with this attempt, refused
+ * ones included; an allowed call that does not fit is refused at stage `limit` (and spends nothing).
+ */
+export async function chargeLimit(
+  settings: RunnerSettings,
+  run: Run,
+  frame: Frame,
+  d: Extract<Decided, { kind: 'decided' }>,
+): Promise<Decision> {
+  const limiter = registryEnvironment(settings.registry).limiter;
+  if (!limiter) return d.decision;
+  const verdict = await chargeLimits(limiter, d.decision, d.tool, contextOf(run, frame, d.limits, d.allowlist));
+  return !verdict.allowed && d.decision.effect === 'allow'
+    ? deny(d.decision, { stage: 'limit', by: 'limit', layer: null }, verdict.reason)
+    : d.decision;
 }
 
 /** Charges one model turn; the cap it would pass, or null. */

@@ -292,7 +292,8 @@ export class AgentRunner {
         continue;
       }
       if (d.kind === 'budget') return this.#stopAtCap(run, frame, turn, d.call, d.decision, d.cap, null);
-      const { decision, call } = d;
+      const { call } = d;
+      const decision = await route.chargeLimit(this.#settings, run, frame, d);
       const cap = await route.chargeAttempt(this.#settings, run, call, decision.effect === 'deny', d.limits);
       if (cap !== null) return this.#stopAtCap(run, frame, turn, call, decision, cap, d.limits);
       route.announce(this.#settings, this.#events, run, frame, decision, d.allowlist);

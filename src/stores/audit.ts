@@ -6,6 +6,7 @@
 import { appendFileSync, createReadStream, existsSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { describe } from '../names.js';
+import type { ToolRegistry } from '../registry.js';
 import { auditBounds, auditMatches } from './shared.js';
 import type { AuditQuery, AuditReader, AuditRecord, AuditSink } from './types.js';
 
@@ -87,4 +88,35 @@ export async function writeAudit(sink: AuditSink, record: AuditRecord): Promise<
       { code: 'TOOLGATE_AUDIT' },
     );
   }
+}
+
+/** Options of {@link auditRegistry}. */
+export interface AuditRegistryOptions {
+  /** Recorded as the records' `route`. @default 'registry' */
+  readonly route?: string;
+}
+
+/**
+ * Writes every Decision a registry announces (its `tool_decided` events: every route through it) to `sink`.
+ * Returns the unsubscribe function. The caller is not part of a Decision: routes that know it (the gateway)
+ * write their own records.
+ *
+ * @example
+ * const stop = auditRegistry(registry, fanOut(new JsonlAuditSink('audit.jsonl'), otelAuditSink()));
+ */
+export function auditRegistry(registry: ToolRegistry, sink: AuditSink, options: AuditRegistryOptions = {}): () => void {
+  if (typeof sink !== 'object' || sink === null || typeof sink.write !== 'function')
+    throw new TypeError(`auditRegistry expects an AuditSink, got ${describe(sink)}`);
+  const route = options.route ?? 'registry';
+  return registry.onChange((event) => {
+    if (event.type !== 'tool_decided') return;
+    void writeAudit(sink, {
+      time: new Date().toISOString(),
+      route,
+      caller: null,
+      session: null,
+      decision: event.decision,
+      status: null,
+    });
+  });
 }

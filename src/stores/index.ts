@@ -10,10 +10,14 @@ export {
   MemoryLedger,
   MemoryNonceStore,
   MemoryRememberStore,
+  MemoryTallyStore,
   memoryStores,
 } from './memory.js';
 export type { MemoryStoreOptions, MemoryStores } from './memory.js';
-export { JsonlAuditSink, queryJsonl, fanOut, writeAudit } from './audit.js';
+export { JsonlAuditSink, queryJsonl, fanOut, writeAudit, auditRegistry } from './audit.js';
+export type { AuditRegistryOptions } from './audit.js';
+export { runnerStore } from './runner-store.js';
+export type { RunnerStoreOptions } from './runner-store.js';
 export { Limiter, parseWindow } from '../limits/limiter.js';
 export type {
   LimitCounter,
@@ -47,4 +51,5 @@ export type {
   RememberScope,
   RememberStore,
   RememberedAnswer,
+  TallyStore,
 } from './types.js';

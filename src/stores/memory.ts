@@ -37,7 +37,9 @@ import type {
   PendingRecord,
   RememberStore,
   RememberedAnswer,
+  TallyStore,
 } from './types.js';
+import { charged, type RunCaps, type RunSpend, type SpendVerdict } from '../runner/approval-store.js';
 
 /** Options of the in-memory stores. */
 export interface MemoryStoreOptions {
@@ -206,6 +208,18 @@ export class MemoryLedger implements Ledger {
   }
 }
 
+/** Run tallies in a Map. */
+export class MemoryTallyStore implements TallyStore {
+  readonly #tallies = new Map<string, RunSpend>();
+
+  async spend(run: string, add: RunSpend, caps: RunCaps, floor: RunSpend): Promise<SpendVerdict> {
+    requireKey(run, 'run');
+    const { total, cap } = charged(this.#tallies.get(run), add, caps, floor);
+    this.#tallies.set(run, total);
+    return cap === null ? { ok: true } : { ok: false, cap };
+  }
+}
+
 /** One counter's sliding-window log. */
 interface Window {
   readonly entries: { at: number; cost: number }[];
@@ -289,6 +303,7 @@ export interface MemoryStores {
   readonly remembered: MemoryRememberStore;
   readonly ledger: MemoryLedger;
   readonly counters: MemoryCounterStore;
+  readonly tallies: MemoryTallyStore;
   readonly audit: MemoryAuditSink;
 }
 
@@ -306,6 +321,7 @@ export function memoryStores(options?: MemoryStoreOptions): MemoryStores {
     remembered: new MemoryRememberStore(options),
     ledger: new MemoryLedger(options),
     counters: new MemoryCounterStore(options),
+    tallies: new MemoryTallyStore(),
     audit: new MemoryAuditSink(),
   };
 }

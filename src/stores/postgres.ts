@@ -39,7 +39,9 @@ import type {
   PendingRecord,
   RememberStore,
   RememberedAnswer,
+  TallyStore,
 } from './types.js';
+import { charged, type RunCaps, type RunSpend, type SpendVerdict } from '../runner/approval-store.js';
 
 /** Options of {@link PostgresStores}. */
 export interface PostgresStoresOptions {
@@ -82,12 +84,19 @@ export const POSTGRES_MIGRATIONS: readonly { readonly version: number; sql(s: st
       CREATE INDEX audit_tool_at ON ${s}.audit (tool, at);
     `,
   },
+  {
+    version: 2,
+    sql: (s: string) => `
+      CREATE TABLE ${s}.run_tallies (run text PRIMARY KEY, iterations double precision NOT NULL,
+        attempts double precision NOT NULL, cost double precision NOT NULL);
+    `,
+  },
 ]);
 
 type Row = Record<string, unknown>;
 
 /**
- * The PostgreSQL stores: `approvals`, `nonces`, `remembered`, `ledger`, `audit`. Counters live in Redis
+ * The PostgreSQL stores: `approvals`, `nonces`, `remembered`, `ledger`, `tallies`, `audit`. Counters live in Redis
  * (`toolgate/redis`).
  *
  * @example
@@ -100,6 +109,7 @@ export class PostgresStores {
   readonly nonces: NonceStore;
   readonly remembered: RememberStore;
   readonly ledger: Ledger;
+  readonly tallies: TallyStore;
   readonly audit: AuditSink & AuditReader;
   /** The schema, as given. */
   readonly schema: string;
@@ -200,6 +210,41 @@ export class PostgresStores {
       async inspect(key: string): Promise<LedgerEntry | undefined> {
         const r = await q(`SELECT * FROM ${s}.calls WHERE key = $1`, [key]);
         return r.rows[0] ? ledgerEntryOf(r.rows[0]) : undefined;
+      },
+    };
+    const pool = this.#pool;
+    this.tallies = {
+      async spend(run: string, add: RunSpend, caps: RunCaps, floor: RunSpend): Promise<SpendVerdict> {
+        requireKey(run, 'run');
+        // One transaction holding the run's row lock: read, decide with the runner's one rule, write.
+        const client = await pool.connect();
+        try {
+          await client.query('BEGIN');
+          await client.query(
+            `INSERT INTO ${s}.run_tallies (run, iterations, attempts, cost) VALUES ($1, 0, 0, 0) ON CONFLICT (run) DO NOTHING`,
+            [run],
+          );
+          const row = (
+            await client.query<RunSpend>(
+              `SELECT iterations, attempts, cost FROM ${s}.run_tallies WHERE run = $1 FOR UPDATE`,
+              [run],
+            )
+          ).rows[0];
+          const { total, cap } = charged(row, add, caps, floor);
+          await client.query(`UPDATE ${s}.run_tallies SET iterations = $2, attempts = $3, cost = $4 WHERE run = $1`, [
+            run,
+            total.iterations,
+            total.attempts,
+            total.cost,
+          ]);
+          await client.query('COMMIT');
+          return cap === null ? { ok: true } : { ok: false, cap };
+        } catch (error) {
+          await client.query('ROLLBACK').catch(() => undefined);
+          throw error;
+        } finally {
+          client.release();
+        }
       },
     };
     this.audit = {

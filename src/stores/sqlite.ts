@@ -41,7 +41,9 @@ import type {
   PendingRecord,
   RememberStore,
   RememberedAnswer,
+  TallyStore,
 } from './types.js';
+import { charged, type RunCaps, type RunSpend, type SpendVerdict } from '../runner/approval-store.js';
 
 export { SqliteApprovalStore, type SqliteApprovalStoreOptions } from '../runner/stores/sqlite.js';
 
@@ -77,6 +79,7 @@ export class SqliteStores {
   readonly remembered: RememberStore;
   readonly ledger: Ledger;
   readonly counters: CounterStore;
+  readonly tallies: TallyStore;
   readonly audit: AuditSink & AuditReader;
   readonly #db: Database.Database;
   readonly #owned: boolean;
@@ -111,6 +114,8 @@ export class SqliteStores {
         lease_until INTEGER NOT NULL, outcome TEXT, recorded_at INTEGER);
       CREATE TABLE IF NOT EXISTS ${t('counter_events')} (key TEXT NOT NULL, at INTEGER NOT NULL, cost REAL NOT NULL);
       CREATE INDEX IF NOT EXISTS ${t('counter_events_key')} ON ${t('counter_events')} (key, at);
+      CREATE TABLE IF NOT EXISTS ${t('run_tallies')} (run TEXT PRIMARY KEY, iterations REAL NOT NULL, attempts REAL NOT NULL,
+        cost REAL NOT NULL);
       CREATE TABLE IF NOT EXISTS ${t('audit')} (id INTEGER PRIMARY KEY AUTOINCREMENT, at INTEGER NOT NULL, tenant TEXT,
         caller TEXT, tool TEXT NOT NULL, effect TEXT NOT NULL, record TEXT NOT NULL);
       CREATE INDEX IF NOT EXISTS ${t('audit_at')} ON ${t('audit')} (at);
@@ -120,6 +125,7 @@ export class SqliteStores {
     this.remembered = rememberedIn(db, t('remembered'), now);
     this.ledger = ledgerIn(db, t('calls'), now);
     this.counters = countersIn(db, t('counter_events'), now);
+    this.tallies = talliesIn(db, t('run_tallies'));
     this.audit = auditIn(db, t('audit'));
   }
 
@@ -302,6 +308,23 @@ function countersIn(db: Database.Database, table: string, now: () => number): Co
       requireKey(key, 'key');
       requireNumber(windowMs, 'windowMs', 1);
       return window(key, windowMs, now()).total;
+    },
+  };
+}
+
+function talliesIn(db: Database.Database, table: string): TallyStore {
+  const read = db.prepare<[string], RunSpend>(`SELECT iterations, attempts, cost FROM ${table} WHERE run = ?`);
+  const write = db.prepare(`INSERT OR REPLACE INTO ${table} (run, iterations, attempts, cost) VALUES (?, ?, ?, ?)`);
+  // IMMEDIATE takes the write lock before the read, so two processes cannot both read the old tally.
+  const spend = db.transaction((run: string, add: RunSpend, caps: RunCaps, floor: RunSpend): SpendVerdict => {
+    const { total, cap } = charged(read.get(run), add, caps, floor);
+    write.run(run, total.iterations, total.attempts, total.cost);
+    return cap === null ? { ok: true } : { ok: false, cap };
+  });
+  return {
+    async spend(run: string, add: RunSpend, caps: RunCaps, floor: RunSpend): Promise<SpendVerdict> {
+      requireKey(run, 'run');
+      return spend.immediate(run, add, caps, floor);
     },
   };
 }

@@ -9,6 +9,7 @@
  * `toolgate/postgres` and `toolgate/redis` subpaths.
  */
 import type { Decision } from '../decision.js';
+import type { RunCaps, RunSpend, SpendVerdict } from '../runner/approval-store.js';
 
 // ── the approval model's shapes (the same as src/gate/approval.ts; structural, so either satisfies the other) ──
 
@@ -175,6 +176,17 @@ export interface Ledger {
   record(key: string, owner: string, outcome: LedgerOutcome): Promise<boolean>;
   /** The row of `key`, for operators and tests. */
   inspect(key: string): Promise<LedgerEntry | undefined>;
+}
+
+// ── run tallies ──
+
+/**
+ * A run's spend against its caps (the runner's budget), shared by every continuation of the run: `spend` is
+ * atomic, raises the tally to `floor` (what the run's signed state says) first, and charges nothing when a
+ * cap would be passed — so resuming one paused state on two workers cannot spend its budget twice.
+ */
+export interface TallyStore {
+  spend(run: string, add: RunSpend, caps: RunCaps, floor: RunSpend): Promise<SpendVerdict>;
 }
 
 // ── counters ──

@@ -131,3 +131,39 @@ describe('Limiter', () => {
     expect(a).not.toBe(b);
   });
 });
+
+describe('limits in policy files', () => {
+  it('`limits:` loads into PolicySet.limits and charges through set.limiter(counters)', async () => {
+    const { parsePolicy } = await import('../../src/policy-file/load.js');
+    const result = parsePolicy(`
+version: 1
+tools:
+  refund: { tags: [destructive] }
+rules:
+  - { name: all, result: allow }
+limits:
+  - { name: refunds, per: [caller], tools: [refund], max: 2, window: 1h }
+  - { name: daily, per: [tenant], max: 1000, window: 1d }
+`);
+    if (!result.ok) throw new Error(JSON.stringify(result.issues));
+    expect(result.policy.limits.map((l) => l.name)).toEqual(['refunds', 'daily']);
+    const limiter = result.policy.limiter(new MemoryCounterStore());
+    expect((await limiter.charge(subject())).allowed).toBe(true);
+    expect((await limiter.charge(subject())).allowed).toBe(true);
+    expect(await limiter.charge(subject())).toMatchObject({ allowed: false, limit: 'refunds' });
+  });
+
+  it('a bad limit is an issue with its line: schema shapes, windows, names used twice', async () => {
+    const { parsePolicy } = await import('../../src/policy-file/load.js');
+    const bad = (limits: string) => {
+      const r = parsePolicy(`version: 1\nlimits:\n${limits}\n`);
+      return r.ok ? [] : r.issues.map((i) => `${i.line}:${i.code}:${i.message}`);
+    };
+    expect(bad('  - { name: a, max: 1, window: soon }').join()).toMatch(/^3:schema/);
+    expect(bad('  - { name: a, max: -1 }').join()).toMatch(/^3:schema/);
+    expect(bad('  - { name: a, max: 1, per: [planet] }').join()).toMatch(/^3:schema/);
+    expect(bad('  - { name: a, max: 1 }\n  - { name: a, max: 2 }').join()).toMatch(
+      /^4:invalid-limit:limits\[1\]\.name/,
+    );
+  });
+});
