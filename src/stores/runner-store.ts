@@ -79,7 +79,7 @@ export function runnerStore(options: RunnerStoreOptions): RunnerStore {
       return entryOf(await ledger.reserve(key, owner, lease));
     },
     spend: (run, add, caps, floor) => tallies.spend(run, add, caps, floor),
-    async settle(key: string, outcome: LedgerOutcome): Promise<void> {
+    async record(key: string, outcome: LedgerOutcome): Promise<void> {
       if (await ledger.record(key, owner, outcome)) return;
       // A delegation claimed by an earlier continuation of this run (another worker) and finished here: the
       // runner settles only what its run claimed, so the row's own owner is recorded.

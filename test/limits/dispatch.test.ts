@@ -4,7 +4,13 @@
  * retry, and spends nothing.
  */
 import { describe, expect, it } from 'vitest';
-import { AgentRunner, ScriptedModel } from '../../src/index.js';
+import { AgentRunner } from '../../src/index.js';
+import { ScriptedModel } from '../../src/runner/index.js';
+import { readCall } from '../../src/formats/index.js';
+import { dispatchCalls } from '../../src/gate/dispatch.js';
+import { environmentOf } from '../../src/gate/environment.js';
+import type { Route } from '../../src/gate/route.js';
+import type { ToolResult } from '../../src/registry.js';
 import { Limiter } from '../../src/limits/limiter.js';
 import { MemoryCounterStore } from '../../src/stores/memory.js';
 import { shop } from '../runner/fixtures.js';
@@ -77,8 +83,11 @@ describe('limits on the dispatch path', () => {
     expect((await registry.invoke('ledger', {}, { tenant: { id: 'acme' } })).decision.stage).toBe('limit');
   });
 
-  it('adapter route (the SDK adapters and the MCP gateway decide through it): charged the same way', async () => {
-    const { dispatchOne } = await import('../../src/adapters/route.js');
+  it('an adapter route on the one dispatch path (the SDK adapters and the MCP gateway): charged the same way', async () => {
+    // An adapter's route: its own person, calls one at a time (what the SDK adapters and the gateway pass).
+    const route: Route = { name: 'adapter', grouped: false };
+    const dispatchOne = async (r: typeof registry, c: ReturnType<typeof call>, ctx: typeof alice) =>
+      (await dispatchCalls([readCall(c)], ctx, environmentOf(r), route))[0] as ToolResult;
     const { registry, refunds } = shop();
     registry.setLimiter(
       new Limiter({

@@ -11,9 +11,9 @@ import {
   defineTool,
   PermissionPolicy,
   PermissionResult,
-  ScriptedModel,
   ToolRegistry,
 } from '../../src/index.js';
+import { ScriptedModel } from '../../src/runner/index.js';
 import type { RunResult } from '../../src/index.js';
 import { Limiter } from '../../src/limits/limiter.js';
 import { PostgresStores } from '../../src/stores/postgres.js';

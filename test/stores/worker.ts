@@ -10,9 +10,9 @@ import {
   defineTool,
   PermissionPolicy,
   PermissionResult,
-  ScriptedModel,
   ToolRegistry,
 } from '../../src/index.js';
+import { ScriptedModel } from '../../src/runner/index.js';
 import type { ApprovalDecision, RunState } from '../../src/index.js';
 import { Limiter } from '../../src/limits/limiter.js';
 import { runnerStore } from '../../src/stores/runner-store.js';

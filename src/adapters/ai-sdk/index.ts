@@ -130,8 +130,9 @@ export function createAiSdkTools(registry: ToolRegistry, options: AiSdkToolsOpti
           throw new ToolCallFailed(
             secret === undefined && result.decision.by === 'no_handler'
               ? `${result.content} ${NO_SECRET}`
-              : pre.kind === 'ask' &&
-                  !approved &&
+              : (result.decision.stage === 'policy' || result.decision.stage === 'handler') &&
+                  secret !== undefined &&
+                  verifiedRequests(execution.messages, secret, signed).size === 0 &&
                   responsesTo(execution.messages, execution.toolCallId).some((yes) => yes)
                 ? `${result.content} ${UNVERIFIED}`
                 : result.content,
