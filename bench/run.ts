@@ -16,7 +16,7 @@
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { createRequire } from 'node:module';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -60,6 +60,8 @@ function childCommand(): string[] {
   if (built.status !== 0) throw new Error('bench: tsc -p bench/tsconfig.json failed');
   // The build sits under node_modules, where Node stops looking for the package's "type": "module".
   writeFileSync(join(BUILD, 'package.json'), '{ "type": "module" }\n');
+  // The policy-file loader reads the published schema relative to its own file.
+  cpSync('schema', join(BUILD, 'schema'), { recursive: true });
   return ['--expose-gc', join(BUILD, 'bench', 'run.js')];
 }
 let command: string[] = [];
