@@ -6,6 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { ExtrasResult } from './extras.js';
+import type { QuickstartResult } from './quickstart.js';
 import type { EngineTiming } from './suite.js';
 
 interface Results {
@@ -14,6 +15,8 @@ interface Results {
   readonly cpu: string;
   readonly loadAverage: { readonly start: readonly number[]; readonly end: readonly number[] };
   readonly repeat: number;
+  /** The README quick-start shape, end to end (absent in results written before issue 12). */
+  readonly quickstart?: readonly QuickstartResult[];
   readonly timings: readonly (EngineTiming & { readonly spread: { readonly p50: readonly number[] } })[];
   readonly extras: ExtrasResult;
   readonly extrasSpread?: {
@@ -42,6 +45,19 @@ export function markdown(results: Results): string {
   const at = (engine: string, size: number): (typeof results.timings)[number] | undefined =>
     results.timings.find((t) => t.engine === engine && t.size === size);
   const out: string[] = [];
+  if (results.quickstart?.length) {
+    const times = (x: number, base: number): string => `${Math.round(x / base).toLocaleString('en')}×`;
+    out.push(
+      '| tools & rules | `invoke` p50 / p99 (µs) | plan of 50 per request p50 (µs) | `executeToolCalls` p50 (µs) | casbin p50 (µs) | cedar-wasm p50 (µs) |',
+      '| ---: | ---: | ---: | ---: | ---: | ---: |',
+    );
+    for (const q of results.quickstart)
+      out.push(
+        `| ${q.size.toLocaleString('en')} | ${us(q.invoke.p50)} / ${us(q.invoke.p99)} | ${us(q.plan50.p50)} | ${us(q.execute.p50)} | ` +
+          `${us(q.casbin.p50)} (${times(q.casbin.p50, q.invoke.p50)}) | ${us(q.cedar.p50)} (${times(q.cedar.p50, q.invoke.p50)}) |`,
+      );
+    out.push('', 'The full decision alone (the sync path, frozen layers), side by side:', '');
+  }
   out.push(`| tools & rules | ${engines.map((e) => `${e} p50 / p99 (µs)`).join(' | ')} |`);
   out.push(`| ---: | ${engines.map(() => '---:').join(' | ')} |`);
   for (const size of sizes) {

@@ -2,7 +2,7 @@
  * The "Tool allowlists" spec: three layers (agent, tenant, caller) intersected once, at the boundary.
  */
 import { ConfigurationError, ToolNotPermittedError, type RefusalLayer } from './errors.js';
-import { canonical, canonicalIndex, describe } from './names.js';
+import { canonical, canonicalIndex, declaredName, describe } from './names.js';
 import { confusablesMode, findConfusables, reportConfusables, type ConfusablesMode } from './unicode/confusables.js';
 
 /** One layer's statement: `null`/`undefined` states nothing (narrows nothing); an empty set refuses everything. */
@@ -19,7 +19,8 @@ export interface ToolAllowlistOptions {
   /**
    * Two declared names that look alike (Unicode confusables, e.g. Latin "a" and Cyrillic "а") but are
    * different permissions: `'error'` throws a ConfigurationError, `'warn'` emits a process warning once
-   * per pair, `'off'` skips the check. Checked here, at resolution, never per call. @default 'warn'
+   * per pair, `'off'` skips the check. A declaration-time check (the registry runs it at `register`, a
+   * policy file at load and lint), so resolution skips it unless asked. @default 'off'
    */
   readonly confusables?: ConfusablesMode;
 }
@@ -31,6 +32,14 @@ export type ToolDecision =
 
 /** @internal Read by the gate, which has the canonical form already. */
 export const REFUSAL_OF = Symbol('toolgate.allowlist.refusalOf');
+
+/** @internal Builds an allowlist from layers already indexed by canonical form (src/allowlist-cache.ts). */
+export const FROM_FORMS = Symbol('toolgate.allowlist.fromForms');
+
+/** @internal A layer's canonical forms, as the gate's cache holds them. */
+export interface FormSet {
+  has(form: string): boolean;
+}
 
 /**
  * The effective tool permission of one dispatch: the agent's declaration narrowed by the tenant and
@@ -46,17 +55,24 @@ export class ToolAllowlist {
   readonly agent: string;
   /** The permitted names, in declared spelling and declaration order; frozen. */
   readonly names: readonly string[];
-  /** canonical form → declared spelling, for every declared name */
-  readonly #declared: ReadonlyMap<string, string>;
-  /** canonical form → the layer that cut it, for declared names that are not permitted */
-  readonly #cut: ReadonlyMap<string, RefusalLayer>;
+  /** canonical form → position of its declared spelling in #spellings, for every declared name */
+  readonly #forms: ReadonlyMap<string, number>;
+  readonly #spellings: readonly string[];
+  /** by position: the layer that cut that name, or null when it is permitted */
+  readonly #reasons: readonly (RefusalLayer | null)[];
 
-  private constructor(agent: string, declared: ReadonlyMap<string, string>, cut: ReadonlyMap<string, RefusalLayer>) {
+  private constructor(
+    agent: string,
+    forms: ReadonlyMap<string, number>,
+    spellings: readonly string[],
+    reasons: readonly (RefusalLayer | null)[],
+  ) {
     this.agent = agent;
-    this.#declared = declared;
-    this.#cut = cut;
+    this.#forms = forms;
+    this.#spellings = spellings;
+    this.#reasons = reasons;
     const names: string[] = [];
-    for (const [form, name] of declared) if (!cut.has(form)) names.push(name);
+    for (const at of forms.values()) if (reasons[at] === null) names.push(spellings[at]!);
     this.names = Object.freeze(names);
     Object.freeze(this);
   }
@@ -68,17 +84,34 @@ export class ToolAllowlist {
   static resolve(declared: Iterable<string>, options: ToolAllowlistOptions = {}): ToolAllowlist {
     const agent = agentName(options.agent);
     const where = `agent ${JSON.stringify(agent)} declaration`;
-    const { index } = canonicalIndex(declared, where);
-    checkConfusables(index, options.confusables, where);
-    const tenant = layerSet(options.tenant, 'tenant');
-    const caller = layerSet(options.caller, 'caller');
-    const cut = new Map<string, RefusalLayer>();
-    for (const form of index.keys()) {
+    const spellings = declaredEntries(declared, where);
+    const forms = declaredForms(spellings, where);
+    checkConfusables(forms, spellings, options.confusables, where);
+    // Each layer marks the declared positions it holds: one look-up per entry, no set of its own.
+    const tenant = layerMarks(options.tenant, 'tenant', forms, spellings.length);
+    const caller = layerMarks(options.caller, 'caller', forms, spellings.length);
+    const reasons = new Array<RefusalLayer | null>(spellings.length);
+    for (const at of forms.values())
       // Where both would cut a name, the tenant is named: it is the broader, standing reason.
-      if (tenant && !tenant.has(form)) cut.set(form, 'tenant');
-      else if (caller && !caller.has(form)) cut.set(form, 'caller');
-    }
-    return new ToolAllowlist(agent, index, cut);
+      reasons[at] = tenant && !tenant[at] ? 'tenant' : caller && !caller[at] ? 'caller' : null;
+    return new ToolAllowlist(agent, forms, spellings, reasons);
+  }
+
+  /**
+   * @internal The intersection of a checked declaration (canonical form → position in `spellings`, which
+   * must not change afterwards) with two layers' canonical forms.
+   */
+  static [FROM_FORMS](
+    agent: string,
+    forms: ReadonlyMap<string, number>,
+    spellings: readonly string[],
+    tenant: FormSet | null,
+    caller: FormSet | null,
+  ): ToolAllowlist {
+    const reasons = new Array<RefusalLayer | null>(spellings.length);
+    for (const [form, at] of forms)
+      reasons[at] = tenant && !tenant.has(form) ? 'tenant' : caller && !caller.has(form) ? 'caller' : null;
+    return new ToolAllowlist(agent, forms, spellings, reasons);
   }
 
   /** True when `name` (any spelling with the same canonical form) is permitted. */
@@ -110,26 +143,27 @@ export class ToolAllowlist {
   ): ToolAllowlist {
     const agent = agentName(options.agent);
     const where = `agent ${JSON.stringify(agent)} declaration`;
-    const { index } = canonicalIndex(peerDeclared, where);
-    checkConfusables(index, options.confusables, where);
-    const cut = new Map<string, RefusalLayer>();
-    for (const form of index.keys()) {
+    const spellings = declaredEntries(peerDeclared, where);
+    const forms = declaredForms(spellings, where);
+    checkConfusables(forms, spellings, options.confusables, where);
+    const reasons = new Array<RefusalLayer | null>(spellings.length);
+    for (const [form, at] of forms) {
       const parent = this[REFUSAL_OF](form);
-      if (parent === 'tenant' || parent === 'caller') cut.set(form, parent);
-      else if (parent === 'not_declared') cut.set(form, 'caller');
+      reasons[at] = parent === null ? null : parent === 'not_declared' ? 'caller' : parent;
     }
-    return new ToolAllowlist(agent, index, cut);
+    return new ToolAllowlist(agent, forms, spellings, reasons);
   }
 
   /** The declared spelling of a canonical form, or undefined when the agent does not declare it. */
   declaredSpelling(form: string): string | undefined {
-    return this.#declared.get(form);
+    const at = this.#forms.get(form);
+    return at === undefined ? undefined : this.#spellings[at];
   }
 
   /** @internal The refusing layer for a canonical form, or null when permitted. */
   [REFUSAL_OF](form: string): RefusalLayer | null {
-    if (!this.#declared.has(form)) return 'not_declared';
-    return this.#cut.get(form) ?? null;
+    const at = this.#forms.get(form);
+    return at === undefined ? 'not_declared' : (this.#reasons[at] ?? null);
   }
 }
 
@@ -224,23 +258,86 @@ function agentName(agent: unknown): string {
   return agent;
 }
 
-function checkConfusables(index: ReadonlyMap<string, string>, option: unknown, where: string): void {
-  const mode = confusablesMode(option);
-  if (mode !== 'off') reportConfusables(findConfusables(index.values()), mode, where);
+function checkConfusables(
+  forms: ReadonlyMap<string, number>,
+  spellings: readonly string[],
+  option: unknown,
+  where: string,
+): void {
+  // Resolution does not check unless asked: look-alike names are a declaration-time finding (issue 12).
+  const mode = option === undefined ? 'off' : confusablesMode(option);
+  if (mode === 'off') return;
+  const names: string[] = [];
+  for (const at of forms.values()) names.push(spellings[at]!);
+  reportConfusables(findConfusables(names), mode, where);
 }
 
-function layerSet(layer: AllowlistLayer, which: 'tenant' | 'caller'): Set<string> | null {
-  if (layer === null || layer === undefined) return null;
+/**
+ * @internal A declaration's entries as an array that will not change: a frozen array as is, anything
+ * else copied (a plain array could be changed by its owner after it was checked).
+ */
+export function declaredEntries(declared: Iterable<string>, where: string): readonly string[] {
+  if (Array.isArray(declared)) return Object.isFrozen(declared) ? declared : declared.slice();
+  return canonicalIndex(declared, where).names;
+}
+
+/**
+ * @internal The canonical forms of a declaration, each mapped to the position of its first spelling.
+ * A name that is not a string, is empty or holds invisible characters, and two spellings of one form,
+ * are ConfigurationErrors (the same spelling twice is a repetition, not an ambiguity).
+ */
+export function declaredForms(spellings: readonly unknown[], where: string): Map<string, number> {
+  const forms = new Map<string, number>();
+  for (let i = 0; i < spellings.length; i++) {
+    const name = spellings[i];
+    const form = declaredName(name, where);
+    const at = forms.get(form);
+    if (at === undefined) forms.set(form, i);
+    // canonicalIndex throws the collision error, naming both spellings.
+    else if (spellings[at] !== name) canonicalIndex(spellings, where);
+  }
+  return forms;
+}
+
+/** @internal The canonical forms of a tenant or caller layer, each mapped to the position of its first entry. */
+export function layerForms(entries: readonly unknown[], which: 'tenant' | 'caller'): Map<string, number> {
+  const forms = new Map<string, number>();
+  for (let i = 0; i < entries.length; i++) {
+    const name = entries[i];
+    if (typeof name !== 'string') throw layerNameError(which, name);
+    const form = canonical(name);
+    if (!forms.has(form)) forms.set(form, i);
+  }
+  return forms;
+}
+
+/** @internal Throws unless `layer` is an iterable of names (a string is one name, not a layer). */
+export function checkLayer(layer: object | string, which: 'tenant' | 'caller'): void {
   if (typeof layer === 'string' || typeof (layer as Iterable<string>)[Symbol.iterator] !== 'function') {
     throw new ConfigurationError(
       `${which} layer: expected an iterable of tool names, null or undefined, got ${describe(layer)}`,
     );
   }
-  const set = new Set<string>();
+}
+
+/** @internal The error for a layer entry that is not a string. */
+export function layerNameError(which: 'tenant' | 'caller', name: unknown): ConfigurationError {
+  return new ConfigurationError(`${which} layer: a tool name must be a string, got ${describe(name)}`);
+}
+
+function layerMarks(
+  layer: AllowlistLayer,
+  which: 'tenant' | 'caller',
+  forms: ReadonlyMap<string, number>,
+  length: number,
+): Uint8Array | null {
+  if (layer === null || layer === undefined) return null;
+  checkLayer(layer, which);
+  const marks = new Uint8Array(length);
   for (const name of layer) {
-    if (typeof name !== 'string')
-      throw new ConfigurationError(`${which} layer: a tool name must be a string, got ${describe(name)}`);
-    set.add(canonical(name));
+    if (typeof name !== 'string') throw layerNameError(which, name);
+    const at = forms.get(canonical(name));
+    if (at !== undefined) marks[at] = 1;
   }
-  return set;
+  return marks;
 }

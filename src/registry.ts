@@ -26,7 +26,7 @@ import { isPermissionHandler, type PermissionHandler } from './permissions/handl
 import { PermissionPolicy } from './permissions/policy.js';
 import { isPermissionResult, PermissionResult } from './permissions/result.js';
 import { defineTool, type Tool, type ToolDefinition } from './tool.js';
-import { confusablesMode, findConfusables, reportConfusables, type ConfusablesMode } from './unicode/confusables.js';
+import { ConfusableIndex, confusablesMode, reportConfusables, type ConfusablesMode } from './unicode/confusables.js';
 
 /** Options of {@link ToolRegistry}. */
 export interface ToolRegistryOptions {
@@ -37,8 +37,8 @@ export interface ToolRegistryOptions {
   /**
    * A tool registered under a name that looks like a registered one (Unicode confusables, e.g. Latin
    * "a" and Cyrillic "а") but is a different permission: `'error'` refuses it with a ConfigurationError,
-   * `'warn'` registers it and emits a process warning, `'off'` skips the check. The same mode applies
-   * when a dispatch resolves an agent's declared names. Never checked per call. @default 'warn'
+   * `'warn'` registers it and emits a process warning, `'off'` skips the check. Checked at `register`
+   * (against the tools registered before it), never per call or per dispatch. @default 'warn'
    */
   readonly confusables?: ConfusablesMode;
 }
@@ -112,6 +112,7 @@ export class ToolRegistry {
   readonly #handlerTimeoutMs: number;
   readonly #toolTimeoutMs: number;
   readonly #confusables: ConfusablesMode;
+  #lookalikes: ConfusableIndex | null = null;
   readonly #events = new Emitter<RegistryEvent>();
   #revision = 0;
   #environment: GateEnvironment | null = null;
@@ -135,8 +136,10 @@ export class ToolRegistry {
       );
     }
     if (this.#confusables !== 'off') {
-      const pairs = findConfusables([...this.#names, defined.name]).filter((pair) => pair.second === defined.name);
+      this.#lookalikes ??= lookalikeIndex(this.#names);
+      const pairs = this.#lookalikes.pairsWith(defined.name);
       reportConfusables(pairs, this.#confusables, `registering tool ${JSON.stringify(defined.name)}`);
+      this.#lookalikes.add(defined.name);
     }
     this.#tools.set(defined.canonicalName, defined);
     this.#names = Object.freeze([...this.#names, defined.name]);
@@ -151,6 +154,7 @@ export class ToolRegistry {
     if (!tool) return false;
     this.#tools.delete(tool.canonicalName);
     this.#names = Object.freeze(this.#names.filter((n) => n !== tool.name));
+    this.#lookalikes = null; // rebuilt from the names left at the next register
     this.#changed();
     this.#events.emit({ type: 'tool_unregistered', tool: tool.name });
     return true;
@@ -286,7 +290,6 @@ export class ToolRegistry {
       handler: this.#handler,
       handlerFallback: this.#handlerFallback,
       handlerTimeoutMs: this.#handlerTimeoutMs,
-      confusables: this.#confusables,
       toolTimeoutMs: this.#toolTimeoutMs,
       revision: this.#revision,
       current: () => this.#env(),
@@ -321,4 +324,10 @@ function positive(value: unknown, option: string, fallback: number): number {
     );
   }
   return value;
+}
+
+function lookalikeIndex(names: readonly string[]): ConfusableIndex {
+  const index = new ConfusableIndex();
+  for (const name of names) index.add(name);
+  return index;
 }

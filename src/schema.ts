@@ -47,6 +47,26 @@ export function isStandardSchema(value: unknown): value is StandardSchemaV1 {
 }
 
 let ajv: Ajv | undefined;
+// Compiled validators by the schema's JSON text. Ajv caches by object identity, so ten thousand tools
+// declared with equal schemas (a policy file's stub tools: `{ type: 'object' }` each) were ten thousand
+// compilations — most of the time of loading such a file — and ten thousand entries Ajv keeps (issue 12).
+// A validator is shared safely: it is called and its `errors` read synchronously, never across an await.
+const compiled = new Map<string, ValidateFunction>();
+
+function ajvCompile(schema: JsonSchema): ValidateFunction {
+  let key: string | undefined;
+  try {
+    key = JSON.stringify(schema);
+  } catch {
+    key = undefined; // not JSON (a cycle, a BigInt): compiled on its own, as before
+  }
+  const hit = key === undefined ? undefined : compiled.get(key);
+  if (hit) return hit;
+  ajv ??= new Ajv({ allErrors: true, strict: false, coerceTypes: false, useDefaults: false });
+  const check = ajv.compile(schema);
+  if (key !== undefined) compiled.set(key, check);
+  return check;
+}
 
 /** Compiles a validator for `parameters`; a JSON Schema that Ajv cannot compile throws (the caller names the tool). */
 export function compileValidator(parameters: ToolParameters): Validator {
@@ -57,8 +77,7 @@ export function compileValidator(parameters: ToolParameters): Validator {
       return result instanceof Promise ? result.then(fromStandard) : fromStandard(result);
     };
   }
-  ajv ??= new Ajv({ allErrors: true, strict: false, coerceTypes: false, useDefaults: false });
-  const check: ValidateFunction = ajv.compile(parameters);
+  const check = ajvCompile(parameters);
   return (value) =>
     check(value)
       ? { ok: true, value }

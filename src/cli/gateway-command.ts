@@ -18,7 +18,10 @@ export function registerGateway(program: Command, cli: Cli): void {
     .action(async () => {
       const { runGateway } = await import('./gateway.js');
       cli.exit(
-        await runGateway(cli.argv.slice(cli.argv.indexOf('gateway') + 1), { stderr: (text) => cli.io.stderr(text) }),
+        await runGateway(cli.argv.slice(cli.argv.indexOf('gateway') + 1), {
+          stderr: (text) => cli.io.stderr(text),
+          stdout: (text) => cli.io.stdout(text),
+        }),
       );
     });
 }

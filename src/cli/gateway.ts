@@ -3,16 +3,20 @@
  * pinning stated in the policy file's `gateway:` section.
  *
  *   toolgate gateway --policy FILE [--agent A] [--tenant T] [--scopes s1,s2] [--audit FILE]
+ *                    [--http PORT [--host H] [--stateless] (--jwks-url URL --jwt-issuer ISS | --no-auth)
+ *                     [--authorization-server URL] [--resource URL] [--approvals-postgres URL]]
  *
  * A policy file that does not load, or a gateway section that is wrong, refuses to start (exit 2):
  * enforcement is never switched off by a broken file. Everything it prints goes to stderr (stdout is the
  * MCP channel).
  */
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import { Command, CommanderError } from 'commander';
+import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import { jsonlAuditSink, type GatewayAuditSink } from '../gateway/audit.js';
 import { gatewayConfigOf } from '../gateway/config.js';
+import type { GatewayApprovals } from '../gateway/approvals.js';
 import { createGateway, type Gateway } from '../gateway/gateway.js';
+import type { GatewayHttpServer } from '../gateway/http.js';
 import { loadPolicyForProxy } from '../adapters/mcp/proxy-policy.js';
 
 /** Exit codes: 0 clean shutdown, 1 the gateway failed, 2 bad usage or configuration. */
@@ -24,12 +28,24 @@ interface GatewayCliOptions {
   tenant?: string;
   scopes?: string[];
   audit?: string;
+  http?: number;
+  host: string;
+  stateless?: boolean;
+  jwksUrl?: string;
+  jwtIssuer?: string;
+  auth: boolean;
+  authorizationServer?: string[];
+  resource?: string;
+  approvalsPostgres?: string;
+  approvalSecretEnv: string;
 }
 
 /** Runs the gateway until the client disconnects or a signal stops it; resolves with the exit code. */
 export async function runGateway(
   argv: readonly string[],
-  io: { readonly stderr: (text: string) => void } = { stderr: (t) => process.stderr.write(t) },
+  io: { readonly stderr: (text: string) => void; readonly stdout?: (text: string) => void } = {
+    stderr: (t) => process.stderr.write(t),
+  },
 ): Promise<number> {
   const log = (text: string): void => io.stderr(`toolgate gateway: ${text}\n`);
   const program = new Command('toolgate gateway')
@@ -41,8 +57,39 @@ export async function runGateway(
       v.split(/[\s,]+/).filter(Boolean),
     )
     .option('--audit <file>', 'append every audit record to this JSONL file')
+    .option('--http <port>', 'serve Streamable HTTP on this port instead of stdio', (v: string) => {
+      const n = Number(v);
+      if (!Number.isInteger(n) || n < 0 || n > 65535)
+        throw new InvalidArgumentError(`expected a port, got ${JSON.stringify(v)}`);
+      return n;
+    })
+    .option('--host <host>', 'the loopback address to listen on with --http', '127.0.0.1')
+    .option('--stateless', 'no sessions: any replica serves any request (with --http)')
+    .option('--jwks-url <url>', 'verify bearer JWTs against this JWKS URL (with --http)')
+    .option('--jwt-issuer <iss>', 'require this token issuer')
+    .option('--no-auth', 'serve --http without authentication (loopback only)')
+    .option(
+      '--authorization-server <url>',
+      'an OAuth authorization server for the protected resource metadata; repeatable',
+      (v: string, p: string[] | undefined) => [...(p ?? []), v],
+    )
+    .option('--resource <url>', 'the resource URL clients use (token audience; default: the listening URL)')
+    .option(
+      '--approvals-postgres <url>',
+      'put asks in the PostgreSQL stores at this URL (answered at /approvals on any replica)',
+    )
+    .option(
+      '--approval-secret-env <name>',
+      'the environment variable holding the approval HMAC key',
+      'TOOLGATE_APPROVAL_SECRET',
+    )
+    .addHelpText(
+      'after',
+      '\nExit codes:\n  0  clean shutdown: the client disconnected, or SIGINT / SIGTERM\n  1  the gateway failed (the stdio transport closed in error)\n  2  usage or configuration error: a bad option, a policy file that does not load (the gateway refuses to start)',
+    )
     .exitOverride()
-    .configureOutput({ writeOut: io.stderr, writeErr: io.stderr });
+    // --help goes to stdout (it is asked for; nothing is served then); errors and logs to stderr.
+    .configureOutput({ writeOut: io.stdout ?? ((t) => process.stdout.write(t)), writeErr: io.stderr });
   let options: GatewayCliOptions;
   try {
     program.parse([...argv], { from: 'user' });
@@ -53,8 +100,32 @@ export async function runGateway(
   }
 
   let gateway: Gateway;
+  let http: GatewayHttpServer | undefined;
+  let closeStores: (() => Promise<void>) | undefined;
   try {
+    if (
+      options.http === undefined &&
+      (options.stateless || options.jwksUrl || !options.auth || options.approvalsPostgres)
+    )
+      throw new Error('--stateless, --jwks-url, --no-auth and --approvals-postgres apply to --http only');
+    if (options.http !== undefined && options.auth && !options.jwksUrl)
+      throw new Error('--http needs --jwks-url (bearer JWTs) or --no-auth (loopback only)');
+    let approvals: GatewayApprovals | undefined;
+    if (options.approvalsPostgres) {
+      const secret = process.env[options.approvalSecretEnv];
+      if (!secret || secret.length < 16)
+        throw new Error(
+          `the environment variable ${options.approvalSecretEnv} must hold the approval HMAC key (16+ characters)`,
+        );
+      const { PostgresStores } = await import('../stores/postgres.js');
+      const stores = new PostgresStores({ connectionString: options.approvalsPostgres });
+      await stores.migrate();
+      closeStores = () => stores.close();
+      approvals = { store: stores.approvals, nonces: stores.nonces, secret };
+    }
     const set = await loadPolicyForProxy(options.policy);
+    if (options.scopes && options.http !== undefined)
+      throw new Error('--scopes applies to stdio only: over HTTP the scopes come from the bearer token');
     const config = gatewayConfigOf(set);
     const audit: GatewayAuditSink | undefined = options.audit ? jsonlAuditSink(options.audit) : undefined;
     const context = set.context({
@@ -68,8 +139,29 @@ export async function runGateway(
       pins: config.pins,
       context,
       ...(audit ? { audit } : {}),
+      ...(approvals ? { approvals } : {}),
     });
+    if (options.http !== undefined) {
+      const { serveGatewayHttp } = await import('../gateway/http.js');
+      const { jwtAuthenticator } = await import('../adapters/mcp/proxy-http.js');
+      http = await serveGatewayHttp(gateway, {
+        port: options.http,
+        host: options.host,
+        authenticate: options.auth
+          ? jwtAuthenticator({ jwksUrl: options.jwksUrl!, ...(options.jwtIssuer ? { issuer: options.jwtIssuer } : {}) })
+          : null,
+        ...(options.stateless ? { stateless: true } : {}),
+        ...(options.resource ? { resource: options.resource } : {}),
+        ...(options.authorizationServer ? { authorizationServers: options.authorizationServer } : {}),
+        ...(approvals ? { approvals: { store: approvals.store } } : {}),
+        context: (auth) => ({ caller: { id: auth.clientId, scopes: set.toolsForScopes(auth.scopes) } }),
+      }).catch(async (error: unknown) => {
+        await gateway.close();
+        throw error;
+      });
+    }
   } catch (error) {
+    await closeStores?.().catch(() => undefined);
     log(`refusing to start: ${error instanceof Error ? error.message : String(error)}`);
     return GATEWAY_EXIT.USAGE;
   }
@@ -84,10 +176,16 @@ export async function runGateway(
       if (done) return;
       done = true;
       log(why);
-      void gateway.close().then(() => resolveExit(code));
+      void Promise.allSettled([http?.close(), gateway.close(), closeStores?.()]).then(() => resolveExit(code));
     };
     process.once('SIGINT', () => shutdown(GATEWAY_EXIT.OK, 'interrupted'));
     process.once('SIGTERM', () => shutdown(GATEWAY_EXIT.OK, 'terminated'));
+    if (http) {
+      log(
+        `listening on ${http.url.href}${options.auth ? ` (protected resource metadata: ${http.resourceMetadataUrl.href})` : ' without authentication'}`,
+      );
+      return;
+    }
     const server = gateway.createServer();
     process.stdin.once('end', () => shutdown(GATEWAY_EXIT.OK, 'the client closed the connection'));
     server.onclose = () => shutdown(GATEWAY_EXIT.OK, 'the client closed the connection');

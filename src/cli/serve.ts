@@ -7,6 +7,7 @@ import { parseArgs } from 'node:util';
 import type { Command } from 'commander';
 import { canonical } from '../names.js';
 import type { PolicyApprovalsData } from '../policy-file/types.js';
+import type { ApprovalStore, NonceStore } from '../stores/types.js';
 import { EXIT, exitCodesText } from './exit-codes.js';
 
 /** What `runServe` writes to and when it stops. */
@@ -27,6 +28,8 @@ Serve the approval inbox: people see pending approvals and approve, deny or edit
 Options:
   --port <n>                 port (default 8080; 0 picks a free one)
   --host <addr>              address to listen on (default 127.0.0.1)
+  --store <where>            the approval store: sqlite:<file> (default sqlite:toolgate-approvals.db),
+                             postgres://… (shared by every worker), or memory
   --policy <file>            policy file: its "approvals" section names approvers, four eyes and the
                              time-out; answers given under another policy version are refused
   --base-path <path>         mount path, e.g. /approvals (default: the root)
@@ -43,10 +46,14 @@ Options:
   --sign-in <approver>       print a single-use sign-in link for this approver
   -h, --help                 show this help
 
-The store is in memory: approvals reach it from the same process (createInbox in your server).
+Approvals reach the store from the processes whose runs wait (createInbox over the same store); the
+inbox shows them and records the answers, which those processes pick up.
 ${exitCodesText([
-  [EXIT.OK, 'stopped'],
-  [EXIT.USAGE, 'usage or configuration error'],
+  [EXIT.OK, 'stopped (^C, SIGTERM)'],
+  [
+    EXIT.USAGE,
+    'usage or configuration error: a bad option, a missing secret, a policy file or store that could not be opened',
+  ],
 ])}`;
 
 class ServeError extends Error {}
@@ -63,6 +70,31 @@ function pairs(values: readonly string[] | undefined, flag: string): [string, st
   });
 }
 
+interface OpenedStore {
+  readonly approvals?: ApprovalStore;
+  readonly nonces?: NonceStore;
+  close(): Promise<void> | void;
+}
+
+/** The store named by --store (the drivers are loaded only for the store asked for). */
+async function openStore(where: string): Promise<OpenedStore> {
+  if (where === 'memory') return { close: () => undefined };
+  if (where.startsWith('sqlite:')) {
+    const file = where.slice('sqlite:'.length);
+    if (file === '') throw new ServeError('--store sqlite: needs a file name, e.g. sqlite:approvals.db');
+    const { SqliteStores } = await import('../stores/sqlite.js');
+    const stores = new SqliteStores({ filename: file });
+    return { approvals: stores.approvals, nonces: stores.nonces, close: () => stores.close() };
+  }
+  if (where.startsWith('postgres://') || where.startsWith('postgresql://')) {
+    const { PostgresStores } = await import('../stores/postgres.js');
+    const stores = new PostgresStores({ connectionString: where });
+    await stores.migrate();
+    return { approvals: stores.approvals, nonces: stores.nonces, close: () => stores.close() };
+  }
+  throw new ServeError(`--store must be sqlite:<file>, postgres://… or memory, got ${JSON.stringify(where)}`);
+}
+
 /** Runs `toolgate serve` with `argv` (the words after `serve`); resolves with the exit code. */
 export async function runServe(argv: readonly string[], io: ServeIO): Promise<number> {
   let values;
@@ -72,6 +104,7 @@ export async function runServe(argv: readonly string[], io: ServeIO): Promise<nu
       allowPositionals: false,
       options: {
         port: { type: 'string' },
+        store: { type: 'string' },
         host: { type: 'string' },
         policy: { type: 'string' },
         'base-path': { type: 'string' },
@@ -142,8 +175,10 @@ export async function runServe(argv: readonly string[], io: ServeIO): Promise<nu
     for (const [tenant, url, format] of hooks) (webhooks[tenant] ??= []).push({ url, secret: hookSecret!, format });
     const canonicalKeys = (map: Readonly<Record<string, readonly string[]>> | undefined) =>
       map && Object.fromEntries(Object.entries(map).map(([k, v]) => [canonical(k), v]));
+    const store = await openStore(values.store ?? 'sqlite:toolgate-approvals.db');
     const inbox = createInbox({
       secret,
+      ...(store.approvals ? { store: store.approvals, nonces: store.nonces } : {}),
       ...(authenticate ? { authenticate } : {}),
       ...(approvals
         ? {
@@ -173,6 +208,7 @@ export async function runServe(argv: readonly string[], io: ServeIO): Promise<nu
       }));
     inbox.close();
     await server.close();
+    await store.close();
     return 0;
   } catch (error) {
     io.stderr(`toolgate serve: ${error instanceof Error ? error.message : String(error)}\n`);

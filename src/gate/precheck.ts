@@ -4,7 +4,8 @@
  * policy on the validated snapshot. A final Decision, or an `ask` for dispatch.ts to resolve. Every
  * Decision is built in this folder (src/gate/); nothing here emits an event or executes anything.
  */
-import { REFUSAL_OF, ToolAllowlist, type AllowlistLayer } from '../allowlist.js';
+import type { AllowlistLayer, ToolAllowlist } from '../allowlist.js';
+import { allowlistRefusal, cachedAllowlist } from '../allowlist-cache.js';
 import type { AllowDecision, Decision, DecisionBase, DenyDecision } from '../decision.js';
 import type { RefusalLayer } from '../errors.js';
 import { parseArguments, type NormalizedCall, type UnreadableCall } from '../formats/index.js';
@@ -14,7 +15,6 @@ import type { PermissionPolicy, PolicyEvaluation } from '../permissions/policy.j
 import type { PermissionResult } from '../permissions/result.js';
 import type { RegistryEvent } from '../registry.js';
 import type { Tool } from '../tool.js';
-import type { ConfusablesMode } from '../unicode/confusables.js';
 import { snapshotArguments } from './snapshot.js';
 
 /** An agent as the gate sees it: a name and, optionally, the tools it declares. */
@@ -25,8 +25,9 @@ export interface AgentIdentity {
 }
 
 /**
- * Who is asking, for one dispatch. The allowlist is resolved from it at every call (cached by identity
- * where the layers are frozen arrays, so a steady context costs a look-up, not a resolution).
+ * Who is asking, for one dispatch. Each call's allowlist verdict is read from it at every call: a layer
+ * array seen before is answered from an index kept beside it (verified against the array's current
+ * entries when the array is not frozen), so a steady context costs look-ups, not a resolution.
  */
 export interface GateContext {
   /** The agent's name, or its name and declared tools. @default 'agent', declaring every registered tool */
@@ -56,8 +57,6 @@ export interface GateEnvironment {
   /** What `ask` becomes when no handler is reachable. */
   readonly handlerFallback: PermissionResult;
   readonly handlerTimeoutMs: number;
-  /** How resolution reports look-alike declared names. @default 'warn' */
-  readonly confusables?: ConfusablesMode;
   /** How long a tool may run when its metadata sets no `timeoutMs`. */
   readonly toolTimeoutMs: number;
   /** Changes whenever a tool, the policy or the handler changes: a call decided under another revision is decided again. */
@@ -93,45 +92,9 @@ export type Precheck =
       readonly request: PermissionRequest;
     };
 
-const NONE = {};
-type AllowlistCache = WeakMap<object, WeakMap<object, WeakMap<object, ToolAllowlist>>>;
-// One cache per confusables mode: a list resolved under 'warn' or 'off' must not be reused where 'error' applies.
-const allowlists: Record<ConfusablesMode, AllowlistCache> = {
-  error: new WeakMap(),
-  warn: new WeakMap(),
-  off: new WeakMap(),
-};
-
-function layerKey(layer: AllowlistLayer): object | null {
-  if (layer === null || layer === undefined) return NONE;
-  return Array.isArray(layer) && Object.isFrozen(layer) ? layer : null;
-}
-
-/** The allowlist in force for this dispatch. */
+/** The allowlist in force for this dispatch, as a list (what a model may be shown). */
 export function allowlistFor(context: GateContext, env: GateEnvironment): ToolAllowlist {
-  if (context.allowlist) return context.allowlist;
-  const agent = agentNameOf(context);
-  const declared = (typeof context.agent === 'object' ? context.agent.tools : undefined) ?? env.registeredNames();
-  const tenant = context.tenant?.tools;
-  const caller = context.caller?.scopes;
-  const dk = layerKey(declared as AllowlistLayer);
-  const tk = layerKey(tenant);
-  const ck = layerKey(caller);
-  const confusables = env.confusables ?? 'warn';
-  if (dk === null || tk === null || ck === null)
-    return ToolAllowlist.resolve(declared, { agent, tenant, caller, confusables });
-  const cache = allowlists[confusables];
-  let byTenant = cache.get(dk);
-  if (!byTenant) cache.set(dk, (byTenant = new WeakMap()));
-  let byCaller = byTenant.get(tk);
-  if (!byCaller) byTenant.set(tk, (byCaller = new WeakMap()));
-  let list = byCaller.get(ck);
-  // The agent's name is part of the refusal text, so a cached list is reused only for the same agent.
-  if (!list || list.agent !== agent) {
-    list = ToolAllowlist.resolve(declared, { agent, tenant, caller, confusables });
-    byCaller.set(ck, list);
-  }
-  return list;
+  return cachedAllowlist(context, env, agentNameOf(context));
 }
 
 export function agentNameOf(context: GateContext): string {
@@ -271,9 +234,8 @@ function afterValidation(
     );
   }
   const withArgs: DecisionBase = { ...base, parameters: args };
-  // 4 allowlist, resolved for this dispatch
-  const allowlist = allowlistFor(context, env);
-  const layer = allowlist[REFUSAL_OF](base.canonical);
+  // 4 allowlist: this call's verdict under the dispatch's layers (src/allowlist-cache.ts)
+  const layer = allowlistRefusal(context, env, base.canonical, base.tool, base.agent);
   if (layer !== null)
     return decided(
       deny(withArgs, { stage: 'allowlist', by: 'allowlist', layer }, refusalText(base.tool, base.agent, layer)),

@@ -35,8 +35,11 @@ export interface GatewayHttpOptions {
   readonly allowNonLoopback?: boolean;
   /** The MCP endpoint path. @default '/mcp' */
   readonly path?: string;
-  /** Verifies the bearer token of every request (e.g. `jwtAuthenticator({ jwksUrl, issuer })`). */
-  readonly authenticate: BearerAuthenticator;
+  /**
+   * Verifies the bearer token of every request (e.g. `jwtAuthenticator({ jwksUrl, issuer })`); `null`
+   * serves without authentication, allowed on a loopback address only (local use, the conformance suite).
+   */
+  readonly authenticate: BearerAuthenticator | null;
   /**
    * This resource's identifier, the URL clients connect to (the `resource` of the metadata and the
    * audience tokens must carry). @default the listening URL
@@ -89,9 +92,12 @@ export async function serveGatewayHttp(gateway: Gateway, options: GatewayHttpOpt
     throw new TypeError(`serveGatewayHttp options must be an object, got ${describe(options)}`);
   if (!Number.isInteger(options.port) || options.port < 0 || options.port > 65535)
     throw new TypeError(`option "port" must be an integer from 0 to 65535, got ${describe(options.port)}`);
-  if (typeof options.authenticate !== 'function')
-    throw new TypeError(`option "authenticate" must be a function, got ${describe(options.authenticate)}`);
   const host = options.host ?? '127.0.0.1';
+  if (options.authenticate !== null && typeof options.authenticate !== 'function')
+    throw new TypeError(`option "authenticate" must be a function or null, got ${describe(options.authenticate)}`);
+  if (options.authenticate === null && !isLoopbackAddress(host))
+    throw new TypeError('option "authenticate" may be null (no authentication) on a loopback address only');
+  const authenticate = options.authenticate;
   if (!isLoopbackAddress(host) && options.allowNonLoopback !== true)
     throw new TypeError(
       `option "host" must be a loopback address (127.0.0.1, ::1, localhost) unless allowNonLoopback is set, got ${describe(host)}`,
@@ -130,10 +136,12 @@ export async function serveGatewayHttp(gateway: Gateway, options: GatewayHttpOpt
     return Array.isArray(aud) && aud.some((a) => typeof a === 'string' && same(a));
   };
 
-  const server = (auth: AuthInfo) =>
-    gateway.createServer({
-      context: ({ authInfo }) => narrowContext(gateway.context, authInfo ? contextOf(authInfo) : contextOf(auth)),
-    });
+  const server = (auth: AuthInfo | undefined) =>
+    gateway.createServer(
+      auth === undefined
+        ? {}
+        : { context: ({ authInfo }) => narrowContext(gateway.context, contextOf(authInfo ?? auth)) },
+    );
 
   const handle = async (req: IncomingMessage & { auth?: AuthInfo }, res: ServerResponse): Promise<void> => {
     const pathname = new URL(req.url ?? '/', 'http://localhost').pathname;
@@ -146,7 +154,7 @@ export async function serveGatewayHttp(gateway: Gateway, options: GatewayHttpOpt
         error: 'forbidden',
         error_description: 'the Host or Origin header does not name a loopback host',
       });
-    if (pathname === WELL_KNOWN || pathname === `${WELL_KNOWN}${path}`) {
+    if (authenticate !== null && (pathname === WELL_KNOWN || pathname === `${WELL_KNOWN}${path}`)) {
       if (req.method !== 'GET') return reply(res, 405, { error: 'method_not_allowed' });
       res.setHeader('cache-control', 'max-age=300');
       return reply(res, 200, {
@@ -160,27 +168,33 @@ export async function serveGatewayHttp(gateway: Gateway, options: GatewayHttpOpt
     const answering =
       options.approvals !== undefined && (pathname === '/approvals' || pathname.startsWith('/approvals/'));
     if (pathname !== path && !answering) return reply(res, 404, { error: 'not_found' });
-    const header = req.headers.authorization;
-    const match = typeof header === 'string' ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
-    if (!match) return unauthorized(res, 'invalid_request', 'a bearer token is required');
-    let auth: AuthInfo;
-    let subject: string;
-    try {
-      auth = await options.authenticate(match[1]!);
-      subject = sessionSubject(auth);
-    } catch {
-      return unauthorized(
-        res,
-        'invalid_token',
-        'the bearer token could not be verified (expired, malformed or badly signed)',
-      );
+    let auth: AuthInfo | undefined;
+    let subject = 'anonymous';
+    if (authenticate !== null) {
+      const header = req.headers.authorization;
+      const match = typeof header === 'string' ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
+      if (!match) return unauthorized(res, 'invalid_request', 'a bearer token is required');
+      try {
+        auth = await authenticate(match[1]!);
+        subject = sessionSubject(auth);
+      } catch {
+        return unauthorized(
+          res,
+          'invalid_token',
+          'the bearer token could not be verified (expired, malformed or badly signed)',
+        );
+      }
+      if (auth.expiresAt !== undefined && auth.expiresAt * 1000 <= Date.now())
+        return unauthorized(res, 'invalid_token', 'the bearer token has expired');
+      if (!audienceOk(auth))
+        return unauthorized(res, 'invalid_token', 'the bearer token was not issued for this resource (audience)');
+      req.auth = auth;
     }
-    if (auth.expiresAt !== undefined && auth.expiresAt * 1000 <= Date.now())
-      return unauthorized(res, 'invalid_token', 'the bearer token has expired');
-    if (!audienceOk(auth))
-      return unauthorized(res, 'invalid_token', 'the bearer token was not issued for this resource (audience)');
-    req.auth = auth;
-    if (answering) return answerApproval(req, res, pathname, auth, options.approvals!);
+    if (answering) {
+      if (!auth)
+        return reply(res, 403, { error: 'forbidden', error_description: 'answering approvals needs authentication' });
+      return answerApproval(req, res, pathname, auth, options.approvals!);
+    }
 
     if (options.stateless) {
       if (req.method !== 'POST')

@@ -3,81 +3,32 @@
  * session cookie that one of those started. Signed values are `base64url(JSON).hex-HMAC` under the
  * inbox's secret; CSRF tokens are HMACs of the session they belong to.
  */
-import type { JWK, JSONWebKeySet } from 'jose';
-import { describe } from '../names.js';
+import { jwtVerifier, type JwtKeyOptions } from '../jwt.js';
 import { macOf, sameMac } from '../runner/signing.js';
 
 /** Verifies a bearer token and resolves with the approver it names (rejects when it does not verify). */
 export type ApproverAuthenticator = (token: string) => Promise<string>;
 
-/** Options of {@link jwtApprover}; give exactly one of `publicKey`, `jwk`, `secret`, `jwks`, `jwksUrl`. */
-export interface JwtApproverOptions {
-  readonly publicKey?: string;
-  readonly jwk?: JWK;
-  readonly secret?: string | Uint8Array;
-  readonly jwks?: JSONWebKeySet;
-  readonly jwksUrl?: string | URL;
-  /** @default jose's default for the key (['RS256'] for a PEM key) */
-  readonly algorithms?: readonly string[];
-  /** The required `iss` (set it for OIDC). @default not checked */
-  readonly issuer?: string;
-  /** The required `aud` (set it for OIDC). @default not checked */
-  readonly audience?: string;
-  /** The claim naming the approver. @default 'email', then 'sub' */
+/** Options of {@link jwtApprover}: how to verify the token, and the claim naming the approver. */
+export interface JwtApproverOptions extends JwtKeyOptions {
+  /** The claim naming the approver. @default 'email' when `email_verified` is true, else 'sub' */
   readonly claim?: string;
 }
 
 /**
- * An authenticator for OIDC ID tokens or any JWT: signature, `exp`/`nbf`, and `iss`/`aud` when set. The
- * approver is the `claim` (default: `email`, else `sub`); a token without it is refused.
+ * An authenticator for OIDC ID tokens or any JWT: signature, `exp`/`nbf`, and `iss`/`aud` when set (set
+ * them for OIDC). The approver is the `claim` (default: `email`, else `sub`); a token without it is refused.
  */
 export function jwtApprover(options: JwtApproverOptions): ApproverAuthenticator {
-  if (typeof options !== 'object' || options === null)
-    throw new TypeError(`jwtApprover options must be an object, got ${describe(options)}`);
-  const given = (['publicKey', 'jwk', 'secret', 'jwks', 'jwksUrl'] as const).filter((k) => options[k] !== undefined);
-  if (given.length !== 1)
-    throw new TypeError(
-      `jwtApprover needs exactly one of "publicKey", "jwk", "secret", "jwks", "jwksUrl"; got ${given.length === 0 ? 'none' : given.join(', ')}`,
-    );
-  const verifyOptions = {
-    ...(options.issuer !== undefined ? { issuer: options.issuer } : {}),
-    ...(options.audience !== undefined ? { audience: options.audience } : {}),
-    ...(options.algorithms
-      ? { algorithms: [...options.algorithms] }
-      : options.publicKey
-        ? { algorithms: ['RS256'] }
-        : {}),
-  };
-  let verifier: Promise<(token: string) => Promise<{ payload: Record<string, unknown> }>> | null = null;
-  const load = () =>
-    import('jose').then(async (jose) => {
-      if (options.jwksUrl !== undefined) {
-        const set = jose.createRemoteJWKSet(
-          options.jwksUrl instanceof URL ? options.jwksUrl : new URL(options.jwksUrl),
-        );
-        return (token: string) => jose.jwtVerify(token, set, verifyOptions);
-      }
-      if (options.jwks !== undefined) {
-        const set = jose.createLocalJWKSet(options.jwks);
-        return (token: string) => jose.jwtVerify(token, set, verifyOptions);
-      }
-      const key =
-        options.publicKey !== undefined
-          ? await jose.importSPKI(options.publicKey, verifyOptions.algorithms?.[0] ?? 'RS256')
-          : options.jwk !== undefined
-            ? await jose.importJWK(options.jwk)
-            : typeof options.secret === 'string'
-              ? new TextEncoder().encode(options.secret)
-              : options.secret!;
-      return (token: string) => jose.jwtVerify(token, key, verifyOptions);
-    });
+  const verify = jwtVerifier(options, 'jwtApprover');
+  const claims = options.claim === undefined ? ['email', 'sub'] : [options.claim];
   return async (token) => {
-    verifier ??= load();
-    const verify = await verifier;
-    const { payload } = await verify(token);
-    const claims = options.claim === undefined ? ['email', 'sub'] : [options.claim];
+    const payload = await verify(token);
     for (const claim of claims) {
       const value = payload[claim];
+      // An identity provider may let anyone set an unverified address: `email` names an approver only
+      // when `email_verified` is true (OIDC Core 5.1), else the next claim (`sub`) does.
+      if (claim === 'email' && options.claim === undefined && payload['email_verified'] !== true) continue;
       if (typeof value === 'string' && value !== '') return value;
     }
     throw new Error(`the token has no ${claims.join(' or ')} claim naming the approver`);

@@ -104,7 +104,8 @@ function slackEscape(value: string): string {
 /** The Slack-compatible message (incoming-webhook `text` + Block Kit `blocks`, link buttons). */
 export function slackMessage(payload: WebhookPayload): Record<string, unknown> {
   const a = payload.approval;
-  const args = slackEscape(JSON.stringify(a.parameters, null, 2) ?? '');
+  // A backtick in the arguments could close the code block and format the rest as part of the message.
+  const args = slackEscape(JSON.stringify(a.parameters, null, 2) ?? '').replace(/`/g, 'ˋ');
   const who = [`agent *${slackEscape(a.agent)}*`];
   if (a.tenant !== null) who.push(`tenant *${slackEscape(a.tenant)}*`);
   if (a.caller !== null) who.push(`caller *${slackEscape(a.caller)}*`);

@@ -238,21 +238,16 @@ function answerForms(ctx: PageContext, record: PendingRecord, args: string): str
   const id = escapeHtml(record.id);
   const action = `${escapeHtml(ctx.base)}/approvals/${encodeURIComponent(record.id)}`;
   const csrf = `<input type="hidden" name="csrf" value="${escapeHtml(ctx.csrf)}">`;
-  return `<form class="answer" method="post" action="${action}/answer">
-${csrf}
-<fieldset class="remember"><legend>Remember the answer</legend>
+  // The registry's handler route takes allow / deny once, without edits.
+  const full = record.source !== 'registry';
+  const remember = full
+    ? `<fieldset class="remember"><legend>Remember the answer</legend>
 <label><input type="radio" name="remember" value="once" checked> this call only</label>
 <label><input type="radio" name="remember" value="run"> for this run</label>
 <label><input type="radio" name="remember" value="session"> for this session</label>
-</fieldset>
-<label for="reason-${id}">Reason (a deny's reason is given to the model)</label>
-<textarea id="reason-${id}" name="reason" rows="2" maxlength="2000"></textarea>
-<div class="buttons">
-<button type="submit" name="effect" value="allow" class="allow">Approve</button>
-<button type="submit" name="effect" value="deny" class="deny">Deny</button>
-</div>
-</form>
-<details class="edit"><summary>Approve with edited arguments</summary>
+</fieldset>`
+    : '<input type="hidden" name="remember" value="once">';
+  const edit = `<details class="edit"><summary>Approve with edited arguments</summary>
 <form method="post" action="${action}/edit">
 ${csrf}
 <label for="args-${id}">Arguments (JSON object)</label>
@@ -260,6 +255,17 @@ ${csrf}
 <div class="buttons"><button type="submit">Review the edited call</button></div>
 </form>
 </details>`;
+  return `<form class="answer" method="post" action="${action}/answer">
+${csrf}
+${remember}
+<label for="reason-${id}">Reason (a deny's reason is given to the model)</label>
+<textarea id="reason-${id}" name="reason" rows="2" maxlength="2000"></textarea>
+<div class="buttons">
+<button type="submit" name="effect" value="allow" class="allow">Approve</button>
+<button type="submit" name="effect" value="deny" class="deny">Deny</button>
+</div>
+</form>
+${full ? edit : ''}`;
 }
 
 /** The inbox's list: pending first, then the most recently answered. */

@@ -39,7 +39,15 @@ import {
   type RecordOutcome,
 } from './render.js';
 import { MemoryApprovalStore, MemoryNonceStore } from '../stores/memory.js';
-import type { Answer, ApprovalStore, NonceStore, PendingRecord, RememberScope } from '../stores/types.js';
+import type {
+  Answer,
+  ApprovalRequest,
+  ApprovalSource,
+  ApprovalStore,
+  NonceStore,
+  PendingRecord,
+  RememberScope,
+} from '../stores/types.js';
 
 /** Who may answer which approvals (the policy file's `approvals` section). */
 export interface ApproverPolicy {
@@ -353,7 +361,35 @@ export class Inbox {
       await this.#settle(record.id);
       this.#changed(record.id);
     }
+    // Answers given in another process (a store whose watch does not reach here) are picked up too.
+    for (const id of [...this.#waiting.keys()]) await this.#settle(id);
     return count;
+  }
+
+  /**
+   * A route's `ask` that waits for this inbox (the gateway's, or any route of your own): the request is
+   * stored and shown, and the person's answer returned — with its reason, edited arguments, remember scope
+   * and approver. Unanswered by the binding's expiry (or `ttlMs`), it is a deny saying it timed out.
+   */
+  ask(
+    source: ApprovalSource,
+    options: { readonly ttlMs?: number } = {},
+  ): (request: ApprovalRequest) => Promise<Answer> {
+    return (request) =>
+      new Promise<Answer>((resolve, reject) => {
+        const limit = this.#now() + (options.ttlMs ?? this.#ttlMs);
+        const expiresAt = Math.min(request.binding.expiresAt, limit);
+        this.submit({ ...request, source, expiresAt }, (record) => {
+          const seconds = Math.round((record.expiresAt - record.createdAt) / 1000);
+          resolve(
+            record.answer ?? {
+              effect: 'deny',
+              reason: `no approver answered within ${seconds} s, so the request timed out and was denied`,
+              approver: 'toolgate:timeout',
+            },
+          );
+        }).catch(reject);
+      });
   }
 
   /**
@@ -524,7 +560,7 @@ export class Inbox {
     const remember = form['remember'] ?? 'once';
     if (remember !== 'once' && remember !== 'run' && remember !== 'session')
       return refuse(STATUS.bad, 'Bad answer', 'Remember must be "once", "run" or "session".');
-    if (remember !== 'once' && record.source !== 'runner')
+    if (remember !== 'once' && record.source === 'registry')
       return refuse(STATUS.bad, 'Bad answer', `A ${record.source} approval can only be answered once.`);
     const reasonText = typeof form['reason'] === 'string' ? form['reason'].trim() : '';
     if (reasonText.length > MAX_REASON)
@@ -538,7 +574,7 @@ export class Inbox {
     }
     if (edited !== undefined && effect !== 'allow')
       return refuse(STATUS.bad, 'Bad answer', 'Edited arguments go with an approval, not a deny.');
-    if (edited !== undefined && record.source !== 'runner')
+    if (edited !== undefined && record.source === 'registry')
       return refuse(STATUS.bad, 'Bad answer', `A ${record.source} approval cannot be answered with edited arguments.`);
     const answer: Answer = {
       effect,

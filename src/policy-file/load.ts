@@ -1,5 +1,6 @@
 /**
- * Loading a policy file: YAML or JSON (one parser, `yaml`, so both get line:column positions), checked
+ * Loading a policy file: YAML or JSON (YAML 1.2 includes JSON; read by js-yaml, and by `yaml` for the
+ * line:column of every issue when there is one to report), checked
  * against the published JSON Schema with Ajv, then compiled to the core's PermissionPolicy. A file with
  * any problem is refused whole: every issue is reported with file, line, column and what was expected,
  * and nothing of it is used.
@@ -8,6 +9,7 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import { load as loadYaml } from 'js-yaml';
 import { isMap, isScalar, LineCounter, parseDocument, type Document, type Node as YamlNode, type Pair } from 'yaml';
 import { ConfigurationError } from '../errors.js';
 import { canonical, declaredName, describe } from '../names.js';
@@ -95,16 +97,33 @@ export async function readPolicyFile(file: string): Promise<PolicyParseResult> {
 
 type Segment = string | number;
 
-/** Positions of nodes in one parsed document. */
+/**
+ * Positions of nodes in one document. The positioned Document (`yaml`, with a LineCounter) costs about
+ * ten times the parse itself, so it is built only when a position is asked for: an issue to report, or
+ * a rule's position read later (lint, explain).
+ */
 class Locator {
-  readonly #doc: Document;
-  readonly #lines: LineCounter;
+  readonly #text: string;
+  #parsed: { readonly doc: Document; readonly lines: LineCounter } | undefined;
   readonly file: string;
 
-  constructor(doc: Document, lines: LineCounter, file: string) {
-    this.#doc = doc;
-    this.#lines = lines;
+  constructor(text: string, file: string, parsed?: { readonly doc: Document; readonly lines: LineCounter }) {
+    this.#text = text;
+    this.#parsed = parsed;
     this.file = file;
+  }
+
+  /** The positioned Document, built on first use. */
+  parsed(): { readonly doc: Document; readonly lines: LineCounter } {
+    return (this.#parsed ??= positioned(this.#text));
+  }
+
+  get #doc(): Document {
+    return this.parsed().doc;
+  }
+
+  get #lines(): LineCounter {
+    return this.parsed().lines;
   }
 
   offset(offset: number): PolicyPosition {
@@ -177,9 +196,18 @@ export function parsePolicy(text: string, options: ParsePolicyOptions = {}): Pol
         issues: [{ file, ...lineColumn(text, bad.offset), at: '', code: 'json', message: bad.message }],
       };
   }
-  const lines = new LineCounter();
-  const doc = parseDocument(text, { lineCounter: lines, prettyErrors: false, uniqueKeys: true, strict: true });
-  const locator = new Locator(doc, lines, file);
+  // The common case first: a file that loads. js-yaml reads YAML 1.2 (core schema) several times faster
+  // than `yaml` builds its positioned Document; positions are only needed when there is something to
+  // report, so anything short of a clean load (a syntax error, an alias, a schema or compile issue) is
+  // read again below by `yaml`, whose Document gives every issue its line and column.
+  let locator = new Locator(text, file);
+  const quick = quickData(text);
+  if (quick !== undefined) {
+    const result = checkAndCompile(quick, locator, text);
+    if (result.ok) return result;
+  }
+  const { doc, lines } = locator.parsed();
+  locator = new Locator(text, file, { doc, lines });
   if (doc.errors.length > 0) {
     return {
       ok: false,
@@ -201,6 +229,31 @@ export function parsePolicy(text: string, options: ParsePolicyOptions = {}): Pol
       issues: [{ file, line: 1, column: 1, at: '', code: 'yaml', message: (error as Error).message }],
     };
   }
+  return checkAndCompile(data, locator, text);
+}
+
+/** The document as `yaml` reads it, with the positions of its nodes. */
+function positioned(text: string): { readonly doc: Document; readonly lines: LineCounter } {
+  const lines = new LineCounter();
+  const doc = parseDocument(text, { lineCounter: lines, prettyErrors: false, uniqueKeys: true, strict: true });
+  return { doc, lines };
+}
+
+/**
+ * The document's data by js-yaml, or undefined where it does not read cleanly: a syntax error, a
+ * duplicate key, an unknown tag, an empty or multi-document source, any alias (`yaml` applies its alias
+ * cap), or a thrown error of any kind.
+ */
+function quickData(text: string): unknown {
+  try {
+    return loadYaml(text, { maxAliases: 0 });
+  } catch {
+    return undefined;
+  }
+}
+
+function checkAndCompile(data: unknown, locator: Locator, text: string): PolicyParseResult {
+  const file = locator.file;
   if (data === null || data === undefined) {
     return {
       ok: false,
@@ -218,8 +271,7 @@ export function parsePolicy(text: string, options: ParsePolicyOptions = {}): Pol
   }
   const validate = schemaValidator();
   if (!validate(data)) return { ok: false, issues: schemaIssues(validate.errors ?? [], locator) };
-  const compiled = compile(data as PolicyFileData, locator, text);
-  return compiled;
+  return compile(data as PolicyFileData, locator, text);
 }
 
 function pointerPath(pointer: string): Segment[] {
@@ -452,7 +504,10 @@ function compile(data: PolicyFileData, locator: Locator, text: string): PolicyPa
       namespace,
       tags: rule.tags ? Object.freeze([...rule.tags]) : null,
       tests: Object.freeze(tests),
-      position: locator.at(path),
+      // Read on demand: a position costs the positioned Document, which a clean load does not build.
+      get position(): PolicyPosition {
+        return locator.at(path);
+      },
       data: rule,
     });
     infos.push(info);

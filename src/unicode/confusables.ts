@@ -40,9 +40,12 @@ function prototypeTable(): Map<number, string> {
 }
 
 const IGNORABLE = /\p{Default_Ignorable_Code_Point}/gu;
-const SKELETON_CACHE_LIMIT = 4096;
 const CACHEABLE_LENGTH = 256;
-const skeletons = new Map<string, string>();
+// Two generations, as in names.ts: evicting one entry at a time from a Map (`keys().next()`) walks the
+// holes earlier deletions left, which made checking 100,000 names quadratic (issue 12).
+const GENERATION = 2048;
+let skeletons = new Map<string, string>();
+let olderSkeletons = new Map<string, string>();
 
 /**
  * The UTS #39 skeleton of `text`: NFD, Default_Ignorable_Code_Point characters removed, each character
@@ -55,17 +58,52 @@ const skeletons = new Map<string, string>();
  */
 export function skeleton(text: string): string {
   if (typeof text !== 'string') throw new TypeError(`skeleton() expects a string, got ${describe(text)}`);
-  const hit = skeletons.get(text);
+  const hit = skeletons.get(text) ?? olderSkeletons.get(text);
   if (hit !== undefined) return hit;
   const table = prototypeTable();
   let out = '';
   for (const char of text.normalize('NFD').replace(IGNORABLE, '')) out += table.get(char.codePointAt(0)!) ?? char;
   const result = out.normalize('NFD');
   if (text.length <= CACHEABLE_LENGTH) {
-    if (skeletons.size >= SKELETON_CACHE_LIMIT) skeletons.delete(skeletons.keys().next().value!);
+    if (skeletons.size >= GENERATION) {
+      olderSkeletons = skeletons;
+      skeletons = new Map();
+    }
     skeletons.set(text, result);
   }
   return result;
+}
+
+/**
+ * @internal Look-alike names found as names are added one at a time: a registry checks each tool it
+ * registers against the ones before it in time proportional to the name, not to the registry.
+ */
+export class ConfusableIndex {
+  /** skeleton → the first name added with it, and that name's canonical form */
+  readonly #bySkeleton = new Map<string, { readonly name: string; readonly form: string }>();
+
+  /** The pairs `name` makes with the names added so far (it is not added). */
+  pairsWith(name: string): ConfusablePair[] {
+    const form = canonical(name);
+    const pairs: ConfusablePair[] = [];
+    for (const key of skeletonKeys(name, form)) {
+      const seen = this.#bySkeleton.get(key);
+      if (seen !== undefined && seen.form !== form && !pairs.some((p) => p.first === seen.name))
+        pairs.push({ first: seen.name, second: name, skeleton: key });
+    }
+    return pairs;
+  }
+
+  add(name: string): void {
+    const form = canonical(name);
+    for (const key of skeletonKeys(name, form))
+      if (!this.#bySkeleton.has(key)) this.#bySkeleton.set(key, { name, form });
+  }
+}
+
+// The skeletons of the name as written and of its canonical form (so that Cyrillic "А" is caught against "a").
+function skeletonKeys(name: string, form: string): string[] {
+  return name === form ? [skeleton(name)] : [skeleton(name), skeleton(form)];
 }
 
 /**
@@ -79,24 +117,18 @@ export function skeleton(text: string): string {
  * findConfusables(['search', 'seаrch', 'fetch']) // [{ first: 'search', second: 'seаrch', skeleton: 'search' }]
  */
 export function findConfusables(names: Iterable<string>): ConfusablePair[] {
-  const bySkeleton = new Map<string, { name: string; form: string }>();
+  const index = new ConfusableIndex();
   const pairs: ConfusablePair[] = [];
   const reported = new Set<string>();
   for (const name of names) {
-    const form = canonical(name);
-    const keys = name === form ? [skeleton(name)] : [skeleton(name), skeleton(form)];
-    for (const key of keys) {
-      const seen = bySkeleton.get(key);
-      if (seen === undefined) {
-        bySkeleton.set(key, { name, form });
-      } else if (seen.form !== form) {
-        const id = `${seen.form}\u0000${form}`;
-        if (!reported.has(id)) {
-          reported.add(id);
-          pairs.push({ first: seen.name, second: name, skeleton: key });
-        }
+    for (const pair of index.pairsWith(name)) {
+      const id = `${canonical(pair.first)}\u0000${canonical(name)}`;
+      if (!reported.has(id)) {
+        reported.add(id);
+        pairs.push(pair);
       }
     }
+    index.add(name);
   }
   return pairs;
 }

@@ -10,6 +10,9 @@ import type { Engine } from '../../bench/engines/engine.js';
 import { naiveEngine } from '../../bench/engines/naive.js';
 import { benchExtras } from '../../bench/extras.js';
 import { measure, percentile, sinkValue } from '../../bench/measure.js';
+import { benchPolicyLoad, policyText } from '../../bench/policy-load.js';
+import { benchQuickstart, quickstartScenario } from '../../bench/quickstart.js';
+import { benchRunner } from '../../bench/runner.js';
 import { markdown } from '../../bench/report.js';
 import { buildScenario, fullWidth } from '../../bench/scenario.js';
 import { benchSize, DisagreementError, ENGINES, loadAndAgree } from '../../bench/suite.js';
@@ -33,6 +36,29 @@ describe('bench scenario', () => {
 
   it('rounds the mix up to a power of two (the engines mask their index)', () => {
     expect(buildScenario(10, { calls: 100 }).calls).toHaveLength(128);
+  });
+});
+
+describe('the quick-start scenario', () => {
+  it('declares every tool in every layer, one allow rule per tool, calls to registered tools', () => {
+    const q = quickstartScenario(20, 64);
+    const names = q.tools.map((t) => t.name);
+    expect(q.declared).toEqual(names);
+    expect(q.tenant).toEqual(names);
+    expect(q.rules).toHaveLength(20);
+    expect(q.rules.every((r) => r.effect === 'allow' && r.selector.kind === 'name')).toBe(true);
+    expect(q.calls.every((c) => names.includes(c.name))).toBe(true);
+  });
+});
+
+describe('the runner and policy-load parts', () => {
+  it('run at a tiny size: every turn one allowed call, every rule loaded', async () => {
+    const runner = await benchRunner({ timing: tiny, turns: [2, 5] });
+    expect(runner.byTurns.map((t) => t.turns)).toEqual([2, 5]);
+    for (const t of runner.byTurns) expect(t.perTurn.p50).toBeGreaterThan(0);
+    expect(policyText(3)).toContain('rule_2');
+    const load = benchPolicyLoad({ rules: 20, runs: 1 });
+    expect(load).toMatchObject({ rules: 20, runs: 1 });
   });
 });
 
@@ -139,6 +165,22 @@ describe('timing harness', () => {
       targets: [{ description: 'a target', target: '< 1', measured: '2', met: false }],
     });
     expect(text).toMatch(/^\| tools & rules \| toolgate p50/);
+    const quickstart = [await benchQuickstart(10, { timing: tiny, calls: 64 })];
+    const withQuick = markdown({
+      generated: new Date().toISOString(),
+      node: process.version,
+      cpu: 'test',
+      loadAverage: { start: [0, 0, 0], end: [0, 0, 0] },
+      repeat: 1,
+      quickstart,
+      timings: size.timings.map((t) => ({ ...t, spread: { p50: [t.p50] } })),
+      extras,
+      targets: [],
+    });
+    expect(withQuick).toMatch(/^\| tools & rules \| `invoke` p50/);
+    expect(withQuick).toContain('| 10 | ');
+    for (const key of ['invoke', 'plan50', 'execute', 'casbin', 'cedar'] as const)
+      expect(quickstart[0]![key].p50).toBeGreaterThan(0);
     expect(text).toContain('| 10 | ');
     expect(text).toContain('| a target: < 1 | 2 | **no** |');
     expect(extras.check.p50).toBeGreaterThan(0);

@@ -419,20 +419,6 @@ describe('events', () => {
   });
 });
 
-describe('the allowlist cache', () => {
-  it("never reuses a list resolved under a laxer confusables mode where 'error' applies", async () => {
-    const lax = new ToolRegistry({ confusables: 'off' });
-    const strict = new ToolRegistry({ confusables: 'error' });
-    let ran = 0;
-    for (const registry of [lax, strict])
-      registry.register(defineTool({ name: 'pay', parameters: { type: 'object' }, execute: () => ++ran }));
-    const context = { agent: { name: 'bot', tools: Object.freeze(['pay', 'p\u0430y']) } }; // the second holds a Cyrillic а
-    expect((await lax.invoke('pay', {}, context)).status).toBe('ok');
-    await expect(strict.invoke('pay', {}, context)).rejects.toThrow(ConfigurationError);
-    expect(ran).toBe(1);
-  });
-});
-
 describe('execution', () => {
   it('is not on the public surface: the registry publishes no execute step, environment, emit or announce', () => {
     const { registry } = fixture();

@@ -10,9 +10,13 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { inboxDemo } from '../../examples/demo/inbox.js';
 import { runServe } from '../../src/cli/serve.js';
 import { run } from '../../src/cli/program.js';
-import { createInbox, jwtApprover, type Inbox } from '../../src/inbox/index.js';
+import { SignJWT } from 'jose';
+import { createInbox, jwtApprover, slackMessage, type Inbox } from '../../src/inbox/index.js';
 import { diffHtml, text } from '../../src/inbox/render.js';
 import { PermissionPolicy, PermissionResult, ToolRegistry, defineTool } from '../../src/index.js';
+import { PostgresStores } from '../../src/stores/postgres.js';
+import { SqliteStores } from '../../src/stores/sqlite.js';
+import { PG_URL, uniqueName } from '../stores/servers.js';
 import { INBOX_SECRET, JWT_SECRET, bearer, shop } from './fixture.js';
 
 const cleanups: (() => Promise<void> | void)[] = [];
@@ -142,6 +146,47 @@ describe('the inbox over HTTP', () => {
     expect(big.status).toBe(413);
   });
 
+  it('names the approver by a verified email only: an unverified one falls back to the subject', async () => {
+    const sign = (claims: Record<string, unknown>) =>
+      new SignJWT(claims)
+        .setProtectedHeader({ alg: 'HS256' })
+        .setSubject('user-7')
+        .setExpirationTime('1h')
+        .sign(new TextEncoder().encode(JWT_SECRET));
+    const who = jwtApprover({ secret: JWT_SECRET });
+    expect(await who(await sign({ email: 'alice@example.com' }))).toBe('user-7');
+    expect(await who(await sign({ email: 'alice@example.com', email_verified: false }))).toBe('user-7');
+    expect(await who(await sign({ email: 'alice@example.com', email_verified: true }))).toBe('alice@example.com');
+  });
+
+  it('keeps arguments inside the Slack code block (a backtick cannot close it)', () => {
+    const message = slackMessage({
+      type: 'approval.requested',
+      id: 'd1',
+      sentAt: 0,
+      approval: {
+        id: 'a1',
+        source: 'runner',
+        tool: 'refund',
+        canonical: 'refund',
+        parameters: { note: '```\n*Approved by the CFO* <https://evil.example|Approve>' },
+        agent: 'concierge',
+        tenant: 'acme',
+        caller: 'cy',
+        runId: null,
+        rule: 'r',
+        reason: 'why',
+        expiresAt: 0,
+        status: 'pending',
+        answer: null,
+      },
+      links: null,
+    });
+    const text = (message['blocks'] as { text: { text: string } }[])[0]!.text.text;
+    expect(text.match(/```/g)).toHaveLength(2);
+    expect(text).not.toContain('<https://evil');
+  });
+
   it('refuses requests without a valid bearer token', async () => {
     const { url } = await start();
     expect((await fetch(`${url}/`)).status).toBe(401);
@@ -183,6 +228,93 @@ describe('the inbox over HTTP', () => {
   });
 });
 
+describe('several processes over one store', () => {
+  it('a run waiting in one process is answered in the inbox of another (SQLite file)', async () => {
+    const file = join(mkdtempSync(join(tmpdir(), 'toolgate-inbox-')), 'approvals.db');
+    const worker = new SqliteStores({ filename: file });
+    const server = new SqliteStores({ filename: file });
+    cleanups.push(() => {
+      worker.close();
+      server.close();
+    });
+    const s = shop();
+    const { inbox: waiting } = await start({ store: worker.approvals, nonces: worker.nonces });
+    const { url } = await start({ store: server.approvals, nonces: server.nonces });
+    const tracked = await waiting.runner(s.runner).track(await s.run({ order: 'A-11', amount: 300 }));
+    const [record] = await server.approvals.list({ status: 'pending' });
+    expect((await answer(url, record!.id, 'alice@example.com', { effect: 'allow' })).status).toBe(200);
+    await waiting.sweep(); // the waiting process picks the answer up (every sweepIntervalMs when it runs)
+    expect((await tracked.done).status).toBe('completed');
+    expect(s.refunds).toEqual(['A-11:300']);
+  });
+
+  it('two replicas over PostgreSQL: of concurrent answers in both, exactly one counts and the tool runs once', async () => {
+    const schema = uniqueName('inbox');
+    const a = new PostgresStores({ connectionString: PG_URL, schema });
+    const b = new PostgresStores({ connectionString: PG_URL, schema });
+    cleanups.push(async () => {
+      await a.close();
+      await b.close();
+    });
+    await a.migrate();
+    const s = shop();
+    const { inbox: one, url: urlOne } = await start({ store: a.approvals, nonces: a.nonces });
+    const { url: urlTwo } = await start({ store: b.approvals, nonces: b.nonces });
+    const tracked = await one.runner(s.runner).track(await s.run({ order: 'A-12', amount: 300 }));
+    const [record] = await b.approvals.list({ status: 'pending' });
+    const [csrfOne, csrfTwo] = [await csrfOf(urlOne, 'alice@example.com'), await csrfOf(urlTwo, 'bo@example.com')];
+    const statuses = await Promise.all([
+      answer(urlOne, record!.id, 'alice@example.com', { effect: 'allow' }, csrfOne).then((r) => r.status),
+      answer(urlTwo, record!.id, 'bo@example.com', { effect: 'deny' }, csrfTwo).then((r) => r.status),
+      answer(urlTwo, record!.id, 'bo@example.com', { effect: 'allow' }, csrfTwo).then((r) => r.status),
+    ]);
+    expect(statuses.filter((x) => x === 200)).toHaveLength(1);
+    expect(statuses.filter((x) => x === 409)).toHaveLength(2);
+    await one.sweep();
+    const result = await tracked.done;
+    expect(result.status).toBe('completed');
+    const stored = await a.approvals.get(record!.id);
+    expect(s.refunds).toEqual(stored!.answer!.effect === 'allow' ? ['A-12:300'] : []);
+  });
+});
+
+describe('a route of your own', () => {
+  it('inbox.ask(source) waits for the answer and returns it whole (edited arguments, approver, remember)', async () => {
+    const { inbox, url } = await start();
+    const now = Date.now();
+    const pending = inbox.ask('gateway')({
+      id: 'gw-1',
+      binding: {
+        scope: { kind: 'session', id: 'acme/cy' },
+        callId: 'c1',
+        tool: 'refund',
+        argsHash: 'h',
+        policyVersion: null,
+        expiresAt: now + 60_000,
+        nonce: 'n1',
+      },
+      toolName: 'refund',
+      canonical: 'refund',
+      parameters: { order: 'A-13', amount: 300 },
+      agent: 'gateway',
+      tenant: 'acme',
+      caller: 'cy',
+      runId: null,
+      rule: 'ask_refunds_over_100',
+      reason: 'refunds over 100 need a human',
+    });
+    await new Promise((r) => setImmediate(r));
+    const edited = '{"order":"A-13","amount":150}';
+    expect((await answer(url, 'gw-1', 'alice@example.com', { effect: 'allow', arguments: edited })).status).toBe(200);
+    expect(await pending).toMatchObject({
+      effect: 'allow',
+      approver: 'alice@example.com',
+      remember: 'once',
+      arguments: { order: 'A-13', amount: 150 },
+    });
+  });
+});
+
 describe('toolgate serve and the demo', () => {
   it('serves the inbox with approvers and four eyes from the policy file', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'toolgate-serve-'));
@@ -194,7 +326,8 @@ describe('toolgate serve and the demo', () => {
     let stop!: () => void;
     const out: string[] = [];
     const listening = new Promise<string>((resolve) => {
-      void runServe(['--port', '0', '--policy', file, '--jwt-secret-env', 'JWT', '--sign-in', 'alice@example.com'], {
+      const args = ['--port', '0', '--store', `sqlite:${join(dir, 'approvals.db')}`, '--policy', file];
+      void runServe([...args, '--jwt-secret-env', 'JWT', '--sign-in', 'alice@example.com'], {
         stdout: (t) => out.push(t),
         stderr: (t) => out.push(t),
         stop: new Promise<void>((r) => (stop = r)),

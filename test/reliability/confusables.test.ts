@@ -1,5 +1,6 @@
 /**
- * Confusable names (UTS #39 skeletons): reported at resolution and at registration, never per call.
+ * Confusable names (UTS #39 skeletons): reported at registration and, when asked, at resolution; never per
+ * call or per dispatch (issue 12: a declaration-time check).
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import {
@@ -73,15 +74,17 @@ describe('ToolAllowlist.resolve reports confusable declarations', () => {
     expect(() => parent.narrowed([LATIN, CYRILLIC], { confusables: 'error' })).toThrow(ConfigurationError);
   });
 
-  it("'warn' (the default) resolves and warns once per pair", () => {
+  it("'warn' resolves and warns once per pair; by default resolution does not check", () => {
     capture = captureWarnings();
     const names = [LATIN, CYRILLIC, 'fetch'];
-    const list = ToolAllowlist.resolve(names, { agent: 'warn-default' });
-    ToolAllowlist.resolve(names, { agent: 'warn-default' });
+    const list = ToolAllowlist.resolve(names, { agent: 'warn-default', confusables: 'warn' });
+    ToolAllowlist.resolve(names, { agent: 'warn-default', confusables: 'warn' });
     expect(list.names).toEqual(names);
     expect(list.permits(CYRILLIC)).toBe(true);
     expect(capture.warnings).toHaveLength(1);
     expect(capture.warnings[0]).toContain('look alike');
+    ToolAllowlist.resolve(names, { agent: 'unchecked' });
+    expect(capture.warnings).toHaveLength(1);
   });
 
   it("'off' says nothing; a bad mode is a TypeError naming the option", () => {
@@ -115,12 +118,27 @@ describe('ToolRegistry reports confusable registrations', () => {
     expect(result.decision.by).toBe('unknown_tool');
   });
 
-  it("'error' also applies to an agent's declaration resolved at dispatch", async () => {
+  it('is checked at register, not per dispatch: a declaration naming an unregistered look-alike only refuses it', async () => {
+    capture = captureWarnings();
     const registry = new ToolRegistry({ confusables: 'error' });
     registry.register(tool(LATIN));
-    await expect(registry.invoke(LATIN, {}, { agent: { name: 'x', tools: [LATIN, CYRILLIC] } })).rejects.toThrow(
-      ConfigurationError,
-    );
+    const context = { agent: { name: 'x', tools: [LATIN, CYRILLIC] } };
+    expect((await registry.invoke(LATIN, {}, context)).status).toBe('ok');
+    const lookalike = await registry.invoke(CYRILLIC, {}, context);
+    expect(lookalike.status).toBe('refused');
+    expect(lookalike.decision.by).toBe('unknown_tool');
+    expect(capture.warnings).toEqual([]);
+  });
+
+  it('checks each registration against the tools before it, also after an unregister', () => {
+    const registry = new ToolRegistry({ confusables: 'error' });
+    registry.register(tool('fetch'));
+    registry.register(tool(LATIN));
+    expect(() => registry.register(tool(CYRILLIC))).toThrow(/"search" and "seаrch" look alike/);
+    registry.unregister(LATIN);
+    registry.register(tool(CYRILLIC)); // its look-alike is gone
+    expect(() => registry.register(tool(LATIN))).toThrow(/"seаrch" and "search" look alike/);
+    expect(registry.list().map((t) => t.name)).toEqual(['fetch', CYRILLIC]);
   });
 
   it("'warn' (the default) registers both and warns", () => {

@@ -9,6 +9,7 @@ import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { JWK, JSONWebKeySet, JWTPayload } from 'jose';
 import type { GateContext } from '../../gate/precheck.js';
+import { jwtVerifier } from '../../jwt.js';
 import { describe } from '../../names.js';
 import type { McpProxy } from './proxy.js';
 
@@ -44,45 +45,9 @@ export interface JwtAuthOptions {
  * Scopes are tool names (the "Tool allowlists" spec's caller layer).
  */
 export function jwtAuthenticator(options: JwtAuthOptions): BearerAuthenticator {
-  if (typeof options !== 'object' || options === null)
-    throw new TypeError(`jwtAuthenticator options must be an object, got ${describe(options)}`);
-  const given = (['publicKey', 'jwk', 'secret', 'jwks', 'jwksUrl'] as const).filter((k) => options[k] !== undefined);
-  if (given.length !== 1)
-    throw new TypeError(
-      `jwtAuthenticator needs exactly one of "publicKey", "jwk", "secret", "jwks", "jwksUrl"; got ${given.length === 0 ? 'none' : given.join(', ')}`,
-    );
-  const verifyOptions = {
-    ...(options.issuer !== undefined ? { issuer: options.issuer } : {}),
-    ...(options.audience !== undefined ? { audience: options.audience } : {}),
-    ...(options.algorithms
-      ? { algorithms: [...options.algorithms] }
-      : options.publicKey
-        ? { algorithms: ['RS256'] }
-        : {}),
-  };
-  // jose is loaded on first use, so that importing toolgate/mcp does not require it.
-  const verifier = import('jose').then(async (jose) => {
-    if (options.jwksUrl !== undefined) {
-      const set = jose.createRemoteJWKSet(options.jwksUrl instanceof URL ? options.jwksUrl : new URL(options.jwksUrl));
-      return (token: string) => jose.jwtVerify(token, set, verifyOptions);
-    }
-    if (options.jwks !== undefined) {
-      const set = jose.createLocalJWKSet(options.jwks);
-      return (token: string) => jose.jwtVerify(token, set, verifyOptions);
-    }
-    const key =
-      options.publicKey !== undefined
-        ? await jose.importSPKI(options.publicKey, verifyOptions.algorithms?.[0] ?? 'RS256')
-        : options.jwk !== undefined
-          ? await jose.importJWK(options.jwk)
-          : typeof options.secret === 'string'
-            ? new TextEncoder().encode(options.secret)
-            : options.secret!;
-    return (token: string) => jose.jwtVerify(token, key, verifyOptions);
-  });
+  const verify = jwtVerifier(options, 'jwtAuthenticator');
   return async (token) => {
-    const verify = await verifier;
-    const { payload } = await verify(token);
+    const payload = await verify(token);
     const subject = subjectOf(payload);
     return {
       token,

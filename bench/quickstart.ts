@@ -1,0 +1,191 @@
+/**
+ * The shapes users write (issue 12): the README quick start, timed end to end.
+ *
+ * A registry of N tools with a no-op `execute` and one allow rule each (first match by name, deny
+ * fallback). Per request a server builds a *new* context object around a constant agent whose `tools`
+ * is a plain array of all N names, and the tenant's plan, a plain array:
+ *
+ *   await registry.invoke(name, args, { agent, tenant: { id: 'acme', tools: plan.tools } })
+ *
+ * Measured in one process, side by side:
+ * - `invoke`: the quick start as written (the plan a long-lived plain array of all N names);
+ * - `plan50`: the plan read per request — a fresh array of 50 names each call (the arrays are parsed
+ *   from JSON ahead of time, 1,024 of them used in turn, so each call meets an array it has not seen
+ *   recently and the parse is not timed);
+ * - `execute`: `executeToolCalls` of one OpenAI-shaped call (`function.arguments` a JSON string);
+ * - casbin and cedar-wasm deciding the same calls (bench/engines/, the layers as groupings / entities,
+ *   the N rules as N policy lines / permits), given names in canonical form.
+ *
+ * Every engine must allow every call of the mix by the tool's own rule before anything is timed.
+ */
+import { casbinEngine } from './engines/casbin.js';
+import { cedarEngine } from './engines/cedar.js';
+import type { Engine } from './engines/engine.js';
+import { ARGUMENTS_SCHEMA } from './engines/toolgate.js';
+import { measure, measureAsync, type MeasureOptions, type Timing } from './measure.js';
+import { buildScenario, prng, type BenchCall, type Scenario } from './scenario.js';
+import { defineTool, PermissionPolicy, ToolRegistry, type GateContext } from '../src/index.js';
+
+export interface QuickstartResult {
+  readonly size: number;
+  /** registry.invoke, README shape */
+  readonly invoke: Timing;
+  /** registry.invoke with a fresh 50-name plan array per request */
+  readonly plan50: Timing;
+  /** registry.executeToolCalls of one OpenAI chat tool call, README shape */
+  readonly execute: Timing;
+  readonly casbin: Timing;
+  readonly cedar: Timing;
+  /** Registering N tools and setting the policy (ms). */
+  readonly setupMs: number;
+}
+
+export interface QuickstartOptions {
+  readonly timing?: MeasureOptions;
+  /** Calls in the mix (a power of two). @default 1024 */
+  readonly calls?: number;
+  /** Skip casbin and cedar (the tests). */
+  readonly toolgateOnly?: boolean;
+  readonly log?: (line: string) => void;
+}
+
+/** The quick-start scenario: every tool declared, in the plan and in scope, one allow rule per tool, calls to registered tools. */
+export function quickstartScenario(size: number, calls = 1024): Scenario {
+  const base = buildScenario(size, { calls: 2 });
+  const names = base.tools.map((t) => t.name);
+  const random = prng(size * 7 + 3);
+  const mix: BenchCall[] = [];
+  for (let k = 0; k < calls; k++) {
+    const name = names[Math.floor(random() * names.length)]!;
+    mix.push({ id: `call_${k}`, name, arguments: { amount: k % 1000, mode: 'read' }, format: 'toolgate' });
+  }
+  return {
+    ...base,
+    declared: names,
+    tenant: names,
+    caller: names,
+    rules: names.map((name, i) => ({
+      id: `allow_${i}`,
+      selector: { kind: 'name', name },
+      condition: { kind: 'none' },
+      effect: 'allow',
+    })),
+    calls: mix,
+  };
+}
+
+export async function benchQuickstart(size: number, options: QuickstartOptions = {}): Promise<QuickstartResult> {
+  const log = options.log ?? (() => {});
+  const timing = options.timing;
+  const scenario = quickstartScenario(size, options.calls ?? 1024);
+  const names = scenario.tools.map((t) => t.name);
+  const calls = scenario.calls;
+  const mask = calls.length - 1;
+
+  const t0 = performance.now();
+  const registry = new ToolRegistry();
+  const execute = (): string => 'ok';
+  for (const name of names) registry.register(defineTool({ name, parameters: ARGUMENTS_SCHEMA, execute }));
+  registry.setPermissionPolicy(
+    new PermissionPolicy({
+      rules: scenario.rules.map((r) => ({
+        name: r.id,
+        tools: [(r.selector as { name: string }).name],
+        result: 'allow',
+      })),
+      fallback: 'deny',
+    }),
+  );
+  const setupMs = performance.now() - t0;
+
+  // What a server holds for the life of the process: the agent and the plan, plain arrays.
+  const agent = { name: 'concierge', tools: [...names] };
+  const plan = { id: 'acme', tools: [...names] };
+  // Plans read per request: 50 names around the called tool, as JSON a store would return.
+  const random = prng(size + 11);
+  const planJson = calls.map((call) => {
+    const picked = new Set([call.name]);
+    while (picked.size < Math.min(50, names.length)) picked.add(names[Math.floor(random() * names.length)]!);
+    return JSON.stringify([...picked].sort());
+  });
+  const plans: string[][] = planJson.map((json) => JSON.parse(json) as string[]);
+  const chat = calls.map((call) => ({
+    id: call.id,
+    type: 'function' as const,
+    function: { name: call.name, arguments: JSON.stringify(call.arguments) },
+  }));
+
+  // Agreement: every engine allows every call by that tool's rule.
+  const expectRule = (call: BenchCall): string => `allow_${names.indexOf(call.name)}`;
+  for (let i = 0; i < calls.length; i++) {
+    const call = calls[i]!;
+    const a = await registry.invoke(call.name, call.arguments, { agent, tenant: { id: plan.id, tools: plan.tools } });
+    const b = await registry.invoke(call.name, call.arguments, { agent, tenant: { id: plan.id, tools: plans[i]! } });
+    const [c] = (await registry.executeToolCalls([chat[i]!], {
+      agent,
+      tenant: { id: plan.id, tools: plan.tools },
+    })) as {
+      role: string;
+      content: string;
+    }[];
+    for (const r of [a, b])
+      if (r.status !== 'ok' || r.decision.rule !== expectRule(call))
+        throw new Error(`quickstart ${size}: toolgate decided ${call.name}: ${r.decision.reason}`);
+    if (!c || c.content !== 'ok') throw new Error(`quickstart ${size}: executeToolCalls gave ${JSON.stringify(c)}`);
+  }
+  const engines: Engine[] = [];
+  if (!options.toolgateOnly) {
+    engines.push(await casbinEngine(scenario), cedarEngine(scenario));
+    for (const engine of engines)
+      for (const call of calls) {
+        const v = engine.explain(call);
+        if (v.effect !== 'allow' || !v.because.includes(`rule:${expectRule(call)}`))
+          throw new Error(`quickstart ${size}: ${engine.name} decided ${call.name}: ${v.effect} ${v.because.join()}`);
+      }
+  }
+  log(`quickstart ${size}: every engine allows all ${calls.length} calls by the tool's rule`);
+
+  const invoke = await measureAsync(async (from, count) => {
+    let ok = 0;
+    for (let k = 0; k < count; k++) {
+      const call = calls[(from + k) & mask]!;
+      const result = await registry.invoke(call.name, call.arguments, {
+        agent,
+        tenant: { id: plan.id, tools: plan.tools },
+      });
+      if (result.status === 'ok') ok++;
+    }
+    return ok;
+  }, timing);
+  const plan50 = await measureAsync(async (from, count) => {
+    let ok = 0;
+    for (let k = 0; k < count; k++) {
+      const i = (from + k) & mask;
+      const call = calls[i]!;
+      const result = await registry.invoke(call.name, call.arguments, {
+        agent,
+        tenant: { id: plan.id, tools: plans[i]! },
+      });
+      if (result.status === 'ok') ok++;
+    }
+    return ok;
+  }, timing);
+  const executeTiming = await measureAsync(async (from, count) => {
+    let ok = 0;
+    for (let k = 0; k < count; k++) {
+      const context: GateContext = { agent, tenant: { id: plan.id, tools: plan.tools } };
+      ok += (await registry.executeToolCalls([chat[(from + k) & mask]!], context)).length;
+    }
+    return ok;
+  }, timing);
+  const slow = { ...timing, minSamples: Math.min(timing?.minSamples ?? 30, 30) };
+  const [casbin, cedar] = options.toolgateOnly
+    ? [invoke, invoke]
+    : engines.map((engine) => measure((from, count) => engine.run(calls, from, count), slow));
+  const us = (t: Timing): string => `${(t.p50 / 1000).toFixed(2)} µs`;
+  log(
+    `quickstart ${size}: invoke ${us(invoke)}, plan of 50 per request ${us(plan50)}, executeToolCalls ${us(executeTiming)}` +
+      (options.toolgateOnly ? '' : `; casbin ${us(casbin!)}, cedar ${us(cedar!)}`),
+  );
+  return { size, invoke, plan50, execute: executeTiming, casbin: casbin!, cedar: cedar!, setupMs };
+}

@@ -1,0 +1,152 @@
+/**
+ * The per-call allowlist verdict and its cache (src/allowlist-cache.ts, issue 12): layer arrays are
+ * indexed once and reused, and a plain array changed in place is honoured on the very next call.
+ */
+import { describe, expect, it } from 'vitest';
+import { ConfigurationError, defineTool, ToolRegistry, type GateContext } from '../../src/index.js';
+
+const NAMES = ['search', 'refund', 'sudo', 'fetch_url'];
+
+function registry(names: readonly string[] = NAMES): { registry: ToolRegistry; ran: string[] } {
+  const ran: string[] = [];
+  const r = new ToolRegistry();
+  for (const name of names)
+    r.register(defineTool({ name, parameters: { type: 'object' }, execute: () => void ran.push(name) }));
+  return { registry: r, ran };
+}
+
+/** Dispatches often enough that every array in the context is past its first look and indexed. */
+async function warm(r: ToolRegistry, name: string, context: () => GateContext): Promise<void> {
+  for (let i = 0; i < 4; i++) expect((await r.invoke(name, {}, context())).status).toBe('ok');
+}
+
+describe('a plain (unfrozen) layer array changed in place', () => {
+  it('a plan downgraded by splice refuses on the next call', async () => {
+    const { registry: r, ran } = registry();
+    const plan = { tools: ['search', 'refund', 'fetch_url'] };
+    const agent = { name: 'concierge', tools: [...NAMES] };
+    // A new context object per request, as a server writes it; the agent and the plan are long-lived.
+    const context = (): GateContext => ({ agent, tenant: { id: 'acme', tools: plan.tools } });
+    await warm(r, 'refund', context);
+    plan.tools.splice(plan.tools.indexOf('refund'), 1);
+    const refused = await r.invoke('refund', {}, context());
+    expect(refused.status).toBe('refused');
+    expect(refused.decision).toMatchObject({ stage: 'allowlist', layer: 'tenant' });
+    expect(ran.filter((t) => t === 'refund')).toHaveLength(4);
+    // The rest of the plan still holds, also where the splice moved the entries.
+    expect((await r.invoke('fetch_url', {}, context())).status).toBe('ok');
+  });
+
+  it('every kind of in-place change is honoured: assignment, length, pop, an upgrade by push', async () => {
+    const { registry: r } = registry();
+    const tools = ['search', 'refund'];
+    const context = (): GateContext => ({ tenant: { id: 't', tools } });
+    await warm(r, 'search', context);
+    await warm(r, 'refund', context);
+    tools[0] = 'sudo'; // same length, other entry
+    expect((await r.invoke('search', {}, context())).decision).toMatchObject({ layer: 'tenant' });
+    expect((await r.invoke('sudo', {}, context())).status).toBe('ok');
+    tools.pop();
+    expect((await r.invoke('refund', {}, context())).decision).toMatchObject({ layer: 'tenant' });
+    tools.push('fetch_url'); // an upgrade applies at once too
+    expect((await r.invoke('fetch_url', {}, context())).status).toBe('ok');
+    tools.length = 0;
+    expect((await r.invoke('sudo', {}, context())).decision).toMatchObject({ layer: 'tenant' });
+    expect((await r.invoke('fetch_url', {}, context())).decision).toMatchObject({ layer: 'tenant' });
+  });
+
+  it("the agent's declaration and the caller's scopes are honoured the same way", async () => {
+    const { registry: r } = registry();
+    const declared = ['search', 'refund'];
+    const scopes = ['search', 'refund'];
+    const context = (): GateContext => ({ agent: { name: 'bot', tools: declared }, caller: { scopes } });
+    await warm(r, 'refund', context);
+    scopes.splice(1, 1);
+    expect((await r.invoke('refund', {}, context())).decision).toMatchObject({ layer: 'caller' });
+    declared.splice(0, 1);
+    expect((await r.invoke('search', {}, context())).decision).toMatchObject({ layer: 'not_declared' });
+  });
+
+  it('an entry respelled in place keeps its permission; a declaration broken in place is reported', async () => {
+    const { registry: r } = registry();
+    const declared = ['search', 'refund'];
+    const context = (): GateContext => ({ agent: { name: 'bot', tools: declared } });
+    await warm(r, 'search', context);
+    declared[0] = 'SEARCH';
+    expect((await r.invoke('search', {}, context())).status).toBe('ok');
+    declared.push('Refund'); // one permission spelled twice: a broken declaration
+    await expect(r.invoke('sudo', {}, context())).rejects.toThrow(ConfigurationError);
+  });
+
+  it('the listed allowlist (what a model is shown) follows the change too', async () => {
+    const { registry: r } = registry();
+    const plan = ['search', 'refund', 'sudo'];
+    const context = (): GateContext => ({ agent: { name: 'bot', tools: NAMES }, tenant: { tools: plan } });
+    for (let i = 0; i < 3; i++) expect(r.allowlist(context()).names).toEqual(['search', 'refund', 'sudo']);
+    plan.splice(1, 1);
+    expect(r.allowlist(context()).names).toEqual(['search', 'sudo']);
+    expect(r.schemas('openai-chat', context()).map((s) => JSON.stringify(s))).toHaveLength(2);
+    plan.push('fetch_url');
+    expect(r.allowlist(context()).names).toEqual(['search', 'sudo', 'fetch_url']);
+  });
+});
+
+describe('the verdict reads what it needs', () => {
+  it('a dispatch with an indexed declaration reads one entry of it, not the whole declaration', async () => {
+    const names = Array.from({ length: 1000 }, (_, i) => `tool_${i}`);
+    const { registry: r } = registry(names);
+    let reads = 0;
+    const declared = new Proxy([...names], {
+      get(target, key, receiver) {
+        if (typeof key === 'string' && /^\d+$/.test(key)) reads++;
+        return Reflect.get(target, key, receiver) as unknown;
+      },
+    });
+    const context = (): GateContext => ({ agent: { name: 'bot', tools: declared } });
+    await warm(r, 'tool_7', context);
+    reads = 0;
+    for (let i = 0; i < 10; i++) expect((await r.invoke(`tool_${i * 97}`, {}, context())).status).toBe('ok');
+    expect(reads).toBeLessThanOrEqual(10);
+  });
+});
+
+describe('layers of every shape', () => {
+  it('fresh arrays per request, other spellings, Sets and generators all decide alike', async () => {
+    const { registry: r } = registry();
+    const cases: [NonNullable<GateContext['tenant']>, string, boolean][] = [
+      [{ tools: ['Search'] }, 'search', true],
+      [{ tools: ['search'] }, 'ＳＥＡＲＣＨ', true],
+      [{ tools: ['refund'] }, 'search', false],
+      [{ tools: new Set(['refund', 'search']) }, 'search', true],
+      [{ tools: new Set(['refund']) }, 'search', false],
+      [{ tools: (function* () { yield 'sudo'; yield 'search'; })() }, 'search', true], // prettier-ignore
+      [{ tools: Object.freeze(['search']) }, 'SEARCH', true],
+      [{ tools: Object.freeze([]) }, 'search', false],
+      [{ tools: [] }, 'search', false],
+    ];
+    for (const [tenant, name, permitted] of cases) {
+      const result = await r.invoke(name, {}, { tenant });
+      expect(result.status, `${name} under ${JSON.stringify([...((tenant.tools ?? []) as Iterable<string>)])}`).toBe(
+        permitted ? 'ok' : 'refused',
+      );
+    }
+  });
+
+  it('a bad entry is a ConfigurationError on the first call and on a cached one', async () => {
+    const { registry: r } = registry();
+    const tools: unknown[] = ['search'];
+    const context = (): GateContext => ({ tenant: { tools: tools as string[] } });
+    await expect(r.invoke('search', {}, { tenant: { tools: ['search', 7 as unknown as string] } })).rejects.toThrow(
+      /tenant layer: a tool name must be a string, got number 7/,
+    );
+    await warm(r, 'search', context);
+    tools.push(null);
+    await expect(r.invoke('refund', {}, context())).rejects.toThrow(ConfigurationError);
+    await expect(r.invoke('search', {}, { caller: { scopes: 'search' } })).rejects.toThrow(
+      /caller layer: expected an iterable/,
+    );
+    await expect(r.invoke('search', {}, { agent: { name: 'a', tools: ['search', 'sea\u200brch'] } })).rejects.toThrow(
+      /invisible/,
+    );
+  });
+});
