@@ -6,13 +6,7 @@
  */
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  AgentRunner,
-  defineTool,
-  PermissionPolicy,
-  PermissionResult,
-  ToolRegistry,
-} from '../../src/index.js';
+import { AgentRunner, defineTool, PermissionPolicy, PermissionResult, ToolRegistry } from '../../src/index.js';
 import { ScriptedModel } from '../../src/runner/index.js';
 import type { RunResult } from '../../src/index.js';
 import { Limiter } from '../../src/limits/limiter.js';

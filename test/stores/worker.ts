@@ -5,13 +5,7 @@
  */
 import { appendFileSync, readFileSync } from 'node:fs';
 import { z } from 'zod';
-import {
-  AgentRunner,
-  defineTool,
-  PermissionPolicy,
-  PermissionResult,
-  ToolRegistry,
-} from '../../src/index.js';
+import { AgentRunner, defineTool, PermissionPolicy, PermissionResult, ToolRegistry } from '../../src/index.js';
 import { ScriptedModel } from '../../src/runner/index.js';
 import type { ApprovalDecision, RunState } from '../../src/index.js';
 import { Limiter } from '../../src/limits/limiter.js';
