@@ -11,56 +11,9 @@
 import type { Decision } from '../decision.js';
 import type { RunCaps, RunSpend, SpendVerdict } from '../runner/approval-store.js';
 
-// ── the approval model's shapes (the same as src/gate/approval.ts; structural, so either satisfies the other) ──
-
-/** How long an answer is remembered: this call only, the run, or the session. */
-export type RememberScope = 'once' | 'run' | 'session';
-
-/** A person's answer to an ask. */
-export interface Answer {
-  readonly effect: 'allow' | 'deny';
-  /** @default 'once' */
-  readonly remember?: RememberScope;
-  /** Edited arguments (allow only): the edited call passes the whole gate again. */
-  readonly arguments?: Readonly<Record<string, unknown>>;
-  /** A deny's reason, given back to the model. */
-  readonly reason?: string;
-  /** Who answered (audit; four eyes). */
-  readonly approver?: string;
-}
-
-/** An approval is bound to the exact call. */
-export interface ApprovalBinding {
-  readonly scope: { readonly kind: 'run' | 'session'; readonly id: string };
-  readonly callId: string;
-  /** The canonical tool name. */
-  readonly tool: string;
-  /** SHA-256 of the canonical JSON of the validated, frozen snapshot of the arguments. */
-  readonly argsHash: string;
-  readonly policyVersion: string | null;
-  /** Epoch milliseconds. */
-  readonly expiresAt: number;
-  /** Single use: consumed in the {@link NonceStore} when an answer is applied. */
-  readonly nonce: string;
-}
-
-/** What a person is shown. */
-export interface ApprovalRequest {
-  /** HMAC over the binding. */
-  readonly id: string;
-  readonly binding: ApprovalBinding;
-  readonly toolName: string;
-  readonly canonical: string;
-  /** The frozen snapshot the call would run with. */
-  readonly parameters: Readonly<Record<string, unknown>>;
-  readonly agent: string;
-  readonly tenant: string | null;
-  readonly caller: string | null;
-  readonly runId: string | null;
-  readonly rule: string;
-  readonly reason: string;
-  readonly trace?: unknown;
-}
+// The approval model's shapes are the gate's own (a type-only import: the stores load nothing of the gate).
+import type { Answer, ApprovalBinding, ApprovalRequest, RememberScope } from '../gate/approval.js';
+export type { Answer, ApprovalBinding, ApprovalRequest, RememberScope };
 
 // ── pending approvals ──
 
