@@ -10,6 +10,8 @@
  * enforcement is never switched off by a broken file. Everything it prints goes to stderr (stdout is the
  * MCP channel).
  */
+import { watch } from 'node:fs';
+import { basename, dirname, resolve } from 'node:path';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import { jsonlAuditSink, type GatewayAuditSink } from '../gateway/audit.js';
@@ -17,6 +19,8 @@ import { gatewayConfigOf } from '../gateway/config.js';
 import type { GatewayApprovals } from '../gateway/approvals.js';
 import { createGateway, type Gateway } from '../gateway/gateway.js';
 import type { GatewayHttpServer } from '../gateway/http.js';
+import type { GateContext } from '../gate/precheck.js';
+import type { PolicySet } from '../policy-file/policy-set.js';
 import { loadPolicyForProxy } from '../adapters/mcp/proxy-policy.js';
 import { exitCodes } from './exit-codes.js';
 
@@ -39,6 +43,7 @@ interface GatewayCliOptions {
   resource?: string;
   approvalsPostgres?: string;
   approvalSecretEnv: string;
+  watch: boolean;
 }
 
 /** Runs the gateway until the client disconnects or a signal stops it; resolves with the exit code. */
@@ -58,6 +63,7 @@ export async function runGateway(
       v.split(/[\s,]+/).filter(Boolean),
     )
     .option('--audit <file>', 'append every audit record to this JSONL file')
+    .option('--no-watch', 'do not reload when the policy or lock file changes (SIGHUP still reloads)')
     .option('--http <port>', 'serve Streamable HTTP on this port instead of stdio', (v: string) => {
       const n = Number(v);
       if (!Number.isInteger(n) || n < 0 || n > 65535)
@@ -105,6 +111,8 @@ export async function runGateway(
   }
 
   let gateway: Gateway;
+  let contextOf: (policy: PolicySet) => GateContext;
+  let lockFile: string | null = null;
   let http: GatewayHttpServer | undefined;
   let closeStores: (() => Promise<void>) | undefined;
   try {
@@ -132,12 +140,15 @@ export async function runGateway(
     if (options.scopes && options.http !== undefined)
       throw new Error('--scopes applies to stdio only: over HTTP the scopes come from the bearer token');
     const config = gatewayConfigOf(set);
+    lockFile = config.pins?.file ?? null;
     const audit: GatewayAuditSink | undefined = options.audit ? jsonlAuditSink(options.audit) : undefined;
-    const context = set.context({
-      ...(options.agent !== undefined ? { agent: options.agent } : {}),
-      ...(options.tenant !== undefined ? { tenant: options.tenant } : {}),
-      ...(options.scopes ? { scopes: options.scopes } : {}),
-    });
+    contextOf = (policy) =>
+      policy.context({
+        ...(options.agent !== undefined ? { agent: options.agent } : {}),
+        ...(options.tenant !== undefined ? { tenant: options.tenant } : {}),
+        ...(options.scopes ? { scopes: options.scopes } : {}),
+      });
+    const context = contextOf(set);
     gateway = await createGateway({
       policy: set,
       upstreams: config.upstreams,
@@ -159,7 +170,8 @@ export async function runGateway(
         ...(options.resource ? { resource: options.resource } : {}),
         ...(options.authorizationServer ? { authorizationServers: options.authorizationServer } : {}),
         ...(approvals ? { approvals: { store: approvals.store } } : {}),
-        context: (auth) => ({ caller: { id: auth.clientId, scopes: set.toolsForScopes(auth.scopes) } }),
+        // The policy in force now: a reload changes what the scopes cover.
+        context: (auth) => ({ caller: { id: auth.clientId, scopes: gateway.policy.toolsForScopes(auth.scopes) } }),
       }).catch(async (error: unknown) => {
         await gateway.close();
         throw error;
@@ -175,12 +187,33 @@ export async function runGateway(
       `upstream ${upstream.namespace}: ${upstream.state}${upstream.state === 'ready' ? '' : ` (${upstream.reason})`}`,
     );
 
+  // Reloading: SIGHUP, and a change of the policy file or its lock file (unless --no-watch). A policy
+  // that does not load keeps the one in force; both are audit records (Gateway.reload).
+  const reload = (why: string): void => {
+    void gateway
+      .reload(options.policy, { context: contextOf, pins: (policy) => gatewayConfigOf(policy).pins })
+      .then((result) =>
+        log(
+          result.ok
+            ? `${why}: policy ${result.version} in force${result.changes.length > 0 ? ` (${result.changes.join('; ')})` : ', nothing changed'}`
+            : `${why}: the new policy was refused; policy ${result.version} stays in force: ${result.error}`,
+        ),
+      );
+  };
+  const onHangup = (): void => reload('SIGHUP');
+  process.on('SIGHUP', onHangup);
+  const watcher = options.watch
+    ? watchFiles(options.policy, lockFile, () => reload('the policy or lock file changed'), log)
+    : null;
+
   return new Promise<number>((resolveExit) => {
     let done = false;
     const shutdown = (code: number, why: string): void => {
       if (done) return;
       done = true;
       log(why);
+      process.off('SIGHUP', onHangup);
+      watcher?.close();
       void Promise.allSettled([http?.close(), gateway.close(), closeStores?.()]).then(() => resolveExit(code));
     };
     process.once('SIGINT', () => shutdown(GATEWAY_EXIT.OK, 'interrupted'));
@@ -198,4 +231,32 @@ export async function runGateway(
       .connect(new StdioServerTransport())
       .catch((error: unknown) => shutdown(GATEWAY_EXIT.FAILED, `stdio transport failed: ${String(error)}`));
   });
+}
+
+/**
+ * Watches the policy file and the lock file beside it (their directory, so editors that save by renaming
+ * are seen too); calls `changed` once a burst of writes has settled.
+ */
+function watchFiles(
+  policy: string,
+  lock: string | null,
+  changed: () => void,
+  log: (text: string) => void,
+): { close(): void } {
+  const path = resolve(policy);
+  const names = new Set([basename(path)]);
+  if (lock !== null && dirname(resolve(lock)) === dirname(path)) names.add(basename(lock));
+  let timer: NodeJS.Timeout | undefined;
+  const watcher = watch(dirname(path), { persistent: false }, (_event, name) => {
+    if (name !== null && !names.has(name)) return;
+    clearTimeout(timer);
+    timer = setTimeout(changed, 100);
+  });
+  watcher.on('error', (error) => log(`watching ${policy} stopped (${error.message}); SIGHUP still reloads`));
+  return {
+    close: () => {
+      clearTimeout(timer);
+      watcher.close();
+    },
+  };
 }
