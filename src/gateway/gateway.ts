@@ -553,7 +553,11 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
         if (!answer) reason = `${verdict.reason} (not approved)`;
         // Reloaded while the person was asked: an approval stands only if the new policy still asks.
         if (answer && governance !== decidedUnder) {
-          verdict = (kind === 'resource' ? governance.resources : governance.prompts).decide(upstream.namespace, key, args);
+          verdict = (kind === 'resource' ? governance.resources : governance.prompts).decide(
+            upstream.namespace,
+            key,
+            args,
+          );
           effect = verdict.effect === 'deny' ? 'deny' : 'allow';
           reason = verdict.reason;
         }
@@ -898,7 +902,10 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   };
 
   /** Swaps in `next` after checking all of it; refuses (keeping the policy in force) on any problem. */
-  const swap = async (source: PolicySet | string, reloadOptions: GatewayReloadOptions): Promise<GatewayReloadResult> => {
+  const swap = async (
+    source: PolicySet | string,
+    reloadOptions: GatewayReloadOptions,
+  ): Promise<GatewayReloadResult> => {
     const refuse = (error: string): GatewayReloadResult => {
       audit({
         type: 'mode',
@@ -1205,7 +1212,8 @@ function policyChanges(
       if (was.data !== rule.data) out.push(`rule ${JSON.stringify(name)} changed (${rule.mode})`);
     }
   }
-  for (const [name, rule] of old) if (!now.has(name)) out.push(`rule ${JSON.stringify(name)} removed (was ${rule.mode})`);
+  for (const [name, rule] of old)
+    if (!now.has(name)) out.push(`rule ${JSON.stringify(name)} removed (was ${rule.mode})`);
   const order = (names: Iterable<string>) => [...names].filter((n) => old.has(n) && now.has(n)).join('\n');
   if (order(old.keys()) !== order(now.keys())) out.push('rules reordered (the first rule that matches decides)');
   for (const key of ['agents', 'tenants', 'scopes', 'limits'] as const)
