@@ -10,6 +10,7 @@
  * enforcement is never switched off by a broken file. Everything it prints goes to stderr (stdout is the
  * MCP channel).
  */
+import { randomBytes } from 'node:crypto';
 import { watch } from 'node:fs';
 import { basename, dirname, resolve } from 'node:path';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
@@ -18,11 +19,13 @@ import { jsonlAuditSink, type GatewayAuditSink } from '../gateway/audit.js';
 import { gatewayConfigOf } from '../gateway/config.js';
 import type { GatewayApprovals } from '../gateway/approvals.js';
 import { createGateway, type Gateway } from '../gateway/gateway.js';
+import { gatewayInbox, type GatewayInbox } from '../gateway/inbox.js';
 import type { GatewayHttpServer } from '../gateway/http.js';
 import type { GateContext } from '../gate/precheck.js';
 import type { PolicySet } from '../policy-file/policy-set.js';
 import { loadPolicyForProxy } from '../adapters/mcp/proxy-policy.js';
 import { exitCodes } from './exit-codes.js';
+import { openStore } from './serve.js';
 
 /** Exit codes: 0 clean shutdown, 1 the gateway failed, 2 bad usage or configuration. */
 export const GATEWAY_EXIT = { OK: 0, FAILED: 1, USAGE: 2 } as const;
@@ -44,6 +47,8 @@ interface GatewayCliOptions {
   approvalsPostgres?: string;
   approvalSecretEnv: string;
   watch: boolean;
+  inbox?: string;
+  inboxUrl?: string;
 }
 
 /** Runs the gateway until the client disconnects or a signal stops it; resolves with the exit code. */
@@ -86,6 +91,11 @@ export async function runGateway(
       'put asks in the PostgreSQL stores at this URL (answered at /approvals on any replica)',
     )
     .option(
+      '--inbox <store>',
+      'put asks in the approval inbox at this store (sqlite:<file> or postgres://…, the one `toolgate serve --store` answers from); the call waits for the answer',
+    )
+    .option('--inbox-url <url>', "the inbox's address told to the client (toolgate serve's URL)")
+    .option(
       '--approval-secret-env <name>',
       'the environment variable holding the approval HMAC key',
       'TOOLGATE_APPROVAL_SECRET',
@@ -123,6 +133,11 @@ export async function runGateway(
       throw new Error('--stateless, --jwks-url, --no-auth and --approvals-postgres apply to --http only');
     if (options.http !== undefined && options.auth && !options.jwksUrl)
       throw new Error('--http needs --jwks-url (bearer JWTs) or --no-auth (loopback only)');
+    if (options.inbox !== undefined && options.approvalsPostgres !== undefined)
+      throw new Error('--inbox and --approvals-postgres exclude each other: give one place where asks wait');
+    if (options.inboxUrl !== undefined && options.inbox === undefined) throw new Error('--inbox-url needs --inbox');
+    if (options.inbox === 'memory')
+      throw new Error('--inbox memory cannot be answered from toolgate serve: give sqlite:<file> or postgres://…');
     let approvals: GatewayApprovals | undefined;
     if (options.approvalsPostgres) {
       const secret = process.env[options.approvalSecretEnv];
@@ -137,6 +152,27 @@ export async function runGateway(
       approvals = { store: stores.approvals, nonces: stores.nonces, secret };
     }
     const set = await loadPolicyForProxy(options.policy);
+    let inbox: GatewayInbox | undefined;
+    if (options.inbox !== undefined) {
+      const store = await openStore(options.inbox);
+      const { createInbox } = await import('../inbox/index.js');
+      // This process only waits for answers (the store's watch, else a sweep each second); `toolgate serve`
+      // over the same store is where people answer.
+      const waiter = createInbox({
+        secret: randomBytes(32),
+        store: store.approvals!,
+        nonces: store.nonces!,
+        sweepIntervalMs: 1000,
+        ...(set.data.approvals?.timeoutSeconds !== undefined
+          ? { ttlMs: set.data.approvals.timeoutSeconds * 1000 }
+          : {}),
+      });
+      closeStores = async () => {
+        waiter.close();
+        await store.close();
+      };
+      inbox = gatewayInbox(waiter, options.inboxUrl);
+    }
     if (options.scopes && options.http !== undefined)
       throw new Error('--scopes applies to stdio only: over HTTP the scopes come from the bearer token');
     const config = gatewayConfigOf(set);
@@ -156,6 +192,7 @@ export async function runGateway(
       context,
       ...(audit ? { audit } : {}),
       ...(approvals ? { approvals } : {}),
+      ...(inbox ? { inbox } : {}),
     });
     if (options.http !== undefined) {
       const { serveGatewayHttp } = await import('../gateway/http.js');

@@ -35,7 +35,12 @@ export interface ToolAuditRecord extends RecordBase {
   /** The tool's definition drifted from its pin: the unified diff. */
   readonly drift?: string;
   /** A store-backed approval: its request id and what happened (asked, pending, approved, denied). */
-  readonly approval?: { readonly id: string; readonly state: string; readonly reason?: string };
+  readonly approval?: {
+    readonly id: string;
+    readonly state: string;
+    readonly reason?: string;
+    readonly approver?: string;
+  };
 }
 
 /** A resource read/subscribe or a prompt get. */

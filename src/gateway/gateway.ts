@@ -52,6 +52,7 @@ import type { Tool } from '../tool.js';
 import type { GatewayAuditRecord, GatewayAuditSink, ShadowRecord, ToolAuditRecord } from './audit.js';
 import { checkApprovals, storeApprover, type ApprovalNote, type GatewayApprovals } from './approvals.js';
 import { compileGovernance, normalResourceUri, type ItemPolicy, type ItemVerdict } from './governance.js';
+import { checkInbox, inboxRoute, type GatewayInbox } from './inbox.js';
 import { pinnedDefinition, PinStore, readLockFile } from './pins.js';
 import { callScope, Upstream, type CallScope, type GatewayUpstreamOptions, type UpstreamEvents } from './upstream.js';
 
@@ -105,6 +106,12 @@ export interface GatewayOptions {
    * answered on another and runs once (see approvals.ts). @default none: asks go to the client by elicitation
    */
   readonly approvals?: GatewayApprovals;
+  /**
+   * Put asks in the approval inbox and wait for a person's answer there (`gatewayInbox(createInbox(…))`):
+   * the client is told where (URL elicitation, else progress); the call runs once on allow. Not with
+   * `approvals`. @default none
+   */
+  readonly inbox?: GatewayInbox;
 }
 
 /** A downstream server and what the gateway tracks for it. */
@@ -195,6 +202,11 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   const name = options.name ?? 'toolgate-gateway';
   let pins = options.pins ? new PinStore(options.pins.file) : null;
   if (options.approvals !== undefined) checkApprovals(options.approvals);
+  if (options.inbox !== undefined) {
+    checkInbox(options.inbox);
+    if (options.approvals !== undefined)
+      throw new TypeError('options "approvals" and "inbox" exclude each other: give one place where asks wait');
+  }
   let onDrift = options.pins?.onDrift ?? 'refuse';
 
   /** Tool canonical name → the drift diff of a drifted tool. */
@@ -644,13 +656,24 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
             (n) => (approval = n),
           )
         : elicitationApprover(server);
+      const route = options.inbox
+        ? inboxRoute(
+            options.inbox,
+            {
+              server,
+              signal: extra.signal,
+              progressToken: extra._meta?.progressToken,
+              sendProgress: (message) =>
+                scope.sendNotification({
+                  method: 'notifications/progress',
+                  params: { progressToken: extra._meta!.progressToken!, progress: 0, message },
+                }),
+            },
+            (n) => (approval = n),
+          )
+        : approverRoute(registry, approver);
       const result = await callScope.run(scope, async () => {
-        const [dispatched] = await dispatchCalls(
-          [readCall(call)],
-          context,
-          environmentOf(registry),
-          approverRoute(registry, approver),
-        );
+        const [dispatched] = await dispatchCalls([readCall(call)], context, environmentOf(registry), route);
         return dispatched as ToolResult;
       });
       const decision = result.decision;
