@@ -43,7 +43,6 @@ import type { Route } from '../gate/route.js';
 import { canonical, describe } from '../names.js';
 import type { PermissionHandler, PermissionRequest } from '../permissions/handler.js';
 import { PermissionPolicy } from '../permissions/policy.js';
-import type { PermissionRule } from '../permissions/rule.js';
 import type { PolicySet } from '../policy-file/policy-set.js';
 import { formatIssue, readPolicyFile } from '../policy-file/load.js';
 import { ToolRegistry, type ToolResult } from '../registry.js';
@@ -53,7 +52,7 @@ import type { GatewayAuditRecord, GatewayAuditSink, ShadowRecord, ToolAuditRecor
 import { checkApprovals, storeApprover, type ApprovalNote, type GatewayApprovals } from './approvals.js';
 import { compileGovernance, normalResourceUri, type ItemPolicy, type ItemVerdict } from './governance.js';
 import { checkInbox, inboxRoute, type GatewayInbox } from './inbox.js';
-import { pinnedDefinition, PinStore, readLockFile } from './pins.js';
+import { PIN_RULE, pinnedDefinition, PinStore, readLockFile, withPinRule } from './pins.js';
 import { callScope, Upstream, type CallScope, type GatewayUpstreamOptions, type UpstreamEvents } from './upstream.js';
 
 /** The context of one downstream request: fixed, or derived from the request's authentication. */
@@ -147,7 +146,6 @@ export interface Gateway {
   close(): Promise<void>;
 }
 
-const PIN_RULE = 'pinned-definition';
 const NAMESPACE = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
 const MAX_LISTED = 10_000;
 
@@ -1030,45 +1028,6 @@ function noCursor(cursor: unknown): void {
       ErrorCode.InvalidParams,
       'toolgate gateway: lists are returned whole, in one page; there is no next page',
     );
-}
-
-/**
- * The enforced policy with the pin rule: a drifted tool is refused (a first rule), or, with `ask`, every
- * rule that would allow it asks instead — so a deny still denies, and an allow becomes a person's call.
- */
-function withPinRule(
-  policy: PermissionPolicy,
-  drifted: (tool: Tool) => boolean,
-  onDrift: 'refuse' | 'ask',
-): PermissionPolicy {
-  const reason =
-    "the tool's definition differs from the one pinned in the lock file (a changed description or schema); `toolgate pin --accept` re-approves it";
-  const rules: PermissionRule[] = [];
-  if (onDrift === 'refuse') {
-    rules.push({ name: PIN_RULE, match: (tool) => drifted(tool), result: 'deny', reason }, ...policy.rules);
-  } else {
-    for (const rule of policy.rules) {
-      if (rule.result === 'allow') {
-        const match = rule.match;
-        rules.push({
-          ...rule,
-          name: `${rule.name} (drifted definition)`,
-          result: 'ask',
-          reason,
-          match: (tool, params) => drifted(tool) && (match ? match.call(rule, tool, params) : true),
-        });
-      }
-      rules.push(rule);
-    }
-    if (policy.fallback === 'allow')
-      rules.push({ name: PIN_RULE, match: (tool) => drifted(tool), result: 'ask', reason });
-  }
-  return new PermissionPolicy({
-    rules,
-    fallback: policy.fallback,
-    version: policy.version,
-    ...(policy.handler ? { handler: policy.handler } : {}),
-  });
 }
 
 /** What the shadow policy would have decided for a call that reached the policy, where it differs. */
