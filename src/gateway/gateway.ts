@@ -671,7 +671,11 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
           )
         : approverRoute(registry, approver);
       const result = await callScope.run(scope, async () => {
-        const [dispatched] = await dispatchCalls([readCall(call)], context, environmentOf(registry), route);
+        const env = environmentOf(registry);
+        // A call that waited for a person is decided again under the context and policy in force then (a
+        // reload may have narrowed the agent's tools or changed the rules).
+        const refresh = () => ({ context: { ...contextOf(extra), signal: extra.signal }, env: env.current() });
+        const [dispatched] = await dispatchCalls([readCall(call)], context, env, { ...route, refresh });
         return dispatched as ToolResult;
       });
       const decision = result.decision;

@@ -12,7 +12,14 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { ElicitRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
+import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { runServe } from '../../src/cli/serve.js';
+import { storeApprover } from '../../src/gateway/approvals.js';
+import { createGateway } from '../../src/gateway/index.js';
+import { parsePolicy } from '../../src/policy-file/index.js';
+import { MemoryApprovalStore, MemoryNonceStore } from '../../src/stores/memory.js';
+import { toolMetadata } from '../../src/tool.js';
+import type { PermissionRequest } from '../../src/permissions/handler.js';
 import { SqliteStores } from '../../src/stores/sqlite.js';
 import type { PendingRecord } from '../../src/stores/types.js';
 import { INBOX_SECRET, JWT_SECRET, bearer } from '../inbox/fixture.js';
@@ -220,5 +227,73 @@ describe('the gateway asks the inbox', { timeout: 180_000 }, () => {
       status: 'refused',
       approval: { id: record.id, state: 'denied' },
     });
+  });
+});
+
+describe('attacks on the approval paths', { timeout: 120_000 }, () => {
+  it('a call cancelled while it waits is not run when it is approved afterwards', async () => {
+    const dir = realpathSync(mkdtempSync(join(tmpdir(), 'toolgate-gw-inbox-')));
+    const ledger = join(dir, 'ledger.txt');
+    const set = parsePolicy(
+      stringify({
+        version: 1,
+        rules: [
+          { name: 'ask-payments', tools: 'bank:pay', result: 'ask' },
+          { name: 'bank', namespace: 'bank', result: 'allow' },
+        ],
+      }),
+    ).policy!;
+    const asked: ((answer: { effect: 'allow' }) => void)[] = [];
+    const gateway = await createGateway({
+      policy: set,
+      upstreams: {
+        bank: {
+          stdio: { command: process.execPath, args: ['--import', 'tsx', BANK], env: { BANK_LEDGER: ledger } },
+        },
+      },
+      inbox: { ask: () => new Promise((answer) => asked.push(answer)) },
+    });
+    cleanups.push(() => gateway.close());
+    const [a, b] = InMemoryTransport.createLinkedPair();
+    await gateway.createServer().connect(b);
+    const client = new Client({ name: 't', version: '1' });
+    await client.connect(a);
+    cleanups.push(() => client.close());
+    const controller = new AbortController();
+    const call = client.callTool({ name: 'bank:pay', arguments: { to: 'eve', amount: 9 } }, undefined, {
+      signal: controller.signal,
+    });
+    await expect.poll(() => asked.length).toBe(1);
+    controller.abort();
+    await expect(call).rejects.toThrow();
+    asked[0]!({ effect: 'allow' });
+    expect(text(await client.callTool({ name: 'bank:balance', arguments: {} }))).toBe('1000');
+    expect(existsSync(ledger)).toBe(false);
+  });
+
+  it('a retry (--approvals-postgres mode) never runs the original arguments on an approval of edited ones', async () => {
+    const store = new MemoryApprovalStore();
+    const approver = storeApprover(
+      { store, nonces: new MemoryNonceStore(), secret: 'a-secret-of-sixteen-bytes' },
+      { caller: 'cy', agent: 'a', tenant: null, policyVersion: 'v1' },
+      () => undefined,
+    ) as (request: PermissionRequest) => Promise<string>;
+    const request = {
+      toolName: 'bank:pay',
+      parameters: { to: 'eve', amount: 900 },
+      reason: 'payments need a person',
+      ruleName: 'ask-payments',
+      metadata: toolMetadata({}, 'test'),
+      callId: 'c1',
+      agent: 'a',
+      tenant: null,
+      runId: null,
+    };
+    expect(await approver(request)).toBe('deny'); // asked: a pending request is stored
+    const [pending] = await store.list({ status: 'pending' });
+    expect(
+      await store.answer(pending!.id, { effect: 'allow', approver: 'alice', arguments: { to: 'eve', amount: 9 } }),
+    ).toBe(true);
+    expect(await approver(request)).toBe('deny');
   });
 });

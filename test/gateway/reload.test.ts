@@ -218,3 +218,60 @@ describe('Gateway.reload (library)', { timeout: 120_000 }, () => {
     );
   });
 });
+
+describe('a reload while a call waits for a person', { timeout: 120_000 }, () => {
+  async function waiting(first: Record<string, unknown>) {
+    const dir = realpathSync(mkdtempSync(join(tmpdir(), 'toolgate-reload-')));
+    const policy = join(dir, 'policy.yaml');
+    writeFileSync(policy, stringify(first));
+    const set = await loadPolicyFile(policy);
+    const config = gatewayConfigOf(set);
+    const asked: { id: string; answer: (a: { effect: 'allow' | 'deny' }) => void }[] = [];
+    const gateway = await createGateway({
+      policy: set,
+      upstreams: config.upstreams,
+      pins: null,
+      context: set.context({ agent: 'bot' }),
+      inbox: { ask: (request) => new Promise((answer) => asked.push({ id: request.id, answer })) },
+    });
+    cleanups.push(() => gateway.close());
+    const [a, b] = InMemoryTransport.createLinkedPair();
+    await gateway.createServer().connect(b);
+    const client = new Client({ name: 't', version: '1' });
+    await client.connect(a);
+    cleanups.push(() => client.close());
+    const call = client.callTool({ name: 'docs:echo', arguments: { text: 'x' } }) as Promise<CallToolResult>;
+    await expect.poll(() => asked.length).toBe(1);
+    return { policy, gateway, asked, call };
+  }
+  const ASK = [{ name: 'ask-echo', tools: 'docs:echo', result: 'ask' }];
+
+  it('approved after the agent lost the tool: refused by the allowlist in force, not run', async () => {
+    const w = await waiting(policyData(ASK, { agents: { bot: { tools: ['docs:echo'] } } }));
+    writeFileSync(w.policy, stringify(policyData(ASK, { agents: { bot: { tools: ['docs:fail'] } } })));
+    expect((await w.gateway.reload(w.policy, { context: (p) => p.context({ agent: 'bot' }) })).ok).toBe(true);
+    w.asked[0]!.answer({ effect: 'allow' });
+    const result = await w.call;
+    expect(result.isError).toBe(true);
+    expect(text(result)).not.toBe('echo: x');
+  });
+
+  it('approved after a rule that denies it was added: refused', async () => {
+    const w = await waiting(policyData(ASK, { agents: { bot: { tools: ['docs:echo'] } } }));
+    const deny = [{ name: 'no-echo', tools: 'docs:echo', result: 'deny', reason: 'now forbidden' }, ...ASK];
+    writeFileSync(w.policy, stringify(policyData(deny, { agents: { bot: { tools: ['docs:echo'] } } })));
+    expect((await w.gateway.reload(w.policy)).ok).toBe(true);
+    w.asked[0]!.answer({ effect: 'allow' });
+    expect(text(await w.call)).toContain('now forbidden');
+  });
+
+  it('approved after an unrelated change that still asks: asked again under the new policy, runs only on that answer', async () => {
+    const w = await waiting(policyData(ASK, { agents: { bot: { tools: ['docs:echo'] } } }));
+    writeFileSync(w.policy, stringify(policyData(ASK, { agents: { bot: { tools: ['docs:echo', 'docs:fail'] } } })));
+    expect((await w.gateway.reload(w.policy)).ok).toBe(true);
+    w.asked[0]!.answer({ effect: 'allow' });
+    await expect.poll(() => w.asked.length).toBe(2);
+    w.asked[1]!.answer({ effect: 'deny' });
+    expect((await w.call).isError).toBe(true);
+  });
+});
