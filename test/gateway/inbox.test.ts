@@ -90,11 +90,12 @@ async function setup(approvals: Record<string, unknown> = {}): Promise<Setup> {
     store,
     paid: () => (existsSync(ledger) ? readFileSync(ledger, 'utf8').trim().split('\n').filter(Boolean) : []),
     pending: async () => {
-      for (;;) {
+      for (let i = 0; i < 3000; i++) {
         const [record] = await store.approvals.list({ status: 'pending' });
         if (record) return record;
         await new Promise((r) => setTimeout(r, 20));
       }
+      throw new Error(`no pending approval in the store: ${JSON.stringify(await store.approvals.list())}`);
     },
     client: async (options = {}) => {
       const transport = new StdioClientTransport({
