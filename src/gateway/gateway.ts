@@ -335,7 +335,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     },
   };
 
-  const modeRecord = (event: 'start' | 'reload', changes: readonly string[]): void =>
+  const modeRecord = (event: 'start' | 'reload' | 'refused', changes: readonly string[], error?: string): void =>
     audit({
       type: 'mode',
       time: now(),
@@ -347,6 +347,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
         .map((r) => r.name),
       pin: pins ? onDrift : 'off',
       changes,
+      ...(error !== undefined ? { error } : {}),
     });
   modeRecord('start', [startText(set)]);
 
@@ -932,19 +933,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     reloadOptions: GatewayReloadOptions,
   ): Promise<GatewayReloadResult> => {
     const refuse = (error: string): GatewayReloadResult => {
-      audit({
-        type: 'mode',
-        time: now(),
-        event: 'refused',
-        policy: set.version,
-        mode: set.data.mode ?? 'enforce',
-        shadowRules: ruleModes(set)
-          .filter((r) => r.mode === 'shadow')
-          .map((r) => r.name),
-        pin: pins ? onDrift : 'off',
-        changes: [`the new policy was refused; policy ${set.version} stays in force: ${error}`],
-        error,
-      });
+      modeRecord('refused', [`the new policy was refused; policy ${set.version} stays in force: ${error}`], error);
       return { ok: false, version: set.version, error };
     };
     if (closed) return refuse('the gateway is closed');

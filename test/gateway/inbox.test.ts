@@ -22,7 +22,7 @@ import { toolMetadata } from '../../src/tool.js';
 import type { PermissionRequest } from '../../src/permissions/handler.js';
 import { SqliteStores } from '../../src/stores/sqlite.js';
 import type { PendingRecord } from '../../src/stores/types.js';
-import { INBOX_SECRET, JWT_SECRET, bearer } from '../inbox/fixture.js';
+import { INBOX_SECRET, JWT_SECRET, answerAs } from '../inbox/fixture.js';
 
 const ROOT = process.cwd();
 const BANK = join(ROOT, 'test/gateway/fixtures/bank-server.ts');
@@ -124,19 +124,6 @@ async function setup(approvals: Record<string, unknown> = {}): Promise<Setup> {
   };
 }
 
-/** Answers as `who` the way the inbox page's form does (bearer sign-in, CSRF token from the page, same Origin). */
-async function answer(url: string, id: string, who: string, form: Record<string, string>): Promise<number> {
-  const authorization = `Bearer ${await bearer(who)}`;
-  const page = await (await fetch(`${url}/`, { headers: { authorization } })).text();
-  const csrf = /name="csrf" value="([^"]+)"/.exec(page)?.[1] ?? '';
-  const response = await fetch(`${url}/approvals/${encodeURIComponent(id)}/answer`, {
-    method: 'POST',
-    headers: { authorization, origin: new URL(url).origin },
-    body: new URLSearchParams({ csrf, ...form }),
-  });
-  return response.status;
-}
-
 function auditRecords(file: string): Record<string, unknown>[] {
   return readFileSync(file, 'utf8')
     .trim()
@@ -158,10 +145,10 @@ describe('the gateway asks the inbox', { timeout: 180_000 }, () => {
     expect(record).toMatchObject({ source: 'gateway', canonical: 'bank:pay', parameters: { to: 'ana', amount: 40 } });
     expect(s.paid()).toEqual([]); // nothing ran while it waits
     // A person not named as an approver cannot answer; an approver can.
-    expect(await answer(s.inboxUrl, record.id, 'mallory@example.com', { effect: 'allow' })).toBe(403);
-    expect(await answer(s.inboxUrl, record.id, 'alice@example.com', { effect: 'allow' })).toBe(200);
+    expect(await answerAs(s.inboxUrl, record.id, 'mallory@example.com', { effect: 'allow' })).toBe(403);
+    expect(await answerAs(s.inboxUrl, record.id, 'alice@example.com', { effect: 'allow' })).toBe(200);
     expect(text(await call)).toBe('paid 40 to ana');
-    expect(await answer(s.inboxUrl, record.id, 'bo@example.com', { effect: 'allow' })).toBe(409);
+    expect(await answerAs(s.inboxUrl, record.id, 'bo@example.com', { effect: 'allow' })).toBe(409);
     expect(s.paid()).toEqual(['ana:40']);
     // The client was told where to answer, by URL elicitation, pointing at the card.
     expect(seen).toEqual([
@@ -177,7 +164,7 @@ describe('the gateway asks the inbox', { timeout: 180_000 }, () => {
     const again = client.callTool({ name: 'bank:pay', arguments: { to: 'ana', amount: 40 } });
     const second = await s.pending();
     expect(second.id).not.toBe(record.id);
-    expect(await answer(s.inboxUrl, second.id, 'bo@example.com', { effect: 'deny', reason: 'once is enough' })).toBe(
+    expect(await answerAs(s.inboxUrl, second.id, 'bo@example.com', { effect: 'deny', reason: 'once is enough' })).toBe(
       200,
     );
     const refused = (await again) as CallToolResult;
@@ -195,7 +182,7 @@ describe('the gateway asks the inbox', { timeout: 180_000 }, () => {
     });
     const record = await s.pending();
     expect(
-      await answer(s.inboxUrl, record.id, 'alice@example.com', {
+      await answerAs(s.inboxUrl, record.id, 'alice@example.com', {
         effect: 'allow',
         arguments: JSON.stringify({ to: 'ana', amount: 40 }),
       }),
@@ -206,10 +193,10 @@ describe('the gateway asks the inbox', { timeout: 180_000 }, () => {
     // remember run/session is not offered for gateway approvals: the gateway does not remember.
     const next = client.callTool({ name: 'bank:pay', arguments: { to: 'bo', amount: 1 } });
     const pending = await s.pending();
-    expect(await answer(s.inboxUrl, pending.id, 'alice@example.com', { effect: 'allow', remember: 'session' })).toBe(
+    expect(await answerAs(s.inboxUrl, pending.id, 'alice@example.com', { effect: 'allow', remember: 'session' })).toBe(
       400,
     );
-    expect(await answer(s.inboxUrl, pending.id, 'alice@example.com', { effect: 'deny' })).toBe(200);
+    expect(await answerAs(s.inboxUrl, pending.id, 'alice@example.com', { effect: 'deny' })).toBe(200);
     expect(((await next) as CallToolResult).isError).toBe(true);
     expect(s.paid()).toEqual(['ana:40']);
   });
@@ -222,7 +209,7 @@ describe('the gateway asks the inbox', { timeout: 180_000 }, () => {
     const result = (await call) as CallToolResult;
     expect(result.isError).toBe(true);
     expect(text(result)).toContain('timed out');
-    expect(await answer(s.inboxUrl, record.id, 'alice@example.com', { effect: 'allow' })).toBe(410);
+    expect(await answerAs(s.inboxUrl, record.id, 'alice@example.com', { effect: 'allow' })).toBe(410);
     expect(s.paid()).toEqual([]);
     expect(auditRecords(s.audit).find((r) => r['type'] === 'tool')).toMatchObject({
       status: 'refused',

@@ -13,7 +13,7 @@ import { loadPolicyFile } from '../../src/policy-file/index.js';
 import { ScriptedModel } from '../../src/runner/index.js';
 import { SqliteStores } from '../../src/stores/sqlite.js';
 import type { PendingRecord } from '../../src/stores/types.js';
-import { INBOX_SECRET, JWT_SECRET, RUNNER_SECRET, bearer, concierge, shop } from './fixture.js';
+import { INBOX_SECRET, JWT_SECRET, RUNNER_SECRET, answerAs, concierge, shop } from './fixture.js';
 
 const cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -33,18 +33,6 @@ async function start(options: Partial<Parameters<typeof createInbox>[0]> = {}) {
     await server.close();
   });
   return { inbox, url: server.url };
-}
-
-async function answer(url: string, id: string, who: string, form: Record<string, string>): Promise<number> {
-  const authorization = `Bearer ${await bearer(who)}`;
-  const page = await (await fetch(`${url}/`, { headers: { authorization } })).text();
-  const csrf = /name="csrf" value="([^"]+)"/.exec(page)?.[1] ?? '';
-  const response = await fetch(`${url}/approvals/${encodeURIComponent(id)}/answer`, {
-    method: 'POST',
-    headers: { authorization, origin: new URL(url).origin },
-    body: new URLSearchParams({ csrf, ...form }),
-  });
-  return response.status;
 }
 
 async function pendings(inbox: Inbox): Promise<PendingRecord[]> {
@@ -93,7 +81,7 @@ describe('remember the answer', () => {
     const tracked = await inbox.runner(t.runner).track(await t.runner.run(concierge, 'go', { caller: { id: 'cy' } }));
     const [first, ...others] = await pendings(inbox);
     expect(others).toEqual([]);
-    expect(await answer(url, first!.id, 'alice@example.com', { effect: 'allow', remember: 'run' })).toBe(200);
+    expect(await answerAs(url, first!.id, 'alice@example.com', { effect: 'allow', remember: 'run' })).toBe(200);
     expect((await tracked.done).status).toBe('completed');
     expect(t.refunds).toEqual(['B-1:300', 'B-1:300']); // the second call ran on the remembered answer
     expect(await pendings(inbox)).toEqual([]);
@@ -104,12 +92,12 @@ describe('remember the answer', () => {
     const t = twice();
     const tracked = await inbox.runner(t.runner).track(await t.runner.run(concierge, 'go', { caller: { id: 'cy' } }));
     const [first] = await pendings(inbox);
-    expect(await answer(url, first!.id, 'alice@example.com', { effect: 'allow', remember: 'once' })).toBe(200);
+    expect(await answerAs(url, first!.id, 'alice@example.com', { effect: 'allow', remember: 'once' })).toBe(200);
     let second: PendingRecord | undefined;
     while (!(second = (await pendings(inbox))[0])) await new Promise((r) => setTimeout(r, 5));
     expect(second.id).not.toBe(first!.id);
     expect(t.refunds).toEqual(['B-1:300']);
-    expect(await answer(url, second.id, 'alice@example.com', { effect: 'deny' })).toBe(200);
+    expect(await answerAs(url, second.id, 'alice@example.com', { effect: 'deny' })).toBe(200);
     expect((await tracked.done).status).toBe('completed');
     expect(t.refunds).toEqual(['B-1:300']);
   });
@@ -120,7 +108,7 @@ describe('remember the answer', () => {
     const runs = inbox.runner(s.runner);
     const one = await runs.track(await s.run({ order: 'A-1', amount: 300 }, 'cy'));
     const [record] = await pendings(inbox);
-    expect(await answer(url, record!.id, 'alice@example.com', { effect: 'allow', remember: 'session' })).toBe(200);
+    expect(await answerAs(url, record!.id, 'alice@example.com', { effect: 'allow', remember: 'session' })).toBe(200);
     expect((await one.done).status).toBe('completed');
     // Same caller (session), a new run: runs without a new approval.
     const two = await s.run({ order: 'A-1', amount: 300 }, 'cy');
@@ -135,7 +123,7 @@ describe('remember the answer', () => {
     const rr = inbox.runner(r.runner);
     const first = await rr.track(await r.run({ order: 'C-1', amount: 300 }, 'fay'));
     const waiting = (await pendings(inbox)).find((p) => p.canonical === 'refund' && p.caller === 'fay')!;
-    expect(await answer(url, waiting.id, 'alice@example.com', { effect: 'allow', remember: 'run' })).toBe(200);
+    expect(await answerAs(url, waiting.id, 'alice@example.com', { effect: 'allow', remember: 'run' })).toBe(200);
     expect((await first.done).status).toBe('completed');
     expect((await r.run({ order: 'C-1', amount: 300 }, 'fay')).status).toBe('paused');
   });
@@ -206,14 +194,14 @@ describe('approvers by tool (the policy file, read by toolgate serve)', () => {
     const other = ask(request('o1', 'refund', 'globex'));
     while ((await stores.approvals.list({ status: 'pending' })).length < 3) await new Promise((r) => setTimeout(r, 5));
     // refund at acme: the tenant list AND the tool list must both name the approver.
-    expect(await answer(url, 'r1', 'ana@acme.example', { effect: 'allow' })).toBe(403);
-    expect(await answer(url, 'r1', 'ops@example.com', { effect: 'allow' })).toBe(403);
-    expect(await answer(url, 'r1', 'fin@acme.example', { effect: 'allow' })).toBe(200);
+    expect(await answerAs(url, 'r1', 'ana@acme.example', { effect: 'allow' })).toBe(403);
+    expect(await answerAs(url, 'r1', 'ops@example.com', { effect: 'allow' })).toBe(403);
+    expect(await answerAs(url, 'r1', 'fin@acme.example', { effect: 'allow' })).toBe(200);
     // search has no tool list: the tenant's applies.
-    expect(await answer(url, 's1', 'ana@acme.example', { effect: 'deny' })).toBe(200);
+    expect(await answerAs(url, 's1', 'ana@acme.example', { effect: 'deny' })).toBe(200);
     // refund at another tenant: the '*' list and the tool list; nobody is on both.
-    expect(await answer(url, 'o1', 'fin@acme.example', { effect: 'allow' })).toBe(403);
-    expect(await answer(url, 'o1', 'ops@example.com', { effect: 'allow' })).toBe(403);
+    expect(await answerAs(url, 'o1', 'fin@acme.example', { effect: 'allow' })).toBe(403);
+    expect(await answerAs(url, 'o1', 'ops@example.com', { effect: 'allow' })).toBe(403);
     await waiting.sweep();
     expect(await refund).toMatchObject({ effect: 'allow', approver: 'fin@acme.example' });
     expect(await search).toMatchObject({ effect: 'deny', approver: 'ana@acme.example' });
