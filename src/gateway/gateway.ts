@@ -48,6 +48,7 @@ import type { PermissionRule } from '../permissions/rule.js';
 import type { PolicySet } from '../policy-file/policy-set.js';
 import { ToolRegistry, type ToolResult } from '../registry.js';
 import type { Tool } from '../tool.js';
+import { checkContext } from './context.js';
 import type { GatewayAuditRecord, GatewayAuditSink, ShadowRecord, ToolAuditRecord } from './audit.js';
 import { checkApprovals, storeApprover, type ApprovalNote, type GatewayApprovals } from './approvals.js';
 import { compileGovernance, normalResourceUri, type ItemPolicy, type ItemVerdict } from './governance.js';
@@ -1019,12 +1020,4 @@ function approverRoute(registry: ToolRegistry, approver: PermissionHandler | und
       return answer === 'allow' || answer === 'deny' ? { effect: answer } : (answer as never);
     },
   };
-}
-
-function checkContext(context: unknown): void {
-  if (typeof context !== 'function' && (typeof context !== 'object' || context === null)) {
-    throw new TypeError(
-      `option "context" must be a gate context object or a function of the request, got ${describe(context)}`,
-    );
-  }
 }
