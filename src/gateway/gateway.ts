@@ -41,7 +41,7 @@ import { dispatchCalls } from '../gate/dispatch.js';
 import { environmentOf } from '../gate/environment.js';
 import type { GateContext } from '../gate/precheck.js';
 import type { Route } from '../gate/route.js';
-import { canonical, describe } from '../names.js';
+import { canonical, describe, displaySafe } from '../names.js';
 import type { PermissionHandler, PermissionRequest } from '../permissions/handler.js';
 import { PermissionPolicy } from '../permissions/policy.js';
 import type { PermissionRule } from '../permissions/rule.js';
@@ -540,7 +540,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
       if (verdict.effect === 'ask') {
         const answer = await askByElicitation(
           server,
-          `Allow ${action === 'get' ? 'getting the prompt' : action === 'complete' ? 'completing for' : `${action === 'read' ? 'reading' : 'subscribing to'} the resource`} ${target}? Rule ${JSON.stringify(verdict.rule)} asks for approval: ${verdict.reason}`,
+          `Allow ${action === 'get' ? 'getting the prompt' : action === 'complete' ? 'completing for' : `${action === 'read' ? 'reading' : 'subscribing to'} the resource`} ${displaySafe(target)}${Object.keys(args).length > 0 ? ` with ${displaySafe(JSON.stringify(args))}` : ''}? Rule ${displaySafe(JSON.stringify(verdict.rule))} asks for approval: ${displaySafe(verdict.reason)}`,
           options.approvalTimeoutMs ?? 120_000,
         );
         effect = answer ? 'allow' : 'deny';
@@ -655,7 +655,12 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
       if (result.status === 'error' && upstream && upstream.state !== 'ready')
         return {
           isError: true,
-          content: [{ type: 'text', text: `${unavailable(upstream, 'the call').message}. ${result.content}` }],
+          content: [
+            {
+              type: 'text',
+              text: `toolgate gateway: upstream "${upstream.namespace}" went down during the call (${upstream.reason}); the call may not have completed. ${result.content}`,
+            },
+          ],
         };
       // The upstream's own error result is forwarded as it came.
       if (result.status === 'error' && scope.result?.isError === true) return scope.result;
@@ -986,10 +991,12 @@ function canElicit(server: Server): boolean {
  */
 export function elicitationApprover(server: Server): PermissionHandler | undefined {
   if (!canElicit(server)) return undefined;
+  // Everything shown to the person is escaped (controls, bidi and other invisible characters), so the
+  // prompt reads as the call that runs.
   return async (request: PermissionRequest) =>
     (await askByElicitation(
       server,
-      `Allow the tool call ${request.toolName}(${JSON.stringify(request.parameters)})? Rule ${JSON.stringify(request.ruleName)} asks for approval: ${request.reason}`,
+      `Allow the tool call ${displaySafe(request.toolName)}(${displaySafe(JSON.stringify(request.parameters))})? Rule ${displaySafe(JSON.stringify(request.ruleName))} asks for approval: ${displaySafe(request.reason)}`,
       120_000,
     ))
       ? 'allow'

@@ -95,6 +95,12 @@ class GatewayClient extends Client {
         const result = await super.callTool(withToken, resultSchema, this.#upstream.requestOptions(scope, options));
         if (scope) scope.result = result as CallToolResult;
         return result;
+      } catch (error) {
+        if (error instanceof McpError && error.code === ErrorCode.RequestTimeout)
+          throw new Error(
+            `upstream "${this.#upstream.namespace}" did not finish within ${this.#upstream.options.callTimeoutMs ?? 60_000} ms; the request was cancelled upstream`,
+          );
+        throw error;
       } finally {
         token?.done();
       }
