@@ -4,31 +4,14 @@
  */
 import type { ServerResponse } from 'node:http';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
-import type { JWK, JSONWebKeySet, JWTPayload } from 'jose';
-import { jwtVerifier } from '../jwt.js';
+import type { JWTPayload } from 'jose';
+import { jwtVerifier, type JwtKeyOptions } from '../jwt.js';
 
 /** Verifies a bearer token; resolves with who it is and their scopes, or rejects. */
 export type BearerAuthenticator = (token: string) => Promise<AuthInfo>;
 
 /** Options of {@link jwtAuthenticator}; give exactly one of `publicKey`, `jwk`, `secret`, `jwks`, `jwksUrl`. */
-export interface JwtAuthOptions {
-  /** A PEM public key (SPKI), for RS*, PS*, ES* and EdDSA tokens. */
-  readonly publicKey?: string;
-  /** A public JWK. */
-  readonly jwk?: JWK;
-  /** A shared secret, for HS* tokens. */
-  readonly secret?: string | Uint8Array;
-  /** A JSON Web Key Set given inline. */
-  readonly jwks?: JSONWebKeySet;
-  /** The URL of a JSON Web Key Set (fetched and cached by jose). */
-  readonly jwksUrl?: string | URL;
-  /** The algorithms accepted. @default jose's default for the key (a PEM key needs it: @default ['RS256'] then) */
-  readonly algorithms?: readonly string[];
-  /** The required `iss`. @default not checked */
-  readonly issuer?: string;
-  /** The required `aud`. @default not checked */
-  readonly audience?: string;
-}
+export type JwtAuthOptions = JwtKeyOptions;
 
 /**
  * A bearer authenticator for JWTs, verified with jose (signature, `exp`/`nbf`, and `iss`/`aud` when set).
