@@ -23,7 +23,7 @@ import { gatewayInbox, type GatewayInbox } from '../gateway/inbox.js';
 import type { GatewayHttpServer } from '../gateway/http.js';
 import type { GateContext } from '../gate/precheck.js';
 import type { PolicySet } from '../policy-file/policy-set.js';
-import { loadPolicyForProxy } from '../adapters/mcp/proxy-policy.js';
+import { loadPolicyForProxy } from '../gateway/policy.js';
 import { exitCodes } from './exit-codes.js';
 import { openStore } from './serve.js';
 
@@ -196,7 +196,7 @@ export async function runGateway(
     });
     if (options.http !== undefined) {
       const { serveGatewayHttp } = await import('../gateway/http.js');
-      const { jwtAuthenticator } = await import('../adapters/mcp/proxy-http.js');
+      const { jwtAuthenticator } = await import('../gateway/auth.js');
       http = await serveGatewayHttp(gateway, {
         port: options.http,
         host: options.host,
@@ -223,6 +223,10 @@ export async function runGateway(
     log(
       `upstream ${upstream.namespace}: ${upstream.state}${upstream.state === 'ready' ? '' : ` (${upstream.reason})`}`,
     );
+  if (http)
+    log(
+      `listening on ${http.url.href}${options.auth ? ` (protected resource metadata: ${http.resourceMetadataUrl.href})` : ' without authentication'}`,
+    );
 
   // Reloading: SIGHUP, and a change of the policy file or its lock file (unless --no-watch). A policy
   // that does not load keeps the one in force; both are audit records (Gateway.reload).
@@ -242,25 +246,42 @@ export async function runGateway(
   const watcher = options.watch
     ? watchFiles(options.policy, lockFile, () => reload('the policy or lock file changed'), log)
     : null;
+  const stopWatching = async (): Promise<void> => {
+    process.off('SIGHUP', onHangup);
+    watcher?.close();
+    await closeStores?.();
+  };
 
+  return serveUntilStopped(gateway, http, log, stopWatching);
+}
+
+/**
+ * Serves `gateway` (over `http`, else over stdio) until the client disconnects, a signal stops it, or
+ * `stopWhen` calls its `stop`; then closes everything (and `closeAlso`) and resolves with the exit code.
+ * `toolgate gateway` and `toolgate mcp-proxy` both end here.
+ */
+export function serveUntilStopped(
+  gateway: Gateway,
+  http: GatewayHttpServer | undefined,
+  log: (text: string) => void,
+  closeAlso?: () => Promise<void>,
+  stopWhen?: (stop: (code: number, why: string) => void) => void,
+): Promise<number> {
   return new Promise<number>((resolveExit) => {
     let done = false;
     const shutdown = (code: number, why: string): void => {
       if (done) return;
       done = true;
       log(why);
-      process.off('SIGHUP', onHangup);
-      watcher?.close();
-      void Promise.allSettled([http?.close(), gateway.close(), closeStores?.()]).then(() => resolveExit(code));
+      // A short grace period lets an error result already on its way reach the client.
+      setTimeout(() => {
+        void Promise.allSettled([http?.close(), gateway.close(), closeAlso?.()]).then(() => resolveExit(code));
+      }, 100);
     };
     process.once('SIGINT', () => shutdown(GATEWAY_EXIT.OK, 'interrupted'));
     process.once('SIGTERM', () => shutdown(GATEWAY_EXIT.OK, 'terminated'));
-    if (http) {
-      log(
-        `listening on ${http.url.href}${options.auth ? ` (protected resource metadata: ${http.resourceMetadataUrl.href})` : ' without authentication'}`,
-      );
-      return;
-    }
+    stopWhen?.(shutdown);
+    if (http) return;
     const server = gateway.createServer();
     process.stdin.once('end', () => shutdown(GATEWAY_EXIT.OK, 'the client closed the connection'));
     server.onclose = () => shutdown(GATEWAY_EXIT.OK, 'the client closed the connection');

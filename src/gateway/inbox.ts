@@ -8,7 +8,7 @@
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { Answer, ApprovalRequest, AskOutcome } from '../gate/approval.js';
 import type { Route } from '../gate/route.js';
-import { describe } from '../names.js';
+import { describe, displaySafe } from '../names.js';
 import type { ApprovalNote } from './approvals.js';
 
 /** The approval inbox, as the gateway uses it (an `Inbox` of `toolgate/inbox` fits: see {@link gatewayInbox}). */
@@ -63,7 +63,8 @@ export function inboxRoute(inbox: GatewayInbox, call: InboxCall, note: (n: Appro
       if (call.signal.aborted) return cancelled(request, note);
       const link = inbox.link?.(request);
       const where = link ? ` at ${link}` : ' in the approval inbox';
-      const message = `The call ${request.toolName} waits for a person's approval${where} (rule ${JSON.stringify(request.rule)}: ${request.reason}).`;
+      // Shown to the person behind the client: escaped as every approval prompt is (names.ts displaySafe).
+      const message = `The call ${displaySafe(request.toolName)} waits for a person's approval${where} (rule ${displaySafe(JSON.stringify(request.rule))}: ${displaySafe(request.reason)}).`;
       const complete = tell(call, link, message, request.id);
       let stop: () => void = () => undefined;
       const aborted = new Promise<null>((resolve) => {

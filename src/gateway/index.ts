@@ -15,7 +15,9 @@ export type {
 } from './gateway.js';
 export type { GatewayUpstreamOptions, Upstream, UpstreamState } from './upstream.js';
 export { serveGatewayHttp } from './http.js';
-export type { GatewayHttpOptions, GatewayHttpServer } from './http.js';
+export type { GatewayHttpOptions, GatewayHttpServer, GatewayEndpoint } from './http.js';
+export { jwtAuthenticator } from './auth.js';
+export type { BearerAuthenticator, JwtAuthOptions } from './auth.js';
 export type { GatewayApprovals, ApprovalNote } from './approvals.js';
 export { gatewayInbox } from './inbox.js';
 export type { GatewayInbox } from './inbox.js';
