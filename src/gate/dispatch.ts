@@ -133,11 +133,10 @@ export async function dispatchCalls(
     // Nothing of the batch runs while part of it waits for a person; nothing is announced either (the
     // calls are decided again when the batch is dispatched again with the answers).
     return [
-      ...entries.map(
-        (e): DispatchResult =>
-          e.pending
-            ? { status: 'pending', callId: e.call.id, tool: e.call.name, request: e.pending }
-            : { status: 'not_run', callId: e.call.id, tool: e.call.name },
+      ...entries.map((e): DispatchResult =>
+        e.pending
+          ? { status: 'pending', callId: e.call.id, tool: e.call.name, request: e.pending }
+          : { status: 'not_run', callId: e.call.id, tool: e.call.name },
       ),
       ...undecided,
     ];
@@ -382,8 +381,8 @@ function sameBinding(e: Entry, ask: Ask): boolean {
   }
 }
 
-/** TEMPORARY export for src/gate/runner-bridge.ts: the `permission_asked` event of an ask. */
-export function announceAsk(env: GateEnvironment, ask: Ask): void {
+/** The `permission_asked` event of an ask. */
+function announceAsk(env: GateEnvironment, ask: Ask): void {
   env.emit({
     type: 'permission_asked',
     tool: ask.tool.name,
@@ -392,11 +391,6 @@ export function announceAsk(env: GateEnvironment, ask: Ask): void {
     ruleName: ask.request.ruleName,
     parameters: ask.args,
   });
-}
-
-/** TEMPORARY export for src/gate/runner-bridge.ts (step 8). */
-export function announceDecision(env: GateEnvironment, decision: Decision): void {
-  announce(env, decision);
 }
 
 /** Step 8 for one call: the registry's events, then the route. True when the route ends the batch after it. */

@@ -88,7 +88,11 @@ export interface Route {
    * after, and runs a peer agent itself instead of calling `proceed`. Absent: `proceed` alone. A route with
    * `execute` runs its calls one at a time.
    */
-  execute?(call: DecidedCall, signal: AbortSignal | undefined, proceed: () => Promise<ToolResult>): Promise<ToolResult | Halted>;
+  execute?(
+    call: DecidedCall,
+    signal: AbortSignal | undefined,
+    proceed: () => Promise<ToolResult>,
+  ): Promise<ToolResult | Halted>;
   /** Run consecutive concurrency-safe calls together (registry) or strictly one at a time (runner). */
   readonly grouped: boolean;
   /**
