@@ -54,26 +54,50 @@ export interface FrameView {
  * below it, the root's allowlist narrowed by each delegation hop is resolved and passed as is.
  */
 export function viewOf(settings: RunnerSettings, run: Run, frame: Frame, limits: Limits): FrameView {
+  const env = environmentOf(settings, run, frame);
+  // The same context object while the plan's array and the registry stay the same (the gate's allowlist step
+  // then answers from its memo); the limits' numbers are read afresh every time.
+  const last = views.get(frame);
+  if (
+    last !== undefined &&
+    last.tenant === limits.tools &&
+    last.env === env &&
+    // A list resolved below the root is a snapshot: reused only for a plan that cannot change in place.
+    (frame.depth === 0 || limits.tools === null || Object.isFrozen(limits.tools))
+  )
+    return { context: last.context, env, limits };
   const root = run.agents[run.frames[0]!.agent]!;
   const callerTools = callerToolsOf(settings, run);
-  const base = {
-    tenant: { id: run.tenant, tools: limits.tools },
-    caller: { ...(run.caller.id === null ? {} : { id: run.caller.id }), scopes: callerTools },
-    runId: run.runId,
-    ...(run.signal ? { signal: run.signal } : {}),
-  };
+  const tenant = { id: run.tenant, tools: limits.tools };
+  const caller = run.caller.id === null ? { scopes: callerTools } : { id: run.caller.id, scopes: callerTools };
   let context: GateContext;
-  if (frame.depth === 0) context = { ...base, agent: { name: root.name, tools: root.tools } };
-  else {
+  if (frame.depth === 0) {
+    const agent = { name: root.name, tools: root.tools };
+    context = run.signal
+      ? { agent, tenant, caller, runId: run.runId, signal: run.signal }
+      : { agent, tenant, caller, runId: run.runId };
+  } else {
     let list = ToolAllowlist.resolve(root.tools, { tenant: limits.tools, caller: callerTools, agent: root.name });
     for (let i = 1; i <= frame.depth; i++) {
       const hop = run.frames[i]!.agent;
       list = list.narrowed(run.agents[hop]!.tools, { agent: hop });
     }
-    context = { ...base, agent: frame.agent, allowlist: list };
+    context = run.signal
+      ? { agent: frame.agent, tenant, caller, allowlist: list, runId: run.runId, signal: run.signal }
+      : { agent: frame.agent, tenant, caller, allowlist: list, runId: run.runId };
   }
-  return { context, env: environmentOf(settings, run, frame), limits };
+  views.set(frame, { tenant: limits.tools, env, context });
+  return { context, env, limits };
 }
+/**
+ * The last context of each frame, kept while its tenant array (by identity) and environment stay: the gate
+ * checks a plain array's entries against its snapshot at every call, so a plan changed in place still applies
+ * at the next call; a resolved allowlist below the root is resolved again only for a new array or registry.
+ */
+const views = new WeakMap<
+  Frame,
+  { readonly tenant: readonly string[] | null; readonly env: GateEnvironment; readonly context: GateContext }
+>();
 
 /** The caller layer: scopes mapped through the runner's scope map (once per run), or taken as tool names without one. */
 function callerToolsOf(settings: RunnerSettings, run: Run): readonly string[] | null {
@@ -105,15 +129,21 @@ function withPeers(env: GateEnvironment, peers: PeerTools): GateEnvironment {
 }
 
 /** What the model is shown: a projection of this dispatch's allowlist (a hidden tool called anyway is still refused). */
-export function modelTools(settings: RunnerSettings, view: FrameView): ModelTool[] {
+export function modelTools(settings: RunnerSettings, view: FrameView): readonly ModelTool[] {
   const names = view.context.allowlist?.names ?? settings.registry.allowlist(view.context).names;
+  // The list is cached by the allowlist's names (a new array whenever a layer changed) and the environment.
+  const last = shown.get(names);
+  if (last !== undefined && last.env === view.env) return last.tools;
   const tools: ModelTool[] = [];
   for (const name of names) {
     const tool = view.env.lookup(canonical(name));
     if (tool) tools.push(toolSchema('gemini', tool) as ModelTool);
   }
-  return tools;
+  const frozen = Object.freeze(tools);
+  shown.set(names, { env: view.env, tools: frozen });
+  return frozen;
 }
+const shown = new WeakMap<readonly string[], { readonly env: GateEnvironment; readonly tools: readonly ModelTool[] }>();
 
 export function costOf(settings: RunnerSettings, name: string): number {
   const cost = settings.costOf(canonical(name));

@@ -110,6 +110,7 @@ export function emitRun<T extends RunEventType>(
   frame: Frame,
   event: Omit<RunEventMap[T], keyof RunEventBase> & { readonly type: T },
 ): void {
+  if (events.size === 0) return;
   const base: RunEventBase = { runId: run.runId, agent: frame.agent, tenant: run.tenant, path: pathOf(run, frame) };
   events.emit({ ...base, ...event } as unknown as RunEvent);
 }
