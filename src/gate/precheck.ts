@@ -16,7 +16,7 @@ import type { PermissionResult } from '../permissions/result.js';
 import type { RegistryEvent } from '../registry.js';
 import type { Tool } from '../tool.js';
 import type { Limiter } from '../limits/limiter.js';
-import { snapshotArguments } from './snapshot.js';
+import { freezeParsedArguments, snapshotArguments } from './snapshot.js';
 
 /** An agent as the gate sees it: a name and, optionally, the tools it declares. */
 export interface AgentIdentity {
@@ -157,7 +157,8 @@ export function precheck(
   // them is part of validating them (a throwing getter fails as validation always has).
   let input: Readonly<Record<string, unknown>>;
   try {
-    input = snapshotArguments(parsed.value);
+    // Arguments that came as JSON text were made by JSON.parse just now: frozen where they are, not copied.
+    input = typeof call.arguments === 'string' ? freezeParsedArguments(parsed.value) : snapshotArguments(parsed.value);
   } catch (error) {
     return decided(
       deny(
