@@ -354,8 +354,22 @@ export function refusalText(tool: string, agent: string, layer: RefusalLayer): s
 // thousand schema issues, echoed back into the context. The Decision keeps the name as asked.
 const MAX_ISSUES = 10;
 
+// Refusal texts quote the call's name and the agent's on every refused call: the quoted form of a name
+// is kept (JSON.stringify per refusal was a tenth of a refused decision's time, issue 12). Names of at most
+// 256 characters, at most 1,024 of them; a full cache is dropped whole, like the canonical cache.
+const QUOTED_LIMIT = 1024;
+let quoted = new Map<string, string>();
+
 function quote(name: string): string {
-  return describe(name);
+  let text = quoted.get(name);
+  if (text === undefined) {
+    text = describe(name);
+    if (name.length <= 256) {
+      if (quoted.size >= QUOTED_LIMIT) quoted = new Map();
+      quoted.set(name, text);
+    }
+  }
+  return text;
 }
 
 function issueText(issues: readonly string[]): string {
