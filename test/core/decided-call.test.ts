@@ -154,14 +154,20 @@ describe('attack 1: decided arguments cannot change what executes', () => {
   });
 });
 
+/** A registry whose only tool, `echo` (allowed), records the arguments it gets. */
+function echoing() {
+  const registry = new ToolRegistry({ confusables: 'off' });
+  const seen: unknown[] = [];
+  registry.register(
+    defineTool({ name: 'echo', parameters: { type: 'object' }, execute: (args) => (seen.push(args), 'ok') }),
+  );
+  registry.setPermissionPolicy(new PermissionPolicy({ rules: [{ name: 'echo', tools: ['echo'], result: 'allow' }] }));
+  return { registry, seen };
+}
+
 describe('arguments given as JSON text (frozen where JSON.parse made them, not copied)', () => {
   it('are deep-frozen, with a number JSON cannot hold as a double read as null', async () => {
-    const { registry } = setUp();
-    const seen: unknown[] = [];
-    registry.register(
-      defineTool({ name: 'echo', parameters: { type: 'object' }, execute: (args) => (seen.push(args), 'ok') }),
-    );
-    registry.setPermissionPolicy(new PermissionPolicy({ rules: [{ name: 'echo', tools: ['echo'], result: 'allow' }] }));
+    const { registry, seen } = echoing();
     const [result] = await registry.dispatch([
       { id: 'e', name: 'echo', arguments: '{"a": {"b": [1, {"c": 2}]}, "big": 1e400, "list": [1e400], "toJSON": 3}' },
     ]);
@@ -189,12 +195,7 @@ describe('arguments given as JSON text (frozen where JSON.parse made them, not c
 
 describe('the snapshot of object arguments', () => {
   it('copies nested objects and arrays with JSON semantics, frozen, leaving the input untouched', async () => {
-    const { registry } = setUp();
-    const seen: unknown[] = [];
-    registry.register(
-      defineTool({ name: 'echo', parameters: { type: 'object' }, execute: (args) => (seen.push(args), 'ok') }),
-    );
-    registry.setPermissionPolicy(new PermissionPolicy({ rules: [{ name: 'echo', tools: ['echo'], result: 'allow' }] }));
+    const { registry, seen } = echoing();
     const input = {
       s: 'x',
       n: Number.NaN,
