@@ -278,3 +278,81 @@ describe('the allowlist step per call: a tenant plan changed in place applies at
     ]);
   });
 });
+
+const planConcierge: Agent = { name: 'concierge', tools: ['search', 'quote', 'refund'] };
+
+describe('attack: a tenant plan cut during a turn applies to the calls of that turn not yet run', () => {
+  it('A1: plan replaced (new object) while call 1 runs: call 2 of the same turn must be refused', async () => {
+    const { registry, executed } = shop();
+    let plan: TenantLimits = { tools: ['search', 'quote'] };
+    registry.onChange((e) => {
+      // an admin revokes quote while search executes (tool_executed fires after search ran)
+      if (e.type === 'tool_executed' && e.tool === 'search') plan = { tools: ['search'] };
+    });
+    const model = new ScriptedModel([
+      {
+        toolCalls: [
+          { name: 'search', arguments: { query: 'a' } },
+          { name: 'quote', arguments: { item: 'lamp' } },
+        ],
+      },
+      { text: 'done' },
+    ]);
+    const runner = new AgentRunner({ registry, model, tenants: () => plan, onRefusal: 'continue' });
+    const result = await runner.run(planConcierge, 'go');
+    expect(executed['search']).toBe(1);
+    expect(executed['quote'] ?? 0).toBe(0);
+    expect(result.decisions.find((d) => d.tool === 'quote')).toMatchObject({ effect: 'deny', layer: 'tenant' });
+  });
+
+  it('A2: plan cut in place (splice) while call 1 runs: call 2 of the same turn must be refused', async () => {
+    const { registry, executed } = shop();
+    const tools = ['search', 'quote'];
+    registry.onChange((e) => {
+      if (e.type === 'tool_executed' && e.tool === 'search') tools.splice(tools.indexOf('quote'), 1);
+    });
+    const model = new ScriptedModel([
+      {
+        toolCalls: [
+          { name: 'search', arguments: { query: 'a' } },
+          { name: 'quote', arguments: { item: 'lamp' } },
+        ],
+      },
+      { text: 'done' },
+    ]);
+    const runner = new AgentRunner({ registry, model, tenants: () => ({ tools }), onRefusal: 'continue' });
+    const result = await runner.run(planConcierge, 'go');
+    expect(executed['quote'] ?? 0).toBe(0);
+    expect(result.decisions.find((d) => d.tool === 'quote')).toMatchObject({ effect: 'deny', layer: 'tenant' });
+  });
+
+  it('A3: plan revoked while the in-process handler is asked about call 2: call 1 (decided before) must be refused', async () => {
+    const { registry, executed, refunds } = shop();
+    let plan: TenantLimits = { tools: ['quote', 'refund'] };
+    const model = new ScriptedModel([
+      {
+        toolCalls: [
+          { name: 'quote', arguments: { item: 'lamp' } },
+          { name: 'refund', arguments: { order: 'A-1', amount: 250 } },
+        ],
+      },
+      { text: 'done' },
+    ]);
+    const runner = new AgentRunner({
+      registry,
+      model,
+      tenants: () => plan,
+      onRefusal: 'continue',
+      handler: async () => {
+        // while a person looks at the refund, the tenant loses quote
+        plan = { tools: ['refund'] };
+        await new Promise((r) => setTimeout(r, 5));
+        return 'allow' as const;
+      },
+    });
+    const result = await runner.run(planConcierge, 'go');
+    expect(refunds).toHaveLength(1);
+    expect(executed['quote'] ?? 0).toBe(0);
+    expect(result.decisions.find((d) => d.tool === 'quote')).toMatchObject({ effect: 'deny', layer: 'tenant' });
+  });
+});
