@@ -341,13 +341,17 @@ function scopesOf(run: Run): RememberScope[] {
   return scopes;
 }
 
-/** The store key of a remembered answer: its scope (kind and id), the tenant, agent, tool, arguments and policy version. */
+/**
+ * The store key of a remembered answer: its scope (kind and id), the tenant, for a run the caller (two callers
+ * may name the same run id), the agent, tool, arguments and policy version.
+ */
 function rememberKey(scope: RememberScope, run: Run, frame: Frame, binding: Binding): string {
   return canonicalJson([
     'toolgate.remembered',
     scope.kind,
     scope.id,
     run.tenant,
+    scope.kind === 'run' ? run.caller.id : null,
     frame.agent,
     binding.canonical,
     binding.argsHash,

@@ -356,3 +356,101 @@ describe('attack: a tenant plan cut during a turn applies to the calls of that t
     expect(result.decisions.find((d) => d.tool === 'quote')).toMatchObject({ effect: 'deny', layer: 'tenant' });
   });
 });
+
+describe('attack: what was granted before a pause or by another caller does not carry over', () => {
+  const wire = <T>(v: T): T => JSON.parse(JSON.stringify(v)) as T;
+
+  it('a tenant that loses agent:billing while the run is paused inside billing: the resumed peer does not act', async () => {
+    const store = new InMemoryApprovalStore();
+    const billing: Agent = { name: 'billing', tools: ['refund'] };
+    const top: Agent = { name: 'concierge', tools: ['refund', 'agent:billing'], peers: [billing] };
+    let plan: TenantLimits = { tools: ['refund', 'agent:billing'] };
+    const model = () =>
+      new ScriptedModel({
+        concierge: [{ toolCalls: [{ name: 'agent:billing', arguments: { input: 'refund A1' } }] }, { text: 'done' }],
+        billing: [{ toolCalls: [{ name: 'refund', arguments: { order: 'A1', amount: 500 } }] }, { text: 'refunded' }],
+      });
+    const f = shop({ policyVersion: 'v1' });
+    const runner = new AgentRunner({
+      registry: f.registry,
+      model: model(),
+      approvals: store,
+      secret: SECRET,
+      tenants: () => plan,
+      handler: () => 'pending',
+      onRefusal: 'continue',
+    });
+    const p = paused(await runner.run(top, 'refund A1', { tenant: 'acme' }));
+    const decision = runner.answer(p.pending[0]!, 'allow');
+    // the tenant's plan no longer includes the billing agent
+    plan = { tools: ['refund'] };
+    const resumed = await runner.resume(wire(p.state), [decision]);
+    expect(f.refunds).toHaveLength(0);
+    expect(resumed.decisions.at(-1)).toMatchObject({ tool: 'agent:billing', effect: 'deny', layer: 'tenant' });
+  });
+
+  it('a resume that narrows the root so it no longer declares agent:billing; the paused delegation does not continue', async () => {
+    const store = new InMemoryApprovalStore();
+    const billing: Agent = { name: 'billing', tools: ['refund'] };
+    const top: Agent = { name: 'concierge', tools: ['refund', 'agent:billing'], peers: [billing] };
+    const model = () =>
+      new ScriptedModel({
+        concierge: [{ toolCalls: [{ name: 'agent:billing', arguments: { input: 'refund A1' } }] }, { text: 'done' }],
+        billing: [{ toolCalls: [{ name: 'refund', arguments: { order: 'A1', amount: 500 } }] }, { text: 'refunded' }],
+      });
+    const f = shop({ policyVersion: 'v1' });
+    const runner = new AgentRunner({
+      registry: f.registry,
+      model: model(),
+      approvals: store,
+      secret: SECRET,
+      handler: () => 'pending',
+      onRefusal: 'continue',
+    });
+    const p = paused(await runner.run(top, 'refund A1', { tenant: 'acme' }));
+    const decision = runner.answer(p.pending[0]!, 'allow');
+    // the root as declared now: it keeps refund but no longer delegates to billing (peers kept in the graph)
+    const now: Agent = { name: 'concierge', tools: ['refund'], peers: [billing] };
+    const resumed = await runner.resume(wire(p.state), [decision], { agent: now });
+    expect(f.refunds).toHaveLength(0);
+    expect(resumed.decisions.at(-1)).toMatchObject({ tool: 'agent:billing', effect: 'deny', layer: 'not_declared' });
+  });
+
+  it('a run-scoped approval is not reused by another caller whose run has the same runId', async () => {
+    const store = new InMemoryApprovalStore();
+    const concierge: Agent = { name: 'concierge', tools: ['refund'] };
+    const f = shop({ policyVersion: 'v1' });
+    const model = () =>
+      new ScriptedModel([
+        { toolCalls: [{ name: 'refund', arguments: { order: 'A1', amount: 500 } }] },
+        { text: 'done' },
+      ]);
+    const alice = new AgentRunner({
+      registry: f.registry,
+      model: model(),
+      approvals: store,
+      secret: SECRET,
+      handler: () => ({ answer: 'allow', scope: 'run' }),
+    });
+    await alice.run(concierge, 'x', { tenant: 'acme', runId: 'conv-42', caller: { id: 'alice' } });
+    expect(f.refunds).toHaveLength(1);
+    let asked = 0;
+    const mallory = new AgentRunner({
+      registry: f.registry,
+      model: new ScriptedModel([
+        { toolCalls: [{ id: 'mallory-1', name: 'refund', arguments: { order: 'A1', amount: 500 } }] },
+        { text: 'done' },
+      ]),
+      approvals: store,
+      secret: SECRET,
+      handler: () => {
+        asked++;
+        return 'deny';
+      },
+    });
+    const r = await mallory.run(concierge, 'x', { tenant: 'acme', runId: 'conv-42', caller: { id: 'mallory' } });
+    expect(f.refunds).toHaveLength(1);
+    expect(asked).toBe(1);
+    expect(r.decisions[0]).toMatchObject({ effect: 'deny', asked: 'runner' });
+  });
+});
