@@ -135,8 +135,10 @@ export class DurableApprovals {
       return { effect: 'pending' };
     }
     if (answer !== 'allow' && answer !== 'deny') return { effect: answer } as unknown as AskOutcome; // the gate refuses it as invalid
-    await this.#remember(run, frame, binding, answer, scope);
-    return { effect: answer };
+    if (scope === 'once') return { effect: answer };
+    // Remembered only when the gate takes the answer: one given after handlerTimeoutMs (the call was denied) is not.
+    const decided: 'allow' | 'deny' = answer;
+    return { effect: answer, settle: () => this.#remember(run, frame, binding, decided, scope) };
   }
 
   /** Signs a person's answer to a pending approval (AgentRunner.answer). */

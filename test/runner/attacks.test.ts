@@ -453,4 +453,43 @@ describe('attack: what was granted before a pause or by another caller does not 
     expect(asked).toBe(1);
     expect(r.decisions[0]).toMatchObject({ effect: 'deny', asked: 'runner' });
   });
+
+  it('an answer the handler gives after handlerTimeoutMs is not remembered: the call was denied', async () => {
+    const store = new InMemoryApprovalStore();
+    const remembered: string[] = [];
+    const remember = store.remember.bind(store);
+    store.remember = (key, value) => {
+      remembered.push(key);
+      return remember(key, value);
+    };
+    const concierge: Agent = { name: 'concierge', tools: ['refund'] };
+    const f = shop({ policyVersion: 'v1', handlerTimeoutMs: 20 });
+    let answeredLate!: () => void;
+    const late = new Promise<void>((resolve) => (answeredLate = resolve));
+    let asked = 0;
+    const runner = new AgentRunner({
+      registry: f.registry,
+      model: new ScriptedModel(
+        [{ toolCalls: [{ name: 'refund', arguments: { order: 'A1', amount: 500 } }] }, { text: 'done' }],
+        { whenDone: 'repeat' },
+      ),
+      approvals: store,
+      secret: SECRET,
+      handler: async () => {
+        asked++;
+        if (asked > 1) return 'deny' as const;
+        await late;
+        return { answer: 'allow' as const, scope: 'run' as const };
+      },
+    });
+    const first = await runner.run(concierge, 'x', { tenant: 'acme', runId: 'r-late', caller: { id: 'alice' } });
+    expect(first.decisions[0]).toMatchObject({ effect: 'deny', by: 'handler_timeout' });
+    answeredLate();
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(remembered).toEqual([]);
+    const second = await runner.run(concierge, 'x', { tenant: 'acme', runId: 'r-late', caller: { id: 'alice' } });
+    expect(asked).toBe(2);
+    expect(second.decisions[0]).toMatchObject({ effect: 'deny', by: 'handler' });
+    expect(f.refunds).toHaveLength(0);
+  });
 });
