@@ -17,7 +17,7 @@ import { gatewayConfigOf } from '../gateway/config.js';
 import type { GatewayApprovals } from '../gateway/approvals.js';
 import { createGateway, type Gateway } from '../gateway/gateway.js';
 import type { GatewayHttpServer } from '../gateway/http.js';
-import { loadPolicyForProxy } from '../adapters/mcp/proxy-policy.js';
+import { loadPolicyForProxy } from '../gateway/policy.js';
 import { exitCodes } from './exit-codes.js';
 
 /** Exit codes: 0 clean shutdown, 1 the gateway failed, 2 bad usage or configuration. */
@@ -148,7 +148,7 @@ export async function runGateway(
     });
     if (options.http !== undefined) {
       const { serveGatewayHttp } = await import('../gateway/http.js');
-      const { jwtAuthenticator } = await import('../adapters/mcp/proxy-http.js');
+      const { jwtAuthenticator } = await import('../gateway/auth.js');
       http = await serveGatewayHttp(gateway, {
         port: options.http,
         host: options.host,
@@ -174,23 +174,41 @@ export async function runGateway(
     log(
       `upstream ${upstream.namespace}: ${upstream.state}${upstream.state === 'ready' ? '' : ` (${upstream.reason})`}`,
     );
+  if (http)
+    log(
+      `listening on ${http.url.href}${options.auth ? ` (protected resource metadata: ${http.resourceMetadataUrl.href})` : ' without authentication'}`,
+    );
 
+  return serveUntilStopped(gateway, http, log, closeStores);
+}
+
+/**
+ * Serves `gateway` (over `http`, else over stdio) until the client disconnects, a signal stops it, or
+ * `stopWhen` calls its `stop`; then closes everything (and `closeAlso`) and resolves with the exit code.
+ * `toolgate gateway` and `toolgate mcp-proxy` both end here.
+ */
+export function serveUntilStopped(
+  gateway: Gateway,
+  http: GatewayHttpServer | undefined,
+  log: (text: string) => void,
+  closeAlso?: () => Promise<void>,
+  stopWhen?: (stop: (code: number, why: string) => void) => void,
+): Promise<number> {
   return new Promise<number>((resolveExit) => {
     let done = false;
     const shutdown = (code: number, why: string): void => {
       if (done) return;
       done = true;
       log(why);
-      void Promise.allSettled([http?.close(), gateway.close(), closeStores?.()]).then(() => resolveExit(code));
+      // A short grace period lets an error result already on its way reach the client.
+      setTimeout(() => {
+        void Promise.allSettled([http?.close(), gateway.close(), closeAlso?.()]).then(() => resolveExit(code));
+      }, 100);
     };
     process.once('SIGINT', () => shutdown(GATEWAY_EXIT.OK, 'interrupted'));
     process.once('SIGTERM', () => shutdown(GATEWAY_EXIT.OK, 'terminated'));
-    if (http) {
-      log(
-        `listening on ${http.url.href}${options.auth ? ` (protected resource metadata: ${http.resourceMetadataUrl.href})` : ' without authentication'}`,
-      );
-      return;
-    }
+    stopWhen?.(shutdown);
+    if (http) return;
     const server = gateway.createServer();
     process.stdin.once('end', () => shutdown(GATEWAY_EXIT.OK, 'the client closed the connection'));
     server.onclose = () => shutdown(GATEWAY_EXIT.OK, 'the client closed the connection');

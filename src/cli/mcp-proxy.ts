@@ -1,33 +1,33 @@
 #!/usr/bin/env node
 /**
- * `toolgate mcp-proxy` (also the `toolgate-mcp-proxy` bin): a policy-enforcing MCP gateway in front of
- * an upstream MCP server, over stdio or Streamable HTTP on loopback.
+ * `toolgate mcp-proxy` (also the `toolgate-mcp-proxy` bin): `toolgate gateway` with one upstream, the
+ * command after `--`, its tools under their own names; over stdio or Streamable HTTP on loopback. Its own
+ * flags (the token keys, `--jwt-audience`, `--call-timeout`, `--trusted`) are mapped onto the gateway;
+ * what runs is the gateway's code (src/gateway/), served by `serveUntilStopped` as `toolgate gateway` is.
  *
  *   toolgate-mcp-proxy --policy FILE [--agent A] [--tenant T] [--scopes s1,s2] [--http PORT]
  *                      [--jwt-public-key FILE | --jwt-jwk FILE | --jwt-secret-file FILE | --jwks-url URL]
  *                      [--jwt-audience AUD | --jwt-any-audience]
  *                      [--audit FILE] [--call-timeout MS] -- <upstream command> [args…]
  *
- * FILE is a toolgate policy file (YAML or JSON): its rules, agents, tenants and scope map apply, and its
- * `tools:` metadata overrides the upstream's annotations. Everything it prints goes to stderr: in stdio
- * mode stdout is the MCP channel.
+ * FILE is a toolgate policy file (YAML or JSON): its rules (resource and prompt rules and shadow mode
+ * too), agents, tenants and scope map apply, and its `tools:` metadata and parameter schemas apply to the
+ * upstream's tools; a `gateway:` section is refused (that is `toolgate gateway`'s). Everything it prints
+ * goes to stderr: in stdio mode stdout is the MCP channel.
  */
 import { appendFileSync, readFileSync, realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
-import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import { createMcpProxy, type McpAuditRecord, type McpProxy } from '../adapters/mcp/proxy.js';
-import {
-  isLoopbackAddress,
-  jwtAuthenticator,
-  serveMcpProxyHttp,
-  type BearerAuthenticator,
-  type McpProxyHttpServer,
-} from '../adapters/mcp/proxy-http.js';
-import { loadPolicyForProxy, policyToolMetadata, policyToolParameters } from '../adapters/mcp/proxy-policy.js';
+import { isLoopbackAddress, jwtAuthenticator, type BearerAuthenticator } from '../gateway/auth.js';
+import { jsonlAuditSink, type GatewayAuditSink } from '../gateway/audit.js';
+import { createGateway, type Gateway } from '../gateway/gateway.js';
+import type { GatewayHttpServer } from '../gateway/http.js';
+import { loadPolicyForProxy, policyToolMetadata, policyToolParameters } from '../gateway/policy.js';
+import { PROXY_UPSTREAM } from '../gateway/proxy.js';
 import type { GateContext } from '../gate/precheck.js';
 import type { PolicySet } from '../policy-file/policy-set.js';
 import { exitCodes } from './exit-codes.js';
+import { serveUntilStopped } from './gateway.js';
 
 interface Options {
   policy: string;
@@ -109,10 +109,14 @@ export async function runMcpProxy(
 
   let context: GateContext;
   let authenticate: BearerAuthenticator | undefined;
-  let audit: ((record: McpAuditRecord) => void) | undefined;
+  let audit: GatewayAuditSink | undefined;
   let policyFile: PolicySet;
   try {
     policyFile = await loadPolicyForProxy(options.policy);
+    if (policyFile.data.gateway !== undefined)
+      throw new Error(
+        `the policy file has a gateway: section; toolgate mcp-proxy takes its one upstream from the command line (after --). Run \`toolgate gateway --policy ${options.policy}\` to serve the upstreams it names`,
+      );
     context = policyFile.context({
       ...(options.agent !== undefined ? { agent: options.agent } : {}),
       ...(options.tenant !== undefined ? { tenant: options.tenant } : {}),
@@ -148,83 +152,76 @@ export async function runMcpProxy(
       throw new Error('the --jwt-*/--jwks-url options apply to --http only');
     }
     if (options.audit) {
-      const file = options.audit;
-      appendFileSync(file, ''); // fail now, not at the first call, if the file cannot be written
-      audit = (record) => appendFileSync(file, `${JSON.stringify(record)}\n`);
+      appendFileSync(options.audit, ''); // fail now, not at the first call, if the file cannot be written
+      audit = jsonlAuditSink(options.audit);
     }
   } catch (error) {
     log(error instanceof Error ? error.message : String(error));
     return EXIT.USAGE;
   }
 
-  let proxy: McpProxy;
+  const metadata = policyToolMetadata(policyFile);
+  const parameters = policyToolParameters(policyFile);
+  let gateway: Gateway;
   try {
-    proxy = await createMcpProxy({
-      upstream: {
-        stdio: { command: command[0]!, args: command.slice(1), stderr: 'inherit' },
-        metadata: policyToolMetadata(policyFile),
-        parameters: policyToolParameters(policyFile),
-        ...(options.trusted ? { trusted: true } : {}),
+    gateway = await createGateway({
+      policy: policyFile,
+      upstreams: {
+        [PROXY_UPSTREAM]: {
+          stdio: { command: command[0]!, args: command.slice(1), stderr: 'inherit' },
+          prefix: false,
+          ...(Object.keys(metadata).length > 0 ? { metadata } : {}),
+          ...(Object.keys(parameters).length > 0 ? { parameters } : {}),
+          ...(options.trusted ? { trusted: true } : {}),
+          ...(options.callTimeout !== undefined ? { callTimeoutMs: options.callTimeout } : {}),
+        },
       },
-      policy: policyFile.policy,
+      pins: null,
       context,
+      name: 'toolgate-mcp-proxy',
       ...(audit ? { audit } : {}),
-      ...(options.callTimeout !== undefined ? { callTimeoutMs: options.callTimeout } : {}),
       ...(options.approvalTimeout !== undefined ? { approvalTimeoutMs: options.approvalTimeout } : {}),
     });
   } catch (error) {
-    log(
-      `could not start the upstream server ${JSON.stringify(command.join(' '))}: ${error instanceof Error ? error.message : String(error)}`,
-    );
+    log(`could not start: ${error instanceof Error ? error.message : String(error)}`);
+    return EXIT.USAGE;
+  }
+  const upstream = gateway.upstreams.get(PROXY_UPSTREAM)!;
+  if (upstream.state !== 'ready') {
+    await gateway.close();
+    log(`could not start the upstream server ${JSON.stringify(command.join(' '))}: ${upstream.reason}`);
     return EXIT.UPSTREAM;
   }
 
-  return new Promise<number>((resolveExit) => {
-    let http: McpProxyHttpServer | undefined;
-    let done = false;
-    const shutdown = (code: number, why: string): void => {
-      if (done) return;
-      done = true;
-      if (code !== EXIT.OK) log(why);
-      // A short grace period lets an error result already on its way reach the client.
-      setTimeout(() => {
-        void Promise.allSettled([http?.close(), proxy.close()]).then(() => resolveExit(code));
-      }, 100);
-    };
-    proxy.onUpstreamClosed(() => shutdown(EXIT.UPSTREAM, 'the upstream MCP server exited; shutting down'));
-    process.once('SIGINT', () => shutdown(EXIT.OK, 'interrupted'));
-    process.once('SIGTERM', () => shutdown(EXIT.OK, 'terminated'));
-
-    if (options.http !== undefined) {
-      serveMcpProxyHttp(proxy, {
+  let http: GatewayHttpServer | undefined;
+  if (options.http !== undefined) {
+    const { serveGatewayHttp } = await import('../gateway/http.js');
+    try {
+      http = await serveGatewayHttp(gateway, {
         port: options.http,
         host: options.host,
         authenticate: authenticate!,
+        // The authenticator checks the audience (--jwt-audience); --jwt-any-audience checks none.
+        audience: options.jwtAudience ?? false,
         // The token's scopes are capability scopes, mapped to tool names by the policy file's scope map;
-        // the caller layer they give narrows the proxy's agent and tenant layers (serveMcpProxyHttp).
+        // the caller layer they give narrows the proxy's agent and tenant layers.
         context: (auth) => ({ caller: { id: auth.clientId, scopes: policyFile.toolsForScopes(auth.scopes) } }),
-      }).then(
-        (server) => {
-          http = server;
-          log(`listening on ${server.url.href}`);
-        },
-        (error: unknown) =>
-          shutdown(
-            EXIT.USAGE,
-            `cannot listen on ${options.host}:${options.http}: ${error instanceof Error ? error.message : String(error)}`,
-          ),
+      });
+    } catch (error) {
+      await gateway.close();
+      log(
+        `cannot listen on ${options.host}:${options.http}: ${error instanceof Error ? error.message : String(error)}`,
       );
-      return;
+      return EXIT.USAGE;
     }
-    const server = proxy.createServer();
-    const transport = new StdioServerTransport();
-    // The client closing our stdin is the end of the session.
-    process.stdin.once('end', () => shutdown(EXIT.OK, 'the client closed the connection'));
-    server.onclose = () => shutdown(EXIT.OK, 'the client closed the connection');
-    server
-      .connect(transport)
-      .catch((error: unknown) => shutdown(EXIT.UPSTREAM, `stdio transport failed: ${String(error)}`));
-  });
+    log(`listening on ${http.url.href}`);
+  }
+  // The upstream exiting ends the proxy (the gateway would reconnect it; one upstream is all this serves).
+  return serveUntilStopped(gateway, http, log, undefined, (stop) =>
+    gateway.onUpstreamState((u) => {
+      if (u.state === 'down') stop(EXIT.UPSTREAM, `the upstream MCP server exited; shutting down (${u.reason})`);
+    }),
+  );
 }
 
 function authenticatorFrom(options: Options): BearerAuthenticator {

@@ -10,12 +10,11 @@ import { UsageError, type Cli, type CliIO, type RegisterCommand } from './contex
 import { registerDemo } from './demo.js';
 import { EXIT, exitCodesText, USAGE_LINE } from './exit-codes.js';
 import { registerExplain } from './explain.js';
-import { registerGateway } from './gateway-command.js';
+import { registerGateway, registerMcpProxy } from './gateway-command.js';
 import { registerLint } from './lint.js';
 import { registerPin } from './pin.js';
 import { registerReport } from './report.js';
 import { registerTest } from './test.js';
-import { registerMcpProxy } from './mcp-proxy-command.js';
 import { registerServe } from './serve.js';
 import { colors } from './render.js';
 import { registerWatch } from './watch.js';

@@ -5,10 +5,11 @@
  * configuration (a header silently sent as "Bearer " would be worse).
  */
 import { dirname, isAbsolute, resolve } from 'node:path';
-import { policyToolMetadata } from '../adapters/mcp/proxy-policy.js';
+import { policyToolMetadata, policyToolParameters } from './policy.js';
 import { ConfigurationError } from '../errors.js';
 import type { PolicySet } from '../policy-file/policy-set.js';
 import type { PolicyUpstreamData } from '../policy-file/types.js';
+import type { JsonSchema } from '../schema.js';
 import type { ToolMetadataInput } from '../tool.js';
 import type { GatewayPinOptions } from './gateway.js';
 import { defaultLockFile } from './pins.js';
@@ -31,13 +32,15 @@ export function gatewayConfigOf(
   const section = set.data.gateway ?? {};
   const base = set.file ? dirname(resolve(set.file)) : process.cwd();
   const metadata = policyToolMetadata(set);
+  const parameters = policyToolParameters(set);
   const upstreams: Record<string, GatewayUpstreamOptions> = {};
   const entries = Object.entries(section.upstreams ?? {});
   if (entries.length === 0)
     throw new ConfigurationError(
       'the policy file names no upstream server: add gateway.upstreams (e.g. `fs: { command: mcp-server-filesystem, args: [/srv] }`)',
     );
-  for (const [namespace, data] of entries) upstreams[namespace] = upstreamOf(namespace, data, base, env, metadata);
+  for (const [namespace, data] of entries)
+    upstreams[namespace] = upstreamOf(namespace, data, base, env, metadata, parameters);
   const mode = section.pin ?? 'refuse';
   const lock =
     section.lock === undefined ? null : isAbsolute(section.lock) ? section.lock : resolve(base, section.lock);
@@ -57,6 +60,7 @@ function upstreamOf(
   base: string,
   env: Readonly<Record<string, string | undefined>>,
   metadata: Readonly<Record<string, ToolMetadataInput>>,
+  parameters: Readonly<Record<string, JsonSchema>>,
 ): GatewayUpstreamOptions {
   const at = `gateway.upstreams.${namespace}`;
   if ((data.command === undefined) === (data.url === undefined))
@@ -74,19 +78,25 @@ function upstreamOf(
     field: string,
   ): Record<string, string> | undefined =>
     record && Object.fromEntries(Object.entries(record).map(([k, v]) => [k, expand(v, `${field}.${k}`)]));
-  // The policy file's `tools:` metadata, by this upstream's own tool names.
+  // The policy file's `tools:` metadata and parameter schemas, by this upstream's own tool names.
   const prefixed = data.prefix ?? true;
-  const own: Record<string, ToolMetadataInput> = {};
-  for (const [name, spec] of Object.entries(metadata)) {
-    if (!prefixed) own[name] = spec;
-    else if (name.startsWith(`${namespace}:`)) own[name.slice(namespace.length + 1)] = spec;
-  }
+  const ownNames = <T>(byName: Readonly<Record<string, T>>): Record<string, T> | undefined => {
+    const own: Record<string, T> = {};
+    for (const [name, spec] of Object.entries(byName)) {
+      if (!prefixed) own[name] = spec;
+      else if (name.startsWith(`${namespace}:`)) own[name.slice(namespace.length + 1)] = spec;
+    }
+    return Object.keys(own).length > 0 ? own : undefined;
+  };
+  const ownMetadata = ownNames(metadata);
+  const ownParameters = ownNames(parameters);
   const common = {
     prefix: prefixed,
     ...(data.trusted !== undefined ? { trusted: data.trusted } : {}),
     ...(data.callTimeoutMs !== undefined ? { callTimeoutMs: data.callTimeoutMs } : {}),
     ...(data.connectTimeoutMs !== undefined ? { connectTimeoutMs: data.connectTimeoutMs } : {}),
-    ...(Object.keys(own).length > 0 ? { metadata: own } : {}),
+    ...(ownMetadata ? { metadata: ownMetadata } : {}),
+    ...(ownParameters ? { parameters: ownParameters } : {}),
   };
   if (data.url !== undefined) {
     const headers = map(data.headers, 'headers');

@@ -8,7 +8,8 @@
 import { randomUUID } from 'node:crypto';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
-import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import type { RequestHandlerExtra, RequestOptions } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import { UriTemplate } from '@modelcontextprotocol/sdk/shared/uriTemplate.js';
 import {
   CallToolRequestSchema,
@@ -40,13 +41,14 @@ import { dispatchCalls } from '../gate/dispatch.js';
 import { environmentOf } from '../gate/environment.js';
 import type { GateContext } from '../gate/precheck.js';
 import type { Route } from '../gate/route.js';
-import { canonical, describe } from '../names.js';
+import { canonical, describe, displaySafe } from '../names.js';
 import type { PermissionHandler, PermissionRequest } from '../permissions/handler.js';
 import { PermissionPolicy } from '../permissions/policy.js';
 import type { PermissionRule } from '../permissions/rule.js';
 import type { PolicySet } from '../policy-file/policy-set.js';
 import { ToolRegistry, type ToolResult } from '../registry.js';
 import type { Tool } from '../tool.js';
+import { checkContext } from './context.js';
 import type { GatewayAuditRecord, GatewayAuditSink, ShadowRecord, ToolAuditRecord } from './audit.js';
 import { checkApprovals, storeApprover, type ApprovalNote, type GatewayApprovals } from './approvals.js';
 import { compileGovernance, normalResourceUri, type ItemPolicy, type ItemVerdict } from './governance.js';
@@ -354,10 +356,14 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
       `toolgate gateway: upstream "${upstream.namespace}" is unavailable (${upstream.reason}); ${what} is refused until it is back`,
     );
 
-  /** Every item of one list method from every ready upstream that serves it. */
-  const listAll = async <T>(
+  /**
+   * Every item of one list method from every ready upstream that serves it, page by page, each page
+   * asked in the current downstream request's scope: `list` is the client's method, `items` a page's list.
+   */
+  const listAll = async <P extends { nextCursor?: string | undefined }, T>(
     capability: 'resources' | 'prompts',
-    list: (upstream: Upstream, cursor: string | undefined) => Promise<{ items: T[]; nextCursor?: string | undefined }>,
+    list: (client: Client, params: { cursor?: string }, options: RequestOptions) => Promise<P>,
+    itemsOf: (page: P) => T[],
   ): Promise<Map<Upstream, T[]>> => {
     const out = new Map<Upstream, T[]>();
     await Promise.all(
@@ -367,8 +373,11 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
         let cursor: string | undefined;
         try {
           do {
-            const page = await upstream.forward(() => list(upstream, cursor));
-            items.push(...page.items);
+            const params = cursor === undefined ? {} : { cursor };
+            const page = await upstream.forward(() =>
+              list(upstream.client!, params, upstream.requestOptions(callScope.getStore())),
+            );
+            items.push(...itemsOf(page));
             cursor = page.nextCursor;
           } while (cursor !== undefined && items.length < MAX_LISTED);
           out.set(upstream, items);
@@ -418,13 +427,11 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   };
 
   const listResources = async (): Promise<{ upstream: Upstream; resource: Resource }[]> => {
-    const all = await listAll<Resource>('resources', async (upstream, cursor) => {
-      const page = await upstream.client!.listResources(
-        cursor === undefined ? {} : { cursor },
-        upstream.requestOptions(callScope.getStore()),
-      );
-      return { items: page.resources, nextCursor: page.nextCursor };
-    });
+    const all = await listAll(
+      'resources',
+      (client, params, options) => client.listResources(params, options),
+      (page) => page.resources,
+    );
     const out: { upstream: Upstream; resource: Resource }[] = [];
     for (const [upstream, resources] of all) {
       for (const resource of resources) {
@@ -494,9 +501,20 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
       progressToken: extra._meta?.progressToken,
       sendNotification: (n) => track(server, extra.sendNotification(n as ServerNotification)),
     });
-    /** Runs a forwarded request in the downstream request's scope; its notifications are delivered first. */
-    const forwarded = async <T>(extra: Extra, request: () => Promise<T>): Promise<T> => {
-      const result = await callScope.run(scopeOf(extra), request);
+    /**
+     * Forwards one request to `upstream` in the downstream request's scope (its progress relayed, cancelled
+     * with it); the notifications it caused are delivered before its result.
+     */
+    const forwarded = async <T>(
+      extra: Extra,
+      upstream: Upstream,
+      request: (client: Client, options: RequestOptions) => Promise<T>,
+    ): Promise<T> => {
+      const result = await callScope.run(scopeOf(extra), () =>
+        upstream.forward((scope) =>
+          request(upstream.client!, upstream.requestOptions(scope, { signal: extra.signal })),
+        ),
+      );
       await delivered(server);
       return result;
     };
@@ -522,7 +540,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
       if (verdict.effect === 'ask') {
         const answer = await askByElicitation(
           server,
-          `Allow ${action === 'get' ? 'getting the prompt' : action === 'complete' ? 'completing for' : `${action === 'read' ? 'reading' : 'subscribing to'} the resource`} ${target}? Rule ${JSON.stringify(verdict.rule)} asks for approval: ${verdict.reason}`,
+          `Allow ${action === 'get' ? 'getting the prompt' : action === 'complete' ? 'completing for' : `${action === 'read' ? 'reading' : 'subscribing to'} the resource`} ${displaySafe(target)}${Object.keys(args).length > 0 ? ` with ${displaySafe(JSON.stringify(args))}` : ''}? Rule ${displaySafe(JSON.stringify(verdict.rule))} asks for approval: ${displaySafe(verdict.reason)}`,
           options.approvalTimeoutMs ?? 120_000,
         );
         effect = answer ? 'allow' : 'deny';
@@ -637,7 +655,12 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
       if (result.status === 'error' && upstream && upstream.state !== 'ready')
         return {
           isError: true,
-          content: [{ type: 'text', text: `${unavailable(upstream, 'the call').message}. ${result.content}` }],
+          content: [
+            {
+              type: 'text',
+              text: `toolgate gateway: upstream "${upstream.namespace}" went down during the call (${upstream.reason}); the call may not have completed. ${result.content}`,
+            },
+          ],
         };
       // The upstream's own error result is forwarded as it came.
       if (result.status === 'error' && scope.result?.isError === true) return scope.result;
@@ -669,13 +692,11 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     server.setRequestHandler(ListResourceTemplatesRequestSchema, async (request, extra) => {
       noCursor(request.params?.cursor);
       const all = await callScope.run(scopeOf(extra), () =>
-        listAll<ResourceTemplate>('resources', async (upstream, cursor) => {
-          const page = await upstream.client!.listResourceTemplates(
-            cursor === undefined ? {} : { cursor },
-            upstream.requestOptions(callScope.getStore()),
-          );
-          return { items: page.resourceTemplates, nextCursor: page.nextCursor };
-        }),
+        listAll(
+          'resources',
+          (client, params, options) => client.listResourceTemplates(params, options),
+          (page): ResourceTemplate[] => page.resourceTemplates,
+        ),
       );
       const resourceTemplates: ResourceTemplate[] = [];
       for (const [upstream, templates] of all) {
@@ -699,13 +720,8 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
       const upstream = await routeResource(normal.uri);
       if (upstream.state !== 'ready') throw unavailable(upstream, `reading ${JSON.stringify(normal.uri)}`);
       await govern('resource', 'read', governance.resources, upstream, normal.uri, normal.uri, {}, extra);
-      return forwarded(extra, () =>
-        upstream.forward((scope) =>
-          upstream.client!.readResource(
-            { ...request.params, uri: normal.uri },
-            upstream.requestOptions(scope, { signal: extra.signal }),
-          ),
-        ),
+      return forwarded(extra, upstream, (client, options) =>
+        client.readResource({ ...request.params, uri: normal.uri }, options),
       );
     });
 
@@ -747,13 +763,11 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     server.setRequestHandler(ListPromptsRequestSchema, async (request, extra) => {
       noCursor(request.params?.cursor);
       const all = await callScope.run(scopeOf(extra), () =>
-        listAll<Prompt>('prompts', async (upstream, cursor) => {
-          const page = await upstream.client!.listPrompts(
-            cursor === undefined ? {} : { cursor },
-            upstream.requestOptions(callScope.getStore()),
-          );
-          return { items: page.prompts, nextCursor: page.nextCursor };
-        }),
+        listAll(
+          'prompts',
+          (client, params, options) => client.listPrompts(params, options),
+          (page): Prompt[] => page.prompts,
+        ),
       );
       const prompts: Prompt[] = [];
       for (const [upstream, list] of all) {
@@ -778,13 +792,8 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
         request.params.arguments ?? {},
         extra,
       );
-      return forwarded(extra, () =>
-        upstream.forward((scope) =>
-          upstream.client!.getPrompt(
-            { ...request.params, name: own },
-            upstream.requestOptions(scope, { signal: extra.signal }),
-          ),
-        ),
+      return forwarded(extra, upstream, (client, options) =>
+        client.getPrompt({ ...request.params, name: own }, options),
       );
     });
 
@@ -821,11 +830,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
           ErrorCode.MethodNotFound,
           `toolgate gateway: upstream "${upstream.namespace}" does not offer completions`,
         );
-      return forwarded(extra, () =>
-        upstream.forward((scope) =>
-          upstream.client!.complete(params, upstream.requestOptions(scope, { signal: extra.signal })),
-        ),
-      );
+      return forwarded(extra, upstream, (client, options) => client.complete(params, options));
     });
 
     server.setRequestHandler(SetLevelRequestSchema, async (request, extra) => {
@@ -986,10 +991,12 @@ function canElicit(server: Server): boolean {
  */
 export function elicitationApprover(server: Server): PermissionHandler | undefined {
   if (!canElicit(server)) return undefined;
+  // Everything shown to the person is escaped (controls, bidi and other invisible characters), so the
+  // prompt reads as the call that runs.
   return async (request: PermissionRequest) =>
     (await askByElicitation(
       server,
-      `Allow the tool call ${request.toolName}(${JSON.stringify(request.parameters)})? Rule ${JSON.stringify(request.ruleName)} asks for approval: ${request.reason}`,
+      `Allow the tool call ${displaySafe(request.toolName)}(${displaySafe(JSON.stringify(request.parameters))})? Rule ${displaySafe(JSON.stringify(request.ruleName))} asks for approval: ${displaySafe(request.reason)}`,
       120_000,
     ))
       ? 'allow'
@@ -1020,12 +1027,4 @@ function approverRoute(registry: ToolRegistry, approver: PermissionHandler | und
       return answer === 'allow' || answer === 'deny' ? { effect: answer } : (answer as never);
     },
   };
-}
-
-function checkContext(context: unknown): void {
-  if (typeof context !== 'function' && (typeof context !== 'object' || context === null)) {
-    throw new TypeError(
-      `option "context" must be a gate context object or a function of the request, got ${describe(context)}`,
-    );
-  }
 }

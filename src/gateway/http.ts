@@ -18,12 +18,12 @@ import {
   reply,
   sessionSubject,
   type BearerAuthenticator,
-} from '../adapters/mcp/proxy-http.js';
-import { narrowContext } from '../adapters/mcp/proxy.js';
+} from './auth.js';
+import { narrowContext } from './context.js';
 import type { GateContext } from '../gate/precheck.js';
 import { describe } from '../names.js';
 import type { ApprovalStore } from '../stores/types.js';
-import type { Gateway } from './gateway.js';
+import type { Gateway, GatewayRequestContext } from './gateway.js';
 
 /** Options of {@link serveGatewayHttp}. */
 export interface GatewayHttpOptions {
@@ -78,6 +78,15 @@ export interface GatewayHttpServer {
 const WELL_KNOWN = '/.well-known/oauth-protected-resource';
 
 /**
+ * What {@link serveGatewayHttp} serves: a {@link Gateway}, or anything that makes its servers (a proxy,
+ * `toolgate/mcp`), with the context a token narrows (fixed, or a function of the request).
+ */
+export interface GatewayEndpoint {
+  readonly context: GatewayRequestContext;
+  createServer(options?: { readonly context?: GatewayRequestContext }): ReturnType<Gateway['createServer']>;
+}
+
+/**
  * Serves a gateway over Streamable HTTP behind bearer-token authentication.
  *
  * @example
@@ -87,7 +96,10 @@ const WELL_KNOWN = '/.well-known/oauth-protected-resource';
  *   authorizationServers: ['http://127.0.0.1:9000'],
  * });
  */
-export async function serveGatewayHttp(gateway: Gateway, options: GatewayHttpOptions): Promise<GatewayHttpServer> {
+export async function serveGatewayHttp(
+  gateway: GatewayEndpoint,
+  options: GatewayHttpOptions,
+): Promise<GatewayHttpServer> {
   if (typeof options !== 'object' || options === null)
     throw new TypeError(`serveGatewayHttp options must be an object, got ${describe(options)}`);
   if (!Number.isInteger(options.port) || options.port < 0 || options.port > 65535)
@@ -136,11 +148,21 @@ export async function serveGatewayHttp(gateway: Gateway, options: GatewayHttpOpt
     return Array.isArray(aud) && aud.some((a) => typeof a === 'string' && same(a));
   };
 
+  const base = gateway.context;
+  // A resolved allowlist cannot be narrowed by a token: refuse to start rather than let a token replace it.
+  if (authenticate !== null && typeof base === 'object' && base !== null && base.allowlist !== undefined)
+    throw new TypeError(
+      'the gateway context holds a resolved "allowlist", which a token cannot narrow; give agent/tenant/caller layers instead',
+    );
+  // The token's context narrows the gateway's own (never replaces it).
   const server = (auth: AuthInfo | undefined) =>
     gateway.createServer(
       auth === undefined
         ? {}
-        : { context: ({ authInfo }) => narrowContext(gateway.context, contextOf(authInfo ?? auth)) },
+        : {
+            context: (request) =>
+              narrowContext(typeof base === 'function' ? base(request) : base, contextOf(request.authInfo ?? auth)),
+          },
     );
 
   const handle = async (req: IncomingMessage & { auth?: AuthInfo }, res: ServerResponse): Promise<void> => {

@@ -31,6 +31,7 @@ import {
 import { McpError, ErrorCode } from '@modelcontextprotocol/sdk/types.js';
 import { connectMcpServer, type McpConnection, type McpStdioServer } from '../adapters/mcp/client.js';
 import type { ToolRegistry } from '../registry.js';
+import type { JsonSchema } from '../schema.js';
 import type { ToolMetadataInput } from '../tool.js';
 
 /** How to reach one upstream server; exactly one of `stdio`, `url`, `transport`. */
@@ -49,6 +50,11 @@ export interface GatewayUpstreamOptions {
   readonly trusted?: boolean;
   /** Local tool metadata by the upstream's own tool names (the policy file's `tools:`). @default {} */
   readonly metadata?: Readonly<Record<string, ToolMetadataInput>>;
+  /**
+   * JSON Schemas by the upstream's own tool names (the policy file's `tools.<name>.parameters`), checked
+   * besides the upstream's `inputSchema`: the gateway refuses what `toolgate explain` refuses. @default {}
+   */
+  readonly parameters?: Readonly<Record<string, JsonSchema>>;
   /** How long one request may take upstream. @default 60_000 */
   readonly callTimeoutMs?: number;
   /** How long connecting and the first listing may take. @default 10_000 */
@@ -89,6 +95,12 @@ class GatewayClient extends Client {
         const result = await super.callTool(withToken, resultSchema, this.#upstream.requestOptions(scope, options));
         if (scope) scope.result = result as CallToolResult;
         return result;
+      } catch (error) {
+        if (error instanceof McpError && error.code === ErrorCode.RequestTimeout)
+          throw new Error(
+            `upstream "${this.#upstream.namespace}" did not finish within ${this.#upstream.options.callTimeoutMs ?? 60_000} ms; the request was cancelled upstream`,
+          );
+        throw error;
       } finally {
         token?.done();
       }
@@ -176,6 +188,7 @@ export class Upstream {
           output: 'result',
           ...(this.options.trusted !== undefined ? { trusted: this.options.trusted } : {}),
           ...(this.options.metadata ? { metadata: this.options.metadata } : {}),
+          ...(this.options.parameters ? { parameters: this.options.parameters } : {}),
         });
       })();
       const connection = await Promise.race([

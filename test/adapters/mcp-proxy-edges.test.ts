@@ -279,7 +279,9 @@ describe('toolgate mcp-proxy applies the policy file the way explain reads it (s
       const records = readFileSync(audit, 'utf8')
         .trim()
         .split('\n')
-        .map((line) => JSON.parse(line) as McpAuditRecord);
+        .map((line) => JSON.parse(line) as McpAuditRecord & { type: string })
+        // The gateway's audit: one `tool` record per decision, besides its `mode` and `upstream` records.
+        .filter((record) => record.type === 'tool');
       expect(records.map((r) => brief(r.decision))).toEqual(expected);
       expect(expected).toEqual([
         'deny/policy/no-privileged',
@@ -410,7 +412,9 @@ describe('toolgate mcp-proxy: paths that name one file by many spellings, links,
       const records = readFileSync(audit, 'utf8')
         .trim()
         .split('\n')
-        .map((line) => JSON.parse(line) as McpAuditRecord);
+        .map((line) => JSON.parse(line) as McpAuditRecord & { type: string })
+        // The gateway's audit: one `tool` record per decision, besides its `mode` and `upstream` records.
+        .filter((record) => record.type === 'tool');
       expect(records.map((r) => `${r.decision.effect}/${r.decision.by}/${r.decision.rule}/${r.status}`)).toEqual([
         'allow/rule/reads/ok',
         'deny/rule/no-keys/refused',

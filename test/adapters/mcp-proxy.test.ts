@@ -130,7 +130,9 @@ describe('toolgate mcp-proxy over real stdio, in front of @modelcontextprotocol/
     const records = readFileSync(audit, 'utf8')
       .trim()
       .split('\n')
-      .map((line) => JSON.parse(line) as McpAuditRecord);
+      .map((line) => JSON.parse(line) as McpAuditRecord & { type: string })
+      // The gateway's audit: one `tool` record per decision, besides its `mode` and `upstream` records.
+      .filter((record) => record.type === 'tool');
     expect(records.map((r) => [r.decision.tool, r.decision.effect, r.status])).toEqual([
       ['write_file', 'deny', 'refused'],
       ['move_file', 'deny', 'refused'],
@@ -185,7 +187,7 @@ describe('toolgate mcp-proxy over real stdio, in front of @modelcontextprotocol/
     const exited = new Promise<void>((resolve) => (transport.onclose = () => resolve()));
     const result = await client.callTool({ name: 'crash', arguments: {} });
     expect(result.isError).toBe(true);
-    expect(text(result)).toMatch(/upstream MCP server is not running/);
+    expect(text(result)).toMatch(/upstream "upstream" went down during the call \(its connection closed/);
     await exited;
     expect(stderr()).toMatch(/the upstream MCP server exited; shutting down/);
   });

@@ -12,7 +12,7 @@ import {
   type CallToolResult,
 } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it } from 'vitest';
-import { stringify } from 'yaml';
+import { parse, stringify } from 'yaml';
 import {
   createGateway,
   gatewayConfigOf,
@@ -328,6 +328,48 @@ describe('the gateway with two real upstreams (server-filesystem and a docs serv
     const refused = await client.callTool({ name: 'gone:anything', arguments: {} });
     expect(refused.isError).toBe(true);
     expect(text(refused)).toMatch(/upstream "gone" is unavailable \(it could not be connected/);
+  });
+});
+
+describe('regressions found folding mcp-proxy into the gateway', { timeout: 120_000 }, () => {
+  it("applies the policy file's parameters schemas to an upstream's tools, by their namespaced names", async () => {
+    const box = sandbox();
+    const data = parse(readFileSync(box.policy, 'utf8')) as Record<string, unknown>;
+    data['tools'] = {
+      'docs:echo': { parameters: { type: 'object', properties: { text: { type: 'string', maxLength: 5 } } } },
+    };
+    writeFileSync(box.policy, stringify(data));
+    const { client } = await start(box.policy);
+    expect(text(await client.callTool({ name: 'docs:echo', arguments: { text: 'short' } }))).toBe('echo: short');
+    const refused = await client.callTool({ name: 'docs:echo', arguments: { text: 'far too long for the file' } });
+    expect(refused.isError).toBe(true);
+    expect(text(refused)).toMatch(/maxLength|must NOT have more than 5 characters/);
+    expect(text(refused)).not.toContain('echo: far');
+  });
+
+  it('escapes bidi and invisible characters in what a person is asked (tool call, prompt arguments)', async () => {
+    const box = sandbox();
+    const data = parse(readFileSync(box.policy, 'utf8')) as Record<string, unknown>;
+    data['rules'] = [{ name: 'echo-asks', tools: 'docs:echo', result: 'ask', reason: 'a person decides' }];
+    data['prompts'] = [{ name: 'summaries', namespace: 'docs', prompts: 'summarise', result: 'ask' }];
+    writeFileSync(box.policy, stringify(data));
+    const asked: string[] = [];
+    const { client } = await start(box.policy, { capabilities: { elicitation: { form: {} } } });
+    client.setRequestHandler(ElicitRequestSchema, async (request) => {
+      asked.push(request.params.message);
+      return { action: 'decline' };
+    });
+    const hidden = 'o-1\u202Epdf.exe\u200B\u2066x\u2069';
+    const refused = await client.callTool({ name: 'docs:echo', arguments: { text: hidden } });
+    expect(refused.isError).toBe(true);
+    await expect(client.getPrompt({ name: 'docs:summarise', arguments: { topic: hidden } })).rejects.toThrow(
+      /refused by the policy/,
+    );
+    expect(asked).toHaveLength(2);
+    for (const message of asked) {
+      expect(message).not.toMatch(/[\u202E\u200B\u2066\u2069]/u);
+      expect(message).toContain('o-1\\u{202E}pdf.exe\\u{200B}\\u{2066}x\\u{2069}');
+    }
   });
 });
 

@@ -16,7 +16,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import { afterEach, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
-import { jwtAuthenticator } from '../../src/adapters/mcp/proxy-http.js';
+import { jwtAuthenticator } from '../../src/gateway/auth.js';
 import {
   createGateway,
   gatewayConfigOf,

@@ -1,10 +1,11 @@
 /**
- * `toolgate/mcp`: tools from MCP servers registered in a ToolRegistry (so they pass the gate), and a
- * policy-enforcing MCP gateway in front of an upstream server. Needs `@modelcontextprotocol/sdk`.
+ * `toolgate/mcp`: tools from MCP servers registered in a ToolRegistry (so they pass the gate), and the MCP
+ * gateway with one upstream server (`createMcpProxy`, the gateway of `toolgate/gateway` under another
+ * name). Needs `@modelcontextprotocol/sdk`.
  */
 export { connectMcpServer, annotationTags, contentText, McpToolError } from './client.js';
 export type { McpServerOptions, McpStdioServer, McpConnection } from './client.js';
-export { createMcpProxy } from './proxy.js';
+export { createMcpProxy, serveMcpProxyHttp } from '../../gateway/proxy.js';
 export type {
   McpProxy,
   McpProxyOptions,
@@ -13,7 +14,9 @@ export type {
   McpRequestContext,
   McpRequestInfo,
   McpServerContextOptions,
-} from './proxy.js';
-export { serveMcpProxyHttp, jwtAuthenticator } from './proxy-http.js';
-export type { McpProxyHttpOptions, McpProxyHttpServer, BearerAuthenticator, JwtAuthOptions } from './proxy-http.js';
-export { loadPolicyForProxy, policyToolMetadata, policyToolParameters } from './proxy-policy.js';
+  McpProxyHttpOptions,
+  McpProxyHttpServer,
+} from '../../gateway/proxy.js';
+export { jwtAuthenticator } from '../../gateway/auth.js';
+export type { BearerAuthenticator, JwtAuthOptions } from '../../gateway/auth.js';
+export { loadPolicyForProxy, policyToolMetadata, policyToolParameters } from '../../gateway/policy.js';

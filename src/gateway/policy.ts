@@ -1,12 +1,13 @@
 /**
  * The gateway's policy: a toolgate policy file (`toolgate/policy`, YAML or JSON), read with the
- * policy-file loader. `loadPolicyForProxy` is the one place the gateway reads it.
+ * policy-file loader (`loadPolicyForProxy` is the one place `toolgate gateway` and `toolgate mcp-proxy`
+ * read it), and what its `tools:` section says about an upstream's tools.
  */
-import { formatIssue, readPolicyFile } from '../../policy-file/load.js';
-import type { PolicySet } from '../../policy-file/policy-set.js';
-import { ConfigurationError } from '../../errors.js';
-import type { JsonSchema } from '../../schema.js';
-import type { ToolMetadataInput } from '../../tool.js';
+import { formatIssue, readPolicyFile } from '../policy-file/load.js';
+import type { PolicySet } from '../policy-file/policy-set.js';
+import { ConfigurationError } from '../errors.js';
+import type { JsonSchema } from '../schema.js';
+import type { ToolMetadataInput } from '../tool.js';
 
 /**
  * Loads the gateway's policy file. A file that cannot be read or is refused is a ConfigurationError

@@ -1,0 +1,104 @@
+/**
+ * Who is asking over HTTP: bearer JWTs (`jwtAuthenticator`), the subject a session is bound to, and the
+ * loopback checks (listening address, `Host` and `Origin` against DNS rebinding).
+ */
+import type { ServerResponse } from 'node:http';
+import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
+import type { JWTPayload } from 'jose';
+import { jwtVerifier, type JwtKeyOptions } from '../jwt.js';
+
+/** Verifies a bearer token; resolves with who it is and their scopes, or rejects. */
+export type BearerAuthenticator = (token: string) => Promise<AuthInfo>;
+
+/** Options of {@link jwtAuthenticator}; give exactly one of `publicKey`, `jwk`, `secret`, `jwks`, `jwksUrl`. */
+export type JwtAuthOptions = JwtKeyOptions;
+
+/**
+ * A bearer authenticator for JWTs, verified with jose (signature, `exp`/`nbf`, and `iss`/`aud` when set).
+ * Scopes come from the `scope` claim (space-separated, OAuth) or `scp` (a list); the client id from `sub`
+ * (else `client_id`, `azp`). A token with none of the three is refused: it names no one, and sessions are
+ * bound to who opened them. `extra.subject` is the issuer, claim and value (`["iss","sub","alice"]` as
+ * JSON), so `sub: "alice"` and `client_id: "alice"` (or two issuers' "alice") are different subjects.
+ * Scopes are tool names (the "Tool allowlists" spec's caller layer).
+ */
+export function jwtAuthenticator(options: JwtAuthOptions): BearerAuthenticator {
+  const verify = jwtVerifier(options, 'jwtAuthenticator');
+  return async (token) => {
+    const payload = await verify(token);
+    const subject = subjectOf(payload);
+    return {
+      token,
+      clientId: subject.value,
+      scopes: scopesOf(payload),
+      ...(payload.exp !== undefined ? { expiresAt: payload.exp } : {}),
+      extra: {
+        claims: payload,
+        subject: JSON.stringify([typeof payload.iss === 'string' ? payload.iss : null, subject.claim, subject.value]),
+      },
+    };
+  };
+}
+
+function subjectOf(payload: JWTPayload): { claim: string; value: string } {
+  for (const claim of ['sub', 'client_id', 'azp']) {
+    const value = payload[claim];
+    if (typeof value === 'string' && value !== '') return { claim, value };
+  }
+  throw new Error('the token names no subject (no "sub", "client_id" or "azp" claim)');
+}
+
+/**
+ * The identity a session is bound to: the authenticator's `extra.subject` when it gives one (the JWT
+ * authenticator does: issuer, claim and value), else the client id. An empty one is refused.
+ */
+export function sessionSubject(auth: AuthInfo): string {
+  const given = auth.extra?.['subject'];
+  const subject = typeof given === 'string' ? given : JSON.stringify([null, 'clientId', auth.clientId]);
+  if (typeof auth.clientId !== 'string' || auth.clientId === '')
+    throw new Error('the authenticator gave no client id for the token');
+  return subject;
+}
+
+function scopesOf(payload: JWTPayload): string[] {
+  const scope = payload['scope'];
+  if (typeof scope === 'string') return scope.split(/\s+/).filter(Boolean);
+  const scp = payload['scp'];
+  if (Array.isArray(scp)) return scp.filter((s): s is string => typeof s === 'string');
+  if (typeof scp === 'string') return scp.split(/\s+/).filter(Boolean);
+  return [];
+}
+
+const LOOPBACK = new Set(['127.0.0.1', '::1', 'localhost']);
+const LOOPBACK_HOSTNAMES = new Set(['127.0.0.1', '[::1]', 'localhost']);
+
+/** True for the addresses the gateway listens on without `allowNonLoopback`: 127.0.0.1, ::1, localhost. */
+export function isLoopbackAddress(host: string): boolean {
+  return LOOPBACK.has(host);
+}
+
+/** @internal True when a Host header names a loopback host (DNS rebinding defence). */
+export function isLoopbackHost(header: string | undefined): boolean {
+  if (!header) return false;
+  try {
+    return LOOPBACK_HOSTNAMES.has(new URL(`http://${header}`).hostname);
+  } catch {
+    return false;
+  }
+}
+
+/** @internal True when an Origin names a loopback host. */
+export function isLoopbackOrigin(origin: string): boolean {
+  try {
+    return LOOPBACK_HOSTNAMES.has(new URL(origin).hostname);
+  } catch {
+    return false;
+  }
+}
+
+/** @internal A JSON reply, with a WWW-Authenticate challenge when given. */
+export function reply(res: ServerResponse, status: number, body: unknown, challenge?: string): void {
+  res.statusCode = status;
+  res.setHeader('content-type', 'application/json');
+  if (challenge) res.setHeader('www-authenticate', challenge);
+  res.end(JSON.stringify(body));
+}
