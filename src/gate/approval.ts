@@ -12,7 +12,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { Decision, DecisionBase } from '../decision.js';
 import { describe } from '../names.js';
-import { callHandler, type PermissionHandler } from '../permissions/handler.js';
+import { callHandler, errorText, type PermissionHandler } from '../permissions/handler.js';
 import { hashOf, macOf, sameMac } from '../runner/signing.js';
 import { allow, deny, type GateContext, type GateEnvironment, type Precheck } from './precheck.js';
 import type { Route } from './route.js';
@@ -33,6 +33,11 @@ export interface Answer {
   readonly approver?: string;
   /** The answer was remembered from an earlier approval for this run or session (the Decision's reason says so). */
   readonly recalled?: 'run' | 'session';
+  /**
+   * Called once the answer decided the call (in time: never after the handler timed out), before the
+   * Decision is made; a failure denies the call. The runner remembers a run or session answer here.
+   */
+  readonly settle?: () => Promise<void>;
 }
 
 /** An approval that was presented but does not verify; `reason` names what failed. */
@@ -231,7 +236,7 @@ const MAX_REASON = 500;
 function readAnswer(value: unknown): Answer | { readonly invalid: string } {
   if (typeof value !== 'object' || value === null)
     return { invalid: `the answer is ${describe(value)}, not an Answer` };
-  const { effect, remember, arguments: edited, reason, approver, recalled } = value as Record<string, unknown>;
+  const { effect, remember, arguments: edited, reason, approver, recalled, settle } = value as Record<string, unknown>;
   if (effect !== 'allow' && effect !== 'deny')
     return { invalid: `the answer's effect is ${describe(effect)}; expected 'allow' or 'deny'` };
   if (remember !== undefined && !SCOPES.includes(remember as string))
@@ -245,6 +250,8 @@ function readAnswer(value: unknown): Answer | { readonly invalid: string } {
     return { invalid: `the answer's approver is ${describe(approver)}; expected a string` };
   if (recalled !== undefined && recalled !== 'run' && recalled !== 'session')
     return { invalid: `the answer's recalled is ${describe(recalled)}; expected 'run' or 'session'` };
+  if (settle !== undefined && typeof settle !== 'function')
+    return { invalid: `the answer's settle is ${describe(settle)}; expected a function` };
   return value as Answer;
 }
 
@@ -360,6 +367,20 @@ async function askPerson(
         ),
         answer: null,
       };
+    if (answer.settle !== undefined) {
+      try {
+        await answer.settle();
+      } catch (error) {
+        return {
+          kind: 'decided',
+          decision: handlerFailure(base, {
+            failure: 'threw',
+            detail: `keeping the approver's answer failed: ${errorText(error)}`,
+          }),
+          answer: null,
+        };
+      }
+    }
     if (answer.effect === 'allow' && answer.arguments !== undefined)
       return { kind: 'edited', arguments: answer.arguments, answer, base };
     return { kind: 'decided', decision: fromAnswer(base, answer), answer };

@@ -5,7 +5,8 @@
  *     1 find tool → 2 parse → snapshot → 3 validate → 4 allowlist → 5 policy  (precheck.ts; sync fast path)
  *     ask → permission_asked → policy handler → route's person → registry handler → fallback  (approval.ts)
  *   phase 2, call by call in order:
- *     decided again if it had to wait and the registry, policy or route state changed since
+ *     judged again if it had to wait, or (calls announced together) the registry changed since: decided again
+ *     when the registry or the route's context changed, else its allowlist step again (layers changed in place)
  *     6 charge (route.charge; refused calls count) → 8 tool_decided / permission_denied → 7 execute (execute.ts)
  *
  * This file is the only emitter of `tool_decided`, `permission_asked` and `permission_denied`, and with
@@ -20,7 +21,15 @@ import { chargeLimits } from '../limits/charge.js';
 import { hashOf } from '../runner/signing.js';
 import { resolveAsk, type ApprovalRequest } from './approval.js';
 import { executeDecided, Lanes, refused } from './execute.js';
-import { allow, deny, precheck, type GateContext, type GateEnvironment, type Precheck } from './precheck.js';
+import {
+  allow,
+  allowlistAgain,
+  deny,
+  precheck,
+  type GateContext,
+  type GateEnvironment,
+  type Precheck,
+} from './precheck.js';
 import type { Attempt, DecidedCall, Route, RouteState } from './route.js';
 
 /** A call whose ask a route's person left pending: nothing of the batch ran. */
@@ -165,17 +174,19 @@ export async function dispatchCalls(
         await lanes.drain();
         epoch++;
       }
-      // Decided again when it had to wait and what it was decided under changed since (DESIGN: the call
-      // that runs is the call that was decided, under the registry and policy in force when it runs).
-      if (e.epoch !== epoch) {
+      // A call that had to wait (an earlier call, an approval, a delegation), or whose announcement was
+      // followed by a change of the registry (a listener), is judged again under what is in force now (DESIGN:
+      // the call that runs is the call that was decided, under the registry, policy and layers in force when
+      // it runs): fully when the registry or the route's context changed, else the allowlist step, which
+      // sees a layer array changed in place.
+      if (e.epoch !== epoch || (early && env.current().revision !== e.revision)) {
         const state: RouteState = route.refresh ? await route.refresh() : { context, env: env.current() };
         runContext = state.context;
         runEnv = state.env;
-        if (route.refresh !== undefined || state.env.revision !== e.revision) {
-          const before = e.decision;
-          await decideAgain(e, state, route);
-          if (early && e.decision !== before) tell(runEnv, route, e);
-        }
+        const before = e.decision;
+        if (state.env.revision !== e.revision || state.context !== context) await decideAgain(e, state, route);
+        else if ((e.decision = allowlistAgain(before, state.context, state.env)) !== before) e.answered = false;
+        if (early && e.decision !== before) tell(runEnv, route, e);
       }
     }
     const concluded: ToolResult | null = early
@@ -342,7 +353,7 @@ async function resolveCallAsk(
 
 /**
  * Decides a call again under `state` before it runs. A final Decision replaces the old one; an ask keeps
- * the earlier approval only for the same binding (tool, arguments, policy version), else it is asked again
+ * the earlier approval only for the same binding (tool, arguments, rule, policy version), else it is asked again
  * (and cannot be left pending now: part of the batch may have run).
  */
 async function decideAgain(e: Entry, state: RouteState, route: Route): Promise<void> {
@@ -373,6 +384,7 @@ async function decideAgain(e: Entry, state: RouteState, route: Route): Promise<v
 function sameBinding(e: Entry, ask: Ask): boolean {
   if (e.tool !== ask.tool) return false;
   if (e.decision.canonical !== ask.base.canonical || e.decision.policyVersion !== ask.base.policyVersion) return false;
+  if (e.decision.rule !== ask.base.rule) return false;
   if (e.args === ask.args) return true;
   try {
     return hashOf(e.args) === hashOf(ask.args);

@@ -256,6 +256,21 @@ function afterValidation(
   return judged(policy.evaluate(tool, args), tool, args, base);
 }
 
+/**
+ * Step 4 again for a call decided earlier under the same context object, whose layer arrays may have been
+ * changed in place since (each plain array is checked against its snapshot): the refusal now, or the
+ * Decision as it was.
+ */
+export function allowlistAgain(decision: Decision, context: GateContext, env: GateEnvironment): Decision {
+  const layer = allowlistRefusal(context, env, decision.canonical, decision.tool, decision.agent);
+  if (layer === null) return decision;
+  return deny(
+    decision,
+    { stage: 'allowlist', by: 'allowlist', layer },
+    refusalText(decision.tool, decision.agent, layer),
+  );
+}
+
 /** A policy evaluation as a final Decision (built once, with `args` and the rule) or an ask. */
 function judged(
   evaluation: PolicyEvaluation,

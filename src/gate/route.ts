@@ -97,8 +97,9 @@ export interface Route {
   readonly grouped: boolean;
   /**
    * The context and environment in force now, read before a call that had to wait (an approval, an earlier
-   * call, a delegation) runs; the call is then decided again under them. Absent: the registry as it stands
-   * now, and the call is decided again only when a tool, the policy or the handler changed.
+   * call, a delegation) runs. The call is decided again when they are a new context or another registry
+   * revision, else its allowlist step runs again on the same context (a layer array changed in place).
+   * Absent: the dispatch's context and the registry as it stands now.
    */
   refresh?(): RouteState | Promise<RouteState>;
   /**

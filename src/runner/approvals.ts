@@ -135,8 +135,10 @@ export class DurableApprovals {
       return { effect: 'pending' };
     }
     if (answer !== 'allow' && answer !== 'deny') return { effect: answer } as unknown as AskOutcome; // the gate refuses it as invalid
-    await this.#remember(run, frame, binding, answer, scope);
-    return { effect: answer };
+    if (scope === 'once') return { effect: answer };
+    // Remembered only when the gate takes the answer: one given after handlerTimeoutMs (the call was denied) is not.
+    const decided: 'allow' | 'deny' = answer;
+    return { effect: answer, settle: () => this.#remember(run, frame, binding, decided, scope) };
   }
 
   /** Signs a person's answer to a pending approval (AgentRunner.answer). */
@@ -341,13 +343,17 @@ function scopesOf(run: Run): RememberScope[] {
   return scopes;
 }
 
-/** The store key of a remembered answer: its scope (kind and id), the tenant, agent, tool, arguments and policy version. */
+/**
+ * The store key of a remembered answer: its scope (kind and id), the tenant, for a run the caller (two callers
+ * may name the same run id), the agent, tool, arguments and policy version.
+ */
 function rememberKey(scope: RememberScope, run: Run, frame: Frame, binding: Binding): string {
   return canonicalJson([
     'toolgate.remembered',
     scope.kind,
     scope.id,
     run.tenant,
+    scope.kind === 'run' ? run.caller.id : null,
     frame.agent,
     binding.canonical,
     binding.argsHash,

@@ -17,13 +17,13 @@ import type { ApprovalRequest, AskOutcome } from '../gate/approval.js';
 import type { DispatchResult } from '../gate/dispatch.js';
 import { environmentOf as registryEnvironment } from '../gate/environment.js';
 import type { GateContext, GateEnvironment } from '../gate/precheck.js';
-import type { Attempt, Candidate, DecidedCall, Halted, Refusal, Route } from '../gate/route.js';
+import type { Attempt, Candidate, DecidedCall, Halted, Refusal, Route, RouteState } from '../gate/route.js';
 import { canonical, describe } from '../names.js';
 import type { ToolResult } from '../registry.js';
 import type { RunSpend } from './approval-store.js';
 import { peerTools, peerToolName } from './agents.js';
 import { answerBinding, underOf, type DurableApprovals, type GrantUse } from './approvals.js';
-import type { Limits, RunnerSettings } from './options.js';
+import { limitsOf, type Limits, type RunnerSettings } from './options.js';
 import {
   answerFromLedger,
   emitRun,
@@ -204,7 +204,7 @@ export class RunRoute implements Route {
   readonly #frame: Frame;
   readonly #turn: Turn;
   readonly #calls: readonly RunToolCall[];
-  readonly #view: FrameView;
+  #view: FrameView;
   readonly #runPeer: (inner: Frame) => Promise<FrameOutcome>;
   readonly #projected = { attempts: 0, cost: 0 };
   readonly #charged = new Set<number>();
@@ -242,6 +242,15 @@ export class RunRoute implements Route {
 
   get context(): GateContext {
     return this.#view.context;
+  }
+
+  /**
+   * Before a call that waited runs (an earlier call, an approval): the tenant's plan read again from its
+   * provider and the registry as it stands now, so a plan cut during the turn applies to the calls after it.
+   */
+  async refresh(): Promise<RouteState> {
+    this.#view = viewOf(this.#settings, this.#run, this.#frame, await limitsOf(this.#settings, this.#run.tenant));
+    return this.#view;
   }
 
   get env(): GateEnvironment {

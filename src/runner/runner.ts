@@ -11,9 +11,11 @@
  * RunState that resume() continues, in this process or another. This file is the loop only: the run's
  * route (route.ts), durable approvals (approvals.ts), state (state.ts) and options (options.ts) live beside it.
  */
+import type { DenyDecision } from '../decision.js';
 import { ConfigurationError, RunStateError } from '../errors.js';
 import { Emitter } from '../events.js';
-import { dispatchCalls } from '../gate/dispatch.js';
+import { dispatchCalls, previewCall } from '../gate/dispatch.js';
+import { refusalContent } from '../gate/precheck.js';
 import { environmentOf } from '../gate/environment.js';
 import { describe } from '../names.js';
 import { agentGraph, peerTools } from './agents.js';
@@ -243,6 +245,20 @@ export class AgentRunner {
       const inner = run.frames[frame.depth + 1];
       if (!inner) throw new RunStateError(`the state has no frame for the delegation ${JSON.stringify(turn.active)}`);
       const call = turn.calls.find((c) => c.id === turn.active)!;
+      // The delegation is decided again against the layers, agents and policy in force now: one withdrawn
+      // while the run was paused (the plan, the agent graph) ends refused, and nothing more runs in the peer.
+      const withdrawn = await this.#withdrawn(run, frame, call);
+      if (withdrawn !== null) {
+        run.frames.length = frame.depth + 1;
+        turn.active = null;
+        const content = refusalContent(withdrawn);
+        await this.#settings.store.record(ledgerKeyOf(run, frame, turn, call.id), { content, isError: true });
+        turn.done.set(call.id, toolMessage(call, content, true));
+        run.decisions.push(withdrawn);
+        emitRun(this.#events, run, frame, { type: 'tool_decided', decision: withdrawn });
+        emitRun(this.#events, run, frame, { type: 'tool_refused', decision: withdrawn, error: null });
+        return 'continue';
+      }
       return (
         (await this.#finishDelegation(run, frame, turn, call, inner, await this.#runFrame(run, inner))) ?? 'continue'
       );
@@ -303,6 +319,13 @@ export class AgentRunner {
         closeTurn(frame, turn, 'the run ended before this call ran');
         return { kind: 'ended', status: 'refusal_loop', decision: end.decision };
     }
+  }
+
+  /** The refusal of a paused delegation call under what is in force now (steps 1–5, no ask), or null. */
+  async #withdrawn(run: Run, frame: Frame, call: RunToolCall): Promise<DenyDecision | null> {
+    const view = route.viewOf(this.#settings, run, frame, await limitsOf(this.#settings, run.tenant));
+    const pre = await previewCall(readable(call), view.context, view.env);
+    return pre.kind === 'decided' && pre.decision.effect === 'deny' ? pre.decision : null;
   }
 
   /** After the peer frame of a delegation call ran (or paused): null when it completed and the turn goes on. */

@@ -278,3 +278,218 @@ describe('the allowlist step per call: a tenant plan changed in place applies at
     ]);
   });
 });
+
+const planConcierge: Agent = { name: 'concierge', tools: ['search', 'quote', 'refund'] };
+
+describe('attack: a tenant plan cut during a turn applies to the calls of that turn not yet run', () => {
+  it('A1: plan replaced (new object) while call 1 runs: call 2 of the same turn must be refused', async () => {
+    const { registry, executed } = shop();
+    let plan: TenantLimits = { tools: ['search', 'quote'] };
+    registry.onChange((e) => {
+      // an admin revokes quote while search executes (tool_executed fires after search ran)
+      if (e.type === 'tool_executed' && e.tool === 'search') plan = { tools: ['search'] };
+    });
+    const model = new ScriptedModel([
+      {
+        toolCalls: [
+          { name: 'search', arguments: { query: 'a' } },
+          { name: 'quote', arguments: { item: 'lamp' } },
+        ],
+      },
+      { text: 'done' },
+    ]);
+    const runner = new AgentRunner({ registry, model, tenants: () => plan, onRefusal: 'continue' });
+    const result = await runner.run(planConcierge, 'go');
+    expect(executed['search']).toBe(1);
+    expect(executed['quote'] ?? 0).toBe(0);
+    expect(result.decisions.find((d) => d.tool === 'quote')).toMatchObject({ effect: 'deny', layer: 'tenant' });
+  });
+
+  it('A2: plan cut in place (splice) while call 1 runs: call 2 of the same turn must be refused', async () => {
+    const { registry, executed } = shop();
+    const tools = ['search', 'quote'];
+    registry.onChange((e) => {
+      if (e.type === 'tool_executed' && e.tool === 'search') tools.splice(tools.indexOf('quote'), 1);
+    });
+    const model = new ScriptedModel([
+      {
+        toolCalls: [
+          { name: 'search', arguments: { query: 'a' } },
+          { name: 'quote', arguments: { item: 'lamp' } },
+        ],
+      },
+      { text: 'done' },
+    ]);
+    const runner = new AgentRunner({ registry, model, tenants: () => ({ tools }), onRefusal: 'continue' });
+    const result = await runner.run(planConcierge, 'go');
+    expect(executed['quote'] ?? 0).toBe(0);
+    expect(result.decisions.find((d) => d.tool === 'quote')).toMatchObject({ effect: 'deny', layer: 'tenant' });
+  });
+
+  it('A3: plan revoked while the in-process handler is asked about call 2: call 1 (decided before) must be refused', async () => {
+    const { registry, executed, refunds } = shop();
+    let plan: TenantLimits = { tools: ['quote', 'refund'] };
+    const model = new ScriptedModel([
+      {
+        toolCalls: [
+          { name: 'quote', arguments: { item: 'lamp' } },
+          { name: 'refund', arguments: { order: 'A-1', amount: 250 } },
+        ],
+      },
+      { text: 'done' },
+    ]);
+    const runner = new AgentRunner({
+      registry,
+      model,
+      tenants: () => plan,
+      onRefusal: 'continue',
+      handler: async () => {
+        // while a person looks at the refund, the tenant loses quote
+        plan = { tools: ['refund'] };
+        await new Promise((r) => setTimeout(r, 5));
+        return 'allow' as const;
+      },
+    });
+    const result = await runner.run(planConcierge, 'go');
+    expect(refunds).toHaveLength(1);
+    expect(executed['quote'] ?? 0).toBe(0);
+    expect(result.decisions.find((d) => d.tool === 'quote')).toMatchObject({ effect: 'deny', layer: 'tenant' });
+  });
+});
+
+describe('attack: what was granted before a pause or by another caller does not carry over', () => {
+  const wire = <T>(v: T): T => JSON.parse(JSON.stringify(v)) as T;
+
+  it('a tenant that loses agent:billing while the run is paused inside billing: the resumed peer does not act', async () => {
+    const store = new InMemoryApprovalStore();
+    const billing: Agent = { name: 'billing', tools: ['refund'] };
+    const top: Agent = { name: 'concierge', tools: ['refund', 'agent:billing'], peers: [billing] };
+    let plan: TenantLimits = { tools: ['refund', 'agent:billing'] };
+    const model = () =>
+      new ScriptedModel({
+        concierge: [{ toolCalls: [{ name: 'agent:billing', arguments: { input: 'refund A1' } }] }, { text: 'done' }],
+        billing: [{ toolCalls: [{ name: 'refund', arguments: { order: 'A1', amount: 500 } }] }, { text: 'refunded' }],
+      });
+    const f = shop({ policyVersion: 'v1' });
+    const runner = new AgentRunner({
+      registry: f.registry,
+      model: model(),
+      approvals: store,
+      secret: SECRET,
+      tenants: () => plan,
+      handler: () => 'pending',
+      onRefusal: 'continue',
+    });
+    const p = paused(await runner.run(top, 'refund A1', { tenant: 'acme' }));
+    const decision = runner.answer(p.pending[0]!, 'allow');
+    // the tenant's plan no longer includes the billing agent
+    plan = { tools: ['refund'] };
+    const resumed = await runner.resume(wire(p.state), [decision]);
+    expect(f.refunds).toHaveLength(0);
+    expect(resumed.decisions.at(-1)).toMatchObject({ tool: 'agent:billing', effect: 'deny', layer: 'tenant' });
+  });
+
+  it('a resume that narrows the root so it no longer declares agent:billing; the paused delegation does not continue', async () => {
+    const store = new InMemoryApprovalStore();
+    const billing: Agent = { name: 'billing', tools: ['refund'] };
+    const top: Agent = { name: 'concierge', tools: ['refund', 'agent:billing'], peers: [billing] };
+    const model = () =>
+      new ScriptedModel({
+        concierge: [{ toolCalls: [{ name: 'agent:billing', arguments: { input: 'refund A1' } }] }, { text: 'done' }],
+        billing: [{ toolCalls: [{ name: 'refund', arguments: { order: 'A1', amount: 500 } }] }, { text: 'refunded' }],
+      });
+    const f = shop({ policyVersion: 'v1' });
+    const runner = new AgentRunner({
+      registry: f.registry,
+      model: model(),
+      approvals: store,
+      secret: SECRET,
+      handler: () => 'pending',
+      onRefusal: 'continue',
+    });
+    const p = paused(await runner.run(top, 'refund A1', { tenant: 'acme' }));
+    const decision = runner.answer(p.pending[0]!, 'allow');
+    // the root as declared now: it keeps refund but no longer delegates to billing (peers kept in the graph)
+    const now: Agent = { name: 'concierge', tools: ['refund'], peers: [billing] };
+    const resumed = await runner.resume(wire(p.state), [decision], { agent: now });
+    expect(f.refunds).toHaveLength(0);
+    expect(resumed.decisions.at(-1)).toMatchObject({ tool: 'agent:billing', effect: 'deny', layer: 'not_declared' });
+  });
+
+  it('a run-scoped approval is not reused by another caller whose run has the same runId', async () => {
+    const store = new InMemoryApprovalStore();
+    const concierge: Agent = { name: 'concierge', tools: ['refund'] };
+    const f = shop({ policyVersion: 'v1' });
+    const model = () =>
+      new ScriptedModel([
+        { toolCalls: [{ name: 'refund', arguments: { order: 'A1', amount: 500 } }] },
+        { text: 'done' },
+      ]);
+    const alice = new AgentRunner({
+      registry: f.registry,
+      model: model(),
+      approvals: store,
+      secret: SECRET,
+      handler: () => ({ answer: 'allow', scope: 'run' }),
+    });
+    await alice.run(concierge, 'x', { tenant: 'acme', runId: 'conv-42', caller: { id: 'alice' } });
+    expect(f.refunds).toHaveLength(1);
+    let asked = 0;
+    const mallory = new AgentRunner({
+      registry: f.registry,
+      model: new ScriptedModel([
+        { toolCalls: [{ id: 'mallory-1', name: 'refund', arguments: { order: 'A1', amount: 500 } }] },
+        { text: 'done' },
+      ]),
+      approvals: store,
+      secret: SECRET,
+      handler: () => {
+        asked++;
+        return 'deny';
+      },
+    });
+    const r = await mallory.run(concierge, 'x', { tenant: 'acme', runId: 'conv-42', caller: { id: 'mallory' } });
+    expect(f.refunds).toHaveLength(1);
+    expect(asked).toBe(1);
+    expect(r.decisions[0]).toMatchObject({ effect: 'deny', asked: 'runner' });
+  });
+
+  it('an answer the handler gives after handlerTimeoutMs is not remembered: the call was denied', async () => {
+    const store = new InMemoryApprovalStore();
+    const remembered: string[] = [];
+    const remember = store.remember.bind(store);
+    store.remember = (key, value) => {
+      remembered.push(key);
+      return remember(key, value);
+    };
+    const concierge: Agent = { name: 'concierge', tools: ['refund'] };
+    const f = shop({ policyVersion: 'v1', handlerTimeoutMs: 20 });
+    let answeredLate!: () => void;
+    const late = new Promise<void>((resolve) => (answeredLate = resolve));
+    let asked = 0;
+    const runner = new AgentRunner({
+      registry: f.registry,
+      model: new ScriptedModel(
+        [{ toolCalls: [{ name: 'refund', arguments: { order: 'A1', amount: 500 } }] }, { text: 'done' }],
+        { whenDone: 'repeat' },
+      ),
+      approvals: store,
+      secret: SECRET,
+      handler: async () => {
+        asked++;
+        if (asked > 1) return 'deny' as const;
+        await late;
+        return { answer: 'allow' as const, scope: 'run' as const };
+      },
+    });
+    const first = await runner.run(concierge, 'x', { tenant: 'acme', runId: 'r-late', caller: { id: 'alice' } });
+    expect(first.decisions[0]).toMatchObject({ effect: 'deny', by: 'handler_timeout' });
+    answeredLate();
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(remembered).toEqual([]);
+    const second = await runner.run(concierge, 'x', { tenant: 'acme', runId: 'r-late', caller: { id: 'alice' } });
+    expect(asked).toBe(2);
+    expect(second.decisions[0]).toMatchObject({ effect: 'deny', by: 'handler' });
+    expect(f.refunds).toHaveLength(0);
+  });
+});

@@ -34,13 +34,13 @@ export const DENY_HUGE_REFUNDS: PermissionRule = {
   reason: 'refunds over 1000 are never made by an agent',
 };
 
-export function shop(options: { policyVersion?: string } = {}): Shop {
+export function shop(options: { policyVersion?: string; handlerTimeoutMs?: number } = {}): Shop {
   const executed: Record<string, number> = {};
   const refunds: { order: string; amount: number }[] = [];
   const count = (name: string): void => {
     executed[name] = (executed[name] ?? 0) + 1;
   };
-  const registry = new ToolRegistry({ handlerTimeoutMs: 500 });
+  const registry = new ToolRegistry({ handlerTimeoutMs: options.handlerTimeoutMs ?? 500 });
   registry.register(
     defineTool({
       name: 'search',

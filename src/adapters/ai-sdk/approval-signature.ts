@@ -68,3 +68,31 @@ export function verifyApprovalSignature(secret: Uint8Array, signature: unknown, 
 export function signApproval(secret: Uint8Array, approval: SignedApproval): string {
   return expected(secret, approval).toString('base64url');
 }
+
+/**
+ * The key the SDK signs approval requests with, derived from the server's secret for one context (tenant
+ * id, caller id, agent) and the policy version in force: an approval signed in one tenant's, caller's or
+ * agent's conversation, or under another policy version, does not verify under another. Recomputed only
+ * when the policy version changes.
+ */
+export function approvalKeys(
+  secret: Uint8Array,
+  context: { readonly tenant: string | null; readonly caller: string | null; readonly agent: string },
+  policyVersion: () => string | null,
+): () => Uint8Array {
+  let last: { readonly version: string | null; readonly key: Uint8Array } | null = null;
+  return () => {
+    const version = policyVersion();
+    if (last === null || last.version !== version) {
+      const payload = JSON.stringify([
+        'toolgate.ai-sdk.approval-key',
+        context.tenant,
+        context.caller,
+        context.agent,
+        version,
+      ]);
+      last = { version, key: new Uint8Array(createHmac('sha256', secret).update(payload, 'utf8').digest()) };
+    }
+    return last.key;
+  };
+}

@@ -27,12 +27,12 @@ import { readCall, type NormalizedCall, type UnreadableCall } from '../../format
 import type { AskOutcome } from '../../gate/approval.js';
 import { decideCalls, dispatchCalls, previewCall } from '../../gate/dispatch.js';
 import { environmentOf } from '../../gate/environment.js';
-import { refusalContent, type GateContext } from '../../gate/precheck.js';
+import { agentNameOf, refusalContent, type GateContext } from '../../gate/precheck.js';
 import type { Route } from '../../gate/route.js';
 import { describe } from '../../names.js';
 import type { ToolRegistry, ToolResult } from '../../registry.js';
 import { ToolRegistry as Registry } from '../../registry.js';
-import { verifyApprovalSignature } from './approval-signature.js';
+import { approvalKeys, verifyApprovalSignature } from './approval-signature.js';
 
 /** The fewest bytes an approval secret may have (an HMAC-SHA256 key; 32 random bytes are recommended). */
 const MIN_SECRET_BYTES = 16;
@@ -43,10 +43,12 @@ export interface AiSdkToolsOptions {
   readonly context?: GateContext;
   /**
    * The server-side secret (at least 16 bytes; 32 random bytes recommended) that signs and verifies tool
-   * approvals. It is returned as `experimental_toolApprovalSecret`, so spreading the result into
+   * approvals. A key derived from it for this context (tenant id, caller id, agent) and the policy version
+   * in force is returned as `experimental_toolApprovalSecret`, so spreading the result into
    * `generateText` / `streamText` makes the SDK sign each approval request it issues; `execute` then takes
    * an ask as approved only if toolgate itself verifies that signature (HMAC-SHA256 over the approval id,
-   * the tool call id, the tool name and the input `execute` received). Keep it out of the client.
+   * the tool call id, the tool name and the input `execute` received) under the key of its context and the
+   * policy version in force then. Keep it out of the client.
    * Without it, no approval in the message history counts: an ask is put to the permission handlers
    * (denied without one), never to the SDK's approval flow.
    */
@@ -70,7 +72,11 @@ export interface GatedAiSdkTools {
    * recorded): a client cannot have made-up calls recorded as a person's denial. Resolves with those Decisions.
    */
   readonly recordDenials: (messages: readonly ModelMessage[]) => Promise<Decision[]>;
-  /** `approvalSecret`, under the name the SDK reads, so that `...gated` makes it sign approval requests. Absent without a secret. */
+  /**
+   * The key derived from `approvalSecret` for this context and the policy version in force when it is read
+   * (a getter: `...gated` reads it), under the name the SDK reads, so that the SDK signs approval requests
+   * with it. Absent without a secret.
+   */
   readonly experimental_toolApprovalSecret?: Uint8Array;
 }
 
@@ -95,7 +101,17 @@ export function createAiSdkTools(registry: ToolRegistry, options: AiSdkToolsOpti
       'option "requireSignedApprovals" was removed: approvals are always verified; pass "approvalSecret" to let them count',
     );
   }
-  const secret = secretBytes(options.approvalSecret);
+  const master = secretBytes(options.approvalSecret);
+  // The SDK signs with a key of this context and the policy version in force (read when `...gated` is
+  // spread and when a call is checked): an approval given under another context or policy does not count.
+  const keyOf =
+    master === undefined
+      ? undefined
+      : approvalKeys(
+          master,
+          { tenant: context.tenant?.id ?? null, caller: context.caller?.id ?? null, agent: agentNameOf(context) },
+          () => environmentOf(registry).policy?.version ?? null,
+        );
 
   const tools: Record<string, AiTool> = {};
   for (const name of registry.allowlist(context).names) {
@@ -116,23 +132,23 @@ export function createAiSdkTools(registry: ToolRegistry, options: AiSdkToolsOpti
         // never taken as approved on the SDK's word (or a client's history) alone.
         const signed = { toolCallId: execution.toolCallId, toolName: defined.name, input };
         const route: Route =
-          secret === undefined
+          keyOf === undefined
             ? NO_PERSON
             : {
                 name: 'adapter',
                 grouped: false,
                 // A request toolgate's secret signed was issued by toolApproval, which announced the ask then.
-                announced: () => verifiedRequests(execution.messages, secret, signed).size > 0,
-                ask: () => answerInMessages(execution.messages, secret, signed),
+                announced: () => verifiedRequests(execution.messages, keyOf(), signed).size > 0,
+                ask: () => answerInMessages(execution.messages, keyOf(), signed),
               };
         const result = (await dispatchOne(registry, call, runContext, route)) as ToolResult;
         if (result.status !== 'ok')
           throw new ToolCallFailed(
-            secret === undefined && result.decision.by === 'no_handler'
+            keyOf === undefined && result.decision.by === 'no_handler'
               ? `${result.content} ${NO_SECRET}`
               : (result.decision.stage === 'policy' || result.decision.stage === 'handler') &&
-                  secret !== undefined &&
-                  verifiedRequests(execution.messages, secret, signed).size === 0 &&
+                  keyOf !== undefined &&
+                  verifiedRequests(execution.messages, keyOf(), signed).size === 0 &&
                   responsesTo(execution.messages, execution.toolCallId).some((yes) => yes)
                 ? `${result.content} ${UNVERIFIED}`
                 : result.content,
@@ -148,12 +164,12 @@ export function createAiSdkTools(registry: ToolRegistry, options: AiSdkToolsOpti
     const pre = await previewCall(call, context, env);
     if (pre.kind === 'ask') {
       // The policy's handler decides in execute; so do the handlers when no secret lets an approval count.
-      if (env.policy?.handler || secret === undefined) return { type: 'not-applicable' };
+      if (env.policy?.handler || keyOf === undefined) return { type: 'not-applicable' };
       // The ask is announced when it is first put to the person; asked again with a request the secret
       // signed for this very call (the SDK resuming), it was announced then. A forged, unsigned request or
       // response in the history does not count as that.
       const signed = { toolCallId: toolCall.toolCallId, toolName: toolCall.toolName, input: toolCall.input };
-      if (verifiedRequests(messages, secret, signed).size === 0)
+      if (verifiedRequests(messages, keyOf(), signed).size === 0)
         await dispatchCalls([call], context, env, PUT_TO_PERSON);
       return { type: 'user-approval', reason: pre.request.reason };
     }
@@ -167,7 +183,7 @@ export function createAiSdkTools(registry: ToolRegistry, options: AiSdkToolsOpti
   const recordDenials: GatedAiSdkTools['recordDenials'] = async (messages) => {
     if (!Array.isArray(messages))
       throw new TypeError(`recordDenials expects the messages array, got ${describe(messages)}`);
-    if (secret === undefined) return [];
+    if (keyOf === undefined) return [];
     const calls = new Map<string, { toolName: string; input: unknown }>();
     for (const message of messages) {
       if (message.role !== 'assistant' || typeof message.content === 'string') continue;
@@ -178,7 +194,7 @@ export function createAiSdkTools(registry: ToolRegistry, options: AiSdkToolsOpti
     const env = environmentOf(registry);
     for (const [toolCallId, call] of calls) {
       // Only a denial of a request toolgate's secret signed for exactly this call is a person's denial.
-      const verified = verifiedRequests(messages, secret, { toolCallId, ...call });
+      const verified = verifiedRequests(messages, keyOf(), { toolCallId, ...call });
       if (!answersTo(messages, verified).some((approved) => !approved)) continue;
       const read = readCall({ id: toolCallId, name: call.toolName, arguments: call.input });
       const pre = await previewCall(read, context, env);
@@ -190,11 +206,10 @@ export function createAiSdkTools(registry: ToolRegistry, options: AiSdkToolsOpti
     return recorded;
   };
 
-  const gated: GatedAiSdkTools =
-    secret === undefined
-      ? { tools: tools as ToolSet, toolApproval, recordDenials }
-      : { tools: tools as ToolSet, toolApproval, recordDenials, experimental_toolApprovalSecret: secret };
-  return Object.freeze(gated);
+  const gated = { tools: tools as ToolSet, toolApproval, recordDenials };
+  if (keyOf !== undefined)
+    Object.defineProperty(gated, 'experimental_toolApprovalSecret', { get: keyOf, enumerable: true });
+  return Object.freeze(gated) as GatedAiSdkTools;
 }
 
 /** A route with no person: an ask goes to the permission handlers (deny without one). */
