@@ -534,7 +534,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
       args: Readonly<Record<string, unknown>>,
       extra: Extra,
     ): Promise<void> => {
-      const verdict: ItemVerdict = policy.decide(upstream.namespace, key, args);
+      const verdict: ItemVerdict = policy.decide(upstream.namespace, key, args, action === 'complete');
       let effect: 'allow' | 'deny' = verdict.effect === 'allow' ? 'allow' : 'deny';
       let reason = verdict.reason;
       if (verdict.effect === 'ask') {
@@ -804,8 +804,10 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
       if (ref.type === 'ref/prompt') {
         const routed = await routePrompt(ref.name);
         upstream = routed.upstream;
-        if (!governance.prompts.visible(upstream.namespace, routed.own))
-          await govern('prompt', 'complete', governance.prompts, upstream, routed.own, ref.name, {}, extra);
+        // Decided as getting the prompt with the arguments the completion knows; a rule whose conditions
+        // need another argument cannot be judged, and refuses.
+        const known = request.params.context?.arguments ?? {};
+        await govern('prompt', 'complete', governance.prompts, upstream, routed.own, ref.name, known, extra);
         params = { ...params, ref: { ...ref, name: routed.own } };
       } else {
         const template = ref.uri;

@@ -6,6 +6,7 @@
 import { canonical } from '../names.js';
 import type { PermissionResult } from '../permissions/result.js';
 import {
+  argumentAt,
   compileCondition,
   compileGlob,
   compileNameGlob,
@@ -76,12 +77,14 @@ export class ItemPolicy {
 
   /**
    * Decides one access: `key` is the resource URI in normal form or the prompt's own name (without the
-   * namespace), `args` a prompt's arguments. A rule that cannot judge an argument denies.
+   * namespace), `args` a prompt's arguments. A rule that cannot judge an argument denies. With `partial`
+   * (a completion, which knows only some arguments), a rule whose conditions name an argument not given
+   * cannot be judged either, and denies.
    */
-  decide(namespace: string, key: string, args: Readonly<Record<string, unknown>> = {}): ItemVerdict {
-    const enforced = this.#walk(namespace, key, args, false);
+  decide(namespace: string, key: string, args: Readonly<Record<string, unknown>> = {}, partial = false): ItemVerdict {
+    const enforced = this.#walk(namespace, key, args, false, partial);
     if (!this.#policyShadow && !this.#rules.some((r) => r.shadow)) return { ...enforced, shadow: null };
-    const shadow = this.#walk(namespace, key, args, true);
+    const shadow = this.#walk(namespace, key, args, true, partial);
     const differs = shadow.effect !== enforced.effect || shadow.rule !== enforced.rule;
     return { ...enforced, shadow: differs ? shadow : null };
   }
@@ -114,11 +117,19 @@ export class ItemPolicy {
     key: string,
     args: Readonly<Record<string, unknown>>,
     withShadow: boolean,
+    partial: boolean,
   ): Omit<ItemVerdict, 'shadow'> {
     for (const rule of this.#rules) {
       if (rule.shadow && !withShadow) continue;
       if (!withShadow && this.#policyShadow) continue;
       if (!this.#selects(rule, namespace, key)) continue;
+      const unknown = partial ? rule.tests.find((t) => !argumentAt(args, t.arg).present) : undefined;
+      if (unknown)
+        return {
+          effect: 'deny',
+          rule: rule.name,
+          reason: `the rule's conditions need the argument ${JSON.stringify(unknown.arg)}, which is not known yet; the ${this.kind} cannot be judged safely`,
+        };
       const verdict = rule.tests.length === 0 ? true : runTests(rule.tests, args);
       if (verdict === false) continue;
       if (verdict !== true)
