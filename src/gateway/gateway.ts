@@ -51,6 +51,7 @@ import type { Tool } from '../tool.js';
 import { checkContext } from './context.js';
 import type { GatewayAuditRecord, GatewayAuditSink, ShadowRecord, ToolAuditRecord } from './audit.js';
 import { checkApprovals, storeApprover, type ApprovalNote, type GatewayApprovals } from './approvals.js';
+import { sessionSubject } from './auth.js';
 import { compileGovernance, normalResourceUri, type ItemPolicy, type ItemVerdict } from './governance.js';
 import { pinnedDefinition, PinStore } from './pins.js';
 import { callScope, Upstream, type CallScope, type GatewayUpstreamOptions, type UpstreamEvents } from './upstream.js';
@@ -621,6 +622,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
             options.approvals,
             {
               caller: base.caller?.id ?? null,
+              subject: extra.authInfo ? sessionSubject(extra.authInfo) : null,
               agent: typeof base.agent === 'string' ? base.agent : (base.agent?.name ?? 'agent'),
               tenant: base.tenant?.id ?? null,
               policyVersion: registry.getPermissionPolicy()?.version ?? null,

@@ -284,7 +284,7 @@ export function normalResourceUri(uri: unknown): NormalUri {
 
 // Runs of percent-escapes of non-ASCII bytes: UTF-8 sequences in a URI in normal form.
 const HIGH_ESCAPES = /(?:%[89A-Fa-f][0-9A-Fa-f])+/g;
-const NON_ASCII = /[^\x00-\x7f]+/gu;
+const NON_ASCII = /[\u0080-\u{10FFFF}]+/gu;
 
 /**
  * `text` with its UTF-8 escapes decoded, NFC-normalised (and lower-cased when `fold`), and its non-ASCII
@@ -308,7 +308,7 @@ function foldedUri(uri: string): string {
 }
 
 // Characters a URL's path holds percent-encoded (WHATWG path percent-encode set, beyond controls).
-const PATH_ENCODED = /[ "<>`{}]|[^\x00-\x7f]/u;
+const PATH_ENCODED = /[ "<>`{}\u0080-\u{10FFFF}]/u;
 
 /**
  * A resource glob spelled as request URIs are after {@link normalResourceUri}: escapes of unreserved
