@@ -261,12 +261,7 @@ export function normalResourceUri(uri: unknown): NormalUri {
   try {
     // RFC 3986 §6.2.2.2: escapes of unreserved characters are decoded (`%73ecret` is `secret`), so a rule
     // on the plain spelling also meets the encoded one.
-    url = new URL(
-      uri.replace(/%([0-9A-Fa-f]{2})/g, (escape, hex: string) => {
-        const ch = String.fromCharCode(parseInt(hex, 16));
-        return /[A-Za-z0-9\-._~]/.test(ch) ? ch : escape.toUpperCase();
-      }),
-    );
+    url = new URL(unreservedDecoded(uri));
   } catch {
     return { ok: false, problem: `the resource URI ${JSON.stringify(uri)} is not an absolute URI` };
   }
@@ -276,10 +271,18 @@ export function normalResourceUri(uri: unknown): NormalUri {
   if (composed === null)
     return { ok: false, problem: `the resource URI ${JSON.stringify(uri)} holds percent-escapes that are not UTF-8` };
   if (composed === url.href) return { ok: true, uri: url.href };
-  const href = new URL(composed).href;
+  const href = URL.parse(composed)?.href ?? '\u0000';
   if (CONTROL.test(href) || RISKY_ESCAPE.test(href))
     return { ok: false, problem: `the resource URI ${JSON.stringify(uri)} cannot be brought to normal form` };
   return { ok: true, uri: href };
+}
+
+/** `text` with escapes of unreserved characters decoded and the others upper-cased (RFC 3986 §6.2.2). */
+function unreservedDecoded(text: string): string {
+  return text.replace(/%([0-9A-Fa-f]{2})/g, (escape, hex: string) => {
+    const ch = String.fromCharCode(parseInt(hex, 16));
+    return /[A-Za-z0-9\-._~]/.test(ch) ? ch : escape.toUpperCase();
+  });
 }
 
 // Runs of percent-escapes of non-ASCII bytes: UTF-8 sequences in a URI in normal form.
@@ -321,10 +324,7 @@ function normalUriGlob(pattern: string): string {
   if (/[\u0000-\u001f\u007f]/.test(pattern)) throw new Error('the URI pattern holds a control character');
   if (RISKY_ESCAPE.test(pattern))
     throw new Error('the URI pattern holds an encoded slash, backslash, dot or NUL, which no URI in normal form holds');
-  const unescaped = pattern.replace(/%([0-9A-Fa-f]{2})/g, (escape, hex: string) => {
-    const ch = String.fromCharCode(parseInt(hex, 16));
-    return /[A-Za-z0-9\-._~]/.test(ch) ? ch : escape.toUpperCase();
-  });
+  const unescaped = unreservedDecoded(pattern);
   let text: string;
   try {
     text = unescaped.replace(HIGH_ESCAPES, (run) => decodeURIComponent(run)).normalize('NFC');
