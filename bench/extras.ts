@@ -3,7 +3,8 @@
  * the canonical-name cache under endless unique names, and the overhead of dispatching a no-op tool
  * through `registry.executeToolCalls` against calling it directly.
  */
-import { precheck, type Precheck } from '../src/gate/precheck.js';
+import { previewCall } from '../src/gate/dispatch.js';
+import type { Precheck } from '../src/gate/precheck.js';
 import { environmentOf } from '../src/gate/environment.js';
 import { ToolAllowlist } from '../src/index.js';
 import { CANONICAL_CACHE_LIMIT, canonical, canonicalCacheSize } from '../src/names.js';
@@ -164,7 +165,7 @@ export async function benchExtras(options: ExtrasOptions = {}): Promise<ExtrasRe
   const { registry, context } = toolgateSetup(dispatchScenario);
   const env = environmentOf(registry);
   const allowed: BenchCall[] = dispatchScenario.calls.filter((call) => {
-    const pre = precheck(call, context, env) as Precheck;
+    const pre = previewCall(call, context, env) as Precheck;
     return pre.kind === 'decided' && pre.decision.effect === 'allow';
   });
   const mask = 2 ** Math.floor(Math.log2(allowed.length)) - 1;
@@ -183,7 +184,7 @@ export async function benchExtras(options: ExtrasOptions = {}): Promise<ExtrasRe
   const pre = measure((from, count) => {
     let ok = 0;
     for (let k = 0; k < count; k++)
-      if ((precheck(allowed[(from + k) & mask]!, context, env) as Precheck).kind === 'decided') ok++;
+      if ((previewCall(allowed[(from + k) & mask]!, context, env) as Precheck).kind === 'decided') ok++;
     return ok;
   }, timing);
   const single = await measureAsync(async (from, count) => {

@@ -88,8 +88,8 @@ export class ToolAllowlist {
     const forms = declaredForms(spellings, where);
     checkConfusables(forms, spellings, options.confusables, where);
     // Each layer marks the declared positions it holds: one look-up per entry, no set of its own.
-    const tenant = layerMarks(options.tenant, 'tenant', forms, spellings.length);
-    const caller = layerMarks(options.caller, 'caller', forms, spellings.length);
+    const tenant = layerMarks(options.tenant, 'tenant', forms, spellings);
+    const caller = layerMarks(options.caller, 'caller', forms, spellings);
     const reasons = new Array<RefusalLayer | null>(spellings.length);
     for (const at of forms.values())
       // Where both would cut a name, the tenant is named: it is the broader, standing reason.
@@ -289,14 +289,29 @@ export function declaredEntries(declared: Iterable<string>, where: string): read
 export function declaredForms(spellings: readonly unknown[], where: string): Map<string, number> {
   const forms = new Map<string, number>();
   for (let i = 0; i < spellings.length; i++) {
-    const name = spellings[i];
-    const form = declaredName(name, where);
-    const at = forms.get(form);
-    if (at === undefined) forms.set(form, i);
-    // canonicalIndex throws the collision error, naming both spellings.
-    else if (spellings[at] !== name) canonicalIndex(spellings, where);
+    const form = declaredName(spellings[i], where);
+    // One Map operation per name (bulk declarations, issue 12): a form met before shows as a size that
+    // did not grow; its first position is then put back, and a different spelling is a collision.
+    const size = forms.size;
+    forms.set(form, i);
+    if (forms.size === size) repeatedForm(forms, spellings, form, i, where);
   }
   return forms;
+}
+
+/** `form` at `i` was met before: keep its first position; two different spellings are a collision. */
+function repeatedForm(
+  forms: Map<string, number>,
+  spellings: readonly unknown[],
+  form: string,
+  i: number,
+  where: string,
+): void {
+  let first = 0;
+  while (declaredName(spellings[first], where) !== form) first++;
+  forms.set(form, first);
+  // canonicalIndex throws the collision error, naming both spellings.
+  if (spellings[first] !== spellings[i]) canonicalIndex(spellings, where);
 }
 
 /** @internal The canonical forms of a tenant or caller layer, each mapped to the position of its first entry. */
@@ -329,15 +344,24 @@ function layerMarks(
   layer: AllowlistLayer,
   which: 'tenant' | 'caller',
   forms: ReadonlyMap<string, number>,
-  length: number,
+  spellings: readonly string[],
 ): Uint8Array | null {
   if (layer === null || layer === undefined) return null;
   checkLayer(layer, which);
+  const length = spellings.length;
   const marks = new Uint8Array(length);
+  // A layer is often a subset of the declaration in its order: an entry spelled as the declaration's next
+  // entry is that position without a canonical form or a look-up (the same spelling has the same form),
+  // when no spelling repeats in the declaration (then every position is its form's first).
+  const walk = forms.size === length;
+  let next = 0;
   for (const name of layer) {
     if (typeof name !== 'string') throw layerNameError(which, name);
-    const at = forms.get(canonical(name));
-    if (at !== undefined) marks[at] = 1;
+    const at = walk && spellings[next] === name ? next : forms.get(canonical(name));
+    if (at !== undefined) {
+      marks[at] = 1;
+      next = at + 1;
+    }
   }
   return marks;
 }

@@ -51,15 +51,23 @@ export function toolsOfScopes(map: ScopeMap, scopes: Iterable<string>): string[]
 
 /**
  * Tenant limits checked and frozen, `tools` as a frozen array: the one reader for the runner's tenant
- * provider answers and a policy file's tenants. `where` names the tenant in errors.
+ * provider answers and a policy file's tenants. `where` names the tenant in errors. With `live`, a `tools`
+ * array of strings is kept as given, not copied (the runner, per dispatch: the gate's allowlist step indexes
+ * the provider's own array and checks it against its snapshot at every call, so a plan changed in place
+ * applies at the next call); any other iterable is still copied.
  */
-export function parseTenantLimits(raw: unknown, where: string): TenantLimits & { readonly tools?: readonly string[] } {
+export function parseTenantLimits(
+  raw: unknown,
+  where: string,
+  live = false,
+): TenantLimits & { readonly tools?: readonly string[] } {
   if (typeof raw !== 'object' || raw === null)
     throw new TypeError(`the limits of ${where} must be an object, got ${describe(raw)}`);
   const limits = raw as TenantLimits;
   const out: { tools?: readonly string[]; maxIterations?: number; maxToolCalls?: number; maxCost?: number } = {};
-  if (limits.tools !== undefined && limits.tools !== null)
-    out.tools = Object.freeze(stringList(limits.tools, `${where} tools`));
+  const tools: unknown = limits.tools;
+  if (live && Array.isArray(tools) && allStrings(tools)) out.tools = tools as string[];
+  else if (tools !== undefined && tools !== null) out.tools = Object.freeze(stringList(tools, `${where} tools`));
   for (const cap of ['maxIterations', 'maxToolCalls', 'maxCost'] as const) {
     const value: unknown = limits[cap];
     if (value === undefined || value === null) continue;
@@ -68,6 +76,11 @@ export function parseTenantLimits(raw: unknown, where: string): TenantLimits & {
     out[cap] = value;
   }
   return Object.freeze(out);
+}
+
+function allStrings(list: readonly unknown[]): boolean {
+  for (let i = 0; i < list.length; i++) if (typeof list[i] !== 'string') return false;
+  return true;
 }
 
 /** An iterable of strings (not a string) as an array; anything else throws a TypeError naming `option`. */

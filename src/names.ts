@@ -97,6 +97,8 @@ export function declaredName(name: unknown, where: string): string {
     throw new ConfigurationError(`${where}: a tool name must be a string, got ${describe(name)}`);
   }
   // Printable ASCII holds no surrogate, control or format character: only emptiness is left to check.
+  // Already canonical (the common case): one test, no cache (bulk declarations, issue 12).
+  if (name !== '' && CANONICAL_ASCII.test(name)) return name;
   if (name !== '' && PRINTABLE_ASCII.test(name)) return canonical(name);
   if (!name.isWellFormed()) {
     throw new ConfigurationError(`${where}: tool name ${JSON.stringify(name)} holds an unpaired surrogate`);

@@ -112,7 +112,10 @@ export type ToolCallResult = ShapedToolResult | ToolResult;
  */
 export class ToolRegistry {
   readonly #tools = new Map<string, Tool>();
-  #names: readonly string[] = Object.freeze([]);
+  // The registered names in registration order; `#names` is its frozen copy, made when an environment
+  // needs it (not per registration: copying per `register` made registering N tools quadratic).
+  readonly #nameList: string[] = [];
+  #names: readonly string[] | null = null;
   #policy: PermissionPolicy | null = null;
   #handler: PermissionHandler | null = null;
   #handlerFallback: PermissionResult = PermissionResult.DENY;
@@ -145,13 +148,14 @@ export class ToolRegistry {
       );
     }
     if (this.#confusables !== 'off') {
-      this.#lookalikes ??= lookalikeIndex(this.#names);
+      this.#lookalikes ??= lookalikeIndex(this.#nameList);
       const pairs = this.#lookalikes.pairsWith(defined.name);
       reportConfusables(pairs, this.#confusables, `registering tool ${JSON.stringify(defined.name)}`);
       this.#lookalikes.add(defined.name);
     }
     this.#tools.set(defined.canonicalName, defined);
-    this.#names = Object.freeze([...this.#names, defined.name]);
+    this.#nameList.push(defined.name);
+    this.#names = null;
     this.#changed();
     this.#events.emit({ type: 'tool_registered', tool: defined.name });
     return defined;
@@ -162,7 +166,8 @@ export class ToolRegistry {
     const tool = this.get(name);
     if (!tool) return false;
     this.#tools.delete(tool.canonicalName);
-    this.#names = Object.freeze(this.#names.filter((n) => n !== tool.name));
+    this.#nameList.splice(this.#nameList.indexOf(tool.name), 1);
+    this.#names = null;
     this.#lookalikes = null; // rebuilt from the names left at the next register
     this.#changed();
     this.#events.emit({ type: 'tool_unregistered', tool: tool.name });
@@ -300,7 +305,7 @@ export class ToolRegistry {
   #env(): GateEnvironment {
     if (this.#environment) return this.#environment;
     const tools = this.#tools;
-    const names = this.#names;
+    const names = (this.#names ??= Object.freeze(this.#nameList.slice()));
     const events = this.#events;
     const env: GateEnvironment = {
       lookup: (form) => tools.get(form),

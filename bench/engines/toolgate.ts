@@ -5,7 +5,8 @@
  * and cached for frozen layers) → the policy's selector-indexed first-match rules. No handler (no rule
  * answers ask), no execution, no events.
  */
-import { precheck, type GateContext, type GateEnvironment, type Precheck } from '../../src/gate/precheck.js';
+import { previewCall } from '../../src/gate/dispatch.js';
+import type { GateContext, GateEnvironment, Precheck } from '../../src/gate/precheck.js';
 import { environmentOf } from '../../src/gate/environment.js';
 import { defineTool, PermissionPolicy, ToolRegistry, type PermissionRule } from '../../src/index.js';
 import { type JsonSchema } from '../../src/types.js';
@@ -82,7 +83,7 @@ export function toolgateEngine(scenario: Scenario): Engine {
     name: 'toolgate',
     explains: 'first-match',
     explain(call): Verdict {
-      const pre = sync(precheck(call, context, env));
+      const pre = sync(previewCall(call, context, env));
       if (pre.kind !== 'decided')
         throw new Error(`toolgate engine: ${call.name} was asked; the scenario has no ask rules`);
       const d = pre.decision;
@@ -97,7 +98,7 @@ export function toolgateEngine(scenario: Scenario): Engine {
       const mask = calls.length - 1;
       let allowed = 0;
       for (let k = 0; k < count; k++) {
-        const pre = precheck(calls[(from + k) & mask]!, context, env) as Precheck;
+        const pre = previewCall(calls[(from + k) & mask]!, context, env) as Precheck;
         if (pre.kind === 'decided' && pre.decision.effect === 'allow') allowed++;
       }
       return allowed;

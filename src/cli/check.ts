@@ -1,7 +1,7 @@
 /** `toolgate check`: decide a batch of calls (one per line, or every call of a message) for a CI job. */
 import { Option, type Command } from 'commander';
 import type { ToolCallInput } from '../formats/index.js';
-import { decideCall } from '../policy-file/explain.js';
+import { previewDecision } from '../policy-file/explain.js';
 import type { PolicyContextInput, PolicySet } from '../policy-file/policy-set.js';
 import { messageItems } from './check-input.js';
 import {
@@ -184,7 +184,7 @@ async function decideOne(
   refused: (reason: string, item: number | null) => CheckRow,
 ): Promise<CheckRow> {
   try {
-    const d = await decideCall(set, call as ToolCallInput, context, registry);
+    const d = await previewDecision(set, call as ToolCallInput, context, registry);
     return {
       line,
       item,

@@ -1,7 +1,10 @@
 /** `toolgate explain`: decide one call and show why. */
 import { Option, type Command } from 'commander';
-import type { ToolCallInput } from '../formats/index.js';
-import { describe } from '../names.js';
+import { readCall, type ToolCallInput } from '../formats/index.js';
+import type { PolicySet } from '../policy-file/policy-set.js';
+import type { ToolRegistry } from '../registry.js';
+import type { JsonSchema } from '../schema.js';
+import { canonical, describe } from '../names.js';
 import { explainCall } from '../policy-file/explain.js';
 import {
   contextOptions,
@@ -15,6 +18,48 @@ import {
 } from './context.js';
 import { EXIT, exitCodes, USAGE_LINE } from './exit-codes.js';
 import { explainText } from './render.js';
+
+/** A drifted pin of the called tool, as `toolgate explain` shows it. */
+interface PinnedDrift {
+  readonly tool: string;
+  readonly lock: string;
+  readonly onDrift: 'refuse' | 'ask';
+  readonly diff: string;
+}
+
+/**
+ * For a policy file with a `gateway:` section: the upstream tools its lock file knows join the registry
+ * as stubs with their pinned definitions (so a call to `docs:echo` is decided as at the gateway, not as an
+ * unknown tool), and the called tool's drift, where the gateway and `toolgate pin` record the definition
+ * an upstream last offered when it differs from the pinned one. A drifted tool is decided under the pin
+ * rule, with the schema it is offered with now.
+ */
+async function gatewayTools(set: PolicySet, name: string, registry: ToolRegistry): Promise<PinnedDrift | null> {
+  const { pinOptionsOf } = await import('../gateway/config.js');
+  const { readLockFile, definitionDiff, withPinRule } = await import('../gateway/pins.js');
+  const pins = pinOptionsOf(set);
+  if (!pins) return null;
+  const lock = readLockFile(pins.file);
+  for (const [tool, entry] of Object.entries(lock.tools)) {
+    if (registry.has(tool)) continue;
+    const definition = lock.drift?.[tool]?.definition ?? entry.definition;
+    registry.register({
+      name: tool,
+      ...(definition.description !== undefined ? { description: definition.description } : {}),
+      parameters: (definition.inputSchema ?? { type: 'object' }) as JsonSchema,
+      execute: () => {
+        throw new Error('toolgate explain never runs a tool');
+      },
+    });
+  }
+  const form = canonical(name);
+  const tool = Object.keys(lock.drift ?? {}).find((key) => canonical(key) === form && lock.tools[key]);
+  if (tool === undefined) return null;
+  const onDrift = pins.onDrift ?? 'refuse';
+  registry.setPermissionPolicy(withPinRule(set.policy, (t) => t.canonicalName === form, onDrift));
+  const diff = definitionDiff(tool, lock.tools[tool]!.definition, lock.drift![tool]!.definition);
+  return { tool, lock: pins.file, onDrift, diff };
+}
 
 type ExplainOptions = ContextOptions & { call?: string; redis?: string; redisPrefix?: string };
 
@@ -47,7 +92,7 @@ export function registerExplain(program: Command, cli: Cli): void {
       ),
   ).addHelpText(
     'after',
-    `\nExample:\n  toolgate explain --policy policy.yaml --agent concierge --tenant acme --scopes files:read read_file '{"path":"/data/../etc/passwd"}'`,
+    `\nExample:\n  toolgate explain --policy policy.yaml --agent concierge --tenant acme --scopes files:read read_file '{"path":"/data/../etc/passwd"}'\n\nWith a gateway: section, a tool whose definition drifted from its pin in the lock file (as the gateway or\n\`toolgate pin\` last saw it) is decided as the gateway does (gateway.pin: refuse or ask), with the diff.`,
   );
   exitCodes(command, [
     [EXIT.OK, 'the call is allowed'],
@@ -65,6 +110,7 @@ export function registerExplain(program: Command, cli: Cli): void {
     else call = { name: tool!, arguments: args === undefined ? {} : argumentsObject(args) };
     warnConfusables(cli, set);
     const registry = set.registry({ confusables: 'off' });
+    const drift = set.data.gateway ? await gatewayTools(set, readCall(call).name, registry) : null;
     const redis = options.redis === undefined ? null : await openRedis(options.redis, options.redisPrefix);
     let explanation;
     try {
@@ -73,7 +119,14 @@ export function registerExplain(program: Command, cli: Cli): void {
     } finally {
       await redis?.close();
     }
-    cli.out(options.json ? JSON.stringify(explanation) : explainText(explanation, cli.c));
+    if (options.json) cli.out(JSON.stringify(drift ? { ...explanation, drift } : explanation));
+    else {
+      cli.out(explainText(explanation, cli.c));
+      if (drift)
+        cli.out(
+          `${cli.c.bold('drift')}      ${drift.tool}: the definition the upstream offered last (recorded in ${drift.lock}) differs from its pin; gateway.pin is ${drift.onDrift}, so the gateway ${drift.onDrift === 'refuse' ? 'refuses the call' : 'asks a person'}. \`toolgate pin --accept ${drift.tool}\` re-approves it.\n${drift.diff.trimEnd()}`,
+        );
+    }
     const effect = explanation.decision.effect;
     cli.exit(effect === 'allow' ? EXIT.OK : effect === 'deny' ? EXIT.DENIED : EXIT.ASK);
   });

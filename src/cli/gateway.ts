@@ -10,15 +10,22 @@
  * enforcement is never switched off by a broken file. Everything it prints goes to stderr (stdout is the
  * MCP channel).
  */
+import { randomBytes } from 'node:crypto';
+import { watch } from 'node:fs';
+import { basename, dirname, resolve } from 'node:path';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import { jsonlAuditSink, type GatewayAuditSink } from '../gateway/audit.js';
 import { gatewayConfigOf } from '../gateway/config.js';
 import type { GatewayApprovals } from '../gateway/approvals.js';
 import { createGateway, type Gateway } from '../gateway/gateway.js';
+import { gatewayInbox, type GatewayInbox } from '../gateway/inbox.js';
 import type { GatewayHttpServer } from '../gateway/http.js';
+import type { GateContext } from '../gate/precheck.js';
+import type { PolicySet } from '../policy-file/policy-set.js';
 import { loadPolicyForProxy } from '../gateway/policy.js';
 import { exitCodes } from './exit-codes.js';
+import { openStore } from './serve.js';
 
 /** Exit codes: 0 clean shutdown, 1 the gateway failed, 2 bad usage or configuration. */
 export const GATEWAY_EXIT = { OK: 0, FAILED: 1, USAGE: 2 } as const;
@@ -39,6 +46,9 @@ interface GatewayCliOptions {
   resource?: string;
   approvalsPostgres?: string;
   approvalSecretEnv: string;
+  watch: boolean;
+  inbox?: string;
+  inboxUrl?: string;
 }
 
 /** Runs the gateway until the client disconnects or a signal stops it; resolves with the exit code. */
@@ -58,6 +68,7 @@ export async function runGateway(
       v.split(/[\s,]+/).filter(Boolean),
     )
     .option('--audit <file>', 'append every audit record to this JSONL file')
+    .option('--no-watch', 'do not reload when the policy or lock file changes (SIGHUP still reloads)')
     .option('--http <port>', 'serve Streamable HTTP on this port instead of stdio', (v: string) => {
       const n = Number(v);
       if (!Number.isInteger(n) || n < 0 || n > 65535)
@@ -79,6 +90,11 @@ export async function runGateway(
       '--approvals-postgres <url>',
       'put asks in the PostgreSQL stores at this URL (answered at /approvals on any replica)',
     )
+    .option(
+      '--inbox <store>',
+      'put asks in the approval inbox at this store (sqlite:<file> or postgres://…, the one `toolgate serve --store` answers from); the call waits for the answer',
+    )
+    .option('--inbox-url <url>', "the inbox's address told to the client (toolgate serve's URL)")
     .option(
       '--approval-secret-env <name>',
       'the environment variable holding the approval HMAC key',
@@ -105,6 +121,8 @@ export async function runGateway(
   }
 
   let gateway: Gateway;
+  let contextOf: (policy: PolicySet) => GateContext;
+  let lockFile: string | null = null;
   let http: GatewayHttpServer | undefined;
   let closeStores: (() => Promise<void>) | undefined;
   try {
@@ -115,6 +133,11 @@ export async function runGateway(
       throw new Error('--stateless, --jwks-url, --no-auth and --approvals-postgres apply to --http only');
     if (options.http !== undefined && options.auth && !options.jwksUrl)
       throw new Error('--http needs --jwks-url (bearer JWTs) or --no-auth (loopback only)');
+    if (options.inbox !== undefined && options.approvalsPostgres !== undefined)
+      throw new Error('--inbox and --approvals-postgres exclude each other: give one place where asks wait');
+    if (options.inboxUrl !== undefined && options.inbox === undefined) throw new Error('--inbox-url needs --inbox');
+    if (options.inbox === 'memory')
+      throw new Error('--inbox memory cannot be answered from toolgate serve: give sqlite:<file> or postgres://…');
     let approvals: GatewayApprovals | undefined;
     if (options.approvalsPostgres) {
       const secret = process.env[options.approvalSecretEnv];
@@ -129,15 +152,39 @@ export async function runGateway(
       approvals = { store: stores.approvals, nonces: stores.nonces, secret };
     }
     const set = await loadPolicyForProxy(options.policy);
+    let inbox: GatewayInbox | undefined;
+    if (options.inbox !== undefined) {
+      const store = await openStore(options.inbox);
+      const { createInbox } = await import('../inbox/index.js');
+      // This process only waits for answers (the store's watch, else a sweep each second); `toolgate serve`
+      // over the same store is where people answer.
+      const waiter = createInbox({
+        secret: randomBytes(32),
+        store: store.approvals!,
+        nonces: store.nonces!,
+        sweepIntervalMs: 1000,
+        ...(set.data.approvals?.timeoutSeconds !== undefined
+          ? { ttlMs: set.data.approvals.timeoutSeconds * 1000 }
+          : {}),
+      });
+      closeStores = async () => {
+        waiter.close();
+        await store.close();
+      };
+      inbox = gatewayInbox(waiter, options.inboxUrl);
+    }
     if (options.scopes && options.http !== undefined)
       throw new Error('--scopes applies to stdio only: over HTTP the scopes come from the bearer token');
     const config = gatewayConfigOf(set);
+    lockFile = config.pins?.file ?? null;
     const audit: GatewayAuditSink | undefined = options.audit ? jsonlAuditSink(options.audit) : undefined;
-    const context = set.context({
-      ...(options.agent !== undefined ? { agent: options.agent } : {}),
-      ...(options.tenant !== undefined ? { tenant: options.tenant } : {}),
-      ...(options.scopes ? { scopes: options.scopes } : {}),
-    });
+    contextOf = (policy) =>
+      policy.context({
+        ...(options.agent !== undefined ? { agent: options.agent } : {}),
+        ...(options.tenant !== undefined ? { tenant: options.tenant } : {}),
+        ...(options.scopes ? { scopes: options.scopes } : {}),
+      });
+    const context = contextOf(set);
     gateway = await createGateway({
       policy: set,
       upstreams: config.upstreams,
@@ -145,6 +192,7 @@ export async function runGateway(
       context,
       ...(audit ? { audit } : {}),
       ...(approvals ? { approvals } : {}),
+      ...(inbox ? { inbox } : {}),
     });
     if (options.http !== undefined) {
       const { serveGatewayHttp } = await import('../gateway/http.js');
@@ -159,7 +207,8 @@ export async function runGateway(
         ...(options.resource ? { resource: options.resource } : {}),
         ...(options.authorizationServer ? { authorizationServers: options.authorizationServer } : {}),
         ...(approvals ? { approvals: { store: approvals.store } } : {}),
-        context: (auth) => ({ caller: { id: auth.clientId, scopes: set.toolsForScopes(auth.scopes) } }),
+        // The policy in force now: a reload changes what the scopes cover.
+        context: (auth) => ({ caller: { id: auth.clientId, scopes: gateway.policy.toolsForScopes(auth.scopes) } }),
       }).catch(async (error: unknown) => {
         await gateway.close();
         throw error;
@@ -179,7 +228,31 @@ export async function runGateway(
       `listening on ${http.url.href}${options.auth ? ` (protected resource metadata: ${http.resourceMetadataUrl.href})` : ' without authentication'}`,
     );
 
-  return serveUntilStopped(gateway, http, log, closeStores);
+  // Reloading: SIGHUP, and a change of the policy file or its lock file (unless --no-watch). A policy
+  // that does not load keeps the one in force; both are audit records (Gateway.reload).
+  const reload = (why: string): void => {
+    void gateway
+      .reload(options.policy, { context: contextOf, pins: (policy) => gatewayConfigOf(policy).pins })
+      .then((result) =>
+        log(
+          result.ok
+            ? `${why}: policy ${result.version} in force${result.changes.length > 0 ? ` (${result.changes.join('; ')})` : ', nothing changed'}`
+            : `${why}: the new policy was refused; policy ${result.version} stays in force: ${result.error}`,
+        ),
+      );
+  };
+  const onHangup = (): void => reload('SIGHUP');
+  process.on('SIGHUP', onHangup);
+  const watcher = options.watch
+    ? watchFiles(options.policy, lockFile, () => reload('the policy or lock file changed'), log)
+    : null;
+  const stopWatching = async (): Promise<void> => {
+    process.off('SIGHUP', onHangup);
+    watcher?.close();
+    await closeStores?.();
+  };
+
+  return serveUntilStopped(gateway, http, log, stopWatching);
 }
 
 /**
@@ -216,4 +289,32 @@ export function serveUntilStopped(
       .connect(new StdioServerTransport())
       .catch((error: unknown) => shutdown(GATEWAY_EXIT.FAILED, `stdio transport failed: ${String(error)}`));
   });
+}
+
+/**
+ * Watches the policy file and the lock file beside it (their directory, so editors that save by renaming
+ * are seen too); calls `changed` once a burst of writes has settled.
+ */
+function watchFiles(
+  policy: string,
+  lock: string | null,
+  changed: () => void,
+  log: (text: string) => void,
+): { close(): void } {
+  const path = resolve(policy);
+  const names = new Set([basename(path)]);
+  if (lock !== null && dirname(resolve(lock)) === dirname(path)) names.add(basename(lock));
+  let timer: NodeJS.Timeout | undefined;
+  const watcher = watch(dirname(path), { persistent: false }, (_event, name) => {
+    if (name !== null && !names.has(name)) return;
+    clearTimeout(timer);
+    timer = setTimeout(changed, 100);
+  });
+  watcher.on('error', (error) => log(`watching ${policy} stopped (${error.message}); SIGHUP still reloads`));
+  return {
+    close: () => {
+      clearTimeout(timer);
+      watcher.close();
+    },
+  };
 }

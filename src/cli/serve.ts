@@ -70,14 +70,14 @@ function pairs(values: readonly string[] | undefined, flag: string): [string, st
   });
 }
 
-interface OpenedStore {
+export interface OpenedStore {
   readonly approvals?: ApprovalStore;
   readonly nonces?: NonceStore;
   close(): Promise<void> | void;
 }
 
 /** The store named by --store (the drivers are loaded only for the store asked for). */
-async function openStore(where: string): Promise<OpenedStore> {
+export async function openStore(where: string): Promise<OpenedStore> {
   if (where === 'memory') return { close: () => undefined };
   if (where.startsWith('sqlite:')) {
     const file = where.slice('sqlite:'.length);

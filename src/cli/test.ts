@@ -20,7 +20,7 @@
 import type { Command } from 'commander';
 import { parse } from 'yaml';
 import type { ToolCallInput } from '../formats/index.js';
-import { decideCall } from '../policy-file/explain.js';
+import { previewDecision } from '../policy-file/explain.js';
 import type { PolicyContextInput } from '../policy-file/policy-set.js';
 import { loadPolicy, readInput, UsageError, type Cli } from './context.js';
 import { EXIT, exitCodes, USAGE_LINE } from './exit-codes.js';
@@ -168,7 +168,7 @@ export function registerTest(program: Command, cli: Cli): void {
     for (const testCase of cases) {
       let actual: PolicyTestResult['actual'];
       try {
-        const d = await decideCall(set, testCase.call, testCase.who, registry);
+        const d = await previewDecision(set, testCase.call, testCase.who, registry);
         actual = { effect: d.effect, layer: d.layer, rule: d.rule, reason: d.reason };
       } catch (error) {
         results.push({

@@ -31,6 +31,8 @@ export interface Answer {
   readonly reason?: string;
   /** Who answered (audit; four eyes). */
   readonly approver?: string;
+  /** The answer was remembered from an earlier approval for this run or session (the Decision's reason says so). */
+  readonly recalled?: 'run' | 'session';
 }
 
 /** An approval that was presented but does not verify; `reason` names what failed. */
@@ -229,7 +231,7 @@ const MAX_REASON = 500;
 function readAnswer(value: unknown): Answer | { readonly invalid: string } {
   if (typeof value !== 'object' || value === null)
     return { invalid: `the answer is ${describe(value)}, not an Answer` };
-  const { effect, remember, arguments: edited, reason, approver } = value as Record<string, unknown>;
+  const { effect, remember, arguments: edited, reason, approver, recalled } = value as Record<string, unknown>;
   if (effect !== 'allow' && effect !== 'deny')
     return { invalid: `the answer's effect is ${describe(effect)}; expected 'allow' or 'deny'` };
   if (remember !== undefined && !SCOPES.includes(remember as string))
@@ -241,6 +243,8 @@ function readAnswer(value: unknown): Answer | { readonly invalid: string } {
     return { invalid: `the answer's reason is ${describe(reason)}; expected a string` };
   if (approver !== undefined && typeof approver !== 'string')
     return { invalid: `the answer's approver is ${describe(approver)}; expected a string` };
+  if (recalled !== undefined && recalled !== 'run' && recalled !== 'session')
+    return { invalid: `the answer's recalled is ${describe(recalled)}; expected 'run' or 'session'` };
   return value as Answer;
 }
 
@@ -365,6 +369,15 @@ async function askPerson(
 
 /** The Decision an Answer makes. */
 export function fromAnswer(base: DecisionBase, answer: Answer): Decision {
+  if (answer.recalled !== undefined) {
+    return answer.effect === 'allow'
+      ? allow(base, 'handler', `${base.reason} (approved earlier for this ${answer.recalled})`)
+      : deny(
+          base,
+          { stage: 'handler', by: 'handler', layer: null },
+          `${base.reason}; the approver denied it earlier for this ${answer.recalled}`,
+        );
+  }
   if (answer.effect === 'allow') return allow(base, 'handler', `${base.reason} (approved)`);
   const why = answer.reason === undefined || answer.reason === '' ? '' : `: ${clip(answer.reason)}`;
   return deny(

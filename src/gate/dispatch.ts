@@ -46,6 +46,8 @@ export type DispatchResult = ToolResult | PendingResult | NotRunResult;
 
 type Ask = Extract<Precheck, { kind: 'ask' }>;
 
+const NONE: readonly NotRunResult[] = Object.freeze([]);
+
 /** One call on its way through the path. */
 interface Entry {
   readonly index: number;
@@ -60,6 +62,10 @@ interface Entry {
   /** A person or handler allowed it (an ask): the answer stands for the same binding only. */
   answered: boolean;
   pending: ApprovalRequest | null;
+  /** False for a call a route's admit refused: it was never charged, and is not charged now. */
+  charged: boolean;
+  /** The batch ends after this call (a route's admit refused it with `halt`). */
+  halts: boolean;
 }
 
 /** Runs a batch through the path on `route`; one result per call, in order. Never rejects for a bad call. */
@@ -81,38 +87,59 @@ export async function dispatchCalls(
       pre = await pre;
       epoch++;
     }
+    if (route.admit) {
+      const refusal = route.admit({ index, call });
+      if (refusal) {
+        // Stopped before anyone is asked: refused uncharged, announced in its place in phase 2.
+        const decision = deny(
+          pre.kind === 'ask' ? pre.base : pre.decision,
+          { stage: refusal.stage, by: refusal.stage, layer: null },
+          refusal.reason,
+        );
+        const e = entryOf(index, call, decision, pre.tool, pre.args, epoch, env, false);
+        e.charged = false;
+        e.halts = refusal.halt === true;
+        entries.push(e);
+        if (e.halts) break;
+        continue;
+      }
+    }
     if (pre.kind === 'decided') {
       entries.push(entryOf(index, call, pre.decision, pre.tool, pre.args, epoch, env, false));
       continue;
     }
     // Stamped with the epoch before the wait: whatever changed while it was answered is seen before it runs.
     const decidedAt = epoch;
-    const asked = await settleAsk(pre, call, context, env, route, true);
+    const asked = await resolveCallAsk(pre, call, context, env, route, true);
     epoch++;
     if (asked.pending) pending = true;
     entries.push(asked.entry(index, decidedAt, env));
   }
+  // Calls after a halting admit were never decided: they do not run.
+  const undecided: readonly NotRunResult[] =
+    entries.length === calls.length
+      ? NONE
+      : calls.slice(entries.length).map((call) => ({ status: 'not_run', callId: call.id, tool: call.name }));
 
-  if (pending) {
-    // Nothing of the batch runs while part of it waits for a person; nothing is announced either (the
-    // calls are decided again when the batch is dispatched again with the answers).
-    return entries.map((e) =>
-      e.pending
-        ? { status: 'pending', callId: e.call.id, tool: e.call.name, request: e.pending }
-        : { status: 'not_run', callId: e.call.id, tool: e.call.name },
-    );
-  }
   if (route.endsBatch) {
     const stop = entries.find((e) => route.endsBatch!(e.decision));
     if (stop) {
-      const results: DispatchResult[] = entries.map((e) => ({
-        status: 'not_run',
-        callId: e.call.id,
-        tool: e.call.name,
-      }));
+      const results: DispatchResult[] = calls.map((call) => ({ status: 'not_run', callId: call.id, tool: call.name }));
       results[stop.index] = (await conclude(stop, route, env, context)) ?? results[stop.index]!;
       return results;
     }
+  }
+  if (pending) {
+    // Nothing of the batch runs while part of it waits for a person; nothing is announced either (the
+    // calls are decided again when the batch is dispatched again with the answers).
+    return [
+      ...entries.map((e): DispatchResult =>
+        e.pending
+          ? { status: 'pending', callId: e.call.id, tool: e.call.name, request: e.pending }
+          : { status: 'not_run', callId: e.call.id, tool: e.call.name },
+      ),
+      ...undecided,
+    ];
   }
 
   // Without a charge step nothing can change a Decision between here and execution but a re-decision, so
@@ -158,8 +185,10 @@ export async function dispatchCalls(
       : await conclude(e, route, runEnv, runContext, (halt) => (halted = halt));
     if (concluded !== null) {
       results.push(concluded);
+      if (e.halts) halted = true;
       continue;
     }
+    if (e.halts) halted = true;
     const decided: DecidedCall = {
       index: e.index,
       call: e.call as NormalizedCall,
@@ -167,7 +196,18 @@ export async function dispatchCalls(
       tool: e.tool!,
       args: e.args!,
     };
-    const running = route.execute?.(decided, runContext.signal) ?? executeDecided(decided, runContext, runEnv);
+    if (route.execute) {
+      // The route runs its calls one at a time, around the gate's own execution.
+      const proceed = (): Promise<ToolResult> => executeDecided(decided, runContext, runEnv);
+      const outcome = await route.execute(decided, runContext.signal, proceed);
+      epoch++;
+      if ('halted' in outcome) {
+        results.push(outcome.result ?? { status: 'not_run', callId: e.call.id, tool: e.call.name });
+        halted = true;
+      } else results.push(outcome);
+      continue;
+    }
+    const running = executeDecided(decided, runContext, runEnv);
     if (route.grouped && decided.tool.metadata.concurrencySafe) {
       lanes.start(true, running);
       results.push(running);
@@ -176,6 +216,7 @@ export async function dispatchCalls(
       epoch++;
     }
   }
+  if (undecided !== NONE) results.push(...undecided);
   return Promise.all(results);
 }
 
@@ -191,7 +232,7 @@ export async function decideCalls(
     const call = calls[index]!;
     const pre = await precheck(call, context, env);
     const decision =
-      pre.kind === 'decided' ? pre.decision : (await settleAsk(pre, call, context, env, route, false)).decision;
+      pre.kind === 'decided' ? pre.decision : (await resolveCallAsk(pre, call, context, env, route, false)).decision;
     announce(env, decision);
     route.decided?.(decision, { index, call, decision });
     decisions.push(decision);
@@ -222,7 +263,7 @@ async function conclude(
   context: GateContext,
   onHalt?: (halt: boolean) => void,
 ): Promise<ToolResult | null> {
-  if (route.charge) {
+  if (route.charge && e.charged) {
     const attempt: Attempt = { index: e.index, call: e.call, decision: e.decision };
     let refusal = route.charge(attempt);
     if (refusal instanceof Promise) refusal = await refusal;
@@ -231,19 +272,19 @@ async function conclude(
       if (refusal.halt === true) onHalt?.(true);
     }
   }
-  if (env.limiter) {
+  if (env.limiter && e.charged) {
     // Every attempt is charged, refused ones too; one that does not fit spends nothing and is refused.
     const verdict = await chargeLimits(env.limiter, e.decision, e.tool, context);
     if (!verdict.allowed && e.decision.effect === 'allow')
       e.decision = deny(e.decision, { stage: 'limit', by: 'limit', layer: null }, verdict.reason);
   }
-  tell(env, route, e);
+  if (tell(env, route, e)) onHalt?.(true);
   if (e.decision.effect === 'allow' && e.tool && e.args) return null;
   return refused(e.decision as Extract<Decision, { effect: 'deny' }>);
 }
 
 /** An ask, announced and resolved by the one precedence; edited arguments pass the gate again. */
-async function settleAsk(
+async function resolveCallAsk(
   ask: Ask,
   call: NormalizedCall | UnreadableCall,
   context: GateContext,
@@ -321,7 +362,7 @@ async function decideAgain(e: Entry, state: RouteState, route: Route): Promise<v
     return;
   }
   if (e.answered && sameBinding(e, pre)) return;
-  const asked = await settleAsk(pre, call, state.context, state.env, route, false);
+  const asked = await resolveCallAsk(pre, call, state.context, state.env, route, false);
   const fresh = asked.entry(e.index, e.epoch, state.env);
   e.decision = fresh.decision;
   e.tool = fresh.tool;
@@ -340,8 +381,8 @@ function sameBinding(e: Entry, ask: Ask): boolean {
   }
 }
 
-/** TEMPORARY export for src/gate/runner-bridge.ts: the `permission_asked` event of an ask. */
-export function announceAsk(env: GateEnvironment, ask: Ask): void {
+/** The `permission_asked` event of an ask. */
+function announceAsk(env: GateEnvironment, ask: Ask): void {
   env.emit({
     type: 'permission_asked',
     tool: ask.tool.name,
@@ -352,15 +393,10 @@ export function announceAsk(env: GateEnvironment, ask: Ask): void {
   });
 }
 
-/** TEMPORARY export for src/gate/runner-bridge.ts (step 8). */
-export function announceDecision(env: GateEnvironment, decision: Decision): void {
-  announce(env, decision);
-}
-
-/** Step 8 for one call: the registry's events, then the route. */
-function tell(env: GateEnvironment, route: Route, e: Entry): void {
+/** Step 8 for one call: the registry's events, then the route. True when the route ends the batch after it. */
+function tell(env: GateEnvironment, route: Route, e: Entry): boolean {
   announce(env, e.decision);
-  route.decided?.(e.decision, { index: e.index, call: e.call, decision: e.decision });
+  return route.decided?.(e.decision, { index: e.index, call: e.call, decision: e.decision }) === true;
 }
 
 /** The events of a final Decision. */
@@ -390,7 +426,19 @@ function entryOf(
   answered: boolean,
   pending: ApprovalRequest | null = null,
 ): Entry {
-  return { index, call, decision, tool, args, epoch, revision: env.revision, answered, pending };
+  return {
+    index,
+    call,
+    decision,
+    tool,
+    args,
+    epoch,
+    revision: env.revision,
+    answered,
+    pending,
+    charged: true,
+    halts: false,
+  };
 }
 
 export type { DecisionBase };

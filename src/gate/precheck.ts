@@ -16,7 +16,7 @@ import type { PermissionResult } from '../permissions/result.js';
 import type { RegistryEvent } from '../registry.js';
 import type { Tool } from '../tool.js';
 import type { Limiter } from '../limits/limiter.js';
-import { snapshotArguments } from './snapshot.js';
+import { freezeParsedArguments, snapshotArguments } from './snapshot.js';
 
 /** An agent as the gate sees it: a name and, optionally, the tools it declares. */
 export interface AgentIdentity {
@@ -157,7 +157,8 @@ export function precheck(
   // them is part of validating them (a throwing getter fails as validation always has).
   let input: Readonly<Record<string, unknown>>;
   try {
-    input = snapshotArguments(parsed.value);
+    // Arguments that came as JSON text were made by JSON.parse just now: frozen where they are, not copied.
+    input = typeof call.arguments === 'string' ? freezeParsedArguments(parsed.value) : snapshotArguments(parsed.value);
   } catch (error) {
     return decided(
       deny(
@@ -236,40 +237,41 @@ function afterValidation(
       null,
     );
   }
-  const withArgs: DecisionBase = { ...base, parameters: args };
   // 4 allowlist: this call's verdict under the dispatch's layers (src/allowlist-cache.ts)
   const layer = allowlistRefusal(context, env, base.canonical, base.tool, base.agent);
   if (layer !== null)
     return decided(
-      deny(withArgs, { stage: 'allowlist', by: 'allowlist', layer }, refusalText(base.tool, base.agent, layer)),
+      record(base, args, null, refusalText(base.tool, base.agent, layer), 'deny', 'allowlist', 'allowlist', layer),
       tool,
       args,
     );
   // 5 policy on the validated arguments
   const policy = env.policy;
-  if (!policy) return decided(allow(withArgs, 'no_policy', 'no permission policy is set'), tool, args);
-  const evaluation = policy.evaluate(tool, args);
-  return fromEvaluation(evaluation, tool, args, withArgs);
+  if (!policy)
+    return decided(
+      record(base, args, null, 'no permission policy is set', 'allow', 'policy', 'no_policy', null),
+      tool,
+      args,
+    );
+  return judged(policy.evaluate(tool, args), tool, args, base);
 }
 
-/** Turns a policy evaluation into a final Decision or an ask. */
-export function fromEvaluation(
+/** A policy evaluation as a final Decision (built once, with `args` and the rule) or an ask. */
+function judged(
   evaluation: PolicyEvaluation,
   tool: Tool,
   args: Readonly<Record<string, unknown>>,
   base: DecisionBase,
 ): Precheck {
   const rule = evaluation.rule?.name ?? null;
-  const withRule: DecisionBase = { ...base, rule };
-  if (evaluation.by === 'rule_error') {
-    return decided(deny(withRule, { stage: 'policy', by: 'rule_error', layer: null }, evaluation.error), tool, args);
-  }
-  const reason = evaluation.rule
-    ? evaluation.rule.reason
-    : `no rule matched; the policy's fallback is ${evaluation.result}`;
-  if (evaluation.result === 'allow') return decided(allow(withRule, evaluation.by, reason), tool, args);
+  if (evaluation.by === 'rule_error')
+    return decided(record(base, args, rule, evaluation.error, 'deny', 'policy', 'rule_error', null), tool, args);
+  const reason = evaluation.rule ? evaluation.rule.reason : fallbackText(evaluation.result);
+  if (evaluation.result === 'allow')
+    return decided(record(base, args, rule, reason, 'allow', 'policy', evaluation.by, null), tool, args);
   if (evaluation.result === 'deny')
-    return decided(deny(withRule, { stage: 'policy', by: evaluation.by, layer: null }, reason), tool, args);
+    return decided(record(base, args, rule, reason, 'deny', 'policy', evaluation.by, null), tool, args);
+  const withRule: DecisionBase = { ...base, parameters: args, rule };
   const request: PermissionRequest = {
     toolName: tool.name,
     parameters: args,
@@ -284,6 +286,14 @@ export function fromEvaluation(
   return { kind: 'ask', tool, args, base: { ...withRule, reason }, request };
 }
 
+function fallbackText(result: PermissionResult): string {
+  return result === 'allow'
+    ? "no rule matched; the policy's fallback is allow"
+    : result === 'deny'
+      ? "no rule matched; the policy's fallback is deny"
+      : "no rule matched; the policy's fallback is ask";
+}
+
 function decided(decision: Decision, tool: Tool | null, args: Readonly<Record<string, unknown>> | null): Precheck {
   return { kind: 'decided', decision, tool, args };
 }
@@ -295,6 +305,8 @@ type DenyParts = Pick<DenyDecision, 'stage' | 'by' | 'layer'>;
 // microseconds instead of nanoseconds (bench/, issue 6).
 function record(
   base: DecisionBase,
+  parameters: DecisionBase['parameters'],
+  rule: DecisionBase['rule'],
   reason: string,
   effect: Decision['effect'],
   stage: Decision['stage'],
@@ -308,8 +320,8 @@ function record(
     agent: base.agent,
     tenant: base.tenant,
     runId: base.runId,
-    parameters: base.parameters,
-    rule: base.rule,
+    parameters,
+    rule,
     reason,
     asked: base.asked,
     policyVersion: base.policyVersion,
@@ -321,11 +333,11 @@ function record(
 }
 
 export function deny(base: DecisionBase, parts: DenyParts, reason: string): DenyDecision {
-  return record(base, reason, 'deny', parts.stage, parts.by, parts.layer) as DenyDecision;
+  return record(base, base.parameters, base.rule, reason, 'deny', parts.stage, parts.by, parts.layer) as DenyDecision;
 }
 
 export function allow(base: DecisionBase, by: AllowDecision['by'], reason: string): AllowDecision {
-  return record(base, reason, 'allow', 'policy', by, null) as AllowDecision;
+  return record(base, base.parameters, base.rule, reason, 'allow', 'policy', by, null) as AllowDecision;
 }
 
 const LAYER_NAMES: Record<RefusalLayer, string> = {
@@ -342,8 +354,22 @@ export function refusalText(tool: string, agent: string, layer: RefusalLayer): s
 // thousand schema issues, echoed back into the context. The Decision keeps the name as asked.
 const MAX_ISSUES = 10;
 
+// Refusal texts quote the call's name and the agent's on every refused call: the quoted form of a name
+// is kept (JSON.stringify per refusal was a tenth of a refused decision's time, issue 12). Names of at most
+// 256 characters, at most 1,024 of them; a full cache is dropped whole, like the canonical cache.
+const QUOTED_LIMIT = 1024;
+let quoted = new Map<string, string>();
+
 function quote(name: string): string {
-  return describe(name);
+  let text = quoted.get(name);
+  if (text === undefined) {
+    text = describe(name);
+    if (name.length <= 256) {
+      if (quoted.size >= QUOTED_LIMIT) quoted = new Map();
+      quoted.set(name, text);
+    }
+  }
+  return text;
 }
 
 function issueText(issues: readonly string[]): string {

@@ -29,6 +29,23 @@ export interface Refusal {
   readonly halt?: boolean;
 }
 
+/** A call of phase 1 as a route sees it before any ask is resolved (nothing charged, nothing announced). */
+export interface Candidate {
+  /** The call's position in the batch. */
+  readonly index: number;
+  readonly call: NormalizedCall | UnreadableCall;
+}
+
+/**
+ * What a route's `execute` may answer instead of a plain result: the batch ends with this call (a peer agent
+ * paused or ended the run, or the route decides the calls after it again in a new dispatch). `result` is this
+ * call's result, or null when it has none yet (it stays `not_run`); every later call is `not_run`.
+ */
+export interface Halted {
+  readonly halted: true;
+  readonly result: ToolResult | null;
+}
+
 /** An allowed call about to execute: the Decision and the frozen snapshot it was made on. */
 export interface DecidedCall {
   readonly index: number;
@@ -56,10 +73,26 @@ export interface Route {
   announced?(request: ApprovalRequest): boolean;
   /** How this route binds the requests its person answers. @default a key of this process; the context's run, else its session */
   readonly approvals?: ApprovalSettings;
+  /**
+   * Phase 1, after steps 1–5 and before an ask is put to anyone: a refusal stops the call here, uncharged
+   * (the runner's projected budget: no person is asked about a call past a cap). With `halt`, the calls after
+   * it are not decided and do not run. The call is announced with that refusal in phase 2, after the calls
+   * before it ran.
+   */
+  admit?(candidate: Candidate): Refusal | null;
   /** Charge one attempt (refused calls count). Return a refusal to stop the call (budget / depth / limit). */
   charge?(attempt: Attempt): Refusal | null | Promise<Refusal | null>;
-  /** Execute a call the route runs itself (a peer agent); undefined = the tool's own execute. */
-  execute?(call: DecidedCall, signal: AbortSignal | undefined): Promise<ToolResult> | undefined;
+  /**
+   * Executes an allowed call around the gate's own step 7 (`proceed`: the tool's execute with the decided
+   * snapshot, its timeout and the signal): the runner claims its ledger key first and records the outcome
+   * after, and runs a peer agent itself instead of calling `proceed`. Absent: `proceed` alone. A route with
+   * `execute` runs its calls one at a time.
+   */
+  execute?(
+    call: DecidedCall,
+    signal: AbortSignal | undefined,
+    proceed: () => Promise<ToolResult>,
+  ): Promise<ToolResult | Halted>;
   /** Run consecutive concurrency-safe calls together (registry) or strictly one at a time (runner). */
   readonly grouped: boolean;
   /**
@@ -69,12 +102,16 @@ export interface Route {
    */
   refresh?(): RouteState | Promise<RouteState>;
   /**
-   * After every call of the batch is decided and before any runs: true for a Decision that ends the batch
-   * (the runner's `onRefusal: 'fail'`). That call is charged, announced and refused; no call of the batch runs.
+   * After every call of the batch is decided and before any runs (before a pending ask pauses it): true for a
+   * Decision that ends the batch (the runner's `onRefusal: 'fail'`). That call is charged, announced and
+   * refused; no call of the batch runs.
    */
   endsBatch?(decision: Decision): boolean;
-  /** Told each final Decision at step 8, after the registry's events (the runner's own run events). */
-  decided?(decision: Decision, attempt: Attempt): void;
+  /**
+   * Told each final Decision at step 8, after the registry's events (the runner's own run events). True ends
+   * the batch after this call (the runner's refusal loop): the calls after it are `not_run`.
+   */
+  decided?(decision: Decision, attempt: Attempt): boolean | void;
 }
 
 /** What a route reads to decide a call again. */

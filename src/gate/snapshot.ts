@@ -4,6 +4,14 @@
  * Rules, handlers, listeners, the approval binding and the tool all see that one object, so nothing anyone
  * does after the decision (a listener, a handler, the caller mutating its input mid-batch, a getter that
  * answers differently the second time) changes what executes.
+ *
+ * Arguments that arrived as JSON text are the one exception to copying: `JSON.parse` made them, nobody
+ * else holds them, and they hold nothing but plain data, so they are frozen where they are
+ * (`freezeParsedArguments`) — the same guarantees at no copy.
+ *
+ * On the sync path of every call (issue 12): leaves (strings, numbers, booleans) are copied inline,
+ * without a call; the objects being read (for cycles) sit on one module-level stack rather than an array
+ * per call; an array index becomes a string key only when a `toJSON` asks for it.
  */
 
 /**
@@ -13,7 +21,16 @@
  * trap or `toJSON` throws; the gate turns either into a refusal.
  */
 export function snapshotArguments(value: Record<string, unknown>): Readonly<Record<string, unknown>> {
-  const copy = read(value, '', []);
+  // A getter or toJSON may itself dispatch a call (and so snapshot its arguments): this read's part of
+  // the stack starts at `base`, and is cut back to it whatever happens.
+  const base = top;
+  let copy: unknown;
+  try {
+    copy = read(value, '', base);
+  } catch (error) {
+    reading.length = top = base;
+    throw error;
+  }
   if (typeof copy !== 'object' || copy === null || Array.isArray(copy))
     throw new TypeError(
       `the arguments read as ${copy === null ? 'null' : Array.isArray(copy) ? 'an array' : typeof copy}, not an object`,
@@ -21,11 +38,48 @@ export function snapshotArguments(value: Record<string, unknown>): Readonly<Reco
   return copy as Readonly<Record<string, unknown>>;
 }
 
-/** The JSON value of `value` (undefined: left out), frozen. `stack` holds the objects being read (cycles). */
-function read(value: unknown, key: string, stack: object[]): unknown {
+/**
+ * Arguments `JSON.parse` just made from the call's JSON text (nobody else holds them), frozen in place,
+ * deeply: the snapshot without the copy. JSON text cannot carry a getter, a Proxy, a function, a cycle,
+ * a BigInt or a non-finite number; a `"__proto__"` key is refused as in {@link snapshotArguments}.
+ */
+export function freezeParsedArguments(value: Record<string, unknown>): Readonly<Record<string, unknown>> {
+  freezeParsed(value, '');
+  return value;
+}
+
+function freezeParsed(value: object, key: string): void {
+  // JSON text can spell a number too large for a double (1e400): the snapshot's null, as JSON.stringify writes it.
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const item: unknown = value[i];
+      if (typeof item === 'object' && item !== null) freezeParsed(item, String(i));
+      else if (typeof item === 'number' && !Number.isFinite(item)) value[i] = null;
+    }
+  } else {
+    const record = value as Record<string, unknown>;
+    const names = Object.keys(record);
+    for (let k = 0; k < names.length; k++) {
+      const name = names[k]!;
+      if (name === '__proto__') throw protoKey(key);
+      const item = record[name];
+      if (typeof item === 'object' && item !== null) freezeParsed(item, name);
+      else if (typeof item === 'number' && !Number.isFinite(item)) record[name] = null;
+    }
+  }
+  Object.freeze(value);
+}
+
+/** The objects being read, outermost first, from index 0 to `top` (a cycle is one of them met again). */
+const reading: unknown[] = [];
+let top = 0;
+
+/** The JSON value of `value` (undefined: left out), frozen. Objects from `base` to `top` are being read (cycles). */
+function read(value: unknown, key: string | number, base: number): unknown {
   if ((typeof value === 'object' && value !== null) || typeof value === 'bigint') {
     const toJSON = (value as { toJSON?: unknown }).toJSON;
-    if (typeof toJSON === 'function') value = (toJSON as (key: string) => unknown).call(value, key);
+    if (typeof toJSON === 'function')
+      value = (toJSON as (key: string) => unknown).call(value, typeof key === 'number' ? String(key) : key);
   }
   switch (typeof value) {
     case 'string':
@@ -41,35 +95,55 @@ function read(value: unknown, key: string, stack: object[]): unknown {
       return undefined; // undefined, functions, symbols
   }
   if (value === null) return null;
-  if (value instanceof Number || value instanceof String || value instanceof Boolean) return value.valueOf();
-  if (stack.includes(value)) throw new TypeError('the arguments contain a cycle');
-  stack.push(value);
+  const isArray = Array.isArray(value);
+  if (!isArray && (value instanceof Number || value instanceof String || value instanceof Boolean))
+    return value.valueOf();
+  for (let i = base; i < top; i++) if (reading[i] === value) throw new TypeError('the arguments contain a cycle');
+  reading[top++] = value;
   let out: unknown[] | Record<string, unknown>;
-  if (Array.isArray(value)) {
-    const length = value.length;
+  if (isArray) {
+    const array = value as unknown[];
+    const length = array.length;
     const items: unknown[] = new Array<unknown>(length);
     for (let i = 0; i < length; i++) {
-      const item = read(value[i], String(i), stack);
-      items[i] = item === undefined ? null : item;
+      let item = array[i];
+      // Leaves inline; anything else (objects, BigInt, undefined, functions, symbols) through read().
+      if (typeof item === 'number') {
+        if (!Number.isFinite(item)) item = null;
+      } else if (typeof item !== 'string' && typeof item !== 'boolean') {
+        item = read(item, i, base);
+        if (item === undefined) item = null;
+      }
+      items[i] = item;
     }
     out = items;
   } else {
     const record = value as Record<string, unknown>;
     const object: Record<string, unknown> = {};
-    for (const name of Object.keys(record)) {
+    const names = Object.keys(record);
+    for (let k = 0; k < names.length; k++) {
+      const name = names[k]!;
       // A key named "__proto__" (JSON.parse makes one from {"__proto__": …}) is refused before its value is
       // read: a tool or upstream that merges the arguments into an object would have that object's
       // prototype replaced (issue 11).
-      if (name === '__proto__')
-        throw new TypeError(
-          `they hold a "__proto__" key (${key === '' ? 'at the top level' : `inside ${JSON.stringify(key)}`}), which would pollute a tool that merges its arguments; such arguments are refused`,
-        );
-      const item = read(record[name], name, stack);
-      if (item === undefined) continue;
+      if (name === '__proto__') throw protoKey(key);
+      let item = record[name];
+      if (typeof item === 'number') {
+        if (!Number.isFinite(item)) item = null;
+      } else if (typeof item !== 'string' && typeof item !== 'boolean') {
+        item = read(item, name, base);
+        if (item === undefined) continue;
+      }
       object[name] = item; // "__proto__" never gets here (refused above), so assigning is safe
     }
     out = object;
   }
-  stack.pop();
+  reading[--top] = undefined;
   return Object.freeze(out);
+}
+
+function protoKey(key: string | number): TypeError {
+  return new TypeError(
+    `they hold a "__proto__" key (${key === '' ? 'at the top level' : `inside ${JSON.stringify(String(key))}`}), which would pollute a tool that merges its arguments; such arguments are refused`,
+  );
 }

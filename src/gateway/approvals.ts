@@ -36,6 +36,8 @@ export interface ApprovalNote {
   readonly id: string;
   readonly state: 'asked' | 'pending' | 'approved' | 'denied';
   readonly reason?: string;
+  /** Who answered (the inbox's approver). */
+  readonly approver?: string;
 }
 
 /** Checks the options; throws a TypeError naming what is wrong. */
@@ -106,6 +108,12 @@ export function storeApprover(
       if (record.status !== 'answered' || !record.answer || record.binding.expiresAt <= now) continue;
       // Single use, across every replica: only the one that consumes the nonce acts on the answer.
       if (!(await approvals.nonces.consume(record.binding.nonce, ttlMs * 2))) continue;
+      if (record.answer.effect === 'allow' && record.answer.arguments !== undefined) {
+        // A retry carries the client's own arguments: an approval of edited ones cannot apply to it.
+        const reason = `the approver allowed the call only with edited arguments ${JSON.stringify(record.answer.arguments)}; call again with those`;
+        note({ id: record.id, state: 'denied', reason });
+        return 'deny';
+      }
       if (record.answer.effect === 'allow') {
         note({ id: record.id, state: 'approved' });
         return 'allow';

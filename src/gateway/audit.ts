@@ -35,7 +35,12 @@ export interface ToolAuditRecord extends RecordBase {
   /** The tool's definition drifted from its pin: the unified diff. */
   readonly drift?: string;
   /** A store-backed approval: its request id and what happened (asked, pending, approved, denied). */
-  readonly approval?: { readonly id: string; readonly state: string; readonly reason?: string };
+  readonly approval?: {
+    readonly id: string;
+    readonly state: string;
+    readonly reason?: string;
+    readonly approver?: string;
+  };
 }
 
 /** A resource read/subscribe or a prompt get. */
@@ -53,17 +58,25 @@ export interface ItemAuditRecord extends RecordBase {
   readonly shadow?: ShadowRecord;
 }
 
-/** The policy in force and which of it is in shadow mode: at start, and whenever that changes. */
+/**
+ * The policy in force and which of it is in shadow mode: at start, at every reload (`changes` names each
+ * change of enforcement), and when a reload is refused (`refused`: the policy named stays in force).
+ */
 export interface ModeAuditRecord {
   readonly type: 'mode';
   readonly time: string;
-  readonly event: 'start' | 'reload';
+  readonly event: 'start' | 'reload' | 'refused';
+  /** The version of the policy in force after the event. */
   readonly policy: string;
   readonly mode: 'enforce' | 'shadow';
   /** The names of the rules in shadow mode (tool, resource and prompt rules). */
   readonly shadowRules: readonly string[];
+  /** What a drifted tool gets. */
+  readonly pin?: 'refuse' | 'ask' | 'off';
   /** What changed since the previous record, in words. */
   readonly changes: readonly string[];
+  /** Why a reload was refused. */
+  readonly error?: string;
 }
 
 /** A tool definition pinned for the first time, or seen drifted from its pin. */

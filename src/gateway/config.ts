@@ -42,17 +42,21 @@ export function gatewayConfigOf(
     );
   for (const [namespace, data] of entries)
     upstreams[namespace] = upstreamOf(namespace, data, base, env, metadata, parameters);
+  return { upstreams, pins: pinOptionsOf(set) };
+}
+
+/** The lock file and what a drifted tool gets, from the `gateway:` section (null: `pin: off`). Reads no environment. */
+export function pinOptionsOf(set: PolicySet): GatewayPinOptions | null {
+  const section = set.data.gateway ?? {};
+  const base = set.file ? dirname(resolve(set.file)) : process.cwd();
   const mode = section.pin ?? 'refuse';
+  if (mode === 'off') return null;
   const lock =
     section.lock === undefined ? null : isAbsolute(section.lock) ? section.lock : resolve(base, section.lock);
-  const pins: GatewayPinOptions | null =
-    mode === 'off'
-      ? null
-      : {
-          file: lock ?? (set.file ? defaultLockFile(resolve(set.file)) : resolve('toolgate.lock.json')),
-          onDrift: mode,
-        };
-  return { upstreams, pins };
+  return {
+    file: lock ?? (set.file ? defaultLockFile(resolve(set.file)) : resolve('toolgate.lock.json')),
+    onDrift: mode,
+  };
 }
 
 function upstreamOf(

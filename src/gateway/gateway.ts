@@ -44,16 +44,18 @@ import type { Route } from '../gate/route.js';
 import { canonical, describe, displaySafe } from '../names.js';
 import type { PermissionHandler, PermissionRequest } from '../permissions/handler.js';
 import { PermissionPolicy } from '../permissions/policy.js';
-import type { PermissionRule } from '../permissions/rule.js';
 import type { PolicySet } from '../policy-file/policy-set.js';
+import { formatIssue, readPolicyFile } from '../policy-file/load.js';
 import { ToolRegistry, type ToolResult } from '../registry.js';
+import { canonicalJson } from '../runner/signing.js';
 import type { Tool } from '../tool.js';
 import { checkContext } from './context.js';
 import type { GatewayAuditRecord, GatewayAuditSink, ShadowRecord, ToolAuditRecord } from './audit.js';
 import { checkApprovals, storeApprover, type ApprovalNote, type GatewayApprovals } from './approvals.js';
 import { sessionSubject } from './auth.js';
 import { compileGovernance, normalResourceUri, type ItemPolicy, type ItemVerdict } from './governance.js';
-import { pinnedDefinition, PinStore } from './pins.js';
+import { checkInbox, inboxRoute, type GatewayInbox } from './inbox.js';
+import { PIN_RULE, pinnedDefinition, PinStore, readLockFile, withPinRule } from './pins.js';
 import { callScope, Upstream, type CallScope, type GatewayUpstreamOptions, type UpstreamEvents } from './upstream.js';
 
 /** The context of one downstream request: fixed, or derived from the request's authentication. */
@@ -68,6 +70,22 @@ export interface GatewayPinOptions {
   /** What a drifted tool gets: refused (hidden from tools/list), or asked for per call. @default 'refuse' */
   readonly onDrift?: 'refuse' | 'ask';
 }
+
+/** Options of {@link Gateway.reload}. */
+export interface GatewayReloadOptions {
+  /**
+   * The gateway's context under the new policy, or a function of the new policy file that makes it (a
+   * throw refuses the reload). @default the option given at start, else the new policy's default context
+   */
+  readonly context?: GateContext | ((policy: PolicySet) => GateContext);
+  /** Pinning under the new policy (e.g. `(p) => gatewayConfigOf(p).pins`); a throw refuses the reload. @default unchanged */
+  readonly pins?: GatewayPinOptions | null | ((policy: PolicySet) => GatewayPinOptions | null);
+}
+
+/** What a reload did: the changes now in force, or why the policy in force was kept. */
+export type GatewayReloadResult =
+  | { readonly ok: true; readonly version: string; readonly changes: readonly string[] }
+  | { readonly ok: false; readonly version: string; readonly error: string };
 
 /** Options of {@link createGateway}. */
 export interface GatewayOptions {
@@ -90,12 +108,17 @@ export interface GatewayOptions {
    * answered on another and runs once (see approvals.ts). @default none: asks go to the client by elicitation
    */
   readonly approvals?: GatewayApprovals;
+  /**
+   * Put asks in the approval inbox and wait for a person's answer there (`gatewayInbox(createInbox(…))`):
+   * the client is told where (URL elicitation, else progress); the call runs once on allow. Not with
+   * `approvals`. @default none
+   */
+  readonly inbox?: GatewayInbox;
 }
 
 /** A downstream server and what the gateway tracks for it. */
 interface Downstream {
   readonly server: Server;
-  readonly context: GatewayRequestContext;
   logging: boolean;
 }
 
@@ -105,6 +128,17 @@ export interface Gateway {
   readonly registry: ToolRegistry;
   /** The gateway's own context (agent, tenant, caller layers); a server's context function only narrows it over HTTP. */
   readonly context: GateContext;
+  /** The policy file in force (the last one {@link Gateway.reload} swapped in, else the one it started with). */
+  readonly policy: PolicySet;
+  /**
+   * Swaps in a new policy file, atomically: its tool, resource and prompt rules, shadow rules, agents and
+   * the gateway's context take effect for every call decided from now on (a call waiting for a person is
+   * decided again before it runs). A policy that does not load or compile keeps the one in force and is
+   * reported (`{ ok: false }`, an audit `mode` record with event `refused`); every change of enforcement
+   * is an audit `mode` record naming it. Upstreams and tool metadata take effect at the next start (the
+   * record says so when they changed). `policy` is a loaded PolicySet or a policy file to read.
+   */
+  reload(policy: PolicySet | string, options?: GatewayReloadOptions): Promise<GatewayReloadResult>;
   /** The upstreams by namespace: their state (`ready`, `down` with a reason) and connection. */
   readonly upstreams: ReadonlyMap<string, Upstream>;
   /** A new downstream MCP server (one per client connection or HTTP session); connect it to a transport. */
@@ -115,7 +149,6 @@ export interface Gateway {
   close(): Promise<void>;
 }
 
-const PIN_RULE = 'pinned-definition';
 const NAMESPACE = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
 const MAX_LISTED = 10_000;
 
@@ -135,8 +168,8 @@ const MAX_LISTED = 10_000;
 export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   if (typeof options !== 'object' || options === null)
     throw new TypeError(`createGateway options must be an object, got ${describe(options)}`);
-  const set = options.policy;
-  if (typeof set !== 'object' || set === null || !(set.policy instanceof PermissionPolicy))
+  let set = options.policy;
+  if (!isPolicySet(set))
     throw new TypeError(`option "policy" must be a loaded policy file (a PolicySet), got ${describe(set)}`);
   if (typeof options.upstreams !== 'object' || options.upstreams === null)
     throw new TypeError(`option "upstreams" must be an object keyed by namespace, got ${describe(options.upstreams)}`);
@@ -151,12 +184,8 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
         `upstream ${JSON.stringify(namespace)} needs exactly one of "stdio", "url", "transport"; got ${sources.length === 0 ? 'none' : sources.join(', ')}`,
       );
   }
-  const governance = compileGovernance(set);
-  if (!governance.ok)
-    throw new ConfigurationError(
-      `the policy file's resource and prompt rules were refused:\n${governance.issues.map((i) => `  ${i.file}:${i.line}:${i.column}: ${i.message}`).join('\n')}`,
-    );
-  const defaultContext: GateContext = options.context ?? set.context();
+  let governance = compiledGovernance(set);
+  let defaultContext: GateContext = options.context ?? set.context();
   checkContext(defaultContext);
   const auditSink = options.audit;
   const audit = (record: GatewayAuditRecord): void => {
@@ -172,9 +201,14 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   };
   const now = (): string => new Date().toISOString();
   const name = options.name ?? 'toolgate-gateway';
-  const pins = options.pins ? new PinStore(options.pins.file) : null;
+  let pins = options.pins ? new PinStore(options.pins.file) : null;
   if (options.approvals !== undefined) checkApprovals(options.approvals);
-  const onDrift = options.pins?.onDrift ?? 'refuse';
+  if (options.inbox !== undefined) {
+    checkInbox(options.inbox);
+    if (options.approvals !== undefined)
+      throw new TypeError('options "approvals" and "inbox" exclude each other: give one place where asks wait');
+  }
+  let onDrift = options.pins?.onDrift ?? 'refuse';
 
   /** Tool canonical name → the drift diff of a drifted tool. */
   const drifted = new Map<string, { readonly diff: string; readonly upstream: Upstream }>();
@@ -196,7 +230,9 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     toolTimeoutMs: callTimeout + 1000,
     handlerTimeoutMs: options.approvalTimeoutMs ?? 120_000,
   });
-  registry.setPermissionPolicy(pins ? withPinRule(set.policy, isDrifted, onDrift) : set.policy);
+  const enforced = (policy: PermissionPolicy): PermissionPolicy =>
+    pins ? withPinRule(policy, isDrifted, onDrift) : policy;
+  registry.setPermissionPolicy(enforced(set.policy));
 
   const downstreams = new Set<Downstream>();
   const stateListeners = new Set<(upstream: Upstream) => void>();
@@ -302,24 +338,21 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     },
   };
 
-  const policyShadowRules = [
-    ...set.rules.filter((r) => r.data.mode === 'shadow').map((r) => r.name),
-    ...(set.data.resources ?? []).filter((r) => r.mode === 'shadow').map((r) => `resources:${r.name}`),
-    ...(set.data.prompts ?? []).filter((r) => r.mode === 'shadow').map((r) => `prompts:${r.name}`),
-  ];
-  audit({
-    type: 'mode',
-    time: now(),
-    event: 'start',
-    policy: set.version,
-    mode: set.data.mode ?? 'enforce',
-    shadowRules: policyShadowRules,
-    changes: [
-      set.data.mode === 'shadow'
-        ? 'the whole policy is in shadow mode: rules decide and are recorded, the allowlists alone are enforced'
-        : `policy enforced${policyShadowRules.length > 0 ? `; in shadow mode: ${policyShadowRules.join(', ')}` : ''}`,
-    ],
-  });
+  const modeRecord = (event: 'start' | 'reload' | 'refused', changes: readonly string[], error?: string): void =>
+    audit({
+      type: 'mode',
+      time: now(),
+      event,
+      policy: set.version,
+      mode: set.data.mode ?? 'enforce',
+      shadowRules: ruleModes(set)
+        .filter((r) => r.mode === 'shadow')
+        .map((r) => r.name),
+      pin: pins ? onDrift : 'off',
+      changes,
+      ...(error !== undefined ? { error } : {}),
+    });
+  modeRecord('start', [startText(set)]);
 
   const upstreams = new Map<string, Upstream>();
   for (const [namespace, upstreamOptions] of Object.entries(options.upstreams))
@@ -477,8 +510,9 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   };
 
   const createServer = (serverOptions: { readonly context?: GatewayRequestContext } = {}): Server => {
-    const contextOption = serverOptions.context ?? defaultContext;
-    checkContext(contextOption);
+    if (serverOptions.context !== undefined) checkContext(serverOptions.context);
+    // Read per request: a reload changes the gateway's own context for the servers already connected.
+    const contextOption = (): GatewayRequestContext => serverOptions.context ?? defaultContext;
     const server = new Server(
       { name, version: '0.2.0' },
       {
@@ -491,12 +525,12 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
         },
       },
     );
-    const downstream: Downstream = { server, context: contextOption, logging: false };
+    const downstream: Downstream = { server, logging: false };
     type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
-    const contextOf = (extra: Extra): GateContext =>
-      typeof contextOption === 'function'
-        ? contextOption({ authInfo: extra.authInfo, sessionId: extra.sessionId })
-        : contextOption;
+    const contextOf = (extra: Extra): GateContext => {
+      const option = contextOption();
+      return typeof option === 'function' ? option({ authInfo: extra.authInfo, sessionId: extra.sessionId }) : option;
+    };
     const scopeOf = (extra: Extra): CallScope => ({
       server,
       progressToken: extra._meta?.progressToken,
@@ -535,7 +569,8 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
       args: Readonly<Record<string, unknown>>,
       extra: Extra,
     ): Promise<void> => {
-      const verdict: ItemVerdict = policy.decide(upstream.namespace, key, args, action === 'complete');
+      const decidedUnder = governance;
+      let verdict: ItemVerdict = policy.decide(upstream.namespace, key, args, action === 'complete');
       let effect: 'allow' | 'deny' = verdict.effect === 'allow' ? 'allow' : 'deny';
       let reason = verdict.reason;
       if (verdict.effect === 'ask') {
@@ -546,6 +581,16 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
         );
         effect = answer ? 'allow' : 'deny';
         if (!answer) reason = `${verdict.reason} (not approved)`;
+        // Reloaded while the person was asked: an approval stands only if the new policy still asks.
+        if (answer && governance !== decidedUnder) {
+          verdict = (kind === 'resource' ? governance.resources : governance.prompts).decide(
+            upstream.namespace,
+            key,
+            args,
+          );
+          effect = verdict.effect === 'deny' ? 'deny' : 'allow';
+          reason = verdict.reason;
+        }
       }
       audit({
         type: kind,
@@ -630,13 +675,28 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
             (n) => (approval = n),
           )
         : elicitationApprover(server);
+      const route = options.inbox
+        ? inboxRoute(
+            options.inbox,
+            {
+              server,
+              signal: extra.signal,
+              progressToken: extra._meta?.progressToken,
+              sendProgress: (message) =>
+                scope.sendNotification({
+                  method: 'notifications/progress',
+                  params: { progressToken: extra._meta!.progressToken!, progress: 0, message },
+                }),
+            },
+            (n) => (approval = n),
+          )
+        : approverRoute(registry, approver);
       const result = await callScope.run(scope, async () => {
-        const [dispatched] = await dispatchCalls(
-          [readCall(call)],
-          context,
-          environmentOf(registry),
-          approverRoute(registry, approver),
-        );
+        const env = environmentOf(registry);
+        // A call that waited for a person is decided again under the context and policy in force then (a
+        // reload may have narrowed the agent's tools or changed the rules).
+        const refresh = () => ({ context: { ...contextOf(extra), signal: extra.signal }, env: env.current() });
+        const [dispatched] = await dispatchCalls([readCall(call)], context, env, { ...route, refresh });
         return dispatched as ToolResult;
       });
       const decision = result.decision;
@@ -876,9 +936,79 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     return server;
   };
 
+  /** Swaps in `next` after checking all of it; refuses (keeping the policy in force) on any problem. */
+  const swap = async (
+    source: PolicySet | string,
+    reloadOptions: GatewayReloadOptions,
+  ): Promise<GatewayReloadResult> => {
+    const refuse = (error: string): GatewayReloadResult => {
+      modeRecord('refused', [`the new policy was refused; policy ${set.version} stays in force: ${error}`], error);
+      return { ok: false, version: set.version, error };
+    };
+    if (closed) return refuse('the gateway is closed');
+    let next: PolicySet;
+    if (typeof source === 'string') {
+      const read = await readPolicyFile(source);
+      if (!read.ok)
+        return refuse(
+          `the policy file ${JSON.stringify(source)} was refused:\n${read.issues.map((i) => `  ${formatIssue(i)}`).join('\n')}`,
+        );
+      next = read.policy;
+    } else if (isPolicySet(source)) next = source;
+    else return refuse(`a reload needs a loaded policy file (a PolicySet) or a file name, got ${describe(source)}`);
+    if (closed) return refuse('the gateway is closed');
+    let nextGovernance: ReturnType<typeof compiledGovernance>;
+    let nextContext: GateContext;
+    let nextPins: PinStore | null = pins;
+    let nextOnDrift = onDrift;
+    try {
+      nextGovernance = compiledGovernance(next);
+      const context = reloadOptions.context;
+      nextContext = (typeof context === 'function' ? context(next) : context) ?? options.context ?? next.context();
+      checkContext(nextContext);
+      if (reloadOptions.pins !== undefined) {
+        const wanted = typeof reloadOptions.pins === 'function' ? reloadOptions.pins(next) : reloadOptions.pins;
+        nextPins = wanted === null ? null : wanted.file === pins?.file ? pins : new PinStore(wanted.file);
+        nextOnDrift = wanted?.onDrift ?? 'refuse';
+      }
+      // The lock file is read again now: a broken one is refused here, not at the next call.
+      if (nextPins) readLockFile(nextPins.file);
+    } catch (error) {
+      return refuse(error instanceof Error ? error.message : String(error));
+    }
+    const changes = policyChanges(set, next, pins ? onDrift : 'off', nextPins ? nextOnDrift : 'off');
+    if (pins && nextPins && nextPins.file !== pins.file) changes.push(`lock file: ${pins.file} → ${nextPins.file}`);
+    // The swap: one synchronous block, so no call is decided under half of the old and half of the new.
+    if (nextPins !== pins) drifted.clear();
+    set = next;
+    governance = nextGovernance;
+    defaultContext = nextContext;
+    pins = nextPins;
+    onDrift = nextOnDrift;
+    registry.setPermissionPolicy(enforced(set.policy));
+    for (const upstream of upstreams.values()) checkPins(upstream);
+    if (changes.length > 0) modeRecord('reload', changes);
+    broadcast((s) => s.sendToolListChanged());
+    broadcast((s) => s.sendResourceListChanged());
+    broadcast((s) => s.sendPromptListChanged());
+    return { ok: true, version: set.version, changes };
+  };
+  // Reloads run one after another, so a slow read cannot overwrite a newer policy.
+  let reloading: Promise<unknown> = Promise.resolve();
+
   return {
     registry,
-    context: defaultContext,
+    get context() {
+      return defaultContext;
+    },
+    get policy() {
+      return set;
+    },
+    reload(source, reloadOptions = {}) {
+      const result = reloading.then(() => swap(source, reloadOptions));
+      reloading = result.catch(() => undefined);
+      return result;
+    },
     upstreams,
     createServer,
     onUpstreamState(listener) {
@@ -900,45 +1030,6 @@ function noCursor(cursor: unknown): void {
       ErrorCode.InvalidParams,
       'toolgate gateway: lists are returned whole, in one page; there is no next page',
     );
-}
-
-/**
- * The enforced policy with the pin rule: a drifted tool is refused (a first rule), or, with `ask`, every
- * rule that would allow it asks instead — so a deny still denies, and an allow becomes a person's call.
- */
-function withPinRule(
-  policy: PermissionPolicy,
-  drifted: (tool: Tool) => boolean,
-  onDrift: 'refuse' | 'ask',
-): PermissionPolicy {
-  const reason =
-    "the tool's definition differs from the one pinned in the lock file (a changed description or schema); `toolgate pin --accept` re-approves it";
-  const rules: PermissionRule[] = [];
-  if (onDrift === 'refuse') {
-    rules.push({ name: PIN_RULE, match: (tool) => drifted(tool), result: 'deny', reason }, ...policy.rules);
-  } else {
-    for (const rule of policy.rules) {
-      if (rule.result === 'allow') {
-        const match = rule.match;
-        rules.push({
-          ...rule,
-          name: `${rule.name} (drifted definition)`,
-          result: 'ask',
-          reason,
-          match: (tool, params) => drifted(tool) && (match ? match.call(rule, tool, params) : true),
-        });
-      }
-      rules.push(rule);
-    }
-    if (policy.fallback === 'allow')
-      rules.push({ name: PIN_RULE, match: (tool) => drifted(tool), result: 'ask', reason });
-  }
-  return new PermissionPolicy({
-    rules,
-    fallback: policy.fallback,
-    version: policy.version,
-    ...(policy.handler ? { handler: policy.handler } : {}),
-  });
 }
 
 /** What the shadow policy would have decided for a call that reached the policy, where it differs. */
@@ -1031,4 +1122,83 @@ function approverRoute(registry: ToolRegistry, approver: PermissionHandler | und
       return answer === 'allow' || answer === 'deny' ? { effect: answer } : (answer as never);
     },
   };
+}
+
+function isPolicySet(value: unknown): value is PolicySet {
+  return typeof value === 'object' && value !== null && (value as PolicySet).policy instanceof PermissionPolicy;
+}
+
+/** The resource and prompt rules of a policy file, compiled; a ConfigurationError listing what is wrong. */
+function compiledGovernance(set: PolicySet): Extract<ReturnType<typeof compileGovernance>, { ok: true }> {
+  const governance = compileGovernance(set);
+  if (!governance.ok)
+    throw new ConfigurationError(
+      `the policy file's resource and prompt rules were refused:\n${governance.issues.map((i) => `  ${i.file}:${i.line}:${i.column}: ${i.message}`).join('\n')}`,
+    );
+  return governance;
+}
+
+/** Every rule of a policy file (tool, `resources:`, `prompts:`) with its mode and what it states. */
+function ruleModes(set: PolicySet): { name: string; mode: 'enforce' | 'shadow'; data: string }[] {
+  const of = (name: string, data: { readonly mode?: 'enforce' | 'shadow' | undefined }) => {
+    const { mode, ...rest } = data;
+    return { name, mode: mode ?? 'enforce', data: canonicalJson(rest) };
+  };
+  return [
+    ...set.rules.map((r) => of(r.name, r.data)),
+    ...(set.data.resources ?? []).map((r) => of(`resources:${r.name}`, r)),
+    ...(set.data.prompts ?? []).map((r) => of(`prompts:${r.name}`, r)),
+  ];
+}
+
+/** The mode record's words at start. */
+function startText(set: PolicySet): string {
+  const shadow = ruleModes(set).filter((r) => r.mode === 'shadow');
+  return set.data.mode === 'shadow'
+    ? 'the whole policy is in shadow mode: rules decide and are recorded, the allowlists alone are enforced'
+    : `policy enforced${shadow.length > 0 ? `; in shadow mode: ${shadow.map((r) => r.name).join(', ')}` : ''}`;
+}
+
+/** Each change of enforcement between two policy files, in words (empty when they enforce the same). */
+function policyChanges(
+  before: PolicySet,
+  after: PolicySet,
+  pinBefore: 'refuse' | 'ask' | 'off',
+  pinAfter: 'refuse' | 'ask' | 'off',
+): string[] {
+  const out: string[] = [];
+  const same = (a: unknown, b: unknown): boolean => canonicalJson(a ?? null) === canonicalJson(b ?? null);
+  if (before.version !== after.version) out.push(`policy ${before.version} → ${after.version}`);
+  const modeBefore = before.data.mode ?? 'enforce';
+  const modeAfter = after.data.mode ?? 'enforce';
+  if (modeBefore !== modeAfter)
+    out.push(
+      modeAfter === 'shadow'
+        ? 'the whole policy: enforce → shadow (its rules are recorded, no longer enforced; the allowlists alone are enforced)'
+        : 'the whole policy: shadow → enforce (its rules are enforced)',
+    );
+  if ((before.data.fallback ?? 'deny') !== (after.data.fallback ?? 'deny'))
+    out.push(`fallback: ${before.data.fallback ?? 'deny'} → ${after.data.fallback ?? 'deny'}`);
+  if (pinBefore !== pinAfter) out.push(`pinned definitions: ${pinBefore} → ${pinAfter}`);
+  const old = new Map(ruleModes(before).map((r) => [r.name, r]));
+  const now = new Map(ruleModes(after).map((r) => [r.name, r]));
+  for (const [name, rule] of now) {
+    const was = old.get(name);
+    if (!was) out.push(`rule ${JSON.stringify(name)} added (${rule.mode})`);
+    else {
+      if (was.mode !== rule.mode) out.push(`rule ${JSON.stringify(name)}: ${was.mode} → ${rule.mode}`);
+      if (was.data !== rule.data) out.push(`rule ${JSON.stringify(name)} changed (${rule.mode})`);
+    }
+  }
+  for (const [name, rule] of old)
+    if (!now.has(name)) out.push(`rule ${JSON.stringify(name)} removed (was ${rule.mode})`);
+  const order = (names: Iterable<string>) => [...names].filter((n) => old.has(n) && now.has(n)).join('\n');
+  if (order(old.keys()) !== order(now.keys())) out.push('rules reordered (the first rule that matches decides)');
+  for (const key of ['agents', 'tenants', 'scopes', 'limits'] as const)
+    if (!same(before.data[key], after.data[key])) out.push(`${key} changed`);
+  if (!same(before.data.gateway?.upstreams, after.data.gateway?.upstreams))
+    out.push('gateway.upstreams changed: takes effect when the gateway restarts');
+  if (!same(before.data.tools, after.data.tools))
+    out.push('tools (metadata, parameter schemas) changed: takes effect when the gateway restarts');
+  return out;
 }

@@ -5,13 +5,22 @@
  * subpath's public surface.
  */
 export { createGateway, elicitationApprover } from './gateway.js';
-export type { Gateway, GatewayOptions, GatewayPinOptions, GatewayRequestContext } from './gateway.js';
+export type {
+  Gateway,
+  GatewayOptions,
+  GatewayPinOptions,
+  GatewayReloadOptions,
+  GatewayReloadResult,
+  GatewayRequestContext,
+} from './gateway.js';
 export type { GatewayUpstreamOptions, Upstream, UpstreamState } from './upstream.js';
 export { serveGatewayHttp } from './http.js';
 export type { GatewayHttpOptions, GatewayHttpServer, GatewayEndpoint } from './http.js';
 export { jwtAuthenticator } from './auth.js';
 export type { BearerAuthenticator, JwtAuthOptions } from './auth.js';
 export type { GatewayApprovals, ApprovalNote } from './approvals.js';
+export { gatewayInbox } from './inbox.js';
+export type { GatewayInbox } from './inbox.js';
 export { gatewayConfigOf } from './config.js';
 export type { GatewayConfig } from './config.js';
 export { compileGovernance, normalResourceUri, ItemPolicy } from './governance.js';

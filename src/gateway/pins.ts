@@ -9,7 +9,13 @@ import { basename, dirname, extname, join } from 'node:path';
 import { createPatch } from 'diff';
 import { ConfigurationError } from '../errors.js';
 import { canonical } from '../names.js';
+import { PermissionPolicy } from '../permissions/policy.js';
+import type { PermissionRule } from '../permissions/rule.js';
 import { canonicalJson, hashOf } from '../runner/signing.js';
+import type { Tool } from '../tool.js';
+
+/** The rule that refuses a tool whose definition drifted from its pin. */
+export const PIN_RULE = 'pinned-definition';
 
 /** The parts of a tool definition that are pinned. */
 export interface PinnedDefinition {
@@ -263,4 +269,43 @@ export class PinStore {
     if (added.length > 0) this.#save({ ...lock, tools });
     return added;
   }
+}
+
+/**
+ * The enforced policy with the pin rule: a drifted tool is refused (a first rule), or, with `ask`, every
+ * rule that would allow it asks instead — so a deny still denies, and an allow becomes a person's call.
+ */
+export function withPinRule(
+  policy: PermissionPolicy,
+  drifted: (tool: Tool) => boolean,
+  onDrift: 'refuse' | 'ask',
+): PermissionPolicy {
+  const reason =
+    "the tool's definition differs from the one pinned in the lock file (a changed description or schema); `toolgate pin --accept` re-approves it";
+  const rules: PermissionRule[] = [];
+  if (onDrift === 'refuse') {
+    rules.push({ name: PIN_RULE, match: (tool) => drifted(tool), result: 'deny', reason }, ...policy.rules);
+  } else {
+    for (const rule of policy.rules) {
+      if (rule.result === 'allow') {
+        const match = rule.match;
+        rules.push({
+          ...rule,
+          name: `${rule.name} (drifted definition)`,
+          result: 'ask',
+          reason,
+          match: (tool, params) => drifted(tool) && (match ? match.call(rule, tool, params) : true),
+        });
+      }
+      rules.push(rule);
+    }
+    if (policy.fallback === 'allow')
+      rules.push({ name: PIN_RULE, match: (tool) => drifted(tool), result: 'ask', reason });
+  }
+  return new PermissionPolicy({
+    rules,
+    fallback: policy.fallback,
+    version: policy.version,
+    ...(policy.handler ? { handler: policy.handler } : {}),
+  });
 }

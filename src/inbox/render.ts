@@ -238,15 +238,16 @@ function answerForms(ctx: PageContext, record: PendingRecord, args: string): str
   const id = escapeHtml(record.id);
   const action = `${escapeHtml(ctx.base)}/approvals/${encodeURIComponent(record.id)}`;
   const csrf = `<input type="hidden" name="csrf" value="${escapeHtml(ctx.csrf)}">`;
-  // The registry's handler route takes allow / deny once, without edits.
+  // The registry's handler route takes allow / deny once, without edits; only the runner remembers answers.
   const full = record.source !== 'registry';
-  const remember = full
-    ? `<fieldset class="remember"><legend>Remember the answer</legend>
+  const remember =
+    record.source === 'runner'
+      ? `<fieldset class="remember"><legend>Remember the answer</legend>
 <label><input type="radio" name="remember" value="once" checked> this call only</label>
 <label><input type="radio" name="remember" value="run"> for this run</label>
 <label><input type="radio" name="remember" value="session"> for this session</label>
 </fieldset>`
-    : '<input type="hidden" name="remember" value="once">';
+      : '<input type="hidden" name="remember" value="once">';
   const edit = `<details class="edit"><summary>Approve with edited arguments</summary>
 <form method="post" action="${action}/edit">
 ${csrf}

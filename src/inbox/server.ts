@@ -560,7 +560,7 @@ export class Inbox {
     const remember = form['remember'] ?? 'once';
     if (remember !== 'once' && remember !== 'run' && remember !== 'session')
       return refuse(STATUS.bad, 'Bad answer', 'Remember must be "once", "run" or "session".');
-    if (remember !== 'once' && record.source === 'registry')
+    if (remember !== 'once' && record.source !== 'runner')
       return refuse(STATUS.bad, 'Bad answer', `A ${record.source} approval can only be answered once.`);
     const reasonText = typeof form['reason'] === 'string' ? form['reason'].trim() : '';
     if (reasonText.length > MAX_REASON)

@@ -283,7 +283,7 @@ function list(items: readonly string[]): string {
 }
 
 /** The decision alone (no trace), as `toolgate check` prints it: the gate's precheck, with `ask` unresolved. */
-export async function decideCall(
+export async function previewDecision(
   set: PolicySet,
   call: ToolCallInput,
   who: PolicyContextInput = {},

@@ -18,7 +18,7 @@ export type {
   PolicyIssue,
   PolicyPosition,
 } from './types.js';
-export { explainCall, decideCall } from './explain.js';
+export { explainCall, previewDecision } from './explain.js';
 export type { Explanation, LayerExplanation, RuleExplanation, ExplainedDecision } from './explain.js';
 export { lintPolicy, lintPolicyFile, lintPolicyText, LINT_CODES } from './lint.js';
 export type { LintFinding, LintReport } from './lint.js';

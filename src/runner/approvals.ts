@@ -9,19 +9,25 @@
  * caller named `run:R1` can never read what run R1 remembered.
  */
 import { randomUUID } from 'node:crypto';
-import type { Decision, DecisionBase } from '../decision.js';
+import type { Decision } from '../decision.js';
 import type { Emitter } from '../events.js';
-import { allow, deny, precheck, type GateContext, type GateEnvironment, type Precheck } from '../gate/precheck.js';
-import { announceAsk, resolveRunnerAsk } from '../gate/runner-bridge.js';
+import type { Answer, ApprovalRequest, AskOutcome } from '../gate/approval.js';
+import type { GateEnvironment } from '../gate/precheck.js';
 import { describe } from '../names.js';
 import type { PermissionRequest } from '../permissions/handler.js';
-import type { Tool } from '../tool.js';
 import type { RunnerSettings } from './options.js';
 import { emitRun, pathOf, type Frame, type Run, type Turn } from './run.js';
 import { canonicalJson, hashOf, macOf, sameMac } from './signing.js';
-import type { ApprovalDecision, ApprovalScope, PendingApproval, RunEvent, RunToolCall } from './types.js';
+import type { ApprovalDecision, ApprovalScope, PendingApproval, RunEvent } from './types.js';
 
-type AskPrecheck = Extract<Precheck, { kind: 'ask' }>;
+/**
+ * What the run route learns from the runner's person for one dispatch: the decisions given on resume it
+ * applied (and what was wrong with them), and the PendingApproval of each call left pending.
+ */
+export interface GrantUse {
+  readonly applied: Map<string, { readonly problem: string | null }>;
+  pending(approval: PendingApproval): void;
+}
 
 /** What one call's approval is bound to. */
 interface Binding {
@@ -40,13 +46,6 @@ interface RememberScope {
   readonly id: string;
 }
 
-/** A decided ask: the Decision, the tool and the arguments it was decided on. */
-export interface Answered {
-  readonly decision: Decision;
-  readonly tool: Tool | null;
-  readonly args: Record<string, unknown> | null;
-}
-
 const SCOPES: readonly ApprovalScope[] = ['once', 'run', 'session'];
 
 export class DurableApprovals {
@@ -59,86 +58,85 @@ export class DurableApprovals {
   }
 
   /**
-   * Resolves an ask of the policy: a decision given on resume, else a remembered answer, else the
-   * handler chain with the runner's handler (which may answer `pending`). The policy's own handler, when
-   * the policy in force has one, decides first and nothing stands in for it.
+   * The runner's person (the run route's `ask`), asked after the policy's own handler: a decision given on
+   * resume, else a remembered answer, else an answer given to this call earlier in this turn for the same
+   * binding, else the runner's handler (which may answer `pending`). Null without a handler: the registry's
+   * handler decides. `onPending` receives the PendingApproval a `pending` answer stands for.
    */
-  async ask(
+  async person(
     run: Run,
     frame: Frame,
     turn: Turn,
-    call: RunToolCall,
-    pre: AskPrecheck,
-    context: GateContext,
+    request: ApprovalRequest,
     env: GateEnvironment,
-  ): Promise<Answered | { readonly approval: PendingApproval }> {
+    use: GrantUse,
+  ): Promise<AskOutcome | null> {
+    const callId = request.binding.callId;
     const binding: Binding = {
       runId: run.runId,
       frame: frame.key,
       turn: turn.index,
-      callId: call.id,
-      canonical: pre.base.canonical,
-      argsHash: hashOf(pre.args),
-      policyVersion: env.policy?.version ?? null,
+      callId,
+      canonical: request.canonical,
+      argsHash: request.binding.argsHash,
+      policyVersion: request.binding.policyVersion,
     };
-    const granted = frame.granted.get(call.id);
-    const policyHandler = (env.policy?.handler ?? null) !== null;
-    if (granted && !policyHandler) return this.#applyGranted(run, frame, call, pre, granted, binding, context, env);
-    if (!policyHandler) {
-      const remembered = await this.#recall(run, frame, pre, binding);
-      if (remembered) return remembered;
-    }
-
-    announceAsk(env, pre);
-    let scope: ApprovalScope = 'once';
+    const granted = frame.granted.get(callId);
+    if (granted) return this.#applyGranted(run, frame, granted, binding, use);
+    const remembered = await this.#recall(run, frame, binding);
+    if (remembered) return remembered;
+    const earlier = turn.answered.get(callId);
+    const under = underOf(request, env);
+    if (earlier && earlier.binding === answerBinding(request) && earlier.under.every((x, i) => x === under[i]))
+      return { effect: earlier.effect };
     const handler = this.#settings.handler;
-    const route = handler
-      ? async (request: PermissionRequest): Promise<unknown> => {
-          const answer: unknown = await (typeof handler === 'function' ? handler(request) : handler.handle(request));
-          if (typeof answer === 'object' && answer !== null) {
-            const { answer: a, scope: s } = answer as { answer?: unknown; scope?: unknown };
-            if ((a !== 'allow' && a !== 'deny') || !SCOPES.includes(s as ApprovalScope)) return answer; // the gate refuses it as invalid
-            scope = s as ApprovalScope;
-            return a;
-          }
-          return answer;
-        }
-      : null;
-    const outcome = await resolveRunnerAsk(pre, env, route);
-    if (granted) {
-      emitRun(this.#events, run, frame, {
-        type: 'approval_resolved',
-        approvalId: granted.approvalId,
-        callId: call.id,
-        accepted: false,
-        answer: granted.answer,
-        reason:
-          'the policy in force has its own handler, which decides this ask; the decision given on resume was not used',
-        decision: outcome.effect === 'pending' ? null : outcome,
-      });
+    if (!handler) return null;
+    const tool = env.lookup(request.canonical);
+    if (!tool) return { effect: 'invalid', reason: 'the tool is no longer registered' };
+    const permission: PermissionRequest = {
+      toolName: request.toolName,
+      parameters: request.parameters,
+      reason: request.reason,
+      ruleName: request.rule,
+      metadata: tool.metadata,
+      callId,
+      agent: request.agent,
+      tenant: request.tenant,
+      runId: request.runId,
+    };
+    const given: unknown = await (typeof handler === 'function' ? handler(permission) : handler.handle(permission));
+    let answer: unknown = given;
+    let scope: ApprovalScope = 'once';
+    if (typeof given === 'object' && given !== null) {
+      const { answer: a, scope: s } = given as { answer?: unknown; scope?: unknown };
+      answer = a;
+      if (SCOPES.includes(s as ApprovalScope)) scope = s as ApprovalScope;
+      else answer = given; // not an answer: refused as invalid by the gate
     }
-    if (outcome.effect === 'pending') {
-      const approval: PendingApproval = Object.freeze({
-        id: macOf(this.#settings.secret, ['toolgate.approval', binding]),
-        runId: run.runId,
-        callId: call.id,
-        frame: frame.key,
-        turn: turn.index,
-        agent: frame.agent,
-        path: pathOf(run, frame),
-        tool: pre.base.tool,
-        canonical: pre.base.canonical,
-        parameters: pre.args,
-        argsHash: binding.argsHash,
-        policyVersion: binding.policyVersion,
-        rule: pre.base.rule,
-        reason: pre.base.reason,
-      });
-      return { approval };
+    if (answer === 'pending') {
+      use.pending(
+        Object.freeze({
+          id: macOf(this.#settings.secret, ['toolgate.approval', binding]),
+          runId: run.runId,
+          callId,
+          frame: frame.key,
+          turn: turn.index,
+          agent: frame.agent,
+          path: pathOf(run, frame),
+          tool: request.toolName,
+          canonical: request.canonical,
+          parameters: request.parameters,
+          argsHash: binding.argsHash,
+          policyVersion: binding.policyVersion,
+          rule: request.rule === '(fallback)' ? null : request.rule,
+          reason: request.reason,
+        }),
+      );
+      return { effect: 'pending' };
     }
-    if (outcome.asked === 'runner' && outcome.by === 'handler')
-      await this.#remember(run, frame, binding, outcome.effect, scope);
-    return { decision: outcome, tool: pre.tool, args: pre.args };
+    if (answer !== 'allow' && answer !== 'deny') return { effect: answer } as unknown as AskOutcome; // the gate refuses it as invalid
+    await this.#remember(run, frame, binding, answer, scope);
+    return { effect: answer };
   }
 
   /** Signs a person's answer to a pending approval (AgentRunner.answer). */
@@ -220,115 +218,76 @@ export class DurableApprovals {
     }
   }
 
-  /** Reports that a decision given on resume was not needed: the gate decided the call without asking. */
-  unneeded(run: Run, frame: Frame, call: RunToolCall, decision: Decision): void {
-    const granted = frame.granted.get(call.id);
+  /**
+   * Reports how a decision given on resume for this call ended (the run route's step 8): used by the
+   * runner's person, not needed (the gate decided the call without asking), or not used (the policy in
+   * force has its own handler, which decides the ask).
+   */
+  resolved(run: Run, frame: Frame, callId: string, decision: Decision, use: GrantUse): void {
+    const granted = frame.granted.get(callId);
     if (!granted) return;
+    const applied = use.applied.get(callId);
+    let accepted: boolean;
+    let reason: string;
+    if (applied !== undefined) {
+      accepted = applied.problem === null;
+      reason =
+        applied.problem ??
+        (granted.arguments !== null ? 'answered with edited arguments' : `answered ${granted.answer}`);
+    } else if (decision.asked === 'policy') {
+      accepted = false;
+      reason =
+        'the policy in force has its own handler, which decides this ask; the decision given on resume was not used';
+    } else {
+      accepted = true;
+      reason = 'not needed: the gate decided the call without asking';
+    }
     emitRun(this.#events, run, frame, {
       type: 'approval_resolved',
       approvalId: granted.approvalId,
-      callId: call.id,
-      accepted: true,
+      callId,
+      accepted,
       answer: granted.answer,
-      reason: 'not needed: the gate decided the call without asking',
+      reason,
       decision,
     });
   }
 
-  /** A decision given on resume: bound to this call's tool, arguments and policy version, or refused. */
+  /** A decision given on resume: bound to this call's tool, arguments and policy version, or refused as invalid. */
   async #applyGranted(
     run: Run,
     frame: Frame,
-    call: RunToolCall,
-    pre: AskPrecheck,
     granted: ApprovalDecision,
     binding: Binding,
-    context: GateContext,
-    env: GateEnvironment,
-  ): Promise<Answered> {
-    const base: DecisionBase = { ...pre.base, asked: 'runner' };
+    use: GrantUse,
+  ): Promise<AskOutcome> {
     let problem: string | null = null;
     if (granted.canonical !== binding.canonical) problem = 'the approval was given for another tool';
     else if (granted.argsHash !== binding.argsHash) problem = 'the approval was given for other arguments';
     else if (granted.policyVersion !== binding.policyVersion)
       problem = `the approval was given under policy version ${JSON.stringify(granted.policyVersion)} and ${JSON.stringify(binding.policyVersion)} is in force`;
-    let outcome: Answered;
-    if (problem !== null) {
-      outcome = {
-        decision: deny(
-          base,
-          { stage: 'handler', by: 'handler_invalid', layer: null },
-          `${pre.base.reason}; ${problem}, so the call is denied`,
-        ),
-        tool: pre.tool,
-        args: pre.args,
-      };
-    } else if (granted.answer === 'deny') {
-      outcome = {
-        decision: deny(
-          base,
-          { stage: 'handler', by: 'handler', layer: null },
-          typeof granted.reason === 'string' && granted.reason !== ''
-            ? `${pre.base.reason}; the approver denied the call: ${granted.reason}`
-            : `${pre.base.reason}; the approver denied the call`,
-        ),
-        tool: pre.tool,
-        args: pre.args,
-      };
-    } else if (granted.arguments !== null) {
-      // Edited arguments are a new call: validation, allowlist and rules again. An `ask` on exactly these
-      // arguments is what the approver answered (the decision's MAC covers them).
-      const edited = await precheck(
-        { id: call.id, name: call.name, arguments: granted.arguments, format: 'toolgate' },
-        context,
-        env,
-      );
-      outcome =
-        edited.kind === 'decided'
-          ? edited
-          : {
-              decision: allow(
-                { ...edited.base, asked: 'runner' },
-                'handler',
-                `${edited.base.reason} (approved with edited arguments)`,
-              ),
-              tool: edited.tool,
-              args: edited.args,
-            };
-    } else {
-      outcome = { decision: allow(base, 'handler', `${pre.base.reason} (approved)`), tool: pre.tool, args: pre.args };
-    }
-    if (problem === null && granted.arguments === null)
-      await this.#remember(run, frame, binding, granted.answer, granted.scope);
-    emitRun(this.#events, run, frame, {
-      type: 'approval_resolved',
-      approvalId: granted.approvalId,
-      callId: call.id,
-      accepted: problem === null,
-      answer: granted.answer,
-      reason: problem ?? (granted.arguments !== null ? 'answered with edited arguments' : `answered ${granted.answer}`),
-      decision: outcome.decision,
-    });
-    return outcome;
+    use.applied.set(binding.callId, { problem });
+    if (problem !== null) return { effect: 'invalid', reason: problem };
+    if (granted.answer === 'deny')
+      return typeof granted.reason === 'string' && granted.reason !== ''
+        ? { effect: 'deny', reason: granted.reason }
+        : { effect: 'deny' };
+    // Edited arguments are a new call: the gate passes it through validation, allowlist and rules again; an
+    // `ask` on exactly these arguments is what the approver answered (the decision's MAC covers them).
+    if (granted.arguments !== null) return { effect: 'allow', arguments: granted.arguments };
+    await this.#remember(run, frame, binding, granted.answer, granted.scope);
+    return { effect: 'allow' };
   }
 
   /** A remembered answer for this call under the run's or the session's scope, if one verifies. */
-  async #recall(run: Run, frame: Frame, pre: AskPrecheck, binding: Binding): Promise<Answered | null> {
+  async #recall(run: Run, frame: Frame, binding: Binding): Promise<Answer | null> {
     for (const scope of scopesOf(run)) {
       const key = rememberKey(scope, run, frame, binding);
       const remembered = await this.#settings.store.recall(key);
       if (!remembered) continue;
       if (!sameMac(remembered.mac, this.#rememberedMac(key, remembered.answer, remembered.scope))) continue;
-      const base: DecisionBase = { ...pre.base, asked: 'runner' };
-      const decision =
-        remembered.answer === 'allow'
-          ? allow(base, 'handler', `${pre.base.reason} (approved earlier for this ${remembered.scope})`)
-          : deny(
-              base,
-              { stage: 'handler', by: 'handler', layer: null },
-              `${pre.base.reason}; the approver denied it earlier for this ${remembered.scope}`,
-            );
-      return { decision, tool: pre.tool, args: pre.args };
+      if (remembered.answer !== 'allow' && remembered.answer !== 'deny') continue;
+      return { effect: remembered.answer, recalled: remembered.scope === 'session' ? 'session' : 'run' };
     }
     return null;
   }
@@ -394,4 +353,25 @@ function rememberKey(scope: RememberScope, run: Run, frame: Frame, binding: Bind
     binding.argsHash,
     binding.policyVersion,
   ]);
+}
+
+/** What an answer given in this turn is reused for after a delegation: the same tool, arguments, policy version and rule. */
+export function answerBinding(request: {
+  readonly canonical: string;
+  readonly parameters: unknown;
+  readonly rule: string | null;
+  readonly binding?: { readonly policyVersion: string | null };
+  readonly policyVersion?: string | null;
+}): string {
+  return hashOf([
+    request.canonical,
+    request.parameters,
+    request.binding?.policyVersion ?? request.policyVersion ?? null,
+    request.rule ?? '(fallback)',
+  ]);
+}
+
+/** The objects an answer given in this turn was given under: the tool, the policy and the registry's handler. */
+export function underOf(request: { readonly canonical: string }, env: GateEnvironment): readonly unknown[] {
+  return [env.lookup(request.canonical), env.policy, env.handler];
 }

@@ -132,7 +132,7 @@ export async function limitsOf(settings: RunnerSettings, tenant: string): Promis
     throw new ConfigurationError(
       `no limits for tenant ${JSON.stringify(tenant)}: the tenant provider returned ${describe(raw)}`,
     );
-  const limits = parseTenantLimits(raw, `tenant ${JSON.stringify(tenant)}`);
+  const limits = parseTenantLimits(raw, `tenant ${JSON.stringify(tenant)}`, true);
   return {
     tools: limits.tools ?? null,
     maxIterations: limits.maxIterations ?? settings.maxIterations,

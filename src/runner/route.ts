@@ -1,86 +1,149 @@
 /**
- * The route of a run: what the runner adds around the gate for each dispatch. Which allowlist (the root's
- * declaration ∩ tenant ∩ caller, narrowed at every delegation hop), which environment (the registry now,
- * plus the agent's `agent:<peer>` tools), how an attempt is charged (the store's tally, shared by every
- * continuation of the run), the depth cap, and how a delegation starts its peer's frame.
+ * The route of a run: what the runner adds around the gate's one path (`dispatchCalls`) for each pass over
+ * a turn. Which allowlist (the root's declaration ∩ tenant ∩ caller, narrowed at every delegation hop),
+ * which environment (the registry now, plus the agent's `agent:<peer>` tools), who is asked (durable
+ * approvals: a decision given on resume, a remembered answer, the runner's handler, which may pause the
+ * run), how an attempt is charged (the store's tally, shared by every continuation of the run; the depth
+ * cap), how a call executes (the ledger's claim and record around it; a peer agent's frame), and what the
+ * run records of each Decision (run events, refusal loops).
  */
 import { ToolAllowlist } from '../allowlist.js';
 import { toolsOfScopes } from '../config.js';
+import type { Decision, DenyDecision } from '../decision.js';
 import { ToolNotPermittedError } from '../errors.js';
 import type { Emitter } from '../events.js';
-import type { Decision, DecisionBase, DenyDecision } from '../decision.js';
 import { toolSchema } from '../formats/index.js';
-import { deny, type GateContext, type GateEnvironment, type Precheck } from '../gate/precheck.js';
+import type { ApprovalRequest, AskOutcome } from '../gate/approval.js';
+import type { DispatchResult } from '../gate/dispatch.js';
 import { environmentOf as registryEnvironment } from '../gate/environment.js';
-import { announceDecision } from '../gate/runner-bridge.js';
-import { chargeLimits } from '../limits/charge.js';
+import type { GateContext, GateEnvironment } from '../gate/precheck.js';
+import type { Attempt, Candidate, DecidedCall, Halted, Refusal, Route } from '../gate/route.js';
 import { canonical, describe } from '../names.js';
+import type { ToolResult } from '../registry.js';
 import type { RunSpend } from './approval-store.js';
 import { peerTools, peerToolName } from './agents.js';
+import { answerBinding, underOf, type DurableApprovals, type GrantUse } from './approvals.js';
 import type { Limits, RunnerSettings } from './options.js';
 import {
+  answerFromLedger,
   emitRun,
   isAllowlistRefusal,
+  ledgerKeyOf,
   newFrame,
-  type Decided,
   type Frame,
+  type FrameOutcome,
   type PeerTools,
   type Run,
   type Turn,
 } from './run.js';
-import type { BudgetCap, ModelTool, RunEvent, RunToolCall } from './types.js';
+import { hashOf } from './signing.js';
+import type { BudgetCap, ModelTool, PendingApproval, RunEvent, RunToolCall } from './types.js';
 
 const NOTHING: RunSpend = { iterations: 0, attempts: 0, cost: 0 };
 
-/** The allowlist of this dispatch: the root's declaration ∩ tenant ∩ caller, narrowed by each delegation hop. */
-export function allowlistOf(settings: RunnerSettings, run: Run, frame: Frame, limits: Limits): ToolAllowlist {
-  const root = run.agents[run.frames[0]!.agent]!;
-  let list = ToolAllowlist.resolve(root.tools, {
-    tenant: limits.tools,
-    caller: callerNames(settings, run.caller.scopes),
-    agent: root.name,
-  });
-  for (let i = 1; i <= frame.depth; i++) {
-    const hop = run.frames[i]!.agent;
-    list = list.narrowed(run.agents[hop]!.tools, { agent: hop });
-  }
-  return list;
+/** What the gate is given for one dispatch of a frame: the context, the environment, and the names the model may see. */
+export interface FrameView {
+  readonly context: GateContext;
+  readonly env: GateEnvironment;
+  readonly limits: Limits;
 }
 
-/** The caller layer: scopes mapped through the runner's scope map, or taken as tool names without one. */
-function callerNames(settings: RunnerSettings, scopes: readonly string[] | null): readonly string[] | null {
-  if (scopes === null || settings.scopes === null) return scopes;
-  return toolsOfScopes(settings.scopes, scopes);
+/**
+ * The context and environment of a dispatch in `frame`. At the root the layers go to the gate as they are
+ * (the registry's own allowlist step: indexed per layer, a layer changed in place is seen at the next call);
+ * below it, the root's allowlist narrowed by each delegation hop is resolved and passed as is.
+ */
+export function viewOf(settings: RunnerSettings, run: Run, frame: Frame, limits: Limits): FrameView {
+  const env = environmentOf(settings, run, frame);
+  // The same context object while the plan's array and the registry stay the same (the gate's allowlist step
+  // then answers from its memo); the limits' numbers are read afresh every time.
+  const last = views.get(frame);
+  if (
+    last !== undefined &&
+    last.tenant === limits.tools &&
+    last.env === env &&
+    // A list resolved below the root is a snapshot: reused only for a plan that cannot change in place.
+    (frame.depth === 0 || limits.tools === null || Object.isFrozen(limits.tools))
+  )
+    return { context: last.context, env, limits };
+  const root = run.agents[run.frames[0]!.agent]!;
+  const callerTools = callerToolsOf(settings, run);
+  const tenant = { id: run.tenant, tools: limits.tools };
+  const caller = run.caller.id === null ? { scopes: callerTools } : { id: run.caller.id, scopes: callerTools };
+  let context: GateContext;
+  if (frame.depth === 0) {
+    const agent = { name: root.name, tools: root.tools };
+    context = run.signal
+      ? { agent, tenant, caller, runId: run.runId, signal: run.signal }
+      : { agent, tenant, caller, runId: run.runId };
+  } else {
+    let list = ToolAllowlist.resolve(root.tools, { tenant: limits.tools, caller: callerTools, agent: root.name });
+    for (let i = 1; i <= frame.depth; i++) {
+      const hop = run.frames[i]!.agent;
+      list = list.narrowed(run.agents[hop]!.tools, { agent: hop });
+    }
+    context = run.signal
+      ? { agent: frame.agent, tenant, caller, allowlist: list, runId: run.runId, signal: run.signal }
+      : { agent: frame.agent, tenant, caller, allowlist: list, runId: run.runId };
+  }
+  views.set(frame, { tenant: limits.tools, env, context });
+  return { context, env, limits };
 }
+/**
+ * The last context of each frame, kept while its tenant array (by identity) and environment stay: the gate
+ * checks a plain array's entries against its snapshot at every call, so a plan changed in place still applies
+ * at the next call; a resolved allowlist below the root is resolved again only for a new array or registry.
+ */
+const views = new WeakMap<
+  Frame,
+  { readonly tenant: readonly string[] | null; readonly env: GateEnvironment; readonly context: GateContext }
+>();
+
+/** The caller layer: scopes mapped through the runner's scope map (once per run), or taken as tool names without one. */
+function callerToolsOf(settings: RunnerSettings, run: Run): readonly string[] | null {
+  const scopes = run.caller.scopes;
+  if (scopes === null || settings.scopes === null) return scopes;
+  let mapped = callerTools.get(run);
+  if (!mapped) callerTools.set(run, (mapped = Object.freeze(toolsOfScopes(settings.scopes, scopes))));
+  return mapped;
+}
+const callerTools = new WeakMap<Run, readonly string[]>();
 
 /** The registry as it stands now, plus the `agent:<peer>` tools of this frame's agent. */
-export function environmentOf(settings: RunnerSettings, run: Run, frame: Frame): GateEnvironment {
-  const env = registryEnvironment(settings.registry);
-  const peers = peersOf(run, frame.agent).tools;
-  if (peers.size === 0) return env;
-  return { ...env, lookup: (form) => peers.get(form) ?? env.lookup(form) };
+function environmentOf(settings: RunnerSettings, run: Run, frame: Frame): GateEnvironment {
+  return withPeers(registryEnvironment(settings.registry), peersOf(run, frame.agent));
 }
 
-export function contextOf(run: Run, frame: Frame, limits: Limits | null, allowlist: ToolAllowlist): GateContext {
-  const context: GateContext = {
-    agent: frame.agent,
-    tenant: { id: run.tenant, tools: limits?.tools ?? null },
-    caller: { ...(run.caller.id === null ? {} : { id: run.caller.id }), scopes: run.caller.scopes },
-    allowlist,
-    runId: run.runId,
+function withPeers(env: GateEnvironment, peers: PeerTools): GateEnvironment {
+  if (peers.tools.size === 0) return env;
+  if (peers.env?.base === env) return peers.env.wrapped;
+  const tools = peers.tools;
+  const wrapped: GateEnvironment = {
+    ...env,
+    lookup: (form) => tools.get(form) ?? env.lookup(form),
+    // A call decided again after a wait sees the registry then, with the same peers.
+    current: () => withPeers(env.current(), peers),
   };
-  return run.signal ? { ...context, signal: run.signal } : context;
+  peers.env = { base: env, wrapped };
+  return wrapped;
 }
 
-/** What the model is shown: a projection of this turn's allowlist (a hidden tool called anyway is still refused). */
-export function modelTools(allowlist: ToolAllowlist, env: GateEnvironment): ModelTool[] {
+/** What the model is shown: a projection of this dispatch's allowlist (a hidden tool called anyway is still refused). */
+export function modelTools(settings: RunnerSettings, view: FrameView): readonly ModelTool[] {
+  const names = view.context.allowlist?.names ?? settings.registry.allowlist(view.context).names;
+  // The list is cached by the allowlist's names (a new array whenever a layer changed) and the environment.
+  const last = shown.get(names);
+  if (last !== undefined && last.env === view.env) return last.tools;
   const tools: ModelTool[] = [];
-  for (const name of allowlist.names) {
-    const tool = env.lookup(canonical(name));
+  for (const name of names) {
+    const tool = view.env.lookup(canonical(name));
     if (tool) tools.push(toolSchema('gemini', tool) as ModelTool);
   }
-  return tools;
+  const frozen = Object.freeze(tools);
+  shown.set(names, { env: view.env, tools: frozen });
+  return frozen;
 }
+const shown = new WeakMap<readonly string[], { readonly env: GateEnvironment; readonly tools: readonly ModelTool[] }>();
 
 export function costOf(settings: RunnerSettings, name: string): number {
   const cost = settings.costOf(canonical(name));
@@ -105,118 +168,239 @@ async function spend(settings: RunnerSettings, run: Run, add: RunSpend, limits: 
   return null;
 }
 
-/**
- * Step 6 for limits: the registry's Limiter (shared across workers) is charged with this attempt, refused
- * ones included; an allowed call that does not fit is refused at stage `limit` (and spends nothing).
- */
-export async function chargeLimit(
-  settings: RunnerSettings,
-  run: Run,
-  frame: Frame,
-  d: Extract<Decided, { kind: 'decided' }>,
-): Promise<Decision> {
-  const limiter = registryEnvironment(settings.registry).limiter;
-  if (!limiter) return d.decision;
-  const verdict = await chargeLimits(limiter, d.decision, d.tool, contextOf(run, frame, d.limits, d.allowlist));
-  return !verdict.allowed && d.decision.effect === 'allow'
-    ? deny(d.decision, { stage: 'limit', by: 'limit', layer: null }, verdict.reason)
-    : d.decision;
-}
-
 /** Charges one model turn; the cap it would pass, or null. */
 export function chargeTurn(settings: RunnerSettings, run: Run, limits: Limits): Promise<BudgetCap | null> {
   return spend(settings, run, { ...NOTHING, iterations: 1 }, limits);
 }
 
-/** Charges one attempt (refused calls count: `refused` adds to the refusals). The cap it would pass, or null. */
-export async function chargeAttempt(
-  settings: RunnerSettings,
-  run: Run,
-  call: RunToolCall,
-  refused: boolean,
-  limits: Limits,
-): Promise<BudgetCap | null> {
-  const cap = await spend(settings, run, { ...NOTHING, attempts: 1, cost: costOf(settings, call.name) }, limits);
-  if (cap === null && refused) run.tally.refusals++;
-  return cap;
-}
-
-/** The cap a call would pass if `projected` attempts and cost went before it in this turn (no handler is asked past a cap). */
-export function projectedCap(
-  run: Run,
-  limits: Limits,
-  projected: { readonly attempts: number; readonly cost: number },
-): BudgetCap | null {
-  if (run.tally.attempts + projected.attempts > limits.maxToolCalls) return 'maxToolCalls';
-  if (run.tally.cost + projected.cost > limits.maxCost) return 'maxCost';
-  return null;
-}
-
-/** The Decision of a call a cap stopped: it ends the run, and it is no attempt (nothing was charged). */
-export function budgetRefusal(base: DecisionBase, cap: BudgetCap, limits: Limits): DenyDecision {
+/** Why a call a cap stopped is refused (it ends the run). */
+function capReason(cap: BudgetCap, limits: Limits): string {
   const limit =
     cap === 'maxToolCalls' ? limits.maxToolCalls : cap === 'maxCost' ? limits.maxCost : limits.maxIterations;
-  return deny(
-    base,
-    { stage: 'budget', by: 'budget', layer: null },
-    `the run's ${cap} (${limit}) is spent; the run ends here`,
-  );
+  return `the run's ${cap} (${limit}) is spent; the run ends here`;
 }
 
+/** How a pass over a turn ended, beyond its calls' results. */
+export type PassEnd =
+  | { readonly kind: 'failed'; readonly error: ToolNotPermittedError }
+  | { readonly kind: 'cap'; readonly cap: BudgetCap }
+  | { readonly kind: 'loop'; readonly decision: DenyDecision }
+  | { readonly kind: 'delegated'; readonly call: RunToolCall; readonly inner: Frame; readonly outcome: FrameOutcome };
+
 /**
- * Step 8 for one call: the Decision recorded, given to the registry's listeners and emitted as run
- * events. Returns the ToolNotPermittedError of an allowlist refusal (what a failed run reports).
+ * The run's Route for one pass over a turn (the calls not yet done). After a delegation the pass ends
+ * (`Halted`): the peer may have spent budget, and the tenant plan, policy or registry may have changed while
+ * it ran, so the runner dispatches the rest of the turn again.
  */
-export function announce(
-  settings: RunnerSettings,
-  events: Emitter<RunEvent>,
-  run: Run,
-  frame: Frame,
-  decision: Decision,
-  allowlist: ToolAllowlist | null,
-): ToolNotPermittedError | null {
-  const error =
-    allowlist !== null && isAllowlistRefusal(decision)
+export class RunRoute implements Route {
+  readonly name = 'runner';
+  readonly grouped = false;
+  /** What ended the pass early, if anything. */
+  end: PassEnd | null = null;
+  readonly #settings: RunnerSettings;
+  readonly #events: Emitter<RunEvent>;
+  readonly #approvals: DurableApprovals;
+  readonly #run: Run;
+  readonly #frame: Frame;
+  readonly #turn: Turn;
+  readonly #calls: readonly RunToolCall[];
+  readonly #view: FrameView;
+  readonly #runPeer: (inner: Frame) => Promise<FrameOutcome>;
+  readonly #projected = { attempts: 0, cost: 0 };
+  readonly #charged = new Set<number>();
+  readonly #pending = new Map<string, PendingApproval>();
+  readonly #use: GrantUse;
+
+  constructor(
+    settings: RunnerSettings,
+    events: Emitter<RunEvent>,
+    approvals: DurableApprovals,
+    run: Run,
+    frame: Frame,
+    turn: Turn,
+    calls: readonly RunToolCall[],
+    view: FrameView,
+    runPeer: (inner: Frame) => Promise<FrameOutcome>,
+  ) {
+    this.#settings = settings;
+    this.#events = events;
+    this.#approvals = approvals;
+    this.#run = run;
+    this.#frame = frame;
+    this.#turn = turn;
+    this.#calls = calls;
+    this.#view = view;
+    this.#runPeer = runPeer;
+    const pending = this.#pending;
+    this.#use = {
+      applied: new Map(),
+      pending(approval) {
+        pending.set(approval.callId, approval);
+      },
+    };
+  }
+
+  get context(): GateContext {
+    return this.#view.context;
+  }
+
+  get env(): GateEnvironment {
+    return this.#view.env;
+  }
+
+  /** The approvals the pass left pending, in call order. */
+  pendingOf(results: readonly DispatchResult[]): PendingApproval[] {
+    const out: PendingApproval[] = [];
+    for (const result of results) {
+      if (!('status' in result) || result.status !== 'pending') continue;
+      const approval = this.#pending.get(result.callId);
+      if (!approval) throw new TypeError('toolgate internal error: a pending call without its approval');
+      out.push(approval);
+    }
+    return out;
+  }
+
+  /** A call that would pass a cap is stopped before any handler is asked about it (uncharged; it ends the run). */
+  admit({ call }: Candidate): Refusal | null {
+    const limits = this.#view.limits;
+    const cost = costOf(this.#settings, call.name);
+    const attempts = this.#run.tally.attempts + this.#projected.attempts + 1;
+    const spent = this.#run.tally.cost + this.#projected.cost + cost;
+    const cap: BudgetCap | null =
+      attempts > limits.maxToolCalls ? 'maxToolCalls' : spent > limits.maxCost ? 'maxCost' : null;
+    if (cap !== null) {
+      this.end = { kind: 'cap', cap };
+      return { stage: 'budget', reason: capReason(cap, limits), halt: true };
+    }
+    this.#projected.attempts++;
+    this.#projected.cost += cost;
+    return null;
+  }
+
+  ask(request: ApprovalRequest): Promise<AskOutcome | null> {
+    return this.#approvals.person(this.#run, this.#frame, this.#turn, request, this.#view.env, this.#use);
+  }
+
+  /** A decision given on resume was put to the run's person when the run paused: the ask was announced then. */
+  announced(request: ApprovalRequest): boolean {
+    return this.#frame.granted.has(request.binding.callId);
+  }
+
+  /** Step 6: the store's tally (a cap ends the run), then the depth cap of a delegation. */
+  async charge({ index, call, decision }: Attempt): Promise<Refusal | null> {
+    const limits = this.#view.limits;
+    const cap = await spend(
+      this.#settings,
+      this.#run,
+      { ...NOTHING, attempts: 1, cost: costOf(this.#settings, call.name) },
+      limits,
+    );
+    if (cap !== null) {
+      this.end = { kind: 'cap', cap };
+      return { stage: 'budget', reason: capReason(cap, limits), halt: true };
+    }
+    this.#charged.add(index);
+    const max = this.#settings.maxDepth;
+    if (decision.effect === 'allow' && this.#frame.depth + 1 > max && this.#peerOf(decision.canonical) !== undefined)
+      return {
+        stage: 'depth',
+        reason: `delegation is capped at depth ${max}; ${JSON.stringify(decision.tool)} would nest deeper`,
+      };
+    return null;
+  }
+
+  /** `onRefusal: 'fail'`: an allowlist refusal ends the run before anything of the turn runs. */
+  endsBatch(decision: Decision): boolean {
+    return this.#settings.onRefusal === 'fail' && isAllowlistRefusal(decision);
+  }
+
+  /** Step 8 for the run: recorded, run events, refusals counted; true ends the pass (a refusal loop). */
+  decided(decision: Decision, { index }: Attempt): boolean {
+    const run = this.#run;
+    const frame = this.#frame;
+    const call = this.#calls[index]!;
+    const error = isAllowlistRefusal(decision)
       ? new ToolNotPermittedError({
           tool: decision.tool,
           agent: decision.agent,
           reason: decision.layer,
-          permitted: allowlist.names,
+          permitted: this.#permitted(),
         })
       : null;
-  run.decisions.push(decision);
-  announceDecision(registryEnvironment(settings.registry), decision);
-  emitRun(events, run, frame, { type: 'tool_decided', decision });
-  if (decision.effect === 'deny') emitRun(events, run, frame, { type: 'tool_refused', decision, error });
-  return error;
-}
+    this.#approvals.resolved(run, frame, call.id, decision, this.#use);
+    run.decisions.push(decision);
+    emitRun(this.#events, run, frame, { type: 'tool_decided', decision });
+    if (decision.effect === 'deny') emitRun(this.#events, run, frame, { type: 'tool_refused', decision, error });
+    if ((decision.asked === 'runner' || decision.asked === 'registry') && decision.by === 'handler')
+      this.#turn.answered.set(call.id, {
+        binding: answerBinding(decision),
+        under: underOf(decision, this.#view.env),
+        effect: decision.effect,
+      });
+    if (decision.effect === 'allow' || !this.#charged.has(index)) return false;
+    run.tally.refusals++;
+    if (error !== null && this.endsBatch(decision)) {
+      this.end = { kind: 'failed', error };
+      return true;
+    }
+    const key = hashOf([frame.agent, decision.canonical, decision.parameters ?? call.arguments ?? null]);
+    const times = (run.loops.get(key) ?? 0) + 1;
+    run.loops.set(key, times);
+    if (times < this.#settings.loopLimit) return false;
+    this.end = { kind: 'loop', decision };
+    return true;
+  }
 
-/** A delegation past the depth cap is refused at its own stage (a cycle of peers ends here); the run goes on. */
-export function depthCheck(settings: RunnerSettings, run: Run, frame: Frame, decision: Decision): Decision {
-  if (
-    decision.effect !== 'allow' ||
-    peerOf(run, frame, decision.canonical) === undefined ||
-    frame.depth + 1 <= settings.maxDepth
-  )
-    return decision;
-  return deny(
-    baseOf(decision),
-    { stage: 'depth', by: 'depth', layer: null },
-    `delegation is capped at depth ${settings.maxDepth}; ${JSON.stringify(decision.tool)} would nest deeper`,
-  );
-}
+  /**
+   * Step 7 for the run: at most once per ledger key (a call claimed by an earlier continuation is answered
+   * from the ledger), and a delegation runs its peer's frame instead of a tool.
+   */
+  async execute(
+    decided: DecidedCall,
+    _signal: AbortSignal | undefined,
+    proceed: () => Promise<ToolResult>,
+  ): Promise<ToolResult | Halted> {
+    const { run, frame, turn } = { run: this.#run, frame: this.#frame, turn: this.#turn };
+    const call = this.#calls[decided.index]!;
+    const key = ledgerKeyOf(run, frame, turn, call.id);
+    const prior = await this.#settings.store.claim(key);
+    if (prior) {
+      answerFromLedger(turn, call, prior);
+      const message = turn.done.get(call.id)!;
+      return {
+        callId: call.id,
+        tool: call.name,
+        status: message.isError ? 'error' : 'ok',
+        isError: message.isError,
+        content: message.content,
+        decision: decided.decision,
+      };
+    }
+    const peer = this.#peerOf(decided.decision.canonical);
+    if (peer !== undefined) {
+      const inner = newFrame(
+        peer,
+        `${frame.key}/${turn.index}.${call.id}>${peer}`,
+        frame.depth + 1,
+        String(decided.args['input'] ?? ''),
+      );
+      run.frames.push(inner);
+      turn.active = call.id;
+      this.end = { kind: 'delegated', call, inner, outcome: await this.#runPeer(inner) };
+      return { halted: true, result: null };
+    }
+    const result = await proceed();
+    await this.#settings.store.record(key, { content: result.content, isError: result.isError });
+    return result;
+  }
 
-/** The peer agent an `agent:<name>` tool of this frame stands for, or undefined for an ordinary tool. */
-export function peerOf(run: Run, frame: Frame, form: string): string | undefined {
-  return peersOf(run, frame.agent).agents.get(form);
-}
+  #peerOf(form: string): string | undefined {
+    return peersOf(this.#run, this.#frame.agent).agents.get(form);
+  }
 
-/** Pushes the frame of a delegation's peer (the call was decided, charged and claimed). */
-export function delegate(run: Run, frame: Frame, turn: Turn, call: RunToolCall, peer: string, input: string): Frame {
-  const inner = newFrame(peer, `${frame.key}/${turn.index}.${call.id}>${peer}`, frame.depth + 1, input);
-  run.frames.push(inner);
-  turn.active = call.id;
-  return inner;
+  #permitted(): readonly string[] {
+    return this.#view.context.allowlist?.names ?? this.#settings.registry.allowlist(this.#view.context).names;
+  }
 }
 
 function peersOf(run: Run, agent: string): PeerTools {
@@ -224,26 +408,7 @@ function peersOf(run: Run, agent: string): PeerTools {
   if (!entry) {
     const agents = new Map<string, string>();
     for (const name of run.agents[agent]?.peers ?? []) agents.set(canonical(peerToolName(name)), name);
-    run.peerTools.set(agent, (entry = { tools: peerTools(run.agents, agent), agents }));
+    run.peerTools.set(agent, (entry = { tools: peerTools(run.agents, agent), agents, env: null }));
   }
   return entry;
-}
-
-/** The DecisionBase of a precheck or a Decision, for a Decision that replaces it. */
-export function baseOf(pre: Precheck | Decision): DecisionBase {
-  if ('kind' in pre && pre.kind === 'ask') return pre.base;
-  const d = 'kind' in pre ? pre.decision : pre;
-  return {
-    callId: d.callId,
-    tool: d.tool,
-    canonical: d.canonical,
-    agent: d.agent,
-    tenant: d.tenant,
-    runId: d.runId,
-    parameters: d.parameters,
-    rule: d.rule,
-    reason: d.reason,
-    asked: d.asked,
-    policyVersion: d.policyVersion,
-  };
 }

@@ -3,14 +3,13 @@
  * innermost delegation last), the tally, and the transcript of each frame. Internal: a paused run leaves
  * the process as a RunState (state.ts), never as these objects.
  */
-import type { ToolAllowlist } from '../allowlist.js';
 import type { Decision, DenyDecision } from '../decision.js';
 import type { Emitter } from '../events.js';
+import type { GateEnvironment } from '../gate/precheck.js';
 import { readCall, type NormalizedCall, type UnreadableCall } from '../formats/index.js';
 import { describe } from '../names.js';
 import type { Tool } from '../tool.js';
 import type { LedgerEntry } from './approval-store.js';
-import type { Limits } from './options.js';
 import type {
   ApprovalDecision,
   BudgetCap,
@@ -40,7 +39,7 @@ export interface Turn {
    */
   readonly answered: Map<
     string,
-    { readonly binding: string; readonly under: readonly unknown[]; readonly decision: Decision }
+    { readonly binding: string; readonly under: readonly unknown[]; readonly effect: 'allow' | 'deny' }
   >;
 }
 
@@ -78,6 +77,8 @@ export interface PeerTools {
   readonly tools: Map<string, Tool>;
   /** Canonical tool name → peer agent name. */
   readonly agents: Map<string, string>;
+  /** The registry's environment last wrapped with these tools, and the wrapper (one per registry revision). */
+  env: { readonly base: GateEnvironment; readonly wrapped: GateEnvironment } | null;
 }
 
 export type Ended =
@@ -85,21 +86,6 @@ export type Ended =
   | { readonly kind: 'ended'; readonly status: 'budget_exceeded'; readonly cap: BudgetCap }
   | { readonly kind: 'ended'; readonly status: 'refusal_loop'; readonly decision: DenyDecision };
 export type FrameOutcome = { readonly kind: 'completed'; readonly text: string } | { readonly kind: 'paused' } | Ended;
-
-/** One call of a turn after phase 1 (decided, nothing charged or announced yet). */
-export type Decided =
-  | { readonly kind: 'replay'; readonly call: RunToolCall; readonly entry: LedgerEntry }
-  | { readonly kind: 'budget'; readonly call: RunToolCall; readonly decision: DenyDecision; readonly cap: BudgetCap }
-  | { readonly kind: 'pending'; readonly call: RunToolCall; readonly approval: PendingApproval }
-  | {
-      readonly kind: 'decided';
-      readonly call: RunToolCall;
-      readonly decision: Decision;
-      readonly tool: Tool | null;
-      readonly args: Record<string, unknown> | null;
-      readonly allowlist: ToolAllowlist;
-      readonly limits: Limits;
-    };
 
 export function newFrame(agent: string, key: string, depth: number, input: string): Frame {
   return {
@@ -124,6 +110,7 @@ export function emitRun<T extends RunEventType>(
   frame: Frame,
   event: Omit<RunEventMap[T], keyof RunEventBase> & { readonly type: T },
 ): void {
+  if (events.size === 0) return;
   const base: RunEventBase = { runId: run.runId, agent: frame.agent, tenant: run.tenant, path: pathOf(run, frame) };
   events.emit({ ...base, ...event } as unknown as RunEvent);
 }

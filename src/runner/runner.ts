@@ -11,30 +11,19 @@
  * RunState that resume() continues, in this process or another. This file is the loop only: the run's
  * route (route.ts), durable approvals (approvals.ts), state (state.ts) and options (options.ts) live beside it.
  */
-import type { Decision, DenyDecision } from '../decision.js';
 import { ConfigurationError, RunStateError } from '../errors.js';
 import { Emitter } from '../events.js';
+import { dispatchCalls } from '../gate/dispatch.js';
 import { environmentOf } from '../gate/environment.js';
-import { precheck, refusalContent } from '../gate/precheck.js';
-import { runAllowed } from '../gate/runner-bridge.js';
 import { describe } from '../names.js';
-import type { Tool } from '../tool.js';
 import { agentGraph, peerTools } from './agents.js';
 import { DurableApprovals } from './approvals.js';
-import {
-  limitsOf,
-  runIdentity,
-  runnerSettings,
-  type AgentRunnerOptions,
-  type Limits,
-  type RunnerSettings,
-} from './options.js';
+import { limitsOf, runIdentity, runnerSettings, type AgentRunnerOptions, type RunnerSettings } from './options.js';
 import * as route from './route.js';
 import {
   answerFromLedger,
   closeTurn,
   emitRun,
-  isAllowlistRefusal,
   ledgerKeyOf,
   newFrame,
   newTurn,
@@ -42,19 +31,16 @@ import {
   readable,
   readResponse,
   toolMessage,
-  type Decided,
   type Frame,
   type FrameOutcome,
   type Run,
   type Turn,
 } from './run.js';
-import { hashOf } from './signing.js';
 import { restore, snapshot } from './state.js';
 import type {
   Agent,
   ApprovalDecision,
   ApprovalScope,
-  BudgetCap,
   PendingApproval,
   ResumeOptions,
   RunEvent,
@@ -228,7 +214,7 @@ export class AgentRunner {
       const limits = await limitsOf(this.#settings, run.tenant);
       const cap = await route.chargeTurn(this.#settings, run, limits);
       if (cap !== null) return { kind: 'ended', status: 'budget_exceeded', cap };
-      const allowlist = route.allowlistOf(this.#settings, run, frame, limits);
+      const view = route.viewOf(this.#settings, run, frame, limits);
       const response = await this.#settings.model.generate({
         runId: run.runId,
         agent: frame.agent,
@@ -236,7 +222,7 @@ export class AgentRunner {
         path: pathOf(run, frame),
         // The transcript itself, not a copy: it is append-only, and copying it every turn made a run quadratic.
         messages: frame.messages,
-        tools: route.modelTools(allowlist, route.environmentOf(this.#settings, run, frame)),
+        tools: route.modelTools(this.#settings, view),
       });
       const { text, calls } = readResponse(response);
       frame.messages.push(Object.freeze({ role: 'assistant', content: text, toolCalls: calls }));
@@ -246,157 +232,88 @@ export class AgentRunner {
     }
   }
 
-  /** One pass over a turn: phase 1 then phase 2, up to the end of the turn or the next delegation. */
+  /**
+   * One pass over a turn: the calls not yet done go through the gate's one path on the run's route — all
+   * decided before any runs, then charged, announced and executed in order — up to the end of the turn or
+   * the next delegation, after which the rest of the turn is dispatched again.
+   */
   async #runTurn(run: Run, frame: Frame, turn: Turn): Promise<FrameOutcome | 'continue'> {
     if (turn.active !== null) {
-      // The run paused inside the peer this call delegated to: continue it, then decide the rest again.
+      // The run paused inside the peer this call delegated to: continue it, then dispatch the rest again.
       const inner = run.frames[frame.depth + 1];
       if (!inner) throw new RunStateError(`the state has no frame for the delegation ${JSON.stringify(turn.active)}`);
       const call = turn.calls.find((c) => c.id === turn.active)!;
-      return (await this.#finishDelegation(run, frame, turn, call, inner)) ?? 'continue';
-    }
-    const decided = await this.#decideTurn(run, frame, turn);
-
-    // An allowlist refusal fails the run (by default) before anything of this turn runs.
-    if (this.#settings.onRefusal === 'fail') {
-      const refused = decided.find(
-        (d): d is Extract<Decided, { kind: 'decided' }> => d.kind === 'decided' && isAllowlistRefusal(d.decision),
+      return (
+        (await this.#finishDelegation(run, frame, turn, call, inner, await this.#runFrame(run, inner))) ?? 'continue'
       );
-      if (refused) {
-        // Only the refused call is charged and announced: the others of the turn were never dispatched.
-        const cap = await route.chargeAttempt(this.#settings, run, refused.call, true, refused.limits);
-        if (cap !== null) return this.#stopAtCap(run, frame, turn, refused.call, refused.decision, cap, refused.limits);
-        const error = route.announce(this.#settings, this.#events, run, frame, refused.decision, refused.allowlist);
-        turn.done.set(
-          refused.call.id,
-          toolMessage(refused.call, refusalContent(refused.decision as DenyDecision), true),
-        );
-        closeTurn(frame, turn, 'the run failed before this call ran');
-        return { kind: 'ended', status: 'failed', error: error! };
-      }
     }
-    const pending = decided.filter((d): d is Extract<Decided, { kind: 'pending' }> => d.kind === 'pending');
-    if (pending.length > 0) {
-      run.pending = pending.map((d) => d.approval);
-      for (const d of pending) emitRun(this.#events, run, frame, { type: 'approval_requested', approval: d.approval });
-      return { kind: 'paused' };
-    }
-
-    // Phase 2: charge, announce, execute in order.
-    for (const d of decided) {
-      if (d.kind === 'pending') continue;
-      if (d.kind === 'replay') {
-        // Executed (and charged) by an earlier continuation of this state: its recorded outcome, never a second execution.
-        run.tally.attempts++;
-        answerFromLedger(turn, d.call, d.entry);
-        continue;
-      }
-      if (d.kind === 'budget') return this.#stopAtCap(run, frame, turn, d.call, d.decision, d.cap, null);
-      const { call } = d;
-      const decision = await route.chargeLimit(this.#settings, run, frame, d);
-      const cap = await route.chargeAttempt(this.#settings, run, call, decision.effect === 'deny', d.limits);
-      if (cap !== null) return this.#stopAtCap(run, frame, turn, call, decision, cap, d.limits);
-      route.announce(this.#settings, this.#events, run, frame, decision, d.allowlist);
-      if (decision.effect === 'deny') {
-        turn.done.set(call.id, toolMessage(call, refusalContent(decision), true));
-        const key = hashOf([frame.agent, decision.canonical, decision.parameters ?? call.arguments ?? null]);
-        const times = (run.loops.get(key) ?? 0) + 1;
-        run.loops.set(key, times);
-        if (times >= this.#settings.loopLimit) {
-          closeTurn(frame, turn, 'the run ended before this call ran');
-          return { kind: 'ended', status: 'refusal_loop', decision };
-        }
-        continue;
-      }
-      const ledgerKey = ledgerKeyOf(run, frame, turn, call.id);
-      const prior = await this.#settings.store.claim(ledgerKey);
-      if (prior) {
-        answerFromLedger(turn, call, prior);
-        continue;
-      }
-      const peer = route.peerOf(run, frame, decision.canonical);
-      if (peer !== undefined) {
-        const inner = route.delegate(run, frame, turn, call, peer, String((d.args ?? {})['input'] ?? ''));
-        // Whatever the peer did (spent budget, a plan revoked meanwhile), the rest of the turn is decided again.
-        return (await this.#finishDelegation(run, frame, turn, call, inner)) ?? 'continue';
-      }
-      const result = await runAllowed(
-        environmentOf(this.#settings.registry),
-        d.tool!,
-        d.args!,
-        decision,
-        route.contextOf(run, frame, null, d.allowlist),
-      );
-      await this.#settings.store.record(ledgerKey, { content: result.content, isError: result.isError });
-      turn.done.set(call.id, toolMessage(call, result.content, result.isError));
-    }
-    closeTurn(frame, turn, '');
-    return 'continue';
-  }
-
-  /** Phase 1: every call of the turn not yet done, decided before any of it runs. Nothing is charged or announced. */
-  async #decideTurn(run: Run, frame: Frame, turn: Turn): Promise<Decided[]> {
-    const decided: Decided[] = [];
-    const projected = { attempts: 0, cost: 0 };
+    // A call an earlier continuation of this state executed (and charged) is answered from the ledger, never run again.
+    const open: RunToolCall[] = [];
     for (const call of turn.calls) {
       if (turn.done.has(call.id)) continue;
       const entry = await this.#settings.store.entry(ledgerKeyOf(run, frame, turn, call.id));
-      if (entry) {
-        decided.push({ kind: 'replay', call, entry });
-        projected.attempts++;
+      if (!entry) {
+        open.push(call);
         continue;
       }
-      const limits = await limitsOf(this.#settings, run.tenant);
-      const allowlist = route.allowlistOf(this.#settings, run, frame, limits);
-      const env = route.environmentOf(this.#settings, run, frame);
-      const context = route.contextOf(run, frame, limits, allowlist);
-      const pre = await precheck(readable(call), context, env);
-      const cost = route.costOf(this.#settings, call.name);
-      // A call that would pass a cap is stopped here, before any handler is asked about it.
-      const cap = route.projectedCap(run, limits, { attempts: projected.attempts + 1, cost: projected.cost + cost });
-      if (cap !== null) {
-        decided.push({ kind: 'budget', call, decision: route.budgetRefusal(route.baseOf(pre), cap, limits), cap });
-        break;
-      }
-      projected.attempts++;
-      projected.cost += cost;
-      let answered: { decision: Decision; tool: Tool | null; args: Record<string, unknown> | null };
-      if (pre.kind === 'decided') {
-        this.#approvals.unneeded(run, frame, call, pre.decision);
-        answered = pre;
-      } else {
-        // Decided again after a delegation: an answer given in this turn stands only for the same binding
-        // (tool, arguments, policy version, rule) under the same tool, policy and handler objects.
-        const binding = hashOf([pre.base.canonical, pre.args, env.policy?.version ?? null, pre.base.rule]);
-        const under = [pre.tool, env.policy, env.handler] as const;
-        const earlier = turn.answered.get(call.id);
-        if (earlier && earlier.binding === binding && earlier.under.every((x, i) => x === under[i]))
-          answered = { decision: earlier.decision, tool: pre.tool, args: pre.args };
-        else {
-          const asked = await this.#approvals.ask(run, frame, turn, call, pre, context, env);
-          if ('approval' in asked) {
-            decided.push({ kind: 'pending', call, approval: asked.approval });
-            continue;
-          }
-          turn.answered.set(call.id, { binding, under, decision: asked.decision });
-          answered = asked;
-        }
-      }
-      const decision = route.depthCheck(this.#settings, run, frame, answered.decision);
-      decided.push({ kind: 'decided', call, decision, tool: answered.tool, args: answered.args, allowlist, limits });
+      run.tally.attempts++;
+      answerFromLedger(turn, call, entry);
     }
-    return decided;
+    const limits = await limitsOf(this.#settings, run.tenant);
+    const view = route.viewOf(this.#settings, run, frame, limits);
+    const pass = new route.RunRoute(
+      this.#settings,
+      this.#events,
+      this.#approvals,
+      run,
+      frame,
+      turn,
+      open,
+      view,
+      (inner) => this.#runFrame(run, inner),
+    );
+    const results = await dispatchCalls(open.map(readable), view.context, view.env, pass);
+    const pending = pass.pendingOf(results);
+    if (pending.length > 0) {
+      run.pending = pending;
+      for (const approval of pending) emitRun(this.#events, run, frame, { type: 'approval_requested', approval });
+      return { kind: 'paused' };
+    }
+    for (let i = 0; i < open.length; i++) {
+      const result = results[i]!;
+      const call = open[i]!;
+      if ('content' in result && !turn.done.has(call.id))
+        turn.done.set(call.id, toolMessage(call, result.content, result.isError));
+    }
+    const end = pass.end;
+    if (end === null) {
+      closeTurn(frame, turn, '');
+      return 'continue';
+    }
+    switch (end.kind) {
+      case 'delegated':
+        return (await this.#finishDelegation(run, frame, turn, end.call, end.inner, end.outcome)) ?? 'continue';
+      case 'failed':
+        closeTurn(frame, turn, 'the run failed before this call ran');
+        return { kind: 'ended', status: 'failed', error: end.error };
+      case 'cap':
+        closeTurn(frame, turn, 'the run ended before this call ran');
+        return { kind: 'ended', status: 'budget_exceeded', cap: end.cap };
+      case 'loop':
+        closeTurn(frame, turn, 'the run ended before this call ran');
+        return { kind: 'ended', status: 'refusal_loop', decision: end.decision };
+    }
   }
 
-  /** Runs (or continues) the peer frame of a delegation call; null when it completed and the turn goes on. */
+  /** After the peer frame of a delegation call ran (or paused): null when it completed and the turn goes on. */
   async #finishDelegation(
     run: Run,
     frame: Frame,
     turn: Turn,
     call: RunToolCall,
     inner: Frame,
+    outcome: FrameOutcome,
   ): Promise<FrameOutcome | null> {
-    const outcome = await this.#runFrame(run, inner);
     if (outcome.kind === 'paused') return outcome;
     run.frames.pop();
     turn.active = null;
@@ -414,25 +331,5 @@ export class AgentRunner {
     });
     turn.done.set(call.id, toolMessage(call, outcome.text, false));
     return null;
-  }
-
-  /** A cap stopped `call`: its Decision becomes a budget refusal (not charged), announced, and the run ends. */
-  #stopAtCap(
-    run: Run,
-    frame: Frame,
-    turn: Turn,
-    call: RunToolCall,
-    decision: Decision,
-    cap: BudgetCap,
-    limits: Limits | null,
-  ): FrameOutcome {
-    const refusal =
-      decision.effect === 'deny' && decision.stage === 'budget'
-        ? decision
-        : route.budgetRefusal(route.baseOf(decision), cap, limits!);
-    route.announce(this.#settings, this.#events, run, frame, refusal, null);
-    turn.done.set(call.id, toolMessage(call, refusalContent(refusal), true));
-    closeTurn(frame, turn, 'the run ended before this call ran');
-    return { kind: 'ended', status: 'budget_exceeded', cap };
   }
 }

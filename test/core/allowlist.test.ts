@@ -53,6 +53,33 @@ describe('ToolAllowlist.resolve', () => {
     expect(() => ToolAllowlist.resolve(['Straße', 'STRASSE'])).toThrow(/"Straße" and "STRASSE"/);
   });
 
+  it('reads a repeated spelling as one name at its first position, whatever order the layers take', () => {
+    const list = ToolAllowlist.resolve(['search', 'refund', 'search', 'lookup'], {
+      tenant: ['refund', 'search', 'lookup'],
+      caller: ['search', 'lookup', 'refund'],
+    });
+    expect(list.names).toEqual(['search', 'refund', 'lookup']);
+    const cut = ToolAllowlist.resolve(['search', 'refund', 'search', 'lookup'], { tenant: ['search', 'lookup'] });
+    expect(cut.names).toEqual(['search', 'lookup']);
+    expect(cut.decide('refund').reason).toBe('tenant');
+  });
+
+  it('marks layer entries in and out of declaration order, in any spelling', () => {
+    const names = Array.from({ length: 50 }, (_, i) => `tool_${i}`);
+    const tenant = [...names.filter((_, i) => i % 3 !== 0).reverse(), 'TOOL_3', 'unknown'];
+    const caller = names.filter((_, i) => i % 5 !== 0).map((n, i) => (i % 4 === 0 ? n.toUpperCase() : n));
+    const list = ToolAllowlist.resolve(names, { tenant, caller });
+    for (const [i, name] of names.entries())
+      expect([name, list.decide(name).reason]).toEqual([
+        name,
+        i % 3 === 0 && i !== 3 ? 'tenant' : i % 5 === 0 ? 'caller' : null,
+      ]);
+  });
+
+  it('refuses a collision even after a repetition of the first spelling', () => {
+    expect(() => ToolAllowlist.resolve(['search', 'search', 'Search'])).toThrow(/"search" and "Search"/);
+  });
+
   it('keeps namespaced names apart: neither grants the other', () => {
     const list = ToolAllowlist.resolve(['mcp:search', 'search'], { tenant: ['mcp:search'] });
     expect(list.names).toEqual(['mcp:search']);

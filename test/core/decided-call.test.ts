@@ -154,6 +154,84 @@ describe('attack 1: decided arguments cannot change what executes', () => {
   });
 });
 
+/** A registry whose only tool, `echo` (allowed), records the arguments it gets. */
+function echoing() {
+  const registry = new ToolRegistry({ confusables: 'off' });
+  const seen: unknown[] = [];
+  registry.register(
+    defineTool({ name: 'echo', parameters: { type: 'object' }, execute: (args) => (seen.push(args), 'ok') }),
+  );
+  registry.setPermissionPolicy(new PermissionPolicy({ rules: [{ name: 'echo', tools: ['echo'], result: 'allow' }] }));
+  return { registry, seen };
+}
+
+describe('arguments given as JSON text (frozen where JSON.parse made them, not copied)', () => {
+  it('are deep-frozen, with a number JSON cannot hold as a double read as null', async () => {
+    const { registry, seen } = echoing();
+    const [result] = await registry.dispatch([
+      { id: 'e', name: 'echo', arguments: '{"a": {"b": [1, {"c": 2}]}, "big": 1e400, "list": [1e400], "toJSON": 3}' },
+    ]);
+    expect(result!.status).toBe('ok');
+    const args = seen[0] as { a: { b: [number, object] }; big: unknown; list: unknown[] };
+    expect(args).toEqual({ a: { b: [1, { c: 2 }] }, big: null, list: [null], toJSON: 3 });
+    for (const part of [args, args.a, args.a.b, args.a.b[1], args.list]) expect(Object.isFrozen(part)).toBe(true);
+    expect(result!.decision.parameters).toBe(args);
+  });
+
+  it('refuse a "__proto__" key at any depth', async () => {
+    const { registry, received } = setUp();
+    for (const text of [
+      '{"__proto__": {"path": "/tmp/x"}, "path": "/tmp/a"}',
+      '{"path": "/tmp/a", "o": [{"__proto__": 1}]}',
+    ]) {
+      const [result] = await registry.dispatch([{ id: 'r', name: 'read', arguments: text }]);
+      expect(result!.status).toBe('refused');
+      expect(result!.decision).toMatchObject({ stage: 'validation', by: 'invalid_arguments' });
+      expect(result!.decision.reason).toMatch(/__proto__/);
+    }
+    expect(received).toEqual([]);
+  });
+});
+
+describe('the snapshot of object arguments', () => {
+  it('copies nested objects and arrays with JSON semantics, frozen, leaving the input untouched', async () => {
+    const { registry, seen } = echoing();
+    const input = {
+      s: 'x',
+      n: Number.NaN,
+      list: [1, undefined, () => 1, Symbol('s'), Infinity, new String('w'), { d: new Date(0) }],
+      skip: undefined,
+      fn: () => 1,
+    };
+    const result = await registry.invoke('echo', input);
+    expect(result.status).toBe('ok');
+    expect(seen[0]).toEqual(JSON.parse(JSON.stringify(input)));
+    expect(seen[0]).not.toBe(input);
+    expect(Object.isFrozen((seen[0] as { list: object }).list)).toBe(true);
+    expect(Object.isFrozen(input)).toBe(false);
+  });
+
+  it('a toJSON that dispatches a call of its own does not disturb the outer read (cycles still found)', async () => {
+    const { registry, received } = setUp();
+    const inner: Record<string, unknown> = { path: '/tmp/inner' };
+    inner['self'] = inner;
+    const outer = {
+      path: '/tmp/outer',
+      nested: {
+        toJSON: () => {
+          void registry.invoke('read', { path: '/tmp/nested' });
+          return { ok: true };
+        },
+      },
+    };
+    expect((await registry.invoke('read', outer)).status).toBe('ok');
+    expect((await registry.invoke('read', inner)).status).toBe('refused');
+    expect((await registry.invoke('read', { path: '/tmp/after', a: [{ b: 1 }] })).status).toBe('ok');
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    expect(received).toEqual(expect.arrayContaining(['/tmp/outer', '/tmp/nested', '/tmp/after']));
+  });
+});
+
 describe('attack 2: a registry change during an approval is seen before the call runs', () => {
   it('a call approved after its tool was unregistered and a deny-all policy installed does not run', async () => {
     const { registry } = setUp();

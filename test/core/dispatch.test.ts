@@ -249,15 +249,15 @@ describe('charge, halt, endsBatch, decided, execute', () => {
     expect(events.filter((e) => e.type === 'tool_decided')).toHaveLength(1);
   });
 
-  it('a route that executes a call itself (a peer agent) gets the decided snapshot; undefined runs the tool', async () => {
+  it('a route that executes a call itself (a peer agent) gets the decided snapshot; proceed runs the tool', async () => {
     const { registry, ran } = setUp();
     const seen: unknown[] = [];
     const route: Route = {
       name: 'runner',
       grouped: false,
       ask: () => ({ effect: 'allow' }),
-      execute: (call) => {
-        if (call.tool.name !== 'refund') return undefined;
+      execute: (call, _signal, proceed) => {
+        if (call.tool.name !== 'refund') return proceed();
         seen.push(call.args);
         return Promise.resolve({
           callId: call.decision.callId,
@@ -285,10 +285,9 @@ describe('charge, halt, endsBatch, decided, execute', () => {
       name: 'runner',
       grouped: false,
       refresh: () => ({ context: contextNow(), env: env.current() }),
-      execute: (call) => {
-        if (call.tool.name !== 'search') return undefined;
-        tenantTools = ['search']; // the plan is revoked while an earlier call runs
-        return undefined;
+      execute: (call, _signal, proceed) => {
+        if (call.tool.name === 'search') tenantTools = ['search']; // the plan is revoked while an earlier call runs
+        return proceed();
       },
       ask: () => ({ effect: 'allow' }),
     };

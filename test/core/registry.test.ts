@@ -55,6 +55,22 @@ describe('registration', () => {
     expect(registry.has('refund')).toBe(false);
     expect(registry.unregister('refund')).toBe(false);
   });
+  it('a default agent declares exactly the tools registered at each dispatch, in registration order', async () => {
+    const registry = new ToolRegistry({ confusables: 'off' });
+    const add = (name: string): void =>
+      void registry.register(defineTool({ name, parameters: { type: 'object' }, execute: () => name }));
+    for (let i = 0; i < 300; i++) add(`t${i}`);
+    expect(registry.allowlist().names).toEqual(Array.from({ length: 300 }, (_, i) => `t${i}`));
+    expect((await registry.invoke('t299', {})).status).toBe('ok');
+    const before = registry.allowlist().names;
+    registry.unregister('t5');
+    add('late');
+    expect(registry.allowlist().names).toEqual([...before.filter((n) => n !== 't5'), 'late']);
+    expect((await registry.invoke('late', {})).status).toBe('ok');
+    expect((await registry.invoke('t5', {})).decision).toMatchObject({ effect: 'deny', stage: 'lookup' });
+    expect(before).toHaveLength(300); // a list handed out earlier does not change
+    expect(Object.isFrozen(before)).toBe(true);
+  });
 });
 
 describe('the dispatch path', () => {

@@ -128,6 +128,19 @@ export async function bearer(subject: string): Promise<string> {
     .sign(new TextEncoder().encode(JWT_SECRET));
 }
 
+/** Answers approval `id` as `who` the way the inbox page's form does (bearer sign-in, CSRF token from the page, same Origin); the HTTP status. */
+export async function answerAs(url: string, id: string, who: string, form: Record<string, string>): Promise<number> {
+  const authorization = `Bearer ${await bearer(who)}`;
+  const page = await (await fetch(`${url}/`, { headers: { authorization } })).text();
+  const csrf = /name="csrf" value="([^"]+)"/.exec(page)?.[1] ?? '';
+  const response = await fetch(`${url}/approvals/${encodeURIComponent(id)}/answer`, {
+    method: 'POST',
+    headers: { authorization, origin: new URL(url).origin },
+    body: new URLSearchParams({ csrf, ...form }),
+  });
+  return response.status;
+}
+
 /** A webhook receiver on loopback: records each request's headers and raw body; answers `statuses` in turn, then 200. */
 export async function receiver(statuses: number[] = []): Promise<{
   readonly url: string;

@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { decideCall, explainCall, loadPolicyFile } from '../../src/policy-file/index.js';
+import { previewDecision, explainCall, loadPolicyFile } from '../../src/policy-file/index.js';
 
 const set = await loadPolicyFile(join(import.meta.dirname, 'fixtures', 'concierge.yaml'));
 
@@ -109,7 +109,7 @@ describe('explainCall', () => {
     for (const call of calls) {
       const real = await registry.decide(call);
       const explained = await explainCall(set, call, {}, registry);
-      const decided = await decideCall(set, call, {}, registry);
+      const decided = await previewDecision(set, call, {}, registry);
       // The registry resolves ask with no handler as deny; explain and check report the ask itself.
       const effect = explained.decision.effect === 'ask' ? 'deny' : explained.decision.effect;
       expect([call.name, effect, explained.decision.rule]).toEqual([call.name, real.effect, real.rule]);

@@ -262,7 +262,7 @@ describe('AgentRunner: durable approvals', () => {
     expect(r.decisions[0]).toMatchObject({
       effect: 'deny',
       stage: 'handler',
-      by: 'handler_invalid',
+      by: 'approval_invalid',
       reason: expect.stringMatching(/other arguments/),
     });
   });
@@ -315,7 +315,7 @@ describe('AgentRunner: durable approvals', () => {
     expect(v2.refunds).toEqual([]);
     expect(r2.decisions[0]).toMatchObject({
       effect: 'deny',
-      by: 'handler_invalid',
+      by: 'approval_invalid',
       reason: expect.stringMatching(/policy version "v1".*"v2"/),
     });
 
@@ -345,7 +345,7 @@ describe('AgentRunner: durable approvals', () => {
     expect(second.refunds).toEqual([]);
     expect(resumed.decisions[0]).toMatchObject({
       effect: 'deny',
-      by: 'handler_invalid',
+      by: 'approval_invalid',
       reason: expect.stringMatching(/policy version/),
     });
     expect(second.events.find((e) => e.type === 'approval_resolved')).toMatchObject({

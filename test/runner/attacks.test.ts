@@ -224,3 +224,57 @@ describe('attack 6: remembered session answers cannot collide with run answers',
     expect(r.decisions[0]).toMatchObject({ effect: 'deny', stage: 'handler' });
   });
 });
+
+describe('the allowlist step per call: a tenant plan changed in place applies at the next call', () => {
+  const pricing: Agent = { name: 'pricing', tools: ['quote'] };
+  const concierge: Agent = { name: 'concierge', tools: ['search', 'quote', 'agent:pricing'], peers: [pricing] };
+
+  it('at the root: a plan cut by splice refuses the next turn, and one grown by push permits it', async () => {
+    const { registry, executed } = shop();
+    const tools = ['search', 'quote'];
+    const model = new ScriptedModel({
+      concierge: [
+        { toolCalls: [{ name: 'search', arguments: { query: 'a' } }] },
+        { toolCalls: [{ name: 'search', arguments: { query: 'b' } }] },
+        { toolCalls: [{ name: 'search', arguments: { query: 'c' } }] },
+        { text: 'done' },
+      ],
+    });
+    const runner = new AgentRunner({ registry, model, tenants: () => ({ tools }), onRefusal: 'continue' });
+    const seen: string[] = [];
+    runner.on('tool_decided', (e) => {
+      seen.push(`${e.decision.effect}:${e.decision.layer ?? ''}`);
+      // The plan is edited in place, the array itself kept: after the first call search is taken away, after
+      // the refusal it is given back.
+      if (seen.length === 1) tools.splice(0, 1);
+      if (seen.length === 2) tools.push('search');
+    });
+    const result = await runner.run(concierge, 'go');
+    expect(seen).toEqual(['allow:', 'deny:tenant', 'allow:']);
+    expect(executed['search']).toBe(2);
+    expect(result.status).toBe('completed');
+  });
+
+  it('below the root (a delegation): a plan cut in place refuses the peer at its next call', async () => {
+    const { registry, executed } = shop();
+    const tools = ['search', 'quote', 'agent:pricing'];
+    const model = new ScriptedModel({
+      concierge: [{ toolCalls: [{ name: 'agent:pricing', arguments: { input: 'price it' } }] }, { text: 'done' }],
+      pricing: [
+        { toolCalls: [{ name: 'quote', arguments: { item: 'lamp' } }] },
+        { toolCalls: [{ name: 'quote', arguments: { item: 'desk' } }] },
+        { text: '42' },
+      ],
+    });
+    const runner = new AgentRunner({ registry, model, tenants: () => ({ tools }), onRefusal: 'continue' });
+    runner.on('tool_decided', (e) => {
+      if (e.decision.tool === 'quote' && e.decision.effect === 'allow') tools.splice(tools.indexOf('quote'), 1);
+    });
+    const result = await runner.run(concierge, 'go');
+    expect(executed['quote']).toBe(1);
+    expect(result.decisions.filter((d) => d.tool === 'quote').map((d) => [d.effect, d.layer])).toEqual([
+      ['allow', null],
+      ['deny', 'tenant'],
+    ]);
+  });
+});

@@ -1,0 +1,287 @@
+/**
+ * The gateway's asks answered in the approval inbox, end to end: a real `toolgate gateway` process
+ * (`--inbox sqlite:…`) in front of a real upstream that counts its executions, `toolgate serve` over the
+ * same SQLite file, MCP SDK clients calling, approvers answering over HTTP (bearer + CSRF, as the page's
+ * form does). The upstream runs an approved call exactly once, and never a denied or expired one.
+ */
+import { existsSync, mkdtempSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { ElicitRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { afterEach, describe, expect, it } from 'vitest';
+import { stringify } from 'yaml';
+import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
+import { runServe } from '../../src/cli/serve.js';
+import { storeApprover } from '../../src/gateway/approvals.js';
+import { createGateway } from '../../src/gateway/index.js';
+import { parsePolicy } from '../../src/policy-file/index.js';
+import { MemoryApprovalStore, MemoryNonceStore } from '../../src/stores/memory.js';
+import { toolMetadata } from '../../src/tool.js';
+import type { PermissionRequest } from '../../src/permissions/handler.js';
+import { SqliteStores } from '../../src/stores/sqlite.js';
+import type { PendingRecord } from '../../src/stores/types.js';
+import { INBOX_SECRET, JWT_SECRET, answerAs } from '../inbox/fixture.js';
+
+const ROOT = process.cwd();
+const BANK = join(ROOT, 'test/gateway/fixtures/bank-server.ts');
+const MAIN = join(ROOT, 'src/cli/main.ts');
+const cleanups: (() => Promise<unknown> | void)[] = [];
+afterEach(async () => {
+  while (cleanups.length) await Promise.resolve(cleanups.pop()!()).catch(() => undefined);
+});
+
+const text = (result: unknown): string => ((result as CallToolResult).content[0] as { text: string }).text;
+
+interface Setup {
+  readonly dir: string;
+  readonly ledger: string;
+  readonly audit: string;
+  readonly inboxUrl: string;
+  readonly store: SqliteStores;
+  paid(): string[];
+  pending(): Promise<PendingRecord>;
+  client(capabilities?: ConstructorParameters<typeof Client>[1]): Promise<Client>;
+}
+
+async function setup(approvals: Record<string, unknown> = {}): Promise<Setup> {
+  const dir = realpathSync(mkdtempSync(join(tmpdir(), 'toolgate-gw-inbox-')));
+  const ledger = join(dir, 'ledger.txt');
+  const audit = join(dir, 'audit.jsonl');
+  const db = join(dir, 'approvals.db');
+  const policy = join(dir, 'policy.yaml');
+  writeFileSync(
+    policy,
+    stringify({
+      version: 1,
+      gateway: {
+        upstreams: {
+          bank: { command: process.execPath, args: ['--import', 'tsx', BANK], env: { BANK_LEDGER: ledger } },
+        },
+      },
+      rules: [
+        { name: 'ask-payments', tools: 'bank:pay', result: 'ask', reason: 'payments need a person' },
+        { name: 'bank', namespace: 'bank', result: 'allow' },
+      ],
+      approvals: { approvers: { tenants: { '*': ['alice@example.com', 'bo@example.com'] } }, ...approvals },
+    }),
+  );
+  // The inbox people open: `toolgate serve` over the SQLite file, approvers and time-out from the policy.
+  let stop!: () => void;
+  const inboxUrl = await new Promise<string>((resolve, reject) => {
+    const args = ['--port', '0', '--store', `sqlite:${db}`, '--policy', policy, '--jwt-secret-env', 'JWT'];
+    void runServe(args, {
+      stdout: () => undefined,
+      stderr: () => undefined,
+      stop: new Promise<void>((r) => (stop = r)),
+      onListening: resolve,
+      env: { TOOLGATE_INBOX_SECRET: INBOX_SECRET, JWT: JWT_SECRET },
+    }).then((code) => (code === 0 ? undefined : reject(new Error(`serve exited ${code}`))));
+  });
+  cleanups.push(() => stop());
+  const store = new SqliteStores({ filename: db });
+  cleanups.push(() => store.close());
+  return {
+    dir,
+    ledger,
+    audit,
+    inboxUrl,
+    store,
+    paid: () => (existsSync(ledger) ? readFileSync(ledger, 'utf8').trim().split('\n').filter(Boolean) : []),
+    pending: async () => {
+      for (let i = 0; i < 3000; i++) {
+        const [record] = await store.approvals.list({ status: 'pending' });
+        if (record) return record;
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      throw new Error(`no pending approval in the store: ${JSON.stringify(await store.approvals.list())}`);
+    },
+    client: async (options = {}) => {
+      const transport = new StdioClientTransport({
+        command: process.execPath,
+        args: [
+          '--import',
+          'tsx',
+          MAIN,
+          'gateway',
+          '--policy',
+          policy,
+          '--audit',
+          audit,
+          '--inbox',
+          `sqlite:${db}`,
+          '--inbox-url',
+          inboxUrl,
+        ],
+        stderr: 'pipe',
+      });
+      const client = new Client({ name: 'agent', version: '1.0.0' }, options);
+      await client.connect(transport);
+      cleanups.push(() => client.close());
+      return client;
+    },
+  };
+}
+
+function auditRecords(file: string): Record<string, unknown>[] {
+  return readFileSync(file, 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
+}
+
+describe('the gateway asks the inbox', { timeout: 180_000 }, () => {
+  it('the call waits, a person approves in the inbox, the upstream runs it once; a second answer changes nothing', async () => {
+    const s = await setup();
+    const seen: { url?: string; mode?: string }[] = [];
+    const client = await s.client({ capabilities: { elicitation: { url: {} } } });
+    client.setRequestHandler(ElicitRequestSchema, (request) => {
+      seen.push(request.params as { url?: string; mode?: string });
+      return { action: 'accept' };
+    });
+    const call = client.callTool({ name: 'bank:pay', arguments: { to: 'ana', amount: 40 } });
+    const record = await s.pending();
+    expect(record).toMatchObject({ source: 'gateway', canonical: 'bank:pay', parameters: { to: 'ana', amount: 40 } });
+    expect(s.paid()).toEqual([]); // nothing ran while it waits
+    // A person not named as an approver cannot answer; an approver can.
+    expect(await answerAs(s.inboxUrl, record.id, 'mallory@example.com', { effect: 'allow' })).toBe(403);
+    expect(await answerAs(s.inboxUrl, record.id, 'alice@example.com', { effect: 'allow' })).toBe(200);
+    expect(text(await call)).toBe('paid 40 to ana');
+    expect(await answerAs(s.inboxUrl, record.id, 'bo@example.com', { effect: 'allow' })).toBe(409);
+    expect(s.paid()).toEqual(['ana:40']);
+    // The client was told where to answer, by URL elicitation, pointing at the card.
+    expect(seen).toEqual([
+      expect.objectContaining({ mode: 'url', url: `${s.inboxUrl}/#a-${encodeURIComponent(record.id)}` }),
+    ]);
+    const tool = auditRecords(s.audit).find((r) => r['type'] === 'tool');
+    expect(tool).toMatchObject({
+      status: 'ok',
+      decision: { effect: 'allow', asked: 'gateway' },
+      approval: { id: record.id, state: 'approved', approver: 'alice@example.com' },
+    });
+    // The same call again is a new request: it asks anew and does not run on the old answer.
+    const again = client.callTool({ name: 'bank:pay', arguments: { to: 'ana', amount: 40 } });
+    const second = await s.pending();
+    expect(second.id).not.toBe(record.id);
+    expect(await answerAs(s.inboxUrl, second.id, 'bo@example.com', { effect: 'deny', reason: 'once is enough' })).toBe(
+      200,
+    );
+    const refused = (await again) as CallToolResult;
+    expect(refused.isError).toBe(true);
+    expect(text(refused)).toContain('once is enough');
+    expect(s.paid()).toEqual(['ana:40']);
+  });
+
+  it('an approval with edited arguments runs the edited call (through the gate again); without elicitation, progress says where', async () => {
+    const s = await setup();
+    const client = await s.client();
+    const progress: string[] = [];
+    const call = client.callTool({ name: 'bank:pay', arguments: { to: 'ana', amount: 400 } }, undefined, {
+      onprogress: (p) => progress.push(p.message ?? ''),
+    });
+    const record = await s.pending();
+    expect(
+      await answerAs(s.inboxUrl, record.id, 'alice@example.com', {
+        effect: 'allow',
+        arguments: JSON.stringify({ to: 'ana', amount: 40 }),
+      }),
+    ).toBe(200);
+    expect(text(await call)).toBe('paid 40 to ana');
+    expect(s.paid()).toEqual(['ana:40']);
+    expect(progress.join('\n')).toContain(`waits for a person's approval at ${s.inboxUrl}/#a-`);
+    // remember run/session is not offered for gateway approvals: the gateway does not remember.
+    const next = client.callTool({ name: 'bank:pay', arguments: { to: 'bo', amount: 1 } });
+    const pending = await s.pending();
+    expect(await answerAs(s.inboxUrl, pending.id, 'alice@example.com', { effect: 'allow', remember: 'session' })).toBe(
+      400,
+    );
+    expect(await answerAs(s.inboxUrl, pending.id, 'alice@example.com', { effect: 'deny' })).toBe(200);
+    expect(((await next) as CallToolResult).isError).toBe(true);
+    expect(s.paid()).toEqual(['ana:40']);
+  });
+
+  it('unanswered, the request expires: the call is refused and a late answer is refused too', async () => {
+    const s = await setup({ timeoutSeconds: 1 });
+    const client = await s.client();
+    const call = client.callTool({ name: 'bank:pay', arguments: { to: 'eve', amount: 5 } });
+    const record = await s.pending();
+    const result = (await call) as CallToolResult;
+    expect(result.isError).toBe(true);
+    expect(text(result)).toContain('timed out');
+    expect(await answerAs(s.inboxUrl, record.id, 'alice@example.com', { effect: 'allow' })).toBe(410);
+    expect(s.paid()).toEqual([]);
+    expect(auditRecords(s.audit).find((r) => r['type'] === 'tool')).toMatchObject({
+      status: 'refused',
+      approval: { id: record.id, state: 'denied' },
+    });
+  });
+});
+
+describe('attacks on the approval paths', { timeout: 120_000 }, () => {
+  it('a call cancelled while it waits is not run when it is approved afterwards', async () => {
+    const dir = realpathSync(mkdtempSync(join(tmpdir(), 'toolgate-gw-inbox-')));
+    const ledger = join(dir, 'ledger.txt');
+    const set = parsePolicy(
+      stringify({
+        version: 1,
+        rules: [
+          { name: 'ask-payments', tools: 'bank:pay', result: 'ask' },
+          { name: 'bank', namespace: 'bank', result: 'allow' },
+        ],
+      }),
+    ).policy!;
+    const asked: ((answer: { effect: 'allow' }) => void)[] = [];
+    const gateway = await createGateway({
+      policy: set,
+      upstreams: {
+        bank: {
+          stdio: { command: process.execPath, args: ['--import', 'tsx', BANK], env: { BANK_LEDGER: ledger } },
+        },
+      },
+      inbox: { ask: () => new Promise((answer) => asked.push(answer)) },
+    });
+    cleanups.push(() => gateway.close());
+    const [a, b] = InMemoryTransport.createLinkedPair();
+    await gateway.createServer().connect(b);
+    const client = new Client({ name: 't', version: '1' });
+    await client.connect(a);
+    cleanups.push(() => client.close());
+    const controller = new AbortController();
+    const call = client.callTool({ name: 'bank:pay', arguments: { to: 'eve', amount: 9 } }, undefined, {
+      signal: controller.signal,
+    });
+    await expect.poll(() => asked.length).toBe(1);
+    controller.abort();
+    await expect(call).rejects.toThrow();
+    asked[0]!({ effect: 'allow' });
+    expect(text(await client.callTool({ name: 'bank:balance', arguments: {} }))).toBe('1000');
+    expect(existsSync(ledger)).toBe(false);
+  });
+
+  it('a retry (--approvals-postgres mode) never runs the original arguments on an approval of edited ones', async () => {
+    const store = new MemoryApprovalStore();
+    const approver = storeApprover(
+      { store, nonces: new MemoryNonceStore(), secret: 'a-secret-of-sixteen-bytes' },
+      { caller: 'cy', agent: 'a', tenant: null, policyVersion: 'v1' },
+      () => undefined,
+    ) as (request: PermissionRequest) => Promise<string>;
+    const request = {
+      toolName: 'bank:pay',
+      parameters: { to: 'eve', amount: 900 },
+      reason: 'payments need a person',
+      ruleName: 'ask-payments',
+      metadata: toolMetadata({}, 'test'),
+      callId: 'c1',
+      agent: 'a',
+      tenant: null,
+      runId: null,
+    };
+    expect(await approver(request)).toBe('deny'); // asked: a pending request is stored
+    const [pending] = await store.list({ status: 'pending' });
+    expect(
+      await store.answer(pending!.id, { effect: 'allow', approver: 'alice', arguments: { to: 'eve', amount: 9 } }),
+    ).toBe(true);
+    expect(await approver(request)).toBe('deny');
+  });
+});
