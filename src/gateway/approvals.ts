@@ -68,7 +68,7 @@ export interface ApprovalAsker {
    * The authenticated subject (issuer, claim and value, as sessions are bound: `sub: alice` and
    * `client_id: alice` are two subjects), or null without authentication. An approval is bound to it.
    */
-  readonly subject: string | null;
+  readonly subject?: string | null;
   readonly agent: string;
   readonly tenant: string | null;
   readonly policyVersion: string | null;

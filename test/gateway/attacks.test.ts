@@ -18,7 +18,7 @@ import {
   type GatewayAuditRecord,
   type GatewayUpstreamOptions,
 } from '../../src/gateway/index.js';
-import { decideCall, loadPolicyFile } from '../../src/policy-file/index.js';
+import { previewDecision, loadPolicyFile } from '../../src/policy-file/index.js';
 import { hashOf } from '../../src/runner/signing.js';
 
 const ROOT = process.cwd();
@@ -299,7 +299,7 @@ describe("the tools: section's keys in another spelling of the namespace", { tim
         [{ text: 'safe loud' }, 'deny', /no-shouting/],
         [{ text: 'safe' }, 'allow', /^echo: safe$/],
       ] as const) {
-        const explained = await decideCall(set, { name: 'docs:echo', arguments: args });
+        const explained = await previewDecision(set, { name: 'docs:echo', arguments: args });
         expect(explained.effect, JSON.stringify(args)).toBe(effect);
         const result = await client.callTool({ name: 'docs:echo', arguments: args });
         expect(text(result), JSON.stringify(args)).toMatch(answer);
