@@ -64,6 +64,11 @@ export function checkApprovals(approvals: GatewayApprovals): { secret: Uint8Arra
 /** Who asks, as the approver binds it. */
 export interface ApprovalAsker {
   readonly caller: string | null;
+  /**
+   * The authenticated subject (issuer, claim and value, as sessions are bound: `sub: alice` and
+   * `client_id: alice` are two subjects), or null without authentication. An approval is bound to it.
+   */
+  readonly subject?: string | null;
   readonly agent: string;
   readonly tenant: string | null;
   readonly policyVersion: string | null;
@@ -83,7 +88,7 @@ export function storeApprover(
   return async (request) => {
     const tool = canonical(request.toolName);
     const argsHash = hashOf(request.parameters);
-    const scope = { kind: 'session' as const, id: asker.caller ?? 'anonymous' };
+    const scope = { kind: 'session' as const, id: asker.subject ?? asker.caller ?? 'anonymous' };
     const same = (r: PendingRecord): boolean =>
       r.source === 'gateway' &&
       r.binding.scope.kind === scope.kind &&

@@ -7,6 +7,7 @@
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { policyToolMetadata, policyToolParameters } from './policy.js';
 import { ConfigurationError } from '../errors.js';
+import { canonical } from '../names.js';
 import type { PolicySet } from '../policy-file/policy-set.js';
 import type { PolicyUpstreamData } from '../policy-file/types.js';
 import type { JsonSchema } from '../schema.js';
@@ -84,11 +85,20 @@ function upstreamOf(
     record && Object.fromEntries(Object.entries(record).map(([k, v]) => [k, expand(v, `${field}.${k}`)]));
   // The policy file's `tools:` metadata and parameter schemas, by this upstream's own tool names.
   const prefixed = data.prefix ?? true;
+  // Matched by canonical form, as `toolgate explain` and the registry match names: `DOCS:echo` and
+  // `ｄｏｃｓ:echo` are this upstream's `echo` too (a case-sensitive prefix once dropped them).
+  const ownPrefix = `${canonical(namespace)}:`;
   const ownNames = <T>(byName: Readonly<Record<string, T>>): Record<string, T> | undefined => {
     const own: Record<string, T> = {};
     for (const [name, spec] of Object.entries(byName)) {
-      if (!prefixed) own[name] = spec;
-      else if (name.startsWith(`${namespace}:`)) own[name.slice(namespace.length + 1)] = spec;
+      const form = canonical(name);
+      if (prefixed && !form.startsWith(ownPrefix)) continue;
+      const key = prefixed ? form.slice(ownPrefix.length) : form;
+      if (Object.hasOwn(own, key))
+        throw new ConfigurationError(
+          `tools: two entries name the tool ${JSON.stringify(name)} of ${at} (in another spelling)`,
+        );
+      own[key] = spec;
     }
     return Object.keys(own).length > 0 ? own : undefined;
   };

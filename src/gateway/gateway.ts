@@ -52,6 +52,7 @@ import type { Tool } from '../tool.js';
 import { checkContext } from './context.js';
 import type { GatewayAuditRecord, GatewayAuditSink, ShadowRecord, ToolAuditRecord } from './audit.js';
 import { checkApprovals, storeApprover, type ApprovalNote, type GatewayApprovals } from './approvals.js';
+import { sessionSubject } from './auth.js';
 import { compileGovernance, normalResourceUri, type ItemPolicy, type ItemVerdict } from './governance.js';
 import { checkInbox, inboxRoute, type GatewayInbox } from './inbox.js';
 import { PIN_RULE, pinnedDefinition, PinStore, readLockFile, withPinRule } from './pins.js';
@@ -569,7 +570,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
       extra: Extra,
     ): Promise<void> => {
       const decidedUnder = governance;
-      let verdict: ItemVerdict = policy.decide(upstream.namespace, key, args);
+      let verdict: ItemVerdict = policy.decide(upstream.namespace, key, args, action === 'complete');
       let effect: 'allow' | 'deny' = verdict.effect === 'allow' ? 'allow' : 'deny';
       let reason = verdict.reason;
       if (verdict.effect === 'ask') {
@@ -666,6 +667,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
             options.approvals,
             {
               caller: base.caller?.id ?? null,
+              subject: extra.authInfo ? sessionSubject(extra.authInfo) : null,
               agent: typeof base.agent === 'string' ? base.agent : (base.agent?.name ?? 'agent'),
               tenant: base.tenant?.id ?? null,
               policyVersion: registry.getPermissionPolicy()?.version ?? null,
@@ -864,8 +866,10 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
       if (ref.type === 'ref/prompt') {
         const routed = await routePrompt(ref.name);
         upstream = routed.upstream;
-        if (!governance.prompts.visible(upstream.namespace, routed.own))
-          await govern('prompt', 'complete', governance.prompts, upstream, routed.own, ref.name, {}, extra);
+        // Decided as getting the prompt with the arguments the completion knows; a rule whose conditions
+        // need another argument cannot be judged, and refuses.
+        const known = request.params.context?.arguments ?? {};
+        await govern('prompt', 'complete', governance.prompts, upstream, routed.own, ref.name, known, extra);
         params = { ...params, ref: { ...ref, name: routed.own } };
       } else {
         const template = ref.uri;

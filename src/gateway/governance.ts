@@ -6,6 +6,7 @@
 import { canonical } from '../names.js';
 import type { PermissionResult } from '../permissions/result.js';
 import {
+  argumentAt,
   compileCondition,
   compileGlob,
   compileNameGlob,
@@ -76,12 +77,14 @@ export class ItemPolicy {
 
   /**
    * Decides one access: `key` is the resource URI in normal form or the prompt's own name (without the
-   * namespace), `args` a prompt's arguments. A rule that cannot judge an argument denies.
+   * namespace), `args` a prompt's arguments. A rule that cannot judge an argument denies. With `partial`
+   * (a completion, which knows only some arguments), a rule whose conditions name an argument not given
+   * cannot be judged either, and denies.
    */
-  decide(namespace: string, key: string, args: Readonly<Record<string, unknown>> = {}): ItemVerdict {
-    const enforced = this.#walk(namespace, key, args, false);
+  decide(namespace: string, key: string, args: Readonly<Record<string, unknown>> = {}, partial = false): ItemVerdict {
+    const enforced = this.#walk(namespace, key, args, false, partial);
     if (!this.#policyShadow && !this.#rules.some((r) => r.shadow)) return { ...enforced, shadow: null };
-    const shadow = this.#walk(namespace, key, args, true);
+    const shadow = this.#walk(namespace, key, args, true, partial);
     const differs = shadow.effect !== enforced.effect || shadow.rule !== enforced.rule;
     return { ...enforced, shadow: differs ? shadow : null };
   }
@@ -114,11 +117,19 @@ export class ItemPolicy {
     key: string,
     args: Readonly<Record<string, unknown>>,
     withShadow: boolean,
+    partial: boolean,
   ): Omit<ItemVerdict, 'shadow'> {
     for (const rule of this.#rules) {
       if (rule.shadow && !withShadow) continue;
       if (!withShadow && this.#policyShadow) continue;
       if (!this.#selects(rule, namespace, key)) continue;
+      const unknown = partial ? rule.tests.find((t) => !argumentAt(args, t.arg).present) : undefined;
+      if (unknown)
+        return {
+          effect: 'deny',
+          rule: rule.name,
+          reason: `the rule's conditions need the argument ${JSON.stringify(unknown.arg)}, which is not known yet; the ${this.kind} cannot be judged safely`,
+        };
       const verdict = rule.tests.length === 0 ? true : runTests(rule.tests, args);
       if (verdict === false) continue;
       if (verdict !== true)
@@ -136,7 +147,7 @@ export class ItemPolicy {
   #selects(rule: ItemRule, namespace: string, key: string): boolean {
     if (rule.namespace !== null && rule.namespace !== canonical(namespace)) return false;
     if (rule.all) return true;
-    const form = this.kind === 'prompt' ? canonical(key) : rule.folded ? key.toLowerCase() : key;
+    const form = this.kind === 'prompt' ? canonical(key) : rule.folded ? foldedUri(key) : key;
     return rule.exact.has(form) || rule.globs.some((g) => g.test(form));
   }
 }
@@ -170,18 +181,20 @@ export function compileGovernance(set: PolicySet): GovernanceResult {
       const exact = new Set<string>();
       const globs: Glob[] = [];
       const folded = kind === 'resources' && data.result !== 'allow';
-      for (const written of patterns) {
-        const pattern = folded ? written.toLowerCase() : written;
+      for (const pattern of patterns) {
         try {
           if (kind === 'prompts') {
             const form = canonical(pattern);
             if (isGlob(form)) globs.push(compileNameGlob(form));
             else exact.add(form);
-          } else if (isGlob(pattern)) globs.push(compileGlob(pattern));
-          else {
+          } else if (isGlob(pattern)) {
+            // Spelled as request URIs are (percent-encoded NFC), or a deny on `Gehälter/**` never matches.
+            const normal = normalUriGlob(pattern);
+            globs.push(compileGlob(folded ? foldedUri(normal) : normal));
+          } else {
             const normal = normalResourceUri(pattern);
             if (!normal.ok) throw new Error(normal.problem);
-            exact.add(normal.uri);
+            exact.add(folded ? foldedUri(normal.uri) : normal.uri);
           }
         } catch (error) {
           issue([...path, kind === 'resources' ? 'uri' : 'prompts'], 'invalid-pattern', (error as Error).message);
@@ -248,14 +261,92 @@ export function normalResourceUri(uri: unknown): NormalUri {
   try {
     // RFC 3986 §6.2.2.2: escapes of unreserved characters are decoded (`%73ecret` is `secret`), so a rule
     // on the plain spelling also meets the encoded one.
-    url = new URL(
-      uri.replace(/%([0-9A-Fa-f]{2})/g, (escape, hex: string) => {
-        const ch = String.fromCharCode(parseInt(hex, 16));
-        return /[A-Za-z0-9\-._~]/.test(ch) ? ch : escape.toUpperCase();
-      }),
-    );
+    url = new URL(unreservedDecoded(uri));
   } catch {
     return { ok: false, problem: `the resource URI ${JSON.stringify(uri)} is not an absolute URI` };
   }
-  return { ok: true, uri: url.href };
+  // Unicode NFC, as for tool path conditions: `Gehälter` and `Geha\u0308lter` (NFD, as macOS spells file
+  // names) are one name to a file server, so they must be one URI to the rules.
+  const composed = composedUri(url.href);
+  if (composed === null)
+    return { ok: false, problem: `the resource URI ${JSON.stringify(uri)} holds percent-escapes that are not UTF-8` };
+  if (composed === url.href) return { ok: true, uri: url.href };
+  const href = URL.parse(composed)?.href ?? '\u0000';
+  if (CONTROL.test(href) || RISKY_ESCAPE.test(href))
+    return { ok: false, problem: `the resource URI ${JSON.stringify(uri)} cannot be brought to normal form` };
+  return { ok: true, uri: href };
+}
+
+/** `text` with escapes of unreserved characters decoded and the others upper-cased (RFC 3986 §6.2.2). */
+function unreservedDecoded(text: string): string {
+  return text.replace(/%([0-9A-Fa-f]{2})/g, (escape, hex: string) => {
+    const ch = String.fromCharCode(parseInt(hex, 16));
+    return /[A-Za-z0-9\-._~]/.test(ch) ? ch : escape.toUpperCase();
+  });
+}
+
+// Runs of percent-escapes of non-ASCII bytes: UTF-8 sequences in a URI in normal form.
+const HIGH_ESCAPES = /(?:%[89A-Fa-f][0-9A-Fa-f])+/g;
+const NON_ASCII = /[\u0080-\u{10FFFF}]+/gu;
+
+/**
+ * `text` with its UTF-8 escapes decoded, NFC-normalised (and lower-cased when `fold`), and its non-ASCII
+ * characters encoded again (upper-case hex); null when an escape run is not UTF-8.
+ */
+function composedUri(text: string, fold = false): string | null {
+  try {
+    let form = text.replace(HIGH_ESCAPES, (run) => decodeURIComponent(run)).normalize('NFC');
+    if (fold) form = form.toLowerCase().normalize('NFC');
+    return form
+      .replace(NON_ASCII, (run) => encodeURIComponent(run))
+      .replace(/%[0-9a-f]{2}/gi, (escape) => escape.toUpperCase());
+  } catch {
+    return null; // not UTF-8, or a lone surrogate
+  }
+}
+
+/** A URI in normal form lower-cased, non-ASCII letters included, for rules that refuse or ask. */
+function foldedUri(uri: string): string {
+  return composedUri(uri, true) ?? uri.toLowerCase();
+}
+
+// Characters a URL's path holds percent-encoded (WHATWG path percent-encode set, beyond controls).
+const PATH_ENCODED = /[ "<>`{}\u0080-\u{10FFFF}]/u;
+
+/**
+ * A resource glob spelled as request URIs are after {@link normalResourceUri}: escapes of unreserved
+ * characters decoded and others upper-cased, NFC, the literal characters a URL percent-encodes encoded
+ * the same way, the scheme lower-cased; `*`, `**`, `?`, classes and braces stay glob syntax. Throws for
+ * what no URI in normal form holds.
+ */
+function normalUriGlob(pattern: string): string {
+  // eslint-disable-next-line no-control-regex
+  if (/[\u0000-\u001f\u007f]/.test(pattern)) throw new Error('the URI pattern holds a control character');
+  if (RISKY_ESCAPE.test(pattern))
+    throw new Error('the URI pattern holds an encoded slash, backslash, dot or NUL, which no URI in normal form holds');
+  const unescaped = unreservedDecoded(pattern);
+  let text: string;
+  try {
+    text = unescaped.replace(HIGH_ESCAPES, (run) => decodeURIComponent(run)).normalize('NFC');
+  } catch {
+    throw new Error('the URI pattern holds percent-escapes that are not UTF-8');
+  }
+  let out = '';
+  let inClass = false;
+  const chars = [...text];
+  for (let i = 0; i < chars.length; i++) {
+    let ch = chars[i]!;
+    const escaped = ch === '\\' && i + 1 < chars.length;
+    if (escaped) ch = chars[++i]!;
+    if (PATH_ENCODED.test(ch) && (escaped || (ch !== '{' && ch !== '}'))) {
+      if (inClass)
+        throw new Error(`the URI pattern holds ${JSON.stringify(ch)} in a [class], which a URI holds percent-encoded`);
+      out += encodeURIComponent(ch);
+      continue;
+    }
+    if (!escaped && ch === '[') inClass = true;
+    else if (!escaped && ch === ']') inClass = false;
+    out += escaped ? `\\${ch}` : ch;
+  }
+  return out.replace(/^[A-Za-z][A-Za-z0-9+.-]*:/, (scheme) => scheme.toLowerCase());
 }

@@ -353,7 +353,9 @@ async function answerApproval(
     });
   const record = await approvals.store.get(id);
   if (!record) return reply(res, 404, { error: 'not_found', error_description: `no approval request ${id}` });
-  if (record.caller !== null && record.caller === auth.clientId)
+  // Four eyes: neither the subject the request is bound to nor a token with the caller's client id answers.
+  const subject = sessionSubject(auth);
+  if (record.binding.scope.id === subject || (record.caller !== null && record.caller === auth.clientId))
     return reply(res, 403, {
       error: 'forbidden',
       error_description: 'the caller of a request cannot answer it (four eyes)',

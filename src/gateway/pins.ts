@@ -8,6 +8,7 @@ import { existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSyn
 import { basename, dirname, extname, join } from 'node:path';
 import { createPatch } from 'diff';
 import { ConfigurationError } from '../errors.js';
+import { canonical } from '../names.js';
 import { PermissionPolicy } from '../permissions/policy.js';
 import type { PermissionRule } from '../permissions/rule.js';
 import { canonicalJson, hashOf } from '../runner/signing.js';
@@ -35,7 +36,11 @@ export interface LockEntry {
 /** The lock file's content. */
 export interface LockFileData {
   readonly version: 1;
-  /** The accepted definitions, by the name the gateway shows (namespace:name). */
+  /**
+   * The accepted definitions, by the canonical form of the name the gateway shows (namespace:name), as
+   * the registry, rules and calls name tools: `gh:Delete_Repo` offered later is `gh:delete_repo`'s drift,
+   * not a new tool. The definition keeps the upstream's spelling.
+   */
   readonly tools: Readonly<Record<string, LockEntry>>;
   /** Definitions offered that differ from the pinned ones, waiting for `toolgate pin --accept`. */
   readonly drift?: Readonly<Record<string, LockEntry>>;
@@ -98,13 +103,34 @@ export function readLockFile(file: string): LockFileData {
       `the lock file ${JSON.stringify(file)} is not a toolgate lock file (expected { "version": 1, "tools": {…} })`,
     );
   const lock = data as LockFileData;
-  for (const [name, entry] of Object.entries({ ...lock.tools, ...(lock.drift ?? {}) })) {
+  for (const [name, entry] of [...Object.entries(lock.tools), ...Object.entries(lock.drift ?? {})]) {
     if (typeof entry?.sha256 !== 'string' || hashOf(entry.definition) !== entry.sha256)
       throw new ConfigurationError(
         `the lock file ${JSON.stringify(file)}: the entry for ${JSON.stringify(name)} does not match its sha256 (edited by hand?)`,
       );
   }
-  return lock;
+  // Keys by canonical form (a lock written before was keyed by spelling); two spellings of one name
+  // would leave it open which definition is pinned, so they refuse the file.
+  const byForm = (record: Readonly<Record<string, LockEntry>>, part: string): Record<string, LockEntry> => {
+    const out: Record<string, LockEntry> = {};
+    const spelled = new Map<string, string>();
+    for (const [name, entry] of Object.entries(record)) {
+      const form = canonical(name);
+      const other = spelled.get(form);
+      if (other !== undefined)
+        throw new ConfigurationError(
+          `the lock file ${JSON.stringify(file)}: ${part} ${JSON.stringify(other)} and ${JSON.stringify(name)} are one tool name (canonical form ${JSON.stringify(form)})`,
+        );
+      spelled.set(form, name);
+      out[form] = entry;
+    }
+    return out;
+  };
+  return {
+    version: 1,
+    tools: byForm(lock.tools, 'tools'),
+    ...(lock.drift ? { drift: byForm(lock.drift, 'drift') } : {}),
+  };
 }
 
 function writeLockFile(file: string, lock: LockFileData): void {
@@ -177,7 +203,8 @@ export class PinStore {
   }
 
   /** Checks a tool offered now against its pin; pins it when it has none, records it when it drifted. */
-  check(name: string, definition: PinnedDefinition): PinCheck {
+  check(registered: string, definition: PinnedDefinition): PinCheck {
+    const name = canonical(registered);
     const lock = this.#fresh();
     const offered: LockEntry = { sha256: hashOf(definition), definition, at: new Date().toISOString() };
     const pinned = lock.tools[name];
@@ -195,20 +222,20 @@ export class PinStore {
     const known = lock.drift?.[name];
     const entry = known?.sha256 === offered.sha256 ? known : offered;
     if (known?.sha256 !== offered.sha256) this.#save({ ...lock, drift: { ...(lock.drift ?? {}), [name]: entry } });
-    return { state: 'drift', diff: definitionDiff(name, pinned.definition, definition), pinned, offered: entry };
+    return { state: 'drift', diff: definitionDiff(registered, pinned.definition, definition), pinned, offered: entry };
   }
 
   /** The drift recorded for a tool, with its diff; undefined when it matches its pin. */
   drift(name: string, current: PinnedDefinition): { readonly diff: string } | undefined {
     const lock = this.#fresh();
-    const pinned = lock.tools[name];
+    const pinned = lock.tools[canonical(name)];
     if (!pinned || pinned.sha256 === hashOf(current)) return undefined;
     return { diff: definitionDiff(name, pinned.definition, current) };
   }
 
   /** True when the lock file pins exactly this definition (an unpinned tool is not a match). */
   matches(name: string, current: PinnedDefinition): boolean {
-    return this.#fresh().tools[name]?.sha256 === hashOf(current);
+    return this.#fresh().tools[canonical(name)]?.sha256 === hashOf(current);
   }
 
   /** Makes the drifted definitions of `names` (all when empty) the pinned ones; returns the names accepted. */
@@ -217,7 +244,7 @@ export class PinStore {
     const drift = { ...(lock.drift ?? {}) };
     const tools = { ...lock.tools };
     const accepted: string[] = [];
-    for (const name of names.length > 0 ? names : Object.keys(drift)) {
+    for (const name of names.length > 0 ? names.map(canonical) : Object.keys(drift)) {
       const entry = drift[name];
       if (!entry) continue;
       tools[name] = { ...entry, at: new Date().toISOString() };
@@ -233,7 +260,8 @@ export class PinStore {
     const lock = this.#fresh();
     const tools = { ...lock.tools };
     const added: string[] = [];
-    for (const [name, definition] of entries) {
+    for (const [spelled, definition] of entries) {
+      const name = canonical(spelled);
       if (tools[name]) continue;
       tools[name] = { sha256: hashOf(definition), definition, at: new Date().toISOString() };
       added.push(name);

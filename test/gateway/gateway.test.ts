@@ -233,9 +233,22 @@ describe('the gateway with two real upstreams (server-filesystem and a docs serv
       /refused by the policy/,
     );
     await expect(client.getPrompt({ name: 'docs:leak' })).rejects.toThrow(/refused by the policy.*fallback is deny/);
+    // A completion is decided as getting the prompt with the arguments it knows: the rule's condition on
+    // `topic` cannot be judged without it, so it is refused (it was forwarded before).
+    await expect(
+      client.complete({ ref: { type: 'ref/prompt', name: 'docs:summarise' }, argument: { name: 'topic', value: 'p' } }),
+    ).rejects.toThrow(/"topic", which is not known yet/);
+    await expect(
+      client.complete({
+        ref: { type: 'ref/prompt', name: 'docs:summarise' },
+        argument: { name: 'topic', value: 'p' },
+        context: { arguments: { topic: 'secrets' } },
+      }),
+    ).rejects.toThrow(/refused by the policy/);
     const completion = await client.complete({
       ref: { type: 'ref/prompt', name: 'docs:summarise' },
       argument: { name: 'topic', value: 'p' },
+      context: { arguments: { topic: 'policy' } },
     });
     expect(completion.completion.values).toEqual(['policy', 'pins']);
   });

@@ -389,6 +389,17 @@ describe('stateless HTTP', { timeout: 120_000 }, () => {
     expect((await answer('alice', 'toolgate:approve')).status).toBe(403); // four eyes
     expect((await answer('bob', 'toolgate:approve')).status).toBe(200);
     expect((await answer('carol', 'toolgate:approve')).status).toBe(409); // first answer wins
+    // The approval is bound to the subject (issuer, claim, value): `client_id: alice` is not `sub: alice`.
+    const impostor = new Client({ name: 'test', version: '1.0.0' });
+    const otherToken = await as.sign({ client_id: 'alice', aud: `${front}/mcp`, scope: 'docs' });
+    await impostor.connect(
+      new StreamableHTTPClientTransport(new URL(`${front}/mcp`), {
+        requestInit: { headers: { authorization: `Bearer ${otherToken}` } },
+      }),
+    );
+    cleanups.push(() => impostor.close());
+    const stolen = (await impostor.callTool({ name: 'docs:echo', arguments: { text: 'approved?' } })) as CallToolResult;
+    expect(stolen.isError).toBe(true);
     const ran = await call();
     expect(ran.content).toEqual([{ type: 'text', text: 'echo: approved?' }]);
     const again = await call(); // the approval is used: asked anew, not run again
