@@ -194,7 +194,8 @@ function rangeOf(body: string): string[] | null {
  * globstar means "one or more segments": the folder's contents, not the folder.
  */
 function compileAlternative(pattern: string, names: boolean): { segments: Segment[]; folder: Segment[] | null } {
-  const parts = names ? [pattern] : splitUnescaped(pattern);
+  // Split like the input (split below): the root "/" is one empty segment, not two.
+  const parts = names ? [pattern] : pattern === '/' ? [''] : splitUnescaped(pattern);
   const segments: Segment[] = [];
   for (const part of parts) {
     if (!names && part === '**') {

@@ -107,6 +107,14 @@ describe('conditions', () => {
     expect((await decide(set, { opts: Object.create({ mode: 'safe' }) as object })).by).toBe('fallback');
   });
 
+  it('path: a deny rule on the root "/" catches the root however it is spelled', async () => {
+    const set = policy(
+      '  - { name: no_root, result: deny, tools: t, when: { p: { path: "/" } } }\n  - { name: rest, result: allow, tools: t }\n',
+    );
+    for (const p of ['/', '//', '/.', '/a/..', '/tmp/../']) expect((await decide(set, { p })).rule).toBe('no_root');
+    expect((await decide(set, { p: '/tmp' })).rule).toBe('rest');
+  });
+
   it('name globs never match across names that merely look alike', async () => {
     const set = policy('  - { name: r, result: allow, tools: "read_*" }\n', 'read_file: {}\n  "rеad_file": {}');
     expect((await decide(set, {}, 'READ_FILE')).effect).toBe('allow');
