@@ -3,7 +3,8 @@
  * indexed once and reused, and a plain array changed in place is honoured on the very next call.
  */
 import { describe, expect, it } from 'vitest';
-import { ConfigurationError, defineTool, ToolRegistry, type GateContext } from '../../src/index.js';
+import { ConfigurationError, defineTool, ToolAllowlist, ToolRegistry, type GateContext } from '../../src/index.js';
+import { prng } from '../../bench/scenario.js';
 
 const NAMES = ['search', 'refund', 'sudo', 'fetch_url'];
 
@@ -148,5 +149,57 @@ describe('layers of every shape', () => {
     await expect(r.invoke('search', {}, { agent: { name: 'a', tools: ['search', 'sea\u200brch'] } })).rejects.toThrow(
       /invisible/,
     );
+  });
+});
+
+describe('the cache is never stale (property)', () => {
+  it('after any sequence of in-place changes each verdict equals a fresh resolve of the same layers', async () => {
+    const names = ['search', 'refund', 'sudo', 'fetch_url', 'export', 'delete_user'];
+    const { registry: r } = registry(names);
+    const random = prng(20261201);
+    const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
+    const spell = (name: string): string => (random() < 0.3 ? name.toUpperCase() : name);
+    const declared = [...names];
+    const tenant = names.slice(0, 4);
+    const scopes = names.slice(2);
+    const context = (): GateContext => ({
+      agent: { name: 'bot', tools: declared },
+      tenant: { id: 't', tools: tenant },
+      caller: { id: 'u', scopes },
+    });
+    /** The agent's declaration stays a valid one (no name twice); the other layers take anything. */
+    const absentFrom = (layer: string[]): string[] =>
+      names.filter((n) => !layer.some((e) => e.toLowerCase() === n.toLowerCase()));
+    const mutate = (layer: string[], isDeclaration: boolean): string => {
+      const op = pick(['splice', 'push', 'assign', 'pop', 'clear', 'respell']);
+      const fresh = isDeclaration ? absentFrom(layer) : names;
+      if (op === 'splice' && layer.length > 0) layer.splice(Math.floor(random() * layer.length), 1);
+      else if (op === 'push' && fresh.length > 0) layer.push(spell(pick(fresh)));
+      else if (op === 'assign' && layer.length > 0 && fresh.length > 0)
+        layer[Math.floor(random() * layer.length)] = spell(pick(fresh));
+      else if (op === 'pop') layer.pop();
+      else if (op === 'clear' && random() < 0.2) layer.length = 0;
+      else if (op === 'respell' && layer.length > 0) {
+        const at = Math.floor(random() * layer.length);
+        layer[at] = spell(layer[at]!.toLowerCase());
+      } else if (fresh.length > 0) layer.push(spell(pick(fresh)));
+      return op;
+    };
+    const seen = new Set<string>();
+    for (let step = 0; step < 400; step++) {
+      const which = pick(['agent', 'tenant', 'caller'] as const);
+      const op = mutate(which === 'agent' ? declared : which === 'tenant' ? tenant : scopes, which === 'agent');
+      const expected = ToolAllowlist.resolve(declared, { agent: 'bot', tenant, caller: scopes });
+      for (const name of names) {
+        const result = await r.invoke(name, {}, context());
+        const verdict = expected.decide(name);
+        const got = result.status === 'ok' ? 'permitted' : (result.decision.layer ?? result.decision.stage);
+        const want = verdict.permitted ? 'permitted' : verdict.reason;
+        expect(got, `step ${step} (${op} on ${which}) ${name}: ${JSON.stringify(context())}`).toBe(want);
+        seen.add(want);
+      }
+    }
+    // The walk reached every kind of verdict.
+    expect([...seen].sort()).toEqual(['caller', 'not_declared', 'permitted', 'tenant']);
   });
 });
