@@ -276,7 +276,7 @@ function checkConfusables(
  * @internal A declaration's entries as an array that will not change: a frozen array as is, anything
  * else copied (a plain array could be changed by its owner after it was checked).
  */
-export function declaredEntries(declared: Iterable<string>, where: string): readonly string[] {
+function declaredEntries(declared: Iterable<string>, where: string): readonly string[] {
   if (Array.isArray(declared)) return Object.isFrozen(declared) ? declared : declared.slice();
   return canonicalIndex(declared, where).names;
 }
