@@ -3,9 +3,12 @@
  *
  * A registry of N tools with a no-op `execute` and one allow rule each (first match by name, deny
  * fallback). Per request a server builds a *new* context object around a constant agent whose `tools`
- * is a plain array of all N names, and the tenant's plan, a plain array:
+ * is a plain array of all N names, the tenant's plan and the caller's scopes, plain arrays — the three
+ * layers of the README's quick start:
  *
- *   await registry.invoke(name, args, { agent, tenant: { id: 'acme', tools: plan.tools } })
+ *   await registry.invoke(name, args, {
+ *     agent, tenant: { id: 'acme', tools: plan.tools }, caller: { id: user.id, scopes: user.toolScopes },
+ *   })
  *
  * Measured in one process, side by side:
  * - `invoke`: the quick start as written (the plan a long-lived plain array of all N names);
@@ -101,6 +104,13 @@ export async function benchQuickstart(size: number, options: QuickstartOptions =
   // What a server holds for the life of the process: the agent and the plan, plain arrays.
   const agent = { name: 'concierge', tools: [...names] };
   const plan = { id: 'acme', tools: [...names] };
+  const user = { id: 'user_1', toolScopes: [...names] };
+  /** The context a request builds, as the README writes it: a new object each time. */
+  const contextFor = (tools: string[]): GateContext => ({
+    agent,
+    tenant: { id: plan.id, tools },
+    caller: { id: user.id, scopes: user.toolScopes },
+  });
   // Plans read per request: 50 names around the called tool, as JSON a store would return.
   const random = prng(size + 11);
   const planJson = calls.map((call) => {
@@ -119,12 +129,9 @@ export async function benchQuickstart(size: number, options: QuickstartOptions =
   const expectRule = (call: BenchCall): string => `allow_${names.indexOf(call.name)}`;
   for (let i = 0; i < calls.length; i++) {
     const call = calls[i]!;
-    const a = await registry.invoke(call.name, call.arguments, { agent, tenant: { id: plan.id, tools: plan.tools } });
-    const b = await registry.invoke(call.name, call.arguments, { agent, tenant: { id: plan.id, tools: plans[i]! } });
-    const [c] = (await registry.executeToolCalls([chat[i]!], {
-      agent,
-      tenant: { id: plan.id, tools: plan.tools },
-    })) as {
+    const a = await registry.invoke(call.name, call.arguments, contextFor(plan.tools));
+    const b = await registry.invoke(call.name, call.arguments, contextFor(plans[i]!));
+    const [c] = (await registry.executeToolCalls([chat[i]!], contextFor(plan.tools))) as {
       role: string;
       content: string;
     }[];
@@ -149,10 +156,7 @@ export async function benchQuickstart(size: number, options: QuickstartOptions =
     let ok = 0;
     for (let k = 0; k < count; k++) {
       const call = calls[(from + k) & mask]!;
-      const result = await registry.invoke(call.name, call.arguments, {
-        agent,
-        tenant: { id: plan.id, tools: plan.tools },
-      });
+      const result = await registry.invoke(call.name, call.arguments, contextFor(plan.tools));
       if (result.status === 'ok') ok++;
     }
     return ok;
@@ -162,10 +166,7 @@ export async function benchQuickstart(size: number, options: QuickstartOptions =
     for (let k = 0; k < count; k++) {
       const i = (from + k) & mask;
       const call = calls[i]!;
-      const result = await registry.invoke(call.name, call.arguments, {
-        agent,
-        tenant: { id: plan.id, tools: plans[i]! },
-      });
+      const result = await registry.invoke(call.name, call.arguments, contextFor(plans[i]!));
       if (result.status === 'ok') ok++;
     }
     return ok;
@@ -173,8 +174,7 @@ export async function benchQuickstart(size: number, options: QuickstartOptions =
   const executeTiming = await measureAsync(async (from, count) => {
     let ok = 0;
     for (let k = 0; k < count; k++) {
-      const context: GateContext = { agent, tenant: { id: plan.id, tools: plan.tools } };
-      ok += (await registry.executeToolCalls([chat[(from + k) & mask]!], context)).length;
+      ok += (await registry.executeToolCalls([chat[(from + k) & mask]!], contextFor(plan.tools))).length;
     }
     return ok;
   }, timing);
