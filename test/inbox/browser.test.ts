@@ -5,14 +5,8 @@
 import { mkdirSync } from 'node:fs';
 import { chromium, type Browser, type BrowserContext, type Locator, type Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import {
-  createInbox,
-  jwtApprover,
-  webhookSignature,
-  type Inbox,
-  type InboxAuditRecord,
-} from '../../src/inbox/index.js';
-import { INBOX_SECRET, JWT_SECRET, CHROMIUM_ARGS, bearer, receiver, shop } from './fixture.js';
+import { webhookSignature, type InboxAuditRecord } from '../../src/inbox/index.js';
+import { bearer, CHROMIUM_ARGS, receiver, shop, startInbox, type Cleanup, type InboxOptions } from './fixture.js';
 
 let browser: Browser;
 
@@ -23,7 +17,7 @@ function see(locator: Locator) {
 function counted(locator: Locator) {
   return expect.poll(() => locator.count(), { timeout: 10_000 });
 }
-const cleanups: (() => Promise<void> | void)[] = [];
+const cleanups: Cleanup[] = [];
 
 beforeAll(async () => {
   browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: CHROMIUM_ARGS, headless: true });
@@ -35,20 +29,7 @@ afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
-async function start(options: Partial<Parameters<typeof createInbox>[0]> = {}): Promise<{ inbox: Inbox; url: string }> {
-  const inbox = createInbox({
-    secret: INBOX_SECRET,
-    authenticate: jwtApprover({ secret: JWT_SECRET }),
-    sweepIntervalMs: 0,
-    ...options,
-  });
-  const server = await inbox.listen();
-  cleanups.push(async () => {
-    inbox.close();
-    await server.close();
-  });
-  return { inbox, url: server.url };
-}
+const start = (options?: InboxOptions) => startInbox(cleanups, options);
 
 async function signedIn(subject: string, viewport = { width: 1100, height: 900 }): Promise<BrowserContext> {
   const context = await browser.newContext({

@@ -15,6 +15,7 @@ import {
   type RunResult,
 } from '../../src/index.js';
 import { ScriptedModel } from '../../src/runner/index.js';
+import { createInbox, jwtApprover, type Inbox } from '../../src/inbox/index.js';
 
 export const RUNNER_SECRET = 'runner-secret-for-the-inbox-tests';
 export const INBOX_SECRET = 'inbox-secret-for-the-inbox-tests!';
@@ -128,17 +129,55 @@ export async function bearer(subject: string): Promise<string> {
     .sign(new TextEncoder().encode(JWT_SECRET));
 }
 
-/** Answers approval `id` as `who` the way the inbox page's form does (bearer sign-in, CSRF token from the page, same Origin); the HTTP status. */
-export async function answerAs(url: string, id: string, who: string, form: Record<string, string>): Promise<number> {
-  const authorization = `Bearer ${await bearer(who)}`;
-  const page = await (await fetch(`${url}/`, { headers: { authorization } })).text();
-  const csrf = /name="csrf" value="([^"]+)"/.exec(page)?.[1] ?? '';
-  const response = await fetch(`${url}/approvals/${encodeURIComponent(id)}/answer`, {
+/** The CSRF token of the inbox page as `who` sees it. */
+export async function csrfOf(url: string, who: string): Promise<string> {
+  const page = await (await fetch(`${url}/`, { headers: { authorization: `Bearer ${await bearer(who)}` } })).text();
+  return /name="csrf" value="([^"]+)"/.exec(page)?.[1] ?? '';
+}
+
+/** Answers approval `id` as `who` the way the inbox page's form does (bearer sign-in, CSRF token from the page unless given, same Origin). */
+export async function answer(
+  url: string,
+  id: string,
+  who: string,
+  form: Record<string, string>,
+  token?: string,
+): Promise<Response> {
+  const csrf = token ?? (await csrfOf(url, who));
+  return fetch(`${url}/approvals/${encodeURIComponent(id)}/answer`, {
     method: 'POST',
-    headers: { authorization, origin: new URL(url).origin },
+    headers: { authorization: `Bearer ${await bearer(who)}`, origin: new URL(url).origin },
     body: new URLSearchParams({ csrf, ...form }),
   });
-  return response.status;
+}
+
+/** {@link answer}'s HTTP status. */
+export async function answerAs(url: string, id: string, who: string, form: Record<string, string>): Promise<number> {
+  return (await answer(url, id, who, form)).status;
+}
+
+export type Cleanup = () => Promise<void> | void;
+
+/** What {@link startInbox} passes to createInbox on top of the tests' secret, sign-in and no sweeps. */
+export type InboxOptions = Partial<Parameters<typeof createInbox>[0]>;
+
+/** An inbox on loopback signed in by JWT bearer (the tests' secret), closed by `cleanups`. */
+export async function startInbox(
+  cleanups: Cleanup[],
+  options: InboxOptions = {},
+): Promise<{ inbox: Inbox; url: string }> {
+  const inbox = createInbox({
+    secret: INBOX_SECRET,
+    authenticate: jwtApprover({ secret: JWT_SECRET }),
+    sweepIntervalMs: 0,
+    ...options,
+  });
+  const server = await inbox.listen();
+  cleanups.push(async () => {
+    inbox.close();
+    await server.close();
+  });
+  return { inbox, url: server.url };
 }
 
 /** A webhook receiver on loopback: records each request's headers and raw body; answers `statuses` in turn, then 200. */

@@ -11,55 +11,30 @@ import { inboxDemo } from '../../examples/demo/inbox.js';
 import { runServe } from '../../src/cli/serve.js';
 import { run } from '../../src/cli/program.js';
 import { SignJWT } from 'jose';
-import { createInbox, jwtApprover, slackMessage, type Inbox } from '../../src/inbox/index.js';
+import { jwtApprover, slackMessage } from '../../src/inbox/index.js';
 import { diffHtml, text } from '../../src/inbox/render.js';
 import { PermissionPolicy, PermissionResult, ToolRegistry, defineTool } from '../../src/index.js';
 import { PostgresStores } from '../../src/stores/postgres.js';
 import { SqliteStores } from '../../src/stores/sqlite.js';
 import { PG_URL, uniqueName } from '../stores/servers.js';
-import { INBOX_SECRET, JWT_SECRET, bearer, shop } from './fixture.js';
+import {
+  INBOX_SECRET,
+  JWT_SECRET,
+  answer,
+  bearer,
+  csrfOf,
+  shop,
+  startInbox,
+  type Cleanup,
+  type InboxOptions,
+} from './fixture.js';
 
-const cleanups: (() => Promise<void> | void)[] = [];
+const cleanups: Cleanup[] = [];
 afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
-async function start(options: Partial<Parameters<typeof createInbox>[0]> = {}): Promise<{ inbox: Inbox; url: string }> {
-  const inbox = createInbox({
-    secret: INBOX_SECRET,
-    authenticate: jwtApprover({ secret: JWT_SECRET }),
-    sweepIntervalMs: 0,
-    ...options,
-  });
-  const server = await inbox.listen();
-  cleanups.push(async () => {
-    inbox.close();
-    await server.close();
-  });
-  return { inbox, url: server.url };
-}
-
-/** Answers approval `id` as `who` the way the page's form does (CSRF token from the page, same Origin). */
-async function answer(
-  url: string,
-  id: string,
-  who: string,
-  form: Record<string, string>,
-  token?: string,
-): Promise<Response> {
-  const headers = { authorization: `Bearer ${await bearer(who)}` };
-  const csrf = token ?? (await csrfOf(url, who));
-  return fetch(`${url}/approvals/${encodeURIComponent(id)}/answer`, {
-    method: 'POST',
-    headers: { ...headers, origin: new URL(url).origin },
-    body: new URLSearchParams({ csrf, ...form }),
-  });
-}
-
-async function csrfOf(url: string, who: string): Promise<string> {
-  const page = await (await fetch(`${url}/`, { headers: { authorization: `Bearer ${await bearer(who)}` } })).text();
-  return /name="csrf" value="([^"]+)"/.exec(page)?.[1] ?? '';
-}
+const start = (options?: InboxOptions) => startInbox(cleanups, options);
 
 describe('hostile text is shown inert and visible', () => {
   it('escapes HTML and marks bidi, zero-width and control characters', () => {

@@ -7,33 +7,30 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { runServe } from '../../src/cli/serve.js';
-import { createInbox, jwtApprover, type Inbox } from '../../src/inbox/index.js';
+import { createInbox, type Inbox } from '../../src/inbox/index.js';
 import { AgentRunner, PermissionPolicy, PermissionResult, ToolRegistry, defineTool } from '../../src/index.js';
 import { loadPolicyFile } from '../../src/policy-file/index.js';
 import { ScriptedModel } from '../../src/runner/index.js';
 import { SqliteStores } from '../../src/stores/sqlite.js';
 import type { PendingRecord } from '../../src/stores/types.js';
-import { INBOX_SECRET, JWT_SECRET, RUNNER_SECRET, answerAs, concierge, shop } from './fixture.js';
+import {
+  answerAs,
+  concierge,
+  INBOX_SECRET,
+  JWT_SECRET,
+  RUNNER_SECRET,
+  shop,
+  startInbox,
+  type Cleanup,
+  type InboxOptions,
+} from './fixture.js';
 
-const cleanups: (() => Promise<void> | void)[] = [];
+const cleanups: Cleanup[] = [];
 afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
-async function start(options: Partial<Parameters<typeof createInbox>[0]> = {}) {
-  const inbox = createInbox({
-    secret: INBOX_SECRET,
-    authenticate: jwtApprover({ secret: JWT_SECRET }),
-    sweepIntervalMs: 0,
-    ...options,
-  });
-  const server = await inbox.listen();
-  cleanups.push(async () => {
-    inbox.close();
-    await server.close();
-  });
-  return { inbox, url: server.url };
-}
+const start = (options?: InboxOptions) => startInbox(cleanups, options);
 
 async function pendings(inbox: Inbox): Promise<PendingRecord[]> {
   return inbox.store.list({ status: 'pending' });
