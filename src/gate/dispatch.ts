@@ -174,12 +174,13 @@ export async function dispatchCalls(
         await lanes.drain();
         epoch++;
       }
-      // A call that had to wait (an earlier call, an approval, a delegation), or whose announcement was
-      // followed by a change of the registry (a listener), is judged again under what is in force now (DESIGN:
+      // A call that had to wait (an earlier call, an approval, a delegation) or ran after a call that started
+      // before it (concurrency-safe calls together), or whose announcement was followed by a change of the
+      // registry (a listener), is judged again under what is in force now (DESIGN:
       // the call that runs is the call that was decided, under the registry, policy and layers in force when
       // it runs): fully when the registry or the route's context changed, else the allowlist step, which
       // sees a layer array changed in place.
-      if (e.epoch !== epoch || (early && env.current().revision !== e.revision)) {
+      if (e.epoch !== epoch || env.current().revision !== e.revision) {
         const state: RouteState = route.refresh ? await route.refresh() : { context, env: env.current() };
         runContext = state.context;
         runEnv = state.env;
@@ -194,8 +195,16 @@ export async function dispatchCalls(
         ? null
         : refused(e.decision as Extract<Decision, { effect: 'deny' }>)
       : await conclude(e, route, runEnv, runContext, (halt) => (halted = halt));
-    if (concluded !== null) {
-      results.push(concluded);
+    if (concluded === null && !early) {
+      // Charging awaited (the route's store, the limiter) and the Decision was just told to listeners: a
+      // listener or anything that ran meanwhile (a concurrency-safe call started before this one) may have
+      // changed the registry or cut a layer. The call runs only if it is still allowed under what is in force now.
+      const now = await confirm(e, route, runEnv, runContext, (halt) => (halted = halt));
+      runContext = now.context;
+      runEnv = now.env;
+    }
+    if (concluded !== null || e.decision.effect !== 'allow') {
+      results.push(concluded ?? refused(e.decision as Extract<Decision, { effect: 'deny' }>));
       if (e.halts) halted = true;
       continue;
     }
@@ -222,6 +231,9 @@ export async function dispatchCalls(
     if (route.grouped && decided.tool.metadata.concurrencySafe) {
       lanes.start(true, running);
       results.push(running);
+      // The call started and may already have run (a synchronous tool, its tool_executed listeners) or
+      // run on while the next call is charged: the calls after it are judged again before they start.
+      epoch++;
     } else {
       results.push(await running);
       epoch++;
@@ -292,6 +304,45 @@ async function conclude(
   if (tell(env, route, e)) onHalt?.(true);
   if (e.decision.effect === 'allow' && e.tool && e.args) return null;
   return refused(e.decision as Extract<Decision, { effect: 'deny' }>);
+}
+
+/** How many times a call announced as allowed is decided again because the registry changed meanwhile. */
+const CONFIRM_ROUNDS = 3;
+
+/**
+ * After step 6 and 8 of an allowed call (a route that charges: the charge awaited, listeners were told): the
+ * call decided again when the registry changed since it was decided, else its allowlist step again (a layer
+ * cut in place); a changed Decision is announced in turn. A registry that changes again at each
+ * announcement refuses the call. The state the call runs under.
+ */
+async function confirm(
+  e: Entry,
+  route: Route,
+  env: GateEnvironment,
+  context: GateContext,
+  onHalt: (halt: boolean) => void,
+): Promise<RouteState> {
+  let state: RouteState = { context, env };
+  for (let round = 0; e.decision.effect === 'allow'; round++) {
+    const before = e.decision;
+    const now = state.env.current();
+    if (now.revision !== e.revision) {
+      if (round >= CONFIRM_ROUNDS) {
+        e.decision = deny(
+          before,
+          { stage: 'policy', by: 'rule_error', layer: null },
+          'the registry changed again each time the call was announced, so it is not run',
+        );
+        e.answered = false;
+      } else {
+        state = route.refresh ? await route.refresh() : { context: state.context, env: now };
+        await decideAgain(e, state, route);
+      }
+    } else if ((e.decision = allowlistAgain(before, state.context, state.env)) !== before) e.answered = false;
+    if (e.decision === before) break;
+    if (tell(state.env, route, e)) onHalt(true);
+  }
+  return state;
 }
 
 /** An ask, announced and resolved by the one precedence; edited arguments pass the gate again. */

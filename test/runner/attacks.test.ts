@@ -244,10 +244,12 @@ describe('the allowlist step per call: a tenant plan changed in place applies at
     const seen: string[] = [];
     runner.on('tool_decided', (e) => {
       seen.push(`${e.decision.effect}:${e.decision.layer ?? ''}`);
-      // The plan is edited in place, the array itself kept: after the first call search is taken away, after
-      // the refusal it is given back.
-      if (seen.length === 1) tools.splice(0, 1);
+      // The plan is edited in place, the array itself kept: after the first call ran search is taken away,
+      // after the refusal it is given back. (A cut made while a call is announced refuses that call itself.)
       if (seen.length === 2) tools.push('search');
+    });
+    registry.onChange((e) => {
+      if (e.type === 'tool_executed' && seen.length === 1) tools.splice(0, 1);
     });
     const result = await runner.run(concierge, 'go');
     expect(seen).toEqual(['allow:', 'deny:tenant', 'allow:']);
@@ -491,5 +493,35 @@ describe('attack: what was granted before a pause or by another caller does not 
     expect(asked).toBe(2);
     expect(second.decisions[0]).toMatchObject({ effect: 'deny', by: 'handler' });
     expect(f.refunds).toHaveLength(0);
+  });
+});
+
+describe('a kill switch in a run-event listener (branch atk1)', () => {
+  it('a tool_decided listener that sets a deny-all policy stops the very call it was told of, and the rest', async () => {
+    const { registry, executed } = shop();
+    registry.setPermissionPolicy(new PermissionPolicy({ rules: [], fallback: PermissionResult.ALLOW }));
+    const model = new ScriptedModel([
+      {
+        toolCalls: [
+          { name: 'search', arguments: { query: 'a' } },
+          { name: 'search', arguments: { query: 'b' } },
+        ],
+      },
+      { text: 'done' },
+    ]);
+    const runner = new AgentRunner({ registry, model, onRefusal: 'continue' });
+    const seen: string[] = [];
+    runner.on('tool_decided', (e) => {
+      seen.push(`${e.decision.callId}:${e.decision.effect}`);
+      if (e.decision.effect === 'allow')
+        registry.setPermissionPolicy(
+          new PermissionPolicy({ rules: [], fallback: PermissionResult.DENY, version: 'off' }),
+        );
+    });
+    const result = await runner.run({ name: 'concierge', tools: ['search'] }, 'go');
+    expect(executed['search'] ?? 0).toBe(0);
+    expect(result.status).toBe('completed');
+    expect(seen.at(-1)).toMatch(/:deny$/);
+    expect(result.decisions.filter((d) => d.effect === 'deny')).toHaveLength(2);
   });
 });
