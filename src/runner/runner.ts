@@ -15,11 +15,11 @@ import type { DenyDecision } from '../decision.js';
 import { ConfigurationError, RunStateError } from '../errors.js';
 import { Emitter } from '../events.js';
 import { dispatchCalls, previewCall } from '../gate/dispatch.js';
-import { refusalContent } from '../gate/precheck.js';
+import { deny, refusalContent } from '../gate/precheck.js';
 import { environmentOf } from '../gate/environment.js';
 import { describe } from '../names.js';
 import { agentGraph, peerTools } from './agents.js';
-import { DurableApprovals } from './approvals.js';
+import { answerBinding, DurableApprovals } from './approvals.js';
 import { limitsOf, runIdentity, runnerSettings, type AgentRunnerOptions, type RunnerSettings } from './options.js';
 import * as route from './route.js';
 import {
@@ -321,11 +321,30 @@ export class AgentRunner {
     }
   }
 
-  /** The refusal of a paused delegation call under what is in force now (steps 1–5, no ask), or null. */
+  /**
+   * The refusal of a paused delegation call under what is in force now (steps 1–5, no ask), or null. One that
+   * comes out `ask` continues only if it was approved before the pause for the same binding (tool, arguments,
+   * rule, policy version: the run's signed decisions say so); else it needs a new approval and is refused.
+   */
   async #withdrawn(run: Run, frame: Frame, call: RunToolCall): Promise<DenyDecision | null> {
     const view = route.viewOf(this.#settings, run, frame, await limitsOf(this.#settings, run.tenant));
     const pre = await previewCall(readable(call), view.context, view.env);
-    return pre.kind === 'decided' && pre.decision.effect === 'deny' ? pre.decision : null;
+    if (pre.kind === 'decided') return pre.decision.effect === 'deny' ? pre.decision : null;
+    const binding = answerBinding({
+      canonical: pre.base.canonical,
+      parameters: pre.args,
+      rule: pre.base.rule,
+      policyVersion: pre.base.policyVersion,
+    });
+    // The last Decision of this call: the one it ran on.
+    const last = run.decisions.findLast((d) => d.callId === call.id && d.canonical === pre.base.canonical);
+    if (last?.effect === 'allow' && last.asked !== null && last.by === 'handler' && answerBinding(last) === binding)
+      return null;
+    return deny(
+      pre.base,
+      { stage: 'handler', by: 'approval_invalid', layer: null },
+      `${pre.base.reason}; the delegation was not approved for this under the policy in force now, so it does not continue`,
+    );
   }
 
   /** After the peer frame of a delegation call ran (or paused): null when it completed and the turn goes on. */

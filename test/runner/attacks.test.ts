@@ -12,7 +12,7 @@ import {
   type TenantLimits,
 } from '../../src/index.js';
 import { InMemoryApprovalStore, ScriptedModel } from '../../src/runner/index.js';
-import { SECRET, shop } from './fixtures.js';
+import { ASK_BIG_REFUNDS, DENY_HUGE_REFUNDS, SECRET, shop } from './fixtures.js';
 
 function paused(result: RunResult): Extract<RunResult, { status: 'paused' }> {
   if (result.status !== 'paused')
@@ -389,6 +389,89 @@ describe('attack: what was granted before a pause or by another caller does not 
     const resumed = await runner.resume(wire(p.state), [decision]);
     expect(f.refunds).toHaveLength(0);
     expect(resumed.decisions.at(-1)).toMatchObject({ tool: 'agent:billing', effect: 'deny', layer: 'tenant' });
+  });
+
+  it('a delegation that needs approval under the policy in force on resume does not continue unasked (branch atk1)', async () => {
+    const store = new InMemoryApprovalStore();
+    const billing: Agent = { name: 'billing', tools: ['refund'] };
+    const top: Agent = { name: 'concierge', tools: ['refund', 'agent:billing'], peers: [billing] };
+    const model = new ScriptedModel({
+      concierge: [{ toolCalls: [{ name: 'agent:billing', arguments: { input: 'refund A1' } }] }, { text: 'done' }],
+      billing: [{ toolCalls: [{ name: 'refund', arguments: { order: 'A1', amount: 500 } }] }, { text: 'refunded' }],
+    });
+    const f = shop({ policyVersion: 'v1' });
+    let asked = 0;
+    const runner = new AgentRunner({
+      registry: f.registry,
+      model,
+      approvals: store,
+      secret: SECRET,
+      handler: (request) => {
+        if (request.toolName === 'agent:billing') asked++;
+        return request.toolName === 'agent:billing' ? 'deny' : 'pending';
+      },
+      onRefusal: 'continue',
+    });
+    const p = paused(await runner.run(top, 'refund A1', { tenant: 'acme' }));
+    const decision = runner.answer(p.pending[0]!, 'allow');
+    // While the run is paused inside billing, delegating to billing comes to need a person's approval (the
+    // policy keeps its pinned version, so the refund's approval still binds).
+    f.registry.setPermissionPolicy(
+      new PermissionPolicy({
+        version: 'v1',
+        rules: [
+          {
+            name: 'ask_delegation',
+            tools: ['agent:billing'],
+            result: PermissionResult.ASK,
+            reason: 'a person decides',
+          },
+          DENY_HUGE_REFUNDS,
+          ASK_BIG_REFUNDS,
+        ],
+        fallback: PermissionResult.ALLOW,
+      }),
+    );
+    const resumed = await runner.resume(wire(p.state), [decision]);
+    expect(f.refunds).toHaveLength(0);
+    expect(resumed.decisions.at(-1)).toMatchObject({ tool: 'agent:billing', effect: 'deny' });
+    expect(asked).toBeLessThanOrEqual(1);
+  });
+
+  it('a delegation approved before the pause for the same binding continues on resume (branch atk1)', async () => {
+    const billing: Agent = { name: 'billing', tools: ['refund'] };
+    const top: Agent = { name: 'concierge', tools: ['refund', 'agent:billing'], peers: [billing] };
+    const f = shop({ policyVersion: 'v1' });
+    f.registry.setPermissionPolicy(
+      new PermissionPolicy({
+        version: 'v1',
+        rules: [
+          {
+            name: 'ask_delegation',
+            tools: ['agent:billing'],
+            result: PermissionResult.ASK,
+            reason: 'a person decides',
+          },
+          DENY_HUGE_REFUNDS,
+          ASK_BIG_REFUNDS,
+        ],
+        fallback: PermissionResult.ALLOW,
+      }),
+    );
+    const runner = new AgentRunner({
+      registry: f.registry,
+      model: new ScriptedModel({
+        concierge: [{ toolCalls: [{ name: 'agent:billing', arguments: { input: 'refund A1' } }] }, { text: 'done' }],
+        billing: [{ toolCalls: [{ name: 'refund', arguments: { order: 'A1', amount: 500 } }] }, { text: 'refunded' }],
+      }),
+      approvals: new InMemoryApprovalStore(),
+      secret: SECRET,
+      handler: (request) => (request.toolName === 'agent:billing' ? 'allow' : 'pending'),
+    });
+    const p = paused(await runner.run(top, 'refund A1', { tenant: 'acme' }));
+    const resumed = await runner.resume(wire(p.state), [runner.answer(p.pending[0]!, 'allow')]);
+    expect(resumed.status).toBe('completed');
+    expect(f.refunds).toHaveLength(1);
   });
 
   it('a resume that narrows the root so it no longer declares agent:billing; the paused delegation does not continue', async () => {
