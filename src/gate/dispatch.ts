@@ -156,7 +156,13 @@ export async function dispatchCalls(
   // call decided again after a wait announces its new Decision then. With a charge step (the runner), each
   // call is charged, then announced, then run.
   const early = route.charge === undefined && !env.limiter;
-  if (early) for (const e of entries) tell(env, route, e);
+  if (early) {
+    // A listener told of the Decisions may change what is in force (a layer cut in place, a kill switch):
+    // then every call is judged again before it runs, the first one too.
+    const heard = route.decided !== undefined || env.listening?.() !== false;
+    for (const e of entries) tell(env, route, e);
+    if (heard) epoch++;
+  }
 
   // Phase 2: call by call in order.
   const lanes = new Lanes(route.grouped);

@@ -91,3 +91,18 @@ describe('calls that run together, calls that are charged', () => {
     expect(result!.decision).toMatchObject({ effect: 'deny', by: 'rule_error' });
   });
 });
+
+describe('a listener of the announcement cuts a layer in place (registry route, no charge step)', () => {
+  for (const batch of [[AB[0]!], AB])
+    it(`a tool_decided listener splices the tenant plan: the call it was told of does not run (${batch.length} call(s))`, async () => {
+      const { registry, ran } = setUp({ concurrencySafe: false });
+      const tenantTools = ['a', 'b'];
+      registry.onChange((e) => {
+        if (e.type === 'tool_decided' && e.decision.callId === '1' && e.decision.effect === 'allow')
+          tenantTools.splice(tenantTools.indexOf('a'), 1);
+      });
+      const results = await registry.dispatch(batch, { tenant: { id: 't', tools: tenantTools } });
+      expect(ran).not.toContain('a');
+      expect(results[0]!.decision).toMatchObject({ effect: 'deny', layer: 'tenant' });
+    });
+});
