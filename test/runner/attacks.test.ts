@@ -269,8 +269,9 @@ describe('the allowlist step per call: a tenant plan changed in place applies at
       ],
     });
     const runner = new AgentRunner({ registry, model, tenants: () => ({ tools }), onRefusal: 'continue' });
-    runner.on('tool_decided', (e) => {
-      if (e.decision.tool === 'quote' && e.decision.effect === 'allow') tools.splice(tools.indexOf('quote'), 1);
+    // Cut after the first quote ran (a cut made while a call is announced refuses that call itself).
+    registry.onChange((e) => {
+      if (e.type === 'tool_executed' && e.tool === 'quote') tools.splice(tools.indexOf('quote'), 1);
     });
     const result = await runner.run(concierge, 'go');
     expect(executed['quote']).toBe(1);
@@ -606,5 +607,28 @@ describe('a kill switch in a run-event listener (branch atk1)', () => {
     expect(result.status).toBe('completed');
     expect(seen.at(-1)).toMatch(/:deny$/);
     expect(result.decisions.filter((d) => d.effect === 'deny')).toHaveLength(2);
+  });
+});
+
+describe('a plan cut in place by a run-event listener below the root (branch atk1)', () => {
+  it('the call a tool_decided listener cut from the plan does not run in a peer', async () => {
+    const { registry, executed } = shop();
+    const tools = ['search', 'quote', 'agent:pricing'];
+    const pricing: Agent = { name: 'pricing', tools: ['quote'] };
+    const concierge: Agent = { name: 'concierge', tools: ['search', 'quote', 'agent:pricing'], peers: [pricing] };
+    const model = new ScriptedModel({
+      concierge: [{ toolCalls: [{ name: 'agent:pricing', arguments: { input: 'price it' } }] }, { text: 'done' }],
+      pricing: [{ toolCalls: [{ name: 'quote', arguments: { item: 'lamp' } }] }, { text: '42' }],
+    });
+    const runner = new AgentRunner({ registry, model, tenants: () => ({ tools }), onRefusal: 'continue' });
+    runner.on('tool_decided', (e) => {
+      if (e.decision.tool === 'quote' && e.decision.effect === 'allow') tools.splice(tools.indexOf('quote'), 1);
+    });
+    const result = await runner.run(concierge, 'go');
+    expect(executed['quote'] ?? 0).toBe(0);
+    expect(result.decisions.filter((d) => d.tool === 'quote').at(-1)).toMatchObject({
+      effect: 'deny',
+      layer: 'tenant',
+    });
   });
 });
