@@ -68,6 +68,9 @@ interface Entry {
   epoch: number;
   /** The registry revision it was decided under. */
   revision: number;
+  /** The policy and registry handler it was decided (and an ask answered) under. */
+  policy: GateEnvironment['policy'];
+  handler: GateEnvironment['handler'];
   /** A person or handler allowed it (an ask): the answer stands for the same binding only. */
   answered: boolean;
   pending: ApprovalRequest | null;
@@ -413,8 +416,9 @@ async function resolveCallAsk(
 
 /**
  * Decides a call again under `state` before it runs. A final Decision replaces the old one; an ask keeps
- * the earlier approval only for the same binding (tool, arguments, rule, policy version), else it is asked again
- * (and cannot be left pending now: part of the batch may have run).
+ * the earlier approval only for the same binding (tool, arguments, rule, policy version) under the same tool,
+ * policy and handler objects, else it is asked again (and cannot be left pending now: part of the batch may
+ * have run).
  */
 async function decideAgain(e: Entry, state: RouteState, route: Route): Promise<void> {
   const call = e.call as NormalizedCall;
@@ -425,6 +429,9 @@ async function decideAgain(e: Entry, state: RouteState, route: Route): Promise<v
   );
   if (pre instanceof Promise) pre = await pre;
   e.revision = state.env.revision;
+  const kept = e.answered && sameBinding(e, pre, state.env);
+  e.policy = state.env.policy;
+  e.handler = state.env.handler;
   if (pre.kind === 'decided') {
     e.decision = pre.decision;
     e.tool = pre.tool;
@@ -432,7 +439,7 @@ async function decideAgain(e: Entry, state: RouteState, route: Route): Promise<v
     e.answered = false;
     return;
   }
-  if (e.answered && sameBinding(e, pre)) return;
+  if (kept) return;
   const asked = await resolveCallAsk(pre, call, state.context, state.env, route, false);
   const fresh = asked.entry(e.index, e.epoch, state.env);
   e.decision = fresh.decision;
@@ -441,8 +448,11 @@ async function decideAgain(e: Entry, state: RouteState, route: Route): Promise<v
   e.answered = fresh.answered;
 }
 
-function sameBinding(e: Entry, ask: Ask): boolean {
-  if (e.tool !== ask.tool) return false;
+function sameBinding(e: Entry, pre: Precheck, env: GateEnvironment): boolean {
+  if (pre.kind !== 'ask') return false;
+  const ask = pre;
+  // Answered under another policy object or registry handler (one that may deny it now): asked again.
+  if (e.tool !== ask.tool || e.policy !== env.policy || e.handler !== env.handler) return false;
   if (e.decision.canonical !== ask.base.canonical || e.decision.policyVersion !== ask.base.policyVersion) return false;
   if (e.decision.rule !== ask.base.rule) return false;
   if (e.args === ask.args) return true;
@@ -506,6 +516,8 @@ function entryOf(
     args,
     epoch,
     revision: env.revision,
+    policy: env.policy,
+    handler: env.handler,
     answered,
     pending,
     charged: true,

@@ -106,3 +106,66 @@ describe('a listener of the announcement cuts a layer in place (registry route, 
       expect(results[0]!.decision).toMatchObject({ effect: 'deny', layer: 'tenant' });
     });
 });
+
+describe('an answer given before a wait stands only under the same policy and handler (branch atk1)', () => {
+  function slowAndAsked() {
+    const ran: string[] = [];
+    const registry = new ToolRegistry({ handlerTimeoutMs: 500, confusables: 'off' });
+    let during: (() => void) | null = null;
+    registry.register({
+      name: 'slow',
+      parameters: { type: 'object' },
+      execute: async () => {
+        ran.push('slow');
+        during?.();
+        await new Promise((r) => setTimeout(r, 2));
+        return 'ok';
+      },
+    });
+    registry.register({
+      name: 'wire',
+      parameters: { type: 'object' },
+      execute: () => {
+        ran.push('wire');
+        return 'sent';
+      },
+    });
+    const rules = [{ name: 'ask-wire', tools: ['wire'], result: 'ask' as const }];
+    registry.setPermissionPolicy(new PermissionPolicy({ version: 'v1', rules, fallback: 'allow' }));
+    registry.setPermissionHandler(() => 'allow');
+    return { registry, ran, rules, setDuring: (f: () => void) => (during = f) };
+  }
+  const calls = [
+    { id: '1', name: 'slow', arguments: {} },
+    { id: '2', name: 'wire', arguments: {} },
+  ];
+
+  it('the registry handler replaced by a deny-all one while an earlier call runs: the approved call does not run', async () => {
+    const { registry, ran, setDuring } = slowAndAsked();
+    setDuring(() => registry.setPermissionHandler(() => 'deny'));
+    const results = await registry.dispatch(calls);
+    expect(ran).toEqual(['slow']);
+    expect(results[1]!.decision).toMatchObject({ effect: 'deny', by: 'handler' });
+  });
+
+  it('a policy of the same version whose own handler denies, installed while an earlier call runs: no run', async () => {
+    const { registry, ran, rules, setDuring } = slowAndAsked();
+    setDuring(() =>
+      registry.setPermissionPolicy(
+        new PermissionPolicy({ version: 'v1', rules, fallback: 'allow', handler: () => 'deny' }),
+      ),
+    );
+    await registry.dispatch(calls);
+    expect(ran).toEqual(['slow']);
+  });
+
+  it('an unrelated registration while an earlier call runs keeps the answer', async () => {
+    const { registry, ran, setDuring } = slowAndAsked();
+    let asked = 0;
+    registry.setPermissionHandler(() => (asked++, 'allow'));
+    setDuring(() => registry.register({ name: 'other', parameters: { type: 'object' }, execute: () => 'x' }));
+    await registry.dispatch(calls);
+    expect(ran).toEqual(['slow', 'wire']);
+    expect(asked).toBe(1);
+  });
+});
