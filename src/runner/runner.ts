@@ -17,7 +17,7 @@ import { Emitter } from '../events.js';
 import { dispatchCalls, previewCall } from '../gate/dispatch.js';
 import { deny, refusalContent } from '../gate/precheck.js';
 import { environmentOf } from '../gate/environment.js';
-import { describe } from '../names.js';
+import { canonical, describe } from '../names.js';
 import { agentGraph, peerTools } from './agents.js';
 import { answerBinding, DurableApprovals } from './approvals.js';
 import { limitsOf, runIdentity, runnerSettings, type AgentRunnerOptions, type RunnerSettings } from './options.js';
@@ -322,13 +322,21 @@ export class AgentRunner {
   }
 
   /**
-   * The refusal of a paused delegation call under what is in force now (steps 1–5, no ask), or null. One that
-   * comes out `ask` continues only if it was approved before the pause for the same binding (tool, arguments,
-   * rule, policy version: the run's signed decisions say so); else it needs a new approval and is refused.
+   * The refusal of a paused delegation call under what is in force now (steps 1–5, no ask), or null. It is
+   * judged on the arguments it ran with (edited by its approver, if it was). One that comes out `ask`
+   * continues only if it was approved before the pause for the same binding (tool, arguments, rule, policy
+   * version: the run's signed decisions say so); else it needs a new approval and is refused.
    */
   async #withdrawn(run: Run, frame: Frame, call: RunToolCall): Promise<DenyDecision | null> {
     const view = route.viewOf(this.#settings, run, frame, await limitsOf(this.#settings, run.tenant));
-    const pre = await previewCall(readable(call), view.context, view.env);
+    // The last Decision of this call: the one it ran on.
+    const form = canonical(call.name);
+    const last = run.decisions.findLast((d) => d.callId === call.id && d.canonical === form);
+    const ran =
+      last?.effect === 'allow' && last.parameters !== null
+        ? { id: call.id, name: call.name, arguments: last.parameters, format: 'toolgate' as const }
+        : readable(call);
+    const pre = await previewCall(ran, view.context, view.env);
     if (pre.kind === 'decided') return pre.decision.effect === 'deny' ? pre.decision : null;
     const binding = answerBinding({
       canonical: pre.base.canonical,
@@ -336,8 +344,6 @@ export class AgentRunner {
       rule: pre.base.rule,
       policyVersion: pre.base.policyVersion,
     });
-    // The last Decision of this call: the one it ran on.
-    const last = run.decisions.findLast((d) => d.callId === call.id && d.canonical === pre.base.canonical);
     if (last?.effect === 'allow' && last.asked !== null && last.by === 'handler' && answerBinding(last) === binding)
       return null;
     return deny(

@@ -475,6 +475,48 @@ describe('attack: what was granted before a pause or by another caller does not 
     expect(f.refunds).toHaveLength(1);
   });
 
+  it('a delegation approved with edited input before the peer paused continues on resume (branch atk1)', async () => {
+    const billing: Agent = { name: 'billing', tools: ['refund'] };
+    const top: Agent = { name: 'concierge', tools: ['refund', 'agent:billing'], peers: [billing] };
+    const f = shop({ policyVersion: 'v1' });
+    f.registry.setPermissionPolicy(
+      new PermissionPolicy({
+        version: 'v1',
+        rules: [
+          {
+            name: 'ask_delegation',
+            tools: ['agent:billing'],
+            result: PermissionResult.ASK,
+            reason: 'a person decides',
+          },
+          DENY_HUGE_REFUNDS,
+          ASK_BIG_REFUNDS,
+        ],
+        fallback: PermissionResult.ALLOW,
+      }),
+    );
+    const runner = new AgentRunner({
+      registry: f.registry,
+      model: new ScriptedModel({
+        concierge: [
+          { toolCalls: [{ name: 'agent:billing', arguments: { input: 'refund A1 and A2' } }] },
+          { text: 'done' },
+        ],
+        billing: [{ toolCalls: [{ name: 'refund', arguments: { order: 'A1', amount: 500 } }] }, { text: 'refunded' }],
+      }),
+      approvals: new InMemoryApprovalStore(),
+      secret: SECRET,
+      handler: () => 'pending',
+    });
+    const first = paused(await runner.run(top, 'refund', { tenant: 'acme' }));
+    const edited = runner.answer(first.pending[0]!, 'allow', { arguments: { input: 'refund A1' } });
+    const second = paused(await runner.resume(wire(first.state), [edited]));
+    expect(second.pending[0]).toMatchObject({ tool: 'refund' });
+    const done = await runner.resume(wire(second.state), [runner.answer(second.pending[0]!, 'allow')]);
+    expect(done.status).toBe('completed');
+    expect(f.refunds).toHaveLength(1);
+  });
+
   it('a resume that narrows the root so it no longer declares agent:billing; the paused delegation does not continue', async () => {
     const store = new InMemoryApprovalStore();
     const billing: Agent = { name: 'billing', tools: ['refund'] };
