@@ -322,7 +322,8 @@ export class AgentRunner {
   }
 
   /**
-   * The refusal of a paused delegation call under what is in force now (steps 1–5, no ask), or null. It is
+   * The refusal of a paused delegation call under what is in force now (steps 1–5, no ask, and this runner's
+   * depth cap), or null. It is
    * judged on the arguments it ran with (edited by its approver, if it was). One that comes out `ask`
    * continues only if it was approved before the pause for the same binding (tool, arguments, rule, policy
    * version: the run's signed decisions say so); else it needs a new approval and is refused.
@@ -337,7 +338,16 @@ export class AgentRunner {
         ? { id: call.id, name: call.name, arguments: last.parameters, format: 'toolgate' as const }
         : readable(call);
     const pre = await previewCall(ran, view.context, view.env);
-    if (pre.kind === 'decided') return pre.decision.effect === 'deny' ? pre.decision : null;
+    if (pre.kind === 'decided' && pre.decision.effect === 'deny') return pre.decision;
+    // The depth cap of the runner resuming it applies too (the paused one may have allowed deeper delegation).
+    const max = this.#settings.maxDepth;
+    if (frame.depth + 1 > max)
+      return deny(
+        pre.kind === 'decided' ? pre.decision : pre.base,
+        { stage: 'depth', by: 'depth', layer: null },
+        `delegation is capped at depth ${max}; ${JSON.stringify(call.name)} would nest deeper`,
+      );
+    if (pre.kind === 'decided') return null;
     const binding = answerBinding({
       canonical: pre.base.canonical,
       parameters: pre.args,

@@ -517,6 +517,26 @@ describe('attack: what was granted before a pause or by another caller does not 
     expect(f.refunds).toHaveLength(1);
   });
 
+  it("a paused delegation deeper than the resuming runner's maxDepth does not continue (branch atk1)", async () => {
+    const store = new InMemoryApprovalStore();
+    const billing: Agent = { name: 'billing', tools: ['refund'] };
+    const top: Agent = { name: 'concierge', tools: ['refund', 'agent:billing'], peers: [billing] };
+    const model = () =>
+      new ScriptedModel({
+        concierge: [{ toolCalls: [{ name: 'agent:billing', arguments: { input: 'refund A1' } }] }, { text: 'done' }],
+        billing: [{ toolCalls: [{ name: 'refund', arguments: { order: 'A1', amount: 500 } }] }, { text: 'refunded' }],
+      });
+    const f = shop({ policyVersion: 'v1' });
+    const options = { registry: f.registry, approvals: store, secret: SECRET, handler: () => 'pending' as const };
+    const first = new AgentRunner({ ...options, model: model(), maxDepth: 2 });
+    const p = paused(await first.run(top, 'refund A1', { tenant: 'acme' }));
+    // Resumed where delegation is no longer allowed at all.
+    const strict = new AgentRunner({ ...options, model: model(), maxDepth: 0, onRefusal: 'continue' });
+    const resumed = await strict.resume(wire(p.state), [first.answer(p.pending[0]!, 'allow')]);
+    expect(f.refunds).toHaveLength(0);
+    expect(resumed.decisions.at(-1)).toMatchObject({ tool: 'agent:billing', effect: 'deny', stage: 'depth' });
+  });
+
   it('a resume that narrows the root so it no longer declares agent:billing; the paused delegation does not continue', async () => {
     const store = new InMemoryApprovalStore();
     const billing: Agent = { name: 'billing', tools: ['refund'] };
