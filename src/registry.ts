@@ -319,6 +319,7 @@ export class ToolRegistry {
       revision: this.#revision,
       current: () => this.#env(),
       emit: (event) => events.emit(event),
+      listening: () => events.size > 0,
     };
     return (this.#environment = env);
   }

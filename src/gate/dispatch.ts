@@ -68,6 +68,9 @@ interface Entry {
   epoch: number;
   /** The registry revision it was decided under. */
   revision: number;
+  /** The policy and registry handler it was decided (and an ask answered) under. */
+  policy: GateEnvironment['policy'];
+  handler: GateEnvironment['handler'];
   /** A person or handler allowed it (an ask): the answer stands for the same binding only. */
   answered: boolean;
   pending: ApprovalRequest | null;
@@ -156,7 +159,13 @@ export async function dispatchCalls(
   // call decided again after a wait announces its new Decision then. With a charge step (the runner), each
   // call is charged, then announced, then run.
   const early = route.charge === undefined && !env.limiter;
-  if (early) for (const e of entries) tell(env, route, e);
+  if (early) {
+    // A listener told of the Decisions may change what is in force (a layer cut in place, a kill switch):
+    // then every call is judged again before it runs, the first one too.
+    const heard = route.decided !== undefined || env.listening?.() !== false;
+    for (const e of entries) tell(env, route, e);
+    if (heard) epoch++;
+  }
 
   // Phase 2: call by call in order.
   const lanes = new Lanes(route.grouped);
@@ -174,12 +183,13 @@ export async function dispatchCalls(
         await lanes.drain();
         epoch++;
       }
-      // A call that had to wait (an earlier call, an approval, a delegation), or whose announcement was
-      // followed by a change of the registry (a listener), is judged again under what is in force now (DESIGN:
+      // A call that had to wait (an earlier call, an approval, a delegation) or ran after a call that started
+      // before it (concurrency-safe calls together), or whose announcement was followed by a change of the
+      // registry (a listener), is judged again under what is in force now (DESIGN:
       // the call that runs is the call that was decided, under the registry, policy and layers in force when
       // it runs): fully when the registry or the route's context changed, else the allowlist step, which
       // sees a layer array changed in place.
-      if (e.epoch !== epoch || (early && env.current().revision !== e.revision)) {
+      if (e.epoch !== epoch || env.current().revision !== e.revision) {
         const state: RouteState = route.refresh ? await route.refresh() : { context, env: env.current() };
         runContext = state.context;
         runEnv = state.env;
@@ -194,8 +204,16 @@ export async function dispatchCalls(
         ? null
         : refused(e.decision as Extract<Decision, { effect: 'deny' }>)
       : await conclude(e, route, runEnv, runContext, (halt) => (halted = halt));
-    if (concluded !== null) {
-      results.push(concluded);
+    if (concluded === null && !early) {
+      // Charging awaited (the route's store, the limiter) and the Decision was just told to listeners: a
+      // listener or anything that ran meanwhile (a concurrency-safe call started before this one) may have
+      // changed the registry or cut a layer. The call runs only if it is still allowed under what is in force now.
+      const now = await confirm(e, route, runEnv, runContext, (halt) => (halted = halt));
+      runContext = now.context;
+      runEnv = now.env;
+    }
+    if (concluded !== null || e.decision.effect !== 'allow') {
+      results.push(concluded ?? refused(e.decision as Extract<Decision, { effect: 'deny' }>));
       if (e.halts) halted = true;
       continue;
     }
@@ -222,6 +240,9 @@ export async function dispatchCalls(
     if (route.grouped && decided.tool.metadata.concurrencySafe) {
       lanes.start(true, running);
       results.push(running);
+      // The call started and may already have run (a synchronous tool, its tool_executed listeners) or
+      // run on while the next call is charged: the calls after it are judged again before they start.
+      epoch++;
     } else {
       results.push(await running);
       epoch++;
@@ -294,6 +315,48 @@ async function conclude(
   return refused(e.decision as Extract<Decision, { effect: 'deny' }>);
 }
 
+/** How many times a call announced as allowed is decided again because the registry changed meanwhile. */
+const CONFIRM_ROUNDS = 3;
+
+/**
+ * After step 6 and 8 of an allowed call (a route that charges: the charge awaited, listeners were told): the
+ * call decided again when the registry changed since it was decided, else its allowlist step again (a layer
+ * cut in place); a changed Decision is announced in turn. A registry that changes again at each
+ * announcement refuses the call. The state the call runs under.
+ */
+async function confirm(
+  e: Entry,
+  route: Route,
+  env: GateEnvironment,
+  context: GateContext,
+  onHalt: (halt: boolean) => void,
+): Promise<RouteState> {
+  let state: RouteState = { context, env };
+  for (let round = 0; e.decision.effect === 'allow'; round++) {
+    const before = e.decision;
+    // A resolved allowlist (below the runner's root) is a snapshot of the layers: only the route's context
+    // now shows a layer cut in place.
+    if (round === 0 && route.refresh && state.context.allowlist !== undefined) state = await route.refresh();
+    const now = state.env.current();
+    if (now.revision !== e.revision) {
+      if (round >= CONFIRM_ROUNDS) {
+        e.decision = deny(
+          before,
+          { stage: 'policy', by: 'rule_error', layer: null },
+          'the registry changed again each time the call was announced, so it is not run',
+        );
+        e.answered = false;
+      } else {
+        state = route.refresh ? await route.refresh() : { context: state.context, env: now };
+        await decideAgain(e, state, route);
+      }
+    } else if ((e.decision = allowlistAgain(before, state.context, state.env)) !== before) e.answered = false;
+    if (e.decision === before) break;
+    if (tell(state.env, route, e)) onHalt(true);
+  }
+  return state;
+}
+
 /** An ask, announced and resolved by the one precedence; edited arguments pass the gate again. */
 async function resolveCallAsk(
   ask: Ask,
@@ -353,8 +416,9 @@ async function resolveCallAsk(
 
 /**
  * Decides a call again under `state` before it runs. A final Decision replaces the old one; an ask keeps
- * the earlier approval only for the same binding (tool, arguments, rule, policy version), else it is asked again
- * (and cannot be left pending now: part of the batch may have run).
+ * the earlier approval only for the same binding (tool, arguments, rule, policy version) under the same tool,
+ * policy and handler objects, else it is asked again (and cannot be left pending now: part of the batch may
+ * have run).
  */
 async function decideAgain(e: Entry, state: RouteState, route: Route): Promise<void> {
   const call = e.call as NormalizedCall;
@@ -365,6 +429,9 @@ async function decideAgain(e: Entry, state: RouteState, route: Route): Promise<v
   );
   if (pre instanceof Promise) pre = await pre;
   e.revision = state.env.revision;
+  const kept = e.answered && sameBinding(e, pre, state.env);
+  e.policy = state.env.policy;
+  e.handler = state.env.handler;
   if (pre.kind === 'decided') {
     e.decision = pre.decision;
     e.tool = pre.tool;
@@ -372,7 +439,7 @@ async function decideAgain(e: Entry, state: RouteState, route: Route): Promise<v
     e.answered = false;
     return;
   }
-  if (e.answered && sameBinding(e, pre)) return;
+  if (kept) return;
   const asked = await resolveCallAsk(pre, call, state.context, state.env, route, false);
   const fresh = asked.entry(e.index, e.epoch, state.env);
   e.decision = fresh.decision;
@@ -381,8 +448,11 @@ async function decideAgain(e: Entry, state: RouteState, route: Route): Promise<v
   e.answered = fresh.answered;
 }
 
-function sameBinding(e: Entry, ask: Ask): boolean {
-  if (e.tool !== ask.tool) return false;
+function sameBinding(e: Entry, pre: Precheck, env: GateEnvironment): boolean {
+  if (pre.kind !== 'ask') return false;
+  const ask = pre;
+  // Answered under another policy object or registry handler (one that may deny it now): asked again.
+  if (e.tool !== ask.tool || e.policy !== env.policy || e.handler !== env.handler) return false;
   if (e.decision.canonical !== ask.base.canonical || e.decision.policyVersion !== ask.base.policyVersion) return false;
   if (e.decision.rule !== ask.base.rule) return false;
   if (e.args === ask.args) return true;
@@ -446,6 +516,8 @@ function entryOf(
     args,
     epoch,
     revision: env.revision,
+    policy: env.policy,
+    handler: env.handler,
     answered,
     pending,
     charged: true,

@@ -68,6 +68,8 @@ export interface GateEnvironment {
   current(): GateEnvironment;
   /** Emits an event to the registry's listeners (dispatch.ts and execute.ts only). */
   emit(event: RegistryEvent): void;
+  /** False when no listener would hear an event now (absent: assume one would). */
+  listening?(): boolean;
 }
 
 /** A call that passed steps 1–4 and was evaluated by the policy (step 5), before any handler. */

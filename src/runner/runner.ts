@@ -15,11 +15,11 @@ import type { DenyDecision } from '../decision.js';
 import { ConfigurationError, RunStateError } from '../errors.js';
 import { Emitter } from '../events.js';
 import { dispatchCalls, previewCall } from '../gate/dispatch.js';
-import { refusalContent } from '../gate/precheck.js';
+import { deny, refusalContent } from '../gate/precheck.js';
 import { environmentOf } from '../gate/environment.js';
-import { describe } from '../names.js';
+import { canonical, describe } from '../names.js';
 import { agentGraph, peerTools } from './agents.js';
-import { DurableApprovals } from './approvals.js';
+import { answerBinding, DurableApprovals } from './approvals.js';
 import { limitsOf, runIdentity, runnerSettings, type AgentRunnerOptions, type RunnerSettings } from './options.js';
 import * as route from './route.js';
 import {
@@ -321,11 +321,46 @@ export class AgentRunner {
     }
   }
 
-  /** The refusal of a paused delegation call under what is in force now (steps 1–5, no ask), or null. */
+  /**
+   * The refusal of a paused delegation call under what is in force now (steps 1–5, no ask, and this runner's
+   * depth cap), or null. It is
+   * judged on the arguments it ran with (edited by its approver, if it was). One that comes out `ask`
+   * continues only if it was approved before the pause for the same binding (tool, arguments, rule, policy
+   * version: the run's signed decisions say so); else it needs a new approval and is refused.
+   */
   async #withdrawn(run: Run, frame: Frame, call: RunToolCall): Promise<DenyDecision | null> {
     const view = route.viewOf(this.#settings, run, frame, await limitsOf(this.#settings, run.tenant));
-    const pre = await previewCall(readable(call), view.context, view.env);
-    return pre.kind === 'decided' && pre.decision.effect === 'deny' ? pre.decision : null;
+    // The last Decision of this call: the one it ran on.
+    const form = canonical(call.name);
+    const last = run.decisions.findLast((d) => d.callId === call.id && d.canonical === form);
+    const ran =
+      last?.effect === 'allow' && last.parameters !== null
+        ? { id: call.id, name: call.name, arguments: last.parameters, format: 'toolgate' as const }
+        : readable(call);
+    const pre = await previewCall(ran, view.context, view.env);
+    if (pre.kind === 'decided' && pre.decision.effect === 'deny') return pre.decision;
+    // The depth cap of the runner resuming it applies too (the paused one may have allowed deeper delegation).
+    const max = this.#settings.maxDepth;
+    if (frame.depth + 1 > max)
+      return deny(
+        pre.kind === 'decided' ? pre.decision : pre.base,
+        { stage: 'depth', by: 'depth', layer: null },
+        `delegation is capped at depth ${max}; ${JSON.stringify(call.name)} would nest deeper`,
+      );
+    if (pre.kind === 'decided') return null;
+    const binding = answerBinding({
+      canonical: pre.base.canonical,
+      parameters: pre.args,
+      rule: pre.base.rule,
+      policyVersion: pre.base.policyVersion,
+    });
+    if (last?.effect === 'allow' && last.asked !== null && last.by === 'handler' && answerBinding(last) === binding)
+      return null;
+    return deny(
+      pre.base,
+      { stage: 'handler', by: 'approval_invalid', layer: null },
+      `${pre.base.reason}; the delegation was not approved for this under the policy in force now, so it does not continue`,
+    );
   }
 
   /** After the peer frame of a delegation call ran (or paused): null when it completed and the turn goes on. */

@@ -12,7 +12,7 @@ import {
   type TenantLimits,
 } from '../../src/index.js';
 import { InMemoryApprovalStore, ScriptedModel } from '../../src/runner/index.js';
-import { SECRET, shop } from './fixtures.js';
+import { ASK_BIG_REFUNDS, DENY_HUGE_REFUNDS, SECRET, shop } from './fixtures.js';
 
 function paused(result: RunResult): Extract<RunResult, { status: 'paused' }> {
   if (result.status !== 'paused')
@@ -244,10 +244,12 @@ describe('the allowlist step per call: a tenant plan changed in place applies at
     const seen: string[] = [];
     runner.on('tool_decided', (e) => {
       seen.push(`${e.decision.effect}:${e.decision.layer ?? ''}`);
-      // The plan is edited in place, the array itself kept: after the first call search is taken away, after
-      // the refusal it is given back.
-      if (seen.length === 1) tools.splice(0, 1);
+      // The plan is edited in place, the array itself kept: after the first call ran search is taken away,
+      // after the refusal it is given back. (A cut made while a call is announced refuses that call itself.)
       if (seen.length === 2) tools.push('search');
+    });
+    registry.onChange((e) => {
+      if (e.type === 'tool_executed' && seen.length === 1) tools.splice(0, 1);
     });
     const result = await runner.run(concierge, 'go');
     expect(seen).toEqual(['allow:', 'deny:tenant', 'allow:']);
@@ -267,8 +269,9 @@ describe('the allowlist step per call: a tenant plan changed in place applies at
       ],
     });
     const runner = new AgentRunner({ registry, model, tenants: () => ({ tools }), onRefusal: 'continue' });
-    runner.on('tool_decided', (e) => {
-      if (e.decision.tool === 'quote' && e.decision.effect === 'allow') tools.splice(tools.indexOf('quote'), 1);
+    // Cut after the first quote ran (a cut made while a call is announced refuses that call itself).
+    registry.onChange((e) => {
+      if (e.type === 'tool_executed' && e.tool === 'quote') tools.splice(tools.indexOf('quote'), 1);
     });
     const result = await runner.run(concierge, 'go');
     expect(executed['quote']).toBe(1);
@@ -389,6 +392,151 @@ describe('attack: what was granted before a pause or by another caller does not 
     expect(resumed.decisions.at(-1)).toMatchObject({ tool: 'agent:billing', effect: 'deny', layer: 'tenant' });
   });
 
+  it('a delegation that needs approval under the policy in force on resume does not continue unasked (branch atk1)', async () => {
+    const store = new InMemoryApprovalStore();
+    const billing: Agent = { name: 'billing', tools: ['refund'] };
+    const top: Agent = { name: 'concierge', tools: ['refund', 'agent:billing'], peers: [billing] };
+    const model = new ScriptedModel({
+      concierge: [{ toolCalls: [{ name: 'agent:billing', arguments: { input: 'refund A1' } }] }, { text: 'done' }],
+      billing: [{ toolCalls: [{ name: 'refund', arguments: { order: 'A1', amount: 500 } }] }, { text: 'refunded' }],
+    });
+    const f = shop({ policyVersion: 'v1' });
+    let asked = 0;
+    const runner = new AgentRunner({
+      registry: f.registry,
+      model,
+      approvals: store,
+      secret: SECRET,
+      handler: (request) => {
+        if (request.toolName === 'agent:billing') asked++;
+        return request.toolName === 'agent:billing' ? 'deny' : 'pending';
+      },
+      onRefusal: 'continue',
+    });
+    const p = paused(await runner.run(top, 'refund A1', { tenant: 'acme' }));
+    const decision = runner.answer(p.pending[0]!, 'allow');
+    // While the run is paused inside billing, delegating to billing comes to need a person's approval (the
+    // policy keeps its pinned version, so the refund's approval still binds).
+    f.registry.setPermissionPolicy(
+      new PermissionPolicy({
+        version: 'v1',
+        rules: [
+          {
+            name: 'ask_delegation',
+            tools: ['agent:billing'],
+            result: PermissionResult.ASK,
+            reason: 'a person decides',
+          },
+          DENY_HUGE_REFUNDS,
+          ASK_BIG_REFUNDS,
+        ],
+        fallback: PermissionResult.ALLOW,
+      }),
+    );
+    const resumed = await runner.resume(wire(p.state), [decision]);
+    expect(f.refunds).toHaveLength(0);
+    expect(resumed.decisions.at(-1)).toMatchObject({ tool: 'agent:billing', effect: 'deny' });
+    expect(asked).toBeLessThanOrEqual(1);
+  });
+
+  it('a delegation approved before the pause for the same binding continues on resume (branch atk1)', async () => {
+    const billing: Agent = { name: 'billing', tools: ['refund'] };
+    const top: Agent = { name: 'concierge', tools: ['refund', 'agent:billing'], peers: [billing] };
+    const f = shop({ policyVersion: 'v1' });
+    f.registry.setPermissionPolicy(
+      new PermissionPolicy({
+        version: 'v1',
+        rules: [
+          {
+            name: 'ask_delegation',
+            tools: ['agent:billing'],
+            result: PermissionResult.ASK,
+            reason: 'a person decides',
+          },
+          DENY_HUGE_REFUNDS,
+          ASK_BIG_REFUNDS,
+        ],
+        fallback: PermissionResult.ALLOW,
+      }),
+    );
+    const runner = new AgentRunner({
+      registry: f.registry,
+      model: new ScriptedModel({
+        concierge: [{ toolCalls: [{ name: 'agent:billing', arguments: { input: 'refund A1' } }] }, { text: 'done' }],
+        billing: [{ toolCalls: [{ name: 'refund', arguments: { order: 'A1', amount: 500 } }] }, { text: 'refunded' }],
+      }),
+      approvals: new InMemoryApprovalStore(),
+      secret: SECRET,
+      handler: (request) => (request.toolName === 'agent:billing' ? 'allow' : 'pending'),
+    });
+    const p = paused(await runner.run(top, 'refund A1', { tenant: 'acme' }));
+    const resumed = await runner.resume(wire(p.state), [runner.answer(p.pending[0]!, 'allow')]);
+    expect(resumed.status).toBe('completed');
+    expect(f.refunds).toHaveLength(1);
+  });
+
+  it('a delegation approved with edited input before the peer paused continues on resume (branch atk1)', async () => {
+    const billing: Agent = { name: 'billing', tools: ['refund'] };
+    const top: Agent = { name: 'concierge', tools: ['refund', 'agent:billing'], peers: [billing] };
+    const f = shop({ policyVersion: 'v1' });
+    f.registry.setPermissionPolicy(
+      new PermissionPolicy({
+        version: 'v1',
+        rules: [
+          {
+            name: 'ask_delegation',
+            tools: ['agent:billing'],
+            result: PermissionResult.ASK,
+            reason: 'a person decides',
+          },
+          DENY_HUGE_REFUNDS,
+          ASK_BIG_REFUNDS,
+        ],
+        fallback: PermissionResult.ALLOW,
+      }),
+    );
+    const runner = new AgentRunner({
+      registry: f.registry,
+      model: new ScriptedModel({
+        concierge: [
+          { toolCalls: [{ name: 'agent:billing', arguments: { input: 'refund A1 and A2' } }] },
+          { text: 'done' },
+        ],
+        billing: [{ toolCalls: [{ name: 'refund', arguments: { order: 'A1', amount: 500 } }] }, { text: 'refunded' }],
+      }),
+      approvals: new InMemoryApprovalStore(),
+      secret: SECRET,
+      handler: () => 'pending',
+    });
+    const first = paused(await runner.run(top, 'refund', { tenant: 'acme' }));
+    const edited = runner.answer(first.pending[0]!, 'allow', { arguments: { input: 'refund A1' } });
+    const second = paused(await runner.resume(wire(first.state), [edited]));
+    expect(second.pending[0]).toMatchObject({ tool: 'refund' });
+    const done = await runner.resume(wire(second.state), [runner.answer(second.pending[0]!, 'allow')]);
+    expect(done.status).toBe('completed');
+    expect(f.refunds).toHaveLength(1);
+  });
+
+  it("a paused delegation deeper than the resuming runner's maxDepth does not continue (branch atk1)", async () => {
+    const store = new InMemoryApprovalStore();
+    const billing: Agent = { name: 'billing', tools: ['refund'] };
+    const top: Agent = { name: 'concierge', tools: ['refund', 'agent:billing'], peers: [billing] };
+    const model = () =>
+      new ScriptedModel({
+        concierge: [{ toolCalls: [{ name: 'agent:billing', arguments: { input: 'refund A1' } }] }, { text: 'done' }],
+        billing: [{ toolCalls: [{ name: 'refund', arguments: { order: 'A1', amount: 500 } }] }, { text: 'refunded' }],
+      });
+    const f = shop({ policyVersion: 'v1' });
+    const options = { registry: f.registry, approvals: store, secret: SECRET, handler: () => 'pending' as const };
+    const first = new AgentRunner({ ...options, model: model(), maxDepth: 2 });
+    const p = paused(await first.run(top, 'refund A1', { tenant: 'acme' }));
+    // Resumed where delegation is no longer allowed at all.
+    const strict = new AgentRunner({ ...options, model: model(), maxDepth: 0, onRefusal: 'continue' });
+    const resumed = await strict.resume(wire(p.state), [first.answer(p.pending[0]!, 'allow')]);
+    expect(f.refunds).toHaveLength(0);
+    expect(resumed.decisions.at(-1)).toMatchObject({ tool: 'agent:billing', effect: 'deny', stage: 'depth' });
+  });
+
   it('a resume that narrows the root so it no longer declares agent:billing; the paused delegation does not continue', async () => {
     const store = new InMemoryApprovalStore();
     const billing: Agent = { name: 'billing', tools: ['refund'] };
@@ -491,5 +639,58 @@ describe('attack: what was granted before a pause or by another caller does not 
     expect(asked).toBe(2);
     expect(second.decisions[0]).toMatchObject({ effect: 'deny', by: 'handler' });
     expect(f.refunds).toHaveLength(0);
+  });
+});
+
+describe('a kill switch in a run-event listener (branch atk1)', () => {
+  it('a tool_decided listener that sets a deny-all policy stops the very call it was told of, and the rest', async () => {
+    const { registry, executed } = shop();
+    registry.setPermissionPolicy(new PermissionPolicy({ rules: [], fallback: PermissionResult.ALLOW }));
+    const model = new ScriptedModel([
+      {
+        toolCalls: [
+          { name: 'search', arguments: { query: 'a' } },
+          { name: 'search', arguments: { query: 'b' } },
+        ],
+      },
+      { text: 'done' },
+    ]);
+    const runner = new AgentRunner({ registry, model, onRefusal: 'continue' });
+    const seen: string[] = [];
+    runner.on('tool_decided', (e) => {
+      seen.push(`${e.decision.callId}:${e.decision.effect}`);
+      if (e.decision.effect === 'allow')
+        registry.setPermissionPolicy(
+          new PermissionPolicy({ rules: [], fallback: PermissionResult.DENY, version: 'off' }),
+        );
+    });
+    const result = await runner.run({ name: 'concierge', tools: ['search'] }, 'go');
+    expect(executed['search'] ?? 0).toBe(0);
+    expect(result.status).toBe('completed');
+    expect(seen.at(-1)).toMatch(/:deny$/);
+    expect(result.decisions.filter((d) => d.effect === 'deny')).toHaveLength(2);
+  });
+});
+
+describe('a plan cut in place by a run-event listener below the root (branch atk1)', () => {
+  it('the call a tool_decided listener cut from the plan does not run in a peer', async () => {
+    const { registry, executed } = shop();
+    const tools = ['search', 'quote', 'agent:pricing'];
+    const pricing: Agent = { name: 'pricing', tools: ['quote'] };
+    const concierge: Agent = { name: 'concierge', tools: ['search', 'quote', 'agent:pricing'], peers: [pricing] };
+    const model = new ScriptedModel({
+      concierge: [{ toolCalls: [{ name: 'agent:pricing', arguments: { input: 'price it' } }] }, { text: 'done' }],
+      pricing: [{ toolCalls: [{ name: 'quote', arguments: { item: 'lamp' } }] }, { text: '42' }],
+    });
+    const runner = new AgentRunner({ registry, model, tenants: () => ({ tools }), onRefusal: 'continue' });
+    runner.on('tool_decided', (e) => {
+      if (e.decision.tool === 'quote' && e.decision.effect === 'allow') tools.splice(tools.indexOf('quote'), 1);
+    });
+    const result = await runner.run(concierge, 'go');
+    expect(executed['quote'] ?? 0).toBe(0);
+    expect(result.decisions.filter((d) => d.tool === 'quote').at(-1)).toMatchObject({
+      effect: 'deny',
+      layer: 'tenant',
+    });
   });
 });
