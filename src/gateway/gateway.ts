@@ -185,6 +185,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
       );
   }
   let governance = compiledGovernance(set);
+  checkToolNamespaces(set, options.upstreams);
   let defaultContext: GateContext = options.context ?? set.context();
   checkContext(defaultContext);
   const auditSink = options.audit;
@@ -963,6 +964,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     let nextOnDrift = onDrift;
     try {
       nextGovernance = compiledGovernance(next);
+      checkToolNamespaces(next, options.upstreams);
       const context = reloadOptions.context;
       nextContext = (typeof context === 'function' ? context(next) : context) ?? options.context ?? next.context();
       checkContext(nextContext);
@@ -1136,6 +1138,27 @@ function compiledGovernance(set: PolicySet): Extract<ReturnType<typeof compileGo
       `the policy file's resource and prompt rules were refused:\n${governance.issues.map((i) => `  ${i.file}:${i.line}:${i.column}: ${i.message}`).join('\n')}`,
     );
   return governance;
+}
+
+/**
+ * Refuses tool rules that select by `namespace` an upstream whose tools are shown unprefixed: those tools
+ * carry no namespace (`echo`, not `docs:echo`), so the rule would select none of them — a deny on
+ * `namespace: docs` would let every tool of `docs` through — while the same selector on a `resources:` or
+ * `prompts:` rule does select that upstream. A ConfigurationError naming the rules.
+ */
+function checkToolNamespaces(set: PolicySet, upstreams: Readonly<Record<string, GatewayUpstreamOptions>>): void {
+  const unprefixed = new Map<string, string>();
+  for (const [namespace, upstream] of Object.entries(upstreams))
+    if (upstream?.prefix === false) unprefixed.set(canonical(namespace), namespace);
+  if (unprefixed.size === 0) return;
+  const problems = set.rules
+    .filter((rule) => rule.namespace !== null && unprefixed.has(rule.namespace))
+    .map(
+      (rule) =>
+        `  ${set.file ?? '<input>'}:${rule.position.line}:${rule.position.column}: rule ${JSON.stringify(rule.name)} selects tools by namespace ${JSON.stringify(unprefixed.get(rule.namespace!))}, whose upstream shows its tools unprefixed (prefix: false): they carry no namespace and the rule would select none of them; name the tools instead (tools: [...])`,
+    );
+  if (problems.length > 0)
+    throw new ConfigurationError(`the policy file's tool rules were refused:\n${problems.join('\n')}`);
 }
 
 /** Every rule of a policy file (tool, `resources:`, `prompts:`) with its mode and what it states. */

@@ -1,0 +1,85 @@
+// Attacks on the gateway's edges (policy file ↔ upstream configuration, reloads, approvals): each test
+// failed before its fix.
+import { mkdtempSync, realpathSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { afterEach, describe, expect, it } from 'vitest';
+import { stringify } from 'yaml';
+import { createGateway, gatewayConfigOf, type Gateway } from '../../src/gateway/index.js';
+import { loadPolicyFile } from '../../src/policy-file/index.js';
+
+const ROOT = process.cwd();
+const DOCS = join(ROOT, 'test/gateway/fixtures/docs-server.ts');
+const tsx = (file: string) => ({ command: process.execPath, args: ['--import', 'tsx', file] });
+const cleanups: (() => Promise<unknown>)[] = [];
+afterEach(async () => {
+  while (cleanups.length) await cleanups.pop()!().catch(() => undefined);
+});
+const text = (r: unknown) => ((r as CallToolResult).content[0] as { text: string }).text;
+
+function policyFile(data: Record<string, unknown>, dir = realpathSync(mkdtempSync(join(tmpdir(), 'toolgate-edge-')))) {
+  const file = join(dir, 'policy.yaml');
+  writeFileSync(file, stringify({ version: 1, ...data }));
+  return file;
+}
+
+async function connect(gateway: Gateway) {
+  const [a, b] = InMemoryTransport.createLinkedPair();
+  await gateway.createServer().connect(b);
+  const client = new Client({ name: 'attacker', version: '1.0.0' });
+  await client.connect(a);
+  cleanups.push(() => client.close());
+  return client;
+}
+
+describe('attacks on the gateway edges', { timeout: 120_000 }, () => {
+  it('a tool rule selecting an unprefixed upstream by namespace is refused, not silently void', async () => {
+    // `namespace: docs` selects the upstream docs for resources and prompts; its tools, shown unprefixed
+    // (`echo`), carry no namespace, so the deny selected none of them and `echo` ran.
+    const data = {
+      gateway: { upstreams: { docs: { ...tsx(DOCS), prefix: false } } },
+      rules: [
+        { name: 'no-docs-tools', namespace: 'docs', result: 'deny' },
+        { name: 'rest', result: 'allow' },
+      ],
+    };
+    const set = await loadPolicyFile(policyFile(data));
+    const config = gatewayConfigOf(set);
+    let ran: string | null = null;
+    try {
+      const gateway = await createGateway({ policy: set, upstreams: config.upstreams, pins: null });
+      cleanups.push(() => gateway.close());
+      const client = await connect(gateway);
+      ran = text(await client.callTool({ name: 'echo', arguments: { text: 'hi' } }));
+    } catch (error) {
+      expect((error as Error).message).toMatch(/no-docs-tools.*namespace "docs".*prefix: false/s);
+    }
+    expect(ran).not.toBe('echo: hi');
+    expect(ran).toBeNull();
+  });
+
+  it('a reload to a policy whose tool rule selects an unprefixed upstream by namespace is refused', async () => {
+    const upstreams = { docs: { ...tsx(DOCS), prefix: false } };
+    const set = await loadPolicyFile(
+      policyFile({ gateway: { upstreams }, rules: [{ name: 'rest', result: 'allow' }] }),
+    );
+    const gateway = await createGateway({ policy: set, upstreams: gatewayConfigOf(set).upstreams, pins: null });
+    cleanups.push(() => gateway.close());
+    const client = await connect(gateway);
+    const next = policyFile({
+      gateway: { upstreams },
+      rules: [
+        { name: 'no-docs-tools', namespace: 'docs', result: 'deny' },
+        { name: 'rest', result: 'allow' },
+      ],
+    });
+    const reloaded = await gateway.reload(next);
+    expect(reloaded.ok).toBe(false);
+    expect(reloaded.ok ? '' : reloaded.error).toMatch(/no-docs-tools.*prefix: false/s);
+    // The policy in force stays the one that allows: nothing was swapped in half.
+    expect(text(await client.callTool({ name: 'echo', arguments: { text: 'hi' } }))).toBe('echo: hi');
+  });
+});
