@@ -41,7 +41,7 @@ import { dispatchCalls } from '../gate/dispatch.js';
 import { environmentOf } from '../gate/environment.js';
 import type { GateContext } from '../gate/precheck.js';
 import type { Route } from '../gate/route.js';
-import { canonical, describe, displaySafe } from '../names.js';
+import { canonical, describe, displaySafe, namespaceOf } from '../names.js';
 import type { PermissionHandler, PermissionRequest } from '../permissions/handler.js';
 import { PermissionPolicy } from '../permissions/policy.js';
 import type { PolicySet } from '../policy-file/policy-set.js';
@@ -1151,12 +1151,27 @@ function checkToolNamespaces(set: PolicySet, upstreams: Readonly<Record<string, 
   for (const [namespace, upstream] of Object.entries(upstreams))
     if (upstream?.prefix === false) unprefixed.set(canonical(namespace), namespace);
   if (unprefixed.size === 0) return;
-  const problems = set.rules
-    .filter((rule) => rule.namespace !== null && unprefixed.has(rule.namespace))
-    .map(
-      (rule) =>
-        `  ${set.file ?? '<input>'}:${rule.position.line}:${rule.position.column}: rule ${JSON.stringify(rule.name)} selects tools by namespace ${JSON.stringify(unprefixed.get(rule.namespace!))}, whose upstream shows its tools unprefixed (prefix: false): they carry no namespace and the rule would select none of them; name the tools instead (tools: [...])`,
-    );
+  const at = (rule: PolicySet['rules'][number]): string =>
+    `  ${set.file ?? '<input>'}:${rule.position.line}:${rule.position.column}: rule ${JSON.stringify(rule.name)}`;
+  // A name or glob whose literal namespace is an unprefixed upstream's (`docs:echo`, `docs:*`).
+  const literalNamespace = (pattern: string): string | null => {
+    const namespace = namespaceOf(pattern);
+    return namespace !== null && !/[*?[\]{}\\]/.test(namespace) && unprefixed.has(namespace) ? namespace : null;
+  };
+  const problems: string[] = [];
+  for (const rule of set.rules) {
+    if (rule.namespace !== null && unprefixed.has(rule.namespace))
+      problems.push(
+        `${at(rule)} selects tools by namespace ${JSON.stringify(unprefixed.get(rule.namespace))}, whose upstream shows its tools unprefixed (prefix: false): they carry no namespace and the rule would select none of them; name the tools by their own names instead`,
+      );
+    for (const pattern of [...rule.exact, ...rule.globs.map((g) => g.pattern)]) {
+      const namespace = literalNamespace(pattern);
+      if (namespace !== null)
+        problems.push(
+          `${at(rule)} names ${JSON.stringify(pattern)}, but the upstream ${JSON.stringify(unprefixed.get(namespace))} shows its tools unprefixed (prefix: false): the rule would select none of them; name the tools by their own names instead`,
+        );
+    }
+  }
   if (problems.length > 0)
     throw new ConfigurationError(`the policy file's tool rules were refused:\n${problems.join('\n')}`);
 }

@@ -61,6 +61,29 @@ describe('attacks on the gateway edges', { timeout: 120_000 }, () => {
     expect(ran).toBeNull();
   });
 
+  it("a tool rule naming an unprefixed upstream's tools under its namespace is refused, not silently void", async () => {
+    for (const tools of [['docs:echo'], 'docs:*', ['DOCS:Echo']]) {
+      const data = {
+        gateway: { upstreams: { docs: { ...tsx(DOCS), prefix: false } } },
+        rules: [
+          { name: 'no-echo', tools, result: 'deny' },
+          { name: 'rest', result: 'allow' },
+        ],
+      };
+      const set = await loadPolicyFile(policyFile(data));
+      let ran: string | null = null;
+      try {
+        const gateway = await createGateway({ policy: set, upstreams: gatewayConfigOf(set).upstreams, pins: null });
+        cleanups.push(() => gateway.close());
+        const client = await connect(gateway);
+        ran = text(await client.callTool({ name: 'echo', arguments: { text: 'hi' } }));
+      } catch (error) {
+        expect((error as Error).message).toMatch(/no-echo.*prefix: false/s);
+      }
+      expect(ran, JSON.stringify(tools)).toBeNull();
+    }
+  });
+
   it('a reload to a policy whose tool rule selects an unprefixed upstream by namespace is refused', async () => {
     const upstreams = { docs: { ...tsx(DOCS), prefix: false } };
     const set = await loadPolicyFile(
