@@ -1172,8 +1172,16 @@ function checkToolNamespaces(set: PolicySet, upstreams: Readonly<Record<string, 
         );
     }
   }
+  for (const name of Object.keys(set.data.tools ?? {})) {
+    const namespace = literalNamespace(canonical(name));
+    if (namespace === null) continue;
+    const position = set.positionOf(['tools', name], true);
+    problems.push(
+      `  ${set.file ?? '<input>'}:${position.line}:${position.column}: tools: ${JSON.stringify(name)} declares metadata for a tool of the upstream ${JSON.stringify(unprefixed.get(namespace))}, which shows its tools unprefixed (prefix: false): it would apply to none of them; declare the tool by its own name instead`,
+    );
+  }
   if (problems.length > 0)
-    throw new ConfigurationError(`the policy file's tool rules were refused:\n${problems.join('\n')}`);
+    throw new ConfigurationError(`the policy file's tool rules and declarations were refused:\n${problems.join('\n')}`);
 }
 
 /** Every rule of a policy file (tool, `resources:`, `prompts:`) with its mode and what it states. */

@@ -84,6 +84,28 @@ describe('attacks on the gateway edges', { timeout: 120_000 }, () => {
     }
   });
 
+  it("tool metadata and schemas declared as an unprefixed upstream's 'docs:echo' are refused, not silently void", async () => {
+    // The schema meant to keep `text` short was applied to a tool named `docs:echo`, which no upstream offers.
+    const data = {
+      gateway: { upstreams: { docs: { ...tsx(DOCS), prefix: false } } },
+      tools: {
+        'docs:echo': { parameters: { type: 'object', properties: { text: { type: 'string', maxLength: 2 } } } },
+      },
+      rules: [{ name: 'rest', result: 'allow' }],
+    };
+    const set = await loadPolicyFile(policyFile(data));
+    let ran: string | null = null;
+    try {
+      const gateway = await createGateway({ policy: set, upstreams: gatewayConfigOf(set).upstreams, pins: null });
+      cleanups.push(() => gateway.close());
+      const client = await connect(gateway);
+      ran = text(await client.callTool({ name: 'echo', arguments: { text: 'a long text' } }));
+    } catch (error) {
+      expect((error as Error).message).toMatch(/docs:echo.*prefix: false/s);
+    }
+    expect(ran).toBeNull();
+  });
+
   it('a reload to a policy whose tool rule selects an unprefixed upstream by namespace is refused', async () => {
     const upstreams = { docs: { ...tsx(DOCS), prefix: false } };
     const set = await loadPolicyFile(
