@@ -584,10 +584,12 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
         if (!answer) reason = `${verdict.reason} (not approved)`;
         // Reloaded while the person was asked: an approval stands only if the new policy still asks.
         if (answer && governance !== decidedUnder) {
+          // Decided as it was asked: a completion knows only some arguments (a rule needing another refuses).
           verdict = (kind === 'resource' ? governance.resources : governance.prompts).decide(
             upstream.namespace,
             key,
             args,
+            action === 'complete',
           );
           effect = verdict.effect === 'deny' ? 'deny' : 'allow';
           reason = verdict.reason;

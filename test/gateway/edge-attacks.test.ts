@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { ElicitRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { createGateway, gatewayConfigOf, type Gateway } from '../../src/gateway/index.js';
@@ -26,10 +26,18 @@ function policyFile(data: Record<string, unknown>, dir = realpathSync(mkdtempSyn
   return file;
 }
 
-async function connect(gateway: Gateway) {
+async function connect(gateway: Gateway, onElicit?: () => Promise<void>) {
   const [a, b] = InMemoryTransport.createLinkedPair();
   await gateway.createServer().connect(b);
-  const client = new Client({ name: 'attacker', version: '1.0.0' });
+  const client = new Client(
+    { name: 'attacker', version: '1.0.0' },
+    onElicit ? { capabilities: { elicitation: { form: {} } } } : {},
+  );
+  if (onElicit)
+    client.setRequestHandler(ElicitRequestSchema, async () => {
+      await onElicit();
+      return { action: 'accept', content: { approve: true } };
+    });
   await client.connect(a);
   cleanups.push(() => client.close());
   return client;
@@ -104,6 +112,37 @@ describe('attacks on the gateway edges', { timeout: 120_000 }, () => {
       expect((error as Error).message).toMatch(/docs:echo.*prefix: false/s);
     }
     expect(ran).toBeNull();
+  });
+
+  it('a prompt completion approved while a reload came in is decided again as a completion (unknown arguments refuse)', async () => {
+    const dir = realpathSync(mkdtempSync(join(tmpdir(), 'toolgate-edge-')));
+    const upstreams = { docs: tsx(DOCS) };
+    const set = await loadPolicyFile(
+      policyFile({ gateway: { upstreams }, prompts: [{ name: 'ask-prompts', result: 'ask' }] }, dir),
+    );
+    const gateway = await createGateway({ policy: set, upstreams: gatewayConfigOf(set).upstreams, pins: null });
+    cleanups.push(() => gateway.close());
+    // Under the new policy a completion that does not state `topic` cannot be judged by no-secret-topic.
+    const stricter = join(dir, 'stricter.yaml');
+    writeFileSync(
+      stricter,
+      stringify({
+        version: 1,
+        gateway: { upstreams },
+        prompts: [
+          { name: 'no-secret-topic', prompts: 'summarise', when: { topic: { equals: 'secret' } }, result: 'deny' },
+          { name: 'rest', result: 'allow' },
+        ],
+      }),
+    );
+    const client = await connect(gateway, async () => {
+      expect((await gateway.reload(stricter)).ok).toBe(true);
+    });
+    const complete = () =>
+      client.complete({ ref: { type: 'ref/prompt', name: 'docs:summarise' }, argument: { name: 'topic', value: 'p' } });
+    await expect(complete()).rejects.toThrow(/no-secret-topic/);
+    // Without the reload in between, the new policy refuses it alike.
+    await expect(complete()).rejects.toThrow(/no-secret-topic/);
   });
 
   it('a reload to a policy whose tool rule selects an unprefixed upstream by namespace is refused', async () => {
