@@ -60,8 +60,8 @@ export interface GatewayHttpOptions {
   readonly context?: (auth: AuthInfo) => GateContext;
   /**
    * Serve `GET /approvals` (pending requests) and `POST /approvals/<id>` (`{ "effect": "allow" | "deny",
-   * "reason"? }`) over the approval store, for tokens carrying `approverScope`. The caller of a request
-   * cannot answer it (four eyes). @default not served
+   * "reason"? }`) over the approval store, for tokens carrying `approverScope`: the gateway's own requests
+   * only (source `gateway`). The caller of a request cannot answer it (four eyes). @default not served
    */
   readonly approvals?: { readonly store: ApprovalStore; readonly approverScope?: string };
 }
@@ -325,7 +325,10 @@ async function answerApproval(
     );
   if (pathname === '/approvals') {
     if (req.method !== 'GET') return reply(res, 405, { error: 'method_not_allowed' });
-    return reply(res, 200, { pending: await approvals.store.list({ status: 'pending' }) });
+    // The gateway's own requests only: a store shared with the inbox (toolgate serve) holds a runner's or
+    // an application's requests too, which the inbox's approver rules decide who may answer.
+    const pending = (await approvals.store.list({ status: 'pending' })).filter((r) => r.source === 'gateway');
+    return reply(res, 200, { pending });
   }
   if (req.method !== 'POST') return reply(res, 405, { error: 'method_not_allowed' });
   const id = decodeURIComponent(pathname.slice('/approvals/'.length));
@@ -352,7 +355,8 @@ async function answerApproval(
       error_description: 'expected { "effect": "allow" | "deny", "reason"?: string }',
     });
   const record = await approvals.store.get(id);
-  if (!record) return reply(res, 404, { error: 'not_found', error_description: `no approval request ${id}` });
+  if (!record || record.source !== 'gateway')
+    return reply(res, 404, { error: 'not_found', error_description: `no gateway approval request ${id}` });
   // Four eyes: neither the subject the request is bound to nor a token with the caller's client id answers.
   const subject = sessionSubject(auth);
   if (record.binding.scope.id === subject || (record.caller !== null && record.caller === auth.clientId))

@@ -6,10 +6,16 @@ import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { ElicitRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { SignJWT } from 'jose';
 import { afterEach, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
+import { jwtAuthenticator } from '../../src/gateway/auth.js';
+import { serveGatewayHttp } from '../../src/gateway/http.js';
 import { createGateway, gatewayConfigOf, type Gateway } from '../../src/gateway/index.js';
 import { loadPolicyFile } from '../../src/policy-file/index.js';
+import { PostgresStores } from '../../src/stores/postgres.js';
+import type { PendingRecord } from '../../src/stores/types.js';
+import { PG_URL, uniqueName } from '../stores/servers.js';
 
 const ROOT = process.cwd();
 const DOCS = join(ROOT, 'test/gateway/fixtures/docs-server.ts');
@@ -143,6 +149,73 @@ describe('attacks on the gateway edges', { timeout: 120_000 }, () => {
     await expect(complete()).rejects.toThrow(/no-secret-topic/);
     // Without the reload in between, the new policy refuses it alike.
     await expect(complete()).rejects.toThrow(/no-secret-topic/);
+  });
+
+  it("the gateway's /approvals answers the gateway's own requests only, not a runner's in a shared store", async () => {
+    // toolgate serve and the gateway share one PostgreSQL store; the inbox names ana as acme's approver.
+    // A token with the gateway's approver scope answered the runner's request past the inbox's rules.
+    const stores = new PostgresStores({ connectionString: PG_URL, schema: uniqueName('edge') });
+    await stores.migrate();
+    cleanups.push(async () => {
+      await stores.dropSchema();
+      await stores.close();
+    });
+    const now = Date.now();
+    const runnerRecord: PendingRecord = {
+      id: 'runner-approval-1',
+      binding: {
+        scope: { kind: 'run', id: 'run-1' },
+        callId: 'c1',
+        tool: 'refund',
+        argsHash: 'x'.repeat(64),
+        policyVersion: null,
+        expiresAt: now + 600_000,
+        nonce: 'n1',
+      },
+      toolName: 'refund',
+      canonical: 'refund',
+      parameters: { amount: 5000 },
+      agent: 'support',
+      tenant: 'acme',
+      caller: 'cy',
+      runId: 'run-1',
+      rule: 'refunds-ask',
+      reason: 'a person approves refunds',
+      source: 'runner',
+      createdAt: now,
+      expiresAt: now + 600_000,
+      status: 'pending',
+      answer: null,
+      answeredAt: null,
+    };
+    await stores.approvals.put(runnerRecord);
+    const set = await loadPolicyFile(policyFile({ gateway: { upstreams: { docs: tsx(DOCS) } } }));
+    const gateway = await createGateway({ policy: set, upstreams: gatewayConfigOf(set).upstreams, pins: null });
+    cleanups.push(() => gateway.close());
+    const secret = 'a test key of the gateway tokens';
+    const http = await serveGatewayHttp(gateway, {
+      port: 0,
+      authenticate: jwtAuthenticator({ secret, algorithms: ['HS256'] }),
+      audience: 'gateway',
+      approvals: { store: stores.approvals },
+    });
+    cleanups.push(() => http.close());
+    const token = await new SignJWT({ sub: 'bob', aud: 'gateway', scope: 'toolgate:approve' })
+      .setProtectedHeader({ alg: 'HS256' })
+      .setExpirationTime('5m')
+      .sign(new TextEncoder().encode(secret));
+    const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
+    const listed = (await (await fetch(new URL('/approvals', http.url), { headers })).json()) as {
+      pending: PendingRecord[];
+    };
+    expect(listed.pending.map((r) => r.id)).not.toContain(runnerRecord.id);
+    const answered = await fetch(new URL(`/approvals/${runnerRecord.id}`, http.url), {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ effect: 'allow' }),
+    });
+    expect(answered.status).toBe(404);
+    expect((await stores.approvals.get(runnerRecord.id))?.status).toBe('pending');
   });
 
   it('a reload to a policy whose tool rule selects an unprefixed upstream by namespace is refused', async () => {
