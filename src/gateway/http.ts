@@ -154,14 +154,17 @@ export async function serveGatewayHttp(
     throw new TypeError(
       'the gateway context holds a resolved "allowlist", which a token cannot narrow; give agent/tenant/caller layers instead',
     );
-  // The token's context narrows the gateway's own (never replaces it).
+  // The token's context narrows the gateway's own (never replaces it), read per request: a reload that
+  // narrows the gateway's agent or tenant applies to the sessions already open.
   const server = (auth: AuthInfo | undefined) =>
     gateway.createServer(
       auth === undefined
         ? {}
         : {
-            context: (request) =>
-              narrowContext(typeof base === 'function' ? base(request) : base, contextOf(request.authInfo ?? auth)),
+            context: (request) => {
+              const own = gateway.context;
+              return narrowContext(typeof own === 'function' ? own(request) : own, contextOf(request.authInfo ?? auth));
+            },
           },
     );
 

@@ -4,6 +4,7 @@ import { mkdtempSync, realpathSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { ElicitRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { SignJWT } from 'jose';
@@ -216,6 +217,58 @@ describe('attacks on the gateway edges', { timeout: 120_000 }, () => {
     });
     expect(answered.status).toBe(404);
     expect((await stores.approvals.get(runnerRecord.id))?.status).toBe('pending');
+  });
+
+  it("over HTTP a reload that narrows the agent's tools applies to bearer-token requests", async () => {
+    // serveGatewayHttp read the gateway's context once, at start: a reload taking docs:echo away from
+    // the agent changed nothing for token holders.
+    const dir = realpathSync(mkdtempSync(join(tmpdir(), 'toolgate-edge-')));
+    const upstreams = { docs: tsx(DOCS) };
+    const rules = [{ name: 'docs', namespace: 'docs', result: 'allow' }];
+    const scopes = { docs: ['docs:echo', 'docs:slow'] };
+    const set = await loadPolicyFile(
+      policyFile(
+        { gateway: { upstreams }, agents: { assistant: { tools: ['docs:echo', 'docs:slow'] } }, scopes, rules },
+        dir,
+      ),
+    );
+    const gateway = await createGateway({
+      policy: set,
+      upstreams: gatewayConfigOf(set).upstreams,
+      pins: null,
+      context: set.context({ agent: 'assistant' }),
+    });
+    cleanups.push(() => gateway.close());
+    const secret = 'a test key of the gateway tokens';
+    const http = await serveGatewayHttp(gateway, {
+      port: 0,
+      authenticate: jwtAuthenticator({ secret, algorithms: ['HS256'] }),
+      audience: 'gateway',
+      context: (auth) => ({ caller: { id: auth.clientId, scopes: gateway.policy.toolsForScopes(auth.scopes) } }),
+    });
+    cleanups.push(() => http.close());
+    const token = await new SignJWT({ sub: 'alice', aud: 'gateway', scope: 'docs' })
+      .setProtectedHeader({ alg: 'HS256' })
+      .setExpirationTime('5m')
+      .sign(new TextEncoder().encode(secret));
+    const client = new Client({ name: 'attacker', version: '1.0.0' });
+    await client.connect(
+      new StreamableHTTPClientTransport(http.url, { requestInit: { headers: { authorization: `Bearer ${token}` } } }),
+    );
+    cleanups.push(() => client.close());
+    const echo = () => client.callTool({ name: 'docs:echo', arguments: { text: 'hi' } });
+    expect(text(await echo())).toBe('echo: hi');
+    const narrower = join(dir, 'narrower.yaml');
+    writeFileSync(
+      narrower,
+      stringify({ version: 1, gateway: { upstreams }, agents: { assistant: { tools: ['docs:slow'] } }, scopes, rules }),
+    );
+    const reloaded = await gateway.reload(narrower, { context: (policy) => policy.context({ agent: 'assistant' }) });
+    expect(reloaded.ok).toBe(true);
+    const after = (await echo()) as CallToolResult;
+    expect(after.isError).toBe(true);
+    expect(text(after)).not.toBe('echo: hi');
+    expect((await client.listTools()).tools.map((t) => t.name)).not.toContain('docs:echo');
   });
 
   it('a reload to a policy whose tool rule selects an unprefixed upstream by namespace is refused', async () => {
