@@ -1122,6 +1122,7 @@ function approverRoute(registry: ToolRegistry, approver: PermissionHandler | und
         agent: request.agent,
         tenant: request.tenant,
         runId: request.runId,
+        caller: request.caller,
       });
       return answer === 'allow' || answer === 'deny' ? { effect: answer } : (answer as never);
     },
