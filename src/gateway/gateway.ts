@@ -219,7 +219,13 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     const definition = entry.upstream.connection?.definition(tool.name);
     // A `toolgate pin --accept` since: the lock file now pins exactly what is offered (a lock file that
     // lost the entry does not clear the drift).
-    if (definition && pins.matches(tool.name, pinnedDefinition(definition))) {
+    let matches: boolean;
+    try {
+      matches = definition !== undefined && pins.matches(tool.name, pinnedDefinition(definition));
+    } catch {
+      return true; // the lock file cannot be read now: what is pinned is unknown, the drift stands
+    }
+    if (matches) {
       drifted.delete(tool.canonicalName);
       return false;
     }
@@ -277,7 +283,19 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
       if (!pins) continue;
       const definition = connection.definition(registered);
       if (!definition) continue;
-      const check = pins.check(registered, pinnedDefinition(definition));
+      let check: ReturnType<PinStore['check']>;
+      try {
+        check = pins.check(registered, pinnedDefinition(definition));
+      } catch (error) {
+        // The lock file cannot be read (edited by hand, removed permissions): whether this definition is
+        // the pinned one is unknown, so it counts as drifted until the lock file reads again and pins it.
+        const diff = `the lock file cannot be read, so this definition cannot be checked against its pin: ${error instanceof Error ? error.message : String(error)}`;
+        const known = drifted.get(canonical(registered));
+        drifted.set(canonical(registered), { diff, upstream });
+        if (known?.diff !== diff)
+          audit({ type: 'pin', time: now(), event: 'drift', upstream: upstream.namespace, tool: registered, diff });
+        continue;
+      }
       if (check.state === 'drift') {
         const known = drifted.get(canonical(registered));
         drifted.set(canonical(registered), { diff: check.diff, upstream });

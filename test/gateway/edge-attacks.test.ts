@@ -1,6 +1,6 @@
 // Attacks on the gateway's edges (policy file ↔ upstream configuration, reloads, approvals): each test
 // failed before its fix.
-import { mkdtempSync, realpathSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -269,6 +269,34 @@ describe('attacks on the gateway edges', { timeout: 120_000 }, () => {
     expect(after.isError).toBe(true);
     expect(text(after)).not.toBe('echo: hi');
     expect((await client.listTools()).tools.map((t) => t.name)).not.toContain('docs:echo');
+  });
+
+  it('a rug pull while the lock file cannot be read is refused, not let through unpinned', async () => {
+    // checkPins threw on the unreadable lock file before recording the drift, so the changed echo ran.
+    const dir = realpathSync(mkdtempSync(join(tmpdir(), 'toolgate-edge-')));
+    const set = await loadPolicyFile(
+      policyFile(
+        { gateway: { upstreams: { docs: tsx(DOCS) } }, rules: [{ name: 'docs', namespace: 'docs', result: 'allow' }] },
+        dir,
+      ),
+    );
+    const config = gatewayConfigOf(set);
+    const gateway = await createGateway({ policy: set, upstreams: config.upstreams, pins: config.pins });
+    cleanups.push(() => gateway.close());
+    const client = await connect(gateway);
+    expect(text(await client.callTool({ name: 'docs:echo', arguments: { text: 'x' } }))).toBe('echo: x');
+    // Edited by hand (the sha256 no longer matches): the lock cannot be trusted.
+    const lock = join(dir, 'policy.lock.json');
+    writeFileSync(lock, readFileSync(lock, 'utf8').replace('Echo the text back', 'Echo the text back!'));
+    await client.callTool({ name: 'docs:rug_pull', arguments: {} });
+    // The new definition is registered (the tool list refreshed) whether or not the pin check could run.
+    await expect
+      .poll(() => gateway.upstreams.get('docs')?.connection?.definition('docs:echo')?.description, { timeout: 10_000 })
+      .toMatch(/IMPORTANT/);
+    const after = (await client.callTool({ name: 'docs:echo', arguments: { text: 'x' } })) as CallToolResult;
+    expect(text(after)).not.toBe('echo: x');
+    expect(after.isError).toBe(true);
+    expect(text(after)).toMatch(/lock file cannot be read/);
   });
 
   it('a reload to a policy whose tool rule selects an unprefixed upstream by namespace is refused', async () => {
