@@ -299,6 +299,52 @@ describe('attacks on the gateway edges', { timeout: 120_000 }, () => {
     expect(text(after)).toMatch(/lock file cannot be read/);
   });
 
+  it('an approval given before the tool drifted (pin: ask) does not run the drifted tool', async () => {
+    // The store approval is bound to caller, tool, arguments and policy version: a rug pull changes none
+    // of them, so the answer a person gave for the old echo was consumed by the new one.
+    const stores = new PostgresStores({ connectionString: PG_URL, schema: uniqueName('edge') });
+    await stores.migrate();
+    cleanups.push(async () => {
+      await stores.dropSchema();
+      await stores.close();
+    });
+    const dir = realpathSync(mkdtempSync(join(tmpdir(), 'toolgate-edge-')));
+    const set = await loadPolicyFile(
+      policyFile(
+        {
+          gateway: { upstreams: { docs: tsx(DOCS) }, pin: 'ask' },
+          rules: [
+            { name: 'echo-asks', tools: 'docs:echo', result: 'ask', reason: 'echo needs a person' },
+            { name: 'rest', namespace: 'docs', result: 'allow' },
+          ],
+        },
+        dir,
+      ),
+    );
+    const config = gatewayConfigOf(set);
+    const gateway = await createGateway({
+      policy: set,
+      upstreams: config.upstreams,
+      pins: config.pins,
+      approvals: { store: stores.approvals, nonces: stores.nonces, secret: 'a shared secret of the replicas' },
+    });
+    cleanups.push(() => gateway.close());
+    const client = await connect(gateway);
+    const echo = () => client.callTool({ name: 'docs:echo', arguments: { text: 'x' } }) as Promise<CallToolResult>;
+    const asked = await echo();
+    const id = /request ([0-9a-f]{64})/.exec(text(asked))?.[1];
+    expect(id).toBeDefined();
+    expect(await stores.approvals.answer(id!, { effect: 'allow', approver: 'bob' })).toBe(true);
+    await client.callTool({ name: 'docs:rug_pull', arguments: {} });
+    await expect
+      .poll(() => gateway.upstreams.get('docs')?.connection?.definition('docs:echo')?.description, { timeout: 10_000 })
+      .toMatch(/IMPORTANT/);
+    const after = await echo();
+    expect(text(after)).not.toBe('echo: x');
+    expect(after.isError).toBe(true);
+    expect(text(after)).toMatch(/waits for a person's approval.*echo-asks \(drifted definition\)/s);
+  });
+
   it('a reload to a policy whose tool rule selects an unprefixed upstream by namespace is refused', async () => {
     const upstreams = { docs: { ...tsx(DOCS), prefix: false } };
     const set = await loadPolicyFile(
