@@ -255,7 +255,7 @@ function afterValidation(
       tool,
       args,
     );
-  return judged(policy.evaluate(tool, args), tool, args, base);
+  return judged(policy.evaluate(tool, args), tool, args, base, context.caller?.id ?? null);
 }
 
 /**
@@ -279,6 +279,7 @@ function judged(
   tool: Tool,
   args: Readonly<Record<string, unknown>>,
   base: DecisionBase,
+  caller: string | null,
 ): Precheck {
   const rule = evaluation.rule?.name ?? null;
   if (evaluation.by === 'rule_error')
@@ -299,6 +300,7 @@ function judged(
     agent: base.agent,
     tenant: base.tenant,
     runId: base.runId,
+    caller,
   };
   return { kind: 'ask', tool, args, base: { ...withRule, reason }, request };
 }

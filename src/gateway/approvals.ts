@@ -95,7 +95,9 @@ export function storeApprover(
       r.binding.scope.id === scope.id &&
       r.binding.tool === tool &&
       r.binding.argsHash === argsHash &&
-      r.binding.policyVersion === asker.policyVersion;
+      r.binding.policyVersion === asker.policyVersion &&
+      // The rule the person was shown: under another (a drifted definition's), the answer is not this call's.
+      r.rule === request.ruleName;
     const now = Date.now();
     const candidates = (await approvals.store.list({ ...(asker.tenant ? { tenant: asker.tenant } : {}) }))
       .filter(same)

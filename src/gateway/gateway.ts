@@ -41,7 +41,7 @@ import { dispatchCalls } from '../gate/dispatch.js';
 import { environmentOf } from '../gate/environment.js';
 import type { GateContext } from '../gate/precheck.js';
 import type { Route } from '../gate/route.js';
-import { canonical, describe, displaySafe } from '../names.js';
+import { canonical, describe, displaySafe, namespaceOf } from '../names.js';
 import type { PermissionHandler, PermissionRequest } from '../permissions/handler.js';
 import { PermissionPolicy } from '../permissions/policy.js';
 import type { PolicySet } from '../policy-file/policy-set.js';
@@ -185,6 +185,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
       );
   }
   let governance = compiledGovernance(set);
+  checkToolNamespaces(set, options.upstreams);
   let defaultContext: GateContext = options.context ?? set.context();
   checkContext(defaultContext);
   const auditSink = options.audit;
@@ -218,7 +219,13 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     const definition = entry.upstream.connection?.definition(tool.name);
     // A `toolgate pin --accept` since: the lock file now pins exactly what is offered (a lock file that
     // lost the entry does not clear the drift).
-    if (definition && pins.matches(tool.name, pinnedDefinition(definition))) {
+    let matches: boolean;
+    try {
+      matches = definition !== undefined && pins.matches(tool.name, pinnedDefinition(definition));
+    } catch {
+      return true; // the lock file cannot be read now: what is pinned is unknown, the drift stands
+    }
+    if (matches) {
       drifted.delete(tool.canonicalName);
       return false;
     }
@@ -276,7 +283,19 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
       if (!pins) continue;
       const definition = connection.definition(registered);
       if (!definition) continue;
-      const check = pins.check(registered, pinnedDefinition(definition));
+      let check: ReturnType<PinStore['check']>;
+      try {
+        check = pins.check(registered, pinnedDefinition(definition));
+      } catch (error) {
+        // The lock file cannot be read (edited by hand, removed permissions): whether this definition is
+        // the pinned one is unknown, so it counts as drifted until the lock file reads again and pins it.
+        const diff = `the lock file cannot be read, so this definition cannot be checked against its pin: ${error instanceof Error ? error.message : String(error)}`;
+        const known = drifted.get(canonical(registered));
+        drifted.set(canonical(registered), { diff, upstream });
+        if (known?.diff !== diff)
+          audit({ type: 'pin', time: now(), event: 'drift', upstream: upstream.namespace, tool: registered, diff });
+        continue;
+      }
       if (check.state === 'drift') {
         const known = drifted.get(canonical(registered));
         drifted.set(canonical(registered), { diff: check.diff, upstream });
@@ -583,10 +602,12 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
         if (!answer) reason = `${verdict.reason} (not approved)`;
         // Reloaded while the person was asked: an approval stands only if the new policy still asks.
         if (answer && governance !== decidedUnder) {
+          // Decided as it was asked: a completion knows only some arguments (a rule needing another refuses).
           verdict = (kind === 'resource' ? governance.resources : governance.prompts).decide(
             upstream.namespace,
             key,
             args,
+            action === 'complete',
           );
           effect = verdict.effect === 'deny' ? 'deny' : 'allow';
           reason = verdict.reason;
@@ -963,6 +984,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     let nextOnDrift = onDrift;
     try {
       nextGovernance = compiledGovernance(next);
+      checkToolNamespaces(next, options.upstreams);
       const context = reloadOptions.context;
       nextContext = (typeof context === 'function' ? context(next) : context) ?? options.context ?? next.context();
       checkContext(nextContext);
@@ -1118,6 +1140,7 @@ function approverRoute(registry: ToolRegistry, approver: PermissionHandler | und
         agent: request.agent,
         tenant: request.tenant,
         runId: request.runId,
+        caller: request.caller,
       });
       return answer === 'allow' || answer === 'deny' ? { effect: answer } : (answer as never);
     },
@@ -1136,6 +1159,50 @@ function compiledGovernance(set: PolicySet): Extract<ReturnType<typeof compileGo
       `the policy file's resource and prompt rules were refused:\n${governance.issues.map((i) => `  ${i.file}:${i.line}:${i.column}: ${i.message}`).join('\n')}`,
     );
   return governance;
+}
+
+/**
+ * Refuses tool rules that select by `namespace` an upstream whose tools are shown unprefixed: those tools
+ * carry no namespace (`echo`, not `docs:echo`), so the rule would select none of them — a deny on
+ * `namespace: docs` would let every tool of `docs` through — while the same selector on a `resources:` or
+ * `prompts:` rule does select that upstream. A ConfigurationError naming the rules.
+ */
+function checkToolNamespaces(set: PolicySet, upstreams: Readonly<Record<string, GatewayUpstreamOptions>>): void {
+  const unprefixed = new Map<string, string>();
+  for (const [namespace, upstream] of Object.entries(upstreams))
+    if (upstream?.prefix === false) unprefixed.set(canonical(namespace), namespace);
+  if (unprefixed.size === 0) return;
+  const at = (rule: PolicySet['rules'][number]): string =>
+    `  ${set.file ?? '<input>'}:${rule.position.line}:${rule.position.column}: rule ${JSON.stringify(rule.name)}`;
+  // A name or glob whose literal namespace is an unprefixed upstream's (`docs:echo`, `docs:*`).
+  const literalNamespace = (pattern: string): string | null => {
+    const namespace = namespaceOf(pattern);
+    return namespace !== null && !/[*?[\]{}\\]/.test(namespace) && unprefixed.has(namespace) ? namespace : null;
+  };
+  const problems: string[] = [];
+  for (const rule of set.rules) {
+    if (rule.namespace !== null && unprefixed.has(rule.namespace))
+      problems.push(
+        `${at(rule)} selects tools by namespace ${JSON.stringify(unprefixed.get(rule.namespace))}, whose upstream shows its tools unprefixed (prefix: false): they carry no namespace and the rule would select none of them; name the tools by their own names instead`,
+      );
+    for (const pattern of [...rule.exact, ...rule.globs.map((g) => g.pattern)]) {
+      const namespace = literalNamespace(pattern);
+      if (namespace !== null)
+        problems.push(
+          `${at(rule)} names ${JSON.stringify(pattern)}, but the upstream ${JSON.stringify(unprefixed.get(namespace))} shows its tools unprefixed (prefix: false): the rule would select none of them; name the tools by their own names instead`,
+        );
+    }
+  }
+  for (const name of Object.keys(set.data.tools ?? {})) {
+    const namespace = literalNamespace(canonical(name));
+    if (namespace === null) continue;
+    const position = set.positionOf(['tools', name], true);
+    problems.push(
+      `  ${set.file ?? '<input>'}:${position.line}:${position.column}: tools: ${JSON.stringify(name)} declares metadata for a tool of the upstream ${JSON.stringify(unprefixed.get(namespace))}, which shows its tools unprefixed (prefix: false): it would apply to none of them; declare the tool by its own name instead`,
+    );
+  }
+  if (problems.length > 0)
+    throw new ConfigurationError(`the policy file's tool rules and declarations were refused:\n${problems.join('\n')}`);
 }
 
 /** Every rule of a policy file (tool, `resources:`, `prompts:`) with its mode and what it states. */

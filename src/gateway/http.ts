@@ -60,8 +60,8 @@ export interface GatewayHttpOptions {
   readonly context?: (auth: AuthInfo) => GateContext;
   /**
    * Serve `GET /approvals` (pending requests) and `POST /approvals/<id>` (`{ "effect": "allow" | "deny",
-   * "reason"? }`) over the approval store, for tokens carrying `approverScope`. The caller of a request
-   * cannot answer it (four eyes). @default not served
+   * "reason"? }`) over the approval store, for tokens carrying `approverScope`: the gateway's own requests
+   * only (source `gateway`). The caller of a request cannot answer it (four eyes). @default not served
    */
   readonly approvals?: { readonly store: ApprovalStore; readonly approverScope?: string };
 }
@@ -154,14 +154,17 @@ export async function serveGatewayHttp(
     throw new TypeError(
       'the gateway context holds a resolved "allowlist", which a token cannot narrow; give agent/tenant/caller layers instead',
     );
-  // The token's context narrows the gateway's own (never replaces it).
+  // The token's context narrows the gateway's own (never replaces it), read per request: a reload that
+  // narrows the gateway's agent or tenant applies to the sessions already open.
   const server = (auth: AuthInfo | undefined) =>
     gateway.createServer(
       auth === undefined
         ? {}
         : {
-            context: (request) =>
-              narrowContext(typeof base === 'function' ? base(request) : base, contextOf(request.authInfo ?? auth)),
+            context: (request) => {
+              const own = gateway.context;
+              return narrowContext(typeof own === 'function' ? own(request) : own, contextOf(request.authInfo ?? auth));
+            },
           },
     );
 
@@ -325,7 +328,10 @@ async function answerApproval(
     );
   if (pathname === '/approvals') {
     if (req.method !== 'GET') return reply(res, 405, { error: 'method_not_allowed' });
-    return reply(res, 200, { pending: await approvals.store.list({ status: 'pending' }) });
+    // The gateway's own requests only: a store shared with the inbox (toolgate serve) holds a runner's or
+    // an application's requests too, which the inbox's approver rules decide who may answer.
+    const pending = (await approvals.store.list({ status: 'pending' })).filter((r) => r.source === 'gateway');
+    return reply(res, 200, { pending });
   }
   if (req.method !== 'POST') return reply(res, 405, { error: 'method_not_allowed' });
   const id = decodeURIComponent(pathname.slice('/approvals/'.length));
@@ -352,7 +358,8 @@ async function answerApproval(
       error_description: 'expected { "effect": "allow" | "deny", "reason"?: string }',
     });
   const record = await approvals.store.get(id);
-  if (!record) return reply(res, 404, { error: 'not_found', error_description: `no approval request ${id}` });
+  if (!record || record.source !== 'gateway')
+    return reply(res, 404, { error: 'not_found', error_description: `no gateway approval request ${id}` });
   // Four eyes: neither the subject the request is bound to nor a token with the caller's client id answers.
   const subject = sessionSubject(auth);
   if (record.binding.scope.id === subject || (record.caller !== null && record.caller === auth.clientId))

@@ -273,7 +273,8 @@ export class PinStore {
 
 /**
  * The enforced policy with the pin rule: a drifted tool is refused (a first rule), or, with `ask`, every
- * rule that would allow it asks instead — so a deny still denies, and an allow becomes a person's call.
+ * rule that would allow or ask for it asks instead, under its drifted name — so a deny still denies, an
+ * allow becomes a person's call, and an ask is asked anew, saying why.
  */
 export function withPinRule(
   policy: PermissionPolicy,
@@ -287,7 +288,9 @@ export function withPinRule(
     rules.push({ name: PIN_RULE, match: (tool) => drifted(tool), result: 'deny', reason }, ...policy.rules);
   } else {
     for (const rule of policy.rules) {
-      if (rule.result === 'allow') {
+      // An allow becomes an ask; an ask is asked under its own drifted name and the pin's reason, so the
+      // person sees the drift and an answer given for the definition before it is not taken for it.
+      if (rule.result === 'allow' || rule.result === 'ask') {
         const match = rule.match;
         rules.push({
           ...rule,

@@ -219,7 +219,8 @@ export function inboxHandler(inbox: Inbox, options: InboxHandlerOptions = {}): P
             parameters: request.parameters,
             agent: request.agent,
             tenant: request.tenant,
-            caller: null,
+            // The asker, so that four eyes applies to this route too.
+            caller: request.caller ?? null,
             runId: request.runId,
             rule: request.ruleName,
             reason: request.reason,

@@ -19,6 +19,8 @@ export interface PermissionRequest {
   readonly agent: string;
   readonly tenant: string | null;
   readonly runId: string | null;
+  /** The caller's id (the context's `caller.id`), or null: a person may not answer their own request (four eyes). */
+  readonly caller?: string | null;
 }
 
 /** What a handler may answer. Anything else (including `ask`) is treated as `deny`. */

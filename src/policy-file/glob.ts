@@ -44,7 +44,7 @@ export interface GlobMatcher {
   /** True when the pattern has glob syntax (else it matches exactly one string). */
   readonly isGlob: boolean;
   /**
-   * For a path pattern ending in `/**`: true when `input` is the folder itself (`/data` for `/data/**`),
+   * For a path pattern ending in `/**` (or `/*`): true when `input` is the folder itself (`/data` for `/data/**`),
    * which the pattern's contents-only reading leaves out. Always false otherwise.
    */
   isFolderOf(input: string): boolean;
@@ -190,8 +190,8 @@ function rangeOf(body: string): string[] | null {
 // ---- segments and tokens ----
 
 /**
- * One alternative's segments, and for a pattern ending in `/**` the segments of its folder. A trailing
- * globstar means "one or more segments": the folder's contents, not the folder.
+ * One alternative's segments, and for a pattern ending in `/**` (or `/*`, `/**\/*`) the segments of its
+ * folder. A trailing globstar means "one or more segments": the folder's contents, not the folder.
  */
 function compileAlternative(pattern: string, names: boolean): { segments: Segment[]; folder: Segment[] | null } {
   // Split like the input (split below): the root "/" is one empty segment, not two.
@@ -211,7 +211,15 @@ function compileAlternative(pattern: string, names: boolean): { segments: Segmen
       segments.push({ kind: 'wild', tokens, dotted: first?.kind === 'char' && first.cp === 0x2e });
     }
   }
-  if (names || segments[segments.length - 1]?.kind !== 'globstar') return { segments, folder: null };
+  if (names) return { segments, folder: null };
+  const last = segments[segments.length - 1];
+  if (last?.kind === 'wild' && last.tokens.length === 1 && last.tokens[0]!.kind === 'star') {
+    // `dir/*` and `dir/**/*` cover the folder's contents too (a `*` never matches an empty name): the
+    // folder itself is not one of them, and a call on it (moving or deleting `dir`) cannot be judged.
+    const folder = segments.slice(0, segments[segments.length - 2]?.kind === 'globstar' ? -2 : -1);
+    return { segments, folder: folder.length > 0 ? folder : null };
+  }
+  if (last?.kind !== 'globstar') return { segments, folder: null };
   const folder = segments.slice(0, -1);
   return { segments: [...folder, { kind: 'one' }, { kind: 'globstar' }], folder: folder.length > 0 ? folder : null };
 }

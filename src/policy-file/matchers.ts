@@ -221,10 +221,15 @@ export function compileCondition(arg: string, condition: Readonly<Record<string,
   return tests;
 }
 
-/** NFC, and case-folded when asked: what both sides of a path or glob comparison are brought to. */
+/**
+ * NFC, and case-folded when asked: what both sides of a path or glob comparison are brought to. Folded
+ * after upper-casing: full case folding keeps the dotless ı (U+0131) apart from i (its folding is
+ * Turkic-only), but the up-case tables of NTFS and exFAT map it to I, so Windows opens `prıvate` as
+ * `private`; upper-casing first merges them (and changes nothing else the folding does not already merge).
+ */
 function comparable(text: string, options: CompareOptions): string {
   const nfc = text.normalize('NFC');
-  return options.caseInsensitive ? caseFold(nfc).normalize('NFC') : nfc;
+  return options.caseInsensitive ? caseFold(nfc.toUpperCase().normalize('NFC')).normalize('NFC') : nfc;
 }
 
 function modeText(options: CompareOptions): string {

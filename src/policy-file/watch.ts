@@ -56,17 +56,33 @@ export function watchPolicyFile(file: string, options: WatchPolicyOptions = {}):
   // Loads run one after another, so a slow load cannot overwrite a newer one.
   let chain: Promise<PolicySet | null> = Promise.resolve(null);
 
+  const report = (message: string): void => {
+    try {
+      options.onError?.([{ file, line: 1, column: 1, at: '', code: 'watch', message }], current);
+    } catch {
+      // A reporter that throws cannot stop the watch either.
+    }
+  };
   const load = (): Promise<PolicySet | null> => {
     chain = chain.then(async () => {
       if (closed) return current;
       const result = await readPolicyFile(file);
       if (closed) return current;
       if (result.ok) {
-        const previous = current;
-        current = result.policy;
-        options.onLoad?.(result.policy, previous);
+        // In force once the host took it: an onLoad that throws keeps the previous one current, is
+        // reported, and does not stop later changes from loading (a rejected chain would skip them all).
+        try {
+          options.onLoad?.(result.policy, current);
+          current = result.policy;
+        } catch (error) {
+          report(`the policy loaded but onLoad refused it: ${error instanceof Error ? error.message : String(error)}`);
+        }
       } else {
-        options.onError?.(result.issues, current);
+        try {
+          options.onError?.(result.issues, current);
+        } catch {
+          // As above.
+        }
       }
       return current;
     });
@@ -80,12 +96,7 @@ export function watchPolicyFile(file: string, options: WatchPolicyOptions = {}):
   });
   // The directory going away (or another watcher failure) is reported like a failed load: the policy
   // in force stays in force.
-  watcher.on('error', (error) => {
-    options.onError?.(
-      [{ file, line: 1, column: 1, at: '', code: 'watch', message: `watching stopped: ${error.message}` }],
-      current,
-    );
-  });
+  watcher.on('error', (error) => report(`watching stopped: ${error.message}`));
   const ready = load();
   return {
     current: () => current,

@@ -103,6 +103,7 @@ export class DurableApprovals {
       agent: request.agent,
       tenant: request.tenant,
       runId: request.runId,
+      caller: request.caller,
     };
     const given: unknown = await (typeof handler === 'function' ? handler(permission) : handler.handle(permission));
     let answer: unknown = given;
