@@ -695,7 +695,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
             },
             (n) => (approval = n),
           )
-        : elicitationApprover(server);
+        : elicitationApprover(server, options.approvalTimeoutMs);
       const route = options.inbox
         ? inboxRoute(
             options.inbox,
@@ -1104,9 +1104,10 @@ function canElicit(server: Server): boolean {
 
 /**
  * The approver for a tool call's ask: MCP elicitation when the connected client declares it can answer a
- * form; otherwise none, and the registry's handler or its fallback (deny) decides.
+ * form; otherwise none, and the registry's handler or its fallback (deny) decides. `timeoutMs`: how long the
+ * person has to answer before the call is denied (@default 120_000).
  */
-export function elicitationApprover(server: Server): PermissionHandler | undefined {
+export function elicitationApprover(server: Server, timeoutMs = 120_000): PermissionHandler | undefined {
   if (!canElicit(server)) return undefined;
   // Everything shown to the person is escaped (controls, bidi and other invisible characters), so the
   // prompt reads as the call that runs.
@@ -1114,7 +1115,7 @@ export function elicitationApprover(server: Server): PermissionHandler | undefin
     (await askByElicitation(
       server,
       `Allow the tool call ${displaySafe(request.toolName)}(${displaySafe(JSON.stringify(request.parameters))})? Rule ${displaySafe(JSON.stringify(request.ruleName))} asks for approval: ${displaySafe(request.reason)}`,
-      120_000,
+      timeoutMs,
     ))
       ? 'allow'
       : 'deny';

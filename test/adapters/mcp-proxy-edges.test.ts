@@ -18,7 +18,8 @@ import {
   serveMcpProxyHttp,
   type McpAuditRecord,
 } from '../../src/adapters/mcp/index.js';
-import { PermissionPolicy, ToolAllowlist } from '../../src/index.js';
+import { elicitationApprover } from '../../src/gateway/index.js';
+import { defineTool, PermissionPolicy, ToolAllowlist, type PermissionRequest } from '../../src/index.js';
 import { explainCall, loadPolicyFile } from '../../src/policy-file/index.js';
 import {
   FS_SERVER,
@@ -208,6 +209,38 @@ describe('the approval prompt shows the call that runs', () => {
     for (const prompt of prompts) expect(prompt).not.toMatch(/[\u202E\u200B\u2066\u2069]/u);
     expect(prompts[0]).toContain('o-1\\u{202E}pdf.exe\\u{200B}\\u{2066}x\\u{2069}');
     expect(ran).toEqual([]);
+  });
+});
+
+describe('the approval prompt waits as long as the gateway was told', () => {
+  it('elicitationApprover denies when the person has not answered within its timeout', async () => {
+    const server = new McpServer({ name: 'gate', version: '1.0.0' });
+    const client = new Client({ name: 'test', version: '1.0.0' }, { capabilities: { elicitation: { form: {} } } });
+    let asked = 0;
+    client.setRequestHandler(ElicitRequestSchema, () => {
+      asked++;
+      return new Promise<never>(() => {}); // a person who never answers
+    });
+    const [a, b] = InMemoryTransport.createLinkedPair();
+    await server.server.connect(b);
+    await client.connect(a);
+    cleanups.push(() => client.close());
+    const approver = elicitationApprover(server.server, 200);
+    expect(typeof approver).toBe('function');
+    const request: PermissionRequest = {
+      toolName: 'refund',
+      parameters: { order: 'A-1' },
+      reason: 'a person decides',
+      ruleName: 'refunds',
+      metadata: defineTool({ name: 'refund', parameters: { type: 'object' }, execute: () => 'ok' }).metadata,
+      callId: 'c1',
+      agent: 'agent',
+      tenant: null,
+      runId: null,
+    };
+    // The default (120 s) would outlast the test's own timeout.
+    expect(await (approver as (r: PermissionRequest) => Promise<string>)(request)).toBe('deny');
+    expect(asked).toBe(1);
   });
 });
 
