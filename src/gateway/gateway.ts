@@ -600,8 +600,10 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
         );
         effect = answer ? 'allow' : 'deny';
         if (!answer) reason = `${verdict.reason} (not approved)`;
-        // Reloaded while the person was asked: an approval stands only if the new policy still asks.
+        // Reloaded while the person was asked: an approval stands only if the new policy allows, or still asks
+        // under the rule the person was shown (as for tool calls); another rule's ask was not answered.
         if (answer && governance !== decidedUnder) {
+          const asked = verdict.rule;
           // Decided as it was asked: a completion knows only some arguments (a rule needing another refuses).
           verdict = (kind === 'resource' ? governance.resources : governance.prompts).decide(
             upstream.namespace,
@@ -609,8 +611,12 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
             args,
             action === 'complete',
           );
-          effect = verdict.effect === 'deny' ? 'deny' : 'allow';
-          reason = verdict.reason;
+          effect =
+            verdict.effect === 'allow' || (verdict.effect === 'ask' && verdict.rule === asked) ? 'allow' : 'deny';
+          reason =
+            effect === 'deny' && verdict.effect === 'ask'
+              ? `${verdict.reason} (the policy was reloaded while a person was asked under rule ${JSON.stringify(asked)}; ask again)`
+              : verdict.reason;
         }
       }
       audit({

@@ -152,6 +152,32 @@ describe('attacks on the gateway edges', { timeout: 120_000 }, () => {
     await expect(complete()).rejects.toThrow(/no-secret-topic/);
   });
 
+  it('a prompt approved while a reload came in that asks under another rule is refused, not run on the old answer', async () => {
+    const dir = realpathSync(mkdtempSync(join(tmpdir(), 'toolgate-edge-')));
+    const upstreams = { docs: tsx(DOCS) };
+    const set = await loadPolicyFile(
+      policyFile({ gateway: { upstreams }, prompts: [{ name: 'ask-prompts', result: 'ask' }] }, dir),
+    );
+    const gateway = await createGateway({ policy: set, upstreams: gatewayConfigOf(set).upstreams, pins: null });
+    cleanups.push(() => gateway.close());
+    const other = join(dir, 'other-ask.yaml');
+    writeFileSync(
+      other,
+      stringify({ version: 1, gateway: { upstreams }, prompts: [{ name: 'security-review', result: 'ask' }] }),
+    );
+    let asked = 0;
+    const client = await connect(gateway, async () => {
+      if (asked++ === 0) expect((await gateway.reload(other)).ok).toBe(true);
+    });
+    const get = () => client.getPrompt({ name: 'docs:summarise', arguments: { topic: 'p' } });
+    // The person approved under ask-prompts; the reloaded policy asks under security-review: not answered.
+    await expect(get()).rejects.toThrow(/security-review/);
+    expect(asked).toBe(1);
+    // Asked again under the rule in force, the approval stands.
+    await expect(get()).resolves.toBeDefined();
+    expect(asked).toBe(2);
+  });
+
   it("the gateway's /approvals answers the gateway's own requests only, not a runner's in a shared store", async () => {
     // toolgate serve and the gateway share one PostgreSQL store; the inbox names ana as acme's approver.
     // A token with the gateway's approver scope answered the runner's request past the inbox's rules.
