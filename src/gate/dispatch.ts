@@ -199,6 +199,9 @@ export async function dispatchCalls(
         if (early && e.decision !== before) tell(runEnv, route, e);
       }
     }
+    // A limiter set since the batch was announced (by a listener or an earlier call; the registry changed, so
+    // the call was judged again under `runEnv`) charges the call before it runs, as on the charging path.
+    if (early && runEnv.limiter && e.charged) await chargeLimiter(e, runEnv, runContext, route);
     const concluded: ToolResult | null = early
       ? e.decision.effect === 'allow' && e.tool && e.args
         ? null
@@ -304,15 +307,23 @@ async function conclude(
       if (refusal.halt === true) onHalt?.(true);
     }
   }
-  if (env.limiter && e.charged) {
-    // Every attempt is charged, refused ones too; one that does not fit spends nothing and is refused.
-    const verdict = await chargeLimits(env.limiter, e.decision, e.tool, context);
-    if (!verdict.allowed && e.decision.effect === 'allow')
-      e.decision = deny(e.decision, { stage: 'limit', by: 'limit', layer: null }, verdict.reason);
-  }
+  if (env.limiter && e.charged) await chargeLimiter(e, env, context);
   if (tell(env, route, e)) onHalt?.(true);
   if (e.decision.effect === 'allow' && e.tool && e.args) return null;
   return refused(e.decision as Extract<Decision, { effect: 'deny' }>);
+}
+
+/**
+ * Step 6 against the registry's limiter: every attempt is charged, refused ones too; one that does not fit
+ * spends nothing and is refused at stage `limit`. With `announceTo`, a call refused here (already announced as
+ * allowed) is announced again with its refusal.
+ */
+async function chargeLimiter(e: Entry, env: GateEnvironment, context: GateContext, announceTo?: Route): Promise<void> {
+  const verdict = await chargeLimits(env.limiter!, e.decision, e.tool, context);
+  if (!verdict.allowed && e.decision.effect === 'allow') {
+    e.decision = deny(e.decision, { stage: 'limit', by: 'limit', layer: null }, verdict.reason);
+    if (announceTo) tell(env, announceTo, e);
+  }
 }
 
 /** How many times a call announced as allowed is decided again because the registry changed meanwhile. */
