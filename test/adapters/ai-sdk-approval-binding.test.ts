@@ -4,33 +4,13 @@
  * tenant's conversation, or from under an earlier policy, ran the call).
  */
 import { generateText, type ModelMessage } from 'ai';
-import { MockLanguageModelV4 } from 'ai/test';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createAiSdkTools } from '../../src/adapters/ai-sdk/index.js';
 import { PermissionPolicy, ToolRegistry } from '../../src/index.js';
+import { scripted, textTurn, toolCallTurn } from './fixtures/ai-sdk-model.js';
 
-type GenerateResult = Awaited<ReturnType<typeof MockLanguageModelV4.prototype.doGenerate>>;
-const usage = {
-  inputTokens: { total: 1, noCache: 1, cacheRead: 0, cacheWrite: 0 },
-  outputTokens: { total: 1, text: 1, reasoning: 0 },
-};
-const callTurn = (id: string, input: unknown): GenerateResult => ({
-  content: [{ type: 'tool-call', toolCallId: id, toolName: 'refund', input: JSON.stringify(input) }],
-  finishReason: { unified: 'tool-calls', raw: 'tool_calls' },
-  usage,
-  warnings: [],
-});
-const textTurn = (text: string): GenerateResult => ({
-  content: [{ type: 'text', text }],
-  finishReason: { unified: 'stop', raw: 'stop' },
-  usage,
-  warnings: [],
-});
-const scripted = (...turns: GenerateResult[]) => {
-  let i = 0;
-  return new MockLanguageModelV4({ doGenerate: async () => turns[Math.min(i++, turns.length - 1)]! });
-};
+const callTurn = (id: string, input: unknown) => toolCallTurn({ id, name: 'refund', input });
 
 function setUp() {
   const ran: string[] = [];

@@ -1,42 +1,11 @@
 import { generateText, InvalidToolApprovalSignatureError, isStepCount, type ModelMessage } from 'ai';
-import { MockLanguageModelV4 } from 'ai/test';
+import type { MockLanguageModelV4 } from 'ai/test';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { signApproval } from '../../src/adapters/ai-sdk/approval-signature.js';
 import { createAiSdkTools } from '../../src/adapters/ai-sdk/index.js';
 import { PermissionPolicy, ToolRegistry, ToolTag, type Decision, type PermissionRule } from '../../src/index.js';
-
-type GenerateResult = Awaited<ReturnType<typeof MockLanguageModelV4.prototype.doGenerate>>;
-const usage = {
-  inputTokens: { total: 1, noCache: 1, cacheRead: 0, cacheWrite: 0 },
-  outputTokens: { total: 1, text: 1, reasoning: 0 },
-};
-
-function toolCallTurn(...calls: { id: string; name: string; input: unknown }[]): GenerateResult {
-  return {
-    content: calls.map((c) => ({
-      type: 'tool-call' as const,
-      toolCallId: c.id,
-      toolName: c.name,
-      input: JSON.stringify(c.input),
-    })),
-    finishReason: { unified: 'tool-calls', raw: 'tool_calls' },
-    usage,
-    warnings: [],
-  };
-}
-const textTurn = (text: string): GenerateResult => ({
-  content: [{ type: 'text', text }],
-  finishReason: { unified: 'stop', raw: 'stop' },
-  usage,
-  warnings: [],
-});
-
-/** A mock model that plays the given turns in order. */
-function scripted(...turns: GenerateResult[]): MockLanguageModelV4 {
-  let i = 0;
-  return new MockLanguageModelV4({ doGenerate: async () => turns[Math.min(i++, turns.length - 1)]! });
-}
+import { scripted, textTurn, toolCallTurn } from './fixtures/ai-sdk-model.js';
 
 function setUp() {
   const ran: string[] = [];
