@@ -914,6 +914,11 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
             ErrorCode.InvalidRequest,
             `toolgate: the resources of upstream "${upstream.namespace}" are refused by the policy`,
           );
+        // Completing a template names what it may expand to: decided as reaching the template's URI (a deny
+        // on docs://secret/** refuses completing docs://secret/{name}), as a prompt completion is decided.
+        const normal = normalResourceUri(template);
+        if (!normal.ok) throw new McpError(ErrorCode.InvalidParams, `toolgate: ${normal.problem}`);
+        await govern('resource', 'complete', governance.resources, upstream, normal.uri, template, {}, extra);
       }
       if (upstream.state !== 'ready') throw unavailable(upstream, 'completion');
       if (!upstream.capabilities.completions)

@@ -178,6 +178,33 @@ describe('attacks on the gateway edges', { timeout: 120_000 }, () => {
     expect(asked).toBe(2);
   });
 
+  it('completing a resource template is decided as reaching its URI: a deny on the folder refuses it', async () => {
+    const upstreams = { docs: tsx(DOCS) };
+    const deny = await loadPolicyFile(
+      policyFile({
+        gateway: { upstreams },
+        resources: [
+          { name: 'no-pages', uri: 'docs://public/pages/**', result: 'deny' },
+          { name: 'rest', result: 'allow' },
+        ],
+      }),
+    );
+    const gateway = await createGateway({ policy: deny, upstreams: gatewayConfigOf(deny).upstreams, pins: null });
+    cleanups.push(() => gateway.close());
+    const client = await connect(gateway);
+    const complete = () =>
+      client.complete({
+        ref: { type: 'ref/resource', uri: 'docs://public/pages/{name}' },
+        argument: { name: 'name', value: 'in' },
+      });
+    await expect(complete()).rejects.toThrow(/no-pages/);
+    // Without the deny the same completion is forwarded.
+    expect(
+      (await gateway.reload(policyFile({ gateway: { upstreams }, resources: [{ name: 'rest', result: 'allow' }] }))).ok,
+    ).toBe(true);
+    expect((await complete()).completion.values).toEqual(['intro', 'install']);
+  });
+
   it("the gateway's /approvals answers the gateway's own requests only, not a runner's in a shared store", async () => {
     // toolgate serve and the gateway share one PostgreSQL store; the inbox names ana as acme's approver.
     // A token with the gateway's approver scope answered the runner's request past the inbox's rules.

@@ -218,6 +218,7 @@ describe('the gateway with two real upstreams (server-filesystem and a docs serv
       ['read', 'docs://public/secret/keys', 'allow'],
       ['read', 'docs://secret/keys', 'deny'],
       ['read', 'docs://public/pages/intro', 'allow'],
+      ['complete', 'docs://public/pages/{name}', 'allow'],
       ['subscribe', 'docs://public/readme', 'allow'],
       ['subscribe', 'docs://secret/keys', 'deny'],
     ]);
