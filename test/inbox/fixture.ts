@@ -120,6 +120,27 @@ export function shop(version = 'shop-1'): Shop {
   };
 }
 
+/** A registry whose `wire_money` tool every call asks a person about (the registry route); `ran` holds each executed call's arguments. */
+export function wireMoney(): { registry: ToolRegistry; ran: unknown[] } {
+  const ran: unknown[] = [];
+  const registry = new ToolRegistry();
+  registry.register(
+    defineTool({
+      name: 'wire_money',
+      description: 'Wire money',
+      parameters: { type: 'object', properties: { to: { type: 'string' } }, required: ['to'] },
+      execute: (a) => {
+        ran.push(a);
+        return 'sent';
+      },
+    }),
+  );
+  registry.setPermissionPolicy(
+    new PermissionPolicy({ rules: [{ name: 'ask_wires', tools: ['wire_money'], result: PermissionResult.ASK }] }),
+  );
+  return { registry, ran };
+}
+
 export async function bearer(subject: string): Promise<string> {
   return new SignJWT({ email: subject, email_verified: true })
     .setProtectedHeader({ alg: 'HS256' })

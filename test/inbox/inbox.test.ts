@@ -13,7 +13,6 @@ import { run } from '../../src/cli/program.js';
 import { SignJWT } from 'jose';
 import { jwtApprover, slackMessage } from '../../src/inbox/index.js';
 import { diffHtml, text } from '../../src/inbox/render.js';
-import { PermissionPolicy, PermissionResult, ToolRegistry, defineTool } from '../../src/index.js';
 import { PostgresStores } from '../../src/stores/postgres.js';
 import { SqliteStores } from '../../src/stores/sqlite.js';
 import { PG_URL, uniqueName } from '../stores/servers.js';
@@ -25,6 +24,7 @@ import {
   csrfOf,
   shop,
   startInbox,
+  wireMoney,
   type Cleanup,
   type InboxOptions,
 } from './fixture.js';
@@ -170,22 +170,7 @@ describe('the inbox over HTTP', () => {
   });
 
   it("puts the registry route's asks in the inbox and waits for the answer", async () => {
-    const ran: unknown[] = [];
-    const registry = new ToolRegistry();
-    registry.register(
-      defineTool({
-        name: 'wire_money',
-        description: 'Wire money',
-        parameters: { type: 'object', properties: { to: { type: 'string' } }, required: ['to'] },
-        execute: (a) => {
-          ran.push(a);
-          return 'sent';
-        },
-      }),
-    );
-    registry.setPermissionPolicy(
-      new PermissionPolicy({ rules: [{ name: 'ask_wires', tools: ['wire_money'], result: PermissionResult.ASK }] }),
-    );
+    const { registry, ran } = wireMoney();
     const { inbox, url } = await start();
     registry.setPermissionHandler(inbox.handler({ registry }));
     const calls = registry.executeToolCalls([{ id: 'c1', name: 'wire_money', arguments: { to: 'bob' } }], {
