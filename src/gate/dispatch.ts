@@ -7,6 +7,7 @@
  *   phase 2, call by call in order:
  *     judged again if it had to wait, or (calls announced together) the registry changed since: decided again
  *     when the registry or the route's context changed, else its allowlist step again (layers changed in place)
+ *     and, once charged and announced (or judged again and announced, without a charge step), confirmed
  *     6 charge (route.charge; refused calls count) → 8 tool_decided / permission_denied → 7 execute (execute.ts)
  *
  * This file is the only emitter of `tool_decided`, `permission_asked` and `permission_denied`, and with
@@ -197,6 +198,13 @@ export async function dispatchCalls(
         if (state.env.revision !== e.revision || state.context !== context) await decideAgain(e, state, route);
         else if ((e.decision = allowlistAgain(before, state.context, state.env)) !== before) e.answered = false;
         if (early && e.decision !== before) tell(runEnv, route, e);
+        if (early && e.decision.effect === 'allow') {
+          // The re-decision may have waited (a person asked again) and was just told to listeners: the call
+          // runs only if it is still allowed under what is in force now, as a charged call is confirmed.
+          const now = await confirm(e, route, runEnv, runContext, (halt) => (halted = halt));
+          runContext = now.context;
+          runEnv = now.env;
+        }
       }
     }
     const concluded: ToolResult | null = early
