@@ -342,9 +342,9 @@ async function confirm(
   let state: RouteState = { context, env };
   for (let round = 0; e.decision.effect === 'allow'; round++) {
     const before = e.decision;
-    // A resolved allowlist (below the runner's root) is a snapshot of the layers: only the route's context
-    // now shows a layer cut in place.
-    if (round === 0 && route.refresh && state.context.allowlist !== undefined) state = await route.refresh();
+    // The route's context now: a layer replaced (the runner's tenant provider answering a new plan) or, below
+    // the runner's root, cut in place (a resolved allowlist is a snapshot) shows only there.
+    if (round === 0 && route.refresh) state = await route.refresh();
     const now = state.env.current();
     if (now.revision !== e.revision) {
       if (round >= CONFIRM_ROUNDS) {
