@@ -195,12 +195,14 @@ export async function dispatchCalls(
         runContext = state.context;
         runEnv = state.env;
         const before = e.decision;
-        if (state.env.revision !== e.revision || state.context !== context) await decideAgain(e, state, route);
+        const full = state.env.revision !== e.revision || state.context !== context;
+        if (full) await decideAgain(e, state, route);
         else if ((e.decision = allowlistAgain(before, state.context, state.env)) !== before) e.answered = false;
         if (early && e.decision !== before) tell(runEnv, route, e);
-        if (early && e.decision.effect === 'allow') {
-          // The re-decision may have waited (a person asked again) and was just told to listeners: the call
-          // runs only if it is still allowed under what is in force now, as a charged call is confirmed.
+        if (early && full && e.decision.effect === 'allow') {
+          // The re-decision may have waited (a person asked again) and was told to listeners: the call runs
+          // only if it is still allowed under what is in force now, as a charged call is confirmed. (The
+          // allowlist step alone neither waits nor announces an allow.)
           const now = await confirm(e, route, runEnv, runContext, (halt) => (halted = halt));
           runContext = now.context;
           runEnv = now.env;
