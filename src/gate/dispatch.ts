@@ -26,6 +26,7 @@ import {
   allow,
   allowlistAgain,
   deny,
+  givenArguments,
   precheck,
   type GateContext,
   type GateEnvironment,
@@ -432,8 +433,9 @@ async function resolveCallAsk(
  */
 async function decideAgain(e: Entry, state: RouteState, route: Route): Promise<void> {
   const call = e.call as NormalizedCall;
+  // Validated again from the arguments it was given (edited ones included), not from its schema's output.
   let pre = previewCall(
-    { id: call.id, name: call.name, arguments: e.args, format: call.format },
+    { id: call.id, name: call.name, arguments: e.args && givenArguments(e.args), format: call.format },
     state.context,
     state.env,
   );

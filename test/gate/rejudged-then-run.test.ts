@@ -5,7 +5,8 @@
  * ran the call under a deny-all policy).
  */
 import { describe, expect, it } from 'vitest';
-import { PermissionPolicy, ToolRegistry } from '../../src/index.js';
+import { z } from 'zod';
+import { defineTool, PermissionPolicy, ToolRegistry } from '../../src/index.js';
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 const lockdown = (): PermissionPolicy => new PermissionPolicy({ rules: [], fallback: 'deny', version: 'lockdown' });
@@ -83,5 +84,29 @@ describe('a call decided again in phase 2 (registry route)', () => {
     expect(ran).toEqual(['slow']);
     expect(results[1]!.decision).toMatchObject({ effect: 'deny', policyVersion: 'lockdown' });
     expect(decided.at(-1)).toBe('2:deny');
+  });
+});
+
+describe('a call decided again is validated from its arguments, not from what its schema made of them', () => {
+  it('a schema that converts dollars to cents: the call runs with the cents of the amount asked, not 100 times them', async () => {
+    const { registry, ran, setDuring } = slowThenWire();
+    const paid: number[] = [];
+    registry.register(
+      defineTool({
+        name: 'pay',
+        parameters: z.object({ amount: z.number().transform((dollars) => dollars * 100) }),
+        execute: ({ amount }) => {
+          paid.push(amount);
+          return 'paid';
+        },
+      }),
+    );
+    registry.setPermissionPolicy(new PermissionPolicy({ rules: [], fallback: 'allow' }));
+    // Something unrelated is registered while slow runs: pay is decided again.
+    setDuring(() => registry.register({ name: 'other', parameters: { type: 'object' }, execute: () => 'x' }));
+    const results = await registry.dispatch([calls[0]!, { id: '2', name: 'pay', arguments: { amount: 5 } }]);
+    expect(ran).toEqual(['slow']);
+    expect(paid).toEqual([500]);
+    expect(results[1]!.decision.parameters).toEqual({ amount: 500 });
   });
 });
