@@ -345,9 +345,10 @@ async function confirm(
   let state: RouteState = { context, env };
   for (let round = 0; e.decision.effect === 'allow'; round++) {
     const before = e.decision;
-    // The route's context now: a layer replaced (the runner's tenant provider answering a new plan) or, below
-    // the runner's root, cut in place (a resolved allowlist is a snapshot) shows only there.
-    if (round === 0 && route.refresh) state = await route.refresh();
+    // The route's context now, at every round (a re-decision may have waited for a person): a layer replaced
+    // (the runner's tenant provider answering a new plan) or, below the runner's root, cut in place (a
+    // resolved allowlist is a snapshot) shows only there.
+    if (route.refresh) state = await route.refresh();
     const now = state.env.current();
     if (now.revision !== e.revision) {
       if (round >= CONFIRM_ROUNDS) {
@@ -358,7 +359,7 @@ async function confirm(
         );
         e.answered = false;
       } else {
-        state = route.refresh ? await route.refresh() : { context: state.context, env: now };
+        if (!route.refresh) state = { context: state.context, env: now };
         await decideAgain(e, state, route);
       }
     } else if ((e.decision = allowlistAgain(before, state.context, state.env)) !== before) e.answered = false;

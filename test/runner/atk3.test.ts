@@ -100,3 +100,34 @@ describe('the resume of a paused delegation is judged on the input it ran with',
     });
   });
 });
+
+describe('the confirm step reads the route again after every re-decision', () => {
+  it('the plan replaced while the handler is asked again in the confirm step: the call does not run', async () => {
+    const { registry, executed } = shop({ policyVersion: 'v1' });
+    registry.setPermissionPolicy(new PermissionPolicy({ version: 'v1', rules: [], fallback: PermissionResult.ALLOW }));
+    const plans: Record<string, TenantLimits> = { acme: { tools: ['search', 'quote'] } };
+    const model = new ScriptedModel([
+      { toolCalls: [{ name: 'quote', arguments: { item: 'lamp' } }] },
+      { text: 'done' },
+    ]);
+    const runner = new AgentRunner({
+      registry,
+      model,
+      tenants: (id) => plans[id],
+      onRefusal: 'continue',
+      // The person takes 30 ms.
+      handler: () => new Promise((resolve) => setTimeout(() => resolve('allow'), 30)),
+    });
+    let switched = false;
+    registry.onChange((e) => {
+      if (e.type !== 'tool_decided' || e.decision.effect !== 'allow' || switched) return;
+      switched = true;
+      // Told of quote: a new version asks for quote, and 10 ms later quote leaves the tenant's plan.
+      registry.setPermissionPolicy(new PermissionPolicy({ version: 'v2', rules: [], fallback: PermissionResult.ASK }));
+      setTimeout(() => (plans['acme'] = { tools: ['search'] }), 10);
+    });
+    const result = await runner.run({ name: 'concierge', tools: ['search', 'quote'] }, 'go', { tenant: 'acme' });
+    expect(executed['quote'] ?? 0).toBe(0);
+    expect(result.decisions.at(-1)).toMatchObject({ tool: 'quote', effect: 'deny', layer: 'tenant' });
+  });
+});
