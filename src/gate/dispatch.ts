@@ -200,10 +200,20 @@ export async function dispatchCalls(
         if (full) await decideAgain(e, state, route);
         else if ((e.decision = allowlistAgain(before, state.context, state.env)) !== before) e.answered = false;
         if (early && e.decision !== before) tell(runEnv, route, e);
+        // A limiter set since the batch started (it had none: its calls were announced uncharged) charges the
+        // calls decided again after it (one refused now too, as conclude() charges every attempt).
+        const limited = early && full && runEnv.limiter && e.charged;
+        if (limited) {
+          const verdict = await chargeLimits(runEnv.limiter!, e.decision, e.tool, runContext);
+          if (!verdict.allowed && e.decision.effect === 'allow') {
+            e.decision = deny(e.decision, { stage: 'limit', by: 'limit', layer: null }, verdict.reason);
+            tell(runEnv, route, e);
+          }
+        }
         if (early && full && e.decision.effect === 'allow') {
-          // The re-decision may have waited (a person asked again) and was told to listeners: the call runs
-          // only if it is still allowed under what is in force now, as a charged call is confirmed. (The
-          // allowlist step alone neither waits nor announces an allow.)
+          // The re-decision (or the charge) may have waited (a person asked again) and was told to listeners:
+          // the call runs only if it is still allowed under what is in force now, as a charged call is
+          // confirmed. (The allowlist step alone neither waits nor announces an allow.)
           const now = await confirm(e, route, runEnv, runContext, (halt) => (halted = halt));
           runContext = now.context;
           runEnv = now.env;

@@ -7,6 +7,8 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineTool, PermissionPolicy, ToolRegistry } from '../../src/index.js';
+import { Limiter } from '../../src/limits/limiter.js';
+import { MemoryCounterStore } from '../../src/stores/memory.js';
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 const lockdown = (): PermissionPolicy => new PermissionPolicy({ rules: [], fallback: 'deny', version: 'lockdown' });
@@ -108,5 +110,21 @@ describe('a call decided again is validated from its arguments, not from what it
     expect(ran).toEqual(['slow']);
     expect(paid).toEqual([500]);
     expect(results[1]!.decision.parameters).toEqual({ amount: 500 });
+  });
+});
+
+describe('a limiter set while a batch is in flight', () => {
+  it('applies to the calls of the batch that run after it (one call an hour: one more runs, not three)', async () => {
+    const { registry, ran, setDuring } = slowThenWire();
+    setDuring(() =>
+      registry.setLimiter(
+        new Limiter({ counters: new MemoryCounterStore(), limits: [{ name: 'hourly', max: 1, window: '1h' }] }),
+      ),
+    );
+    const wires = ['2', '3', '4'].map((id) => ({ id, name: 'wire', arguments: {} }));
+    const results = await registry.dispatch([calls[0]!, ...wires]);
+    expect(ran).toEqual(['slow', 'wire']);
+    expect(results.map((r) => r.status)).toEqual(['ok', 'ok', 'refused', 'refused']);
+    expect(results[3]!.decision).toMatchObject({ effect: 'deny', stage: 'limit' });
   });
 });
