@@ -7,6 +7,7 @@
  *   phase 2, call by call in order:
  *     judged again if it had to wait, or (calls announced together) the registry changed since: decided again
  *     when the registry or the route's context changed, else its allowlist step again (layers changed in place)
+ *     and, once charged and announced (or judged again and announced, without a charge step), confirmed
  *     6 charge (route.charge; refused calls count) → 8 tool_decided / permission_denied → 7 execute (execute.ts)
  *
  * This file is the only emitter of `tool_decided`, `permission_asked` and `permission_denied`, and with
@@ -25,6 +26,7 @@ import {
   allow,
   allowlistAgain,
   deny,
+  givenArguments,
   precheck,
   type GateContext,
   type GateEnvironment,
@@ -194,9 +196,28 @@ export async function dispatchCalls(
         runContext = state.context;
         runEnv = state.env;
         const before = e.decision;
-        if (state.env.revision !== e.revision || state.context !== context) await decideAgain(e, state, route);
+        const full = state.env.revision !== e.revision || state.context !== context;
+        if (full) await decideAgain(e, state, route);
         else if ((e.decision = allowlistAgain(before, state.context, state.env)) !== before) e.answered = false;
         if (early && e.decision !== before) tell(runEnv, route, e);
+        // A limiter set since the batch started (it had none: its calls were announced uncharged) charges the
+        // calls decided again after it (one refused now too, as conclude() charges every attempt).
+        const limited = early && full && runEnv.limiter && e.charged;
+        if (limited) {
+          const verdict = await chargeLimits(runEnv.limiter!, e.decision, e.tool, runContext);
+          if (!verdict.allowed && e.decision.effect === 'allow') {
+            e.decision = deny(e.decision, { stage: 'limit', by: 'limit', layer: null }, verdict.reason);
+            tell(runEnv, route, e);
+          }
+        }
+        if (early && full && e.decision.effect === 'allow') {
+          // The re-decision (or the charge) may have waited (a person asked again) and was told to listeners:
+          // the call runs only if it is still allowed under what is in force now, as a charged call is
+          // confirmed. (The allowlist step alone neither waits nor announces an allow.)
+          const now = await confirm(e, route, runEnv, runContext, (halt) => (halted = halt));
+          runContext = now.context;
+          runEnv = now.env;
+        }
       }
     }
     // A limiter set since the batch was announced (by a listener or an earlier call; the registry changed, so
@@ -345,9 +366,10 @@ async function confirm(
   let state: RouteState = { context, env };
   for (let round = 0; e.decision.effect === 'allow'; round++) {
     const before = e.decision;
-    // A resolved allowlist (below the runner's root) is a snapshot of the layers: only the route's context
-    // now shows a layer cut in place.
-    if (round === 0 && route.refresh && state.context.allowlist !== undefined) state = await route.refresh();
+    // The route's context now, at every round (a re-decision may have waited for a person): a layer replaced
+    // (the runner's tenant provider answering a new plan) or, below the runner's root, cut in place (a
+    // resolved allowlist is a snapshot) shows only there.
+    if (route.refresh) state = await route.refresh();
     const now = state.env.current();
     if (now.revision !== e.revision) {
       if (round >= CONFIRM_ROUNDS) {
@@ -358,7 +380,7 @@ async function confirm(
         );
         e.answered = false;
       } else {
-        state = route.refresh ? await route.refresh() : { context: state.context, env: now };
+        if (!route.refresh) state = { context: state.context, env: now };
         await decideAgain(e, state, route);
       }
     } else if ((e.decision = allowlistAgain(before, state.context, state.env)) !== before) e.answered = false;
@@ -433,8 +455,9 @@ async function resolveCallAsk(
  */
 async function decideAgain(e: Entry, state: RouteState, route: Route): Promise<void> {
   const call = e.call as NormalizedCall;
+  // Validated again from the arguments it was given (edited ones included), not from its schema's output.
   let pre = previewCall(
-    { id: call.id, name: call.name, arguments: e.args, format: call.format },
+    { id: call.id, name: call.name, arguments: e.args && givenArguments(e.args), format: call.format },
     state.context,
     state.env,
   );

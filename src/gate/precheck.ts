@@ -228,6 +228,7 @@ function afterValidation(
   let args: Readonly<Record<string, unknown>>;
   try {
     args = validation.value === input ? input : snapshotArguments(validation.value);
+    if (args !== input) transformed.set(args, input);
   } catch (error) {
     return decided(
       deny(
@@ -256,6 +257,18 @@ function afterValidation(
       args,
     );
   return judged(policy.evaluate(tool, args), tool, args, base, context.caller?.id ?? null);
+}
+
+/**
+ * The snapshot a schema turned into `args` (defaults, transforms), by `args`: a call decided again is validated
+ * from what it was given, not from what its schema made of it (a transform applied twice, dollars to cents to
+ * a hundred times the cents, would run another call). Only schemas that return a new value are kept here.
+ */
+const transformed = new WeakMap<object, Readonly<Record<string, unknown>>>();
+
+/** The arguments a call with these validated arguments was given (the same object unless its schema returned a new value). */
+export function givenArguments(args: Readonly<Record<string, unknown>>): Readonly<Record<string, unknown>> {
+  return transformed.get(args) ?? args;
 }
 
 /**

@@ -11,13 +11,13 @@
  * RunState that resume() continues, in this process or another. This file is the loop only: the run's
  * route (route.ts), durable approvals (approvals.ts), state (state.ts) and options (options.ts) live beside it.
  */
-import type { DenyDecision } from '../decision.js';
+import type { Decision, DenyDecision } from '../decision.js';
 import { ConfigurationError, RunStateError } from '../errors.js';
 import { Emitter } from '../events.js';
 import { dispatchCalls, previewCall } from '../gate/dispatch.js';
 import { deny, refusalContent } from '../gate/precheck.js';
 import { environmentOf } from '../gate/environment.js';
-import { canonical, describe } from '../names.js';
+import { describe } from '../names.js';
 import { agentGraph, peerTools } from './agents.js';
 import { answerBinding, DurableApprovals } from './approvals.js';
 import { limitsOf, runIdentity, runnerSettings, type AgentRunnerOptions, type RunnerSettings } from './options.js';
@@ -247,7 +247,7 @@ export class AgentRunner {
       const call = turn.calls.find((c) => c.id === turn.active)!;
       // The delegation is decided again against the layers, agents and policy in force now: one withdrawn
       // while the run was paused (the plan, the agent graph) ends refused, and nothing more runs in the peer.
-      const withdrawn = await this.#withdrawn(run, frame, call);
+      const withdrawn = await this.#withdrawn(run, frame, call, inner);
       if (withdrawn !== null) {
         run.frames.length = frame.depth + 1;
         turn.active = null;
@@ -323,20 +323,19 @@ export class AgentRunner {
 
   /**
    * The refusal of a paused delegation call under what is in force now (steps 1–5, no ask, and this runner's
-   * depth cap), or null. It is
-   * judged on the arguments it ran with (edited by its approver, if it was). One that comes out `ask`
-   * continues only if it was approved before the pause for the same binding (tool, arguments, rule, policy
-   * version: the run's signed decisions say so); else it needs a new approval and is refused.
+   * depth cap), or null. It is judged on the input its peer frame was started with (the arguments it ran
+   * with, edited by its approver if it was; the signed state holds it). One that comes out `ask` continues
+   * only if it was approved before the pause for the same binding (tool, arguments, rule, policy version:
+   * the run's signed decisions say so); else it needs a new approval and is refused.
    */
-  async #withdrawn(run: Run, frame: Frame, call: RunToolCall): Promise<DenyDecision | null> {
+  async #withdrawn(run: Run, frame: Frame, call: RunToolCall, inner: Frame): Promise<DenyDecision | null> {
     const view = route.viewOf(this.#settings, run, frame, await limitsOf(this.#settings, run.tenant));
-    // The last Decision of this call: the one it ran on.
-    const form = canonical(call.name);
-    const last = run.decisions.findLast((d) => d.callId === call.id && d.canonical === form);
-    const ran =
-      last?.effect === 'allow' && last.parameters !== null
-        ? { id: call.id, name: call.name, arguments: last.parameters, format: 'toolgate' as const }
-        : readable(call);
+    // Not the run's last Decision with this call id: a deeper frame may have used the same id for the same
+    // peer (an agent graph with a cycle), and the model chooses call ids.
+    const started = inner.messages[0];
+    if (started?.role !== 'user')
+      throw new RunStateError(`the state's frame for the delegation ${JSON.stringify(call.id)} has no input`);
+    const ran = { id: call.id, name: call.name, arguments: { input: started.content }, format: 'toolgate' as const };
     const pre = await previewCall(ran, view.context, view.env);
     if (pre.kind === 'decided' && pre.decision.effect === 'deny') return pre.decision;
     // The depth cap of the runner resuming it applies too (the paused one may have allowed deeper delegation).
@@ -354,8 +353,14 @@ export class AgentRunner {
       rule: pre.base.rule,
       policyVersion: pre.base.policyVersion,
     });
-    if (last?.effect === 'allow' && last.asked !== null && last.by === 'handler' && answerBinding(last) === binding)
-      return null;
+    // The last Decision of this very delegation (this frame's agent, this call, this input): the one it ran on.
+    const form = pre.base.canonical;
+    const last = run.decisions.findLast(
+      (d) => d.callId === call.id && d.canonical === form && d.agent === frame.agent && sameInput(d, started.content),
+    );
+    const approved =
+      last?.effect === 'allow' && last.asked !== null && last.by === 'handler' && answerBinding(last) === binding;
+    if (approved) return null;
     return deny(
       pre.base,
       { stage: 'handler', by: 'approval_invalid', layer: null },
@@ -390,4 +395,10 @@ export class AgentRunner {
     turn.done.set(call.id, toolMessage(call, outcome.text, false));
     return null;
   }
+}
+
+/** True when a delegation Decision was made on exactly this input (its only argument). */
+function sameInput(decision: Decision, input: string): boolean {
+  const parameters = decision.parameters;
+  return parameters !== null && Object.keys(parameters).length === 1 && parameters['input'] === input;
 }
