@@ -180,6 +180,7 @@ export async function dispatchCalls(
     }
     let runContext = context;
     let runEnv = env;
+    let chargedLate = false;
     if (e.decision.effect === 'allow') {
       if (lanes.mustWait(e.tool!.metadata.concurrencySafe)) {
         await lanes.drain();
@@ -202,13 +203,9 @@ export async function dispatchCalls(
         if (early && e.decision !== before) tell(runEnv, route, e);
         // A limiter set since the batch started (it had none: its calls were announced uncharged) charges the
         // calls decided again after it (one refused now too, as conclude() charges every attempt).
-        const limited = early && full && runEnv.limiter && e.charged;
-        if (limited) {
-          const verdict = await chargeLimits(runEnv.limiter!, e.decision, e.tool, runContext);
-          if (!verdict.allowed && e.decision.effect === 'allow') {
-            e.decision = deny(e.decision, { stage: 'limit', by: 'limit', layer: null }, verdict.reason);
-            tell(runEnv, route, e);
-          }
+        if (early && full && runEnv.limiter && e.charged) {
+          await chargeLimiter(e, runEnv, runContext, route);
+          chargedLate = true;
         }
         if (early && full && e.decision.effect === 'allow') {
           // The re-decision (or the charge) may have waited (a person asked again) and was told to listeners:
@@ -220,9 +217,12 @@ export async function dispatchCalls(
         }
       }
     }
-    // A limiter set since the batch was announced (by a listener or an earlier call; the registry changed, so
-    // the call was judged again under `runEnv`) charges the call before it runs, as on the charging path.
-    if (early && runEnv.limiter && e.charged) await chargeLimiter(e, runEnv, runContext, route);
+    // A call refused in phase 1, when such a limiter has been set since: refused calls count, as on the
+    // charging path.
+    if (early && !chargedLate && e.decision.effect !== 'allow' && e.charged) {
+      const now = env.current();
+      if (now.limiter) await chargeLimiter(e, now, runContext);
+    }
     const concluded: ToolResult | null = early
       ? e.decision.effect === 'allow' && e.tool && e.args
         ? null

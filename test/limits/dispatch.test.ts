@@ -69,6 +69,36 @@ describe('limits on the dispatch path', () => {
     expect(refunds).toEqual([{ order: 'A1', amount: 10 }]);
   });
 
+  it('a limiter set during a batch charges each later call once, refused ones too', async () => {
+    const { registry, refunds } = shop();
+    const counters = new MemoryCounterStore();
+    let set = false;
+    registry.onChange((e) => {
+      if (e.type === 'tool_executed' && !set) {
+        set = true;
+        registry.setLimiter(
+          new Limiter({
+            counters,
+            limits: [{ name: 'refunds', per: ['caller'], tools: ['refund'], max: 5, window: '1h' }],
+          }),
+        );
+      }
+    });
+    const results = await registry.dispatch(
+      [
+        { id: '1', name: 'refund', arguments: { order: 'A1', amount: 10 } },
+        { id: '2', name: 'refund', arguments: { order: 'A2', amount: 10 } },
+        { id: '3', name: 'refund', arguments: { order: 'A3', amount: 5000 } }, // denied by the policy: counts too
+        { id: '4', name: 'refund', arguments: { order: 'A4', amount: 10 } },
+      ],
+      alice,
+    );
+    expect(results.map((r) => r.status)).toEqual(['ok', 'ok', 'refused', 'ok']);
+    expect(refunds.map((r) => r.order)).toEqual(['A1', 'A2', 'A4']);
+    // A2, A3 and A4 were charged once each (A1 ran before the limiter existed).
+    expect(await counters.peek('limit:refunds:caller=alice', 3_600_000)).toBe(3);
+  });
+
   it('refused calls count: a call the policy denied spends its slot', async () => {
     const { registry, refunds } = shop();
     registry.setLimiter(
