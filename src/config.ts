@@ -66,7 +66,10 @@ export function parseTenantLimits(
   const limits = raw as TenantLimits;
   const out: { tools?: readonly string[]; maxIterations?: number; maxToolCalls?: number; maxCost?: number } = {};
   const tools: unknown = limits.tools;
-  if (live && Array.isArray(tools) && allStrings(tools)) out.tools = tools as string[];
+  // Live (the runner's provider, read per call): an array is kept as it is — the gate's allowlist step checks
+  // its entries when it indexes or scans it (a non-string is a ConfigurationError there), so reading a plan of
+  // N names costs nothing per call here.
+  if (live && Array.isArray(tools)) out.tools = tools as string[];
   else if (tools !== undefined && tools !== null) out.tools = Object.freeze(stringList(tools, `${where} tools`));
   for (const cap of ['maxIterations', 'maxToolCalls', 'maxCost'] as const) {
     const value: unknown = limits[cap];
@@ -76,11 +79,6 @@ export function parseTenantLimits(
     out[cap] = value;
   }
   return Object.freeze(out);
-}
-
-function allStrings(list: readonly unknown[]): boolean {
-  for (let i = 0; i < list.length; i++) if (typeof list[i] !== 'string') return false;
-  return true;
 }
 
 /** An iterable of strings (not a string) as an array; anything else throws a TypeError naming `option`. */
