@@ -174,6 +174,11 @@ export function chargeTurn(settings: RunnerSettings, run: Run, limits: Limits): 
 }
 
 /** Why a call a cap stopped is refused (it ends the run). */
+/** Why a delegation past the runner's `maxDepth` is refused (at its charge, and on resume). */
+export function depthCapReason(max: number, tool: string): string {
+  return `delegation is capped at depth ${max}; ${JSON.stringify(tool)} would nest deeper`;
+}
+
 function capReason(cap: BudgetCap, limits: Limits): string {
   const limit =
     cap === 'maxToolCalls' ? limits.maxToolCalls : cap === 'maxCost' ? limits.maxCost : limits.maxIterations;
@@ -313,7 +318,7 @@ export class RunRoute implements Route {
     if (decision.effect === 'allow' && this.#frame.depth + 1 > max && this.#peerOf(decision.canonical) !== undefined)
       return {
         stage: 'depth',
-        reason: `delegation is capped at depth ${max}; ${JSON.stringify(decision.tool)} would nest deeper`,
+        reason: depthCapReason(max, decision.tool),
       };
     return null;
   }

@@ -344,7 +344,7 @@ export class AgentRunner {
       return deny(
         pre.kind === 'decided' ? pre.decision : pre.base,
         { stage: 'depth', by: 'depth', layer: null },
-        `delegation is capped at depth ${max}; ${JSON.stringify(call.name)} would nest deeper`,
+        route.depthCapReason(max, call.name),
       );
     if (pre.kind === 'decided') return null;
     const binding = answerBinding({
