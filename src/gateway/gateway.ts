@@ -5,7 +5,7 @@
  * recorded. Everything else a client or an upstream sends is forwarded (completion, logging, progress,
  * cancellation, resource subscriptions, sampling, elicitation) or refused with an error that says so.
  */
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -47,7 +47,7 @@ import { PermissionPolicy } from '../permissions/policy.js';
 import type { PolicySet } from '../policy-file/policy-set.js';
 import { formatIssue, readPolicyFile } from '../policy-file/load.js';
 import { ToolRegistry, type ToolResult } from '../registry.js';
-import { canonicalJson } from '../runner/signing.js';
+import { canonicalJson } from '../crypto.js';
 import type { Tool } from '../tool.js';
 import { checkContext } from './context.js';
 import type { GatewayAuditRecord, GatewayAuditSink, ShadowRecord, ToolAuditRecord } from './audit.js';
@@ -203,7 +203,13 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   const now = (): string => new Date().toISOString();
   const name = options.name ?? 'toolgate-gateway';
   let pins = options.pins ? new PinStore(options.pins.file) : null;
-  if (options.approvals !== undefined) checkApprovals(options.approvals);
+  // The key the gateway's tool-call routes bind their approval requests under (the route's owner sets it):
+  // the shared stores' secret with `approvals`; otherwise the requests are answered within this gateway's
+  // own request (elicitation, the inbox's waiter), and a key of this gateway instance binds them.
+  // (gateway helper: the gateway's own `--approval-secret` replaces the instance key.)
+  const approvalSettings = {
+    secret: options.approvals !== undefined ? checkApprovals(options.approvals).secret : randomBytes(32),
+  };
   if (options.inbox !== undefined) {
     checkInbox(options.inbox);
     if (options.approvals !== undefined)
@@ -723,7 +729,11 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
         // A call that waited for a person is decided again under the context and policy in force then (a
         // reload may have narrowed the agent's tools or changed the rules).
         const refresh = () => ({ context: { ...contextOf(extra), signal: extra.signal }, env: env.current() });
-        const [dispatched] = await dispatchCalls([readCall(call)], context, env, { ...route, refresh });
+        const [dispatched] = await dispatchCalls([readCall(call)], context, env, {
+          ...route,
+          approvals: approvalSettings,
+          refresh,
+        });
         return dispatched as ToolResult;
       });
       const decision = result.decision;

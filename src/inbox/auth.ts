@@ -4,7 +4,7 @@
  * inbox's secret; CSRF tokens are HMACs of the session they belong to.
  */
 import { jwtVerifier, type JwtKeyOptions } from '../jwt.js';
-import { macOf, sameMac } from '../runner/signing.js';
+import { macOf, sameMac } from '../crypto.js';
 
 /** Verifies a bearer token and resolves with the approver it names (rejects when it does not verify). */
 export type ApproverAuthenticator = (token: string) => Promise<string>;

@@ -15,7 +15,7 @@ import { streamSSE } from 'hono/streaming';
 import { canonical, describe } from '../names.js';
 import type { PermissionHandler } from '../permissions/handler.js';
 import type { AgentRunner } from '../runner/runner.js';
-import { canonicalJson } from '../runner/signing.js';
+import { canonicalJson, secretOf } from '../crypto.js';
 import { INBOX_CSS, INBOX_JS } from './assets.js';
 import {
   csrfToken,
@@ -149,13 +149,7 @@ const CSP =
   "form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
 function secretBytes(secret: unknown): Uint8Array {
-  const bytes =
-    typeof secret === 'string' ? Buffer.from(secret, 'utf8') : secret instanceof Uint8Array ? secret : undefined;
-  if (!bytes || bytes.length < 16)
-    throw new TypeError(
-      `createInbox option "secret" must be a string or bytes of at least 16 bytes, got ${describe(secret)}`,
-    );
-  return bytes;
+  return secretOf(secret, 'createInbox option "secret"');
 }
 
 function fold(name: string): string {

@@ -11,8 +11,8 @@
 import type { Decision } from '../decision.js';
 import type { RunCaps, RunSpend, SpendVerdict } from '../runner/approval-store.js';
 
-// The approval model's shapes are the gate's own (a type-only import: the stores load nothing of the gate).
-import type { Answer, ApprovalBinding, ApprovalRequest, RememberScope } from '../gate/approval.js';
+// The approval model's shapes are declared once, in src/contracts/approval.ts.
+import type { Answer, ApprovalBinding, ApprovalRequest, RememberScope } from '../contracts/approval.js';
 export type { Answer, ApprovalBinding, ApprovalRequest, RememberScope };
 
 // ── pending approvals ──
