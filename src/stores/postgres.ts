@@ -318,6 +318,7 @@ export class PostgresStores {
       },
     };
     this.counters = {
+      name: `postgres ${serverOf(options.connectionString, this.#pool)} schema ${JSON.stringify(schema)}`,
       async consume(charges: readonly CounterCharge[]): Promise<CounterVerdict> {
         checkCharges(charges);
         const r = await q(`SELECT allowed, refused, retry_ms, used FROM ${s}.consume_counters($1, $2, $3, $4)`, [
@@ -455,6 +456,20 @@ export class PostgresStores {
   async close(): Promise<void> {
     if (this.#owned) await this.#pool.end();
   }
+}
+
+/** Where the pool connects, for messages: host, port and database, never a user or password. */
+function serverOf(connectionString: string | undefined, pool: pg.Pool): string {
+  if (connectionString !== undefined) {
+    try {
+      const url = new URL(connectionString);
+      return `${url.host || 'localhost'}${url.pathname.length > 1 ? url.pathname : ''}`;
+    } catch {
+      return '(connection string)';
+    }
+  }
+  const o = pool.options;
+  return `${o.host ?? process.env['PGHOST'] ?? 'localhost'}:${o.port ?? process.env['PGPORT'] ?? 5432}`;
 }
 
 function approvalsIn(
