@@ -1,6 +1,6 @@
 /**
  * `toolgate/postgres`: pending approvals (with LISTEN/NOTIFY for a live inbox), remembered answers, single-use
- * nonces, the execution ledger and the audit trail in PostgreSQL (`pg`, an optional peer; the root entry never
+ * nonces, the execution ledger, counters and the audit trail in PostgreSQL (`pg`, an optional peer; the root entry never
  * imports this file). Every check-and-write is one statement (`INSERT … ON CONFLICT`, a guarded `UPDATE`), so
  * it is atomic across any number of workers without locks of our own; times come from the server's clock, so
  * workers' clocks do not matter. The schema is created by {@link PostgresStores.migrate}, on request.
@@ -11,6 +11,7 @@ import { describe } from '../names.js';
 import {
   auditBounds,
   checkAnswer,
+  checkCharges,
   checkPending,
   ledgerEntryOf,
   outcomeRow,
@@ -30,6 +31,9 @@ import type {
   AuditReader,
   AuditRecord,
   AuditSink,
+  CounterCharge,
+  CounterStore,
+  CounterVerdict,
   Ledger,
   LedgerEntry,
   LedgerOutcome,
@@ -91,13 +95,112 @@ export const POSTGRES_MIGRATIONS: readonly { readonly version: number; sql(s: st
         attempts double precision NOT NULL, cost double precision NOT NULL);
     `,
   },
+  { version: 3, sql: (s: string) => COUNTERS_SQL(s) },
 ]);
+
+/**
+ * Counters (migration 3): a sliding-window log per key — one row per charge in `counter_events`, the running
+ * total and the time the last window ends in `counters` — and `consume_counters`, which charges a whole set
+ * in one statement (a function call: one round trip, one transaction). It locks the counters' rows in key
+ * order (so two workers never deadlock), and each statement after the lock reads what the worker it waited
+ * for committed (READ COMMITTED takes a snapshot per statement in a volatile function): of N workers racing
+ * for the last slot exactly one gets it. Then it drops the expired charges of each key, checks every charge
+ * (two on one key must fit together) and adds all of them or none. Times are the server's clock. Now and then
+ * (one call in a thousand) it also deletes up to 100 keys whose last window has passed, with their log.
+ * Returns `allowed`, the 0-based index of the charge that did not fit (-1), the ms until it could (-1: never)
+ * and the totals (after the charge when allowed; as they stand when refused).
+ */
+const COUNTERS_SQL = (s: string): string => `
+  CREATE TABLE ${s}.counters (key text PRIMARY KEY, total double precision NOT NULL DEFAULT 0,
+    until bigint NOT NULL DEFAULT 0);
+  CREATE INDEX counters_until ON ${s}.counters (until);
+  CREATE TABLE ${s}.counter_events (key text NOT NULL, at bigint NOT NULL, cost double precision NOT NULL);
+  CREATE INDEX counter_events_key_at ON ${s}.counter_events (key, at);
+  CREATE FUNCTION ${s}.consume_counters(keys text[], costs double precision[], limits double precision[],
+      windows bigint[], OUT allowed boolean, OUT refused integer, OUT retry_ms bigint, OUT used double precision[])
+  LANGUAGE plpgsql AS $fn$
+  DECLARE
+    now_ms bigint := (extract(epoch from clock_timestamp()) * 1000)::bigint;
+    n integer := coalesce(array_length(keys, 1), 0);
+    distinct_keys integer;
+    locked integer;
+    base double precision[] := array_fill(0::double precision, ARRAY[n]);
+    pending double precision[] := array_fill(0::double precision, ARRAY[n]);
+    head integer;
+    t double precision;
+    need double precision;
+    freed double precision;
+    e record;
+  BEGIN
+    used := '{}';
+    SELECT count(DISTINCT k) INTO distinct_keys FROM unnest(keys) k;
+    -- The rows exist, then are locked in key order. A row deleted by the sweep meanwhile is made again.
+    LOOP
+      INSERT INTO ${s}.counters (key) SELECT DISTINCT k FROM unnest(keys) k ORDER BY 1 ON CONFLICT (key) DO NOTHING;
+      SELECT count(*) INTO locked FROM (SELECT 1 FROM ${s}.counters WHERE key = ANY (keys) ORDER BY key FOR UPDATE) l;
+      EXIT WHEN locked = distinct_keys;
+    END LOOP;
+    FOR i IN 1..n LOOP
+      head := array_position(keys, keys[i]);
+      IF head = i THEN
+        WITH gone AS (DELETE FROM ${s}.counter_events WHERE key = keys[i] AND at <= now_ms - windows[i] RETURNING cost)
+        UPDATE ${s}.counters SET total = total - coalesce((SELECT sum(cost) FROM gone), 0) WHERE key = keys[i]
+          RETURNING total INTO t;
+        -- An empty log is a total of 0 exactly (no drift of summed fractions).
+        IF t <> 0 AND NOT EXISTS (SELECT 1 FROM ${s}.counter_events WHERE key = keys[i]) THEN
+          UPDATE ${s}.counters SET total = 0 WHERE key = keys[i];
+          t := 0;
+        END IF;
+        base[i] := greatest(t, 0);
+      END IF;
+      t := base[head] + pending[head];
+      IF t + costs[i] > limits[i] THEN
+        allowed := false;
+        refused := i - 1;
+        retry_ms := -1;
+        IF costs[i] <= limits[i] THEN
+          need := t + costs[i] - limits[i];
+          freed := 0;
+          FOR e IN SELECT at, cost FROM ${s}.counter_events WHERE key = keys[i] ORDER BY at LOOP
+            freed := freed + e.cost;
+            IF freed >= need THEN
+              retry_ms := greatest(1, e.at + windows[i] - now_ms + 1);
+              EXIT;
+            END IF;
+          END LOOP;
+        END IF;
+        FOR j IN 1..i LOOP
+          used := used || (base[array_position(keys, keys[j])]);
+        END LOOP;
+        RETURN;
+      END IF;
+      pending[head] := pending[head] + costs[i];
+      used := used || (t + costs[i]);
+    END LOOP;
+    INSERT INTO ${s}.counter_events (key, at, cost)
+      SELECT k, now_ms, c FROM unnest(keys, costs) AS u(k, c) WHERE c > 0;
+    UPDATE ${s}.counters c SET total = c.total + x.add, until = greatest(c.until, now_ms + x.w)
+      FROM (SELECT k, sum(cost) AS add, max(w) AS w FROM unnest(keys, costs, windows) AS u(k, cost, w) GROUP BY k) x
+      WHERE c.key = x.k;
+    allowed := true;
+    refused := -1;
+    retry_ms := 0;
+    IF random() < 0.001 THEN
+      WITH dead AS (
+        DELETE FROM ${s}.counters WHERE key IN (
+          SELECT key FROM ${s}.counters WHERE until < now_ms AND NOT (key = ANY (keys)) LIMIT 100 FOR UPDATE SKIP LOCKED)
+        RETURNING key)
+      DELETE FROM ${s}.counter_events ev USING dead WHERE ev.key = dead.key;
+    END IF;
+  END
+  $fn$;
+`;
 
 type Row = Record<string, unknown>;
 
 /**
- * The PostgreSQL stores: `approvals`, `nonces`, `remembered`, `ledger`, `tallies`, `audit`. Counters live in Redis
- * (`toolgate/redis`).
+ * The PostgreSQL stores: `approvals`, `nonces`, `remembered`, `ledger`, `tallies`, `counters`, `audit`: a deployment
+ * with PostgreSQL alone shares everything, limits included (Redis's counters are the faster choice).
  *
  * @example
  * import { PostgresStores } from 'toolgate/postgres';
@@ -110,6 +213,8 @@ export class PostgresStores {
   readonly remembered: RememberStore;
   readonly ledger: Ledger;
   readonly tallies: TallyStore;
+  /** Counters over sliding windows: exact, the server's clock, one statement per charge (see migration 3). */
+  readonly counters: CounterStore;
   readonly audit: AuditSink & AuditReader;
   /** The schema, as given. */
   readonly schema: string;
@@ -210,6 +315,32 @@ export class PostgresStores {
       async inspect(key: string): Promise<LedgerEntry | undefined> {
         const r = await q(`SELECT * FROM ${s}.calls WHERE key = $1`, [key]);
         return r.rows[0] ? ledgerEntryOf(r.rows[0]) : undefined;
+      },
+    };
+    this.counters = {
+      async consume(charges: readonly CounterCharge[]): Promise<CounterVerdict> {
+        checkCharges(charges);
+        const r = await q(`SELECT allowed, refused, retry_ms, used FROM ${s}.consume_counters($1, $2, $3, $4)`, [
+          charges.map((c) => c.key),
+          charges.map((c) => c.cost),
+          charges.map((c) => c.limit),
+          charges.map((c) => Math.ceil(c.windowMs)),
+        ]);
+        const row = r.rows[0];
+        if (!row) throw new Error('the counter function returned no row');
+        const used = (row['used'] as number[]).map(Number);
+        if (row['allowed'] === true) return { allowed: true, used };
+        const retry = Number(row['retry_ms']);
+        return { allowed: false, used, index: Number(row['refused']), retryAfterMs: retry < 0 ? null : retry };
+      },
+      async peek(key: string, windowMs: number): Promise<number> {
+        requireKey(key, 'key');
+        requireNumber(windowMs, 'windowMs', 1);
+        const r = await q(
+          `SELECT coalesce(sum(cost), 0) AS total FROM ${s}.counter_events WHERE key = $1 AND at > ${NOW} - $2`,
+          [key, Math.ceil(windowMs)],
+        );
+        return Number(r.rows[0]?.['total'] ?? 0);
       },
     };
     const pool = this.#pool;
