@@ -106,6 +106,12 @@ export interface Ledger {
    * "unknown"). False when `owner` does not hold `key` or it is already recorded.
    */
   record(key: string, owner: string, outcome: LedgerOutcome): Promise<boolean>;
+  /**
+   * Gives back a reservation `owner` holds and never recorded, for a call that did NOT start (a check after
+   * the reservation failed: the approval's nonce could not be consumed). The key can be reserved again.
+   * False when `owner` does not hold `key` or it is recorded. Never call it once the call may have started.
+   */
+  release(key: string, owner: string): Promise<boolean>;
   /** The row of `key`, for operators and tests. */
   inspect(key: string): Promise<LedgerEntry | undefined>;
 }
