@@ -364,7 +364,7 @@ function auditIn(db: Database.Database, table: string): AuditSink & AuditReader 
       add('effect = ?', q.effect);
       add('at >= ?', q.since);
       add('at < ?', q.until);
-      const sql = `SELECT record FROM ${table}${where.length ? ` WHERE ${where.join(' AND ')}` : ''} ORDER BY id DESC LIMIT ?`;
+      const sql = `SELECT record FROM ${table}${where.length ? ` WHERE ${where.join(' AND ')}` : ''} ORDER BY at DESC, id DESC LIMIT ?`;
       const rows = db.prepare(sql).all(...params, q.limit) as { record: string }[];
       return rows.reverse().map((r) => JSON.parse(r.record) as AuditRecord);
     },
