@@ -33,7 +33,8 @@ async function toolgate(...args: string[]): Promise<string> {
 // Moves the cursor up, erases the line and prints a verdict of its own; then a right-to-left override.
 const FORGED = '\u001b[1A\u001b[2K\rallow  refund  ok\u009b2K';
 const BIDI = 'read\u202Etxt.exe';
-const RAW = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069]/u;
+// Any control (but the line breaks between records) or format character, raw.
+const RAW = /(?!\n)[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/u;
 
 describe('terminal escapes in operator output', () => {
   const audit = join(dir, 'audit.jsonl');
