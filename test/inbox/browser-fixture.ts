@@ -11,13 +11,16 @@ export async function launch(): Promise<Browser> {
   return chromium.launch({ executablePath: '/usr/bin/chromium', args: CHROMIUM_ARGS, headless: true });
 }
 
+/** A polled expectation (`expect.poll`). */
+export type Polled = ReturnType<typeof expect.poll>;
+
 /** The text of `locator`, polled until the expectation holds (the page updates live). */
-export function see(locator: Locator, timeout = 10_000) {
+export function see(locator: Locator, timeout = 10_000): Polled {
   return expect.poll(() => locator.innerText({ timeout: 2000 }).catch(() => ''), { timeout });
 }
 
 /** How many elements `locator` matches, polled. */
-export function counted(locator: Locator, timeout = 10_000) {
+export function counted(locator: Locator, timeout = 10_000): Polled {
   return expect.poll(() => locator.count(), { timeout });
 }
 
@@ -67,7 +70,7 @@ export async function tapEvents(page: Page, base = ''): Promise<() => Promise<{ 
     w.__tap = { ready: false, changed: [] };
     const source = new EventSource(`${b}/events`);
     source.addEventListener('ready', () => (w.__tap.ready = true));
-    source.addEventListener('changed', (e) => w.__tap.changed.push((e as MessageEvent<string>).data));
+    source.addEventListener('changed', (e) => w.__tap.changed.push((e as unknown as { data: string }).data));
   }, base);
   const read = () =>
     page.evaluate(() => (globalThis as unknown as { __tap: { ready: boolean; changed: string[] } }).__tap);
