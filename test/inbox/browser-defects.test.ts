@@ -391,8 +391,9 @@ describe('two approvers answering at once', () => {
       audit: { write: (r) => new Promise<void>((done) => setTimeout(() => (audits.push(r), done()), 250)) },
     });
     const tracked = await inbox.runner(s.runner).track(await s.run({ order: 'A-4', amount: 300 }));
-    const ana = await open(await as('ana@acme.example'), url);
-    const bo = await open(await as('bo@acme.example'), url);
+    // Plain forms (no script): neither page's live update takes the other's button away before its click.
+    const ana = await open(await as('ana@acme.example', { javaScriptEnabled: false }), url);
+    const bo = await open(await as('bo@acme.example', { javaScriptEnabled: false }), url);
     const approve = (page: typeof ana) =>
       page
         .locator('article.approval.pending')
