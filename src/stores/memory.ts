@@ -14,6 +14,7 @@ import {
   rememberedRow,
   requireKey,
   requireNumber,
+  charged,
   reservationOf,
   retryAfter,
   statusAt,
@@ -38,8 +39,10 @@ import type {
   RememberStore,
   RememberedAnswer,
   TallyStore,
+  RunCaps,
+  RunSpend,
+  SpendVerdict,
 } from './types.js';
-import { charged, type RunCaps, type RunSpend, type SpendVerdict } from '../runner/approval-store.js';
 
 /** Options of the in-memory stores. */
 export interface MemoryStoreOptions {
@@ -200,6 +203,13 @@ export class MemoryLedger implements Ledger {
     const row = this.#rows.get(key);
     if (!row || row.owner !== owner || row.outcome !== null) return false;
     this.#rows.set(key, Object.freeze({ ...row, outcome: value, recordedAt: this.#now() }));
+    return true;
+  }
+
+  async release(key: string, owner: string): Promise<boolean> {
+    const row = this.#rows.get(key);
+    if (!row || row.owner !== owner || row.recordedAt !== null) return false;
+    this.#rows.delete(key);
     return true;
   }
 

@@ -19,6 +19,7 @@ import {
   requireIdentifier,
   requireKey,
   requireNumber,
+  charged,
   reservationOf,
   retryAfter,
 } from './shared.js';
@@ -42,8 +43,10 @@ import type {
   RememberStore,
   RememberedAnswer,
   TallyStore,
+  RunCaps,
+  RunSpend,
+  SpendVerdict,
 } from './types.js';
-import { charged, type RunCaps, type RunSpend, type SpendVerdict } from '../runner/approval-store.js';
 
 export { SqliteApprovalStore, type SqliteApprovalStoreOptions } from '../runner/stores/sqlite.js';
 
@@ -245,6 +248,7 @@ function ledgerIn(db: Database.Database, table: string, now: () => number): Ledg
   const record = db.prepare(
     `UPDATE ${table} SET outcome = ?, recorded_at = ? WHERE key = ? AND owner = ? AND recorded_at IS NULL`,
   );
+  const release = db.prepare(`DELETE FROM ${table} WHERE key = ? AND owner = ? AND recorded_at IS NULL`);
   const entry = (key: string): LedgerEntry | undefined => {
     const row = select.get(key) as Row | undefined;
     return row && ledgerEntryOf(row);
@@ -262,6 +266,9 @@ function ledgerIn(db: Database.Database, table: string, now: () => number): Ledg
     },
     async record(key: string, owner: string, outcome: LedgerOutcome): Promise<boolean> {
       return record.run(JSON.stringify(outcomeRow(outcome)), now(), key, owner).changes === 1;
+    },
+    async release(key: string, owner: string): Promise<boolean> {
+      return release.run(key, owner).changes === 1;
     },
     async inspect(key: string): Promise<LedgerEntry | undefined> {
       return entry(key);
