@@ -48,9 +48,7 @@ import type {
   SpendVerdict,
 } from './types.js';
 
-export { SqliteApprovalStore, type SqliteApprovalStoreOptions } from '../runner/stores/sqlite.js';
-
-/** Options of {@link SqliteStores}. */
+/** Options of {@link SqliteStores} (`SqliteApprovalStoreOptions` is its 0.1 name). */
 export interface SqliteStoresOptions {
   /** The database file (created if missing), or ':memory:'. Ignored when `database` is given. @default ':memory:' */
   readonly filename?: string;
@@ -376,3 +374,6 @@ function auditIn(db: Database.Database, table: string): AuditSink & AuditReader 
     },
   };
 }
+
+// The 0.1 names of the runner's SQLite store: the runner takes these stores now (`AgentRunner({ stores })`).
+export { SqliteStores as SqliteApprovalStore, type SqliteStoresOptions as SqliteApprovalStoreOptions };

@@ -71,6 +71,16 @@ export type {
   RunCaps,
   RunSpend,
   SpendVerdict,
-  Stores,
   TallyStore,
 } from '../contracts/stores.js';
+import type { CounterStore, Ledger, NonceStore, RememberStore, TallyStore } from '../contracts/stores.js';
+
+/** The stores one deployment shares (see the contract's `Stores`). */
+export interface Stores {
+  readonly approvals: ApprovalStore;
+  readonly nonces: NonceStore;
+  readonly remembered: RememberStore;
+  readonly ledger: Ledger;
+  readonly tallies: TallyStore;
+  readonly counters: CounterStore;
+}
