@@ -16,7 +16,7 @@ export {
 } from './memory.js';
 export type { MemoryStoreOptions } from './memory.js';
 export { JsonlAuditSink, queryJsonl, fanOut, writeAudit, auditRegistry } from './audit.js';
-export type { AuditRegistryOptions } from './audit.js';
+export type { AuditRegistryOptions, AuditSubscription } from './audit.js';
 export { Limiter, parseWindow } from '../limits/limiter.js';
 export type {
   LimitCounter,

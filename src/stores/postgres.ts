@@ -62,6 +62,22 @@ export interface PostgresStoresOptions {
   readonly connectionTimeoutMs?: number;
   /** How long one statement may take before it fails (closed). @default 10_000 */
   readonly statementTimeoutMs?: number;
+  /**
+   * At most this many audit records wait to be written; a record written while the queue is full is dropped
+   * and reported (a `TOOLGATE_AUDIT` warning through `auditRegistry`). @default 10_000
+   */
+  readonly auditQueueLimit?: number;
+}
+
+/**
+ * The PostgreSQL audit trail: `write` queues a record and resolves once it is committed. Records are written
+ * in the order `write` was called, in batches (one INSERT in flight at a time, the next gathering meanwhile),
+ * so one worker's records are inserted in order and a write never waits for a round trip per record ahead.
+ */
+export interface PostgresAuditSink extends AuditSink, AuditReader {
+  write(record: AuditRecord): Promise<void>;
+  /** Resolves when every record queued so far is committed (or has failed). */
+  flush(): Promise<void>;
 }
 
 /** The server's clock in epoch ms, in SQL. */
@@ -218,12 +234,13 @@ export class PostgresStores {
   readonly tallies: TallyStore;
   /** Counters over sliding windows: exact, the server's clock, one statement per charge (see migration 3). */
   readonly counters: CounterStore;
-  readonly audit: AuditSink & AuditReader;
+  readonly audit: PostgresAuditSink;
   /** The schema, as given. */
   readonly schema: string;
   readonly #pool: pg.Pool;
   readonly #owned: boolean;
   readonly #s: string;
+  readonly #audit: AuditQueue;
 
   constructor(options: PostgresStoresOptions = {}) {
     if (typeof options !== 'object' || options === null)
@@ -234,6 +251,8 @@ export class PostgresStores {
     requireNumber(connectMs, 'PostgresStores option "connectionTimeoutMs"', 1);
     const statementMs = options.statementTimeoutMs ?? 10_000;
     requireNumber(statementMs, 'PostgresStores option "statementTimeoutMs"', 1);
+    const auditQueue = options.auditQueueLimit ?? 10_000;
+    requireNumber(auditQueue, 'PostgresStores option "auditQueueLimit"', 1);
     if (options.connectionString !== undefined && typeof options.connectionString !== 'string')
       throw new TypeError(
         `PostgresStores option "connectionString" must be a string, got ${describe(options.connectionString)}`,
@@ -325,6 +344,7 @@ export class PostgresStores {
       },
     };
     this.counters = {
+      name: `postgres ${serverOf(options.connectionString, this.#pool)} schema ${JSON.stringify(schema)}`,
       async consume(charges: readonly CounterCharge[]): Promise<CounterVerdict> {
         checkCharges(charges);
         const r = await q(`SELECT allowed, refused, retry_ms, used FROM ${s}.consume_counters($1, $2, $3, $4)`, [
@@ -385,14 +405,20 @@ export class PostgresStores {
         }
       },
     };
+    this.#audit = new AuditQueue(async (records) => {
+      await q(
+        `INSERT INTO ${s}.audit (at, tenant, caller, tool, effect, stage, record)
+           SELECT at, tenant, caller, tool, effect, stage, record
+           FROM unnest($1::timestamptz[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::jsonb[])
+             WITH ORDINALITY AS u(at, tenant, caller, tool, effect, stage, record, n)
+           ORDER BY n`,
+        columnsOf(records),
+      );
+    }, auditQueue);
+    const queue = this.#audit;
     this.audit = {
-      async write(record: AuditRecord): Promise<void> {
-        const d = record.decision;
-        await q(
-          `INSERT INTO ${s}.audit (at, tenant, caller, tool, effect, stage, record) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-          [record.time, d.tenant, record.caller, d.canonical, d.effect, d.stage, JSON.stringify(record)],
-        );
-      },
+      write: (record: AuditRecord): Promise<void> => queue.write(record),
+      flush: (): Promise<void> => queue.flush(),
       async query(query?: AuditQuery): Promise<AuditRecord[]> {
         const b = auditBounds(query);
         const where: string[] = [];
@@ -409,8 +435,10 @@ export class PostgresStores {
         add('at', '>=', b.since === undefined ? undefined : new Date(b.since).toISOString());
         add('at', '<', b.until === undefined ? undefined : new Date(b.until).toISOString());
         values.push(b.limit);
+        // The newest by the decision's time (then by insertion, which one worker's queue keeps in its order).
         const r = await q(
-          `SELECT record FROM ${s}.audit${where.length ? ` WHERE ${where.join(' AND ')}` : ''} ORDER BY id DESC LIMIT $${values.length}`,
+          `SELECT record FROM ${s}.audit${where.length ? ` WHERE ${where.join(' AND ')}` : ''}
+           ORDER BY at DESC, id DESC LIMIT $${values.length}`,
           values,
         );
         return r.rows.reverse().map((row) => row['record'] as AuditRecord);
@@ -458,10 +486,118 @@ export class PostgresStores {
     await this.#pool.query(`DROP SCHEMA IF EXISTS ${this.#s} CASCADE`);
   }
 
-  /** Ends the pool when the stores created it. */
+  /**
+   * Writes the audit records still queued (and refuses new ones), then ends the pool when the stores created
+   * it. Call it before the process exits: a record still queued at a crash is lost (docs/stores.md).
+   */
   async close(): Promise<void> {
+    await this.#audit.close();
     if (this.#owned) await this.#pool.end();
   }
+}
+
+/** The most records one INSERT of the audit queue writes. */
+const AUDIT_BATCH = 500;
+
+interface QueuedRecord {
+  readonly record: AuditRecord;
+  readonly json: string;
+  readonly done: () => void;
+  readonly failed: (error: unknown) => void;
+}
+
+/** The audit's write queue: bounded, written in order by one batch at a time, drained by `close`. */
+class AuditQueue {
+  readonly #insert: (records: readonly QueuedRecord[]) => Promise<void>;
+  readonly #limit: number;
+  #queued: QueuedRecord[] = [];
+  #draining: Promise<void> | null = null;
+  #closed = false;
+
+  constructor(insert: (records: readonly QueuedRecord[]) => Promise<void>, limit: number) {
+    this.#insert = insert;
+    this.#limit = limit;
+  }
+
+  write(record: AuditRecord): Promise<void> {
+    if (this.#closed)
+      return Promise.reject(new Error('the PostgreSQL audit sink is closed: the record is not written'));
+    let json: string;
+    try {
+      // Checked now, so that one bad record cannot fail the batch it would be written with.
+      if (typeof record?.decision !== 'object' || record.decision === null)
+        throw new TypeError(`"decision" is ${describe(record?.decision)}`);
+      if (!Number.isFinite(Date.parse(record.time))) throw new TypeError(`"time" is ${describe(record.time)}`);
+      json = JSON.stringify(record);
+    } catch (error) {
+      return Promise.reject(
+        new TypeError(
+          `an audit record that cannot be written: ${error instanceof Error ? error.message : String(error)}`,
+        ),
+      );
+    }
+    if (this.#queued.length >= this.#limit)
+      return Promise.reject(
+        new Error(`the PostgreSQL audit queue is full (${this.#limit} records waiting): the record is dropped`),
+      );
+    return new Promise<void>((done, failed) => {
+      this.#queued.push({ record, json, done, failed });
+      // Started a microtask later, so that the records of one synchronous burst share the first batch.
+      this.#draining ??= Promise.resolve().then(() => this.#drain());
+    });
+  }
+
+  async flush(): Promise<void> {
+    while (this.#draining) await this.#draining;
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    await this.flush();
+  }
+
+  async #drain(): Promise<void> {
+    while (this.#queued.length > 0) {
+      const batch = this.#queued.splice(0, AUDIT_BATCH);
+      try {
+        await this.#insert(batch);
+        for (const r of batch) r.done();
+      } catch (error) {
+        for (const r of batch) r.failed(error);
+      }
+    }
+    this.#draining = null;
+  }
+}
+
+/** The columns of a batch of audit records, as the arrays the INSERT unnests. */
+function columnsOf(batch: readonly QueuedRecord[]): unknown[][] {
+  const columns: unknown[][] = [[], [], [], [], [], [], []];
+  for (const { record, json } of batch) {
+    const d = record.decision;
+    columns[0]!.push(record.time);
+    columns[1]!.push(d.tenant);
+    columns[2]!.push(record.caller);
+    columns[3]!.push(d.canonical);
+    columns[4]!.push(d.effect);
+    columns[5]!.push(d.stage);
+    columns[6]!.push(json);
+  }
+  return columns;
+}
+
+/** Where the pool connects, for messages: host, port and database, never a user or password. */
+function serverOf(connectionString: string | undefined, pool: pg.Pool): string {
+  if (connectionString !== undefined) {
+    try {
+      const url = new URL(connectionString);
+      return `${url.host || 'localhost'}${url.pathname.length > 1 ? url.pathname : ''}`;
+    } catch {
+      return '(connection string)';
+    }
+  }
+  const o = pool.options;
+  return `${o.host ?? process.env['PGHOST'] ?? 'localhost'}:${o.port ?? process.env['PGPORT'] ?? 5432}`;
 }
 
 function approvalsIn(
