@@ -8,7 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
-import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import type { Client } from '@modelcontextprotocol/client';
 import type { RequestHandlerExtra, RequestOptions } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import { UriTemplate } from '@modelcontextprotocol/sdk/shared/uriTemplate.js';
 import {
@@ -650,7 +650,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
         const definition = connection.definition(tool.name);
         if (!definition) continue;
         if (onDrift === 'refuse' && drifted.has(form) && isDrifted(tool)) continue;
-        tools.push({ ...definition, name: tool.name });
+        tools.push({ ...definition, name: tool.name } as McpTool);
       }
       return { tools };
     });
@@ -752,7 +752,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
           ],
         };
       // The upstream's own error result is forwarded as it came.
-      if (result.status === 'error' && scope.result?.isError === true) return scope.result;
+      if (result.status === 'error' && scope.result?.isError === true) return scope.result as CallToolResult;
       if (approval && (approval.state === 'asked' || approval.state === 'pending'))
         return {
           isError: true,
