@@ -9,8 +9,8 @@
  *   when it may retry — and it spends nothing (all matching limits are charged together or not at all);
  * - a store that fails refuses the call (fail closed).
  */
-import { canonical, describe } from '../names.js';
-import type { CounterCharge, CounterStore } from '../stores/types.js';
+import { canonical, describe, displaySafe } from '../names.js';
+import type { CounterCharge, CounterStore, CounterVerdict } from '../stores/types.js';
 
 /** What a limit counts per: one counter per distinct value (a missing value counts under one shared "none"). */
 export type LimitDimension = 'tenant' | 'caller' | 'agent' | 'run';
@@ -67,13 +67,31 @@ export type LimitVerdict =
   | { readonly allowed: true; readonly charged: readonly LimitCounter[] }
   | {
       readonly allowed: false;
+      /** A limit was full: the Decision's stage `limit`. */
+      readonly stage: 'limit';
       /** The limit that refused, and its counter (not charged). */
       readonly limit: string;
       readonly counter: LimitCounter | null;
+      readonly store?: never;
       /** Model-readable: which limit, and when to retry. */
       readonly reason: string;
-      /** Milliseconds until a retry can fit; null: not within this window (or the store failed). */
+      /** Milliseconds until a retry can fit; null: not within this window. */
       readonly retryAfterMs: number | null;
+    }
+  | {
+      readonly allowed: false;
+      /**
+       * The counter store failed or answered something other than a verdict: the Decision's stage `store`.
+       * No limit refused (none is named, none was found full); nothing is known to be charged.
+       */
+      readonly stage: 'store';
+      /** The store's {@link CounterStore.name}. */
+      readonly store: string;
+      readonly limit?: never;
+      readonly counter: null;
+      /** Model-readable: which store, and that the call may be tried again once it answers. */
+      readonly reason: string;
+      readonly retryAfterMs: null;
     };
 
 /** Options of {@link Limiter}. */
@@ -119,6 +137,7 @@ export class Limiter {
   readonly #compiled: readonly Compiled[];
   readonly #prefix: string;
   readonly #now: () => number;
+  readonly #storeName: string;
 
   constructor(options: LimiterOptions) {
     if (typeof options !== 'object' || options === null)
@@ -141,6 +160,8 @@ export class Limiter {
     this.#counters = counters;
     this.#prefix = prefix;
     this.#now = options.now ?? Date.now;
+    const name = counters.name;
+    this.#storeName = typeof name === 'string' && name.length > 0 ? displaySafe(name) : 'the counter store';
   }
 
   /** The limits that select this call, with their keys and costs (nothing is read or charged). */
@@ -166,20 +187,16 @@ export class Limiter {
     const charges = this.applicable(subject);
     if (charges.length === 0) return { allowed: true, charged: [] };
     const matched = this.#compiled.filter((c) => selects(c, subject));
-    let verdict;
+    let answer: unknown;
     try {
-      verdict = await this.#counters.consume(charges);
+      answer = await this.#counters.consume(charges);
     } catch (error) {
-      return {
-        allowed: false,
-        limit: matched[0]!.rule.name,
-        counter: null,
-        retryAfterMs: null,
-        reason:
-          `The call was not run: its rate limits could not be checked (the counter store failed: ` +
-          `${error instanceof Error ? error.message : String(error)}). Try again later.`,
-      };
+      return this.#storeFailed(`failed: ${error instanceof Error ? error.message : String(error)}`);
     }
+    // Only a verdict of the contract's shape decides; anything else is the store's error (fail closed).
+    const problem = verdictProblem(answer, charges.length);
+    if (problem !== null) return this.#storeFailed(`answered garbage (${problem})`);
+    const verdict = answer as CounterVerdict;
     const counterOf = (i: number, used: number): LimitCounter => ({
       limit: matched[i]!.rule.name,
       key: charges[i]!.key,
@@ -196,10 +213,25 @@ export class Limiter {
     const retryAfterMs = c.windowMs === null ? null : verdict.retryAfterMs;
     return {
       allowed: false,
+      stage: 'limit',
       limit: c.rule.name,
       counter,
       retryAfterMs,
       reason: refusalText(c, subject, counter, retryAfterMs, this.#now()),
+    };
+  }
+
+  #storeFailed(what: string): LimitVerdict {
+    const store = this.#storeName;
+    return {
+      allowed: false,
+      stage: 'store',
+      store,
+      counter: null,
+      retryAfterMs: null,
+      reason:
+        `The call was not run: its limits could not be checked, because the counter store (${store}) ${what}. ` +
+        'No limit was found full; the call may be tried again once the store answers.',
     };
   }
 
@@ -226,6 +258,31 @@ export class Limiter {
     });
     return [this.#prefix, encodeURIComponent(c.rule.name), ...values].join(':');
   }
+}
+
+/**
+ * What is wrong with a store's answer to `consume` of `n` charges, or null for a verdict of the contract's
+ * shape: `allowed` exactly true or false, `used` n finite numbers (on a refusal, at least up to the refused
+ * charge), a refusal's `index` a charge's and its `retryAfterMs` null or >= 0. `{ allowed: 'no' }` is garbage,
+ * never an allow.
+ */
+function verdictProblem(answer: unknown, n: number): string | null {
+  if (typeof answer !== 'object' || answer === null) return `not a verdict: ${describe(answer)}`;
+  const v = answer as Record<string, unknown>;
+  const allowed = v['allowed'];
+  if (allowed !== true && allowed !== false) return `"allowed" is ${describe(allowed)}, not true or false`;
+  const used = v['used'];
+  if (!Array.isArray(used) || used.some((u) => typeof u !== 'number' || !Number.isFinite(u)))
+    return `"used" is ${describe(used)}, not a list of numbers`;
+  if (allowed) return used.length === n ? null : `"used" has ${used.length} totals for ${n} charges`;
+  const index = v['index'];
+  if (typeof index !== 'number' || !Number.isInteger(index) || index < 0 || index >= n)
+    return `"index" is ${describe(index)}, not one of the ${n} charges`;
+  if (used.length <= index) return `"used" has no total for the refused charge ${index}`;
+  const retry = v['retryAfterMs'];
+  if (retry !== null && (typeof retry !== 'number' || !Number.isFinite(retry) || retry < 0))
+    return `"retryAfterMs" is ${describe(retry)}, not null or a number >= 0`;
+  return null;
 }
 
 function selects(c: Compiled, s: LimitSubject): boolean {

@@ -15,7 +15,7 @@ export {
 } from './memory.js';
 export type { MemoryStoreOptions, MemoryStores } from './memory.js';
 export { JsonlAuditSink, queryJsonl, fanOut, writeAudit, auditRegistry } from './audit.js';
-export type { AuditRegistryOptions } from './audit.js';
+export type { AuditRegistryOptions, AuditSubscription } from './audit.js';
 export { runnerStore } from './runner-store.js';
 export type { RunnerStoreOptions } from './runner-store.js';
 export { Limiter, parseWindow } from '../limits/limiter.js';

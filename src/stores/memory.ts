@@ -234,6 +234,7 @@ function undo(w: Window, cost: number): void {
 
 /** Sliding-window counters in a Map. */
 export class MemoryCounterStore implements CounterStore {
+  readonly name = 'memory (this process)';
   readonly #windows = new Map<string, Window>();
   readonly #now: () => number;
 

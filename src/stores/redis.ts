@@ -233,6 +233,7 @@ export class RedisStores {
     const key = (kind: string, name: string): string => `${prefix}:${kind}:${name}`;
 
     this.counters = {
+      name: `redis ${client.options.host ?? '?'}:${client.options.port ?? '?'} prefix ${JSON.stringify(prefix)}`,
       async consume(charges: readonly CounterCharge[]): Promise<CounterVerdict> {
         checkCharges(charges);
         const keys = charges.flatMap((c) => [key('c', c.key), key('ct', c.key)]);

@@ -124,7 +124,7 @@ export class SqliteStores {
     this.nonces = noncesIn(db, t('used_nonces'), now);
     this.remembered = rememberedIn(db, t('remembered'), now);
     this.ledger = ledgerIn(db, t('calls'), now);
-    this.counters = countersIn(db, t('counter_events'), now);
+    this.counters = countersIn(db, t('counter_events'), now, `sqlite ${db.name} table ${t('counter_events')}`);
     this.tallies = talliesIn(db, t('run_tallies'));
     this.audit = auditIn(db, t('audit'));
   }
@@ -269,7 +269,7 @@ function ledgerIn(db: Database.Database, table: string, now: () => number): Ledg
   };
 }
 
-function countersIn(db: Database.Database, table: string, now: () => number): CounterStore {
+function countersIn(db: Database.Database, table: string, now: () => number, name: string): CounterStore {
   const expire = db.prepare(`DELETE FROM ${table} WHERE key = ? AND at <= ?`);
   const entries = db.prepare(`SELECT at, cost FROM ${table} WHERE key = ? AND at > ? ORDER BY at`);
   const insert = db.prepare(`INSERT INTO ${table} (key, at, cost) VALUES (?, ?, ?)`);
@@ -294,6 +294,7 @@ function countersIn(db: Database.Database, table: string, now: () => number): Co
     return { allowed: true, used };
   });
   return {
+    name,
     async consume(charges: readonly CounterCharge[]): Promise<CounterVerdict> {
       checkCharges(charges);
       try {
@@ -363,7 +364,7 @@ function auditIn(db: Database.Database, table: string): AuditSink & AuditReader 
       add('effect = ?', q.effect);
       add('at >= ?', q.since);
       add('at < ?', q.until);
-      const sql = `SELECT record FROM ${table}${where.length ? ` WHERE ${where.join(' AND ')}` : ''} ORDER BY id DESC LIMIT ?`;
+      const sql = `SELECT record FROM ${table}${where.length ? ` WHERE ${where.join(' AND ')}` : ''} ORDER BY at DESC, id DESC LIMIT ?`;
       const rows = db.prepare(sql).all(...params, q.limit) as { record: string }[];
       return rows.reverse().map((r) => JSON.parse(r.record) as AuditRecord);
     },

@@ -172,6 +172,11 @@ export type CounterVerdict =
  * by one limit spends no slot of any, and of N workers racing for the last slot exactly one gets it.
  */
 export interface CounterStore {
+  /**
+   * Names the store where a refusal at stage `store` says which store failed (`redis 127.0.0.1:6379 prefix
+   * "shop"`, `postgres schema "toolgate"`); never a credential. @default 'the counter store'
+   */
+  readonly name?: string;
   consume(charges: readonly CounterCharge[]): Promise<CounterVerdict>;
   /** The total of a window now, without consuming (for `explain`). */
   peek(key: string, windowMs: number): Promise<number>;

@@ -92,9 +92,19 @@ describe('a server unreachable mid-run', () => {
     await redisProxy.cut();
     for (let i = 0; i < 3; i++) {
       const verdict = await limiter.charge(call);
-      expect(verdict.allowed).toBe(false);
-      expect(!verdict.allowed && verdict.reason).toMatch(/could not be checked/);
+      // Its own stage, naming the store; no limit is named (none was found full).
+      expect(verdict).toMatchObject({ allowed: false, stage: 'store', store: redis.counters.name, counter: null });
+      expect(verdict).not.toHaveProperty('limit');
+      expect(!verdict.allowed && verdict.reason).toMatch(/could not be checked.*counter store \(redis 127\.0\.0\.1:/);
     }
+    // Through a registry (the README's route): the call is refused at stage store and does not run.
+    const registry = new ToolRegistry({ limiter });
+    let ran = 0;
+    registry.register(defineTool({ name: 'refund', parameters: { type: 'object' }, execute: () => ++ran }));
+    const refused = await registry.invoke('refund', {}, { tenant: { id: 'acme' } });
+    expect(refused.decision).toMatchObject({ effect: 'deny', stage: 'store', by: 'store' });
+    expect(refused.content).toContain('No limit was found full');
+    expect(ran).toBe(0);
     await redisProxy.restore();
     // Recovers (the client reconnects on its own); the refused attempts spent nothing: two slots are left.
     await expect.poll(async () => (await limiter.charge(call)).allowed, { timeout: 10_000, interval: 200 }).toBe(true);

@@ -51,7 +51,7 @@ async function open(job: WorkerJob): Promise<Opened> {
   }
   const { PostgresStores } = await import('../../src/stores/postgres.js');
   const pg = new PostgresStores({ connectionString: job.pgUrl!, schema: job.schema! });
-  if (job.backend === 'postgres') return { ...pick(pg), counters: null, close: () => pg.close() };
+  if (job.backend === 'postgres') return { ...pick(pg), counters: pg.counters, close: () => pg.close() };
   // redis: counters and nonces in Redis, remembered answers and the ledger in PostgreSQL.
   const { RedisStores } = await import('../../src/stores/redis.js');
   const redis = new RedisStores({ url: job.redisUrl!, prefix: job.prefix! });
