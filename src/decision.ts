@@ -33,7 +33,7 @@ export interface DecisionBase {
 
 /** Where in the gate a call was refused. */
 export type DenyStage =
-  'lookup' | 'arguments' | 'validation' | 'allowlist' | 'policy' | 'handler' | 'budget' | 'depth' | 'limit';
+  'lookup' | 'arguments' | 'validation' | 'allowlist' | 'policy' | 'handler' | 'budget' | 'depth' | 'limit' | 'store';
 
 /** An allowed call: it will execute. */
 export interface AllowDecision extends DecisionBase {
@@ -63,6 +63,11 @@ export type DenyDecision = DecisionBase & { readonly effect: 'deny' } & (
     | { readonly stage: 'depth'; readonly by: 'depth'; readonly layer: null }
     /** A rate or usage limit (the route's charge) stopped the call. */
     | { readonly stage: 'limit'; readonly by: 'limit'; readonly layer: null }
+    /**
+     * A store the route's charge needed (a counter store) could not be asked or answered garbage: the call
+     * is refused (fail closed), and it is not a limit's refusal — no limit was found full.
+     */
+    | { readonly stage: 'store'; readonly by: 'store'; readonly layer: null }
   );
 
 /** The verdict on one call. */

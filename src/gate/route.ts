@@ -20,9 +20,9 @@ export interface Attempt {
   readonly decision: Decision;
 }
 
-/** Why a route stops a call at charge time: a budget, a depth cap, a rate limit. */
+/** Why a route stops a call at charge time: a budget, a depth cap, a rate limit, a store that failed. */
 export interface Refusal {
-  readonly stage: Extract<DenyStage, 'budget' | 'depth' | 'limit'>;
+  readonly stage: Extract<DenyStage, 'budget' | 'depth' | 'limit' | 'store'>;
   /** Shown to the model. */
   readonly reason: string;
   /** The calls after this one in the batch are not run either (the run ends). @default false */
