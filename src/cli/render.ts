@@ -152,8 +152,12 @@ export function explainText(e: Explanation, c: Colors): string {
   if (e.limits) {
     out.push(c.bold('limits'));
     for (const l of e.limits) {
-      const full = l.used + l.cost > l.max;
       const window = l.windowMs === null ? 'no window' : `per ${l.windowMs / 1000} s`;
+      if (l.max === null) {
+        out.push(`  ${c.red('✗')} ${l.limit}: the tenant's plan gives no max (the call is refused) ${c.dim(l.key)}`);
+        continue;
+      }
+      const full = l.used + l.cost > l.max;
       out.push(
         `  ${full ? c.red('✗') : c.green('✓')} ${l.limit}: ${l.used} of ${l.max} used (${window}); this call costs ${l.cost} ${c.dim(l.key)}`,
       );

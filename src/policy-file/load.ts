@@ -525,6 +525,18 @@ function compile(data: PolicyFileData, locator: Locator, text: string): PolicyPa
       );
     }
   }
+  // A tenant's own max of a limit must name a limit of the file (a misspelt name would set nothing).
+  const limitNames = new Set((data.limits ?? []).map((l) => l.name));
+  for (const [id, tenant] of Object.entries(data.tenants ?? {}))
+    for (const name of Object.keys(tenant.limits ?? {}))
+      if (!limitNames.has(name))
+        issues.push(
+          locator.issue(
+            ['tenants', id, 'limits', name],
+            'invalid-limit',
+            `${JSON.stringify(name)} is not a limit of this file; its limits: ${[...limitNames].join(', ') || '(none)'}`,
+          ),
+        );
   if (issues.length > 0) return { ok: false, issues: issues.sort((a, b) => a.line - b.line || a.column - b.column) };
   let policy: PermissionPolicy;
   let shadow: PermissionPolicy | null = null;
