@@ -175,7 +175,7 @@ async function listTools(session: Session, request: SessionRequest): Promise<Lis
     if (!definition) continue;
     const pins = inForce.pins;
     if (pins && inForce.onDrift === 'refuse' && pins.drift(form) && pins.isDrifted(tool)) continue;
-    tools.push({ ...definition, name: tool.name });
+    tools.push({ ...definition, name: tool.name } as McpTool);
   }
   return { tools };
 }
@@ -271,7 +271,7 @@ async function callTool(
       ],
     };
   // The upstream's own error result is forwarded as it came.
-  if (result.status === 'error' && scope.result?.isError === true) return scope.result;
+  if (result.status === 'error' && scope.result?.isError === true) return scope.result as CallToolResult;
   if (approval && (approval.state === 'asked' || approval.state === 'pending'))
     return {
       isError: true,
