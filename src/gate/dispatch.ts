@@ -16,43 +16,22 @@
  */
 import type { Decision, DecisionBase } from '../decision.js';
 import type { NormalizedCall, UnreadableCall } from '../formats/index.js';
-import type { ToolResult } from '../registry.js';
 import type { Tool } from '../tool.js';
-import { chargeLimits } from '../limits/charge.js';
 import { callBinding, resolveAsk, sameBinding, settingsSecret, type ApprovalRequest } from './approval.js';
+import { errorText } from '../permissions/handler.js';
 import { executeDecided, Lanes, refused } from './execute.js';
-import {
-  allow,
-  allowlistAgain,
-  deny,
-  givenArguments,
-  precheck,
-  type GateContext,
-  type GateEnvironment,
-  type Precheck,
-} from './precheck.js';
-import type { Attempt, DecidedCall, Route, RouteState } from './route.js';
+import { allow, allowlistAgain, deny, givenArguments, precheck, type Precheck } from './precheck.js';
+import type { DecidedCall, Route, RouteState } from '../contracts/route.js';
+import type {
+  Attempt,
+  DispatchResult,
+  GateContext,
+  GateEnvironment,
+  NotRunResult,
+  ToolResult,
+} from '../contracts/gate.js';
 
-/** A call whose ask a route's person left pending: nothing of the batch ran. */
-export interface PendingResult {
-  readonly status: 'pending';
-  readonly callId: string;
-  readonly tool: string;
-  readonly request: ApprovalRequest;
-}
-
-/** A call of a batch that did not run and was not decided to the end (the batch paused or ended before it). */
-export interface NotRunResult {
-  readonly status: 'not_run';
-  readonly callId: string;
-  readonly tool: string;
-}
-
-/**
- * One result per call, in order. `pending` and `not_run` occur only on a route whose person can answer
- * `pending`, or that charges (`halt`) or ends batches (`endsBatch`); the registry's own route never sees them.
- */
-export type DispatchResult = ToolResult | PendingResult | NotRunResult;
+export type { DispatchResult, NotRunResult, PendingResult } from '../contracts/gate.js';
 
 type Ask = Extract<Precheck, { kind: 'ask' }>;
 
@@ -90,7 +69,7 @@ export async function dispatchCalls(
   env: GateEnvironment,
   route: Route,
 ): Promise<DispatchResult[]> {
-  if (route.ask) settingsSecret(route.approvals);
+  if (route.person) settingsSecret(route.person.approvals);
   const entries: Entry[] = [];
   let epoch = 0;
   // Phase 1: every call is decided before any runs, so a refusal late in the batch cannot follow a side
@@ -103,8 +82,8 @@ export async function dispatchCalls(
       pre = await pre;
       epoch++;
     }
-    if (route.admit) {
-      const refusal = route.admit({ index, call });
+    if (route.meter?.admit) {
+      const refusal = route.meter.admit({ index, call });
       if (refusal) {
         // Stopped before anyone is asked: refused uncharged, announced in its place in phase 2.
         const decision = deny(
@@ -137,8 +116,9 @@ export async function dispatchCalls(
       ? NONE
       : calls.slice(entries.length).map((call) => ({ status: 'not_run', callId: call.id, tool: call.name }));
 
-  if (route.endsBatch) {
-    const stop = entries.find((e) => route.endsBatch!(e.decision));
+  const endsBatch = route.observe?.endsBatch;
+  if (endsBatch) {
+    const stop = entries.find((e) => endsBatch.call(route.observe, e.decision));
     if (stop) {
       const results: DispatchResult[] = calls.map((call) => ({ status: 'not_run', callId: call.id, tool: call.name }));
       results[stop.index] = (await conclude(stop, route, env, context)) ?? results[stop.index]!;
@@ -162,11 +142,11 @@ export async function dispatchCalls(
   // every Decision is announced before any call runs (a listener sees the whole batch's verdicts first); a
   // call decided again after a wait announces its new Decision then. With a charge step (the runner), each
   // call is charged, then announced, then run.
-  const early = route.charge === undefined && !env.limiter;
+  const early = route.meter === undefined && !env.meter;
   if (early) {
     // A listener told of the Decisions may change what is in force (a layer cut in place, a kill switch):
     // then every call is judged again before it runs, the first one too.
-    const heard = route.decided !== undefined || env.listening?.() !== false;
+    const heard = route.observe?.decided !== undefined || env.listening?.() !== false;
     for (const e of entries) tell(env, route, e);
     if (heard) epoch++;
   }
@@ -205,8 +185,8 @@ export async function dispatchCalls(
         if (early && e.decision !== before) tell(runEnv, route, e);
         // A limiter set since the batch started (it had none: its calls were announced uncharged) charges the
         // calls decided again after it (one refused now too, as conclude() charges every attempt).
-        if (early && full && runEnv.limiter && e.charged) {
-          await chargeLimiter(e, runEnv, runContext, route);
+        if (early && full && runEnv.meter && e.charged) {
+          await chargeRegistry(e, runEnv, runContext, route);
           chargedLate = true;
         }
         if (early && full && e.decision.effect === 'allow') {
@@ -223,7 +203,7 @@ export async function dispatchCalls(
     // charging path.
     if (early && !chargedLate && e.decision.effect !== 'allow' && e.charged) {
       const now = env.current();
-      if (now.limiter) await chargeLimiter(e, now, runContext);
+      if (now.meter) await chargeRegistry(e, now, runContext);
     }
     const concluded: ToolResult | null = early
       ? e.decision.effect === 'allow' && e.tool && e.args
@@ -285,7 +265,7 @@ export async function decideCalls(
   env: GateEnvironment,
   route: Route,
 ): Promise<Decision[]> {
-  if (route.ask) settingsSecret(route.approvals);
+  if (route.person) settingsSecret(route.person.approvals);
   const decisions: Decision[] = [];
   for (let index = 0; index < calls.length; index++) {
     const call = calls[index]!;
@@ -293,7 +273,7 @@ export async function decideCalls(
     const decision =
       pre.kind === 'decided' ? pre.decision : (await resolveCallAsk(pre, call, context, env, route, false)).decision;
     announce(env, decision);
-    route.decided?.(decision, { index, call, decision });
+    route.observe?.decided?.(decision, { index, call, decision, tool: pre.tool, context });
     decisions.push(decision);
   }
   return decisions;
@@ -322,32 +302,43 @@ async function conclude(
   context: GateContext,
   onHalt?: (halt: boolean) => void,
 ): Promise<ToolResult | null> {
-  if (route.charge && e.charged) {
-    const attempt: Attempt = { index: e.index, call: e.call, decision: e.decision };
-    let refusal = route.charge(attempt);
+  if (route.meter && e.charged) {
+    let refusal = route.meter.charge(attemptOf(e, context));
     if (refusal instanceof Promise) refusal = await refusal;
     if (refusal) {
       e.decision = deny(e.decision, { stage: refusal.stage, by: refusal.stage, layer: null }, refusal.reason);
       if (refusal.halt === true) onHalt?.(true);
     }
   }
-  if (env.limiter && e.charged) await chargeLimiter(e, env, context);
+  if (env.meter && e.charged) await chargeRegistry(e, env, context);
   if (tell(env, route, e)) onHalt?.(true);
   if (e.decision.effect === 'allow' && e.tool && e.args) return null;
   return refused(e.decision as Extract<Decision, { effect: 'deny' }>);
 }
 
 /**
- * Step 6 against the registry's limiter: every attempt is charged, refused ones too; one that does not fit
- * spends nothing and is refused at stage `limit` (at stage `store` when the counter store failed). With `announceTo`, a call refused here (already announced as
- * allowed) is announced again with its refusal.
+ * Step 6 against the registry's own meter (its Limiter): every attempt is charged, refused ones too; one that
+ * does not fit spends nothing and is refused at the meter's stage (`limit`, or `store` when the counter store
+ * failed). With `announceTo`, a call refused here (already announced as allowed) is announced again.
  */
-async function chargeLimiter(e: Entry, env: GateEnvironment, context: GateContext, announceTo?: Route): Promise<void> {
-  const verdict = await chargeLimits(env.limiter!, e.decision, e.tool, context);
-  if (!verdict.allowed && e.decision.effect === 'allow') {
-    e.decision = deny(e.decision, { stage: verdict.stage, by: verdict.stage, layer: null }, verdict.reason);
+async function chargeRegistry(e: Entry, env: GateEnvironment, context: GateContext, announceTo?: Route): Promise<void> {
+  let refusal: Awaited<ReturnType<NonNullable<GateEnvironment['meter']>['charge']>>;
+  try {
+    refusal = await env.meter!.charge(attemptOf(e, context));
+  } catch (error) {
+    refusal = {
+      stage: 'store',
+      reason: `The call was not run: its limits could not be checked (${errorText(error)}).`,
+    };
+  }
+  if (refusal && e.decision.effect === 'allow') {
+    e.decision = deny(e.decision, { stage: refusal.stage, by: refusal.stage, layer: null }, refusal.reason);
     if (announceTo) tell(env, announceTo, e);
   }
+}
+
+function attemptOf(e: Entry, context: GateContext): Attempt {
+  return { index: e.index, call: e.call, decision: e.decision, tool: e.tool, context };
 }
 
 /** How many times a call announced as allowed is decided again because the registry changed meanwhile. */
@@ -496,8 +487,8 @@ function answerStands(e: Entry, pre: Precheck, state: RouteState, route: Route):
   const env = state.env;
   if (e.tool !== pre.tool || e.policy !== env.policy || e.handler !== env.handler || e.args === null) return false;
   try {
-    const given = callBinding(e.decision, e.args, e.context, route.approvals);
-    return sameBinding(given, callBinding(pre.base, pre.args, state.context, route.approvals)) === null;
+    const given = callBinding(e.decision, e.args, e.context, route.person?.approvals);
+    return sameBinding(given, callBinding(pre.base, pre.args, state.context, route.person?.approvals)) === null;
   } catch {
     return false;
   }
@@ -518,7 +509,7 @@ function announceAsk(env: GateEnvironment, ask: Ask): void {
 /** Step 8 for one call: the registry's events, then the route. True when the route ends the batch after it. */
 function tell(env: GateEnvironment, route: Route, e: Entry): boolean {
   announce(env, e.decision);
-  return route.decided?.(e.decision, { index: e.index, call: e.call, decision: e.decision }) === true;
+  return route.observe?.decided?.(e.decision, attemptOf(e, e.context)) === true;
 }
 
 /** The events of a final Decision. */

@@ -5,8 +5,7 @@
  * is decided by the registry's handler or its fallback (deny).
  */
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import type { AskOutcome } from '../gate/approval.js';
-import type { Route } from '../gate/route.js';
+import type { ApprovalSettings, AskOutcome, Route } from '../gate/index.js';
 import { displaySafe } from '../names.js';
 import type { PermissionHandler, PermissionRequest } from '../permissions/handler.js';
 import type { ToolRegistry } from '../registry.js';
@@ -48,7 +47,7 @@ export function gatewayRoute(
   note: (n: ApprovalNote) => void,
 ): Route {
   const approvals = { secret: people.secret };
-  if (people.inbox) return { ...inboxRoute(people.inbox, request, note), approvals };
+  if (people.inbox) return inboxRoute(people.inbox, request, note, approvals);
   const approver = people.approvals
     ? storeApprover(
         people.approvals,
@@ -62,7 +61,7 @@ export function gatewayRoute(
         note,
       )
     : elicitationApprover(request.server, people.approvalTimeoutMs);
-  return { ...approverRoute(registry, approver), approvals };
+  return approverRoute(registry, approver, approvals);
 }
 
 /** Asks the person behind the client by MCP elicitation; false when they cannot be asked or do not accept. */
@@ -112,28 +111,35 @@ export function elicitationApprover(server: Server, timeoutMs = 120_000): Permis
 }
 
 /** The gateway's route whose person is `approver` (elicitation or the approval stores), asked as a handler. */
-function approverRoute(registry: ToolRegistry, approver: PermissionHandler | undefined): Route {
+function approverRoute(
+  registry: ToolRegistry,
+  approver: PermissionHandler | undefined,
+  approvals: ApprovalSettings,
+): Route {
   if (!approver) return { name: 'gateway', grouped: false };
   const handle = typeof approver === 'function' ? approver : (r: PermissionRequest) => approver.handle(r);
   return {
     name: 'gateway',
     grouped: false,
-    ask: async (request): Promise<AskOutcome> => {
-      const metadata = registry.get(request.toolName)?.metadata;
-      if (!metadata) return { effect: 'invalid', reason: `the tool ${JSON.stringify(request.toolName)} is gone` };
-      const answer = await handle({
-        toolName: request.toolName,
-        parameters: request.parameters,
-        reason: request.reason,
-        ruleName: request.rule,
-        metadata,
-        callId: request.binding.callId,
-        agent: request.agent,
-        tenant: request.tenant,
-        runId: request.runId,
-        caller: request.caller,
-      });
-      return answer === 'allow' || answer === 'deny' ? { effect: answer } : (answer as never);
+    person: {
+      approvals,
+      ask: async (request): Promise<AskOutcome> => {
+        const metadata = registry.get(request.toolName)?.metadata;
+        if (!metadata) return { effect: 'invalid', reason: `the tool ${JSON.stringify(request.toolName)} is gone` };
+        const answer = await handle({
+          toolName: request.toolName,
+          parameters: request.parameters,
+          reason: request.reason,
+          ruleName: request.rule,
+          metadata,
+          callId: request.binding.callId,
+          agent: request.agent,
+          tenant: request.tenant,
+          runId: request.runId,
+          caller: request.caller,
+        });
+        return answer === 'allow' || answer === 'deny' ? { effect: answer } : (answer as never);
+      },
     },
   };
 }

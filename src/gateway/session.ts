@@ -44,7 +44,7 @@ import {
 import { readCall } from '../formats/index.js';
 import { dispatchCalls } from '../gate/dispatch.js';
 import { environmentOf } from '../gate/environment.js';
-import type { GateContext } from '../gate/precheck.js';
+import type { GateContext } from '../contracts/gate.js';
 import { canonical } from '../names.js';
 import { normalResourceUri } from '../policy-file/uri.js';
 import type { ToolRegistry, ToolResult } from '../registry.js';

@@ -12,7 +12,7 @@ import { randomUUID } from 'node:crypto';
 import type { Decision } from '../decision.js';
 import type { Emitter } from '../events.js';
 import type { Answer, ApprovalRequest, AskOutcome } from '../gate/approval.js';
-import type { GateEnvironment } from '../gate/precheck.js';
+import type { GateEnvironment } from '../contracts/gate.js';
 import { describe } from '../names.js';
 import type { PermissionRequest } from '../permissions/handler.js';
 import type { RunnerSettings } from './options.js';

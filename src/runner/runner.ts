@@ -15,7 +15,7 @@ import type { Decision, DenyDecision } from '../decision.js';
 import { ConfigurationError, RunStateError } from '../errors.js';
 import { Emitter } from '../events.js';
 import { dispatchCalls, previewCall } from '../gate/dispatch.js';
-import { deny, refusalContent } from '../gate/precheck.js';
+import { deny, refusalContent } from '../gate/index.js';
 import { environmentOf } from '../gate/environment.js';
 import { describe } from '../names.js';
 import { agentGraph, peerTools } from './agents.js';
