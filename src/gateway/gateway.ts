@@ -14,6 +14,7 @@ import { checkApprovals, type GatewayApprovals } from './approvals.js';
 import type { GatewayAuditRecord, GatewayAuditSink } from './audit.js';
 import { checkContext } from './context.js';
 import { checkInbox, type GatewayInbox } from './inbox.js';
+import { ItemGate } from './items.js';
 import { Relay } from './relay.js';
 import {
   buildInForce,
@@ -113,6 +114,16 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     toolTimeoutMs: callTimeout + 1000,
     handlerTimeoutMs: options.approvalTimeoutMs ?? 120_000,
   });
+  const people = {
+    approvals: options.approvals,
+    inbox: options.inbox,
+    approvalTimeoutMs: options.approvalTimeoutMs ?? 120_000,
+  };
+  const items = new ItemGate(
+    { toolTimeoutMs: callTimeout + 1000, handlerTimeoutMs: options.approvalTimeoutMs ?? 120_000 },
+    people,
+    audit,
+  );
   const inputs = { upstreams: options.upstreams, audit };
   const first = buildInForce(
     options.policy,
@@ -121,18 +132,15 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     inputs,
     null,
   );
-  const inForce = new Reloader(first, { registry, router, relay, contextOption: options.context }, inputs);
+  const inForce = new Reloader(first, { registry, items, router, relay, contextOption: options.context }, inputs);
   const core: GatewayCore = {
     name: options.name ?? 'toolgate-gateway',
     registry,
     router,
     relay,
     inForce,
-    people: {
-      approvals: options.approvals,
-      inbox: options.inbox,
-      approvalTimeoutMs: options.approvalTimeoutMs ?? 120_000,
-    },
+    items,
+    people,
     audit,
   };
 
