@@ -93,7 +93,7 @@ export async function runToolCall(deps: ToolCallDeps, call: ToolCallRequest): Pr
       ],
     };
   // The upstream's own error result is forwarded as it came.
-  if (result.status === 'error' && scope.result?.isError === true) return scope.result;
+  if (result.status === 'error' && scope.result?.isError === true) return scope.result as CallToolResult;
   if (approval && (approval.state === 'asked' || approval.state === 'pending'))
     return {
       isError: true,

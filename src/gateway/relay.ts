@@ -4,7 +4,7 @@
  * every client, resource subscriptions fanned out to the clients that hold them, and the upstream's log
  * lines to the one client they are about. One Relay per gateway; it decides nothing.
  */
-import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import type { Client } from '@modelcontextprotocol/client';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { RequestOptions } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import type { LoggingMessageNotification, ProgressToken, ServerNotification } from '@modelcontextprotocol/sdk/types.js';

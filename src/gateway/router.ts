@@ -4,7 +4,7 @@
  * serving resources), a prompt by its namespace, a resource template by the upstream that listed it. A
  * name two upstreams could serve is refused, never guessed. The Router decides nothing about permission.
  */
-import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import type { Client } from '@modelcontextprotocol/client';
 import type { RequestOptions } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import type { UriTemplate } from '@modelcontextprotocol/sdk/shared/uriTemplate.js';
 import { ErrorCode, McpError, type Resource } from '@modelcontextprotocol/sdk/types.js';

@@ -171,7 +171,7 @@ async function listTools(session: Session, request: SessionRequest): Promise<Lis
     if (!definition) continue;
     const pins = inForce.pins;
     if (pins && inForce.onDrift === 'refuse' && pins.drift(form) && pins.isDrifted(tool)) continue;
-    tools.push({ ...definition, name: tool.name });
+    tools.push({ ...definition, name: tool.name } as McpTool);
   }
   return { tools };
 }

@@ -526,6 +526,18 @@ function compile(data: PolicyFileData, locator: Locator, text: string): PolicyPa
       );
     }
   }
+  // A tenant's own max of a limit must name a limit of the file (a misspelt name would set nothing).
+  const limitNames = new Set((data.limits ?? []).map((l) => l.name));
+  for (const [id, tenant] of Object.entries(data.tenants ?? {}))
+    for (const name of Object.keys(tenant.limits ?? {}))
+      if (!limitNames.has(name))
+        issues.push(
+          locator.issue(
+            ['tenants', id, 'limits', name],
+            'invalid-limit',
+            `${JSON.stringify(name)} is not a limit of this file; its limits: ${[...limitNames].join(', ') || '(none)'}`,
+          ),
+        );
   const version = `policy-file-${createHash('sha256').update(text).digest('hex').slice(0, 12)}`;
   // Resource and prompt rules, in the gate's rule form (items.ts).
   const items = compileItemRules(

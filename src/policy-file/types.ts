@@ -28,6 +28,10 @@ export interface PolicyTenantData {
   readonly maxIterations?: number;
   readonly maxToolCalls?: number;
   readonly maxCost?: number;
+  /** Named values of the tenant's plan that a limit's `max: { plan: name }` reads. */
+  readonly plan?: Readonly<Record<string, number>>;
+  /** This tenant's max of a limit, by the limit's name (over the limit's own max). */
+  readonly limits?: Readonly<Record<string, number>>;
 }
 
 /** Tests on one argument; every test given must hold. */
@@ -112,7 +116,7 @@ export interface PolicyLimitData {
   readonly per?: readonly ('tenant' | 'caller' | 'agent' | 'run')[];
   readonly tools?: readonly string[];
   readonly tags?: readonly string[];
-  readonly max: number;
+  readonly max: number | { readonly plan: string; readonly default?: number };
   readonly window?: string | number;
   readonly cost?: number;
   readonly costs?: Readonly<Record<string, number>>;

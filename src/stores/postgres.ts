@@ -21,6 +21,7 @@ import {
   requireIdentifier,
   requireKey,
   requireNumber,
+  charged,
   reservationOf,
 } from './shared.js';
 
@@ -44,8 +45,10 @@ import type {
   RememberStore,
   RememberedAnswer,
   TallyStore,
+  RunCaps,
+  RunSpend,
+  SpendVerdict,
 } from './types.js';
-import { charged, type RunCaps, type RunSpend, type SpendVerdict } from '../runner/approval-store.js';
 
 /** Options of {@link PostgresStores}. */
 export interface PostgresStoresOptions {
@@ -329,6 +332,10 @@ export class PostgresStores {
           `UPDATE ${s}.calls SET outcome = $3, recorded_at = ${NOW} WHERE key = $1 AND owner = $2 AND recorded_at IS NULL`,
           [key, owner, JSON.stringify(outcomeRow(outcome))],
         );
+        return r.rowCount === 1;
+      },
+      async release(key: string, owner: string): Promise<boolean> {
+        const r = await q(`DELETE FROM ${s}.calls WHERE key = $1 AND owner = $2 AND recorded_at IS NULL`, [key, owner]);
         return r.rowCount === 1;
       },
       async inspect(key: string): Promise<LedgerEntry | undefined> {

@@ -19,6 +19,7 @@ import {
   requireIdentifier,
   requireKey,
   requireNumber,
+  charged,
   reservationOf,
   retryAfter,
 } from './shared.js';
@@ -42,12 +43,12 @@ import type {
   RememberStore,
   RememberedAnswer,
   TallyStore,
+  RunCaps,
+  RunSpend,
+  SpendVerdict,
 } from './types.js';
-import { charged, type RunCaps, type RunSpend, type SpendVerdict } from '../runner/approval-store.js';
 
-export { SqliteApprovalStore, type SqliteApprovalStoreOptions } from '../runner/stores/sqlite.js';
-
-/** Options of {@link SqliteStores}. */
+/** Options of {@link SqliteStores} (`SqliteApprovalStoreOptions` is its 0.1 name). */
 export interface SqliteStoresOptions {
   /** The database file (created if missing), or ':memory:'. Ignored when `database` is given. @default ':memory:' */
   readonly filename?: string;
@@ -245,6 +246,7 @@ function ledgerIn(db: Database.Database, table: string, now: () => number): Ledg
   const record = db.prepare(
     `UPDATE ${table} SET outcome = ?, recorded_at = ? WHERE key = ? AND owner = ? AND recorded_at IS NULL`,
   );
+  const release = db.prepare(`DELETE FROM ${table} WHERE key = ? AND owner = ? AND recorded_at IS NULL`);
   const entry = (key: string): LedgerEntry | undefined => {
     const row = select.get(key) as Row | undefined;
     return row && ledgerEntryOf(row);
@@ -262,6 +264,9 @@ function ledgerIn(db: Database.Database, table: string, now: () => number): Ledg
     },
     async record(key: string, owner: string, outcome: LedgerOutcome): Promise<boolean> {
       return record.run(JSON.stringify(outcomeRow(outcome)), now(), key, owner).changes === 1;
+    },
+    async release(key: string, owner: string): Promise<boolean> {
+      return release.run(key, owner).changes === 1;
     },
     async inspect(key: string): Promise<LedgerEntry | undefined> {
       return entry(key);
@@ -370,3 +375,6 @@ function auditIn(db: Database.Database, table: string): AuditSink & AuditReader 
     },
   };
 }
+
+// The 0.1 names of the runner's SQLite store: the runner takes these stores now (`AgentRunner({ stores })`).
+export { SqliteStores as SqliteApprovalStore, type SqliteStoresOptions as SqliteApprovalStoreOptions };

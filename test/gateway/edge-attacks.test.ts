@@ -170,8 +170,9 @@ describe('attacks on the gateway edges', { timeout: 120_000 }, () => {
     let asked = 0;
     const client = await connect(gateway, async () => {
       // Approved under ask-prompts (and the policy reloaded meanwhile); refused when asked again.
-      if (asked++ === 0) expect((await gateway.reload(other)).ok).toBe(true);
-      else return false;
+      if (asked++ > 0) return false;
+      expect((await gateway.reload(other)).ok).toBe(true);
+      return true;
     });
     const get = () => client.getPrompt({ name: 'docs:summarise', arguments: { topic: 'p' } });
     await expect(get()).rejects.toThrow(/security-review/);

@@ -12,7 +12,6 @@ import type { RunResult } from '../../src/index.js';
 import { Limiter } from '../../src/limits/limiter.js';
 import { PostgresStores } from '../../src/stores/postgres.js';
 import { RedisStores } from '../../src/stores/redis.js';
-import { runnerStore } from '../../src/stores/runner-store.js';
 import { uniqueName } from './servers.js';
 
 /** A TCP proxy to 127.0.0.1:`target` on a port of its own. */
@@ -136,12 +135,7 @@ describe('a server unreachable mid-run', () => {
       return new AgentRunner({
         registry,
         model: new ScriptedModel([{ toolCalls: [{ name: 'refund', arguments: { order: 'A1' } }] }, { text: 'done' }]),
-        approvals: runnerStore({
-          remembered: pg.remembered,
-          nonces: pg.nonces,
-          ledger: pg.ledger,
-          tallies: pg.tallies,
-        }),
+        stores: pg,
         secret: 'unreachable-test-secret-0123456789',
         handler: () => 'pending',
       });
