@@ -1,0 +1,165 @@
+/**
+ * Replaying an example call through `explain` (the gate's own precheck, on the file's stub registry): what
+ * the diff reports is what explain decides. A tool the file does not describe carries its own tags: the
+ * stub gets the example's own tags for the replay.
+ */
+import { ConfigurationError } from '../../errors.js';
+import { canonical } from '../../names.js';
+import type { ToolRegistry } from '../../registry.js';
+import { ToolTag, type Tool } from '../../tool.js';
+import { explainCall, previewDecision } from '../explain.js';
+import type { PolicySet } from '../policy-set.js';
+import type { DiffExample, DiffVerdict, DiffWho } from './types.js';
+
+const PREDEFINED = new Set<string>(Object.values(ToolTag));
+
+function refuse(): never {
+  throw new ConfigurationError('this tool is declared by a policy file only; it decides calls and never runs');
+}
+
+/** One side's stub registry, built once, and the tools the file describes (their tags are the file's). */
+export class Replayer {
+  readonly set: PolicySet;
+  #registry: ToolRegistry | null = null;
+  readonly #described: ReadonlySet<string>;
+  readonly #lines = new Map<string, number>();
+
+  constructor(set: PolicySet) {
+    this.set = set;
+    this.#described = new Set(set.tools.map((t) => t.canonicalName));
+  }
+
+  get registry(): ToolRegistry {
+    return (this.#registry ??= this.set.registry({ confusables: 'off' }));
+  }
+
+  describes(form: string): boolean {
+    return this.#described.has(form);
+  }
+
+  lineOf(rule: string | null): number | null {
+    if (rule === null) return null;
+    let line = this.#lines.get(rule);
+    if (line === undefined) {
+      line = this.set.rules.find((r) => r.name === rule)?.position.line ?? 0;
+      this.#lines.set(rule, line);
+    }
+    return line || null;
+  }
+
+  /** Runs `fn` with the example's tool registered as it is under this file (its own tags where undescribed). */
+  async #withTool<T>(example: DiffExample, fn: (registry: ToolRegistry) => Promise<T>): Promise<T> {
+    const registry = this.registry;
+    const form = canonical(example.tool);
+    const existing = registry.get(form);
+    const own = this.describes(form) ? null : (example.ownTags ?? []);
+    if (own === null || (existing && own.length === 0 && existing.metadata.allTags.size === 0)) return fn(registry);
+    if (existing) registry.unregister(form);
+    registry.register({
+      name: example.tool,
+      parameters: { type: 'object' },
+      metadata: {
+        tags: own.filter((t) => PREDEFINED.has(t)) as ToolTag[],
+        customTags: own.filter((t) => !PREDEFINED.has(t)),
+      },
+      execute: refuse,
+    });
+    try {
+      return await fn(registry);
+    } finally {
+      registry.unregister(form);
+      if (existing) registry.register(existing);
+    }
+  }
+
+  /** How this file decides the example, as explain does. */
+  async verdict(example: DiffExample): Promise<DiffVerdict> {
+    return this.#withTool(example, async (registry) => {
+      try {
+        const d = await previewDecision(this.set, { name: example.tool, arguments: example.arguments }, who(example.who), registry);
+        return {
+          effect: d.effect,
+          stage: d.stage,
+          by: d.by,
+          rule: d.rule,
+          line: d.by === 'rule' || d.by === 'rule_error' ? this.lineOf(d.rule) : null,
+          layer: d.layer,
+          reason: d.reason,
+        };
+      } catch (error) {
+        if (!(error instanceof ConfigurationError)) throw error;
+        return {
+          effect: 'deny',
+          stage: 'context',
+          by: 'context',
+          rule: null,
+          line: null,
+          layer: null,
+          reason: error.message,
+        };
+      }
+    });
+  }
+
+  /** The limits that select the example under this file: name → max, cost, window. */
+  async limits(example: DiffExample): Promise<Map<string, { max: number; cost: number; windowMs: number | null }>> {
+    return this.#withTool(example, async (registry) => {
+      const explained = await explainCall(this.set, { name: example.tool, arguments: example.arguments }, {}, registry);
+      return new Map((explained.limits ?? []).map((l) => [l.limit, { max: l.max, cost: l.cost, windowMs: l.windowMs }]));
+    });
+  }
+
+  /** The tool as registered for the example (its parameters schema, for completing required arguments). */
+  async tool(example: DiffExample): Promise<Tool | undefined> {
+    return this.#withTool(example, async (registry) => registry.get(canonical(example.tool)));
+  }
+}
+
+function who(w: DiffWho): { agent?: string; tenant?: string; scopes?: readonly string[] } {
+  return {
+    ...(w.agent !== undefined ? { agent: w.agent } : {}),
+    ...(w.tenant !== undefined ? { tenant: w.tenant } : {}),
+    ...(w.scopes !== undefined ? { scopes: w.scopes } : {}),
+  };
+}
+
+/**
+ * Arguments completed with what a JSON Schema requires and the example leaves out: the first of an enum,
+ * the const, or a plain value of the type (recursively for objects). The example's own values stay.
+ */
+export function completeArguments(schema: unknown, args: Readonly<Record<string, unknown>>): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...args };
+  if (typeof schema !== 'object' || schema === null) return out;
+  const s = schema as { required?: unknown; properties?: Record<string, unknown> };
+  if (!Array.isArray(s.required)) return out;
+  for (const key of s.required) {
+    if (typeof key !== 'string' || Object.hasOwn(out, key)) continue;
+    out[key] = sample(s.properties?.[key]);
+  }
+  return out;
+}
+
+function sample(schema: unknown): unknown {
+  if (typeof schema !== 'object' || schema === null) return '';
+  const s = schema as Record<string, unknown>;
+  if (Array.isArray(s['enum']) && s['enum'].length > 0) return s['enum'][0];
+  if (Object.hasOwn(s, 'const')) return s['const'];
+  const type = Array.isArray(s['type']) ? (s['type'][0] as unknown) : s['type'];
+  switch (type) {
+    case 'string':
+      return 'x'.repeat(typeof s['minLength'] === 'number' ? Math.max(1, s['minLength']) : 1);
+    case 'number':
+    case 'integer':
+      return typeof s['minimum'] === 'number' ? s['minimum'] : typeof s['exclusiveMinimum'] === 'number' ? Math.floor(s['exclusiveMinimum']) + 1 : 0;
+    case 'boolean':
+      return false;
+    case 'array':
+      return [];
+    case 'null':
+      return null;
+    case 'object':
+      return completeArguments(s, {});
+    default:
+      return '';
+  }
+}
