@@ -3,6 +3,8 @@
  * the diff reports is what explain decides. A tool the file does not describe carries its own tags: the
  * stub gets the example's own tags for the replay.
  */
+import { readFileSync } from 'node:fs';
+import { EVENT_ID, getScalarValue, parseEvents } from 'js-yaml';
 import { ConfigurationError } from '../../errors.js';
 import { canonical } from '../../names.js';
 import type { ToolRegistry } from '../../registry.js';
@@ -37,11 +39,15 @@ export class Replayer {
     return this.#described.has(form);
   }
 
+  #ruleLines: readonly number[] | null | undefined;
+
   lineOf(rule: string | null): number | null {
     if (rule === null) return null;
     let line = this.#lines.get(rule);
     if (line === undefined) {
-      line = this.set.rules.find((r) => r.name === rule)?.position.line ?? 0;
+      const info = this.set.rules.find((r) => r.name === rule);
+      this.#ruleLines ??= this.set.file === null ? null : ruleLines(this.set.file);
+      line = info ? (this.#ruleLines?.[info.index] ?? info.position.line) : 0;
       this.#lines.set(rule, line);
     }
     return line || null;
@@ -112,6 +118,66 @@ export class Replayer {
   /** The tool as registered for the example (its parameters schema, for completing required arguments). */
   async tool(example: DiffExample): Promise<Tool | undefined> {
     return this.#withTool(example, async (registry) => registry.get(canonical(example.tool)));
+  }
+}
+
+/**
+ * The line of each rule of a policy file, from js-yaml's positioned parser events (the fast reader the
+ * loader uses): a rule's `position` builds `yaml`'s positioned Document instead, seconds for a
+ * 10,000-rule file. Null when the file cannot be read again or is not laid out as expected.
+ */
+export function ruleLines(file: string): number[] | null {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+    const events = parseEvents(text, {});
+    const starts: number[] = [0];
+    for (let i = text.indexOf('\n'); i >= 0; i = text.indexOf('\n', i + 1)) starts.push(i + 1);
+    const lineAt = (offset: number): number => {
+      let lo = 0;
+      let hi = starts.length - 1;
+      while (lo < hi) {
+        const mid = (lo + hi + 1) >> 1;
+        if (starts[mid]! <= offset) lo = mid;
+        else hi = mid - 1;
+      }
+      return lo + 1;
+    };
+    // document, top mapping, then key/value pairs: find the key "rules" and read its sequence's items.
+    let i = events.findIndex((e) => e.type === EVENT_ID.MAPPING);
+    if (i < 0) return null;
+    i++;
+    const skip = (at: number): number => {
+      let depth = 0;
+      do {
+        const e = events[at++]!;
+        if (e.type === EVENT_ID.MAPPING || e.type === EVENT_ID.SEQUENCE) depth++;
+        else if (e.type === EVENT_ID.POP) depth--;
+      } while (depth > 0 && at < events.length);
+      return at;
+    };
+    while (i < events.length && events[i]!.type !== EVENT_ID.POP) {
+      const key = events[i]!;
+      const isRules = key.type === EVENT_ID.SCALAR && getScalarValue(text, key) === 'rules';
+      i++;
+      if (!isRules) {
+        i = skip(i);
+        continue;
+      }
+      const seq = events[i]!;
+      if (seq.type !== EVENT_ID.SEQUENCE) return null;
+      const lines: number[] = [];
+      i++;
+      while (i < events.length && events[i]!.type !== EVENT_ID.POP) {
+        const item = events[i]!;
+        lines.push(lineAt(item.type === EVENT_ID.MAPPING ? item.start : 0));
+        i = skip(i);
+      }
+      return lines;
+    }
+    return null;
+  } catch {
+    return null;
   }
 }
 

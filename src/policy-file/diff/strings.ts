@@ -503,7 +503,18 @@ function alphabet(problem: StringProblem): number[] {
   return reps.sort((a, b) => rank(a) - rank(b) || a - b);
 }
 
+const representatives = new Map<string, number | null>();
+
 function representative(lo: number, hi: number, problem: StringProblem): number | null {
+  // Kept per cell and kind of search (the accept predicate is the tool-name check, one per process).
+  const key = `${lo},${hi},${problem.folded === true},${problem.accept ? 1 : 0}`;
+  if (representatives.has(key)) return representatives.get(key)!;
+  const rep = findRepresentative(lo, hi, problem);
+  representatives.set(key, rep);
+  return rep;
+}
+
+function findRepresentative(lo: number, hi: number, problem: StringProblem): number | null {
   const limit = Math.min(hi, lo + 256);
   let fallback: number | null = null;
   for (let cp = lo; cp <= limit; cp++) {
