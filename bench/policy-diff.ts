@@ -4,8 +4,11 @@
  * tenants) that differ in ten rules — three results flipped, a bound moved by one, a path narrowed, an allow
  * moved up past a deny, three rules renamed — and a tenant's plan, loaded and diffed as the command does. Wall time per step.
  */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { diffPolicies } from '../src/policy-file/diff/index.js';
-import { parsePolicy } from '../src/policy-file/index.js';
+import { readPolicyFile } from '../src/policy-file/index.js';
 
 export interface PolicyDiffResult {
   readonly rules: number;
@@ -77,8 +80,8 @@ export function diffPolicyText({ n, edited }: Gen): string {
   return `${lines.join('\n')}\n`;
 }
 
-function loaded(text: string): ReturnType<typeof parsePolicy> & { ok: true } {
-  const r = parsePolicy(text, { file: 'bench.yaml' });
+async function loaded(file: string): Promise<Awaited<ReturnType<typeof readPolicyFile>> & { ok: true }> {
+  const r = await readPolicyFile(file);
   if (!r.ok) throw new Error(`policy diff bench: ${r.issues[0]!.message}`);
   return r;
 }
@@ -87,14 +90,21 @@ export async function benchPolicyDiff(
   options: { readonly rules?: number; readonly log?: (line: string) => void } = {},
 ): Promise<PolicyDiffResult> {
   const n = options.rules ?? 1000;
-  const a = diffPolicyText({ n, edited: false });
-  const b = diffPolicyText({ n, edited: true });
+  // Files on disk, read as `toolgate diff` reads them (the rule lines come from the file's text).
+  const dir = mkdtempSync(join(tmpdir(), 'toolgate-diff-bench-'));
+  const a = join(dir, 'old.yaml');
+  const b = join(dir, 'new.yaml');
+  writeFileSync(a, diffPolicyText({ n, edited: false }));
+  writeFileSync(b, diffPolicyText({ n, edited: true }));
   const t0 = performance.now();
-  const old = loaded(a).policy;
-  const next = loaded(b).policy;
+  const [old, next] = (await Promise.all([loaded(a), loaded(b)])).map((r) => r.policy) as [
+    Awaited<ReturnType<typeof loaded>>['policy'],
+    Awaited<ReturnType<typeof loaded>>['policy'],
+  ];
   const t1 = performance.now();
   const diff = await diffPolicies(old, next, { timeLimitMs: 60_000 });
   const t2 = performance.now();
+  rmSync(dir, { recursive: true, force: true });
   if (diff.changes.length === 0) throw new Error('policy diff bench: the edits were not found');
   const result = {
     rules: n,
