@@ -32,7 +32,11 @@ export function diffPolicyText({ n, edited }: Gen): string {
   for (let i = 0; i < n; i++)
     lines.push(`  ${i % 50 === 0 ? 'github:' : ''}tool_${i}:`, `    tags: [${i % 3 ? 'read_only' : 'destructive'}]`);
   const name = (i: number): string => `${i % 50 === 0 ? 'github:' : ''}tool_${i}`;
-  lines.push('agents:', '  concierge:', `    tools: [${Array.from({ length: Math.min(n, 200) }, (_, i) => name(i)).join(', ')}]`);
+  lines.push(
+    'agents:',
+    '  concierge:',
+    `    tools: [${Array.from({ length: Math.min(n, 200) }, (_, i) => name(i)).join(', ')}]`,
+  );
   lines.push('tenants:');
   for (let t = 0; t < 20; t++) {
     const plan = Array.from({ length: Math.min(n, 100) }, (_, i) => name((i * 7 + t) % n));
@@ -43,8 +47,18 @@ export function diffPolicyText({ n, edited }: Gen): string {
   const rules: string[][] = [];
   // A few rules over many tools, first: tags, a namespace, a glob.
   rules.push(['  - name: deny_privileged', '    result: deny', '    tags: [privileged]']);
-  rules.push(['  - name: github_writes', '    result: ask', '    namespace: github', '    when: { mode: { oneOf: [write, admin] } }']);
-  rules.push(['  - name: tool_9_family', '    result: ask', '    tools: "tool_9*"', '    when: { amount: { gt: 5000 } }']);
+  rules.push([
+    '  - name: github_writes',
+    '    result: ask',
+    '    namespace: github',
+    '    when: { mode: { oneOf: [write, admin] } }',
+  ]);
+  rules.push([
+    '  - name: tool_9_family',
+    '    result: ask',
+    '    tools: "tool_9*"',
+    '    when: { amount: { gt: 5000 } }',
+  ]);
   // A deny-then-allow pair on one tool; the edit moves the allow up past the deny.
   const pair = [
     ['  - name: big_transfers', '    result: deny', `    tools: ${name(60)}`, '    when: { amount: { gt: 1000 } }'],

@@ -86,9 +86,9 @@ async function child(part: string, file: string): Promise<void> {
               ? benchPolicyLoad({ log })
               : kind === 'policydiff'
                 ? await benchPolicyDiff({ rules: Number(size), log })
-              : kind === 'agree'
-                ? await agreeSize(Number(size), { log })
-                : await timeEngine(Number(size), engine as EngineName, { timing, log });
+                : kind === 'agree'
+                  ? await agreeSize(Number(size), { log })
+                  : await timeEngine(Number(size), engine as EngineName, { timing, log });
     writeFileSync(file, JSON.stringify({ ok: true, result, sink: sinkValue() }));
   } catch (error) {
     writeFileSync(
@@ -259,7 +259,8 @@ async function main(): Promise<void> {
   if (args.only !== undefined) {
     if (args.only !== 'policy-diff') throw new Error(`--only: expected policy-diff, got ${args.only}`);
     const diffs = await policyDiffRuns(repeat, notes);
-    for (const t of policyDiffTargets(diffs)) log(`${t.met ? 'met ' : 'MISS'}  ${t.description}: ${t.measured} (target ${t.target})`);
+    for (const t of policyDiffTargets(diffs))
+      log(`${t.met ? 'met ' : 'MISS'}  ${t.description}: ${t.measured} (target ${t.target})`);
     return;
   }
   const startLoad = loadavg();

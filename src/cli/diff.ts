@@ -31,13 +31,22 @@ export function registerDiff(program: Command, cli: Cli): void {
     )
     .argument('<old>', 'the policy file in force (YAML or JSON)')
     .argument('<new>', 'the changed policy file')
-    .option('--fail-on <what>', 'widen, narrow or any: exit 1 when the change widens access, narrows it, or changes anything')
+    .option(
+      '--fail-on <what>',
+      'widen, narrow or any: exit 1 when the change widens access, narrows it, or changes anything',
+    )
     .option('--json', 'print the diff as JSON')
     .option('--markdown', 'print the diff as Markdown (a pull-request comment)')
-    .option('--time-limit <ms>', 'stop searching after this many milliseconds; what is left may change (default 20000)');
+    .option(
+      '--time-limit <ms>',
+      'stop searching after this many milliseconds; what is left may change (default 20000)',
+    );
   exitCodes(command, [
     [EXIT.OK, 'compared (with --fail-on: nothing it names was found)'],
-    [EXIT.POLICY, 'a policy file was refused, or with --fail-on: the change widens, narrows or changes what --fail-on names'],
+    [
+      EXIT.POLICY,
+      'a policy file was refused, or with --fail-on: the change widens, narrows or changes what --fail-on names',
+    ],
     USAGE_LINE,
   ]).action(
     async (
@@ -50,11 +59,16 @@ export function registerDiff(program: Command, cli: Cli): void {
       if (options.json && options.markdown) throw new UsageError('give --json or --markdown, not both');
       const timeLimitMs = options.timeLimit === undefined ? undefined : Number(options.timeLimit);
       if (timeLimitMs !== undefined && !(Number.isInteger(timeLimitMs) && timeLimitMs > 0))
-        throw new UsageError(`--time-limit must be a positive number of milliseconds, got ${JSON.stringify(options.timeLimit)}`);
+        throw new UsageError(
+          `--time-limit must be a positive number of milliseconds, got ${JSON.stringify(options.timeLimit)}`,
+        );
       const [a, b] = await Promise.all([readPolicyFile(oldFile), readPolicyFile(newFile)]);
       if (!a.ok || !b.ok) {
         // Reported as lint reports a file that does not load; nothing is compared.
-        const reports = await Promise.all([a.ok ? null : lintPolicyFile(oldFile), b.ok ? null : lintPolicyFile(newFile)]);
+        const reports = await Promise.all([
+          a.ok ? null : lintPolicyFile(oldFile),
+          b.ok ? null : lintPolicyFile(newFile),
+        ]);
         const refused = reports.filter((r) => r !== null);
         if (options.json) cli.out(JSON.stringify({ ok: false, refused }));
         else for (const r of refused) cli.err(lintText(r, cli.c));

@@ -135,7 +135,11 @@ describe('toolgate diff: the cases of issue 26', () => {
     });
     // The other way round: 101 is newly asked.
     const back = await diff(rules(101), rules(100));
-    expect(back.diff.changes[0]).toMatchObject({ kind: 'asked', direction: 'narrow', example: { arguments: { amount: 101 } } });
+    expect(back.diff.changes[0]).toMatchObject({
+      kind: 'asked',
+      direction: 'narrow',
+      example: { arguments: { amount: 101 } },
+    });
   });
 
   it('a tag added to a tool: a rule on that tag now decides it', async () => {
@@ -158,7 +162,9 @@ rules:
   });
 
   it("a tenant's plan widened: the tool is newly allowed for that tenant only", async () => {
-    const plan = (free: string): string => `${SHOP.replace('free: { tools: [search] }', `free: { tools: [${free}] }`)}rules:
+    const plan = (
+      free: string,
+    ): string => `${SHOP.replace('free: { tools: [search] }', `free: { tools: [${free}] }`)}rules:
   - { name: refunds, result: allow, tools: refund }
   - { name: searches, result: allow, tools: search }
 `;
@@ -197,7 +203,9 @@ rules:
 `;
     const { code, diff: d } = await diff(`${SHOP}${rules}`, `${SHOP}mode: shadow\n${rules}`, '--fail-on', 'widen');
     expect(code).toBe(1);
-    expect(d.settings).toContainEqual(expect.objectContaining({ setting: 'mode', old: 'enforce', new: 'shadow', direction: 'widen' }));
+    expect(d.settings).toContainEqual(
+      expect.objectContaining({ setting: 'mode', old: 'enforce', new: 'shadow', direction: 'widen' }),
+    );
     expect(only(d, 'refund')[0]).toMatchObject({
       kind: 'allowed',
       old: { effect: 'deny', rule: 'no_refunds' },
@@ -237,20 +245,34 @@ describe('toolgate diff: no false alarms', () => {
     [
       'reordering rules that do not overlap',
       base.replace(
-        /  - \{ name: small.*\n  - \{ name: searches.*\n  - \{ name: huge.*\n/,
+        / {2}- \{ name: small.*\n {2}- \{ name: searches.*\n {2}- \{ name: huge.*\n/,
         `  - { name: huge, result: deny, tools: refund, when: { amount: { gt: 1000 } } }
   - { name: searches, result: allow, tools: search }
   - { name: small, result: allow, tools: refund, when: { amount: { lte: 50 } } }
 `,
       ),
     ],
-    ['renaming a rule (an ask included)', base.replace('name: mid', 'name: medium_refunds').replace('name: small', 'name: tiny')],
+    [
+      'renaming a rule (an ask included)',
+      base.replace('name: mid', 'name: medium_refunds').replace('name: small', 'name: tiny'),
+    ],
     [
       'an equivalent condition',
-      base.replace('{ amount: { lte: 50 } }', '{ amount: { lte: 50, exists: true } }').replace('{ gt: 1000 }', '{ gt: 1000, gte: 0 }'),
+      base
+        .replace('{ amount: { lte: 50 } }', '{ amount: { lte: 50, exists: true } }')
+        .replace('{ gt: 1000 }', '{ gt: 1000, gte: 0 }'),
     ],
-    ['a fully shadowed rule', base.replace('  - { name: mid', '  - { name: shadowed, result: deny, tools: refund, when: { amount: { gt: 5000 } } }\n  - { name: mid')],
-    ['reordering tools, tenants and agents', base.replace('[search, refund]', '[refund, search]').replace('[refund, search]', '[search, refund]')],
+    [
+      'a fully shadowed rule',
+      base.replace(
+        '  - { name: mid',
+        '  - { name: shadowed, result: deny, tools: refund, when: { amount: { gt: 5000 } } }\n  - { name: mid',
+      ),
+    ],
+    [
+      'reordering tools, tenants and agents',
+      base.replace('[search, refund]', '[refund, search]').replace('[refund, search]', '[search, refund]'),
+    ],
   ])('%s: no change in what is decided', async (_what, changed) => {
     const { code, diff: d } = await diff(base, changed, '--fail-on', 'any');
     expect(d.changes).toEqual([]);

@@ -89,31 +89,28 @@ const editArb: fc.Arbitrary<Edit> = fc.oneof(
       (p) =>
         p.rules.length === 0
           ? p
-          : { ...p, rules: p.rules.map((r, k) => (k === i % p.rules.length ? { ...r, result: result as Rule['result'] } : r)) },
+          : {
+              ...p,
+              rules: p.rules.map((r, k) => (k === i % p.rules.length ? { ...r, result: result as Rule['result'] } : r)),
+            },
   ),
-  fc.record({ i: fc.nat(), j: fc.nat() }).map(
-    ({ i, j }): Edit =>
-      (p) => {
-        if (p.rules.length < 2) return p;
-        const rules = [...p.rules];
-        const [moved] = rules.splice(i % rules.length, 1);
-        rules.splice(j % (rules.length + 1), 0, moved!);
-        return { ...p, rules };
-      },
-  ),
+  fc.record({ i: fc.nat(), j: fc.nat() }).map(({ i, j }): Edit => (p) => {
+    if (p.rules.length < 2) return p;
+    const rules = [...p.rules];
+    const [moved] = rules.splice(i % rules.length, 1);
+    rules.splice(j % (rules.length + 1), 0, moved!);
+    return { ...p, rules };
+  }),
   fc.nat().map(
     (i): Edit =>
       (p) =>
         p.rules.length === 0 ? p : { ...p, rules: p.rules.filter((_, k) => k !== i % p.rules.length) },
   ),
-  fc.record({ i: fc.nat(), rule: ruleArb('added') }).map(
-    ({ i, rule }): Edit =>
-      (p) => {
-        const rules = [...p.rules];
-        rules.splice(i % (rules.length + 1), 0, rule);
-        return { ...p, rules };
-      },
-  ),
+  fc.record({ i: fc.nat(), rule: ruleArb('added') }).map(({ i, rule }): Edit => (p) => {
+    const rules = [...p.rules];
+    rules.splice(i % (rules.length + 1), 0, rule);
+    return { ...p, rules };
+  }),
   fc.record({ i: fc.nat(), delta: fc.constantFrom(-1, 1) }).map(
     ({ i, delta }): Edit =>
       (p) =>
@@ -124,20 +121,28 @@ const editArb: fc.Arbitrary<Edit> = fc.oneof(
               rules: p.rules.map((r, k) => {
                 if (k !== i % p.rules.length || !r.when?.['n']) return r;
                 const n = Object.fromEntries(
-                  Object.entries(r.when['n']).map(([op, v]) => [op, typeof v === 'number' && op !== 'equals' ? v + delta : v]),
+                  Object.entries(r.when['n']).map(([op, v]) => [
+                    op,
+                    typeof v === 'number' && op !== 'equals' ? v + delta : v,
+                  ]),
                 );
                 return { ...r, when: { ...r.when, n } };
               }),
             },
   ),
-  fc.constantFrom('allow', 'deny', 'ask').map((fallback): Edit => (p) => ({ ...p, fallback: fallback as Policy['fallback'] })),
+  fc
+    .constantFrom('allow', 'deny', 'ask')
+    .map((fallback): Edit => (p) => ({ ...p, fallback: fallback as Policy['fallback'] })),
   fc.option(fc.subarray(['t1', 't2']), { nil: null }).map((tenant): Edit => (p) => ({ ...p, tenant })),
   fc.nat().map(
     (i): Edit =>
       (p) =>
         p.rules.length === 0
           ? p
-          : { ...p, rules: p.rules.map((r, k) => (k === i % p.rules.length ? { ...r, name: `${r.name}_renamed` } : r)) },
+          : {
+              ...p,
+              rules: p.rules.map((r, k) => (k === i % p.rules.length ? { ...r, name: `${r.name}_renamed` } : r)),
+            },
   ),
 );
 
@@ -148,7 +153,9 @@ function text(p: Policy): string {
     tools: { t1: { tags: ['read_only'] }, t2: { tags: ['destructive'] } },
     tenants: { acme: p.tenant === null ? {} : { tools: p.tenant } },
     // Edits may add a second rule of one name: the file wants them unique.
-    rules: p.rules.map((r, i) => (p.rules.findIndex((q) => q.name === r.name) === i ? r : { ...r, name: `${r.name}_${i}` })),
+    rules: p.rules.map((r, i) =>
+      p.rules.findIndex((q) => q.name === r.name) === i ? r : { ...r, name: `${r.name}_${i}` },
+    ),
   });
 }
 
@@ -159,7 +166,21 @@ function load(p: Policy): PolicySet {
 }
 
 const NUMBERS: unknown[] = [undefined, -1, 0, 0.5, 1, 1.5, 2, 2.5, 3, 3.5, 4, 4.5, 5, 6, 'x'];
-const STRINGS: unknown[] = [undefined, '/a', '/a/b', '/a/b/c', '/a/c', '/ab', '/b', '/b/a', '/c', 'a', '/a/../b', '/../a', 7];
+const STRINGS: unknown[] = [
+  undefined,
+  '/a',
+  '/a/b',
+  '/a/b/c',
+  '/a/c',
+  '/ab',
+  '/b',
+  '/b/a',
+  '/c',
+  'a',
+  '/a/../b',
+  '/../a',
+  7,
+];
 
 type Who = { tenant?: string };
 const WHOS: Who[] = [{}, { tenant: 'acme' }];
@@ -248,7 +269,10 @@ async function check(oldPolicy: Policy, newPolicy: Policy): Promise<void> {
           const a = await verdict(old, tool, args, who);
           const b = await verdict(next, tool, args, who);
           if (!differ(a, b, old, next)) continue;
-          expect(diff.equal, `"no change" but ${tool} ${JSON.stringify(args)} ${JSON.stringify(who)}: ${JSON.stringify(a)} → ${JSON.stringify(b)}`).toBe(false);
+          expect(
+            diff.equal,
+            `"no change" but ${tool} ${JSON.stringify(args)} ${JSON.stringify(who)}: ${JSON.stringify(a)} → ${JSON.stringify(b)}`,
+          ).toBe(false);
           const reported = diff.changes.some(
             (c) =>
               c.tool === tool &&
@@ -272,7 +296,10 @@ describe('policy diff and explain agree', () => {
   it('every example replays as claimed, and every changed call of a small domain is reported', async () => {
     await fc.assert(
       fc.asyncProperty(policyArb, fc.array(editArb, { minLength: 1, maxLength: 3 }), async (p, edits) => {
-        await check(p, edits.reduce((q, e) => e(q), p));
+        await check(
+          p,
+          edits.reduce((q, e) => e(q), p),
+        );
       }),
       { numRuns: 120 },
     );

@@ -14,7 +14,16 @@ import type { PolicySet } from '../policy-set.js';
 import { diffLimits } from './limits.js';
 import { completeArguments, Replayer } from './replay.js';
 import { diffRules, Fingerprints, selection, selectsOthers, stableJson, type DiffRule } from './rules.js';
-import { search, type Answer, type Box, type Entry, type Leaf, type SearchResult, type Side, type Verdict } from './search.js';
+import {
+  search,
+  type Answer,
+  type Box,
+  type Entry,
+  type Leaf,
+  type SearchResult,
+  type Side,
+  type Verdict,
+} from './search.js';
 import { diffSettings } from './settings.js';
 import type {
   DiffChange,
@@ -68,7 +77,10 @@ function model(set: PolicySet, fingerprints: Fingerprints): SideModel {
     described: new Map(set.tools.map((t) => [t.canonicalName, t])),
     agents: new Map(Object.entries(set.data.agents ?? {}).map(([a, spec]) => [a, forms(spec.tools)])),
     tenants: new Map(
-      Object.entries(set.data.tenants ?? {}).map(([t, spec]) => [t, spec.tools === undefined ? null : forms(spec.tools)]),
+      Object.entries(set.data.tenants ?? {}).map(([t, spec]) => [
+        t,
+        spec.tools === undefined ? null : forms(spec.tools),
+      ]),
     ),
     scopes: new Map(Object.entries(set.data.scopes ?? {}).map(([s, names]) => [s, forms(names)])),
     replay: new Replayer(set),
@@ -156,9 +168,12 @@ function layerValues(oldSide: SideModel, newSide: SideModel, name: string | null
   };
   const scopeState = (side: SideModel, s: string): LayerState =>
     name !== null && side.scopes.get(s)?.has(name) ? 'yes' : 'no';
-  for (const a of agents) out.push({ layer: 'agent', value: a, old: agentState(oldSide, a), new: agentState(newSide, a) });
-  for (const t of tenants) out.push({ layer: 'tenant', value: t, old: tenantState(oldSide, t), new: tenantState(newSide, t) });
-  for (const s of scopes) out.push({ layer: 'caller', value: s, old: scopeState(oldSide, s), new: scopeState(newSide, s) });
+  for (const a of agents)
+    out.push({ layer: 'agent', value: a, old: agentState(oldSide, a), new: agentState(newSide, a) });
+  for (const t of tenants)
+    out.push({ layer: 'tenant', value: t, old: tenantState(oldSide, t), new: tenantState(newSide, t) });
+  for (const s of scopes)
+    out.push({ layer: 'caller', value: s, old: scopeState(oldSide, s), new: scopeState(newSide, s) });
   return out;
 }
 
@@ -265,7 +280,14 @@ function matchesClaim(claim: Verdict, got: DiffVerdict): boolean {
 }
 
 function claimText(v: Verdict): string {
-  const what = v.by === 'rule' ? `by rule ${JSON.stringify(v.rule!.name)}` : v.by === 'rule_error' ? `as rule ${JSON.stringify(v.rule!.name)} cannot judge it` : v.by === 'fallback' ? 'by the fallback' : v.reason ?? v.by;
+  const what =
+    v.by === 'rule'
+      ? `by rule ${JSON.stringify(v.rule!.name)}`
+      : v.by === 'rule_error'
+        ? `as rule ${JSON.stringify(v.rule!.name)} cannot judge it`
+        : v.by === 'fallback'
+          ? 'by the fallback'
+          : (v.reason ?? v.by);
   return `${v.effect} ${what}`;
 }
 
@@ -341,7 +363,9 @@ async function report(
     const o = relabel(leaf.old, 'old');
     const n = relabel(leaf.new, 'new');
     const { kind, direction } = kindOf(o.effect, n.effect);
-    const where = whereText(leaf.box) + (leaf.boxes > 1 ? ` (and ${leaf.boxes - 1} more part${leaf.boxes > 2 ? 's' : ''} alike)` : '');
+    const where =
+      whereText(leaf.box) +
+      (leaf.boxes > 1 ? ` (and ${leaf.boxes - 1} more part${leaf.boxes > 2 ? 's' : ''} alike)` : '');
     const built = argumentsOf(leaf.box);
     const name = tool.name ?? answerName(leaf.box) ?? freshName(ctx.taken);
     const tags = answerTags(leaf.box);
@@ -352,14 +376,27 @@ async function report(
       ...(tags && (tags.length > 0 || tool.others) ? { ownTags: tags } : {}),
     };
     let got = await Promise.all([ctx.old.replay.verdict(example), ctx.new.replay.verdict(example)]);
-    if (!(matchesClaim(o, got[0]) && matchesClaim(n, got[1])) && (got[0].stage === 'validation' || got[1].stage === 'validation')) {
+    if (
+      !(matchesClaim(o, got[0]) && matchesClaim(n, got[1])) &&
+      (got[0].stage === 'validation' || got[1].stage === 'validation')
+    ) {
       // The tool's parameters schema wants more than the rules name: fill in what it requires.
       const schema = (await (got[0].stage === 'validation' ? ctx.old : ctx.new).replay.tool(example))?.inputSchema;
       example = { ...example, arguments: completeArguments(schema, example.arguments) };
       got = await Promise.all([ctx.old.replay.verdict(example), ctx.new.replay.verdict(example)]);
     }
     if (built.ok && matchesClaim(o, got[0]) && matchesClaim(n, got[1])) {
-      ctx.changes.push({ kind, direction, tool: name, others: tool.others, who, where, old: got[0], new: got[1], example });
+      ctx.changes.push({
+        kind,
+        direction,
+        tool: name,
+        others: tool.others,
+        who,
+        where,
+        old: got[0],
+        new: got[1],
+        example,
+      });
     } else {
       ctx.uncertain.push({
         direction,
@@ -461,7 +498,8 @@ function schemaChange(ctx: Context, name: string, values: readonly LayerValue[])
     others: false,
     who: whoSet(values, null),
     where: 'calls valid under one parameters schema and not the other',
-    reason: "the tool's parameters schema changed; which arguments one JSON Schema accepts and the other refuses is not decided",
+    reason:
+      "the tool's parameters schema changed; which arguments one JSON Schema accepts and the other refuses is not decided",
     old: null,
     new: null,
   });

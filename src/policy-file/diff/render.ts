@@ -71,7 +71,8 @@ function summary(diff: PolicyDiff): string {
       : `${diff.changes.length} change${diff.changes.length === 1 ? '' : 's'} in what is decided (${widen} widen, ${narrow} narrow${diff.changes.length - widen - narrow > 0 ? `, ${diff.changes.length - widen - narrow} other` : ''})`,
   ];
   if (diff.uncertain.length > 0) parts.push(`${diff.uncertain.length} may change`);
-  if (diff.settings.length > 0) parts.push(`${diff.settings.length} setting${diff.settings.length === 1 ? '' : 's'} changed`);
+  if (diff.settings.length > 0)
+    parts.push(`${diff.settings.length} setting${diff.settings.length === 1 ? '' : 's'} changed`);
   return parts.join('; ');
 }
 
@@ -101,7 +102,9 @@ export function diffText(diff: PolicyDiff, colors: DiffColors = PLAIN): string {
       lines.push(`      example  ${callText(ch.example)}  ${c.dim(`(${whoText(ch.example.who)})`)}`);
       if (ch.limit) {
         const l = (x: typeof ch.limit.old): string =>
-          x === null ? 'not counted' : `max ${x.max}, cost ${x.cost}, window ${x.windowMs === null ? 'none' : `${x.windowMs} ms`}${x.per.length > 0 ? `, per ${x.per.join(',')}` : ''}`;
+          x === null
+            ? 'not counted'
+            : `max ${x.max}, cost ${x.cost}, window ${x.windowMs === null ? 'none' : `${x.windowMs} ms`}${x.per.length > 0 ? `, per ${x.per.join(',')}` : ''}`;
         lines.push(`      old      limit ${JSON.stringify(ch.limit.name)}: ${l(ch.limit.old)}`);
         lines.push(`      new      limit ${JSON.stringify(ch.limit.name)}: ${l(ch.limit.new)}`);
       } else {
@@ -140,7 +143,11 @@ function code(text: string): string {
 
 /** The diff as Markdown, for a pull-request comment: a summary line, a table of changes, what may change, settings. */
 export function diffMarkdown(diff: PolicyDiff): string {
-  const out = [`### Policy diff: ${code(name(diff.old.file))} → ${code(name(diff.new.file))}`, '', `**${md(summary(diff))}**`];
+  const out = [
+    `### Policy diff: ${code(name(diff.old.file))} → ${code(name(diff.new.file))}`,
+    '',
+    `**${md(summary(diff))}**`,
+  ];
   if (diff.changes.length > 0) {
     out.push('', '| change | tool | who | example call | old | new |', '| --- | --- | --- | --- | --- | --- |');
     for (const ch of diff.changes) {
@@ -166,7 +173,8 @@ export function diffMarkdown(diff: PolicyDiff): string {
   }
   if (diff.settings.length > 0) {
     out.push('', '**Settings**', '');
-    for (const s of diff.settings) out.push(`- ${s.direction === 'widen' ? '🔓' : s.direction === 'narrow' ? '🔒' : '🔁'} ${md(s.text)}`);
+    for (const s of diff.settings)
+      out.push(`- ${s.direction === 'widen' ? '🔓' : s.direction === 'narrow' ? '🔒' : '🔁'} ${md(s.text)}`);
   }
   return `${out.join('\n')}\n`;
 }

@@ -82,7 +82,12 @@ export class Replayer {
   async verdict(example: DiffExample): Promise<DiffVerdict> {
     return this.#withTool(example, async (registry) => {
       try {
-        const d = await previewDecision(this.set, { name: example.tool, arguments: example.arguments }, who(example.who), registry);
+        const d = await previewDecision(
+          this.set,
+          { name: example.tool, arguments: example.arguments },
+          who(example.who),
+          registry,
+        );
         return {
           effect: d.effect,
           stage: d.stage,
@@ -111,7 +116,9 @@ export class Replayer {
   async limits(example: DiffExample): Promise<Map<string, { max: number; cost: number; windowMs: number | null }>> {
     return this.#withTool(example, async (registry) => {
       const explained = await explainCall(this.set, { name: example.tool, arguments: example.arguments }, {}, registry);
-      return new Map((explained.limits ?? []).map((l) => [l.limit, { max: l.max, cost: l.cost, windowMs: l.windowMs }]));
+      return new Map(
+        (explained.limits ?? []).map((l) => [l.limit, { max: l.max, cost: l.cost, windowMs: l.windowMs }]),
+      );
     });
   }
 
@@ -216,7 +223,11 @@ function sample(schema: unknown): unknown {
       return 'x'.repeat(typeof s['minLength'] === 'number' ? Math.max(1, s['minLength']) : 1);
     case 'number':
     case 'integer':
-      return typeof s['minimum'] === 'number' ? s['minimum'] : typeof s['exclusiveMinimum'] === 'number' ? Math.floor(s['exclusiveMinimum']) + 1 : 0;
+      return typeof s['minimum'] === 'number'
+        ? s['minimum']
+        : typeof s['exclusiveMinimum'] === 'number'
+          ? Math.floor(s['exclusiveMinimum']) + 1
+          : 0;
     case 'boolean':
       return false;
     case 'array':

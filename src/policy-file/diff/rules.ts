@@ -25,7 +25,11 @@ export interface DiffRule {
   readonly fingerprint: number;
   readonly shadow: boolean;
   readonly exact: ReadonlySet<string>;
-  readonly globs: readonly { readonly pattern: string; readonly structure: GlobStructure; readonly test: (name: string) => boolean }[];
+  readonly globs: readonly {
+    readonly pattern: string;
+    readonly structure: GlobStructure;
+    readonly test: (name: string) => boolean;
+  }[];
   readonly namespace: string | null;
   readonly tags: readonly string[] | null;
   readonly blocks: readonly ArgBlock[];

@@ -44,7 +44,8 @@ export interface Verdict {
 }
 
 /** One side of the search: a candidate list and its fallback, or a fixed verdict (a layer refuses). */
-export type Side = { readonly entries: readonly Entry[]; readonly fallback: PermissionResult } | { readonly fixed: Verdict };
+export type Side =
+  { readonly entries: readonly Entry[]; readonly fallback: PermissionResult } | { readonly fixed: Verdict };
 
 /** A variable's answer: an argument's or a name's value, or the fewest own tags. */
 export type Answer = VarAnswer | { readonly status: 'sat'; readonly tags: string[] };
@@ -103,7 +104,9 @@ function verdictKey(v: Verdict): string {
 type Literal = { key: string; lit: VarLiteral | NameLiteral | TagLiteral };
 
 /** The branches of one rule: each the literals that make it fare one way, and how. */
-function branches(entry: Entry): { readonly lits: readonly Literal[]; readonly fares: 'match' | 'nomatch' | 'error' }[] {
+function branches(
+  entry: Entry,
+): { readonly lits: readonly Literal[]; readonly fares: 'match' | 'nomatch' | 'error' }[] {
   const blocks: { key: string; lit: (allowed: ReadonlySet<Outcome>) => Literal['lit']; canFail: boolean }[] = [];
   if (entry.byName !== null && entry.byName.length > 0)
     blocks.push({ key: '#name', lit: (allowed) => ({ tests: entry.byName!, allowed }), canFail: false });
@@ -113,7 +116,8 @@ function branches(entry: Entry): { readonly lits: readonly Literal[]; readonly f
       lit: (allowed) => ({ any: entry.rule.tags ?? [], allowed: allowed.has('T') ? 'T' : 'F' }),
       canFail: false,
     });
-  for (const b of entry.rule.blocks) blocks.push({ key: b.key, lit: (allowed) => ({ tests: b.tests, allowed }), canFail: true });
+  for (const b of entry.rule.blocks)
+    blocks.push({ key: b.key, lit: (allowed) => ({ tests: b.tests, allowed }), canFail: true });
   const out: { lits: Literal[]; fares: 'match' | 'nomatch' | 'error' }[] = [];
   const before: Literal[] = [];
   for (const b of blocks) {
@@ -225,8 +229,10 @@ export function search(oldSide: Side, newSide: Side, options: SearchOptions): Se
     }
     if (o === null && 'fixed' in oldSide) o = oldSide.fixed;
     if (n === null && 'fixed' in newSide) n = newSide.fixed;
-    if (o === null && i === oldEntries!.length) o = { effect: (oldSide as { fallback: PermissionResult }).fallback, by: 'fallback', rule: null };
-    if (n === null && j === newEntries!.length) n = { effect: (newSide as { fallback: PermissionResult }).fallback, by: 'fallback', rule: null };
+    if (o === null && i === oldEntries!.length)
+      o = { effect: (oldSide as { fallback: PermissionResult }).fallback, by: 'fallback', rule: null };
+    if (n === null && j === newEntries!.length)
+      n = { effect: (newSide as { fallback: PermissionResult }).fallback, by: 'fallback', rule: null };
     if (o !== null && n !== null) return leaf(box, o, n);
     if (o === null && n === null) {
       if (sameSuffix(i, j)) return;

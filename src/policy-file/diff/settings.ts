@@ -17,7 +17,14 @@ function way(a: number, b: number): DiffDirection | null {
 
 export function diffSettings(oldSide: SideModel, newSide: SideModel): DiffSetting[] {
   const out: DiffSetting[] = [];
-  const add = (setting: string, subject: string | null, a: unknown, b: unknown, direction: DiffDirection, text: string): void => {
+  const add = (
+    setting: string,
+    subject: string | null,
+    a: unknown,
+    b: unknown,
+    direction: DiffDirection,
+    text: string,
+  ): void => {
     out.push({ setting, subject, old: a ?? null, new: b ?? null, direction, text });
   };
   const od = oldSide.set.data;
@@ -54,7 +61,9 @@ export function diffSettings(oldSide: SideModel, newSide: SideModel): DiffSettin
       r.shadow ? 'shadow' : 'enforce',
       s.shadow ? 'shadow' : 'enforce',
       s.shadow ? 'widen' : 'narrow',
-      s.shadow ? `rule ${JSON.stringify(s.name)} is in shadow mode: recorded, no longer enforced` : `rule ${JSON.stringify(s.name)} is enforced again`,
+      s.shadow
+        ? `rule ${JSON.stringify(s.name)} is in shadow mode: recorded, no longer enforced`
+        : `rule ${JSON.stringify(s.name)} is enforced again`,
     );
   }
 
@@ -65,7 +74,15 @@ export function diffSettings(oldSide: SideModel, newSide: SideModel): DiffSettin
       const x = a[cap] ?? Infinity;
       const y = b[cap] ?? Infinity;
       const w = way(x, y);
-      if (w) add('tenant-cap', id, a[cap], b[cap], w, `tenant ${JSON.stringify(id)}'s ${cap} changed from ${a[cap] ?? 'none'} to ${b[cap] ?? 'none'}`);
+      if (w)
+        add(
+          'tenant-cap',
+          id,
+          a[cap],
+          b[cap],
+          w,
+          `tenant ${JSON.stringify(id)}'s ${cap} changed from ${a[cap] ?? 'none'} to ${b[cap] ?? 'none'}`,
+        );
     }
   }
 
@@ -76,15 +93,37 @@ export function diffSettings(oldSide: SideModel, newSide: SideModel): DiffSettin
     if (w) add('pin', null, pa, pb, w, `gateway.pin changed from ${pa} to ${pb}`);
     const ua = JSON.stringify(Object.keys(od.gateway?.upstreams ?? {}).sort());
     const ub = JSON.stringify(Object.keys(nd.gateway?.upstreams ?? {}).sort());
-    if (ua !== ub) add('upstreams', null, JSON.parse(ua), JSON.parse(ub), 'other', 'the gateway upstreams changed (they take effect at a restart)');
+    if (ua !== ub)
+      add(
+        'upstreams',
+        null,
+        JSON.parse(ua),
+        JSON.parse(ub),
+        'other',
+        'the gateway upstreams changed (they take effect at a restart)',
+      );
   }
 
   const aa = od.approvals ?? {};
   const ab = nd.approvals ?? {};
   if ((aa.fourEyes ?? false) !== (ab.fourEyes ?? false))
-    add('approvals', 'fourEyes', aa.fourEyes ?? false, ab.fourEyes ?? false, ab.fourEyes ? 'narrow' : 'widen', `four eyes turned ${ab.fourEyes ? 'on' : 'off'}`);
+    add(
+      'approvals',
+      'fourEyes',
+      aa.fourEyes ?? false,
+      ab.fourEyes ?? false,
+      ab.fourEyes ? 'narrow' : 'widen',
+      `four eyes turned ${ab.fourEyes ? 'on' : 'off'}`,
+    );
   if (aa.timeoutSeconds !== ab.timeoutSeconds)
-    add('approvals', 'timeoutSeconds', aa.timeoutSeconds, ab.timeoutSeconds, 'other', `the approval time-out changed from ${aa.timeoutSeconds ?? 'default'} to ${ab.timeoutSeconds ?? 'default'} s`);
+    add(
+      'approvals',
+      'timeoutSeconds',
+      aa.timeoutSeconds,
+      ab.timeoutSeconds,
+      'other',
+      `the approval time-out changed from ${aa.timeoutSeconds ?? 'default'} to ${ab.timeoutSeconds ?? 'default'} s`,
+    );
   if (JSON.stringify(aa.approvers ?? {}) !== JSON.stringify(ab.approvers ?? {}))
     add('approvals', 'approvers', aa.approvers, ab.approvers, 'other', 'who may answer approvals changed');
 
@@ -95,8 +134,24 @@ export function diffSettings(oldSide: SideModel, newSide: SideModel): DiffSettin
     const pb = new Set(b.peers ?? []);
     const added = [...pb].filter((p) => !pa.has(p));
     const removed = [...pa].filter((p) => !pb.has(p));
-    if (added.length > 0) add('peers', agent, [...pa], [...pb], 'widen', `agent ${JSON.stringify(agent)} may now delegate to ${added.join(', ')}`);
-    if (removed.length > 0) add('peers', agent, [...pa], [...pb], 'narrow', `agent ${JSON.stringify(agent)} may no longer delegate to ${removed.join(', ')}`);
+    if (added.length > 0)
+      add(
+        'peers',
+        agent,
+        [...pa],
+        [...pb],
+        'widen',
+        `agent ${JSON.stringify(agent)} may now delegate to ${added.join(', ')}`,
+      );
+    if (removed.length > 0)
+      add(
+        'peers',
+        agent,
+        [...pa],
+        [...pb],
+        'narrow',
+        `agent ${JSON.stringify(agent)} may no longer delegate to ${removed.join(', ')}`,
+      );
   }
   return out;
 }

@@ -150,8 +150,7 @@ class GlobMachine {
       if (s.kind === 'literal') {
         if (e.pos === this.#alts32[e.alt]![e.seg]!.length) to = e.seg + 1;
       } else if (s.kind === 'wild') {
-        if (e.pos === s.tokens.length && cls !== EMPTY && (s.dotted || (cls !== DOT && cls !== DOTDOT)))
-          to = e.seg + 1;
+        if (e.pos === s.tokens.length && cls !== EMPTY && (s.dotted || (cls !== DOT && cls !== DOTDOT))) to = e.seg + 1;
       } else if (cls !== DOT && cls !== DOTDOT) {
         to = s.kind === 'globstar' ? e.seg : e.seg + 1;
       }
@@ -374,9 +373,7 @@ function cleanMachine(absolute: boolean): Machine {
         else if (cp === 0x2f) next = absolute ? intern('1,1,0,0,0,1') : DEAD;
         else if (absolute) next = DEAD;
         else
-          next = intern(
-            `1,0,${cp === 0x2e ? 1 : cp === 0x20 ? 3 : 4},${cp === 0x25 ? 1 : 0},${isAlpha(cp) ? 1 : 0},0`,
-          );
+          next = intern(`1,0,${cp === 0x2e ? 1 : cp === 0x20 ? 3 : 4},${cp === 0x25 ? 1 : 0},${isAlpha(cp) ? 1 : 0},0`);
       } else if (cp === 0x2f) {
         // A separator: the segment it ends must be a clean name (the root's empty segment comes first).
         if (!segOk(seg)) next = DEAD;
@@ -558,7 +555,8 @@ export function solveStrings(problem: StringProblem): StringAnswer {
   // A product state: every machine's state, and the tracker (current segment's class | previous << 2).
   const start = all.map((m) => m.initial());
   const key = (states: readonly number[], cls: number): string => `${states.join(',')}|${cls}`;
-  const bitsAt = (states: readonly number[], cls: number): boolean[] => machines.map((m, i) => m.accepts(states[i]!, cls));
+  const bitsAt = (states: readonly number[], cls: number): boolean[] =>
+    machines.map((m, i) => m.accepts(states[i]!, cls));
   const accepted = (states: readonly number[], cls: number): boolean => {
     if (!exclude.accepts(states[machines.length]!, cls)) return false;
     const bits = bitsAt(states, cls);
@@ -592,7 +590,7 @@ export function solveStrings(problem: StringProblem): StringAnswer {
       if (hopeless(node.states)) continue;
       for (const cp of letters) {
         const current = node.cls & 3;
-        const cls = cp === 0x2f && !names ? (EMPTY | (current << 2)) : track(current, cp) | ((node.cls >> 2) << 2);
+        const cls = cp === 0x2f && !names ? EMPTY | (current << 2) : track(current, cp) | ((node.cls >> 2) << 2);
         const states = all.map((m, i) => m.step(node.states[i]!, cp, current));
         const k = key(states, cls);
         if (seen.has(k)) continue;

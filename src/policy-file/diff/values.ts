@@ -320,8 +320,7 @@ function stringIn(lits: readonly VarLiteral[], named: readonly unknown[]): VarAn
         return { comps: [i], outcome: (b) => (b[0] ? 'T' : 'F') };
       }
       if (t.op === 'glob' || t.op === 'path') {
-        const usable =
-          t.op === 'glob' ? t.globs : t.globs.filter((g) => g.absolute === (kind === 'absolute'));
+        const usable = t.op === 'glob' ? t.globs : t.globs.filter((g) => g.absolute === (kind === 'absolute'));
         if (t.op === 'path' && kind === 'raw') return { comps: [], outcome: () => 'U' };
         if (usable.length === 0) return { comps: [], outcome: () => (t.op === 'path' ? 'U' : 'F') };
         const match = usable.map((g, n) =>
@@ -384,7 +383,9 @@ function stringIn(lits: readonly VarLiteral[], named: readonly unknown[]): VarAn
     ...(paths.length > 0 ? ['.', '/..', '~', '..', 'a\\b', '%41', 'C:/', '/a.', '\u0000'] : []),
     '\ud800',
     '\udfff',
-    ...tests.filter((t) => t.op === 'prefix').flatMap((t) => [`${t.expected as string}\ud800`, `${t.expected as string}\udfff`]),
+    ...tests
+      .filter((t) => t.op === 'prefix')
+      .flatMap((t) => [`${t.expected as string}\ud800`, `${t.expected as string}\udfff`]),
   ];
   for (const v of others) if (check(v)) return { status: 'sat', present: true, value: v };
   if (tooLarge) return { status: 'unknown', reason: 'the automaton of these string tests is too large to search' };
@@ -470,7 +471,10 @@ export function solveName(
     });
   return ok
     ? { status: 'sat', present: true, value: name }
-    : { status: 'unknown', reason: `the tool name found (${JSON.stringify(name)}) is not canonical or does not select as computed` };
+    : {
+        status: 'unknown',
+        reason: `the tool name found (${JSON.stringify(name)}) is not canonical or does not select as computed`,
+      };
 }
 
 /** Tags a tool carries (its own, where the file does not describe it): `tags` any-of tests. */
