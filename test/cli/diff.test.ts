@@ -324,3 +324,45 @@ describe('toolgate diff: output and bad input', () => {
     expect(r.stderr).toContain('--fail-on must be widen, narrow or any');
   });
 });
+
+describe('toolgate test: a diff expectation', () => {
+  const rules = (bound: number, result = 'ask'): string => `${SHOP}rules:
+  - { name: big_refunds, result: ${result}, tools: refund, when: { amount: { gt: ${bound} } } }
+  - { name: refunds, result: allow, tools: refund }
+`;
+  async function testWith(inForce: string, changed: string, diffEntry: string, extra: string[] = []) {
+    const [a, b] = await files(inForce, changed);
+    const cases = join(dir, `cases-${n}.yaml`);
+    await writeFile(
+      cases,
+      `cases:\n  - name: big refunds ask\n    call: { name: refund, arguments: { amount: 5000 } }\n    expect: { effect: ask }\n${diffEntry.replace('OLD', a.split('/').pop()!)}`,
+    );
+    return cli(['test', b, cases, ...extra.map((x) => x.replace('OLD', a))]);
+  }
+
+  it('"this change may only narrow" passes for a narrowing change and fails, naming the call, for a widening one', async () => {
+    const entry = 'diff:\n  - name: this change may only narrow\n    against: OLD\n    may: narrow\n';
+    const narrowing = await testWith(rules(101), rules(100), entry);
+    expect(narrowing.code).toBe(0);
+    expect(narrowing.stdout).toContain('pass this change may only narrow');
+    const widening = await testWith(rules(100), rules(101), entry);
+    expect(widening.code).toBe(1);
+    expect(widening.stdout).toContain('FAIL this change may only narrow');
+    expect(widening.stdout).toContain('widen: allowed refund {"amount":101} (agent concierge): ask → allow');
+  });
+
+  it('takes the expectation on the command line too, and reports it in TAP', async () => {
+    const r = await testWith(rules(100), rules(100, 'allow'), '', [
+      '--against',
+      'OLD',
+      '--may',
+      'none',
+      '--format',
+      'tap',
+    ]);
+    expect(r.code).toBe(1);
+    expect(r.stdout).toMatch(/not ok 2 - the change from .* may change nothing/);
+    const bad = await testWith(rules(100), rules(100), '', ['--against', 'OLD', '--may', 'sideways']);
+    expect(bad.code).toBe(2);
+  });
+});
