@@ -7,6 +7,7 @@ import type { Command } from 'commander';
 import type { AuditQuery, AuditReader, AuditRecord } from '../stores/types.js';
 import { UsageError, type Cli } from './context.js';
 import { EXIT, exitCodes, USAGE_LINE } from './exit-codes.js';
+import { terminalSafe } from './render.js';
 
 interface AuditOptions {
   readonly postgres?: string;
@@ -54,7 +55,8 @@ export function registerAudit(program: Command, cli: Cli): void {
         throw new UsageError(`cannot read the audit trail: ${error instanceof Error ? error.message : String(error)}`);
       }
       if (options.json) for (const r of records) cli.out(JSON.stringify(r));
-      else cli.out(auditText(records, cli));
+      // Names, reasons and arguments come from models and upstreams: escaped for the terminal (JSON stays exact).
+      else cli.out(auditText(terminalSafe(records), cli));
       cli.exit(EXIT.OK);
     },
   );

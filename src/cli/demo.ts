@@ -17,6 +17,18 @@ export function registerDemo(program: Command, cli: Cli): void {
 }
 
 /**
+ * Why plain Node did not import the TypeScript source: Node 20 knows no `.ts` (ERR_UNKNOWN_FILE_EXTENSION);
+ * Node 22.18+ and 24 strip types but not under node_modules, nor TypeScript-only syntax, nor `.js` specifiers
+ * that name a `.ts` file. Each means "run it with tsx", not "the demo is broken".
+ */
+const TS_REFUSED: ReadonlySet<string> = new Set([
+  'ERR_UNKNOWN_FILE_EXTENSION',
+  'ERR_UNSUPPORTED_NODE_MODULES_TYPE_STRIPPING',
+  'ERR_UNSUPPORTED_TYPESCRIPT_SYNTAX',
+  'ERR_MODULE_NOT_FOUND',
+]);
+
+/**
  * Runs examples/demo.ts's `main(print)`: the compiled examples/demo.js where one was built, else the
  * TypeScript source — imported directly under tsx (`npm run toolgate`, the tests), or run with
  * `node --import tsx` (what `npm run demo` does) when plain Node cannot import TypeScript, as from the
@@ -39,7 +51,7 @@ export async function runDemo(
   try {
     mod = (await import(url.href)) as typeof mod;
   } catch (error) {
-    if (url === ts && (error as NodeJS.ErrnoException).code === 'ERR_UNKNOWN_FILE_EXTENSION')
+    if (url === ts && TS_REFUSED.has(String((error as NodeJS.ErrnoException).code)))
       return runWithTsx(fileURLToPath(ts), io);
     err(`cannot load the demo from ${fileURLToPath(url)}: ${(error as Error).message}`);
     return EXIT.USAGE;

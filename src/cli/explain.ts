@@ -17,7 +17,7 @@ import {
   type ContextOptions,
 } from './context.js';
 import { EXIT, exitCodes, USAGE_LINE } from './exit-codes.js';
-import { explainText } from './render.js';
+import { explainText, terminalSafe, terminalSafeLines } from './render.js';
 
 /** A drifted pin of the called tool, as `toolgate explain` shows it. */
 interface PinnedDrift {
@@ -121,11 +121,14 @@ export function registerExplain(program: Command, cli: Cli): void {
     }
     if (options.json) cli.out(JSON.stringify(drift ? { ...explanation, drift } : explanation));
     else {
-      cli.out(explainText(explanation, cli.c));
-      if (drift)
+      // The tool's name, its arguments and an upstream's definition are not the operator's: escaped for the terminal.
+      cli.out(explainText(terminalSafe(explanation), cli.c));
+      if (drift) {
+        const tool = terminalSafe(drift.tool);
         cli.out(
-          `${cli.c.bold('drift')}      ${drift.tool}: the definition the upstream offered last (recorded in ${drift.lock}) differs from its pin; gateway.pin is ${drift.onDrift}, so the gateway ${drift.onDrift === 'refuse' ? 'refuses the call' : 'asks a person'}. \`toolgate pin --accept ${drift.tool}\` re-approves it.\n${drift.diff.trimEnd()}`,
+          `${cli.c.bold('drift')}      ${tool}: the definition the upstream offered last (recorded in ${terminalSafe(drift.lock)}) differs from its pin; gateway.pin is ${drift.onDrift}, so the gateway ${drift.onDrift === 'refuse' ? 'refuses the call' : 'asks a person'}. \`toolgate pin --accept ${tool}\` re-approves it.\n${terminalSafeLines(drift.diff.trimEnd())}`,
         );
+      }
     }
     const effect = explanation.decision.effect;
     cli.exit(effect === 'allow' ? EXIT.OK : effect === 'deny' ? EXIT.DENIED : EXIT.ASK);

@@ -3,12 +3,42 @@
  */
 import picocolors from 'picocolors';
 import stringWidth from 'string-width';
+import { displaySafe } from '../names.js';
 import type { ExplainedDecision, Explanation } from '../policy-file/explain.js';
 import type { LintFinding, LintReport } from '../policy-file/lint.js';
 import { formatIssue } from '../policy-file/load.js';
 import type { PolicyIssue } from '../policy-file/types.js';
 
 export type Colors = ReturnType<typeof picocolors.createColors>;
+
+/**
+ * `value` with every string in it (deeply: object values, array items) made display-safe: control characters
+ * (an ANSI escape, a carriage return), bidi and other format characters written as `\u{XXXX}` (names.ts
+ * `displaySafe`). What operators read (audit, report, explain) carries names and arguments a model chose; a
+ * tool named `\u001b[2K\rallow` must not erase a line or print a forged verdict. Only the human-readable
+ * output goes through it: JSON output stays exact.
+ *
+ * @example
+ * cli.out(auditText(terminalSafe(records), cli));
+ */
+export function terminalSafe<T>(value: T): T {
+  if (typeof value === 'string') return displaySafe(value) as T;
+  if (Array.isArray(value)) return value.map((v: unknown) => terminalSafe(v)) as T;
+  if (typeof value === 'object' && value !== null) {
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(value)) out[displaySafe(k)] = terminalSafe(v);
+    return out as T;
+  }
+  return value;
+}
+
+/** Multi-line text (a diff) made display-safe line by line: its own line breaks kept, every other control escaped. */
+export function terminalSafeLines(text: string): string {
+  return text
+    .split('\n')
+    .map((line) => displaySafe(line))
+    .join('\n');
+}
 
 export function colors(enabled: boolean): Colors {
   return picocolors.createColors(enabled);
@@ -122,8 +152,12 @@ export function explainText(e: Explanation, c: Colors): string {
   if (e.limits) {
     out.push(c.bold('limits'));
     for (const l of e.limits) {
-      const full = l.used + l.cost > l.max;
       const window = l.windowMs === null ? 'no window' : `per ${l.windowMs / 1000} s`;
+      if (l.max === null) {
+        out.push(`  ${c.red('✗')} ${l.limit}: the tenant's plan gives no max (the call is refused) ${c.dim(l.key)}`);
+        continue;
+      }
+      const full = l.used + l.cost > l.max;
       out.push(
         `  ${full ? c.red('✗') : c.green('✓')} ${l.limit}: ${l.used} of ${l.max} used (${window}); this call costs ${l.cost} ${c.dim(l.key)}`,
       );

@@ -7,7 +7,7 @@ import type { Command } from 'commander';
 import type { GatewayAuditRecord } from '../gateway/audit.js';
 import { readInput, type Cli } from './context.js';
 import { EXIT, exitCodes, USAGE_LINE } from './exit-codes.js';
-import { table } from './render.js';
+import { table, terminalSafe } from './render.js';
 
 /** The summary `toolgate report` prints. */
 export interface ShadowReport {
@@ -119,11 +119,13 @@ export function registerReport(program: Command, cli: Cli): void {
     .option('--json', 'print the summary as JSON');
   exitCodes(command, [[EXIT.OK, 'the report was printed'], USAGE_LINE]).action(
     async (file: string, options: { json?: boolean }) => {
-      const report = shadowReport((await readInput(file)).split('\n'));
+      const exact = shadowReport((await readInput(file)).split('\n'));
       if (options.json) {
-        cli.out(JSON.stringify(report));
+        cli.out(JSON.stringify(exact));
         return;
       }
+      // Targets, rule names and mode changes come from the audit file (models, upstreams): escaped for the terminal.
+      const report = terminalSafe(exact);
       cli.out(
         `${report.records} records, ${report.decisions} decisions${report.skipped ? `, ${report.skipped} lines skipped (not audit records)` : ''}`,
       );

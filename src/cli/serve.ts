@@ -37,9 +37,13 @@ Options:
   --secret-env <name>        env variable with the inbox's HMAC key (default TOOLGATE_INBOX_SECRET)
   --jwt-secret-env <name>    env variable with an HS256 key: bearer JWTs sign approvers in
   --jwks-url <url>           a JWKS URL (OIDC): bearer ID tokens sign approvers in
-  --issuer <iss>             the required "iss" of bearer tokens
-  --audience <aud>           the required "aud" of bearer tokens
-  --claim <name>             the claim naming the approver (default: email, then sub)
+  --issuer <iss>             the required "iss" of bearer tokens (required with --jwks-url)
+  --audience <aud>           the required "aud" of bearer tokens (required with --jwks-url)
+  --any-audience             with --jwks-url: accept an ID token minted for any application of the
+                             identity provider (not recommended; a warning is printed)
+  --claim <name>             the claim naming the approver (default: email, then sub); "email" names
+                             an approver only when email_verified is true
+  --tenant-claim <name>      the claim holding the approver's tenant(s): they see only those tenants' requests
   --webhook <tenant=url>     a JSON webhook for a tenant ("*" for all); repeatable
   --slack-webhook <tenant=url>  a Slack-compatible webhook for a tenant; repeatable
   --webhook-secret-env <name>   env variable with the webhooks' HMAC key (default TOOLGATE_WEBHOOK_SECRET)
@@ -114,7 +118,9 @@ export async function runServe(argv: readonly string[], io: ServeIO): Promise<nu
         'jwks-url': { type: 'string' },
         issuer: { type: 'string' },
         audience: { type: 'string' },
+        'any-audience': { type: 'boolean' },
         claim: { type: 'string' },
+        'tenant-claim': { type: 'string' },
         webhook: { type: 'string', multiple: true },
         'slack-webhook': { type: 'string', multiple: true },
         'webhook-secret-env': { type: 'string' },
@@ -156,11 +162,28 @@ export async function runServe(argv: readonly string[], io: ServeIO): Promise<nu
       const key = values['jwt-secret-env'] !== undefined ? env(io, values['jwt-secret-env']) : undefined;
       if (values['jwt-secret-env'] !== undefined && !key)
         throw new ServeError(`${values['jwt-secret-env']} is not set`);
+      if (values['jwks-url'] !== undefined && key === undefined) {
+        // An identity provider's keys sign the ID tokens of every application it serves: without an audience,
+        // a token minted for another application (signed in as anyone) would sign an approver in here.
+        if (values.audience === undefined && !values['any-audience'])
+          throw new ServeError(
+            '--jwks-url needs --audience (the client id the ID tokens are minted for) and --issuer, or --any-audience to accept a token minted for any application',
+          );
+        if (values.issuer === undefined)
+          throw new ServeError('--jwks-url needs --issuer (the identity provider whose tokens sign approvers in)');
+        if (values.audience === undefined)
+          io.stderr(
+            'toolgate serve: warning: accepting ID tokens for any audience (--any-audience): a token the identity provider minted for another application signs an approver in\n',
+          );
+      }
+      if (values.audience !== undefined && values['any-audience'])
+        throw new ServeError('give --audience or --any-audience, not both');
       authenticate = jwtApprover({
         ...(key !== undefined ? { secret: key } : { jwksUrl: values['jwks-url']! }),
         ...(values.issuer !== undefined ? { issuer: values.issuer } : {}),
         ...(values.audience !== undefined ? { audience: values.audience } : {}),
         ...(values.claim !== undefined ? { claim: values.claim } : {}),
+        ...(values['tenant-claim'] !== undefined ? { tenantClaim: values['tenant-claim'] } : {}),
       });
     }
     const hookSecretName = values['webhook-secret-env'] ?? 'TOOLGATE_WEBHOOK_SECRET';

@@ -106,6 +106,12 @@ export interface Ledger {
    * "unknown"). False when `owner` does not hold `key` or it is already recorded.
    */
   record(key: string, owner: string, outcome: LedgerOutcome): Promise<boolean>;
+  /**
+   * Gives back a reservation `owner` holds and never recorded, for a call that did NOT start (a check after
+   * the reservation failed: the approval's nonce could not be consumed). The key can be reserved again.
+   * False when `owner` does not hold `key` or it is recorded. Never call it once the call may have started.
+   */
+  release(key: string, owner: string): Promise<boolean>;
   /** The row of `key`, for operators and tests. */
   inspect(key: string): Promise<LedgerEntry | undefined>;
 }
@@ -172,6 +178,11 @@ export type CounterVerdict =
  * by one limit spends no slot of any, and of N workers racing for the last slot exactly one gets it.
  */
 export interface CounterStore {
+  /**
+   * Names the store where a refusal at stage `store` says which store failed (`redis 127.0.0.1:6379 prefix
+   * "shop"`, `postgres schema "toolgate"`); never a credential. @default 'the counter store'
+   */
+  readonly name?: string;
   consume(charges: readonly CounterCharge[]): Promise<CounterVerdict>;
   /** The total of a window now, without consuming (for `explain`). */
   peek(key: string, windowMs: number): Promise<number>;

@@ -336,13 +336,13 @@ async function conclude(
 
 /**
  * Step 6 against the registry's limiter: every attempt is charged, refused ones too; one that does not fit
- * spends nothing and is refused at stage `limit`. With `announceTo`, a call refused here (already announced as
+ * spends nothing and is refused at stage `limit` (at stage `store` when the counter store failed). With `announceTo`, a call refused here (already announced as
  * allowed) is announced again with its refusal.
  */
 async function chargeLimiter(e: Entry, env: GateEnvironment, context: GateContext, announceTo?: Route): Promise<void> {
   const verdict = await chargeLimits(env.limiter!, e.decision, e.tool, context);
   if (!verdict.allowed && e.decision.effect === 'allow') {
-    e.decision = deny(e.decision, { stage: 'limit', by: 'limit', layer: null }, verdict.reason);
+    e.decision = deny(e.decision, { stage: verdict.stage, by: verdict.stage, layer: null }, verdict.reason);
     if (announceTo) tell(env, announceTo, e);
   }
 }

@@ -5,7 +5,8 @@
 import { appendFileSync } from 'node:fs';
 import type { Decision } from '../decision.js';
 import type { PermissionResult } from '../permissions/result.js';
-import type { ToolResult } from '../registry.js';
+import type { PolicySet } from '../policy-file/policy-set.js';
+import type { ToolRegistry, ToolResult } from '../registry.js';
 
 /** What shadow rules would have decided, where that differs from what was enforced. */
 export interface ShadowRecord {
@@ -112,4 +113,25 @@ export type GatewayAuditSink = (record: GatewayAuditRecord) => void;
 export function jsonlAuditSink(file: string): GatewayAuditSink {
   appendFileSync(file, '');
   return (record) => appendFileSync(file, `${JSON.stringify(record)}\n`);
+}
+
+/** What the shadow policy would have decided for a call that reached the policy, where it differs. */
+export function shadowOf(
+  set: PolicySet,
+  registry: ToolRegistry,
+  decision: ToolAuditRecord['decision'],
+): ShadowRecord | undefined {
+  if (!set.shadow || !decision || decision.parameters === null) return undefined;
+  if (decision.stage !== 'policy' && decision.stage !== 'handler') return undefined;
+  const tool = registry.get(decision.tool);
+  if (!tool) return undefined;
+  const would = set.shadow.evaluate(tool, decision.parameters);
+  const enforced = set.policy.evaluate(tool, decision.parameters);
+  if (would.result === enforced.result && would.rule?.name === enforced.rule?.name) return undefined;
+  return {
+    effect: would.result,
+    rule: would.rule?.name ?? null,
+    reason:
+      would.by === 'rule_error' ? would.error : (would.rule?.reason ?? `the policy's fallback is ${would.result}`),
+  };
 }

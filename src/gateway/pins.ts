@@ -13,6 +13,8 @@ import { PermissionPolicy } from '../permissions/policy.js';
 import type { PermissionRule } from '../permissions/rule.js';
 import { canonicalJson, hashOf } from '../runner/signing.js';
 import type { Tool } from '../tool.js';
+import type { GatewayAuditRecord } from './audit.js';
+import type { Upstream } from './upstream.js';
 
 /** The rule that refuses a tool whose definition drifted from its pin. */
 export const PIN_RULE = 'pinned-definition';
@@ -311,4 +313,96 @@ export function withPinRule(
     version: policy.version,
     ...(policy.handler ? { handler: policy.handler } : {}),
   });
+}
+
+/**
+ * The drifted tools of one lock file as the gateway sees them now: checked when an upstream connects and
+ * at every `tools/list_changed`, recorded in the audit (a `pin` record per new pin or new drift), and
+ * read by the pin rule of the policy in force. A reload that keeps the lock file keeps its tracker.
+ */
+export class PinTracker {
+  readonly store: PinStore;
+  /** Tool canonical name → the drift diff of a drifted tool, and its upstream. */
+  readonly #drifted = new Map<string, { readonly diff: string; readonly upstream: Upstream }>();
+  readonly #audit: (record: GatewayAuditRecord) => void;
+
+  constructor(store: PinStore, audit: (record: GatewayAuditRecord) => void) {
+    this.store = store;
+    this.#audit = audit;
+  }
+
+  /** Checks every tool an upstream offers now against its pin (pinning the new ones). */
+  check(upstream: Upstream): void {
+    const connection = upstream.connection;
+    if (!connection) return;
+    const time = (): string => new Date().toISOString();
+    for (const registered of connection.tools) {
+      const definition = connection.definition(registered);
+      if (!definition) continue;
+      const form = canonical(registered);
+      let check: PinCheck;
+      try {
+        check = this.store.check(registered, pinnedDefinition(definition));
+      } catch (error) {
+        // The lock file cannot be read (edited by hand, removed permissions): whether this definition is
+        // the pinned one is unknown, so it counts as drifted until the lock file reads again and pins it.
+        const diff = `the lock file cannot be read, so this definition cannot be checked against its pin: ${error instanceof Error ? error.message : String(error)}`;
+        const known = this.#drifted.get(form);
+        this.#drifted.set(form, { diff, upstream });
+        if (known?.diff !== diff)
+          this.#audit({
+            type: 'pin',
+            time: time(),
+            event: 'drift',
+            upstream: upstream.namespace,
+            tool: registered,
+            diff,
+          });
+        continue;
+      }
+      if (check.state === 'drift') {
+        const known = this.#drifted.get(form);
+        this.#drifted.set(form, { diff: check.diff, upstream });
+        if (known?.diff !== check.diff)
+          this.#audit({
+            type: 'pin',
+            time: time(),
+            event: 'drift',
+            upstream: upstream.namespace,
+            tool: registered,
+            diff: check.diff,
+          });
+      } else {
+        this.#drifted.delete(form);
+        if (check.state === 'new')
+          this.#audit({ type: 'pin', time: time(), event: 'pinned', upstream: upstream.namespace, tool: registered });
+      }
+    }
+  }
+
+  /** The recorded drift of a tool (by canonical name), with its diff, if any. */
+  drift(form: string): { readonly diff: string } | undefined {
+    return this.#drifted.get(form);
+  }
+
+  /**
+   * True when `tool`'s definition drifted from its pin. A `toolgate pin --accept` since (the lock file now
+   * pins exactly what is offered) clears it; a lock file that lost the entry does not.
+   */
+  isDrifted(tool: Tool): boolean {
+    const entry = this.#drifted.get(tool.canonicalName);
+    if (!entry) return false;
+    const definition = entry.upstream.connection?.definition(tool.name);
+    let matches: boolean;
+    try {
+      matches = definition !== undefined && this.store.matches(tool.name, pinnedDefinition(definition));
+    } catch {
+      return true; // the lock file cannot be read now: what is pinned is unknown, the drift stands
+    }
+    if (matches) {
+      this.#drifted.delete(tool.canonicalName);
+      return false;
+    }
+    return true;
+  }
 }

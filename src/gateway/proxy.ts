@@ -6,8 +6,8 @@
  */
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import type { McpConnection, McpServerOptions } from '../adapters/mcp/client.js';
+import type { Transport } from '@modelcontextprotocol/client';
+import type { McpConnection, McpServerOptions } from '../mcp/index.js';
 import type { ContextSource } from '../config.js';
 import type { Decision } from '../decision.js';
 import type { GateContext } from '../gate/precheck.js';
@@ -21,7 +21,10 @@ import { createGateway, type Gateway } from './gateway.js';
 import { serveGatewayHttp, type GatewayHttpOptions } from './http.js';
 
 /** The upstream server: how to reach it, and whether its annotations are believed. */
-export type McpUpstream = Omit<McpServerOptions, 'prefix' | 'output' | 'client' | 'clientName'>;
+export type McpUpstream = Omit<
+  McpServerOptions,
+  'prefix' | 'output' | 'client' | 'clientName' | 'connectTimeoutMs' | 'onEraViolation'
+>;
 
 /** One audit record: a call's Decision, who asked, and how the call ended. */
 export interface McpAuditRecord {

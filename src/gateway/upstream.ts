@@ -6,30 +6,33 @@
  * reconnected with a growing delay.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import type { RequestOptions } from '@modelcontextprotocol/sdk/shared/protocol.js';
-import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
-  CreateMessageRequestSchema,
-  ElicitRequestSchema,
-  LoggingMessageNotificationSchema,
-  PromptListChangedNotificationSchema,
-  ResourceListChangedNotificationSchema,
-  ResourceUpdatedNotificationSchema,
+  Client,
+  ProtocolError,
+  ProtocolErrorCode,
+  SdkError,
+  SdkErrorCode,
   type CallToolRequest,
+  type CallToolRequestOptions,
   type CallToolResult,
-  type CompatibilityCallToolResultSchema,
-  type CallToolResultSchema,
   type ClientCapabilities,
+  type JSONRPCMessage,
   type LoggingMessageNotification,
   type ProgressToken,
+  type RequestOptions,
   type ServerCapabilities,
-} from '@modelcontextprotocol/sdk/types.js';
-import { McpError, ErrorCode } from '@modelcontextprotocol/sdk/types.js';
-import { connectMcpServer, type McpConnection, type McpStdioServer } from '../adapters/mcp/client.js';
+  type Transport,
+} from '@modelcontextprotocol/client';
+import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import {
+  clientOptions,
+  connectClient,
+  connectMcpServer,
+  eraViolationMessage,
+  type McpConnection,
+  type McpSession,
+  type McpStdioServer,
+} from '../mcp/index.js';
 import type { ToolRegistry } from '../registry.js';
 import type { JsonSchema } from '../schema.js';
 import type { ToolMetadataInput } from '../tool.js';
@@ -77,26 +80,25 @@ export interface CallScope {
 export const callScope = new AsyncLocalStorage<CallScope>();
 
 type CallToolParams = CallToolRequest['params'];
-type CallToolSchema = typeof CallToolResultSchema | typeof CompatibilityCallToolResultSchema;
 
 /** The upstream's client: forwards the downstream's progress token and tracks which client a call is for. */
 class GatewayClient extends Client {
   readonly #upstream: Upstream;
   constructor(upstream: Upstream, capabilities: ClientCapabilities) {
-    super({ name: 'toolgate-gateway', version: '0.2.0' }, { capabilities });
+    super({ name: 'toolgate-gateway', version: '0.2.0' }, clientOptions(capabilities));
     this.#upstream = upstream;
   }
 
-  override callTool(params: CallToolParams, resultSchema?: CallToolSchema, options?: RequestOptions) {
+  override callTool(params: CallToolParams, options?: CallToolRequestOptions): Promise<CallToolResult> {
     return this.#upstream.forward(async (scope) => {
       const token = scope?.progressToken !== undefined ? this.#upstream.relayProgress(scope) : undefined;
       try {
         const withToken = token ? { ...params, _meta: { ...params._meta, progressToken: token.id } } : params;
-        const result = await super.callTool(withToken, resultSchema, this.#upstream.requestOptions(scope, options));
-        if (scope) scope.result = result as CallToolResult;
+        const result = await super.callTool(withToken, this.#upstream.requestOptions(scope, options));
+        if (scope) scope.result = result;
         return result;
       } catch (error) {
-        if (error instanceof McpError && error.code === ErrorCode.RequestTimeout)
+        if (error instanceof SdkError && error.code === SdkErrorCode.RequestTimeout)
           throw new Error(
             `upstream "${this.#upstream.namespace}" did not finish within ${this.#upstream.options.callTimeoutMs ?? 60_000} ms; the request was cancelled upstream`,
           );
@@ -121,6 +123,7 @@ export class Upstream {
   #state: UpstreamState = 'connecting';
   #reason = 'not connected yet';
   #client: GatewayClient | null = null;
+  #session: McpSession | null = null;
   #connection: McpConnection | null = null;
   #attempt = 0;
   #timer: NodeJS.Timeout | null = null;
@@ -157,6 +160,10 @@ export class Upstream {
   get capabilities(): ServerCapabilities {
     return this.#client?.getServerCapabilities() ?? {};
   }
+  /** The upstream's era and protocol version, as negotiated at its last connect. */
+  get session(): McpSession | null {
+    return this.#state === 'ready' ? this.#session : null;
+  }
 
   /** The name the gateway shows for one of this upstream's tools or prompts. */
   shown(name: string): string {
@@ -176,12 +183,20 @@ export class Upstream {
     this.#state = 'connecting';
     const client = new GatewayClient(this, { sampling: {}, elicitation: { form: {}, url: {} } });
     this.#client = client;
+    this.#session = null;
     this.#wire(client);
     const timeoutMs = this.options.connectTimeoutMs ?? 10_000;
     let timer: NodeJS.Timeout | undefined;
     try {
       const connecting = (async () => {
-        await client.connect(this.#tap(this.#transport()), { timeout: timeoutMs });
+        // Discover first (2026-07-28), else the 2025-11-25 handshake; then the upstream is held to its era.
+        this.#session = await connectClient(client, this.#endpoint(), {
+          timeoutMs,
+          inbound: (message) => this.#relay(message),
+          onViolation: (violation) =>
+            // The answer was refused; the upstream is reconnected, which probes its era again.
+            queueMicrotask(() => this.#down(eraViolationMessage(violation))),
+        });
         return connectMcpServer(this.#registry, {
           client,
           prefix: this.prefixed ? this.namespace : null,
@@ -220,24 +235,17 @@ export class Upstream {
     }
   }
 
-  #transport(): Transport {
+  /** Where the upstream is (a transport factory gives a new transport per attempt). */
+  #endpoint(): {
+    stdio?: McpStdioServer;
+    url?: string | URL;
+    headers?: Readonly<Record<string, string>>;
+    transport?: Transport;
+  } {
     const o = this.options;
-    if (o.transport) return o.transport();
-    if (o.stdio) {
-      const { command, args, env, cwd, stderr } = o.stdio;
-      return new StdioClientTransport({
-        command,
-        args: [...(args ?? [])],
-        ...(env ? { env: { ...env } } : {}), // the SDK adds PATH, HOME and the like
-        ...(cwd ? { cwd } : {}),
-        stderr: stderr ?? 'inherit',
-      });
-    }
-    const url = o.url instanceof URL ? o.url : new URL(String(o.url));
-    return new StreamableHTTPClientTransport(
-      url,
-      o.headers ? { requestInit: { headers: { ...o.headers } } } : undefined,
-    );
+    if (o.transport) return { transport: o.transport() };
+    if (o.stdio) return { stdio: o.stdio };
+    return { url: o.url!, ...(o.headers ? { headers: o.headers } : {}) };
   }
 
   #down(reason: string): void {
@@ -262,18 +270,24 @@ export class Upstream {
 
   /** Handlers for what the upstream sends on its own: list changes, logging, resource updates, sampling, elicitation. */
   #wire(client: GatewayClient): void {
-    client.setNotificationHandler(ResourceListChangedNotificationSchema, () => this.#events.resourcesChanged(this));
-    client.setNotificationHandler(PromptListChangedNotificationSchema, () => this.#events.promptsChanged(this));
-    client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) =>
+    client.setNotificationHandler('notifications/resources/list_changed', () => this.#events.resourcesChanged(this));
+    client.setNotificationHandler('notifications/prompts/list_changed', () => this.#events.promptsChanged(this));
+    client.setNotificationHandler('notifications/resources/updated', (n) =>
       this.#events.resourceUpdated(this, n.params.uri),
     );
-    client.setRequestHandler(CreateMessageRequestSchema, async (request, extra) => {
+    // A 2025-11-25 upstream sends these as requests; a 2026-07-28 upstream's input_required results come
+    // here too (the SDK fulfils them through these handlers and retries the call).
+    client.setRequestHandler('sampling/createMessage', async (request, ctx) => {
       const server = this.requester('sampling');
-      return server.createMessage(request.params, { signal: extra.signal });
+      return server.createMessage(request.params as Parameters<Server['createMessage']>[0], {
+        signal: ctx.mcpReq.signal,
+      }) as never;
     });
-    client.setRequestHandler(ElicitRequestSchema, async (request, extra) => {
+    client.setRequestHandler('elicitation/create', async (request, ctx) => {
       const server = this.requester('elicitation');
-      return server.elicitInput(request.params, { signal: extra.signal });
+      return server.elicitInput(request.params as Parameters<Server['elicitInput']>[0], {
+        signal: ctx.mcpReq.signal,
+      }) as never;
     });
   }
 
@@ -285,16 +299,16 @@ export class Upstream {
   requester(capability: 'sampling' | 'elicitation'): Server {
     const servers = [...this.#inflight.keys()];
     if (servers.length !== 1)
-      throw new McpError(
-        ErrorCode.InvalidRequest,
+      throw new ProtocolError(
+        ProtocolErrorCode.InvalidRequest,
         servers.length === 0
           ? `toolgate gateway: ${capability} requests are forwarded only while a client's request to upstream "${this.namespace}" is in flight`
           : `toolgate gateway: ${servers.length} clients have requests in flight to upstream "${this.namespace}"; the ${capability} request cannot be attributed to one of them`,
       );
     const server = servers[0]!;
     if (!server.getClientCapabilities()?.[capability])
-      throw new McpError(
-        ErrorCode.InvalidRequest,
+      throw new ProtocolError(
+        ProtocolErrorCode.InvalidRequest,
         `toolgate gateway: the client behind the gateway does not support ${capability}`,
       );
     return server;
@@ -337,41 +351,28 @@ export class Upstream {
   }
 
   /**
-   * Progress and log messages are taken off the transport as they arrive, in order: the SDK hands
-   * notifications to handlers a microtask later than responses, so progress (and a log line) sent just
-   * before a result would otherwise be handled after the call had ended and be lost or misdirected.
+   * Progress and log messages, taken off the transport as they arrive, in order (see tapTransport): the
+   * progress of a forwarded call goes back to its downstream request under the downstream's token.
    */
-  #tap(transport: Transport): Transport {
-    let inner: Transport['onmessage'];
-    const tapped: NonNullable<Transport['onmessage']> = (message, extra) => {
-      if ('method' in message && !('id' in message)) {
-        if (message.method === 'notifications/progress') {
-          const params = (message.params ?? {}) as { progressToken?: unknown } & Record<string, unknown>;
-          const scope = this.#progress.get(String(params.progressToken));
-          if (scope?.progressToken !== undefined)
-            void scope.sendNotification({
-              method: 'notifications/progress',
-              params: { ...params, progressToken: scope.progressToken },
-            });
-          return;
-        }
-        if (message.method === 'notifications/message') {
-          const parsed = LoggingMessageNotificationSchema.safeParse(message);
-          if (parsed.success) this.#events.log(this, parsed.data.params);
-          return;
-        }
-      }
-      inner?.(message, extra);
-    };
-    Object.defineProperty(transport, 'onmessage', {
-      configurable: true,
-      // Unset until the client sets its handler (the SDK reads the previous one to chain it).
-      get: () => (inner ? tapped : undefined),
-      set: (handler: Transport['onmessage']) => {
-        inner = handler;
-      },
-    });
-    return transport;
+  #relay(message: JSONRPCMessage): JSONRPCMessage | null | undefined {
+    const body = message as { method?: unknown; id?: unknown; params?: unknown };
+    if (typeof body.method !== 'string' || 'id' in body) return undefined;
+    if (body.method === 'notifications/progress') {
+      const params = (body.params ?? {}) as { progressToken?: unknown } & Record<string, unknown>;
+      const scope = this.#progress.get(String(params.progressToken));
+      if (scope?.progressToken !== undefined)
+        void scope.sendNotification({
+          method: 'notifications/progress',
+          params: { ...params, progressToken: scope.progressToken },
+        });
+      return null;
+    }
+    if (body.method === 'notifications/message') {
+      const params = body.params as LoggingMessageNotification['params'] | undefined;
+      if (params && typeof params === 'object' && typeof params.level === 'string') this.#events.log(this, params);
+      return null;
+    }
+    return undefined;
   }
 
   /** Stops the upstream (a stdio server is terminated) and cancels any reconnection. */

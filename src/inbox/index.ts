@@ -1,12 +1,42 @@
 /**
- * toolgate/inbox: the approval inbox (a Hono app with its Node adapter), its store interface and the
- * sources that feed it (paused AgentRunner runs, the registry's handler route).
+ * toolgate/inbox: the approval inbox (a Hono app with its Node adapter), its audit log, and the sources
+ * that feed it (paused AgentRunner runs, the registry's handler route). Everything comes from the façade,
+ * `inbox.ts`.
  */
-export { createInbox, Inbox } from './server.js';
-export type { InboxOptions, InboxServer, ApproverPolicy, InboxAuditRecord, SubmittedApproval } from './server.js';
-export { RunnerInbox, inboxHandler } from './sources.js';
-export type { RunnerInboxOptions, TrackedRun, InboxHandlerOptions } from './sources.js';
-export { jwtApprover } from './auth.js';
-export type { ApproverAuthenticator, JwtApproverOptions } from './auth.js';
-export { SIGNATURE_HEADER, webhookSignature, slackMessage } from './notify.js';
-export type { InboxWebhook, WebhookPayload, WebhookEvent, DeliveryReport } from './notify.js';
+export {
+  createInbox,
+  Inbox,
+  RunnerInbox,
+  inboxHandler,
+  jwtApprover,
+  openInboxAudit,
+  SIGNATURE_HEADER,
+  webhookSignature,
+  slackMessage,
+} from './inbox.js';
+export type {
+  InboxOptions,
+  InboxServer,
+  ApproverPolicy,
+  InboxAuditRecord,
+  InboxAuditEntry,
+  InboxAuditLog,
+  InboxAuditStore,
+  InboxReminders,
+  LinkRequest,
+  SubmittedApproval,
+  RecordOutcome,
+  CardOptions,
+  CardRisk,
+  Risk,
+  ToolCard,
+  RunnerInboxOptions,
+  TrackedRun,
+  InboxHandlerOptions,
+  ApproverAuthenticator,
+  JwtApproverOptions,
+  InboxWebhook,
+  WebhookPayload,
+  WebhookEvent,
+  DeliveryReport,
+} from './inbox.js';

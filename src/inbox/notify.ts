@@ -19,8 +19,8 @@ export interface InboxWebhook {
   readonly approver?: string;
 }
 
-/** What a webhook is told. */
-export type WebhookEvent = 'approval.requested' | 'approval.answered';
+/** What a webhook is told: a new request, an answer (or time-out), a reminder before a request expires. */
+export type WebhookEvent = 'approval.requested' | 'approval.answered' | 'approval.reminder';
 
 /** The generic JSON payload. */
 export interface WebhookPayload {
@@ -48,7 +48,7 @@ export interface WebhookPayload {
       readonly reason: string | null;
     } | null;
   };
-  /** Signed single-use links (only with `approval.requested`). */
+  /** Signed single-use links (with `approval.requested` and `approval.reminder`). */
   readonly links: { readonly open: string; readonly approve: string; readonly deny: string } | null;
 }
 
@@ -113,13 +113,17 @@ export function slackMessage(payload: WebhookPayload): Record<string, unknown> {
     const text = `${slackEscape(a.tool)}: ${a.answer?.effect === 'allow' ? 'approved' : 'denied'}${a.answer?.approver ? ` by ${slackEscape(a.answer.approver)}` : ''}`;
     return { text, blocks: [{ type: 'section', text: { type: 'mrkdwn', text } }] };
   }
-  const text = `Approval needed: ${slackEscape(a.tool)} (${slackEscape(a.reason)})`;
+  const reminder = payload.type === 'approval.reminder';
+  const lead = reminder
+    ? `Reminder, expires ${new Date(a.expiresAt).toISOString().replace('T', ' ').slice(0, 16)} UTC`
+    : 'Approval needed';
+  const text = `${lead}: ${slackEscape(a.tool)} (${slackEscape(a.reason)})`;
   const blocks: Record<string, unknown>[] = [
     {
       type: 'section',
       text: {
         type: 'mrkdwn',
-        text: `*Approval needed:* \`${slackEscape(a.tool)}\`\n${who.join(', ')}\nrule *${slackEscape(a.rule)}*: ${slackEscape(a.reason)}\n\`\`\`${args}\`\`\``,
+        text: `*${lead}:* \`${slackEscape(a.tool)}\`\n${who.join(', ')}\nrule *${slackEscape(a.rule)}*: ${slackEscape(a.reason)}\n\`\`\`${args}\`\`\``,
       },
     },
   ];

@@ -10,7 +10,7 @@ import type { ToolRegistry } from '../registry.js';
 import type { AgentRunner } from '../runner/runner.js';
 import { hashOf } from '../runner/signing.js';
 import type { PendingApproval, ResumeOptions, RunResult, RunState } from '../runner/types.js';
-import type { Inbox, SubmittedApproval } from './server.js';
+import type { ApprovalSink, SubmittedApproval } from './queue.js';
 import type { PendingRecord } from '../stores/types.js';
 
 /** Options of {@link RunnerInbox}. */
@@ -59,12 +59,12 @@ export function traceOf(
  * edited `arguments` and deny `reason` go to `runner.answer`; the edited call passes the whole gate again.
  */
 export class RunnerInbox {
-  readonly #inbox: Inbox;
+  readonly #inbox: ApprovalSink;
   readonly #runner: AgentRunner;
   readonly #options: RunnerInboxOptions;
   readonly #tracked = new Set<string>();
 
-  constructor(inbox: Inbox, runner: AgentRunner, options: RunnerInboxOptions = {}) {
+  constructor(inbox: ApprovalSink, runner: AgentRunner, options: RunnerInboxOptions = {}) {
     this.#inbox = inbox;
     this.#runner = runner;
     this.#options = options;
@@ -144,6 +144,9 @@ export class RunnerInbox {
       if (next.status === 'paused') await this.#pause(next, resolve, reject);
       else resolve(next);
     } catch (error) {
+      // The answers were given but the run could not go on: their cards say so.
+      const text = `the run could not be resumed: ${error instanceof Error ? error.message : String(error)}`;
+      for (const p of pending) this.#inbox.reportOutcome(p.id, { effect: 'error', text });
       reject(error);
     }
   }
@@ -192,7 +195,7 @@ export interface InboxHandlerOptions {
  * A PermissionHandler for a ToolRegistry: each ask is put in the inbox and the call waits for the answer
  * (allow / deny; a time-out denies). Only `once` answers without edits fit this route.
  */
-export function inboxHandler(inbox: Inbox, options: InboxHandlerOptions = {}): PermissionHandler {
+export function inboxHandler(inbox: ApprovalSink, options: InboxHandlerOptions = {}): PermissionHandler {
   return async (request: PermissionRequest) => {
     const id = `registry:${randomUUID()}`;
     const canonical = canonicalName(request.toolName);

@@ -2,7 +2,8 @@
  * Step 6 of the dispatch path, for limits: the attempt of one call is charged against the registry's
  * Limiter, on every route (registry, runner, adapters, gateway), whatever the Decision so far. A call the
  * policy refused is still counted (refused calls count); an allowed call that does not fit becomes a refusal
- * at stage `limit` and spends nothing. Internal: dispatch.ts calls it.
+ * at stage `limit` and spends nothing; one whose counter store failed or answered garbage, a refusal at stage
+ * `store`. Internal: dispatch.ts calls it.
  */
 import type { Decision } from '../decision.js';
 import type { GateContext } from '../gate/precheck.js';
@@ -34,6 +35,7 @@ export async function chargeLimits(
   } catch (error) {
     return {
       allowed: false,
+      stage: 'limit',
       limit: '(limiter)',
       counter: null,
       retryAfterMs: null,

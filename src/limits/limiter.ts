@@ -9,8 +9,8 @@
  *   when it may retry — and it spends nothing (all matching limits are charged together or not at all);
  * - a store that fails refuses the call (fail closed).
  */
-import { canonical, describe } from '../names.js';
-import type { CounterCharge, CounterStore } from '../stores/types.js';
+import { canonical, describe, displaySafe } from '../names.js';
+import type { CounterCharge, CounterStore, CounterVerdict } from '../stores/types.js';
 
 /** What a limit counts per: one counter per distinct value (a missing value counts under one shared "none"). */
 export type LimitDimension = 'tenant' | 'caller' | 'agent' | 'run';
@@ -27,8 +27,13 @@ export interface LimitRule {
   readonly tools?: readonly string[];
   /** Only calls to tools with one of these tags. With `tools`, a call matching either counts. */
   readonly tags?: readonly string[];
-  /** Slots (or cost) per window. */
-  readonly max: number;
+  /**
+   * Slots (or cost) per window: a number, or `{ plan: 'refunds_per_day' }` — the value of that name in the
+   * calling tenant's plan (the Limiter's `tenants`), `default` for a tenant whose plan has none. A tenant's
+   * `limits` entry for this limit's name replaces either. A call whose max cannot be found (no tenant, or no
+   * value and no default) is refused at stage `limit`, naming what is missing.
+   */
+  readonly max: number | PlanMax;
   /**
    * The sliding window: milliseconds or `'500ms'`, `'30s'`, `'10m'`, `'1h'`, `'1d'`. Absent: no window — the
    * counter lasts as long as its key (use with `per: ['run']` for a per-run budget, kept 30 days).
@@ -39,6 +44,34 @@ export interface LimitRule {
   /** Costs of particular tools (declared names), over `cost`. */
   readonly costs?: Readonly<Record<string, number>>;
 }
+
+/** A limit's max read from the calling tenant's plan. */
+export interface PlanMax {
+  /** The name of the value in the tenant's plan (`refunds_per_day`). */
+  readonly plan: string;
+  /** For a tenant whose plan has no such value. Absent: such a tenant's calls are refused. */
+  readonly default?: number;
+}
+
+/**
+ * What one tenant's plan says about limits (a policy file's `tenants.<id>.plan` and `.limits`): "1,000 a day
+ * on the pro plan, 10 on the free plan" as `{ plan: { refunds_per_day: 1000 } }` for one tenant and
+ * `{ plan: { refunds_per_day: 10 } }` for another, under one limit with `max: { plan: 'refunds_per_day' }`.
+ */
+export interface TenantLimitPlan {
+  /** Named values a limit's `max: { plan: name }` reads. */
+  readonly plan?: Readonly<Record<string, number>>;
+  /** This tenant's max of a limit, by the limit's name, over the limit's own `max`. */
+  readonly limits?: Readonly<Record<string, number>>;
+}
+
+/**
+ * The tenants' plans: by tenant id, or a function of the tenant id (read at every charge: a plan changed in
+ * your database applies at the next call). A function that throws or rejects refuses the call.
+ */
+export type TenantPlans =
+  | Readonly<Record<string, TenantLimitPlan>>
+  | ((tenant: string) => TenantLimitPlan | undefined | Promise<TenantLimitPlan | undefined>);
 
 /** Who is calling what: what a limit is matched and keyed by. */
 export interface LimitSubject {
@@ -56,7 +89,8 @@ export interface LimitCounter {
   readonly limit: string;
   readonly key: string;
   readonly used: number;
-  readonly max: number;
+  /** The max for this call's tenant; null (`explain` only): the tenant's plan gives none, so the call is refused. */
+  readonly max: number | null;
   /** This call's cost. */
   readonly cost: number;
   readonly windowMs: number | null;
@@ -67,13 +101,31 @@ export type LimitVerdict =
   | { readonly allowed: true; readonly charged: readonly LimitCounter[] }
   | {
       readonly allowed: false;
+      /** A limit was full: the Decision's stage `limit`. */
+      readonly stage: 'limit';
       /** The limit that refused, and its counter (not charged). */
       readonly limit: string;
       readonly counter: LimitCounter | null;
+      readonly store?: never;
       /** Model-readable: which limit, and when to retry. */
       readonly reason: string;
-      /** Milliseconds until a retry can fit; null: not within this window (or the store failed). */
+      /** Milliseconds until a retry can fit; null: not within this window. */
       readonly retryAfterMs: number | null;
+    }
+  | {
+      readonly allowed: false;
+      /**
+       * The counter store failed or answered something other than a verdict: the Decision's stage `store`.
+       * No limit refused (none is named, none was found full); nothing is known to be charged.
+       */
+      readonly stage: 'store';
+      /** The store's {@link CounterStore.name}. */
+      readonly store: string;
+      readonly limit?: never;
+      readonly counter: null;
+      /** Model-readable: which store, and that the call may be tried again once it answers. */
+      readonly reason: string;
+      readonly retryAfterMs: null;
     };
 
 /** Options of {@link Limiter}. */
@@ -85,6 +137,8 @@ export interface LimiterOptions {
   readonly prefix?: string;
   /** The clock, for retry times in reasons. @default Date.now */
   readonly now?: () => number;
+  /** The tenants' plans, for limits whose `max` is `{ plan }` and per-tenant maxes. @default none */
+  readonly tenants?: TenantPlans;
 }
 
 /** How long a windowless counter is kept. */
@@ -99,6 +153,9 @@ export interface Compiled {
   readonly windowMs: number | null;
   readonly cost: number;
   readonly costs: ReadonlyMap<string, number>;
+  /** The limit's own max; null when it is read from the plan (`planMax`). */
+  readonly max: number | null;
+  readonly planMax: PlanMax | null;
 }
 
 /**
@@ -119,6 +176,8 @@ export class Limiter {
   readonly #compiled: readonly Compiled[];
   readonly #prefix: string;
   readonly #now: () => number;
+  readonly #storeName: string;
+  readonly #tenants: TenantPlans | null;
 
   constructor(options: LimiterOptions) {
     if (typeof options !== 'object' || options === null)
@@ -141,45 +200,61 @@ export class Limiter {
     this.#counters = counters;
     this.#prefix = prefix;
     this.#now = options.now ?? Date.now;
+    const name = counters.name;
+    this.#storeName = typeof name === 'string' && name.length > 0 ? displaySafe(name) : 'the counter store';
+    const tenants = options.tenants;
+    if (tenants === undefined) this.#tenants = null;
+    else if (typeof tenants === 'function') this.#tenants = tenants;
+    else if (typeof tenants === 'object' && tenants !== null) {
+      for (const [id, plan] of Object.entries(tenants)) checkPlan(plan, `Limiter option "tenants" ${describe(id)}`);
+      this.#tenants = tenants;
+    } else throw new TypeError(`Limiter option "tenants" must be an object or a function, got ${describe(tenants)}`);
   }
 
-  /** The limits that select this call, with their keys and costs (nothing is read or charged). */
-  applicable(subject: LimitSubject): CounterCharge[] {
-    const out: CounterCharge[] = [];
-    for (const c of this.#compiled) {
-      if (!selects(c, subject)) continue;
-      out.push({
-        key: this.#key(c, subject),
-        cost: c.costs.get(subject.tool) ?? c.cost,
-        limit: c.rule.max,
-        windowMs: c.windowMs ?? NO_WINDOW_MS,
-      });
-    }
-    return out;
+  /**
+   * The counters of the limits that select this call, with their keys and costs (nothing is read or charged).
+   * `limit` is each one's max for a tenant with `plan` (none given: the limit's own max; a plan max without
+   * a value and a default reads as 0).
+   */
+  applicable(subject: LimitSubject, plan?: TenantLimitPlan): CounterCharge[] {
+    return this.#select(subject).map((c) => this.#chargeOf(c, subject, maxOf(c, plan) ?? 0));
   }
 
   /**
    * Charges one attempt against every limit that selects it, all or none. A refused verdict spent nothing.
-   * A store that fails gives a refusal (fail closed).
+   * A store that fails, or answers garbage, gives a refusal at stage `store` (fail closed).
    */
   async charge(subject: LimitSubject): Promise<LimitVerdict> {
-    const charges = this.applicable(subject);
-    if (charges.length === 0) return { allowed: true, charged: [] };
-    const matched = this.#compiled.filter((c) => selects(c, subject));
-    let verdict;
-    try {
-      verdict = await this.#counters.consume(charges);
-    } catch (error) {
-      return {
-        allowed: false,
-        limit: matched[0]!.rule.name,
-        counter: null,
-        retryAfterMs: null,
-        reason:
-          `The call was not run: its rate limits could not be checked (the counter store failed: ` +
-          `${error instanceof Error ? error.message : String(error)}). Try again later.`,
-      };
+    const matched = this.#select(subject);
+    if (matched.length === 0) return { allowed: true, charged: [] };
+    let plan: TenantLimitPlan | undefined;
+    if (this.#tenants !== null && subject.tenant !== null) {
+      try {
+        const read = this.#planOf(subject.tenant);
+        plan = read instanceof Promise ? await read : read;
+      } catch (error) {
+        return this.#storeFailed(
+          `failed: ${error instanceof Error ? error.message : String(error)}`,
+          'the tenant plans (Limiter option "tenants")',
+        );
+      }
     }
+    const charges: CounterCharge[] = [];
+    for (const c of matched) {
+      const max = maxOf(c, plan);
+      if (max === null) return planRefusal(c, subject, plan);
+      charges.push(this.#chargeOf(c, subject, max));
+    }
+    let answer: unknown;
+    try {
+      answer = await this.#counters.consume(charges);
+    } catch (error) {
+      return this.#storeFailed(`failed: ${error instanceof Error ? error.message : String(error)}`);
+    }
+    // Only a verdict of the contract's shape decides; anything else is the store's error (fail closed).
+    const problem = verdictProblem(answer, charges.length);
+    if (problem !== null) return this.#storeFailed(`answered garbage (${problem})`);
+    const verdict = answer as CounterVerdict;
     const counterOf = (i: number, used: number): LimitCounter => ({
       limit: matched[i]!.rule.name,
       key: charges[i]!.key,
@@ -188,14 +263,15 @@ export class Limiter {
       cost: charges[i]!.cost,
       windowMs: matched[i]!.windowMs,
     });
-    if (verdict.allowed) return { allowed: true, charged: charges.map((_, i) => counterOf(i, verdict.used[i] ?? 0)) };
+    if (verdict.allowed) return { allowed: true, charged: charges.map((_, i) => counterOf(i, verdict.used[i]!)) };
     const i = verdict.index;
     const c = matched[i]!;
-    const counter = counterOf(i, verdict.used[i] ?? 0);
+    const counter = counterOf(i, verdict.used[i]!);
     // A windowless counter never frees a slot: there is no time to retry at.
     const retryAfterMs = c.windowMs === null ? null : verdict.retryAfterMs;
     return {
       allowed: false,
+      stage: 'limit',
       limit: c.rule.name,
       counter,
       retryAfterMs,
@@ -203,20 +279,61 @@ export class Limiter {
     };
   }
 
-  /** The counters of every limit that selects this call, read now (for `explain`). */
+  /** The counters of every limit that selects this call, read now, with the tenant's maxes (for `explain`). */
   async explain(subject: LimitSubject): Promise<LimitCounter[]> {
-    const charges = this.applicable(subject);
-    const matched = this.#compiled.filter((c) => selects(c, subject));
+    const matched = this.#select(subject);
+    const plan = this.#tenants !== null && subject.tenant !== null ? await this.#planOf(subject.tenant) : undefined;
     return Promise.all(
-      charges.map(async (ch, i) => ({
-        limit: matched[i]!.rule.name,
-        key: ch.key,
-        used: await this.#counters.peek(ch.key, ch.windowMs),
-        max: ch.limit,
-        cost: ch.cost,
-        windowMs: matched[i]!.windowMs,
-      })),
+      matched.map(async (c) => {
+        const max = maxOf(c, plan);
+        const charge = this.#chargeOf(c, subject, max ?? 0);
+        return {
+          limit: c.rule.name,
+          key: charge.key,
+          used: await this.#counters.peek(charge.key, charge.windowMs),
+          max,
+          cost: charge.cost,
+          windowMs: c.windowMs,
+        };
+      }),
     );
+  }
+
+  #select(subject: LimitSubject): Compiled[] {
+    const out: Compiled[] = [];
+    for (const c of this.#compiled) if (selects(c, subject)) out.push(c);
+    return out;
+  }
+
+  #chargeOf(c: Compiled, subject: LimitSubject, max: number): CounterCharge {
+    return {
+      key: this.#key(c, subject),
+      cost: c.costs.get(subject.tool) ?? c.cost,
+      limit: max,
+      windowMs: c.windowMs ?? NO_WINDOW_MS,
+    };
+  }
+
+  #planOf(tenant: string): TenantLimitPlan | undefined | Promise<TenantLimitPlan | undefined> {
+    const tenants = this.#tenants!;
+    if (typeof tenants !== 'function') return Object.hasOwn(tenants, tenant) ? tenants[tenant] : undefined;
+    const where = `the plan of tenant ${describe(tenant)}`;
+    const read = tenants(tenant);
+    if (read instanceof Promise) return read.then((plan) => (plan === undefined ? plan : checkPlan(plan, where)));
+    return read === undefined ? read : checkPlan(read, where);
+  }
+
+  #storeFailed(what: string, store = this.#storeName): LimitVerdict {
+    return {
+      allowed: false,
+      stage: 'store',
+      store,
+      counter: null,
+      retryAfterMs: null,
+      reason:
+        `The call was not run: its limits could not be checked, because ${store === this.#storeName ? `the counter store (${store})` : store} ${what}. ` +
+        'No limit was found full; the call may be tried again once the store answers.',
+    };
   }
 
   #key(c: Compiled, s: LimitSubject): string {
@@ -226,6 +343,80 @@ export class Limiter {
     });
     return [this.#prefix, encodeURIComponent(c.rule.name), ...values].join(':');
   }
+}
+
+/** A limit's max for a tenant with `plan`: its `limits` entry, else the limit's own max or plan value; null: none. */
+function maxOf(c: Compiled, plan: TenantLimitPlan | undefined): number | null {
+  const limits = plan?.limits;
+  if (limits !== undefined && Object.hasOwn(limits, c.rule.name)) return limits[c.rule.name]!;
+  if (c.max !== null) return c.max;
+  const values = plan?.plan;
+  const key = c.planMax!.plan;
+  if (values !== undefined && Object.hasOwn(values, key)) return values[key]!;
+  return c.planMax!.default ?? null;
+}
+
+/** Checks one tenant's plan (numbers >= 0 by name), throwing a TypeError naming `where`; returns it. */
+function checkPlan(plan: unknown, where: string): TenantLimitPlan {
+  if (typeof plan !== 'object' || plan === null)
+    throw new TypeError(`${where} must be an object, got ${describe(plan)}`);
+  for (const field of ['plan', 'limits'] as const) {
+    const values: unknown = (plan as Record<string, unknown>)[field];
+    if (values === undefined) continue;
+    if (typeof values !== 'object' || values === null || Array.isArray(values))
+      throw new TypeError(`${where} "${field}" must be an object of numbers, got ${describe(values)}`);
+    for (const [name, value] of Object.entries(values))
+      if (typeof value !== 'number' || !Number.isFinite(value) || value < 0)
+        throw new TypeError(`${where} "${field}.${name}" must be a finite number >= 0, got ${describe(value)}`);
+  }
+  return plan as TenantLimitPlan;
+}
+
+/** The refusal of a call whose limit takes its max from a plan that gives none. */
+function planRefusal(c: Compiled, s: LimitSubject, plan: TenantLimitPlan | undefined): LimitVerdict {
+  const key = c.planMax!.plan;
+  const whose =
+    s.tenant === null
+      ? 'the call names no tenant'
+      : plan === undefined
+        ? `tenant ${JSON.stringify(s.tenant)} has no plan`
+        : `the plan of tenant ${JSON.stringify(s.tenant)} has no value ${JSON.stringify(key)}`;
+  return {
+    allowed: false,
+    stage: 'limit',
+    limit: c.rule.name,
+    counter: null,
+    retryAfterMs: null,
+    reason:
+      `The call to ${JSON.stringify(s.tool)} was refused by the limit ${JSON.stringify(c.rule.name)}: its max is ` +
+      `the tenant's plan value ${JSON.stringify(key)}, and ${whose} (the limit sets no default). ` +
+      'It cannot be retried until the plan gives one; do not call it again.',
+  };
+}
+
+/**
+ * What is wrong with a store's answer to `consume` of `n` charges, or null for a verdict of the contract's
+ * shape: `allowed` exactly true or false, `used` n finite numbers (on a refusal, at least up to the refused
+ * charge), a refusal's `index` a charge's and its `retryAfterMs` null or >= 0. `{ allowed: 'no' }` is garbage,
+ * never an allow.
+ */
+function verdictProblem(answer: unknown, n: number): string | null {
+  if (typeof answer !== 'object' || answer === null) return `not a verdict: ${describe(answer)}`;
+  const v = answer as Record<string, unknown>;
+  const allowed = v['allowed'];
+  if (allowed !== true && allowed !== false) return `"allowed" is ${describe(allowed)}, not true or false`;
+  const used = v['used'];
+  if (!Array.isArray(used) || used.some((u) => typeof u !== 'number' || !Number.isFinite(u)))
+    return `"used" is ${describe(used)}, not a list of numbers`;
+  if (allowed) return used.length === n ? null : `"used" has ${used.length} totals for ${n} charges`;
+  const index = v['index'];
+  if (typeof index !== 'number' || !Number.isInteger(index) || index < 0 || index >= n)
+    return `"index" is ${describe(index)}, not one of the ${n} charges`;
+  if (used.length <= index) return `"used" has no total for the refused charge ${index}`;
+  const retry = v['retryAfterMs'];
+  if (retry !== null && (typeof retry !== 'number' || !Number.isFinite(retry) || retry < 0))
+    return `"retryAfterMs" is ${describe(retry)}, not null or a number >= 0`;
+  return null;
 }
 
 function selects(c: Compiled, s: LimitSubject): boolean {
@@ -269,8 +460,7 @@ function compileLimit(rule: LimitRule, at: string): Compiled {
   const per = rule.per ?? [];
   if (!Array.isArray(per) || per.some((d) => !DIMENSIONS.includes(d)))
     throw new TypeError(`${at}.per must list of ${DIMENSIONS.join(', ')}, got ${describe(per)}`);
-  if (typeof rule.max !== 'number' || !Number.isFinite(rule.max) || rule.max < 0)
-    throw new TypeError(`${at}.max must be a finite number >= 0, got ${describe(rule.max)}`);
+  const planMax = planMaxOf(rule.max, at);
   const cost = rule.cost ?? 1;
   if (typeof cost !== 'number' || !Number.isFinite(cost) || cost < 0)
     throw new TypeError(`${at}.cost must be a finite number >= 0, got ${describe(cost)}`);
@@ -294,7 +484,27 @@ function compileLimit(rule: LimitRule, at: string): Compiled {
     windowMs: rule.window === undefined ? null : parseWindow(rule.window, `${at}.window`),
     cost,
     costs,
+    max: planMax === null ? (rule.max as number) : null,
+    planMax,
   };
+}
+
+/** A limit's `max` checked: null for a number, the plan reference for `{ plan, default? }`. */
+function planMaxOf(max: unknown, at: string): PlanMax | null {
+  if (typeof max === 'number') {
+    if (!Number.isFinite(max) || max < 0)
+      throw new TypeError(`${at}.max must be a finite number >= 0, got ${describe(max)}`);
+    return null;
+  }
+  const m = max as Record<string, unknown> | null;
+  if (typeof m !== 'object' || m === null || typeof m['plan'] !== 'string' || m['plan'].length === 0)
+    throw new TypeError(`${at}.max must be a number >= 0 or { plan: name, default? }, got ${describe(max)}`);
+  const extra = Object.keys(m).find((k) => k !== 'plan' && k !== 'default');
+  if (extra !== undefined) throw new TypeError(`${at}.max has an unknown field ${JSON.stringify(extra)}`);
+  const fallback = m['default'];
+  if (fallback !== undefined && (typeof fallback !== 'number' || !Number.isFinite(fallback) || fallback < 0))
+    throw new TypeError(`${at}.max.default must be a finite number >= 0, got ${describe(fallback)}`);
+  return Object.freeze({ plan: m['plan'], ...(fallback !== undefined ? { default: fallback } : {}) });
 }
 
 function spell(ms: number): string {
@@ -319,11 +529,13 @@ function refusalText(
     ? ` per ${c.per.map((d) => `${d} ${JSON.stringify((d === 'run' ? s.runId : d === 'agent' ? s.agent : s[d]) ?? '(none)')}`).join(', ')}`
     : '';
   const window = c.windowMs === null ? '' : ` per ${spell(c.windowMs)}`;
+  // The max this tenant has (a plan's value, or its own override), as charged.
+  const max = counter.max ?? 0;
   const head =
     `The call to ${JSON.stringify(s.tool)} was refused by the limit ${JSON.stringify(c.rule.name)}: ` +
-    `at most ${c.rule.max}${per}${window}; ${counter.used} used, this call costs ${counter.cost}.`;
+    `at most ${max}${per}${window}; ${counter.used} used, this call costs ${counter.cost}.`;
   if (retryAfterMs === null)
-    return c.windowMs === null || counter.cost > counter.max
+    return c.windowMs === null || counter.cost > max
       ? `${head} It cannot be retried${c.windowMs === null ? '' : ' within this limit'}; do not call it again.`
       : `${head} Try again later.`;
   const at = new Date(now + retryAfterMs).toISOString();

@@ -5,7 +5,7 @@
 import { parseScopeMap, parseTenantLimits, toolsOfScopes, type ScopeMap } from '../config.js';
 import { ConfigurationError } from '../errors.js';
 import type { GateContext } from '../gate/precheck.js';
-import { Limiter, type LimiterOptions, type LimitRule } from '../limits/limiter.js';
+import { Limiter, type LimiterOptions, type LimitRule, type TenantLimitPlan } from '../limits/limiter.js';
 import { canonical, describe } from '../names.js';
 import type { PermissionPolicy } from '../permissions/policy.js';
 import type { PermissionResult } from '../permissions/result.js';
@@ -106,6 +106,7 @@ export class PolicySet {
   readonly #positionOf: PolicySetInit['positionOf'];
   readonly #scopeCache = new Map<string, readonly string[]>();
   readonly #toolByForm: ReadonlyMap<string, Tool>;
+  readonly #tenantPlans: Readonly<Record<string, TenantLimitPlan>>;
 
   constructor(init: PolicySetInit) {
     this.file = init.file;
@@ -123,16 +124,19 @@ export class PolicySet {
     );
     this.scopes = parseScopeMap(init.data.scopes ?? {}, 'policy file "scopes"');
     this.limits = Object.freeze((init.data.limits ?? []).map((l) => Object.freeze({ ...l })));
+    this.#tenantPlans = tenantPlansOf(init.data);
   }
 
   /**
-   * A Limiter for the file's limits over `counters` (memory for one process, Redis or SQLite for many).
+   * A Limiter for the file's limits over `counters` (memory for one process; Redis, PostgreSQL or SQLite for
+   * many), with the plans of the file's `tenants:` (`plan:` values and `limits:` overrides) unless `options`
+   * gives `tenants` of its own.
    *
    * @example
    * const limiter = set.limiter(new RedisStores({ url }).counters);
    */
   limiter(counters: CounterStore, options: Omit<LimiterOptions, 'counters' | 'limits'> = {}): Limiter {
-    return new Limiter({ ...options, counters, limits: this.limits });
+    return new Limiter({ tenants: this.#tenantPlans, ...options, counters, limits: this.limits });
   }
 
   /**
@@ -275,4 +279,16 @@ function agentsOf(data: PolicyFileData): ReadonlyMap<string, PolicyAgent> {
 
 function refuse(): never {
   throw new ConfigurationError('this tool is declared by a policy file only; it decides calls and never runs');
+}
+
+/** The `plan:` and `limits:` of the file's tenants, as the Limiter's `tenants` option. */
+function tenantPlansOf(data: PolicyFileData): Readonly<Record<string, TenantLimitPlan>> {
+  const out: Record<string, TenantLimitPlan> = {};
+  for (const [id, t] of Object.entries(data.tenants ?? {}))
+    if (t.plan !== undefined || t.limits !== undefined)
+      out[id] = Object.freeze({
+        ...(t.plan !== undefined ? { plan: Object.freeze({ ...t.plan }) } : {}),
+        ...(t.limits !== undefined ? { limits: Object.freeze({ ...t.limits }) } : {}),
+      });
+  return Object.freeze(out);
 }

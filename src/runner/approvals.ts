@@ -47,6 +47,8 @@ interface RememberScope {
 }
 
 const SCOPES: readonly ApprovalScope[] = ['once', 'run', 'session'];
+/** How long a used decision nonce is remembered. */
+const NONCE_TTL_MS = 30 * 86_400_000;
 
 export class DurableApprovals {
   readonly #settings: RunnerSettings;
@@ -185,8 +187,9 @@ export class DurableApprovals {
 
   /**
    * Accepts the decisions given on resume: each must answer a pending approval of this state, carry this
-   * runner's MAC, be for that call, and have an unused nonce (consumed now, atomically in the store). The
-   * accepted ones go to their frame's `granted`; every refused one is reported by an `approval_resolved` event.
+   * runner's MAC and be for that call. The accepted ones go to their frame's `granted`; every refused one is
+   * reported by an `approval_resolved` event. Nothing is used up here: a decision's nonce is consumed with
+   * the ledger claim of its call ({@link useNonce}), so a resume that fails on a store first loses nothing.
    */
   async accept(run: Run, pendingList: readonly PendingApproval[], decisions: readonly unknown[]): Promise<void> {
     const pending = new Map(pendingList.map((p) => [p.id, p]));
@@ -202,8 +205,6 @@ export class DurableApprovals {
       else if (decision.runId !== approval.runId || decision.callId !== approval.callId)
         problem = 'the decision is for another call';
       else if (used.has(approval.id)) problem = 'a decision for this approval was already given';
-      else if (!(await this.#settings.store.consume(String(decision.nonce))))
-        problem = 'the decision was already used (replayed)';
       if (problem !== null || !approval || !frame) {
         emitRun(this.#events, run, approval && frame ? frame : run.frames[run.frames.length - 1]!, {
           type: 'approval_resolved',
@@ -256,6 +257,21 @@ export class DurableApprovals {
     });
   }
 
+  /** A decision given on resume for a call the ledger had settled already: not used, and reported so. */
+  settledElsewhere(run: Run, frame: Frame, callId: string): void {
+    const granted = frame.granted.get(callId);
+    if (!granted) return;
+    emitRun(this.#events, run, frame, {
+      type: 'approval_resolved',
+      approvalId: granted.approvalId,
+      callId,
+      accepted: false,
+      answer: granted.answer,
+      reason: 'the call was already settled by another continuation of this run: its recorded outcome is the answer',
+      decision: null,
+    });
+  }
+
   /** A decision given on resume: bound to this call's tool, arguments and policy version, or refused as invalid. */
   async #applyGranted(
     run: Run,
@@ -286,7 +302,7 @@ export class DurableApprovals {
   async #recall(run: Run, frame: Frame, binding: Binding): Promise<Answer | null> {
     for (const scope of scopesOf(run)) {
       const key = rememberKey(scope, run, frame, binding);
-      const remembered = await this.#settings.store.recall(key);
+      const remembered = await this.#settings.stores.remembered.recall(key);
       if (!remembered) continue;
       if (!sameMac(remembered.mac, this.#rememberedMac(key, remembered.answer, remembered.scope))) continue;
       if (remembered.answer !== 'allow' && remembered.answer !== 'deny') continue;
@@ -306,7 +322,25 @@ export class DurableApprovals {
     // Without a session (a run with no caller id and no `session` option) a session answer lasts for the run.
     const kind = scope === 'session' && run.session !== null ? 'session' : 'run';
     const key = rememberKey({ kind, id: kind === 'session' ? run.session! : run.runId }, run, frame, binding);
-    await this.#settings.store.remember(key, { answer, scope: kind, mac: this.#rememberedMac(key, answer, kind) });
+    await this.#settings.stores.remembered.remember(key, {
+      answer,
+      scope: kind,
+      mac: this.#rememberedMac(key, answer, kind),
+    });
+  }
+
+  /**
+   * Uses up the decision given on resume for this call, once its ledger key is this runner's (`key`, just
+   * reserved): true when it was unused. When the nonce store cannot be asked, the reservation is given back
+   * (the call did not start) and the error goes on: the run fails closed and the decision stays usable.
+   */
+  async useNonce(granted: ApprovalDecision, key: string): Promise<boolean> {
+    try {
+      return await this.#settings.stores.nonces.consume(String(granted.nonce), NONCE_TTL_MS);
+    } catch (error) {
+      await this.#settings.ledger.release(key).catch(() => false);
+      throw error;
+    }
   }
 
   #rememberedMac(key: string, answer: string, scope: string): string {

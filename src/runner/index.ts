@@ -1,7 +1,7 @@
 /**
  * `toolgate/runner`: everything about AgentRunner beyond its front door — the model interface and
  * ScriptedModel, run options and results, the RunState and its frames, approvals, run events, and the
- * approvals store. The root entry `toolgate` also exports AgentRunner, Agent, Model, TenantLimits,
+ * stores it takes. The root entry `toolgate` also exports AgentRunner, Agent, Model, TenantLimits,
  * RunResult, RunState, PendingApproval and ApprovalDecision (the same bindings). This file is the
  * subpath's public surface.
  */
@@ -9,7 +9,8 @@ export { AgentRunner } from './runner.js';
 export type { AgentRunnerOptions } from './runner.js';
 export { ScriptedModel } from './scripted-model.js';
 export type { ScriptTurn, ScriptedModelOptions } from './scripted-model.js';
-export { InMemoryApprovalStore } from './approval-store.js';
+// The stores the runner takes are toolgate/stores' (`AgentRunner({ stores })`); these are their 0.1 names here.
+export { MemoryStores as InMemoryApprovalStore } from '../stores/memory.js';
 export type {
   ApprovalStore,
   RememberedAnswer,
@@ -18,7 +19,8 @@ export type {
   RunSpend,
   RunCaps,
   SpendVerdict,
-} from './approval-store.js';
+} from '../stores/types.js';
+export type { RunnerStores } from './options.js';
 export type { ScopeMap } from '../config.js';
 export type {
   Agent,

@@ -9,7 +9,9 @@ import { describe } from '../names.js';
 import { isPermissionHandler } from '../permissions/handler.js';
 import { isRegistry } from '../gate/environment.js';
 import type { ToolRegistry } from '../registry.js';
-import { InMemoryApprovalStore, isApprovalStore, type ApprovalStore, type RunCaps } from './approval-store.js';
+import type { RunCaps, Stores } from '../stores/types.js';
+import { memoryStores } from '../stores/memory.js';
+import { RunLedger } from './ledger.js';
 import type { ApprovalHandler, Model, RunIdentity, RunOptions, TenantLimits, TenantProvider } from './types.js';
 
 /** Options of {@link AgentRunner}. */
@@ -19,8 +21,20 @@ export interface AgentRunnerOptions {
   readonly model: Model;
   /** Tenant limits by tenant id: a provider called at every dispatch, or a record read at every dispatch. @default every tenant states nothing */
   readonly tenants?: TenantProvider | Readonly<Record<string, TenantLimits>>;
-  /** Remembered answers, used decision nonces, the ledger of executed calls and run tallies. @default new InMemoryApprovalStore() */
-  readonly approvals?: ApprovalStore;
+  /**
+   * Where the runner keeps what outlives one runner instance (`toolgate/stores`): paused runs with their
+   * approvals (`approvals`), used approval nonces, remembered answers, the ledger of executed calls and run
+   * tallies. Each may come from another server: the README's split takes `nonces` from `RedisStores` and the
+   * rest from `PostgresStores`. Every process that resumes a run needs the same stores. @default memoryStores()
+   */
+  readonly stores?: RunnerStores;
+  /** The 0.1 name of `stores` (then `new InMemoryApprovalStore()` / `new SqliteApprovalStore(…)`); give one of the two. */
+  readonly approvals?: RunnerStores;
+  /**
+   * How long this runner's ledger reservation of a call it executes is `held` (another worker resuming the
+   * same run waits for its outcome meanwhile) before it reads as `unknown` (never run again). @default 600_000 (10 min)
+   */
+  readonly leaseMs?: number;
   /** The HMAC key approvals and run states are signed with (at least 16 bytes); a resuming process needs the same one. @default random, for this instance only */
   readonly secret?: string | Uint8Array;
   /** Asked when a rule answers `ask`, after the policy's own handler and before the registry's; may answer `pending`. @default none */
@@ -42,12 +56,17 @@ export interface AgentRunnerOptions {
   readonly maxIterations?: number;
 }
 
+/** The stores an AgentRunner uses: {@link Stores} without the counters (limits are the registry's). */
+export type RunnerStores = Pick<Stores, 'approvals' | 'nonces' | 'remembered' | 'ledger' | 'tallies'>;
+
 /** The options, validated and with their defaults. */
 export interface RunnerSettings {
   readonly registry: ToolRegistry;
   readonly model: Model;
   readonly tenants: TenantProvider;
-  readonly store: ApprovalStore;
+  readonly stores: RunnerStores;
+  /** The ledger as the run uses it (this runner's owner id and lease). */
+  readonly ledger: RunLedger;
   readonly secret: Uint8Array;
   readonly handler: ApprovalHandler | null;
   readonly onRefusal: 'fail' | 'continue';
@@ -73,9 +92,9 @@ export function runnerSettings(options: AgentRunnerOptions): RunnerSettings {
     throw new TypeError(
       `AgentRunner option "model" must have a generate(request) method, got ${describe(options.model)}`,
     );
-  const store = options.approvals ?? new InMemoryApprovalStore();
-  if (!isApprovalStore(store))
-    throw new TypeError(`AgentRunner option "approvals" must be an ApprovalStore, got ${describe(store)}`);
+  if (options.stores !== undefined && options.approvals !== undefined)
+    throw new TypeError('AgentRunner takes "stores" or its 0.1 name "approvals", not both');
+  const stores = storesOf(options.stores ?? options.approvals, options.stores === undefined ? 'approvals' : 'stores');
   if (options.handler !== undefined && !isPermissionHandler(options.handler))
     throw new TypeError(
       `AgentRunner option "handler" must be a function or an object with handle(request), got ${describe(options.handler)}`,
@@ -89,7 +108,8 @@ export function runnerSettings(options: AgentRunnerOptions): RunnerSettings {
     registry: options.registry,
     model: options.model,
     tenants: tenantProvider(options.tenants),
-    store,
+    stores,
+    ledger: new RunLedger(stores.ledger, randomUUID(), count(options.leaseMs, 'leaseMs', 600_000, 1)),
     secret: secretOf(options.secret),
     handler: options.handler ?? null,
     onRefusal,
@@ -139,6 +159,35 @@ export async function limitsOf(settings: RunnerSettings, tenant: string): Promis
     maxToolCalls: limits.maxToolCalls ?? Infinity,
     maxCost: limits.maxCost ?? Infinity,
   };
+}
+
+const NEEDS: readonly (readonly [keyof RunnerStores, readonly string[]])[] = [
+  ['approvals', ['put', 'get']],
+  ['nonces', ['consume']],
+  ['remembered', ['recall', 'remember']],
+  ['ledger', ['reserve', 'record', 'release', 'inspect']],
+  ['tallies', ['spend']],
+];
+
+/** The runner's stores, each checked for the methods the runner calls (a TypeError names the one missing). */
+function storesOf(given: unknown, option: string): RunnerStores {
+  if (given === undefined) return memoryStores();
+  if (typeof given !== 'object' || given === null)
+    throw new TypeError(
+      `AgentRunner option "${option}" must be the stores { approvals, nonces, remembered, ledger, tallies }, got ${describe(given)}`,
+    );
+  const set = given as Record<string, unknown>;
+  const picked: Record<string, unknown> = {};
+  for (const [name, methods] of NEEDS) {
+    const store = set[name] as Record<string, unknown> | null | undefined;
+    for (const method of methods)
+      if (typeof store !== 'object' || store === null || typeof store[method] !== 'function')
+        throw new TypeError(
+          `AgentRunner option "${option}": its "${name}" must be a store with ${method}(), got ${describe(store)}`,
+        );
+    picked[name] = store;
+  }
+  return Object.freeze(picked) as unknown as RunnerStores;
 }
 
 function tenantProvider(tenants: AgentRunnerOptions['tenants']): TenantProvider {

@@ -16,11 +16,11 @@ import { toolSchema } from '../formats/index.js';
 import type { ApprovalRequest, AskOutcome } from '../gate/approval.js';
 import type { DispatchResult } from '../gate/dispatch.js';
 import { environmentOf as registryEnvironment } from '../gate/environment.js';
-import type { GateContext, GateEnvironment } from '../gate/precheck.js';
+import { refusalContent, type GateContext, type GateEnvironment } from '../gate/precheck.js';
 import type { Attempt, Candidate, DecidedCall, Halted, Refusal, Route, RouteState } from '../gate/route.js';
 import { canonical, describe } from '../names.js';
 import type { ToolResult } from '../registry.js';
-import type { RunSpend } from './approval-store.js';
+import type { RunSpend } from '../contracts/stores.js';
 import { peerTools, peerToolName } from './agents.js';
 import { answerBinding, underOf, type DurableApprovals, type GrantUse } from './approvals.js';
 import { limitsOf, type Limits, type RunnerSettings } from './options.js';
@@ -30,6 +30,7 @@ import {
   isAllowlistRefusal,
   ledgerKeyOf,
   newFrame,
+  toolMessage,
   type Frame,
   type FrameOutcome,
   type PeerTools,
@@ -158,9 +159,9 @@ export function costOf(settings: RunnerSettings, name: string): number {
  */
 async function spend(settings: RunnerSettings, run: Run, add: RunSpend, limits: Limits): Promise<BudgetCap | null> {
   const { iterations, attempts, cost } = run.tally;
-  const verdict = await settings.store.spend(run.runId, add, limits, { iterations, attempts, cost });
+  const verdict = await settings.stores.tallies.spend(run.runId, add, limits, { iterations, attempts, cost });
   if (typeof verdict !== 'object' || verdict === null || (verdict.ok !== true && verdict.ok !== false))
-    throw new TypeError(`the approvals store's spend() answered ${describe(verdict)}`);
+    throw new TypeError(`the tally store's spend() answered ${describe(verdict)}`);
   if (!verdict.ok) return verdict.cap;
   run.tally.iterations += add.iterations;
   run.tally.attempts += add.attempts;
@@ -314,6 +315,10 @@ export class RunRoute implements Route {
       return { stage: 'budget', reason: capReason(cap, limits), halt: true };
     }
     this.#charged.add(index);
+    // A call refused although a decision was given on resume for it (an allowlist cut while it waited, a
+    // deny, an approval that does not bind): its refusal is settled in the ledger, so a replay of the state
+    // with that decision (or another one for the same approval) answers with it and runs nothing.
+    if (decision.effect === 'deny' && this.#frame.granted.has(call.id)) await this.#settleRefused(call.id, decision);
     const max = this.#settings.maxDepth;
     if (decision.effect === 'allow' && this.#frame.depth + 1 > max && this.#peerOf(decision.canonical) !== undefined)
       return {
@@ -377,9 +382,9 @@ export class RunRoute implements Route {
     const { run, frame, turn } = { run: this.#run, frame: this.#frame, turn: this.#turn };
     const call = this.#calls[decided.index]!;
     const key = ledgerKeyOf(run, frame, turn, call.id);
-    const prior = await this.#settings.store.claim(key);
-    if (prior) {
-      answerFromLedger(turn, call, prior);
+    const ledger = this.#settings.ledger;
+    const prior = await ledger.claim(key, run.signal);
+    const answered = (): ToolResult => {
       const message = turn.done.get(call.id)!;
       return {
         callId: call.id,
@@ -389,6 +394,18 @@ export class RunRoute implements Route {
         content: message.content,
         decision: decided.decision,
       };
+    };
+    if (prior) {
+      answerFromLedger(turn, call, prior);
+      return answered();
+    }
+    // Allowed by a decision given on resume: its nonce is used up now, together with the ledger claim.
+    const granted = this.#use.applied.get(call.id)?.problem === null ? frame.granted.get(call.id) : undefined;
+    if (granted && decided.decision.asked === 'runner' && !(await this.#approvals.useNonce(granted, key))) {
+      const content = `Tool ${JSON.stringify(call.name)} was not run: the approval it was given was already used (replayed).`;
+      await ledger.record(key, { content, isError: true });
+      turn.done.set(call.id, toolMessage(call, content, true));
+      return answered();
     }
     const peer = this.#peerOf(decided.decision.canonical);
     if (peer !== undefined) {
@@ -404,8 +421,18 @@ export class RunRoute implements Route {
       return { halted: true, result: null };
     }
     const result = await proceed();
-    await this.#settings.store.record(key, { content: result.content, isError: result.isError });
+    await ledger.record(key, { content: result.content, isError: result.isError });
     return result;
+  }
+
+  /** Settles the refusal of a call that had a decision given on resume (see `charge`). */
+  async #settleRefused(callId: string, decision: Decision): Promise<void> {
+    const key = ledgerKeyOf(this.#run, this.#frame, this.#turn, callId);
+    const ledger = this.#settings.ledger;
+    // Settled already (another continuation of the run got there first): that outcome stands.
+    if ((await ledger.claim(key, this.#run.signal)) !== null) return;
+    await this.#approvals.useNonce(this.#frame.granted.get(callId)!, key);
+    await ledger.record(key, { content: refusalContent(decision as DenyDecision), isError: true });
   }
 
   #peerOf(form: string): string | undefined {

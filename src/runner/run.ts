@@ -9,7 +9,7 @@ import type { GateEnvironment } from '../gate/precheck.js';
 import { readCall, type NormalizedCall, type UnreadableCall } from '../formats/index.js';
 import { describe } from '../names.js';
 import type { Tool } from '../tool.js';
-import type { LedgerEntry } from './approval-store.js';
+import type { Settled } from './ledger.js';
 import type {
   ApprovalDecision,
   BudgetCap,
@@ -120,10 +120,11 @@ export function ledgerKeyOf(run: Run, frame: Frame, turn: Turn, callId: string):
   return JSON.stringify([run.runId, frame.key, turn.index, callId]);
 }
 
-/** Answers a call from its ledger entry: the recorded outcome, or "unknown" for one that never settled. */
-export function answerFromLedger(turn: Turn, call: RunToolCall, entry: LedgerEntry): void {
-  const content = entry.settled ? entry.outcome.content : unknownOutcome(call);
-  turn.done.set(call.id, toolMessage(call, content, !entry.settled || entry.outcome.isError));
+/** Answers a call from the ledger: the recorded outcome, or "unknown" for one that never settled. */
+export function answerFromLedger(turn: Turn, call: RunToolCall, found: Settled): void {
+  if (found.state === 'settled')
+    turn.done.set(call.id, toolMessage(call, found.outcome.content, found.outcome.isError));
+  else turn.done.set(call.id, toolMessage(call, unknownOutcome(call), true));
 }
 
 /** Appends the turn's results in call order (calls that never ran get a note) and leaves the turn. */

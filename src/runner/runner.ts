@@ -252,7 +252,7 @@ export class AgentRunner {
         run.frames.length = frame.depth + 1;
         turn.active = null;
         const content = refusalContent(withdrawn);
-        await this.#settings.store.record(ledgerKeyOf(run, frame, turn, call.id), { content, isError: true });
+        await this.#settings.ledger.record(ledgerKeyOf(run, frame, turn, call.id), { content, isError: true });
         turn.done.set(call.id, toolMessage(call, content, true));
         run.decisions.push(withdrawn);
         emitRun(this.#events, run, frame, { type: 'tool_decided', decision: withdrawn });
@@ -263,17 +263,19 @@ export class AgentRunner {
         (await this.#finishDelegation(run, frame, turn, call, inner, await this.#runFrame(run, inner))) ?? 'continue'
       );
     }
-    // A call an earlier continuation of this state executed (and charged) is answered from the ledger, never run again.
+    // A call an earlier continuation of this state settled (ran, or was refused with a decision given on
+    // resume) is answered from the ledger, never run again; one another worker is running now is waited for.
     const open: RunToolCall[] = [];
     for (const call of turn.calls) {
       if (turn.done.has(call.id)) continue;
-      const entry = await this.#settings.store.entry(ledgerKeyOf(run, frame, turn, call.id));
-      if (!entry) {
+      const found = await this.#settings.ledger.find(ledgerKeyOf(run, frame, turn, call.id), run.signal);
+      if (!found) {
         open.push(call);
         continue;
       }
       run.tally.attempts++;
-      answerFromLedger(turn, call, entry);
+      answerFromLedger(turn, call, found);
+      this.#approvals.settledElsewhere(run, frame, call.id);
     }
     const limits = await limitsOf(this.#settings, run.tenant);
     const view = route.viewOf(this.#settings, run, frame, limits);
@@ -388,7 +390,7 @@ export class AgentRunner {
       closeTurn(frame, turn, 'the run ended before this call ran');
       return outcome;
     }
-    await this.#settings.store.record(ledgerKeyOf(run, frame, turn, call.id), {
+    await this.#settings.ledger.record(ledgerKeyOf(run, frame, turn, call.id), {
       content: outcome.text,
       isError: false,
     });

@@ -7,6 +7,9 @@ import type { ToolNotPermittedError } from '../errors.js';
 import type { ToolCallInput } from '../formats/index.js';
 import type { PermissionRequest } from '../permissions/handler.js';
 import type { JsonSchema } from '../schema.js';
+import type { BudgetCap } from '../contracts/stores.js';
+
+export type { BudgetCap };
 
 /**
  * An agent: a name, the tools it declares (the agent layer of the allowlist) and, optionally, peer agents
@@ -280,9 +283,6 @@ export interface RunTally {
 
 /** How a run ended. */
 export type RunStatus = 'completed' | 'failed' | 'budget_exceeded' | 'refusal_loop' | 'paused';
-
-/** The cap a `budget_exceeded` run hit. */
-export type BudgetCap = 'maxIterations' | 'maxToolCalls' | 'maxCost';
 
 /** Fields every run result has. */
 export interface RunResultBase extends RunTally {

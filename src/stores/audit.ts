@@ -94,23 +94,62 @@ export async function writeAudit(sink: AuditSink, record: AuditRecord): Promise<
 export interface AuditRegistryOptions {
   /** Recorded as the records' `route`. @default 'registry' */
   readonly route?: string;
+  /**
+   * At most this many writes wait for the sink at once; a Decision announced while that many wait is not
+   * recorded, and a `TOOLGATE_AUDIT` warning says so (a sink slower than the calls cannot grow the process
+   * without bound). @default 10_000
+   */
+  readonly maxPending?: number;
+}
+
+/** What {@link auditRegistry} returns: call it to stop recording; `flush` / `close` wait for the writes. */
+export interface AuditSubscription {
+  /** Stops recording (writes already handed to the sink go on). */
+  (): void;
+  /** Resolves when every write handed to the sink so far has ended (written, or reported as failed). */
+  flush(): Promise<void>;
+  /** Stops recording, then flushes. */
+  close(): Promise<void>;
 }
 
 /**
- * Writes every Decision a registry announces (its `tool_decided` events: every route through it) to `sink`.
- * Returns the unsubscribe function. The caller is not part of a Decision: routes that know it (the gateway)
- * write their own records.
+ * Writes every Decision a registry announces (its `tool_decided` events: every route through it) to `sink`,
+ * in the order they are announced (a sink that writes asynchronously must keep that order, as the
+ * PostgreSQL sink does). The write is not awaited by the call: a decision never waits for its record. Returns
+ * the unsubscribe function, with `flush()` and `close()` to wait for the writes before a process exits. The
+ * caller is not part of a Decision: routes that know it (the gateway) write their own records.
  *
  * @example
- * const stop = auditRegistry(registry, fanOut(new JsonlAuditSink('audit.jsonl'), otelAuditSink()));
+ * const audit = auditRegistry(registry, fanOut(new JsonlAuditSink('audit.jsonl'), otelAuditSink()));
+ * // … on shutdown:
+ * await audit.close();
  */
-export function auditRegistry(registry: ToolRegistry, sink: AuditSink, options: AuditRegistryOptions = {}): () => void {
+export function auditRegistry(
+  registry: ToolRegistry,
+  sink: AuditSink,
+  options: AuditRegistryOptions = {},
+): AuditSubscription {
   if (typeof sink !== 'object' || sink === null || typeof sink.write !== 'function')
     throw new TypeError(`auditRegistry expects an AuditSink, got ${describe(sink)}`);
   const route = options.route ?? 'registry';
-  return registry.onChange((event) => {
+  const maxPending = options.maxPending ?? 10_000;
+  if (typeof maxPending !== 'number' || !Number.isInteger(maxPending) || maxPending < 1)
+    throw new TypeError(`auditRegistry option "maxPending" must be a whole number >= 1, got ${describe(maxPending)}`);
+  const pending = new Set<Promise<void>>();
+  let dropped = 0;
+  const stop = registry.onChange((event) => {
     if (event.type !== 'tool_decided') return;
-    void writeAudit(sink, {
+    if (pending.size >= maxPending) {
+      dropped++;
+      // One warning per power of two dropped, so a long outage does not flood the log.
+      if ((dropped & (dropped - 1)) === 0)
+        process.emitWarning(
+          `toolgate: ${dropped} audit record(s) dropped: ${maxPending} writes are waiting for the sink (call ${event.decision.callId})`,
+          { code: 'TOOLGATE_AUDIT' },
+        );
+      return;
+    }
+    const write = writeAudit(sink, {
       time: new Date().toISOString(),
       route,
       caller: null,
@@ -118,5 +157,17 @@ export function auditRegistry(registry: ToolRegistry, sink: AuditSink, options: 
       decision: event.decision,
       status: null,
     });
+    pending.add(write);
+    void write.then(() => pending.delete(write));
+  });
+  const flush = async (): Promise<void> => {
+    while (pending.size > 0) await Promise.all([...pending]);
+  };
+  return Object.assign(() => stop(), {
+    flush,
+    close: async () => {
+      stop();
+      await flush();
+    },
   });
 }

@@ -10,14 +10,13 @@ export {
   MemoryLedger,
   MemoryNonceStore,
   MemoryRememberStore,
+  MemoryStores,
   MemoryTallyStore,
   memoryStores,
 } from './memory.js';
-export type { MemoryStoreOptions, MemoryStores } from './memory.js';
+export type { MemoryStoreOptions } from './memory.js';
 export { JsonlAuditSink, queryJsonl, fanOut, writeAudit, auditRegistry } from './audit.js';
-export type { AuditRegistryOptions } from './audit.js';
-export { runnerStore } from './runner-store.js';
-export type { RunnerStoreOptions } from './runner-store.js';
+export type { AuditRegistryOptions, AuditSubscription } from './audit.js';
 export { Limiter, parseWindow } from '../limits/limiter.js';
 export type {
   LimitCounter,
@@ -51,5 +50,6 @@ export type {
   RememberScope,
   RememberStore,
   RememberedAnswer,
+  Stores,
   TallyStore,
 } from './types.js';

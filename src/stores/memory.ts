@@ -14,6 +14,7 @@ import {
   rememberedRow,
   requireKey,
   requireNumber,
+  charged,
   reservationOf,
   retryAfter,
   statusAt,
@@ -38,8 +39,10 @@ import type {
   RememberStore,
   RememberedAnswer,
   TallyStore,
+  RunCaps,
+  RunSpend,
+  SpendVerdict,
 } from './types.js';
-import { charged, type RunCaps, type RunSpend, type SpendVerdict } from '../runner/approval-store.js';
 
 /** Options of the in-memory stores. */
 export interface MemoryStoreOptions {
@@ -203,6 +206,13 @@ export class MemoryLedger implements Ledger {
     return true;
   }
 
+  async release(key: string, owner: string): Promise<boolean> {
+    const row = this.#rows.get(key);
+    if (!row || row.owner !== owner || row.recordedAt !== null) return false;
+    this.#rows.delete(key);
+    return true;
+  }
+
   async inspect(key: string): Promise<LedgerEntry | undefined> {
     return this.#rows.get(key);
   }
@@ -234,6 +244,7 @@ function undo(w: Window, cost: number): void {
 
 /** Sliding-window counters in a Map. */
 export class MemoryCounterStore implements CounterStore {
+  readonly name = 'memory (this process)';
   readonly #windows = new Map<string, Window>();
   readonly #now: () => number;
 
@@ -296,8 +307,16 @@ export class MemoryAuditSink implements AuditSink, AuditReader {
   }
 }
 
-/** Every in-memory store, sharing one clock. */
-export interface MemoryStores {
+/**
+ * Every in-memory store of one process, sharing one clock: what the AgentRunner, the gateway and the inbox
+ * take by default. Pass the same instance to the runners (and the inbox) of a process so a run paused by one
+ * resumes on another. (`InMemoryApprovalStore` in `toolgate/runner` is this class under its 0.1 name.)
+ *
+ * @example
+ * const stores = memoryStores();
+ * const limiter = new Limiter({ counters: stores.counters, limits: [{ name: 'refunds', per: ['caller'], tools: ['refund'], max: 5, window: '1h' }] });
+ */
+export class MemoryStores {
   readonly approvals: MemoryApprovalStore;
   readonly nonces: MemoryNonceStore;
   readonly remembered: MemoryRememberStore;
@@ -305,23 +324,19 @@ export interface MemoryStores {
   readonly counters: MemoryCounterStore;
   readonly tallies: MemoryTallyStore;
   readonly audit: MemoryAuditSink;
+
+  constructor(options?: MemoryStoreOptions) {
+    this.approvals = new MemoryApprovalStore(options);
+    this.nonces = new MemoryNonceStore(options);
+    this.remembered = new MemoryRememberStore(options);
+    this.ledger = new MemoryLedger(options);
+    this.counters = new MemoryCounterStore(options);
+    this.tallies = new MemoryTallyStore();
+    this.audit = new MemoryAuditSink();
+  }
 }
 
-/**
- * The default stores of one process.
- *
- * @example
- * const stores = memoryStores();
- * const limiter = new Limiter({ counters: stores.counters, limits: [{ name: 'refunds', per: ['caller'], tools: ['refund'], max: 5, window: '1h' }] });
- */
+/** The default stores of one process: `new MemoryStores(options)`. */
 export function memoryStores(options?: MemoryStoreOptions): MemoryStores {
-  return {
-    approvals: new MemoryApprovalStore(options),
-    nonces: new MemoryNonceStore(options),
-    remembered: new MemoryRememberStore(options),
-    ledger: new MemoryLedger(options),
-    counters: new MemoryCounterStore(options),
-    tallies: new MemoryTallyStore(),
-    audit: new MemoryAuditSink(),
-  };
+  return new MemoryStores(options);
 }

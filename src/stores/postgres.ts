@@ -1,6 +1,6 @@
 /**
  * `toolgate/postgres`: pending approvals (with LISTEN/NOTIFY for a live inbox), remembered answers, single-use
- * nonces, the execution ledger and the audit trail in PostgreSQL (`pg`, an optional peer; the root entry never
+ * nonces, the execution ledger, counters and the audit trail in PostgreSQL (`pg`, an optional peer; the root entry never
  * imports this file). Every check-and-write is one statement (`INSERT … ON CONFLICT`, a guarded `UPDATE`), so
  * it is atomic across any number of workers without locks of our own; times come from the server's clock, so
  * workers' clocks do not matter. The schema is created by {@link PostgresStores.migrate}, on request.
@@ -11,6 +11,7 @@ import { describe } from '../names.js';
 import {
   auditBounds,
   checkAnswer,
+  checkCharges,
   checkPending,
   ledgerEntryOf,
   outcomeRow,
@@ -20,6 +21,7 @@ import {
   requireIdentifier,
   requireKey,
   requireNumber,
+  charged,
   reservationOf,
 } from './shared.js';
 
@@ -30,6 +32,9 @@ import type {
   AuditReader,
   AuditRecord,
   AuditSink,
+  CounterCharge,
+  CounterStore,
+  CounterVerdict,
   Ledger,
   LedgerEntry,
   LedgerOutcome,
@@ -40,8 +45,10 @@ import type {
   RememberStore,
   RememberedAnswer,
   TallyStore,
+  RunCaps,
+  RunSpend,
+  SpendVerdict,
 } from './types.js';
-import { charged, type RunCaps, type RunSpend, type SpendVerdict } from '../runner/approval-store.js';
 
 /** Options of {@link PostgresStores}. */
 export interface PostgresStoresOptions {
@@ -55,6 +62,22 @@ export interface PostgresStoresOptions {
   readonly connectionTimeoutMs?: number;
   /** How long one statement may take before it fails (closed). @default 10_000 */
   readonly statementTimeoutMs?: number;
+  /**
+   * At most this many audit records wait to be written; a record written while the queue is full is dropped
+   * and reported (a `TOOLGATE_AUDIT` warning through `auditRegistry`). @default 10_000
+   */
+  readonly auditQueueLimit?: number;
+}
+
+/**
+ * The PostgreSQL audit trail: `write` queues a record and resolves once it is committed. Records are written
+ * in the order `write` was called, in batches (one INSERT in flight at a time, the next gathering meanwhile),
+ * so one worker's records are inserted in order and a write never waits for a round trip per record ahead.
+ */
+export interface PostgresAuditSink extends AuditSink, AuditReader {
+  write(record: AuditRecord): Promise<void>;
+  /** Resolves when every record queued so far is committed (or has failed). */
+  flush(): Promise<void>;
 }
 
 /** The server's clock in epoch ms, in SQL. */
@@ -91,13 +114,112 @@ export const POSTGRES_MIGRATIONS: readonly { readonly version: number; sql(s: st
         attempts double precision NOT NULL, cost double precision NOT NULL);
     `,
   },
+  { version: 3, sql: (s: string) => COUNTERS_SQL(s) },
 ]);
+
+/**
+ * Counters (migration 3): a sliding-window log per key — one row per charge in `counter_events`, the running
+ * total and the time the last window ends in `counters` — and `consume_counters`, which charges a whole set
+ * in one statement (a function call: one round trip, one transaction). It locks the counters' rows in key
+ * order (so two workers never deadlock), and each statement after the lock reads what the worker it waited
+ * for committed (READ COMMITTED takes a snapshot per statement in a volatile function): of N workers racing
+ * for the last slot exactly one gets it. Then it drops the expired charges of each key, checks every charge
+ * (two on one key must fit together) and adds all of them or none. Times are the server's clock. Now and then
+ * (one call in a thousand) it also deletes up to 100 keys whose last window has passed, with their log.
+ * Returns `allowed`, the 0-based index of the charge that did not fit (-1), the ms until it could (-1: never)
+ * and the totals (after the charge when allowed; as they stand when refused).
+ */
+const COUNTERS_SQL = (s: string): string => `
+  CREATE TABLE ${s}.counters (key text PRIMARY KEY, total double precision NOT NULL DEFAULT 0,
+    until bigint NOT NULL DEFAULT 0);
+  CREATE INDEX counters_until ON ${s}.counters (until);
+  CREATE TABLE ${s}.counter_events (key text NOT NULL, at bigint NOT NULL, cost double precision NOT NULL);
+  CREATE INDEX counter_events_key_at ON ${s}.counter_events (key, at);
+  CREATE FUNCTION ${s}.consume_counters(keys text[], costs double precision[], limits double precision[],
+      windows bigint[], OUT allowed boolean, OUT refused integer, OUT retry_ms bigint, OUT used double precision[])
+  LANGUAGE plpgsql AS $fn$
+  DECLARE
+    now_ms bigint := (extract(epoch from clock_timestamp()) * 1000)::bigint;
+    n integer := coalesce(array_length(keys, 1), 0);
+    distinct_keys integer;
+    locked integer;
+    base double precision[] := array_fill(0::double precision, ARRAY[n]);
+    pending double precision[] := array_fill(0::double precision, ARRAY[n]);
+    head integer;
+    t double precision;
+    need double precision;
+    freed double precision;
+    e record;
+  BEGIN
+    used := '{}';
+    SELECT count(DISTINCT k) INTO distinct_keys FROM unnest(keys) k;
+    -- The rows exist, then are locked in key order. A row deleted by the sweep meanwhile is made again.
+    LOOP
+      INSERT INTO ${s}.counters (key) SELECT DISTINCT k FROM unnest(keys) k ORDER BY 1 ON CONFLICT (key) DO NOTHING;
+      SELECT count(*) INTO locked FROM (SELECT 1 FROM ${s}.counters WHERE key = ANY (keys) ORDER BY key FOR UPDATE) l;
+      EXIT WHEN locked = distinct_keys;
+    END LOOP;
+    FOR i IN 1..n LOOP
+      head := array_position(keys, keys[i]);
+      IF head = i THEN
+        WITH gone AS (DELETE FROM ${s}.counter_events WHERE key = keys[i] AND at <= now_ms - windows[i] RETURNING cost)
+        UPDATE ${s}.counters SET total = total - coalesce((SELECT sum(cost) FROM gone), 0) WHERE key = keys[i]
+          RETURNING total INTO t;
+        -- An empty log is a total of 0 exactly (no drift of summed fractions).
+        IF t <> 0 AND NOT EXISTS (SELECT 1 FROM ${s}.counter_events WHERE key = keys[i]) THEN
+          UPDATE ${s}.counters SET total = 0 WHERE key = keys[i];
+          t := 0;
+        END IF;
+        base[i] := greatest(t, 0);
+      END IF;
+      t := base[head] + pending[head];
+      IF t + costs[i] > limits[i] THEN
+        allowed := false;
+        refused := i - 1;
+        retry_ms := -1;
+        IF costs[i] <= limits[i] THEN
+          need := t + costs[i] - limits[i];
+          freed := 0;
+          FOR e IN SELECT at, cost FROM ${s}.counter_events WHERE key = keys[i] ORDER BY at LOOP
+            freed := freed + e.cost;
+            IF freed >= need THEN
+              retry_ms := greatest(1, e.at + windows[i] - now_ms + 1);
+              EXIT;
+            END IF;
+          END LOOP;
+        END IF;
+        FOR j IN 1..i LOOP
+          used := used || (base[array_position(keys, keys[j])]);
+        END LOOP;
+        RETURN;
+      END IF;
+      pending[head] := pending[head] + costs[i];
+      used := used || (t + costs[i]);
+    END LOOP;
+    INSERT INTO ${s}.counter_events (key, at, cost)
+      SELECT k, now_ms, c FROM unnest(keys, costs) AS u(k, c) WHERE c > 0;
+    UPDATE ${s}.counters c SET total = c.total + x.add, until = greatest(c.until, now_ms + x.w)
+      FROM (SELECT k, sum(cost) AS add, max(w) AS w FROM unnest(keys, costs, windows) AS u(k, cost, w) GROUP BY k) x
+      WHERE c.key = x.k;
+    allowed := true;
+    refused := -1;
+    retry_ms := 0;
+    IF random() < 0.001 THEN
+      WITH dead AS (
+        DELETE FROM ${s}.counters WHERE key IN (
+          SELECT key FROM ${s}.counters WHERE until < now_ms AND NOT (key = ANY (keys)) LIMIT 100 FOR UPDATE SKIP LOCKED)
+        RETURNING key)
+      DELETE FROM ${s}.counter_events ev USING dead WHERE ev.key = dead.key;
+    END IF;
+  END
+  $fn$;
+`;
 
 type Row = Record<string, unknown>;
 
 /**
- * The PostgreSQL stores: `approvals`, `nonces`, `remembered`, `ledger`, `tallies`, `audit`. Counters live in Redis
- * (`toolgate/redis`).
+ * The PostgreSQL stores: `approvals`, `nonces`, `remembered`, `ledger`, `tallies`, `counters`, `audit`: a deployment
+ * with PostgreSQL alone shares everything, limits included (Redis's counters are the faster choice).
  *
  * @example
  * import { PostgresStores } from 'toolgate/postgres';
@@ -110,12 +232,15 @@ export class PostgresStores {
   readonly remembered: RememberStore;
   readonly ledger: Ledger;
   readonly tallies: TallyStore;
-  readonly audit: AuditSink & AuditReader;
+  /** Counters over sliding windows: exact, the server's clock, one statement per charge (see migration 3). */
+  readonly counters: CounterStore;
+  readonly audit: PostgresAuditSink;
   /** The schema, as given. */
   readonly schema: string;
   readonly #pool: pg.Pool;
   readonly #owned: boolean;
   readonly #s: string;
+  readonly #audit: AuditQueue;
 
   constructor(options: PostgresStoresOptions = {}) {
     if (typeof options !== 'object' || options === null)
@@ -126,6 +251,8 @@ export class PostgresStores {
     requireNumber(connectMs, 'PostgresStores option "connectionTimeoutMs"', 1);
     const statementMs = options.statementTimeoutMs ?? 10_000;
     requireNumber(statementMs, 'PostgresStores option "statementTimeoutMs"', 1);
+    const auditQueue = options.auditQueueLimit ?? 10_000;
+    requireNumber(auditQueue, 'PostgresStores option "auditQueueLimit"', 1);
     if (options.connectionString !== undefined && typeof options.connectionString !== 'string')
       throw new TypeError(
         `PostgresStores option "connectionString" must be a string, got ${describe(options.connectionString)}`,
@@ -207,9 +334,40 @@ export class PostgresStores {
         );
         return r.rowCount === 1;
       },
+      async release(key: string, owner: string): Promise<boolean> {
+        const r = await q(`DELETE FROM ${s}.calls WHERE key = $1 AND owner = $2 AND recorded_at IS NULL`, [key, owner]);
+        return r.rowCount === 1;
+      },
       async inspect(key: string): Promise<LedgerEntry | undefined> {
         const r = await q(`SELECT * FROM ${s}.calls WHERE key = $1`, [key]);
         return r.rows[0] ? ledgerEntryOf(r.rows[0]) : undefined;
+      },
+    };
+    this.counters = {
+      name: `postgres ${serverOf(options.connectionString, this.#pool)} schema ${JSON.stringify(schema)}`,
+      async consume(charges: readonly CounterCharge[]): Promise<CounterVerdict> {
+        checkCharges(charges);
+        const r = await q(`SELECT allowed, refused, retry_ms, used FROM ${s}.consume_counters($1, $2, $3, $4)`, [
+          charges.map((c) => c.key),
+          charges.map((c) => c.cost),
+          charges.map((c) => c.limit),
+          charges.map((c) => Math.ceil(c.windowMs)),
+        ]);
+        const row = r.rows[0];
+        if (!row) throw new Error('the counter function returned no row');
+        const used = (row['used'] as number[]).map(Number);
+        if (row['allowed'] === true) return { allowed: true, used };
+        const retry = Number(row['retry_ms']);
+        return { allowed: false, used, index: Number(row['refused']), retryAfterMs: retry < 0 ? null : retry };
+      },
+      async peek(key: string, windowMs: number): Promise<number> {
+        requireKey(key, 'key');
+        requireNumber(windowMs, 'windowMs', 1);
+        const r = await q(
+          `SELECT coalesce(sum(cost), 0) AS total FROM ${s}.counter_events WHERE key = $1 AND at > ${NOW} - $2`,
+          [key, Math.ceil(windowMs)],
+        );
+        return Number(r.rows[0]?.['total'] ?? 0);
       },
     };
     const pool = this.#pool;
@@ -247,14 +405,20 @@ export class PostgresStores {
         }
       },
     };
+    this.#audit = new AuditQueue(async (records) => {
+      await q(
+        `INSERT INTO ${s}.audit (at, tenant, caller, tool, effect, stage, record)
+           SELECT at, tenant, caller, tool, effect, stage, record
+           FROM unnest($1::timestamptz[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::jsonb[])
+             WITH ORDINALITY AS u(at, tenant, caller, tool, effect, stage, record, n)
+           ORDER BY n`,
+        columnsOf(records),
+      );
+    }, auditQueue);
+    const queue = this.#audit;
     this.audit = {
-      async write(record: AuditRecord): Promise<void> {
-        const d = record.decision;
-        await q(
-          `INSERT INTO ${s}.audit (at, tenant, caller, tool, effect, stage, record) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-          [record.time, d.tenant, record.caller, d.canonical, d.effect, d.stage, JSON.stringify(record)],
-        );
-      },
+      write: (record: AuditRecord): Promise<void> => queue.write(record),
+      flush: (): Promise<void> => queue.flush(),
       async query(query?: AuditQuery): Promise<AuditRecord[]> {
         const b = auditBounds(query);
         const where: string[] = [];
@@ -271,8 +435,10 @@ export class PostgresStores {
         add('at', '>=', b.since === undefined ? undefined : new Date(b.since).toISOString());
         add('at', '<', b.until === undefined ? undefined : new Date(b.until).toISOString());
         values.push(b.limit);
+        // The newest by the decision's time (then by insertion, which one worker's queue keeps in its order).
         const r = await q(
-          `SELECT record FROM ${s}.audit${where.length ? ` WHERE ${where.join(' AND ')}` : ''} ORDER BY id DESC LIMIT $${values.length}`,
+          `SELECT record FROM ${s}.audit${where.length ? ` WHERE ${where.join(' AND ')}` : ''}
+           ORDER BY at DESC, id DESC LIMIT $${values.length}`,
           values,
         );
         return r.rows.reverse().map((row) => row['record'] as AuditRecord);
@@ -320,10 +486,118 @@ export class PostgresStores {
     await this.#pool.query(`DROP SCHEMA IF EXISTS ${this.#s} CASCADE`);
   }
 
-  /** Ends the pool when the stores created it. */
+  /**
+   * Writes the audit records still queued (and refuses new ones), then ends the pool when the stores created
+   * it. Call it before the process exits: a record still queued at a crash is lost (docs/stores.md).
+   */
   async close(): Promise<void> {
+    await this.#audit.close();
     if (this.#owned) await this.#pool.end();
   }
+}
+
+/** The most records one INSERT of the audit queue writes. */
+const AUDIT_BATCH = 500;
+
+interface QueuedRecord {
+  readonly record: AuditRecord;
+  readonly json: string;
+  readonly done: () => void;
+  readonly failed: (error: unknown) => void;
+}
+
+/** The audit's write queue: bounded, written in order by one batch at a time, drained by `close`. */
+class AuditQueue {
+  readonly #insert: (records: readonly QueuedRecord[]) => Promise<void>;
+  readonly #limit: number;
+  #queued: QueuedRecord[] = [];
+  #draining: Promise<void> | null = null;
+  #closed = false;
+
+  constructor(insert: (records: readonly QueuedRecord[]) => Promise<void>, limit: number) {
+    this.#insert = insert;
+    this.#limit = limit;
+  }
+
+  write(record: AuditRecord): Promise<void> {
+    if (this.#closed)
+      return Promise.reject(new Error('the PostgreSQL audit sink is closed: the record is not written'));
+    let json: string;
+    try {
+      // Checked now, so that one bad record cannot fail the batch it would be written with.
+      if (typeof record?.decision !== 'object' || record.decision === null)
+        throw new TypeError(`"decision" is ${describe(record?.decision)}`);
+      if (!Number.isFinite(Date.parse(record.time))) throw new TypeError(`"time" is ${describe(record.time)}`);
+      json = JSON.stringify(record);
+    } catch (error) {
+      return Promise.reject(
+        new TypeError(
+          `an audit record that cannot be written: ${error instanceof Error ? error.message : String(error)}`,
+        ),
+      );
+    }
+    if (this.#queued.length >= this.#limit)
+      return Promise.reject(
+        new Error(`the PostgreSQL audit queue is full (${this.#limit} records waiting): the record is dropped`),
+      );
+    return new Promise<void>((done, failed) => {
+      this.#queued.push({ record, json, done, failed });
+      // Started a microtask later, so that the records of one synchronous burst share the first batch.
+      this.#draining ??= Promise.resolve().then(() => this.#drain());
+    });
+  }
+
+  async flush(): Promise<void> {
+    while (this.#draining) await this.#draining;
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    await this.flush();
+  }
+
+  async #drain(): Promise<void> {
+    while (this.#queued.length > 0) {
+      const batch = this.#queued.splice(0, AUDIT_BATCH);
+      try {
+        await this.#insert(batch);
+        for (const r of batch) r.done();
+      } catch (error) {
+        for (const r of batch) r.failed(error);
+      }
+    }
+    this.#draining = null;
+  }
+}
+
+/** The columns of a batch of audit records, as the arrays the INSERT unnests. */
+function columnsOf(batch: readonly QueuedRecord[]): unknown[][] {
+  const columns: unknown[][] = [[], [], [], [], [], [], []];
+  for (const { record, json } of batch) {
+    const d = record.decision;
+    columns[0]!.push(record.time);
+    columns[1]!.push(d.tenant);
+    columns[2]!.push(record.caller);
+    columns[3]!.push(d.canonical);
+    columns[4]!.push(d.effect);
+    columns[5]!.push(d.stage);
+    columns[6]!.push(json);
+  }
+  return columns;
+}
+
+/** Where the pool connects, for messages: host, port and database, never a user or password. */
+function serverOf(connectionString: string | undefined, pool: pg.Pool): string {
+  if (connectionString !== undefined) {
+    try {
+      const url = new URL(connectionString);
+      return `${url.host || 'localhost'}${url.pathname.length > 1 ? url.pathname : ''}`;
+    } catch {
+      return '(connection string)';
+    }
+  }
+  const o = pool.options;
+  return `${o.host ?? process.env['PGHOST'] ?? 'localhost'}:${o.port ?? process.env['PGPORT'] ?? 5432}`;
 }
 
 function approvalsIn(

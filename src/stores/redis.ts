@@ -136,6 +136,12 @@ redis.call('HSET', KEYS[1], 'outcome', ARGV[2], 'recordedAt', now)
 return 1
 `;
 
+const RELEASE = `
+if redis.call('HGET', KEYS[1], 'owner') ~= ARGV[1] or redis.call('HEXISTS', KEYS[1], 'recordedAt') == 1 then return 0 end
+redis.call('DEL', KEYS[1])
+return 1
+`;
+
 /**
  * Waits (at most the connect timeout) for a client that is connecting: without the offline queue a command
  * sent before the connection is ready would fail although the server is up. One that stays down rejects.
@@ -188,6 +194,7 @@ const scripts = {
   peek: new Script(PEEK),
   reserve: new Script(RESERVE),
   record: new Script(RECORD),
+  release: new Script(RELEASE),
 };
 
 /**
@@ -233,6 +240,7 @@ export class RedisStores {
     const key = (kind: string, name: string): string => `${prefix}:${kind}:${name}`;
 
     this.counters = {
+      name: `redis ${client.options.host ?? '?'}:${client.options.port ?? '?'} prefix ${JSON.stringify(prefix)}`,
       async consume(charges: readonly CounterCharge[]): Promise<CounterVerdict> {
         checkCharges(charges);
         const keys = charges.flatMap((c) => [key('c', c.key), key('ct', c.key)]);
@@ -276,6 +284,9 @@ export class RedisStores {
       async record(name: string, owner: string, outcome: LedgerOutcome): Promise<boolean> {
         const value = JSON.stringify(outcomeRow(outcome));
         return (await scripts.record.run(client, [key('l', name)], [owner, value])) === 1;
+      },
+      async release(name: string, owner: string): Promise<boolean> {
+        return (await scripts.release.run(client, [key('l', name)], [owner])) === 1;
       },
       async inspect(name: string): Promise<LedgerEntry | undefined> {
         await ready(client);

@@ -14,6 +14,9 @@ import type {
   PendingRecord,
   PendingStatus,
   RememberedAnswer,
+  BudgetCap,
+  RunCaps,
+  RunSpend,
 } from './types.js';
 
 /** Throws a TypeError naming `what` unless `value` is a non-empty string. */
@@ -244,4 +247,32 @@ export function ledgerEntryOf(row: Row): LedgerEntry {
     outcome: recordedAt === null ? null : readOutcome(row['outcome']),
     recordedAt,
   });
+}
+
+/**
+ * A run's tally after charging `add` to `stored` (raised to `floor` first), or the cap the charge would pass
+ * (then nothing is charged): the one rule of every TallyStore. A charge of a call (`attempts` > 0) is checked
+ * against `maxToolCalls` and `maxCost`, a charge of a model turn (`iterations` > 0) against `maxIterations`.
+ */
+export function charged(
+  stored: RunSpend | undefined,
+  add: RunSpend,
+  caps: RunCaps,
+  floor: RunSpend,
+): { readonly total: RunSpend; readonly cap: BudgetCap | null } {
+  const base: RunSpend = {
+    iterations: Math.max(stored?.iterations ?? 0, floor.iterations),
+    attempts: Math.max(stored?.attempts ?? 0, floor.attempts),
+    cost: Math.max(stored?.cost ?? 0, floor.cost),
+  };
+  const next: RunSpend = {
+    iterations: base.iterations + add.iterations,
+    attempts: base.attempts + add.attempts,
+    cost: base.cost + add.cost,
+  };
+  let cap: BudgetCap | null = null;
+  if (add.iterations > 0 && next.iterations > caps.maxIterations) cap = 'maxIterations';
+  else if (add.attempts > 0 && next.attempts > caps.maxToolCalls) cap = 'maxToolCalls';
+  else if (add.attempts > 0 && next.cost > caps.maxCost) cap = 'maxCost';
+  return { total: cap === null ? next : base, cap };
 }

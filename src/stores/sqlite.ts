@@ -19,6 +19,7 @@ import {
   requireIdentifier,
   requireKey,
   requireNumber,
+  charged,
   reservationOf,
   retryAfter,
 } from './shared.js';
@@ -42,12 +43,12 @@ import type {
   RememberStore,
   RememberedAnswer,
   TallyStore,
+  RunCaps,
+  RunSpend,
+  SpendVerdict,
 } from './types.js';
-import { charged, type RunCaps, type RunSpend, type SpendVerdict } from '../runner/approval-store.js';
 
-export { SqliteApprovalStore, type SqliteApprovalStoreOptions } from '../runner/stores/sqlite.js';
-
-/** Options of {@link SqliteStores}. */
+/** Options of {@link SqliteStores} (`SqliteApprovalStoreOptions` is its 0.1 name). */
 export interface SqliteStoresOptions {
   /** The database file (created if missing), or ':memory:'. Ignored when `database` is given. @default ':memory:' */
   readonly filename?: string;
@@ -124,7 +125,7 @@ export class SqliteStores {
     this.nonces = noncesIn(db, t('used_nonces'), now);
     this.remembered = rememberedIn(db, t('remembered'), now);
     this.ledger = ledgerIn(db, t('calls'), now);
-    this.counters = countersIn(db, t('counter_events'), now);
+    this.counters = countersIn(db, t('counter_events'), now, `sqlite ${db.name} table ${t('counter_events')}`);
     this.tallies = talliesIn(db, t('run_tallies'));
     this.audit = auditIn(db, t('audit'));
   }
@@ -245,6 +246,7 @@ function ledgerIn(db: Database.Database, table: string, now: () => number): Ledg
   const record = db.prepare(
     `UPDATE ${table} SET outcome = ?, recorded_at = ? WHERE key = ? AND owner = ? AND recorded_at IS NULL`,
   );
+  const release = db.prepare(`DELETE FROM ${table} WHERE key = ? AND owner = ? AND recorded_at IS NULL`);
   const entry = (key: string): LedgerEntry | undefined => {
     const row = select.get(key) as Row | undefined;
     return row && ledgerEntryOf(row);
@@ -263,13 +265,16 @@ function ledgerIn(db: Database.Database, table: string, now: () => number): Ledg
     async record(key: string, owner: string, outcome: LedgerOutcome): Promise<boolean> {
       return record.run(JSON.stringify(outcomeRow(outcome)), now(), key, owner).changes === 1;
     },
+    async release(key: string, owner: string): Promise<boolean> {
+      return release.run(key, owner).changes === 1;
+    },
     async inspect(key: string): Promise<LedgerEntry | undefined> {
       return entry(key);
     },
   };
 }
 
-function countersIn(db: Database.Database, table: string, now: () => number): CounterStore {
+function countersIn(db: Database.Database, table: string, now: () => number, name: string): CounterStore {
   const expire = db.prepare(`DELETE FROM ${table} WHERE key = ? AND at <= ?`);
   const entries = db.prepare(`SELECT at, cost FROM ${table} WHERE key = ? AND at > ? ORDER BY at`);
   const insert = db.prepare(`INSERT INTO ${table} (key, at, cost) VALUES (?, ?, ?)`);
@@ -294,6 +299,7 @@ function countersIn(db: Database.Database, table: string, now: () => number): Co
     return { allowed: true, used };
   });
   return {
+    name,
     async consume(charges: readonly CounterCharge[]): Promise<CounterVerdict> {
       checkCharges(charges);
       try {
@@ -363,9 +369,12 @@ function auditIn(db: Database.Database, table: string): AuditSink & AuditReader 
       add('effect = ?', q.effect);
       add('at >= ?', q.since);
       add('at < ?', q.until);
-      const sql = `SELECT record FROM ${table}${where.length ? ` WHERE ${where.join(' AND ')}` : ''} ORDER BY id DESC LIMIT ?`;
+      const sql = `SELECT record FROM ${table}${where.length ? ` WHERE ${where.join(' AND ')}` : ''} ORDER BY at DESC, id DESC LIMIT ?`;
       const rows = db.prepare(sql).all(...params, q.limit) as { record: string }[];
       return rows.reverse().map((r) => JSON.parse(r.record) as AuditRecord);
     },
   };
 }
+
+// The 0.1 names of the runner's SQLite store: the runner takes these stores now (`AgentRunner({ stores })`).
+export { SqliteStores as SqliteApprovalStore, type SqliteStoresOptions as SqliteApprovalStoreOptions };

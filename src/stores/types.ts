@@ -1,16 +1,9 @@
 /**
- * The stores: what the gate keeps that must outlive one process or be shared by many workers. Decisions stay
- * local and stateless; exactly these things are shared — pending approvals and their answers, single-use
- * nonces, remembered answers, the execution ledger, counters with windows, and the audit trail.
- *
- * Every method may reject (a server is down, a row is unreadable). Whoever asked a store on a call's behalf
- * treats a rejection as a refusal of that call: it does not run (fail closed). No implementation is imported
- * by the root entry: memory lives in `stores/memory.ts`, the servers in the `toolgate/sqlite`,
+ * The stores' types, as `toolgate/stores` publishes them. Every store interface is declared once, in
+ * `src/contracts/stores.ts` (the bottom of the import graph); this file re-exports them. No implementation is
+ * imported by the root entry: memory lives in `stores/memory.ts`, the servers in the `toolgate/sqlite`,
  * `toolgate/postgres` and `toolgate/redis` subpaths.
  */
-import type { Decision } from '../decision.js';
-import type { RunCaps, RunSpend, SpendVerdict } from '../runner/approval-store.js';
-
 // The approval model's shapes are the gate's own (a type-only import: the stores load nothing of the gate).
 import type { Answer, ApprovalBinding, ApprovalRequest, RememberScope } from '../gate/approval.js';
 export type { Answer, ApprovalBinding, ApprovalRequest, RememberScope };
@@ -59,161 +52,35 @@ export interface ApprovalStore {
   watch?(listener: (id: string) => void): () => void;
 }
 
-// ── nonces and remembered answers ──
+export type {
+  AuditQuery,
+  AuditReader,
+  AuditRecord,
+  AuditSink,
+  BudgetCap,
+  CounterCharge,
+  CounterStore,
+  CounterVerdict,
+  Ledger,
+  LedgerEntry,
+  LedgerOutcome,
+  LedgerReservation,
+  NonceStore,
+  RememberStore,
+  RememberedAnswer,
+  RunCaps,
+  RunSpend,
+  SpendVerdict,
+  TallyStore,
+} from '../contracts/stores.js';
+import type { CounterStore, Ledger, NonceStore, RememberStore, TallyStore } from '../contracts/stores.js';
 
-/** Single-use nonces: `consume` answers true the first time only, in every worker. */
-export interface NonceStore {
-  /** True the first time `nonce` is consumed; false ever after (for at least `ttlMs`). */
-  consume(nonce: string, ttlMs: number): Promise<boolean>;
-}
-
-/** A remembered answer. `mac` is its writer's HMAC over key and answer; a reader that cannot verify it ignores it. */
-export interface RememberedAnswer {
-  readonly answer: 'allow' | 'deny';
-  readonly scope: 'run' | 'session';
-  readonly mac: string;
-  readonly approver?: string;
-}
-
-/** Answers remembered for a run or a session. */
-export interface RememberStore {
-  recall(key: string): Promise<RememberedAnswer | undefined>;
-  /** Stores (or replaces) the answer under `key`; forgotten after `ttlMs` when given. */
-  remember(key: string, answer: RememberedAnswer, ttlMs?: number): Promise<void>;
-}
-
-// ── the execution ledger ──
-
-/** What a recorded call produced: enough to answer the model again without running the tool again. */
-export interface LedgerOutcome {
-  readonly content: string;
-  readonly isError: boolean;
-}
-
-/**
- * What {@link Ledger.reserve} found.
- * - `reserved`: this owner now holds the call: execute it, then `record`.
- * - `settled`: it ran before; here is what it produced. Do not run it.
- * - `held`: another owner reserved it and its lease runs until `until`: it may be running now. Do not run it.
- * - `unknown`: it was reserved and never recorded, and the lease has passed — its worker most likely died
- *   between reservation and record. Whether it ran is unknown; it is NEVER run again (the documented rule).
- */
-export type LedgerReservation =
-  | { readonly state: 'reserved' }
-  | { readonly state: 'settled'; readonly outcome: LedgerOutcome }
-  | { readonly state: 'held'; readonly owner: string; readonly until: number }
-  | { readonly state: 'unknown'; readonly owner: string; readonly since: number };
-
-/** A ledger row as it stands (see {@link Ledger.inspect}). */
-export interface LedgerEntry {
-  readonly key: string;
-  readonly owner: string;
-  /** Epoch ms (the store's clock). */
-  readonly reservedAt: number;
-  readonly leaseUntil: number;
-  readonly outcome: LedgerOutcome | null;
-  readonly recordedAt: number | null;
-}
-
-/**
- * The execution ledger: reserve → execute → record, exactly once across workers. A reservation is never
- * handed out twice for one key, so of any number of workers resuming the same call at once exactly one runs it.
- */
-export interface Ledger {
-  /** Reserves `key` for `owner` for `leaseMs`, or says why not (see {@link LedgerReservation}). */
-  reserve(key: string, owner: string, leaseMs: number): Promise<LedgerReservation>;
-  /**
-   * Records the outcome of a call `owner` reserved (also after its lease passed: the real outcome replaces
-   * "unknown"). False when `owner` does not hold `key` or it is already recorded.
-   */
-  record(key: string, owner: string, outcome: LedgerOutcome): Promise<boolean>;
-  /** The row of `key`, for operators and tests. */
-  inspect(key: string): Promise<LedgerEntry | undefined>;
-}
-
-// ── run tallies ──
-
-/**
- * A run's spend against its caps (the runner's budget), shared by every continuation of the run: `spend` is
- * atomic, raises the tally to `floor` (what the run's signed state says) first, and charges nothing when a
- * cap would be passed — so resuming one paused state on two workers cannot spend its budget twice.
- */
-export interface TallyStore {
-  spend(run: string, add: RunSpend, caps: RunCaps, floor: RunSpend): Promise<SpendVerdict>;
-}
-
-// ── counters ──
-
-/** One counter to charge: `cost` against `limit` over the last `windowMs`. */
-export interface CounterCharge {
-  readonly key: string;
-  readonly cost: number;
-  readonly limit: number;
-  readonly windowMs: number;
-}
-
-/**
- * What {@link CounterStore.consume} decided for a set of charges: all of them, or none. `used` is each
- * counter's total after the decision; on a refusal, `index` is the first charge that did not fit.
- */
-export type CounterVerdict =
-  | { readonly allowed: true; readonly used: readonly number[] }
-  | {
-      readonly allowed: false;
-      readonly used: readonly number[];
-      readonly index: number;
-      /** When enough of that window has passed for the charge to fit; null: never (its cost exceeds its limit). */
-      readonly retryAfterMs: number | null;
-    };
-
-/**
- * Counters over sliding windows (Redis Lua, SQLite transactions, memory). `consume` is atomic and
- * all-or-nothing: it adds every charge only when each counter stays within its limit, so an attempt refused
- * by one limit spends no slot of any, and of N workers racing for the last slot exactly one gets it.
- */
-export interface CounterStore {
-  consume(charges: readonly CounterCharge[]): Promise<CounterVerdict>;
-  /** The total of a window now, without consuming (for `explain`). */
-  peek(key: string, windowMs: number): Promise<number>;
-}
-
-// ── audit ──
-
-/** One audit record: a call's Decision, who asked, by which route, and how the call ended. */
-export interface AuditRecord {
-  /** ISO 8601. */
-  readonly time: string;
-  readonly route: string;
-  /** The caller's id (a token subject, a user), or null. */
-  readonly caller: string | null;
-  /** A gateway session, or null. */
-  readonly session: string | null;
-  readonly decision: Decision;
-  /** `ok`/`error`: it ran; `refused`: it did not; null: not known to the writer. */
-  readonly status: 'ok' | 'error' | 'refused' | null;
-}
-
-/** Receives every Decision. A sink that throws or rejects is reported, never allowed to change a decision. */
-export interface AuditSink {
-  write(record: AuditRecord): void | Promise<void>;
-}
-
-/** What `toolgate audit` and {@link AuditReader.query} select; every field narrows. */
-export interface AuditQuery {
-  readonly tenant?: string;
-  readonly caller?: string;
-  /** The canonical tool name. */
-  readonly tool?: string;
-  readonly effect?: 'allow' | 'deny';
-  /** ISO 8601 or epoch ms; inclusive. */
-  readonly since?: string | number;
-  /** ISO 8601 or epoch ms; exclusive. */
-  readonly until?: string | number;
-  /** At most this many records, newest last. @default 1000 */
-  readonly limit?: number;
-}
-
-/** An audit trail that can be searched. */
-export interface AuditReader {
-  query(query: AuditQuery): Promise<AuditRecord[]>;
+/** The stores one deployment shares (see the contract's `Stores`). */
+export interface Stores {
+  readonly approvals: ApprovalStore;
+  readonly nonces: NonceStore;
+  readonly remembered: RememberStore;
+  readonly ledger: Ledger;
+  readonly tallies: TallyStore;
+  readonly counters: CounterStore;
 }

@@ -17,6 +17,9 @@ const SDKS = [
   '@ai-sdk/',
   '@openai/agents',
   '@modelcontextprotocol/sdk',
+  '@modelcontextprotocol/client',
+  '@modelcontextprotocol/server',
+  '@modelcontextprotocol/core',
   'jose',
   'commander',
   // The stores' drivers (toolgate/sqlite, /postgres, /redis, /otel).

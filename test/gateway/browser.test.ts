@@ -79,10 +79,10 @@ describe('a gateway card in the inbox, in a browser', { timeout: 120_000 }, () =
     await page.goto(links[0]!);
     const card = page.locator(`article.approval.pending`);
     await card.waitFor();
-    expect(await card.locator('h2').innerText()).toBe('bank:pay');
+    expect(await card.locator('.tool strong').innerText()).toBe('bank:pay'); // the h2 is the card's summary
     expect(await card.innerText()).toContain('payments need a person');
     expect(await card.locator('fieldset.remember').count()).toBe(0); // the gateway does not remember answers
-    await card.getByRole('button', { name: 'Approve', exact: true }).click();
+    await card.getByRole('button', { name: 'Approve bank:pay', exact: true }).click();
     expect(((await call) as CallToolResult).content).toEqual([{ type: 'text', text: 'paid 75 to ana' }]);
     expect(existsSync(ledger) ? readFileSync(ledger, 'utf8') : '').toBe('ana:75\n');
   });

@@ -144,8 +144,8 @@ describe('the gateway asks the inbox', { timeout: 180_000 }, () => {
     const record = await s.pending();
     expect(record).toMatchObject({ source: 'gateway', canonical: 'bank:pay', parameters: { to: 'ana', amount: 40 } });
     expect(s.paid()).toEqual([]); // nothing ran while it waits
-    // A person not named as an approver cannot answer; an approver can.
-    expect(await answerAs(s.inboxUrl, record.id, 'mallory@example.com', { effect: 'allow' })).toBe(403);
+    // A person not named as an approver cannot answer (to them the request does not exist); an approver can.
+    expect(await answerAs(s.inboxUrl, record.id, 'mallory@example.com', { effect: 'allow' })).toBe(404);
     expect(await answerAs(s.inboxUrl, record.id, 'alice@example.com', { effect: 'allow' })).toBe(200);
     expect(text(await call)).toBe('paid 40 to ana');
     expect(await answerAs(s.inboxUrl, record.id, 'bo@example.com', { effect: 'allow' })).toBe(409);

@@ -60,11 +60,14 @@ describe('the inbox in a browser', () => {
     const tracked = await runs.track(await s.run({ order: 'A-1042', amount: 250 }));
     const card = page.locator('article.approval.pending');
     await card.waitFor();
-    await see(card.locator('h2')).toBe('refund');
+    // The card leads with what is decided (issue 27): the summary, then the tool it runs.
+    await see(card.locator('h2')).toBe('refund · order A-1042 · amount 250');
+    await see(card.locator('.tool strong')).toBe('refund');
     await see(card).toContain('refunds over 100 need a human');
     await see(card).toContain('ask_refunds_over_100');
     await see(card).toContain('acme');
     await see(card).toContain('cy');
+    await card.locator('details.json summary').click(); // the JSON is on demand beside the table
     await see(card.locator('.args')).toContain('"amount": 250');
     await card.locator('details.trace summary').click();
     await see(card.locator('details.trace')).toContain('deny_huge_refunds');
@@ -79,7 +82,7 @@ describe('the inbox in a browser', () => {
     await secondTab.locator('article.approval.pending').waitFor();
 
     const [record] = await inbox.store.list({ status: 'pending' });
-    await card.getByRole('button', { name: 'Approve', exact: true }).click();
+    await card.getByRole('button', { name: 'Approve refund', exact: true }).click();
     await see(page.getByRole('status')).toContain('Approved');
     const result = await tracked.done;
     expect(result.status).toBe('completed');
@@ -92,7 +95,7 @@ describe('the inbox in a browser', () => {
       headers: { origin: new URL(url).origin },
     });
     expect(again.status()).toBe(409);
-    await secondTab.getByRole('button', { name: 'Approve', exact: true }).click();
+    await secondTab.getByRole('button', { name: 'Approve refund', exact: true }).click();
     await see(secondTab.getByRole('alert')).toContain('already answered');
     expect(s.refunds).toEqual(['A-1042:250']);
 
@@ -179,12 +182,13 @@ describe('the inbox in a browser', () => {
     const cards = page.locator('article.approval.pending');
     await counted(cards).toBe(2);
     const bad = cards.filter({ hasText: 'dee' });
+    await bad.locator('details.json summary').click();
     await see(bad.locator('.args')).toContain(evil.replace(/"/g, '\\"'));
     expect(await page.locator('main img').count()).toBe(0);
     expect(await page.evaluate(() => (globalThis as { __pwned?: number }).__pwned)).toBeUndefined();
     await see(bad.locator('mark.hidden-char').first()).toBe('⟦U+202E⟧');
-    await see(bad.locator('mark.hidden-char[title*="ZERO WIDTH SPACE"]')).toBe('⟦U+200B⟧');
-    await see(bad.locator('.warn')).toContain('hidden or direction-changing characters');
+    await see(bad.locator('.args mark.hidden-char[title*="ZERO WIDTH SPACE"]')).toBe('⟦U+200B⟧');
+    await see(bad.locator('.warn').first()).toContain('hidden or direction-changing characters');
     // No bidi control reaches the page's text: what is read is what is stored, in order.
     expect(await bad.locator('.args').innerText()).not.toMatch(/[\u202A-\u202E\u2066-\u2069\u200B]/);
     expect(pwned).toEqual([]);
@@ -204,7 +208,8 @@ describe('the inbox in a browser', () => {
     cleanups.push(() => context.close());
     const page = await context.newPage();
     await page.goto(link);
-    await see(page.locator('article.approval')).toContain('"amount": 400');
+    await page.locator('article.approval details.json summary').click();
+    await see(page.locator('article.approval .args')).toContain('"amount": 400');
     await counted(page.getByRole('button', { name: 'Deny' })).toBe(0);
     await page.getByRole('button', { name: 'Approve' }).click();
     await see(page.getByRole('status')).toContain('Approved');
@@ -291,10 +296,19 @@ describe('the inbox in a browser', () => {
       audit: { write: (r) => void audits.push(r) },
     });
     const tracked = await inbox.runner(s.runner).track(await s.run({ order: 'A-6', amount: 600 }, 'cy'));
-    // The requester sees their own request but may not answer it (four eyes).
-    const cy = await open(await signedIn('cy'), url);
-    await cy.locator('article.approval.pending').getByRole('button', { name: 'Approve', exact: true }).click();
-    await see(cy.getByRole('alert')).toContain('four eyes');
+    // The requester sees their own request but may not answer it (four eyes): the card says so, without
+    // buttons, and a post of theirs is refused.
+    const cyContext = await signedIn('cy');
+    const cy = await open(cyContext, url);
+    await see(cy.locator('article.approval.pending .cannot')).toContain('four eyes');
+    await counted(cy.locator('article.approval.pending button.allow')).toBe(0);
+    const [asked] = await inbox.store.list({ status: 'pending' });
+    const own = await cyContext.request.post(`${url}/approvals/${encodeURIComponent(asked!.id)}/answer`, {
+      form: { effect: 'allow', csrf: await cy.locator('input[name=csrf]').first().inputValue() },
+      headers: { origin: new URL(url).origin },
+    });
+    expect(own.status()).toBe(403);
+    expect(await own.text()).toContain('four eyes');
     // Someone not named for the tenant does not even see it, and a post of theirs is refused.
     const mallory = await signedIn('mallory@example.com');
     const malloryPage = await open(mallory, url);
@@ -311,8 +325,9 @@ describe('the inbox in a browser', () => {
       },
       headers: { origin: new URL(url).origin },
     });
-    expect(denied.status()).toBe(403);
-    expect(await denied.text()).toContain('not an approver');
+    // To them it does not exist (issue 21 item 5: a 404 that says nothing about it, not a 403).
+    expect(denied.status()).toBe(404);
+    expect(await denied.text()).not.toContain('A-6');
     const alice = await signedIn('alice@example.com');
     const noToken = await alice.request.post(`${url}/approvals/${encodeURIComponent(record!.id)}/answer`, {
       form: { effect: 'allow' },
@@ -327,7 +342,9 @@ describe('the inbox in a browser', () => {
     expect(crossSite.status()).toBe(403);
     expect(s.refunds).toEqual([]);
     // Keyboard only: tab to Approve and press Enter.
-    const approve = page.locator('article.approval.pending').getByRole('button', { name: 'Approve', exact: true });
+    const approve = page
+      .locator('article.approval.pending')
+      .getByRole('button', { name: 'Approve refund', exact: true });
     for (let i = 0; i < 40 && !(await approve.evaluate((b) => b.matches(':focus'))); i++)
       await page.keyboard.press('Tab');
     await page.keyboard.press('Enter');

@@ -190,15 +190,16 @@ describe('approvers by tool (the policy file, read by toolgate serve)', () => {
     const search = ask(request('s1', 'search', 'acme'));
     const other = ask(request('o1', 'refund', 'globex'));
     while ((await stores.approvals.list({ status: 'pending' })).length < 3) await new Promise((r) => setTimeout(r, 5));
-    // refund at acme: the tenant list AND the tool list must both name the approver.
-    expect(await answerAs(url, 'r1', 'ana@acme.example', { effect: 'allow' })).toBe(403);
-    expect(await answerAs(url, 'r1', 'ops@example.com', { effect: 'allow' })).toBe(403);
+    // refund at acme: the tenant list AND the tool list must both name the approver; to anyone else the
+    // request does not exist (404, issue 21 item 5: it was a 403 that confirmed it).
+    expect(await answerAs(url, 'r1', 'ana@acme.example', { effect: 'allow' })).toBe(404);
+    expect(await answerAs(url, 'r1', 'ops@example.com', { effect: 'allow' })).toBe(404);
     expect(await answerAs(url, 'r1', 'fin@acme.example', { effect: 'allow' })).toBe(200);
     // search has no tool list: the tenant's applies.
     expect(await answerAs(url, 's1', 'ana@acme.example', { effect: 'deny' })).toBe(200);
     // refund at another tenant: the '*' list and the tool list; nobody is on both.
-    expect(await answerAs(url, 'o1', 'fin@acme.example', { effect: 'allow' })).toBe(403);
-    expect(await answerAs(url, 'o1', 'ops@example.com', { effect: 'allow' })).toBe(403);
+    expect(await answerAs(url, 'o1', 'fin@acme.example', { effect: 'allow' })).toBe(404);
+    expect(await answerAs(url, 'o1', 'ops@example.com', { effect: 'allow' })).toBe(404);
     await waiting.sweep();
     expect(await refund).toMatchObject({ effect: 'allow', approver: 'fin@acme.example' });
     expect(await search).toMatchObject({ effect: 'deny', approver: 'ana@acme.example' });

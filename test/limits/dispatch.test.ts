@@ -148,7 +148,7 @@ describe('limits on the dispatch path', () => {
       }),
     );
     const result = await registry.invoke('refund', { order: 'A1', amount: 10 }, alice);
-    expect(result.decision).toMatchObject({ effect: 'deny', stage: 'limit' });
+    expect(result.decision).toMatchObject({ effect: 'deny', stage: 'store', by: 'store' });
     expect(result.content).toContain('connection refused');
     expect(refunds).toEqual([]);
     expect(() => registry.setLimiter({} as never)).toThrow(/Limiter/);

@@ -97,7 +97,7 @@ describe('Limiter', () => {
     };
     const limiter = new Limiter({ counters: broken, limits: [{ name: 'any', max: 10, window: '1m' }] });
     const verdict = await limiter.charge(subject());
-    expect(verdict).toMatchObject({ allowed: false, limit: 'any', retryAfterMs: null });
+    expect(verdict).toMatchObject({ allowed: false, stage: 'store', store: 'the counter store', retryAfterMs: null });
     expect(!verdict.allowed && verdict.reason).toContain('ECONNREFUSED');
   });
 

@@ -605,8 +605,8 @@ describe('attack: what was granted before a pause or by another caller does not 
   it('an answer the handler gives after handlerTimeoutMs is not remembered: the call was denied', async () => {
     const store = new InMemoryApprovalStore();
     const remembered: string[] = [];
-    const remember = store.remember.bind(store);
-    store.remember = (key, value) => {
+    const remember = store.remembered.remember.bind(store.remembered);
+    store.remembered.remember = (key, value) => {
       remembered.push(key);
       return remember(key, value);
     };

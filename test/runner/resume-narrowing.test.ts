@@ -12,13 +12,7 @@ import {
   type RunResult,
   type RunState,
 } from '../../src/index.js';
-import {
-  InMemoryApprovalStore,
-  ScriptedModel,
-  type ApprovalStore,
-  type RunEvent,
-  type ScriptTurn,
-} from '../../src/runner/index.js';
+import { InMemoryApprovalStore, ScriptedModel, type RunEvent, type ScriptTurn } from '../../src/runner/index.js';
 import { ASK_BIG_REFUNDS, DENY_HUGE_REFUNDS, SECRET, shop } from './fixtures.js';
 
 const concierge: Agent = { name: 'concierge', tools: ['search', 'refund'] };
@@ -36,7 +30,7 @@ function wire(state: RunState): RunState {
 
 /** A runner (fresh registry, version "v1") whose own handler leaves every ask pending; `policyHandler` goes on the policy. */
 function make(
-  store: ApprovalStore,
+  store: InMemoryApprovalStore,
   steps: ScriptTurn[] = [REFUND, { text: 'done' }],
   policyHandler?: PermissionHandler,
 ) {

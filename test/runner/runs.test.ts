@@ -1,6 +1,7 @@
 import { describe, expect, it, vi } from 'vitest';
 import { AgentRunner, ConfigurationError, ToolNotPermittedError, type TenantLimits } from '../../src/index.js';
-import { InMemoryApprovalStore, ScriptedModel, type RunEvent } from '../../src/runner/index.js';
+import { ScriptedModel, type RunEvent } from '../../src/runner/index.js';
+import { memoryStores } from '../../src/stores/index.js';
 import { shop } from './fixtures.js';
 
 const concierge = { name: 'concierge', tools: ['search', 'refund', 'quote'] };
@@ -248,11 +249,19 @@ describe('AgentRunner.run: the allowlist per dispatch', () => {
 
   it('fails closed when the approvals store fails: the call does not run', async () => {
     const { registry, executed } = shop();
-    const broken = Object.assign(new InMemoryApprovalStore(), {
-      claim: () => Promise.reject(new Error('disk full')),
-    });
+    const stores = memoryStores();
+    const ledger = stores.ledger;
+    const broken = {
+      ...stores,
+      ledger: {
+        reserve: () => Promise.reject(new Error('disk full')),
+        record: ledger.record.bind(ledger),
+        release: ledger.release.bind(ledger),
+        inspect: ledger.inspect.bind(ledger),
+      },
+    };
     const model = new ScriptedModel([{ toolCalls: [{ name: 'search', arguments: { query: 'x' } }] }, { text: 'ok' }]);
-    const result = await new AgentRunner({ registry, model, approvals: broken }).run(concierge, 'go');
+    const result = await new AgentRunner({ registry, model, stores: broken }).run(concierge, 'go');
     expect(result.status).toBe('failed');
     expect(result.error?.message).toBe('disk full');
     expect(executed['search']).toBeUndefined();

@@ -6,7 +6,7 @@ import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
 import { AgentRunner, type RunState } from '../../src/index.js';
 import { ScriptedModel } from '../../src/runner/index.js';
-import { SqliteApprovalStore } from '../../src/runner/stores/sqlite.js';
+import { SqliteApprovalStore, SqliteStores } from '../../src/stores/sqlite.js';
 import { SECRET, shop } from './fixtures.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'toolgate-sqlite-'));
@@ -58,25 +58,19 @@ describe('SqliteApprovalStore (toolgate/sqlite)', () => {
     third.store.close();
   });
 
-  it('claims and consumes atomically, and reads back settled outcomes', async () => {
+  it('is the SqliteStores of toolgate/sqlite under its 0.1 name: every store the runner takes, in one file', () => {
+    expect(SqliteApprovalStore).toBe(SqliteStores);
     const store = new SqliteApprovalStore();
-    expect(await store.consume('n1')).toBe(true);
-    expect(await store.consume('n1')).toBe(false);
-    expect(await store.claim('k')).toBeNull();
-    expect(await store.claim('k')).toEqual({ settled: false });
-    await store.record('k', { content: 'ok', isError: false });
-    expect(await store.entry('k')).toEqual({ settled: true, outcome: { content: 'ok', isError: false } });
-    expect(await store.entry('nope')).toBeUndefined();
-    await store.remember('r', { answer: 'allow', scope: 'session', mac: 'm' });
-    expect(await store.recall('r')).toEqual({ answer: 'allow', scope: 'session', mac: 'm' });
+    for (const name of ['approvals', 'nonces', 'remembered', 'ledger', 'tallies'] as const)
+      expect(typeof store[name]).toBe('object');
     store.close();
   });
 
   it('uses a database it is given, with a table prefix, and validates its options', async () => {
     const db = new Database(':memory:');
     const store = new SqliteApprovalStore({ database: db, tablePrefix: 'tg_' });
-    await store.consume('x');
-    expect(db.prepare('SELECT count(*) AS n FROM tg_nonces').get()).toEqual({ n: 1 });
+    await store.nonces.consume('x', 60_000);
+    expect(db.prepare('SELECT count(*) AS n FROM tg_used_nonces').get()).toEqual({ n: 1 });
     store.close(); // not ours: still open
     expect(db.open).toBe(true);
     db.close();

@@ -48,6 +48,7 @@ const backends: Record<string, () => Promise<{ stores: Backend; close(): Promise
         nonces: s.nonces,
         remembered: s.remembered,
         ledger: s.ledger,
+        counters: s.counters,
         audit: s.audit,
         sharedWatch: true,
       },
@@ -272,7 +273,23 @@ for (const [name, make] of Object.entries(backends)) {
       expect((await l.reserve('crashed', 'w3', 1)).state).toBe('settled');
     });
 
-    if (name === 'memory' || name === 'sqlite' || name === 'redis') {
+    it('ledger: release gives back only an unrecorded reservation, only to its owner; the key can be reserved again', async () => {
+      const l = stores.ledger!;
+      expect(await l.reserve('given-back', 'w1', 60_000)).toEqual({ state: 'reserved' });
+      expect(await l.release('given-back', 'w2')).toBe(false);
+      expect((await l.reserve('given-back', 'w2', 60_000)).state).toBe('held');
+      expect(await l.release('given-back', 'w1')).toBe(true);
+      expect(await l.inspect('given-back')).toBeUndefined();
+      expect(await l.release('given-back', 'w1')).toBe(false);
+      expect(await l.reserve('given-back', 'w2', 60_000)).toEqual({ state: 'reserved' });
+      expect(await l.record('given-back', 'w2', { content: 'ran', isError: false })).toBe(true);
+      // A recorded call is never given back: it ran.
+      expect(await l.release('given-back', 'w2')).toBe(false);
+      expect((await l.reserve('given-back', 'w3', 60_000)).state).toBe('settled');
+    });
+
+    // Every backend has counters (PostgreSQL's since migration 3).
+    {
       const one = (key: string, cost: number, limit: number, windowMs: number) =>
         stores.counters!.consume([{ key, cost, limit, windowMs }]);
 

@@ -138,7 +138,7 @@ for (const backend of backends) {
       }, 120_000);
     }
 
-    if (backend !== 'postgres') {
+    {
       it('N processes × M calls against a limit of K → exactly K allowed in total', async () => {
         const N = 4;
         const M = 15;

@@ -12,7 +12,6 @@ import type { RunResult } from '../../src/index.js';
 import { Limiter } from '../../src/limits/limiter.js';
 import { PostgresStores } from '../../src/stores/postgres.js';
 import { RedisStores } from '../../src/stores/redis.js';
-import { runnerStore } from '../../src/stores/runner-store.js';
 import { uniqueName } from './servers.js';
 
 /** A TCP proxy to 127.0.0.1:`target` on a port of its own. */
@@ -92,9 +91,19 @@ describe('a server unreachable mid-run', () => {
     await redisProxy.cut();
     for (let i = 0; i < 3; i++) {
       const verdict = await limiter.charge(call);
-      expect(verdict.allowed).toBe(false);
-      expect(!verdict.allowed && verdict.reason).toMatch(/could not be checked/);
+      // Its own stage, naming the store; no limit is named (none was found full).
+      expect(verdict).toMatchObject({ allowed: false, stage: 'store', store: redis.counters.name, counter: null });
+      expect(verdict).not.toHaveProperty('limit');
+      expect(!verdict.allowed && verdict.reason).toMatch(/could not be checked.*counter store \(redis 127\.0\.0\.1:/);
     }
+    // Through a registry (the README's route): the call is refused at stage store and does not run.
+    const registry = new ToolRegistry({ limiter });
+    let ran = 0;
+    registry.register(defineTool({ name: 'refund', parameters: { type: 'object' }, execute: () => ++ran }));
+    const refused = await registry.invoke('refund', {}, { tenant: { id: 'acme' } });
+    expect(refused.decision).toMatchObject({ effect: 'deny', stage: 'store', by: 'store' });
+    expect(refused.content).toContain('No limit was found full');
+    expect(ran).toBe(0);
     await redisProxy.restore();
     // Recovers (the client reconnects on its own); the refused attempts spent nothing: two slots are left.
     await expect.poll(async () => (await limiter.charge(call)).allowed, { timeout: 10_000, interval: 200 }).toBe(true);
@@ -126,12 +135,7 @@ describe('a server unreachable mid-run', () => {
       return new AgentRunner({
         registry,
         model: new ScriptedModel([{ toolCalls: [{ name: 'refund', arguments: { order: 'A1' } }] }, { text: 'done' }]),
-        approvals: runnerStore({
-          remembered: pg.remembered,
-          nonces: pg.nonces,
-          ledger: pg.ledger,
-          tallies: pg.tallies,
-        }),
+        stores: pg,
         secret: 'unreachable-test-secret-0123456789',
         handler: () => 'pending',
       });

@@ -9,8 +9,14 @@ import { AgentRunner, defineTool, PermissionPolicy, PermissionResult, ToolRegist
 import { ScriptedModel } from '../../src/runner/index.js';
 import type { ApprovalDecision, RunState } from '../../src/index.js';
 import { Limiter } from '../../src/limits/limiter.js';
-import { runnerStore } from '../../src/stores/runner-store.js';
-import type { CounterStore, Ledger, NonceStore, RememberStore, TallyStore } from '../../src/stores/types.js';
+import type {
+  ApprovalStore,
+  CounterStore,
+  Ledger,
+  NonceStore,
+  RememberStore,
+  TallyStore,
+} from '../../src/stores/types.js';
 
 export interface WorkerJob {
   readonly mode: 'pause' | 'resume' | 'limit';
@@ -35,6 +41,7 @@ export interface WorkerJob {
 export const SECRET = 'multi-worker-test-secret-0123456789';
 
 interface Opened {
+  readonly approvals: ApprovalStore;
   readonly remembered: RememberStore;
   readonly nonces: NonceStore;
   readonly ledger: Ledger;
@@ -51,11 +58,12 @@ async function open(job: WorkerJob): Promise<Opened> {
   }
   const { PostgresStores } = await import('../../src/stores/postgres.js');
   const pg = new PostgresStores({ connectionString: job.pgUrl!, schema: job.schema! });
-  if (job.backend === 'postgres') return { ...pick(pg), counters: null, close: () => pg.close() };
+  if (job.backend === 'postgres') return { ...pick(pg), counters: pg.counters, close: () => pg.close() };
   // redis: counters and nonces in Redis, remembered answers and the ledger in PostgreSQL.
   const { RedisStores } = await import('../../src/stores/redis.js');
   const redis = new RedisStores({ url: job.redisUrl!, prefix: job.prefix! });
   return {
+    approvals: pg.approvals,
     remembered: pg.remembered,
     nonces: redis.nonces,
     ledger: pg.ledger,
@@ -68,8 +76,14 @@ async function open(job: WorkerJob): Promise<Opened> {
   };
 }
 
-function pick(s: { remembered: RememberStore; nonces: NonceStore; ledger: Ledger; tallies: TallyStore }) {
-  return { remembered: s.remembered, nonces: s.nonces, ledger: s.ledger, tallies: s.tallies };
+function pick(s: {
+  approvals: ApprovalStore;
+  remembered: RememberStore;
+  nonces: NonceStore;
+  ledger: Ledger;
+  tallies: TallyStore;
+}) {
+  return { approvals: s.approvals, remembered: s.remembered, nonces: s.nonces, ledger: s.ledger, tallies: s.tallies };
 }
 
 function registry(job: WorkerJob): ToolRegistry {
@@ -105,7 +119,8 @@ function runner(job: WorkerJob, stores: Opened): AgentRunner {
       { toolCalls: [{ name: 'refund', arguments: { order: 'A1', amount: 500 } }] },
       (r) => ({ text: `done: ${(r.messages.at(-1) as { content?: string } | undefined)?.content ?? ''}` }),
     ]),
-    approvals: runnerStore({ ...stores, ...(job.leaseMs !== undefined ? { leaseMs: job.leaseMs } : {}) }),
+    stores,
+    ...(job.leaseMs !== undefined ? { leaseMs: job.leaseMs } : {}),
     secret: SECRET,
     handler: () => 'pending',
   });

@@ -1,44 +1,25 @@
 /**
  * Tools from MCP servers, registered in a ToolRegistry under a namespace so that every call to them
- * passes the same gate as a native tool's.
+ * passes the same gate as a native tool's. The server may be of either era (client.ts).
  */
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import {
-  ToolListChangedNotificationSchema,
-  type CallToolResult,
-  type Tool as McpTool,
-  type ToolAnnotations,
-} from '@modelcontextprotocol/sdk/types.js';
-import { canonical, describe } from '../../names.js';
-import { ToolRegistry } from '../../registry.js';
-import { compileValidator, type JsonSchema, type ValidationResult, type Validator } from '../../schema.js';
-import { defineTool, ToolTag, type Tool, type ToolMetadataInput } from '../../tool.js';
-
-/** How to start a local MCP server over stdio. */
-export interface McpStdioServer {
-  readonly command: string;
-  readonly args?: readonly string[];
-  readonly env?: Readonly<Record<string, string>>;
-  readonly cwd?: string;
-  /** What to do with the server's stderr. @default 'inherit' */
-  readonly stderr?: 'inherit' | 'ignore' | 'pipe';
-}
+import type { CallToolResult, Client, Tool as McpTool, ToolAnnotations } from '@modelcontextprotocol/client';
+import { canonical, describe } from '../names.js';
+import { ToolRegistry } from '../registry.js';
+import { compileValidator, type JsonSchema, type ValidationResult, type Validator } from '../schema.js';
+import { defineTool, ToolTag, type Tool, type ToolMetadataInput } from '../tool.js';
+import { connectClient, newClient, type ConnectClientOptions, type McpSession } from './client.js';
+import type { McpEraViolationListener } from './era.js';
+import type { McpEndpoint } from './transport.js';
 
 /** Options of {@link connectMcpServer}; give exactly one of `client`, `transport`, `stdio`, `url`. */
-export interface McpServerOptions {
-  /** An MCP SDK client, connected or not (it is connected here when not). */
+export interface McpServerOptions extends McpEndpoint {
+  /**
+   * A Client of the MCP SDK v2 (`@modelcontextprotocol/client`), connected or not (it is connected here
+   * when not, with its own `versionNegotiation`: the SDK's default is `'legacy'`, so build it with
+   * `{ versionNegotiation: { mode: 'auto' } }` to reach 2026-07-28 servers). A v1 Client is refused
+   * with a TypeError: pass its transport as `transport` instead.
+   */
   readonly client?: Client;
-  /** An MCP SDK client transport. */
-  readonly transport?: Transport;
-  /** A local server to spawn over stdio. */
-  readonly stdio?: McpStdioServer;
-  /** A remote server over Streamable HTTP. */
-  readonly url?: string | URL;
-  /** Request headers for `url` (e.g. an Authorization header). @default {} */
-  readonly headers?: Readonly<Record<string, string>>;
   /**
    * The namespace the server's tools are registered under: `github` registers `search` as `github:search`,
    * so that it collides neither with a native `search` nor with another server's. `null` registers the
@@ -66,11 +47,20 @@ export interface McpServerOptions {
   readonly output?: 'text' | 'result';
   /** The client's name towards the server. @default 'toolgate' */
   readonly clientName?: string;
+  /** How long connecting (the era probe, the handshake) may take. @default 10_000 */
+  readonly connectTimeoutMs?: number;
+  /**
+   * Hears of every answer the server gave in an era it did not announce (the call it answered fails with
+   * a protocol error either way). @default a process warning `TOOLGATE_MCP_ERA`
+   */
+  readonly onEraViolation?: McpEraViolationListener;
 }
 
 /** A connected server whose tools are in the registry. */
 export interface McpConnection {
   readonly client: Client;
+  /** The server's era and protocol version, as negotiated at connect. */
+  readonly session: McpSession;
   /** The registered names of the server's tools, now. */
   readonly tools: readonly string[];
   /** The server's own definition of a registered tool (by registered name). */
@@ -127,8 +117,14 @@ export async function connectMcpServer(registry: ToolRegistry, options: McpServe
   const metadataOf = byCanonicalName(overrides, 'metadata');
   const parametersOf = byCanonicalName(options.parameters ?? {}, 'parameters');
 
-  const client = options.client ?? new Client({ name: options.clientName ?? 'toolgate', version: '0.1.0' });
-  if (!options.client || !options.client.getServerCapabilities()) await client.connect(transportOf(options));
+  const client = options.client ?? newClient(options.clientName ?? 'toolgate');
+  const connect: ConnectClientOptions = {
+    ...(options.connectTimeoutMs !== undefined ? { timeoutMs: options.connectTimeoutMs } : {}),
+    onViolation:
+      options.onEraViolation ??
+      ((violation) => process.emitWarning(`toolgate: MCP server: ${violation.detail}`, { code: 'TOOLGATE_MCP_ERA' })),
+  };
+  const session = await connectClient(client, options, connect);
 
   // Keyed by the canonical form of the registered name, so every look-up by name is by canonical form.
   const registered = new Map<string, { tool: Tool; definition: McpTool; fingerprint: string }>();
@@ -141,7 +137,9 @@ export async function connectMcpServer(registry: ToolRegistry, options: McpServe
     const offered: McpTool[] = [];
     let cursor: string | undefined;
     do {
-      const page = await client.listTools(cursor === undefined ? {} : { cursor });
+      // Without a cursor the SDK walks every page itself and keeps the list as its tool index (for
+      // `x-mcp-header` mirroring and output validation); 'refresh' always asks the server.
+      const page = await client.listTools(cursor === undefined ? undefined : { cursor }, { cacheMode: 'refresh' });
       offered.push(...page.tools);
       cursor = page.nextCursor;
     } while (cursor !== undefined);
@@ -193,7 +191,7 @@ export async function connectMcpServer(registry: ToolRegistry, options: McpServe
     return syncing;
   };
 
-  client.setNotificationHandler(ToolListChangedNotificationSchema, async () => {
+  client.setNotificationHandler('notifications/tools/list_changed', async () => {
     await refresh().catch((error: unknown) => {
       process.emitWarning(
         `toolgate: refreshing the MCP tool list failed: ${error instanceof Error ? error.message : String(error)}`,
@@ -210,6 +208,7 @@ export async function connectMcpServer(registry: ToolRegistry, options: McpServe
 
   return {
     client,
+    session,
     get tools() {
       return [...registered.values()].map((r) => r.tool.name);
     },
@@ -232,27 +231,6 @@ export async function connectMcpServer(registry: ToolRegistry, options: McpServe
       await client.close();
     },
   };
-}
-
-function transportOf(options: McpServerOptions): Transport {
-  if (options.transport) return options.transport;
-  if (options.stdio) {
-    const { command, args, env, cwd, stderr } = options.stdio;
-    if (typeof command !== 'string' || command === '')
-      throw new TypeError(`option "stdio.command" must be a non-empty string, got ${describe(command)}`);
-    return new StdioClientTransport({
-      command,
-      args: [...(args ?? [])],
-      ...(env ? { env: { ...env } } : {}),
-      ...(cwd ? { cwd } : {}),
-      stderr: stderr ?? 'inherit',
-    });
-  }
-  const url = options.url instanceof URL ? options.url : new URL(String(options.url));
-  return new StreamableHTTPClientTransport(
-    url,
-    options.headers ? { requestInit: { headers: { ...options.headers } } } : undefined,
-  );
 }
 
 /**
@@ -340,9 +318,12 @@ function mcpToolOwn(
     parameters: schema,
     metadata: { tags: fromAnnotations.tags, customTags: fromAnnotations.customTags, ...options.override },
     execute: async (args, execution) => {
-      const result = (await client.callTool({ name: definition.name, arguments: args }, undefined, {
-        signal: execution.signal,
-      })) as CallToolResult;
+      // The definition registered is the one the SDK mirrors `x-mcp-header` parameters from and validates
+      // structured output against, whatever its cache holds.
+      const result = await client.callTool(
+        { name: definition.name, arguments: args },
+        { signal: execution.signal, toolDefinition: definition },
+      );
       if (result.isError === true) throw new McpToolError(definition.name, result);
       return options.output === 'result' ? result : contentText(result);
     },

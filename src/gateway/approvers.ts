@@ -1,0 +1,136 @@
+/**
+ * Who answers the gateway's asks, as the person of a call's Route: the approval inbox (the call waits for
+ * a person there), the shared approval stores (refused now, answered on any replica, run once on the
+ * retry), or the person behind the client by MCP elicitation. One of them per gateway; with none, an ask
+ * is decided by the registry's handler or its fallback (deny).
+ */
+import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import type { AskOutcome } from '../gate/approval.js';
+import type { Route } from '../gate/route.js';
+import { displaySafe } from '../names.js';
+import type { PermissionHandler, PermissionRequest } from '../permissions/handler.js';
+import type { ToolRegistry } from '../registry.js';
+import { storeApprover, type ApprovalNote, type GatewayApprovals } from './approvals.js';
+import { inboxRoute, type GatewayInbox } from './inbox.js';
+
+/** Where the gateway's asks go. */
+export interface GatewayPeople {
+  readonly approvals: GatewayApprovals | undefined;
+  readonly inbox: GatewayInbox | undefined;
+  /** How long a person has to answer by elicitation. */
+  readonly approvalTimeoutMs: number;
+}
+
+/** The one MCP request a call's person is asked for, and who made it. */
+export interface AskingRequest {
+  readonly server: Server;
+  readonly signal: AbortSignal;
+  readonly progressToken: string | number | undefined;
+  readonly sendProgress: (message: string) => Promise<void>;
+  readonly caller: string | null;
+  /** The authenticated subject the approval is bound to (issuer, claim, value), or null. */
+  readonly subject: string | null;
+  readonly agent: string;
+  readonly tenant: string | null;
+  readonly policyVersion: string | null;
+}
+
+/**
+ * The route a gateway call is dispatched on: named `gateway`, calls one at a time, its person the inbox,
+ * the stores or elicitation. `note` hears what the inbox or the stores did (the audit's `approval`).
+ */
+export function gatewayRoute(
+  people: GatewayPeople,
+  registry: ToolRegistry,
+  request: AskingRequest,
+  note: (n: ApprovalNote) => void,
+): Route {
+  if (people.inbox) return inboxRoute(people.inbox, request, note);
+  const approver = people.approvals
+    ? storeApprover(
+        people.approvals,
+        {
+          caller: request.caller,
+          subject: request.subject,
+          agent: request.agent,
+          tenant: request.tenant,
+          policyVersion: request.policyVersion,
+        },
+        note,
+      )
+    : elicitationApprover(request.server, people.approvalTimeoutMs);
+  return approverRoute(registry, approver);
+}
+
+/** Asks the person behind the client by MCP elicitation; false when they cannot be asked or do not accept. */
+export async function askByElicitation(server: Server, message: string, timeoutMs: number): Promise<boolean> {
+  if (!canElicit(server)) return false;
+  try {
+    const answer = await server.elicitInput(
+      {
+        mode: 'form',
+        message,
+        requestedSchema: {
+          type: 'object',
+          properties: { approve: { type: 'boolean', title: 'Allow', default: false } },
+          required: ['approve'],
+        },
+      },
+      { timeout: timeoutMs },
+    );
+    return answer.action === 'accept' && answer.content?.['approve'] === true;
+  } catch {
+    return false; // fail closed: no answer is no
+  }
+}
+
+function canElicit(server: Server): boolean {
+  const elicitation = server.getClientCapabilities()?.elicitation as { form?: unknown; url?: unknown } | undefined;
+  return !!elicitation && !(elicitation.form === undefined && elicitation.url !== undefined);
+}
+
+/**
+ * The approver for a tool call's ask: MCP elicitation when the connected client declares it can answer a
+ * form; otherwise none, and the registry's handler or its fallback (deny) decides. `timeoutMs`: how long the
+ * person has to answer before the call is denied (@default 120_000).
+ */
+export function elicitationApprover(server: Server, timeoutMs = 120_000): PermissionHandler | undefined {
+  if (!canElicit(server)) return undefined;
+  // Everything shown to the person is escaped (controls, bidi and other invisible characters), so the
+  // prompt reads as the call that runs.
+  return async (request: PermissionRequest) =>
+    (await askByElicitation(
+      server,
+      `Allow the tool call ${displaySafe(request.toolName)}(${displaySafe(JSON.stringify(request.parameters))})? Rule ${displaySafe(JSON.stringify(request.ruleName))} asks for approval: ${displaySafe(request.reason)}`,
+      timeoutMs,
+    ))
+      ? 'allow'
+      : 'deny';
+}
+
+/** The gateway's route whose person is `approver` (elicitation or the approval stores), asked as a handler. */
+function approverRoute(registry: ToolRegistry, approver: PermissionHandler | undefined): Route {
+  if (!approver) return { name: 'gateway', grouped: false };
+  const handle = typeof approver === 'function' ? approver : (r: PermissionRequest) => approver.handle(r);
+  return {
+    name: 'gateway',
+    grouped: false,
+    ask: async (request): Promise<AskOutcome> => {
+      const metadata = registry.get(request.toolName)?.metadata;
+      if (!metadata) return { effect: 'invalid', reason: `the tool ${JSON.stringify(request.toolName)} is gone` };
+      const answer = await handle({
+        toolName: request.toolName,
+        parameters: request.parameters,
+        reason: request.reason,
+        ruleName: request.rule,
+        metadata,
+        callId: request.binding.callId,
+        agent: request.agent,
+        tenant: request.tenant,
+        runId: request.runId,
+        caller: request.caller,
+      });
+      return answer === 'allow' || answer === 'deny' ? { effect: answer } : (answer as never);
+    },
+  };
+}

@@ -1,0 +1,178 @@
+/**
+ * What travels between the gateway's clients and its upstreams besides a request and its result: the
+ * notifications of a request (progress, log lines) delivered before its result, list changes announced to
+ * every client, resource subscriptions fanned out to the clients that hold them, and the upstream's log
+ * lines to the one client they are about. One Relay per gateway; it decides nothing.
+ */
+import type { Client } from '@modelcontextprotocol/client';
+import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import type { RequestOptions } from '@modelcontextprotocol/sdk/shared/protocol.js';
+import type { LoggingMessageNotification, ProgressToken, ServerNotification } from '@modelcontextprotocol/sdk/types.js';
+import { normalResourceUri } from '../policy-file/uri.js';
+import { callScope, type CallScope, type Upstream } from './upstream.js';
+
+/** A downstream server (one client connection or HTTP session) and what the gateway tracks for it. */
+export interface Downstream {
+  readonly server: Server;
+  /** The client asked for log messages (`logging/setLevel`). */
+  logging: boolean;
+}
+
+/** What a forwarded request needs of the downstream request it serves (the SDK's `extra`, or the next era's). */
+export interface RelayedRequest {
+  readonly signal: AbortSignal;
+  readonly progressToken: ProgressToken | undefined;
+  readonly sendNotification: (notification: ServerNotification) => Promise<void>;
+}
+
+/** The gateway's relay: downstream servers, notifications in transit, subscriptions. */
+export class Relay {
+  readonly downstreams = new Set<Downstream>();
+  // Notifications on their way to a client (progress, log messages) are delivered before the result of the
+  // request they belong to: a client drops progress that arrives after the result.
+  readonly #inTransit = new WeakMap<Server, Set<Promise<void>>>();
+  /** `namespace uri` → the downstream servers subscribed. */
+  readonly #subscriptions = new Map<string, Set<Server>>();
+  readonly #upstreams: ReadonlyMap<string, Upstream>;
+
+  constructor(upstreams: ReadonlyMap<string, Upstream>) {
+    this.#upstreams = upstreams;
+  }
+
+  /** Tracks a notification on its way to `server` (awaited by {@link Relay.delivered}). */
+  track(server: Server, sending: Promise<void>): Promise<void> {
+    let set = this.#inTransit.get(server);
+    if (!set) this.#inTransit.set(server, (set = new Set()));
+    const settled = sending.catch(() => undefined);
+    set.add(settled);
+    void settled.then(() => set.delete(settled));
+    return settled;
+  }
+
+  /** Resolves once every notification in transit to `server` was sent. */
+  async delivered(server: Server): Promise<void> {
+    await Promise.all(this.#inTransit.get(server) ?? []);
+  }
+
+  /** The scope an upstream request runs in for one downstream request (its progress relayed back there). */
+  scopeOf(server: Server, request: RelayedRequest): CallScope {
+    return {
+      server,
+      progressToken: request.progressToken,
+      sendNotification: (n) => this.track(server, request.sendNotification(n as ServerNotification)),
+    };
+  }
+
+  /**
+   * Forwards one request to `upstream` in the downstream request's scope (its progress relayed, cancelled
+   * with it); the notifications it caused are delivered before its result.
+   */
+  async forwarded<T>(
+    server: Server,
+    request: RelayedRequest,
+    upstream: Upstream,
+    send: (client: Client, options: RequestOptions) => Promise<T>,
+  ): Promise<T> {
+    const result = await callScope.run(this.scopeOf(server, request), () =>
+      upstream.forward((scope) => send(upstream.client!, upstream.requestOptions(scope, { signal: request.signal }))),
+    );
+    await this.delivered(server);
+    return result;
+  }
+
+  /** Sends something to every connected client (failures ignored: a client that went away hears nothing). */
+  broadcast(send: (server: Server) => Promise<void>): void {
+    for (const d of this.downstreams) {
+      if (d.server.transport === undefined) continue;
+      send(d.server).catch(() => undefined);
+    }
+  }
+
+  /** Tells every client that the lists it may see changed. */
+  listsChanged(kinds: readonly ('tools' | 'resources' | 'prompts')[] = ['tools', 'resources', 'prompts']): void {
+    for (const kind of kinds)
+      this.broadcast((s) =>
+        kind === 'tools'
+          ? s.sendToolListChanged()
+          : kind === 'resources'
+            ? s.sendResourceListChanged()
+            : s.sendPromptListChanged(),
+      );
+  }
+
+  /** True when some client holds a subscription to `uri` (normal form) at `upstream`. */
+  subscribed(upstream: Upstream, uri: string): boolean {
+    return (this.#subscriptions.get(`${upstream.namespace} ${uri}`)?.size ?? 0) > 0;
+  }
+
+  /** Records `server`'s subscription to `uri` at `upstream`; `first` subscribes upstream when none held it yet. */
+  async subscribe(server: Server, upstream: Upstream, uri: string, first: () => Promise<unknown>): Promise<void> {
+    const key = `${upstream.namespace} ${uri}`;
+    let servers = this.#subscriptions.get(key);
+    if (!servers) {
+      await first();
+      // Another client may have subscribed while this one waited for the upstream.
+      servers = this.#subscriptions.get(key);
+      if (!servers) this.#subscriptions.set(key, (servers = new Set()));
+    }
+    servers.add(server);
+  }
+
+  /** Drops `server`'s subscription; the upstream is unsubscribed when no client holds one any more. */
+  async unsubscribe(server: Server, upstream: Upstream, uri: string): Promise<void> {
+    const key = `${upstream.namespace} ${uri}`;
+    const servers = this.#subscriptions.get(key);
+    servers?.delete(server);
+    if (servers && servers.size === 0) {
+      this.#subscriptions.delete(key);
+      await upstream.client?.unsubscribeResource({ uri }).catch(() => undefined);
+    }
+  }
+
+  /** An upstream's `notifications/resources/updated`: to the clients subscribed to that URI. */
+  resourceUpdated(upstream: Upstream, uri: string): void {
+    const normal = normalResourceUri(uri);
+    if (!normal.ok) return;
+    for (const server of this.#subscriptions.get(`${upstream.namespace} ${normal.uri}`) ?? [])
+      server.sendResourceUpdated({ uri }).catch(() => undefined);
+  }
+
+  /**
+   * An upstream's log message: to the one client with a request in flight to that upstream (it is about
+   * their request); with none, to the clients that asked for logging. With several in flight it cannot be
+   * attributed, and a shared upstream's log line must not reach another tenant: it is not delivered.
+   */
+  log(upstream: Upstream, params: LoggingMessageNotification['params']): void {
+    const inflight = upstream.inflight;
+    if (inflight.length > 1) return;
+    const targets =
+      inflight.length === 1 ? inflight : [...this.downstreams].filter((d) => d.logging).map((d) => d.server);
+    for (const server of targets)
+      void this.track(server, server.notification({ method: 'notifications/message', params }));
+  }
+
+  /** Adds a downstream server; its subscriptions are dropped (and released upstream) when it closes. */
+  add(downstream: Downstream): void {
+    this.downstreams.add(downstream);
+    const server = downstream.server;
+    const previous = server.onclose;
+    server.onclose = () => {
+      previous?.();
+      this.downstreams.delete(downstream);
+      for (const [key, servers] of this.#subscriptions) {
+        if (!servers.delete(server) || servers.size > 0) continue;
+        this.#subscriptions.delete(key);
+        const [namespace, uri] = [key.slice(0, key.indexOf(' ')), key.slice(key.indexOf(' ') + 1)];
+        void this.#upstreams
+          .get(namespace)
+          ?.client?.unsubscribeResource({ uri })
+          .catch(() => undefined);
+      }
+    };
+  }
+
+  /** Closes every downstream server. */
+  async close(): Promise<void> {
+    await Promise.allSettled([...this.downstreams].map((d) => d.server.close()));
+  }
+}

@@ -1,0 +1,345 @@
+/**
+ * THE policy in force: one frozen snapshot of everything a policy file decides at the gateway — the tool
+ * policy (with the pin rule), the resource and prompt rules, the gateway's own context, the pins, the
+ * limiter from `limits:` over its counter store, the approvers — built whole from a loaded file and
+ * swapped in one synchronous step. A request reads the snapshot in force when it starts and keeps it; a
+ * call that waited for a person is decided again under the snapshot in force then, whole, never under half
+ * of each. A reload is prepared (everything the new file needs built and checked) and then committed; a
+ * file that fails any check is refused and the snapshot in force stays.
+ */
+import { ConfigurationError } from '../errors.js';
+import type { GateContext } from '../gate/precheck.js';
+import { canonicalJson } from '../runner/signing.js';
+import { canonical, describe, namespaceOf } from '../names.js';
+import { PermissionPolicy } from '../permissions/policy.js';
+import type { PolicySet } from '../policy-file/policy-set.js';
+import { formatIssue, readPolicyFile } from '../policy-file/load.js';
+import type { ToolRegistry } from '../registry.js';
+import type { GatewayAuditRecord } from './audit.js';
+import { checkContext } from './context.js';
+import { compileGovernance, type ItemPolicy } from './governance.js';
+import { PinStore, PinTracker, readLockFile, withPinRule } from './pins.js';
+import type { Relay } from './relay.js';
+import type { Router } from './router.js';
+import type { GatewayUpstreamOptions, Upstream } from './upstream.js';
+
+/** Pinning of tool definitions. */
+export interface GatewayPinOptions {
+  /** The lock file (created when missing). */
+  readonly file: string;
+  /** What a drifted tool gets: refused (hidden from tools/list), or asked for per call. @default 'refuse' */
+  readonly onDrift?: 'refuse' | 'ask';
+}
+
+/** Options of {@link Gateway.reload}. */
+export interface GatewayReloadOptions {
+  /**
+   * The gateway's context under the new policy, or a function of the new policy file that makes it (a
+   * throw refuses the reload). @default the option given at start, else the new policy's default context
+   */
+  readonly context?: GateContext | ((policy: PolicySet) => GateContext);
+  /** Pinning under the new policy (e.g. `(p) => gatewayConfigOf(p).pins`); a throw refuses the reload. @default unchanged */
+  readonly pins?: GatewayPinOptions | null | ((policy: PolicySet) => GatewayPinOptions | null);
+}
+
+/** What a reload did: the changes now in force, or why the policy in force was kept. */
+export type GatewayReloadResult =
+  | { readonly ok: true; readonly version: string; readonly changes: readonly string[] }
+  | { readonly ok: false; readonly version: string; readonly error: string };
+
+/** The snapshot a request reads: everything the policy file decides, frozen. */
+export interface PolicyInForce {
+  readonly set: PolicySet;
+  /** The gateway's own context (agent, tenant, caller layers), read by every server per request. */
+  readonly context: GateContext;
+  readonly resources: ItemPolicy;
+  readonly prompts: ItemPolicy;
+  /** The pins of the lock file, or null without pinning. */
+  readonly pins: PinTracker | null;
+  readonly onDrift: 'refuse' | 'ask';
+  /** The enforced tool policy: the file's with the pin rule. */
+  readonly policy: PermissionPolicy;
+}
+
+/** What building a snapshot needs besides the file. */
+export interface InForceInputs {
+  readonly upstreams: Readonly<Record<string, GatewayUpstreamOptions>>;
+  readonly audit: (record: GatewayAuditRecord) => void;
+}
+
+/**
+ * Builds the snapshot for `set`, checking all of it (a ConfigurationError or TypeError names what is
+ * wrong). `previous`: the snapshot in force, whose pin tracker is kept when the lock file stays.
+ */
+export function buildInForce(
+  set: PolicySet,
+  context: GateContext,
+  pins: GatewayPinOptions | null,
+  inputs: InForceInputs,
+  previous: PolicyInForce | null,
+): PolicyInForce {
+  const governance = compileGovernance(set);
+  if (!governance.ok)
+    throw new ConfigurationError(
+      `the policy file's resource and prompt rules were refused:\n${governance.issues.map((i) => `  ${i.file}:${i.line}:${i.column}: ${i.message}`).join('\n')}`,
+    );
+  checkToolNamespaces(set, inputs.upstreams);
+  checkContext(context);
+  let tracker: PinTracker | null = null;
+  if (pins) {
+    const kept = previous?.pins?.store.file === pins.file ? previous.pins : null;
+    // The lock file is read again now: a broken one is refused here, not at the next call.
+    if (kept) readLockFile(kept.store.file);
+    tracker = kept ?? new PinTracker(new PinStore(pins.file), inputs.audit);
+  }
+  const onDrift = pins?.onDrift ?? 'refuse';
+  const policy = tracker ? withPinRule(set.policy, (tool) => tracker.isDrifted(tool), onDrift) : set.policy;
+  return Object.freeze({
+    set,
+    context,
+    resources: governance.resources,
+    prompts: governance.prompts,
+    pins: tracker,
+    onDrift,
+    policy,
+  });
+}
+
+/** The gateway's hold on the policy in force, and how it is swapped. */
+export class Reloader {
+  #current: PolicyInForce;
+  #closed = false;
+  // Reloads run one after another, so a slow read cannot overwrite a newer policy.
+  #reloading: Promise<unknown> = Promise.resolve();
+  readonly #registry: ToolRegistry;
+  readonly #router: Router;
+  readonly #relay: Relay;
+  readonly #inputs: InForceInputs;
+  readonly #contextOption: GateContext | undefined;
+
+  constructor(
+    first: PolicyInForce,
+    deps: { registry: ToolRegistry; router: Router; relay: Relay; contextOption: GateContext | undefined },
+    inputs: InForceInputs,
+  ) {
+    this.#current = first;
+    this.#registry = deps.registry;
+    this.#router = deps.router;
+    this.#relay = deps.relay;
+    this.#inputs = inputs;
+    this.#contextOption = deps.contextOption;
+    this.#registry.setPermissionPolicy(first.policy);
+    this.#mode('start', [startText(first.set)]);
+  }
+
+  /** The snapshot in force now. */
+  get current(): PolicyInForce {
+    return this.#current;
+  }
+
+  /** Pins the tools an upstream offers now under the snapshot in force, and routes them. */
+  noteTools(upstream: Upstream): void {
+    this.#router.noteTools(upstream);
+    this.#current.pins?.check(upstream);
+  }
+
+  /** Reads and checks a new policy file, then swaps it in; serialised with every other reload. */
+  reload(source: PolicySet | string, options: GatewayReloadOptions = {}): Promise<GatewayReloadResult> {
+    const result = this.#reloading.then(async () => {
+      const prepared = await this.prepare(source, options);
+      return 'error' in prepared ? this.#refuse(prepared.error) : this.commit(prepared);
+    });
+    this.#reloading = result.catch(() => undefined);
+    return result;
+  }
+
+  /** Builds and checks the snapshot a reload would swap in, or says why it cannot be. Swaps nothing. */
+  async prepare(
+    source: PolicySet | string,
+    options: GatewayReloadOptions = {},
+  ): Promise<PolicyInForce | { readonly error: string }> {
+    if (this.#closed) return { error: 'the gateway is closed' };
+    let next: PolicySet;
+    if (typeof source === 'string') {
+      const read = await readPolicyFile(source);
+      if (!read.ok)
+        return {
+          error: `the policy file ${JSON.stringify(source)} was refused:\n${read.issues.map((i) => `  ${formatIssue(i)}`).join('\n')}`,
+        };
+      next = read.policy;
+    } else if (isPolicySet(source)) next = source;
+    else return { error: `a reload needs a loaded policy file (a PolicySet) or a file name, got ${describe(source)}` };
+    if (this.#closed) return { error: 'the gateway is closed' };
+    const current = this.#current;
+    try {
+      const wanted = options.context;
+      const context = (typeof wanted === 'function' ? wanted(next) : wanted) ?? this.#contextOption ?? next.context();
+      const pins =
+        options.pins === undefined
+          ? current.pins
+            ? { file: current.pins.store.file, onDrift: current.onDrift }
+            : null
+          : typeof options.pins === 'function'
+            ? options.pins(next)
+            : options.pins;
+      return buildInForce(next, context, pins, this.#inputs, current);
+    } catch (error) {
+      return { error: error instanceof Error ? error.message : String(error) };
+    }
+  }
+
+  /** Swaps `next` in: one synchronous block, so no call is decided under half of the old and half of the new. */
+  commit(next: PolicyInForce): GatewayReloadResult {
+    if (this.#closed) return this.#refuse('the gateway is closed');
+    const before = this.#current;
+    const changes = policyChanges(before, next);
+    this.#current = next;
+    this.#registry.setPermissionPolicy(next.policy);
+    for (const upstream of this.#router.upstreams.values()) this.noteTools(upstream);
+    if (changes.length > 0) this.#mode('reload', changes);
+    this.#relay.listsChanged();
+    return { ok: true, version: next.set.version, changes };
+  }
+
+  /** No reload is taken after this. */
+  close(): void {
+    this.#closed = true;
+  }
+
+  #refuse(error: string): GatewayReloadResult {
+    const version = this.#current.set.version;
+    this.#mode('refused', [`the new policy was refused; policy ${version} stays in force: ${error}`], error);
+    return { ok: false, version, error };
+  }
+
+  #mode(event: 'start' | 'reload' | 'refused', changes: readonly string[], error?: string): void {
+    const { set, pins, onDrift } = this.#current;
+    this.#inputs.audit({
+      type: 'mode',
+      time: new Date().toISOString(),
+      event,
+      policy: set.version,
+      mode: set.data.mode ?? 'enforce',
+      shadowRules: ruleModes(set)
+        .filter((r) => r.mode === 'shadow')
+        .map((r) => r.name),
+      pin: pins ? onDrift : 'off',
+      changes,
+      ...(error !== undefined ? { error } : {}),
+    });
+  }
+}
+
+export function isPolicySet(value: unknown): value is PolicySet {
+  return typeof value === 'object' && value !== null && (value as PolicySet).policy instanceof PermissionPolicy;
+}
+
+/**
+ * Refuses tool rules that select by `namespace` an upstream whose tools are shown unprefixed: those tools
+ * carry no namespace (`echo`, not `docs:echo`), so the rule would select none of them — a deny on
+ * `namespace: docs` would let every tool of `docs` through — while the same selector on a `resources:` or
+ * `prompts:` rule does select that upstream. A ConfigurationError naming the rules.
+ */
+export function checkToolNamespaces(set: PolicySet, upstreams: Readonly<Record<string, GatewayUpstreamOptions>>): void {
+  const unprefixed = new Map<string, string>();
+  for (const [namespace, upstream] of Object.entries(upstreams))
+    if (upstream?.prefix === false) unprefixed.set(canonical(namespace), namespace);
+  if (unprefixed.size === 0) return;
+  const at = (rule: PolicySet['rules'][number]): string =>
+    `  ${set.file ?? '<input>'}:${rule.position.line}:${rule.position.column}: rule ${JSON.stringify(rule.name)}`;
+  // A name or glob whose literal namespace is an unprefixed upstream's (`docs:echo`, `docs:*`).
+  const literalNamespace = (pattern: string): string | null => {
+    const namespace = namespaceOf(pattern);
+    return namespace !== null && !/[*?[\]{}\\]/.test(namespace) && unprefixed.has(namespace) ? namespace : null;
+  };
+  const problems: string[] = [];
+  for (const rule of set.rules) {
+    if (rule.namespace !== null && unprefixed.has(rule.namespace))
+      problems.push(
+        `${at(rule)} selects tools by namespace ${JSON.stringify(unprefixed.get(rule.namespace))}, whose upstream shows its tools unprefixed (prefix: false): they carry no namespace and the rule would select none of them; name the tools by their own names instead`,
+      );
+    for (const pattern of [...rule.exact, ...rule.globs.map((g) => g.pattern)]) {
+      const namespace = literalNamespace(pattern);
+      if (namespace !== null)
+        problems.push(
+          `${at(rule)} names ${JSON.stringify(pattern)}, but the upstream ${JSON.stringify(unprefixed.get(namespace))} shows its tools unprefixed (prefix: false): the rule would select none of them; name the tools by their own names instead`,
+        );
+    }
+  }
+  for (const name of Object.keys(set.data.tools ?? {})) {
+    const namespace = literalNamespace(canonical(name));
+    if (namespace === null) continue;
+    const position = set.positionOf(['tools', name], true);
+    problems.push(
+      `  ${set.file ?? '<input>'}:${position.line}:${position.column}: tools: ${JSON.stringify(name)} declares metadata for a tool of the upstream ${JSON.stringify(unprefixed.get(namespace))}, which shows its tools unprefixed (prefix: false): it would apply to none of them; declare the tool by its own name instead`,
+    );
+  }
+  if (problems.length > 0)
+    throw new ConfigurationError(`the policy file's tool rules and declarations were refused:\n${problems.join('\n')}`);
+}
+
+/** Every rule of a policy file (tool, `resources:`, `prompts:`) with its mode and what it states. */
+function ruleModes(set: PolicySet): { name: string; mode: 'enforce' | 'shadow'; data: string }[] {
+  const of = (name: string, data: { readonly mode?: 'enforce' | 'shadow' | undefined }) => {
+    const { mode, ...rest } = data;
+    return { name, mode: mode ?? 'enforce', data: canonicalJson(rest) };
+  };
+  return [
+    ...set.rules.map((r) => of(r.name, r.data)),
+    ...(set.data.resources ?? []).map((r) => of(`resources:${r.name}`, r)),
+    ...(set.data.prompts ?? []).map((r) => of(`prompts:${r.name}`, r)),
+  ];
+}
+
+/** The mode record's words at start. */
+function startText(set: PolicySet): string {
+  const shadow = ruleModes(set).filter((r) => r.mode === 'shadow');
+  return set.data.mode === 'shadow'
+    ? 'the whole policy is in shadow mode: rules decide and are recorded, the allowlists alone are enforced'
+    : `policy enforced${shadow.length > 0 ? `; in shadow mode: ${shadow.map((r) => r.name).join(', ')}` : ''}`;
+}
+
+/** Each change of enforcement between two snapshots, in words (empty when they enforce the same). */
+export function policyChanges(was: PolicyInForce, now: PolicyInForce): string[] {
+  const before = was.set;
+  const after = now.set;
+  const pinBefore = was.pins ? was.onDrift : 'off';
+  const pinAfter = now.pins ? now.onDrift : 'off';
+  const out: string[] = [];
+  const same = (a: unknown, b: unknown): boolean => canonicalJson(a ?? null) === canonicalJson(b ?? null);
+  if (before.version !== after.version) out.push(`policy ${before.version} → ${after.version}`);
+  const modeBefore = before.data.mode ?? 'enforce';
+  const modeAfter = after.data.mode ?? 'enforce';
+  if (modeBefore !== modeAfter)
+    out.push(
+      modeAfter === 'shadow'
+        ? 'the whole policy: enforce → shadow (its rules are recorded, no longer enforced; the allowlists alone are enforced)'
+        : 'the whole policy: shadow → enforce (its rules are enforced)',
+    );
+  if ((before.data.fallback ?? 'deny') !== (after.data.fallback ?? 'deny'))
+    out.push(`fallback: ${before.data.fallback ?? 'deny'} → ${after.data.fallback ?? 'deny'}`);
+  if (pinBefore !== pinAfter) out.push(`pinned definitions: ${pinBefore} → ${pinAfter}`);
+  const old = new Map(ruleModes(before).map((r) => [r.name, r]));
+  const fresh = new Map(ruleModes(after).map((r) => [r.name, r]));
+  for (const [name, rule] of fresh) {
+    const prior = old.get(name);
+    if (!prior) out.push(`rule ${JSON.stringify(name)} added (${rule.mode})`);
+    else {
+      if (prior.mode !== rule.mode) out.push(`rule ${JSON.stringify(name)}: ${prior.mode} → ${rule.mode}`);
+      if (prior.data !== rule.data) out.push(`rule ${JSON.stringify(name)} changed (${rule.mode})`);
+    }
+  }
+  for (const [name, rule] of old)
+    if (!fresh.has(name)) out.push(`rule ${JSON.stringify(name)} removed (was ${rule.mode})`);
+  const order = (names: Iterable<string>) => [...names].filter((n) => old.has(n) && fresh.has(n)).join('\n');
+  if (order(old.keys()) !== order(fresh.keys())) out.push('rules reordered (the first rule that matches decides)');
+  for (const key of ['agents', 'tenants', 'scopes', 'limits'] as const)
+    if (!same(before.data[key], after.data[key])) out.push(`${key} changed`);
+  if (!same(before.data.gateway?.upstreams, after.data.gateway?.upstreams))
+    out.push('gateway.upstreams changed: takes effect when the gateway restarts');
+  if (!same(before.data.tools, after.data.tools))
+    out.push('tools (metadata, parameter schemas) changed: takes effect when the gateway restarts');
+  if (was.pins && now.pins && was.pins.store.file !== now.pins.store.file)
+    out.push(`lock file: ${was.pins.store.file} → ${now.pins.store.file}`);
+  return out;
+}

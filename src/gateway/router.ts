@@ -1,0 +1,218 @@
+/**
+ * Which upstream serves what: a tool by the name it is shown under (also while its upstream is down), a
+ * resource by the upstream that listed its URI (else the one whose template matches it, else the only one
+ * serving resources), a prompt by its namespace, a resource template by the upstream that listed it. A
+ * name two upstreams could serve is refused, never guessed. The Router decides nothing about permission.
+ */
+import type { Client } from '@modelcontextprotocol/client';
+import type { RequestOptions } from '@modelcontextprotocol/sdk/shared/protocol.js';
+import type { UriTemplate } from '@modelcontextprotocol/sdk/shared/uriTemplate.js';
+import { ErrorCode, McpError, type Resource } from '@modelcontextprotocol/sdk/types.js';
+import { canonical } from '../names.js';
+import { normalResourceUri } from '../policy-file/uri.js';
+import { callScope, type Upstream } from './upstream.js';
+
+const MAX_LISTED = 10_000;
+
+/** One gateway's routing tables, filled as upstreams connect and list. */
+export class Router {
+  readonly upstreams: ReadonlyMap<string, Upstream>;
+  /** Tool canonical name → its upstream. */
+  readonly #toolOwner = new Map<string, Upstream>();
+  /** Resource URI (normal form) → namespaces that listed it. */
+  readonly #resourceOwners = new Map<string, Set<string>>();
+  readonly #templatesOf = new Map<string, readonly UriTemplate[]>();
+  readonly #promptsOf = new Map<string, ReadonlySet<string>>();
+
+  constructor(upstreams: ReadonlyMap<string, Upstream>) {
+    this.upstreams = upstreams;
+  }
+
+  /** Records the tools an upstream serves now (at connect and at every `tools/list_changed`). */
+  noteTools(upstream: Upstream): void {
+    for (const registered of upstream.connection?.tools ?? []) this.#toolOwner.set(canonical(registered), upstream);
+  }
+
+  /** The upstream a tool is listed for (ready upstreams' tools), if any. */
+  listedOwner(form: string): Upstream | undefined {
+    return this.#toolOwner.get(form);
+  }
+
+  /** The upstream serving a tool name (also while it is down), if any. */
+  ownerOfTool(toolName: string): Upstream | undefined {
+    const form = canonical(toolName);
+    const owner = this.#toolOwner.get(form);
+    if (owner) return owner;
+    for (const upstream of this.upstreams.values()) {
+      if (upstream.prefixed && upstream.own(form) !== undefined && form.startsWith(`${canonical(upstream.namespace)}:`))
+        return upstream;
+      for (const known of upstream.knownTools) if (canonical(known) === form) return upstream;
+    }
+    return undefined;
+  }
+
+  /**
+   * A tool name whose namespace is a prefixed upstream's may only be served by that upstream: an
+   * unprefixed upstream offering `fs:write_file` must not pass for the `fs` upstream (and its rules).
+   */
+  impostor(registered: string, owner: Upstream): boolean {
+    const form = canonical(registered);
+    const colon = form.indexOf(':');
+    if (colon < 0) return false;
+    const claimed = [...this.upstreams.values()].find(
+      (u) => u.prefixed && canonical(u.namespace) === form.slice(0, colon),
+    );
+    return claimed !== undefined && claimed !== owner;
+  }
+
+  /**
+   * Every item of one list method from every ready upstream that serves it, page by page, each page asked
+   * in the current downstream request's scope: `list` is the client's method, `itemsOf` a page's list.
+   */
+  async listAll<P extends { nextCursor?: string | undefined }, T>(
+    capability: 'resources' | 'prompts',
+    list: (client: Client, params: { cursor?: string }, options: RequestOptions) => Promise<P>,
+    itemsOf: (page: P) => T[],
+  ): Promise<Map<Upstream, T[]>> {
+    const out = new Map<Upstream, T[]>();
+    await Promise.all(
+      [...this.upstreams.values()].map(async (upstream) => {
+        if (upstream.state !== 'ready' || !upstream.capabilities[capability]) return;
+        const items: T[] = [];
+        let cursor: string | undefined;
+        try {
+          do {
+            const params = cursor === undefined ? {} : { cursor };
+            const page = await upstream.forward(() =>
+              list(upstream.client!, params, upstream.requestOptions(callScope.getStore())),
+            );
+            items.push(...itemsOf(page));
+            cursor = page.nextCursor;
+          } while (cursor !== undefined && items.length < MAX_LISTED);
+          out.set(upstream, items);
+        } catch (error) {
+          // One upstream failing its listing does not fail the others' (it is reported once per listing).
+          process.emitWarning(
+            `toolgate gateway: listing ${capability} of upstream "${upstream.namespace}" failed: ${error instanceof Error ? error.message : String(error)}`,
+            { code: 'TOOLGATE_GATEWAY_LIST' },
+          );
+        }
+      }),
+    );
+    return out;
+  }
+
+  /** Every upstream's resources, recording which upstream listed which URI. */
+  async listResources(): Promise<{ upstream: Upstream; resource: Resource; uri: string }[]> {
+    const all = await this.listAll(
+      'resources',
+      (client, params, options) => client.listResources(params, options),
+      (page) => page.resources,
+    );
+    const out: { upstream: Upstream; resource: Resource; uri: string }[] = [];
+    for (const [upstream, resources] of all) {
+      for (const resource of resources) {
+        const normal = normalResourceUri(resource.uri);
+        if (!normal.ok) continue;
+        let owners = this.#resourceOwners.get(normal.uri);
+        if (!owners) this.#resourceOwners.set(normal.uri, (owners = new Set()));
+        owners.add(upstream.namespace);
+        out.push({ upstream, resource, uri: normal.uri });
+      }
+    }
+    return out;
+  }
+
+  /** Records an upstream's resource templates (routing reads and completions by them). */
+  noteTemplates(namespace: string, templates: readonly UriTemplate[]): void {
+    this.#templatesOf.set(namespace, templates);
+  }
+
+  /** Records the prompt names an upstream listed (routing an unprefixed upstream's prompts). */
+  notePrompts(namespace: string, names: ReadonlySet<string>): void {
+    this.#promptsOf.set(namespace, names);
+  }
+
+  /** The upstream serving a resource URI (normal form), or an McpError saying why none can. */
+  async routeResource(uri: string): Promise<Upstream> {
+    const pick = (namespaces: Iterable<string>): Upstream | undefined => {
+      const found = [...namespaces].map((n) => this.upstreams.get(n)).filter((u): u is Upstream => u !== undefined);
+      if (found.length > 1)
+        throw new McpError(
+          ErrorCode.InvalidParams,
+          `toolgate gateway: the resource ${JSON.stringify(uri)} is served by several upstreams (${found.map((u) => u.namespace).join(', ')}); the gateway will not guess`,
+        );
+      return found[0];
+    };
+    const listed = this.#resourceOwners.get(uri);
+    const byList = listed ? pick(listed) : undefined;
+    if (byList) return byList;
+    const byTemplate = pick(
+      [...this.#templatesOf.entries()]
+        .filter(([, templates]) => templates.some((t) => t.match(uri) !== null))
+        .map(([n]) => n),
+    );
+    if (byTemplate) return byTemplate;
+    const serving = [...this.upstreams.values()].filter((u) => u.state !== 'ready' || u.capabilities.resources);
+    if (serving.length === 1) return serving[0]!;
+    // Not seen yet: list once more, then decide.
+    await this.listResources();
+    const again = this.#resourceOwners.get(uri);
+    const found = again ? pick(again) : undefined;
+    if (found) return found;
+    throw new McpError(
+      ErrorCode.InvalidParams,
+      `toolgate gateway: no upstream is known to serve the resource ${JSON.stringify(uri)}`,
+    );
+  }
+
+  /** The upstream serving a resource template (as it listed it), or an McpError. */
+  routeTemplate(template: string): Upstream {
+    const owners = [...this.#templatesOf.entries()].filter(([, ts]) => ts.some((t) => t.toString() === template));
+    const found = owners.length === 1 ? this.upstreams.get(owners[0]![0]) : undefined;
+    if (found) return found;
+    const single = [...this.upstreams.values()].filter((u) => u.capabilities.resources);
+    if (single.length === 1) return single[0]!;
+    throw new McpError(
+      ErrorCode.InvalidParams,
+      `toolgate gateway: no upstream is known to serve the resource template ${JSON.stringify(template)}`,
+    );
+  }
+
+  /** The upstream and own name of a prompt name as shown. */
+  routePrompt(shown: string): { upstream: Upstream; own: string } {
+    const candidates: { upstream: Upstream; own: string }[] = [];
+    for (const upstream of this.upstreams.values()) {
+      if (!upstream.prefixed) continue;
+      const own = upstream.own(shown);
+      if (own !== undefined) candidates.push({ upstream, own });
+    }
+    if (candidates.length === 0) {
+      for (const upstream of this.upstreams.values())
+        if (!upstream.prefixed && this.#promptsOf.get(upstream.namespace)?.has(shown))
+          candidates.push({ upstream, own: shown });
+    }
+    if (candidates.length === 0) {
+      const bare = [...this.upstreams.values()].filter(
+        (u) => !u.prefixed && (u.state !== 'ready' || u.capabilities.prompts),
+      );
+      if (bare.length === 1) candidates.push({ upstream: bare[0]!, own: shown });
+    }
+    if (candidates.length !== 1)
+      throw new McpError(
+        ErrorCode.InvalidParams,
+        candidates.length === 0
+          ? `toolgate gateway: no upstream serves a prompt named ${JSON.stringify(shown)}`
+          : `toolgate gateway: the prompt ${JSON.stringify(shown)} is served by several upstreams; the gateway will not guess`,
+      );
+    return candidates[0]!;
+  }
+}
+
+/** The error a request to a down upstream gets. */
+export function unavailable(upstream: Upstream, what: string): McpError {
+  return new McpError(
+    ErrorCode.InternalError,
+    `toolgate gateway: upstream "${upstream.namespace}" is unavailable (${upstream.reason}); ${what} is refused until it is back`,
+  );
+}

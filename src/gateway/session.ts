@@ -1,0 +1,488 @@
+/**
+ * One client's session with the gateway: one named handler per MCP method, each reading the policy in
+ * force once (a {@link PolicyInForce}) and deciding through the gate before anything is forwarded. The
+ * handlers take the method's params and a {@link SessionRequest} (what the request carries: its signal,
+ * authentication, progress token) and answer the method's result, so a second protocol era can serve the
+ * same handlers; `openSession` binds them to an MCP SDK `Server`.
+ */
+import { randomUUID } from 'node:crypto';
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
+import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
+import { UriTemplate } from '@modelcontextprotocol/sdk/shared/uriTemplate.js';
+import {
+  CallToolRequestSchema,
+  CompleteRequestSchema,
+  ErrorCode,
+  GetPromptRequestSchema,
+  ListPromptsRequestSchema,
+  ListResourcesRequestSchema,
+  ListResourceTemplatesRequestSchema,
+  ListToolsRequestSchema,
+  McpError,
+  ReadResourceRequestSchema,
+  SetLevelRequestSchema,
+  SubscribeRequestSchema,
+  UnsubscribeRequestSchema,
+  type CallToolRequest,
+  type CallToolResult,
+  type CompleteRequest,
+  type CompleteResult,
+  type GetPromptRequest,
+  type GetPromptResult,
+  type ListToolsResult,
+  type LoggingLevel,
+  type Prompt,
+  type ReadResourceRequest,
+  type ReadResourceResult,
+  type Resource,
+  type ResourceTemplate,
+  type ServerNotification,
+  type ServerRequest,
+  type Tool as McpTool,
+} from '@modelcontextprotocol/sdk/types.js';
+import { readCall } from '../formats/index.js';
+import { dispatchCalls } from '../gate/dispatch.js';
+import { environmentOf } from '../gate/environment.js';
+import type { GateContext } from '../gate/precheck.js';
+import { canonical } from '../names.js';
+import { normalResourceUri } from '../policy-file/uri.js';
+import type { ToolRegistry, ToolResult } from '../registry.js';
+import type { ApprovalNote } from './approvals.js';
+import { gatewayRoute, type GatewayPeople } from './approvers.js';
+import { shadowOf, type GatewayAuditRecord, type ToolAuditRecord } from './audit.js';
+import { sessionSubject } from './auth.js';
+import { govern, type ItemRequest } from './items.js';
+import { PIN_RULE } from './pins.js';
+import type { Downstream, Relay, RelayedRequest } from './relay.js';
+import type { Reloader } from './reload.js';
+import { unavailable, type Router } from './router.js';
+import { callScope, type Upstream } from './upstream.js';
+
+/** The context of one downstream request: fixed, or derived from the request's authentication. */
+export type GatewayRequestContext =
+  | GateContext
+  | ((request: { readonly authInfo: AuthInfo | undefined; readonly sessionId: string | undefined }) => GateContext);
+
+/** What a session reads of its gateway. */
+export interface GatewayCore {
+  readonly name: string;
+  readonly registry: ToolRegistry;
+  readonly router: Router;
+  readonly relay: Relay;
+  readonly inForce: Pick<Reloader, 'current'>;
+  readonly people: GatewayPeople;
+  readonly audit: (record: GatewayAuditRecord) => void;
+}
+
+/** What one request to a session carries, whatever the protocol era. */
+export interface SessionRequest extends RelayedRequest {
+  readonly authInfo: AuthInfo | undefined;
+  readonly sessionId: string | undefined;
+}
+
+/** One client's session: its server, its context, and the policy each request reads. */
+interface Session {
+  readonly core: GatewayCore;
+  readonly server: Server;
+  readonly downstream: Downstream;
+  readonly contextOption: () => GatewayRequestContext;
+}
+
+/** A new downstream MCP server bound to the gateway's handlers. */
+export function openSession(core: GatewayCore, contextOption: () => GatewayRequestContext): Server {
+  const server = new Server(
+    { name: core.name, version: '0.2.0' },
+    {
+      capabilities: {
+        tools: { listChanged: true },
+        resources: { subscribe: true, listChanged: true },
+        prompts: { listChanged: true },
+        completions: {},
+        logging: {},
+      },
+    },
+  );
+  const session: Session = { core, server, downstream: { server, logging: false }, contextOption };
+  type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
+  const of = (extra: Extra): SessionRequest => ({
+    signal: extra.signal,
+    progressToken: extra._meta?.progressToken,
+    sendNotification: (n) => extra.sendNotification(n),
+    authInfo: extra.authInfo,
+    sessionId: extra.sessionId,
+  });
+  server.setRequestHandler(ListToolsRequestSchema, (_r, extra) => listTools(session, of(extra)));
+  server.setRequestHandler(CallToolRequestSchema, (r, extra) => callTool(session, r.params, of(extra)));
+  server.setRequestHandler(ListResourcesRequestSchema, (r, extra) =>
+    listResources(session, r.params?.cursor, of(extra)),
+  );
+  server.setRequestHandler(ListResourceTemplatesRequestSchema, (r, extra) =>
+    listResourceTemplates(session, r.params?.cursor, of(extra)),
+  );
+  server.setRequestHandler(ReadResourceRequestSchema, (r, extra) => readResource(session, r.params, of(extra)));
+  server.setRequestHandler(SubscribeRequestSchema, (r, extra) => subscribe(session, r.params.uri, of(extra)));
+  server.setRequestHandler(UnsubscribeRequestSchema, (r) => unsubscribe(session, r.params.uri));
+  server.setRequestHandler(ListPromptsRequestSchema, (r, extra) => listPrompts(session, r.params?.cursor, of(extra)));
+  server.setRequestHandler(GetPromptRequestSchema, (r, extra) => getPrompt(session, r.params, of(extra)));
+  server.setRequestHandler(CompleteRequestSchema, (r, extra) => complete(session, r.params, of(extra)));
+  server.setRequestHandler(SetLevelRequestSchema, (r, extra) => setLevel(session, r.params.level, of(extra)));
+  // Anything else a client asks is refused with an error that names it (never silently dropped).
+  server.fallbackRequestHandler = async (request) => {
+    throw new McpError(
+      ErrorCode.MethodNotFound,
+      `toolgate gateway: the method ${JSON.stringify(request.method)} is not forwarded by the gateway`,
+    );
+  };
+  core.relay.add(session.downstream);
+  return server;
+}
+
+/** The context of a request, from the session's option (read per request: a reload changes the gateway's own). */
+function contextOf(session: Session, request: SessionRequest): GateContext {
+  const option = session.contextOption();
+  return typeof option === 'function' ? option({ authInfo: request.authInfo, sessionId: request.sessionId }) : option;
+}
+
+function who(session: Session, request: SessionRequest): { caller: string | null; session: string | null } {
+  return { caller: contextOf(session, request).caller?.id ?? null, session: request.sessionId ?? null };
+}
+
+function now(): string {
+  return new Date().toISOString();
+}
+
+function noCursor(cursor: unknown): void {
+  if (cursor !== undefined)
+    throw new McpError(
+      ErrorCode.InvalidParams,
+      'toolgate gateway: lists are returned whole, in one page; there is no next page',
+    );
+}
+
+/** `tools/list`: the upstreams' tools the allowlist permits, drifted ones hidden under `pin: refuse`. */
+async function listTools(session: Session, request: SessionRequest): Promise<ListToolsResult> {
+  const { registry, router } = session.core;
+  const inForce = session.core.inForce.current;
+  const tools: McpTool[] = [];
+  for (const permitted of registry.allowlist(contextOf(session, request)).names) {
+    const form = canonical(permitted);
+    const upstream = router.listedOwner(form);
+    const connection = upstream?.connection;
+    const tool = registry.get(permitted);
+    if (!connection || !tool || router.impostor(tool.name, upstream)) continue;
+    const definition = connection.definition(tool.name);
+    if (!definition) continue;
+    const pins = inForce.pins;
+    if (pins && inForce.onDrift === 'refuse' && pins.drift(form) && pins.isDrifted(tool)) continue;
+    tools.push({ ...definition, name: tool.name } as McpTool);
+  }
+  return { tools };
+}
+
+/** `tools/call`: the gate (steps 1–8) on the gateway's route; the upstream's own result returned unchanged. */
+async function callTool(
+  session: Session,
+  params: CallToolRequest['params'],
+  request: SessionRequest,
+): Promise<CallToolResult> {
+  const { core, server } = session;
+  const { registry, router, relay, audit } = core;
+  const base = contextOf(session, request);
+  const toolName = params.name;
+  const upstream = router.ownerOfTool(toolName);
+  const refused = (reason: string): CallToolResult => {
+    audit({
+      type: 'tool',
+      time: now(),
+      ...who(session, request),
+      upstream: upstream?.namespace ?? null,
+      decision: null,
+      status: 'unavailable',
+      reason,
+    });
+    return { isError: true, content: [{ type: 'text', text: reason }] };
+  };
+  if (upstream && router.impostor(toolName, upstream))
+    return refused(
+      `toolgate gateway: the tool ${JSON.stringify(toolName)} is offered by upstream "${upstream.namespace}" under another upstream's namespace; refused`,
+    );
+  if (upstream && upstream.state !== 'ready')
+    return refused(unavailable(upstream, `the tool ${JSON.stringify(toolName)}`).message);
+  const started = core.inForce.current;
+  const call = { id: `mcp-${randomUUID()}`, name: toolName, arguments: params.arguments ?? {} };
+  const context: GateContext = { ...base, signal: request.signal };
+  const scope = relay.scopeOf(server, request);
+  let approval: ApprovalNote | undefined;
+  const route = gatewayRoute(
+    core.people,
+    registry,
+    {
+      server,
+      signal: request.signal,
+      progressToken: request.progressToken,
+      sendProgress: (message) =>
+        scope.sendNotification({
+          method: 'notifications/progress',
+          params: { progressToken: request.progressToken!, progress: 0, message },
+        }),
+      caller: base.caller?.id ?? null,
+      subject: request.authInfo ? sessionSubject(request.authInfo) : null,
+      agent: typeof base.agent === 'string' ? base.agent : (base.agent?.name ?? 'agent'),
+      tenant: base.tenant?.id ?? null,
+      policyVersion: started.policy.version,
+    },
+    (n) => (approval = n),
+  );
+  const result = await callScope.run(scope, async () => {
+    const env = environmentOf(registry);
+    // A call that waited for a person is decided again under the context and policy in force then (a
+    // reload may have narrowed the agent's tools or changed the rules).
+    const refresh = () => ({ context: { ...contextOf(session, request), signal: request.signal }, env: env.current() });
+    const [dispatched] = await dispatchCalls([readCall(call)], context, env, { ...route, refresh });
+    return dispatched as ToolResult;
+  });
+  const decision = result.decision;
+  // The snapshot whose policy made the decision: the one the request started with, or the one in force after a wait.
+  const latest = core.inForce.current;
+  const decidedUnder = decision.policyVersion === latest.policy.version ? latest : started;
+  const shadow = shadowOf(decidedUnder.set, registry, decision);
+  const drift = decidedUnder.pins?.drift(decision.canonical);
+  const record: ToolAuditRecord = {
+    type: 'tool',
+    time: now(),
+    ...who(session, request),
+    upstream: upstream?.namespace ?? null,
+    decision,
+    status: result.status,
+    ...(approval ? { approval } : {}),
+  };
+  audit({ ...record, ...(shadow ? { shadow } : {}), ...(drift ? { drift: drift.diff } : {}) });
+  await relay.delivered(server);
+  if (result.status === 'ok') return result.value as CallToolResult;
+  if (result.status === 'error' && upstream && upstream.state !== 'ready')
+    return {
+      isError: true,
+      content: [
+        {
+          type: 'text',
+          text: `toolgate gateway: upstream "${upstream.namespace}" went down during the call (${upstream.reason}); the call may not have completed. ${result.content}`,
+        },
+      ],
+    };
+  // The upstream's own error result is forwarded as it came.
+  if (result.status === 'error' && scope.result?.isError === true) return scope.result as CallToolResult;
+  if (approval && (approval.state === 'asked' || approval.state === 'pending'))
+    return {
+      isError: true,
+      content: [
+        {
+          type: 'text',
+          text: `This call waits for a person's approval (request ${approval.id}, rule ${JSON.stringify(decision.rule)}: ${decision.reason}). It has not run. Call it again, with the same arguments, once the request is answered.`,
+        },
+      ],
+    };
+  const drifts = decision.rule === PIN_RULE || decision.rule?.endsWith(' (drifted definition)') ? drift : undefined;
+  const text = drifts ? `${result.content}\n${drifts.diff}` : result.content;
+  return { isError: true, content: [{ type: 'text', text }] };
+}
+
+/** The asker of an item decision for one request. */
+function asker(session: Session, request: SessionRequest): ItemRequest {
+  const { core, server } = session;
+  return {
+    server,
+    approvalTimeoutMs: core.people.approvalTimeoutMs,
+    current: () => core.inForce.current,
+    audit: core.audit,
+    ...who(session, request),
+  };
+}
+
+/** `resources/list`: every upstream's resources the `resources:` rules could permit. */
+async function listResources(session: Session, cursor: unknown, request: SessionRequest) {
+  noCursor(cursor);
+  const { router, relay } = session.core;
+  const inForce = session.core.inForce.current;
+  const resources: Resource[] = [];
+  for (const { upstream, resource, uri } of await callScope.run(relay.scopeOf(session.server, request), () =>
+    router.listResources(),
+  ))
+    if (inForce.resources.visible(upstream.namespace, uri)) resources.push(resource);
+  return { resources };
+}
+
+/** `resources/templates/list`: every upstream's templates, where its namespace can permit anything. */
+async function listResourceTemplates(session: Session, cursor: unknown, request: SessionRequest) {
+  noCursor(cursor);
+  const { router, relay } = session.core;
+  const inForce = session.core.inForce.current;
+  const all = await callScope.run(relay.scopeOf(session.server, request), () =>
+    router.listAll(
+      'resources',
+      (client, params, options) => client.listResourceTemplates(params, options),
+      (page): ResourceTemplate[] => page.resourceTemplates,
+    ),
+  );
+  const resourceTemplates: ResourceTemplate[] = [];
+  for (const [upstream, templates] of all) {
+    const compiled: UriTemplate[] = [];
+    for (const template of templates) {
+      try {
+        compiled.push(new UriTemplate(template.uriTemplate));
+      } catch {
+        continue; // a template that does not parse cannot be routed
+      }
+      if (inForce.resources.mayPermit(upstream.namespace)) resourceTemplates.push(template);
+    }
+    router.noteTemplates(upstream.namespace, compiled);
+  }
+  return { resourceTemplates };
+}
+
+/** A resource URI in normal form, or the InvalidParams error saying why it cannot be judged. */
+function normalUri(uri: unknown): string {
+  const normal = normalResourceUri(uri);
+  if (!normal.ok) throw new McpError(ErrorCode.InvalidParams, `toolgate: ${normal.problem}`);
+  return normal.uri;
+}
+
+/** `resources/read`: decided by the `resources:` rules on the URI in normal form, which is what the upstream is sent. */
+async function readResource(
+  session: Session,
+  params: ReadResourceRequest['params'],
+  request: SessionRequest,
+): Promise<ReadResourceResult> {
+  const inForce = session.core.inForce.current;
+  const uri = normalUri(params.uri);
+  const upstream = await session.core.router.routeResource(uri);
+  if (upstream.state !== 'ready') throw unavailable(upstream, `reading ${JSON.stringify(uri)}`);
+  await govern(asker(session, request), inForce, 'resource', 'read', upstream, uri, uri, {});
+  return session.core.relay.forwarded(session.server, request, upstream, (client, options) =>
+    client.readResource({ ...params, uri }, options),
+  );
+}
+
+/** `resources/subscribe`: decided as a read; the upstream is subscribed once for all its clients. */
+async function subscribe(session: Session, raw: string, request: SessionRequest): Promise<Record<string, never>> {
+  const inForce = session.core.inForce.current;
+  const uri = normalUri(raw);
+  const upstream = await session.core.router.routeResource(uri);
+  if (upstream.state !== 'ready') throw unavailable(upstream, `subscribing to ${JSON.stringify(uri)}`);
+  if (!upstream.capabilities.resources?.subscribe)
+    throw new McpError(
+      ErrorCode.MethodNotFound,
+      `toolgate gateway: upstream "${upstream.namespace}" does not support resource subscriptions`,
+    );
+  await govern(asker(session, request), inForce, 'resource', 'subscribe', upstream, uri, uri, {});
+  await session.core.relay.subscribe(session.server, upstream, uri, () =>
+    upstream.forward((scope) => upstream.client!.subscribeResource({ uri }, upstream.requestOptions(scope))),
+  );
+  return {};
+}
+
+/** `resources/unsubscribe`: nothing to decide. */
+async function unsubscribe(session: Session, raw: string): Promise<Record<string, never>> {
+  const uri = normalUri(raw);
+  const upstream = await session.core.router.routeResource(uri);
+  await session.core.relay.unsubscribe(session.server, upstream, uri);
+  return {};
+}
+
+/** `prompts/list`: every upstream's prompts the `prompts:` rules could permit, under their shown names. */
+async function listPrompts(session: Session, cursor: unknown, request: SessionRequest) {
+  noCursor(cursor);
+  const { router, relay } = session.core;
+  const inForce = session.core.inForce.current;
+  const all = await callScope.run(relay.scopeOf(session.server, request), () =>
+    router.listAll(
+      'prompts',
+      (client, params, options) => client.listPrompts(params, options),
+      (page): Prompt[] => page.prompts,
+    ),
+  );
+  const prompts: Prompt[] = [];
+  for (const [upstream, list] of all) {
+    router.notePrompts(upstream.namespace, new Set(list.map((p) => p.name)));
+    for (const prompt of list)
+      if (inForce.prompts.visible(upstream.namespace, prompt.name))
+        prompts.push({ ...prompt, name: upstream.shown(prompt.name) });
+  }
+  return { prompts };
+}
+
+/** `prompts/get`: decided by the `prompts:` rules, conditions on the prompt's arguments. */
+async function getPrompt(
+  session: Session,
+  params: GetPromptRequest['params'],
+  request: SessionRequest,
+): Promise<GetPromptResult> {
+  const inForce = session.core.inForce.current;
+  const { upstream, own } = session.core.router.routePrompt(params.name);
+  if (upstream.state !== 'ready') throw unavailable(upstream, `the prompt ${JSON.stringify(params.name)}`);
+  await govern(asker(session, request), inForce, 'prompt', 'get', upstream, own, params.name, params.arguments ?? {});
+  return session.core.relay.forwarded(session.server, request, upstream, (client, options) =>
+    client.getPrompt({ ...params, name: own }, options),
+  );
+}
+
+/**
+ * `completion/complete`: a prompt's decided as getting it with the arguments the completion knows; a
+ * template's as reaching the template's URI (completing names what it may expand to).
+ */
+async function complete(
+  session: Session,
+  params: CompleteRequest['params'],
+  request: SessionRequest,
+): Promise<CompleteResult> {
+  const { router, relay } = session.core;
+  const inForce = session.core.inForce.current;
+  const ref = params.ref;
+  let upstream: Upstream;
+  let forwardedParams = params;
+  if (ref.type === 'ref/prompt') {
+    const routed = router.routePrompt(ref.name);
+    upstream = routed.upstream;
+    // A rule whose conditions need an argument the completion does not know cannot be judged, and refuses.
+    const known = params.context?.arguments ?? {};
+    await govern(asker(session, request), inForce, 'prompt', 'complete', upstream, routed.own, ref.name, known);
+    forwardedParams = { ...params, ref: { ...ref, name: routed.own } };
+  } else {
+    upstream = router.routeTemplate(ref.uri);
+    if (!inForce.resources.mayPermit(upstream.namespace))
+      throw new McpError(
+        ErrorCode.InvalidRequest,
+        `toolgate: the resources of upstream "${upstream.namespace}" are refused by the policy`,
+      );
+    // A deny on docs://secret/** refuses completing docs://secret/{name}.
+    const uri = normalUri(ref.uri);
+    await govern(asker(session, request), inForce, 'resource', 'complete', upstream, uri, ref.uri, {});
+  }
+  if (upstream.state !== 'ready') throw unavailable(upstream, 'completion');
+  if (!upstream.capabilities.completions)
+    throw new McpError(
+      ErrorCode.MethodNotFound,
+      `toolgate gateway: upstream "${upstream.namespace}" does not offer completions`,
+    );
+  return relay.forwarded(session.server, request, upstream, (client, options) =>
+    client.complete(forwardedParams, options),
+  );
+}
+
+/** `logging/setLevel`: to every upstream that logs; this client now hears log lines not about a request. */
+async function setLevel(
+  session: Session,
+  level: LoggingLevel,
+  request: SessionRequest,
+): Promise<Record<string, never>> {
+  session.downstream.logging = true;
+  const { router, relay } = session.core;
+  await callScope.run(relay.scopeOf(session.server, request), () =>
+    Promise.all(
+      [...router.upstreams.values()]
+        .filter((u) => u.state === 'ready' && u.capabilities.logging)
+        .map((u) => u.forward((scope) => u.client!.setLoggingLevel(level, u.requestOptions(scope)))),
+    ),
+  );
+  return {};
+}
