@@ -113,7 +113,9 @@ export class Replayer {
   }
 
   /** The limits that select the example under this file: name → max, cost, window. */
-  async limits(example: DiffExample): Promise<Map<string, { max: number; cost: number; windowMs: number | null }>> {
+  async limits(
+    example: DiffExample,
+  ): Promise<Map<string, { max: number | null; cost: number; windowMs: number | null }>> {
     return this.#withTool(example, async (registry) => {
       const explained = await explainCall(this.set, { name: example.tool, arguments: example.arguments }, {}, registry);
       return new Map(

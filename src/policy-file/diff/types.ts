@@ -81,7 +81,8 @@ export interface DiffChange {
 
 /** A limit's settings as they count one call. */
 export interface DiffLimit {
-  readonly max: number;
+  /** The max for the example's tenant; null: read from a plan that gives none (every call is refused). */
+  readonly max: number | null;
   readonly cost: number;
   readonly windowMs: number | null;
   readonly per: readonly string[];
