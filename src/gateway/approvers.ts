@@ -18,6 +18,8 @@ import { inboxRoute, type GatewayInbox } from './inbox.js';
 export interface GatewayPeople {
   readonly approvals: GatewayApprovals | undefined;
   readonly inbox: GatewayInbox | undefined;
+  /** The key approval requests are bound under (the route's owner's). */
+  readonly secret: Uint8Array;
   /** How long a person has to answer by elicitation. */
   readonly approvalTimeoutMs: number;
 }
@@ -47,7 +49,8 @@ export function gatewayRoute(
   note: (n: ApprovalNote) => void,
   kind: ApprovalKind = 'tool',
 ): Route {
-  if (people.inbox) return inboxRoute(people.inbox, request, note);
+  const approvals = { secret: people.secret };
+  if (people.inbox) return { ...inboxRoute(people.inbox, request, note), approvals };
   const approver = people.approvals
     ? storeApprover(
         people.approvals,
@@ -61,7 +64,7 @@ export function gatewayRoute(
         note,
       )
     : elicitation(request.server, people.approvalTimeoutMs, kind);
-  return approverRoute(registry, approver);
+  return { ...approverRoute(registry, approver), approvals };
 }
 
 /** Asks the person behind the client by MCP elicitation; false when they cannot be asked or do not accept. */
