@@ -100,7 +100,10 @@ export class ItemGate {
     });
     let approval: ApprovalNote | undefined;
     const started = inForce();
-    const route = gatewayRoute(this.#people, registry, asker, (n) => (approval = n), kind);
+    const person = gatewayRoute(this.#people, registry, asker, (n) => (approval = n), kind);
+    // An approval names its kind and what it is about: the URI in normal form, or the prompt's canonical name.
+    const target = kind === 'resource' ? String(access.args['uri']) : canonical(String(access.args['name']));
+    const route = person.approvals ? { ...person, approvals: { ...person.approvals, kind, target } } : person;
     const context: GateContext = {
       agent: asker.agent,
       ...(asker.tenant !== null ? { tenant: { id: asker.tenant } } : {}),
