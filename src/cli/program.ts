@@ -11,6 +11,7 @@ import { registerDemo } from './demo.js';
 import { EXIT, exitCodesText, USAGE_LINE } from './exit-codes.js';
 import { registerExplain } from './explain.js';
 import { registerGateway, registerMcpProxy } from './gateway-command.js';
+import { registerLedger } from './ledger.js';
 import { registerLint } from './lint.js';
 import { registerPin } from './pin.js';
 import { registerReport } from './report.js';
@@ -36,6 +37,7 @@ const COMMANDS: readonly RegisterCommand[] = [
   registerReport,
   registerServe,
   registerAudit,
+  registerLedger,
   registerDemo,
 ];
 
