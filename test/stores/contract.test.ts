@@ -75,14 +75,20 @@ function pending(id: string, overrides: Partial<PendingRecord> = {}): PendingRec
   const now = Date.now();
   return {
     id,
+    kind: 'tool',
     binding: {
-      scope: { kind: 'run', id: 'R1' },
+      kind: 'tool',
+      owner: { kind: 'run', id: 'R1' },
       callId: `call-${id}`,
       tool: 'refund',
       argsHash: 'ab'.repeat(32),
       policyVersion: 'v1',
       expiresAt: now + 60_000,
       nonce: `nonce-${id}`,
+      rule: 'ask-refunds',
+      pin: null,
+      caller: 'alice',
+      tenant: 'acme',
     },
     toolName: 'refund',
     canonical: 'refund',
