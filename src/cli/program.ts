@@ -8,6 +8,7 @@ import { registerAudit } from './audit.js';
 import { registerCheck } from './check.js';
 import { UsageError, type Cli, type CliIO, type RegisterCommand } from './context.js';
 import { registerDemo } from './demo.js';
+import { registerDiff } from './diff.js';
 import { EXIT, exitCodesText, USAGE_LINE } from './exit-codes.js';
 import { registerExplain } from './explain.js';
 import { registerGateway, registerMcpProxy } from './gateway-command.js';
@@ -28,6 +29,7 @@ export { runDemo } from './demo.js';
 const COMMANDS: readonly RegisterCommand[] = [
   registerExplain,
   registerLint,
+  registerDiff,
   registerCheck,
   registerWatch,
   registerMcpProxy,
