@@ -12,8 +12,12 @@
  * Stored, a request is an {@link ApprovalRecord} (the stores' `PendingRecord` is its alias).
  */
 
-/** What an approval is about: a tool call, a resource read (or a completion of its template), a prompt get. */
-export type ApprovalKind = 'tool' | 'resource' | 'prompt';
+/**
+ * What an approval is about: a tool call, a resource read (or a completion of its template), a prompt get,
+ * or a policy reload that widens access (held until a person approves it; its `tool` is the new policy
+ * version and its parameters the diff).
+ */
+export type ApprovalKind = 'tool' | 'resource' | 'prompt' | 'reload';
 
 /** How long an answer is remembered: this call only, the run, or the session. */
 export type RememberScope = 'once' | 'run' | 'session';
