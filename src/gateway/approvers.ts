@@ -17,6 +17,8 @@ import { inboxRoute, type GatewayInbox } from './inbox.js';
 export interface GatewayPeople {
   readonly approvals: GatewayApprovals | undefined;
   readonly inbox: GatewayInbox | undefined;
+  /** The key approval requests are bound under (the route's owner's). */
+  readonly secret: Uint8Array;
   /** How long a person has to answer by elicitation. */
   readonly approvalTimeoutMs: number;
 }
@@ -45,7 +47,8 @@ export function gatewayRoute(
   request: AskingRequest,
   note: (n: ApprovalNote) => void,
 ): Route {
-  if (people.inbox) return inboxRoute(people.inbox, request, note);
+  const approvals = { secret: people.secret };
+  if (people.inbox) return { ...inboxRoute(people.inbox, request, note), approvals };
   const approver = people.approvals
     ? storeApprover(
         people.approvals,
@@ -59,7 +62,7 @@ export function gatewayRoute(
         note,
       )
     : elicitationApprover(request.server, people.approvalTimeoutMs);
-  return approverRoute(registry, approver);
+  return { ...approverRoute(registry, approver), approvals };
 }
 
 /** Asks the person behind the client by MCP elicitation; false when they cannot be asked or do not accept. */

@@ -5,6 +5,7 @@
  * subscriptions, fan-out), reload.ts (the one frozen policy in force and its swap), pins.ts (pinned tool
  * definitions), approvers.ts (who answers an ask), upstream.ts (one connection each).
  */
+import { randomBytes } from 'node:crypto';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { GateContext } from '../gate/precheck.js';
 import { describe } from '../names.js';
@@ -130,6 +131,11 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     inForce,
     people: {
       approvals: options.approvals,
+      // The key the gateway's routes bind approval requests under (a route's owner sets it): the shared
+      // stores' secret with `approvals`; otherwise requests are answered within this gateway's own request
+      // (elicitation, the inbox's waiter) and a key of this gateway instance binds them.
+      // (gateway helper: the gateway's own `--approval-secret` replaces the instance key.)
+      secret: options.approvals !== undefined ? checkApprovals(options.approvals).secret : randomBytes(32),
       inbox: options.inbox,
       approvalTimeoutMs: options.approvalTimeoutMs ?? 120_000,
     },

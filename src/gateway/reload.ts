@@ -9,7 +9,7 @@
  */
 import { ConfigurationError } from '../errors.js';
 import type { GateContext } from '../gate/precheck.js';
-import { canonicalJson } from '../runner/signing.js';
+import { canonicalJson } from '../crypto.js';
 import { canonical, describe, namespaceOf } from '../names.js';
 import { PermissionPolicy } from '../permissions/policy.js';
 import type { PolicySet } from '../policy-file/policy-set.js';

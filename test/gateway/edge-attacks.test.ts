@@ -217,14 +217,20 @@ describe('attacks on the gateway edges', { timeout: 120_000 }, () => {
     const now = Date.now();
     const runnerRecord: PendingRecord = {
       id: 'runner-approval-1',
+      kind: 'tool',
       binding: {
-        scope: { kind: 'run', id: 'run-1' },
+        kind: 'tool',
+        owner: { kind: 'run', id: 'run-1' },
         callId: 'c1',
         tool: 'refund',
         argsHash: 'x'.repeat(64),
         policyVersion: null,
         expiresAt: now + 600_000,
         nonce: 'n1',
+        rule: 'refunds-ask',
+        pin: null,
+        caller: 'cy',
+        tenant: 'acme',
       },
       toolName: 'refund',
       canonical: 'refund',
