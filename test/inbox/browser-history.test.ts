@@ -105,12 +105,18 @@ describe('the Answered view', () => {
     const waits = Array.from({ length: 24 }, (_, i) =>
       worker.ask('gateway')({
         id: `gw-${i}`,
+        kind: 'tool',
         binding: {
-          scope: { kind: 'session', id: 'cy' },
+          kind: 'tool',
+          owner: { kind: 'session', id: 'cy' },
           callId: `c-${i}`,
           tool: 'refund',
           argsHash: `h-${i}`,
+          rule: 'ask_refunds',
           policyVersion: null,
+          pin: null,
+          caller: 'cy',
+          tenant: 'acme',
           expiresAt: Date.now() + 600_000,
           nonce: `n-${i}`,
         },

@@ -68,14 +68,21 @@ function ask(
 ): { id: string; answer: Promise<Answer> } {
   const id = `ops-${++seq}`;
   const canonical = request.canonical ?? request.tool;
+  const rule = request.rule ?? (canonical === 'refund' ? 'ask_refunds_over_100' : 'ask_wires');
   const answer = inbox.ask('gateway', { ttlMs: request.ttlMs ?? 600_000 })({
     id,
+    kind: 'tool',
     binding: {
-      scope: { kind: 'session', id: request.caller ?? 'cy' },
+      kind: 'tool',
+      owner: { kind: 'session', id: request.caller ?? 'cy' },
       callId: id,
       tool: canonical,
       argsHash: id,
+      rule,
       policyVersion: null,
+      pin: null,
+      caller: request.caller ?? 'cy',
+      tenant: request.tenant,
       expiresAt: Date.now() + (request.ttlMs ?? 600_000),
       nonce: `n-${id}`,
     },
@@ -86,7 +93,7 @@ function ask(
     tenant: request.tenant,
     caller: request.caller ?? 'cy',
     runId: null,
-    rule: request.rule ?? (canonical === 'refund' ? 'ask_refunds_over_100' : 'ask_wires'),
+    rule,
     reason: 'needs a person',
   });
   answer.catch(() => undefined);

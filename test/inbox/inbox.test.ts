@@ -347,12 +347,18 @@ describe('toolgate serve and the demo', () => {
     const version = (await loadPolicyFile(file)).policy.version ?? null;
     const request = (id: string, amount: number) => ({
       id,
+      kind: 'tool' as const,
       binding: {
-        scope: { kind: 'session' as const, id: 'cy' },
+        kind: 'tool' as const,
+        owner: { kind: 'session' as const, id: 'cy' },
         callId: id,
         tool: 'refund',
         argsHash: id,
+        rule: 'ask_all',
         policyVersion: version,
+        pin: null,
+        caller: 'cy',
+        tenant: 'acme',
         expiresAt: Date.now() + 600_000,
         nonce: `n-${id}`,
       },
