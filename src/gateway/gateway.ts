@@ -15,6 +15,7 @@ import { checkApprovals, type GatewayApprovals } from './approvals.js';
 import type { GatewayAuditRecord, GatewayAuditSink } from './audit.js';
 import { checkContext } from './context.js';
 import { checkInbox, type GatewayInbox } from './inbox.js';
+import { ItemGate } from './items.js';
 import { Relay } from './relay.js';
 import {
   buildInForce,
@@ -114,6 +115,20 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     toolTimeoutMs: callTimeout + 1000,
     handlerTimeoutMs: options.approvalTimeoutMs ?? 120_000,
   });
+  const people = {
+    approvals: options.approvals,
+    // The key the gateway's routes bind approval requests under (a route's owner sets it): the shared
+    // stores' secret with `approvals`; otherwise requests are answered within this gateway's own request
+    // (elicitation, the inbox's waiter) and a key of this gateway instance binds them.
+    secret: options.approvals !== undefined ? checkApprovals(options.approvals).secret : randomBytes(32),
+    inbox: options.inbox,
+    approvalTimeoutMs: options.approvalTimeoutMs ?? 120_000,
+  };
+  const items = new ItemGate(
+    { toolTimeoutMs: callTimeout + 1000, handlerTimeoutMs: options.approvalTimeoutMs ?? 120_000 },
+    people,
+    audit,
+  );
   const inputs = { upstreams: options.upstreams, audit };
   const first = buildInForce(
     options.policy,
@@ -122,23 +137,15 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     inputs,
     null,
   );
-  const inForce = new Reloader(first, { registry, router, relay, contextOption: options.context }, inputs);
+  const inForce = new Reloader(first, { registry, items, router, relay, contextOption: options.context }, inputs);
   const core: GatewayCore = {
     name: options.name ?? 'toolgate-gateway',
     registry,
     router,
     relay,
     inForce,
-    people: {
-      approvals: options.approvals,
-      // The key the gateway's routes bind approval requests under (a route's owner sets it): the shared
-      // stores' secret with `approvals`; otherwise requests are answered within this gateway's own request
-      // (elicitation, the inbox's waiter) and a key of this gateway instance binds them.
-      // (gateway helper: the gateway's own `--approval-secret` replaces the instance key.)
-      secret: options.approvals !== undefined ? checkApprovals(options.approvals).secret : randomBytes(32),
-      inbox: options.inbox,
-      approvalTimeoutMs: options.approvalTimeoutMs ?? 120_000,
-    },
+    items,
+    people,
     audit,
   };
 
