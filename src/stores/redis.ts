@@ -52,7 +52,7 @@ export interface RedisStoresOptions {
 // Sliding-window log per counter: a sorted set of "id:cost" members scored by time (KEYS[2i-1]) and a running
 // total beside it (KEYS[2i]). One call decides a batch of charge sets, in order, each all or nothing (the
 // concurrent charges of one process, coalesced): expired members are subtracted and removed the first time a
-// counter is met; then a set is allowed only when every charge of it fits (two on one counter must fit
+// counter is met (an empty log is a total of 0); then a set is allowed only when every charge of it fits (two on one counter must fit
 // together), or refused and nothing of it is added. What the allowed sets add is written once per counter at
 // the end: one member per counter holding their summed cost (they share the server's `now`, so they leave the
 // window together: exact), the total, and the TTLs. ARGV: id, the number of sets, then per set its number of
@@ -78,14 +78,18 @@ for s = 1, sets do
     zs[i], costs[i], windows[i] = z, cost, window
     if refused == nil then
       if totals[z] == nil then
-        local total = tonumber(redis.call('GET', tk) or '0')
-        local old = redis.call('ZRANGEBYSCORE', z, '-inf', now - window)
-        if #old > 0 then
-          for _, m in ipairs(old) do total = total - costOf(m) end
-          redis.call('ZREMRANGEBYSCORE', z, '-inf', now - window)
-          redis.call('SET', tk, tostring(total), 'KEEPTTL')
+        local total = 0
+        -- Only the oldest member is read unless it has left the window (the common case reads one).
+        local oldest = redis.call('ZRANGE', z, 0, 0, 'WITHSCORES')
+        if #oldest > 0 then
+          total = tonumber(redis.call('GET', tk) or '0')
+          if tonumber(oldest[2]) <= now - window then
+            for _, m in ipairs(redis.call('ZRANGEBYSCORE', z, '-inf', now - window)) do total = total - costOf(m) end
+            redis.call('ZREMRANGEBYSCORE', z, '-inf', now - window)
+            if redis.call('ZCARD', z) == 0 or total < 0 then total = 0 end
+            redis.call('SET', tk, tostring(total), 'KEEPTTL')
+          end
         end
-        if redis.call('ZCARD', z) == 0 or total < 0 then total = 0 end
         totals[z], totalKey[z] = total, tk
       end
       local total = totals[z] + (pending[z] or 0)
