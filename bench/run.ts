@@ -13,6 +13,7 @@
  *
  *   npm run bench -- [--sizes 10,100,1000,10000] [--repeat 1] [--budget-ms 1500] [--no-write] [--tsx]
  *   npm run bench -- --redraw      (the chart again from bench/results.json)
+ *   npm run bench -- --only policy-diff   (toolgate diff of 1,000- and 10,000-rule files alone; writes nothing)
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { createRequire } from 'node:module';
@@ -25,6 +26,7 @@ import { chartSvg } from './chart.js';
 import { ENGINE_NAMES, type EngineName } from './engines/engine.js';
 import { benchExtras, type ExtrasResult } from './extras.js';
 import { sinkValue, type Timing } from './measure.js';
+import { benchPolicyDiff, type PolicyDiffResult } from './policy-diff.js';
 import { benchPolicyLoad, type PolicyLoadResult } from './policy-load.js';
 import { benchQuickstart, type QuickstartResult } from './quickstart.js';
 import { benchRunner, type RunnerResult } from './runner.js';
@@ -39,6 +41,8 @@ const { values: args } = parseArgs({
     tsx: { type: 'boolean', default: false },
     // redraw the chart from the results file, measuring nothing
     redraw: { type: 'boolean', default: false },
+    // one part alone, printed, nothing written: policy-diff
+    only: { type: 'string' },
     out: { type: 'string', default: 'bench/results.json' },
     chart: { type: 'string', default: 'docs/bench.svg' },
     // internal: run one part in this process and write its result to a file
@@ -80,9 +84,11 @@ async function child(part: string, file: string): Promise<void> {
             ? await benchRunner({ timing, log })
             : kind === 'policyload'
               ? benchPolicyLoad({ log })
-              : kind === 'agree'
-                ? await agreeSize(Number(size), { log })
-                : await timeEngine(Number(size), engine as EngineName, { timing, log });
+              : kind === 'policydiff'
+                ? await benchPolicyDiff({ rules: Number(size), log })
+                : kind === 'agree'
+                  ? await agreeSize(Number(size), { log })
+                  : await timeEngine(Number(size), engine as EngineName, { timing, log });
     writeFileSync(file, JSON.stringify({ ok: true, result, sink: sinkValue() }));
   } catch (error) {
     writeFileSync(
@@ -214,6 +220,30 @@ interface Target {
   readonly met: boolean;
 }
 
+/** `toolgate diff` of two 1,000- and two 10,000-rule files differing in ten rules: each size in a child, median of the runs. */
+async function policyDiffRuns(repeat: number, notes: string[]): Promise<PolicyDiffResult[]> {
+  const out: PolicyDiffResult[] = [];
+  for (const size of [1000, 10000]) {
+    const runs: PolicyDiffResult[] = [];
+    for (let r = 0; r < repeat; r++) runs.push(await part<PolicyDiffResult>(`policydiff:${size}`, notes));
+    out.push({ ...runs[0]!, totalMs: median(runs.map((x) => x.totalMs)), diffMs: median(runs.map((x) => x.diffMs)) });
+  }
+  return out;
+}
+
+function policyDiffTargets(diffs: readonly PolicyDiffResult[]): Target[] {
+  return diffs.map((d) => {
+    const limit = d.rules >= 10_000 ? 20_000 : 2000;
+    return {
+      id: `policy-diff-${d.rules >= 10_000 ? '10k' : '1k'}`,
+      description: `toolgate diff of two ${d.rules.toLocaleString('en')}-rule files differing in ${d.changedRules} rules (both loaded, then diffed)`,
+      target: `< ${limit / 1000} s`,
+      measured: `${(d.totalMs / 1000).toFixed(2)} s (load ${(d.loadMs / 1000).toFixed(2)} s, diff ${(d.diffMs / 1000).toFixed(2)} s; ${d.changes} changes, ${d.uncertain} may change)`,
+      met: d.totalMs < limit,
+    };
+  });
+}
+
 async function main(): Promise<void> {
   if (args.child) return child(args.child, args['result-file']!);
   if (args.redraw) {
@@ -226,6 +256,13 @@ async function main(): Promise<void> {
   const repeat = Number(args.repeat);
   const notes: string[] = [];
   command = childCommand();
+  if (args.only !== undefined) {
+    if (args.only !== 'policy-diff') throw new Error(`--only: expected policy-diff, got ${args.only}`);
+    const diffs = await policyDiffRuns(repeat, notes);
+    for (const t of policyDiffTargets(diffs))
+      log(`${t.met ? 'met ' : 'MISS'}  ${t.description}: ${t.measured} (target ${t.target})`);
+    return;
+  }
   const startLoad = loadavg();
   const started = new Date();
   log(
@@ -263,6 +300,7 @@ async function main(): Promise<void> {
     runnerRuns.push(await part<RunnerResult>('runner', notes));
     loadRuns.push(await part<PolicyLoadResult>('policyload', notes));
   }
+  const policyDiff = await policyDiffRuns(repeat, notes);
   const runner: RunnerResult = {
     ...runnerRuns[0]!,
     byTurns: runnerRuns[0]!.byTurns.map((t, i) => ({
@@ -455,6 +493,7 @@ async function main(): Promise<void> {
       met: policyLoad.msMedian <= 500,
     },
   );
+  targets.push(...policyDiffTargets(policyDiff));
   targets.push({
     id: 'dispatch-overhead',
     description: 'executeToolCalls overhead on a no-op tool, one call (p50 − direct p50)',
@@ -497,6 +536,7 @@ async function main(): Promise<void> {
     quickstart,
     runner,
     policyLoad,
+    policyDiff,
     timings,
     extras,
     extrasSpread: {

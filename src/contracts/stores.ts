@@ -92,6 +92,8 @@ export interface LedgerEntry {
   readonly leaseUntil: number;
   readonly outcome: LedgerOutcome | null;
   readonly recordedAt: number | null;
+  /** Set when an operator settled an `unknown` row ({@link Ledger.settle}); absent otherwise. */
+  readonly settlement?: LedgerSettlementRecord;
 }
 
 /**
@@ -114,6 +116,41 @@ export interface Ledger {
   release(key: string, owner: string): Promise<boolean>;
   /** The row of `key`, for operators and tests. */
   inspect(key: string): Promise<LedgerEntry | undefined>;
+  /** Rows for operators (`toolgate ledger list`), oldest reservation first: the `unknown` ones to settle. */
+  list(query?: LedgerQuery): Promise<LedgerEntry[]>;
+  /**
+   * An operator's verdict on a row that reads as `unknown` (reserved, never recorded, lease passed): whether
+   * the call ran, and who says so. Recorded as the row's outcome (so the call is answered from it, and still
+   * never run again) with the settlement beside it. True when the row was unknown and is now settled; false
+   * when it is absent, recorded, or still held (its worker may be running it).
+   */
+  settle(key: string, settlement: LedgerSettlement): Promise<boolean>;
+}
+
+/** What {@link Ledger.list} selects; every field narrows. */
+export interface LedgerQuery {
+  /** Only rows that read as `unknown` now (the store's clock): reserved, never recorded, lease passed. */
+  readonly unknown?: boolean;
+  /** Only rows reserved at or after this time: ISO 8601 or epoch ms. */
+  readonly since?: string | number;
+  /** At most this many (the oldest first). @default 1000 */
+  readonly limit?: number;
+}
+
+/** An operator's verdict on an `unknown` ledger row (see {@link Ledger.settle}). */
+export interface LedgerSettlement {
+  /** `ran`: the call's effect happened; `not-run`: it did not. */
+  readonly outcome: 'ran' | 'not-run';
+  /** Who settles it (a name, recorded with the row). */
+  readonly by: string;
+  /** Why, or what was checked (recorded). */
+  readonly note?: string;
+}
+
+/** How a row was settled by an operator, as {@link LedgerEntry.settlement} reads it back. */
+export interface LedgerSettlementRecord extends LedgerSettlement {
+  /** Epoch ms (the store's clock). */
+  readonly at: number;
 }
 
 // ── run tallies ──

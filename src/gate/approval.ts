@@ -1,167 +1,231 @@
 /**
- * ONE approval model for every route: an ask is answered with an {@link Answer} (allow / deny, optionally
- * remembered, optionally with edited arguments) or left pending; an approval is bound to the exact call
- * ({@link ApprovalBinding}); and one precedence decides who answers:
+ * THE approval model's one implementation (its types are src/contracts/approval.ts): how a binding and a
+ * request id are minted, the one `sameBinding`, the one sign/verify of an answer, and the one precedence
+ * that decides who answers an ask:
  *
  *   the policy's own handler → the route's person (`route.ask`) → the registry's handler → the fallback
  *
  * An approval that does not verify (its MAC, its expiry, a nonce already used, or a binding that names
- * another run or session, call, tool, arguments or policy version) is handled one way: the call is denied
- * at stage `handler`, by `approval_invalid`, with a reason naming what failed.
+ * another owner, call, tool, arguments, rule, policy version, pin, caller or tenant) is handled one way: the
+ * call is denied at stage `handler`, by `approval_invalid`, with a reason naming what failed.
+ *
+ * A route with a person binds its requests under the secret its OWNER sets (`ApprovalSettings.secret`):
+ * never a key of this process, so an id minted on one worker verifies on another. The registry's own route
+ * has no person and mints no request.
  */
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
+import type {
+  Answer,
+  ApprovalBinding,
+  ApprovalInvalid,
+  ApprovalKind,
+  ApprovalOwner,
+  ApprovalRequest,
+  ApprovalSettings,
+  SignedAnswer,
+} from '../contracts/approval.js';
+import type { NonceStore } from '../contracts/stores.js';
+import { hashOf, macOf, MIN_SECRET_BYTES, sameMac } from '../crypto.js';
 import type { Decision, DecisionBase } from '../decision.js';
 import { describe } from '../names.js';
 import { callHandler, errorText, type PermissionHandler } from '../permissions/handler.js';
-import { hashOf, macOf, sameMac } from '../runner/signing.js';
 import { allow, deny, type GateContext, type GateEnvironment, type Precheck } from './precheck.js';
 import type { Route } from './route.js';
 
-/** How long an answer is remembered: this call only, the run, or the session. */
-export type RememberScope = 'once' | 'run' | 'session';
+export type {
+  Answer,
+  ApprovalBinding,
+  ApprovalInvalid,
+  ApprovalKind,
+  ApprovalOwner,
+  ApprovalRequest,
+  ApprovalSettings,
+  AskOutcome,
+  RememberScope,
+  SignedAnswer,
+} from '../contracts/approval.js';
 
-/** A person's (or an SDK's) answer to an ask. */
-export interface Answer {
-  readonly effect: 'allow' | 'deny';
-  /** @default 'once' */
-  readonly remember?: RememberScope;
-  /** Edited arguments (allow only): the edited call passes the whole gate again. */
-  readonly arguments?: Readonly<Record<string, unknown>>;
-  /** A deny's reason, given back to the model. */
-  readonly reason?: string;
-  /** Who answered (audit; four eyes). */
-  readonly approver?: string;
-  /** The answer was remembered from an earlier approval for this run or session (the Decision's reason says so). */
-  readonly recalled?: 'run' | 'session';
-  /**
-   * Called once the answer decided the call (in time: never after the handler timed out), before the
-   * Decision is made; a failure denies the call. The runner remembers a run or session answer here.
-   */
-  readonly settle?: () => Promise<void>;
-}
+const DAY = 86_400_000;
 
-/** An approval that was presented but does not verify; `reason` names what failed. */
-export interface ApprovalInvalid {
-  readonly effect: 'invalid';
-  readonly reason: string;
-}
-
-/** What a route's person answers: an Answer, `pending` (ask later: the route pauses), or an approval that failed verification. */
-export type AskOutcome = Answer | { readonly effect: 'pending' } | ApprovalInvalid;
-
-/** Whom an approval belongs to. The kinds never collide: the session `run:R1` is not the run `R1`. */
-export interface ApprovalScope {
-  readonly kind: 'run' | 'session';
-  readonly id: string;
-}
-
-/** An approval is bound to the exact call. */
-export interface ApprovalBinding {
-  readonly scope: ApprovalScope;
+/** What a binding is minted from: the call as the gate decided it, and whom the approval belongs to. */
+export interface BindingParts {
+  /** @default 'tool' */
+  readonly kind?: ApprovalKind;
+  readonly owner: ApprovalOwner;
   readonly callId: string;
-  /** The canonical tool name. */
+  /** The canonical tool name (for `resource` the normalised URI, for `prompt` the canonical prompt name). */
   readonly tool: string;
-  /** SHA-256 of the canonical JSON of the validated, frozen snapshot of the arguments. */
-  readonly argsHash: string;
+  /** The validated, frozen snapshot of the arguments: the binding holds its hash. */
+  readonly args: unknown;
+  /** The rule that asked (`(fallback)` for the policy's fallback). */
+  readonly rule: string;
   readonly policyVersion: string | null;
-  /** Epoch milliseconds. */
-  readonly expiresAt: number;
-  /** Single use: consumed when an answer to this request is applied. */
-  readonly nonce: string;
+  /** @default null */
+  readonly pin?: string | null;
+  readonly caller: string | null;
+  readonly tenant: string | null;
+  /** How long the request can be answered. @default 86_400_000 (24 h) */
+  readonly ttlMs?: number;
 }
 
-/** What a person (inbox, SDK, elicitation, runner) is shown. */
-export interface ApprovalRequest {
-  /** HMAC over the binding. */
-  readonly id: string;
-  readonly binding: ApprovalBinding;
-  /** The tool's declared name, and its canonical form. */
+/** What a person is shown beside the binding. */
+export interface RequestShown {
   readonly toolName: string;
-  readonly canonical: string;
-  /** The frozen snapshot the call would run with. */
   readonly parameters: Readonly<Record<string, unknown>>;
   readonly agent: string;
-  readonly tenant: string | null;
-  readonly caller: string | null;
   readonly runId: string | null;
-  readonly rule: string;
   readonly reason: string;
   readonly trace?: unknown;
 }
 
-/** How a route binds its approvals. */
-export interface ApprovalSettings {
-  /** The HMAC key of request ids and signed answers. */
-  readonly secret: Uint8Array;
-  /** Whom approvals belong to. @default the run of the context, else the session of its tenant and caller */
-  readonly scope?: ApprovalScope;
-  /** How long a request can be answered. @default 86_400_000 (24 h) */
-  readonly ttlMs?: number;
+/** THE way a binding is minted (every route: the gate's ask, the runner, the gateway's stores, the inbox). */
+export function bindingOf(parts: BindingParts, now = Date.now()): ApprovalBinding {
+  return Object.freeze({
+    kind: parts.kind ?? 'tool',
+    owner: Object.freeze({ kind: parts.owner.kind, id: parts.owner.id }),
+    callId: parts.callId,
+    tool: parts.tool,
+    argsHash: hashOf(parts.args),
+    rule: parts.rule,
+    policyVersion: parts.policyVersion,
+    pin: parts.pin ?? null,
+    caller: parts.caller,
+    tenant: parts.tenant,
+    expiresAt: now + (parts.ttlMs ?? DAY),
+    nonce: randomUUID(),
+  });
 }
 
-/** An answer signed for one request: what a route stores or sends and gets back before it counts. */
-export interface SignedAnswer {
-  readonly requestId: string;
-  readonly binding: ApprovalBinding;
-  readonly answer: Answer;
-  readonly mac: string;
+/** THE way a request id is minted: a MAC over the binding under the route owner's secret. */
+export function requestIdOf(secret: Uint8Array, binding: ApprovalBinding): string {
+  return macOf(secret, ['toolgate.approval-request', binding]);
 }
 
-/** Single-use nonces (the stores' NonceStore has this shape): true the first time only. */
-export interface NonceConsumer {
-  consume(nonce: string, ttlMs: number): Promise<boolean>;
+/** A request for `binding`, its id minted under `secret`. */
+export function requestOf(secret: Uint8Array, binding: ApprovalBinding, shown: RequestShown): ApprovalRequest {
+  return Object.freeze({
+    id: requestIdOf(secret, binding),
+    binding,
+    kind: binding.kind,
+    toolName: shown.toolName,
+    canonical: binding.tool,
+    parameters: shown.parameters,
+    agent: shown.agent,
+    tenant: binding.tenant,
+    caller: binding.caller,
+    runId: shown.runId,
+    rule: binding.rule,
+    reason: shown.reason,
+    ...(shown.trace === undefined ? {} : { trace: shown.trace }),
+  });
 }
 
-const DAY = 86_400_000;
-/** The key of routes that give none: requests it signs verify in this process only. */
-const PROCESS_SECRET = randomBytes(32);
+/** The fields of a Decision (or of an ask's base) a call's binding is made of. */
+type BoundCall = Pick<DecisionBase, 'callId' | 'canonical' | 'tenant' | 'runId' | 'policyVersion' | 'rule'>;
 
-/** The request a person is shown for an ask, bound to this call. */
+/**
+ * The binding of a call of this dispatch: the gate's ask, or a call decided earlier whose answer is checked
+ * again (no id: the registry's route binds to compare, never to ask).
+ */
+export function callBinding(
+  call: BoundCall,
+  args: Readonly<Record<string, unknown>>,
+  context: GateContext,
+  settings: Omit<ApprovalSettings, 'secret'> | undefined,
+  now = Date.now(),
+): ApprovalBinding {
+  return bindingOf(
+    {
+      kind: settings?.kind ?? 'tool',
+      owner: settings?.owner ?? defaultOwner(context, call),
+      callId: call.callId,
+      tool: settings?.target ?? call.canonical,
+      args,
+      rule: call.rule ?? '(fallback)',
+      policyVersion: call.policyVersion,
+      pin: settings?.pin ?? null,
+      caller: callerOf(context),
+      tenant: call.tenant,
+      ...(settings?.ttlMs === undefined ? {} : { ttlMs: settings.ttlMs }),
+    },
+    now,
+  );
+}
+
+/** The request a route's person is shown for an ask, bound to this call under the route owner's secret. */
 export function approvalRequest(
   ask: Extract<Precheck, { kind: 'ask' }>,
   context: GateContext,
   settings: ApprovalSettings | undefined,
   now = Date.now(),
 ): ApprovalRequest {
-  const base = ask.base;
-  const scope: ApprovalScope = settings?.scope ?? defaultScope(context, base);
-  const binding: ApprovalBinding = Object.freeze({
-    scope: Object.freeze({ kind: scope.kind, id: scope.id }),
-    callId: base.callId,
-    tool: base.canonical,
-    argsHash: hashOf(ask.args),
-    policyVersion: base.policyVersion,
-    expiresAt: now + (settings?.ttlMs ?? DAY),
-    nonce: randomUUID(),
-  });
-  return Object.freeze({
-    id: requestId(settings?.secret ?? PROCESS_SECRET, binding),
-    binding,
+  return requestOf(settingsSecret(settings), callBinding(ask.base, ask.args, context, settings, now), {
     toolName: ask.tool.name,
-    canonical: base.canonical,
     parameters: ask.args,
-    agent: base.agent,
-    tenant: base.tenant,
-    caller: context.caller?.id ?? null,
-    runId: base.runId,
-    rule: ask.request.ruleName,
+    agent: ask.base.agent,
+    runId: ask.base.runId,
     reason: ask.request.reason,
   });
 }
 
-function defaultScope(context: GateContext, base: DecisionBase): ApprovalScope {
+/**
+ * The secret of a route with a person, checked: set by the route's owner, at least 16 bytes. A route with a
+ * person and no secret is a programming error (a TypeError naming the option), never a key of this process.
+ */
+export function settingsSecret(settings: ApprovalSettings | undefined): Uint8Array {
+  const secret = (settings as { secret?: unknown } | undefined)?.secret;
+  if (!(secret instanceof Uint8Array) || secret.length < MIN_SECRET_BYTES)
+    throw new TypeError(
+      `a route with a person needs option "approvals.secret" (bytes, at least ${MIN_SECRET_BYTES}), set by the route's owner; got ${secret instanceof Uint8Array ? `${secret.length} bytes` : secret === undefined ? 'none' : typeof secret}`,
+    );
+  return secret;
+}
+
+function defaultOwner(context: GateContext, base: BoundCall): ApprovalOwner {
   if (base.runId !== null) return { kind: 'run', id: base.runId };
-  return { kind: 'session', id: JSON.stringify([base.tenant, context.caller?.id ?? null]) };
+  return { kind: 'session', id: JSON.stringify([base.tenant, callerOf(context)]) };
 }
 
-function requestId(secret: Uint8Array, binding: ApprovalBinding): string {
-  return macOf(secret, ['toolgate.approval-request', binding]);
+function callerOf(context: GateContext): string | null {
+  const id = context.caller?.id;
+  return typeof id === 'string' ? id : null;
 }
 
-/** Signs `answer` for `request` under `secret` (the route's approval key). */
+/**
+ * THE comparison of two bindings: null when `given` binds the very call `want` binds (kind, owner, call,
+ * tool, arguments, rule, policy version, pin, caller, tenant), else the reason it does not, worded for the
+ * person and the model. Expiry and the nonce are not compared here: {@link verifyAnswer} checks them.
+ *
+ * @example
+ * const problem = sameBinding(stored.binding, request.binding);
+ * if (problem !== null) return { effect: 'invalid', reason: problem };
+ */
+export function sameBinding(given: unknown, want: ApprovalBinding): string | null {
+  if (typeof given !== 'object' || given === null) return 'the approval is not bound to a call';
+  const b = given as Partial<Record<keyof ApprovalBinding, unknown>>;
+  if ((b.kind ?? 'tool') !== want.kind) return `the approval was given for a ${String(b.kind)} request`;
+  const owner = b.owner as Partial<ApprovalOwner> | null | undefined;
+  if (typeof owner !== 'object' || owner === null || owner.kind !== want.owner.kind || owner.id !== want.owner.id)
+    return 'the approval was given for another run or session';
+  if (b.callId !== want.callId) return 'the approval was given for another call';
+  if (b.tool !== want.tool) return 'the approval was given for another tool';
+  if (b.argsHash !== want.argsHash) return 'the approval was given for other arguments';
+  if (b.rule !== want.rule)
+    return `the approval was given under rule ${describe(b.rule)} and rule ${JSON.stringify(want.rule)} asks now`;
+  if (b.policyVersion !== want.policyVersion)
+    return `the approval was given under policy version ${JSON.stringify(b.policyVersion)} and ${JSON.stringify(want.policyVersion)} is in force`;
+  if ((b.pin ?? null) !== want.pin)
+    return 'the approval was given for another definition of the tool (its pin changed)';
+  if ((b.caller ?? null) !== want.caller) return 'the approval was given for another caller';
+  if ((b.tenant ?? null) !== want.tenant) return 'the approval was given for another tenant';
+  return null;
+}
+
+/** Signs `answer` for `request` under `secret` (the route owner's approval key). */
 export function signAnswer(secret: Uint8Array, request: ApprovalRequest, answer: Answer): SignedAnswer {
   const checked = readAnswer(answer);
   if ('invalid' in checked) throw new TypeError(`signAnswer(): ${checked.invalid}`);
+  // JSON drops `settle` (a function): what is signed is the plain answer.
   const plain = JSON.parse(JSON.stringify(checked)) as Answer;
   return Object.freeze({
     requestId: request.id,
@@ -172,15 +236,16 @@ export function signAnswer(secret: Uint8Array, request: ApprovalRequest, answer:
 }
 
 /**
- * Checks a signed answer against the request the gate built for the call now: its MAC, that it binds this
- * very call (scope, call id, tool, arguments, policy version), that it has not expired, and consumes its
- * nonce. The answer, or the one way an approval fails: `{ effect: 'invalid', reason }`.
+ * Checks a signed answer against the request the gate built for the call now: its MAC and its request id
+ * under `secret`, that it binds this very call ({@link sameBinding}), that it has not expired, and consumes
+ * its nonce (last: a refused answer uses nothing up). The answer, or the one way an approval fails:
+ * `{ effect: 'invalid', reason }`.
  */
 export async function verifyAnswer(
   secret: Uint8Array,
   signed: unknown,
   request: ApprovalRequest,
-  nonces: NonceConsumer,
+  nonces: Pick<NonceStore, 'consume'>,
   now = Date.now(),
 ): Promise<Answer | ApprovalInvalid> {
   const invalid = (reason: string): ApprovalInvalid => ({ effect: 'invalid', reason });
@@ -189,44 +254,24 @@ export async function verifyAnswer(
   if (typeof id !== 'string' || typeof binding !== 'object' || binding === null || typeof mac !== 'string')
     return invalid('the approval is not a signed answer');
   let expected: string;
+  let expectedId: string;
   try {
     expected = macOf(secret, ['toolgate.answer', id, binding, answer]);
+    expectedId = requestIdOf(secret, binding);
   } catch {
     return invalid('the approval is not plain JSON');
   }
-  if (!sameMac(mac, expected) || !sameMac(id, requestId(secret, binding)))
+  if (!sameMac(mac, expected) || !sameMac(id, expectedId))
     return invalid('the approval is not signed by this gate or was altered');
   const checked = readAnswer(answer);
   if ('invalid' in checked) return invalid(checked.invalid);
-  const want = request.binding;
-  if (binding.scope?.kind !== want.scope.kind || binding.scope.id !== want.scope.id)
-    return invalid('the approval was given for another run or session');
-  if (binding.callId !== want.callId) return invalid('the approval was given for another call');
-  if (binding.tool !== want.tool) return invalid('the approval was given for another tool');
-  if (binding.argsHash !== want.argsHash) return invalid('the approval was given for other arguments');
-  if (binding.policyVersion !== want.policyVersion)
-    return invalid(
-      `the approval was given under policy version ${JSON.stringify(binding.policyVersion)} and ${JSON.stringify(want.policyVersion)} is in force`,
-    );
+  const problem = sameBinding(binding, request.binding);
+  if (problem !== null) return invalid(problem);
   if (typeof binding.expiresAt !== 'number' || !(binding.expiresAt > now))
     return invalid(`the approval expired at ${new Date(Number(binding.expiresAt) || 0).toISOString()}`);
   if (typeof binding.nonce !== 'string' || !(await nonces.consume(binding.nonce, binding.expiresAt - now + 1)))
     return invalid('the approval was already used');
   return checked;
-}
-
-/** An in-memory NonceConsumer (one process). */
-export function memoryNonces(): NonceConsumer {
-  const used = new Map<string, number>();
-  return {
-    consume(nonce, ttlMs) {
-      const now = Date.now();
-      for (const [key, until] of used) if (until <= now) used.delete(key);
-      if (used.has(nonce)) return Promise.resolve(false);
-      used.set(nonce, now + ttlMs);
-      return Promise.resolve(true);
-    },
-  };
 }
 
 const SCOPES: readonly string[] = ['once', 'run', 'session'];

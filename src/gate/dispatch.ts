@@ -19,8 +19,7 @@ import type { NormalizedCall, UnreadableCall } from '../formats/index.js';
 import type { ToolResult } from '../registry.js';
 import type { Tool } from '../tool.js';
 import { chargeLimits } from '../limits/charge.js';
-import { hashOf } from '../runner/signing.js';
-import { resolveAsk, type ApprovalRequest } from './approval.js';
+import { callBinding, resolveAsk, sameBinding, settingsSecret, type ApprovalRequest } from './approval.js';
 import { executeDecided, Lanes, refused } from './execute.js';
 import {
   allow,
@@ -75,6 +74,8 @@ interface Entry {
   handler: GateEnvironment['handler'];
   /** A person or handler allowed it (an ask): the answer stands for the same binding only. */
   answered: boolean;
+  /** The context it was decided (and an ask answered) under: what its binding's owner and caller come from. */
+  context: GateContext;
   pending: ApprovalRequest | null;
   /** False for a call a route's admit refused: it was never charged, and is not charged now. */
   charged: boolean;
@@ -89,6 +90,7 @@ export async function dispatchCalls(
   env: GateEnvironment,
   route: Route,
 ): Promise<DispatchResult[]> {
+  if (route.ask) settingsSecret(route.approvals);
   const entries: Entry[] = [];
   let epoch = 0;
   // Phase 1: every call is decided before any runs, so a refusal late in the batch cannot follow a side
@@ -110,7 +112,7 @@ export async function dispatchCalls(
           { stage: refusal.stage, by: refusal.stage, layer: null },
           refusal.reason,
         );
-        const e = entryOf(index, call, decision, pre.tool, pre.args, epoch, env, false);
+        const e = entryOf(index, call, decision, pre.tool, pre.args, epoch, env, context, false);
         e.charged = false;
         e.halts = refusal.halt === true;
         entries.push(e);
@@ -119,7 +121,7 @@ export async function dispatchCalls(
       }
     }
     if (pre.kind === 'decided') {
-      entries.push(entryOf(index, call, pre.decision, pre.tool, pre.args, epoch, env, false));
+      entries.push(entryOf(index, call, pre.decision, pre.tool, pre.args, epoch, env, context, false));
       continue;
     }
     // Stamped with the epoch before the wait: whatever changed while it was answered is seen before it runs.
@@ -283,6 +285,7 @@ export async function decideCalls(
   env: GateEnvironment,
   route: Route,
 ): Promise<Decision[]> {
+  if (route.ask) settingsSecret(route.approvals);
   const decisions: Decision[] = [];
   for (let index = 0; index < calls.length; index++) {
     const call = calls[index]!;
@@ -443,7 +446,7 @@ async function resolveCallAsk(
   return {
     decision,
     pending: request !== null,
-    entry: (index, epoch, at) => entryOf(index, call, decision, tool, args, epoch, at, answered, request),
+    entry: (index, epoch, at) => entryOf(index, call, decision, tool, args, epoch, at, context, answered, request),
   };
 }
 
@@ -463,7 +466,7 @@ async function decideAgain(e: Entry, state: RouteState, route: Route): Promise<v
   );
   if (pre instanceof Promise) pre = await pre;
   e.revision = state.env.revision;
-  const kept = e.answered && sameBinding(e, pre, state.env);
+  const kept = e.answered && answerStands(e, pre, state, route);
   e.policy = state.env.policy;
   e.handler = state.env.handler;
   if (pre.kind === 'decided') {
@@ -480,18 +483,21 @@ async function decideAgain(e: Entry, state: RouteState, route: Route): Promise<v
   e.tool = fresh.tool;
   e.args = fresh.args;
   e.answered = fresh.answered;
+  e.context = fresh.context;
 }
 
-function sameBinding(e: Entry, pre: Precheck, env: GateEnvironment): boolean {
+/**
+ * An earlier answer stands for a call decided again only when the call is still an ask under the same tool,
+ * policy and registry-handler objects (one swapped in may deny it now) and binds the same call: tool,
+ * arguments, rule, policy version, owner, caller and tenant (the one `sameBinding`).
+ */
+function answerStands(e: Entry, pre: Precheck, state: RouteState, route: Route): boolean {
   if (pre.kind !== 'ask') return false;
-  const ask = pre;
-  // Answered under another policy object or registry handler (one that may deny it now): asked again.
-  if (e.tool !== ask.tool || e.policy !== env.policy || e.handler !== env.handler) return false;
-  if (e.decision.canonical !== ask.base.canonical || e.decision.policyVersion !== ask.base.policyVersion) return false;
-  if (e.decision.rule !== ask.base.rule) return false;
-  if (e.args === ask.args) return true;
+  const env = state.env;
+  if (e.tool !== pre.tool || e.policy !== env.policy || e.handler !== env.handler || e.args === null) return false;
   try {
-    return hashOf(e.args) === hashOf(ask.args);
+    const given = callBinding(e.decision, e.args, e.context, route.approvals);
+    return sameBinding(given, callBinding(pre.base, pre.args, state.context, route.approvals)) === null;
   } catch {
     return false;
   }
@@ -539,6 +545,7 @@ function entryOf(
   args: Readonly<Record<string, unknown>> | null,
   epoch: number,
   env: GateEnvironment,
+  context: GateContext,
   answered: boolean,
   pending: ApprovalRequest | null = null,
 ): Entry {
@@ -553,6 +560,7 @@ function entryOf(
     policy: env.policy,
     handler: env.handler,
     answered,
+    context,
     pending,
     charged: true,
     halts: false,

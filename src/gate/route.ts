@@ -8,7 +8,7 @@ import type { Decision, DenyStage } from '../decision.js';
 import type { NormalizedCall, UnreadableCall } from '../formats/index.js';
 import type { ToolResult } from '../registry.js';
 import type { Tool } from '../tool.js';
-import type { ApprovalRequest, ApprovalSettings, AskOutcome } from './approval.js';
+import type { ApprovalRequest, ApprovalSettings, AskOutcome } from '../contracts/approval.js';
 import type { GateContext, GateEnvironment } from './precheck.js';
 
 /** One attempt, charged before the call executes or its refusal is returned (refused calls count too). */

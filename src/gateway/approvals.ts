@@ -16,7 +16,8 @@
 import { randomUUID } from 'node:crypto';
 import type { PermissionHandler } from '../permissions/handler.js';
 import { canonical, describe } from '../names.js';
-import { hashOf, macOf } from '../runner/signing.js';
+import { hashOf, secretOf } from '../crypto.js';
+import { bindingOf, requestIdOf } from '../gate/index.js';
 import type { ApprovalStore, NonceStore, PendingRecord } from '../stores/types.js';
 
 /** Options of the gateway's store-backed approvals. */
@@ -52,9 +53,7 @@ export function checkApprovals(approvals: GatewayApprovals): { secret: Uint8Arra
       throw new TypeError(
         `option "approvals.${key}" must be a store with ${method}(), got ${describe(approvals[key])}`,
       );
-  const secret = typeof approvals.secret === 'string' ? new TextEncoder().encode(approvals.secret) : approvals.secret;
-  if (!(secret instanceof Uint8Array) || secret.length < 16)
-    throw new TypeError('option "approvals.secret" must be a string or bytes of at least 16 bytes');
+  const secret = secretOf(approvals.secret, 'option "approvals.secret"');
   const ttlMs = approvals.ttlMs ?? 900_000;
   if (!Number.isInteger(ttlMs) || ttlMs <= 0)
     throw new TypeError(`option "approvals.ttlMs" must be a positive integer, got ${describe(ttlMs)}`);
@@ -91,8 +90,8 @@ export function storeApprover(
     const scope = { kind: 'session' as const, id: asker.subject ?? asker.caller ?? 'anonymous' };
     const same = (r: PendingRecord): boolean =>
       r.source === 'gateway' &&
-      r.binding.scope.kind === scope.kind &&
-      r.binding.scope.id === scope.id &&
+      r.binding.owner.kind === scope.kind &&
+      r.binding.owner.id === scope.id &&
       r.binding.tool === tool &&
       r.binding.argsHash === argsHash &&
       r.binding.policyVersion === asker.policyVersion &&
@@ -123,18 +122,24 @@ export function storeApprover(
       note({ id: record.id, state: 'denied', ...(record.answer.reason ? { reason: record.answer.reason } : {}) });
       return 'deny';
     }
-    const binding = {
-      scope,
-      callId: `gateway-${randomUUID()}`,
-      tool,
-      argsHash,
-      policyVersion: asker.policyVersion,
-      expiresAt: now + ttlMs,
-      nonce: randomUUID(),
-    };
-    const id = macOf(secret, binding);
+    const binding = bindingOf(
+      {
+        owner: scope,
+        callId: `gateway-${randomUUID()}`,
+        tool,
+        args: request.parameters,
+        rule: request.ruleName,
+        policyVersion: asker.policyVersion,
+        caller: asker.caller,
+        tenant: asker.tenant,
+        ttlMs,
+      },
+      now,
+    );
+    const id = requestIdOf(secret, binding);
     await approvals.store.put({
       id,
+      kind: 'tool',
       binding,
       toolName: request.toolName,
       canonical: tool,

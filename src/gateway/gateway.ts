@@ -5,6 +5,7 @@
  * subscriptions, fan-out), reload.ts (the one frozen policy in force and its swap), pins.ts (pinned tool
  * definitions), approvers.ts (who answers an ask), upstream.ts (one connection each).
  */
+import { randomBytes } from 'node:crypto';
 import type { McpHttpHandler } from '@modelcontextprotocol/server';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { GateContext } from '../gate/precheck.js';
@@ -15,6 +16,7 @@ import { checkApprovals, type GatewayApprovals } from './approvals.js';
 import type { GatewayAuditRecord, GatewayAuditSink } from './audit.js';
 import { checkContext } from './context.js';
 import { checkInbox, type GatewayInbox } from './inbox.js';
+import { ItemGate } from './items.js';
 import { Relay } from './relay.js';
 import {
   buildInForce,
@@ -120,6 +122,20 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     toolTimeoutMs: callTimeout + 1000,
     handlerTimeoutMs: options.approvalTimeoutMs ?? 120_000,
   });
+  const people = {
+    approvals: options.approvals,
+    // The key the gateway's routes bind approval requests under (a route's owner sets it): the shared
+    // stores' secret with `approvals`; otherwise requests are answered within this gateway's own request
+    // (elicitation, the inbox's waiter) and a key of this gateway instance binds them.
+    secret: options.approvals !== undefined ? checkApprovals(options.approvals).secret : randomBytes(32),
+    inbox: options.inbox,
+    approvalTimeoutMs: options.approvalTimeoutMs ?? 120_000,
+  };
+  const items = new ItemGate(
+    { toolTimeoutMs: callTimeout + 1000, handlerTimeoutMs: options.approvalTimeoutMs ?? 120_000 },
+    people,
+    audit,
+  );
   const inputs = { upstreams: options.upstreams, audit };
   const first = buildInForce(
     options.policy,
@@ -128,18 +144,15 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     inputs,
     null,
   );
-  const inForce = new Reloader(first, { registry, router, relay, contextOption: options.context }, inputs);
+  const inForce = new Reloader(first, { registry, items, router, relay, contextOption: options.context }, inputs);
   const core: GatewayCore = {
     name: options.name ?? 'toolgate-gateway',
     registry,
     router,
     relay,
     inForce,
-    people: {
-      approvals: options.approvals,
-      inbox: options.inbox,
-      approvalTimeoutMs: options.approvalTimeoutMs ?? 120_000,
-    },
+    items,
+    people,
     audit,
   };
 

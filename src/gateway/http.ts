@@ -483,7 +483,7 @@ async function answerApproval(
     return reply(res, 404, { error: 'not_found', error_description: `no gateway approval request ${id}` });
   // Four eyes: neither the subject the request is bound to nor a token with the caller's client id answers.
   const subject = sessionSubject(auth);
-  if (record.binding.scope.id === subject || (record.caller !== null && record.caller === auth.clientId))
+  if (record.binding.owner.id === subject || (record.caller !== null && record.caller === auth.clientId))
     return reply(res, 403, {
       error: 'forbidden',
       error_description: 'the caller of a request cannot answer it (four eyes)',

@@ -11,7 +11,7 @@ import { ConfigurationError } from '../errors.js';
 import { canonical } from '../names.js';
 import { PermissionPolicy } from '../permissions/policy.js';
 import type { PermissionRule } from '../permissions/rule.js';
-import { canonicalJson, hashOf } from '../runner/signing.js';
+import { canonicalJson, hashOf } from '../crypto.js';
 import type { Tool } from '../tool.js';
 import type { GatewayAuditRecord } from './audit.js';
 import type { Upstream } from './upstream.js';

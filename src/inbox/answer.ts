@@ -11,7 +11,7 @@
 import type { ApproverIdentity, ApproverVerdict } from '../contracts/approval.js';
 import { approverVerdict } from '../gate/approvers.js';
 import { describe } from '../names.js';
-import { canonicalJson } from '../runner/signing.js';
+import { canonicalJson } from '../crypto.js';
 import type { Answer, PendingRecord } from '../stores/types.js';
 import { writeAudit, type InboxContext, type InboxIdentity } from './context.js';
 import type { ApprovalQueue } from './queue.js';

@@ -6,7 +6,7 @@
 import type { ApproverIdentity } from '../contracts/approval.js';
 import { jwtVerifier, type JwtKeyOptions } from '../jwt.js';
 import { describe } from '../names.js';
-import { macOf, sameMac } from '../runner/signing.js';
+import { macOf, sameMac } from '../crypto.js';
 
 /**
  * Verifies a bearer token and resolves with the approver it names — a name, or an identity bound to the

@@ -6,6 +6,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { ApproverIdentity, ApproverRules } from '../contracts/approval.js';
+import { secretOf } from '../crypto.js';
 import { checkApproverRules } from '../gate/approvers.js';
 import { describe } from '../names.js';
 import { MemoryApprovalStore, MemoryNonceStore } from '../stores/memory.js';
@@ -144,11 +145,7 @@ export interface InboxContext {
 }
 
 export function secretBytes(secret: unknown, where = 'createInbox option "secret"'): Uint8Array {
-  const bytes =
-    typeof secret === 'string' ? Buffer.from(secret, 'utf8') : secret instanceof Uint8Array ? secret : undefined;
-  if (!bytes || bytes.length < 16)
-    throw new TypeError(`${where} must be a string or bytes of at least 16 bytes, got ${describe(secret)}`);
-  return bytes;
+  return secretOf(secret, where);
 }
 
 function webhooksOf(value: InboxOptions['webhooks']): Map<string, readonly InboxWebhook[]> {

@@ -5,10 +5,9 @@
 import { randomUUID } from 'node:crypto';
 import { canonical as canonicalName } from '../names.js';
 import type { PermissionHandler, PermissionRequest } from '../permissions/handler.js';
-import { environmentOf } from '../gate/environment.js';
+import { bindingOf, environmentOf } from '../gate/index.js';
 import type { ToolRegistry } from '../registry.js';
 import type { AgentRunner } from '../runner/runner.js';
-import { hashOf } from '../runner/signing.js';
 import type { PendingApproval, ResumeOptions, RunResult, RunState } from '../runner/types.js';
 import type { ApprovalSink, SubmittedApproval } from './queue.js';
 import type { PendingRecord } from '../stores/types.js';
@@ -155,12 +154,18 @@ export class RunnerInbox {
     const trace = traceOf(this.#options.registry, p.canonical, p.parameters);
     return {
       id: p.id,
+      kind: 'tool',
       binding: {
-        scope: { kind: 'run', id: p.runId },
+        kind: 'tool',
+        owner: { kind: 'run', id: p.runId },
         callId: p.callId,
         tool: p.canonical,
         argsHash: p.argsHash,
+        rule: p.rule ?? '(fallback)',
         policyVersion: p.policyVersion,
+        pin: null,
+        caller: state.caller.id,
+        tenant: state.tenant,
         expiresAt,
         nonce: randomUUID(),
       },
@@ -208,15 +213,21 @@ export function inboxHandler(inbox: ApprovalSink, options: InboxHandlerOptions =
         .submit(
           {
             id,
-            binding: {
-              scope: { kind: 'run', id: request.runId ?? id },
-              callId: request.callId,
-              tool: canonical,
-              argsHash: hashOf(request.parameters),
-              policyVersion,
-              expiresAt,
-              nonce: randomUUID(),
-            },
+            kind: 'tool',
+            binding: bindingOf(
+              {
+                owner: { kind: 'run', id: request.runId ?? id },
+                callId: request.callId,
+                tool: canonical,
+                args: request.parameters,
+                rule: request.ruleName,
+                policyVersion,
+                caller: request.caller ?? null,
+                tenant: request.tenant,
+                ttlMs: ttl,
+              },
+              expiresAt - ttl,
+            ),
             toolName: request.toolName,
             canonical,
             parameters: request.parameters,

@@ -19,8 +19,9 @@ import type { PermissionRule } from '../permissions/rule.js';
 import { defineTool, type Tool } from '../tool.js';
 import { jsonSyntaxError, lineColumn } from './json-syntax.js';
 import { compileCondition, compileNameGlob, isGlob, runTests, type ConditionTest, type Glob } from './matchers.js';
+import { compileItemRules } from './items.js';
 import { PolicySet, type PolicyRuleInfo } from './policy-set.js';
-import type { PolicyFileData, PolicyIssue, PolicyPosition } from './types.js';
+import type { PolicyFileData, PolicyIssue, PolicyPosition, PolicyRisk, PolicyToolData } from './types.js';
 
 /** Options of {@link parsePolicy}. */
 export interface ParsePolicyOptions {
@@ -405,6 +406,14 @@ function compile(data: PolicyFileData, locator: Locator, text: string): PolicyPa
       continue;
     }
     byForm.set(form, name);
+    (spec.risk ?? []).forEach((threshold, i) => {
+      for (const [arg, condition] of Object.entries(threshold.when))
+        try {
+          compileCondition(arg, condition as Record<string, unknown>);
+        } catch (error) {
+          issues.push(locator.issue([...path, 'risk', i, 'when', arg], 'invalid-pattern', (error as Error).message));
+        }
+    });
     try {
       tools.push(
         defineTool({
@@ -537,10 +546,17 @@ function compile(data: PolicyFileData, locator: Locator, text: string): PolicyPa
             `${JSON.stringify(name)} is not a limit of this file; its limits: ${[...limitNames].join(', ') || '(none)'}`,
           ),
         );
+  const version = `policy-file-${createHash('sha256').update(text).digest('hex').slice(0, 12)}`;
+  // Resource and prompt rules, in the gate's rule form (items.ts).
+  const items = compileItemRules(
+    data,
+    version,
+    (p) => locator.at(p),
+    (p, code, message) => issues.push(locator.issue([...p], code, message)),
+  );
   if (issues.length > 0) return { ok: false, issues: issues.sort((a, b) => a.line - b.line || a.column - b.column) };
   let policy: PermissionPolicy;
   let shadow: PermissionPolicy | null = null;
-  const version = `policy-file-${createHash('sha256').update(text).digest('hex').slice(0, 12)}`;
   try {
     // Shadow rules (or a whole shadow policy) decide in a second policy that is recorded, never enforced:
     // the enforced one leaves them out (a shadow policy enforces no rule and falls back to allow).
@@ -565,6 +581,7 @@ function compile(data: PolicyFileData, locator: Locator, text: string): PolicyPa
       shadow,
       tools,
       rules: infos,
+      items,
       positionOf: (p, key) => locator.at(p, key),
     }),
   };
@@ -635,4 +652,53 @@ function toPermissionRule(info: PolicyRuleInfo): PermissionRule {
     ...(match ? { match } : {}),
     ...(!useIndex && !tags && !select && !match ? { match: () => true } : {}),
   };
+}
+
+/** How the approval inbox shows one tool's calls: its summary template and its argument risk. */
+export interface PolicyToolCard {
+  readonly summary?: string;
+  /** The highest threshold level whose conditions all hold (a condition that cannot be judged holds), or null. */
+  readonly risk?: (parameters: Readonly<Record<string, unknown>>) => PolicyRisk | null;
+}
+
+/** What the approval inbox reads of a loaded policy file: cards by tool, and the risk of each rule that sets one. */
+export interface PolicyCards {
+  readonly tools: Readonly<Record<string, PolicyToolCard>>;
+  readonly rules: Readonly<Record<string, PolicyRisk>>;
+}
+
+const RISK_ORDER: readonly PolicyRisk[] = ['low', 'medium', 'high'];
+
+function toolRisk(spec: PolicyToolData): PolicyToolCard['risk'] {
+  if (!spec.risk?.length) return undefined;
+  const thresholds = spec.risk.map((t) => ({
+    level: t.level,
+    tests: Object.entries(t.when).flatMap(([arg, c]) => compileCondition(arg, c as Record<string, unknown>)),
+  }));
+  return (parameters) => {
+    let found: PolicyRisk | null = null;
+    for (const t of thresholds)
+      if (
+        runTests(t.tests, parameters) !== false &&
+        (found === null || RISK_ORDER.indexOf(t.level) > RISK_ORDER.indexOf(found))
+      )
+        found = t.level;
+    return found;
+  };
+}
+
+/**
+ * The approval inbox's view of a policy file (`toolgate serve --policy`): each tool's `summary` template
+ * and `risk` thresholds, and each rule's `risk`. The file is one `loadPolicyFile` / `parsePolicy` accepted.
+ */
+export function policyCards(data: PolicyFileData): PolicyCards {
+  const tools: Record<string, PolicyToolCard> = {};
+  for (const [name, spec] of Object.entries(data.tools ?? {})) {
+    const risk = toolRisk(spec);
+    if (spec.summary === undefined && risk === undefined) continue;
+    tools[name] = { ...(spec.summary !== undefined ? { summary: spec.summary } : {}), ...(risk ? { risk } : {}) };
+  }
+  const rules: Record<string, PolicyRisk> = {};
+  for (const rule of data.rules ?? []) if (rule.risk !== undefined) rules[rule.name] = rule.risk;
+  return { tools, rules };
 }

@@ -4,6 +4,15 @@
 import type { PermissionResult } from '../permissions/result.js';
 import type { ToolLocality, ToolTag } from '../tool.js';
 
+/** How risky a call is, as the approval inbox shows it. */
+export type PolicyRisk = 'low' | 'medium' | 'high';
+
+/** A risk threshold on a tool's arguments: when every condition holds, the call is at least `level`. */
+export interface PolicyRiskThresholdData {
+  readonly level: PolicyRisk;
+  readonly when: Readonly<Record<string, PolicyConditionData>>;
+}
+
 /** One tool's metadata in a policy file. */
 export interface PolicyToolData {
   readonly description?: string;
@@ -14,6 +23,10 @@ export interface PolicyToolData {
   readonly locality?: ToolLocality;
   /** A JSON Schema for the arguments. */
   readonly parameters?: Readonly<Record<string, unknown>>;
+  /** The approval inbox's one-line summary of a call: `"Refund {amount} EUR on order {order}"`. */
+  readonly summary?: string;
+  /** Risk thresholds on the arguments (the inbox colours and labels the card); the highest that holds counts. */
+  readonly risk?: readonly PolicyRiskThresholdData[];
 }
 
 /** An agent in a policy file. */
@@ -63,6 +76,8 @@ export interface PolicyRuleData {
   readonly when?: Readonly<Record<string, PolicyConditionData>>;
   /** `shadow`: decides and is recorded, not enforced. @default 'enforce' */
   readonly mode?: PolicyMode;
+  /** How risky the calls this rule asks about are (the approval inbox labels the card). */
+  readonly risk?: PolicyRisk;
 }
 
 /** Whether a rule (or a whole policy) is enforced, or only decides and is recorded. */

@@ -17,7 +17,7 @@ import { describe } from '../names.js';
 import type { PermissionRequest } from '../permissions/handler.js';
 import type { RunnerSettings } from './options.js';
 import { emitRun, pathOf, type Frame, type Run, type Turn } from './run.js';
-import { canonicalJson, hashOf, macOf, sameMac } from './signing.js';
+import { canonicalJson, hashOf, macOf, sameMac } from '../crypto.js';
 import type { ApprovalDecision, ApprovalScope, PendingApproval, RunEvent } from './types.js';
 
 /**

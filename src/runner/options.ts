@@ -3,6 +3,7 @@
  * got), and the per-run and per-dispatch inputs it reads later: run() options and tenant limits.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
+import { secretOf } from '../crypto.js';
 import { parseScopeMap, parseTenantLimits, stringList, type ScopeMap } from '../config.js';
 import { ConfigurationError } from '../errors.js';
 import { describe } from '../names.js';
@@ -110,7 +111,7 @@ export function runnerSettings(options: AgentRunnerOptions): RunnerSettings {
     tenants: tenantProvider(options.tenants),
     stores,
     ledger: new RunLedger(stores.ledger, randomUUID(), count(options.leaseMs, 'leaseMs', 600_000, 1)),
-    secret: secretOf(options.secret),
+    secret: runnerSecret(options.secret),
     handler: options.handler ?? null,
     onRefusal,
     scopes: options.scopes === undefined ? null : parseScopeMap(options.scopes, 'AgentRunner option "scopes"'),
@@ -200,14 +201,9 @@ function tenantProvider(tenants: AgentRunnerOptions['tenants']): TenantProvider 
   );
 }
 
-function secretOf(secret: AgentRunnerOptions['secret']): Uint8Array {
+function runnerSecret(secret: AgentRunnerOptions['secret']): Uint8Array {
   if (secret === undefined) return randomBytes(32);
-  const bytes = typeof secret === 'string' ? Buffer.from(secret, 'utf8') : secret instanceof Uint8Array ? secret : null;
-  if (bytes === null || bytes.length < 16)
-    throw new TypeError(
-      `AgentRunner option "secret" must be a string or bytes of at least 16 bytes, got ${describe(secret)}`,
-    );
-  return Uint8Array.from(bytes);
+  return secretOf(secret, 'AgentRunner option "secret"');
 }
 
 function count(value: unknown, option: string, fallback: number, min: number): number {

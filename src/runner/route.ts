@@ -13,7 +13,7 @@ import type { Decision, DenyDecision } from '../decision.js';
 import { ToolNotPermittedError } from '../errors.js';
 import type { Emitter } from '../events.js';
 import { toolSchema } from '../formats/index.js';
-import type { ApprovalRequest, AskOutcome } from '../gate/approval.js';
+import type { ApprovalRequest, ApprovalSettings, AskOutcome } from '../gate/approval.js';
 import type { DispatchResult } from '../gate/dispatch.js';
 import { environmentOf as registryEnvironment } from '../gate/environment.js';
 import { refusalContent, type GateContext, type GateEnvironment } from '../gate/precheck.js';
@@ -37,7 +37,7 @@ import {
   type Run,
   type Turn,
 } from './run.js';
-import { hashOf } from './signing.js';
+import { hashOf } from '../crypto.js';
 import type { BudgetCap, ModelTool, PendingApproval, RunEvent, RunToolCall } from './types.js';
 
 const NOTHING: RunSpend = { iterations: 0, attempts: 0, cost: 0 };
@@ -290,6 +290,11 @@ export class RunRoute implements Route {
     this.#projected.attempts++;
     this.#projected.cost += cost;
     return null;
+  }
+
+  /** Requests are bound under the runner's own secret (its `secret` option). */
+  get approvals(): ApprovalSettings {
+    return { secret: this.#settings.secret };
   }
 
   ask(request: ApprovalRequest): Promise<AskOutcome | null> {

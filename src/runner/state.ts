@@ -9,7 +9,7 @@ import { canonical, describe } from '../names.js';
 import { agentGraph } from './agents.js';
 import { stringList } from '../config.js';
 import { newTurn, type Run } from './run.js';
-import { macOf, sameMac } from './signing.js';
+import { macOf, sameMac } from '../crypto.js';
 import type { AgentSpec, FrameState, ResumeOptions, RunState } from './types.js';
 
 const VERSION = 2;

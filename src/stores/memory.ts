@@ -10,6 +10,7 @@ import {
   checkCharges,
   checkPending,
   lastMatching,
+  ledgerQueryOf,
   outcomeRow,
   rememberedRow,
   requireKey,
@@ -17,6 +18,7 @@ import {
   charged,
   reservationOf,
   retryAfter,
+  settledOutcome,
   statusAt,
 } from './shared.js';
 import type {
@@ -32,7 +34,9 @@ import type {
   Ledger,
   LedgerEntry,
   LedgerOutcome,
+  LedgerQuery,
   LedgerReservation,
+  LedgerSettlement,
   NonceStore,
   PendingFilter,
   PendingRecord,
@@ -215,6 +219,36 @@ export class MemoryLedger implements Ledger {
 
   async inspect(key: string): Promise<LedgerEntry | undefined> {
     return this.#rows.get(key);
+  }
+
+  async list(query?: LedgerQuery): Promise<LedgerEntry[]> {
+    const q = ledgerQueryOf(query);
+    const now = this.#now();
+    const out: LedgerEntry[] = [];
+    for (const row of this.#rows.values()) {
+      if (q.unknown && (row.recordedAt !== null || now < row.leaseUntil)) continue;
+      if (q.since !== undefined && row.reservedAt < q.since) continue;
+      out.push(row);
+    }
+    return out.sort((a, b) => a.reservedAt - b.reservedAt || (a.key < b.key ? -1 : 1)).slice(0, q.limit);
+  }
+
+  async settle(key: string, settlement: LedgerSettlement): Promise<boolean> {
+    const { settlement: verdict, ...outcome } = settledOutcome(settlement);
+    requireKey(key, 'key');
+    const row = this.#rows.get(key);
+    const now = this.#now();
+    if (!row || row.recordedAt !== null || now < row.leaseUntil) return false;
+    this.#rows.set(
+      key,
+      Object.freeze({
+        ...row,
+        outcome: Object.freeze(outcome),
+        recordedAt: now,
+        settlement: Object.freeze({ ...verdict, at: now }),
+      }),
+    );
+    return true;
   }
 }
 

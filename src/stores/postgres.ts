@@ -14,6 +14,7 @@ import {
   checkCharges,
   checkPending,
   ledgerEntryOf,
+  ledgerQueryOf,
   outcomeRow,
   pendingOf,
   readRemembered,
@@ -23,6 +24,7 @@ import {
   requireNumber,
   charged,
   reservationOf,
+  settledOutcome,
 } from './shared.js';
 
 import type {
@@ -38,7 +40,9 @@ import type {
   Ledger,
   LedgerEntry,
   LedgerOutcome,
+  LedgerQuery,
   LedgerReservation,
+  LedgerSettlement,
   NonceStore,
   PendingFilter,
   PendingRecord,
@@ -115,6 +119,11 @@ export const POSTGRES_MIGRATIONS: readonly { readonly version: number; sql(s: st
     `,
   },
   { version: 3, sql: (s: string) => COUNTERS_SQL(s) },
+  {
+    version: 4,
+    // `toolgate ledger list --unknown`: the rows never recorded, by reservation time, without a scan.
+    sql: (s: string) => `CREATE INDEX calls_unrecorded ON ${s}.calls (reserved_at) WHERE recorded_at IS NULL;`,
+  },
 ]);
 
 /**
@@ -341,6 +350,34 @@ export class PostgresStores {
       async inspect(key: string): Promise<LedgerEntry | undefined> {
         const r = await q(`SELECT * FROM ${s}.calls WHERE key = $1`, [key]);
         return r.rows[0] ? ledgerEntryOf(r.rows[0]) : undefined;
+      },
+      async list(query?: LedgerQuery): Promise<LedgerEntry[]> {
+        const lq = ledgerQueryOf(query);
+        const where: string[] = [];
+        const values: unknown[] = [];
+        if (lq.unknown) where.push(`recorded_at IS NULL AND lease_until <= ${NOW}`);
+        if (lq.since !== undefined) {
+          values.push(Math.floor(lq.since));
+          where.push(`reserved_at >= $${values.length}`);
+        }
+        values.push(lq.limit);
+        const r = await q(
+          `SELECT * FROM ${s}.calls${where.length ? ` WHERE ${where.join(' AND ')}` : ''}
+           ORDER BY reserved_at, key LIMIT $${values.length}`,
+          values,
+        );
+        return r.rows.map(ledgerEntryOf);
+      },
+      async settle(key: string, settlement: LedgerSettlement): Promise<boolean> {
+        const outcome = JSON.stringify(settledOutcome(settlement));
+        requireKey(key, 'key');
+        // One guarded UPDATE: only a row that reads as unknown on the server's clock (its worker is gone).
+        const r = await q(
+          `UPDATE ${s}.calls SET outcome = $2, recorded_at = ${NOW}
+           WHERE key = $1 AND recorded_at IS NULL AND lease_until <= ${NOW}`,
+          [key, outcome],
+        );
+        return r.rowCount === 1;
       },
     };
     this.counters = {

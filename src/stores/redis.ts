@@ -12,12 +12,15 @@ import { Redis } from 'ioredis';
 import { describe } from '../names.js';
 import {
   checkCharges,
+  entryWith,
+  ledgerQueryOf,
   outcomeRow,
   readOutcome,
   requireIdentifier,
   requireKey,
   requireNumber,
   reservationOf,
+  settledOutcome,
 } from './shared.js';
 import type {
   CounterCharge,
@@ -26,7 +29,9 @@ import type {
   Ledger,
   LedgerEntry,
   LedgerOutcome,
+  LedgerQuery,
   LedgerReservation,
+  LedgerSettlement,
   NonceStore,
 } from './types.js';
 
@@ -142,6 +147,16 @@ redis.call('DEL', KEYS[1])
 return 1
 `;
 
+// An operator settles a row that reads as unknown: reserved, never recorded, lease passed (server clock).
+const SETTLE = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+if redis.call('HEXISTS', KEYS[1], 'owner') == 0 or redis.call('HEXISTS', KEYS[1], 'recordedAt') == 1 then return 0 end
+if tonumber(redis.call('HGET', KEYS[1], 'leaseUntil')) > now then return 0 end
+redis.call('HSET', KEYS[1], 'outcome', ARGV[1], 'recordedAt', now)
+return 1
+`;
+
 /**
  * Waits (at most the connect timeout) for a client that is connecting: without the offline queue a command
  * sent before the connection is ready would fail although the server is up. One that stays down rejects.
@@ -195,6 +210,7 @@ const scripts = {
   reserve: new Script(RESERVE),
   record: new Script(RECORD),
   release: new Script(RELEASE),
+  settle: new Script(SETTLE),
 };
 
 /**
@@ -293,6 +309,34 @@ export class RedisStores {
         const r = await client.hmget(key('l', name), 'owner', 'reservedAt', 'leaseUntil', 'outcome', 'recordedAt');
         return r[0] === null ? undefined : entryOf(name, r);
       },
+      async list(query?: LedgerQuery): Promise<LedgerEntry[]> {
+        const lq = ledgerQueryOf(query);
+        await ready(client);
+        // The server's clock decides what reads as unknown, as in reserve.
+        const [seconds, micros] = await client.time();
+        const now = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+        const head = key('l', '');
+        const out: LedgerEntry[] = [];
+        let cursor = '0';
+        do {
+          const [next, keys] = await client.scan(cursor, 'MATCH', `${head}*`, 'COUNT', 500);
+          cursor = next;
+          for (const k of keys) {
+            const r = await client.hmget(k, 'owner', 'reservedAt', 'leaseUntil', 'outcome', 'recordedAt');
+            if (r[0] === null) continue;
+            const entry = entryOf(k.slice(head.length), r);
+            if (lq.unknown && (entry.recordedAt !== null || now < entry.leaseUntil)) continue;
+            if (lq.since !== undefined && entry.reservedAt < lq.since) continue;
+            out.push(entry);
+          }
+        } while (cursor !== '0');
+        return out.sort((a, b) => a.reservedAt - b.reservedAt || (a.key < b.key ? -1 : 1)).slice(0, lq.limit);
+      },
+      async settle(name: string, settlement: LedgerSettlement): Promise<boolean> {
+        const value = JSON.stringify(settledOutcome(settlement));
+        requireKey(name, 'key');
+        return (await scripts.settle.run(client, [key('l', name)], [value])) === 1;
+      },
     };
   }
 
@@ -316,12 +360,15 @@ export class RedisStores {
 
 function entryOf(key: string, r: readonly (string | number | null | false | undefined)[]): LedgerEntry {
   const recordedAt = r[4] === null || r[4] === false || r[4] === undefined ? null : Number(r[4]);
-  return Object.freeze({
-    key,
-    owner: String(r[0]),
-    reservedAt: Number(r[1]),
-    leaseUntil: Number(r[2]),
-    outcome: recordedAt === null ? null : readOutcome(r[3]),
-    recordedAt,
-  });
+  return entryWith(
+    {
+      key,
+      owner: String(r[0]),
+      reservedAt: Number(r[1]),
+      leaseUntil: Number(r[2]),
+      outcome: recordedAt === null ? null : readOutcome(r[3]),
+      recordedAt,
+    },
+    r[3],
+  );
 }

@@ -11,6 +11,9 @@ import type {
   AuditQuery,
   AuditRecord,
   LedgerOutcome,
+  LedgerQuery,
+  LedgerSettlement,
+  LedgerSettlementRecord,
   PendingRecord,
   PendingStatus,
   RememberedAnswer,
@@ -239,13 +242,87 @@ export function pendingOf(row: Row, now: number): PendingRecord | undefined {
 export function ledgerEntryOf(row: Row): LedgerEntry {
   const recordedAt =
     row['recorded_at'] === null || row['recorded_at'] === undefined ? null : Number(row['recorded_at']);
+  return entryWith(
+    {
+      key: String(row['key']),
+      owner: String(row['owner']),
+      reservedAt: Number(row['reserved_at']),
+      leaseUntil: Number(row['lease_until']),
+      outcome: recordedAt === null ? null : readOutcome(row['outcome']),
+      recordedAt,
+    },
+    row['outcome'],
+  );
+}
+
+/** `entry` frozen, with the operator's settlement read from its stored outcome where there is one (every store). */
+export function entryWith(entry: LedgerEntry, storedOutcome: unknown): LedgerEntry {
+  const settlement = entry.recordedAt === null ? null : readSettlement(storedOutcome, entry.recordedAt);
+  return Object.freeze(settlement ? { ...entry, settlement } : entry);
+}
+
+/** A ledger query checked, with `since` as epoch ms (every store's `list`). */
+export function ledgerQueryOf(query: LedgerQuery = {}): {
+  readonly unknown: boolean;
+  readonly since: number | undefined;
+  readonly limit: number;
+} {
+  if (typeof query !== 'object' || query === null)
+    throw new TypeError(`a ledger query must be an object, got ${describe(query)}`);
+  if (query.unknown !== undefined && typeof query.unknown !== 'boolean')
+    throw new TypeError(`ledger query "unknown" must be a boolean, got ${describe(query.unknown)}`);
+  const since =
+    query.since === undefined ? undefined : typeof query.since === 'number' ? query.since : Date.parse(query.since);
+  if (since !== undefined && !Number.isFinite(since))
+    throw new TypeError(`ledger query "since" must be ISO 8601 or epoch ms, got ${describe(query.since)}`);
+  const limit = query.limit ?? 1000;
+  requireNumber(limit, 'ledger query "limit"', 1);
+  return { unknown: query.unknown === true, since, limit: Math.floor(limit) };
+}
+
+/**
+ * What `settle` writes as the row's outcome: the text the model is answered with from now on (the call is
+ * never run again either way) and the settlement itself, which `inspect` and `list` read back.
+ */
+export function settledOutcome(
+  settlement: LedgerSettlement,
+): LedgerOutcome & { readonly settlement: LedgerSettlement } {
+  if (typeof settlement !== 'object' || settlement === null)
+    throw new TypeError(`a settlement must be { outcome: 'ran' | 'not-run', by }, got ${describe(settlement)}`);
+  const { outcome, by, note } = settlement;
+  if (outcome !== 'ran' && outcome !== 'not-run')
+    throw new TypeError(`a settlement's "outcome" must be 'ran' or 'not-run', got ${describe(outcome)}`);
+  requireKey(by, 'a settlement\'s "by"');
+  if (note !== undefined && typeof note !== 'string')
+    throw new TypeError(`a settlement's "note" must be a string, got ${describe(note)}`);
+  const why = note ? `: ${note}` : '';
+  return {
+    content:
+      outcome === 'ran'
+        ? `The call ran; its result was not recorded (an operator, ${by}, settled it as run${why}). Do not make it again.`
+        : `The call did not run (an operator, ${by}, settled it as not run${why}). Make it again if it is still needed.`,
+    isError: outcome === 'not-run',
+    settlement: { outcome, by, ...(note ? { note } : {}) },
+  };
+}
+
+/** The settlement inside a stored outcome, or null (a worker's own record). */
+function readSettlement(value: unknown, at: number): LedgerSettlementRecord | null {
+  if (typeof value === 'string') {
+    try {
+      value = JSON.parse(value);
+    } catch {
+      return null;
+    }
+  }
+  const s = (value as { settlement?: Record<string, unknown> } | null)?.settlement;
+  if (typeof s !== 'object' || s === null) return null;
+  if ((s['outcome'] !== 'ran' && s['outcome'] !== 'not-run') || typeof s['by'] !== 'string') return null;
   return Object.freeze({
-    key: String(row['key']),
-    owner: String(row['owner']),
-    reservedAt: Number(row['reserved_at']),
-    leaseUntil: Number(row['lease_until']),
-    outcome: recordedAt === null ? null : readOutcome(row['outcome']),
-    recordedAt,
+    outcome: s['outcome'],
+    by: s['by'],
+    ...(typeof s['note'] === 'string' ? { note: s['note'] } : {}),
+    at,
   });
 }
 

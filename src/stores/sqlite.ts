@@ -12,6 +12,7 @@ import {
   checkCharges,
   checkPending,
   ledgerEntryOf,
+  ledgerQueryOf,
   outcomeRow,
   pendingOf,
   readRemembered,
@@ -22,6 +23,7 @@ import {
   charged,
   reservationOf,
   retryAfter,
+  settledOutcome,
 } from './shared.js';
 import type {
   Answer,
@@ -36,7 +38,9 @@ import type {
   Ledger,
   LedgerEntry,
   LedgerOutcome,
+  LedgerQuery,
   LedgerReservation,
+  LedgerSettlement,
   NonceStore,
   PendingFilter,
   PendingRecord,
@@ -113,6 +117,7 @@ export class SqliteStores {
       CREATE TABLE IF NOT EXISTS ${t('remembered')} (key TEXT PRIMARY KEY, answer TEXT NOT NULL, until INTEGER);
       CREATE TABLE IF NOT EXISTS ${t('calls')} (key TEXT PRIMARY KEY, owner TEXT NOT NULL, reserved_at INTEGER NOT NULL,
         lease_until INTEGER NOT NULL, outcome TEXT, recorded_at INTEGER);
+      CREATE INDEX IF NOT EXISTS ${t('calls_reserved')} ON ${t('calls')} (reserved_at);
       CREATE TABLE IF NOT EXISTS ${t('counter_events')} (key TEXT NOT NULL, at INTEGER NOT NULL, cost REAL NOT NULL);
       CREATE INDEX IF NOT EXISTS ${t('counter_events_key')} ON ${t('counter_events')} (key, at);
       CREATE TABLE IF NOT EXISTS ${t('run_tallies')} (run TEXT PRIMARY KEY, iterations REAL NOT NULL, attempts REAL NOT NULL,
@@ -247,6 +252,10 @@ function ledgerIn(db: Database.Database, table: string, now: () => number): Ledg
     `UPDATE ${table} SET outcome = ?, recorded_at = ? WHERE key = ? AND owner = ? AND recorded_at IS NULL`,
   );
   const release = db.prepare(`DELETE FROM ${table} WHERE key = ? AND owner = ? AND recorded_at IS NULL`);
+  // Only a row that reads as unknown: never recorded, and its lease has passed (its worker is gone).
+  const settle = db.prepare(
+    `UPDATE ${table} SET outcome = ?, recorded_at = ? WHERE key = ? AND recorded_at IS NULL AND lease_until <= ?`,
+  );
   const entry = (key: string): LedgerEntry | undefined => {
     const row = select.get(key) as Row | undefined;
     return row && ledgerEntryOf(row);
@@ -270,6 +279,27 @@ function ledgerIn(db: Database.Database, table: string, now: () => number): Ledg
     },
     async inspect(key: string): Promise<LedgerEntry | undefined> {
       return entry(key);
+    },
+    async list(query?: LedgerQuery): Promise<LedgerEntry[]> {
+      const q = ledgerQueryOf(query);
+      const where: string[] = [];
+      const params: number[] = [];
+      if (q.unknown) {
+        where.push('recorded_at IS NULL AND lease_until <= ?');
+        params.push(now());
+      }
+      if (q.since !== undefined) {
+        where.push('reserved_at >= ?');
+        params.push(q.since);
+      }
+      const sql = `SELECT * FROM ${table}${where.length ? ` WHERE ${where.join(' AND ')}` : ''} ORDER BY reserved_at, key LIMIT ?`;
+      return (db.prepare(sql).all(...params, q.limit) as Row[]).map(ledgerEntryOf);
+    },
+    async settle(key: string, settlement: LedgerSettlement): Promise<boolean> {
+      const outcome = JSON.stringify(settledOutcome(settlement));
+      requireKey(key, 'key');
+      const at = now();
+      return settle.run(outcome, at, key, at).changes === 1;
     },
   };
 }

@@ -4,8 +4,8 @@
  * imported by the root entry: memory lives in `stores/memory.ts`, the servers in the `toolgate/sqlite`,
  * `toolgate/postgres` and `toolgate/redis` subpaths.
  */
-// The approval model's shapes are the gate's own (a type-only import: the stores load nothing of the gate).
-import type { Answer, ApprovalBinding, ApprovalRequest, RememberScope } from '../gate/approval.js';
+// The approval model's shapes are declared once, in src/contracts/approval.ts.
+import type { Answer, ApprovalBinding, ApprovalRequest, RememberScope } from '../contracts/approval.js';
 export type { Answer, ApprovalBinding, ApprovalRequest, RememberScope };
 
 // ── pending approvals ──
@@ -64,7 +64,10 @@ export type {
   Ledger,
   LedgerEntry,
   LedgerOutcome,
+  LedgerQuery,
   LedgerReservation,
+  LedgerSettlement,
+  LedgerSettlementRecord,
   NonceStore,
   RememberStore,
   RememberedAnswer,

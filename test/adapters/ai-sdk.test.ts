@@ -459,10 +459,10 @@ describe('toolgate/ai-sdk with the real `ai` package', () => {
     expect(() => createAiSdkTools({} as ToolRegistry)).toThrow(TypeError);
     expect(() => createAiSdkTools(new ToolRegistry(), { context: 3 as never })).toThrow(/option "context"/);
     expect(() => createAiSdkTools(new ToolRegistry(), { approvalSecret: 'short' })).toThrow(
-      /option "approvalSecret" must have at least 16 bytes/,
+      /option "approvalSecret" must be a string or bytes of at least 16 bytes, got a string of \d+ bytes/,
     );
     expect(() => createAiSdkTools(new ToolRegistry(), { approvalSecret: 42 as never })).toThrow(
-      /option "approvalSecret" must be a string or a Uint8Array/,
+      /option "approvalSecret" must be a string or bytes of at least 16 bytes, got number/,
     );
     expect(() => createAiSdkTools(new ToolRegistry(), { requireSignedApprovals: true } as never)).toThrow(
       /option "requireSignedApprovals" was removed/,

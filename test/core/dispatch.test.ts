@@ -6,8 +6,11 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { readCall, type ToolCallInput } from '../../src/formats/index.js';
+import { hashOf, secretOf } from '../../src/crypto.js';
 import {
-  memoryNonces,
+  bindingOf,
+  requestIdOf,
+  sameBinding,
   signAnswer,
   verifyAnswer,
   type ApprovalRequest,
@@ -18,6 +21,11 @@ import { environmentOf } from '../../src/gate/environment.js';
 import type { GateContext } from '../../src/gate/precheck.js';
 import type { Route } from '../../src/gate/route.js';
 import { PermissionPolicy, ToolRegistry, type RegistryEvent, type ToolResult } from '../../src/index.js';
+import { MemoryNonceStore } from '../../src/stores/memory.js';
+
+const memoryNonces = () => new MemoryNonceStore();
+/** The route owner's approval key (a route with a person has one). */
+const SECRET = new TextEncoder().encode('the route owner secret');
 
 function setUp() {
   const ran: string[] = [];
@@ -50,7 +58,7 @@ function setUp() {
 const refund = (order = 'o-1', id = 'c1'): ToolCallInput => ({ id, name: 'refund', arguments: { order } });
 
 function person(ask: Route['ask'], extra: Partial<Route> = {}): Route {
-  return { name: 'adapter', grouped: false, ...(ask ? { ask } : {}), ...extra };
+  return { name: 'adapter', grouped: false, ...(ask ? { ask, approvals: { secret: SECRET } } : {}), ...extra };
 }
 
 async function run(registry: ToolRegistry, calls: ToolCallInput[], route: Route, context: GateContext = {}) {
@@ -163,7 +171,17 @@ describe('pending: nothing of the batch runs or is announced', () => {
       runId: 'R1',
       rule: 'refunds',
       reason: 'refunds need a person',
-      binding: { scope: { kind: 'run', id: 'R1' }, callId: 'c1', tool: 'refund', policyVersion: 'p1' },
+      binding: {
+        kind: 'tool',
+        owner: { kind: 'run', id: 'R1' },
+        callId: 'c1',
+        tool: 'refund',
+        rule: 'refunds',
+        policyVersion: 'p1',
+        pin: null,
+        caller: null,
+        tenant: null,
+      },
     });
     expect(request.binding.argsHash).toMatch(/^[0-9a-f]{64}$/);
     expect(Object.isFrozen(request.parameters)).toBe(true);
@@ -255,6 +273,7 @@ describe('charge, halt, endsBatch, decided, execute', () => {
     const route: Route = {
       name: 'runner',
       grouped: false,
+      approvals: { secret: SECRET },
       ask: () => ({ effect: 'allow' }),
       execute: (call, _signal, proceed) => {
         if (call.tool.name !== 'refund') return proceed();
@@ -289,6 +308,7 @@ describe('charge, halt, endsBatch, decided, execute', () => {
         if (call.tool.name === 'search') tenantTools = ['search']; // the plan is revoked while an earlier call runs
         return proceed();
       },
+      approvals: { secret: SECRET },
       ask: () => ({ effect: 'allow' }),
     };
     const results = await dispatchCalls(
@@ -420,7 +440,7 @@ describe('signed answers: bound to the exact call, single use', () => {
       reason: 'the approval was given for other arguments',
     });
     // The session "run:R1" is not the run R1: the kinds never collide.
-    const session = { ...request, binding: { ...request.binding, scope: { kind: 'session' as const, id: 'run:R1' } } };
+    const session = { ...request, binding: { ...request.binding, owner: { kind: 'session' as const, id: 'run:R1' } } };
     expect(await verifyAnswer(secret, signed, session, nonces)).toMatchObject({
       reason: 'the approval was given for another run or session',
     });
@@ -433,5 +453,73 @@ describe('signed answers: bound to the exact call, single use', () => {
     expect(await verifyAnswer(secret, signed, request, nonces, request.binding.expiresAt + 1)).toMatchObject({
       reason: expect.stringMatching(/expired/),
     });
+  });
+});
+
+describe('the one binding: minted one way, compared by one sameBinding', () => {
+  it('a route with a person and no secret of its owner is refused before anything is decided', async () => {
+    const { registry, ran, events } = setUp();
+    const route: Route = { name: 'gateway', grouped: false, ask: () => ({ effect: 'allow' }) };
+    await expect(run(registry, [refund()], route)).rejects.toThrow(/option "approvals\.secret"/);
+    await expect(run(registry, [refund()], { ...route, approvals: { secret: new Uint8Array(8) } })).rejects.toThrow(
+      /got 8 bytes/,
+    );
+    expect(ran).toEqual([]);
+    expect(events).toEqual([]);
+  });
+
+  it('the id is a MAC under the owner secret: two workers with one secret mint ids that verify on either', async () => {
+    const { registry } = setUp();
+    const ids: string[] = [];
+    const route = person((request) => {
+      ids.push(request.id);
+      expect(request.id).toBe(requestIdOf(SECRET, request.binding));
+      return { effect: 'pending' };
+    });
+    await run(registry, [refund()], route, { runId: 'R1' });
+    expect(ids).toHaveLength(1);
+  });
+
+  it('sameBinding names what differs, or answers null for the very call', () => {
+    const want = bindingOf({
+      owner: { kind: 'run', id: 'R1' },
+      callId: 'c1',
+      tool: 'refund',
+      args: { order: 'o-1' },
+      rule: 'refunds',
+      policyVersion: 'p1',
+      caller: 'cy',
+      tenant: 'acme',
+    });
+    // Another nonce and expiry, the same call: the same binding (verifyAnswer checks expiry and nonce).
+    expect(sameBinding({ ...want, nonce: 'other', expiresAt: 1 }, want)).toBeNull();
+    expect(sameBinding({ ...want, kind: 'resource' }, want)).toMatch(/resource request/);
+    expect(sameBinding({ ...want, owner: { kind: 'session', id: 'R1' } }, want)).toMatch(/another run or session/);
+    expect(sameBinding({ ...want, callId: 'c2' }, want)).toMatch(/another call/);
+    expect(sameBinding({ ...want, tool: 'search' }, want)).toMatch(/another tool/);
+    expect(sameBinding({ ...want, argsHash: hashOf({ order: 'o-2' }) }, want)).toMatch(/other arguments/);
+    expect(sameBinding({ ...want, rule: 'other' }, want)).toMatch(/under rule "other"/);
+    expect(sameBinding({ ...want, policyVersion: 'p2' }, want)).toMatch(/policy version "p2"/);
+    expect(sameBinding({ ...want, pin: 'abc' }, want)).toMatch(/pin changed/);
+    expect(sameBinding({ ...want, caller: 'mallory' }, want)).toMatch(/another caller/);
+    expect(sameBinding({ ...want, tenant: 'globex' }, want)).toMatch(/another tenant/);
+    expect(sameBinding('a string', want)).toMatch(/not bound/);
+  });
+
+  it('secretOf is the one secret parser: a string or bytes of at least 16, never echoed', () => {
+    expect(secretOf('a secret of sixteen+', 'option "s"')).toHaveLength(20);
+    const bytes = new Uint8Array(16).fill(7);
+    const copy = secretOf(bytes, 'option "s"');
+    bytes.fill(0);
+    expect(copy[0]).toBe(7); // a private copy
+    expect(() => secretOf('hunter2', 'option "s"')).toThrow(
+      'option "s" must be a string or bytes of at least 16 bytes, got a string of 7 bytes',
+    );
+    expect(() => secretOf(undefined, 'option "s"')).toThrow(/got undefined$/);
+    try {
+      secretOf('hunter2', 'x');
+    } catch (error) {
+      expect(String(error)).not.toContain('hunter2');
+    }
   });
 });

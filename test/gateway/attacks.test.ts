@@ -19,7 +19,7 @@ import {
   type GatewayUpstreamOptions,
 } from '../../src/gateway/index.js';
 import { previewDecision, loadPolicyFile } from '../../src/policy-file/index.js';
-import { hashOf } from '../../src/runner/signing.js';
+import { hashOf } from '../../src/crypto.js';
 
 const ROOT = process.cwd();
 const DOCS = join(ROOT, 'test/gateway/fixtures/docs-server.ts');

@@ -244,14 +244,20 @@ describe('a route of your own', () => {
     const now = Date.now();
     const pending = inbox.ask('gateway')({
       id: 'gw-1',
+      kind: 'tool',
       binding: {
-        scope: { kind: 'session', id: 'acme/cy' },
+        kind: 'tool',
+        owner: { kind: 'session', id: 'acme/cy' },
         callId: 'c1',
         tool: 'refund',
         argsHash: 'h',
         policyVersion: null,
         expiresAt: now + 60_000,
         nonce: 'n1',
+        rule: 'ask_refunds_over_100',
+        pin: null,
+        caller: 'cy',
+        tenant: 'acme',
       },
       toolName: 'refund',
       canonical: 'refund',

@@ -167,14 +167,20 @@ describe('approvers by tool (the policy file, read by toolgate serve)', () => {
     const version = (await loadPolicyFile(policy)).policy.version ?? null;
     const request = (id: string, tool: string, tenant: string) => ({
       id,
+      kind: 'tool' as const,
       binding: {
-        scope: { kind: 'session' as const, id: 'cy' },
+        kind: 'tool' as const,
+        owner: { kind: 'session' as const, id: 'cy' },
         callId: id,
         tool,
         argsHash: 'h',
         policyVersion: version, // the version `toolgate serve` reads from the file: another one is refused (409)
         expiresAt: Date.now() + 60_000,
         nonce: `n-${id}`,
+        rule: 'ask_all',
+        pin: null,
+        caller: 'cy',
+        tenant,
       },
       toolName: tool,
       canonical: tool,

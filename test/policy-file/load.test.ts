@@ -90,7 +90,7 @@ describe('loading a policy file', () => {
       [
         11,
         5,
-        'rules[1].tool: unknown property "tool"; expected one of name, result, reason, mode, tools, namespace, tags, when',
+        'rules[1].tool: unknown property "tool"; expected one of name, result, reason, mode, tools, namespace, tags, when, risk',
       ],
     ]);
     await expect(loadPolicyFile(fixture('broken.yaml'))).rejects.toSatisfy((error: unknown) => {

@@ -258,6 +258,8 @@ describe('AgentRunner.run: the allowlist per dispatch', () => {
         record: ledger.record.bind(ledger),
         release: ledger.release.bind(ledger),
         inspect: ledger.inspect.bind(ledger),
+        list: ledger.list.bind(ledger),
+        settle: ledger.settle.bind(ledger),
       },
     };
     const model = new ScriptedModel([{ toolCalls: [{ name: 'search', arguments: { query: 'x' } }] }, { text: 'ok' }]);

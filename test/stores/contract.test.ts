@@ -75,14 +75,20 @@ function pending(id: string, overrides: Partial<PendingRecord> = {}): PendingRec
   const now = Date.now();
   return {
     id,
+    kind: 'tool',
     binding: {
-      scope: { kind: 'run', id: 'R1' },
+      kind: 'tool',
+      owner: { kind: 'run', id: 'R1' },
       callId: `call-${id}`,
       tool: 'refund',
       argsHash: 'ab'.repeat(32),
       policyVersion: 'v1',
       expiresAt: now + 60_000,
       nonce: `nonce-${id}`,
+      rule: 'ask-refunds',
+      pin: null,
+      caller: 'alice',
+      tenant: 'acme',
     },
     toolName: 'refund',
     canonical: 'refund',
@@ -271,6 +277,54 @@ for (const [name, make] of Object.entries(backends)) {
       // The late worker's real outcome still replaces "unknown".
       expect(await l.record('crashed', 'dead-worker', { content: 'late', isError: false })).toBe(true);
       expect((await l.reserve('crashed', 'w3', 1)).state).toBe('settled');
+    });
+
+    it('ledger: list finds the unknown rows (oldest first, since a time); settle records an operator verdict once', async () => {
+      const l = stores.ledger!;
+      await new Promise((r) => setTimeout(r, 5));
+      const since = Date.now();
+      await new Promise((r) => setTimeout(r, 2));
+      expect(await l.reserve('op-lost', 'dead-worker', 0)).toEqual({ state: 'reserved' });
+      await new Promise((r) => setTimeout(r, 2));
+      expect(await l.reserve('op-lost-2', 'dead-worker', 0)).toEqual({ state: 'reserved' });
+      expect(await l.reserve('op-running', 'live-worker', 60_000)).toEqual({ state: 'reserved' });
+      expect(await l.reserve('op-done', 'w', 60_000)).toEqual({ state: 'reserved' });
+      expect(await l.record('op-done', 'w', { content: 'done', isError: false })).toBe(true);
+      await new Promise((r) => setTimeout(r, 5));
+      const unknown = await l.list({ unknown: true, since });
+      expect(unknown.map((e) => e.key)).toEqual(['op-lost', 'op-lost-2']);
+      expect(unknown[0]).toMatchObject({ owner: 'dead-worker', outcome: null, recordedAt: null });
+      expect((await l.list({ since })).map((e) => e.key).sort()).toEqual(
+        ['op-done', 'op-lost', 'op-lost-2', 'op-running'].sort(),
+      );
+      expect((await l.list({ unknown: true, since, limit: 1 })).map((e) => e.key)).toEqual(['op-lost']);
+      expect(await l.list({ unknown: true, since: Date.now() + 60_000 })).toEqual([]);
+      // Only an unknown row is settled: not one a live worker holds, not a recorded one, not a missing one.
+      expect(await l.settle('op-running', { outcome: 'ran', by: 'ops' })).toBe(false);
+      expect(await l.settle('op-done', { outcome: 'ran', by: 'ops' })).toBe(false);
+      expect(await l.settle('op-nothing', { outcome: 'ran', by: 'ops' })).toBe(false);
+      expect(await l.settle('op-lost', { outcome: 'ran', by: 'alice', note: 'refund seen in the PSP' })).toBe(true);
+      expect(await l.settle('op-lost', { outcome: 'not-run', by: 'bob' })).toBe(false);
+      const settled = await l.inspect('op-lost');
+      expect(settled).toMatchObject({
+        owner: 'dead-worker',
+        outcome: { isError: false },
+        settlement: { outcome: 'ran', by: 'alice', note: 'refund seen in the PSP' },
+      });
+      expect(settled?.settlement?.at).toBe(settled?.recordedAt);
+      // From now on the call is answered from the settlement, and never run again; the dead worker's late record loses.
+      const again = await l.reserve('op-lost', 'w2', 60_000);
+      expect(again.state === 'settled' && again.outcome.content).toMatch(
+        /The call ran; .*alice.*refund seen in the PSP/,
+      );
+      expect(await l.record('op-lost', 'dead-worker', { content: 'late', isError: false })).toBe(false);
+      expect(await l.settle('op-lost-2', { outcome: 'not-run', by: 'bob' })).toBe(true);
+      const notRun = await l.reserve('op-lost-2', 'w2', 60_000);
+      expect(notRun).toMatchObject({ state: 'settled', outcome: { isError: true } });
+      expect((await l.list({ unknown: true, since })).map((e) => e.key)).toEqual([]);
+      await expect(l.settle('op-lost', { outcome: 'maybe', by: 'x' } as never)).rejects.toThrow(/'ran' or 'not-run'/);
+      await expect(l.settle('op-lost', { outcome: 'ran', by: '' })).rejects.toThrow(/"by" must be a non-empty string/);
+      await expect(l.list({ since: 'yesterday' })).rejects.toThrow(/"since" must be ISO 8601/);
     });
 
     it('ledger: release gives back only an unrecorded reservation, only to its owner; the key can be reserved again', async () => {

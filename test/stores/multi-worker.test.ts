@@ -12,7 +12,7 @@ import { PostgresStores } from '../../src/stores/postgres.js';
 import { RedisStores } from '../../src/stores/redis.js';
 import { SqliteStores } from '../../src/stores/sqlite.js';
 import type { Ledger } from '../../src/stores/types.js';
-import { PG_URL, REDIS_URL, uniqueName } from './servers.js';
+import { PG_URL, Proxy, REDIS_URL, uniqueName } from './servers.js';
 import type { WorkerJob } from './worker.js';
 
 const run = promisify(execFile);
@@ -104,18 +104,16 @@ for (const backend of backends) {
       expect(executions(file)).toHaveLength(1);
     }, 120_000);
 
-    it('processes B and C resuming the same state concurrently → the tool executes once', async () => {
-      const { handoff, executions: file } = await pause('bc');
-      const [b, c] = await Promise.all([
-        worker({ ...base, mode: 'resume', handoff, executions: file }),
-        worker({ ...base, mode: 'resume', handoff, executions: file }),
-      ]);
-      const statuses = [ok(b)['status'], ok(c)['status']];
-      // One of them runs it. The other either finds it in the ledger (completed with the recorded outcome) or,
-      // when it comes in after the decision's nonce was spent but before the ledger row exists, has its
-      // decision refused as replayed and pauses again, asking anew: either way, never a second execution.
-      expect(statuses).toContain('completed');
-      for (const status of statuses) expect(['completed', 'paused']).toContain(status);
+    it('three processes resuming one approved state at once → the tool runs once and all three answer with its outcome', async () => {
+      const { handoff, executions: file } = await pause('three');
+      // The winner's tool takes a while, so the other two find its call held and wait for the outcome.
+      const exits = await Promise.all(
+        [0, 1, 2].map(() => worker({ ...base, mode: 'resume', handoff, executions: file, slowMs: 1500 })),
+      );
+      // None of them ends paused (asking a person again for a call that ran): each answers the model with the
+      // settled outcome and completes.
+      for (const exit of exits)
+        expect(ok(exit)).toMatchObject({ status: 'completed', output: 'done: refunded 500 on A1' });
       expect(executions(file)).toHaveLength(1);
     }, 120_000);
 
@@ -153,3 +151,64 @@ for (const backend of backends) {
     }
   });
 }
+
+describe('an approval outlives a resume that failed on a store (the README split: PostgreSQL + Redis nonces, separate processes)', () => {
+  // The workers reach both servers through proxies this test owns, so it can make either unreachable to them.
+  const pgProxy = new Proxy(5432);
+  const redisProxy = new Proxy(6379);
+  const schema = uniqueName('lost');
+  const prefix = uniqueName('lost');
+  let base: WorkerJob;
+  let close: () => Promise<void>;
+  beforeAll(async () => {
+    await pgProxy.restore();
+    await redisProxy.restore();
+    const pg = new PostgresStores({ connectionString: PG_URL, schema });
+    await pg.migrate();
+    const redis = new RedisStores({ url: REDIS_URL, prefix });
+    const pgUrl = new URL(PG_URL);
+    pgUrl.host = `127.0.0.1:${pgProxy.port}`;
+    base = {
+      mode: 'pause',
+      backend: 'redis',
+      pgUrl: pgUrl.toString(),
+      schema,
+      redisUrl: `redis://127.0.0.1:${redisProxy.port}`,
+      prefix,
+    };
+    close = async () => {
+      await pg.dropSchema();
+      await pg.close();
+      await redis.clear(prefix);
+      await redis.close();
+    };
+  }, 60_000);
+  afterAll(async () => {
+    await pgProxy.restore();
+    await redisProxy.restore();
+    await close();
+    await pgProxy.cut();
+    await redisProxy.cut();
+  });
+
+  for (const down of ['PostgreSQL', 'Redis'] as const) {
+    it(`${down} drops during resume: the run fails closed, nothing runs, and the same approval resumes once it is back`, async () => {
+      const label = `down-${down}`;
+      const handoff = join(dir, `${label}.json`);
+      const file = join(dir, `${label}.executions`);
+      writeFileSync(handoff, JSON.stringify(ok(await worker({ ...base, mode: 'pause', executions: file }))));
+      const proxy = down === 'PostgreSQL' ? pgProxy : redisProxy;
+      await proxy.cut();
+      const failed = await worker({ ...base, mode: 'resume', handoff, executions: file });
+      await proxy.restore();
+      // Fail closed: whatever the worker reports (a failed run, or an error), nothing ran.
+      expect(failed.code !== 0 || (failed.out as { status?: unknown }).status === 'failed').toBe(true);
+      expect(executions(file)).toEqual([]);
+      // Nothing was used up: the approval is not "already used (replayed)" — the same state and decision
+      // run the approved call, once.
+      const back = ok(await worker({ ...base, mode: 'resume', handoff, executions: file }));
+      expect(back).toMatchObject({ status: 'completed', output: 'done: refunded 500 on A1' });
+      expect(executions(file)).toHaveLength(1);
+    }, 120_000);
+  }
+});

@@ -4,7 +4,6 @@
  * (the shared servers keep running): `cut()` drops every connection and refuses new ones, `restore()` listens
  * again on the same port.
  */
-import { createServer, connect, type Server, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AgentRunner, defineTool, PermissionPolicy, PermissionResult, ToolRegistry } from '../../src/index.js';
 import { ScriptedModel } from '../../src/runner/index.js';
@@ -12,44 +11,7 @@ import type { RunResult } from '../../src/index.js';
 import { Limiter } from '../../src/limits/limiter.js';
 import { PostgresStores } from '../../src/stores/postgres.js';
 import { RedisStores } from '../../src/stores/redis.js';
-import { uniqueName } from './servers.js';
-
-/** A TCP proxy to 127.0.0.1:`target` on a port of its own. */
-class Proxy {
-  readonly #target: number;
-  readonly #sockets = new Set<Socket>();
-  #server: Server | null = null;
-  port = 0;
-
-  constructor(target: number) {
-    this.#target = target;
-  }
-
-  async restore(): Promise<void> {
-    if (this.#server) return;
-    const server = createServer((client) => {
-      const upstream = connect(this.#target, '127.0.0.1');
-      for (const s of [client, upstream]) {
-        this.#sockets.add(s);
-        s.on('close', () => this.#sockets.delete(s));
-        s.on('error', () => s.destroy());
-      }
-      client.pipe(upstream).pipe(client);
-      client.on('close', () => upstream.destroy());
-      upstream.on('close', () => client.destroy());
-    });
-    await new Promise<void>((resolve) => server.listen(this.port, '127.0.0.1', resolve));
-    this.port = (server.address() as { port: number }).port;
-    this.#server = server;
-  }
-
-  async cut(): Promise<void> {
-    const server = this.#server;
-    this.#server = null;
-    for (const s of this.#sockets) s.destroy();
-    if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
-  }
-}
+import { Proxy, uniqueName } from './servers.js';
 
 describe('a server unreachable mid-run', () => {
   const pgProxy = new Proxy(5432);

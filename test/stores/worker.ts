@@ -36,6 +36,8 @@ export interface WorkerJob {
   readonly calls?: number;
   readonly limit?: number;
   readonly leaseMs?: number;
+  /** resume: the tool takes this long (other resumers meanwhile find its call held by this worker). */
+  readonly slowMs?: number;
 }
 
 export const SECRET = 'multi-worker-test-secret-0123456789';
@@ -93,7 +95,8 @@ function registry(job: WorkerJob): ToolRegistry {
       name: 'refund',
       description: 'Refund an order',
       parameters: z.object({ order: z.string(), amount: z.number() }),
-      execute: ({ order, amount }) => {
+      execute: async ({ order, amount }) => {
+        if (job.slowMs !== undefined) await new Promise((resolve) => setTimeout(resolve, job.slowMs));
         if (job.crash === 'before-effect') process.kill(process.pid, 'SIGKILL');
         appendFileSync(job.executions!, `${process.pid} ${order} ${amount}\n`);
         if (job.crash === 'after-effect') process.kill(process.pid, 'SIGKILL');

@@ -29,13 +29,11 @@ import { decideCalls, dispatchCalls, previewCall } from '../../gate/dispatch.js'
 import { environmentOf } from '../../gate/environment.js';
 import { agentNameOf, refusalContent, type GateContext } from '../../gate/precheck.js';
 import type { Route } from '../../gate/route.js';
+import { secretOf } from '../../crypto.js';
 import { describe } from '../../names.js';
 import type { ToolRegistry, ToolResult } from '../../registry.js';
 import { ToolRegistry as Registry } from '../../registry.js';
 import { approvalKeys, verifyApprovalSignature } from './approval-signature.js';
-
-/** The fewest bytes an approval secret may have (an HMAC-SHA256 key; 32 random bytes are recommended). */
-const MIN_SECRET_BYTES = 16;
 
 /** Options of {@link createAiSdkTools}. */
 export interface AiSdkToolsOptions {
@@ -137,6 +135,7 @@ export function createAiSdkTools(registry: ToolRegistry, options: AiSdkToolsOpti
             : {
                 name: 'adapter',
                 grouped: false,
+                approvals: { secret: master! },
                 // A request toolgate's secret signed was issued by toolApproval, which announced the ask then.
                 announced: () => verifiedRequests(execution.messages, keyOf(), signed).size > 0,
                 ask: () => answerInMessages(execution.messages, keyOf(), signed),
@@ -170,7 +169,7 @@ export function createAiSdkTools(registry: ToolRegistry, options: AiSdkToolsOpti
       // response in the history does not count as that.
       const signed = { toolCallId: toolCall.toolCallId, toolName: toolCall.toolName, input: toolCall.input };
       if (verifiedRequests(messages, keyOf(), signed).size === 0)
-        await dispatchCalls([call], context, env, PUT_TO_PERSON);
+        await dispatchCalls([call], context, env, putToPerson(master!));
       return { type: 'user-approval', reason: pre.request.reason };
     }
     if (pre.decision.effect === 'allow') return { type: 'not-applicable' }; // execute decides again and records it
@@ -200,7 +199,13 @@ export function createAiSdkTools(registry: ToolRegistry, options: AiSdkToolsOpti
       const pre = await previewCall(read, context, env);
       if (pre.kind !== 'ask') continue; // not an ask (any more): nothing was put to a person for it now
       // Announced when toolApproval put it to the person (the signed request proves it did).
-      const denied: Route = { name: 'adapter', grouped: false, announced: () => true, ask: () => ({ effect: 'deny' }) };
+      const denied: Route = {
+        name: 'adapter',
+        grouped: false,
+        approvals: { secret: master! },
+        announced: () => true,
+        ask: () => ({ effect: 'deny' }),
+      };
       recorded.push(...(await decideCalls([read], context, env, denied)));
     }
     return recorded;
@@ -215,11 +220,9 @@ export function createAiSdkTools(registry: ToolRegistry, options: AiSdkToolsOpti
 /** A route with no person: an ask goes to the permission handlers (deny without one). */
 const NO_PERSON: Route = Object.freeze({ name: 'adapter', grouped: false });
 /** The SDK puts the ask to a person: announced now, answered when execute runs (nothing runs here). */
-const PUT_TO_PERSON: Route = Object.freeze({
-  name: 'adapter',
-  grouped: false,
-  ask: (): AskOutcome => ({ effect: 'pending' }),
-});
+function putToPerson(secret: Uint8Array): Route {
+  return { name: 'adapter', grouped: false, approvals: { secret }, ask: (): AskOutcome => ({ effect: 'pending' }) };
+}
 
 /** One call through the one path on this adapter's route. */
 async function dispatchOne(
@@ -240,14 +243,7 @@ const NO_SECRET =
 
 /** The option `approvalSecret` as bytes (a private copy), or undefined when it is not set. */
 function secretBytes(value: unknown): Uint8Array | undefined {
-  if (value === undefined) return undefined;
-  let bytes: Uint8Array;
-  if (typeof value === 'string') bytes = new TextEncoder().encode(value);
-  else if (value instanceof Uint8Array) bytes = Uint8Array.from(value);
-  else throw new TypeError(`option "approvalSecret" must be a string or a Uint8Array, got ${describe(value)}`);
-  if (bytes.length < MIN_SECRET_BYTES)
-    throw new TypeError(`option "approvalSecret" must have at least ${MIN_SECRET_BYTES} bytes, got ${bytes.length}`);
-  return bytes;
+  return value === undefined ? undefined : secretOf(value, 'option "approvalSecret"');
 }
 
 /** An error a gated tool throws so that the SDK gives the model an error result with this text. */

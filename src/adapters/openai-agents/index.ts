@@ -14,6 +14,7 @@
  * - `toolErrorFormatter` records a person's rejection as a deny Decision and tells the model so.
  * - `mcpToolFilter` hides tools of the SDK's own MCP servers that the allowlist does not permit.
  */
+import { randomBytes } from 'node:crypto';
 import {
   tool as agentTool,
   type FunctionTool,
@@ -22,7 +23,7 @@ import {
   type ToolErrorFormatter,
 } from '@openai/agents';
 import { readCall } from '../../formats/index.js';
-import type { AskOutcome } from '../../gate/approval.js';
+import { approvalRequest, sameBinding, type ApprovalRequest, type AskOutcome } from '../../gate/approval.js';
 import { decideCalls, dispatchCalls, previewCall } from '../../gate/dispatch.js';
 import { environmentOf } from '../../gate/environment.js';
 import { refusalContent, type GateContext } from '../../gate/precheck.js';
@@ -30,7 +31,6 @@ import type { Route } from '../../gate/route.js';
 import type { ContextSource } from '../../config.js';
 import { describe } from '../../names.js';
 import { ToolRegistry, type ToolResult } from '../../registry.js';
-import { hashOf } from '../../runner/signing.js';
 
 /** The gate context of a run: fixed, or read from the SDK's run context (e.g. the tenant in `runContext.context`). */
 export type AgentsGateContext<TContext = unknown> = ContextSource<RunContext<TContext>>;
@@ -91,6 +91,9 @@ export function createAgentTools<TContext = unknown>(
         });
   const pending = new Map<string, Interruption>();
   const ours = new Set<string>();
+  // The key of this tool set's approval requests: they live only in this instance's memory (an interruption
+  // raised in another process cannot be checked and denies), so the owner's key is this instance's own.
+  const approvals = { secret: randomBytes(32) };
 
   const tools = selected.map((defined) => {
     ours.add(defined.name);
@@ -118,13 +121,7 @@ export function createAgentTools<TContext = unknown>(
         const answered =
           callId !== undefined && runContext.isToolApproved({ toolName: defined.name, callId }) !== undefined;
         if (!answered && !pending.has(pre.base.callId))
-          remember(pending, pre.base.callId, {
-            context,
-            tool: pre.base.canonical,
-            argsHash: hashOf(pre.args),
-            policyVersion: pre.base.policyVersion,
-            args: pre.args,
-          });
+          remember(pending, pre.base.callId, { context, request: approvalRequest(pre, context, approvals) });
         return true;
       },
       execute: async (input, runContext, details) => {
@@ -137,6 +134,7 @@ export function createAgentTools<TContext = unknown>(
         const route: Route = {
           name: 'adapter',
           grouped: false,
+          approvals,
           // The SDK calls execute for an approval-gated call only once the run context records the approval.
           ask: (request): AskOutcome | null => {
             if (!approved) return null;
@@ -145,13 +143,8 @@ export function createAgentTools<TContext = unknown>(
                 effect: 'invalid',
                 reason: 'the SDK records an approval, but this process raised no interruption for this call',
               };
-            if (interruption.tool !== request.binding.tool)
-              return { effect: 'invalid', reason: 'the approval was given for another tool' };
-            if (interruption.argsHash !== request.binding.argsHash)
-              return { effect: 'invalid', reason: 'the approval was given for other arguments' };
-            if (interruption.policyVersion !== request.binding.policyVersion)
-              return { effect: 'invalid', reason: 'the approval was given under another policy version' };
-            return { effect: 'allow' };
+            const problem = sameBinding(interruption.request.binding, request.binding);
+            return problem === null ? { effect: 'allow' } : { effect: 'invalid', reason: problem };
           },
         };
         const [result] = (await dispatchCalls(
@@ -174,10 +167,10 @@ export function createAgentTools<TContext = unknown>(
     pending.delete(args.callId);
     // The person's rejection, recorded as the route's answer to the call the interruption was raised for
     // (if it is still an ask: otherwise nothing was put to a person for it now).
-    const call = readCall({ id: args.callId, name: args.toolName, arguments: interruption.args });
+    const call = readCall({ id: args.callId, name: args.toolName, arguments: interruption.request.parameters });
     const env = environmentOf(registry);
     if ((await previewCall(call, interruption.context, env)).kind !== 'ask') return undefined;
-    const rejected: Route = { name: 'adapter', grouped: false, ask: () => ({ effect: 'deny' }) };
+    const rejected: Route = { name: 'adapter', grouped: false, approvals, ask: () => ({ effect: 'deny' }) };
     const [decision] = await decideCalls([call], interruption.context, env, rejected);
     return decision?.effect === 'deny' ? refusalContent(decision) : undefined;
   };
@@ -242,13 +235,10 @@ function contextReader<TContext>(
   return () => option;
 }
 
-/** The call an interruption was raised for: what the SDK's approval of it is bound to. */
+/** The call an interruption was raised for: the request (and its binding) the SDK's approval of it is bound to. */
 interface Interruption {
   readonly context: GateContext;
-  readonly tool: string;
-  readonly argsHash: string;
-  readonly policyVersion: string | null;
-  readonly args: Readonly<Record<string, unknown>>;
+  readonly request: ApprovalRequest;
 }
 
 function remember(pending: Map<string, Interruption>, callId: string, interruption: Interruption): void {

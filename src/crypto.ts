@@ -1,12 +1,17 @@
 /**
- * Canonical JSON and the HMACs that bind approvals and run states (node:crypto, no dependency).
+ * The one home of canonical JSON, hashes, MACs and the secret parser (node:crypto only: this file imports
+ * nothing else, a rule `npm test` checks). Approvals, run states, pins, inbox links and sessions all bind
+ * what they sign through these functions, so "the same value" means the same bytes everywhere.
  */
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 
 /**
  * JSON with object keys sorted at every level, so one value has one text (and one hash) whatever order
- * its keys were built in. Values JSON cannot carry (functions, symbols, bigints, cycles) throw, and the
- * caller fails closed.
+ * its keys were built in. Values JSON cannot carry (functions, symbols, bigints, cycles, non-finite
+ * numbers) throw, and the caller fails closed.
+ *
+ * @example
+ * canonicalJson({ b: 1, a: [true, null] }); // '{"a":[true,null],"b":1}'
  */
 export function canonicalJson(value: unknown): string {
   return write(value, new Set());
@@ -58,4 +63,33 @@ export function macOf(secret: Uint8Array, value: unknown): string {
 export function sameMac(a: unknown, b: string): boolean {
   if (typeof a !== 'string' || a.length !== b.length) return false;
   return timingSafeEqual(Buffer.from(a), Buffer.from(b));
+}
+
+/** The fewest bytes a signing secret may have (an HMAC-SHA256 key; 32 random bytes are recommended). */
+export const MIN_SECRET_BYTES = 16;
+
+/**
+ * THE secret parser: a string (its UTF-8 bytes) or bytes of at least {@link MIN_SECRET_BYTES}, as a private
+ * copy (a caller that later changes its buffer does not change the key). Anything else is a TypeError
+ * naming `option` and what was received — never the secret itself.
+ *
+ * @example
+ * const secret = secretOf(process.env.TOOLGATE_SECRET, 'AgentRunner option "secret"');
+ */
+export function secretOf(value: unknown, option: string): Uint8Array {
+  let bytes: Uint8Array | null = null;
+  if (typeof value === 'string') bytes = new TextEncoder().encode(value);
+  else if (value instanceof Uint8Array) bytes = Uint8Array.from(value);
+  if (bytes === null || bytes.length < MIN_SECRET_BYTES)
+    throw new TypeError(
+      `${option} must be a string or bytes of at least ${MIN_SECRET_BYTES} bytes, got ${received(value, bytes)}`,
+    );
+  return bytes;
+}
+
+function received(value: unknown, bytes: Uint8Array | null): string {
+  if (bytes !== null) return `${typeof value === 'string' ? 'a string of' : ''} ${bytes.length} bytes`.trim();
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  return typeof value === 'object' ? 'an object' : typeof value;
 }
