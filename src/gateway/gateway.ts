@@ -15,6 +15,7 @@ import { checkApprovals, type GatewayApprovals } from './approvals.js';
 import type { GatewayAuditRecord, GatewayAuditSink } from './audit.js';
 import { checkContext } from './context.js';
 import { checkInbox, type GatewayInbox } from './inbox.js';
+import type { GatewayReloadGuard } from './reload-guard.js';
 import { Relay } from './relay.js';
 import {
   buildInForce,
@@ -29,6 +30,7 @@ import { openSession, type GatewayCore, type GatewayRequestContext } from './ses
 import { Upstream, type GatewayUpstreamOptions, type UpstreamEvents } from './upstream.js';
 
 export type { GatewayPinOptions, GatewayReloadOptions, GatewayReloadResult } from './reload.js';
+export type { GatewayReloadGuard } from './reload-guard.js';
 export type { GatewayRequestContext } from './session.js';
 export { elicitationApprover } from './approvers.js';
 
@@ -59,6 +61,13 @@ export interface GatewayOptions {
    * `approvals`. @default none
    */
   readonly inbox?: GatewayInbox;
+  /**
+   * Every reload is diffed against the policy in force (`diffPolicies`). One that widens access is held for
+   * a person's approval in `inbox` (`widen: 'hold'`), or takes effect with the diff in its audit record
+   * (`widen: 'allow'`, the CLI's `--reload widen=allow`, and always without an inbox). A reload that does
+   * not widen takes effect at once. @default { widen: 'hold' }
+   */
+  readonly reloadGuard?: GatewayReloadGuard;
 }
 
 /** A running gateway. */
@@ -122,7 +131,13 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     inputs,
     null,
   );
-  const inForce = new Reloader(first, { registry, router, relay, contextOption: options.context }, inputs);
+  // The key the gateway's routes bind approval requests under (a route's owner sets it): the shared
+  // stores' secret with `approvals`; otherwise requests are answered within this gateway's own request
+  // (elicitation, the inbox's waiter) and a key of this gateway instance binds them.
+  // (gateway helper: the gateway's own `--approval-secret` replaces the instance key.)
+  const secret = options.approvals !== undefined ? checkApprovals(options.approvals).secret : randomBytes(32);
+  const guard = { settings: options.reloadGuard ?? { widen: 'hold' as const }, inbox: options.inbox, secret };
+  const inForce = new Reloader(first, { registry, router, relay, contextOption: options.context, guard }, inputs);
   const core: GatewayCore = {
     name: options.name ?? 'toolgate-gateway',
     registry,
@@ -131,11 +146,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     inForce,
     people: {
       approvals: options.approvals,
-      // The key the gateway's routes bind approval requests under (a route's owner sets it): the shared
-      // stores' secret with `approvals`; otherwise requests are answered within this gateway's own request
-      // (elicitation, the inbox's waiter) and a key of this gateway instance binds them.
-      // (gateway helper: the gateway's own `--approval-secret` replaces the instance key.)
-      secret: options.approvals !== undefined ? checkApprovals(options.approvals).secret : randomBytes(32),
+      secret,
       inbox: options.inbox,
       approvalTimeoutMs: options.approvalTimeoutMs ?? 120_000,
     },
@@ -205,6 +216,9 @@ function checkOptions(options: GatewayOptions): void {
     throw new TypeError(`createGateway options must be an object, got ${describe(options)}`);
   if (!isPolicySet(options.policy))
     throw new TypeError(`option "policy" must be a loaded policy file (a PolicySet), got ${describe(options.policy)}`);
+  const guard = options.reloadGuard;
+  if (guard !== undefined && (typeof guard !== 'object' || guard === null || !['hold', 'allow'].includes(guard.widen)))
+    throw new TypeError(`option "reloadGuard" must be { widen: 'hold' | 'allow' }, got ${describe(guard)}`);
   if (typeof options.upstreams !== 'object' || options.upstreams === null)
     throw new TypeError(`option "upstreams" must be an object keyed by namespace, got ${describe(options.upstreams)}`);
   for (const [namespace, upstream] of Object.entries(options.upstreams)) {
