@@ -12,6 +12,7 @@ import { registerDiff } from './diff.js';
 import { EXIT, exitCodesText, USAGE_LINE } from './exit-codes.js';
 import { registerExplain } from './explain.js';
 import { registerGateway, registerMcpProxy } from './gateway-command.js';
+import { registerLedger } from './ledger.js';
 import { registerLint } from './lint.js';
 import { registerPin } from './pin.js';
 import { registerReport } from './report.js';
@@ -38,6 +39,7 @@ const COMMANDS: readonly RegisterCommand[] = [
   registerReport,
   registerServe,
   registerAudit,
+  registerLedger,
   registerDemo,
 ];
 

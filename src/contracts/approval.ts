@@ -134,6 +134,16 @@ export interface ApprovalSettings {
   readonly ttlMs?: number;
   /** The pinned definition's hash of the call being asked about (the gateway). @default null */
   readonly pin?: string | null;
+  /**
+   * What the call is: the gateway decides a resource read or a prompt get as a call of a gate-level tool
+   * (`resource`, `prompt`) and says so here, per call. @default 'tool'
+   */
+  readonly kind?: ApprovalKind;
+  /**
+   * What the binding's `tool` names when it is not the canonical tool name: the normalised URI of a
+   * `resource`, the canonical prompt name of a `prompt`. @default the call's canonical tool name
+   */
+  readonly target?: string;
 }
 
 // ── stored ──

@@ -19,7 +19,7 @@ import type { GatewayAuditRecord } from './audit.js';
 import type { GatewayInbox } from './inbox.js';
 import { reloadRequest, reloadVerdict, type GatewayReloadGuard } from './reload-guard.js';
 import { checkContext } from './context.js';
-import { compileGovernance, type ItemPolicy } from './governance.js';
+import type { ItemGate } from './items.js';
 import { PinStore, PinTracker, readLockFile, withPinRule } from './pins.js';
 import type { Relay } from './relay.js';
 import type { Router } from './router.js';
@@ -74,8 +74,6 @@ export interface PolicyInForce {
   readonly set: PolicySet;
   /** The gateway's own context (agent, tenant, caller layers), read by every server per request. */
   readonly context: GateContext;
-  readonly resources: ItemPolicy;
-  readonly prompts: ItemPolicy;
   /** The pins of the lock file, or null without pinning. */
   readonly pins: PinTracker | null;
   readonly onDrift: 'refuse' | 'ask';
@@ -100,11 +98,6 @@ export function buildInForce(
   inputs: InForceInputs,
   previous: PolicyInForce | null,
 ): PolicyInForce {
-  const governance = compileGovernance(set);
-  if (!governance.ok)
-    throw new ConfigurationError(
-      `the policy file's resource and prompt rules were refused:\n${governance.issues.map((i) => `  ${i.file}:${i.line}:${i.column}: ${i.message}`).join('\n')}`,
-    );
   checkToolNamespaces(set, inputs.upstreams);
   checkContext(context);
   let tracker: PinTracker | null = null;
@@ -119,8 +112,6 @@ export function buildInForce(
   return Object.freeze({
     set,
     context,
-    resources: governance.resources,
-    prompts: governance.prompts,
     pins: tracker,
     onDrift,
     policy,
@@ -134,6 +125,7 @@ export class Reloader {
   // Reloads run one after another, so a slow read cannot overwrite a newer policy.
   #reloading: Promise<unknown> = Promise.resolve();
   readonly #registry: ToolRegistry;
+  readonly #items: ItemGate;
   readonly #router: Router;
   readonly #relay: Relay;
   readonly #inputs: InForceInputs;
@@ -144,6 +136,7 @@ export class Reloader {
     first: PolicyInForce,
     deps: {
       registry: ToolRegistry;
+      items: ItemGate;
       router: Router;
       relay: Relay;
       contextOption: GateContext | undefined;
@@ -154,11 +147,13 @@ export class Reloader {
     this.#guard = deps.guard;
     this.#current = first;
     this.#registry = deps.registry;
+    this.#items = deps.items;
     this.#router = deps.router;
     this.#relay = deps.relay;
     this.#inputs = inputs;
     this.#contextOption = deps.contextOption;
     this.#registry.setPermissionPolicy(first.policy);
+    this.#items.enforce(first);
     this.#mode('start', [startText(first.set)]);
   }
 
@@ -226,6 +221,7 @@ export class Reloader {
     const changes = [...policyChanges(before, next), ...notes];
     this.#current = next;
     this.#registry.setPermissionPolicy(next.policy);
+    this.#items.enforce(next);
     for (const upstream of this.#router.upstreams.values()) this.noteTools(upstream);
     if (changes.length > 0) this.#mode('reload', changes, approver !== undefined ? { approver } : {});
     this.#relay.listsChanged();
