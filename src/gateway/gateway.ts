@@ -6,6 +6,7 @@
  * definitions), approvers.ts (who answers an ask), upstream.ts (one connection each).
  */
 import { randomBytes } from 'node:crypto';
+import type { McpHttpHandler } from '@modelcontextprotocol/server';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { GateContext } from '../gate/precheck.js';
 import { describe } from '../names.js';
@@ -15,6 +16,7 @@ import { checkApprovals, type GatewayApprovals } from './approvals.js';
 import type { GatewayAuditRecord, GatewayAuditSink } from './audit.js';
 import { checkContext } from './context.js';
 import { checkInbox, type GatewayInbox } from './inbox.js';
+import { ItemGate } from './items.js';
 import { Relay } from './relay.js';
 import {
   buildInForce,
@@ -25,6 +27,7 @@ import {
   type GatewayReloadResult,
 } from './reload.js';
 import { Router } from './router.js';
+import { modernHandler } from './modern.js';
 import { openSession, type GatewayCore, type GatewayRequestContext } from './session.js';
 import { Upstream, type GatewayUpstreamOptions, type UpstreamEvents } from './upstream.js';
 
@@ -82,6 +85,11 @@ export interface Gateway {
   readonly upstreams: ReadonlyMap<string, Upstream>;
   /** A new downstream MCP server (one per client connection or HTTP session); connect it to a transport. */
   createServer(options?: { readonly context?: GatewayRequestContext }): Server;
+  /**
+   * The web-standard handler of 2026-07-28 requests (stateless: a fresh server per request, with the same
+   * handlers as {@link Gateway.createServer}'s). `serveGatewayHttp` routes them to it on the one listener.
+   */
+  modernHandler(options?: { readonly context?: GatewayRequestContext }): McpHttpHandler;
   /** Subscribes to upstream state changes; returns the unsubscribe function. */
   onUpstreamState(listener: (upstream: Upstream) => void): () => void;
   /** Closes every downstream server and every upstream (stdio upstreams are stopped). */
@@ -114,6 +122,20 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     toolTimeoutMs: callTimeout + 1000,
     handlerTimeoutMs: options.approvalTimeoutMs ?? 120_000,
   });
+  const people = {
+    approvals: options.approvals,
+    // The key the gateway's routes bind approval requests under (a route's owner sets it): the shared
+    // stores' secret with `approvals`; otherwise requests are answered within this gateway's own request
+    // (elicitation, the inbox's waiter) and a key of this gateway instance binds them.
+    secret: options.approvals !== undefined ? checkApprovals(options.approvals).secret : randomBytes(32),
+    inbox: options.inbox,
+    approvalTimeoutMs: options.approvalTimeoutMs ?? 120_000,
+  };
+  const items = new ItemGate(
+    { toolTimeoutMs: callTimeout + 1000, handlerTimeoutMs: options.approvalTimeoutMs ?? 120_000 },
+    people,
+    audit,
+  );
   const inputs = { upstreams: options.upstreams, audit };
   const first = buildInForce(
     options.policy,
@@ -122,23 +144,15 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     inputs,
     null,
   );
-  const inForce = new Reloader(first, { registry, router, relay, contextOption: options.context }, inputs);
+  const inForce = new Reloader(first, { registry, items, router, relay, contextOption: options.context }, inputs);
   const core: GatewayCore = {
     name: options.name ?? 'toolgate-gateway',
     registry,
     router,
     relay,
     inForce,
-    people: {
-      approvals: options.approvals,
-      // The key the gateway's routes bind approval requests under (a route's owner sets it): the shared
-      // stores' secret with `approvals`; otherwise requests are answered within this gateway's own request
-      // (elicitation, the inbox's waiter) and a key of this gateway instance binds them.
-      // (gateway helper: the gateway's own `--approval-secret` replaces the instance key.)
-      secret: options.approvals !== undefined ? checkApprovals(options.approvals).secret : randomBytes(32),
-      inbox: options.inbox,
-      approvalTimeoutMs: options.approvalTimeoutMs ?? 120_000,
-    },
+    items,
+    people,
     audit,
   };
 
@@ -169,6 +183,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   await Promise.all([...upstreams.values()].map((u) => u.start()));
 
   let closed = false;
+  const modern = new Set<McpHttpHandler>();
   return {
     registry,
     get context() {
@@ -185,6 +200,19 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
       // Read per request: a reload changes the gateway's own context for the servers already connected.
       return openSession(core, () => own ?? inForce.current.context);
     },
+    modernHandler(handlerOptions = {}) {
+      const own = handlerOptions.context;
+      if (own !== undefined) checkContext(own);
+      // What the SDK's entry refuses before any handler runs (headers against the body, versions, `_meta`)
+      // is audited: nothing was decided, nothing ran.
+      const handler = modernHandler(
+        core,
+        () => own ?? inForce.current.context,
+        (error) => audit({ type: 'protocol', time: new Date().toISOString(), reason: error.message }),
+      );
+      modern.add(handler);
+      return handler;
+    },
     onUpstreamState(listener) {
       stateListeners.add(listener);
       return () => stateListeners.delete(listener);
@@ -193,6 +221,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
       if (closed) return;
       closed = true;
       inForce.close();
+      await Promise.allSettled([...modern].map((h) => h.close()));
       await relay.close();
       await Promise.allSettled([...upstreams.values()].map((u) => u.close()));
     },

@@ -17,7 +17,7 @@ import { formatIssue, readPolicyFile } from '../policy-file/load.js';
 import type { ToolRegistry } from '../registry.js';
 import type { GatewayAuditRecord } from './audit.js';
 import { checkContext } from './context.js';
-import { compileGovernance, type ItemPolicy } from './governance.js';
+import type { ItemGate } from './items.js';
 import { PinStore, PinTracker, readLockFile, withPinRule } from './pins.js';
 import type { Relay } from './relay.js';
 import type { Router } from './router.js';
@@ -52,8 +52,6 @@ export interface PolicyInForce {
   readonly set: PolicySet;
   /** The gateway's own context (agent, tenant, caller layers), read by every server per request. */
   readonly context: GateContext;
-  readonly resources: ItemPolicy;
-  readonly prompts: ItemPolicy;
   /** The pins of the lock file, or null without pinning. */
   readonly pins: PinTracker | null;
   readonly onDrift: 'refuse' | 'ask';
@@ -78,11 +76,6 @@ export function buildInForce(
   inputs: InForceInputs,
   previous: PolicyInForce | null,
 ): PolicyInForce {
-  const governance = compileGovernance(set);
-  if (!governance.ok)
-    throw new ConfigurationError(
-      `the policy file's resource and prompt rules were refused:\n${governance.issues.map((i) => `  ${i.file}:${i.line}:${i.column}: ${i.message}`).join('\n')}`,
-    );
   checkToolNamespaces(set, inputs.upstreams);
   checkContext(context);
   let tracker: PinTracker | null = null;
@@ -97,8 +90,6 @@ export function buildInForce(
   return Object.freeze({
     set,
     context,
-    resources: governance.resources,
-    prompts: governance.prompts,
     pins: tracker,
     onDrift,
     policy,
@@ -112,6 +103,7 @@ export class Reloader {
   // Reloads run one after another, so a slow read cannot overwrite a newer policy.
   #reloading: Promise<unknown> = Promise.resolve();
   readonly #registry: ToolRegistry;
+  readonly #items: ItemGate;
   readonly #router: Router;
   readonly #relay: Relay;
   readonly #inputs: InForceInputs;
@@ -119,16 +111,24 @@ export class Reloader {
 
   constructor(
     first: PolicyInForce,
-    deps: { registry: ToolRegistry; router: Router; relay: Relay; contextOption: GateContext | undefined },
+    deps: {
+      registry: ToolRegistry;
+      items: ItemGate;
+      router: Router;
+      relay: Relay;
+      contextOption: GateContext | undefined;
+    },
     inputs: InForceInputs,
   ) {
     this.#current = first;
     this.#registry = deps.registry;
+    this.#items = deps.items;
     this.#router = deps.router;
     this.#relay = deps.relay;
     this.#inputs = inputs;
     this.#contextOption = deps.contextOption;
     this.#registry.setPermissionPolicy(first.policy);
+    this.#items.enforce(first);
     this.#mode('start', [startText(first.set)]);
   }
 
@@ -195,6 +195,7 @@ export class Reloader {
     const changes = policyChanges(before, next);
     this.#current = next;
     this.#registry.setPermissionPolicy(next.policy);
+    this.#items.enforce(next);
     for (const upstream of this.#router.upstreams.values()) this.noteTools(upstream);
     if (changes.length > 0) this.#mode('reload', changes);
     this.#relay.listsChanged();
