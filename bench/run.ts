@@ -13,6 +13,8 @@
  *
  *   npm run bench -- [--sizes 10,100,1000,10000] [--repeat 1] [--budget-ms 1500] [--no-write] [--tsx]
  *   npm run bench -- --redraw      (the chart again from bench/results.json)
+ *   npm run bench -- --only policy-diff   (toolgate diff of 1,000- and 10,000-rule files alone; writes nothing)
+ *   npm run bench -- --only stores        (the shared stores against the real servers alone; writes nothing)
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { createRequire } from 'node:module';
@@ -25,9 +27,11 @@ import { chartSvg } from './chart.js';
 import { ENGINE_NAMES, type EngineName } from './engines/engine.js';
 import { benchExtras, type ExtrasResult } from './extras.js';
 import { sinkValue, type Timing } from './measure.js';
+import { benchPolicyDiff, type PolicyDiffResult } from './policy-diff.js';
 import { benchPolicyLoad, type PolicyLoadResult } from './policy-load.js';
 import { benchQuickstart, type QuickstartResult } from './quickstart.js';
 import { benchRunner, type RunnerResult } from './runner.js';
+import { benchStores, storesTables, type StoresResult } from './stores.js';
 import { agreeSize, DisagreementError, formatNs, timeEngine, type EngineTiming, type SizeResult } from './suite.js';
 
 const { values: args } = parseArgs({
@@ -39,6 +43,8 @@ const { values: args } = parseArgs({
     tsx: { type: 'boolean', default: false },
     // redraw the chart from the results file, measuring nothing
     redraw: { type: 'boolean', default: false },
+    // one part alone, printed, nothing written: policy-diff
+    only: { type: 'string' },
     out: { type: 'string', default: 'bench/results.json' },
     chart: { type: 'string', default: 'docs/bench.svg' },
     // internal: run one part in this process and write its result to a file
@@ -80,9 +86,13 @@ async function child(part: string, file: string): Promise<void> {
             ? await benchRunner({ timing, log })
             : kind === 'policyload'
               ? benchPolicyLoad({ log })
-              : kind === 'agree'
-                ? await agreeSize(Number(size), { log })
-                : await timeEngine(Number(size), engine as EngineName, { timing, log });
+              : kind === 'policydiff'
+                ? await benchPolicyDiff({ rules: Number(size), log })
+                : kind === 'stores'
+                  ? await benchStores({ log })
+                  : kind === 'agree'
+                    ? await agreeSize(Number(size), { log })
+                    : await timeEngine(Number(size), engine as EngineName, { timing, log });
     writeFileSync(file, JSON.stringify({ ok: true, result, sink: sinkValue() }));
   } catch (error) {
     writeFileSync(
@@ -214,6 +224,61 @@ interface Target {
   readonly met: boolean;
 }
 
+/** `toolgate diff` of two 1,000- and two 10,000-rule files differing in ten rules: each size in a child, median of the runs. */
+async function policyDiffRuns(repeat: number, notes: string[]): Promise<PolicyDiffResult[]> {
+  const out: PolicyDiffResult[] = [];
+  for (const size of [1000, 10000]) {
+    const runs: PolicyDiffResult[] = [];
+    for (let r = 0; r < repeat; r++) runs.push(await part<PolicyDiffResult>(`policydiff:${size}`, notes));
+    out.push({ ...runs[0]!, totalMs: median(runs.map((x) => x.totalMs)), diffMs: median(runs.map((x) => x.diffMs)) });
+  }
+  return out;
+}
+
+function policyDiffTargets(diffs: readonly PolicyDiffResult[]): Target[] {
+  return diffs.map((d) => {
+    const limit = d.rules >= 10_000 ? 20_000 : 2000;
+    return {
+      id: `policy-diff-${d.rules >= 10_000 ? '10k' : '1k'}`,
+      description: `toolgate diff of two ${d.rules.toLocaleString('en')}-rule files differing in ${d.changedRules} rules (both loaded, then diffed)`,
+      target: `< ${limit / 1000} s`,
+      measured: `${(d.totalMs / 1000).toFixed(2)} s (load ${(d.loadMs / 1000).toFixed(2)} s, diff ${(d.diffMs / 1000).toFixed(2)} s; ${d.changes} changes, ${d.uncertain} may change)`,
+      met: d.totalMs < limit,
+    };
+  });
+}
+
+/** The stores part, `repeat` times; the median run is the one whose Redis-limited invoke is the median. */
+async function storesRuns(repeat: number, notes: string[]): Promise<{ runs: StoresResult[]; median: StoresResult }> {
+  const runs: StoresResult[] = [];
+  for (let r = 0; r < repeat; r++) runs.push(await part<StoresResult>('stores', notes));
+  const byInvoke = [...runs].sort((a, b) => a.invoke.redis.p50 - b.invoke.redis.p50);
+  return { runs, median: byInvoke[Math.floor((byInvoke.length - 1) / 2)]! };
+}
+
+/** Issue 25 target 4, each figure beside its floor measured in the same run. */
+function storesTargets({ runs, median: m }: { runs: readonly StoresResult[]; median: StoresResult }): Target[] {
+  const rate = median(runs.map((r) => r.throughput.redis.perSecond));
+  const exact = runs.every((r) => r.throughput.redis.exact === true);
+  return [
+    {
+      id: 'redis-limit-p50',
+      description:
+        'invoke with Redis-backed limits (two limits, one script: one round trip), README shape, p50, beside one Redis PING',
+      target: '≤ 80 µs',
+      measured: `${m.invoke.redis.p50.toFixed(1)} µs (floor: PING ${m.floors.redisPing.p50.toFixed(1)} µs; no limiter ${m.invoke.none.p50.toFixed(1)} µs)`,
+      met: m.invoke.redis.p50 <= 80,
+    },
+    {
+      id: 'redis-shared-throughput',
+      description: `${m.throughput.redis.processes} worker processes sharing one Redis counter, ${m.throughput.redis.inFlight} requests in flight each, total exact`,
+      target: '≥ 40,000 decisions/s, exact',
+      measured: `${Math.round(rate).toLocaleString('en')} decisions/s, ${exact ? 'exact' : 'NOT EXACT'} (PostgreSQL counter ${Math.round(median(runs.map((r) => r.throughput.postgres.perSecond))).toLocaleString('en')}/s; own in-memory counters ${Math.round(median(runs.map((r) => r.throughput.memory.perSecond))).toLocaleString('en')}/s)`,
+      met: rate >= 40_000 && exact,
+    },
+  ];
+}
+
 async function main(): Promise<void> {
   if (args.child) return child(args.child, args['result-file']!);
   if (args.redraw) {
@@ -226,6 +291,25 @@ async function main(): Promise<void> {
   const repeat = Number(args.repeat);
   const notes: string[] = [];
   command = childCommand();
+  if (args.only === 'stores') {
+    const stores = await storesRuns(repeat, notes);
+    log(storesTables(stores.median));
+    for (const t of storesTargets(stores))
+      log(`${t.met ? 'met ' : 'MISS'}  ${t.description}: ${t.measured} (target ${t.target})`);
+    log(
+      `load average ${loadavg()
+        .map((l) => l.toFixed(2))
+        .join(' ')} (${cpus().length} cores, shared)`,
+    );
+    return;
+  }
+  if (args.only !== undefined) {
+    if (args.only !== 'policy-diff') throw new Error(`--only: expected policy-diff or stores, got ${args.only}`);
+    const diffs = await policyDiffRuns(repeat, notes);
+    for (const t of policyDiffTargets(diffs))
+      log(`${t.met ? 'met ' : 'MISS'}  ${t.description}: ${t.measured} (target ${t.target})`);
+    return;
+  }
   const startLoad = loadavg();
   const started = new Date();
   log(
@@ -263,6 +347,8 @@ async function main(): Promise<void> {
     runnerRuns.push(await part<RunnerResult>('runner', notes));
     loadRuns.push(await part<PolicyLoadResult>('policyload', notes));
   }
+  const policyDiff = await policyDiffRuns(repeat, notes);
+  const stores = await storesRuns(repeat, notes);
   const runner: RunnerResult = {
     ...runnerRuns[0]!,
     byTurns: runnerRuns[0]!.byTurns.map((t, i) => ({
@@ -455,6 +541,8 @@ async function main(): Promise<void> {
       met: policyLoad.msMedian <= 500,
     },
   );
+  targets.push(...policyDiffTargets(policyDiff));
+  targets.push(...storesTargets(stores));
   targets.push({
     id: 'dispatch-overhead',
     description: 'executeToolCalls overhead on a no-op tool, one call (p50 − direct p50)',
@@ -469,6 +557,7 @@ async function main(): Promise<void> {
     measured: `${extras.canonicalCache.maxSize} entries`,
     met: extras.canonicalCache.maxSize <= extras.canonicalCache.limit,
   });
+  lines.push('', 'shared stores (PostgreSQL and Redis on this machine), the median run', storesTables(stores.median));
   lines.push('', 'targets');
   for (const t of targets)
     lines.push(`  ${t.met ? 'met ' : 'MISS'}  ${t.description}: ${t.measured} (target ${t.target})`);
@@ -497,6 +586,8 @@ async function main(): Promise<void> {
     quickstart,
     runner,
     policyLoad,
+    policyDiff,
+    stores,
     timings,
     extras,
     extrasSpread: {

@@ -4,15 +4,13 @@
  * loaded only when their option is used.
  */
 import type { Command } from 'commander';
-import type { AuditQuery, AuditReader, AuditRecord } from '../stores/types.js';
+import type { AuditQuery, AuditRecord } from '../stores/types.js';
 import { UsageError, type Cli } from './context.js';
 import { EXIT, exitCodes, USAGE_LINE } from './exit-codes.js';
 import { terminalSafe } from './render.js';
+import { countOf, timeOf, withStores, type StoreOptions } from './store-options.js';
 
-interface AuditOptions {
-  readonly postgres?: string;
-  readonly schema?: string;
-  readonly sqlite?: string;
+interface AuditOptions extends StoreOptions {
   readonly tenant?: string;
   readonly caller?: string;
   readonly tool?: string;
@@ -43,15 +41,12 @@ export function registerAudit(program: Command, cli: Cli): void {
     .option('--json', 'print one JSON record per line');
   exitCodes(command, [[EXIT.OK, 'the records were printed (possibly none)'], USAGE_LINE]).action(
     async (file: string | undefined, options: AuditOptions) => {
-      const sources = [file, options.postgres, options.sqlite].filter((s) => s !== undefined);
-      if (sources.length !== 1)
-        throw new UsageError('give exactly one of: a JSONL file, --postgres <url>, --sqlite <file>');
       const query = queryOf(options);
       let records: AuditRecord[];
       try {
-        records = await withReader(file, options, (reader) => reader.query(query));
+        records = await readAudit(file, options, query);
       } catch (error) {
-        if (error instanceof TypeError || error instanceof UsageError) throw new UsageError(error.message);
+        if (error instanceof UsageError) throw error;
         throw new UsageError(`cannot read the audit trail: ${error instanceof Error ? error.message : String(error)}`);
       }
       if (options.json) for (const r of records) cli.out(JSON.stringify(r));
@@ -65,9 +60,6 @@ export function registerAudit(program: Command, cli: Cli): void {
 function queryOf(options: AuditOptions): AuditQuery {
   if (options.effect !== undefined && options.effect !== 'allow' && options.effect !== 'deny')
     throw new UsageError(`--effect must be allow or deny, got ${JSON.stringify(options.effect)}`);
-  const limit = Number(options.limit ?? '100');
-  if (!Number.isInteger(limit) || limit < 1)
-    throw new UsageError(`--limit must be a whole number >= 1, got ${options.limit}`);
   return {
     ...(options.tenant !== undefined ? { tenant: options.tenant } : {}),
     ...(options.caller !== undefined ? { caller: options.caller } : {}),
@@ -75,45 +67,22 @@ function queryOf(options: AuditOptions): AuditQuery {
     ...(options.effect !== undefined ? { effect: options.effect } : {}),
     ...(options.since !== undefined ? { since: timeOf(options.since, '--since') } : {}),
     ...(options.until !== undefined ? { until: timeOf(options.until, '--until') } : {}),
-    limit,
+    limit: countOf(options.limit, '--limit', 100),
   };
 }
 
-/** An ISO time, or a duration ago ("15m", "24h", "7d"). */
-function timeOf(value: string, option: string): number {
-  const ago = /^(\d+)(s|m|h|d)$/.exec(value);
-  if (ago) return Date.now() - Number(ago[1]) * { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }[ago[2] as 's'];
-  const at = Date.parse(value);
-  if (!Number.isFinite(at))
-    throw new UsageError(`${option} must be ISO 8601 or a duration like 24h, got ${JSON.stringify(value)}`);
-  return at;
-}
-
-async function withReader<T>(
-  file: string | undefined,
-  options: AuditOptions,
-  use: (reader: AuditReader) => Promise<T>,
-): Promise<T> {
-  if (file !== undefined) {
+/** The records of the JSONL file, or of the one store the options name. */
+async function readAudit(file: string | undefined, options: AuditOptions, query: AuditQuery): Promise<AuditRecord[]> {
+  if (file !== undefined && options.postgres === undefined && options.sqlite === undefined) {
     const { JsonlAuditSink } = await import('../stores/audit.js');
-    return use(new JsonlAuditSink(file));
-  }
-  if (options.sqlite !== undefined) {
-    const { SqliteStores } = await import('../stores/sqlite.js');
-    const stores = new SqliteStores({ filename: options.sqlite });
     try {
-      return await use(stores.audit);
-    } finally {
-      stores.close();
+      return await new JsonlAuditSink(file).query(query);
+    } catch (error) {
+      if (error instanceof TypeError) throw new UsageError(error.message);
+      throw error;
     }
   }
-  const { PostgresStores } = await import('../stores/postgres.js');
-  const stores = new PostgresStores({ connectionString: options.postgres!, schema: options.schema ?? 'toolgate' });
-  try {
-    return await use(stores.audit);
-  } finally {
-    await stores.close();
-  }
+  return withStores(options, ({ audit }) => audit!.query(query), { file, files: true, redis: false });
 }
 
 function auditText(records: readonly AuditRecord[], cli: Cli): string {

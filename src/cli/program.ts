@@ -8,9 +8,11 @@ import { registerAudit } from './audit.js';
 import { registerCheck } from './check.js';
 import { UsageError, type Cli, type CliIO, type RegisterCommand } from './context.js';
 import { registerDemo } from './demo.js';
+import { registerDiff } from './diff.js';
 import { EXIT, exitCodesText, USAGE_LINE } from './exit-codes.js';
 import { registerExplain } from './explain.js';
 import { registerGateway, registerMcpProxy } from './gateway-command.js';
+import { registerLedger } from './ledger.js';
 import { registerLint } from './lint.js';
 import { registerPin } from './pin.js';
 import { registerReport } from './report.js';
@@ -27,6 +29,7 @@ export { runDemo } from './demo.js';
 const COMMANDS: readonly RegisterCommand[] = [
   registerExplain,
   registerLint,
+  registerDiff,
   registerCheck,
   registerWatch,
   registerMcpProxy,
@@ -36,6 +39,7 @@ const COMMANDS: readonly RegisterCommand[] = [
   registerReport,
   registerServe,
   registerAudit,
+  registerLedger,
   registerDemo,
 ];
 

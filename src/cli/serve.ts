@@ -6,6 +6,7 @@
 import { parseArgs } from 'node:util';
 import type { Command } from 'commander';
 import { canonical } from '../names.js';
+import type { PolicyCards } from '../policy-file/load.js';
 import type { PolicyApprovalsData } from '../policy-file/types.js';
 import type { ApprovalStore, NonceStore } from '../stores/types.js';
 import { EXIT, exitCodesText } from './exit-codes.js';
@@ -30,8 +31,11 @@ Options:
   --host <addr>              address to listen on (default 127.0.0.1)
   --store <where>            the approval store: sqlite:<file> (default sqlite:toolgate-approvals.db),
                              postgres://… (shared by every worker), or memory
-  --policy <file>            policy file: its "approvals" section names approvers, four eyes and the
-                             time-out; answers given under another policy version are refused
+  --policy <file>            policy file: its "approvals" section names approvers, four eyes, the
+                             time-out, reminders and escalation; tools' "summary" and "risk" and rules'
+                             "risk" shape the cards; answers given under another policy version are refused
+  --audit <where>            the audit log the "Answered" view reads: sqlite:<file> or postgres://…
+                             (default: the --store's database; with --store memory, none)
   --base-path <path>         mount path, e.g. /approvals (default: the root)
   --public-url <url>         the inbox's public URL, for links in webhooks
   --secret-env <name>        env variable with the inbox's HMAC key (default TOOLGATE_INBOX_SECRET)
@@ -111,6 +115,7 @@ export async function runServe(argv: readonly string[], io: ServeIO): Promise<nu
         store: { type: 'string' },
         host: { type: 'string' },
         policy: { type: 'string' },
+        audit: { type: 'string' },
         'base-path': { type: 'string' },
         'public-url': { type: 'string' },
         'secret-env': { type: 'string' },
@@ -137,7 +142,7 @@ export async function runServe(argv: readonly string[], io: ServeIO): Promise<nu
     return 0;
   }
   try {
-    const { createInbox, jwtApprover } = await import('../inbox/index.js');
+    const { createInbox, jwtApprover, openInboxAudit } = await import('../inbox/index.js');
     const secretName = values['secret-env'] ?? 'TOOLGATE_INBOX_SECRET';
     const secret = env(io, secretName);
     if (!secret || Buffer.byteLength(secret) < 16)
@@ -150,10 +155,12 @@ export async function runServe(argv: readonly string[], io: ServeIO): Promise<nu
 
     let approvals: PolicyApprovalsData | undefined;
     let policyVersion: (() => string | null) | undefined;
+    let cards: PolicyCards | undefined;
     if (values.policy !== undefined) {
-      const { loadPolicyFile } = await import('../policy-file/index.js');
+      const { loadPolicyFile, policyCards } = await import('../policy-file/load.js');
       const set = await loadPolicyFile(values.policy);
       approvals = set.data.approvals;
+      cards = policyCards(set.data);
       const version = set.policy.version ?? null;
       policyVersion = () => version;
     }
@@ -198,7 +205,23 @@ export async function runServe(argv: readonly string[], io: ServeIO): Promise<nu
     for (const [tenant, url, format] of hooks) (webhooks[tenant] ??= []).push({ url, secret: hookSecret!, format });
     const canonicalKeys = (map: Readonly<Record<string, readonly string[]>> | undefined) =>
       map && Object.fromEntries(Object.entries(map).map(([k, v]) => [canonical(k), v]));
-    const store = await openStore(values.store ?? 'sqlite:toolgate-approvals.db');
+    const where = values.store ?? 'sqlite:toolgate-approvals.db';
+    const store = await openStore(where);
+    const auditWhere = values.audit ?? (where === 'memory' ? undefined : where);
+    const log =
+      auditWhere !== undefined
+        ? await openInboxAudit(auditWhere).catch(async (error: unknown) => {
+            await store.close();
+            throw new ServeError(`--audit ${auditWhere}: ${error instanceof Error ? error.message : String(error)}`);
+          })
+        : undefined;
+    const reminders =
+      approvals?.remindBeforeSeconds !== undefined
+        ? {
+            beforeExpiryMs: approvals.remindBeforeSeconds * 1000,
+            ...(approvals.escalateTo?.length ? { escalateTo: approvals.escalateTo } : {}),
+          }
+        : undefined;
     const inbox = createInbox({
       secret,
       ...(store.approvals ? { store: store.approvals, nonces: store.nonces } : {}),
@@ -217,7 +240,15 @@ export async function runServe(argv: readonly string[], io: ServeIO): Promise<nu
       ...(hooks.length > 0 ? { webhooks } : {}),
       ...(values['base-path'] !== undefined ? { basePath: values['base-path'] } : {}),
       ...(values['public-url'] !== undefined ? { publicUrl: values['public-url'] } : {}),
-      audit: { write: (record) => io.stdout(`${JSON.stringify(record)}\n`) },
+      ...(cards ? { cards } : {}),
+      ...(reminders ? { reminders } : {}),
+      audit: {
+        write: async (record) => {
+          io.stdout(`${JSON.stringify(record)}\n`);
+          await log?.write(record);
+        },
+        ...(log ? { read: (query) => log.read(query) } : {}),
+      },
     });
     const server = await inbox.listen({ port, host: values.host ?? '127.0.0.1' });
     io.stderr(`toolgate inbox on ${server.url}/\n`);
@@ -232,6 +263,7 @@ export async function runServe(argv: readonly string[], io: ServeIO): Promise<nu
     inbox.close();
     await server.close();
     await store.close();
+    await log?.close();
     return 0;
   } catch (error) {
     io.stderr(`toolgate serve: ${error instanceof Error ? error.message : String(error)}\n`);

@@ -15,10 +15,18 @@
  *     call: { name: send_email, arguments: { to: a@b.c } }
  *     tenant: free
  *     expect: { effect: deny, layer: tenant }
+ * diff:                                   # what a change to the policy may do (toolgate diff)
+ *   - name: this change may only narrow
+ *     against: policy.main.yaml           # the policy in force, relative to the cases file
+ *     may: narrow                         # narrow | widen | none
  * ```
  */
+import { dirname, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { parse } from 'yaml';
+import { diffPolicies, type PolicyDiff } from '../policy-file/diff/index.js';
+import { readPolicyFile } from '../policy-file/load.js';
+import type { PolicySet } from '../policy-file/policy-set.js';
 import type { ToolCallInput } from '../formats/index.js';
 import { previewDecision } from '../policy-file/explain.js';
 import type { PolicyContextInput } from '../policy-file/policy-set.js';
@@ -35,6 +43,18 @@ export interface PolicyTestCase {
     readonly layer?: string | null;
     readonly rule?: string | null;
   };
+}
+
+/**
+ * A diff expectation: the policy under test compared with the one in force (`against`), and what the change
+ * may do — `narrow` (nothing may widen: no region newly allowed or asked, no limit raised, no rule or policy
+ * put in shadow, no fallback opened; nothing that may change), `widen` (nothing may narrow), `none`.
+ */
+export interface PolicyDiffExpectation {
+  readonly name: string;
+  /** The other policy file, resolved against the cases file's folder. */
+  readonly against: string;
+  readonly may: 'narrow' | 'widen' | 'none';
 }
 
 /** How one case fared. */
@@ -55,61 +75,131 @@ const EFFECTS = ['allow', 'deny', 'ask'];
 
 /** Reads a cases file's text; throws a UsageError naming the case and field that is wrong. */
 export function parseCases(text: string, file: string): PolicyTestCase[] {
+  return parseCasesFile(text, file).cases;
+}
+
+/** A cases file: its cases and its diff expectations; a UsageError names the entry and field that is wrong. */
+export function parseCasesFile(
+  text: string,
+  file: string,
+): { readonly cases: PolicyTestCase[]; readonly diffs: PolicyDiffExpectation[] } {
   let data: unknown;
   try {
     data = parse(text, { uniqueKeys: true });
   } catch (error) {
     throw new UsageError(`${file} is not YAML or JSON: ${(error as Error).message.split('\n')[0]}`);
   }
-  const list = Array.isArray(data) ? data : (data as { cases?: unknown } | null)?.cases;
-  if (!Array.isArray(list) || list.length === 0)
-    throw new UsageError(`${file}: expected a non-empty list of cases (or { cases: [...] })`);
-  return list.map((raw, i) => {
-    const at = `${file}: cases[${i}]`;
-    if (typeof raw !== 'object' || raw === null || Array.isArray(raw))
-      throw new UsageError(`${at}: expected a mapping`);
-    const c = raw as Record<string, unknown>;
-    const known = new Set(['name', 'call', 'agent', 'tenant', 'scopes', 'expect']);
-    for (const key of Object.keys(c))
-      if (!known.has(key))
-        throw new UsageError(`${at}: unknown field ${JSON.stringify(key)}; expected one of ${[...known].join(', ')}`);
-    if (typeof c['call'] !== 'object' || c['call'] === null) throw new UsageError(`${at}.call: expected a call object`);
-    for (const key of ['agent', 'tenant'] as const)
-      if (c[key] !== undefined && typeof c[key] !== 'string') throw new UsageError(`${at}.${key}: expected a string`);
-    const scopes = c['scopes'];
-    if (scopes !== undefined && !(Array.isArray(scopes) && scopes.every((s) => typeof s === 'string')))
-      throw new UsageError(`${at}.scopes: expected a list of strings`);
-    const expect = c['expect'] as Record<string, unknown> | undefined;
-    if (typeof expect !== 'object' || expect === null)
-      throw new UsageError(`${at}.expect: expected { effect, layer?, rule? }`);
-    for (const key of Object.keys(expect))
-      if (!['effect', 'layer', 'rule'].includes(key))
-        throw new UsageError(`${at}.expect: unknown field ${JSON.stringify(key)}; expected effect, layer or rule`);
-    if (!EFFECTS.includes(expect['effect'] as string))
-      throw new UsageError(`${at}.expect.effect: expected allow, deny or ask, got ${JSON.stringify(expect['effect'])}`);
-    for (const key of ['layer', 'rule'] as const)
-      if (expect[key] !== undefined && expect[key] !== null && typeof expect[key] !== 'string')
-        throw new UsageError(`${at}.expect.${key}: expected a string or null`);
-    const call = c['call'] as ToolCallInput;
-    const callName = (call as { name?: unknown }).name;
+  const top = Array.isArray(data) ? null : (data as Record<string, unknown> | null);
+  if (top !== null && typeof top === 'object')
+    for (const key of Object.keys(top))
+      if (key !== 'cases' && key !== 'diff')
+        throw new UsageError(`${file}: unknown field ${JSON.stringify(key)}; expected cases or diff`);
+  const diffs = parseDiffs(top?.['diff'], file);
+  const list = Array.isArray(data) ? data : (top?.['cases'] ?? (diffs.length > 0 ? [] : undefined));
+  if (!Array.isArray(list) || (list.length === 0 && diffs.length === 0))
+    throw new UsageError(`${file}: expected a non-empty list of cases (or { cases: [...], diff: [...] })`);
+  return { cases: list.map((raw, i) => parseCase(raw, i, file)), diffs };
+}
+
+function parseDiffs(raw: unknown, file: string): PolicyDiffExpectation[] {
+  if (raw === undefined) return [];
+  const list = Array.isArray(raw) ? raw : [raw];
+  return list.map((d, i) => {
+    const at = `${file}: diff[${i}]`;
+    if (typeof d !== 'object' || d === null || Array.isArray(d)) throw new UsageError(`${at}: expected a mapping`);
+    const e = d as Record<string, unknown>;
+    for (const key of Object.keys(e))
+      if (!['name', 'against', 'may'].includes(key))
+        throw new UsageError(`${at}: unknown field ${JSON.stringify(key)}; expected name, against or may`);
+    if (typeof e['against'] !== 'string' || e['against'] === '')
+      throw new UsageError(`${at}.against: expected the file name of the policy to compare with`);
+    if (!['narrow', 'widen', 'none'].includes(e['may'] as string))
+      throw new UsageError(`${at}.may: expected narrow, widen or none, got ${JSON.stringify(e['may'])}`);
+    const may = e['may'] as PolicyDiffExpectation['may'];
     return {
       name:
-        typeof c['name'] === 'string'
-          ? c['name']
-          : `case ${i + 1}${typeof callName === 'string' ? ` (${callName})` : ''}`,
-      call,
-      who: {
-        ...(typeof c['agent'] === 'string' ? { agent: c['agent'] } : {}),
-        ...(typeof c['tenant'] === 'string' ? { tenant: c['tenant'] } : {}),
-        ...(Array.isArray(scopes) ? { scopes: scopes as string[] } : {}),
-      },
-      expect: {
-        effect: expect['effect'] as 'allow' | 'deny' | 'ask',
-        ...(expect['layer'] !== undefined ? { layer: expect['layer'] as string | null } : {}),
-        ...(expect['rule'] !== undefined ? { rule: expect['rule'] as string | null } : {}),
-      },
+        typeof e['name'] === 'string'
+          ? e['name']
+          : `the change from ${e['against']} may ${may === 'none' ? 'change nothing' : `only ${may}`}`,
+      against: file === '-' ? resolve(e['against']) : resolve(dirname(file), e['against']),
+      may,
     };
   });
+}
+
+/** What a diff has that an expectation forbids, one line each. */
+export function diffMismatches(diff: PolicyDiff, may: PolicyDiffExpectation['may']): string[] {
+  const out: string[] = [];
+  const forbidden = (d: string): boolean => (may === 'none' ? true : may === 'narrow' ? d !== 'narrow' : d !== 'widen');
+  for (const c of diff.changes)
+    if (forbidden(c.direction))
+      out.push(
+        `${c.direction}: ${c.kind} ${c.tool} ${JSON.stringify(c.example.arguments)}${c.example.who.tenant ? ` (tenant ${c.example.who.tenant})` : ''}${c.example.who.agent ? ` (agent ${c.example.who.agent})` : ''}: ${c.old.effect} → ${c.new.effect}`,
+      );
+  for (const u of diff.uncertain) out.push(`may change: ${u.tool}: ${u.where} (${u.reason})`);
+  for (const s of diff.settings) if (forbidden(s.direction)) out.push(`${s.direction}: ${s.text}`);
+  return out;
+}
+
+function parseCase(raw: unknown, i: number, file: string): PolicyTestCase {
+  const at = `${file}: cases[${i}]`;
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new UsageError(`${at}: expected a mapping`);
+  const c = raw as Record<string, unknown>;
+  const known = new Set(['name', 'call', 'agent', 'tenant', 'scopes', 'expect']);
+  for (const key of Object.keys(c))
+    if (!known.has(key))
+      throw new UsageError(`${at}: unknown field ${JSON.stringify(key)}; expected one of ${[...known].join(', ')}`);
+  if (typeof c['call'] !== 'object' || c['call'] === null) throw new UsageError(`${at}.call: expected a call object`);
+  for (const key of ['agent', 'tenant'] as const)
+    if (c[key] !== undefined && typeof c[key] !== 'string') throw new UsageError(`${at}.${key}: expected a string`);
+  const scopes = c['scopes'];
+  if (scopes !== undefined && !(Array.isArray(scopes) && scopes.every((s) => typeof s === 'string')))
+    throw new UsageError(`${at}.scopes: expected a list of strings`);
+  const expect = c['expect'] as Record<string, unknown> | undefined;
+  if (typeof expect !== 'object' || expect === null)
+    throw new UsageError(`${at}.expect: expected { effect, layer?, rule? }`);
+  for (const key of Object.keys(expect))
+    if (!['effect', 'layer', 'rule'].includes(key))
+      throw new UsageError(`${at}.expect: unknown field ${JSON.stringify(key)}; expected effect, layer or rule`);
+  if (!EFFECTS.includes(expect['effect'] as string))
+    throw new UsageError(`${at}.expect.effect: expected allow, deny or ask, got ${JSON.stringify(expect['effect'])}`);
+  for (const key of ['layer', 'rule'] as const)
+    if (expect[key] !== undefined && expect[key] !== null && typeof expect[key] !== 'string')
+      throw new UsageError(`${at}.expect.${key}: expected a string or null`);
+  const call = c['call'] as ToolCallInput;
+  const callName = (call as { name?: unknown }).name;
+  return {
+    name:
+      typeof c['name'] === 'string'
+        ? c['name']
+        : `case ${i + 1}${typeof callName === 'string' ? ` (${callName})` : ''}`,
+    call,
+    who: {
+      ...(typeof c['agent'] === 'string' ? { agent: c['agent'] } : {}),
+      ...(typeof c['tenant'] === 'string' ? { tenant: c['tenant'] } : {}),
+      ...(Array.isArray(scopes) ? { scopes: scopes as string[] } : {}),
+    },
+    expect: {
+      effect: expect['effect'] as 'allow' | 'deny' | 'ask',
+      ...(expect['layer'] !== undefined ? { layer: expect['layer'] as string | null } : {}),
+      ...(expect['rule'] !== undefined ? { rule: expect['rule'] as string | null } : {}),
+    },
+  };
+}
+
+async function runDiffExpectation(set: PolicySet, expectation: PolicyDiffExpectation): Promise<PolicyTestResult> {
+  const other = await readPolicyFile(expectation.against);
+  if (!other.ok)
+    return {
+      name: expectation.name,
+      ok: false,
+      mismatches: [
+        `${expectation.against} does not load: ${other.issues.map((i) => `${i.file}:${i.line}:${i.column}: ${i.message}`).join('; ')}`,
+      ],
+      actual: null,
+    };
+  const mismatches = diffMismatches(await diffPolicies(other.policy, set), expectation.may);
+  return { name: expectation.name, ok: mismatches.length === 0, mismatches, actual: null };
 }
 
 /** TAP version 13. */
@@ -152,53 +242,66 @@ export function registerTest(program: Command, cli: Cli): void {
     )
     .argument('<policy>', 'the policy file')
     .argument('<cases>', 'the cases file (YAML or JSON), or - for standard input')
-    .option('--format <format>', 'text, tap or junit', 'text');
+    .option('--format <format>', 'text, tap or junit', 'text')
+    .option('--against <file>', 'also compare with this policy file (the one in force), as a diff expectation')
+    .option('--may <change>', 'with --against: narrow, widen or none — what the change may do', 'narrow');
   exitCodes(command, [
     [EXIT.OK, 'every case passed'],
     [EXIT.POLICY, 'a case failed, or the policy file was refused'],
     USAGE_LINE,
-  ]).action(async (policyFile: string, casesFile: string, options: { format: string }) => {
-    if (!['text', 'tap', 'junit'].includes(options.format))
-      throw new UsageError(`--format must be text, tap or junit, got ${JSON.stringify(options.format)}`);
-    const set = await loadPolicy(cli, policyFile, false);
-    if (!set) return;
-    const cases = parseCases(await readInput(casesFile), casesFile);
-    const registry = set.registry();
-    const results: PolicyTestResult[] = [];
-    for (const testCase of cases) {
-      let actual: PolicyTestResult['actual'];
-      try {
-        const d = await previewDecision(set, testCase.call, testCase.who, registry);
-        actual = { effect: d.effect, layer: d.layer, rule: d.rule, reason: d.reason };
-      } catch (error) {
-        results.push({
-          name: testCase.name,
-          ok: false,
-          mismatches: [`the case cannot be run: ${(error as Error).message}`],
-          actual: null,
+  ]).action(
+    async (policyFile: string, casesFile: string, options: { format: string; against?: string; may: string }) => {
+      if (!['text', 'tap', 'junit'].includes(options.format))
+        throw new UsageError(`--format must be text, tap or junit, got ${JSON.stringify(options.format)}`);
+      if (!['narrow', 'widen', 'none'].includes(options.may))
+        throw new UsageError(`--may must be narrow, widen or none, got ${JSON.stringify(options.may)}`);
+      const set = await loadPolicy(cli, policyFile, false);
+      if (!set) return;
+      const { cases, diffs } = parseCasesFile(await readInput(casesFile), casesFile);
+      if (options.against !== undefined)
+        diffs.push({
+          name: `the change from ${options.against} may ${options.may === 'none' ? 'change nothing' : `only ${options.may}`}`,
+          against: resolve(options.against),
+          may: options.may as PolicyDiffExpectation['may'],
         });
-        continue;
+      const registry = set.registry();
+      const results: PolicyTestResult[] = [];
+      for (const testCase of cases) {
+        let actual: PolicyTestResult['actual'];
+        try {
+          const d = await previewDecision(set, testCase.call, testCase.who, registry);
+          actual = { effect: d.effect, layer: d.layer, rule: d.rule, reason: d.reason };
+        } catch (error) {
+          results.push({
+            name: testCase.name,
+            ok: false,
+            mismatches: [`the case cannot be run: ${(error as Error).message}`],
+            actual: null,
+          });
+          continue;
+        }
+        const mismatches: string[] = [];
+        const { expect } = testCase;
+        if (actual.effect !== expect.effect) mismatches.push(`effect: expected ${expect.effect}, got ${actual.effect}`);
+        if (expect.layer !== undefined && actual.layer !== expect.layer)
+          mismatches.push(`layer: expected ${JSON.stringify(expect.layer)}, got ${JSON.stringify(actual.layer)}`);
+        if (expect.rule !== undefined && actual.rule !== expect.rule)
+          mismatches.push(`rule: expected ${JSON.stringify(expect.rule)}, got ${JSON.stringify(actual.rule)}`);
+        results.push({ name: testCase.name, ok: mismatches.length === 0, mismatches, actual });
       }
-      const mismatches: string[] = [];
-      const { expect } = testCase;
-      if (actual.effect !== expect.effect) mismatches.push(`effect: expected ${expect.effect}, got ${actual.effect}`);
-      if (expect.layer !== undefined && actual.layer !== expect.layer)
-        mismatches.push(`layer: expected ${JSON.stringify(expect.layer)}, got ${JSON.stringify(actual.layer)}`);
-      if (expect.rule !== undefined && actual.rule !== expect.rule)
-        mismatches.push(`rule: expected ${JSON.stringify(expect.rule)}, got ${JSON.stringify(actual.rule)}`);
-      results.push({ name: testCase.name, ok: mismatches.length === 0, mismatches, actual });
-    }
-    const failed = results.filter((r) => !r.ok).length;
-    if (options.format === 'tap') cli.out(tapReport(results));
-    else if (options.format === 'junit') cli.out(junitReport(results, policyFile));
-    else {
-      const { c } = cli;
-      for (const r of results) {
-        cli.out(`${r.ok ? c.green('pass') : c.red('FAIL')} ${r.name}`);
-        for (const m of r.mismatches) cli.out(`     ${m}${r.actual ? ` (${r.actual.reason})` : ''}`);
+      for (const expectation of diffs) results.push(await runDiffExpectation(set, expectation));
+      const failed = results.filter((r) => !r.ok).length;
+      if (options.format === 'tap') cli.out(tapReport(results));
+      else if (options.format === 'junit') cli.out(junitReport(results, policyFile));
+      else {
+        const { c } = cli;
+        for (const r of results) {
+          cli.out(`${r.ok ? c.green('pass') : c.red('FAIL')} ${r.name}`);
+          for (const m of r.mismatches) cli.out(`     ${m}${r.actual ? ` (${r.actual.reason})` : ''}`);
+        }
+        cli.out(`${results.length - failed} passed, ${failed} failed`);
       }
-      cli.out(`${results.length - failed} passed, ${failed} failed`);
-    }
-    cli.exit(failed > 0 ? EXIT.POLICY : EXIT.OK);
-  });
+      cli.exit(failed > 0 ? EXIT.POLICY : EXIT.OK);
+    },
+  );
 }

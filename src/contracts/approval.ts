@@ -12,8 +12,12 @@
  * Stored, a request is an {@link ApprovalRecord} (the stores' `PendingRecord` is its alias).
  */
 
-/** What an approval is about: a tool call, a resource read (or a completion of its template), a prompt get. */
-export type ApprovalKind = 'tool' | 'resource' | 'prompt';
+/**
+ * What an approval is about: a tool call, a resource read (or a completion of its template), a prompt get,
+ * or a policy reload that widens access (held until a person approves it; its `tool` is the new policy
+ * version and its parameters the diff).
+ */
+export type ApprovalKind = 'tool' | 'resource' | 'prompt' | 'reload';
 
 /** How long an answer is remembered: this call only, the run, or the session. */
 export type RememberScope = 'once' | 'run' | 'session';
@@ -130,6 +134,16 @@ export interface ApprovalSettings {
   readonly ttlMs?: number;
   /** The pinned definition's hash of the call being asked about (the gateway). @default null */
   readonly pin?: string | null;
+  /**
+   * What the call is: the gateway decides a resource read or a prompt get as a call of a gate-level tool
+   * (`resource`, `prompt`) and says so here, per call. @default 'tool'
+   */
+  readonly kind?: ApprovalKind;
+  /**
+   * What the binding's `tool` names when it is not the canonical tool name: the normalised URI of a
+   * `resource`, the canonical prompt name of a `prompt`. @default the call's canonical tool name
+   */
+  readonly target?: string;
 }
 
 // ── stored ──

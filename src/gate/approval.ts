@@ -137,9 +137,10 @@ export function callBinding(
 ): ApprovalBinding {
   return bindingOf(
     {
+      kind: settings?.kind ?? 'tool',
       owner: settings?.owner ?? defaultOwner(context, call),
       callId: call.callId,
-      tool: call.canonical,
+      tool: settings?.target ?? call.canonical,
       args,
       rule: call.rule ?? '(fallback)',
       policyVersion: call.policyVersion,

@@ -5,6 +5,7 @@
  * is decided by the registry's handler or its fallback (deny).
  */
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import type { ApprovalKind } from '../contracts/approval.js';
 import type { ApprovalSettings, AskOutcome, Route } from '../gate/index.js';
 import { displaySafe } from '../names.js';
 import type { PermissionHandler, PermissionRequest } from '../permissions/handler.js';
@@ -45,6 +46,7 @@ export function gatewayRoute(
   registry: ToolRegistry,
   request: AskingRequest,
   note: (n: ApprovalNote) => void,
+  kind: ApprovalKind = 'tool',
 ): Route {
   const approvals = { secret: people.secret };
   if (people.inbox) return inboxRoute(people.inbox, request, note, approvals);
@@ -60,12 +62,12 @@ export function gatewayRoute(
         },
         note,
       )
-    : elicitationApprover(request.server, people.approvalTimeoutMs);
+    : elicitation(request.server, people.approvalTimeoutMs, kind);
   return approverRoute(registry, approver, approvals);
 }
 
 /** Asks the person behind the client by MCP elicitation; false when they cannot be asked or do not accept. */
-export async function askByElicitation(server: Server, message: string, timeoutMs: number): Promise<boolean> {
+async function askByElicitation(server: Server, message: string, timeoutMs: number): Promise<boolean> {
   if (!canElicit(server)) return false;
   try {
     const answer = await server.elicitInput(
@@ -97,17 +99,34 @@ function canElicit(server: Server): boolean {
  * person has to answer before the call is denied (@default 120_000).
  */
 export function elicitationApprover(server: Server, timeoutMs = 120_000): PermissionHandler | undefined {
+  return elicitation(server, timeoutMs, 'tool');
+}
+
+function elicitation(server: Server, timeoutMs: number, kind: ApprovalKind): PermissionHandler | undefined {
   if (!canElicit(server)) return undefined;
-  // Everything shown to the person is escaped (controls, bidi and other invisible characters), so the
-  // prompt reads as the call that runs.
   return async (request: PermissionRequest) =>
-    (await askByElicitation(
-      server,
-      `Allow the tool call ${displaySafe(request.toolName)}(${displaySafe(JSON.stringify(request.parameters))})? Rule ${displaySafe(JSON.stringify(request.ruleName))} asks for approval: ${displaySafe(request.reason)}`,
-      timeoutMs,
-    ))
-      ? 'allow'
-      : 'deny';
+    (await askByElicitation(server, askText(kind, request), timeoutMs)) ? 'allow' : 'deny';
+}
+
+/**
+ * What the person is asked, by kind. Everything shown is escaped (controls, bidi and other invisible
+ * characters), so the prompt reads as the call that runs.
+ */
+function askText(kind: ApprovalKind, request: PermissionRequest): string {
+  const p = request.parameters;
+  const rule = `Rule ${displaySafe(JSON.stringify(request.ruleName))} asks for approval: ${displaySafe(request.reason)}`;
+  if (kind === 'resource') {
+    const doing =
+      p['action'] === 'read' ? 'reading' : p['action'] === 'subscribe' ? 'subscribing to' : 'completing for';
+    return `Allow ${doing} the resource ${displaySafe(String(p['uri']))}? ${rule}`;
+  }
+  if (kind === 'prompt') {
+    const args = (p['arguments'] ?? {}) as Record<string, unknown>;
+    const doing = p['action'] === 'get' ? 'getting' : 'completing for';
+    const withArgs = Object.keys(args).length > 0 ? ` with ${displaySafe(JSON.stringify(args))}` : '';
+    return `Allow ${doing} the prompt ${displaySafe(String(p['name']))}${withArgs}? ${rule}`;
+  }
+  return `Allow the tool call ${displaySafe(request.toolName)}(${displaySafe(JSON.stringify(p))})? ${rule}`;
 }
 
 /** The gateway's route whose person is `approver` (elicitation or the approval stores), asked as a handler. */

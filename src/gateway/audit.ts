@@ -5,7 +5,7 @@
 import { appendFileSync } from 'node:fs';
 import type { Decision } from '../decision.js';
 import type { PermissionResult } from '../permissions/result.js';
-import type { PolicySet } from '../policy-file/policy-set.js';
+import type { PermissionPolicy } from '../permissions/policy.js';
 import type { ToolRegistry, ToolResult } from '../registry.js';
 
 /** What shadow rules would have decided, where that differs from what was enforced. */
@@ -56,17 +56,25 @@ export interface ItemAuditRecord extends RecordBase {
   readonly asked: boolean;
   readonly rule: string | null;
   readonly reason: string;
+  /** The gate's Decision on the gate-level call (`resource` or `prompt`, its arguments the URI or the prompt's). */
+  readonly decision?: Decision;
+  /** `ok`/`error`: forwarded upstream; `refused`: the upstream never saw it. */
+  readonly status?: ToolResult['status'];
+  /** A store-backed or inbox approval: its request id and what happened. */
+  readonly approval?: ToolAuditRecord['approval'];
   readonly shadow?: ShadowRecord;
 }
 
 /**
  * The policy in force and which of it is in shadow mode: at start, at every reload (`changes` names each
- * change of enforcement), and when a reload is refused (`refused`: the policy named stays in force).
+ * change of enforcement), and when a reload is refused (`refused`: the policy named stays in force), or held
+ * for a person's approval because it widens access (`held`: the policy named stays in force; `approval` is
+ * the request's id, `changes` what widens). A held reload approved is a `reload` record naming the approver.
  */
 export interface ModeAuditRecord {
   readonly type: 'mode';
   readonly time: string;
-  readonly event: 'start' | 'reload' | 'refused';
+  readonly event: 'start' | 'reload' | 'refused' | 'held';
   /** The version of the policy in force after the event. */
   readonly policy: string;
   readonly mode: 'enforce' | 'shadow';
@@ -78,6 +86,10 @@ export interface ModeAuditRecord {
   readonly changes: readonly string[];
   /** Why a reload was refused. */
   readonly error?: string;
+  /** A held reload's approval request (its id in the inbox). */
+  readonly approval?: string;
+  /** Who approved a held reload (a `reload` record), or denied it (a `refused` record). */
+  readonly approver?: string;
 }
 
 /** A tool definition pinned for the first time, or seen drifted from its pin. */
@@ -99,9 +111,20 @@ export interface UpstreamAuditRecord {
   readonly reason?: string;
 }
 
+/**
+ * A request refused before anything was decided, for what it is on the wire (a 2026-07-28 request whose
+ * headers disagree with its body, a version the gateway does not speak, a malformed `_meta`).
+ */
+export interface ProtocolAuditRecord {
+  readonly type: 'protocol';
+  readonly time: string;
+  /** What was wrong, as the client was told. */
+  readonly reason: string;
+}
+
 /** One audit record of the gateway. */
 export type GatewayAuditRecord =
-  ToolAuditRecord | ItemAuditRecord | ModeAuditRecord | PinAuditRecord | UpstreamAuditRecord;
+  ToolAuditRecord | ItemAuditRecord | ModeAuditRecord | PinAuditRecord | UpstreamAuditRecord | ProtocolAuditRecord;
 
 /** An audit sink: called once per record; a sink that throws is reported and does not stop the gateway. */
 export type GatewayAuditSink = (record: GatewayAuditRecord) => void;
@@ -115,23 +138,39 @@ export function jsonlAuditSink(file: string): GatewayAuditSink {
   return (record) => appendFileSync(file, `${JSON.stringify(record)}\n`);
 }
 
-/** What the shadow policy would have decided for a call that reached the policy, where it differs. */
+/** What the shadow policy would have decided for a call that reached the policy, where it differs from `enforced`. */
 export function shadowOf(
-  set: PolicySet,
+  enforced: PermissionPolicy,
+  shadow: PermissionPolicy | null,
   registry: ToolRegistry,
-  decision: ToolAuditRecord['decision'],
+  decision: Decision | null,
 ): ShadowRecord | undefined {
-  if (!set.shadow || !decision || decision.parameters === null) return undefined;
+  if (!shadow || !decision || decision.parameters === null) return undefined;
   if (decision.stage !== 'policy' && decision.stage !== 'handler') return undefined;
   const tool = registry.get(decision.tool);
   if (!tool) return undefined;
-  const would = set.shadow.evaluate(tool, decision.parameters);
-  const enforced = set.policy.evaluate(tool, decision.parameters);
-  if (would.result === enforced.result && would.rule?.name === enforced.rule?.name) return undefined;
+  const would = shadow.evaluate(tool, decision.parameters);
+  const was = enforced.evaluate(tool, decision.parameters);
+  if (would.result === was.result && would.rule?.name === was.rule?.name) return undefined;
   return {
     effect: would.result,
     rule: would.rule?.name ?? null,
     reason:
       would.by === 'rule_error' ? would.error : (would.rule?.reason ?? `the policy's fallback is ${would.result}`),
+  };
+}
+
+/** The audit sink, made safe: a sink that throws is reported once per record and never stops the gateway. */
+export function safeSink(sink: GatewayAuditSink | undefined): (record: GatewayAuditRecord) => void {
+  return (record) => {
+    if (!sink) return;
+    try {
+      sink(record);
+    } catch (error) {
+      process.emitWarning(
+        `toolgate: the gateway's audit sink threw: ${error instanceof Error ? error.message : String(error)}`,
+        { code: 'TOOLGATE_AUDIT' },
+      );
+    }
   };
 }

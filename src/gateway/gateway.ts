@@ -6,15 +6,20 @@
  * definitions), approvers.ts (who answers an ask), upstream.ts (one connection each).
  */
 import { randomBytes } from 'node:crypto';
+import type { McpHttpHandler } from '@modelcontextprotocol/server';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { GateContext } from '../contracts/gate.js';
 import { describe } from '../names.js';
 import type { PolicySet } from '../policy-file/policy-set.js';
 import { ToolRegistry } from '../registry.js';
+import { MemoryCounterStore } from '../stores/memory.js';
+import type { CounterStore } from '../stores/types.js';
 import { checkApprovals, type GatewayApprovals } from './approvals.js';
-import type { GatewayAuditRecord, GatewayAuditSink } from './audit.js';
+import { safeSink, type GatewayAuditSink } from './audit.js';
 import { checkContext } from './context.js';
 import { checkInbox, type GatewayInbox } from './inbox.js';
+import { ItemGate } from './items.js';
+import type { GatewayReloadGuard } from './reload-guard.js';
 import { Relay } from './relay.js';
 import {
   buildInForce,
@@ -25,10 +30,12 @@ import {
   type GatewayReloadResult,
 } from './reload.js';
 import { Router } from './router.js';
+import { modernHandler } from './modern.js';
 import { openSession, type GatewayCore, type GatewayRequestContext } from './session.js';
 import { Upstream, type GatewayUpstreamOptions, type UpstreamEvents } from './upstream.js';
 
 export type { GatewayPinOptions, GatewayReloadOptions, GatewayReloadResult } from './reload.js';
+export type { GatewayReloadGuard } from './reload-guard.js';
 export type { GatewayRequestContext } from './session.js';
 export { elicitationApprover } from './approvers.js';
 
@@ -42,6 +49,11 @@ export interface GatewayOptions {
   readonly context?: GateContext;
   /** Pin tool definitions in a lock file; null turns pinning off. @default null */
   readonly pins?: GatewayPinOptions | null;
+  /**
+   * Where the policy file's `limits:` are counted: share one store (Redis, PostgreSQL) between replicas so
+   * that a limit holds across them. @default in-process counters (one gateway process)
+   */
+  readonly counters?: CounterStore;
   /** Receives every audit record. @default none */
   readonly audit?: GatewayAuditSink;
   /** How long a person has to answer an approval (elicitation) before the call is denied. @default 120_000 */
@@ -59,6 +71,13 @@ export interface GatewayOptions {
    * `approvals`. @default none
    */
   readonly inbox?: GatewayInbox;
+  /**
+   * Every reload is diffed against the policy in force (`diffPolicies`). One that widens access is held for
+   * a person's approval in `inbox` (`widen: 'hold'`), or takes effect with the diff in its audit record
+   * (`widen: 'allow'`, the CLI's `--reload widen=allow`, and always without an inbox). A reload that does
+   * not widen takes effect at once. @default { widen: 'hold' }
+   */
+  readonly reloadGuard?: GatewayReloadGuard;
 }
 
 /** A running gateway. */
@@ -82,6 +101,11 @@ export interface Gateway {
   readonly upstreams: ReadonlyMap<string, Upstream>;
   /** A new downstream MCP server (one per client connection or HTTP session); connect it to a transport. */
   createServer(options?: { readonly context?: GatewayRequestContext }): Server;
+  /**
+   * The web-standard handler of 2026-07-28 requests (stateless: a fresh server per request, with the same
+   * handlers as {@link Gateway.createServer}'s). `serveGatewayHttp` routes them to it on the one listener.
+   */
+  modernHandler(options?: { readonly context?: GatewayRequestContext }): McpHttpHandler;
   /** Subscribes to upstream state changes; returns the unsubscribe function. */
   onUpstreamState(listener: (upstream: Upstream) => void): () => void;
   /** Closes every downstream server and every upstream (stdio upstreams are stopped). */
@@ -105,7 +129,7 @@ const NAMESPACE = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
  */
 export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   checkOptions(options);
-  const audit = auditOf(options.audit);
+  const audit = safeSink(options.audit);
   const upstreams = new Map<string, Upstream>();
   const router = new Router(upstreams);
   const relay = new Relay(upstreams);
@@ -114,7 +138,21 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     toolTimeoutMs: callTimeout + 1000,
     handlerTimeoutMs: options.approvalTimeoutMs ?? 120_000,
   });
-  const inputs = { upstreams: options.upstreams, audit };
+  const people = {
+    approvals: options.approvals,
+    // The key the gateway's routes bind approval requests under (a route's owner sets it): the shared
+    // stores' secret with `approvals`; otherwise requests are answered within this gateway's own request
+    // (elicitation, the inbox's waiter) and a key of this gateway instance binds them.
+    secret: options.approvals !== undefined ? checkApprovals(options.approvals).secret : randomBytes(32),
+    inbox: options.inbox,
+    approvalTimeoutMs: options.approvalTimeoutMs ?? 120_000,
+  };
+  const items = new ItemGate(
+    { toolTimeoutMs: callTimeout + 1000, handlerTimeoutMs: options.approvalTimeoutMs ?? 120_000 },
+    people,
+    audit,
+  );
+  const inputs = { upstreams: options.upstreams, counters: options.counters ?? new MemoryCounterStore(), audit };
   const first = buildInForce(
     options.policy,
     options.context ?? options.policy.context(),
@@ -122,23 +160,25 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     inputs,
     null,
   );
-  const inForce = new Reloader(first, { registry, router, relay, contextOption: options.context }, inputs);
+  // A held reload is asked in the inbox under the key the gateway's routes bind their approvals under.
+  const guard = {
+    settings: options.reloadGuard ?? { widen: 'hold' as const },
+    inbox: options.inbox,
+    secret: people.secret,
+  };
+  const inForce = new Reloader(
+    first,
+    { registry, items, router, relay, contextOption: options.context, guard },
+    inputs,
+  );
   const core: GatewayCore = {
     name: options.name ?? 'toolgate-gateway',
     registry,
     router,
     relay,
     inForce,
-    people: {
-      approvals: options.approvals,
-      // The key the gateway's routes bind approval requests under (a route's owner sets it): the shared
-      // stores' secret with `approvals`; otherwise requests are answered within this gateway's own request
-      // (elicitation, the inbox's waiter) and a key of this gateway instance binds them.
-      // (gateway helper: the gateway's own `--approval-secret` replaces the instance key.)
-      secret: options.approvals !== undefined ? checkApprovals(options.approvals).secret : randomBytes(32),
-      inbox: options.inbox,
-      approvalTimeoutMs: options.approvalTimeoutMs ?? 120_000,
-    },
+    items,
+    people,
     audit,
   };
 
@@ -169,6 +209,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   await Promise.all([...upstreams.values()].map((u) => u.start()));
 
   let closed = false;
+  const modern = new Set<McpHttpHandler>();
   return {
     registry,
     get context() {
@@ -185,6 +226,19 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
       // Read per request: a reload changes the gateway's own context for the servers already connected.
       return openSession(core, () => own ?? inForce.current.context);
     },
+    modernHandler(handlerOptions = {}) {
+      const own = handlerOptions.context;
+      if (own !== undefined) checkContext(own);
+      // What the SDK's entry refuses before any handler runs (headers against the body, versions, `_meta`)
+      // is audited: nothing was decided, nothing ran.
+      const handler = modernHandler(
+        core,
+        () => own ?? inForce.current.context,
+        (error) => audit({ type: 'protocol', time: new Date().toISOString(), reason: error.message }),
+      );
+      modern.add(handler);
+      return handler;
+    },
     onUpstreamState(listener) {
       stateListeners.add(listener);
       return () => stateListeners.delete(listener);
@@ -193,6 +247,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
       if (closed) return;
       closed = true;
       inForce.close();
+      await Promise.allSettled([...modern].map((h) => h.close()));
       await relay.close();
       await Promise.allSettled([...upstreams.values()].map((u) => u.close()));
     },
@@ -205,6 +260,9 @@ function checkOptions(options: GatewayOptions): void {
     throw new TypeError(`createGateway options must be an object, got ${describe(options)}`);
   if (!isPolicySet(options.policy))
     throw new TypeError(`option "policy" must be a loaded policy file (a PolicySet), got ${describe(options.policy)}`);
+  const guard = options.reloadGuard;
+  if (guard !== undefined && (typeof guard !== 'object' || guard === null || !['hold', 'allow'].includes(guard.widen)))
+    throw new TypeError(`option "reloadGuard" must be { widen: 'hold' | 'allow' }, got ${describe(guard)}`);
   if (typeof options.upstreams !== 'object' || options.upstreams === null)
     throw new TypeError(`option "upstreams" must be an object keyed by namespace, got ${describe(options.upstreams)}`);
   for (const [namespace, upstream] of Object.entries(options.upstreams)) {
@@ -218,25 +276,12 @@ function checkOptions(options: GatewayOptions): void {
         `upstream ${JSON.stringify(namespace)} needs exactly one of "stdio", "url", "transport"; got ${sources.length === 0 ? 'none' : sources.join(', ')}`,
       );
   }
+  if (options.counters !== undefined && typeof (options.counters as { consume?: unknown })?.consume !== 'function')
+    throw new TypeError(`option "counters" must be a CounterStore (with consume()), got ${describe(options.counters)}`);
   if (options.approvals !== undefined) checkApprovals(options.approvals);
   if (options.inbox !== undefined) {
     checkInbox(options.inbox);
     if (options.approvals !== undefined)
       throw new TypeError('options "approvals" and "inbox" exclude each other: give one place where asks wait');
   }
-}
-
-/** The audit sink, made safe: a sink that throws is reported once per record and never stops the gateway. */
-function auditOf(sink: GatewayAuditSink | undefined): (record: GatewayAuditRecord) => void {
-  return (record) => {
-    if (!sink) return;
-    try {
-      sink(record);
-    } catch (error) {
-      process.emitWarning(
-        `toolgate: the gateway's audit sink threw: ${error instanceof Error ? error.message : String(error)}`,
-        { code: 'TOOLGATE_AUDIT' },
-      );
-    }
-  };
 }

@@ -23,8 +23,6 @@ export { gatewayInbox } from './inbox.js';
 export type { GatewayInbox } from './inbox.js';
 export { gatewayConfigOf } from './config.js';
 export type { GatewayConfig } from './config.js';
-export { compileGovernance, ItemPolicy } from './governance.js';
-export type { GovernanceResult, ItemVerdict, ShadowVerdict } from './governance.js';
 export { normalResourceUri } from '../policy-file/uri.js';
 export type { NormalUri } from '../policy-file/uri.js';
 export { PinStore, readLockFile, defaultLockFile, definitionDiff, pinnedDefinition } from './pins.js';

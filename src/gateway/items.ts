@@ -1,81 +1,166 @@
 /**
- * Resource reads, subscriptions, prompt gets and completions decided by the policy in force's
- * `resources:` and `prompts:` rules; an ask goes to the person behind the client by elicitation.
+ * Resources and prompts through the gate: a resource read, subscription or template completion is a call
+ * of the gate-level tool `resource` (`{ namespace, uri, action }`, the URI in normal form), a prompt get or
+ * completion a call of `prompt` (`{ namespace, name, action, arguments }`), each dispatched on the gateway's
+ * route like a tool call — the `resources:` / `prompts:` rules of the policy in force decide (policy-file/
+ * items.ts), an ask goes to the gateway's person (elicitation, the stores, the inbox), the Decision is
+ * audited — and, allowed, the call's execution forwards the decided arguments upstream: what is decided is
+ * what the upstream is sent.
  */
-import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { randomUUID } from 'node:crypto';
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
-import { displaySafe } from '../names.js';
-import { askByElicitation } from './approvers.js';
-import type { ItemPolicy, ItemVerdict } from './governance.js';
-import type { GatewayAuditRecord } from './audit.js';
+import { readCall } from '../formats/index.js';
+import { dispatchCalls, environmentOf, type Route } from '../gate/index.js';
+import type { GateContext } from '../contracts/gate.js';
+import { canonical } from '../names.js';
+import { itemTool, type ItemAction, type ItemKind } from '../policy-file/items.js';
+import { ToolRegistry, type ToolResult } from '../registry.js';
+import type { ApprovalNote } from './approvals.js';
+import { gatewayRoute, type AskingRequest, type GatewayPeople } from './approvers.js';
+import { shadowOf, type GatewayAuditRecord } from './audit.js';
 import type { PolicyInForce } from './reload.js';
 import type { Upstream } from './upstream.js';
 
-/** Who asks for an item, and where its decision goes. */
-export interface ItemRequest {
-  readonly server: Server;
-  readonly approvalTimeoutMs: number;
-  /** The policy in force now (read again after an ask: a reload may have come in). */
-  readonly current: () => PolicyInForce;
-  readonly audit: (record: GatewayAuditRecord) => void;
-  readonly caller: string | null;
+/** One resource or prompt access to decide and, allowed, forward. */
+export interface ItemAccess<T> {
+  readonly kind: ItemKind;
+  readonly action: ItemAction;
+  readonly upstream: Upstream;
+  /** The gate-level call's arguments (namespace and action included). */
+  readonly args: Readonly<Record<string, unknown>>;
+  /** What the audit and the refusal name: the URI in normal form, the template, the prompt as shown. */
+  readonly target: string;
+  /** Sends the decided arguments upstream (only called for an allowed call). */
+  readonly forward: (args: Readonly<Record<string, unknown>>) => Promise<T>;
+}
+
+/** Who asks, as the gate sees them (no allowlist layers: those apply to tools only). */
+export interface ItemAsker extends AskingRequest {
   readonly session: string | null;
 }
 
-/** Decides a resource or prompt access under `inForce`; asks by elicitation; refuses with an McpError. */
-export async function govern(
-  asker: ItemRequest,
-  inForce: PolicyInForce,
-  kind: 'resource' | 'prompt',
-  action: 'read' | 'subscribe' | 'get' | 'complete',
-  upstream: Upstream,
-  key: string,
-  target: string,
-  args: Readonly<Record<string, unknown>>,
-): Promise<void> {
-  const policyOf = (p: PolicyInForce): ItemPolicy => (kind === 'resource' ? p.resources : p.prompts);
-  let verdict: ItemVerdict = policyOf(inForce).decide(upstream.namespace, key, args, action === 'complete');
-  let effect: 'allow' | 'deny' = verdict.effect === 'allow' ? 'allow' : 'deny';
-  let reason = verdict.reason;
-  if (verdict.effect === 'ask') {
-    const answer = await askByElicitation(
-      asker.server,
-      `Allow ${action === 'get' ? 'getting the prompt' : action === 'complete' ? 'completing for' : `${action === 'read' ? 'reading' : 'subscribing to'} the resource`} ${displaySafe(target)}${Object.keys(args).length > 0 ? ` with ${displaySafe(JSON.stringify(args))}` : ''}? Rule ${displaySafe(JSON.stringify(verdict.rule))} asks for approval: ${displaySafe(verdict.reason)}`,
-      asker.approvalTimeoutMs,
-    );
-    effect = answer ? 'allow' : 'deny';
-    if (!answer) reason = `${verdict.reason} (not approved)`;
-    // Reloaded while the person was asked: an approval stands only if the new policy allows, or still asks
-    // under the rule the person was shown (as for tool calls); another rule's ask was not answered.
-    const latest = asker.current();
-    if (answer && latest !== inForce) {
-      const asked = verdict.rule;
-      // Decided as it was asked: a completion knows only some arguments (a rule needing another refuses).
-      verdict = policyOf(latest).decide(upstream.namespace, key, args, action === 'complete');
-      effect = verdict.effect === 'allow' || (verdict.effect === 'ask' && verdict.rule === asked) ? 'allow' : 'deny';
-      reason =
-        effect === 'deny' && verdict.effect === 'ask'
-          ? `${verdict.reason} (the policy was reloaded while a person was asked under rule ${JSON.stringify(asked)}; ask again)`
-          : verdict.reason;
-    }
+/** The gate resources and prompts are decided through: one registry per kind, each holding its one tool. */
+export class ItemGate {
+  readonly #registries: Readonly<Record<ItemKind, ToolRegistry>>;
+  /** The forwarding of the call being executed, by call id (the gate-level tool's execute runs it). */
+  readonly #forwards = new Map<string, (args: Record<string, unknown>) => Promise<unknown>>();
+  readonly #people: GatewayPeople;
+  readonly #audit: (record: GatewayAuditRecord) => void;
+
+  constructor(
+    options: { readonly toolTimeoutMs: number; readonly handlerTimeoutMs: number },
+    people: GatewayPeople,
+    audit: (record: GatewayAuditRecord) => void,
+  ) {
+    const registry = (kind: ItemKind): ToolRegistry => {
+      const r = new ToolRegistry(options);
+      r.register(
+        itemTool(kind, (args, execution) => {
+          const forward = this.#forwards.get(execution.callId);
+          if (!forward) throw new Error(`toolgate gateway: no ${kind} request is waiting for call ${execution.callId}`);
+          return forward(args);
+        }),
+      );
+      return r;
+    };
+    this.#registries = { resource: registry('resource'), prompt: registry('prompt') };
+    this.#people = people;
+    this.#audit = audit;
   }
-  asker.audit({
-    type: kind,
-    action,
-    time: new Date().toISOString(),
-    caller: asker.caller,
-    session: asker.session,
-    upstream: upstream.namespace,
-    target,
-    effect,
-    asked: verdict.effect === 'ask',
-    rule: verdict.rule,
-    reason,
-    ...(verdict.shadow ? { shadow: verdict.shadow } : {}),
-  });
-  if (effect === 'deny')
+
+  /** Puts the policy in force's resource and prompt rules in force (one synchronous step of the swap). */
+  enforce(inForce: PolicyInForce): void {
+    this.#registries.resource.setPermissionPolicy(inForce.set.resources.policy);
+    this.#registries.prompt.setPermissionPolicy(inForce.set.prompts.policy);
+  }
+
+  /**
+   * Decides `access` through the gate under the policy in force and, allowed, forwards it; resolves with the
+   * upstream's result, or rejects with the refusal (InvalidRequest), the upstream's own error, or why the
+   * call failed.
+   */
+  async run<T>(access: ItemAccess<T>, asker: ItemAsker, inForce: () => PolicyInForce): Promise<T> {
+    const { kind, upstream } = access;
+    const registry = this.#registries[kind];
+    const callId = `mcp-${kind}-${randomUUID()}`;
+    let upstreamError: { error: unknown } | undefined;
+    this.#forwards.set(callId, async (args) => {
+      // Decided for this upstream: arguments edited by an approver to name another are not sent anywhere.
+      if (args['namespace'] !== canonical(upstream.namespace))
+        throw new Error(
+          `the approved ${kind} call names upstream ${JSON.stringify(args['namespace'])}, not "${upstream.namespace}"`,
+        );
+      try {
+        return await access.forward(args);
+      } catch (error) {
+        upstreamError = { error };
+        throw error;
+      }
+    });
+    let approval: ApprovalNote | undefined;
+    const started = inForce();
+    const person = gatewayRoute(this.#people, registry, asker, (n) => (approval = n), kind);
+    // An approval names its kind and what it is about: the URI in normal form, or the prompt's canonical name.
+    const target = kind === 'resource' ? String(access.args['uri']) : canonical(String(access.args['name']));
+    const route: Route = person.person
+      ? { ...person, person: { ...person.person, approvals: { ...person.person.approvals, kind, target } } }
+      : person;
+    const context: GateContext = {
+      agent: asker.agent,
+      ...(asker.tenant !== null ? { tenant: { id: asker.tenant } } : {}),
+      ...(asker.caller !== null ? { caller: { id: asker.caller } } : {}),
+      signal: asker.signal,
+    };
+    let result: ToolResult;
+    try {
+      const env = environmentOf(registry);
+      const call = readCall({ id: callId, name: kind, arguments: access.args });
+      [result] = (await dispatchCalls([call], context, env, {
+        ...route,
+        refresh: () => ({ context, env: env.current() }),
+      })) as [ToolResult];
+    } finally {
+      this.#forwards.delete(callId);
+    }
+    const decision = result.decision;
+    const latest = inForce();
+    const rules = (decision.policyVersion === latest.set.version ? latest : started).set[
+      kind === 'resource' ? 'resources' : 'prompts'
+    ];
+    const shadow = shadowOf(rules.policy, rules.shadow, registry, decision);
+    this.#audit({
+      type: kind,
+      action: access.action,
+      time: new Date().toISOString(),
+      caller: asker.caller,
+      session: asker.session,
+      upstream: upstream.namespace,
+      target: access.target,
+      effect: decision.effect,
+      asked: decision.asked !== null,
+      rule: decision.rule,
+      reason: decision.reason,
+      decision,
+      status: result.status,
+      ...(approval ? { approval } : {}),
+      ...(shadow ? { shadow } : {}),
+    });
+    if (result.status === 'ok') return result.value as T;
+    if (result.status === 'error') {
+      if (upstreamError) throw upstreamError.error;
+      throw new McpError(
+        ErrorCode.InternalError,
+        `toolgate gateway: the ${kind} ${JSON.stringify(access.target)} failed: ${result.content}`,
+      );
+    }
+    if (approval && (approval.state === 'asked' || approval.state === 'pending'))
+      throw new McpError(
+        ErrorCode.InvalidRequest,
+        `toolgate: the ${kind} ${JSON.stringify(access.target)} waits for a person's approval (request ${approval.id}, rule ${JSON.stringify(decision.rule)}: ${decision.reason}). Ask again, the same way, once the request is answered.`,
+      );
     throw new McpError(
       ErrorCode.InvalidRequest,
-      `toolgate: the ${kind} ${JSON.stringify(target)} is refused by the policy${verdict.rule ? ` (rule ${JSON.stringify(verdict.rule)})` : ''}: ${reason}`,
+      `toolgate: the ${kind} ${JSON.stringify(access.target)} is refused by the policy${decision.rule ? ` (rule ${JSON.stringify(decision.rule)})` : ''}: ${decision.reason}`,
     );
+  }
 }

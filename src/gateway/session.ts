@@ -5,7 +5,6 @@
  * authentication, progress token) and answer the method's result, so a second protocol era can serve the
  * same handlers; `openSession` binds them to an MCP SDK `Server`.
  */
-import { randomUUID } from 'node:crypto';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
@@ -41,19 +40,15 @@ import {
   type ServerRequest,
   type Tool as McpTool,
 } from '@modelcontextprotocol/sdk/types.js';
-import { readCall } from '../formats/index.js';
-import { dispatchCalls } from '../gate/dispatch.js';
-import { environmentOf } from '../gate/environment.js';
 import type { GateContext } from '../contracts/gate.js';
 import { canonical } from '../names.js';
 import { normalResourceUri } from '../policy-file/uri.js';
-import type { ToolRegistry, ToolResult } from '../registry.js';
-import type { ApprovalNote } from './approvals.js';
-import { gatewayRoute, type GatewayPeople } from './approvers.js';
-import { shadowOf, type GatewayAuditRecord, type ToolAuditRecord } from './audit.js';
+import type { ToolRegistry } from '../registry.js';
+import type { GatewayPeople } from './approvers.js';
+import type { GatewayAuditRecord } from './audit.js';
 import { sessionSubject } from './auth.js';
-import { govern, type ItemRequest } from './items.js';
-import { PIN_RULE } from './pins.js';
+import { runToolCall } from './calls.js';
+import type { ItemAccess, ItemAsker, ItemGate } from './items.js';
 import type { Downstream, Relay, RelayedRequest } from './relay.js';
 import type { Reloader } from './reload.js';
 import { unavailable, type Router } from './router.js';
@@ -71,6 +66,7 @@ export interface GatewayCore {
   readonly router: Router;
   readonly relay: Relay;
   readonly inForce: Pick<Reloader, 'current'>;
+  readonly items: ItemGate;
   readonly people: GatewayPeople;
   readonly audit: (record: GatewayAuditRecord) => void;
 }
@@ -209,94 +205,47 @@ async function callTool(
     );
   if (upstream && upstream.state !== 'ready')
     return refused(unavailable(upstream, `the tool ${JSON.stringify(toolName)}`).message);
-  const started = core.inForce.current;
-  const call = { id: `mcp-${randomUUID()}`, name: toolName, arguments: params.arguments ?? {} };
-  const context: GateContext = { ...base, signal: request.signal };
-  const scope = relay.scopeOf(server, request);
-  let approval: ApprovalNote | undefined;
-  const route = gatewayRoute(
-    core.people,
-    registry,
+  return runToolCall(
+    { registry, relay, people: core.people, audit, inForce: () => core.inForce.current },
     {
       server,
-      signal: request.signal,
-      progressToken: request.progressToken,
-      sendProgress: (message) =>
-        scope.sendNotification({
-          method: 'notifications/progress',
-          params: { progressToken: request.progressToken!, progress: 0, message },
-        }),
-      caller: base.caller?.id ?? null,
-      subject: request.authInfo ? sessionSubject(request.authInfo) : null,
-      agent: typeof base.agent === 'string' ? base.agent : (base.agent?.name ?? 'agent'),
-      tenant: base.tenant?.id ?? null,
-      policyVersion: started.policy.version,
+      request,
+      context: base,
+      refreshContext: () => contextOf(session, request),
+      asker: askingOf(session, request, base),
+      who: who(session, request),
+      upstream,
+      name: toolName,
+      arguments: params.arguments ?? {},
     },
-    (n) => (approval = n),
   );
-  const result = await callScope.run(scope, async () => {
-    const env = environmentOf(registry);
-    // A call that waited for a person is decided again under the context and policy in force then (a
-    // reload may have narrowed the agent's tools or changed the rules).
-    const refresh = () => ({ context: { ...contextOf(session, request), signal: request.signal }, env: env.current() });
-    const [dispatched] = await dispatchCalls([readCall(call)], context, env, { ...route, refresh });
-    return dispatched as ToolResult;
-  });
-  const decision = result.decision;
-  // The snapshot whose policy made the decision: the one the request started with, or the one in force after a wait.
-  const latest = core.inForce.current;
-  const decidedUnder = decision.policyVersion === latest.policy.version ? latest : started;
-  const shadow = shadowOf(decidedUnder.set, registry, decision);
-  const drift = decidedUnder.pins?.drift(decision.canonical);
-  const record: ToolAuditRecord = {
-    type: 'tool',
-    time: now(),
-    ...who(session, request),
-    upstream: upstream?.namespace ?? null,
-    decision,
-    status: result.status,
-    ...(approval ? { approval } : {}),
-  };
-  audit({ ...record, ...(shadow ? { shadow } : {}), ...(drift ? { drift: drift.diff } : {}) });
-  await relay.delivered(server);
-  if (result.status === 'ok') return result.value as CallToolResult;
-  if (result.status === 'error' && upstream && upstream.state !== 'ready')
-    return {
-      isError: true,
-      content: [
-        {
-          type: 'text',
-          text: `toolgate gateway: upstream "${upstream.namespace}" went down during the call (${upstream.reason}); the call may not have completed. ${result.content}`,
-        },
-      ],
-    };
-  // The upstream's own error result is forwarded as it came.
-  if (result.status === 'error' && scope.result?.isError === true) return scope.result as CallToolResult;
-  if (approval && (approval.state === 'asked' || approval.state === 'pending'))
-    return {
-      isError: true,
-      content: [
-        {
-          type: 'text',
-          text: `This call waits for a person's approval (request ${approval.id}, rule ${JSON.stringify(decision.rule)}: ${decision.reason}). It has not run. Call it again, with the same arguments, once the request is answered.`,
-        },
-      ],
-    };
-  const drifts = decision.rule === PIN_RULE || decision.rule?.endsWith(' (drifted definition)') ? drift : undefined;
-  const text = drifts ? `${result.content}\n${drifts.diff}` : result.content;
-  return { isError: true, content: [{ type: 'text', text }] };
 }
 
-/** The asker of an item decision for one request. */
-function asker(session: Session, request: SessionRequest): ItemRequest {
-  const { core, server } = session;
+/** Who asks in one request, as the gateway's person binds and shows it. */
+function askingOf(session: Session, request: SessionRequest, base: GateContext): ItemAsker {
+  const scope = session.core.relay.scopeOf(session.server, request);
   return {
-    server,
-    approvalTimeoutMs: core.people.approvalTimeoutMs,
-    current: () => core.inForce.current,
-    audit: core.audit,
-    ...who(session, request),
+    server: session.server,
+    signal: request.signal,
+    progressToken: request.progressToken,
+    sendProgress: (message) =>
+      scope.sendNotification({
+        method: 'notifications/progress',
+        params: { progressToken: request.progressToken!, progress: 0, message },
+      }),
+    caller: base.caller?.id ?? null,
+    subject: request.authInfo ? sessionSubject(request.authInfo) : null,
+    agent: typeof base.agent === 'string' ? base.agent : (base.agent?.name ?? 'agent'),
+    tenant: base.tenant?.id ?? null,
+    policyVersion: session.core.inForce.current.policy.version,
+    session: request.sessionId ?? null,
   };
+}
+
+/** Decides a resource or prompt access through the gate and, allowed, forwards it. */
+function throughGate<T>(session: Session, request: SessionRequest, access: ItemAccess<T>): Promise<T> {
+  const { core } = session;
+  return core.items.run(access, askingOf(session, request, contextOf(session, request)), () => core.inForce.current);
 }
 
 /** `resources/list`: every upstream's resources the `resources:` rules could permit. */
@@ -308,7 +257,7 @@ async function listResources(session: Session, cursor: unknown, request: Session
   for (const { upstream, resource, uri } of await callScope.run(relay.scopeOf(session.server, request), () =>
     router.listResources(),
   ))
-    if (inForce.resources.visible(upstream.namespace, uri)) resources.push(resource);
+    if (inForce.set.resources.visible(upstream.namespace, uri)) resources.push(resource);
   return { resources };
 }
 
@@ -333,7 +282,7 @@ async function listResourceTemplates(session: Session, cursor: unknown, request:
       } catch {
         continue; // a template that does not parse cannot be routed
       }
-      if (inForce.resources.mayPermit(upstream.namespace)) resourceTemplates.push(template);
+      if (inForce.set.resources.mayPermit(upstream.namespace)) resourceTemplates.push(template);
     }
     router.noteTemplates(upstream.namespace, compiled);
   }
@@ -353,19 +302,24 @@ async function readResource(
   params: ReadResourceRequest['params'],
   request: SessionRequest,
 ): Promise<ReadResourceResult> {
-  const inForce = session.core.inForce.current;
   const uri = normalUri(params.uri);
   const upstream = await session.core.router.routeResource(uri);
   if (upstream.state !== 'ready') throw unavailable(upstream, `reading ${JSON.stringify(uri)}`);
-  await govern(asker(session, request), inForce, 'resource', 'read', upstream, uri, uri, {});
-  return session.core.relay.forwarded(session.server, request, upstream, (client, options) =>
-    client.readResource({ ...params, uri }, options),
-  );
+  return throughGate(session, request, {
+    kind: 'resource',
+    action: 'read',
+    upstream,
+    args: { namespace: canonical(upstream.namespace), uri, action: 'read' },
+    target: uri,
+    forward: (args) =>
+      session.core.relay.forwarded(session.server, request, upstream, (client, options) =>
+        client.readResource({ ...params, uri: String(args['uri']) }, options),
+      ),
+  });
 }
 
 /** `resources/subscribe`: decided as a read; the upstream is subscribed once for all its clients. */
 async function subscribe(session: Session, raw: string, request: SessionRequest): Promise<Record<string, never>> {
-  const inForce = session.core.inForce.current;
   const uri = normalUri(raw);
   const upstream = await session.core.router.routeResource(uri);
   if (upstream.state !== 'ready') throw unavailable(upstream, `subscribing to ${JSON.stringify(uri)}`);
@@ -374,10 +328,21 @@ async function subscribe(session: Session, raw: string, request: SessionRequest)
       ErrorCode.MethodNotFound,
       `toolgate gateway: upstream "${upstream.namespace}" does not support resource subscriptions`,
     );
-  await govern(asker(session, request), inForce, 'resource', 'subscribe', upstream, uri, uri, {});
-  await session.core.relay.subscribe(session.server, upstream, uri, () =>
-    upstream.forward((scope) => upstream.client!.subscribeResource({ uri }, upstream.requestOptions(scope))),
-  );
+  await throughGate(session, request, {
+    kind: 'resource',
+    action: 'subscribe',
+    upstream,
+    args: { namespace: canonical(upstream.namespace), uri, action: 'subscribe' },
+    target: uri,
+    forward: async (args) => {
+      const decided = String(args['uri']);
+      await session.core.relay.subscribe(session.server, upstream, decided, () =>
+        upstream.forward((scope) =>
+          upstream.client!.subscribeResource({ uri: decided }, upstream.requestOptions(scope)),
+        ),
+      );
+    },
+  });
   return {};
 }
 
@@ -405,7 +370,7 @@ async function listPrompts(session: Session, cursor: unknown, request: SessionRe
   for (const [upstream, list] of all) {
     router.notePrompts(upstream.namespace, new Set(list.map((p) => p.name)));
     for (const prompt of list)
-      if (inForce.prompts.visible(upstream.namespace, prompt.name))
+      if (inForce.set.prompts.visible(upstream.namespace, prompt.name))
         prompts.push({ ...prompt, name: upstream.shown(prompt.name) });
   }
   return { prompts };
@@ -417,13 +382,22 @@ async function getPrompt(
   params: GetPromptRequest['params'],
   request: SessionRequest,
 ): Promise<GetPromptResult> {
-  const inForce = session.core.inForce.current;
   const { upstream, own } = session.core.router.routePrompt(params.name);
   if (upstream.state !== 'ready') throw unavailable(upstream, `the prompt ${JSON.stringify(params.name)}`);
-  await govern(asker(session, request), inForce, 'prompt', 'get', upstream, own, params.name, params.arguments ?? {});
-  return session.core.relay.forwarded(session.server, request, upstream, (client, options) =>
-    client.getPrompt({ ...params, name: own }, options),
-  );
+  return throughGate(session, request, {
+    kind: 'prompt',
+    action: 'get',
+    upstream,
+    args: { namespace: canonical(upstream.namespace), name: own, action: 'get', arguments: params.arguments ?? {} },
+    target: params.name,
+    forward: (args) =>
+      session.core.relay.forwarded(session.server, request, upstream, (client, options) =>
+        client.getPrompt(
+          { ...params, name: String(args['name']), arguments: args['arguments'] as Record<string, string> },
+          options,
+        ),
+      ),
+  });
 }
 
 /**
@@ -436,37 +410,54 @@ async function complete(
   request: SessionRequest,
 ): Promise<CompleteResult> {
   const { router, relay } = session.core;
-  const inForce = session.core.inForce.current;
   const ref = params.ref;
-  let upstream: Upstream;
-  let forwardedParams = params;
-  if (ref.type === 'ref/prompt') {
-    const routed = router.routePrompt(ref.name);
-    upstream = routed.upstream;
-    // A rule whose conditions need an argument the completion does not know cannot be judged, and refuses.
-    const known = params.context?.arguments ?? {};
-    await govern(asker(session, request), inForce, 'prompt', 'complete', upstream, routed.own, ref.name, known);
-    forwardedParams = { ...params, ref: { ...ref, name: routed.own } };
-  } else {
-    upstream = router.routeTemplate(ref.uri);
-    if (!inForce.resources.mayPermit(upstream.namespace))
+  const forwardTo = (upstream: Upstream, complete: CompleteRequest['params']): Promise<CompleteResult> => {
+    if (upstream.state !== 'ready') throw unavailable(upstream, 'completion');
+    if (!upstream.capabilities.completions)
       throw new McpError(
-        ErrorCode.InvalidRequest,
-        `toolgate: the resources of upstream "${upstream.namespace}" are refused by the policy`,
+        ErrorCode.MethodNotFound,
+        `toolgate gateway: upstream "${upstream.namespace}" does not offer completions`,
       );
-    // A deny on docs://secret/** refuses completing docs://secret/{name}.
-    const uri = normalUri(ref.uri);
-    await govern(asker(session, request), inForce, 'resource', 'complete', upstream, uri, ref.uri, {});
+    return relay.forwarded(session.server, request, upstream, (client, options) => client.complete(complete, options));
+  };
+  if (ref.type === 'ref/prompt') {
+    const { upstream, own } = router.routePrompt(ref.name);
+    // Decided as getting the prompt with the arguments the completion knows: a rule whose conditions need
+    // another argument cannot be judged, and refuses.
+    const known = params.context?.arguments ?? {};
+    return throughGate(session, request, {
+      kind: 'prompt',
+      action: 'complete',
+      upstream,
+      args: { namespace: canonical(upstream.namespace), name: own, action: 'complete', arguments: known },
+      target: ref.name,
+      forward: (args) =>
+        forwardTo(upstream, {
+          ...params,
+          ref: { ...ref, name: String(args['name']) },
+          ...(params.context
+            ? { context: { ...params.context, arguments: args['arguments'] as Record<string, string> } }
+            : {}),
+        }),
+    });
   }
-  if (upstream.state !== 'ready') throw unavailable(upstream, 'completion');
-  if (!upstream.capabilities.completions)
+  const upstream = router.routeTemplate(ref.uri);
+  if (!session.core.inForce.current.set.resources.mayPermit(upstream.namespace))
     throw new McpError(
-      ErrorCode.MethodNotFound,
-      `toolgate gateway: upstream "${upstream.namespace}" does not offer completions`,
+      ErrorCode.InvalidRequest,
+      `toolgate: the resources of upstream "${upstream.namespace}" are refused by the policy`,
     );
-  return relay.forwarded(session.server, request, upstream, (client, options) =>
-    client.complete(forwardedParams, options),
-  );
+  // Completing a template names what it may expand to: decided as reaching the template's URI (a deny on
+  // docs://secret/** refuses completing docs://secret/{name}).
+  const uri = normalUri(ref.uri);
+  return throughGate(session, request, {
+    kind: 'resource',
+    action: 'complete',
+    upstream,
+    args: { namespace: canonical(upstream.namespace), uri, action: 'complete' },
+    target: ref.uri,
+    forward: () => forwardTo(upstream, params),
+  });
 }
 
 /** `logging/setLevel`: to every upstream that logs; this client now hears log lines not about a request. */
@@ -485,4 +476,27 @@ async function setLevel(
     ),
   );
   return {};
+}
+
+/**
+ * The handlers of one request, for a protocol era that binds them to its own server: the 2026-07-28
+ * downstream (modern.ts) serves each request on a fresh server, with `peer` in place of a session's
+ * 2025-era `Server` (what the gateway asks of it: the client's capabilities, notifications).
+ */
+export function requestHandlers(core: GatewayCore, contextOption: () => GatewayRequestContext, peer: Server) {
+  const session: Session = { core, server: peer, downstream: { server: peer, logging: false }, contextOption };
+  return {
+    listTools: (request: SessionRequest) => listTools(session, request),
+    callTool: (params: CallToolRequest['params'], request: SessionRequest) => callTool(session, params, request),
+    listResources: (cursor: unknown, request: SessionRequest) => listResources(session, cursor, request),
+    listResourceTemplates: (cursor: unknown, request: SessionRequest) =>
+      listResourceTemplates(session, cursor, request),
+    readResource: (params: ReadResourceRequest['params'], request: SessionRequest) =>
+      readResource(session, params, request),
+    listPrompts: (cursor: unknown, request: SessionRequest) => listPrompts(session, cursor, request),
+    getPrompt: (params: GetPromptRequest['params'], request: SessionRequest) => getPrompt(session, params, request),
+    complete: (params: CompleteRequest['params'], request: SessionRequest) => complete(session, params, request),
+    /** The context a request is decided under (the factory computes what it may be shown). */
+    contextOf: (request: SessionRequest) => contextOf(session, request),
+  };
 }

@@ -79,10 +79,19 @@ button:disabled { opacity: .6; cursor: progress; }
 .more-link { font-size: .9rem; font-weight: normal; }
 .filters { margin: 0 0 .5rem; } .filter-form { display: flex; flex-wrap: wrap; gap: .25rem 1rem; align-items: flex-end; }
 .filter-form label { margin: 0; } .filter-form input[type=number] { width: 5rem; }
-.list.compact .approval { padding: .4rem .75rem; margin-bottom: .5rem; }
+.list.compact .approval { display: grid; grid-template-columns: minmax(0, 1fr) auto; column-gap: 1rem; align-items: center;
+  padding: .4rem .75rem; margin-bottom: .4rem; }
+.list.compact .approval > * { grid-column: 1; margin-top: 0; margin-bottom: 0; }
 .list.compact .approval h2.summary { font-size: 1.05rem; }
-.list.compact .approval form.answer { display: flex; flex-wrap: wrap; gap: .5rem; align-items: center; margin-top: .25rem; }
-.list.compact .approval form.answer > label, .list.compact .approval form.answer textarea { display: none; }
+.list.compact .approval .tool, .list.compact .approval .state { font-size: .9rem; }
+.list.compact .approval > form.answer { grid-column: 2; grid-row: 1 / span 3; margin: 0; }
+.list.compact .approval > details.more { grid-column: 1 / -1; margin-top: .1rem; }
+.list.compact .approval form.answer > label, .list.compact .approval form.answer textarea,
+.list.compact .approval form.answer fieldset { display: none; }
+.list.compact .approval form.answer .buttons { margin: 0; flex-wrap: nowrap; }
+.list.compact .approval form.answer button { min-height: 36px; padding: .2rem .8rem; }
+@media (max-width: 30rem) { .list.compact .approval { grid-template-columns: minmax(0, 1fr); }
+  .list.compact .approval > form.answer { grid-column: 1; grid-row: auto; margin-top: .25rem; } }
 table.history { border-collapse: collapse; width: 100%; }
 .history th, .history td { text-align: left; vertical-align: top; padding: .35rem .5rem .35rem 0; border-bottom: 1px solid var(--line); overflow-wrap: anywhere; }
 .history .sub { color: var(--muted); font-size: .85rem; }

@@ -19,7 +19,7 @@ export interface ToolCard {
   readonly summary?: string;
   /** The risk the arguments raise (thresholds such as "amount over 1000"), or null. */
   readonly risk?: (parameters: Readonly<Record<string, unknown>>) => Risk | null;
-  /** The approve button's words. @default `Approve <tool>` */
+  /** The approve button's words. @default `Approve <canonical tool name>` (what runs) */
   readonly approve?: string;
 }
 
@@ -178,7 +178,8 @@ export function cardsOf(options: CardOptions | undefined): Cards {
       return found.reduce((a, b) => (RISKS.indexOf(b.level) > RISKS.indexOf(a.level) ? b : a));
     },
     approveLabel(record) {
-      return cardOf(record)?.approve ?? `Approve ${record.toolName}`;
+      // The consequence: what runs is the canonical tool, whatever spelling the call asked with.
+      return cardOf(record)?.approve ?? `Approve ${record.canonical}`;
     },
   };
 }

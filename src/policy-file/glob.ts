@@ -22,19 +22,24 @@
  * cross everything.
  */
 
-type Token =
+/** One character test of a wild segment (exported for the policy diff's automata: src/policy-file/diff/). */
+export type GlobToken =
   | { readonly kind: 'char'; readonly cp: number }
   | { readonly kind: 'any' }
   | { readonly kind: 'star' }
   | { readonly kind: 'class'; readonly negated: boolean; readonly ranges: readonly number[] };
 
-type Segment =
+type Token = GlobToken;
+
+/** One path segment of a compiled glob (exported for the policy diff's automata: src/policy-file/diff/). */
+export type GlobSegment =
   | { readonly kind: 'literal'; readonly text: string }
   | { readonly kind: 'wild'; readonly tokens: readonly Token[]; readonly dotted: boolean }
   /** `**`: zero or more segments. */
   | { readonly kind: 'globstar' }
   /** Exactly one segment, whatever it holds but `.` or `..` (the first of a trailing `/**`). */
   | { readonly kind: 'one' };
+type Segment = GlobSegment;
 
 /** A compiled glob: whether an input matches, in time linear in the input. */
 export interface GlobMatcher {
@@ -82,6 +87,28 @@ export function compileGlobMatcher(pattern: string, options: { readonly names?: 
       const segments = split(stripSlash(input, names), names);
       return folders.some((alt) => run(alt, segments));
     },
+  };
+}
+
+/**
+ * The automaton `compileGlobMatcher` runs, as data: each alternative's segments, and the segments of the
+ * folders a trailing `/**` leaves out. The policy diff (src/policy-file/diff/) builds product automata
+ * from it, so that it reasons about exactly the language the matcher accepts.
+ */
+export interface GlobStructure {
+  readonly names: boolean;
+  readonly alternatives: readonly (readonly GlobSegment[])[];
+  readonly folders: readonly (readonly GlobSegment[])[];
+}
+
+/** The structure of a glob (see {@link GlobStructure}); throws as {@link compileGlobMatcher} does. */
+export function globStructure(pattern: string, options: { readonly names?: boolean } = {}): GlobStructure {
+  const names = options.names === true;
+  const compiled = expand(stripSlash(pattern, names)).map((alt) => compileAlternative(alt, names));
+  return {
+    names,
+    alternatives: compiled.map((c) => c.segments),
+    folders: compiled.flatMap((c) => (c.folder ? [c.folder] : [])),
   };
 }
 

@@ -1,7 +1,8 @@
 /**
  * `toolgate/policy`: policy files (YAML or JSON, described by `toolgate/policy.schema.json`), compiled
  * to the core's PermissionPolicy, with lint, explain and watch. This file is the subpath's public
- * surface; the root entry `toolgate` imports none of it (so it never loads yaml or picomatch).
+ * surface; the root entry `toolgate` imports none of it (so it never loads yaml or picomatch). `diffPolicies`
+ * (diff/) is the semantic difference of two files: what `toolgate diff` prints.
  */
 export { parsePolicy, loadPolicyFile, readPolicyFile, policySchema, formatIssue, PolicyFileError } from './load.js';
 export type { ParsePolicyOptions, PolicyParseResult } from './load.js';
@@ -29,3 +30,18 @@ export type { ResolvedPath, ConditionTrace } from './matchers.js';
 export { confusableFindings } from './confusable.js';
 export { skeleton, findConfusables, CONFUSABLES_VERSION } from '../unicode/confusables.js';
 export type { ConfusableFinding } from './confusable.js';
+export { diffPolicies, diffText, diffMarkdown } from './diff/index.js';
+export type {
+  PolicyDiff,
+  DiffChange,
+  DiffUncertain,
+  DiffSetting,
+  DiffVerdict,
+  DiffExample,
+  DiffWho,
+  DiffWhoSet,
+  DiffKind,
+  DiffDirection,
+  DiffLimit,
+  DiffOptions,
+} from './diff/index.js';

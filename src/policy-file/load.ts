@@ -19,6 +19,7 @@ import type { PermissionRule } from '../permissions/rule.js';
 import { defineTool, type Tool } from '../tool.js';
 import { jsonSyntaxError, lineColumn } from './json-syntax.js';
 import { compileCondition, compileNameGlob, isGlob, runTests, type ConditionTest, type Glob } from './matchers.js';
+import { compileItemRules } from './items.js';
 import { PolicySet, type PolicyRuleInfo } from './policy-set.js';
 import type { PolicyFileData, PolicyIssue, PolicyPosition, PolicyRisk, PolicyToolData } from './types.js';
 
@@ -545,10 +546,17 @@ function compile(data: PolicyFileData, locator: Locator, text: string): PolicyPa
             `${JSON.stringify(name)} is not a limit of this file; its limits: ${[...limitNames].join(', ') || '(none)'}`,
           ),
         );
+  const version = `policy-file-${createHash('sha256').update(text).digest('hex').slice(0, 12)}`;
+  // Resource and prompt rules, in the gate's rule form (items.ts).
+  const items = compileItemRules(
+    data,
+    version,
+    (p) => locator.at(p),
+    (p, code, message) => issues.push(locator.issue([...p], code, message)),
+  );
   if (issues.length > 0) return { ok: false, issues: issues.sort((a, b) => a.line - b.line || a.column - b.column) };
   let policy: PermissionPolicy;
   let shadow: PermissionPolicy | null = null;
-  const version = `policy-file-${createHash('sha256').update(text).digest('hex').slice(0, 12)}`;
   try {
     // Shadow rules (or a whole shadow policy) decide in a second policy that is recorded, never enforced:
     // the enforced one leaves them out (a shadow policy enforces no rule and falls back to allow).
@@ -573,6 +581,7 @@ function compile(data: PolicyFileData, locator: Locator, text: string): PolicyPa
       shadow,
       tools,
       rules: infos,
+      items,
       positionOf: (p, key) => locator.at(p, key),
     }),
   };

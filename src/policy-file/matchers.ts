@@ -185,7 +185,7 @@ function patternsOf(value: unknown): string[] {
 }
 
 /** How a condition's `path` and `glob` tests compare. */
-interface CompareOptions {
+export interface CompareOptions {
   /** Case-fold both sides (full Unicode case folding): for upstreams on macOS or Windows file systems. */
   readonly caseInsensitive: boolean;
   /** Resolve symbolic links on this machine before matching a path; refuse what cannot be resolved. */
@@ -227,7 +227,7 @@ export function compileCondition(arg: string, condition: Readonly<Record<string,
  * Turkic-only), but the up-case tables of NTFS and exFAT map it to I, so Windows opens `prıvate` as
  * `private`; upper-casing first merges them (and changes nothing else the folding does not already merge).
  */
-function comparable(text: string, options: CompareOptions): string {
+export function comparable(text: string, options: CompareOptions): string {
   const nfc = text.normalize('NFC');
   return options.caseInsensitive ? caseFold(nfc.toUpperCase().normalize('NFC')).normalize('NFC') : nfc;
 }

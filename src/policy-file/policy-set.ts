@@ -13,6 +13,7 @@ import { ToolRegistry } from '../registry.js';
 import type { Agent, TenantLimits } from '../runner/types.js';
 import type { CounterStore } from '../stores/types.js';
 import { toolMetadata, type Tool } from '../tool.js';
+import { compileItemRules, type ItemRules } from './items.js';
 import type { ConditionTest, Glob } from './matchers.js';
 import type { PolicyFileData, PolicyPosition, PolicyRuleData } from './types.js';
 import type { ConfusablesMode } from '../unicode/confusables.js';
@@ -63,6 +64,8 @@ export interface PolicySetInit {
   readonly shadow?: PermissionPolicy | null;
   readonly tools: readonly Tool[];
   readonly rules: readonly PolicyRuleInfo[];
+  /** The `resources:` and `prompts:` rules compiled (items.ts). @default compiled from `data` */
+  readonly items?: { readonly resources: ItemRules; readonly prompts: ItemRules };
   readonly positionOf: (path: readonly (string | number)[], key?: boolean) => PolicyPosition;
 }
 
@@ -103,6 +106,13 @@ export class PolicySet {
   readonly scopes: ScopeMap;
   /** The file's `limits:` (charge them with {@link PolicySet.limiter}). */
   readonly limits: readonly LimitRule[];
+  /**
+   * The `resources:` rules in the gate's rule form: a policy over the gate-level tool `resource`, whose
+   * calls are `{ namespace, uri, action }` (what the gateway decides a resource read as).
+   */
+  readonly resources: ItemRules;
+  /** The `prompts:` rules in the gate's rule form: a policy over the gate-level tool `prompt`. */
+  readonly prompts: ItemRules;
   readonly #positionOf: PolicySetInit['positionOf'];
   readonly #scopeCache = new Map<string, readonly string[]>();
   readonly #toolByForm: ReadonlyMap<string, Tool>;
@@ -125,6 +135,13 @@ export class PolicySet {
     this.scopes = parseScopeMap(init.data.scopes ?? {}, 'policy file "scopes"');
     this.limits = Object.freeze((init.data.limits ?? []).map((l) => Object.freeze({ ...l })));
     this.#tenantPlans = tenantPlansOf(init.data);
+    const items =
+      init.items ??
+      compileItemRules(init.data, init.policy.version, init.positionOf, (path, _code, message) => {
+        throw new ConfigurationError(`${path.join('.')}: ${message}`);
+      });
+    this.resources = items.resources;
+    this.prompts = items.prompts;
   }
 
   /**

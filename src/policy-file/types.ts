@@ -164,6 +164,10 @@ export interface PolicyApprovalsData {
   };
   readonly fourEyes?: boolean;
   readonly timeoutSeconds?: number;
+  /** A reminder goes to the webhooks this long before a request expires. */
+  readonly remindBeforeSeconds?: number;
+  /** Approvers who may answer too once the reminder is due (an escalation list). */
+  readonly escalateTo?: readonly string[];
 }
 
 /** A place in a policy file: 1-based line and column. */

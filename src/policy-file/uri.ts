@@ -1,13 +1,28 @@
 /**
  * THE normal form of resource URIs: what the rules of a policy file's `resources:` section are matched
  * against and what the gateway sends upstream. One place, used by the policy file (patterns) and the
- * gateway (requests, listings, subscriptions).
+ * gateway (requests, listings, subscriptions, completions).
+ *
+ * RFC 3986 §6.2.2 (syntax-based normalisation) with the WHATWG URL parser of Node doing the parsing: it is
+ * the parser the TypeScript MCP SDK's servers match resource URIs with (`new URL(uri)`), so deciding on its
+ * form is deciding on what the most common upstreams see; it lower-cases the scheme (and a special scheme's
+ * host), resolves `.` and `..` (§6.2.2.3), percent-encodes what must be encoded and drops default ports
+ * (§6.2.3). Around it: escapes of unreserved characters are decoded and the others upper-cased (§6.2.2.1,
+ * §6.2.2.2) before parsing; empty path segments are collapsed before the dot segments are resolved (as a
+ * file system reads `a//b`: the upstream collapses them, so the rules must see them collapsed — and the
+ * collapsed URI is what the upstream is sent); a registered name's host is lower-cased (§6.2.2.1: WHATWG
+ * keeps the case of a non-special scheme's host); non-ASCII text is NFC. What cannot be brought to one
+ * normal form safely is refused.
  */
 // Escapes an upstream may decode after the policy looked at the text: an encoded slash, backslash, dot
 // or NUL would let `file:///public/..%2Fsecret` pass a rule on `file:///public/**`.
 const RISKY_ESCAPE = /%(2[fFeE]|5[cC]|00)/;
 // eslint-disable-next-line no-control-regex
 const CONTROL = /[\u0000-\u001f\u007f\\]/;
+// RFC 3986 Appendix B: the URI reference's five components (scheme, authority, path, query, fragment).
+const COMPONENTS = /^(?:([^:/?#]+):)?(?:\/\/([^/?#]*))?([^?#]*)(?:\?([^#]*))?(?:#(.*))?$/s;
+// The schemes whose host WHATWG treats as a domain (and lower-cases itself).
+const SPECIAL = new Set(['http:', 'https:', 'ws:', 'wss:', 'ftp:', 'file:']);
 
 /** The outcome of bringing a resource URI to normal form. */
 export type NormalUri =
@@ -15,35 +30,87 @@ export type NormalUri =
   | { readonly ok: false; readonly problem: string; readonly uri?: never };
 
 /**
- * A resource URI in WHATWG normal form (`.`/`..` resolved, scheme and host lower-cased), which is what
- * rules are matched against and what the upstream is sent; a URI that cannot be judged safely (not
- * absolute, control characters, backslashes, encoded separators or dots) is refused.
+ * A resource URI in normal form (see the file's comment), which is what rules are matched against and
+ * what the upstream is sent; a URI that cannot be judged safely is refused with what is wrong: not
+ * absolute, control characters, backslashes, encoded separators or dots, escapes that are not UTF-8,
+ * user information (`docs://eve@kb/…` may reach `kb` past a rule on `docs://kb/…`), dot segments in a
+ * path without an authority (`docs:kb/../secret`: WHATWG leaves such a path as it is), or a form that
+ * does not stay the same when normalised again.
+ *
+ * @example
+ * normalResourceUri('file:///srv//data/../secrets/key') // { ok: true, uri: 'file:///srv/secrets/key' }
  */
 export function normalResourceUri(uri: unknown): NormalUri {
+  const first = normalOnce(uri);
+  if (!first.ok) return first;
+  // One normal form: normalising it again must give it back, or which one an upstream reads is open.
+  const again = normalOnce(first.uri);
+  if (!again.ok || again.uri !== first.uri)
+    return { ok: false, problem: `the resource URI ${JSON.stringify(uri)} cannot be brought to one normal form` };
+  return first;
+}
+
+function normalOnce(uri: unknown): NormalUri {
   if (typeof uri !== 'string' || uri === '')
     return { ok: false, problem: 'the resource URI must be a non-empty string' };
   if (uri.length > 4096) return { ok: false, problem: 'the resource URI is longer than 4096 characters' };
   if (CONTROL.test(uri)) return { ok: false, problem: 'the resource URI holds a control character or a backslash' };
   if (RISKY_ESCAPE.test(uri))
     return { ok: false, problem: 'the resource URI holds an encoded slash, backslash, dot or NUL' };
-  let url: URL;
-  try {
-    // RFC 3986 §6.2.2.2: escapes of unreserved characters are decoded (`%73ecret` is `secret`), so a rule
-    // on the plain spelling also meets the encoded one.
-    url = new URL(unreservedDecoded(uri));
-  } catch {
-    return { ok: false, problem: `the resource URI ${JSON.stringify(uri)} is not an absolute URI` };
+  const notAbsolute: NormalUri = {
+    ok: false,
+    problem: `the resource URI ${JSON.stringify(uri)} is not an absolute URI`,
+  };
+  // RFC 3986 §6.2.2.2: escapes of unreserved characters are decoded (`%73ecret` is `secret`), so a rule
+  // on the plain spelling also meets the encoded one.
+  const parts = COMPONENTS.exec(unreservedDecoded(uri));
+  if (!parts || parts[1] === undefined) return notAbsolute;
+  const [, scheme, authority, rawPath = '', query, fragment] = parts;
+  const path = rawPath.replace(/\/{2,}/g, '/');
+  if (authority === undefined && path.split('/').some((s) => s === '.' || s === '..'))
+    return {
+      ok: false,
+      problem: `the resource URI ${JSON.stringify(uri)} has a "." or ".." segment in a path without an authority, which is not resolved the same way everywhere`,
+    };
+  const rebuilt = `${scheme}:${authority === undefined ? '' : `//${authority}`}${path}${query === undefined ? '' : `?${query}`}${fragment === undefined ? '' : `#${fragment}`}`;
+  const url = URL.parse(rebuilt);
+  if (!url) return notAbsolute;
+  if (url.username !== '' || url.password !== '')
+    return {
+      ok: false,
+      problem: `the resource URI ${JSON.stringify(uri)} holds user information (before "@"), which an upstream may drop`,
+    };
+  if (!SPECIAL.has(url.protocol) && /[A-Z]/.test(url.hostname)) {
+    // §6.2.2.1: a registered name is case-insensitive (escapes keep their upper-case hex).
+    const host = url.host.replace(/%[0-9A-F]{2}|[A-Z]+/g, (m) => (m.startsWith('%') ? m : m.toLowerCase()));
+    url.host = host;
+    if (url.host !== host)
+      return { ok: false, problem: `the resource URI ${JSON.stringify(uri)} has a host that cannot be lower-cased` };
   }
   // Unicode NFC, as for tool path conditions: `Gehälter` and `Geha\u0308lter` (NFD, as macOS spells file
   // names) are one name to a file server, so they must be one URI to the rules.
   const composed = composedUri(url.href);
   if (composed === null)
     return { ok: false, problem: `the resource URI ${JSON.stringify(uri)} holds percent-escapes that are not UTF-8` };
-  if (composed === url.href) return { ok: true, uri: url.href };
-  const href = URL.parse(composed)?.href ?? '\u0000';
-  if (CONTROL.test(href) || RISKY_ESCAPE.test(href))
+  const href = composed === url.href ? url.href : (URL.parse(composed)?.href ?? '\u0000');
+  if (CONTROL.test(href) || RISKY_ESCAPE.test(href) || /^[^?#]*[^:/?#]\/\//.test(href))
     return { ok: false, problem: `the resource URI ${JSON.stringify(uri)} cannot be brought to normal form` };
   return { ok: true, uri: href };
+}
+
+/**
+ * The forms a URI in normal form is decided under: `full`, with its query and fragment, and `path`,
+ * without them; in both a trailing slash is dropped, so `docs://kb/dir/` is decided as the folder
+ * `docs://kb/dir`. Rules that refuse or ask are matched against both (a deny on `docs://kb/key` refuses
+ * `docs://kb/key?v=2` and `docs://kb/key#x`); rules that allow against `full` only, so the query and the
+ * fragment are part of what an allow permits.
+ */
+export function decisionForms(uri: string): { readonly full: string; readonly path: string } {
+  const cut = uri.search(/[?#]/);
+  const path = cut < 0 ? uri : uri.slice(0, cut);
+  const rest = cut < 0 ? '' : uri.slice(cut);
+  const folder = path.length > 1 && path.endsWith('/') ? path.replace(/\/+$/, '') : path;
+  return { full: folder + rest, path: folder };
 }
 
 /** `text` with escapes of unreserved characters decoded and the others upper-cased (RFC 3986 §6.2.2). */
@@ -85,8 +152,9 @@ const PATH_ENCODED = /[ "<>`{}\u0080-\u{10FFFF}]/u;
 /**
  * A resource glob spelled as request URIs are after {@link normalResourceUri}: escapes of unreserved
  * characters decoded and others upper-cased, NFC, the literal characters a URL percent-encodes encoded
- * the same way, the scheme lower-cased; `*`, `**`, `?`, classes and braces stay glob syntax. Throws for
- * what no URI in normal form holds.
+ * the same way, the scheme and the host lower-cased, empty path segments collapsed, a trailing slash
+ * dropped (as {@link decisionForms} drops it); `*`, `**`, `?`, classes and braces stay glob syntax. Throws
+ * for what no URI in normal form holds.
  */
 export function normalUriGlob(pattern: string): string {
   // eslint-disable-next-line no-control-regex
@@ -117,5 +185,11 @@ export function normalUriGlob(pattern: string): string {
     else if (!escaped && ch === ']') inClass = false;
     out += escaped ? `\\${ch}` : ch;
   }
-  return out.replace(/^[A-Za-z][A-Za-z0-9+.-]*:/, (scheme) => scheme.toLowerCase());
+  const parts = /^([A-Za-z][A-Za-z0-9+.-]*:)(\/\/[^/]*)?(.*)$/s.exec(out);
+  if (!parts) return out;
+  const [, scheme = '', authority = '', rest = ''] = parts;
+  const host = authority.replace(/%[0-9A-F]{2}|[A-Z]+/g, (m) => (m.startsWith('%') ? m : m.toLowerCase()));
+  const path = rest.replace(/\/{2,}/g, '/');
+  const folder = path.length > 1 && path.endsWith('/') && !path.endsWith('\\/') ? path.replace(/\/+$/, '') : path;
+  return `${scheme.toLowerCase()}${host}${folder}`;
 }

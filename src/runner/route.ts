@@ -254,11 +254,11 @@ export class RunRoute implements Route {
     this.#use = {
       applied: new Map(),
       pending(approval) {
-        pending.set(approval.callId, approval);
+        pending.set(approval.binding.callId, approval);
       },
     };
     this.person = {
-      approvals: { secret: settings.secret },
+      approvals: { secret: settings.secret, ttlMs: settings.approvalTtlMs },
       ask: (request) => this.ask(request),
       announced: (request) => this.announced(request),
     };

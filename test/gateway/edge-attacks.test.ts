@@ -33,7 +33,7 @@ function policyFile(data: Record<string, unknown>, dir = realpathSync(mkdtempSyn
   return file;
 }
 
-async function connect(gateway: Gateway, onElicit?: () => Promise<void>) {
+async function connect(gateway: Gateway, onElicit?: () => Promise<void | boolean>) {
   const [a, b] = InMemoryTransport.createLinkedPair();
   await gateway.createServer().connect(b);
   const client = new Client(
@@ -42,8 +42,8 @@ async function connect(gateway: Gateway, onElicit?: () => Promise<void>) {
   );
   if (onElicit)
     client.setRequestHandler(ElicitRequestSchema, async () => {
-      await onElicit();
-      return { action: 'accept', content: { approve: true } };
+      const approve = (await onElicit()) !== false;
+      return { action: 'accept', content: { approve } };
     });
   await client.connect(a);
   cleanups.push(() => client.close());
@@ -152,7 +152,9 @@ describe('attacks on the gateway edges', { timeout: 120_000 }, () => {
     await expect(complete()).rejects.toThrow(/no-secret-topic/);
   });
 
-  it('a prompt approved while a reload came in that asks under another rule is refused, not run on the old answer', async () => {
+  it('a prompt approved while a reload came in that asks under another rule is not run on the old answer', async () => {
+    // Prompts are decided through the gate like tool calls: an approval given under ask-prompts does not
+    // count under the reloaded policy's security-review; the person is asked again, and that answer decides.
     const dir = realpathSync(mkdtempSync(join(tmpdir(), 'toolgate-edge-')));
     const upstreams = { docs: tsx(DOCS) };
     const set = await loadPolicyFile(
@@ -167,15 +169,21 @@ describe('attacks on the gateway edges', { timeout: 120_000 }, () => {
     );
     let asked = 0;
     const client = await connect(gateway, async () => {
-      if (asked++ === 0) expect((await gateway.reload(other)).ok).toBe(true);
+      // Approved under ask-prompts (and the policy reloaded meanwhile); refused when asked again.
+      if (asked++ > 0) return false;
+      expect((await gateway.reload(other)).ok).toBe(true);
+      return true;
     });
     const get = () => client.getPrompt({ name: 'docs:summarise', arguments: { topic: 'p' } });
-    // The person approved under ask-prompts; the reloaded policy asks under security-review: not answered.
     await expect(get()).rejects.toThrow(/security-review/);
-    expect(asked).toBe(1);
-    // Asked again under the rule in force, the approval stands.
-    await expect(get()).resolves.toBeDefined();
     expect(asked).toBe(2);
+    // Asked under the rule in force and approved, it runs.
+    asked = 0;
+    const approving = await connect(gateway, async () => {
+      asked++;
+    });
+    await expect(approving.getPrompt({ name: 'docs:summarise', arguments: { topic: 'p' } })).resolves.toBeDefined();
+    expect(asked).toBe(1);
   });
 
   it('completing a resource template is decided as reaching its URI: a deny on the folder refuses it', async () => {

@@ -11,8 +11,9 @@ import { inboxDemo } from '../../examples/demo/inbox.js';
 import { runServe } from '../../src/cli/serve.js';
 import { run } from '../../src/cli/program.js';
 import { SignJWT } from 'jose';
-import { jwtApprover, slackMessage } from '../../src/inbox/index.js';
+import { jwtApprover, openInboxAudit, slackMessage } from '../../src/inbox/index.js';
 import { diffHtml, text } from '../../src/inbox/render.js';
+import { loadPolicyFile } from '../../src/policy-file/index.js';
 import { PostgresStores } from '../../src/stores/postgres.js';
 import { SqliteStores } from '../../src/stores/sqlite.js';
 import { PG_URL, uniqueName } from '../stores/servers.js';
@@ -309,6 +310,89 @@ describe('toolgate serve and the demo', () => {
     const page = await fetch(`${url}/`, { headers: { authorization: `Bearer ${await bearer('alice@example.com')}` } });
     expect(page.status).toBe(200);
     expect(await page.text()).toContain('Nothing is waiting');
+  });
+
+  it("reads the cards' summaries and risk from the policy file, and keeps the audit log in the store's database", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'toolgate-serve-'));
+    const file = join(dir, 'policy.yaml');
+    const db = join(dir, 'approvals.db');
+    writeFileSync(
+      file,
+      [
+        'version: 1',
+        'tools:',
+        '  refund:',
+        '    summary: "Refund {amount} EUR on order {order}"',
+        '    risk: [{ level: high, when: { amount: { gt: 1000 } } }]',
+        'rules:',
+        '  - { name: ask_all, result: ask, risk: medium }',
+        'approvals: { remindBeforeSeconds: 60, escalateTo: [boss@acme.example] }',
+      ].join('\n'),
+    );
+    let stop!: () => void;
+    const url = await new Promise<string>((resolve) => {
+      void runServe(['--port', '0', '--store', `sqlite:${db}`, '--policy', file, '--jwt-secret-env', 'JWT'], {
+        stdout: () => undefined,
+        stderr: () => undefined,
+        stop: new Promise<void>((r) => (stop = r)),
+        onListening: resolve,
+        env: { TOOLGATE_INBOX_SECRET: INBOX_SECRET, JWT: JWT_SECRET },
+      });
+    });
+    cleanups.push(() => stop());
+    const stores = new SqliteStores({ filename: db });
+    cleanups.push(() => stores.close());
+    const { inbox: worker } = await start({ store: stores.approvals, nonces: stores.nonces });
+    const ask = worker.ask('gateway');
+    const version = (await loadPolicyFile(file)).policy.version ?? null;
+    const request = (id: string, amount: number) => ({
+      id,
+      kind: 'tool' as const,
+      binding: {
+        kind: 'tool' as const,
+        owner: { kind: 'session' as const, id: 'cy' },
+        callId: id,
+        tool: 'refund',
+        argsHash: id,
+        rule: 'ask_all',
+        policyVersion: version,
+        pin: null,
+        caller: 'cy',
+        tenant: 'acme',
+        expiresAt: Date.now() + 600_000,
+        nonce: `n-${id}`,
+      },
+      toolName: 'refund',
+      canonical: 'refund',
+      parameters: { order: `A-${id}`, amount },
+      agent: 'a',
+      tenant: 'acme',
+      caller: 'cy',
+      runId: null,
+      rule: 'ask_all',
+      reason: 'asks',
+    });
+    void ask(request('1', 250)).catch(() => undefined);
+    void ask(request('2', 5000)).catch(() => undefined);
+    while ((await stores.approvals.list({ status: 'pending' })).length < 2) await new Promise((r) => setTimeout(r, 5));
+    const page = await (
+      await fetch(`${url}/`, { headers: { authorization: `Bearer ${await bearer('ana@acme.example')}` } })
+    ).text();
+    expect(page).toContain('Refund 250 EUR on order A-1');
+    expect(page).toContain('class="approval pending risk-medium" id="a-1"'); // the rule's risk
+    expect(page).toContain('class="approval pending risk-high" id="a-2"'); // the amount's threshold
+    const answered = await answer(url, '1', 'ana@acme.example', { effect: 'deny', reason: 'no' });
+    expect(answered.status).toBe(200);
+    const log = await openInboxAudit(`sqlite:${db}`);
+    cleanups.push(() => log.close());
+    expect(await log.read({ limit: 10 })).toEqual([
+      expect.objectContaining({
+        type: 'approval_answered',
+        approvalId: '1',
+        approver: 'ana@acme.example',
+        effect: 'deny',
+      }),
+    ]);
   });
 
   it('refuses to start without a secret, and is listed by toolgate --help', async () => {

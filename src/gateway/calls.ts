@@ -1,0 +1,109 @@
+/**
+ * A tool call through the gate: dispatched on the gateway's route (its person the inbox, the stores or
+ * elicitation), decided again under the policy in force after a wait, audited with its Decision, shadow
+ * verdict, drift and approval, and answered to the client as MCP expects — the upstream's own result (an
+ * error result too) unchanged, a refusal as an error result that says why.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { readCall } from '../formats/index.js';
+import { dispatchCalls, environmentOf } from '../gate/index.js';
+import type { GateContext } from '../contracts/gate.js';
+import type { ToolRegistry, ToolResult } from '../registry.js';
+import type { ApprovalNote } from './approvals.js';
+import { gatewayRoute, type AskingRequest, type GatewayPeople } from './approvers.js';
+import { shadowOf, type GatewayAuditRecord, type ToolAuditRecord } from './audit.js';
+import { PIN_RULE } from './pins.js';
+import type { Relay, RelayedRequest } from './relay.js';
+import type { PolicyInForce } from './reload.js';
+import { callScope, type Upstream } from './upstream.js';
+
+/** What a tool call needs of its gateway. */
+export interface ToolCallDeps {
+  readonly registry: ToolRegistry;
+  readonly relay: Relay;
+  readonly people: GatewayPeople;
+  readonly audit: (record: GatewayAuditRecord) => void;
+  /** The policy in force now. */
+  readonly inForce: () => PolicyInForce;
+}
+
+/** One `tools/call` request. */
+export interface ToolCallRequest {
+  readonly server: Server;
+  readonly request: RelayedRequest;
+  /** Who is asking (agent, tenant, caller layers). */
+  readonly context: GateContext;
+  /** The context in force now, for a call decided again after a wait. */
+  readonly refreshContext: () => GateContext;
+  readonly asker: AskingRequest;
+  readonly who: { readonly caller: string | null; readonly session: string | null };
+  /** The upstream serving the tool, if any. */
+  readonly upstream: Upstream | undefined;
+  readonly name: string;
+  readonly arguments: unknown;
+}
+
+/** Decides and runs one tool call; never throws for a refusal (it is an error result). */
+export async function runToolCall(deps: ToolCallDeps, call: ToolCallRequest): Promise<CallToolResult> {
+  const { registry, relay, people, audit, inForce } = deps;
+  const server = call.server;
+  const started = inForce();
+  const given = { id: `mcp-${randomUUID()}`, name: call.name, arguments: call.arguments };
+  const context: GateContext = { ...call.context, signal: call.request.signal };
+  const scope = relay.scopeOf(server, call.request);
+  let approval: ApprovalNote | undefined;
+  const route = gatewayRoute(people, registry, call.asker, (n) => (approval = n));
+  const result = await callScope.run(scope, async () => {
+    const env = environmentOf(registry);
+    // A call that waited for a person is decided again under the context and policy in force then (a
+    // reload may have narrowed the agent's tools or changed the rules).
+    const refresh = () => ({ context: { ...call.refreshContext(), signal: call.request.signal }, env: env.current() });
+    const [dispatched] = await dispatchCalls([readCall(given)], context, env, { ...route, refresh });
+    return dispatched as ToolResult;
+  });
+  const decision = result.decision;
+  // The snapshot whose policy made the decision: the one the request started with, or the one in force after a wait.
+  const latest = inForce();
+  const decidedUnder = decision.policyVersion === latest.policy.version ? latest : started;
+  const shadow = shadowOf(decidedUnder.set.policy, decidedUnder.set.shadow, registry, decision);
+  const drift = decidedUnder.pins?.drift(decision.canonical);
+  const record: ToolAuditRecord = {
+    type: 'tool',
+    time: new Date().toISOString(),
+    ...call.who,
+    upstream: call.upstream?.namespace ?? null,
+    decision,
+    status: result.status,
+    ...(approval ? { approval } : {}),
+  };
+  audit({ ...record, ...(shadow ? { shadow } : {}), ...(drift ? { drift: drift.diff } : {}) });
+  await relay.delivered(server);
+  if (result.status === 'ok') return result.value as CallToolResult;
+  if (result.status === 'error' && call.upstream && call.upstream.state !== 'ready')
+    return {
+      isError: true,
+      content: [
+        {
+          type: 'text',
+          text: `toolgate gateway: upstream "${call.upstream.namespace}" went down during the call (${call.upstream.reason}); the call may not have completed. ${result.content}`,
+        },
+      ],
+    };
+  // The upstream's own error result is forwarded as it came.
+  if (result.status === 'error' && scope.result?.isError === true) return scope.result as CallToolResult;
+  if (approval && (approval.state === 'asked' || approval.state === 'pending'))
+    return {
+      isError: true,
+      content: [
+        {
+          type: 'text',
+          text: `This call waits for a person's approval (request ${approval.id}, rule ${JSON.stringify(decision.rule)}: ${decision.reason}). It has not run. Call it again, with the same arguments, once the request is answered.`,
+        },
+      ],
+    };
+  const drifts = decision.rule === PIN_RULE || decision.rule?.endsWith(' (drifted definition)') ? drift : undefined;
+  const text = drifts ? `${result.content}\n${drifts.diff}` : result.content;
+  return { isError: true, content: [{ type: 'text', text }] };
+}
