@@ -14,6 +14,7 @@
  *   npm run bench -- [--sizes 10,100,1000,10000] [--repeat 1] [--budget-ms 1500] [--no-write] [--tsx]
  *   npm run bench -- --redraw      (the chart again from bench/results.json)
  *   npm run bench -- --only policy-diff   (toolgate diff of 1,000- and 10,000-rule files alone; writes nothing)
+ *   npm run bench -- --only stores        (the shared stores against the real servers alone; writes nothing)
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { createRequire } from 'node:module';
@@ -30,6 +31,7 @@ import { benchPolicyDiff, type PolicyDiffResult } from './policy-diff.js';
 import { benchPolicyLoad, type PolicyLoadResult } from './policy-load.js';
 import { benchQuickstart, type QuickstartResult } from './quickstart.js';
 import { benchRunner, type RunnerResult } from './runner.js';
+import { benchStores, storesTables, type StoresResult } from './stores.js';
 import { agreeSize, DisagreementError, formatNs, timeEngine, type EngineTiming, type SizeResult } from './suite.js';
 
 const { values: args } = parseArgs({
@@ -86,9 +88,11 @@ async function child(part: string, file: string): Promise<void> {
               ? benchPolicyLoad({ log })
               : kind === 'policydiff'
                 ? await benchPolicyDiff({ rules: Number(size), log })
-                : kind === 'agree'
-                  ? await agreeSize(Number(size), { log })
-                  : await timeEngine(Number(size), engine as EngineName, { timing, log });
+                : kind === 'stores'
+                  ? await benchStores({ log })
+                  : kind === 'agree'
+                    ? await agreeSize(Number(size), { log })
+                    : await timeEngine(Number(size), engine as EngineName, { timing, log });
     writeFileSync(file, JSON.stringify({ ok: true, result, sink: sinkValue() }));
   } catch (error) {
     writeFileSync(
@@ -244,6 +248,37 @@ function policyDiffTargets(diffs: readonly PolicyDiffResult[]): Target[] {
   });
 }
 
+/** The stores part, `repeat` times; the median run is the one whose Redis-limited invoke is the median. */
+async function storesRuns(repeat: number, notes: string[]): Promise<{ runs: StoresResult[]; median: StoresResult }> {
+  const runs: StoresResult[] = [];
+  for (let r = 0; r < repeat; r++) runs.push(await part<StoresResult>('stores', notes));
+  const byInvoke = [...runs].sort((a, b) => a.invoke.redis.p50 - b.invoke.redis.p50);
+  return { runs, median: byInvoke[Math.floor((byInvoke.length - 1) / 2)]! };
+}
+
+/** Issue 25 target 4, each figure beside its floor measured in the same run. */
+function storesTargets({ runs, median: m }: { runs: readonly StoresResult[]; median: StoresResult }): Target[] {
+  const rate = median(runs.map((r) => r.throughput.redis.perSecond));
+  const exact = runs.every((r) => r.throughput.redis.exact === true);
+  return [
+    {
+      id: 'redis-limit-p50',
+      description:
+        'invoke with Redis-backed limits (two limits, one script: one round trip), README shape, p50, beside one Redis PING',
+      target: '≤ 80 µs',
+      measured: `${m.invoke.redis.p50.toFixed(1)} µs (floor: PING ${m.floors.redisPing.p50.toFixed(1)} µs; no limiter ${m.invoke.none.p50.toFixed(1)} µs)`,
+      met: m.invoke.redis.p50 <= 80,
+    },
+    {
+      id: 'redis-shared-throughput',
+      description: `${m.throughput.redis.processes} worker processes sharing one Redis counter, ${m.throughput.redis.inFlight} requests in flight each, total exact`,
+      target: '≥ 40,000 decisions/s, exact',
+      measured: `${Math.round(rate).toLocaleString('en')} decisions/s, ${exact ? 'exact' : 'NOT EXACT'} (PostgreSQL counter ${Math.round(median(runs.map((r) => r.throughput.postgres.perSecond))).toLocaleString('en')}/s; own in-memory counters ${Math.round(median(runs.map((r) => r.throughput.memory.perSecond))).toLocaleString('en')}/s)`,
+      met: rate >= 40_000 && exact,
+    },
+  ];
+}
+
 async function main(): Promise<void> {
   if (args.child) return child(args.child, args['result-file']!);
   if (args.redraw) {
@@ -256,8 +291,20 @@ async function main(): Promise<void> {
   const repeat = Number(args.repeat);
   const notes: string[] = [];
   command = childCommand();
+  if (args.only === 'stores') {
+    const stores = await storesRuns(repeat, notes);
+    log(storesTables(stores.median));
+    for (const t of storesTargets(stores))
+      log(`${t.met ? 'met ' : 'MISS'}  ${t.description}: ${t.measured} (target ${t.target})`);
+    log(
+      `load average ${loadavg()
+        .map((l) => l.toFixed(2))
+        .join(' ')} (${cpus().length} cores, shared)`,
+    );
+    return;
+  }
   if (args.only !== undefined) {
-    if (args.only !== 'policy-diff') throw new Error(`--only: expected policy-diff, got ${args.only}`);
+    if (args.only !== 'policy-diff') throw new Error(`--only: expected policy-diff or stores, got ${args.only}`);
     const diffs = await policyDiffRuns(repeat, notes);
     for (const t of policyDiffTargets(diffs))
       log(`${t.met ? 'met ' : 'MISS'}  ${t.description}: ${t.measured} (target ${t.target})`);
@@ -301,6 +348,7 @@ async function main(): Promise<void> {
     loadRuns.push(await part<PolicyLoadResult>('policyload', notes));
   }
   const policyDiff = await policyDiffRuns(repeat, notes);
+  const stores = await storesRuns(repeat, notes);
   const runner: RunnerResult = {
     ...runnerRuns[0]!,
     byTurns: runnerRuns[0]!.byTurns.map((t, i) => ({
@@ -494,6 +542,7 @@ async function main(): Promise<void> {
     },
   );
   targets.push(...policyDiffTargets(policyDiff));
+  targets.push(...storesTargets(stores));
   targets.push({
     id: 'dispatch-overhead',
     description: 'executeToolCalls overhead on a no-op tool, one call (p50 − direct p50)',
@@ -508,6 +557,7 @@ async function main(): Promise<void> {
     measured: `${extras.canonicalCache.maxSize} entries`,
     met: extras.canonicalCache.maxSize <= extras.canonicalCache.limit,
   });
+  lines.push('', 'shared stores (PostgreSQL and Redis on this machine), the median run', storesTables(stores.median));
   lines.push('', 'targets');
   for (const t of targets)
     lines.push(`  ${t.met ? 'met ' : 'MISS'}  ${t.description}: ${t.measured} (target ${t.target})`);
@@ -537,6 +587,7 @@ async function main(): Promise<void> {
     runner,
     policyLoad,
     policyDiff,
+    stores,
     timings,
     extras,
     extrasSpread: {

@@ -1,17 +1,28 @@
 /**
- * What the shared stores cost per call, against the real servers (PostgreSQL 127.0.0.1:5432 db test, Redis
- * 127.0.0.1:6379): `npx tsx bench/stores.ts` (or `-- --quick`). Prints a Markdown table for docs/stores.md.
+ * What the shared stores cost, against the real servers (PostgreSQL 127.0.0.1:5432 db test, Redis
+ * 127.0.0.1:6379), each figure beside its floor measured in the same run: one Redis `PING` round trip and one
+ * PostgreSQL `SELECT 1` through the same drivers. Part `stores` of `npm run bench`; alone: `npx tsx
+ * bench/stores.ts [--quick]` prints a Markdown table for docs/stores.md.
  *
- * - limit: one `registry.invoke` of a trivial tool with no limiter, an in-memory Limiter, a Redis-backed one;
+ * - per call, sequentially (true per-call percentiles): `Limiter.charge` alone (one subject reused: the
+ *   limiter and its store only), and `registry.invoke` in the README's shape — a new context per request with
+ *   the agent's tools, the tenant's plan and the caller's scopes as plain arrays, and two limits (refunds per
+ *   caller per hour, calls per tenant per day), charged together in one script — with no limiter, in-memory,
+ *   Redis and PostgreSQL counters;
  * - ledger: one reserve → record cycle (what an executed runner call adds) in memory, SQLite, PostgreSQL;
- * - throughput: decisions per second of 4 worker processes, each invoking through a Redis-backed Limiter
- *   (one shared counter) and, for comparison, through an in-memory one.
+ * - throughput: 4 worker processes, each with 64 requests in flight (a server's concurrent requests), all on
+ *   one shared counter (Redis, PostgreSQL) or each on its own (memory), for a few seconds; the shared counter
+ *   is read afterwards and must hold exactly the number of decisions made (`exact`).
  */
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { defineTool, ToolRegistry } from '../src/index.js';
-import { Limiter } from '../src/limits/limiter.js';
+import pg from 'pg';
+import { Redis } from 'ioredis';
+import { defineTool, PermissionPolicy, ToolRegistry } from '../src/index.js';
+import { Limiter, type LimitRule } from '../src/limits/limiter.js';
 import { MemoryCounterStore, MemoryLedger } from '../src/stores/memory.js';
 import { PostgresStores } from '../src/stores/postgres.js';
 import { RedisStores } from '../src/stores/redis.js';
@@ -20,138 +31,305 @@ import type { CounterStore, Ledger } from '../src/stores/types.js';
 
 const PG = process.env['TOOLGATE_BENCH_PG'] ?? 'postgres://postgres@127.0.0.1:5432/test';
 const REDIS = process.env['TOOLGATE_BENCH_REDIS'] ?? 'redis://127.0.0.1:6379';
-const quick = process.argv.includes('--quick');
-const N = quick ? 300 : 3000;
 
-function registry(counters: CounterStore | null): ToolRegistry {
-  const r = new ToolRegistry();
-  r.register(
+/** Microseconds per call. */
+export interface PerCall {
+  readonly p50: number;
+  readonly p99: number;
+  readonly n: number;
+}
+
+/** Decisions per second of several worker processes on one counter (or each on its own). */
+export interface Throughput {
+  readonly processes: number;
+  readonly inFlight: number;
+  readonly seconds: number;
+  readonly decisions: number;
+  readonly perSecond: number;
+  /** The shared counter read afterwards holds exactly `decisions` (null: each process had its own). */
+  readonly exact: boolean | null;
+}
+
+export interface StoresResult {
+  readonly node: string;
+  readonly floors: { readonly redisPing: PerCall; readonly pgSelect: PerCall };
+  readonly charge: { readonly redis: PerCall; readonly postgres: PerCall };
+  readonly invoke: {
+    readonly none: PerCall;
+    readonly memory: PerCall;
+    readonly redis: PerCall;
+    readonly postgres: PerCall;
+  };
+  readonly ledger: { readonly memory: PerCall; readonly sqlite: PerCall; readonly postgres: PerCall };
+  readonly throughput: { readonly memory: Throughput; readonly redis: Throughput; readonly postgres: Throughput };
+}
+
+export interface StoresOptions {
+  /** Fewer calls and shorter throughput runs (a smoke run). @default false */
+  readonly quick?: boolean;
+  readonly log?: (line: string) => void;
+}
+
+/** The README's limits: refunds per caller per hour and all calls per tenant per day (never full here). */
+const LIMITS: readonly LimitRule[] = [
+  { name: 'refunds', per: ['caller'], tools: ['refund'], max: 1e12, window: '1h' },
+  { name: 'daily', per: ['tenant'], max: 1e12, window: '1d' },
+];
+const TOOLS = ['search_orders', 'refund'];
+const plan = { tools: [...TOOLS] };
+const agent = { name: 'concierge', tools: [...TOOLS] };
+const user = { id: 'u-7', toolScopes: [...TOOLS] };
+const ARGS = { order: 'A-1042', amount: 20 };
+
+/** The README quick start's registry (JSON Schema parameters), with `counters` behind its limits. */
+function readmeRegistry(counters: CounterStore | null, prefix: string): ToolRegistry {
+  const registry = new ToolRegistry(counters ? { limiter: new Limiter({ counters, prefix, limits: LIMITS }) } : {});
+  registry.register(
     defineTool({
-      name: 'lookup',
-      description: 'Look up an order',
-      parameters: { type: 'object', properties: { order: { type: 'string' } }, required: ['order'] },
-      execute: (args) => `order ${String(args['order'])}: shipped`,
+      name: 'search_orders',
+      parameters: { type: 'object', properties: { query: { type: 'string' } }, required: ['query'] },
+      execute: async ({ query }) => [`A-1042 (${String(query)})`],
     }),
   );
-  if (counters)
-    r.setLimiter(
-      new Limiter({
-        counters,
-        prefix: `bench${randomBytes(4).toString('hex')}`,
-        limits: [{ name: 'calls', per: ['tenant'], max: 1e12, window: '1h' }],
-      }),
-    );
-  return r;
+  registry.register(
+    defineTool({
+      name: 'refund',
+      parameters: {
+        type: 'object',
+        properties: { order: { type: 'string' }, amount: { type: 'number' } },
+        required: ['order', 'amount'],
+      },
+      execute: async ({ order, amount }) => `refunded ${String(amount)} EUR on ${String(order)}`,
+    }),
+  );
+  registry.setPermissionPolicy(
+    new PermissionPolicy({ rules: [{ name: 'refunds', tools: ['refund'], result: 'allow' }], fallback: 'deny' }),
+  );
+  return registry;
 }
 
-function percentiles(samples: number[]): { p50: number; p99: number } {
-  const s = [...samples].sort((a, b) => a - b);
-  return { p50: s[Math.floor(s.length * 0.5)]!, p99: s[Math.floor(s.length * 0.99)]! };
+/** One request as a server makes it: a new context object around the README's three layers. */
+function readmeCall(registry: ToolRegistry): Promise<unknown> {
+  return registry.invoke('refund', ARGS, {
+    agent,
+    tenant: { id: 'acme', tools: plan.tools },
+    caller: { id: user.id, scopes: user.toolScopes },
+  });
 }
 
-async function time(n: number, op: (i: number) => Promise<unknown>): Promise<{ p50: number; p99: number }> {
-  for (let i = 0; i < Math.min(200, n); i++) await op(-1 - i); // warm-up
+async function perCall(n: number, op: (i: number) => Promise<unknown>): Promise<PerCall> {
+  for (let i = 0; i < Math.min(500, n); i++) await op(-1 - i); // warm-up
   const samples: number[] = [];
   for (let i = 0; i < n; i++) {
     const t = process.hrtime.bigint();
     await op(i);
     samples.push(Number(process.hrtime.bigint() - t) / 1000);
   }
-  return percentiles(samples);
+  samples.sort((a, b) => a - b);
+  return { p50: samples[Math.floor(n * 0.5)]!, p99: samples[Math.floor(n * 0.99)]!, n };
+}
+
+type WorkerKind = 'memory' | 'redis' | 'postgres';
+
+/** The workers' limiter prefix: their counters are apart from the per-call rows'. */
+const THROUGHPUT_PREFIX = 'tp';
+/** The tenant's daily counter of the throughput runs: every decision takes one slot of it. */
+const DAILY = `${THROUGHPUT_PREFIX}:daily:tenant=acme`;
+
+/** A worker process: `inFlight` loops of README-shaped calls for `ms`, then prints how many it made. */
+async function worker(kind: WorkerKind, prefix: string, ms: number, inFlight: number): Promise<void> {
+  const redis = kind === 'redis' ? new RedisStores({ url: REDIS, prefix }) : null;
+  const pgStores = kind === 'postgres' ? new PostgresStores({ connectionString: PG, schema: prefix }) : null;
+  const counters = redis?.counters ?? pgStores?.counters ?? new MemoryCounterStore();
+  const registry = readmeRegistry(counters, THROUGHPUT_PREFIX);
+  let n = 0;
+  let failed = 0;
+  const end = Date.now() + ms;
+  await Promise.all(
+    Array.from({ length: inFlight }, async () => {
+      while (Date.now() < end) {
+        const result = (await readmeCall(registry)) as { status: string };
+        if (result.status === 'ok') n++;
+        else failed++;
+      }
+    }),
+  );
+  console.log(JSON.stringify({ n, failed }));
+  await redis?.close();
+  await pgStores?.close();
+}
+
+const here = fileURLToPath(import.meta.url);
+const runFile = promisify(execFile);
+
+async function throughput(
+  kind: WorkerKind,
+  options: { processes: number; inFlight: number; ms: number; prefix: string; check?: () => Promise<number> },
+): Promise<Throughput> {
+  const loader = here.endsWith('.ts') ? ['--import', 'tsx'] : [];
+  const outs = await Promise.all(
+    Array.from({ length: options.processes }, () =>
+      runFile(process.execPath, [
+        ...loader,
+        here,
+        '--stores-worker',
+        kind,
+        options.prefix,
+        String(options.ms),
+        String(options.inFlight),
+      ]),
+    ),
+  );
+  let decisions = 0;
+  for (const o of outs) {
+    const r = JSON.parse(o.stdout.trim().split('\n').at(-1)!) as { n: number; failed: number };
+    if (r.failed > 0) throw new Error(`a ${kind} worker had ${r.failed} calls refused (a store error?)`);
+    decisions += r.n;
+  }
+  const counted = options.check ? await options.check() : null;
+  return {
+    processes: options.processes,
+    inFlight: options.inFlight,
+    seconds: options.ms / 1000,
+    decisions,
+    perSecond: decisions / (options.ms / 1000),
+    // Every decision charged both limits; the tenant's daily counter holds one slot per decision.
+    exact: counted === null ? null : counted === decisions,
+  };
+}
+
+/** Measures everything (see the file's comment). */
+export async function benchStores(options: StoresOptions = {}): Promise<StoresResult> {
+  const log = options.log ?? (() => undefined);
+  const N = options.quick ? 500 : 4000;
+  const id = randomBytes(4).toString('hex');
+  const prefix = `bench_${id}`;
+
+  // Floors: the drivers' own round trips, with the options the stores use.
+  const ping = new Redis(REDIS, { enableOfflineQueue: false, maxRetriesPerRequest: 1 });
+  await new Promise<void>((ok) => ping.once('ready', () => ok()));
+  const pool = new pg.Pool({ connectionString: PG });
+  const redisPing = await perCall(N, () => ping.ping());
+  const pgSelect = await perCall(N, () => pool.query('SELECT 1'));
+  ping.disconnect();
+  await pool.end();
+  log(`stores: floors Redis PING ${redisPing.p50.toFixed(1)} µs, PostgreSQL SELECT 1 ${pgSelect.p50.toFixed(1)} µs`);
+
+  const redis = new RedisStores({ url: REDIS, prefix });
+  const pgStores = new PostgresStores({ connectionString: PG, schema: prefix });
+  await pgStores.migrate();
+  const subject = { tenant: 'acme', caller: 'u-7', agent: 'concierge', runId: null, tool: 'refund', tags: [] };
+  const redisLimiter = new Limiter({ counters: redis.counters, prefix: `${prefix}c`, limits: LIMITS });
+  const pgLimiter = new Limiter({ counters: pgStores.counters, prefix: `${prefix}c`, limits: LIMITS });
+  const charge = {
+    redis: await perCall(N, () => redisLimiter.charge(subject)),
+    postgres: await perCall(Math.min(N, 1500), () => pgLimiter.charge(subject)),
+  };
+  const registries = {
+    none: readmeRegistry(null, prefix),
+    memory: readmeRegistry(new MemoryCounterStore(), prefix),
+    redis: readmeRegistry(redis.counters, prefix),
+    postgres: readmeRegistry(pgStores.counters, prefix),
+  };
+  const invoke = {
+    none: await perCall(N, () => readmeCall(registries.none)),
+    memory: await perCall(N, () => readmeCall(registries.memory)),
+    redis: await perCall(N, () => readmeCall(registries.redis)),
+    postgres: await perCall(Math.min(N, 1500), () => readmeCall(registries.postgres)),
+  };
+  log(`stores: invoke with a Redis-backed limit ${invoke.redis.p50.toFixed(1)} µs p50`);
+
+  const sqlite = new SqliteStores();
+  const ledgerOf: [keyof StoresResult['ledger'], Ledger][] = [
+    ['memory', new MemoryLedger()],
+    ['sqlite', sqlite.ledger],
+    ['postgres', pgStores.ledger],
+  ];
+  const ledger: Partial<Record<keyof StoresResult['ledger'], PerCall>> = {};
+  for (const [name, l] of ledgerOf)
+    ledger[name] = await perCall(name === 'postgres' ? Math.min(N, 1000) : N, async (i) => {
+      const key = `k${i}`;
+      await l.reserve(key, 'w', 60_000);
+      await l.record(key, 'w', { content: 'ok', isError: false });
+    });
+  sqlite.close();
+
+  const ms = options.quick ? 1500 : 5000;
+  const shape = { processes: 4, inFlight: 64, ms };
+  const memory = await throughput('memory', { ...shape, prefix });
+  const shared = new RedisStores({ url: REDIS, prefix: `${prefix}t` });
+  const redisRate = await throughput('redis', {
+    ...shape,
+    prefix: `${prefix}t`,
+    check: () => shared.counters.peek(DAILY, 86_400_000),
+  });
+  log(`stores: 4 processes on one Redis counter ${Math.round(redisRate.perSecond)} decisions/s`);
+  const pgRate = await throughput('postgres', {
+    ...shape,
+    prefix,
+    check: () => pgStores.counters.peek(DAILY, 86_400_000),
+  });
+  await shared.clear(`${prefix}t`);
+  await shared.close();
+  await redis.clear(prefix);
+  await redis.close();
+  await pgStores.dropSchema();
+  await pgStores.close();
+  return {
+    node: process.version,
+    floors: { redisPing, pgSelect },
+    charge,
+    invoke,
+    ledger: ledger as StoresResult['ledger'],
+    throughput: { memory, redis: redisRate, postgres: pgRate },
+  };
 }
 
 const us = (v: number): string => (v >= 1000 ? `${(v / 1000).toFixed(2)} ms` : `${v.toFixed(1)} µs`);
 
-async function worker(kind: 'memory' | 'redis', prefix: string, ms: number): Promise<void> {
-  const redis = kind === 'redis' ? new RedisStores({ url: REDIS, prefix }) : null;
-  const r = registry(redis ? redis.counters : new MemoryCounterStore());
-  const ctx = { tenant: { id: 'acme' } };
-  const end = Date.now() + ms;
-  let n = 0;
-  while (Date.now() < end) {
-    await r.invoke('lookup', { order: 'A1' }, ctx);
-    n++;
-  }
-  console.log(JSON.stringify({ n }));
-  await redis?.close();
-}
-
-async function throughput(kind: 'memory' | 'redis', processes: number, ms: number): Promise<number> {
-  const prefix = `bench_${randomBytes(4).toString('hex')}`;
-  const run = promisify(execFile);
-  const outs = await Promise.all(
-    Array.from({ length: processes }, () =>
-      run(process.execPath, [
-        '--import',
-        'tsx',
-        new URL(import.meta.url).pathname,
-        '--worker',
-        kind,
-        prefix,
-        String(ms),
-      ]),
-    ),
-  );
-  const total = outs.reduce((sum, o) => sum + (JSON.parse(o.stdout.trim()) as { n: number }).n, 0);
-  if (kind === 'redis') {
-    const r = new RedisStores({ url: REDIS, prefix });
-    await r.clear(prefix);
-    await r.close();
-  }
-  return total / (ms / 1000);
+/** The Markdown tables of docs/stores.md. */
+export function storesTables(r: StoresResult): string {
+  const row = (name: string, p: PerCall, floor?: PerCall): string =>
+    `| ${name} | ${us(p.p50)} | ${us(p.p99)} | ${floor ? `${(p.p50 / floor.p50).toFixed(2)}×` : ''} |`;
+  const rate = (name: string, t: Throughput): string =>
+    `| ${name} | ${Math.round(t.perSecond).toLocaleString('en')} | ${t.exact === null ? 'own counters' : t.exact ? 'exact' : 'NOT EXACT'} |`;
+  return [
+    `Node ${r.node}; sequential calls per row after 500 of warm-up.`,
+    '',
+    '| per call | p50 | p99 | × floor (p50) |',
+    '| --- | --- | --- | --- |',
+    row('floor: Redis `PING` round trip (ioredis)', r.floors.redisPing),
+    row('floor: PostgreSQL `SELECT 1` round trip (pg)', r.floors.pgSelect),
+    row('`Limiter.charge`, two limits, Redis (one script)', r.charge.redis, r.floors.redisPing),
+    row('`Limiter.charge`, two limits, PostgreSQL (one statement)', r.charge.postgres, r.floors.pgSelect),
+    row('invoke, README shape, no limiter', r.invoke.none),
+    row('invoke, README shape, in-memory limits', r.invoke.memory),
+    row('invoke, README shape, Redis-backed limits', r.invoke.redis, r.floors.redisPing),
+    row('invoke, README shape, PostgreSQL-backed limits', r.invoke.postgres, r.floors.pgSelect),
+    row('ledger reserve → record, in-memory', r.ledger.memory),
+    row('ledger reserve → record, SQLite (in memory)', r.ledger.sqlite),
+    row('ledger reserve → record, PostgreSQL', r.ledger.postgres, r.floors.pgSelect),
+    '',
+    `| ${r.throughput.redis.processes} worker processes × ${r.throughput.redis.inFlight} requests in flight, ${r.throughput.redis.seconds} s | decisions / s | total |`,
+    '| --- | --- | --- |',
+    rate('in-memory limits (each process its own counters)', r.throughput.memory),
+    rate('Redis-backed limits (one shared counter)', r.throughput.redis),
+    rate('PostgreSQL-backed limits (one shared counter)', r.throughput.postgres),
+  ].join('\n');
 }
 
 async function main(): Promise<void> {
-  const at = process.argv.indexOf('--worker');
-  if (at >= 0)
-    return worker(process.argv[at + 1] as 'memory' | 'redis', process.argv[at + 2]!, Number(process.argv[at + 3]));
-
-  const rows: string[] = [];
-  const ctx = { tenant: { id: 'acme' } };
-  const prefix = `bench_${randomBytes(4).toString('hex')}`;
-  const redis = new RedisStores({ url: REDIS, prefix });
-  const none = registry(null);
-  const mem = registry(new MemoryCounterStore());
-  const red = registry(redis.counters);
-  const plain = await time(N, () => none.invoke('lookup', { order: 'A1' }, ctx));
-  const memory = await time(N, () => mem.invoke('lookup', { order: 'A1' }, ctx));
-  const remote = await time(N, () => red.invoke('lookup', { order: 'A1' }, ctx));
-  rows.push(`| invoke, no limiter | ${us(plain.p50)} | ${us(plain.p99)} |`);
-  rows.push(`| invoke, in-memory limit | ${us(memory.p50)} | ${us(memory.p99)} |`);
-  rows.push(`| invoke, Redis-backed limit | ${us(remote.p50)} | ${us(remote.p99)} |`);
-
-  const schema = `bench_${randomBytes(4).toString('hex')}`;
-  const pg = new PostgresStores({ connectionString: PG, schema });
-  await pg.migrate();
-  const sqlite = new SqliteStores();
-  const ledgers: [string, Ledger][] = [
-    ['in-memory', new MemoryLedger()],
-    ['SQLite (in memory)', sqlite.ledger],
-    ['PostgreSQL', pg.ledger],
-  ];
-  for (const [name, ledger] of ledgers) {
-    const p = await time(N, async (i) => {
-      const key = `k${i}`;
-      await ledger.reserve(key, 'w', 60_000);
-      await ledger.record(key, 'w', { content: 'ok', isError: false });
-    });
-    rows.push(`| ledger reserve → record, ${name} | ${us(p.p50)} | ${us(p.p99)} |`);
+  const at = process.argv.indexOf('--stores-worker');
+  if (at >= 0) {
+    const [kind, prefix, ms, inFlight] = process.argv.slice(at + 1);
+    return worker(kind as WorkerKind, prefix!, Number(ms), Number(inFlight));
   }
-  await pg.dropSchema();
-  await pg.close();
-  sqlite.close();
-  await redis.clear(prefix);
-  await redis.close();
-
-  const ms = quick ? 1000 : 5000;
-  const memRate = await throughput('memory', 4, ms);
-  const redisRate = await throughput('redis', 4, ms);
-  console.log(`N = ${N} sequential calls per row (after 200 warm-up); Node ${process.version}\n`);
-  console.log('| per call | p50 | p99 |\n| --- | --- | --- |');
-  console.log(rows.join('\n'));
-  console.log(`\n| 4 worker processes, ${ms / 1000} s | decisions / s |\n| --- | --- |`);
-  console.log(`| in-memory limit (each process its own counter) | ${Math.round(memRate).toLocaleString('en')} |`);
-  console.log(`| Redis-backed limit (one shared counter) | ${Math.round(redisRate).toLocaleString('en')} |`);
+  const result = await benchStores({
+    quick: process.argv.includes('--quick'),
+    log: (line) => void process.stderr.write(`${line}\n`),
+  });
+  console.log(storesTables(result));
 }
 
-await main();
+// Run as a script (a worker of the throughput runs, or alone): not when run.ts imports it.
+if (process.argv[1] !== undefined && resolve(process.argv[1]) === here) await main();

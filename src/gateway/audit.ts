@@ -105,9 +105,20 @@ export interface UpstreamAuditRecord {
   readonly reason?: string;
 }
 
+/**
+ * A request refused before anything was decided, for what it is on the wire (a 2026-07-28 request whose
+ * headers disagree with its body, a version the gateway does not speak, a malformed `_meta`).
+ */
+export interface ProtocolAuditRecord {
+  readonly type: 'protocol';
+  readonly time: string;
+  /** What was wrong, as the client was told. */
+  readonly reason: string;
+}
+
 /** One audit record of the gateway. */
 export type GatewayAuditRecord =
-  ToolAuditRecord | ItemAuditRecord | ModeAuditRecord | PinAuditRecord | UpstreamAuditRecord;
+  ToolAuditRecord | ItemAuditRecord | ModeAuditRecord | PinAuditRecord | UpstreamAuditRecord | ProtocolAuditRecord;
 
 /** An audit sink: called once per record; a sink that throws is reported and does not stop the gateway. */
 export type GatewayAuditSink = (record: GatewayAuditRecord) => void;

@@ -6,6 +6,7 @@
  * definitions), approvers.ts (who answers an ask), upstream.ts (one connection each).
  */
 import { randomBytes } from 'node:crypto';
+import type { McpHttpHandler } from '@modelcontextprotocol/server';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { GateContext } from '../gate/precheck.js';
 import { describe } from '../names.js';
@@ -26,6 +27,7 @@ import {
   type GatewayReloadResult,
 } from './reload.js';
 import { Router } from './router.js';
+import { modernHandler } from './modern.js';
 import { openSession, type GatewayCore, type GatewayRequestContext } from './session.js';
 import { Upstream, type GatewayUpstreamOptions, type UpstreamEvents } from './upstream.js';
 
@@ -83,6 +85,11 @@ export interface Gateway {
   readonly upstreams: ReadonlyMap<string, Upstream>;
   /** A new downstream MCP server (one per client connection or HTTP session); connect it to a transport. */
   createServer(options?: { readonly context?: GatewayRequestContext }): Server;
+  /**
+   * The web-standard handler of 2026-07-28 requests (stateless: a fresh server per request, with the same
+   * handlers as {@link Gateway.createServer}'s). `serveGatewayHttp` routes them to it on the one listener.
+   */
+  modernHandler(options?: { readonly context?: GatewayRequestContext }): McpHttpHandler;
   /** Subscribes to upstream state changes; returns the unsubscribe function. */
   onUpstreamState(listener: (upstream: Upstream) => void): () => void;
   /** Closes every downstream server and every upstream (stdio upstreams are stopped). */
@@ -176,6 +183,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   await Promise.all([...upstreams.values()].map((u) => u.start()));
 
   let closed = false;
+  const modern = new Set<McpHttpHandler>();
   return {
     registry,
     get context() {
@@ -192,6 +200,19 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
       // Read per request: a reload changes the gateway's own context for the servers already connected.
       return openSession(core, () => own ?? inForce.current.context);
     },
+    modernHandler(handlerOptions = {}) {
+      const own = handlerOptions.context;
+      if (own !== undefined) checkContext(own);
+      // What the SDK's entry refuses before any handler runs (headers against the body, versions, `_meta`)
+      // is audited: nothing was decided, nothing ran.
+      const handler = modernHandler(
+        core,
+        () => own ?? inForce.current.context,
+        (error) => audit({ type: 'protocol', time: new Date().toISOString(), reason: error.message }),
+      );
+      modern.add(handler);
+      return handler;
+    },
     onUpstreamState(listener) {
       stateListeners.add(listener);
       return () => stateListeners.delete(listener);
@@ -200,6 +221,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
       if (closed) return;
       closed = true;
       inForce.close();
+      await Promise.allSettled([...modern].map((h) => h.close()));
       await relay.close();
       await Promise.allSettled([...upstreams.values()].map((u) => u.close()));
     },

@@ -11,6 +11,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { isLegacyRequest, type McpHttpHandler } from '@modelcontextprotocol/server';
 import {
   isLoopbackAddress,
   isLoopbackHost,
@@ -84,6 +85,8 @@ const WELL_KNOWN = '/.well-known/oauth-protected-resource';
 export interface GatewayEndpoint {
   readonly context: GatewayRequestContext;
   createServer(options?: { readonly context?: GatewayRequestContext }): ReturnType<Gateway['createServer']>;
+  /** The 2026-07-28 handler; without it, 2026-07-28 requests are refused (-32022 naming the versions served). */
+  modernHandler?(options?: { readonly context?: GatewayRequestContext }): McpHttpHandler;
 }
 
 /**
@@ -168,6 +171,21 @@ export async function serveGatewayHttp(
           },
     );
 
+  // One listener, both eras: a 2026-07-28 request (its `_meta` claims a modern version) is served
+  // statelessly by the modern handler; everything else as before (sessions, or --stateless).
+  const modern =
+    gateway.modernHandler?.(
+      authenticate === null
+        ? {}
+        : {
+            context: (request) => {
+              const own = gateway.context;
+              const mine = typeof own === 'function' ? own(request) : own;
+              return request.authInfo === undefined ? mine : narrowContext(mine, contextOf(request.authInfo));
+            },
+          },
+    ) ?? null;
+
   const handle = async (req: IncomingMessage & { auth?: AuthInfo }, res: ServerResponse): Promise<void> => {
     const pathname = new URL(req.url ?? '/', 'http://localhost').pathname;
     // DNS rebinding: on loopback, the Host (and any Origin) must name a loopback host.
@@ -221,6 +239,22 @@ export async function serveGatewayHttp(
       return answerApproval(req, res, pathname, auth, options.approvals!);
     }
 
+    let parsedBody: unknown;
+    if (req.method === 'POST') {
+      const read = await readJson(req);
+      if (!read.ok) return reply(res, read.status, { jsonrpc: '2.0', error: read.error, id: null });
+      parsedBody = read.body;
+      if (!(await isLegacyRequest(webRequest(req), parsedBody))) {
+        if (!modern)
+          return reply(res, 400, {
+            jsonrpc: '2.0',
+            error: { code: -32022, message: 'Unsupported protocol version', data: { supported: LEGACY_VERSIONS } },
+            id: null,
+          });
+        return serveModern(modern, req, res, parsedBody, auth);
+      }
+    }
+
     if (options.stateless) {
       if (req.method !== 'POST')
         return reply(res, 405, {
@@ -235,7 +269,7 @@ export async function serveGatewayHttp(
         void mcp.close().catch(() => undefined);
       });
       await mcp.connect(transport);
-      return transport.handleRequest(req, res);
+      return transport.handleRequest(req, res, parsedBody);
     }
 
     const sessionId = req.headers['mcp-session-id'];
@@ -249,7 +283,7 @@ export async function serveGatewayHttp(
           error: { code: -32001, message: 'the session belongs to another subject' },
           id: null,
         });
-      return session.transport.handleRequest(req, res);
+      return session.transport.handleRequest(req, res, parsedBody);
     }
     if (req.method !== 'POST')
       return reply(res, 400, {
@@ -268,7 +302,7 @@ export async function serveGatewayHttp(
     };
     const mcp = server(auth);
     await mcp.connect(transport);
-    await transport.handleRequest(req, res);
+    await transport.handleRequest(req, res, parsedBody);
     if (!transport.sessionId) await mcp.close(); // not an initialize request: nothing to keep
   };
 
@@ -309,6 +343,93 @@ export async function serveGatewayHttp(
 }
 
 const MAX_BODY = 64 * 1024;
+
+/** The largest MCP request body read (the SDK's own bound). */
+const MAX_MCP_BODY = 4 * 1024 * 1024;
+
+/** The versions the 2025-era sessions serve, named when a 2026-07-28 request cannot be served. */
+const LEGACY_VERSIONS = ['2025-11-25', '2025-06-18', '2025-03-26', '2024-11-05'];
+
+/** Reads a POST body as JSON (the era is decided from it), bounded; a body that is not JSON is a parse error. */
+async function readJson(
+  req: IncomingMessage,
+): Promise<
+  | { readonly ok: true; readonly body: unknown }
+  | { readonly ok: false; readonly status: number; readonly error: { code: number; message: string } }
+> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req) {
+    size += (chunk as Buffer).length;
+    if (size > MAX_MCP_BODY)
+      return {
+        ok: false,
+        status: 413,
+        error: { code: -32600, message: `the request body is over ${MAX_MCP_BODY} bytes` },
+      };
+    chunks.push(chunk as Buffer);
+  }
+  try {
+    return { ok: true, body: JSON.parse(Buffer.concat(chunks).toString('utf8')) };
+  } catch {
+    return { ok: false, status: 400, error: { code: -32700, message: 'Parse error: the request body is not JSON' } };
+  }
+}
+
+/** The headers of a Node request as a web Request (the body travels as parsed JSON beside it). */
+function webRequest(req: IncomingMessage, init: { body?: string; signal?: AbortSignal } = {}): Request {
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(req.headers)) {
+    if (value === undefined) continue;
+    for (const v of Array.isArray(value) ? value : [value]) headers.append(name, v);
+  }
+  return new Request(new URL(req.url ?? '/', `http://${req.headers.host ?? 'localhost'}`), {
+    method: req.method ?? 'POST',
+    headers,
+    ...init,
+  });
+}
+
+/**
+ * Serves one 2026-07-28 request through the modern handler and writes its answer (one JSON body, or an
+ * SSE stream). The client closing the connection is the request's cancellation (the revision's rule on
+ * HTTP): the handler's signal aborts, and so does the upstream call.
+ */
+async function serveModern(
+  handler: McpHttpHandler,
+  req: IncomingMessage,
+  res: ServerResponse,
+  parsedBody: unknown,
+  auth: AuthInfo | undefined,
+): Promise<void> {
+  const cancelled = new AbortController();
+  res.on('close', () => {
+    if (!res.writableFinished) cancelled.abort();
+  });
+  const response = await handler.fetch(
+    webRequest(req, { body: JSON.stringify(parsedBody), signal: cancelled.signal }),
+    {
+      parsedBody,
+      ...(auth ? { authInfo: auth as never } : {}),
+    },
+  );
+  const headers: Record<string, string> = {};
+  response.headers.forEach((value, name) => (headers[name] = value));
+  res.writeHead(response.status, headers);
+  if (!response.body) return void res.end();
+  const reader = response.body.getReader();
+  cancelled.signal.addEventListener('abort', () => void reader.cancel().catch(() => undefined));
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      res.write(value);
+    }
+  } catch {
+    // the client went away
+  }
+  res.end();
+}
 
 /** `GET /approvals` and `POST /approvals/<id>`: a person with the approver scope answers a pending request. */
 async function answerApproval(

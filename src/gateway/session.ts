@@ -477,3 +477,26 @@ async function setLevel(
   );
   return {};
 }
+
+/**
+ * The handlers of one request, for a protocol era that binds them to its own server: the 2026-07-28
+ * downstream (modern.ts) serves each request on a fresh server, with `peer` in place of a session's
+ * 2025-era `Server` (what the gateway asks of it: the client's capabilities, notifications).
+ */
+export function requestHandlers(core: GatewayCore, contextOption: () => GatewayRequestContext, peer: Server) {
+  const session: Session = { core, server: peer, downstream: { server: peer, logging: false }, contextOption };
+  return {
+    listTools: (request: SessionRequest) => listTools(session, request),
+    callTool: (params: CallToolRequest['params'], request: SessionRequest) => callTool(session, params, request),
+    listResources: (cursor: unknown, request: SessionRequest) => listResources(session, cursor, request),
+    listResourceTemplates: (cursor: unknown, request: SessionRequest) =>
+      listResourceTemplates(session, cursor, request),
+    readResource: (params: ReadResourceRequest['params'], request: SessionRequest) =>
+      readResource(session, params, request),
+    listPrompts: (cursor: unknown, request: SessionRequest) => listPrompts(session, cursor, request),
+    getPrompt: (params: GetPromptRequest['params'], request: SessionRequest) => getPrompt(session, params, request),
+    complete: (params: CompleteRequest['params'], request: SessionRequest) => complete(session, params, request),
+    /** The context a request is decided under (the factory computes what it may be shown). */
+    contextOf: (request: SessionRequest) => contextOf(session, request),
+  };
+}

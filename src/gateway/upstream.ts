@@ -84,8 +84,8 @@ type CallToolParams = CallToolRequest['params'];
 /** The upstream's client: forwards the downstream's progress token and tracks which client a call is for. */
 class GatewayClient extends Client {
   readonly #upstream: Upstream;
-  constructor(upstream: Upstream, capabilities: ClientCapabilities) {
-    super({ name: 'toolgate-gateway', version: '0.2.0' }, clientOptions(capabilities));
+  constructor(upstream: Upstream, capabilities: ClientCapabilities, probeTimeoutMs: number) {
+    super({ name: 'toolgate-gateway', version: '0.2.0' }, clientOptions(capabilities, probeTimeoutMs));
     this.#upstream = upstream;
   }
 
@@ -181,11 +181,13 @@ export class Upstream {
   async start(): Promise<void> {
     if (this.#state === 'closed') return;
     this.#state = 'connecting';
-    const client = new GatewayClient(this, { sampling: {}, elicitation: { form: {}, url: {} } });
+    const timeoutMs = this.options.connectTimeoutMs ?? 10_000;
+    // The era probe may take all of it (on stdio a server's start-up counts; a silent one is a 2025
+    // server), and the 2025 handshake after it as long again.
+    const client = new GatewayClient(this, { sampling: {}, elicitation: { form: {}, url: {} } }, timeoutMs);
     this.#client = client;
     this.#session = null;
     this.#wire(client);
-    const timeoutMs = this.options.connectTimeoutMs ?? 10_000;
     let timer: NodeJS.Timeout | undefined;
     try {
       const connecting = (async () => {
@@ -209,7 +211,7 @@ export class Upstream {
       const connection = await Promise.race([
         connecting,
         new Promise<never>((_, reject) => {
-          timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
+          timer = setTimeout(() => reject(new Error(`no answer within ${2 * timeoutMs} ms`)), 2 * timeoutMs);
         }),
       ]);
       if ((this.#state as UpstreamState) === 'closed') {

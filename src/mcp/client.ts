@@ -55,7 +55,7 @@ export interface ConnectClientOptions {
  * @example
  * const client = new Client({ name: 'toolgate', version: '0.1.0' }, clientOptions({ elicitation: { form: {} } }));
  */
-export function clientOptions(capabilities: ClientCapabilities = {}, probeTimeoutMs = 5000): ClientOptions {
+export function clientOptions(capabilities: ClientCapabilities = {}, probeTimeoutMs = 10_000): ClientOptions {
   return {
     capabilities,
     versionNegotiation: { mode: 'auto', probe: { timeoutMs: probeTimeoutMs } },
@@ -64,8 +64,8 @@ export function clientOptions(capabilities: ClientCapabilities = {}, probeTimeou
 }
 
 /** A new client of toolgate's, not yet connected. */
-export function newClient(name = 'toolgate', capabilities: ClientCapabilities = {}): Client {
-  return new Client({ name, version: '0.1.0' }, clientOptions(capabilities));
+export function newClient(name = 'toolgate', capabilities: ClientCapabilities = {}, probeTimeoutMs = 10_000): Client {
+  return new Client({ name, version: '0.1.0' }, clientOptions(capabilities, probeTimeoutMs));
 }
 
 /**

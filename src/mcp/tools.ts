@@ -117,7 +117,7 @@ export async function connectMcpServer(registry: ToolRegistry, options: McpServe
   const metadataOf = byCanonicalName(overrides, 'metadata');
   const parametersOf = byCanonicalName(options.parameters ?? {}, 'parameters');
 
-  const client = options.client ?? newClient(options.clientName ?? 'toolgate');
+  const client = options.client ?? newClient(options.clientName ?? 'toolgate', {}, options.connectTimeoutMs ?? 10_000);
   const connect: ConnectClientOptions = {
     ...(options.connectTimeoutMs !== undefined ? { timeoutMs: options.connectTimeoutMs } : {}),
     onViolation:

@@ -50,62 +50,98 @@ export interface RedisStoresOptions {
 }
 
 // Sliding-window log per counter: a sorted set of "id:cost" members scored by time (KEYS[2i-1]) and a running
-// total beside it (KEYS[2i]). Expired members are subtracted and removed first; then either every charge fits
-// and all are added, or none is, so a refused attempt spends nothing. ARGV: id, then cost, limit, window per
-// charge. Returns {allowed, index of the refused charge, retryAfterMs (-1: never), used…}.
+// total beside it (KEYS[2i]). One call decides a batch of charge sets, in order, each all or nothing (the
+// concurrent charges of one process, coalesced): expired members are subtracted and removed the first time a
+// counter is met (an empty log is a total of 0); then a set is allowed only when every charge of it fits (two on one counter must fit
+// together), or refused and nothing of it is added. What the allowed sets add is written once per counter at
+// the end: one member per counter holding their summed cost (they share the server's `now`, so they leave the
+// window together: exact), the total, and the TTLs. ARGV: id, the number of sets, then per set its number of
+// charges and cost, limit, window per charge. Returns per set: allowed (1/0), index of the refused charge (-1),
+// retryAfterMs (-1: never), the number of totals, the totals.
 const CONSUME = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local n = #KEYS / 2
-local totals = {}
-local pending = {}
-local used = {}
-for i = 1, n do
-  local z, tk = KEYS[2 * i - 1], KEYS[2 * i]
-  local cost, limit, window = tonumber(ARGV[3 * i - 1]), tonumber(ARGV[3 * i]), tonumber(ARGV[3 * i + 1])
-  if totals[z] == nil then
-    local total = tonumber(redis.call('GET', tk) or '0')
-    local old = redis.call('ZRANGEBYSCORE', z, '-inf', now - window)
-    if #old > 0 then
-      for _, m in ipairs(old) do total = total - tonumber(string.match(m, ':([^:]+)$')) end
-      redis.call('ZREMRANGEBYSCORE', z, '-inf', now - window)
-      redis.call('SET', tk, tostring(total), 'KEEPTTL')
-    end
-    if redis.call('ZCARD', z) == 0 or total < 0 then total = 0 end
-    totals[z] = total
-    pending[z] = 0
-  end
-  local total = totals[z] + pending[z]
-  if total + cost > limit then
-    local retry = -1
-    if cost <= limit then
-      local need = total + cost - limit
-      local freed = 0
-      local entries = redis.call('ZRANGE', z, 0, -1, 'WITHSCORES')
-      for k = 1, #entries, 2 do
-        freed = freed + tonumber(string.match(entries[k], ':([^:]+)$'))
-        if freed >= need then retry = tonumber(entries[k + 1]) + window - now + 1; break end
+local sets = tonumber(ARGV[2])
+local a, k = 3, 1
+local totals, totalKey, added, order, longest = {}, {}, {}, {}, {}
+local out = {}
+local function costOf(m) return tonumber(string.match(m, ':([^:]+)$')) end
+for s = 1, sets do
+  local n = tonumber(ARGV[a])
+  a = a + 1
+  local zs, costs, windows, used, pending = {}, {}, {}, {}, {}
+  local refused, retry = nil, -1
+  for i = 1, n do
+    local z, tk = KEYS[k], KEYS[k + 1]
+    local cost, limit, window = tonumber(ARGV[a]), tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
+    k, a = k + 2, a + 3
+    zs[i], costs[i], windows[i] = z, cost, window
+    if refused == nil then
+      if totals[z] == nil then
+        local total = 0
+        -- Only the oldest member is read unless it has left the window (the common case reads one).
+        local oldest = redis.call('ZRANGE', z, 0, 0, 'WITHSCORES')
+        if #oldest > 0 then
+          total = tonumber(redis.call('GET', tk) or '0')
+          if tonumber(oldest[2]) <= now - window then
+            for _, m in ipairs(redis.call('ZRANGEBYSCORE', z, '-inf', now - window)) do total = total - costOf(m) end
+            redis.call('ZREMRANGEBYSCORE', z, '-inf', now - window)
+            if redis.call('ZCARD', z) == 0 or total < 0 then total = 0 end
+            redis.call('SET', tk, tostring(total), 'KEEPTTL')
+          end
+        end
+        totals[z], totalKey[z] = total, tk
+      end
+      local total = totals[z] + (pending[z] or 0)
+      if total + cost > limit then
+        refused = i
+        if cost <= limit then
+          local need, freed = total + cost - limit, 0
+          local entries = redis.call('ZRANGE', z, 0, -1, 'WITHSCORES')
+          for e = 1, #entries, 2 do
+            freed = freed + costOf(entries[e])
+            if freed >= need then retry = tonumber(entries[e + 1]) + window - now + 1; break end
+          end
+          -- What earlier sets of this batch added is not written yet; it leaves the window a window from now.
+          if retry < 0 and added[z] ~= nil and freed + added[z] >= need then retry = window + 1 end
+        end
+        for j = 1, i - 1 do used[j] = used[j] - costs[j] end
+        used[i] = total
+      else
+        pending[z] = (pending[z] or 0) + cost
+        used[i] = total + cost
       end
     end
-    local out = {0, i - 1, tostring(retry)}
-    for j = 1, i - 1 do out[#out + 1] = tostring(used[j] - tonumber(ARGV[3 * j - 1])) end
-    out[#out + 1] = tostring(total)
-    return out
   end
-  pending[z] = pending[z] + cost
-  used[i] = total + cost
+  if refused == nil then
+    for i = 1, n do
+      local z = zs[i]
+      if costs[i] > 0 then
+        if added[z] == nil then
+          added[z] = 0
+          order[#order + 1] = z
+        end
+        added[z] = added[z] + costs[i]
+        totals[z] = totals[z] + costs[i]
+        if longest[z] == nil or windows[i] > longest[z] then longest[z] = windows[i] end
+      end
+    end
+    out[#out + 1] = 1
+    out[#out + 1] = -1
+    out[#out + 1] = '0'
+    out[#out + 1] = n
+  else
+    out[#out + 1] = 0
+    out[#out + 1] = refused - 1
+    out[#out + 1] = tostring(retry)
+    out[#out + 1] = refused
+  end
+  for i = 1, refused or n do out[#out + 1] = tostring(used[i]) end
 end
-local out = {1, -1, '0'}
-for i = 1, n do
-  local z, tk = KEYS[2 * i - 1], KEYS[2 * i]
-  local cost, window = tonumber(ARGV[3 * i - 1]), tonumber(ARGV[3 * i + 1])
-  if cost > 0 then
-    redis.call('ZADD', z, now, ARGV[1] .. '.' .. i .. ':' .. ARGV[3 * i - 1])
-    totals[z] = totals[z] + cost
-    redis.call('SET', tk, tostring(totals[z]), 'PX', window)
-    redis.call('PEXPIRE', z, window)
-  end
-  out[#out + 1] = tostring(used[i])
+for i, z in ipairs(order) do
+  redis.call('ZADD', z, now, ARGV[1] .. '.' .. i .. ':' .. tostring(added[z]))
+  redis.call('SET', totalKey[z], tostring(totals[z]), 'PX', longest[z])
+  redis.call('PEXPIRE', z, longest[z])
 end
 return out
 `;
@@ -213,6 +249,87 @@ const scripts = {
   settle: new Script(SETTLE),
 };
 
+/** The most charge sets one script call decides. */
+const MAX_SETS = 256;
+
+interface QueuedCharge {
+  readonly charges: readonly CounterCharge[];
+  readonly resolve: (verdict: CounterVerdict) => void;
+  readonly reject: (error: unknown) => void;
+}
+
+/**
+ * The concurrent `consume` calls of one process, coalesced: a call made while none is in flight is sent at
+ * once (one EVALSHA: no added latency for a lone caller); the calls made while one is in flight wait for it
+ * and go together in the next, decided in the order they were made by one run of the script, each all or
+ * nothing. So N concurrent decisions cost one round trip and one script run, not N, and the totals stay exact.
+ */
+class ConsumeBatch {
+  readonly #client: Redis;
+  readonly #key: (kind: string, name: string) => string;
+  #queued: QueuedCharge[] = [];
+  #sending = false;
+
+  constructor(client: Redis, key: (kind: string, name: string) => string) {
+    this.#client = client;
+    this.#key = key;
+  }
+
+  push(charges: readonly CounterCharge[]): Promise<CounterVerdict> {
+    return new Promise<CounterVerdict>((resolve, reject) => {
+      this.#queued.push({ charges, resolve, reject });
+      if (!this.#sending) void this.#send();
+    });
+  }
+
+  async #send(): Promise<void> {
+    this.#sending = true;
+    while (this.#queued.length > 0) {
+      const sets = this.#queued.length <= MAX_SETS ? this.#queued : this.#queued.slice(0, MAX_SETS);
+      this.#queued = sets === this.#queued ? [] : this.#queued.slice(MAX_SETS);
+      const keys: string[] = [];
+      const args: (string | number)[] = [randomUUID(), sets.length];
+      for (const { charges } of sets) {
+        args.push(charges.length);
+        for (const c of charges) {
+          keys.push(this.#key('c', c.key), this.#key('ct', c.key));
+          args.push(c.cost, c.limit, Math.ceil(c.windowMs));
+        }
+      }
+      let reply: unknown;
+      try {
+        reply = await scripts.consume.run(this.#client, keys, args);
+      } catch (error) {
+        for (const set of sets) set.reject(error);
+        continue;
+      }
+      verdictsOf(reply, sets);
+    }
+    this.#sending = false;
+  }
+}
+
+/** Hands each set its verdict from the script's flat reply; a reply that cannot be read rejects the rest. */
+function verdictsOf(reply: unknown, sets: readonly QueuedCharge[]): void {
+  const r = Array.isArray(reply) ? (reply as unknown[]) : [];
+  let at = 0;
+  for (const [i, set] of sets.entries()) {
+    const count = Number(r[at + 3]);
+    if (r.length < at + 4 + count || !Number.isInteger(count)) {
+      const error = new Error(`the counter script answered ${describe(reply)}, which holds no verdict for set ${i}`);
+      for (const rest of sets.slice(i)) rest.reject(error);
+      return;
+    }
+    const used = r.slice(at + 4, at + 4 + count).map(Number);
+    if (r[at] === 1) set.resolve({ allowed: true, used });
+    else {
+      const retry = Number(r[at + 2]);
+      set.resolve({ allowed: false, used, index: Number(r[at + 1]), retryAfterMs: retry < 0 ? null : retry });
+    }
+    at += 4 + count;
+  }
+}
+
 /**
  * The Redis stores: `counters`, `nonces`, `ledger` (short-lived: each key lives `ledgerRetentionMs`).
  *
@@ -254,21 +371,17 @@ export class RedisStores {
     if (this.#owned) this.client.on('error', () => undefined);
     const client = this.client;
     const key = (kind: string, name: string): string => `${prefix}:${kind}:${name}`;
+    const batch = new ConsumeBatch(client, key);
 
     this.counters = {
       name: `redis ${client.options.host ?? '?'}:${client.options.port ?? '?'} prefix ${JSON.stringify(prefix)}`,
-      async consume(charges: readonly CounterCharge[]): Promise<CounterVerdict> {
-        checkCharges(charges);
-        const keys = charges.flatMap((c) => [key('c', c.key), key('ct', c.key)]);
-        const args = [
-          randomUUID(),
-          ...charges.flatMap((c) => [String(c.cost), String(c.limit), String(Math.ceil(c.windowMs))]),
-        ];
-        const r = (await scripts.consume.run(client, keys, args)) as [number, number, string, ...string[]];
-        const used = r.slice(3).map(Number);
-        if (r[0] === 1) return { allowed: true, used };
-        const retry = Number(r[2]);
-        return { allowed: false, used, index: r[1], retryAfterMs: retry < 0 ? null : retry };
+      consume(charges: readonly CounterCharge[]): Promise<CounterVerdict> {
+        try {
+          checkCharges(charges);
+        } catch (error) {
+          return Promise.reject(error);
+        }
+        return batch.push(charges);
       },
       async peek(name: string, windowMs: number): Promise<number> {
         requireKey(name, 'key');

@@ -13,6 +13,7 @@ import { parsePolicy } from '../../src/policy-file/load.js';
 import { MemoryCounterStore } from '../../src/stores/memory.js';
 import { PostgresStores } from '../../src/stores/postgres.js';
 import { PG_URL, uniqueName } from '../stores/servers.js';
+import type { LimitJob } from './limit-worker.js';
 
 const exec = promisify(execFile);
 const root = join(import.meta.dirname, '../..');
@@ -171,10 +172,18 @@ describe('plans in a policy file', () => {
       const tenants = ['pro', 'free', 'vip', 'trial'];
       const outs = await Promise.all(
         Array.from({ length: N }, async () => {
-          const job = { pgUrl: PG_URL, schema, policy: POLICY, tenants, calls: M, executions };
+          const job: LimitJob = {
+            backend: 'postgres',
+            pgUrl: PG_URL,
+            schema,
+            policy: POLICY,
+            tenants,
+            calls: M,
+            executions,
+          };
           const { stdout } = await exec(
             process.execPath,
-            ['--import', 'tsx', join(import.meta.dirname, 'plan-worker.ts'), JSON.stringify(job)],
+            ['--import', 'tsx', join(import.meta.dirname, 'limit-worker.ts'), JSON.stringify(job)],
             { cwd: root, timeout: 120_000 },
           );
           return JSON.parse(stdout.trim().split('\n').at(-1)!) as {

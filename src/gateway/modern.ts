@@ -1,0 +1,203 @@
+/**
+ * The gateway's 2026-07-28 downstream: stateless, one SDK v2 server per request, bound to the same
+ * session handlers as the 2025-era sessions (session.ts), so both eras get the same decisions. The SDK's
+ * entry (`createMcpHandler`, modern only) answers what the revision asks of the wire before any handler
+ * runs: `Mcp-Method` / `Mcp-Name` that disagree with the body (-32020, HTTP 400), a version it does not
+ * speak (-32022 naming the ones it does), a request without the required `_meta` (-32602). Every list
+ * (per caller: it is filtered by the caller's allowlist and rules) and every read carries
+ * `cacheScope: "private"` with a short `ttlMs`; `server/discover` advertises what the upstreams offer and
+ * this caller may use.
+ */
+import {
+  createMcpHandler,
+  ProtocolError,
+  ProtocolErrorCode,
+  Server as ModernServer,
+  type AuthInfo,
+  type CacheHint,
+  type ClientCapabilities,
+  type McpHttpHandler,
+  type ServerCapabilities,
+  type ServerContext,
+} from '@modelcontextprotocol/server';
+import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import type { GateContext } from '../gate/precheck.js';
+import { MODERN_VERSION } from '../mcp/index.js';
+import { requestHandlers, type GatewayCore, type GatewayRequestContext, type SessionRequest } from './session.js';
+
+/** How long a 2026-07-28 client may keep a list or a read: short, and never shared with another caller. */
+export const PRIVATE_TTL_MS = 5000;
+
+const PRIVATE: CacheHint = { ttlMs: PRIVATE_TTL_MS, cacheScope: 'private' };
+
+/** The log levels, least severe first (RFC 5424 names). */
+const LEVELS = ['debug', 'info', 'notice', 'warning', 'error', 'critical', 'alert', 'emergency'] as const;
+
+/**
+ * The HTTP handler of the 2026-07-28 downstream (web-standard `fetch`); `context` is the context of a
+ * request from its authentication (the HTTP server narrows the gateway's own by the token's).
+ */
+export function modernHandler(
+  core: GatewayCore,
+  context: () => GatewayRequestContext,
+  onerror?: (error: Error) => void,
+): McpHttpHandler {
+  return createMcpHandler(({ authInfo }) => modernServer(core, context, authInfo), {
+    legacy: 'reject',
+    ...(onerror ? { onerror } : {}),
+  });
+}
+
+/** One request's server: what it advertises is what this caller may use of what the upstreams offer. */
+export function modernServer(
+  core: GatewayCore,
+  contextOption: () => GatewayRequestContext,
+  authInfo: AuthInfo | undefined,
+): ModernServer {
+  const option = contextOption();
+  const caller: GateContext =
+    typeof option === 'function' ? option({ authInfo: authInfo as never, sessionId: undefined }) : option;
+  const capabilities = capabilitiesFor(core, caller);
+  const server = new ModernServer(
+    { name: core.name, version: '0.2.0' },
+    {
+      capabilities,
+      cacheHints: {
+        'server/discover': PRIVATE,
+        'tools/list': PRIVATE,
+        'resources/list': PRIVATE,
+        'resources/templates/list': PRIVATE,
+        'prompts/list': PRIVATE,
+        'resources/read': PRIVATE,
+      },
+    },
+  );
+  let current: ServerContext | undefined;
+  const handlers = requestHandlers(
+    core,
+    contextOption,
+    peer(() => current),
+  );
+  const of = (ctx: ServerContext): SessionRequest => {
+    current = ctx;
+    return {
+      signal: ctx.mcpReq.signal,
+      progressToken: ctx.mcpReq._meta?.progressToken,
+      sendNotification: (notification) => ctx.mcpReq.notify(notification as never),
+      authInfo: ctx.http?.authInfo as never,
+      sessionId: undefined,
+    };
+  };
+  // Results are the session handlers' (the SDK v1's types, the same JSON); the SDK adds resultType and the
+  // cache fields. Only what the server advertises is served: another method is not found (-32601).
+  if (capabilities.tools) {
+    server.setRequestHandler('tools/list', async (_r, ctx) => (await handlers.listTools(of(ctx))) as never);
+    server.setRequestHandler(
+      'tools/call',
+      async (r, ctx) => (await handlers.callTool(r.params as never, of(ctx))) as never,
+    );
+  }
+  if (capabilities.resources) {
+    server.setRequestHandler(
+      'resources/list',
+      async (r, ctx) => (await handlers.listResources(r.params?.cursor, of(ctx))) as never,
+    );
+    server.setRequestHandler(
+      'resources/templates/list',
+      async (r, ctx) => (await handlers.listResourceTemplates(r.params?.cursor, of(ctx))) as never,
+    );
+    server.setRequestHandler('resources/read', async (r, ctx) => {
+      const read = await handlers.readResource(r.params as never, of(ctx));
+      return privately(read as Record<string, unknown>) as never;
+    });
+  }
+  if (capabilities.prompts) {
+    server.setRequestHandler(
+      'prompts/list',
+      async (r, ctx) => (await handlers.listPrompts(r.params?.cursor, of(ctx))) as never,
+    );
+    server.setRequestHandler(
+      'prompts/get',
+      async (r, ctx) => (await handlers.getPrompt(r.params as never, of(ctx))) as never,
+    );
+  }
+  if (capabilities.completions)
+    server.setRequestHandler(
+      'completion/complete',
+      async (r, ctx) => (await handlers.complete(r.params as never, of(ctx))) as never,
+    );
+  return server;
+}
+
+/**
+ * A result the gateway relays (a read): private whatever the upstream said (the gate decided it for this
+ * caller), fresh no longer than the upstream said nor than {@link PRIVATE_TTL_MS}.
+ */
+function privately(result: Record<string, unknown>): Record<string, unknown> {
+  const upstream = typeof result['ttlMs'] === 'number' && result['ttlMs'] >= 0 ? result['ttlMs'] : PRIVATE_TTL_MS;
+  return { ...result, ttlMs: Math.min(upstream, PRIVATE_TTL_MS), cacheScope: 'private' };
+}
+
+/**
+ * The capabilities one caller is shown: tools when the allowlist permits any, resources, prompts,
+ * completions and logging when a ready upstream offers them. Never `listChanged` or `subscribe`: the
+ * gateway does not serve `subscriptions/listen` yet, so it does not promise change notices.
+ */
+export function capabilitiesFor(core: GatewayCore, context: GateContext): ServerCapabilities {
+  const ready = [...core.router.upstreams.values()].filter((u) => u.state === 'ready');
+  const offered = (key: keyof ServerCapabilities): boolean => ready.some((u) => u.capabilities[key] !== undefined);
+  const capabilities: ServerCapabilities = {};
+  if (core.registry.allowlist(context).names.length > 0) capabilities.tools = {};
+  if (offered('resources')) capabilities.resources = {};
+  if (offered('prompts')) capabilities.prompts = {};
+  if (offered('completions')) capabilities.completions = {};
+  if (offered('logging')) capabilities.logging = {};
+  return capabilities;
+}
+
+/**
+ * What the session handlers ask of "the client's server" for a 2026-07-28 request: the client's
+ * capabilities from the request's `_meta` (without elicitation, sampling and roots: the gateway cannot
+ * send a 2026-07-28 client a request, so an ask is not put to it by elicitation and an upstream's
+ * sampling or elicitation request is refused, never sent), and log lines (only when the request carried
+ * a log level, and at or above it). Anything else the session asks of it throws: nothing falls through.
+ */
+function peer(context: () => ServerContext | undefined): Server {
+  const target = {
+    transport: undefined,
+    getClientCapabilities(): ClientCapabilities | undefined {
+      const envelope = context()?.mcpReq.envelope as Record<string, unknown> | undefined;
+      const declared = envelope?.['io.modelcontextprotocol/clientCapabilities'] as ClientCapabilities | undefined;
+      if (!declared) return {};
+      const { elicitation: _elicitation, sampling: _sampling, roots: _roots, ...rest } = declared;
+      return rest;
+    },
+    async notification(notification: { method: string; params?: Record<string, unknown> }): Promise<void> {
+      const ctx = context();
+      if (!ctx || notification.method !== 'notifications/message') return;
+      const envelope = ctx.mcpReq.envelope as Record<string, unknown> | undefined;
+      const wanted = LEVELS.indexOf(envelope?.['io.modelcontextprotocol/logLevel'] as (typeof LEVELS)[number]);
+      const level = LEVELS.indexOf(notification.params?.['level'] as (typeof LEVELS)[number]);
+      if (wanted < 0 || level < wanted) return;
+      await ctx.mcpReq.notify(notification as never);
+    },
+    async elicitInput(): Promise<never> {
+      throw new ProtocolError(
+        ProtocolErrorCode.MissingRequiredClientCapability,
+        `toolgate gateway: a ${MODERN_VERSION} client cannot be sent an elicitation request`,
+      );
+    },
+    async createMessage(): Promise<never> {
+      throw new ProtocolError(
+        ProtocolErrorCode.MissingRequiredClientCapability,
+        `toolgate gateway: a ${MODERN_VERSION} client cannot be sent a sampling request`,
+      );
+    },
+  };
+  return new Proxy(target, {
+    get(object, key) {
+      if (typeof key === 'symbol' || key === 'then' || key in object) return Reflect.get(object, key);
+      throw new Error(`toolgate gateway: ${key} is not available for a ${MODERN_VERSION} request`);
+    },
+  }) as unknown as Server;
+}
