@@ -49,6 +49,7 @@ interface GatewayCliOptions {
   watch: boolean;
   inbox?: string;
   inboxUrl?: string;
+  reload: string;
 }
 
 /** Runs the gateway until the client disconnects or a signal stops it; resolves with the exit code. */
@@ -96,6 +97,11 @@ export async function runGateway(
     )
     .option('--inbox-url <url>', "the inbox's address told to the client (toolgate serve's URL)")
     .option(
+      '--reload <rule>',
+      'widen=hold: a reload that widens access waits for approval in the inbox; widen=allow: it takes effect (audited with its diff)',
+      'widen=hold',
+    )
+    .option(
       '--approval-secret-env <name>',
       'the environment variable holding the approval HMAC key',
       'TOOLGATE_APPROVAL_SECRET',
@@ -136,6 +142,8 @@ export async function runGateway(
     if (options.inbox !== undefined && options.approvalsPostgres !== undefined)
       throw new Error('--inbox and --approvals-postgres exclude each other: give one place where asks wait');
     if (options.inboxUrl !== undefined && options.inbox === undefined) throw new Error('--inbox-url needs --inbox');
+    if (options.reload !== 'widen=hold' && options.reload !== 'widen=allow')
+      throw new Error(`--reload must be widen=hold or widen=allow, got ${JSON.stringify(options.reload)}`);
     if (options.inbox === 'memory')
       throw new Error('--inbox memory cannot be answered from toolgate serve: give sqlite:<file> or postgres://…');
     let approvals: GatewayApprovals | undefined;
@@ -193,6 +201,7 @@ export async function runGateway(
       ...(audit ? { audit } : {}),
       ...(approvals ? { approvals } : {}),
       ...(inbox ? { inbox } : {}),
+      reloadGuard: { widen: options.reload === 'widen=allow' ? 'allow' : 'hold' },
     });
     if (options.http !== undefined) {
       const { serveGatewayHttp } = await import('../gateway/http.js');
@@ -237,7 +246,9 @@ export async function runGateway(
         log(
           result.ok
             ? `${why}: policy ${result.version} in force${result.changes.length > 0 ? ` (${result.changes.join('; ')})` : ', nothing changed'}`
-            : `${why}: the new policy was refused; policy ${result.version} stays in force: ${result.error}`,
+            : result.held
+              ? `${why}: ${result.error} (approval ${result.approval})`
+              : `${why}: the new policy was refused; policy ${result.version} stays in force: ${result.error}`,
         ),
       );
   };

@@ -67,12 +67,14 @@ export interface ItemAuditRecord extends RecordBase {
 
 /**
  * The policy in force and which of it is in shadow mode: at start, at every reload (`changes` names each
- * change of enforcement), and when a reload is refused (`refused`: the policy named stays in force).
+ * change of enforcement), and when a reload is refused (`refused`: the policy named stays in force), or held
+ * for a person's approval because it widens access (`held`: the policy named stays in force; `approval` is
+ * the request's id, `changes` what widens). A held reload approved is a `reload` record naming the approver.
  */
 export interface ModeAuditRecord {
   readonly type: 'mode';
   readonly time: string;
-  readonly event: 'start' | 'reload' | 'refused';
+  readonly event: 'start' | 'reload' | 'refused' | 'held';
   /** The version of the policy in force after the event. */
   readonly policy: string;
   readonly mode: 'enforce' | 'shadow';
@@ -84,6 +86,10 @@ export interface ModeAuditRecord {
   readonly changes: readonly string[];
   /** Why a reload was refused. */
   readonly error?: string;
+  /** A held reload's approval request (its id in the inbox). */
+  readonly approval?: string;
+  /** Who approved a held reload (a `reload` record), or denied it (a `refused` record). */
+  readonly approver?: string;
 }
 
 /** A tool definition pinned for the first time, or seen drifted from its pin. */

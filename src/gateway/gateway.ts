@@ -17,6 +17,7 @@ import type { GatewayAuditRecord, GatewayAuditSink } from './audit.js';
 import { checkContext } from './context.js';
 import { checkInbox, type GatewayInbox } from './inbox.js';
 import { ItemGate } from './items.js';
+import type { GatewayReloadGuard } from './reload-guard.js';
 import { Relay } from './relay.js';
 import {
   buildInForce,
@@ -32,6 +33,7 @@ import { openSession, type GatewayCore, type GatewayRequestContext } from './ses
 import { Upstream, type GatewayUpstreamOptions, type UpstreamEvents } from './upstream.js';
 
 export type { GatewayPinOptions, GatewayReloadOptions, GatewayReloadResult } from './reload.js';
+export type { GatewayReloadGuard } from './reload-guard.js';
 export type { GatewayRequestContext } from './session.js';
 export { elicitationApprover } from './approvers.js';
 
@@ -62,6 +64,13 @@ export interface GatewayOptions {
    * `approvals`. @default none
    */
   readonly inbox?: GatewayInbox;
+  /**
+   * Every reload is diffed against the policy in force (`diffPolicies`). One that widens access is held for
+   * a person's approval in `inbox` (`widen: 'hold'`), or takes effect with the diff in its audit record
+   * (`widen: 'allow'`, the CLI's `--reload widen=allow`, and always without an inbox). A reload that does
+   * not widen takes effect at once. @default { widen: 'hold' }
+   */
+  readonly reloadGuard?: GatewayReloadGuard;
 }
 
 /** A running gateway. */
@@ -144,7 +153,17 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     inputs,
     null,
   );
-  const inForce = new Reloader(first, { registry, items, router, relay, contextOption: options.context }, inputs);
+  // A held reload is asked in the inbox under the key the gateway's routes bind their approvals under.
+  const guard = {
+    settings: options.reloadGuard ?? { widen: 'hold' as const },
+    inbox: options.inbox,
+    secret: people.secret,
+  };
+  const inForce = new Reloader(
+    first,
+    { registry, items, router, relay, contextOption: options.context, guard },
+    inputs,
+  );
   const core: GatewayCore = {
     name: options.name ?? 'toolgate-gateway',
     registry,
@@ -234,6 +253,9 @@ function checkOptions(options: GatewayOptions): void {
     throw new TypeError(`createGateway options must be an object, got ${describe(options)}`);
   if (!isPolicySet(options.policy))
     throw new TypeError(`option "policy" must be a loaded policy file (a PolicySet), got ${describe(options.policy)}`);
+  const guard = options.reloadGuard;
+  if (guard !== undefined && (typeof guard !== 'object' || guard === null || !['hold', 'allow'].includes(guard.widen)))
+    throw new TypeError(`option "reloadGuard" must be { widen: 'hold' | 'allow' }, got ${describe(guard)}`);
   if (typeof options.upstreams !== 'object' || options.upstreams === null)
     throw new TypeError(`option "upstreams" must be an object keyed by namespace, got ${describe(options.upstreams)}`);
   for (const [namespace, upstream] of Object.entries(options.upstreams)) {

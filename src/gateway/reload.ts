@@ -16,6 +16,8 @@ import type { PolicySet } from '../policy-file/policy-set.js';
 import { formatIssue, readPolicyFile } from '../policy-file/load.js';
 import type { ToolRegistry } from '../registry.js';
 import type { GatewayAuditRecord } from './audit.js';
+import type { GatewayInbox } from './inbox.js';
+import { reloadRequest, reloadVerdict, type GatewayReloadGuard } from './reload-guard.js';
 import { checkContext } from './context.js';
 import type { ItemGate } from './items.js';
 import { PinStore, PinTracker, readLockFile, withPinRule } from './pins.js';
@@ -42,10 +44,30 @@ export interface GatewayReloadOptions {
   readonly pins?: GatewayPinOptions | null | ((policy: PolicySet) => GatewayPinOptions | null);
 }
 
-/** What a reload did: the changes now in force, or why the policy in force was kept. */
+/**
+ * What a reload did: the changes now in force, or why the policy in force was kept — `held` when it widens
+ * access and waits for a person's approval in the inbox (`settled` resolves with what became of it).
+ */
 export type GatewayReloadResult =
   | { readonly ok: true; readonly version: string; readonly changes: readonly string[] }
-  | { readonly ok: false; readonly version: string; readonly error: string };
+  | { readonly ok: false; readonly version: string; readonly error: string; readonly held?: never }
+  | {
+      readonly ok: false;
+      readonly held: true;
+      readonly version: string;
+      readonly error: string;
+      /** The approval request's id in the inbox. */
+      readonly approval: string;
+      /** Resolves once the request is answered or expires: the reload in force, or why it is not. */
+      readonly settled: Promise<GatewayReloadResult>;
+    };
+
+/** The reload guard and where a held reload is asked (the gateway's inbox and its binding key). */
+export interface ReloadGuardDeps {
+  readonly settings: GatewayReloadGuard;
+  readonly inbox: GatewayInbox | undefined;
+  readonly secret: Uint8Array;
+}
 
 /** The snapshot a request reads: everything the policy file decides, frozen. */
 export interface PolicyInForce {
@@ -108,6 +130,7 @@ export class Reloader {
   readonly #relay: Relay;
   readonly #inputs: InForceInputs;
   readonly #contextOption: GateContext | undefined;
+  readonly #guard: ReloadGuardDeps | undefined;
 
   constructor(
     first: PolicyInForce,
@@ -117,9 +140,11 @@ export class Reloader {
       router: Router;
       relay: Relay;
       contextOption: GateContext | undefined;
+      guard?: ReloadGuardDeps;
     },
     inputs: InForceInputs,
   ) {
+    this.#guard = deps.guard;
     this.#current = first;
     this.#registry = deps.registry;
     this.#items = deps.items;
@@ -147,7 +172,8 @@ export class Reloader {
   reload(source: PolicySet | string, options: GatewayReloadOptions = {}): Promise<GatewayReloadResult> {
     const result = this.#reloading.then(async () => {
       const prepared = await this.prepare(source, options);
-      return 'error' in prepared ? this.#refuse(prepared.error) : this.commit(prepared);
+      if ('error' in prepared) return this.#refuse(prepared.error);
+      return this.#guarded(prepared);
     });
     this.#reloading = result.catch(() => undefined);
     return result;
@@ -189,17 +215,64 @@ export class Reloader {
   }
 
   /** Swaps `next` in: one synchronous block, so no call is decided under half of the old and half of the new. */
-  commit(next: PolicyInForce): GatewayReloadResult {
+  commit(next: PolicyInForce, notes: readonly string[] = [], approver?: string): GatewayReloadResult {
     if (this.#closed) return this.#refuse('the gateway is closed');
     const before = this.#current;
-    const changes = policyChanges(before, next);
+    const changes = [...policyChanges(before, next), ...notes];
     this.#current = next;
     this.#registry.setPermissionPolicy(next.policy);
     this.#items.enforce(next);
     for (const upstream of this.#router.upstreams.values()) this.noteTools(upstream);
-    if (changes.length > 0) this.#mode('reload', changes);
+    if (changes.length > 0) this.#mode('reload', changes, approver !== undefined ? { approver } : {});
     this.#relay.listsChanged();
     return { ok: true, version: next.set.version, changes };
+  }
+
+  /**
+   * The reload diffed against the policy in force: one that does not widen access is committed at once; one
+   * that widens is held for a person's approval in the inbox (unless the guard allows widening, or there is
+   * no inbox to ask: then it is committed and its record says what widened).
+   */
+  async #guarded(next: PolicyInForce): Promise<GatewayReloadResult> {
+    const guard = this.#guard;
+    if (!guard) return this.commit(next);
+    const before = this.#current;
+    const verdict = await reloadVerdict(before.set, next.set);
+    if (!verdict.widens) return this.commit(next);
+    if (guard.settings.widen === 'allow' || guard.inbox === undefined)
+      return this.commit(next, [
+        `the reload widens access and was not held (${guard.settings.widen === 'allow' ? '--reload widen=allow' : 'no inbox to ask'}): ${verdict.why.join('; ')}`,
+      ]);
+    const inbox = guard.inbox;
+    const request = reloadRequest(guard.secret, before.set, next.set, verdict, guard.settings.ttlMs);
+    const error = `the reload to ${next.set.version} widens access and waits for approval in the inbox; policy ${before.set.version} stays in force`;
+    this.#mode('held', verdict.why, { error, approval: request.id });
+    const settled = (async (): Promise<GatewayReloadResult> => {
+      let answer;
+      try {
+        answer = await inbox.ask(request);
+      } catch (e) {
+        return this.#refuse(`the held reload could not be asked: ${e instanceof Error ? e.message : String(e)}`);
+      }
+      // Answered: applied in turn with the other reloads, and only over the policy it was diffed against.
+      const applied = this.#reloading.then(() => {
+        const who = answer.approver ?? 'an approver';
+        if (answer.effect !== 'allow')
+          return this.#refuse(
+            `the held reload to ${next.set.version} was ${/time|expired/i.test(answer.reason ?? '') ? 'not answered in time' : `denied by ${who}`}${answer.reason ? `: ${answer.reason}` : ''}`,
+            answer.approver,
+          );
+        if (this.#current !== before)
+          return this.#refuse(
+            `the held reload to ${next.set.version} was approved by ${who}, but another policy took effect meanwhile; reload it again`,
+            answer.approver,
+          );
+        return this.commit(next, [`approved by ${who} (a reload that widens access)`], answer.approver);
+      });
+      this.#reloading = applied.catch(() => undefined);
+      return applied;
+    })();
+    return { ok: false, held: true, version: before.set.version, error, approval: request.id, settled };
   }
 
   /** No reload is taken after this. */
@@ -207,13 +280,20 @@ export class Reloader {
     this.#closed = true;
   }
 
-  #refuse(error: string): GatewayReloadResult {
+  #refuse(error: string, approver?: string): GatewayReloadResult {
     const version = this.#current.set.version;
-    this.#mode('refused', [`the new policy was refused; policy ${version} stays in force: ${error}`], error);
+    this.#mode('refused', [`the new policy was refused; policy ${version} stays in force: ${error}`], {
+      error,
+      ...(approver !== undefined ? { approver } : {}),
+    });
     return { ok: false, version, error };
   }
 
-  #mode(event: 'start' | 'reload' | 'refused', changes: readonly string[], error?: string): void {
+  #mode(
+    event: 'start' | 'reload' | 'refused' | 'held',
+    changes: readonly string[],
+    extra: { readonly error?: string; readonly approval?: string; readonly approver?: string } = {},
+  ): void {
     const { set, pins, onDrift } = this.#current;
     this.#inputs.audit({
       type: 'mode',
@@ -226,7 +306,7 @@ export class Reloader {
         .map((r) => r.name),
       pin: pins ? onDrift : 'off',
       changes,
-      ...(error !== undefined ? { error } : {}),
+      ...extra,
     });
   }
 }

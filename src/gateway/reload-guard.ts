@@ -1,0 +1,92 @@
+/**
+ * The guarded reload (issue 26): every reload is diffed against the policy in force (`diffPolicies`). One
+ * that widens access — a region newly allowed or asked, a limit raised, a rule or the whole policy put in
+ * shadow mode, the fallback opened, pins relaxed, or a region that may change — is held: the policy in
+ * force stays and the reload becomes an approval request (kind `reload`) in the inbox, a card showing the
+ * diff with its example calls. Approved, it takes effect; denied or expired, it does not, and the audit
+ * says why. A reload that does not widen takes effect at once.
+ */
+import { bindingOf, requestOf, type ApprovalRequest } from '../gate/index.js';
+import { diffPolicies, diffText, type PolicyDiff } from '../policy-file/diff/index.js';
+import type { PolicySet } from '../policy-file/policy-set.js';
+
+/** How the gateway treats a reload that widens access. */
+export interface GatewayReloadGuard {
+  /** `hold` (the default with an inbox): wait for a person's approval in the inbox; `allow`: take effect (audited with the diff). */
+  readonly widen: 'hold' | 'allow';
+  /** How long a held reload waits for an answer. @default 86_400_000 (24 h) */
+  readonly ttlMs?: number;
+}
+
+/** What the diff says about a reload. */
+export interface ReloadVerdict {
+  readonly diff: PolicyDiff;
+  readonly widens: boolean;
+  /** The widening parts, in words, each with its example call (for the audit and the card). */
+  readonly why: readonly string[];
+}
+
+/** Diffs a reload against the policy in force. */
+export async function reloadVerdict(current: PolicySet, next: PolicySet): Promise<ReloadVerdict> {
+  const diff = await diffPolicies(current, next);
+  const why = [
+    ...diff.changes
+      .filter((c) => c.direction === 'widen')
+      .map(
+        (c) =>
+          `${c.kind} ${c.tool} ${JSON.stringify(c.example.arguments)}${c.example.who.agent ? ` (agent ${c.example.who.agent})` : ''}${c.example.who.tenant ? ` (tenant ${c.example.who.tenant})` : ''}: ${c.old.effect} → ${c.new.effect}${c.new.rule ? ` by rule ${JSON.stringify(c.new.rule)}` : ''}`,
+      ),
+    ...diff.uncertain
+      .filter((u) => u.direction !== 'narrow')
+      .map((u) => `may change: ${u.tool}: ${u.where} (${u.reason})`),
+    ...diff.settings.filter((s) => s.direction === 'widen').map((s) => s.text),
+  ];
+  return { diff, widens: diff.widens, why };
+}
+
+/**
+ * The approval request of a held reload: bound to the new policy's version (its `tool`) and the version in
+ * force; shown as the diff, with its example calls, in the inbox.
+ */
+export function reloadRequest(
+  secret: Uint8Array,
+  current: PolicySet,
+  next: PolicySet,
+  verdict: ReloadVerdict,
+  ttlMs?: number,
+): ApprovalRequest {
+  const changes = verdict.diff.changes.map((c) => ({
+    change: c.kind,
+    direction: c.direction,
+    tool: c.tool,
+    example: c.example,
+    old: `${c.old.effect}${c.old.rule ? ` (rule ${c.old.rule})` : ''}`,
+    new: `${c.new.effect}${c.new.rule ? ` (rule ${c.new.rule})` : ''}`,
+  }));
+  const binding = bindingOf({
+    kind: 'reload',
+    owner: { kind: 'session', id: 'gateway' },
+    callId: `reload:${current.version}:${next.version}`,
+    tool: next.version,
+    args: { from: current.version, to: next.version },
+    rule: 'reload-widens',
+    policyVersion: current.version,
+    caller: null,
+    tenant: null,
+    ...(ttlMs !== undefined ? { ttlMs } : {}),
+  });
+  return requestOf(secret, binding, {
+    toolName: `policy reload ${current.version} → ${next.version}`,
+    parameters: {
+      from: current.file ?? current.version,
+      to: next.file ?? next.version,
+      widens: verdict.why,
+      changes,
+      settings: verdict.diff.settings.map((s) => s.text),
+    },
+    agent: 'gateway',
+    runId: null,
+    reason: `this reload widens access (${verdict.why.length} part${verdict.why.length === 1 ? '' : 's'}); it takes effect when approved`,
+    trace: diffText(verdict.diff),
+  });
+}
