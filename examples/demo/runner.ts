@@ -127,7 +127,7 @@ function outcome(result: RunResult): string {
         : result.status === 'refusal_loop'
           ? ` → ${result.decision.tool} refused ${result.refusals} times`
           : result.status === 'paused'
-            ? ` → waiting on ${result.pending.map((p) => `${p.tool}(${JSON.stringify(p.parameters)})`).join(', ')}`
+            ? ` → waiting on ${result.pending.map((p) => `${p.toolName}(${JSON.stringify(p.parameters)})`).join(', ')}`
             : '';
   return `status ${result.status} (attempts ${result.attempts}, refusals ${result.refusals})${extra}`;
 }

@@ -53,9 +53,11 @@ export function traceOf(
 }
 
 /**
- * Puts a paused run's approvals in the inbox and resumes the run (once, with every answer of the pause)
- * when the last one is answered; a run that pauses again is tracked again. An answer's `remember`,
- * edited `arguments` and deny `reason` go to `runner.answer`; the edited call passes the whole gate again.
+ * Puts a paused run's approvals in the inbox, each stored with the run's signed state (`paused`), and resumes
+ * the run (once, with every answer of the pause) when the last one is answered; a run that pauses again is
+ * tracked again. The answers are applied as the store holds them (`runner.resumeAnswered`: not signed again,
+ * no second nonce); the edited call passes the whole gate again. A process that did not track the run
+ * resumes it too once it adopts one of its stored approvals ({@link RunnerInbox.adopt}).
  */
 export class RunnerInbox {
   readonly #inbox: ApprovalSink;
@@ -79,20 +81,28 @@ export class RunnerInbox {
 
   /** Tracks `result`: a paused run's approvals go to the inbox; resolves once they are stored. */
   async track(result: RunResult): Promise<TrackedRun> {
-    let resolve!: (result: RunResult) => void;
-    let reject!: (error: unknown) => void;
-    const done = new Promise<RunResult>((ok, fail) => {
-      resolve = ok;
-      reject = fail;
-    });
-    done.catch(() => undefined);
+    const { done, resolve, reject } = settled();
     if (result.status !== 'paused') resolve(result);
     else await this.#pause(result, resolve, reject);
     return { runId: result.runId, done };
   }
 
+  /**
+   * Tracks the run a stored approval belongs to (one paused in another process, found in the shared store):
+   * this process resumes it once every approval of its pause is answered. Null for an approval that is not a
+   * paused run's, or whose run this process tracks already.
+   */
+  async adopt(record: PendingRecord): Promise<TrackedRun | null> {
+    const paused = record.source === 'runner' ? record.paused : null;
+    const state = paused?.state as RunState | undefined;
+    if (!paused || !state || !Array.isArray(state.pending) || this.#tracked.has(record.id)) return null;
+    const { done, resolve, reject } = settled();
+    await this.#pause({ runId: paused.runId, state, pending: state.pending }, resolve, reject);
+    return { runId: paused.runId, done };
+  }
+
   async #pause(
-    result: Extract<RunResult, { status: 'paused' }>,
+    result: Pick<Extract<RunResult, { status: 'paused' }>, 'runId' | 'state' | 'pending'>,
     resolve: (result: RunResult) => void,
     reject: (error: unknown) => void,
   ): Promise<void> {
@@ -100,15 +110,24 @@ export class RunnerInbox {
     // The same call waiting again after its answer was given means the runner did not take the answer
     // (a policy handler of its own, say): it is not answered twice; the run stays paused.
     if (pending.some((p) => this.#tracked.has(p.id))) {
-      resolve(result);
+      if ('status' in result) resolve(result as RunResult);
       return;
     }
     const answers = new Map<string, PendingRecord>();
     const state = result.state;
-    const expiresAt = this.#inbox.now() + (this.#options.ttlMs ?? this.#inbox.ttlMs);
+    const paused = { runId: result.runId, state, approvals: pending.map((p) => p.id) };
+    const limit = this.#inbox.now() + (this.#options.ttlMs ?? this.#inbox.ttlMs);
     for (const p of pending) {
       this.#tracked.add(p.id);
-      await this.#inbox.submit(this.#recordOf(p, state, expiresAt), (record) => {
+      const trace = traceOf(this.#options.registry, p.canonical, p.parameters);
+      const approval: SubmittedApproval = {
+        ...p,
+        ...(trace !== undefined ? { trace } : {}),
+        source: 'runner',
+        expiresAt: Math.min(p.binding.expiresAt, limit),
+        paused,
+      };
+      await this.#inbox.submit(approval, (record) => {
         answers.set(p.id, record);
         if (answers.size === pending.length) void this.#resume(state, pending, answers, resolve, reject);
       });
@@ -123,23 +142,8 @@ export class RunnerInbox {
     reject: (error: unknown) => void,
   ): Promise<void> {
     try {
-      const decisions = pending.map((p) => {
-        const record = answers.get(p.id);
-        // No answer: the approval expired unanswered, and the model is told so.
-        const answer = record?.answer ?? {
-          effect: 'deny' as const,
-          reason:
-            record?.status === 'expired'
-              ? `no approver answered within ${Math.round((record.expiresAt - record.createdAt) / 1000)} s, so the request timed out and was denied`
-              : 'no answer was recorded',
-        };
-        return this.#runner.answer(p, answer.effect, {
-          scope: answer.remember ?? 'once',
-          ...(answer.arguments !== undefined ? { arguments: answer.arguments } : {}),
-          ...(answer.reason !== undefined ? { reason: answer.reason } : {}),
-        });
-      });
-      const next = await this.#runner.resume(state, decisions, this.#options.resumeOptions?.(state) ?? {});
+      const records = pending.map((p) => answers.get(p.id)!);
+      const next = await this.#runner.resumeAnswered(records, this.#options.resumeOptions?.(state) ?? {});
       if (next.status === 'paused') await this.#pause(next, resolve, reject);
       else resolve(next);
     } catch (error) {
@@ -149,40 +153,21 @@ export class RunnerInbox {
       reject(error);
     }
   }
+}
 
-  #recordOf(p: PendingApproval, state: RunState, expiresAt: number): SubmittedApproval {
-    const trace = traceOf(this.#options.registry, p.canonical, p.parameters);
-    return {
-      id: p.id,
-      kind: 'tool',
-      binding: {
-        kind: 'tool',
-        owner: { kind: 'run', id: p.runId },
-        callId: p.callId,
-        tool: p.canonical,
-        argsHash: p.argsHash,
-        rule: p.rule ?? '(fallback)',
-        policyVersion: p.policyVersion,
-        pin: null,
-        caller: state.caller.id,
-        tenant: state.tenant,
-        expiresAt,
-        nonce: randomUUID(),
-      },
-      toolName: p.tool,
-      canonical: p.canonical,
-      parameters: p.parameters,
-      agent: p.path.join(' > '),
-      tenant: state.tenant,
-      caller: state.caller.id,
-      runId: p.runId,
-      rule: p.rule ?? '',
-      reason: p.reason,
-      ...(trace !== undefined ? { trace } : {}),
-      source: 'runner',
-      expiresAt,
-    };
-  }
+function settled(): {
+  done: Promise<RunResult>;
+  resolve: (result: RunResult) => void;
+  reject: (error: unknown) => void;
+} {
+  let resolve!: (result: RunResult) => void;
+  let reject!: (error: unknown) => void;
+  const done = new Promise<RunResult>((ok, fail) => {
+    resolve = ok;
+    reject = fail;
+  });
+  done.catch(() => undefined);
+  return { done, resolve, reject };
 }
 
 /** Options of {@link inboxHandler}. */

@@ -1,54 +1,60 @@
 /**
  * Durable approvals: how the runner puts an `ask` to a person (its handler, which may answer `pending`),
- * remembers answers for a run or a session, signs the answers given while a run is paused, and accepts
- * them on resume only for exactly the call they answered.
+ * remembers answers for a run or a session, and accepts the answers given while a run is paused — signed
+ * ones (`AgentRunner.answer`) and ones read from an approval store (the inbox) — only for exactly the call
+ * they answer.
  *
- * Bindings (contract: ApprovalBinding). A pending approval's id is an HMAC over the run, frame, turn, call,
- * canonical tool, the SHA-256 of the canonical validated arguments and the policy version. A remembered
- * answer is stored under `[kind, id]` with kind `run` (the run id) or `session` (the session id), so a
- * caller named `run:R1` can never read what run R1 remembered.
+ * Every approval is the approval model's (contracts/approval.ts, minted and compared by gate/approval.ts):
+ * the gate mints the request of an ask under the runner's secret, bound to the run (owner `run`), the call,
+ * the canonical tool, the arguments' hash, the rule, the policy version, the caller and the tenant, with an
+ * expiry and a single-use nonce. `sameBinding` is the one comparison of an answer's binding with the call
+ * as it is decided now. The nonce is used up together with the ledger claim of the call (route.ts), so a
+ * resume that fails on a store first (a server down) uses up nothing.
+ *
+ * A remembered answer is stored under `[kind, id]` with kind `run` (the run id) or `session` (the session
+ * id), so a caller named `run:R1` can never read what run R1 remembered.
  */
-import { randomUUID } from 'node:crypto';
+import type { Answer, ApprovalRecord, ApprovalRequest, AskOutcome } from '../contracts/approval.js';
+import { canonicalJson, hashOf, macOf, sameMac } from '../crypto.js';
 import type { Decision } from '../decision.js';
 import type { Emitter } from '../events.js';
-import type { Answer, ApprovalRequest, AskOutcome } from '../gate/approval.js';
-import type { GateEnvironment } from '../gate/precheck.js';
+import { sameBinding, signAnswer, verifyAnswer, type GateEnvironment } from '../gate/index.js';
 import { describe } from '../names.js';
 import type { PermissionRequest } from '../permissions/handler.js';
 import type { RunnerSettings } from './options.js';
-import { emitRun, pathOf, type Frame, type Run, type Turn } from './run.js';
-import { canonicalJson, hashOf, macOf, sameMac } from '../crypto.js';
-import type { ApprovalDecision, ApprovalScope, PendingApproval, RunEvent } from './types.js';
+import { emitRun, type Frame, type Run, type Turn } from './run.js';
+import type { ApprovalDecision, ApprovalScope, GrantedAnswer, PendingApproval, RunEvent } from './types.js';
 
 /**
- * What the run route learns from the runner's person for one dispatch: the decisions given on resume it
- * applied (and what was wrong with them), and the PendingApproval of each call left pending.
+ * What the run route learns from the runner's person for one dispatch: the answers given on resume it
+ * applied (and what was wrong with them), and the request of each call left pending.
  */
 export interface GrantUse {
   readonly applied: Map<string, { readonly problem: string | null }>;
   pending(approval: PendingApproval): void;
 }
 
-/** What one call's approval is bound to. */
-interface Binding {
-  readonly runId: string;
-  readonly frame: string;
-  readonly turn: number;
-  readonly callId: string;
+/** What a remembered answer is bound to, beside its scope. */
+interface Bound {
   readonly canonical: string;
   readonly argsHash: string;
   readonly policyVersion: string | null;
 }
 
 /** Who a remembered answer is shared with: one run, or one session. Two kinds, so their ids never collide. */
-interface RememberScope {
+interface Sharing {
   readonly kind: 'run' | 'session';
   readonly id: string;
 }
 
 const SCOPES: readonly ApprovalScope[] = ['once', 'run', 'session'];
-/** How long a used decision nonce is remembered. */
+/** How long a used nonce stays used beyond its approval's expiry. */
 const NONCE_TTL_MS = 30 * 86_400_000;
+/**
+ * The nonce store handed to `verifyAnswer` on resume: nothing is used up there. A decision's nonce is
+ * consumed with the ledger claim of its call ({@link DurableApprovals.useNonce}).
+ */
+const DEFERRED = { consume: (): Promise<boolean> => Promise.resolve(true) };
 
 export class DurableApprovals {
   readonly #settings: RunnerSettings;
@@ -60,10 +66,10 @@ export class DurableApprovals {
   }
 
   /**
-   * The runner's person (the run route's `ask`), asked after the policy's own handler: a decision given on
+   * The runner's person (the run route's `ask`), asked after the policy's own handler: an answer given on
    * resume, else a remembered answer, else an answer given to this call earlier in this turn for the same
    * binding, else the runner's handler (which may answer `pending`). Null without a handler: the registry's
-   * handler decides. `onPending` receives the PendingApproval a `pending` answer stands for.
+   * handler decides. A `pending` answer hands the gate's request to `use.pending`.
    */
   async person(
     run: Run,
@@ -74,18 +80,14 @@ export class DurableApprovals {
     use: GrantUse,
   ): Promise<AskOutcome | null> {
     const callId = request.binding.callId;
-    const binding: Binding = {
-      runId: run.runId,
-      frame: frame.key,
-      turn: turn.index,
-      callId,
+    const bound: Bound = {
       canonical: request.canonical,
       argsHash: request.binding.argsHash,
       policyVersion: request.binding.policyVersion,
     };
     const granted = frame.granted.get(callId);
-    if (granted) return this.#applyGranted(run, frame, granted, binding, use);
-    const remembered = await this.#recall(run, frame, binding);
+    if (granted) return this.#applyGranted(run, frame, granted, request, bound, use);
+    const remembered = await this.#recall(run, frame, bound);
     if (remembered) return remembered;
     const earlier = turn.answered.get(callId);
     const under = underOf(request, env);
@@ -117,34 +119,17 @@ export class DurableApprovals {
       else answer = given; // not an answer: refused as invalid by the gate
     }
     if (answer === 'pending') {
-      use.pending(
-        Object.freeze({
-          id: macOf(this.#settings.secret, ['toolgate.approval', binding]),
-          runId: run.runId,
-          callId,
-          frame: frame.key,
-          turn: turn.index,
-          agent: frame.agent,
-          path: pathOf(run, frame),
-          tool: request.toolName,
-          canonical: request.canonical,
-          parameters: request.parameters,
-          argsHash: binding.argsHash,
-          policyVersion: binding.policyVersion,
-          rule: request.rule === '(fallback)' ? null : request.rule,
-          reason: request.reason,
-        }),
-      );
+      use.pending(request);
       return { effect: 'pending' };
     }
     if (answer !== 'allow' && answer !== 'deny') return { effect: answer } as unknown as AskOutcome; // the gate refuses it as invalid
     if (scope === 'once') return { effect: answer };
     // Remembered only when the gate takes the answer: one given after handlerTimeoutMs (the call was denied) is not.
     const decided: 'allow' | 'deny' = answer;
-    return { effect: answer, settle: () => this.#remember(run, frame, binding, decided, scope) };
+    return { effect: answer, settle: () => this.#remember(run, frame, bound, decided, scope) };
   }
 
-  /** Signs a person's answer to a pending approval (AgentRunner.answer). */
+  /** Signs a person's answer to a pending approval (AgentRunner.answer): the gate's one `signAnswer`. */
   sign(
     approval: PendingApproval,
     answer: 'allow' | 'deny',
@@ -154,7 +139,13 @@ export class DurableApprovals {
       readonly reason?: string;
     },
   ): ApprovalDecision {
-    if (typeof approval !== 'object' || approval === null || typeof approval.id !== 'string')
+    if (
+      typeof approval !== 'object' ||
+      approval === null ||
+      typeof approval.id !== 'string' ||
+      typeof approval.binding !== 'object' ||
+      approval.binding === null
+    )
       throw new TypeError(`answer(approval): expected a PendingApproval, got ${describe(approval)}`);
     if (answer !== 'allow' && answer !== 'deny')
       throw new TypeError(`answer(approval, answer): answer must be 'allow' or 'deny', got ${describe(answer)}`);
@@ -163,67 +154,92 @@ export class DurableApprovals {
     const scope = options.scope ?? 'once';
     if (!SCOPES.includes(scope))
       throw new TypeError(`answer() option "scope" must be 'once', 'run' or 'session', got ${describe(scope)}`);
-    const edited = options.arguments ?? null;
-    if (edited !== null && (typeof edited !== 'object' || Array.isArray(edited)))
+    const edited = options.arguments;
+    if (edited !== undefined && (typeof edited !== 'object' || edited === null || Array.isArray(edited)))
       throw new TypeError(`answer() option "arguments" must be an object, got ${describe(edited)}`);
-    const reason = options.reason ?? null;
-    if (reason !== null && typeof reason !== 'string')
+    if (edited !== undefined && answer !== 'allow')
+      throw new TypeError('answer() option "arguments" goes with an allow, not a deny');
+    const reason = options.reason;
+    if (reason !== undefined && typeof reason !== 'string')
       throw new TypeError(`answer() option "reason" must be a string, got ${describe(reason)}`);
-    const fields = {
-      approvalId: approval.id,
-      runId: approval.runId,
-      callId: approval.callId,
-      canonical: approval.canonical,
-      argsHash: approval.argsHash,
-      policyVersion: approval.policyVersion,
-      answer,
-      scope,
-      arguments: edited === null ? null : (JSON.parse(JSON.stringify(edited)) as Record<string, unknown>),
-      reason,
-      nonce: randomUUID(),
-    };
-    return Object.freeze({ ...fields, mac: macOf(this.#settings.secret, ['toolgate.decision', fields]) });
+    return signAnswer(this.#settings.secret, approval, {
+      effect: answer,
+      remember: scope,
+      ...(edited !== undefined ? { arguments: edited } : {}),
+      ...(reason !== undefined ? { reason } : {}),
+    });
   }
 
   /**
-   * Accepts the decisions given on resume: each must answer a pending approval of this state, carry this
-   * runner's MAC and be for that call. The accepted ones go to their frame's `granted`; every refused one is
-   * reported by an `approval_resolved` event. Nothing is used up here: a decision's nonce is consumed with
-   * the ledger claim of its call ({@link useNonce}), so a resume that fails on a store first loses nothing.
+   * Accepts the signed decisions given on resume: each must answer a pending approval of this state, carry
+   * this runner's MAC and not have expired (the gate's one `verifyAnswer`). The accepted ones go to the
+   * frame's `granted`; every refused one is reported by an `approval_resolved` event. Nothing is used up
+   * here: each approval's nonce is consumed with the ledger claim of its call ({@link useNonce}), so a resume
+   * that fails on a store first (a server down) loses no approval.
    */
   async accept(run: Run, pendingList: readonly PendingApproval[], decisions: readonly unknown[]): Promise<void> {
     const pending = new Map(pendingList.map((p) => [p.id, p]));
     const used = new Set<string>();
     for (const given of decisions) {
       const decision = (typeof given === 'object' && given !== null ? given : {}) as Partial<ApprovalDecision>;
-      const approval = typeof decision.approvalId === 'string' ? pending.get(decision.approvalId) : undefined;
-      const frame = approval ? run.frames.find((f) => f.key === approval.frame) : undefined;
+      const approval = typeof decision.requestId === 'string' ? pending.get(decision.requestId) : undefined;
+      const frame = approval ? frameOf(run, approval) : undefined;
       let problem: string | null = null;
+      let answer: Answer | null = null;
       if (!approval || !frame) problem = 'no pending approval of this run matches the decision';
-      else if (!sameMac(decision.mac, this.#decisionMac(decision)))
-        problem = 'the decision is not signed by this runner or was altered';
-      else if (decision.runId !== approval.runId || decision.callId !== approval.callId)
-        problem = 'the decision is for another call';
       else if (used.has(approval.id)) problem = 'a decision for this approval was already given';
-      if (problem !== null || !approval || !frame) {
-        emitRun(this.#events, run, approval && frame ? frame : run.frames[run.frames.length - 1]!, {
-          type: 'approval_resolved',
-          approvalId: typeof decision.approvalId === 'string' ? decision.approvalId : '',
-          callId: approval?.callId ?? null,
-          accepted: false,
-          answer: decision.answer === 'allow' || decision.answer === 'deny' ? decision.answer : null,
-          reason: problem ?? 'refused',
-          decision: null,
-        });
+      else {
+        const verified = await verifyAnswer(this.#settings.secret, given, approval, DEFERRED);
+        if (verified.effect === 'invalid') problem = verified.reason;
+        else answer = verified;
+      }
+      if (problem !== null || !approval || !frame || answer === null) {
+        const effect = decision.answer?.effect;
+        this.#refused(run, frame, decision.requestId, approval, effect, problem ?? 'refused');
         continue;
       }
       used.add(approval.id);
-      frame.granted.set(approval.callId, decision as ApprovalDecision);
+      frame.granted.set(approval.binding.callId, { requestId: approval.id, binding: approval.binding, answer });
     }
   }
 
   /**
-   * Reports how a decision given on resume for this call ended (the run route's step 8): used by the
+   * Accepts the answers an approval store holds for every approval of this state's pause (the inbox: the
+   * store's first answer is the person's answer, given by someone its approver check let answer). They are
+   * not signed again: the store is trusted for answers, the signed state for what was asked. A request that
+   * expired unanswered is a deny that says so.
+   */
+  acceptStored(run: Run, pendingList: readonly PendingApproval[], records: ReadonlyMap<string, ApprovalRecord>): void {
+    for (const approval of pendingList) {
+      const frame = frameOf(run, approval);
+      const record = records.get(approval.id);
+      const answer = record ? storedAnswer(record) : 'no answer was recorded';
+      if (!frame || typeof answer === 'string') {
+        const problem = typeof answer === 'string' ? answer : 'no pending approval of this run matches the answer';
+        this.#refused(run, frame, approval.id, approval, null, problem);
+        continue;
+      }
+      frame.granted.set(approval.binding.callId, { requestId: approval.id, binding: approval.binding, answer });
+    }
+  }
+
+  /**
+   * Uses up the approval given on resume for this call, once its ledger key is this runner's (`key`, just
+   * reserved): true when it was unused. When the nonce store cannot be asked, the reservation is given back
+   * (the call did not start) and the error goes on: the run fails closed and the approval stays usable.
+   */
+  async useNonce(granted: GrantedAnswer, key: string): Promise<boolean> {
+    const ttl = Math.max(0, Number(granted.binding.expiresAt) - Date.now()) + NONCE_TTL_MS;
+    try {
+      return await this.#settings.stores.nonces.consume(granted.binding.nonce, ttl);
+    } catch (error) {
+      await this.#settings.ledger.release(key).catch(() => false);
+      throw error;
+    }
+  }
+
+  /**
+   * Reports how an answer given on resume for this call ended (the run route's step 8): used by the
    * runner's person, not needed (the gate decided the call without asking), or not used (the policy in
    * force has its own handler, which decides the ask).
    */
@@ -237,7 +253,9 @@ export class DurableApprovals {
       accepted = applied.problem === null;
       reason =
         applied.problem ??
-        (granted.arguments !== null ? 'answered with edited arguments' : `answered ${granted.answer}`);
+        (granted.answer.arguments !== undefined
+          ? 'answered with edited arguments'
+          : `answered ${granted.answer.effect}`);
     } else if (decision.asked === 'policy') {
       accepted = false;
       reason =
@@ -248,60 +266,77 @@ export class DurableApprovals {
     }
     emitRun(this.#events, run, frame, {
       type: 'approval_resolved',
-      approvalId: granted.approvalId,
+      approvalId: granted.requestId,
       callId,
       accepted,
-      answer: granted.answer,
+      answer: granted.answer.effect,
       reason,
       decision,
     });
   }
 
-  /** A decision given on resume for a call the ledger had settled already: not used, and reported so. */
+  /** An answer given on resume for a call the ledger had settled already: not used, and reported so. */
   settledElsewhere(run: Run, frame: Frame, callId: string): void {
     const granted = frame.granted.get(callId);
     if (!granted) return;
     emitRun(this.#events, run, frame, {
       type: 'approval_resolved',
-      approvalId: granted.approvalId,
+      approvalId: granted.requestId,
       callId,
       accepted: false,
-      answer: granted.answer,
+      answer: granted.answer.effect,
       reason: 'the call was already settled by another continuation of this run: its recorded outcome is the answer',
       decision: null,
     });
   }
 
-  /** A decision given on resume: bound to this call's tool, arguments and policy version, or refused as invalid. */
+  #refused(
+    run: Run,
+    frame: Frame | undefined,
+    id: unknown,
+    approval: PendingApproval | undefined,
+    effect: unknown,
+    reason: string,
+  ): void {
+    emitRun(this.#events, run, frame ?? run.frames[run.frames.length - 1]!, {
+      type: 'approval_resolved',
+      approvalId: typeof id === 'string' ? id : '',
+      callId: approval?.binding.callId ?? null,
+      accepted: false,
+      answer: effect === 'allow' || effect === 'deny' ? effect : null,
+      reason,
+      decision: null,
+    });
+  }
+
+  /** An answer given on resume: bound to the call as the gate asks about it now (`sameBinding`), or invalid. */
   async #applyGranted(
     run: Run,
     frame: Frame,
-    granted: ApprovalDecision,
-    binding: Binding,
+    granted: GrantedAnswer,
+    request: ApprovalRequest,
+    bound: Bound,
     use: GrantUse,
   ): Promise<AskOutcome> {
-    let problem: string | null = null;
-    if (granted.canonical !== binding.canonical) problem = 'the approval was given for another tool';
-    else if (granted.argsHash !== binding.argsHash) problem = 'the approval was given for other arguments';
-    else if (granted.policyVersion !== binding.policyVersion)
-      problem = `the approval was given under policy version ${JSON.stringify(granted.policyVersion)} and ${JSON.stringify(binding.policyVersion)} is in force`;
-    use.applied.set(binding.callId, { problem });
+    const problem = sameBinding(granted.binding, request.binding);
+    use.applied.set(request.binding.callId, { problem });
     if (problem !== null) return { effect: 'invalid', reason: problem };
-    if (granted.answer === 'deny')
-      return typeof granted.reason === 'string' && granted.reason !== ''
-        ? { effect: 'deny', reason: granted.reason }
+    const answer = granted.answer;
+    if (answer.effect === 'deny')
+      return typeof answer.reason === 'string' && answer.reason !== ''
+        ? { effect: 'deny', reason: answer.reason }
         : { effect: 'deny' };
     // Edited arguments are a new call: the gate passes it through validation, allowlist and rules again; an
-    // `ask` on exactly these arguments is what the approver answered (the decision's MAC covers them).
-    if (granted.arguments !== null) return { effect: 'allow', arguments: granted.arguments };
-    await this.#remember(run, frame, binding, granted.answer, granted.scope);
+    // `ask` on exactly these arguments is what the approver answered (the answer's MAC, or the store, holds them).
+    if (answer.arguments !== undefined) return { effect: 'allow', arguments: answer.arguments };
+    await this.#remember(run, frame, bound, 'allow', answer.remember ?? 'once');
     return { effect: 'allow' };
   }
 
   /** A remembered answer for this call under the run's or the session's scope, if one verifies. */
-  async #recall(run: Run, frame: Frame, binding: Binding): Promise<Answer | null> {
-    for (const scope of scopesOf(run)) {
-      const key = rememberKey(scope, run, frame, binding);
+  async #recall(run: Run, frame: Frame, bound: Bound): Promise<Answer | null> {
+    for (const sharing of sharingOf(run)) {
+      const key = rememberKey(sharing, run, frame, bound);
       const remembered = await this.#settings.stores.remembered.recall(key);
       if (!remembered) continue;
       if (!sameMac(remembered.mac, this.#rememberedMac(key, remembered.answer, remembered.scope))) continue;
@@ -311,17 +346,11 @@ export class DurableApprovals {
     return null;
   }
 
-  async #remember(
-    run: Run,
-    frame: Frame,
-    binding: Binding,
-    answer: 'allow' | 'deny',
-    scope: ApprovalScope,
-  ): Promise<void> {
+  async #remember(run: Run, frame: Frame, bound: Bound, answer: 'allow' | 'deny', scope: ApprovalScope): Promise<void> {
     if (scope === 'once') return;
     // Without a session (a run with no caller id and no `session` option) a session answer lasts for the run.
     const kind = scope === 'session' && run.session !== null ? 'session' : 'run';
-    const key = rememberKey({ kind, id: kind === 'session' ? run.session! : run.runId }, run, frame, binding);
+    const key = rememberKey({ kind, id: kind === 'session' ? run.session! : run.runId }, run, frame, bound);
     await this.#settings.stores.remembered.remember(key, {
       answer,
       scope: kind,
@@ -329,70 +358,69 @@ export class DurableApprovals {
     });
   }
 
-  /**
-   * Uses up the decision given on resume for this call, once its ledger key is this runner's (`key`, just
-   * reserved): true when it was unused. When the nonce store cannot be asked, the reservation is given back
-   * (the call did not start) and the error goes on: the run fails closed and the decision stays usable.
-   */
-  async useNonce(granted: ApprovalDecision, key: string): Promise<boolean> {
-    try {
-      return await this.#settings.stores.nonces.consume(String(granted.nonce), NONCE_TTL_MS);
-    } catch (error) {
-      await this.#settings.ledger.release(key).catch(() => false);
-      throw error;
-    }
-  }
-
   #rememberedMac(key: string, answer: string, scope: string): string {
     return macOf(this.#settings.secret, ['toolgate.remembered', key, answer, scope]);
   }
-
-  #decisionMac(decision: Partial<ApprovalDecision>): string {
-    const { approvalId, runId, callId, canonical: form, argsHash, policyVersion, answer, scope, nonce } = decision;
-    try {
-      return macOf(this.#settings.secret, [
-        'toolgate.decision',
-        {
-          approvalId,
-          runId,
-          callId,
-          canonical: form,
-          argsHash,
-          policyVersion,
-          answer,
-          scope,
-          arguments: decision.arguments,
-          reason: decision.reason ?? null,
-          nonce,
-        },
-      ]);
-    } catch {
-      return '';
-    }
-  }
 }
 
-function scopesOf(run: Run): RememberScope[] {
-  const scopes: RememberScope[] = [{ kind: 'run', id: run.runId }];
-  if (run.session !== null) scopes.push({ kind: 'session', id: run.session });
-  return scopes;
+/**
+ * The frame a pending approval of this state belongs to: a pause comes from the innermost frame's phase 1,
+ * so it is the innermost frame, and the call is one of its turn's.
+ */
+function frameOf(run: Run, approval: PendingApproval): Frame | undefined {
+  const frame = run.frames[run.frames.length - 1];
+  const callId = approval.binding?.callId;
+  return frame?.turn?.calls.some((c) => c.id === callId) ? frame : undefined;
+}
+
+/** The answer a stored record holds (an expired one: a deny saying it timed out), or what is wrong with it. */
+function storedAnswer(record: ApprovalRecord): Answer | string {
+  if (record.status === 'expired')
+    return {
+      effect: 'deny',
+      reason: `no approver answered within ${Math.round((record.expiresAt - record.createdAt) / 1000)} s, so the request timed out and was denied`,
+      approver: 'toolgate:timeout',
+    };
+  if (record.status !== 'answered') return 'the approval has not been answered';
+  const a = record.answer as Partial<Record<keyof Answer, unknown>> | null;
+  if (typeof a !== 'object' || a === null || (a.effect !== 'allow' && a.effect !== 'deny'))
+    return `the stored answer is ${describe(a)}, not an answer`;
+  if (a.remember !== undefined && !SCOPES.includes(a.remember as ApprovalScope))
+    return `the stored answer's remember is ${describe(a.remember)}`;
+  if (a.arguments !== undefined && (typeof a.arguments !== 'object' || a.arguments === null || a.effect !== 'allow'))
+    return `the stored answer's arguments are ${describe(a.arguments)}`;
+  if (a.reason !== undefined && typeof a.reason !== 'string')
+    return `the stored answer's reason is ${describe(a.reason)}`;
+  return {
+    effect: a.effect,
+    ...(a.remember !== undefined ? { remember: a.remember as ApprovalScope } : {}),
+    ...(a.arguments !== undefined ? { arguments: a.arguments as Readonly<Record<string, unknown>> } : {}),
+    ...(a.reason !== undefined ? { reason: a.reason } : {}),
+    ...(typeof a.approver === 'string' ? { approver: a.approver } : {}),
+  };
+}
+
+function sharingOf(run: Run): Sharing[] {
+  const all: Sharing[] = [{ kind: 'run', id: run.runId }];
+  if (run.session !== null) all.push({ kind: 'session', id: run.session });
+  return all;
 }
 
 /**
  * The store key of a remembered answer: its scope (kind and id), the tenant, for a run the caller (two callers
  * may name the same run id), the agent, tool, arguments and policy version.
  */
-function rememberKey(scope: RememberScope, run: Run, frame: Frame, binding: Binding): string {
+function rememberKey(sharing: Sharing, run: Run, frame: Frame, bound: Bound): string {
   return canonicalJson([
     'toolgate.remembered',
-    scope.kind,
-    scope.id,
+    sharing.kind,
+    sharing.id,
     run.tenant,
-    scope.kind === 'run' ? run.caller.id : null,
+    sharing.kind === 'run' ? run.caller.id : null,
     frame.agent,
-    binding.canonical,
-    binding.argsHash,
-    binding.policyVersion,
+    bound.canonical,
+    bound.argsHash,
+    bound.policyVersion,
   ]);
 }
 

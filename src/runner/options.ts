@@ -38,6 +38,8 @@ export interface AgentRunnerOptions {
   readonly leaseMs?: number;
   /** The HMAC key approvals and run states are signed with (at least 16 bytes); a resuming process needs the same one. @default random, for this instance only */
   readonly secret?: string | Uint8Array;
+  /** How long a pending approval can be answered (its binding's expiry). @default 86_400_000 (24 h) */
+  readonly approvalTtlMs?: number;
   /** Asked when a rule answers `ask`, after the policy's own handler and before the registry's; may answer `pending`. @default none */
   readonly handler?: ApprovalHandler;
   /** What an allowlist refusal does: fail the run, or answer the model with an error result. @default 'fail' */
@@ -68,6 +70,7 @@ export interface RunnerSettings {
   readonly stores: RunnerStores;
   /** The ledger as the run uses it (this runner's owner id and lease). */
   readonly ledger: RunLedger;
+  readonly approvalTtlMs: number;
   readonly secret: Uint8Array;
   readonly handler: ApprovalHandler | null;
   readonly onRefusal: 'fail' | 'continue';
@@ -111,6 +114,7 @@ export function runnerSettings(options: AgentRunnerOptions): RunnerSettings {
     tenants: tenantProvider(options.tenants),
     stores,
     ledger: new RunLedger(stores.ledger, randomUUID(), count(options.leaseMs, 'leaseMs', 600_000, 1)),
+    approvalTtlMs: count(options.approvalTtlMs, 'approvalTtlMs', 86_400_000, 1),
     secret: runnerSecret(options.secret),
     handler: options.handler ?? null,
     onRefusal,

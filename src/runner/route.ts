@@ -241,7 +241,7 @@ export class RunRoute implements Route {
     this.#use = {
       applied: new Map(),
       pending(approval) {
-        pending.set(approval.callId, approval);
+        pending.set(approval.binding.callId, approval);
       },
     };
   }
@@ -292,9 +292,9 @@ export class RunRoute implements Route {
     return null;
   }
 
-  /** Requests are bound under the runner's own secret (its `secret` option). */
+  /** Requests are bound to the run under the runner's own secret (its `secret` option), for `approvalTtlMs`. */
   get approvals(): ApprovalSettings {
-    return { secret: this.#settings.secret };
+    return { secret: this.#settings.secret, ttlMs: this.#settings.approvalTtlMs };
   }
 
   ask(request: ApprovalRequest): Promise<AskOutcome | null> {

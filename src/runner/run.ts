@@ -11,8 +11,8 @@ import { describe } from '../names.js';
 import type { Tool } from '../tool.js';
 import type { Settled } from './ledger.js';
 import type {
-  ApprovalDecision,
   BudgetCap,
+  GrantedAnswer,
   PendingApproval,
   RunEvent,
   RunEventBase,
@@ -54,7 +54,7 @@ export interface Frame {
   turns: number;
   turn: Turn | null;
   /** Decisions given on resume and not yet used, by call id. */
-  readonly granted: Map<string, ApprovalDecision>;
+  readonly granted: Map<string, GrantedAnswer>;
 }
 
 /** What a run has spent, as the run counts it (the store holds the tally every continuation shares). */

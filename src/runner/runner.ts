@@ -11,6 +11,7 @@
  * RunState that resume() continues, in this process or another. This file is the loop only: the run's
  * route (route.ts), durable approvals (approvals.ts), state (state.ts) and options (options.ts) live beside it.
  */
+import type { ApprovalRecord } from '../contracts/approval.js';
 import type { Decision, DenyDecision } from '../decision.js';
 import { ConfigurationError, RunStateError } from '../errors.js';
 import { Emitter } from '../events.js';
@@ -149,6 +150,70 @@ export class AgentRunner {
     emitRun(this.#events, run, run.frames[0]!, { type: 'run_resumed', decisions: decisions.length });
     await this.#approvals.accept(run, state.pending, decisions);
     return this.#drive(run);
+  }
+
+  /**
+   * Continues the paused run that stored approvals belong to, with the answers they hold: the records of
+   * every approval of the pause, as an approval store you trust holds them (the inbox's: the store's first
+   * answer is the person's answer; an approval that expired unanswered is a deny saying it timed out). The
+   * run's state is the records' `paused.state`, signed by this runner, so the store holds no authority over
+   * what runs; the answers are not signed again, and each approval's own nonce is used up with the ledger
+   * claim of its call. Throws a RunStateError when the records are not a whole, answered pause.
+   *
+   * @example
+   * // in any process on the same stores, once every approval of the pause is answered
+   * const records = await Promise.all(ids.map((id) => stores.approvals.get(id)));
+   * const result = await runner.resumeAnswered(records.filter((r) => r !== undefined));
+   */
+  async resumeAnswered(records: readonly ApprovalRecord[], options: ResumeOptions = {}): Promise<RunResult> {
+    if (!Array.isArray(records) || records.length === 0)
+      throw new TypeError(
+        `resumeAnswered(records): expected the stored approvals of a pause, got ${describe(records)}`,
+      );
+    const first = records[0]!;
+    const paused = typeof first === 'object' && first !== null ? first.paused : undefined;
+    if (first?.source !== 'runner' || typeof paused !== 'object' || paused === null)
+      throw new RunStateError(`approval ${JSON.stringify(first?.id)} is not one of a paused run; nothing was resumed`);
+    const state = paused.state as RunState;
+    const run = restore(state, options, this.#settings.secret);
+    const byId = new Map(records.map((r) => [r.id, r]));
+    // What was asked is the signed state's: every approval of its pause must be here and answered.
+    for (const approval of state.pending) {
+      const record = byId.get(approval.id);
+      if (!record || record.status === 'pending')
+        throw new RunStateError(
+          `approval ${JSON.stringify(approval.id)} of run ${JSON.stringify(run.runId)} ${record ? 'is not answered yet' : 'is missing'}; nothing was resumed`,
+        );
+    }
+    emitRun(this.#events, run, run.frames[0]!, { type: 'run_resumed', decisions: state.pending.length });
+    this.#approvals.acceptStored(run, state.pending, byId);
+    return this.#drive(run);
+  }
+
+  /**
+   * Continues the paused run that the approval `id` in this runner's `stores.approvals` belongs to, once every
+   * approval of its pause is answered there ({@link resumeAnswered}); null while one still waits (nothing is
+   * resumed). Callable from any process on the same stores: a worker told of an answer (the inbox's
+   * `approval.answered` webhook, a queue) resumes the run; the ledger makes each call of it run once, however
+   * many resume it.
+   */
+  async resumeStored(id: string, options: ResumeOptions = {}): Promise<RunResult | null> {
+    if (typeof id !== 'string' || id === '')
+      throw new TypeError(`resumeStored(id): expected an approval id, got ${describe(id)}`);
+    const store = this.#settings.stores.approvals;
+    const record = await store.get(id);
+    if (!record) throw new RunStateError(`no approval ${JSON.stringify(id)} is stored; nothing was resumed`);
+    const pending = (record.paused?.state as Partial<RunState> | undefined)?.pending;
+    if (record.source !== 'runner' || !Array.isArray(pending))
+      throw new RunStateError(`approval ${JSON.stringify(id)} is not one of a paused run; nothing was resumed`);
+    const records: ApprovalRecord[] = [];
+    for (const approval of pending) {
+      const stored = approval?.id === id ? record : await store.get(String(approval?.id));
+      if (!stored || stored.status === 'pending') return null;
+      records.push(stored);
+    }
+    // The record asked about first: its paused run is the one resumed.
+    return this.resumeAnswered([record, ...records.filter((r) => r !== record)], options);
   }
 
   /**

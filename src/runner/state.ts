@@ -12,7 +12,7 @@ import { newTurn, type Run } from './run.js';
 import { macOf, sameMac } from '../crypto.js';
 import type { AgentSpec, FrameState, ResumeOptions, RunState } from './types.js';
 
-const VERSION = 2;
+const VERSION = 3;
 
 /** The run as a signed RunState. */
 export function snapshot(run: Run, secret: Uint8Array): RunState {

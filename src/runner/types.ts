@@ -7,6 +7,7 @@ import type { ToolNotPermittedError } from '../errors.js';
 import type { ToolCallInput } from '../formats/index.js';
 import type { PermissionRequest } from '../permissions/handler.js';
 import type { JsonSchema } from '../schema.js';
+import type { ApprovalRequest, RememberScope, SignedAnswer } from '../contracts/approval.js';
 import type { BudgetCap } from '../contracts/stores.js';
 
 export type { BudgetCap };
@@ -148,8 +149,11 @@ export interface ResumeOptions {
   readonly agent?: Agent;
 }
 
-/** How long a human's answer is remembered: this call only, the rest of the run, or the session. */
-export type ApprovalScope = 'once' | 'run' | 'session';
+/**
+ * How long a human's answer is remembered: this call only, the rest of the run, or the session (the
+ * approval model's `RememberScope`, under the runner's 0.1 name).
+ */
+export type ApprovalScope = RememberScope;
 
 /**
  * The runner's approval handler: like a PermissionHandler, and it may also answer `pending` (the run
@@ -162,48 +166,23 @@ export type ApprovalHandler =
   | ((request: PermissionRequest) => ApprovalAnswer | Promise<ApprovalAnswer>);
 
 /**
- * A call waiting for a human. `id` is an HMAC over the run, the call, the canonical tool, the arguments'
- * hash and the policy version: a decision is accepted only for exactly this call.
+ * A call waiting for a human: the approval model's request (`ApprovalRequest`), bound to exactly this call
+ * of this run (owner `{ kind: 'run', id: runId }`, call id, canonical tool, arguments hash, rule, policy
+ * version, caller, tenant, expiry, single-use nonce) and identified by a MAC over that binding under the
+ * runner's `secret`. The runner's 0.1 name.
  */
-export interface PendingApproval {
-  readonly id: string;
-  readonly runId: string;
-  readonly callId: string;
-  /** Where in the delegation chain the call was made, e.g. `concierge/0.call_0_1>pricing`. */
-  readonly frame: string;
-  readonly turn: number;
-  readonly agent: string;
-  readonly path: readonly string[];
-  readonly tool: string;
-  readonly canonical: string;
-  readonly parameters: Readonly<Record<string, unknown>>;
-  /** SHA-256 of the canonical JSON of the validated arguments. */
-  readonly argsHash: string;
-  readonly policyVersion: string | null;
-  readonly rule: string | null;
-  readonly reason: string;
-}
+export type PendingApproval = ApprovalRequest;
 
 /**
- * A human's answer to a {@link PendingApproval}, signed by {@link AgentRunner.answer}. Single-use: a
- * replayed decision is refused. `arguments`, when set, replaces the call's arguments and the edited call
- * passes the whole gate again.
+ * A human's answer to a {@link PendingApproval}, signed by {@link AgentRunner.answer}: the approval model's
+ * `SignedAnswer` (the runner's 0.1 name). Its `answer.arguments`, when set, replace the call's arguments and
+ * the edited call passes the whole gate again. Single use: the approval's nonce is used up with the ledger
+ * claim of its call, so a replay runs nothing.
  */
-export interface ApprovalDecision {
-  readonly approvalId: string;
-  readonly runId: string;
-  readonly callId: string;
-  readonly canonical: string;
-  readonly argsHash: string;
-  readonly policyVersion: string | null;
-  readonly answer: 'allow' | 'deny';
-  readonly scope: ApprovalScope;
-  readonly arguments: Readonly<Record<string, unknown>> | null;
-  /** A deny's reason, given back to the model (covered by the MAC). */
-  readonly reason?: string | null;
-  readonly nonce: string;
-  readonly mac: string;
-}
+export type ApprovalDecision = SignedAnswer;
+
+/** An answer accepted on resume for a call of the frame's turn: its request's id and binding, and the answer. */
+export type GrantedAnswer = Omit<SignedAnswer, 'mac'>;
 
 /** The stack frame of one agent in a paused run (the root first, the innermost delegation last). */
 export interface FrameState {
@@ -212,8 +191,8 @@ export interface FrameState {
   readonly depth: number;
   readonly messages: readonly RunMessage[];
   readonly turn: TurnState | null;
-  /** Accepted decisions not yet used (a turn that paused again keeps them). */
-  readonly granted: Readonly<Record<string, ApprovalDecision>>;
+  /** Answers accepted on resume and not yet used, by call id (a turn that paused again keeps them). */
+  readonly granted: Readonly<Record<string, GrantedAnswer>>;
 }
 
 /** The tool calls of the turn a frame was in when the run paused. */
@@ -249,11 +228,11 @@ export interface RunIdentity {
 
 /**
  * A paused run, as plain JSON: hand it to {@link AgentRunner.resume} in this process or another (with the
- * same `secret` and approvals store). Signed with the runner's secret; an altered state is refused.
+ * same `secret` and stores). Signed with the runner's secret; an altered state is refused.
  */
 export interface RunState extends RunIdentity {
   readonly kind: 'toolgate.run-state';
-  readonly version: 2;
+  readonly version: 3;
   /** What the run spent until it paused; signed, and the floor of the store's tally on resume. */
   readonly tally: RunTally;
   /** Refused-call repetitions, by a hash of agent, canonical tool and arguments. */

@@ -123,12 +123,14 @@ describe('AgentRunner: durable approvals', () => {
     expect(refunds).toEqual([]);
     expect(result.pending).toHaveLength(1);
     expect(result.pending[0]).toMatchObject({
-      tool: 'refund',
+      kind: 'tool',
+      toolName: 'refund',
       canonical: 'refund',
       parameters: { order: 'A1', amount: 500 },
       rule: 'ask_big_refunds',
       agent: 'concierge',
-      path: ['concierge'],
+      runId: result.runId,
+      binding: { owner: { kind: 'run', id: result.runId }, callId: 'call_0_0', tool: 'refund', policyVersion: 'v1' },
     });
     expect(overTheWire(result.state)).toEqual(result.state);
     expect(events.map((e) => e.type)).toEqual(['run_started', 'approval_requested', 'run_paused']);
@@ -158,7 +160,11 @@ describe('AgentRunner: durable approvals', () => {
       'tool_decided',
       'run_finished',
     ]);
-    expect(second.events[1]).toMatchObject({ accepted: true, answer: 'allow', callId: result.pending[0]!.callId });
+    expect(second.events[1]).toMatchObject({
+      accepted: true,
+      answer: 'allow',
+      callId: result.pending[0]!.binding.callId,
+    });
   });
 
   it('resuming the same state twice executes the tool once (the ledger), in sequence and concurrently', async () => {
@@ -244,7 +250,7 @@ describe('AgentRunner: durable approvals', () => {
 
     // A deny flipped to allow: the MAC fails.
     const denied = runner.answer(runA.pending[0]!, 'deny');
-    const flipped = { ...denied, answer: 'allow' as const };
+    const flipped = { ...denied, answer: { ...denied.answer, effect: 'allow' as const } };
     const a = pendingRunner(store);
     expect((await a.runner.resume(overTheWire(runA.state), [flipped])).status).toBe('paused');
     expect(a.events.find((e) => e.type === 'approval_resolved')).toMatchObject({
@@ -253,17 +259,19 @@ describe('AgentRunner: durable approvals', () => {
     });
     expect(a.refunds).toEqual([]);
 
-    // A decision signed for other arguments (the approver was shown amount 5): refused at the gate.
-    const wrongArgs = runner.answer({ ...runA.pending[0]!, argsHash: '0'.repeat(64) }, 'allow');
+    // A decision signed for a binding of other arguments (the approver was shown amount 5): its id is not
+    // that binding's, so it does not verify, and the call is asked again.
+    const wrongArgs = runner.answer(
+      { ...runA.pending[0]!, binding: { ...runA.pending[0]!.binding, argsHash: '0'.repeat(64) } },
+      'allow',
+    );
     const a2 = pendingRunner(store);
     const r = await a2.runner.resume(overTheWire(runA.state), [wrongArgs]);
-    expect(r.status).toBe('completed');
+    expect(r.status).toBe('paused');
     expect(a2.refunds).toEqual([]);
-    expect(r.decisions[0]).toMatchObject({
-      effect: 'deny',
-      stage: 'handler',
-      by: 'approval_invalid',
-      reason: expect.stringMatching(/other arguments/),
+    expect(a2.events.find((e) => e.type === 'approval_resolved')).toMatchObject({
+      accepted: false,
+      reason: expect.stringMatching(/not signed|altered/),
     });
   });
 
@@ -298,7 +306,7 @@ describe('AgentRunner: durable approvals', () => {
     const { runner } = pendingRunner(store, { policyVersion: 'v1' });
     const result = paused(await runner.run(concierge, 'refund A1', { tenant: 'acme' }));
     const decision = runner.answer(result.pending[0]!, 'allow');
-    expect(result.pending[0]!.policyVersion).toBe('v1');
+    expect(result.pending[0]!.binding.policyVersion).toBe('v1');
 
     // The tenant lost refund meanwhile: the approved call is refused at the allowlist and the run fails.
     const downgraded = pendingRunner(store, { tenants: { acme: { tools: ['search'] } }, policyVersion: 'v1' });
@@ -345,7 +353,7 @@ describe('AgentRunner: durable approvals', () => {
     const second = pendingRunner(store, { policyVersion: null });
     const firstVersion = first.registry.getPermissionPolicy()!.version;
     expect(second.registry.getPermissionPolicy()!.version).not.toBe(firstVersion);
-    expect(result.pending[0]!.policyVersion).toBe(firstVersion);
+    expect(result.pending[0]!.binding.policyVersion).toBe(firstVersion);
     const resumed = await second.runner.resume(overTheWire(result.state), [decision]);
     expect(second.refunds).toEqual([]);
     expect(resumed.decisions[0]).toMatchObject({
@@ -578,7 +586,7 @@ describe('AgentRunner: durable approvals', () => {
     const first = make();
     const result = paused(await first.runner.run(top, 'refund A1'));
     expect(first.executed).toEqual({ search: 1 });
-    expect(result.pending[0]).toMatchObject({ agent: 'billing', path: ['concierge', 'billing'] });
+    expect(result.pending[0]).toMatchObject({ agent: 'billing', runId: result.runId });
     expect(result.state.frames).toHaveLength(2);
     expect(first.events.find((e) => e.type === 'approval_requested')).toMatchObject({
       agent: 'billing',

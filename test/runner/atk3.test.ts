@@ -71,7 +71,7 @@ describe('the resume of a paused delegation is judged on the input it ran with',
     });
     const first = await runner.run(concierge, 'go', { tenant: 'acme' });
     if (first.status !== 'paused') throw new Error(`expected a pause, got ${first.status}`);
-    expect(first.pending[0]).toMatchObject({ tool: 'refund' });
+    expect(first.pending[0]).toMatchObject({ toolName: 'refund' });
     // While the run is paused, the policy (same pinned version) comes to refuse the evil delegation.
     f.registry.setPermissionPolicy(
       new PermissionPolicy({

@@ -511,7 +511,7 @@ describe('attack: what was granted before a pause or by another caller does not 
     const first = paused(await runner.run(top, 'refund', { tenant: 'acme' }));
     const edited = runner.answer(first.pending[0]!, 'allow', { arguments: { input: 'refund A1' } });
     const second = paused(await runner.resume(wire(first.state), [edited]));
-    expect(second.pending[0]).toMatchObject({ tool: 'refund' });
+    expect(second.pending[0]).toMatchObject({ toolName: 'refund' });
     const done = await runner.resume(wire(second.state), [runner.answer(second.pending[0]!, 'allow')]);
     expect(done.status).toBe('completed');
     expect(f.refunds).toHaveLength(1);

@@ -7,7 +7,9 @@ import { appendFileSync, readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { AgentRunner, defineTool, PermissionPolicy, PermissionResult, ToolRegistry } from '../../src/index.js';
 import { ScriptedModel } from '../../src/runner/index.js';
-import type { ApprovalDecision, RunState } from '../../src/index.js';
+import type { ApprovalDecision, RunResult, RunState } from '../../src/index.js';
+import { createInbox, jwtApprover } from '../../src/inbox/index.js';
+import { INBOX_SECRET, JWT_SECRET } from '../inbox/fixture.js';
 import { Limiter } from '../../src/limits/limiter.js';
 import type {
   ApprovalStore,
@@ -19,7 +21,13 @@ import type {
 } from '../../src/stores/types.js';
 
 export interface WorkerJob {
-  readonly mode: 'pause' | 'resume' | 'limit';
+  /**
+   * pause: run until the approval, print { state, decision }. resume: resume the hand-off, print the result.
+   * track: run until the approval and track it through an inbox on the shared store, print its ids, exit.
+   * inbox: an inbox on the shared store that adopts the stored runner approvals; print { url }, then the
+   * adopted run's result once it is answered and resumed. limit: charge a limiter.
+   */
+  readonly mode: 'pause' | 'resume' | 'track' | 'inbox' | 'limit';
   readonly backend: 'sqlite' | 'postgres' | 'redis';
   readonly sqliteFile?: string;
   readonly pgUrl?: string;
@@ -129,6 +137,16 @@ function runner(job: WorkerJob, stores: Opened): AgentRunner {
   });
 }
 
+/** The inbox a person answers in: signed in by the inbox tests' JWT bearer tokens, over the shared store. */
+function anInbox(stores: Opened) {
+  return createInbox({
+    secret: INBOX_SECRET,
+    authenticate: jwtApprover({ secret: JWT_SECRET }),
+    store: stores.approvals,
+    sweepIntervalMs: 0,
+  });
+}
+
 async function main(): Promise<void> {
   const job = JSON.parse(process.argv[2]!) as WorkerJob;
   const stores = await open(job);
@@ -147,6 +165,31 @@ async function main(): Promise<void> {
       const result = await runner(job, stores).resume(state, [decision]);
       console.log(
         JSON.stringify({ status: result.status, output: result.status === 'completed' ? result.output : null }),
+      );
+    } else if (job.mode === 'track') {
+      const inbox = anInbox(stores);
+      const r = runner(job, stores);
+      const result = await r.run({ name: 'concierge', tools: ['refund'] }, 'refund A1', { tenant: 'acme' });
+      if (result.status !== 'paused') throw new Error(`expected a pause, got ${result.status}`);
+      await inbox.runner(r).track(result);
+      inbox.close();
+      // The process ends here: whatever it kept in memory about the run is gone.
+      console.log(JSON.stringify({ runId: result.runId, ids: result.pending.map((p) => p.id) }));
+    } else if (job.mode === 'inbox') {
+      const inbox = anInbox(stores);
+      const runs = inbox.runner(runner(job, stores));
+      const adopted: Promise<RunResult>[] = [];
+      for (const record of await stores.approvals.list({ status: 'pending' })) {
+        const tracked = await runs.adopt(record);
+        if (tracked) adopted.push(tracked.done);
+      }
+      const server = await inbox.listen();
+      console.log(JSON.stringify({ url: server.url, adopted: adopted.length }));
+      const [result] = await Promise.all(adopted);
+      await server.close();
+      inbox.close();
+      console.log(
+        JSON.stringify({ status: result?.status, output: result?.status === 'completed' ? result.output : null }),
       );
     } else {
       const limiter = new Limiter({
