@@ -5,6 +5,7 @@
  *   toolgate gateway --policy FILE [--agent A] [--tenant T] [--scopes s1,s2] [--audit FILE]
  *                    [--http PORT [--host H] [--stateless] (--jwks-url URL --jwt-issuer ISS | --no-auth)
  *                     [--authorization-server URL] [--resource URL] [--approvals-postgres URL]]
+ *                    [--redis URL | --counters-postgres URL]
  *
  * A policy file that does not load, or a gateway section that is wrong, refuses to start (exit 2):
  * enforcement is never switched off by a broken file. Everything it prints goes to stderr (stdout is the
@@ -24,6 +25,7 @@ import type { GatewayHttpServer } from '../gateway/http.js';
 import type { GateContext } from '../gate/precheck.js';
 import type { PolicySet } from '../policy-file/policy-set.js';
 import { loadPolicyForProxy } from '../gateway/policy.js';
+import type { CounterStore } from '../stores/types.js';
 import { exitCodes } from './exit-codes.js';
 import { openStore } from './serve.js';
 
@@ -45,6 +47,8 @@ interface GatewayCliOptions {
   authorizationServer?: string[];
   resource?: string;
   approvalsPostgres?: string;
+  redis?: string;
+  countersPostgres?: string;
   approvalSecretEnv: string;
   watch: boolean;
   inbox?: string;
@@ -91,6 +95,11 @@ export async function runGateway(
       '--approvals-postgres <url>',
       'put asks in the PostgreSQL stores at this URL (answered at /approvals on any replica)',
     )
+    .option('--redis <url>', "count the policy's limits: in Redis at this URL (shared by every replica)")
+    .option(
+      '--counters-postgres <url>',
+      "count the policy's limits: in the PostgreSQL stores at this URL (shared by every replica)",
+    )
     .option(
       '--inbox <store>',
       'put asks in the approval inbox at this store (sqlite:<file> or postgres://…, the one `toolgate serve --store` answers from); the call waits for the answer',
@@ -130,7 +139,10 @@ export async function runGateway(
   let contextOf: (policy: PolicySet) => GateContext;
   let lockFile: string | null = null;
   let http: GatewayHttpServer | undefined;
-  let closeStores: (() => Promise<void>) | undefined;
+  const closers: (() => Promise<void>)[] = [];
+  const closeStores = async (): Promise<void> => {
+    await Promise.allSettled(closers.splice(0).map((close) => close()));
+  };
   try {
     if (
       options.http === undefined &&
@@ -156,7 +168,7 @@ export async function runGateway(
       const { PostgresStores } = await import('../stores/postgres.js');
       const stores = new PostgresStores({ connectionString: options.approvalsPostgres });
       await stores.migrate();
-      closeStores = () => stores.close();
+      closers.push(() => stores.close());
       approvals = { store: stores.approvals, nonces: stores.nonces, secret };
     }
     const set = await loadPolicyForProxy(options.policy);
@@ -175,14 +187,15 @@ export async function runGateway(
           ? { ttlMs: set.data.approvals.timeoutSeconds * 1000 }
           : {}),
       });
-      closeStores = async () => {
+      closers.push(async () => {
         waiter.close();
         await store.close();
-      };
+      });
       inbox = gatewayInbox(waiter, options.inboxUrl);
     }
     if (options.scopes && options.http !== undefined)
       throw new Error('--scopes applies to stdio only: over HTTP the scopes come from the bearer token');
+    const counters = await openCounters(options, closers);
     const config = gatewayConfigOf(set);
     lockFile = config.pins?.file ?? null;
     const audit: GatewayAuditSink | undefined = options.audit ? jsonlAuditSink(options.audit) : undefined;
@@ -198,6 +211,7 @@ export async function runGateway(
       upstreams: config.upstreams,
       pins: config.pins,
       context,
+      ...(counters ? { counters } : {}),
       ...(audit ? { audit } : {}),
       ...(approvals ? { approvals } : {}),
       ...(inbox ? { inbox } : {}),
@@ -224,7 +238,7 @@ export async function runGateway(
       });
     }
   } catch (error) {
-    await closeStores?.().catch(() => undefined);
+    await closeStores();
     log(`refusing to start: ${error instanceof Error ? error.message : String(error)}`);
     return GATEWAY_EXIT.USAGE;
   }
@@ -260,10 +274,36 @@ export async function runGateway(
   const stopWatching = async (): Promise<void> => {
     process.off('SIGHUP', onHangup);
     watcher?.close();
-    await closeStores?.();
+    await closeStores();
   };
 
   return serveUntilStopped(gateway, http, log, stopWatching);
+}
+
+/**
+ * The counter store of `--redis URL` or `--counters-postgres URL` (the policy's `limits:` counted across
+ * replicas), or undefined for in-process counters; its closing is pushed on `closers`.
+ */
+export async function openCounters(
+  options: { readonly redis?: string | undefined; readonly countersPostgres?: string | undefined },
+  closers: (() => Promise<void>)[],
+): Promise<CounterStore | undefined> {
+  if (options.redis !== undefined && options.countersPostgres !== undefined)
+    throw new Error('--redis and --counters-postgres exclude each other: give one place where limits count');
+  if (options.redis !== undefined) {
+    const { RedisStores } = await import('../stores/redis.js');
+    const stores = new RedisStores({ url: options.redis });
+    closers.push(() => stores.close());
+    return stores.counters;
+  }
+  if (options.countersPostgres !== undefined) {
+    const { PostgresStores } = await import('../stores/postgres.js');
+    const stores = new PostgresStores({ connectionString: options.countersPostgres });
+    closers.push(() => stores.close());
+    await stores.migrate();
+    return stores.counters;
+  }
+  return undefined;
 }
 
 /**

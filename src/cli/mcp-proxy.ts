@@ -8,7 +8,8 @@
  *   toolgate-mcp-proxy --policy FILE [--agent A] [--tenant T] [--scopes s1,s2] [--http PORT]
  *                      [--jwt-public-key FILE | --jwt-jwk FILE | --jwt-secret-file FILE | --jwks-url URL]
  *                      [--jwt-audience AUD | --jwt-any-audience]
- *                      [--audit FILE] [--call-timeout MS] -- <upstream command> [args…]
+ *                      [--audit FILE] [--call-timeout MS] [--redis URL | --counters-postgres URL]
+ *                      -- <upstream command> [args…]
  *
  * FILE is a toolgate policy file (YAML or JSON): its rules (resource and prompt rules and shadow mode
  * too), agents, tenants and scope map apply, and its `tools:` metadata and parameter schemas apply to the
@@ -27,7 +28,7 @@ import { PROXY_UPSTREAM } from '../gateway/proxy.js';
 import type { GateContext } from '../gate/precheck.js';
 import type { PolicySet } from '../policy-file/policy-set.js';
 import { exitCodes } from './exit-codes.js';
-import { serveUntilStopped } from './gateway.js';
+import { openCounters, serveUntilStopped } from './gateway.js';
 
 interface Options {
   policy: string;
@@ -47,6 +48,8 @@ interface Options {
   callTimeout?: number;
   approvalTimeout?: number;
   trusted?: boolean;
+  redis?: string;
+  countersPostgres?: string;
 }
 
 /** Exit codes: 0 clean shutdown, 1 the upstream failed, 2 bad usage or configuration. */
@@ -86,6 +89,11 @@ export async function runMcpProxy(
     .option('--call-timeout <ms>', 'how long an upstream call may take', integer)
     .option('--approval-timeout <ms>', 'how long the user has to answer an approval prompt', integer)
     .option('--trusted', "believe the upstream server's tool annotations")
+    .option('--redis <url>', "count the policy's limits: in Redis at this URL (shared by every replica)")
+    .option(
+      '--counters-postgres <url>',
+      "count the policy's limits: in the PostgreSQL stores at this URL (shared by every replica)",
+    )
     .argument('<command...>', 'the upstream MCP server command (after --)')
     .exitOverride()
     // --help goes to stdout (it is asked for; nothing is served then); errors and logs to stderr.
@@ -163,7 +171,12 @@ export async function runMcpProxy(
   const metadata = policyToolMetadata(policyFile);
   const parameters = policyToolParameters(policyFile);
   let gateway: Gateway;
+  const closers: (() => Promise<void>)[] = [];
+  const closeStores = async (): Promise<void> => {
+    await Promise.allSettled(closers.splice(0).map((close) => close()));
+  };
   try {
+    const counters = await openCounters(options, closers);
     gateway = await createGateway({
       policy: policyFile,
       upstreams: {
@@ -178,17 +191,20 @@ export async function runMcpProxy(
       },
       pins: null,
       context,
+      ...(counters ? { counters } : {}),
       name: 'toolgate-mcp-proxy',
       ...(audit ? { audit } : {}),
       ...(options.approvalTimeout !== undefined ? { approvalTimeoutMs: options.approvalTimeout } : {}),
     });
   } catch (error) {
+    await closeStores();
     log(`could not start: ${error instanceof Error ? error.message : String(error)}`);
     return EXIT.USAGE;
   }
   const upstream = gateway.upstreams.get(PROXY_UPSTREAM)!;
   if (upstream.state !== 'ready') {
     await gateway.close();
+    await closeStores();
     log(`could not start the upstream server ${JSON.stringify(command.join(' '))}: ${upstream.reason}`);
     return EXIT.UPSTREAM;
   }
@@ -209,6 +225,7 @@ export async function runMcpProxy(
       });
     } catch (error) {
       await gateway.close();
+      await closeStores();
       log(
         `cannot listen on ${options.host}:${options.http}: ${error instanceof Error ? error.message : String(error)}`,
       );
@@ -217,7 +234,7 @@ export async function runMcpProxy(
     log(`listening on ${http.url.href}`);
   }
   // The upstream exiting ends the proxy (the gateway would reconnect it; one upstream is all this serves).
-  return serveUntilStopped(gateway, http, log, undefined, (stop) =>
+  return serveUntilStopped(gateway, http, log, closeStores, (stop) =>
     gateway.onUpstreamState((u) => {
       if (u.state === 'down') stop(EXIT.UPSTREAM, `the upstream MCP server exited; shutting down (${u.reason})`);
     }),

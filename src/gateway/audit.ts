@@ -159,3 +159,18 @@ export function shadowOf(
       would.by === 'rule_error' ? would.error : (would.rule?.reason ?? `the policy's fallback is ${would.result}`),
   };
 }
+
+/** The audit sink, made safe: a sink that throws is reported once per record and never stops the gateway. */
+export function safeSink(sink: GatewayAuditSink | undefined): (record: GatewayAuditRecord) => void {
+  return (record) => {
+    if (!sink) return;
+    try {
+      sink(record);
+    } catch (error) {
+      process.emitWarning(
+        `toolgate: the gateway's audit sink threw: ${error instanceof Error ? error.message : String(error)}`,
+        { code: 'TOOLGATE_AUDIT' },
+      );
+    }
+  };
+}

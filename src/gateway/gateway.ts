@@ -12,8 +12,10 @@ import type { GateContext } from '../gate/precheck.js';
 import { describe } from '../names.js';
 import type { PolicySet } from '../policy-file/policy-set.js';
 import { ToolRegistry } from '../registry.js';
+import { MemoryCounterStore } from '../stores/memory.js';
+import type { CounterStore } from '../stores/types.js';
 import { checkApprovals, type GatewayApprovals } from './approvals.js';
-import type { GatewayAuditRecord, GatewayAuditSink } from './audit.js';
+import { safeSink, type GatewayAuditSink } from './audit.js';
 import { checkContext } from './context.js';
 import { checkInbox, type GatewayInbox } from './inbox.js';
 import { ItemGate } from './items.js';
@@ -47,6 +49,11 @@ export interface GatewayOptions {
   readonly context?: GateContext;
   /** Pin tool definitions in a lock file; null turns pinning off. @default null */
   readonly pins?: GatewayPinOptions | null;
+  /**
+   * Where the policy file's `limits:` are counted: share one store (Redis, PostgreSQL) between replicas so
+   * that a limit holds across them. @default in-process counters (one gateway process)
+   */
+  readonly counters?: CounterStore;
   /** Receives every audit record. @default none */
   readonly audit?: GatewayAuditSink;
   /** How long a person has to answer an approval (elicitation) before the call is denied. @default 120_000 */
@@ -122,7 +129,7 @@ const NAMESPACE = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
  */
 export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   checkOptions(options);
-  const audit = auditOf(options.audit);
+  const audit = safeSink(options.audit);
   const upstreams = new Map<string, Upstream>();
   const router = new Router(upstreams);
   const relay = new Relay(upstreams);
@@ -145,7 +152,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     people,
     audit,
   );
-  const inputs = { upstreams: options.upstreams, audit };
+  const inputs = { upstreams: options.upstreams, counters: options.counters ?? new MemoryCounterStore(), audit };
   const first = buildInForce(
     options.policy,
     options.context ?? options.policy.context(),
@@ -269,25 +276,12 @@ function checkOptions(options: GatewayOptions): void {
         `upstream ${JSON.stringify(namespace)} needs exactly one of "stdio", "url", "transport"; got ${sources.length === 0 ? 'none' : sources.join(', ')}`,
       );
   }
+  if (options.counters !== undefined && typeof (options.counters as { consume?: unknown })?.consume !== 'function')
+    throw new TypeError(`option "counters" must be a CounterStore (with consume()), got ${describe(options.counters)}`);
   if (options.approvals !== undefined) checkApprovals(options.approvals);
   if (options.inbox !== undefined) {
     checkInbox(options.inbox);
     if (options.approvals !== undefined)
       throw new TypeError('options "approvals" and "inbox" exclude each other: give one place where asks wait');
   }
-}
-
-/** The audit sink, made safe: a sink that throws is reported once per record and never stops the gateway. */
-function auditOf(sink: GatewayAuditSink | undefined): (record: GatewayAuditRecord) => void {
-  return (record) => {
-    if (!sink) return;
-    try {
-      sink(record);
-    } catch (error) {
-      process.emitWarning(
-        `toolgate: the gateway's audit sink threw: ${error instanceof Error ? error.message : String(error)}`,
-        { code: 'TOOLGATE_AUDIT' },
-      );
-    }
-  };
 }

@@ -14,7 +14,9 @@ import { canonical, describe, namespaceOf } from '../names.js';
 import { PermissionPolicy } from '../permissions/policy.js';
 import type { PolicySet } from '../policy-file/policy-set.js';
 import { formatIssue, readPolicyFile } from '../policy-file/load.js';
+import type { Limiter } from '../limits/limiter.js';
 import type { ToolRegistry } from '../registry.js';
+import type { CounterStore } from '../stores/types.js';
 import type { GatewayAuditRecord } from './audit.js';
 import type { GatewayInbox } from './inbox.js';
 import { reloadRequest, reloadVerdict, type GatewayReloadGuard } from './reload-guard.js';
@@ -79,11 +81,15 @@ export interface PolicyInForce {
   readonly onDrift: 'refuse' | 'ask';
   /** The enforced tool policy: the file's with the pin rule. */
   readonly policy: PermissionPolicy;
+  /** The file's `limits:` over the gateway's counter store (charged at step 6 of every tool call), or null. */
+  readonly limiter: Limiter | null;
 }
 
 /** What building a snapshot needs besides the file. */
 export interface InForceInputs {
   readonly upstreams: Readonly<Record<string, GatewayUpstreamOptions>>;
+  /** Where the limits of every snapshot count (kept across reloads: a reload does not reset a window). */
+  readonly counters: CounterStore;
   readonly audit: (record: GatewayAuditRecord) => void;
 }
 
@@ -109,12 +115,14 @@ export function buildInForce(
   }
   const onDrift = pins?.onDrift ?? 'refuse';
   const policy = tracker ? withPinRule(set.policy, (tool) => tracker.isDrifted(tool), onDrift) : set.policy;
+  const limiter = set.limits.length > 0 ? set.limiter(inputs.counters) : null;
   return Object.freeze({
     set,
     context,
     pins: tracker,
     onDrift,
     policy,
+    limiter,
   });
 }
 
@@ -153,6 +161,7 @@ export class Reloader {
     this.#inputs = inputs;
     this.#contextOption = deps.contextOption;
     this.#registry.setPermissionPolicy(first.policy);
+    this.#registry.setLimiter(first.limiter);
     this.#items.enforce(first);
     this.#mode('start', [startText(first.set)]);
   }
@@ -221,6 +230,7 @@ export class Reloader {
     const changes = [...policyChanges(before, next), ...notes];
     this.#current = next;
     this.#registry.setPermissionPolicy(next.policy);
+    this.#registry.setLimiter(next.limiter);
     this.#items.enforce(next);
     for (const upstream of this.#router.upstreams.values()) this.noteTools(upstream);
     if (changes.length > 0) this.#mode('reload', changes, approver !== undefined ? { approver } : {});

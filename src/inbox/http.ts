@@ -13,6 +13,7 @@ import { csrfToken, identityOf, linkClaims, sameCsrf, sessionOf, signValue } fro
 import { STATUS, parseArguments, type Answering, type Outcome, type Status } from './answer.js';
 import { publishedOverTls, type InboxContext, type InboxIdentity } from './context.js';
 import type { History } from './history.js';
+import type { PendingRecord } from '../stores/types.js';
 import type { ApprovalQueue } from './queue.js';
 import { historyHtml, listHtml, listQuery, type ListQuery } from './pages.js';
 import { editReviewHtml, escapeHtml, layout, linkHtml, messageHtml, type PageContext } from './render.js';
@@ -100,16 +101,14 @@ export function inboxApp({ ctx, queue, answering, history }: InboxParts): Hono {
       ),
       STATUS.unauthorized,
     );
-  const list = async (who: InboxIdentity, query: ListQuery) => {
-    const records = await answering.visible(who);
-    return listHtml(
+  const listOf = (who: InboxIdentity, records: readonly PendingRecord[], query: ListQuery) =>
+    listHtml(
       page(who),
       records,
       (id) => queue.outcome(id),
       query,
       (r) => answering.verdict(who, r),
     );
-  };
 
   app.use('*', async (c, next) => {
     await next();
@@ -147,16 +146,15 @@ export function inboxApp({ ctx, queue, answering, history }: InboxParts): Hono {
   app.get('/', async (c) => {
     const who = await identity(c);
     if (!who) return signIn(c);
-    const query = listQuery(c.req.query());
-    const body = await list(who, query);
-    const waiting = /data-waiting="(\d+)"/.exec(body)?.[1] ?? '0';
-    return html(c, who, `Approvals (${waiting})`, body);
+    const records = await answering.visible(who);
+    const waiting = records.filter((r) => r.status === 'pending').length;
+    return html(c, who, `Approvals (${waiting})`, listOf(who, records, listQuery(c.req.query())));
   });
 
   app.get('/fragment', async (c) => {
     const who = await identity(c);
     if (!who) return c.text('sign in', STATUS.unauthorized);
-    return c.html(await list(who, listQuery(c.req.query())));
+    return c.html(listOf(who, await answering.visible(who), listQuery(c.req.query())));
   });
 
   app.get('/history', async (c) => {

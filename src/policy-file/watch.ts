@@ -5,14 +5,26 @@
 import { watch as watchFs, type FSWatcher } from 'node:fs';
 import { basename, dirname, resolve } from 'node:path';
 import { describe } from '../names.js';
+import { diffPolicies, type PolicyDiff } from './diff/index.js';
 import { readPolicyFile } from './load.js';
 import type { PolicySet } from './policy-set.js';
 import type { PolicyIssue } from './types.js';
 
 /** Options of {@link watchPolicyFile}. */
 export interface WatchPolicyOptions {
-  /** Called with each policy that loaded, the first one included. */
-  readonly onLoad?: (policy: PolicySet, previous: PolicySet | null) => void;
+  /**
+   * Called with each policy that loaded, the first one included; `diff` is what it decides differently from
+   * the policy in force (`diffPolicies`) with `diff: true` or a `guard`, else null (and null for the first).
+   */
+  readonly onLoad?: (policy: PolicySet, previous: PolicySet | null, diff: PolicyDiff | null) => void;
+  /**
+   * Whether a reload takes effect, given its diff: the policy in force stays when it answers false (or
+   * throws: fail closed), and `onError` hears why (code `held`). Hold a reload that widens access until a
+   * person approves it, say: `(diff) => !diff.widens`. @default every reload that loads takes effect
+   */
+  readonly guard?: (diff: PolicyDiff, next: PolicySet, current: PolicySet) => boolean | Promise<boolean>;
+  /** Diff every reload against the policy in force and hand the diff to `onLoad`. @default true with a guard */
+  readonly diff?: boolean;
   /** Called when a load fails; `kept` is the policy still in force (null before the first good load). */
   readonly onError?: (issues: readonly PolicyIssue[], kept: PolicySet | null) => void;
   /** How long to wait for a burst of writes to settle, in milliseconds. @default 50 */
@@ -45,7 +57,7 @@ export function watchPolicyFile(file: string, options: WatchPolicyOptions = {}):
   const debounceMs = options.debounceMs ?? 50;
   if (typeof debounceMs !== 'number' || !(debounceMs >= 0))
     throw new TypeError(`watchPolicyFile option "debounceMs" must be a number >= 0, got ${describe(debounceMs)}`);
-  for (const name of ['onLoad', 'onError'] as const) {
+  for (const name of ['onLoad', 'onError', 'guard'] as const) {
     if (options[name] !== undefined && typeof options[name] !== 'function')
       throw new TypeError(`watchPolicyFile option "${name}" must be a function, got ${describe(options[name])}`);
   }
@@ -56,9 +68,9 @@ export function watchPolicyFile(file: string, options: WatchPolicyOptions = {}):
   // Loads run one after another, so a slow load cannot overwrite a newer one.
   let chain: Promise<PolicySet | null> = Promise.resolve(null);
 
-  const report = (message: string): void => {
+  const report = (message: string, code = 'watch'): void => {
     try {
-      options.onError?.([{ file, line: 1, column: 1, at: '', code: 'watch', message }], current);
+      options.onError?.([{ file, line: 1, column: 1, at: '', code, message }], current);
     } catch {
       // A reporter that throws cannot stop the watch either.
     }
@@ -69,10 +81,32 @@ export function watchPolicyFile(file: string, options: WatchPolicyOptions = {}):
       const result = await readPolicyFile(file);
       if (closed) return current;
       if (result.ok) {
+        // Every reload is diffed against the policy in force; a guard may keep the one in force.
+        let diff: PolicyDiff | null = null;
+        if (current !== null && (options.guard !== undefined || options.diff === true)) {
+          const previous = current;
+          try {
+            diff = await diffPolicies(previous, result.policy);
+            if (closed) return current;
+            if (options.guard && (await options.guard(diff, result.policy, previous)) !== true) {
+              report(
+                `the reload to ${result.policy.version} was held by the guard; policy ${previous.version} stays in force`,
+                'held',
+              );
+              return current;
+            }
+          } catch (error) {
+            report(
+              `the reload could not be checked (${error instanceof Error ? error.message : String(error)}); the policy in force stays`,
+              'held',
+            );
+            return current;
+          }
+        }
         // In force once the host took it: an onLoad that throws keeps the previous one current, is
         // reported, and does not stop later changes from loading (a rejected chain would skip them all).
         try {
-          options.onLoad?.(result.policy, current);
+          options.onLoad?.(result.policy, current, diff);
           current = result.policy;
         } catch (error) {
           report(`the policy loaded but onLoad refused it: ${error instanceof Error ? error.message : String(error)}`);

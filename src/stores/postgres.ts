@@ -7,6 +7,7 @@
  */
 import pg from 'pg';
 import { describe } from '../names.js';
+import { CoalescedConsume } from './coalesce.js';
 
 import {
   auditBounds,
@@ -124,6 +125,7 @@ export const POSTGRES_MIGRATIONS: readonly { readonly version: number; sql(s: st
     // `toolgate ledger list --unknown`: the rows never recorded, by reservation time, without a scan.
     sql: (s: string) => `CREATE INDEX calls_unrecorded ON ${s}.calls (reserved_at) WHERE recorded_at IS NULL;`,
   },
+  { version: 5, sql: (s: string) => COUNTER_BATCH_SQL(s) },
 ]);
 
 /**
@@ -144,84 +146,7 @@ const COUNTERS_SQL = (s: string): string => `
   CREATE INDEX counters_until ON ${s}.counters (until);
   CREATE TABLE ${s}.counter_events (key text NOT NULL, at bigint NOT NULL, cost double precision NOT NULL);
   CREATE INDEX counter_events_key_at ON ${s}.counter_events (key, at);
-  CREATE FUNCTION ${s}.consume_counters(keys text[], costs double precision[], limits double precision[],
-      windows bigint[], OUT allowed boolean, OUT refused integer, OUT retry_ms bigint, OUT used double precision[])
-  LANGUAGE plpgsql AS $fn$
-  DECLARE
-    now_ms bigint := (extract(epoch from clock_timestamp()) * 1000)::bigint;
-    n integer := coalesce(array_length(keys, 1), 0);
-    distinct_keys integer;
-    locked integer;
-    base double precision[] := array_fill(0::double precision, ARRAY[n]);
-    pending double precision[] := array_fill(0::double precision, ARRAY[n]);
-    head integer;
-    t double precision;
-    need double precision;
-    freed double precision;
-    e record;
-  BEGIN
-    used := '{}';
-    SELECT count(DISTINCT k) INTO distinct_keys FROM unnest(keys) k;
-    -- The rows exist, then are locked in key order. A row deleted by the sweep meanwhile is made again.
-    LOOP
-      INSERT INTO ${s}.counters (key) SELECT DISTINCT k FROM unnest(keys) k ORDER BY 1 ON CONFLICT (key) DO NOTHING;
-      SELECT count(*) INTO locked FROM (SELECT 1 FROM ${s}.counters WHERE key = ANY (keys) ORDER BY key FOR UPDATE) l;
-      EXIT WHEN locked = distinct_keys;
-    END LOOP;
-    FOR i IN 1..n LOOP
-      head := array_position(keys, keys[i]);
-      IF head = i THEN
-        WITH gone AS (DELETE FROM ${s}.counter_events WHERE key = keys[i] AND at <= now_ms - windows[i] RETURNING cost)
-        UPDATE ${s}.counters SET total = total - coalesce((SELECT sum(cost) FROM gone), 0) WHERE key = keys[i]
-          RETURNING total INTO t;
-        -- An empty log is a total of 0 exactly (no drift of summed fractions).
-        IF t <> 0 AND NOT EXISTS (SELECT 1 FROM ${s}.counter_events WHERE key = keys[i]) THEN
-          UPDATE ${s}.counters SET total = 0 WHERE key = keys[i];
-          t := 0;
-        END IF;
-        base[i] := greatest(t, 0);
-      END IF;
-      t := base[head] + pending[head];
-      IF t + costs[i] > limits[i] THEN
-        allowed := false;
-        refused := i - 1;
-        retry_ms := -1;
-        IF costs[i] <= limits[i] THEN
-          need := t + costs[i] - limits[i];
-          freed := 0;
-          FOR e IN SELECT at, cost FROM ${s}.counter_events WHERE key = keys[i] ORDER BY at LOOP
-            freed := freed + e.cost;
-            IF freed >= need THEN
-              retry_ms := greatest(1, e.at + windows[i] - now_ms + 1);
-              EXIT;
-            END IF;
-          END LOOP;
-        END IF;
-        FOR j IN 1..i LOOP
-          used := used || (base[array_position(keys, keys[j])]);
-        END LOOP;
-        RETURN;
-      END IF;
-      pending[head] := pending[head] + costs[i];
-      used := used || (t + costs[i]);
-    END LOOP;
-    INSERT INTO ${s}.counter_events (key, at, cost)
-      SELECT k, now_ms, c FROM unnest(keys, costs) AS u(k, c) WHERE c > 0;
-    UPDATE ${s}.counters c SET total = c.total + x.add, until = greatest(c.until, now_ms + x.w)
-      FROM (SELECT k, sum(cost) AS add, max(w) AS w FROM unnest(keys, costs, windows) AS u(k, cost, w) GROUP BY k) x
-      WHERE c.key = x.k;
-    allowed := true;
-    refused := -1;
-    retry_ms := 0;
-    IF random() < 0.001 THEN
-      WITH dead AS (
-        DELETE FROM ${s}.counters WHERE key IN (
-          SELECT key FROM ${s}.counters WHERE until < now_ms AND NOT (key = ANY (keys)) LIMIT 100 FOR UPDATE SKIP LOCKED)
-        RETURNING key)
-      DELETE FROM ${s}.counter_events ev USING dead WHERE ev.key = dead.key;
-    END IF;
-  END
-  $fn$;
+  ${CONSUME_COUNTERS_SQL(s, 'CREATE')}
 `;
 
 type Row = Record<string, unknown>;
@@ -380,22 +305,33 @@ export class PostgresStores {
         return r.rowCount === 1;
       },
     };
+    // One statement per server step: a lone set by consume_counters, a coalesced batch by consume_counter_batch.
+    const batch = new CoalescedConsume(async (sets) => {
+      const flat = sets.flat();
+      const columns = [
+        flat.map((c) => c.key),
+        flat.map((c) => c.cost),
+        flat.map((c) => c.limit),
+        flat.map((c) => Math.ceil(c.windowMs)),
+      ];
+      const r =
+        sets.length === 1
+          ? await q(`SELECT allowed, refused, retry_ms, used FROM ${s}.consume_counters($1, $2, $3, $4)`, columns)
+          : await q(`SELECT allowed, refused, retry_ms, used FROM ${s}.consume_counter_batch($1, $2, $3, $4, $5)`, [
+              ...columns,
+              sets.map((set) => set.length),
+            ]);
+      return r.rows.map(counterVerdictOf);
+    });
     this.counters = {
       name: `postgres ${serverOf(options.connectionString, this.#pool)} schema ${JSON.stringify(schema)}`,
-      async consume(charges: readonly CounterCharge[]): Promise<CounterVerdict> {
-        checkCharges(charges);
-        const r = await q(`SELECT allowed, refused, retry_ms, used FROM ${s}.consume_counters($1, $2, $3, $4)`, [
-          charges.map((c) => c.key),
-          charges.map((c) => c.cost),
-          charges.map((c) => c.limit),
-          charges.map((c) => Math.ceil(c.windowMs)),
-        ]);
-        const row = r.rows[0];
-        if (!row) throw new Error('the counter function returned no row');
-        const used = (row['used'] as number[]).map(Number);
-        if (row['allowed'] === true) return { allowed: true, used };
-        const retry = Number(row['retry_ms']);
-        return { allowed: false, used, index: Number(row['refused']), retryAfterMs: retry < 0 ? null : retry };
+      consume(charges: readonly CounterCharge[]): Promise<CounterVerdict> {
+        try {
+          checkCharges(charges);
+        } catch (error) {
+          return Promise.reject(error);
+        }
+        return batch.push(charges);
       },
       async peek(key: string, windowMs: number): Promise<number> {
         requireKey(key, 'key');
@@ -533,6 +469,130 @@ export class PostgresStores {
   }
 }
 
+/** The function that charges one set (migrations 3 and 5: `CREATE OR REPLACE` there, for schemas at 3). */
+const CONSUME_COUNTERS_SQL = (s: string, create: 'CREATE' | 'CREATE OR REPLACE'): string => `
+  ${create} FUNCTION ${s}.consume_counters(keys text[], costs double precision[], limits double precision[],
+      windows bigint[], OUT allowed boolean, OUT refused integer, OUT retry_ms bigint, OUT used double precision[])
+  LANGUAGE plpgsql AS $fn$
+  DECLARE
+    now_ms bigint := (extract(epoch from clock_timestamp()) * 1000)::bigint;
+    n integer := coalesce(array_length(keys, 1), 0);
+    distinct_keys integer;
+    locked integer;
+    base double precision[] := array_fill(0::double precision, ARRAY[n]);
+    pending double precision[] := array_fill(0::double precision, ARRAY[n]);
+    head integer;
+    t double precision;
+    need double precision;
+    freed double precision;
+    e record;
+  BEGIN
+    used := '{}';
+    SELECT count(DISTINCT k) INTO distinct_keys FROM unnest(keys) k;
+    -- The rows exist, then are locked in key order. A row deleted by the sweep meanwhile is made again.
+    LOOP
+      INSERT INTO ${s}.counters (key) SELECT DISTINCT k FROM unnest(keys) k ORDER BY 1 ON CONFLICT (key) DO NOTHING;
+      SELECT count(*) INTO locked FROM (SELECT 1 FROM ${s}.counters WHERE key = ANY (keys) ORDER BY key FOR UPDATE) l;
+      EXIT WHEN locked = distinct_keys;
+    END LOOP;
+    FOR i IN 1..n LOOP
+      head := array_position(keys, keys[i]);
+      IF head = i THEN
+        WITH gone AS (DELETE FROM ${s}.counter_events WHERE key = keys[i] AND at <= now_ms - windows[i] RETURNING cost)
+        UPDATE ${s}.counters SET total = total - coalesce((SELECT sum(cost) FROM gone), 0) WHERE key = keys[i]
+          RETURNING total INTO t;
+        -- An empty log is a total of 0 exactly (no drift of summed fractions).
+        IF t <> 0 AND NOT EXISTS (SELECT 1 FROM ${s}.counter_events WHERE key = keys[i]) THEN
+          UPDATE ${s}.counters SET total = 0 WHERE key = keys[i];
+          t := 0;
+        END IF;
+        base[i] := greatest(t, 0);
+      END IF;
+      t := base[head] + pending[head];
+      IF t + costs[i] > limits[i] THEN
+        allowed := false;
+        refused := i - 1;
+        retry_ms := -1;
+        IF costs[i] <= limits[i] THEN
+          need := t + costs[i] - limits[i];
+          freed := 0;
+          FOR e IN SELECT at, cost FROM ${s}.counter_events WHERE key = keys[i] ORDER BY at LOOP
+            freed := freed + e.cost;
+            IF freed >= need THEN
+              retry_ms := greatest(1, e.at + windows[i] - now_ms + 1);
+              EXIT;
+            END IF;
+          END LOOP;
+        END IF;
+        -- The totals as they stand (this set added nothing), up to the refused charge.
+        used := '{}';
+        FOR j IN 1..i LOOP
+          used := used || (base[array_position(keys, keys[j])]);
+        END LOOP;
+        RETURN;
+      END IF;
+      pending[head] := pending[head] + costs[i];
+      used := used || (t + costs[i]);
+    END LOOP;
+    INSERT INTO ${s}.counter_events (key, at, cost)
+      SELECT k, now_ms, c FROM unnest(keys, costs) AS u(k, c) WHERE c > 0;
+    UPDATE ${s}.counters c SET total = c.total + x.add, until = greatest(c.until, now_ms + x.w)
+      FROM (SELECT k, sum(cost) AS add, max(w) AS w FROM unnest(keys, costs, windows) AS u(k, cost, w) GROUP BY k) x
+      WHERE c.key = x.k;
+    allowed := true;
+    refused := -1;
+    retry_ms := 0;
+    IF random() < 0.001 THEN
+      WITH dead AS (
+        DELETE FROM ${s}.counters WHERE key IN (
+          SELECT key FROM ${s}.counters WHERE until < now_ms AND NOT (key = ANY (keys)) LIMIT 100 FOR UPDATE SKIP LOCKED)
+        RETURNING key)
+      DELETE FROM ${s}.counter_events ev USING dead WHERE ev.key = dead.key;
+    END IF;
+  END
+  $fn$;
+`;
+
+/**
+ * Counters, coalesced (migration 5; it also replaces `consume_counters`, whose refusal of a set of several
+ * charges listed the totals of the charges before the refused one twice): the concurrent charge sets of one process decided by one function call,
+ * in order, each all or nothing (by `consume_counters`), after every counter of the batch is locked in key
+ * order — so one transaction and one commit serve many decisions, and two workers' batches never deadlock.
+ * `sizes` cuts the charge arrays into sets. Returns one row per set, in order.
+ */
+const COUNTER_BATCH_SQL = (s: string): string => `
+  ${CONSUME_COUNTERS_SQL(s, 'CREATE OR REPLACE')}
+  CREATE FUNCTION ${s}.consume_counter_batch(keys text[], costs double precision[], limits double precision[],
+      windows bigint[], sizes integer[])
+    RETURNS TABLE (allowed boolean, refused integer, retry_ms bigint, used double precision[])
+  LANGUAGE plpgsql AS $fn$
+  DECLARE
+    distinct_keys integer;
+    locked integer;
+    head integer := 1;
+    size integer;
+    verdict record;
+  BEGIN
+    SELECT count(DISTINCT k) INTO distinct_keys FROM unnest(keys) k;
+    LOOP
+      INSERT INTO ${s}.counters (key) SELECT DISTINCT k FROM unnest(keys) k ORDER BY 1 ON CONFLICT (key) DO NOTHING;
+      SELECT count(*) INTO locked FROM (SELECT 1 FROM ${s}.counters WHERE key = ANY (keys) ORDER BY key FOR UPDATE) l;
+      EXIT WHEN locked = distinct_keys;
+    END LOOP;
+    FOREACH size IN ARRAY sizes LOOP
+      SELECT * INTO verdict FROM ${s}.consume_counters(keys[head:head + size - 1], costs[head:head + size - 1],
+        limits[head:head + size - 1], windows[head:head + size - 1]);
+      allowed := verdict.allowed;
+      refused := verdict.refused;
+      retry_ms := verdict.retry_ms;
+      used := verdict.used;
+      RETURN NEXT;
+      head := head + size;
+    END LOOP;
+  END
+  $fn$;
+`;
+
 /** The most records one INSERT of the audit queue writes. */
 const AUDIT_BATCH = 500;
 
@@ -621,6 +681,14 @@ function columnsOf(batch: readonly QueuedRecord[]): unknown[][] {
     columns[6]!.push(json);
   }
   return columns;
+}
+
+/** A verdict from a row of the counter functions. */
+function counterVerdictOf(row: Row): CounterVerdict {
+  const used = (row['used'] as number[]).map(Number);
+  if (row['allowed'] === true) return { allowed: true, used };
+  const retry = Number(row['retry_ms']);
+  return { allowed: false, used, index: Number(row['refused']), retryAfterMs: retry < 0 ? null : retry };
 }
 
 /** Where the pool connects, for messages: host, port and database, never a user or password. */

@@ -10,6 +10,7 @@
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { describe } from '../names.js';
+import { CoalescedConsume, type SendSets } from './coalesce.js';
 import {
   checkCharges,
   entryWith,
@@ -249,85 +250,40 @@ const scripts = {
   settle: new Script(SETTLE),
 };
 
-/** The most charge sets one script call decides. */
-const MAX_SETS = 256;
-
-interface QueuedCharge {
-  readonly charges: readonly CounterCharge[];
-  readonly resolve: (verdict: CounterVerdict) => void;
-  readonly reject: (error: unknown) => void;
-}
-
-/**
- * The concurrent `consume` calls of one process, coalesced: a call made while none is in flight is sent at
- * once (one EVALSHA: no added latency for a lone caller); the calls made while one is in flight wait for it
- * and go together in the next, decided in the order they were made by one run of the script, each all or
- * nothing. So N concurrent decisions cost one round trip and one script run, not N, and the totals stay exact.
- */
-class ConsumeBatch {
-  readonly #client: Redis;
-  readonly #key: (kind: string, name: string) => string;
-  #queued: QueuedCharge[] = [];
-  #sending = false;
-
-  constructor(client: Redis, key: (kind: string, name: string) => string) {
-    this.#client = client;
-    this.#key = key;
-  }
-
-  push(charges: readonly CounterCharge[]): Promise<CounterVerdict> {
-    return new Promise<CounterVerdict>((resolve, reject) => {
-      this.#queued.push({ charges, resolve, reject });
-      if (!this.#sending) void this.#send();
-    });
-  }
-
-  async #send(): Promise<void> {
-    this.#sending = true;
-    while (this.#queued.length > 0) {
-      const sets = this.#queued.length <= MAX_SETS ? this.#queued : this.#queued.slice(0, MAX_SETS);
-      this.#queued = sets === this.#queued ? [] : this.#queued.slice(MAX_SETS);
-      const keys: string[] = [];
-      const args: (string | number)[] = [randomUUID(), sets.length];
-      for (const { charges } of sets) {
-        args.push(charges.length);
-        for (const c of charges) {
-          keys.push(this.#key('c', c.key), this.#key('ct', c.key));
-          args.push(c.cost, c.limit, Math.ceil(c.windowMs));
-        }
+/** Decides charge sets in one script call, in order (see CONSUME). */
+function sendSets(client: Redis, key: (kind: string, name: string) => string): SendSets {
+  return async (sets) => {
+    const keys: string[] = [];
+    const args: (string | number)[] = [randomUUID(), sets.length];
+    for (const charges of sets) {
+      args.push(charges.length);
+      for (const c of charges) {
+        keys.push(key('c', c.key), key('ct', c.key));
+        args.push(c.cost, c.limit, Math.ceil(c.windowMs));
       }
-      let reply: unknown;
-      try {
-        reply = await scripts.consume.run(this.#client, keys, args);
-      } catch (error) {
-        for (const set of sets) set.reject(error);
-        continue;
-      }
-      verdictsOf(reply, sets);
     }
-    this.#sending = false;
-  }
+    return verdictsOf(await scripts.consume.run(client, keys, args), sets.length);
+  };
 }
 
-/** Hands each set its verdict from the script's flat reply; a reply that cannot be read rejects the rest. */
-function verdictsOf(reply: unknown, sets: readonly QueuedCharge[]): void {
+/** The verdicts in the script's flat reply (per set: allowed, index, retry, count, totals…). */
+function verdictsOf(reply: unknown, sets: number): CounterVerdict[] {
   const r = Array.isArray(reply) ? (reply as unknown[]) : [];
+  const out: CounterVerdict[] = [];
   let at = 0;
-  for (const [i, set] of sets.entries()) {
+  for (let i = 0; i < sets; i++) {
     const count = Number(r[at + 3]);
-    if (r.length < at + 4 + count || !Number.isInteger(count)) {
-      const error = new Error(`the counter script answered ${describe(reply)}, which holds no verdict for set ${i}`);
-      for (const rest of sets.slice(i)) rest.reject(error);
-      return;
-    }
+    if (!Number.isInteger(count) || r.length < at + 4 + count)
+      throw new Error(`the counter script answered ${describe(reply)}, which holds no verdict for set ${i}`);
     const used = r.slice(at + 4, at + 4 + count).map(Number);
-    if (r[at] === 1) set.resolve({ allowed: true, used });
+    if (r[at] === 1) out.push({ allowed: true, used });
     else {
       const retry = Number(r[at + 2]);
-      set.resolve({ allowed: false, used, index: Number(r[at + 1]), retryAfterMs: retry < 0 ? null : retry });
+      out.push({ allowed: false, used, index: Number(r[at + 1]), retryAfterMs: retry < 0 ? null : retry });
     }
     at += 4 + count;
   }
+  return out;
 }
 
 /**
@@ -371,7 +327,7 @@ export class RedisStores {
     if (this.#owned) this.client.on('error', () => undefined);
     const client = this.client;
     const key = (kind: string, name: string): string => `${prefix}:${kind}:${name}`;
-    const batch = new ConsumeBatch(client, key);
+    const batch = new CoalescedConsume(sendSets(client, key));
 
     this.counters = {
       name: `redis ${client.options.host ?? '?'}:${client.options.port ?? '?'} prefix ${JSON.stringify(prefix)}`,

@@ -315,15 +315,18 @@ function countersIn(db: Database.Database, table: string, now: () => number, nam
   const consume = db.transaction((charges: readonly CounterCharge[]): CounterVerdict => {
     const at = now();
     const used: number[] = [];
+    // Each charge's total before it was added: what a refusal reports (nothing of the call stays charged).
+    const before: number[] = [];
     for (const [i, c] of charges.entries()) {
       expire.run(c.key, at - c.windowMs);
       const { rows, total } = window(c.key, c.windowMs, at);
       // Charges earlier in this call on the same key are already inserted, so `total` includes them.
       if (total + c.cost > c.limit) {
         const retry = retryAfter(rows, total + c.cost - c.limit, c.windowMs, at, c.cost, c.limit);
-        throw new Refused({ allowed: false, used: [...used, total], index: i, retryAfterMs: retry });
+        throw new Refused({ allowed: false, used: [...before, total], index: i, retryAfterMs: retry });
       }
       if (c.cost > 0) insert.run(c.key, at, c.cost);
+      before.push(total);
       used.push(total + c.cost);
     }
     return { allowed: true, used };

@@ -35,7 +35,7 @@ const as = (subject: string | null, options?: Parameters<typeof signedIn>[3]) =>
   signedIn(browser, cleanups, subject, options);
 
 describe('live updates survive a (re)connect', () => {
-  it('an approval put while the stream is down shows once it reconnects, and the page says when it is down', async () => {
+  async function downAndUp() {
     const s = shop();
     const inbox = createInbox({
       secret: INBOX_SECRET,
@@ -48,16 +48,36 @@ describe('live updates survive a (re)connect', () => {
     cleanups.push(() => server.close());
     const page = await open(await as('ana@acme.example'), server.url);
     await see(page.locator('.count')).toBe('0 waiting');
-    await expect.poll(() => page.locator('body').getAttribute('data-live'), { timeout: 10_000 }).toBe('on');
-    // The server goes away (a restart, a proxy's idle timeout): the page says live updates are paused.
-    await server.close();
-    await see(page.locator('#live-status')).toContain('reconnecting');
-    // An approval arrives meanwhile; the stream's `ready` on reconnect brings it in without a reload.
-    await inbox.runner(s.runner).track(await s.run({ order: 'A-1', amount: 250 }));
-    server = await inbox.listen({ port });
+    await page.waitForTimeout(1000); // the page's stream is connected
+    return {
+      page,
+      /** The server goes away (a restart, a proxy's idle timeout). */
+      down: () => server.close(),
+      up: async () => {
+        server = await inbox.listen({ port });
+      },
+      arrive: async () => {
+        await inbox.runner(s.runner).track(await s.run({ order: 'A-1', amount: 250 }));
+      },
+    };
+  }
+
+  it("an approval put while the stream is down shows once it reconnects (the page refreshes on the stream's ready)", async () => {
+    const { page, down, up, arrive } = await downAndUp();
+    await down();
+    await arrive();
+    await up();
     await see(page.locator('.count')).toBe('1 waiting');
     await counted(page.locator('article.approval.pending')).toBe(1);
-    await expect.poll(() => page.locator('#live-status').isVisible()).toBe(false);
+  });
+
+  it('the page says when the stream is down, and stops saying so once it is back', async () => {
+    const { page, down, up } = await downAndUp();
+    await down();
+    await see(page.locator('#live-status')).toContain('reconnecting');
+    await up();
+    await expect.poll(() => page.locator('#live-status').isVisible(), { timeout: 10_000 }).toBe(false);
+    expect(await page.locator('body').getAttribute('data-live')).toBe('on');
   });
 });
 

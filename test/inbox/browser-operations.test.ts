@@ -285,10 +285,15 @@ describe('a live list', () => {
 
   it('a card that expires while open turns expired and loses its buttons', async () => {
     const { inbox, url } = await start();
-    ask(inbox, { tool: 'refund', tenant: 'acme', params: { order: 'A-8', amount: 150 }, ttlMs: 3000 });
-    const page = await open(await as('ana@acme.example'), url);
+    ask(inbox, { tool: 'refund', tenant: 'acme', params: { order: 'A-8', amount: 150 }, ttlMs: 60_000 });
+    // The page's clock is the test's: a minute passes in the page without waiting for it.
+    const page = await (await as('ana@acme.example')).newPage();
+    await page.clock.install({ time: Date.now() });
+    await page.goto(`${url}/`);
     const card = page.locator('article.approval');
     await counted(card.locator('button.allow')).toBe(1);
+    await see(card.locator('.countdown')).toMatch(/^in (1 min|\d+ s)$/);
+    await page.clock.fastForward(61_000);
     await expect.poll(() => card.getAttribute('class'), { timeout: 10_000 }).toContain('expired');
     await counted(card.locator('button')).toBe(0);
     await see(card.locator('.state')).toContain('Expired');

@@ -135,6 +135,38 @@ describe('the inbox over HTTP', () => {
     expect(await who(await sign({ email: 'alice@example.com', email_verified: true }))).toBe('alice@example.com');
   });
 
+  it("binds an approver to the tenants a token's tenantClaim names: another tenant's request is a 404", async () => {
+    const sign = (claims: Record<string, unknown>) =>
+      new SignJWT({ email_verified: true, ...claims })
+        .setProtectedHeader({ alg: 'HS256' })
+        .setExpirationTime('1h')
+        .sign(new TextEncoder().encode(JWT_SECRET));
+    const s = shop();
+    const { inbox, url } = await start({ authenticate: jwtApprover({ secret: JWT_SECRET, tenantClaim: 'tenant' }) });
+    const tracked = await inbox.runner(s.runner).track(await s.run({ order: 'A-21', amount: 300 }));
+    const [record] = await inbox.store.list({ status: 'pending' });
+    const as = async (claims: Record<string, unknown>) => ({ authorization: `Bearer ${await sign(claims)}` });
+    const gus = await as({ email: 'gus@globex.example', tenant: 'globex' });
+    const page = await (await fetch(`${url}/`, { headers: gus })).text();
+    expect(page).toContain('0 waiting');
+    expect(page).not.toContain('A-21');
+    const csrf = /name="csrf" value="([^"]+)"/.exec(page)![1]!;
+    const post = (headers: Record<string, string>, token: string) =>
+      fetch(`${url}/approvals/${encodeURIComponent(record!.id)}/answer`, {
+        method: 'POST',
+        headers: { ...headers, origin: new URL(url).origin },
+        body: new URLSearchParams({ csrf: token, effect: 'allow' }),
+      });
+    const refused = await post(gus, csrf);
+    expect(refused.status).toBe(404);
+    expect((await fetch(`${url}/`, { headers: await as({ email: 'x@example.com' }) })).status).toBe(401); // no claim
+    const ana = await as({ email: 'ana@acme.example', tenant: ['acme', 'initech'] });
+    const anaPage = await (await fetch(`${url}/`, { headers: ana })).text();
+    expect(anaPage).toContain('A-21');
+    expect((await post(ana, /name="csrf" value="([^"]+)"/.exec(anaPage)![1]!)).status).toBe(200);
+    expect((await tracked.done).status).toBe('completed');
+  });
+
   it('keeps arguments inside the Slack code block (a backtick cannot close it)', () => {
     const message = slackMessage({
       type: 'approval.requested',

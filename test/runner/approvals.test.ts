@@ -280,9 +280,8 @@ describe('AgentRunner: durable approvals', () => {
     const first = pendingRunner(store);
     const result = paused(await first.runner.run(concierge, 'refund A1'));
     const decision = first.runner.answer(result.pending[0]!, 'allow');
-    const nonces = store.nonces;
     for (const consume of [() => Promise.reject(new Error('nonce store down')), () => Promise.resolve('yes')]) {
-      const broken = { ...store, nonces: { consume } as unknown as typeof nonces };
+      const broken = { ...store, nonces: { consume } as unknown as typeof store.nonces };
       const attempt = pendingRunner(broken as InMemoryApprovalStore);
       const failed = await attempt.runner.resume(overTheWire(result.state), [decision]);
       expect(failed.status).toBe('failed');
