@@ -13,6 +13,7 @@ import type { PermissionHandler, PermissionRequest } from '../permissions/handle
 import type { ToolRegistry } from '../registry.js';
 import { storeApprover, type ApprovalNote, type GatewayApprovals } from './approvals.js';
 import { inboxRoute, type GatewayInbox } from './inbox.js';
+import { roundOf } from './mrtr.js';
 
 /** Where the gateway's asks go. */
 export interface GatewayPeople {
@@ -51,6 +52,10 @@ export function gatewayRoute(
 ): Route {
   const approvals = { secret: people.secret };
   if (people.inbox) return { ...inboxRoute(people.inbox, request, note), approvals };
+  // A 2026-07-28 request asks the person behind the client through input_required and the retry
+  // (mrtr.ts) where a 2025 one is asked by elicitation; the stores, when configured, come first for both
+  // (their approvers answer, never the caller).
+  const round = roundOf(request.server);
   const approver = people.approvals
     ? storeApprover(
         people.approvals,
@@ -63,7 +68,9 @@ export function gatewayRoute(
         },
         note,
       )
-    : elicitation(request.server, people.approvalTimeoutMs, kind);
+    : round
+      ? (ask: PermissionRequest) => round.ask(kind, ask, askText(kind, ask), note)
+      : elicitation(request.server, people.approvalTimeoutMs, kind);
   return { ...approverRoute(registry, approver), approvals };
 }
 
