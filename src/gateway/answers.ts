@@ -8,7 +8,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import type { ApproverIdentity, ApproverRules } from '../contracts/approval.js';
-import { approverVerdict } from '../gate/approvers.js';
+import { approverVerdict } from '../gate/index.js';
 import type { PolicySet } from '../policy-file/policy-set.js';
 import type { ApprovalStore, PendingRecord } from '../stores/types.js';
 import { reply, sessionSubject } from './auth.js';
