@@ -16,13 +16,14 @@ import { watch } from 'node:fs';
 import { basename, dirname, resolve } from 'node:path';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
+import { approversOf } from '../gateway/answers.js';
 import { jsonlAuditSink, type GatewayAuditSink } from '../gateway/audit.js';
 import { gatewayConfigOf } from '../gateway/config.js';
 import type { GatewayApprovals } from '../gateway/approvals.js';
 import { createGateway, type Gateway } from '../gateway/gateway.js';
 import { gatewayInbox, type GatewayInbox } from '../gateway/inbox.js';
 import type { GatewayHttpServer } from '../gateway/http.js';
-import type { GateContext } from '../gate/precheck.js';
+import type { GateContext } from '../contracts/gate.js';
 import type { PolicySet } from '../policy-file/policy-set.js';
 import { loadPolicyForProxy } from '../gateway/policy.js';
 import type { CounterStore } from '../stores/types.js';
@@ -229,7 +230,15 @@ export async function runGateway(
         ...(options.stateless ? { stateless: true } : {}),
         ...(options.resource ? { resource: options.resource } : {}),
         ...(options.authorizationServer ? { authorizationServers: options.authorizationServer } : {}),
-        ...(approvals ? { approvals: { store: approvals.store } } : {}),
+        // Who may answer: the policy in force's approvers and the gateway's tenant (THE approver check).
+        ...(approvals
+          ? {
+              approvals: {
+                store: approvals.store,
+                approvers: () => approversOf(gateway.policy, gateway.context.tenant?.id),
+              },
+            }
+          : {}),
         // The policy in force now: a reload changes what the scopes cover.
         context: (auth) => ({ caller: { id: auth.clientId, scopes: gateway.policy.toolsForScopes(auth.scopes) } }),
       }).catch(async (error: unknown) => {

@@ -6,13 +6,13 @@
  */
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { ApprovalKind } from '../contracts/approval.js';
-import type { AskOutcome } from '../gate/approval.js';
-import type { Route } from '../gate/route.js';
+import type { ApprovalSettings, AskOutcome, Route } from '../gate/index.js';
 import { displaySafe } from '../names.js';
 import type { PermissionHandler, PermissionRequest } from '../permissions/handler.js';
 import type { ToolRegistry } from '../registry.js';
 import { storeApprover, type ApprovalNote, type GatewayApprovals } from './approvals.js';
 import { inboxRoute, type GatewayInbox } from './inbox.js';
+import { roundOf } from './mrtr.js';
 
 /** Where the gateway's asks go. */
 export interface GatewayPeople {
@@ -50,7 +50,11 @@ export function gatewayRoute(
   kind: ApprovalKind = 'tool',
 ): Route {
   const approvals = { secret: people.secret };
-  if (people.inbox) return { ...inboxRoute(people.inbox, request, note), approvals };
+  if (people.inbox) return inboxRoute(people.inbox, request, note, approvals);
+  // A 2026-07-28 request asks the person behind the client through input_required and the retry
+  // (mrtr.ts) where a 2025 one is asked by elicitation; the stores, when configured, come first for both
+  // (their approvers answer, never the caller).
+  const round = roundOf(request.server);
   const approver = people.approvals
     ? storeApprover(
         people.approvals,
@@ -63,8 +67,10 @@ export function gatewayRoute(
         },
         note,
       )
-    : elicitation(request.server, people.approvalTimeoutMs, kind);
-  return { ...approverRoute(registry, approver), approvals };
+    : round
+      ? (ask: PermissionRequest) => round.ask(kind, ask, askText(kind, ask), note)
+      : elicitation(request.server, people.approvalTimeoutMs, kind);
+  return approverRoute(registry, approver, approvals);
 }
 
 /** Asks the person behind the client by MCP elicitation; false when they cannot be asked or do not accept. */
@@ -131,28 +137,35 @@ function askText(kind: ApprovalKind, request: PermissionRequest): string {
 }
 
 /** The gateway's route whose person is `approver` (elicitation or the approval stores), asked as a handler. */
-function approverRoute(registry: ToolRegistry, approver: PermissionHandler | undefined): Route {
+function approverRoute(
+  registry: ToolRegistry,
+  approver: PermissionHandler | undefined,
+  approvals: ApprovalSettings,
+): Route {
   if (!approver) return { name: 'gateway', grouped: false };
   const handle = typeof approver === 'function' ? approver : (r: PermissionRequest) => approver.handle(r);
   return {
     name: 'gateway',
     grouped: false,
-    ask: async (request): Promise<AskOutcome> => {
-      const metadata = registry.get(request.toolName)?.metadata;
-      if (!metadata) return { effect: 'invalid', reason: `the tool ${JSON.stringify(request.toolName)} is gone` };
-      const answer = await handle({
-        toolName: request.toolName,
-        parameters: request.parameters,
-        reason: request.reason,
-        ruleName: request.rule,
-        metadata,
-        callId: request.binding.callId,
-        agent: request.agent,
-        tenant: request.tenant,
-        runId: request.runId,
-        caller: request.caller,
-      });
-      return answer === 'allow' || answer === 'deny' ? { effect: answer } : (answer as never);
+    person: {
+      approvals,
+      ask: async (request): Promise<AskOutcome> => {
+        const metadata = registry.get(request.toolName)?.metadata;
+        if (!metadata) return { effect: 'invalid', reason: `the tool ${JSON.stringify(request.toolName)} is gone` };
+        const answer = await handle({
+          toolName: request.toolName,
+          parameters: request.parameters,
+          reason: request.reason,
+          ruleName: request.rule,
+          metadata,
+          callId: request.binding.callId,
+          agent: request.agent,
+          tenant: request.tenant,
+          runId: request.runId,
+          caller: request.caller,
+        });
+        return answer === 'allow' || answer === 'deny' ? { effect: answer } : (answer as never);
+      },
     },
   };
 }

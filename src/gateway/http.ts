@@ -21,9 +21,9 @@ import {
   type BearerAuthenticator,
 } from './auth.js';
 import { narrowContext } from './context.js';
-import type { GateContext } from '../gate/precheck.js';
+import type { GateContext } from '../contracts/gate.js';
 import { describe } from '../names.js';
-import type { ApprovalStore } from '../stores/types.js';
+import { answerApproval, type ApprovalsEndpoint } from './answers.js';
 import type { Gateway, GatewayRequestContext } from './gateway.js';
 
 /** Options of {@link serveGatewayHttp}. */
@@ -62,9 +62,11 @@ export interface GatewayHttpOptions {
   /**
    * Serve `GET /approvals` (pending requests) and `POST /approvals/<id>` (`{ "effect": "allow" | "deny",
    * "reason"? }`) over the approval store, for tokens carrying `approverScope`: the gateway's own requests
-   * only (source `gateway`). The caller of a request cannot answer it (four eyes). @default not served
+   * only (source `gateway`), and of those only what THE approver check lets the token see (the policy's
+   * `approvals:` lists, four eyes, the gateway's tenant: `approvers`, read per request). The caller of a
+   * request cannot answer it. @default not served
    */
-  readonly approvals?: { readonly store: ApprovalStore; readonly approverScope?: string };
+  readonly approvals?: ApprovalsEndpoint;
 }
 
 /** A listening gateway endpoint. */
@@ -342,8 +344,6 @@ export async function serveGatewayHttp(
   };
 }
 
-const MAX_BODY = 64 * 1024;
-
 /** The largest MCP request body read (the SDK's own bound). */
 const MAX_MCP_BODY = 4 * 1024 * 1024;
 
@@ -429,74 +429,4 @@ async function serveModern(
     // the client went away
   }
   res.end();
-}
-
-/** `GET /approvals` and `POST /approvals/<id>`: a person with the approver scope answers a pending request. */
-async function answerApproval(
-  req: IncomingMessage,
-  res: ServerResponse,
-  pathname: string,
-  auth: AuthInfo,
-  approvals: { readonly store: ApprovalStore; readonly approverScope?: string },
-): Promise<void> {
-  const scope = approvals.approverScope ?? 'toolgate:approve';
-  if (!auth.scopes.includes(scope))
-    return reply(
-      res,
-      403,
-      { error: 'insufficient_scope', error_description: `answering approvals needs the scope ${scope}` },
-      `Bearer error="insufficient_scope", scope="${scope}"`,
-    );
-  if (pathname === '/approvals') {
-    if (req.method !== 'GET') return reply(res, 405, { error: 'method_not_allowed' });
-    // The gateway's own requests only: a store shared with the inbox (toolgate serve) holds a runner's or
-    // an application's requests too, which the inbox's approver rules decide who may answer.
-    const pending = (await approvals.store.list({ status: 'pending' })).filter((r) => r.source === 'gateway');
-    return reply(res, 200, { pending });
-  }
-  if (req.method !== 'POST') return reply(res, 405, { error: 'method_not_allowed' });
-  const id = decodeURIComponent(pathname.slice('/approvals/'.length));
-  let text = '';
-  for await (const chunk of req) {
-    text += (chunk as Buffer).toString('utf8');
-    if (text.length > MAX_BODY) return reply(res, 413, { error: 'too_large' });
-  }
-  let body: { effect?: unknown; reason?: unknown };
-  try {
-    body = JSON.parse(text) as typeof body;
-  } catch {
-    return reply(res, 400, {
-      error: 'invalid_request',
-      error_description: 'the body must be JSON: { "effect": "allow" | "deny", "reason"? }',
-    });
-  }
-  if (
-    (body.effect !== 'allow' && body.effect !== 'deny') ||
-    (body.reason !== undefined && typeof body.reason !== 'string')
-  )
-    return reply(res, 400, {
-      error: 'invalid_request',
-      error_description: 'expected { "effect": "allow" | "deny", "reason"?: string }',
-    });
-  const record = await approvals.store.get(id);
-  if (!record || record.source !== 'gateway')
-    return reply(res, 404, { error: 'not_found', error_description: `no gateway approval request ${id}` });
-  // Four eyes: neither the subject the request is bound to nor a token with the caller's client id answers.
-  const subject = sessionSubject(auth);
-  if (record.binding.owner.id === subject || (record.caller !== null && record.caller === auth.clientId))
-    return reply(res, 403, {
-      error: 'forbidden',
-      error_description: 'the caller of a request cannot answer it (four eyes)',
-    });
-  const answered = await approvals.store.answer(id, {
-    effect: body.effect,
-    approver: auth.clientId,
-    ...(typeof body.reason === 'string' ? { reason: body.reason } : {}),
-  });
-  if (!answered)
-    return reply(res, 409, {
-      error: 'conflict',
-      error_description: `the request ${id} was already answered or has expired`,
-    });
-  return reply(res, 200, { id, answered: true, effect: body.effect });
 }
