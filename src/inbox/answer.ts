@@ -9,7 +9,7 @@
  * `approval_answer_refused`, with why.
  */
 import type { ApproverIdentity, ApproverVerdict } from '../contracts/approval.js';
-import { approverVerdict } from '../gate/approvers.js';
+import { approverVerdict } from '../gate/index.js';
 import { describe } from '../names.js';
 import { canonicalJson } from '../crypto.js';
 import type { Answer, PendingRecord } from '../stores/types.js';

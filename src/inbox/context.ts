@@ -7,7 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import type { ApproverIdentity, ApproverRules } from '../contracts/approval.js';
 import { secretOf } from '../crypto.js';
-import { checkApproverRules } from '../gate/approvers.js';
+import { checkApproverRules } from '../gate/index.js';
 import { describe } from '../names.js';
 import { MemoryApprovalStore, MemoryNonceStore } from '../stores/memory.js';
 import type { Answer, ApprovalStore, NonceStore, PendingRecord, RememberScope } from '../stores/types.js';

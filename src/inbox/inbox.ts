@@ -12,7 +12,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { getRequestListener, serve } from '@hono/node-server';
-import { approverVerdict } from '../gate/approvers.js';
+import { approverVerdict } from '../gate/index.js';
 import { describe } from '../names.js';
 import type { PermissionHandler } from '../permissions/handler.js';
 import type { AgentRunner } from '../runner/runner.js';
