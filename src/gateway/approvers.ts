@@ -11,7 +11,7 @@ import type { Route } from '../gate/route.js';
 import { displaySafe } from '../names.js';
 import type { PermissionHandler, PermissionRequest } from '../permissions/handler.js';
 import type { ToolRegistry } from '../registry.js';
-import { storeApprover, type ApprovalNote, type GatewayApprovals } from './approvals.js';
+import { storePerson, type ApprovalNote, type GatewayApprovals } from './approvals.js';
 import { inboxRoute, type GatewayInbox } from './inbox.js';
 
 /** Where the gateway's asks go. */
@@ -51,20 +51,22 @@ export function gatewayRoute(
 ): Route {
   const approvals = { secret: people.secret };
   if (people.inbox) return { ...inboxRoute(people.inbox, request, note), approvals };
-  const approver = people.approvals
-    ? storeApprover(
-        people.approvals,
-        {
-          caller: request.caller,
-          subject: request.subject,
-          agent: request.agent,
-          tenant: request.tenant,
-          policyVersion: request.policyVersion,
-        },
-        note,
-      )
-    : elicitation(request.server, people.approvalTimeoutMs, kind);
-  return { ...approverRoute(registry, approver), approvals };
+  if (people.approvals) {
+    const person = storePerson(people.approvals, { agent: request.agent }, note);
+    return {
+      name: 'gateway',
+      grouped: false,
+      ask: (r) => person.ask(r),
+      // Owned by the caller's subject (issuer, claim, value), so any replica finds the answer for the same
+      // caller's same call, and nobody else's; valid as long as the stores wait for an answer.
+      approvals: {
+        secret: people.secret,
+        owner: { kind: 'session', id: request.subject ?? request.caller ?? 'anonymous' },
+        ttlMs: people.approvals.ttlMs ?? 900_000,
+      },
+    };
+  }
+  return { ...approverRoute(registry, elicitation(request.server, people.approvalTimeoutMs, kind)), approvals };
 }
 
 /** Asks the person behind the client by MCP elicitation; false when they cannot be asked or do not accept. */
