@@ -13,6 +13,7 @@ import type { PermissionHandler, PermissionRequest } from '../permissions/handle
 import type { ToolRegistry } from '../registry.js';
 import { storePerson, type ApprovalNote, type GatewayApprovals } from './approvals.js';
 import { inboxRoute, type GatewayInbox } from './inbox.js';
+import { roundOf } from './mrtr.js';
 
 /** Where the gateway's asks go. */
 export interface GatewayPeople {
@@ -66,7 +67,14 @@ export function gatewayRoute(
       },
     };
   }
-  return { ...approverRoute(registry, elicitation(request.server, people.approvalTimeoutMs, kind)), approvals };
+  // A 2026-07-28 request asks the person behind the client through input_required and the retry
+  // (mrtr.ts) where a 2025 one is asked by elicitation; the stores, when configured, come first for both
+  // (their approvers answer, never the caller).
+  const round = roundOf(request.server);
+  const approver = round
+    ? (ask: PermissionRequest) => round.ask(kind, ask, askText(kind, ask), note)
+    : elicitation(request.server, people.approvalTimeoutMs, kind);
+  return { ...approverRoute(registry, approver), approvals };
 }
 
 /** Asks the person behind the client by MCP elicitation; false when they cannot be asked or do not accept. */

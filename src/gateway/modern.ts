@@ -10,6 +10,7 @@
  */
 import {
   createMcpHandler,
+  inputRequired,
   ProtocolError,
   ProtocolErrorCode,
   Server as ModernServer,
@@ -23,7 +24,20 @@ import {
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { GateContext } from '../gate/precheck.js';
 import { MODERN_VERSION } from '../mcp/index.js';
+import { MemoryNonceStore } from '../stores/memory.js';
+import type { NonceStore } from '../stores/types.js';
+import { sessionSubject } from './auth.js';
+import { attachRound, mrtrRound, type MrtrRound } from './mrtr.js';
 import { requestHandlers, type GatewayCore, type GatewayRequestContext, type SessionRequest } from './session.js';
+
+/** Without shared stores, a gateway's own nonces (one process: a retry on another replica is refused). */
+const ownNonces = new WeakMap<GatewayCore, NonceStore>();
+function noncesOf(core: GatewayCore): Pick<NonceStore, 'consume'> {
+  if (core.people.approvals) return core.people.approvals.nonces;
+  let nonces = ownNonces.get(core);
+  if (!nonces) ownNonces.set(core, (nonces = new MemoryNonceStore()));
+  return nonces;
+}
 
 /** How long a 2026-07-28 client may keep a list or a read: short, and never shared with another caller. */
 export const PRIVATE_TTL_MS = 5000;
@@ -73,11 +87,38 @@ export function modernServer(
     },
   );
   let current: ServerContext | undefined;
-  const handlers = requestHandlers(
-    core,
-    contextOption,
-    peer(() => current),
-  );
+  const thePeer = peer(() => current);
+  const handlers = requestHandlers(core, contextOption, thePeer);
+  // The round of an ask (input_required, then the retry): bound to the call, the caller, the policy in force.
+  const roundFor = (ctx: ServerContext): MrtrRound => {
+    const context = handlers.contextOf(of(ctx));
+    const envelope = ctx.mcpReq.envelope as Record<string, unknown> | undefined;
+    const declared = envelope?.['io.modelcontextprotocol/clientCapabilities'] as ClientCapabilities | undefined;
+    const elicitation = declared?.elicitation as { form?: unknown; url?: unknown } | undefined;
+    const round = mrtrRound({
+      secret: core.people.secret,
+      nonces: noncesOf(core),
+      form: !!elicitation && !(elicitation.form === undefined && elicitation.url !== undefined),
+      requestState: ctx.mcpReq.requestState(),
+      inputResponses: ctx.mcpReq.inputResponses,
+      who: {
+        subject: ctx.http?.authInfo ? sessionSubject(ctx.http.authInfo as never) : null,
+        caller: context.caller?.id ?? null,
+        tenant: context.tenant?.id ?? null,
+        policyVersion: core.inForce.current.policy.version,
+      },
+    });
+    attachRound(thePeer, round);
+    return round;
+  };
+  /** A handler's answer after its round: input_required when the ask asked, the refusal's reason when refused. */
+  const answered = <T>(round: MrtrRound, result: T): T => {
+    const pending = round.inputRequired;
+    if (pending) return inputRequired(pending as never) as T;
+    if (round.refused && (result as { isError?: unknown }).isError === true)
+      return { isError: true, content: [{ type: 'text', text: round.refused }] } as T;
+    return result;
+  };
   const of = (ctx: ServerContext): SessionRequest => {
     current = ctx;
     return {
@@ -92,10 +133,10 @@ export function modernServer(
   // cache fields. Only what the server advertises is served: another method is not found (-32601).
   if (capabilities.tools) {
     server.setRequestHandler('tools/list', async (_r, ctx) => (await handlers.listTools(of(ctx))) as never);
-    server.setRequestHandler(
-      'tools/call',
-      async (r, ctx) => (await handlers.callTool(r.params as never, of(ctx))) as never,
-    );
+    server.setRequestHandler('tools/call', async (r, ctx) => {
+      const round = roundFor(ctx);
+      return answered(round, await handlers.callTool(r.params as never, of(ctx))) as never;
+    });
   }
   if (capabilities.resources) {
     server.setRequestHandler(

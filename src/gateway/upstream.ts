@@ -18,6 +18,7 @@ import {
   type ClientCapabilities,
   type JSONRPCMessage,
   type LoggingMessageNotification,
+  type PriorDiscovery,
   type ProgressToken,
   type RequestOptions,
   type ServerCapabilities,
@@ -29,6 +30,7 @@ import {
   connectClient,
   connectMcpServer,
   eraViolationMessage,
+  priorOf,
   type McpConnection,
   type McpSession,
   type McpStdioServer,
@@ -124,6 +126,8 @@ export class Upstream {
   #reason = 'not connected yet';
   #client: GatewayClient | null = null;
   #session: McpSession | null = null;
+  /** The era found at the last connect: a reconnection does not probe again, unless the upstream broke its era. */
+  #prior: PriorDiscovery | undefined;
   #connection: McpConnection | null = null;
   #attempt = 0;
   #timer: NodeJS.Timeout | null = null;
@@ -194,11 +198,15 @@ export class Upstream {
         // Discover first (2026-07-28), else the 2025-11-25 handshake; then the upstream is held to its era.
         this.#session = await connectClient(client, this.#endpoint(), {
           timeoutMs,
+          ...(this.#prior ? { prior: this.#prior } : {}),
           inbound: (message) => this.#relay(message),
-          onViolation: (violation) =>
+          onViolation: (violation) => {
             // The answer was refused; the upstream is reconnected, which probes its era again.
-            queueMicrotask(() => this.#down(eraViolationMessage(violation))),
+            this.#prior = undefined;
+            queueMicrotask(() => this.#down(eraViolationMessage(violation)));
+          },
         });
+        this.#prior = priorOf(this.#session);
         return connectMcpServer(this.#registry, {
           client,
           prefix: this.prefixed ? this.namespace : null,
@@ -230,6 +238,8 @@ export class Upstream {
       client.onclose = () => this.#down('its connection closed (the server exited or the network failed)');
       this.#events.stateChanged(this);
     } catch (error) {
+      // A verdict that no longer holds (the server was upgraded or replaced) fails here: probe next time.
+      this.#prior = undefined;
       await client.close().catch(() => undefined);
       this.#down(`it could not be connected: ${error instanceof Error ? error.message : String(error)}`);
     } finally {

@@ -102,7 +102,9 @@ export class RunnerInbox {
   }
 
   async #pause(
-    result: Pick<Extract<RunResult, { status: 'paused' }>, 'runId' | 'state' | 'pending'>,
+    result:
+      | Extract<RunResult, { status: 'paused' }>
+      | Pick<Extract<RunResult, { status: 'paused' }>, 'runId' | 'state' | 'pending'>,
     resolve: (result: RunResult) => void,
     reject: (error: unknown) => void,
   ): Promise<void> {
@@ -110,7 +112,7 @@ export class RunnerInbox {
     // The same call waiting again after its answer was given means the runner did not take the answer
     // (a policy handler of its own, say): it is not answered twice; the run stays paused.
     if (pending.some((p) => this.#tracked.has(p.id))) {
-      if ('status' in result) resolve(result as RunResult);
+      if ('status' in result) resolve(result);
       return;
     }
     const answers = new Map<string, PendingRecord>();

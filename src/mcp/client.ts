@@ -13,6 +13,7 @@ import {
   type ClientOptions,
   type DiscoverResult,
   type JSONRPCMessage,
+  type PriorDiscovery,
   type ResponseCacheStore,
   type ServerCapabilities,
 } from '@modelcontextprotocol/client';
@@ -46,6 +47,12 @@ export interface ConnectClientOptions {
   readonly onViolation?: McpEraViolationListener;
   /** Whether the client declared the tasks extension (`resultType: "task"` is then an answer it takes). @default false */
   readonly tasks?: boolean;
+  /**
+   * The era found at an earlier connect of the same server configuration (see {@link priorOf}): no probe
+   * then. The versioning page allows it ("re-probing if the cached assumption later fails"): drop it after
+   * an era violation. @default none: probe
+   */
+  readonly prior?: PriorDiscovery;
 }
 
 /**
@@ -107,6 +114,7 @@ export async function connectClient(
   } else {
     await client.connect(tapTransport(openTransport(endpoint), { inbound, outbound: requests.outbound }), {
       timeout: timeoutMs,
+      ...(options.prior ? { prior: options.prior } : {}),
     });
   }
   const era = client.getProtocolEra();
@@ -127,6 +135,13 @@ export async function connectClient(
 
 /** The session of each client connected here: connecting it again (connectMcpServer on the gateway's client) taps nothing twice. */
 const sessions = new WeakMap<Client, McpSession>();
+
+/** The era verdict of a session, to connect the same server configuration again without probing. */
+export function priorOf(session: McpSession): PriorDiscovery {
+  return session.era === 'modern' && session.discover
+    ? { kind: 'modern', discover: session.discover }
+    : { kind: 'legacy' };
+}
 
 /** Throws a TypeError unless `client` is a Client of the SDK v2 (a v1 Client is named as such). */
 export function assertClient(client: unknown): asserts client is Client {

@@ -5,7 +5,7 @@
  */
 export { connectMcpServer, annotationTags, contentText, McpToolError } from './tools.js';
 export type { McpServerOptions, McpConnection } from './tools.js';
-export { connectClient, newClient, clientOptions, assertClient, ToolIndexStore } from './client.js';
+export { connectClient, newClient, clientOptions, assertClient, priorOf, ToolIndexStore } from './client.js';
 export type { McpSession, ConnectClientOptions } from './client.js';
 export { eraViolationMessage, MODERN_VERSION, LEGACY_VERSION, ERA_VIOLATION_CODE } from './era.js';
 export type { McpEra, EraViolation, McpEraViolationListener } from './era.js';

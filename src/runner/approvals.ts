@@ -231,7 +231,10 @@ export class DurableApprovals {
   async useNonce(granted: GrantedAnswer, key: string): Promise<boolean> {
     const ttl = Math.max(0, Number(granted.binding.expiresAt) - Date.now()) + NONCE_TTL_MS;
     try {
-      return await this.#settings.stores.nonces.consume(granted.binding.nonce, ttl);
+      const fresh: unknown = await this.#settings.stores.nonces.consume(granted.binding.nonce, ttl);
+      // Only a boolean answers; anything else is a store error (the claim is given back, the run fails).
+      if (typeof fresh !== 'boolean') throw new TypeError(`the nonce store's consume() answered ${describe(fresh)}`);
+      return fresh;
     } catch (error) {
       await this.#settings.ledger.release(key).catch(() => false);
       throw error;

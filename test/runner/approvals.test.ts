@@ -275,6 +275,27 @@ describe('AgentRunner: durable approvals', () => {
     });
   });
 
+  it('a nonce store that fails or answers garbage after the claim: nothing runs, the claim is given back, and the decision still resumes', async () => {
+    const store = new InMemoryApprovalStore();
+    const first = pendingRunner(store);
+    const result = paused(await first.runner.run(concierge, 'refund A1'));
+    const decision = first.runner.answer(result.pending[0]!, 'allow');
+    for (const consume of [() => Promise.reject(new Error('nonce store down')), () => Promise.resolve('yes')]) {
+      const broken = { ...store, nonces: { consume } as unknown as typeof store.nonces };
+      const attempt = pendingRunner(broken as InMemoryApprovalStore);
+      const failed = await attempt.runner.resume(overTheWire(result.state), [decision]);
+      expect(failed.status).toBe('failed');
+      expect(attempt.refunds).toEqual([]);
+      // The ledger claim was given back: nothing reads as held or unknown for the call.
+      const key = JSON.stringify([result.runId, 'concierge', 0, result.pending[0]!.binding.callId]);
+      expect(await store.ledger.inspect(key)).toBeUndefined();
+    }
+    const back = pendingRunner(store);
+    const done = await back.runner.resume(overTheWire(result.state), [decision]);
+    expect(done.status).toBe('completed');
+    expect(back.refunds).toEqual([{ order: 'A1', amount: 500 }]);
+  });
+
   it('a replayed decision runs nothing: the call keeps the refusal it was settled with', async () => {
     const store = new InMemoryApprovalStore();
     const plans: Record<string, TenantLimits> = { acme: { tools: ['search'] } };
