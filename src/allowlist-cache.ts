@@ -34,7 +34,7 @@ import {
   type FormSet,
 } from './allowlist.js';
 import type { RefusalLayer } from './errors.js';
-import type { GateContext, GateEnvironment } from './gate/precheck.js';
+import type { GateContext, GateEnvironment } from './contracts/gate.js';
 import { canonical, canonicalIndex } from './names.js';
 
 /** One layer's canonical forms, indexed once per array (frozen) or per content (plain). */

@@ -5,7 +5,6 @@
  * the MCP proxy and gateway).
  */
 import { canonical, describe } from './names.js';
-import type { GateContext } from './gate/precheck.js';
 import type { TenantLimits } from './runner/types.js';
 
 /**
@@ -17,14 +16,7 @@ import type { TenantLimits } from './runner/types.js';
  */
 export type ScopeMap = Readonly<Record<string, readonly string[]>>;
 
-/**
- * A gate context, or a function of the request that returns one (called for every request, so a
- * context can follow the request's token, session or SDK run context).
- *
- * @example
- * const context: ContextSource<{ clientId: string }> = (auth) => ({ caller: { id: auth.clientId } });
- */
-export type ContextSource<Request> = GateContext | ((request: Request) => GateContext);
+export type { ContextSource } from './contracts/gate.js';
 
 /** A scope map checked and frozen (names frozen too). */
 export function parseScopeMap(value: unknown, where: string): ScopeMap {

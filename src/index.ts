@@ -40,7 +40,7 @@ export { defineTool, ToolTag } from './tool.js';
 export type { Tool, ToolDefinition, ToolMetadata } from './tool.js';
 export { ToolRegistry } from './registry.js';
 export type { ToolRegistryOptions, ToolResult, ToolCallResult, RegistryEvent } from './registry.js';
-export type { GateContext } from './gate/precheck.js';
+export type { GateContext } from './contracts/gate.js';
 export type { Decision, DenyDecision } from './decision.js';
 export { AgentRunner } from './runner/runner.js';
 export type { AgentRunnerOptions } from './runner/runner.js';

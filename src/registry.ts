@@ -4,7 +4,9 @@
  * only in the shape of their results.
  */
 import type { ToolAllowlist } from './allowlist.js';
-import type { Decision, DenyDecision } from './decision.js';
+import type { GateContext, GateEnvironment, Meter, RegistryEvent, ToolResult } from './contracts/gate.js';
+import type { Route } from './contracts/route.js';
+import type { Decision } from './decision.js';
 import { ConfigurationError } from './errors.js';
 import { Emitter } from './events.js';
 import {
@@ -17,10 +19,9 @@ import {
   type ToolCallInput,
   type ToolSchema,
 } from './formats/index.js';
-import { decideCalls, dispatchCalls, type DispatchResult } from './gate/dispatch.js';
 import { bindEnvironment } from './gate/environment.js';
-import { allowlistFor, type GateContext, type GateEnvironment } from './gate/precheck.js';
-import { REGISTRY_ROUTE } from './gate/route.js';
+import { allowlistFor, decideCalls, dispatchCalls, type DispatchResult } from './gate/index.js';
+import { limiterMeter } from './limits/charge.js';
 import type { Limiter } from './limits/limiter.js';
 import { canonical, describe } from './names.js';
 import { isPermissionHandler, type PermissionHandler } from './permissions/handler.js';
@@ -50,52 +51,7 @@ export interface ToolRegistryOptions {
   readonly limiter?: Limiter | null;
 }
 
-/** The result of one call, in toolgate's own shape. */
-export interface ToolResult {
-  readonly callId: string;
-  /** The tool name as it was asked for. */
-  readonly tool: string;
-  /** `ok`: ran and returned; `error`: ran and threw or timed out; `refused`: never ran. */
-  readonly status: 'ok' | 'error' | 'refused';
-  readonly isError: boolean;
-  /** The text the model is given. */
-  readonly content: string;
-  /** What the tool returned, when it ran successfully. */
-  readonly value?: unknown;
-  readonly decision: Decision;
-}
-
-/** Events from {@link ToolRegistry.onChange}. */
-export type RegistryEvent =
-  | { readonly type: 'tool_registered'; readonly tool: string }
-  | { readonly type: 'tool_unregistered'; readonly tool: string }
-  | { readonly type: 'policy_changed'; readonly policy: PermissionPolicy | null }
-  | { readonly type: 'handler_changed'; readonly handler: PermissionHandler | null }
-  | {
-      readonly type: 'permission_asked';
-      readonly tool: string;
-      readonly callId: string;
-      readonly reason: string;
-      readonly ruleName: string;
-      readonly parameters: Readonly<Record<string, unknown>>;
-    }
-  | {
-      readonly type: 'permission_denied';
-      readonly tool: string;
-      readonly callId: string;
-      readonly reason: string;
-      readonly ruleName: string | null;
-      readonly parameters: Readonly<Record<string, unknown>> | null;
-      readonly decision: DenyDecision;
-    }
-  | { readonly type: 'tool_decided'; readonly decision: Decision }
-  | {
-      readonly type: 'tool_executed';
-      readonly callId: string;
-      readonly tool: string;
-      readonly status: 'ok' | 'error';
-      readonly durationMs: number;
-    };
+export type { RegistryEvent, ToolResult } from './contracts/gate.js';
 
 /** Call shapes and the results they get back. */
 export type ToolCallResult = ShapedToolResult | ToolResult;
@@ -124,6 +80,7 @@ export class ToolRegistry {
   readonly #confusables: ConfusablesMode;
   #lookalikes: ConfusableIndex | null = null;
   #limiter: Limiter | null;
+  #meter: Meter | null = null;
   readonly #events = new Emitter<RegistryEvent>();
   #revision = 0;
   #environment: GateEnvironment | null = null;
@@ -133,6 +90,7 @@ export class ToolRegistry {
     this.#toolTimeoutMs = positive(options.toolTimeoutMs, 'toolTimeoutMs', 60_000);
     this.#confusables = confusablesMode(options.confusables, 'confusables');
     this.#limiter = limiterOption(options.limiter);
+    this.#meter = this.#limiter && limiterMeter(this.#limiter);
     // The gate's view of this registry is reachable only from inside the package (src/gate/environment.ts).
     bindEnvironment(this, () => this.#env());
   }
@@ -237,6 +195,7 @@ export class ToolRegistry {
   /** Sets (or, with null, removes) the limits charged at step 6 of every dispatch. */
   setLimiter(limiter: Limiter | null): void {
     this.#limiter = limiterOption(limiter);
+    this.#meter = this.#limiter && limiterMeter(this.#limiter);
     this.#changed();
   }
 
@@ -314,7 +273,7 @@ export class ToolRegistry {
       handler: this.#handler,
       handlerFallback: this.#handlerFallback,
       handlerTimeoutMs: this.#handlerTimeoutMs,
-      limiter: this.#limiter,
+      meter: this.#meter,
       toolTimeoutMs: this.#toolTimeoutMs,
       revision: this.#revision,
       current: () => this.#env(),
@@ -324,6 +283,9 @@ export class ToolRegistry {
     return (this.#environment = env);
   }
 }
+
+/** The registry's own route: no person, no meter of its own, concurrency-safe calls run together. */
+const REGISTRY_ROUTE: Route = Object.freeze({ name: 'registry', grouped: true });
 
 /** The registry's route has no person, no charge and no end of batch: every result is a ToolResult. */
 function ownResults(results: DispatchResult[]): ToolResult[] {

@@ -9,6 +9,6 @@ export type { ConfusablesMode, ConfusablePair } from './unicode/confusables.js';
 export type { PolicyEvaluation, RuleTrace, HandlerAnswer } from './permissions/index.js';
 export type { ToolMetadataInput, ToolExecution, ToolLocality } from './tool.js';
 export type { StandardSchemaV1, JsonSchema, ToolParameters } from './schema.js';
-export type { AgentIdentity } from './gate/precheck.js';
+export type { AgentIdentity } from './contracts/gate.js';
 export type { AllowDecision, DenyStage, DecisionBase } from './decision.js';
 export type { ContextSource, ScopeMap } from './config.js';

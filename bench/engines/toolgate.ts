@@ -6,7 +6,8 @@
  * answers ask), no execution, no events.
  */
 import { previewCall } from '../../src/gate/dispatch.js';
-import type { GateContext, GateEnvironment, Precheck } from '../../src/gate/precheck.js';
+import type { GateContext, GateEnvironment } from '../../src/contracts/gate.js';
+import type { Precheck } from '../../src/gate/precheck.js';
 import { environmentOf } from '../../src/gate/environment.js';
 import { defineTool, PermissionPolicy, ToolRegistry, type PermissionRule } from '../../src/index.js';
 import { type JsonSchema } from '../../src/types.js';

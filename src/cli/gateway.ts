@@ -23,7 +23,7 @@ import type { GatewayApprovals } from '../gateway/approvals.js';
 import { createGateway, type Gateway } from '../gateway/gateway.js';
 import { gatewayInbox, type GatewayInbox } from '../gateway/inbox.js';
 import type { GatewayHttpServer } from '../gateway/http.js';
-import type { GateContext } from '../gate/precheck.js';
+import type { GateContext } from '../contracts/gate.js';
 import type { PolicySet } from '../policy-file/policy-set.js';
 import { loadPolicyForProxy } from '../gateway/policy.js';
 import type { CounterStore } from '../stores/types.js';

@@ -25,7 +25,7 @@ import { createGateway, type Gateway } from '../gateway/gateway.js';
 import type { GatewayHttpServer } from '../gateway/http.js';
 import { loadPolicyForProxy, policyToolMetadata, policyToolParameters } from '../gateway/policy.js';
 import { PROXY_UPSTREAM } from '../gateway/proxy.js';
-import type { GateContext } from '../gate/precheck.js';
+import type { GateContext } from '../contracts/gate.js';
 import type { PolicySet } from '../policy-file/policy-set.js';
 import { exitCodes } from './exit-codes.js';
 import { openCounters, serveUntilStopped } from './gateway.js';

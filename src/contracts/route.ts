@@ -9,46 +9,25 @@
  *   name, grouped      what the route is, how its calls run
  *   person             phase 1: who answers an `ask` (after the policy's own handler, before the registry's)
  *   meter              phase 1 `admit` (before anyone is asked), phase 2 `charge` (refused calls count)
- *   observe            phase 2: told each final Decision; may end the batch
+ *   observe            before phase 2 `endsBatch`; phase 2 `decided`: told each final Decision, may end the batch
  *   execute            phase 2: runs an allowed call around the gate's own step 7
  *   refresh            phase 2: the context and environment in force now, before a call that waited runs
  *
- * DRAFT (coordinator): the shape agreed for the "one approval model, one governance engine, one store model"
- * issue. The gate helper moves `GateContext`, `GateEnvironment`, `ToolResult`, `DecidedCall` & co. into
- * `contracts/gate.ts` and wires dispatch to this; until then `src/gate/route.ts` is the live seam.
+ * Phase 2 runs one order for every route, call by call: stale? → re-judge → meter → announce → confirm →
+ * execute (src/gate/dispatch.ts).
  */
-import type { Decision, DenyStage } from '../decision.js';
+import type { Decision } from '../decision.js';
 import type { NormalizedCall, UnreadableCall } from '../formats/index.js';
-import type { GateContext, GateEnvironment } from '../gate/precheck.js';
-import type { ToolResult } from '../registry.js';
 import type { Tool } from '../tool.js';
 import type { ApprovalRequest, ApprovalSettings, AskOutcome } from './approval.js';
+import type { Attempt, GateContext, GateEnvironment, Meter, Refusal, ToolResult } from './gate.js';
 
-/** One attempt, charged before the call executes or its refusal is returned (refused calls count too). */
-export interface Attempt {
-  /** The call's position in the batch. */
-  readonly index: number;
-  readonly call: NormalizedCall | UnreadableCall;
-  /** The Decision so far (allow, or the refusal being charged). */
-  readonly decision: Decision;
-}
+export type { Attempt, Meter, Refusal } from './gate.js';
 
 /** A call of phase 1 as a route sees it before any ask is resolved (nothing charged, nothing announced). */
 export interface Candidate {
   readonly index: number;
   readonly call: NormalizedCall | UnreadableCall;
-}
-
-/**
- * Why a route stops a call when it is metered: a budget, a depth cap, a rate limit, or a store that could
- * not be asked (`store`: never counted as the limit's own refusal).
- */
-export interface Refusal {
-  readonly stage: Extract<DenyStage, 'budget' | 'depth' | 'limit'> | 'store';
-  /** Shown to the model. */
-  readonly reason: string;
-  /** The calls after this one in the batch are not run either (the run ends). @default false */
-  readonly halt?: boolean;
 }
 
 /**
@@ -77,23 +56,13 @@ export interface RouteState {
   readonly env: GateEnvironment;
 }
 
-/**
- * Who answers an `ask` on this route. Asked after the policy's own handler and before the registry's.
- *
- * @example the gateway's elicitation person
- * ```ts
- * person: {
- *   approvals: { secret, owner: { kind: 'session', id: subject } },
- *   ask: async (request) => (await elicit(request)) ?? null,
- * }
- * ```
- */
+/** Who answers an `ask` on this route. Asked after the policy's own handler and before the registry's. */
 export interface RoutePerson {
-  /** How requests are bound and signed: the secret is the route owner's. */
+  /** How requests are bound and signed: the secret is the route owner's (a missing one is a TypeError). */
   readonly approvals: ApprovalSettings;
   /**
    * Put `request` to a person. `null`: no person for this request (the registry's handler decides);
-   * `{ effect: 'pending' }`: ask later (the route pauses, the request is stored).
+   * `{ effect: 'pending' }`: ask later (the route pauses, the request is returned as `pending`).
    */
   ask(request: ApprovalRequest): AskOutcome | null | Promise<AskOutcome | null>;
   /**
@@ -103,33 +72,17 @@ export interface RoutePerson {
   announced?(request: ApprovalRequest): boolean;
 }
 
-/**
- * How an attempt is metered: the runner's budget and depth, a Limiter's windows.
- *
- * @example a Limiter as the registry route's meter
- * ```ts
- * meter: { charge: (attempt) => limiter.charge(attempt) }
- * ```
- */
-export interface RouteMeter {
+/** How an attempt is metered: the runner's budget and depth, a Limiter's windows. */
+export interface RouteMeter extends Meter {
   /**
    * Phase 1, after steps 1–5 and before an ask is put to anyone: a refusal stops the call uncharged (the
    * runner's projected budget: no person is asked about a call past a cap). With `halt`, the calls after it
    * are not decided.
    */
   admit?(candidate: Candidate): Refusal | null;
-  /** Phase 2: charge one attempt (refused calls count). A refusal stops the call. */
-  charge(attempt: Attempt): Refusal | null | Promise<Refusal | null>;
 }
 
-/**
- * What the route observes of the batch's Decisions.
- *
- * @example the runner's refusal loop
- * ```ts
- * observe: { decided: (decision) => (decision.effect === 'deny' && ++refusals >= 3) }
- * ```
- */
+/** What the route observes of the batch's Decisions. */
 export interface RouteObserver {
   /**
    * After every call of the batch is decided and before any runs: true for a Decision that ends the batch
@@ -142,21 +95,77 @@ export interface RouteObserver {
 
 /** What differs between routes: at most seven members, each run at one moment of the path. */
 export interface Route {
-  /** Recorded as `Decision.asked` when this route's person answers. */
+  /**
+   * Which route this is: recorded as `Decision.asked` when this route's person answers an ask, so the audit
+   * says who approved (`runner`: durable approvals; `adapter`: an SDK's approval flow; `gateway`: the MCP
+   * gateway's elicitation, stores or inbox).
+   *
+   * @example
+   * name: 'adapter'
+   */
   readonly name: 'registry' | 'runner' | 'adapter' | 'gateway';
-  /** Run consecutive concurrency-safe calls together (registry) or strictly one at a time (runner). */
+  /**
+   * True: consecutive concurrency-safe calls of a batch run together and any other call waits for them and
+   * runs alone (the registry). False: strictly one at a time, each after the previous one finished (the
+   * runner, whose ledger and delegations need an order). A route with `execute` runs its calls one at a time.
+   *
+   * @example
+   * grouped: false
+   */
   readonly grouped: boolean;
-  /** Who answers an ask. Absent: no person on this route. */
+  /**
+   * Who answers an ask, after the policy's own handler and before the registry's: an SDK's approval flow, the
+   * runner's durable approvals, MCP elicitation, an inbox. Its requests are bound (`ApprovalBinding`) and
+   * their ids minted under `approvals.secret`, which the route's OWNER sets (never a key of this process), so
+   * an id minted on one worker verifies on another. It may answer `pending` (the batch pauses: nothing runs,
+   * the calls are `pending` / `not_run`), `null` (no person for this request), or an approval that does not
+   * verify (`{ effect: 'invalid', reason }`). Absent: no person on this route.
+   *
+   * @example the gateway's elicitation person
+   * ```ts
+   * person: {
+   *   approvals: { secret, owner: { kind: 'session', id: subject } },
+   *   ask: async (request) => ((await elicit(request)) ? { effect: 'allow' } : { effect: 'deny' }),
+   * }
+   * ```
+   */
   readonly person?: RoutePerson;
-  /** How attempts are metered. Absent: nothing charged (a registry with a limiter meters through it). */
+  /**
+   * How attempts are metered. `admit` runs in phase 1 before anyone is asked (a refusal stops the call
+   * uncharged); `charge` runs in phase 2 for every attempt, refused ones too, before the call is announced;
+   * a refusal denies it at its stage (`budget`, `depth`, `limit`, `store`) and `halt` ends the batch. The
+   * registry's own meter (its Limiter) is charged after the route's on every route. Absent: nothing charged.
+   *
+   * @example a Limiter as a meter (what the registry does with its `limiter`)
+   * ```ts
+   * meter: limiterMeter(limiter)   // src/limits/charge.ts: charge → a `limit` / `store` refusal or null
+   * ```
+   */
   readonly meter?: RouteMeter;
-  /** What the route observes of the Decisions. */
+  /**
+   * What the route observes of the Decisions: `endsBatch` before phase 2 (a Decision that ends the batch
+   * before anything runs: that call alone is charged, announced and refused), `decided` at step 8 after the
+   * registry's events (true ends the batch after this call: the calls after it are `not_run`).
+   *
+   * @example the runner's refusal loop
+   * ```ts
+   * observe: { decided: (decision) => decision.effect === 'deny' && ++refusals >= 3 }
+   * ```
+   */
   readonly observe?: RouteObserver;
   /**
    * Executes an allowed call around the gate's own step 7 (`proceed`: the tool's execute with the decided
    * snapshot, its timeout and the signal): the runner reserves its ledger key first and records the outcome
-   * after, and runs a peer agent itself instead of calling `proceed`. A route with `execute` runs its calls
-   * one at a time.
+   * after, and runs a peer agent itself instead of calling `proceed`. It may end the batch (`Halted`).
+   * Absent: `proceed` alone.
+   *
+   * @example a ledger around the tool
+   * ```ts
+   * execute: async (call, signal, proceed) => {
+   *   const prior = await ledger.reserve(call.call.id);
+   *   return prior ?? ledger.record(call.call.id, await proceed());
+   * }
+   * ```
    */
   execute?(
     call: DecidedCall,
@@ -165,7 +174,14 @@ export interface Route {
   ): Promise<ToolResult | Halted>;
   /**
    * The context and environment in force now, read before a call that had to wait runs (an approval, an
-   * earlier call, a delegation). Absent: the dispatch's context and the registry as it stands now.
+   * earlier call, a delegation) and at every confirmation round. The call is decided again when they are a
+   * new context or another registry revision, else its allowlist step runs again on the same context (a
+   * layer array changed in place). Absent: the dispatch's context and the registry as it stands now.
+   *
+   * @example the runner re-reading the tenant's plan
+   * ```ts
+   * refresh: async () => ({ context: contextWith(await tenants(run.tenant)), env: environmentOf(registry) })
+   * ```
    */
   refresh?(): RouteState | Promise<RouteState>;
 }

@@ -3,7 +3,7 @@
  * request id are minted, the one `sameBinding`, the one sign/verify of an answer, and the one precedence
  * that decides who answers an ask:
  *
- *   the policy's own handler → the route's person (`route.ask`) → the registry's handler → the fallback
+ *   the policy's own handler → the route's person (`route.person`) → the registry's handler → the fallback
  *
  * An approval that does not verify (its MAC, its expiry, a nonce already used, or a binding that names
  * another owner, call, tool, arguments, rule, policy version, pin, caller or tenant) is handled one way: the
@@ -29,8 +29,9 @@ import { hashOf, macOf, MIN_SECRET_BYTES, sameMac } from '../crypto.js';
 import type { Decision, DecisionBase } from '../decision.js';
 import { describe } from '../names.js';
 import { callHandler, errorText, type PermissionHandler } from '../permissions/handler.js';
-import { allow, deny, type GateContext, type GateEnvironment, type Precheck } from './precheck.js';
-import type { Route } from './route.js';
+import type { GateContext, GateEnvironment } from '../contracts/gate.js';
+import type { Route } from '../contracts/route.js';
+import { allow, deny, type Precheck } from './precheck.js';
 
 export type {
   Answer,
@@ -373,11 +374,12 @@ async function askPerson(
   announce: () => void,
   alreadyAnnounced: () => void,
 ): Promise<Resolution | null> {
-  if (route.ask) {
-    const request = approvalRequest(ask, context, route.approvals);
-    if (route.announced?.(request) === true) alreadyAnnounced();
+  const routePerson = route.person;
+  if (routePerson) {
+    const request = approvalRequest(ask, context, routePerson.approvals);
+    if (routePerson.announced?.(request) === true) alreadyAnnounced();
     else announce();
-    const person = route.ask.bind(route);
+    const person = routePerson.ask.bind(routePerson);
     const outcome = await callHandler<ApprovalRequest>(person, request, env.handlerTimeoutMs, { raw: true });
     const base: DecisionBase = { ...ask.base, asked: route.name };
     if (outcome.failure !== undefined)

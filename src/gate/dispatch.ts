@@ -3,65 +3,88 @@
  *
  *   phase 1, every call of the batch before any runs:
  *     1 find tool → 2 parse → snapshot → 3 validate → 4 allowlist → 5 policy  (precheck.ts; sync fast path)
- *     ask → permission_asked → policy handler → route's person → registry handler → fallback  (approval.ts)
- *   phase 2, call by call in order:
- *     judged again if it had to wait, or (calls announced together) the registry changed since: decided again
- *     when the registry or the route's context changed, else its allowlist step again (layers changed in place)
- *     and, once charged and announced (or judged again and announced, without a charge step), confirmed
- *     6 charge (route.charge; refused calls count) → 8 tool_decided / permission_denied → 7 execute (execute.ts)
+ *     the route's admit; an ask → permission_asked → policy handler → route's person → registry handler → fallback
+ *   phase 2, call by call in order, ONE order for every route (Batch.#step):
+ *     stale? → re-judge → 6 meter → 8 announce → confirm → 7 execute
  *
- * This file is the only emitter of `tool_decided`, `permission_asked` and `permission_denied`, and with
- * precheck.ts and approval.ts the only place a Decision is made. A call with a synchronous schema and no
- * handler is decided without a microtask.
+ * One named fast path, {@link runAlone}: one call, no listener, no meter, no observer — nothing can change
+ * between its decision and its execution, so it is decided and started without a microtask (sync schema, no
+ * handler). This file is the only emitter of `tool_decided`, `permission_asked` and `permission_denied`, and
+ * with precheck.ts and approval.ts the only place a Decision is made.
  */
+import type {
+  Attempt,
+  DispatchResult,
+  GateContext,
+  GateEnvironment,
+  NotRunResult,
+  ToolResult,
+} from '../contracts/gate.js';
+import type { DecidedCall, Refusal, Route, RouteState } from '../contracts/route.js';
 import type { Decision, DecisionBase } from '../decision.js';
 import type { NormalizedCall, UnreadableCall } from '../formats/index.js';
-import type { ToolResult } from '../registry.js';
+import { errorText } from '../permissions/handler.js';
 import type { Tool } from '../tool.js';
-import { chargeLimits } from '../limits/charge.js';
 import { callBinding, resolveAsk, sameBinding, settingsSecret, type ApprovalRequest } from './approval.js';
 import { executeDecided, Lanes, refused } from './execute.js';
-import {
-  allow,
-  allowlistAgain,
-  deny,
-  givenArguments,
-  precheck,
-  type GateContext,
-  type GateEnvironment,
-  type Precheck,
-} from './precheck.js';
-import type { Attempt, DecidedCall, Route, RouteState } from './route.js';
+import { allow, allowlistAgain, deny, givenArguments, precheck, type Precheck } from './precheck.js';
 
-/** A call whose ask a route's person left pending: nothing of the batch ran. */
-export interface PendingResult {
-  readonly status: 'pending';
-  readonly callId: string;
-  readonly tool: string;
-  readonly request: ApprovalRequest;
-}
+export type { DispatchResult, NotRunResult, PendingResult } from '../contracts/gate.js';
 
-/** A call of a batch that did not run and was not decided to the end (the batch paused or ended before it). */
-export interface NotRunResult {
-  readonly status: 'not_run';
-  readonly callId: string;
-  readonly tool: string;
+type Call = NormalizedCall | UnreadableCall;
+type Ask = Extract<Precheck, { kind: 'ask' }>;
+
+/** How many times a call announced as allowed is decided again because the registry changed meanwhile. */
+const CONFIRM_ROUNDS = 3;
+
+/** Runs a batch through the path on `route`; one result per call, in order. Never rejects for a bad call. */
+export function dispatchCalls(
+  calls: readonly Call[],
+  context: GateContext,
+  env: GateEnvironment,
+  route: Route,
+): Promise<DispatchResult[]> {
+  if (route.person) settingsSecret(route.person.approvals);
+  const first = calls.length === 1 ? runAlone(calls[0]!, context, env, route) : null;
+  if (first !== null) return first;
+  return new Batch(calls, context, env, route).run();
 }
 
 /**
- * One result per call, in order. `pending` and `not_run` occur only on a route whose person can answer
- * `pending`, or that charges (`halt`) or ends batches (`endsBatch`); the registry's own route never sees them.
+ * THE fast path: one call on a route with no meter, no observer and no `execute` of its own, in a registry
+ * with no meter and no listener. Nothing can change between its decision and its execution (no wait, no
+ * charge, nobody told), so there is nothing to judge again or confirm: decided (synchronously where the
+ * schema is) and started at once. Null when the call does not qualify (the Batch runs it).
  */
-export type DispatchResult = ToolResult | PendingResult | NotRunResult;
+function runAlone(
+  call: Call,
+  context: GateContext,
+  env: GateEnvironment,
+  route: Route,
+): Promise<DispatchResult[]> | null {
+  if (route.meter || route.observe || route.execute || env.meter || env.listening?.() !== false) return null;
+  const pre = precheck(call, context, env);
+  // An async schema or an ask waits: the Batch takes the call from here, with what is already decided.
+  if (pre instanceof Promise || pre.kind === 'ask') return new Batch([call], context, env, route).run(pre);
+  const decision = pre.decision;
+  if (decision.effect !== 'allow' || !pre.tool || !pre.args)
+    return Promise.resolve([refused(decision as Extract<Decision, { effect: 'deny' }>)]);
+  const running = executeDecided(
+    { index: 0, call: call as NormalizedCall, decision, tool: pre.tool, args: pre.args },
+    context,
+    env,
+  );
+  return running.then(one);
+}
 
-type Ask = Extract<Precheck, { kind: 'ask' }>;
-
-const NONE: readonly NotRunResult[] = Object.freeze([]);
+function one(result: ToolResult): DispatchResult[] {
+  return [result];
+}
 
 /** One call on its way through the path. */
 interface Entry {
   readonly index: number;
-  readonly call: NormalizedCall | UnreadableCall;
+  readonly call: Call;
   decision: Decision;
   tool: Tool | null;
   args: Readonly<Record<string, unknown>> | null;
@@ -83,28 +106,56 @@ interface Entry {
   halts: boolean;
 }
 
-/** Runs a batch through the path on `route`; one result per call, in order. Never rejects for a bad call. */
-export async function dispatchCalls(
-  calls: readonly (NormalizedCall | UnreadableCall)[],
-  context: GateContext,
-  env: GateEnvironment,
-  route: Route,
-): Promise<DispatchResult[]> {
-  if (route.ask) settingsSecret(route.approvals);
-  const entries: Entry[] = [];
-  let epoch = 0;
-  // Phase 1: every call is decided before any runs, so a refusal late in the batch cannot follow a side
-  // effect that an earlier approval prompt was shown without.
-  let pending = false;
-  for (let index = 0; index < calls.length; index++) {
-    const call = calls[index]!;
-    let pre = precheck(call, context, env);
-    if (pre instanceof Promise) {
-      pre = await pre;
-      epoch++;
-    }
-    if (route.admit) {
-      const refusal = route.admit({ index, call });
+/**
+ * A batch on its way: phase 1 decides every call, phase 2 takes them one by one through the one order. The
+ * epoch counts the waits (an await that let anything else run); a call decided under an earlier epoch or
+ * registry revision is stale and judged again before it is metered.
+ */
+class Batch {
+  readonly #calls: readonly Call[];
+  readonly #context: GateContext;
+  readonly #env: GateEnvironment;
+  readonly #route: Route;
+  readonly #entries: Entry[] = [];
+  #epoch = 0;
+  #halted = false;
+
+  constructor(calls: readonly Call[], context: GateContext, env: GateEnvironment, route: Route) {
+    this.#calls = calls;
+    this.#context = context;
+    this.#env = env;
+    this.#route = route;
+  }
+
+  /** Phase 1, then phase 2; `first` is call 0's precheck when the fast path already ran it. */
+  async run(first?: Precheck | Promise<Precheck>): Promise<DispatchResult[]> {
+    const ended = await this.#decide(first);
+    if (ended) return ended;
+    const lanes = new Lanes(this.#route.grouped);
+    const results: (DispatchResult | Promise<ToolResult>)[] = [];
+    for (const e of this.#entries) await this.#step(e, lanes, results);
+    for (let i = this.#entries.length; i < this.#calls.length; i++) results.push(notRun(this.#calls[i]!));
+    return Promise.all(results);
+  }
+
+  /**
+   * Phase 1: every call is decided before any runs, so a refusal late in the batch cannot follow a side
+   * effect that an earlier approval prompt was shown without. The results when the batch ends here (a call
+   * the route's observer ends it with; an ask left pending), else null.
+   */
+  async #decide(first: Precheck | Promise<Precheck> | undefined): Promise<DispatchResult[] | null> {
+    const route = this.#route;
+    const context = this.#context;
+    const env = this.#env;
+    let pending = false;
+    for (let index = 0; index < this.#calls.length; index++) {
+      const call = this.#calls[index]!;
+      let pre = index === 0 && first !== undefined ? first : precheck(call, context, env);
+      if (pre instanceof Promise) {
+        pre = await pre;
+        this.#epoch++;
+      }
+      const refusal = route.meter?.admit?.({ index, call }) ?? null;
       if (refusal) {
         // Stopped before anyone is asked: refused uncharged, announced in its place in phase 2.
         const decision = deny(
@@ -112,138 +163,169 @@ export async function dispatchCalls(
           { stage: refusal.stage, by: refusal.stage, layer: null },
           refusal.reason,
         );
-        const e = entryOf(index, call, decision, pre.tool, pre.args, epoch, env, context, false);
+        const e = this.#entry(index, call, decision, pre.tool, pre.args, env, context, false);
         e.charged = false;
         e.halts = refusal.halt === true;
-        entries.push(e);
+        this.#entries.push(e);
         if (e.halts) break;
         continue;
       }
+      if (pre.kind === 'decided') {
+        this.#entries.push(this.#entry(index, call, pre.decision, pre.tool, pre.args, env, context, false));
+        continue;
+      }
+      // Stamped with the epoch before the wait: whatever changed while it was answered is seen before it runs.
+      const decidedAt = this.#epoch;
+      const asked = await resolveCallAsk(pre, call, context, env, route, true);
+      this.#epoch++;
+      if (asked.pending !== null) pending = true;
+      const e = this.#entry(index, call, asked.decision, asked.tool, asked.args, env, context, asked.answered);
+      e.epoch = decidedAt;
+      e.pending = asked.pending;
+      this.#entries.push(e);
     }
-    if (pre.kind === 'decided') {
-      entries.push(entryOf(index, call, pre.decision, pre.tool, pre.args, epoch, env, context, false));
-      continue;
-    }
-    // Stamped with the epoch before the wait: whatever changed while it was answered is seen before it runs.
-    const decidedAt = epoch;
-    const asked = await resolveCallAsk(pre, call, context, env, route, true);
-    epoch++;
-    if (asked.pending) pending = true;
-    entries.push(asked.entry(index, decidedAt, env));
-  }
-  // Calls after a halting admit were never decided: they do not run.
-  const undecided: readonly NotRunResult[] =
-    entries.length === calls.length
-      ? NONE
-      : calls.slice(entries.length).map((call) => ({ status: 'not_run', callId: call.id, tool: call.name }));
-
-  if (route.endsBatch) {
-    const stop = entries.find((e) => route.endsBatch!(e.decision));
+    const endsBatch = route.observe?.endsBatch;
+    const stop = endsBatch ? this.#entries.find((e) => endsBatch.call(route.observe, e.decision)) : undefined;
     if (stop) {
-      const results: DispatchResult[] = calls.map((call) => ({ status: 'not_run', callId: call.id, tool: call.name }));
-      results[stop.index] = (await conclude(stop, route, env, context)) ?? results[stop.index]!;
+      // That call alone is charged, announced and refused; nothing of the batch runs.
+      const results: DispatchResult[] = this.#calls.map(notRun);
+      const state = { context, env };
+      await this.#meter(stop, state);
+      this.#announce(stop, state.env);
+      if (stop.decision.effect === 'deny') results[stop.index] = refused(stop.decision);
       return results;
     }
-  }
-  if (pending) {
-    // Nothing of the batch runs while part of it waits for a person; nothing is announced either (the
-    // calls are decided again when the batch is dispatched again with the answers).
-    return [
-      ...entries.map((e): DispatchResult =>
-        e.pending
-          ? { status: 'pending', callId: e.call.id, tool: e.call.name, request: e.pending }
-          : { status: 'not_run', callId: e.call.id, tool: e.call.name },
-      ),
-      ...undecided,
-    ];
+    if (!pending) return null;
+    // Nothing of the batch runs while part of it waits for a person; nothing is announced either (the calls
+    // are decided again when the batch is dispatched again with the answers).
+    return this.#calls.map((call, i): DispatchResult => {
+      const request = this.#entries[i]?.pending;
+      return request ? { status: 'pending', callId: call.id, tool: call.name, request } : notRun(call);
+    });
   }
 
-  // Without a charge step nothing can change a Decision between here and execution but a re-decision, so
-  // every Decision is announced before any call runs (a listener sees the whole batch's verdicts first); a
-  // call decided again after a wait announces its new Decision then. With a charge step (the runner), each
-  // call is charged, then announced, then run.
-  const early = route.charge === undefined && !env.limiter;
-  if (early) {
-    // A listener told of the Decisions may change what is in force (a layer cut in place, a kill switch):
-    // then every call is judged again before it runs, the first one too.
-    const heard = route.decided !== undefined || env.listening?.() !== false;
-    for (const e of entries) tell(env, route, e);
-    if (heard) epoch++;
-  }
-
-  // Phase 2: call by call in order.
-  const lanes = new Lanes(route.grouped);
-  const results: (DispatchResult | Promise<ToolResult>)[] = [];
-  let halted = false;
-  for (const e of entries) {
-    if (halted) {
-      results.push({ status: 'not_run', callId: e.call.id, tool: e.call.name });
-      continue;
+  /**
+   * Phase 2 for one call, in ONE order for every route: stale? → re-judge → meter → announce → confirm →
+   * execute. Its result goes to `results`: a running concurrency-safe call as its promise (the calls after it
+   * start meanwhile).
+   */
+  async #step(e: Entry, lanes: Lanes, results: (DispatchResult | Promise<ToolResult>)[]): Promise<void> {
+    if (this.#halted) {
+      results.push(notRun(e.call));
+      return;
     }
-    let runContext = context;
-    let runEnv = env;
-    let chargedLate = false;
+    let state: RouteState = { context: this.#context, env: this.#env };
+    let waited = false;
     if (e.decision.effect === 'allow') {
       if (lanes.mustWait(e.tool!.metadata.concurrencySafe)) {
         await lanes.drain();
-        epoch++;
+        this.#epoch++;
       }
-      // A call that had to wait (an earlier call, an approval, a delegation) or ran after a call that started
-      // before it (concurrency-safe calls together), or whose announcement was followed by a change of the
-      // registry (a listener), is judged again under what is in force now (DESIGN:
-      // the call that runs is the call that was decided, under the registry, policy and layers in force when
-      // it runs): fully when the registry or the route's context changed, else the allowlist step, which
-      // sees a layer array changed in place.
-      if (e.epoch !== epoch || env.current().revision !== e.revision) {
-        const state: RouteState = route.refresh ? await route.refresh() : { context, env: env.current() };
-        runContext = state.context;
-        runEnv = state.env;
-        const before = e.decision;
-        const full = state.env.revision !== e.revision || state.context !== context;
-        if (full) await decideAgain(e, state, route);
-        else if ((e.decision = allowlistAgain(before, state.context, state.env)) !== before) e.answered = false;
-        if (early && e.decision !== before) tell(runEnv, route, e);
-        // A limiter set since the batch started (it had none: its calls were announced uncharged) charges the
-        // calls decided again after it (one refused now too, as conclude() charges every attempt).
-        if (early && full && runEnv.limiter && e.charged) {
-          await chargeLimiter(e, runEnv, runContext, route);
-          chargedLate = true;
-        }
-        if (early && full && e.decision.effect === 'allow') {
-          // The re-decision (or the charge) may have waited (a person asked again) and was told to listeners:
-          // the call runs only if it is still allowed under what is in force now, as a charged call is
-          // confirmed. (The allowlist step alone neither waits nor announces an allow.)
-          const now = await confirm(e, route, runEnv, runContext, (halt) => (halted = halt));
-          runContext = now.context;
-          runEnv = now.env;
-        }
+      // stale? A call that had to wait (an earlier call, an approval, a delegation), that runs after a call
+      // started before it (concurrency-safe calls together), or whose registry changed since it was decided,
+      // is judged again under what is in force now (DESIGN: the call that runs is the call that was decided,
+      // under the registry, policy and layers in force when it runs).
+      if (e.epoch !== this.#epoch || this.#env.current().revision !== e.revision) {
+        state = await this.#now();
+        // re-judge: fully when the registry or the route's context changed, else the allowlist step, which
+        // sees a layer array changed in place.
+        if (state.env.revision !== e.revision || state.context !== this.#context) {
+          await this.#decideAgain(e, state);
+          waited = true;
+        } else this.#allowlistAgain(e, state);
       }
     }
-    // A call refused in phase 1, when such a limiter has been set since: refused calls count, as on the
-    // charging path.
-    if (early && !chargedLate && e.decision.effect !== 'allow' && e.charged) {
-      const now = env.current();
-      if (now.limiter) await chargeLimiter(e, now, runContext);
+    // meter: refused calls count; a refusal denies at its stage, `halt` ends the batch after this call.
+    const metered = await this.#meter(e, state);
+    // announce: the registry's events, then the route's observer.
+    const heard = this.#announce(e, state.env);
+    // confirm: a wait, a charge or a listener told of the Decision may have changed what is in force (a
+    // listener's kill switch, a layer cut in place): the call runs only if it is still allowed now.
+    if (e.decision.effect === 'allow' && (waited || metered || heard)) state = await this.#confirm(e, state);
+    if (e.halts) this.#halted = true;
+    if (e.decision.effect !== 'allow' || !e.tool || !e.args)
+      results.push(refused(e.decision as Extract<Decision, { effect: 'deny' }>));
+    else await this.#execute(e, state, lanes, results);
+  }
+
+  /** The route's context and the registry as they stand now. */
+  async #now(): Promise<RouteState> {
+    const refresh = this.#route.refresh;
+    if (!refresh) return { context: this.#context, env: this.#env.current() };
+    return refresh.call(this.#route);
+  }
+
+  /**
+   * Step 6: the route's meter, then the registry's own (its Limiter, as it stands now: one set during the batch
+   * charges the calls after it). True when anything was charged (a charge may have awaited).
+   */
+  async #meter(e: Entry, state: RouteState): Promise<boolean> {
+    if (!e.charged) return false;
+    const routeMeter = this.#route.meter;
+    const registryMeter = state.env.current().meter;
+    if (!routeMeter && !registryMeter) return false;
+    // The route's refusal is the call's Decision (a run's cap ends the run whatever the call was); the
+    // registry's refuses only a call still allowed (a refused call keeps the refusal it had, and counts).
+    if (routeMeter) this.#refuse(e, await charged(() => routeMeter.charge(this.#attempt(e, state.context))), true);
+    if (registryMeter)
+      this.#refuse(e, await charged(() => registryMeter.charge(this.#attempt(e, state.context))), false);
+    return true;
+  }
+
+  #refuse(e: Entry, refusal: Refusal | null, always: boolean): void {
+    if (!refusal) return;
+    if (refusal.halt === true) e.halts = true;
+    if (always || e.decision.effect === 'allow')
+      e.decision = deny(e.decision, { stage: refusal.stage, by: refusal.stage, layer: null }, refusal.reason);
+  }
+
+  /** Step 8 for one call: the registry's events, then the route. True when anyone may have heard it. */
+  #announce(e: Entry, env: GateEnvironment): boolean {
+    announce(env, e.decision);
+    const decided = this.#route.observe?.decided;
+    if (decided && decided.call(this.#route.observe, e.decision, this.#attempt(e, e.context)) === true)
+      this.#halted = true;
+    return decided !== undefined || env.listening?.() !== false;
+  }
+
+  /**
+   * After an allowed call was metered and announced: decided again when the registry changed since it was
+   * decided, else its allowlist step again (a layer cut in place), under the route's context read again at
+   * every round (a re-decision may have waited for a person). A changed Decision is announced in turn; a
+   * registry that changes again at each announcement refuses the call. The state the call runs under.
+   */
+  async #confirm(e: Entry, from: RouteState): Promise<RouteState> {
+    let state = from;
+    for (let round = 0; e.decision.effect === 'allow'; round++) {
+      const before = e.decision;
+      if (this.#route.refresh) state = await this.#now();
+      const now = state.env.current();
+      if (now.revision !== e.revision) {
+        if (round >= CONFIRM_ROUNDS) {
+          e.decision = deny(
+            before,
+            { stage: 'policy', by: 'rule_error', layer: null },
+            'the registry changed again each time the call was announced, so it is not run',
+          );
+          e.answered = false;
+        } else {
+          if (!this.#route.refresh) state = { context: state.context, env: now };
+          await this.#decideAgain(e, state);
+        }
+      } else this.#allowlistAgain(e, state);
+      if (e.decision === before) break;
+      this.#announce(e, state.env);
     }
-    const concluded: ToolResult | null = early
-      ? e.decision.effect === 'allow' && e.tool && e.args
-        ? null
-        : refused(e.decision as Extract<Decision, { effect: 'deny' }>)
-      : await conclude(e, route, runEnv, runContext, (halt) => (halted = halt));
-    if (concluded === null && !early) {
-      // Charging awaited (the route's store, the limiter) and the Decision was just told to listeners: a
-      // listener or anything that ran meanwhile (a concurrency-safe call started before this one) may have
-      // changed the registry or cut a layer. The call runs only if it is still allowed under what is in force now.
-      const now = await confirm(e, route, runEnv, runContext, (halt) => (halted = halt));
-      runContext = now.context;
-      runEnv = now.env;
-    }
-    if (concluded !== null || e.decision.effect !== 'allow') {
-      results.push(concluded ?? refused(e.decision as Extract<Decision, { effect: 'deny' }>));
-      if (e.halts) halted = true;
-      continue;
-    }
-    if (e.halts) halted = true;
+    return state;
+  }
+
+  /** Step 7: the route's own execute around the gate's, or the gate's alone, grouped or one at a time. */
+  async #execute(
+    e: Entry,
+    state: RouteState,
+    lanes: Lanes,
+    results: (DispatchResult | Promise<ToolResult>)[],
+  ): Promise<void> {
     const decided: DecidedCall = {
       index: e.index,
       call: e.call as NormalizedCall,
@@ -251,41 +333,122 @@ export async function dispatchCalls(
       tool: e.tool!,
       args: e.args!,
     };
-    if (route.execute) {
+    const execute = this.#route.execute;
+    if (execute) {
       // The route runs its calls one at a time, around the gate's own execution.
-      const proceed = (): Promise<ToolResult> => executeDecided(decided, runContext, runEnv);
-      const outcome = await route.execute(decided, runContext.signal, proceed);
-      epoch++;
+      const proceed = (): Promise<ToolResult> => executeDecided(decided, state.context, state.env);
+      const outcome = await execute.call(this.#route, decided, state.context.signal, proceed);
+      this.#epoch++;
       if ('halted' in outcome) {
-        results.push(outcome.result ?? { status: 'not_run', callId: e.call.id, tool: e.call.name });
-        halted = true;
+        this.#halted = true;
+        results.push(outcome.result ?? notRun(e.call));
       } else results.push(outcome);
-      continue;
+      return;
     }
-    const running = executeDecided(decided, runContext, runEnv);
-    if (route.grouped && decided.tool.metadata.concurrencySafe) {
+    const running = executeDecided(decided, state.context, state.env);
+    // The call started and may already have run (a synchronous tool, its tool_executed listeners) or run on
+    // while the next call is decided: the calls after it are judged again before they start.
+    this.#epoch++;
+    if (this.#route.grouped && decided.tool.metadata.concurrencySafe) {
       lanes.start(true, running);
       results.push(running);
-      // The call started and may already have run (a synchronous tool, its tool_executed listeners) or
-      // run on while the next call is charged: the calls after it are judged again before they start.
-      epoch++;
-    } else {
-      results.push(await running);
-      epoch++;
-    }
+    } else results.push(await running);
   }
-  if (undecided !== NONE) results.push(...undecided);
-  return Promise.all(results);
+
+  /** Step 4 again on the same context (a layer array changed in place): an answer no longer stands if it changed. */
+  #allowlistAgain(e: Entry, state: RouteState): void {
+    const before = e.decision;
+    if ((e.decision = allowlistAgain(before, state.context, state.env)) !== before) e.answered = false;
+  }
+
+  /**
+   * Decides a call again under `state` before it runs. A final Decision replaces the old one; an ask keeps
+   * the earlier answer only if it still stands ({@link answerStands}), else it is asked again (and cannot be
+   * left pending now: part of the batch may have run).
+   */
+  async #decideAgain(e: Entry, state: RouteState): Promise<void> {
+    const call = e.call as NormalizedCall;
+    // Validated again from the arguments it was given (edited ones included), not from its schema's output.
+    let pre = precheck(
+      { id: call.id, name: call.name, arguments: e.args && givenArguments(e.args), format: call.format },
+      state.context,
+      state.env,
+    );
+    if (pre instanceof Promise) pre = await pre;
+    e.revision = state.env.revision;
+    const kept = e.answered && answerStands(e, pre, state, this.#route);
+    e.policy = state.env.policy;
+    e.handler = state.env.handler;
+    if (pre.kind === 'decided') {
+      e.decision = pre.decision;
+      e.tool = pre.tool;
+      e.args = pre.args;
+      e.answered = false;
+      return;
+    }
+    if (kept) return;
+    const asked = await resolveCallAsk(pre, call, state.context, state.env, this.#route, false);
+    e.decision = asked.decision;
+    e.tool = asked.tool;
+    e.args = asked.args;
+    e.answered = asked.answered;
+    e.context = state.context;
+  }
+
+  #attempt(e: Entry, context: GateContext): Attempt {
+    return { index: e.index, call: e.call, decision: e.decision, tool: e.tool, context };
+  }
+
+  #entry(
+    index: number,
+    call: Call,
+    decision: Decision,
+    tool: Tool | null,
+    args: Readonly<Record<string, unknown>> | null,
+    env: GateEnvironment,
+    context: GateContext,
+    answered: boolean,
+  ): Entry {
+    return {
+      index,
+      call,
+      decision,
+      tool,
+      args,
+      epoch: this.#epoch,
+      revision: env.revision,
+      policy: env.policy,
+      handler: env.handler,
+      answered,
+      context,
+      pending: null,
+      charged: true,
+      halts: false,
+    };
+  }
+}
+
+/** A meter's answer; a meter that throws refuses (fail closed), as a store that could not be asked. */
+async function charged(charge: () => Refusal | null | Promise<Refusal | null>): Promise<Refusal | null> {
+  try {
+    return await charge();
+  } catch (error) {
+    return { stage: 'store', reason: `The call was not run: its meter could not be asked (${errorText(error)}).` };
+  }
+}
+
+function notRun(call: Call): NotRunResult {
+  return { status: 'not_run', callId: call.id, tool: call.name };
 }
 
 /** Steps 1–5 and the ask for each call, announced (step 8) as if it ran, executing nothing. */
 export async function decideCalls(
-  calls: readonly (NormalizedCall | UnreadableCall)[],
+  calls: readonly Call[],
   context: GateContext,
   env: GateEnvironment,
   route: Route,
 ): Promise<Decision[]> {
-  if (route.ask) settingsSecret(route.approvals);
+  if (route.person) settingsSecret(route.person.approvals);
   const decisions: Decision[] = [];
   for (let index = 0; index < calls.length; index++) {
     const call = calls[index]!;
@@ -293,7 +456,7 @@ export async function decideCalls(
     const decision =
       pre.kind === 'decided' ? pre.decision : (await resolveCallAsk(pre, call, context, env, route, false)).decision;
     announce(env, decision);
-    route.decided?.(decision, { index, call, decision });
+    route.observe?.decided?.(decision, { index, call, decision, tool: pre.tool, context });
     decisions.push(decision);
   }
   return decisions;
@@ -303,109 +466,28 @@ export async function decideCalls(
  * Steps 1–5 without resolving an ask and without any event: what the gate would decide now (explain, and
  * an SDK deciding whether to put a call to a person before it executes it).
  */
-export function previewCall(
-  call: NormalizedCall | UnreadableCall,
-  context: GateContext,
-  env: GateEnvironment,
-): Precheck | Promise<Precheck> {
+export function previewCall(call: Call, context: GateContext, env: GateEnvironment): Precheck | Promise<Precheck> {
   return precheck(call, context, env);
 }
 
-/**
- * Steps 6 and 8 for one call: charged, announced, and its refusal returned; null when it is allowed and
- * goes on to execute. `onHalt` learns whether a refusal ends the batch.
- */
-async function conclude(
-  e: Entry,
-  route: Route,
-  env: GateEnvironment,
-  context: GateContext,
-  onHalt?: (halt: boolean) => void,
-): Promise<ToolResult | null> {
-  if (route.charge && e.charged) {
-    const attempt: Attempt = { index: e.index, call: e.call, decision: e.decision };
-    let refusal = route.charge(attempt);
-    if (refusal instanceof Promise) refusal = await refusal;
-    if (refusal) {
-      e.decision = deny(e.decision, { stage: refusal.stage, by: refusal.stage, layer: null }, refusal.reason);
-      if (refusal.halt === true) onHalt?.(true);
-    }
-  }
-  if (env.limiter && e.charged) await chargeLimiter(e, env, context);
-  if (tell(env, route, e)) onHalt?.(true);
-  if (e.decision.effect === 'allow' && e.tool && e.args) return null;
-  return refused(e.decision as Extract<Decision, { effect: 'deny' }>);
-}
-
-/**
- * Step 6 against the registry's limiter: every attempt is charged, refused ones too; one that does not fit
- * spends nothing and is refused at stage `limit` (at stage `store` when the counter store failed). With `announceTo`, a call refused here (already announced as
- * allowed) is announced again with its refusal.
- */
-async function chargeLimiter(e: Entry, env: GateEnvironment, context: GateContext, announceTo?: Route): Promise<void> {
-  const verdict = await chargeLimits(env.limiter!, e.decision, e.tool, context);
-  if (!verdict.allowed && e.decision.effect === 'allow') {
-    e.decision = deny(e.decision, { stage: verdict.stage, by: verdict.stage, layer: null }, verdict.reason);
-    if (announceTo) tell(env, announceTo, e);
-  }
-}
-
-/** How many times a call announced as allowed is decided again because the registry changed meanwhile. */
-const CONFIRM_ROUNDS = 3;
-
-/**
- * After step 6 and 8 of an allowed call (a route that charges: the charge awaited, listeners were told): the
- * call decided again when the registry changed since it was decided, else its allowlist step again (a layer
- * cut in place); a changed Decision is announced in turn. A registry that changes again at each
- * announcement refuses the call. The state the call runs under.
- */
-async function confirm(
-  e: Entry,
-  route: Route,
-  env: GateEnvironment,
-  context: GateContext,
-  onHalt: (halt: boolean) => void,
-): Promise<RouteState> {
-  let state: RouteState = { context, env };
-  for (let round = 0; e.decision.effect === 'allow'; round++) {
-    const before = e.decision;
-    // The route's context now, at every round (a re-decision may have waited for a person): a layer replaced
-    // (the runner's tenant provider answering a new plan) or, below the runner's root, cut in place (a
-    // resolved allowlist is a snapshot) shows only there.
-    if (route.refresh) state = await route.refresh();
-    const now = state.env.current();
-    if (now.revision !== e.revision) {
-      if (round >= CONFIRM_ROUNDS) {
-        e.decision = deny(
-          before,
-          { stage: 'policy', by: 'rule_error', layer: null },
-          'the registry changed again each time the call was announced, so it is not run',
-        );
-        e.answered = false;
-      } else {
-        if (!route.refresh) state = { context: state.context, env: now };
-        await decideAgain(e, state, route);
-      }
-    } else if ((e.decision = allowlistAgain(before, state.context, state.env)) !== before) e.answered = false;
-    if (e.decision === before) break;
-    if (tell(state.env, route, e)) onHalt(true);
-  }
-  return state;
+/** An ask resolved: its Decision, the tool and snapshot it runs with, and the request when it is left pending. */
+interface Asked {
+  readonly decision: Decision;
+  readonly tool: Tool | null;
+  readonly args: Readonly<Record<string, unknown>> | null;
+  readonly answered: boolean;
+  readonly pending: ApprovalRequest | null;
 }
 
 /** An ask, announced and resolved by the one precedence; edited arguments pass the gate again. */
 async function resolveCallAsk(
   ask: Ask,
-  call: NormalizedCall | UnreadableCall,
+  call: Call,
   context: GateContext,
   env: GateEnvironment,
   route: Route,
   mayPend: boolean,
-): Promise<{
-  readonly decision: Decision;
-  readonly pending: boolean;
-  entry(index: number, epoch: number, env: GateEnvironment): Entry;
-}> {
+): Promise<Asked> {
   const resolution = await resolveAsk(ask, context, env, route, {
     pending: mayPend,
     announce: () => announceAsk(env, ask),
@@ -413,9 +495,9 @@ async function resolveCallAsk(
   let decision: Decision;
   let tool: Tool | null = ask.tool;
   let args: Readonly<Record<string, unknown>> | null = ask.args;
-  let request: ApprovalRequest | null = null;
+  let pending: ApprovalRequest | null = null;
   if (resolution.kind === 'pending') {
-    request = resolution.request;
+    pending = resolution.request;
     decision = deny(
       { ...ask.base, asked: route.name },
       { stage: 'handler', by: 'handler', layer: null },
@@ -442,48 +524,7 @@ async function resolveCallAsk(
   } else {
     decision = resolution.decision;
   }
-  const answered = decision.effect === 'allow' && decision.asked !== null;
-  return {
-    decision,
-    pending: request !== null,
-    entry: (index, epoch, at) => entryOf(index, call, decision, tool, args, epoch, at, context, answered, request),
-  };
-}
-
-/**
- * Decides a call again under `state` before it runs. A final Decision replaces the old one; an ask keeps
- * the earlier approval only for the same binding (tool, arguments, rule, policy version) under the same tool,
- * policy and handler objects, else it is asked again (and cannot be left pending now: part of the batch may
- * have run).
- */
-async function decideAgain(e: Entry, state: RouteState, route: Route): Promise<void> {
-  const call = e.call as NormalizedCall;
-  // Validated again from the arguments it was given (edited ones included), not from its schema's output.
-  let pre = previewCall(
-    { id: call.id, name: call.name, arguments: e.args && givenArguments(e.args), format: call.format },
-    state.context,
-    state.env,
-  );
-  if (pre instanceof Promise) pre = await pre;
-  e.revision = state.env.revision;
-  const kept = e.answered && answerStands(e, pre, state, route);
-  e.policy = state.env.policy;
-  e.handler = state.env.handler;
-  if (pre.kind === 'decided') {
-    e.decision = pre.decision;
-    e.tool = pre.tool;
-    e.args = pre.args;
-    e.answered = false;
-    return;
-  }
-  if (kept) return;
-  const asked = await resolveCallAsk(pre, call, state.context, state.env, route, false);
-  const fresh = asked.entry(e.index, e.epoch, state.env);
-  e.decision = fresh.decision;
-  e.tool = fresh.tool;
-  e.args = fresh.args;
-  e.answered = fresh.answered;
-  e.context = fresh.context;
+  return { decision, tool, args, answered: decision.effect === 'allow' && decision.asked !== null, pending };
 }
 
 /**
@@ -496,8 +537,9 @@ function answerStands(e: Entry, pre: Precheck, state: RouteState, route: Route):
   const env = state.env;
   if (e.tool !== pre.tool || e.policy !== env.policy || e.handler !== env.handler || e.args === null) return false;
   try {
-    const given = callBinding(e.decision, e.args, e.context, route.approvals);
-    return sameBinding(given, callBinding(pre.base, pre.args, state.context, route.approvals)) === null;
+    const settings = route.person?.approvals;
+    const given = callBinding(e.decision, e.args, e.context, settings);
+    return sameBinding(given, callBinding(pre.base, pre.args, state.context, settings)) === null;
   } catch {
     return false;
   }
@@ -515,12 +557,6 @@ function announceAsk(env: GateEnvironment, ask: Ask): void {
   });
 }
 
-/** Step 8 for one call: the registry's events, then the route. True when the route ends the batch after it. */
-function tell(env: GateEnvironment, route: Route, e: Entry): boolean {
-  announce(env, e.decision);
-  return route.decided?.(e.decision, { index: e.index, call: e.call, decision: e.decision }) === true;
-}
-
 /** The events of a final Decision. */
 function announce(env: GateEnvironment, decision: Decision): void {
   if (decision.effect === 'deny') {
@@ -535,36 +571,6 @@ function announce(env: GateEnvironment, decision: Decision): void {
     });
   }
   env.emit({ type: 'tool_decided', decision });
-}
-
-function entryOf(
-  index: number,
-  call: NormalizedCall | UnreadableCall,
-  decision: Decision,
-  tool: Tool | null,
-  args: Readonly<Record<string, unknown>> | null,
-  epoch: number,
-  env: GateEnvironment,
-  context: GateContext,
-  answered: boolean,
-  pending: ApprovalRequest | null = null,
-): Entry {
-  return {
-    index,
-    call,
-    decision,
-    tool,
-    args,
-    epoch,
-    revision: env.revision,
-    policy: env.policy,
-    handler: env.handler,
-    answered,
-    context,
-    pending,
-    charged: true,
-    halts: false,
-  };
 }
 
 export type { DecisionBase };

@@ -3,7 +3,7 @@
  * published type: a WeakMap filled by the registry's constructor and read only by modules of this package
  * (no entry point exports it), so no caller can get the emitter or forge a Decision event.
  */
-import type { GateEnvironment } from './precheck.js';
+import type { GateEnvironment } from '../contracts/gate.js';
 
 const environments = new WeakMap<object, () => GateEnvironment>();
 

@@ -5,10 +5,10 @@
  */
 import type { DenyDecision } from '../decision.js';
 import { errorText } from '../permissions/handler.js';
-import type { ToolResult } from '../registry.js';
 import type { ToolExecution } from '../tool.js';
-import { refusalContent, type GateContext, type GateEnvironment } from './precheck.js';
-import type { DecidedCall } from './route.js';
+import type { GateContext, GateEnvironment, ToolResult } from '../contracts/gate.js';
+import type { DecidedCall } from '../contracts/route.js';
+import { refusalContent } from './precheck.js';
 
 /** Runs a decided call: its tool's execute with the frozen snapshot, under its timeout and the context's signal. */
 export async function executeDecided(

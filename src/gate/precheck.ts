@@ -4,73 +4,18 @@
  * policy on the validated snapshot. A final Decision, or an `ask` for dispatch.ts to resolve. Every
  * Decision is built in this folder (src/gate/); nothing here emits an event or executes anything.
  */
-import type { AllowlistLayer, ToolAllowlist } from '../allowlist.js';
+import type { ToolAllowlist } from '../allowlist.js';
 import { allowlistRefusal, cachedAllowlist } from '../allowlist-cache.js';
+import type { GateContext, GateEnvironment } from '../contracts/gate.js';
 import type { AllowDecision, Decision, DecisionBase, DenyDecision } from '../decision.js';
 import type { RefusalLayer } from '../errors.js';
 import { parseArguments, type NormalizedCall, type UnreadableCall } from '../formats/index.js';
 import { canonical, describe } from '../names.js';
-import { errorText, type PermissionHandler, type PermissionRequest } from '../permissions/handler.js';
-import type { PermissionPolicy, PolicyEvaluation } from '../permissions/policy.js';
+import { errorText, type PermissionRequest } from '../permissions/handler.js';
+import type { PolicyEvaluation } from '../permissions/policy.js';
 import type { PermissionResult } from '../permissions/result.js';
-import type { RegistryEvent } from '../registry.js';
 import type { Tool } from '../tool.js';
-import type { Limiter } from '../limits/limiter.js';
 import { freezeParsedArguments, snapshotArguments } from './snapshot.js';
-
-/** An agent as the gate sees it: a name and, optionally, the tools it declares. */
-export interface AgentIdentity {
-  readonly name: string;
-  /** The agent layer. Without it, the agent declares every registered tool. */
-  readonly tools?: Iterable<string>;
-}
-
-/**
- * Who is asking, for one dispatch. Each call's allowlist verdict is read from it at every call: a layer
- * array seen before is answered from an index kept beside it (verified against the array's current
- * entries when the array is not frozen), so a steady context costs look-ups, not a resolution.
- */
-export interface GateContext {
-  /** The agent's name, or its name and declared tools. @default 'agent', declaring every registered tool */
-  readonly agent?: string | AgentIdentity;
-  /** The tenant; `tools` null/undefined states nothing, an empty list refuses everything. */
-  readonly tenant?: { readonly id?: string; readonly tools?: AllowlistLayer };
-  /** The caller; `scopes` are tool names (map capability scopes to names before they get here). */
-  readonly caller?: { readonly id?: string; readonly scopes?: AllowlistLayer };
-  /** A resolved allowlist to use as is, instead of resolving one from agent, tenant and caller. */
-  readonly allowlist?: ToolAllowlist;
-  /** Tags decisions and events with a run. */
-  readonly runId?: string;
-  /** Cancels execution of the dispatched calls. */
-  readonly signal?: AbortSignal;
-}
-
-/**
- * What the gate reads from the registry at each call (the registry is the only implementation; a route may
- * wrap it, as the runner adds its `agent:<peer>` tools). Internal: never exported from an entry point.
- */
-export interface GateEnvironment {
-  lookup(form: string): Tool | undefined;
-  /** The registered names in registration order; a new frozen array after each change. */
-  registeredNames(): readonly string[];
-  readonly policy: PermissionPolicy | null;
-  readonly handler: PermissionHandler | null;
-  /** What `ask` becomes when no handler is reachable. */
-  readonly handlerFallback: PermissionResult;
-  readonly handlerTimeoutMs: number;
-  /** How long a tool may run when its metadata sets no `timeoutMs`. */
-  readonly toolTimeoutMs: number;
-  /** Changes whenever a tool, the policy or the handler changes: a call decided under another revision is decided again. */
-  readonly revision: number;
-  /** The limits charged at step 6 on every route (src/limits/). @default none */
-  readonly limiter?: Limiter | null;
-  /** The registry's environment as it stands now (the same object while nothing changed). */
-  current(): GateEnvironment;
-  /** Emits an event to the registry's listeners (dispatch.ts and execute.ts only). */
-  emit(event: RegistryEvent): void;
-  /** False when no listener would hear an event now (absent: assume one would). */
-  listening?(): boolean;
-}
 
 /** A call that passed steps 1–4 and was evaluated by the policy (step 5), before any handler. */
 export interface Evaluated {

@@ -6,8 +6,7 @@
  */
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { ApprovalKind } from '../contracts/approval.js';
-import type { AskOutcome } from '../gate/approval.js';
-import type { Route } from '../gate/route.js';
+import type { ApprovalSettings, AskOutcome, Route } from '../gate/index.js';
 import { displaySafe } from '../names.js';
 import type { PermissionHandler, PermissionRequest } from '../permissions/handler.js';
 import type { ToolRegistry } from '../registry.js';
@@ -51,19 +50,21 @@ export function gatewayRoute(
   kind: ApprovalKind = 'tool',
 ): Route {
   const approvals = { secret: people.secret };
-  if (people.inbox) return { ...inboxRoute(people.inbox, request, note), approvals };
+  if (people.inbox) return inboxRoute(people.inbox, request, note, approvals);
   if (people.approvals) {
     const person = storePerson(people.approvals, { agent: request.agent }, note);
     return {
       name: 'gateway',
       grouped: false,
-      ask: (r) => person.ask(r),
-      // Owned by the caller's subject (issuer, claim, value), so any replica finds the answer for the same
-      // caller's same call, and nobody else's; valid as long as the stores wait for an answer.
-      approvals: {
-        secret: people.secret,
-        owner: { kind: 'session', id: request.subject ?? request.caller ?? 'anonymous' },
-        ttlMs: people.approvals.ttlMs ?? 900_000,
+      person: {
+        // Owned by the caller's subject (issuer, claim, value), so any replica finds the answer for the same
+        // caller's same call, and nobody else's; valid as long as the stores wait for an answer.
+        approvals: {
+          secret: people.secret,
+          owner: { kind: 'session', id: request.subject ?? request.caller ?? 'anonymous' },
+          ttlMs: people.approvals.ttlMs ?? 900_000,
+        },
+        ask: (r) => person.ask(r),
       },
     };
   }
@@ -74,7 +75,7 @@ export function gatewayRoute(
   const approver = round
     ? (ask: PermissionRequest) => round.ask(kind, ask, askText(kind, ask), note)
     : elicitation(request.server, people.approvalTimeoutMs, kind);
-  return { ...approverRoute(registry, approver), approvals };
+  return approverRoute(registry, approver, approvals);
 }
 
 /** Asks the person behind the client by MCP elicitation; false when they cannot be asked or do not accept. */
@@ -141,28 +142,35 @@ function askText(kind: ApprovalKind, request: PermissionRequest): string {
 }
 
 /** The gateway's route whose person is `approver` (elicitation or the approval stores), asked as a handler. */
-function approverRoute(registry: ToolRegistry, approver: PermissionHandler | undefined): Route {
+function approverRoute(
+  registry: ToolRegistry,
+  approver: PermissionHandler | undefined,
+  approvals: ApprovalSettings,
+): Route {
   if (!approver) return { name: 'gateway', grouped: false };
   const handle = typeof approver === 'function' ? approver : (r: PermissionRequest) => approver.handle(r);
   return {
     name: 'gateway',
     grouped: false,
-    ask: async (request): Promise<AskOutcome> => {
-      const metadata = registry.get(request.toolName)?.metadata;
-      if (!metadata) return { effect: 'invalid', reason: `the tool ${JSON.stringify(request.toolName)} is gone` };
-      const answer = await handle({
-        toolName: request.toolName,
-        parameters: request.parameters,
-        reason: request.reason,
-        ruleName: request.rule,
-        metadata,
-        callId: request.binding.callId,
-        agent: request.agent,
-        tenant: request.tenant,
-        runId: request.runId,
-        caller: request.caller,
-      });
-      return answer === 'allow' || answer === 'deny' ? { effect: answer } : (answer as never);
+    person: {
+      approvals,
+      ask: async (request): Promise<AskOutcome> => {
+        const metadata = registry.get(request.toolName)?.metadata;
+        if (!metadata) return { effect: 'invalid', reason: `the tool ${JSON.stringify(request.toolName)} is gone` };
+        const answer = await handle({
+          toolName: request.toolName,
+          parameters: request.parameters,
+          reason: request.reason,
+          ruleName: request.rule,
+          metadata,
+          callId: request.binding.callId,
+          agent: request.agent,
+          tenant: request.tenant,
+          runId: request.runId,
+          caller: request.caller,
+        });
+        return answer === 'allow' || answer === 'deny' ? { effect: answer } : (answer as never);
+      },
     },
   };
 }

@@ -3,7 +3,7 @@
  * away from the gateway's own context (agent, tenant, caller), never add any.
  */
 import type { AllowlistLayer } from '../allowlist.js';
-import type { GateContext } from '../gate/precheck.js';
+import type { GateContext } from '../contracts/gate.js';
 import { canonical, describe } from '../names.js';
 
 /**

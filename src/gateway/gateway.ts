@@ -8,7 +8,7 @@
 import { randomBytes } from 'node:crypto';
 import type { McpHttpHandler } from '@modelcontextprotocol/server';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import type { GateContext } from '../gate/precheck.js';
+import type { GateContext } from '../contracts/gate.js';
 import { describe } from '../names.js';
 import type { PolicySet } from '../policy-file/policy-set.js';
 import { ToolRegistry } from '../registry.js';

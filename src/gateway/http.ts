@@ -21,7 +21,7 @@ import {
   type BearerAuthenticator,
 } from './auth.js';
 import { narrowContext } from './context.js';
-import type { GateContext } from '../gate/precheck.js';
+import type { GateContext } from '../contracts/gate.js';
 import { describe } from '../names.js';
 import { answerApproval, type ApprovalsEndpoint } from './answers.js';
 import type { Gateway, GatewayRequestContext } from './gateway.js';

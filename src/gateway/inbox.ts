@@ -6,8 +6,7 @@
  * pass the whole gate again), never on `deny`, a time-out, a cancelled request or any error.
  */
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import type { Answer, ApprovalRequest, AskOutcome } from '../gate/approval.js';
-import type { Route } from '../gate/route.js';
+import type { Answer, ApprovalRequest, ApprovalSettings, AskOutcome, Route } from '../gate/index.js';
 import { describe, displaySafe } from '../names.js';
 import type { ApprovalNote } from './approvals.js';
 
@@ -54,45 +53,53 @@ export function checkInbox(inbox: GatewayInbox): void {
 }
 
 /** The gateway's route for one call when its person is the inbox. `note` hears what happened (audit). */
-export function inboxRoute(inbox: GatewayInbox, call: InboxCall, note: (n: ApprovalNote) => void): Route {
+export function inboxRoute(
+  inbox: GatewayInbox,
+  call: InboxCall,
+  note: (n: ApprovalNote) => void,
+  approvals: ApprovalSettings,
+): Route {
   return {
     name: 'gateway',
     grouped: false,
-    ask: async (request): Promise<AskOutcome> => {
-      note({ id: request.id, state: 'pending' });
-      if (call.signal.aborted) return cancelled(request, note);
-      const link = inbox.link?.(request);
-      const where = link ? ` at ${link}` : ' in the approval inbox';
-      // Shown to the person behind the client: escaped as every approval prompt is (names.ts displaySafe).
-      const message = `The call ${displaySafe(request.toolName)} waits for a person's approval${where} (rule ${displaySafe(JSON.stringify(request.rule))}: ${displaySafe(request.reason)}).`;
-      const complete = tell(call, link, message, request.id);
-      let stop: () => void = () => undefined;
-      const aborted = new Promise<null>((resolve) => {
-        const onAbort = (): void => resolve(null);
-        call.signal.addEventListener('abort', onAbort, { once: true });
-        stop = () => call.signal.removeEventListener('abort', onAbort);
-      });
-      let answer: Answer | null;
-      try {
-        answer = await Promise.race([inbox.ask(request), aborted]);
-      } catch (error) {
-        // The store failed: the call does not run (fail closed).
-        const reason = `the approval could not be asked: ${error instanceof Error ? error.message : String(error)}`;
-        note({ id: request.id, state: 'denied', reason });
-        return { effect: 'deny', reason };
-      } finally {
-        stop();
-        complete();
-      }
-      if (answer === null) return cancelled(request, note);
-      note({
-        id: request.id,
-        state: answer.effect === 'allow' ? 'approved' : 'denied',
-        ...(answer.reason ? { reason: answer.reason } : {}),
-        ...(answer.approver ? { approver: answer.approver } : {}),
-      });
-      // The gateway does not remember answers: this one is for this call only.
-      return { ...answer, remember: 'once' };
+    person: {
+      approvals,
+      ask: async (request): Promise<AskOutcome> => {
+        note({ id: request.id, state: 'pending' });
+        if (call.signal.aborted) return cancelled(request, note);
+        const link = inbox.link?.(request);
+        const where = link ? ` at ${link}` : ' in the approval inbox';
+        // Shown to the person behind the client: escaped as every approval prompt is (names.ts displaySafe).
+        const message = `The call ${displaySafe(request.toolName)} waits for a person's approval${where} (rule ${displaySafe(JSON.stringify(request.rule))}: ${displaySafe(request.reason)}).`;
+        const complete = tell(call, link, message, request.id);
+        let stop: () => void = () => undefined;
+        const aborted = new Promise<null>((resolve) => {
+          const onAbort = (): void => resolve(null);
+          call.signal.addEventListener('abort', onAbort, { once: true });
+          stop = () => call.signal.removeEventListener('abort', onAbort);
+        });
+        let answer: Answer | null;
+        try {
+          answer = await Promise.race([inbox.ask(request), aborted]);
+        } catch (error) {
+          // The store failed: the call does not run (fail closed).
+          const reason = `the approval could not be asked: ${error instanceof Error ? error.message : String(error)}`;
+          note({ id: request.id, state: 'denied', reason });
+          return { effect: 'deny', reason };
+        } finally {
+          stop();
+          complete();
+        }
+        if (answer === null) return cancelled(request, note);
+        note({
+          id: request.id,
+          state: answer.effect === 'allow' ? 'approved' : 'denied',
+          ...(answer.reason ? { reason: answer.reason } : {}),
+          ...(answer.approver ? { approver: answer.approver } : {}),
+        });
+        // The gateway does not remember answers: this one is for this call only.
+        return { ...answer, remember: 'once' };
+      },
     },
   };
 }

@@ -10,9 +10,8 @@
 import { randomUUID } from 'node:crypto';
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { readCall } from '../formats/index.js';
-import { dispatchCalls } from '../gate/dispatch.js';
-import { environmentOf } from '../gate/environment.js';
-import type { GateContext } from '../gate/precheck.js';
+import { dispatchCalls, environmentOf, type Route } from '../gate/index.js';
+import type { GateContext } from '../contracts/gate.js';
 import { canonical } from '../names.js';
 import { itemTool, type ItemAction, type ItemKind } from '../policy-file/items.js';
 import { ToolRegistry, type ToolResult } from '../registry.js';
@@ -103,7 +102,9 @@ export class ItemGate {
     const person = gatewayRoute(this.#people, registry, asker, (n) => (approval = n), kind);
     // An approval names its kind and what it is about: the URI in normal form, or the prompt's canonical name.
     const target = kind === 'resource' ? String(access.args['uri']) : canonical(String(access.args['name']));
-    const route = person.approvals ? { ...person, approvals: { ...person.approvals, kind, target } } : person;
+    const route: Route = person.person
+      ? { ...person, person: { ...person.person, approvals: { ...person.person.approvals, kind, target } } }
+      : person;
     const context: GateContext = {
       agent: asker.agent,
       ...(asker.tenant !== null ? { tenant: { id: asker.tenant } } : {}),

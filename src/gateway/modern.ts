@@ -22,7 +22,7 @@ import {
   type ServerContext,
 } from '@modelcontextprotocol/server';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import type { GateContext } from '../gate/precheck.js';
+import type { GateContext } from '../contracts/gate.js';
 import { MODERN_VERSION } from '../mcp/index.js';
 import { MemoryNonceStore } from '../stores/memory.js';
 import type { NonceStore } from '../stores/types.js';

@@ -8,7 +8,7 @@
  * file that fails any check is refused and the snapshot in force stays.
  */
 import { ConfigurationError } from '../errors.js';
-import type { GateContext } from '../gate/precheck.js';
+import type { GateContext } from '../contracts/gate.js';
 import { canonicalJson } from '../crypto.js';
 import { canonical, describe, namespaceOf } from '../names.js';
 import { PermissionPolicy } from '../permissions/policy.js';

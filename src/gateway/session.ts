@@ -40,7 +40,7 @@ import {
   type ServerRequest,
   type Tool as McpTool,
 } from '@modelcontextprotocol/sdk/types.js';
-import type { GateContext } from '../gate/precheck.js';
+import type { GateContext } from '../contracts/gate.js';
 import { canonical } from '../names.js';
 import { normalResourceUri } from '../policy-file/uri.js';
 import type { ToolRegistry } from '../registry.js';

@@ -3,10 +3,11 @@
  * Limiter, on every route (registry, runner, adapters, gateway), whatever the Decision so far. A call the
  * policy refused is still counted (refused calls count); an allowed call that does not fit becomes a refusal
  * at stage `limit` and spends nothing; one whose counter store failed or answered garbage, a refusal at stage
- * `store`. Internal: dispatch.ts calls it.
+ * `store`. The registry turns its Limiter into its meter here ({@link limiterMeter}); the gate charges it
+ * through the Meter contract and never imports this folder.
  */
 import type { Decision } from '../decision.js';
-import type { GateContext } from '../gate/precheck.js';
+import type { Attempt, GateContext, Meter, Refusal } from '../contracts/gate.js';
 import type { Tool } from '../tool.js';
 import type { Limiter, LimitSubject, LimitVerdict } from './limiter.js';
 
@@ -42,4 +43,21 @@ export async function chargeLimits(
       reason: `The call was not run: its limits could not be checked (${error instanceof Error ? error.message : String(error)}).`,
     };
   }
+}
+
+/**
+ * The Limiter as a meter: the registry's own, charged at step 6 of every dispatch on every route (after the
+ * route's own meter). A verdict that does not allow is a refusal at its stage (`limit`, or `store` when the
+ * counter store failed); a Limiter that throws refuses too.
+ *
+ * @example
+ * const meter = limiterMeter(new Limiter({ counters, limits: [{ name: 'refunds', tools: ['refund'], max: 5, window: '1h' }] }));
+ */
+export function limiterMeter(limiter: Limiter): Meter {
+  return {
+    async charge(attempt: Attempt): Promise<Refusal | null> {
+      const verdict = await chargeLimits(limiter, attempt.decision, attempt.tool, attempt.context);
+      return verdict.allowed === true ? null : { stage: verdict.stage, reason: verdict.reason };
+    },
+  };
 }

@@ -6,8 +6,7 @@
  */
 import type { Decision } from '../decision.js';
 import { readCall, type ToolCallInput } from '../formats/index.js';
-import { previewCall } from '../gate/dispatch.js';
-import { environmentOf } from '../gate/environment.js';
+import { environmentOf, previewCall } from '../gate/index.js';
 import type { LimitCounter } from '../limits/limiter.js';
 import { canonical } from '../names.js';
 import type { RuleTrace } from '../permissions/policy.js';

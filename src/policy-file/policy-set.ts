@@ -4,7 +4,7 @@
  */
 import { parseScopeMap, parseTenantLimits, toolsOfScopes, type ScopeMap } from '../config.js';
 import { ConfigurationError } from '../errors.js';
-import type { GateContext } from '../gate/precheck.js';
+import type { GateContext } from '../contracts/gate.js';
 import { Limiter, type LimiterOptions, type LimitRule, type TenantLimitPlan } from '../limits/limiter.js';
 import { canonical, describe } from '../names.js';
 import type { PermissionPolicy } from '../permissions/policy.js';

@@ -8,7 +8,7 @@ import { parseScopeMap, parseTenantLimits, stringList, type ScopeMap } from '../
 import { ConfigurationError } from '../errors.js';
 import { describe } from '../names.js';
 import { isPermissionHandler } from '../permissions/handler.js';
-import { isRegistry } from '../gate/environment.js';
+import { isRegistry } from '../gate/index.js';
 import type { ToolRegistry } from '../registry.js';
 import type { RunCaps, Stores } from '../stores/types.js';
 import { memoryStores } from '../stores/memory.js';

@@ -13,13 +13,20 @@ import type { Decision, DenyDecision } from '../decision.js';
 import { ToolNotPermittedError } from '../errors.js';
 import type { Emitter } from '../events.js';
 import { toolSchema } from '../formats/index.js';
-import type { ApprovalRequest, ApprovalSettings, AskOutcome } from '../gate/approval.js';
-import type { DispatchResult } from '../gate/dispatch.js';
-import { environmentOf as registryEnvironment } from '../gate/environment.js';
-import { refusalContent, type GateContext, type GateEnvironment } from '../gate/precheck.js';
-import type { Attempt, Candidate, DecidedCall, Halted, Refusal, Route, RouteState } from '../gate/route.js';
+import type { ApprovalRequest, AskOutcome } from '../contracts/approval.js';
+import type { Attempt, DispatchResult, GateContext, GateEnvironment, Refusal, ToolResult } from '../contracts/gate.js';
+import type {
+  Candidate,
+  DecidedCall,
+  Halted,
+  Route,
+  RouteMeter,
+  RouteObserver,
+  RoutePerson,
+  RouteState,
+} from '../contracts/route.js';
+import { environmentOf as registryEnvironment, refusalContent } from '../gate/index.js';
 import { canonical, describe } from '../names.js';
-import type { ToolResult } from '../registry.js';
 import type { RunSpend } from '../contracts/stores.js';
 import { peerTools, peerToolName } from './agents.js';
 import { answerBinding, underOf, type DurableApprovals, type GrantUse } from './approvals.js';
@@ -201,6 +208,12 @@ export type PassEnd =
 export class RunRoute implements Route {
   readonly name = 'runner';
   readonly grouped = false;
+  /** Durable approvals as the run's person, bound under the runner's own secret (its `secret` option). */
+  readonly person: RoutePerson;
+  /** The run's projected caps before anyone is asked, then the store's tally and the depth cap. */
+  readonly meter: RouteMeter;
+  /** Run events, refusal loops, `onRefusal: 'fail'`. */
+  readonly observe: RouteObserver;
   /** What ended the pass early, if anything. */
   end: PassEnd | null = null;
   readonly #settings: RunnerSettings;
@@ -243,6 +256,16 @@ export class RunRoute implements Route {
       pending(approval) {
         pending.set(approval.binding.callId, approval);
       },
+    };
+    this.person = {
+      approvals: { secret: settings.secret, ttlMs: settings.approvalTtlMs },
+      ask: (request) => this.ask(request),
+      announced: (request) => this.announced(request),
+    };
+    this.meter = { admit: (candidate) => this.admit(candidate), charge: (attempt) => this.charge(attempt) };
+    this.observe = {
+      endsBatch: (decision) => this.endsBatch(decision),
+      decided: (decision, attempt) => this.decided(decision, attempt),
     };
   }
 
@@ -290,11 +313,6 @@ export class RunRoute implements Route {
     this.#projected.attempts++;
     this.#projected.cost += cost;
     return null;
-  }
-
-  /** Requests are bound to the run under the runner's own secret (its `secret` option), for `approvalTtlMs`. */
-  get approvals(): ApprovalSettings {
-    return { secret: this.#settings.secret, ttlMs: this.#settings.approvalTtlMs };
   }
 
   ask(request: ApprovalRequest): Promise<AskOutcome | null> {

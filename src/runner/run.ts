@@ -5,7 +5,7 @@
  */
 import type { Decision, DenyDecision } from '../decision.js';
 import type { Emitter } from '../events.js';
-import type { GateEnvironment } from '../gate/precheck.js';
+import type { GateEnvironment } from '../contracts/gate.js';
 import { readCall, type NormalizedCall, type UnreadableCall } from '../formats/index.js';
 import { describe } from '../names.js';
 import type { Tool } from '../tool.js';

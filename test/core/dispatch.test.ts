@@ -18,8 +18,8 @@ import {
 } from '../../src/gate/approval.js';
 import { decideCalls, dispatchCalls, previewCall, type DispatchResult } from '../../src/gate/dispatch.js';
 import { environmentOf } from '../../src/gate/environment.js';
-import type { GateContext } from '../../src/gate/precheck.js';
-import type { Route } from '../../src/gate/route.js';
+import type { GateContext } from '../../src/contracts/gate.js';
+import type { Route, RoutePerson } from '../../src/contracts/route.js';
 import { PermissionPolicy, ToolRegistry, type RegistryEvent, type ToolResult } from '../../src/index.js';
 import { MemoryNonceStore } from '../../src/stores/memory.js';
 
@@ -57,8 +57,8 @@ function setUp() {
 
 const refund = (order = 'o-1', id = 'c1'): ToolCallInput => ({ id, name: 'refund', arguments: { order } });
 
-function person(ask: Route['ask'], extra: Partial<Route> = {}): Route {
-  return { name: 'adapter', grouped: false, ...(ask ? { ask, approvals: { secret: SECRET } } : {}), ...extra };
+function person(ask: RoutePerson['ask'], extra: Partial<Route> = {}): Route {
+  return { name: 'adapter', grouped: false, person: { approvals: { secret: SECRET }, ask }, ...extra };
 }
 
 async function run(registry: ToolRegistry, calls: ToolCallInput[], route: Route, context: GateContext = {}) {
@@ -97,7 +97,7 @@ describe('the one precedence: policy handler → route person → registry handl
     expect(ran).toEqual(['refund:o-1']);
   });
 
-  it.each<[string, NonNullable<Route['ask']>, string]>([
+  it.each<[string, RoutePerson['ask'], string]>([
     [
       'throws',
       () => {
@@ -220,11 +220,13 @@ describe('charge, halt, endsBatch, decided, execute', () => {
     const route: Route = {
       name: 'runner',
       grouped: false,
-      charge: ({ call, decision }) => {
-        charged.push(`${call.name}:${decision.effect}`);
-        return charged.length === 3 ? { stage: 'budget', reason: 'maxToolCalls (2) is spent', halt: true } : null;
+      meter: {
+        charge: ({ call, decision }) => {
+          charged.push(`${call.name}:${decision.effect}`);
+          return charged.length === 3 ? { stage: 'budget', reason: 'maxToolCalls (2) is spent', halt: true } : null;
+        },
       },
-      decided: (decision) => void told.push(`${decision.tool}:${decision.effect}:${decision.stage}`),
+      observe: { decided: (decision) => void told.push(`${decision.tool}:${decision.effect}:${decision.stage}`) },
     };
     const results = await run(
       registry,
@@ -252,7 +254,7 @@ describe('charge, halt, endsBatch, decided, execute', () => {
     const route: Route = {
       name: 'runner',
       grouped: false,
-      endsBatch: (decision) => decision.effect === 'deny' && decision.stage === 'lookup',
+      observe: { endsBatch: (decision) => decision.effect === 'deny' && decision.stage === 'lookup' },
     };
     const results = await run(
       registry,
@@ -273,8 +275,7 @@ describe('charge, halt, endsBatch, decided, execute', () => {
     const route: Route = {
       name: 'runner',
       grouped: false,
-      approvals: { secret: SECRET },
-      ask: () => ({ effect: 'allow' }),
+      person: { approvals: { secret: SECRET }, ask: () => ({ effect: 'allow' }) },
       execute: (call, _signal, proceed) => {
         if (call.tool.name !== 'refund') return proceed();
         seen.push(call.args);
@@ -308,8 +309,7 @@ describe('charge, halt, endsBatch, decided, execute', () => {
         if (call.tool.name === 'search') tenantTools = ['search']; // the plan is revoked while an earlier call runs
         return proceed();
       },
-      approvals: { secret: SECRET },
-      ask: () => ({ effect: 'allow' }),
+      person: { approvals: { secret: SECRET }, ask: () => ({ effect: 'allow' }) },
     };
     const results = await dispatchCalls(
       [readCall({ name: 'search', arguments: {} }), readCall(refund())],
@@ -387,13 +387,17 @@ describe('signed answers: bound to the exact call, single use', () => {
     await run(
       registry,
       [refund(order)],
-      person(
-        (r) => {
-          request = r;
-          return { effect: 'pending' };
+      {
+        name: 'adapter',
+        grouped: false,
+        person: {
+          approvals: { secret },
+          ask: (r) => {
+            request = r;
+            return { effect: 'pending' };
+          },
         },
-        { approvals: { secret } },
-      ),
+      },
       { runId },
     );
     return request!;
@@ -459,11 +463,11 @@ describe('signed answers: bound to the exact call, single use', () => {
 describe('the one binding: minted one way, compared by one sameBinding', () => {
   it('a route with a person and no secret of its owner is refused before anything is decided', async () => {
     const { registry, ran, events } = setUp();
-    const route: Route = { name: 'gateway', grouped: false, ask: () => ({ effect: 'allow' }) };
+    const ask = (): AskOutcome => ({ effect: 'allow' });
+    const route = { name: 'gateway', grouped: false, person: { ask } } as unknown as Route;
     await expect(run(registry, [refund()], route)).rejects.toThrow(/option "approvals\.secret"/);
-    await expect(run(registry, [refund()], { ...route, approvals: { secret: new Uint8Array(8) } })).rejects.toThrow(
-      /got 8 bytes/,
-    );
+    const short: Route = { name: 'gateway', grouped: false, person: { approvals: { secret: new Uint8Array(8) }, ask } };
+    await expect(run(registry, [refund()], short)).rejects.toThrow(/got 8 bytes/);
     expect(ran).toEqual([]);
     expect(events).toEqual([]);
   });

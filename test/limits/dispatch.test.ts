@@ -9,7 +9,7 @@ import { ScriptedModel } from '../../src/runner/index.js';
 import { readCall } from '../../src/formats/index.js';
 import { dispatchCalls } from '../../src/gate/dispatch.js';
 import { environmentOf } from '../../src/gate/environment.js';
-import type { Route } from '../../src/gate/route.js';
+import type { Route } from '../../src/contracts/route.js';
 import type { ToolResult } from '../../src/registry.js';
 import { Limiter } from '../../src/limits/limiter.js';
 import { MemoryCounterStore } from '../../src/stores/memory.js';

@@ -24,14 +24,21 @@ import {
 } from 'ai';
 import type { Decision } from '../../decision.js';
 import { readCall, type NormalizedCall, type UnreadableCall } from '../../formats/index.js';
-import type { AskOutcome } from '../../gate/approval.js';
-import { decideCalls, dispatchCalls, previewCall } from '../../gate/dispatch.js';
-import { environmentOf } from '../../gate/environment.js';
-import { agentNameOf, refusalContent, type GateContext } from '../../gate/precheck.js';
-import type { Route } from '../../gate/route.js';
+import {
+  agentNameOf,
+  decideCalls,
+  dispatchCalls,
+  environmentOf,
+  previewCall,
+  refusalContent,
+  type AskOutcome,
+  type GateContext,
+  type Route,
+  type ToolResult,
+} from '../../gate/index.js';
 import { secretOf } from '../../crypto.js';
 import { describe } from '../../names.js';
-import type { ToolRegistry, ToolResult } from '../../registry.js';
+import type { ToolRegistry } from '../../registry.js';
 import { ToolRegistry as Registry } from '../../registry.js';
 import { approvalKeys, verifyApprovalSignature } from './approval-signature.js';
 
@@ -135,10 +142,12 @@ export function createAiSdkTools(registry: ToolRegistry, options: AiSdkToolsOpti
             : {
                 name: 'adapter',
                 grouped: false,
-                approvals: { secret: master! },
-                // A request toolgate's secret signed was issued by toolApproval, which announced the ask then.
-                announced: () => verifiedRequests(execution.messages, keyOf(), signed).size > 0,
-                ask: () => answerInMessages(execution.messages, keyOf(), signed),
+                person: {
+                  approvals: { secret: master! },
+                  // A request toolgate's secret signed was issued by toolApproval, which announced the ask then.
+                  announced: () => verifiedRequests(execution.messages, keyOf(), signed).size > 0,
+                  ask: () => answerInMessages(execution.messages, keyOf(), signed),
+                },
               };
         const result = (await dispatchOne(registry, call, runContext, route)) as ToolResult;
         if (result.status !== 'ok')
@@ -202,9 +211,7 @@ export function createAiSdkTools(registry: ToolRegistry, options: AiSdkToolsOpti
       const denied: Route = {
         name: 'adapter',
         grouped: false,
-        approvals: { secret: master! },
-        announced: () => true,
-        ask: () => ({ effect: 'deny' }),
+        person: { approvals: { secret: master! }, announced: () => true, ask: () => ({ effect: 'deny' }) },
       };
       recorded.push(...(await decideCalls([read], context, env, denied)));
     }
@@ -221,7 +228,11 @@ export function createAiSdkTools(registry: ToolRegistry, options: AiSdkToolsOpti
 const NO_PERSON: Route = Object.freeze({ name: 'adapter', grouped: false });
 /** The SDK puts the ask to a person: announced now, answered when execute runs (nothing runs here). */
 function putToPerson(secret: Uint8Array): Route {
-  return { name: 'adapter', grouped: false, approvals: { secret }, ask: (): AskOutcome => ({ effect: 'pending' }) };
+  return {
+    name: 'adapter',
+    grouped: false,
+    person: { approvals: { secret }, ask: (): AskOutcome => ({ effect: 'pending' }) },
+  };
 }
 
 /** One call through the one path on this adapter's route. */

@@ -23,14 +23,23 @@ import {
   type ToolErrorFormatter,
 } from '@openai/agents';
 import { readCall } from '../../formats/index.js';
-import { approvalRequest, sameBinding, type ApprovalRequest, type AskOutcome } from '../../gate/approval.js';
-import { decideCalls, dispatchCalls, previewCall } from '../../gate/dispatch.js';
-import { environmentOf } from '../../gate/environment.js';
-import { refusalContent, type GateContext } from '../../gate/precheck.js';
-import type { Route } from '../../gate/route.js';
-import type { ContextSource } from '../../config.js';
+import type { ContextSource } from '../../contracts/gate.js';
+import {
+  approvalRequest,
+  decideCalls,
+  dispatchCalls,
+  environmentOf,
+  previewCall,
+  refusalContent,
+  sameBinding,
+  type ApprovalRequest,
+  type AskOutcome,
+  type GateContext,
+  type Route,
+  type ToolResult,
+} from '../../gate/index.js';
 import { describe } from '../../names.js';
-import { ToolRegistry, type ToolResult } from '../../registry.js';
+import { ToolRegistry } from '../../registry.js';
 
 /** The gate context of a run: fixed, or read from the SDK's run context (e.g. the tenant in `runContext.context`). */
 export type AgentsGateContext<TContext = unknown> = ContextSource<RunContext<TContext>>;
@@ -134,17 +143,19 @@ export function createAgentTools<TContext = unknown>(
         const route: Route = {
           name: 'adapter',
           grouped: false,
-          approvals,
-          // The SDK calls execute for an approval-gated call only once the run context records the approval.
-          ask: (request): AskOutcome | null => {
-            if (!approved) return null;
-            if (!interruption)
-              return {
-                effect: 'invalid',
-                reason: 'the SDK records an approval, but this process raised no interruption for this call',
-              };
-            const problem = sameBinding(interruption.request.binding, request.binding);
-            return problem === null ? { effect: 'allow' } : { effect: 'invalid', reason: problem };
+          person: {
+            approvals,
+            // The SDK calls execute for an approval-gated call only once the run context records the approval.
+            ask: (request): AskOutcome | null => {
+              if (!approved) return null;
+              if (!interruption)
+                return {
+                  effect: 'invalid',
+                  reason: 'the SDK records an approval, but this process raised no interruption for this call',
+                };
+              const problem = sameBinding(interruption.request.binding, request.binding);
+              return problem === null ? { effect: 'allow' } : { effect: 'invalid', reason: problem };
+            },
           },
         };
         const [result] = (await dispatchCalls(
@@ -170,7 +181,7 @@ export function createAgentTools<TContext = unknown>(
     const call = readCall({ id: args.callId, name: args.toolName, arguments: interruption.request.parameters });
     const env = environmentOf(registry);
     if ((await previewCall(call, interruption.context, env)).kind !== 'ask') return undefined;
-    const rejected: Route = { name: 'adapter', grouped: false, approvals, ask: () => ({ effect: 'deny' }) };
+    const rejected: Route = { name: 'adapter', grouped: false, person: { approvals, ask: () => ({ effect: 'deny' }) } };
     const [decision] = await decideCalls([call], interruption.context, env, rejected);
     return decision?.effect === 'deny' ? refusalContent(decision) : undefined;
   };
