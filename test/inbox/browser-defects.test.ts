@@ -12,27 +12,24 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { exportJWK, generateKeyPair, SignJWT } from 'jose';
-import type { Browser } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { runServe } from '../../src/cli/serve.js';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { createInbox, jwtApprover, type InboxAuditRecord } from '../../src/inbox/index.js';
-import { counted, launch, open, see, signedIn, tapEvents } from './browser-fixture.js';
-import { INBOX_SECRET, JWT_SECRET, receiver, shop, startInbox, type Cleanup, type InboxOptions } from './fixture.js';
+import { browserPerFile, counted, open, see, signedIn, tapEvents } from './browser-fixture.js';
+import {
+  INBOX_SECRET,
+  JWT_SECRET,
+  receiver,
+  serveInbox,
+  shop,
+  signJwt,
+  startInbox,
+  type InboxOptions,
+} from './fixture.js';
 
-let browser: Browser;
-const cleanups: Cleanup[] = [];
-beforeAll(async () => {
-  browser = await launch();
-});
-afterAll(async () => {
-  await browser?.close();
-});
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
+const { browser: browserOf, cleanups } = browserPerFile();
 const start = (options?: InboxOptions) => startInbox(cleanups, options);
 const as = (subject: string | null, options?: Parameters<typeof signedIn>[3]) =>
-  signedIn(browser, cleanups, subject, options);
+  signedIn(browserOf(), cleanups, subject, options);
 
 describe('live updates survive a (re)connect', () => {
   async function downAndUp() {
@@ -120,18 +117,8 @@ describe('--base-path', () => {
   });
 
   it('toolgate serve --base-path prints an address that opens the inbox', async () => {
-    const out: string[] = [];
-    let stop!: () => void;
-    const url = await new Promise<string>((resolve) => {
-      void runServe(['--port', '0', '--store', 'memory', '--base-path', '/approvals', '--sign-in', 'ana'], {
-        stdout: (t) => out.push(t),
-        stderr: (t) => out.push(t),
-        stop: new Promise<void>((r) => (stop = r)),
-        onListening: resolve,
-        env: { TOOLGATE_INBOX_SECRET: INBOX_SECRET },
-      });
-    });
-    cleanups.push(() => stop());
+    const served = await serveInbox(cleanups, ['--store', 'memory', '--base-path', '/approvals', '--sign-in', 'ana']);
+    const [url, out] = [served.url!, served.err];
     const printed = /toolgate inbox on (\S+)/.exec(out.join(''))![1]!;
     expect(printed).toBe(`${url}/`);
     const link = /single use\): (\S+)/.exec(out.join(''))![1]!;
@@ -241,25 +228,10 @@ describe('toolgate serve --jwks-url', () => {
     return { jwks: `http://127.0.0.1:${(server.address() as AddressInfo).port}/jwks`, sign };
   }
 
-  async function serve(args: string[]): Promise<{ code: number | null; url: string | null; err: string }> {
-    const err: string[] = [];
-    let stop!: () => void;
-    let listening!: (url: string) => void;
-    const up = new Promise<string>((r) => (listening = r));
-    const exited = runServe(['--port', '0', '--store', 'memory', ...args], {
-      stdout: () => undefined,
-      stderr: (t) => err.push(t),
-      stop: new Promise<void>((r) => (stop = r)),
-      onListening: (u) => listening(u),
-      env: { TOOLGATE_INBOX_SECRET: INBOX_SECRET },
-    });
-    const first = await Promise.race([exited.then((code) => ({ code })), up.then((url) => ({ url }))]);
-    if ('url' in first) {
-      cleanups.push(() => stop());
-      return { code: null, url: first.url, err: err.join('') };
-    }
-    return { code: first.code, url: null, err: err.join('') };
-  }
+  const serve = async (args: string[]) => {
+    const served = await serveInbox(cleanups, ['--store', 'memory', ...args]);
+    return { ...served, err: served.err.join('') };
+  };
 
   it('refuses to start without --audience and --issuer; with them, a token for another application is refused', async () => {
     const idp = await identityProvider();
@@ -319,12 +291,7 @@ describe('the * webhook', () => {
 
 describe('jwtApprover with claim email', () => {
   it('refuses an unverified email whenever the claim is email, not only by default (and so does --claim email)', async () => {
-    const sign = (claims: Record<string, unknown>) =>
-      new SignJWT(claims)
-        .setProtectedHeader({ alg: 'HS256' })
-        .setSubject('user-7')
-        .setExpirationTime('1h')
-        .sign(new TextEncoder().encode(JWT_SECRET));
+    const sign = (claims: Record<string, unknown>) => signJwt(claims);
     const { url } = await start({ authenticate: jwtApprover({ secret: JWT_SECRET, claim: 'email' }) });
     const unverified = await (await as(null, { token: await sign({ email: 'ana@acme.example' }) })).newPage();
     expect((await unverified.goto(`${url}/`))?.status()).toBe(401);
@@ -333,18 +300,8 @@ describe('jwtApprover with claim email', () => {
     ).newPage();
     expect((await verified.goto(`${url}/`))?.status()).toBe(200);
 
-    let stop!: () => void;
-    const served = await new Promise<string>((resolve) => {
-      void runServe(['--port', '0', '--store', 'memory', '--jwt-secret-env', 'JWT', '--claim', 'email'], {
-        stdout: () => undefined,
-        stderr: () => undefined,
-        stop: new Promise<void>((r) => (stop = r)),
-        onListening: resolve,
-        env: { TOOLGATE_INBOX_SECRET: INBOX_SECRET, JWT: JWT_SECRET },
-      });
-    });
-    cleanups.push(() => stop());
-    expect((await unverified.goto(`${served}/`))?.status()).toBe(401);
+    const served = await serveInbox(cleanups, ['--store', 'memory', '--jwt-secret-env', 'JWT', '--claim', 'email']);
+    expect((await unverified.goto(`${served.url}/`))?.status()).toBe(401);
   });
 });
 

@@ -4,7 +4,8 @@
  * updates live.
  */
 import { chromium, type Browser, type BrowserContext, type Locator, type Page } from 'playwright-core';
-import { expect } from 'vitest';
+import { mkdirSync } from 'node:fs';
+import { afterAll, afterEach, beforeAll, expect } from 'vitest';
 import { bearer, CHROMIUM_ARGS, type Cleanup } from './fixture.js';
 
 export async function launch(): Promise<Browser> {
@@ -76,4 +77,30 @@ export async function tapEvents(page: Page, base = ''): Promise<() => Promise<{ 
     page.evaluate(() => (globalThis as unknown as { __tap: { ready: boolean; changed: string[] } }).__tap);
   await expect.poll(async () => (await read()).ready, { timeout: 10_000 }).toBe(true);
   return read;
+}
+
+/**
+ * A test file's browser: launched before its tests, closed after them; `cleanups` run after each test, last
+ * added first. Call once at the top of a file.
+ */
+export function browserPerFile(): { readonly browser: () => Browser; readonly cleanups: Cleanup[] } {
+  let browser: Browser | undefined;
+  const cleanups: Cleanup[] = [];
+  beforeAll(async () => {
+    browser = await launch();
+    mkdirSync('docs', { recursive: true }); // the tests that take the docs' screenshots write there
+  });
+  afterAll(async () => {
+    await browser?.close();
+  });
+  afterEach(async () => {
+    for (const c of cleanups.splice(0).reverse()) await c();
+  });
+  return {
+    browser: () => {
+      if (!browser) throw new Error('the browser is launched in beforeAll');
+      return browser;
+    },
+    cleanups,
+  };
 }

@@ -4,28 +4,16 @@
  * paging past the last 20, and a link to the run's other approvals. Takes the docs' history screenshot.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Browser } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createInbox, openInboxAudit } from '../../src/inbox/index.js';
 import { SqliteStores } from '../../src/stores/sqlite.js';
-import { counted, launch, open, see, signedIn } from './browser-fixture.js';
-import { INBOX_SECRET, JWT_SECRET, answer, csrfOf, shop, type Cleanup } from './fixture.js';
+import { browserPerFile, counted, open, see, signedIn } from './browser-fixture.js';
+import { INBOX_SECRET, JWT_SECRET, answer, approvalRequest, csrfOf, shop } from './fixture.js';
 
-let browser: Browser;
-const cleanups: Cleanup[] = [];
-beforeAll(async () => {
-  browser = await launch();
-  mkdirSync('docs', { recursive: true });
-});
-afterAll(async () => {
-  await browser?.close();
-});
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
+const { browser: browserOf, cleanups } = browserPerFile();
 
 /** `toolgate serve` as a process of its own; resolves with its address once it listens. */
 async function serve(db: string): Promise<{ url: string; stop(): Promise<void> }> {
@@ -90,7 +78,7 @@ describe('the Answered view', () => {
     const s = shop();
     const tracked = await worker.runner(s.runner).track(await s.run({ order: 'A-1042', amount: 250 }, 'cy', 'run-7'));
 
-    const context = await signedIn(browser, cleanups, 'ana@acme.example');
+    const context = await signedIn(browserOf(), cleanups, 'ana@acme.example');
     const page = await open(context, first.url);
     const card = page.locator('article.approval.pending');
     await card.getByLabel(/Reason/).fill('customer called twice');
@@ -103,33 +91,15 @@ describe('the Answered view', () => {
 
     // 24 more answers, so the history has a second page.
     const waits = Array.from({ length: 24 }, (_, i) =>
-      worker.ask('gateway')({
-        id: `gw-${i}`,
-        kind: 'tool',
-        binding: {
-          kind: 'tool',
-          owner: { kind: 'session', id: 'cy' },
-          callId: `c-${i}`,
+      worker.ask('gateway')(
+        approvalRequest({
+          id: `gw-${i}`,
           tool: 'refund',
-          argsHash: `h-${i}`,
-          rule: 'ask_refunds',
-          policyVersion: null,
-          pin: null,
-          caller: 'cy',
           tenant: 'acme',
-          expiresAt: Date.now() + 600_000,
-          nonce: `n-${i}`,
-        },
-        toolName: 'refund',
-        canonical: 'refund',
-        parameters: { order: `B-${i}`, amount: 100 + i },
-        agent: 'gateway',
-        tenant: 'acme',
-        caller: 'cy',
-        runId: null,
-        rule: 'ask_refunds',
-        reason: 'refunds need a human',
-      }),
+          rule: 'ask_refunds',
+          parameters: { order: `B-${i}`, amount: 100 + i },
+        }),
+      ),
     );
     await expect.poll(async () => (await stores.approvals.list({ status: 'pending' })).length).toBe(24);
     const csrf = await csrfOf(first.url, 'bo@acme.example');

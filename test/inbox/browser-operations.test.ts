@@ -5,31 +5,19 @@
  * accessibility. The "Answered" history across a restart is in browser-history.test.ts. These tests take
  * the docs' screenshots (list, card, phone).
  */
-import { mkdirSync } from 'node:fs';
-import type { Browser, Page } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { Page } from 'playwright-core';
+import { describe, expect, it } from 'vitest';
 import type { InboxAuditRecord } from '../../src/inbox/index.js';
 import { parsePolicy } from '../../src/policy-file/index.js';
 import { policyCards } from '../../src/policy-file/load.js';
 import type { Answer } from '../../src/stores/types.js';
-import { counted, launch, open, see, signedIn } from './browser-fixture.js';
-import { receiver, shop, startInbox, type Cleanup, type InboxOptions } from './fixture.js';
+import { browserPerFile, counted, open, see, signedIn } from './browser-fixture.js';
+import { approvalRequest, receiver, shop, startInbox, type InboxOptions } from './fixture.js';
 
-let browser: Browser;
-const cleanups: Cleanup[] = [];
-beforeAll(async () => {
-  browser = await launch();
-  mkdirSync('docs', { recursive: true });
-});
-afterAll(async () => {
-  await browser?.close();
-});
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
+const { browser: browserOf, cleanups } = browserPerFile();
 const start = (options?: InboxOptions) => startInbox(cleanups, options);
 const as = (subject: string | null, options?: Parameters<typeof signedIn>[3]) =>
-  signedIn(browser, cleanups, subject, options);
+  signedIn(browserOf(), cleanups, subject, options);
 
 const POLICY = `version: 1
 tools:
@@ -69,33 +57,10 @@ function ask(
   const id = `ops-${++seq}`;
   const canonical = request.canonical ?? request.tool;
   const rule = request.rule ?? (canonical === 'refund' ? 'ask_refunds_over_100' : 'ask_wires');
-  const answer = inbox.ask('gateway', { ttlMs: request.ttlMs ?? 600_000 })({
-    id,
-    kind: 'tool',
-    binding: {
-      kind: 'tool',
-      owner: { kind: 'session', id: request.caller ?? 'cy' },
-      callId: id,
-      tool: canonical,
-      argsHash: id,
-      rule,
-      policyVersion: null,
-      pin: null,
-      caller: request.caller ?? 'cy',
-      tenant: request.tenant,
-      expiresAt: Date.now() + (request.ttlMs ?? 600_000),
-      nonce: `n-${id}`,
-    },
-    toolName: request.tool,
-    canonical,
-    parameters: request.params,
-    agent: request.agent ?? 'concierge',
-    tenant: request.tenant,
-    caller: request.caller ?? 'cy',
-    runId: null,
-    rule,
-    reason: 'needs a person',
-  });
+  const { params, ...rest } = request;
+  const answer = inbox.ask('gateway', { ttlMs: request.ttlMs ?? 600_000 })(
+    approvalRequest({ ...rest, id, canonical, rule, parameters: params }),
+  );
   answer.catch(() => undefined);
   return { id, answer };
 }

@@ -15,7 +15,9 @@ import {
   type RunResult,
 } from '../../src/index.js';
 import { ScriptedModel } from '../../src/runner/index.js';
+import { runServe } from '../../src/cli/serve.js';
 import { createInbox, jwtApprover, type Inbox } from '../../src/inbox/index.js';
+import type { ApprovalRequest } from '../../src/stores/types.js';
 
 export const RUNNER_SECRET = 'runner-secret-for-the-inbox-tests';
 export const INBOX_SECRET = 'inbox-secret-for-the-inbox-tests!';
@@ -141,13 +143,19 @@ export function wireMoney(): { registry: ToolRegistry; ran: unknown[] } {
   return { registry, ran };
 }
 
-export async function bearer(subject: string): Promise<string> {
-  return new SignJWT({ email: subject, email_verified: true })
+/** A JWT under the tests' key with exactly `claims` (and `sub`, an hour to live). */
+export async function signJwt(claims: Record<string, unknown>, subject = 'user-7'): Promise<string> {
+  return new SignJWT(claims)
     .setProtectedHeader({ alg: 'HS256' })
     .setSubject(subject)
     .setIssuedAt()
     .setExpirationTime('1h')
     .sign(new TextEncoder().encode(JWT_SECRET));
+}
+
+/** A bearer token naming `subject` by a verified email. */
+export async function bearer(subject: string): Promise<string> {
+  return signJwt({ email: subject, email_verified: true }, subject);
 }
 
 /** The CSRF token of the inbox page as `who` sees it. */
@@ -240,5 +248,81 @@ export async function receiver(statuses: number[] = []): Promise<{
         else waiters.push(resolve);
       }),
     close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
+}
+
+/**
+ * `toolgate serve` in this process (runServe) with `args` after `--port 0`, the tests' inbox secret and
+ * `JWT` (the tests' JWT key) in its environment; resolves with its address and what it wrote once it
+ * listens, or with its exit code when it stops first. Stopped by `cleanups`.
+ */
+export async function serveInbox(
+  cleanups: Cleanup[],
+  args: readonly string[],
+  env: Readonly<Record<string, string>> = {},
+): Promise<{ url: string | null; code: number | null; out: string[]; err: string[] }> {
+  const out: string[] = [];
+  const err: string[] = [];
+  let stop!: () => void;
+  let listening!: (url: string) => void;
+  const up = new Promise<string>((resolve) => (listening = resolve));
+  const exited = runServe(['--port', '0', ...args], {
+    stdout: (t) => out.push(t),
+    stderr: (t) => err.push(t),
+    stop: new Promise<void>((resolve) => (stop = resolve)),
+    onListening: (url) => listening(url),
+    env: { TOOLGATE_INBOX_SECRET: INBOX_SECRET, JWT: JWT_SECRET, ...env },
+  });
+  const first = await Promise.race([exited.then((code) => ({ code })), up.then((url) => ({ url }))]);
+  if ('code' in first) return { url: null, code: first.code, out, err };
+  cleanups.push(async () => {
+    stop();
+    await exited;
+  });
+  return { url: first.url, code: null, out, err };
+}
+
+/** A request as a route of its own puts it to `inbox.ask` (the gateway's shape): a tool call of `tenant`'s `caller`. */
+export function approvalRequest(request: {
+  readonly id: string;
+  readonly tool: string;
+  readonly canonical?: string;
+  readonly tenant: string | null;
+  readonly caller?: string;
+  readonly agent?: string;
+  readonly rule?: string;
+  readonly parameters?: Record<string, unknown>;
+  readonly policyVersion?: string | null;
+  readonly ttlMs?: number;
+}): ApprovalRequest {
+  const canonical = request.canonical ?? request.tool;
+  const caller = request.caller ?? 'cy';
+  const rule = request.rule ?? 'ask_all';
+  return {
+    id: request.id,
+    kind: 'tool',
+    binding: {
+      kind: 'tool',
+      owner: { kind: 'session', id: caller },
+      callId: request.id,
+      tool: canonical,
+      argsHash: `h-${request.id}`,
+      rule,
+      policyVersion: request.policyVersion ?? null,
+      pin: null,
+      caller,
+      tenant: request.tenant,
+      expiresAt: Date.now() + (request.ttlMs ?? 600_000),
+      nonce: `n-${request.id}`,
+    },
+    toolName: request.tool,
+    canonical,
+    parameters: request.parameters ?? {},
+    agent: request.agent ?? 'concierge',
+    tenant: request.tenant,
+    caller,
+    runId: null,
+    rule,
+    reason: 'asks',
   };
 }

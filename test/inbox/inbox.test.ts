@@ -10,7 +10,6 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { inboxDemo } from '../../examples/demo/inbox.js';
 import { runServe } from '../../src/cli/serve.js';
 import { run } from '../../src/cli/program.js';
-import { SignJWT } from 'jose';
 import { jwtApprover, openInboxAudit, slackMessage } from '../../src/inbox/index.js';
 import { diffHtml, text } from '../../src/inbox/render.js';
 import { loadPolicyFile } from '../../src/policy-file/index.js';
@@ -18,11 +17,13 @@ import { PostgresStores } from '../../src/stores/postgres.js';
 import { SqliteStores } from '../../src/stores/sqlite.js';
 import { PG_URL, uniqueName } from '../stores/servers.js';
 import {
-  INBOX_SECRET,
   JWT_SECRET,
   answer,
+  approvalRequest,
   bearer,
   csrfOf,
+  serveInbox,
+  signJwt,
   shop,
   startInbox,
   wireMoney,
@@ -123,12 +124,7 @@ describe('the inbox over HTTP', () => {
   });
 
   it('names the approver by a verified email only: an unverified one falls back to the subject', async () => {
-    const sign = (claims: Record<string, unknown>) =>
-      new SignJWT(claims)
-        .setProtectedHeader({ alg: 'HS256' })
-        .setSubject('user-7')
-        .setExpirationTime('1h')
-        .sign(new TextEncoder().encode(JWT_SECRET));
+    const sign = (claims: Record<string, unknown>) => signJwt(claims);
     const who = jwtApprover({ secret: JWT_SECRET });
     expect(await who(await sign({ email: 'alice@example.com' }))).toBe('user-7');
     expect(await who(await sign({ email: 'alice@example.com', email_verified: false }))).toBe('user-7');
@@ -136,11 +132,7 @@ describe('the inbox over HTTP', () => {
   });
 
   it("binds an approver to the tenants a token's tenantClaim names: another tenant's request is a 404", async () => {
-    const sign = (claims: Record<string, unknown>) =>
-      new SignJWT({ email_verified: true, ...claims })
-        .setProtectedHeader({ alg: 'HS256' })
-        .setExpirationTime('1h')
-        .sign(new TextEncoder().encode(JWT_SECRET));
+    const sign = (claims: Record<string, unknown>) => signJwt({ email_verified: true, ...claims });
     const s = shop();
     const { inbox, url } = await start({ authenticate: jwtApprover({ secret: JWT_SECRET, tenantClaim: 'tenant' }) });
     const tracked = await inbox.runner(s.runner).track(await s.run({ order: 'A-21', amount: 300 }));
@@ -322,21 +314,12 @@ describe('toolgate serve and the demo', () => {
       file,
       'version: 1\nrules:\n  - name: ask_all\n    result: ask\napprovals:\n  approvers:\n    tenants:\n      acme: [alice@example.com]\n  fourEyes: true\n  timeoutSeconds: 600\n',
     );
-    let stop!: () => void;
-    const out: string[] = [];
-    const listening = new Promise<string>((resolve) => {
-      const args = ['--port', '0', '--store', `sqlite:${join(dir, 'approvals.db')}`, '--policy', file];
-      void runServe([...args, '--jwt-secret-env', 'JWT', '--sign-in', 'alice@example.com'], {
-        stdout: (t) => out.push(t),
-        stderr: (t) => out.push(t),
-        stop: new Promise<void>((r) => (stop = r)),
-        onListening: resolve,
-        env: { TOOLGATE_INBOX_SECRET: INBOX_SECRET, JWT: JWT_SECRET },
-      });
-    });
-    const url = await listening;
-    cleanups.push(() => stop());
-    expect(out.join('')).toMatch(
+    const served = await serveInbox(cleanups, [
+      ...['--store', `sqlite:${join(dir, 'approvals.db')}`, '--policy', file],
+      ...['--jwt-secret-env', 'JWT', '--sign-in', 'alice@example.com'],
+    ]);
+    const url = served.url!;
+    expect(served.err.join('')).toMatch(
       /sign-in link for alice@example\.com \(single use\): http:\/\/127\.0\.0\.1:\d+\/link\?token=/,
     );
     const page = await fetch(`${url}/`, { headers: { authorization: `Bearer ${await bearer('alice@example.com')}` } });
@@ -361,49 +344,21 @@ describe('toolgate serve and the demo', () => {
         'approvals: { remindBeforeSeconds: 60, escalateTo: [boss@acme.example] }',
       ].join('\n'),
     );
-    let stop!: () => void;
-    const url = await new Promise<string>((resolve) => {
-      void runServe(['--port', '0', '--store', `sqlite:${db}`, '--policy', file, '--jwt-secret-env', 'JWT'], {
-        stdout: () => undefined,
-        stderr: () => undefined,
-        stop: new Promise<void>((r) => (stop = r)),
-        onListening: resolve,
-        env: { TOOLGATE_INBOX_SECRET: INBOX_SECRET, JWT: JWT_SECRET },
-      });
-    });
-    cleanups.push(() => stop());
+    const url = (await serveInbox(cleanups, ['--store', `sqlite:${db}`, '--policy', file, '--jwt-secret-env', 'JWT']))
+      .url!;
     const stores = new SqliteStores({ filename: db });
     cleanups.push(() => stores.close());
     const { inbox: worker } = await start({ store: stores.approvals, nonces: stores.nonces });
     const ask = worker.ask('gateway');
     const version = (await loadPolicyFile(file)).policy.version ?? null;
-    const request = (id: string, amount: number) => ({
-      id,
-      kind: 'tool' as const,
-      binding: {
-        kind: 'tool' as const,
-        owner: { kind: 'session' as const, id: 'cy' },
-        callId: id,
+    const request = (id: string, amount: number) =>
+      approvalRequest({
+        id,
         tool: 'refund',
-        argsHash: id,
-        rule: 'ask_all',
-        policyVersion: version,
-        pin: null,
-        caller: 'cy',
         tenant: 'acme',
-        expiresAt: Date.now() + 600_000,
-        nonce: `n-${id}`,
-      },
-      toolName: 'refund',
-      canonical: 'refund',
-      parameters: { order: `A-${id}`, amount },
-      agent: 'a',
-      tenant: 'acme',
-      caller: 'cy',
-      runId: null,
-      rule: 'ask_all',
-      reason: 'asks',
-    });
+        parameters: { order: `A-${id}`, amount },
+        policyVersion: version,
+      });
     void ask(request('1', 250)).catch(() => undefined);
     void ask(request('2', 5000)).catch(() => undefined);
     while ((await stores.approvals.list({ status: 'pending' })).length < 2) await new Promise((r) => setTimeout(r, 5));

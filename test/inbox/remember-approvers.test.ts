@@ -6,7 +6,6 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { runServe } from '../../src/cli/serve.js';
 import { createInbox, type Inbox } from '../../src/inbox/index.js';
 import { AgentRunner, PermissionPolicy, PermissionResult, ToolRegistry, defineTool } from '../../src/index.js';
 import { loadPolicyFile } from '../../src/policy-file/index.js';
@@ -15,9 +14,10 @@ import { SqliteStores } from '../../src/stores/sqlite.js';
 import type { PendingRecord } from '../../src/stores/types.js';
 import {
   answerAs,
+  approvalRequest,
+  serveInbox,
   concierge,
   INBOX_SECRET,
-  JWT_SECRET,
   RUNNER_SECRET,
   shop,
   startInbox,
@@ -143,17 +143,8 @@ describe('approvers by tool (the policy file, read by toolgate serve)', () => {
         '    tools: { Refund: [fin@acme.example] }',
       ].join('\n'),
     );
-    let stop!: () => void;
-    const url = await new Promise<string>((resolve) => {
-      void runServe(['--port', '0', '--store', `sqlite:${db}`, '--policy', policy, '--jwt-secret-env', 'JWT'], {
-        stdout: () => undefined,
-        stderr: () => undefined,
-        stop: new Promise<void>((r) => (stop = r)),
-        onListening: resolve,
-        env: { TOOLGATE_INBOX_SECRET: INBOX_SECRET, JWT: JWT_SECRET },
-      });
-    });
-    cleanups.push(() => stop());
+    const args = ['--store', `sqlite:${db}`, '--policy', policy, '--jwt-secret-env', 'JWT'];
+    const url = (await serveInbox(cleanups, args)).url!;
     const stores = new SqliteStores({ filename: db });
     cleanups.push(() => stores.close());
     const waiting = createInbox({
@@ -165,33 +156,9 @@ describe('approvers by tool (the policy file, read by toolgate serve)', () => {
     cleanups.push(() => waiting.close());
     const ask = waiting.ask('gateway');
     const version = (await loadPolicyFile(policy)).policy.version ?? null;
-    const request = (id: string, tool: string, tenant: string) => ({
-      id,
-      kind: 'tool' as const,
-      binding: {
-        kind: 'tool' as const,
-        owner: { kind: 'session' as const, id: 'cy' },
-        callId: id,
-        tool,
-        argsHash: 'h',
-        policyVersion: version, // the version `toolgate serve` reads from the file: another one is refused (409)
-        expiresAt: Date.now() + 60_000,
-        nonce: `n-${id}`,
-        rule: 'ask_all',
-        pin: null,
-        caller: 'cy',
-        tenant,
-      },
-      toolName: tool,
-      canonical: tool,
-      parameters: {},
-      agent: 'a',
-      tenant,
-      caller: 'cy',
-      runId: null,
-      rule: 'ask_all',
-      reason: 'asks',
-    });
+    // The version `toolgate serve` reads from the file: an answer under another one is refused (409).
+    const request = (id: string, tool: string, tenant: string) =>
+      approvalRequest({ id, tool, tenant, ttlMs: 60_000, policyVersion: version });
     const refund = ask(request('r1', 'refund', 'acme'));
     const search = ask(request('s1', 'search', 'acme'));
     const other = ask(request('o1', 'refund', 'globex'));
