@@ -96,6 +96,13 @@ export interface Answer {
   /** The answer was remembered from an earlier approval for this run or session (the Decision's reason says so). */
   readonly recalled?: 'run' | 'session';
   /**
+   * A deny that is no person's no: nobody has answered yet, and the call is refused for now. Says where the
+   * request waits (`in the shared approval store as request 7f3a…`); the Decision's reason says it waits,
+   * not that an approver denied it. The same call made again once the request is answered finds the answer
+   * (the gateway's replicas). Deny only.
+   */
+  readonly waiting?: string;
+  /**
    * Called once the answer decided the call (in time: never after the handler timed out), before the
    * Decision is made; a failure denies the call. The runner remembers a run or session answer here.
    */
