@@ -3,7 +3,7 @@
  * route, the AgentRunner's durable approvals, the MCP gateway (elicitation, the shared stores, the inbox,
  * MCP 2026-07-28 `input_required`), the AI SDK and OpenAI Agents adapters. TYPES ONLY (the bottom of the
  * import graph); the one implementation of minting, binding, `sameBinding`, signing and verifying is
- * `src/gate/approval.ts`, and the one check of who may see or answer a request is `mayAnswer` there too.
+ * `src/gate/approval.ts`; the one check of who may see or answer a request is `approverVerdict` in `src/gate/approvers.ts`.
  *
  *   an ask ──▶ ApprovalRequest (id = MAC over its ApprovalBinding) ──▶ a person ──▶ Answer
  *          ──▶ SignedAnswer (MAC over request id, binding, answer) ──▶ verified against the call now
