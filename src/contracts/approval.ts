@@ -3,7 +3,7 @@
  * route, the AgentRunner's durable approvals, the MCP gateway (elicitation, the shared stores, the inbox,
  * MCP 2026-07-28 `input_required`), the AI SDK and OpenAI Agents adapters. TYPES ONLY (the bottom of the
  * import graph); the one implementation of minting, binding, `sameBinding`, signing and verifying is
- * `src/gate/approval.ts`, and the one check of who may see or answer a request is `mayAnswer` there too.
+ * `src/gate/approval.ts`; the one check of who may see or answer a request is `approverVerdict` in `src/gate/approvers.ts`.
  *
  *   an ask ──▶ ApprovalRequest (id = MAC over its ApprovalBinding) ──▶ a person ──▶ Answer
  *          ──▶ SignedAnswer (MAC over request id, binding, answer) ──▶ verified against the call now
@@ -95,6 +95,13 @@ export interface Answer {
   readonly approver?: string;
   /** The answer was remembered from an earlier approval for this run or session (the Decision's reason says so). */
   readonly recalled?: 'run' | 'session';
+  /**
+   * A deny that is no person's no: nobody has answered yet, and the call is refused for now. Says where the
+   * request waits (`in the shared approval store as request 7f3a…`); the Decision's reason says it waits,
+   * not that an approver denied it. The same call made again once the request is answered finds the answer
+   * (the gateway's replicas). Deny only.
+   */
+  readonly waiting?: string;
   /**
    * Called once the answer decided the call (in time: never after the handler timed out), before the
    * Decision is made; a failure denies the call. The runner remembers a run or session answer here.

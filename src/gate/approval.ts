@@ -282,7 +282,16 @@ const MAX_REASON = 500;
 function readAnswer(value: unknown): Answer | { readonly invalid: string } {
   if (typeof value !== 'object' || value === null)
     return { invalid: `the answer is ${describe(value)}, not an Answer` };
-  const { effect, remember, arguments: edited, reason, approver, recalled, settle } = value as Record<string, unknown>;
+  const {
+    effect,
+    remember,
+    arguments: edited,
+    reason,
+    approver,
+    recalled,
+    settle,
+    waiting,
+  } = value as Record<string, unknown>;
   if (effect !== 'allow' && effect !== 'deny')
     return { invalid: `the answer's effect is ${describe(effect)}; expected 'allow' or 'deny'` };
   if (remember !== undefined && !SCOPES.includes(remember as string))
@@ -298,6 +307,8 @@ function readAnswer(value: unknown): Answer | { readonly invalid: string } {
     return { invalid: `the answer's recalled is ${describe(recalled)}; expected 'run' or 'session'` };
   if (settle !== undefined && typeof settle !== 'function')
     return { invalid: `the answer's settle is ${describe(settle)}; expected a function` };
+  if (waiting !== undefined && (typeof waiting !== 'string' || effect !== 'deny'))
+    return { invalid: `the answer's waiting is ${describe(waiting)}; expected a string, on a deny` };
   return value as Answer;
 }
 
@@ -447,6 +458,12 @@ export function fromAnswer(base: DecisionBase, answer: Answer): Decision {
         );
   }
   if (answer.effect === 'allow') return allow(base, 'handler', `${base.reason} (approved)`);
+  if (answer.waiting !== undefined)
+    return deny(
+      base,
+      { stage: 'handler', by: 'handler', layer: null },
+      `${base.reason}; it waits for a person's approval ${clip(answer.waiting)} and has not run; make the same call again once it is answered`,
+    );
   const why = answer.reason === undefined || answer.reason === '' ? '' : `: ${clip(answer.reason)}`;
   return deny(
     base,

@@ -2,9 +2,9 @@
  * Approvals that wait for a person in the shared stores (`toolgate/postgres`, `toolgate/sqlite`, …), so a
  * gateway of several stateless replicas can ask on one replica and run on another, exactly once:
  *
- * 1. a call a rule asks for is refused for now, and a pending request bound to the exact call (caller,
- *    canonical tool, SHA-256 of the validated arguments, policy version, expiry, a single-use nonce) is
- *    put in the ApprovalStore; the refusal names its id;
+ * 1. a call a rule asks for is refused for now (worded as waiting), and the request the gate bound to the
+ *    exact call (kind, the caller's subject, tool, SHA-256 of the validated arguments, rule, policy version,
+ *    pin, expiry, a single-use nonce) is put in the ApprovalStore; the refusal names its id;
  * 2. a person answers it on any replica (`POST /approvals/<id>`, the inbox, or `ApprovalStore.answer`);
  *    the store keeps the first answer only;
  * 3. the client asks again (any replica): the answered request for that exact call is found, its nonce is
@@ -13,11 +13,10 @@
  *
  * Any store error refuses the call (fail closed).
  */
-import { randomUUID } from 'node:crypto';
-import type { PermissionHandler } from '../permissions/handler.js';
-import { canonical, describe } from '../names.js';
-import { hashOf, secretOf } from '../crypto.js';
-import { bindingOf, requestIdOf } from '../gate/index.js';
+import type { ApprovalRequest, AskOutcome } from '../contracts/approval.js';
+import { describe } from '../names.js';
+import { secretOf } from '../crypto.js';
+import { requestIdOf, sameBinding } from '../gate/index.js';
 import type { ApprovalStore, NonceStore, PendingRecord } from '../stores/types.js';
 
 /** Options of the gateway's store-backed approvals. */
@@ -60,104 +59,72 @@ export function checkApprovals(approvals: GatewayApprovals): { secret: Uint8Arra
   return { secret, ttlMs };
 }
 
-/** Who asks, as the approver binds it. */
-export interface ApprovalAsker {
-  readonly caller: string | null;
-  /**
-   * The authenticated subject (issuer, claim and value, as sessions are bound: `sub: alice` and
-   * `client_id: alice` are two subjects), or null without authentication. An approval is bound to it.
-   */
-  readonly subject?: string | null;
-  readonly agent: string;
-  readonly tenant: string | null;
-  readonly policyVersion: string | null;
+/**
+ * The gateway's person when approvals live in the stores: given the request the gate bound to this call
+ * (under the stores' secret, owned by the caller's subject), it answers with the first answer a person gave
+ * to the same call made earlier — same kind, owner, tool, arguments, rule, policy version, pin, caller and
+ * tenant (THE `sameBinding`, the call id aside: a retry is a new call) — once its nonce is consumed here, so
+ * it counts on one replica once; otherwise it puts the request in the store (unless one waits already) and
+ * answers a deny that `waiting` words as waiting, not as an approver's no. `note` hears what happened.
+ */
+export function storePerson(
+  approvals: GatewayApprovals,
+  shown: { readonly agent: string },
+  note: (n: ApprovalNote) => void,
+): { ask(request: ApprovalRequest): Promise<AskOutcome> } {
+  const { secret, ttlMs } = checkApprovals(approvals);
+  return {
+    async ask(request) {
+      const want = request.binding;
+      // Minted by a replica (its id is the MAC of its binding under the shared key), and for this very call.
+      const same = (r: PendingRecord): boolean =>
+        r.source === 'gateway' &&
+        r.id === requestIdOf(secret, r.binding) &&
+        sameBinding({ ...r.binding, callId: want.callId }, want) === null;
+      const now = Date.now();
+      const candidates = (await approvals.store.list(want.tenant !== null ? { tenant: want.tenant } : {}))
+        .filter(same)
+        .sort((a, b) => b.createdAt - a.createdAt);
+      for (const record of candidates) {
+        if (record.status === 'pending') {
+          note({ id: record.id, state: 'pending' });
+          return { effect: 'deny', waiting: waitsAt(record.id) };
+        }
+        if (record.status !== 'answered' || !record.answer || record.binding.expiresAt <= now) continue;
+        // Single use, across every replica: only the one that consumes the nonce acts on the answer.
+        if (!(await approvals.nonces.consume(record.binding.nonce, ttlMs * 2))) continue;
+        const answer = record.answer;
+        const approver = answer.approver !== undefined ? { approver: answer.approver } : {};
+        if (answer.effect === 'allow' && answer.arguments !== undefined) {
+          // A retry carries the client's own arguments: an approval of edited ones cannot apply to it.
+          const reason = `the approver allowed the call only with edited arguments ${JSON.stringify(answer.arguments)}; call again with those`;
+          note({ id: record.id, state: 'denied', reason, ...approver });
+          return { effect: 'deny', reason, ...approver };
+        }
+        if (answer.effect === 'allow') {
+          note({ id: record.id, state: 'approved', ...approver });
+          return { effect: 'allow', ...approver };
+        }
+        const reason = answer.reason !== undefined && answer.reason !== '' ? { reason: answer.reason } : {};
+        note({ id: record.id, state: 'denied', ...reason, ...approver });
+        return { effect: 'deny', ...reason, ...approver };
+      }
+      await approvals.store.put({
+        ...request,
+        agent: shown.agent,
+        source: 'gateway',
+        createdAt: now,
+        expiresAt: want.expiresAt,
+        status: 'pending',
+        answer: null,
+        answeredAt: null,
+      });
+      note({ id: request.id, state: 'asked' });
+      return { effect: 'deny', waiting: waitsAt(request.id) };
+    },
+  };
 }
 
-/**
- * The handler of a gateway ask when approvals live in the stores: answers `allow` only for a call whose
- * exact request a person allowed and whose nonce this replica consumed; otherwise `deny`, after putting a
- * new pending request when none waits. `note` receives what happened.
- */
-export function storeApprover(
-  approvals: GatewayApprovals,
-  asker: ApprovalAsker,
-  note: (n: ApprovalNote) => void,
-): PermissionHandler {
-  const { secret, ttlMs } = checkApprovals(approvals);
-  return async (request) => {
-    const tool = canonical(request.toolName);
-    const argsHash = hashOf(request.parameters);
-    const scope = { kind: 'session' as const, id: asker.subject ?? asker.caller ?? 'anonymous' };
-    const same = (r: PendingRecord): boolean =>
-      r.source === 'gateway' &&
-      r.binding.owner.kind === scope.kind &&
-      r.binding.owner.id === scope.id &&
-      r.binding.tool === tool &&
-      r.binding.argsHash === argsHash &&
-      r.binding.policyVersion === asker.policyVersion &&
-      // The rule the person was shown: under another (a drifted definition's), the answer is not this call's.
-      r.rule === request.ruleName;
-    const now = Date.now();
-    const candidates = (await approvals.store.list({ ...(asker.tenant ? { tenant: asker.tenant } : {}) }))
-      .filter(same)
-      .sort((a, b) => b.createdAt - a.createdAt);
-    for (const record of candidates) {
-      if (record.status === 'pending') {
-        note({ id: record.id, state: 'pending' });
-        return 'deny';
-      }
-      if (record.status !== 'answered' || !record.answer || record.binding.expiresAt <= now) continue;
-      // Single use, across every replica: only the one that consumes the nonce acts on the answer.
-      if (!(await approvals.nonces.consume(record.binding.nonce, ttlMs * 2))) continue;
-      if (record.answer.effect === 'allow' && record.answer.arguments !== undefined) {
-        // A retry carries the client's own arguments: an approval of edited ones cannot apply to it.
-        const reason = `the approver allowed the call only with edited arguments ${JSON.stringify(record.answer.arguments)}; call again with those`;
-        note({ id: record.id, state: 'denied', reason });
-        return 'deny';
-      }
-      if (record.answer.effect === 'allow') {
-        note({ id: record.id, state: 'approved' });
-        return 'allow';
-      }
-      note({ id: record.id, state: 'denied', ...(record.answer.reason ? { reason: record.answer.reason } : {}) });
-      return 'deny';
-    }
-    const binding = bindingOf(
-      {
-        owner: scope,
-        callId: `gateway-${randomUUID()}`,
-        tool,
-        args: request.parameters,
-        rule: request.ruleName,
-        policyVersion: asker.policyVersion,
-        caller: asker.caller,
-        tenant: asker.tenant,
-        ttlMs,
-      },
-      now,
-    );
-    const id = requestIdOf(secret, binding);
-    await approvals.store.put({
-      id,
-      kind: 'tool',
-      binding,
-      toolName: request.toolName,
-      canonical: tool,
-      parameters: request.parameters,
-      agent: asker.agent,
-      tenant: asker.tenant,
-      caller: asker.caller,
-      runId: null,
-      rule: request.ruleName,
-      reason: request.reason,
-      source: 'gateway',
-      createdAt: now,
-      expiresAt: binding.expiresAt,
-      status: 'pending',
-      answer: null,
-      answeredAt: null,
-    });
-    note({ id, state: 'asked' });
-    return 'deny';
-  };
+function waitsAt(id: string): string {
+  return `in the shared approval store as request ${id} (answered at /approvals/${id} or in the inbox)`;
 }

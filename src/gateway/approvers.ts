@@ -10,7 +10,7 @@ import type { ApprovalSettings, AskOutcome, Route } from '../gate/index.js';
 import { displaySafe } from '../names.js';
 import type { PermissionHandler, PermissionRequest } from '../permissions/handler.js';
 import type { ToolRegistry } from '../registry.js';
-import { storeApprover, type ApprovalNote, type GatewayApprovals } from './approvals.js';
+import { storePerson, type ApprovalNote, type GatewayApprovals } from './approvals.js';
 import { inboxRoute, type GatewayInbox } from './inbox.js';
 import { roundOf } from './mrtr.js';
 
@@ -51,25 +51,30 @@ export function gatewayRoute(
 ): Route {
   const approvals = { secret: people.secret };
   if (people.inbox) return inboxRoute(people.inbox, request, note, approvals);
+  if (people.approvals) {
+    const person = storePerson(people.approvals, { agent: request.agent }, note);
+    return {
+      name: 'gateway',
+      grouped: false,
+      person: {
+        // Owned by the caller's subject (issuer, claim, value), so any replica finds the answer for the same
+        // caller's same call, and nobody else's; valid as long as the stores wait for an answer.
+        approvals: {
+          secret: people.secret,
+          owner: { kind: 'session', id: request.subject ?? request.caller ?? 'anonymous' },
+          ttlMs: people.approvals.ttlMs ?? 900_000,
+        },
+        ask: (r) => person.ask(r),
+      },
+    };
+  }
   // A 2026-07-28 request asks the person behind the client through input_required and the retry
   // (mrtr.ts) where a 2025 one is asked by elicitation; the stores, when configured, come first for both
   // (their approvers answer, never the caller).
   const round = roundOf(request.server);
-  const approver = people.approvals
-    ? storeApprover(
-        people.approvals,
-        {
-          caller: request.caller,
-          subject: request.subject,
-          agent: request.agent,
-          tenant: request.tenant,
-          policyVersion: request.policyVersion,
-        },
-        note,
-      )
-    : round
-      ? (ask: PermissionRequest) => round.ask(kind, ask, askText(kind, ask), note)
-      : elicitation(request.server, people.approvalTimeoutMs, kind);
+  const approver = round
+    ? (ask: PermissionRequest) => round.ask(kind, ask, askText(kind, ask), note)
+    : elicitation(request.server, people.approvalTimeoutMs, kind);
   return approverRoute(registry, approver, approvals);
 }
 

@@ -99,7 +99,7 @@ export async function runToolCall(deps: ToolCallDeps, call: ToolCallRequest): Pr
       content: [
         {
           type: 'text',
-          text: `This call waits for a person's approval (request ${approval.id}, rule ${JSON.stringify(decision.rule)}: ${decision.reason}). It has not run. Call it again, with the same arguments, once the request is answered.`,
+          text: `This call waits for a person's approval (rule ${JSON.stringify(decision.rule)}): ${decision.reason}.`,
         },
       ],
     };

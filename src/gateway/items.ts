@@ -156,7 +156,7 @@ export class ItemGate {
     if (approval && (approval.state === 'asked' || approval.state === 'pending'))
       throw new McpError(
         ErrorCode.InvalidRequest,
-        `toolgate: the ${kind} ${JSON.stringify(access.target)} waits for a person's approval (request ${approval.id}, rule ${JSON.stringify(decision.rule)}: ${decision.reason}). Ask again, the same way, once the request is answered.`,
+        `toolgate: the ${kind} ${JSON.stringify(access.target)} waits for a person's approval (rule ${JSON.stringify(decision.rule)}): ${decision.reason}`,
       );
     throw new McpError(
       ErrorCode.InvalidRequest,

@@ -14,12 +14,11 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { runServe } from '../../src/cli/serve.js';
-import { storeApprover } from '../../src/gateway/approvals.js';
+import { storePerson } from '../../src/gateway/approvals.js';
+import { bindingOf, requestOf } from '../../src/gate/index.js';
 import { createGateway } from '../../src/gateway/index.js';
 import { parsePolicy } from '../../src/policy-file/index.js';
 import { MemoryApprovalStore, MemoryNonceStore } from '../../src/stores/memory.js';
-import { toolMetadata } from '../../src/tool.js';
-import type { PermissionRequest } from '../../src/permissions/handler.js';
 import { SqliteStores } from '../../src/stores/sqlite.js';
 import type { PendingRecord } from '../../src/stores/types.js';
 import { INBOX_SECRET, JWT_SECRET, answerAs } from '../inbox/fixture.js';
@@ -261,27 +260,36 @@ describe('attacks on the approval paths', { timeout: 120_000 }, () => {
 
   it('a retry (--approvals-postgres mode) never runs the original arguments on an approval of edited ones', async () => {
     const store = new MemoryApprovalStore();
-    const approver = storeApprover(
-      { store, nonces: new MemoryNonceStore(), secret: 'a-secret-of-sixteen-bytes' },
-      { caller: 'cy', agent: 'a', tenant: null, policyVersion: 'v1' },
-      () => undefined,
-    ) as (request: PermissionRequest) => Promise<string>;
-    const request = {
-      toolName: 'bank:pay',
-      parameters: { to: 'eve', amount: 900 },
-      reason: 'payments need a person',
-      ruleName: 'ask-payments',
-      metadata: toolMetadata({}, 'test'),
-      callId: 'c1',
-      agent: 'a',
-      tenant: null,
-      runId: null,
-    };
-    expect(await approver(request)).toBe('deny'); // asked: a pending request is stored
+    const secret = 'a-secret-of-sixteen-bytes';
+    const person = storePerson({ store, nonces: new MemoryNonceStore(), secret }, { agent: 'a' }, () => undefined);
+    // The request the gate binds to each call: the retry is a new call of the same caller, tool and arguments.
+    const request = (callId: string) =>
+      requestOf(
+        new TextEncoder().encode(secret),
+        bindingOf({
+          owner: { kind: 'session', id: 'cy' },
+          callId,
+          tool: 'bank:pay',
+          args: { to: 'eve', amount: 900 },
+          rule: 'ask-payments',
+          policyVersion: 'v1',
+          caller: 'cy',
+          tenant: null,
+        }),
+        {
+          toolName: 'bank:pay',
+          parameters: { to: 'eve', amount: 900 },
+          agent: 'a',
+          runId: null,
+          reason: 'payments need a person',
+        },
+      );
+    expect(await person.ask(request('c1'))).toMatchObject({ effect: 'deny', waiting: expect.any(String) }); // stored
     const [pending] = await store.list({ status: 'pending' });
     expect(
       await store.answer(pending!.id, { effect: 'allow', approver: 'alice', arguments: { to: 'eve', amount: 9 } }),
     ).toBe(true);
-    expect(await approver(request)).toBe('deny');
+    const retried = await person.ask(request('c2'));
+    expect(retried).toMatchObject({ effect: 'deny', reason: expect.stringMatching(/edited arguments/) });
   });
 });
