@@ -146,7 +146,7 @@ describe('runAllowed', () => {
     expect(bad!.content).toContain('bang');
   });
 
-  it('emits tool_decided before the call runs, in call order, for calls decided without a handler', async () => {
+  it('emits each tool_decided right before its call runs or is refused, in call order (the one phase-2 order)', async () => {
     const events: string[] = [];
     const registry = new ToolRegistry();
     registry.register(defineTool({ name: 'a', parameters: { type: 'object' }, execute: () => events.push('ran a') }));
@@ -159,6 +159,6 @@ describe('runAllowed', () => {
       { name: 'nope', arguments: {} },
       { name: 'b', arguments: {} },
     ]);
-    expect(events).toEqual(['decided a allow', 'decided nope deny', 'decided b allow', 'ran a', 'ran b']);
+    expect(events).toEqual(['decided a allow', 'ran a', 'decided nope deny', 'decided b allow', 'ran b']);
   });
 });
