@@ -16,7 +16,7 @@ import { gatewayRoute, type AskingRequest, type GatewayPeople } from './approver
 import { shadowOf, type GatewayAuditRecord, type ToolAuditRecord } from './audit.js';
 import { PIN_RULE } from './pins.js';
 import type { Relay, RelayedRequest } from './relay.js';
-import type { PolicyInForce } from './reload.js';
+import type { PolicyInForce } from './policy.js';
 import { callScope, type Upstream } from './upstream.js';
 
 /** What a tool call needs of its gateway. */
