@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
-import { jwksIssuer, spawnGateway } from './fixtures/spawn.js';
+import { spawnGateway } from './fixtures/spawn.js';
 
 const ROOT = process.cwd();
 const MAIN = join(ROOT, 'src/cli/main.ts');
