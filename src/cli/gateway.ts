@@ -13,12 +13,13 @@
  * MCP channel).
  */
 import { randomBytes } from 'node:crypto';
-import { watch } from 'node:fs';
+import { readFileSync, watch } from 'node:fs';
 import { basename, dirname, resolve } from 'node:path';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import { approversOf } from '../gateway/answers.js';
-import { jsonlAuditSink, type GatewayAuditSink } from '../gateway/audit.js';
+import { jsonlAuditSink, safeSink, type GatewayAuditSink } from '../gateway/audit.js';
+import { isLoopbackAddress } from '../gateway/auth.js';
 import { gatewayConfigOf } from '../gateway/config.js';
 import type { GatewayApprovals } from '../gateway/approvals.js';
 import { createGateway, type Gateway, type GatewayRequestState } from '../gateway/gateway.js';
@@ -42,6 +43,10 @@ interface GatewayCliOptions {
   audit?: string;
   http?: number;
   host: string;
+  allowedHost?: string[];
+  trustedProxy?: string[];
+  tlsCert?: string;
+  tlsKey?: string;
   stateless?: boolean;
   jwksUrl?: string;
   jwtIssuer?: string;
@@ -83,15 +88,31 @@ export async function runGateway(
         throw new InvalidArgumentError(`expected a port, got ${JSON.stringify(v)}`);
       return n;
     })
-    .option('--host <host>', 'the loopback address to listen on with --http', '127.0.0.1')
+    .option(
+      '--host <address>',
+      'the address to listen on with --http (0.0.0.0 for every interface; a non-loopback one needs authentication or --no-auth)',
+      '127.0.0.1',
+    )
+    .option(
+      '--allowed-host <host>',
+      "a Host (name, or name:port) requests may name besides the public URL's (DNS-rebinding allow-list); repeatable",
+      collect,
+    )
+    .option(
+      '--trusted-proxy <address>',
+      'a proxy (by its address) whose X-Forwarded-Host / X-Forwarded-For are believed; repeatable',
+      collect,
+    )
+    .option('--tls-cert <file>', 'serve HTTPS with this PEM certificate (with --tls-key)')
+    .option('--tls-key <file>', 'the PEM private key of --tls-cert')
     .option('--stateless', 'no sessions: any replica serves any request (with --http)')
     .option('--jwks-url <url>', 'verify bearer JWTs against this JWKS URL (with --http)')
     .option('--jwt-issuer <iss>', 'require this token issuer')
-    .option('--no-auth', 'serve --http without authentication (loopback only)')
+    .option('--no-auth', 'serve --http without authentication (on a non-loopback --host: with a warning)')
     .option(
       '--authorization-server <url>',
       'an OAuth authorization server for the protected resource metadata; repeatable',
-      (v: string, p: string[] | undefined) => [...(p ?? []), v],
+      collect,
     )
     .option('--resource <url>', 'the resource URL clients use (token audience; default: the listening URL)')
     .option(
@@ -156,8 +177,28 @@ export async function runGateway(
       (options.stateless || options.jwksUrl || !options.auth || options.approvalsPostgres)
     )
       throw new Error('--stateless, --jwks-url, --no-auth and --approvals-postgres apply to --http only');
+    const loopback = isLoopbackAddress(options.host);
     if (options.http !== undefined && options.auth && !options.jwksUrl)
-      throw new Error('--http needs --jwks-url (bearer JWTs) or --no-auth (loopback only)');
+      throw new Error(
+        loopback
+          ? '--http needs --jwks-url (bearer JWTs) or --no-auth'
+          : `--host ${options.host} is not a loopback address: serving it without authentication is refused; give --jwks-url (bearer JWTs), or --no-auth to serve anyone who can reach it`,
+      );
+    if (
+      options.http === undefined &&
+      (options.allowedHost || options.trustedProxy || options.tlsCert || options.tlsKey || options.host !== '127.0.0.1')
+    )
+      throw new Error('--host, --allowed-host, --trusted-proxy, --tls-cert and --tls-key apply to --http only');
+    if ((options.tlsCert === undefined) !== (options.tlsKey === undefined))
+      throw new Error('--tls-cert and --tls-key go together: give both');
+    const tls =
+      options.tlsCert !== undefined
+        ? { cert: readFileSync(options.tlsCert), key: readFileSync(options.tlsKey!) }
+        : undefined;
+    if (options.http !== undefined && !options.auth && !loopback)
+      log(
+        `WARNING: --no-auth on the non-loopback address ${options.host}: anyone who can reach it calls the upstreams with the gateway's own context`,
+      );
     if (options.inbox !== undefined && options.approvalsPostgres !== undefined)
       throw new Error('--inbox and --approvals-postgres exclude each other: give one place where asks wait');
     if (options.inboxUrl !== undefined && options.inbox === undefined) throw new Error('--inbox-url needs --inbox');
@@ -262,6 +303,11 @@ export async function runGateway(
       http = await serveGatewayHttp(gateway, {
         port: options.http,
         host: options.host,
+        allowNonLoopback: true,
+        ...(options.allowedHost ? { allowedHosts: options.allowedHost } : {}),
+        ...(options.trustedProxy ? { trustedProxies: options.trustedProxy } : {}),
+        ...(tls ? { tls } : {}),
+        ...(audit ? { audit: safeSink(audit) } : {}),
         authenticate: options.auth
           ? jwtAuthenticator({ jwksUrl: options.jwksUrl!, ...(options.jwtIssuer ? { issuer: options.jwtIssuer } : {}) })
           : null,
@@ -325,6 +371,11 @@ export async function runGateway(
   };
 
   return serveUntilStopped(gateway, http, log, stopWatching);
+}
+
+/** A repeatable option's values. */
+function collect(value: string, previous: string[] | undefined): string[] {
+  return [...(previous ?? []), value];
 }
 
 /**
