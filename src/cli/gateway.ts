@@ -20,6 +20,7 @@ import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import { approversOf } from '../gateway/answers.js';
 import { jsonlAuditSink, safeSink, type GatewayAuditSink } from '../gateway/audit.js';
 import { isLoopbackAddress } from '../gateway/auth.js';
+import { readiness, type StoreProbe } from '../gateway/health.js';
 import { gatewayConfigOf } from '../gateway/config.js';
 import type { GatewayApprovals } from '../gateway/approvals.js';
 import { createGateway, type Gateway, type GatewayRequestState } from '../gateway/gateway.js';
@@ -168,6 +169,7 @@ export async function runGateway(
   let lockFile: string | null = null;
   let http: GatewayHttpServer | undefined;
   const closers: (() => Promise<void>)[] = [];
+  const probes: StoreProbe[] = [];
   const closeStores = async (): Promise<void> => {
     await Promise.allSettled(closers.splice(0).map((close) => close()));
   };
@@ -231,6 +233,8 @@ export async function runGateway(
       closers.push(() => stores.close());
       approvals = { store: stores.approvals, nonces: stores.nonces, secret };
       requestState = { secret, nonces: stores.nonces, ledger: stores.ledger };
+      const approvalStore = stores.approvals;
+      probes.push({ name: 'approvals', check: () => approvalStore.get('toolgate-readyz') });
     }
     if (options.stateStore !== undefined) {
       const store = await openStore(options.stateStore);
@@ -245,6 +249,8 @@ export async function runGateway(
     let inbox: GatewayInbox | undefined;
     if (options.inbox !== undefined) {
       const store = await openStore(options.inbox);
+      const inboxStore = store.approvals!;
+      probes.push({ name: 'inbox', check: () => inboxStore.get('toolgate-readyz') });
       const { createInbox } = await import('../inbox/index.js');
       // This process only waits for answers (the store's watch, else a sweep each second); `toolgate serve`
       // over the same store is where people answer.
@@ -275,6 +281,7 @@ export async function runGateway(
     if (options.scopes && options.http !== undefined)
       throw new Error('--scopes applies to stdio only: over HTTP the scopes come from the bearer token');
     const counters = await openCounters(options, closers);
+    if (counters) probes.push({ name: 'counters', check: () => counters.peek('toolgate:readyz', 1000) });
     const config = gatewayConfigOf(set);
     lockFile = config.pins?.file ?? null;
     const audit: GatewayAuditSink | undefined = options.audit ? jsonlAuditSink(options.audit) : undefined;
@@ -308,6 +315,7 @@ export async function runGateway(
         ...(options.trustedProxy ? { trustedProxies: options.trustedProxy } : {}),
         ...(tls ? { tls } : {}),
         ...(audit ? { audit: safeSink(audit) } : {}),
+        readiness: readiness(gateway, probes),
         authenticate: options.auth
           ? jwtAuthenticator({ jwksUrl: options.jwksUrl!, ...(options.jwtIssuer ? { issuer: options.jwtIssuer } : {}) })
           : null,

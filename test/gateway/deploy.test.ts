@@ -3,16 +3,18 @@
 // Prometheus metrics.
 import { spawn } from 'node:child_process';
 import { request as httpRequest } from 'node:http';
-import { mkdtempSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { spawnGateway } from './fixtures/spawn.js';
+import { PG_URL, Proxy } from '../stores/servers.js';
 
 const ROOT = process.cwd();
 const MAIN = join(ROOT, 'src/cli/main.ts');
 const RECORDING = join(ROOT, 'test/gateway/fixtures/recording-server.ts');
+const FLAKY = join(ROOT, 'test/gateway/fixtures/flaky-server.ts');
 const cleanups: (() => Promise<unknown> | void)[] = [];
 afterEach(async () => {
   while (cleanups.length) await Promise.resolve(cleanups.pop()!()).catch(() => undefined);
@@ -248,5 +250,72 @@ describe('TLS from --tls-cert / --tls-key', { timeout: 120_000 }, () => {
       req.end();
     });
     expect(answer).toEqual({ status: 200, body: JSON.stringify({ status: 'ok' }) });
+  });
+});
+
+/** Polls `probe` every 200 ms until it holds (or 60 s pass). */
+async function until(probe: () => Promise<boolean>, what: string): Promise<void> {
+  for (let i = 0; i < 300; i++) {
+    if (await probe()) return;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+describe('/healthz and /readyz', { timeout: 180_000 }, () => {
+  it('/readyz is unready (naming what) while an upstream is down or the counter store unreachable, ready when back', async () => {
+    const dir = realpathSync(mkdtempSync(join(tmpdir(), 'toolgate-ready-')));
+    const pidFile = join(dir, 'pid');
+    const downFile = join(dir, 'down');
+    const box = sandbox(
+      { limits: [{ name: 'echoes', tools: ['rec:echo'], max: 100, window: '1h' }] },
+      {
+        args: ['--import', 'tsx', FLAKY],
+        env: { RECORD: join(dir, 'rec.jsonl'), PIDFILE: pidFile, DOWNFILE: downFile },
+      },
+    );
+    const pg = new Proxy(5432);
+    await pg.restore();
+    cleanups.push(() => pg.cut());
+    const pgUrl = new URL(PG_URL);
+    pgUrl.port = String(pg.port);
+    const gw = await spawnGateway(box.policy, ['--no-auth', '--stateless', '--counters-postgres', pgUrl.href]);
+    cleanups.push(() => gw.stop());
+    const port = Number(gw.url.port);
+    const readyz = async () => {
+      const r = await raw('127.0.0.1', port, { path: '/readyz', headers: { host: 'anything.example' } });
+      return {
+        status: r.status,
+        body: JSON.parse(r.body) as { status: string; checks: Record<string, string>; notReady?: string[] },
+      };
+    };
+    await until(async () => (await readyz()).status === 200, 'the gateway to be ready');
+    expect((await readyz()).body).toEqual({
+      status: 'ready',
+      checks: { policy: 'ok', 'upstream rec': 'ok', 'store counters': 'ok' },
+    });
+    expect((await raw('127.0.0.1', port, { path: '/healthz' })).status).toBe(200);
+
+    // The upstream killed and kept from starting again: unready, naming it.
+    writeFileSync(downFile, '');
+    process.kill(Number(readFileSync(pidFile, 'utf8')), 'SIGKILL');
+    await until(async () => (await readyz()).status === 503, 'unready after the upstream was killed');
+    const down = (await readyz()).body;
+    expect(down.status).toBe('not ready');
+    expect(down.checks['upstream rec']).not.toBe('ok');
+    expect(down.notReady).toEqual([`upstream rec: ${down.checks['upstream rec']}`]);
+    expect((await raw('127.0.0.1', port, { path: '/healthz' })).status).toBe(200); // the process still answers
+    rmSync(downFile);
+    await until(async () => (await readyz()).status === 200, 'ready once the upstream is back');
+
+    // The counter store cut off: unready, naming the store (and nothing about where it is).
+    await pg.cut();
+    await until(async () => (await readyz()).status === 503, 'unready without the counter store');
+    const cut = await readyz();
+    expect(cut.body.checks['store counters']).toBe('unreachable');
+    expect(JSON.stringify(cut.body)).not.toContain(String(pg.port));
+    await pg.restore();
+    await until(async () => (await readyz()).status === 200, 'ready once the counter store is back');
+    expect(existsSync(downFile)).toBe(false);
   });
 });
