@@ -4,7 +4,8 @@
  *
  *   toolgate gateway --policy FILE [--agent A] [--tenant T] [--scopes s1,s2] [--audit FILE]
  *                    [--http PORT [--host H] [--stateless] (--jwks-url URL --jwt-issuer ISS | --no-auth)
- *                     [--authorization-server URL] [--resource URL] [--approvals-postgres URL]]
+ *                     [--authorization-server URL] [--resource URL] [--approvals-postgres URL]
+ *                     [--state-store sqlite:FILE|postgres://…]]
  *                    [--redis URL | --counters-postgres URL]
  *
  * A policy file that does not load, or a gateway section that is wrong, refuses to start (exit 2):
@@ -22,7 +23,7 @@ import { isLoopbackAddress } from '../gateway/auth.js';
 import { readiness, type StoreProbe } from '../gateway/health.js';
 import { gatewayConfigOf } from '../gateway/config.js';
 import type { GatewayApprovals } from '../gateway/approvals.js';
-import { createGateway, type Gateway } from '../gateway/gateway.js';
+import { createGateway, type Gateway, type GatewayRequestState } from '../gateway/gateway.js';
 import { gatewayInbox, type GatewayInbox } from '../gateway/inbox.js';
 import type { GatewayHttpServer } from '../gateway/http.js';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
@@ -63,6 +64,7 @@ interface GatewayCliOptions {
   watch: boolean;
   inbox?: string;
   inboxUrl?: string;
+  stateStore?: string;
   reload: string;
 }
 
@@ -140,6 +142,10 @@ export async function runGateway(
     )
     .option('--inbox-url <url>', "the inbox's address told to the client (toolgate serve's URL)")
     .option(
+      '--state-store <store>',
+      "where 2026-07-28 retries are claimed once across replicas (sqlite:<file> or postgres://…: its nonces and ledger); needs the approval secret's variable",
+    )
+    .option(
       '--reload <rule>',
       'widen=hold: a reload that widens access waits for approval in the inbox; widen=allow: it takes effect (audited with its diff)',
       'widen=hold',
@@ -213,20 +219,42 @@ export async function runGateway(
       throw new Error(`--reload must be widen=hold or widen=allow, got ${JSON.stringify(options.reload)}`);
     if (options.inbox === 'memory')
       throw new Error('--inbox memory cannot be answered from toolgate serve: give sqlite:<file> or postgres://…');
+    if (options.stateStore !== undefined && options.http === undefined)
+      throw new Error('--state-store applies to --http only');
+    if (options.stateStore !== undefined && (options.approvalsPostgres !== undefined || options.inbox !== undefined))
+      throw new Error('--state-store is for a gateway without --approvals-postgres or --inbox (their store is used)');
+    // The owner's approval key: the stores' with --approvals-postgres, the 2026-07-28 requestStates' always
+    // (the same on every replica; never a key of this process alone).
+    const secretGiven = process.env[options.approvalSecretEnv];
+    if (secretGiven !== undefined && secretGiven.length < 16)
+      throw new Error(
+        `the environment variable ${options.approvalSecretEnv} must hold the approval HMAC key (16+ characters)`,
+      );
+    if ((options.approvalsPostgres || options.stateStore) && secretGiven === undefined)
+      throw new Error(
+        `the environment variable ${options.approvalSecretEnv} must hold the approval HMAC key (16+ characters)`,
+      );
     let approvals: GatewayApprovals | undefined;
+    let requestState: GatewayRequestState | undefined;
     if (options.approvalsPostgres) {
-      const secret = process.env[options.approvalSecretEnv];
-      if (!secret || secret.length < 16)
-        throw new Error(
-          `the environment variable ${options.approvalSecretEnv} must hold the approval HMAC key (16+ characters)`,
-        );
+      const secret = secretGiven!;
       const { PostgresStores } = await import('../stores/postgres.js');
       const stores = new PostgresStores({ connectionString: options.approvalsPostgres });
       await stores.migrate();
       closers.push(() => stores.close());
       approvals = { store: stores.approvals, nonces: stores.nonces, secret };
+      requestState = { secret, nonces: stores.nonces, ledger: stores.ledger };
       const approvalStore = stores.approvals;
       probes.push({ name: 'approvals', check: () => approvalStore.get('toolgate-readyz') });
+    }
+    if (options.stateStore !== undefined) {
+      const store = await openStore(options.stateStore);
+      closers.push(async () => {
+        await store.close();
+      });
+      if (!store.nonces || !store.ledger)
+        throw new Error('--state-store must be sqlite:<file> or postgres://… (a store shared by every replica)');
+      requestState = { secret: secretGiven!, nonces: store.nonces, ledger: store.ledger };
     }
     const set = await loadPolicyForProxy(options.policy);
     let inbox: GatewayInbox | undefined;
@@ -251,6 +279,15 @@ export async function runGateway(
         await store.close();
       });
       inbox = gatewayInbox(waiter, options.inboxUrl);
+      if (secretGiven !== undefined)
+        requestState = { secret: secretGiven, nonces: store.nonces!, ledger: store.ledger! };
+    }
+    // Only the owner's secret: one replica's in-process nonces and ledger (say so: replicas need --state-store).
+    if (requestState === undefined && secretGiven !== undefined && options.http !== undefined) {
+      const { MemoryStores } = await import('../stores/memory.js');
+      const memory = new MemoryStores();
+      requestState = { secret: secretGiven, nonces: memory.nonces, ledger: memory.ledger };
+      log('2026-07-28 retries are claimed in this process only: give replicas one --state-store');
     }
     if ((options.tenantClaim !== undefined || options.agentClaim !== undefined) && !options.jwksUrl)
       throw new Error('--tenant-claim and --agent-claim read verified tokens: they need --http with --jwks-url');
@@ -281,6 +318,7 @@ export async function runGateway(
       ...(audit ? { audit } : {}),
       ...(approvals ? { approvals } : {}),
       ...(inbox ? { inbox } : {}),
+      ...(requestState ? { requestState } : {}),
       reloadGuard: { widen: options.reload === 'widen=allow' ? 'allow' : 'hold' },
     });
     if (options.http !== undefined) {

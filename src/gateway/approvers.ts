@@ -12,7 +12,7 @@ import type { PermissionHandler, PermissionRequest } from '../permissions/handle
 import type { ToolRegistry } from '../registry.js';
 import { storePerson, type ApprovalNote, type GatewayApprovals } from './approvals.js';
 import { inboxRoute, type GatewayInbox } from './inbox.js';
-import { roundOf } from './mrtr.js';
+import { roundOf, type MrtrStores } from './mrtr.js';
 
 /** Where the gateway's asks go. */
 export interface GatewayPeople {
@@ -20,6 +20,8 @@ export interface GatewayPeople {
   readonly inbox: GatewayInbox | undefined;
   /** The key approval requests are bound under (the route's owner's). */
   readonly secret: Uint8Array;
+  /** The owner's secret and the shared stores of 2026-07-28 requestStates, when set (mrtr.ts). */
+  readonly requestState: MrtrStores | undefined;
   /** How long a person has to answer by elicitation. */
   readonly approvalTimeoutMs: number;
 }
