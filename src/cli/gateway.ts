@@ -26,6 +26,7 @@ import type { GatewayApprovals } from '../gateway/approvals.js';
 import { createGateway, type Gateway, type GatewayRequestState } from '../gateway/gateway.js';
 import { gatewayInbox, type GatewayInbox } from '../gateway/inbox.js';
 import type { GatewayHttpServer } from '../gateway/http.js';
+import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import type { GateContext } from '../contracts/gate.js';
 import type { PolicySet } from '../policy-file/policy-set.js';
 import { loadPolicyForProxy } from '../gateway/policy.js';
@@ -49,6 +50,8 @@ interface GatewayCliOptions {
   tlsCert?: string;
   tlsKey?: string;
   stateless?: boolean;
+  tenantClaim?: string;
+  agentClaim?: string;
   jwksUrl?: string;
   jwtIssuer?: string;
   auth: boolean;
@@ -107,6 +110,14 @@ export async function runGateway(
     .option('--tls-cert <file>', 'serve HTTPS with this PEM certificate (with --tls-key)')
     .option('--tls-key <file>', 'the PEM private key of --tls-cert')
     .option('--stateless', 'no sessions: any replica serves any request (with --http)')
+    .option(
+      '--tenant-claim <claim>',
+      "many tenants on one gateway: each request's tenant is this claim of its verified token (declared in the policy's tenants:)",
+    )
+    .option(
+      '--agent-claim <claim>',
+      "each request's agent is this claim of its verified token (default: the route /mcp/<agent>, else --agent)",
+    )
     .option('--jwks-url <url>', 'verify bearer JWTs against this JWKS URL (with --http)')
     .option('--jwt-issuer <iss>', 'require this token issuer')
     .option('--no-auth', 'serve --http without authentication (on a non-loopback --host: with a warning)')
@@ -278,6 +289,12 @@ export async function runGateway(
       requestState = { secret: secretGiven, nonces: memory.nonces, ledger: memory.ledger };
       log('2026-07-28 retries are claimed in this process only: give replicas one --state-store');
     }
+    if ((options.tenantClaim !== undefined || options.agentClaim !== undefined) && !options.jwksUrl)
+      throw new Error('--tenant-claim and --agent-claim read verified tokens: they need --http with --jwks-url');
+    if (options.tenantClaim !== undefined && options.tenant !== undefined)
+      throw new Error('--tenant and --tenant-claim exclude each other: one tenant for the gateway, or one per token');
+    if (options.agentClaim !== undefined && options.agent !== undefined)
+      throw new Error('--agent and --agent-claim exclude each other: one agent for the gateway, or one per token');
     if (options.scopes && options.http !== undefined)
       throw new Error('--scopes applies to stdio only: over HTTP the scopes come from the bearer token');
     const counters = await openCounters(options, closers);
@@ -307,6 +324,21 @@ export async function runGateway(
     if (options.http !== undefined) {
       const { serveGatewayHttp } = await import('../gateway/http.js');
       const { jwtAuthenticator } = await import('../gateway/auth.js');
+      const { requestContext, tenantOf } = await import('../gateway/tenancy.js');
+      const tenancy = {
+        ...(options.tenantClaim !== undefined ? { tenantClaim: options.tenantClaim } : {}),
+        ...(options.agentClaim !== undefined ? { agentClaim: options.agentClaim } : {}),
+      };
+      // Who may answer /approvals: the policy in force's approvers, for the gateway's tenant — or, with
+      // --tenant-claim, the approver token's own tenant (a token naming none acts for no tenant).
+      const approversFor = (auth: AuthInfo) => {
+        if (options.tenantClaim === undefined) return approversOf(gateway.policy, gateway.context.tenant?.id);
+        try {
+          return approversOf(gateway.policy, tenantOf(gateway.policy, auth, options.tenantClaim));
+        } catch {
+          return { ...approversOf(gateway.policy, undefined), tenants: [] };
+        }
+      };
       http = await serveGatewayHttp(gateway, {
         port: options.http,
         host: options.host,
@@ -322,17 +354,12 @@ export async function runGateway(
         ...(options.stateless ? { stateless: true } : {}),
         ...(options.resource ? { resource: options.resource } : {}),
         ...(options.authorizationServer ? { authorizationServers: options.authorizationServer } : {}),
-        // Who may answer: the policy in force's approvers and the gateway's tenant (THE approver check).
-        ...(approvals
-          ? {
-              approvals: {
-                store: approvals.store,
-                approvers: () => approversOf(gateway.policy, gateway.context.tenant?.id),
-              },
-            }
-          : {}),
-        // The policy in force now: a reload changes what the scopes cover.
-        context: (auth) => ({ caller: { id: auth.clientId, scopes: gateway.policy.toolsForScopes(auth.scopes) } }),
+        // Who may answer: the policy in force's approvers and the tenant (THE approver check).
+        ...(approvals ? { approvals: { store: approvals.store, approvers: approversFor } } : {}),
+        // The agent a route /mcp/<agent> names, unless the gateway serves one agent (--agent).
+        ...(options.agent === undefined && options.auth ? { routeAgents: true } : {}),
+        // The policy in force now: a reload changes what the scopes cover, and the tenants' plans.
+        context: (auth, route) => requestContext(gateway.policy, auth, route, tenancy, {}),
       }).catch(async (error: unknown) => {
         await gateway.close();
         throw error;

@@ -8,8 +8,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
-import { spawnGateway } from './fixtures/spawn.js';
-import { PG_URL, Proxy } from '../stores/servers.js';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { jwksIssuer, spawnGateway, type SpawnedGateway } from './fixtures/spawn.js';
+import { PG_URL, Proxy, uniqueName } from '../stores/servers.js';
 
 const ROOT = process.cwd();
 const MAIN = join(ROOT, 'src/cli/main.ts');
@@ -317,5 +320,128 @@ describe('/healthz and /readyz', { timeout: 180_000 }, () => {
     await pg.restore();
     await until(async () => (await readyz()).status === 200, 'ready once the counter store is back');
     expect(existsSync(downFile)).toBe(false);
+  });
+});
+
+/** An MCP client of `url` with `token`, once the upstream's tools are listed. */
+async function mcpClient(url: URL, token: string, tool = 'rec:echo'): Promise<Client> {
+  const client = new Client({ name: 'caller', version: '1.0.0' });
+  await client.connect(
+    new StreamableHTTPClientTransport(url, { requestInit: { headers: { authorization: `Bearer ${token}` } } }),
+  );
+  cleanups.push(() => client.close());
+  for (let tries = 0; !(await client.listTools()).tools.some((t) => t.name === tool); tries++) {
+    if (tries > 100) throw new Error(`the upstream did not come up: ${JSON.stringify(await client.listTools())}`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  return client;
+}
+
+const text = (r: unknown) => ((r as CallToolResult).content[0] as { text: string }).text;
+
+describe('many tenants on one gateway', { timeout: 240_000 }, () => {
+  it("two tenants' tokens on two stateless replicas each get their own plan's limit on PostgreSQL counters: exactly K each", async () => {
+    const idp = await jwksIssuer();
+    cleanups.push(() => idp.close());
+    const limit = uniqueName('echoes');
+    const box = sandbox({
+      tenants: { acme: { plan: { echoes: 3 } }, globex: { plan: { echoes: 5 } } },
+      scopes: { call: ['rec:echo', 'rec:refund'] },
+      limits: [{ name: limit, tools: ['rec:echo'], per: ['tenant'], max: { plan: 'echoes' }, window: '1h' }],
+    });
+    const flags = ['--jwks-url', idp.jwksUrl, '--jwt-issuer', idp.issuer, '--tenant-claim', 'org_id', '--stateless'];
+    const replicas = await Promise.all(
+      [0, 1].map(() => spawnGateway(box.policy, [...flags, '--counters-postgres', PG_URL])),
+    );
+    for (const r of replicas) cleanups.push(() => r.stop());
+    const clients = async (tenant: string) =>
+      Promise.all(
+        replicas.map(async (r: SpawnedGateway) =>
+          mcpClient(r.url, await idp.sign({ sub: `${tenant}-user`, aud: r.url.href, org_id: tenant, scope: 'call' })),
+        ),
+      );
+    const [acme, globex] = await Promise.all([clients('acme'), clients('globex')]);
+    // M = 2 replicas × N = 6 calls per tenant, all at once.
+    const calls = (tenant: string, mine: Client[]) =>
+      mine.flatMap((client, m) =>
+        Array.from({ length: 6 }, (_, n) =>
+          client.callTool({ name: 'rec:echo', arguments: { text: `${tenant}-${m}-${n}` } }),
+        ),
+      );
+    const results = await Promise.all([...calls('acme', acme), ...calls('globex', globex)]);
+    const ok = (from: number, to: number) => results.slice(from, to).filter((r) => r.isError !== true).length;
+    expect(ok(0, 12)).toBe(3);
+    expect(ok(12, 24)).toBe(5);
+    const refusal = results.slice(0, 12).find((r) => r.isError === true)!;
+    expect(text(refusal)).toContain(`refused by the limit ${JSON.stringify(limit)}`);
+    const received = readFileSync(join(box.dir, 'received.jsonl'), 'utf8');
+    expect(received.match(/"text":"acme-/g)?.length).toBe(3);
+    expect(received.match(/"text":"globex-/g)?.length).toBe(5);
+  });
+
+  it('refuses a token naming no tenant, two, or an undeclared one — and an undeclared route agent — audited, nothing run', async () => {
+    const idp = await jwksIssuer();
+    cleanups.push(() => idp.close());
+    const box = sandbox({
+      tenants: { acme: {}, globex: {} },
+      agents: { support: { tools: ['rec:echo'] } },
+      scopes: { call: ['rec:echo', 'rec:refund'] },
+    });
+    const gw = await spawnGateway(box.policy, [
+      '--jwks-url',
+      idp.jwksUrl,
+      '--tenant-claim',
+      'org_id',
+      '--stateless',
+      '--audit',
+      box.audit,
+    ]);
+    cleanups.push(() => gw.stop());
+    const port = Number(gw.url.port);
+    const aud = gw.url.href;
+    const attempt = async (token: string, path = '/mcp') => {
+      const r = await raw('127.0.0.1', port, {
+        path,
+        headers: { host: `127.0.0.1:${port}`, authorization: `Bearer ${token}` },
+        body: { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'rec:echo', arguments: { text: 'x' } } },
+      });
+      return {
+        status: r.status,
+        reason: String((JSON.parse(r.body) as { error_description?: string }).error_description),
+      };
+    };
+    expect(await attempt(await idp.sign({ sub: 'u', aud }))).toEqual({
+      status: 403,
+      reason: 'the token carries no tenant claim "org_id": it names no tenant',
+    });
+    expect(await attempt(await idp.sign({ sub: 'u', aud, org_id: ['acme', 'globex'] }))).toEqual({
+      status: 403,
+      reason: `the token's tenant claim "org_id" names 2 tenants (["acme","globex"]): one tenant per token`,
+    });
+    expect(
+      await attempt(await idp.signRaw(`{"sub":"u","aud":${JSON.stringify(aud)},"org_id":"acme","org_id":"globex"}`)),
+    ).toEqual({
+      status: 403,
+      reason: `the token's tenant claim "org_id" appears more than once: one tenant per token`,
+    });
+    expect(await attempt(await idp.sign({ sub: 'u', aud, org_id: 'initech' }))).toEqual({
+      status: 403,
+      reason: `the tenant "initech" (token claim "org_id") is not declared in the policy's tenants: section`,
+    });
+    const good = await idp.sign({ sub: 'u', aud, org_id: 'acme', scope: 'call' });
+    expect(await attempt(good, '/mcp/nobody')).toEqual({
+      status: 403,
+      reason: `the agent "nobody" is not declared in the policy's agents: section`,
+    });
+    const refused = box.records().filter((r) => r['type'] === 'access');
+    expect(refused.map((r) => r['reason'])).toHaveLength(5);
+    expect(refused.every((r) => r['caller'] === 'u' && r['event'] === 'refused')).toBe(true);
+    expect(box.ran('echo')).toBe(0);
+    // The declared route agent narrows to its tools; the tenant's token gets through.
+    const client = await mcpClient(new URL('/mcp/support', gw.url), good);
+    expect((await client.listTools()).tools.map((t) => t.name)).toEqual(['rec:echo']);
+    expect((await client.callTool({ name: 'rec:echo', arguments: { text: 'hi' } })).isError).not.toBe(true);
+    const decided = box.records().filter((r) => r['type'] === 'tool');
+    expect(decided.at(-1)).toMatchObject({ decision: { tenant: 'acme', agent: 'support', effect: 'allow' } });
   });
 });
