@@ -4,6 +4,7 @@
  */
 import { appendFileSync } from 'node:fs';
 import type { Decision } from '../decision.js';
+import { freezeEvent } from '../events.js';
 import type { PermissionResult } from '../permissions/result.js';
 import type { PermissionPolicy } from '../permissions/policy.js';
 import type { ToolRegistry, ToolResult } from '../registry.js';
@@ -165,7 +166,8 @@ export function safeSink(sink: GatewayAuditSink | undefined): (record: GatewayAu
   return (record) => {
     if (!sink) return;
     try {
-      sink(record);
+      // Frozen: a sink composed of several (a JSONL file and OTel) cannot change the record for the others.
+      sink(freezeEvent(record));
     } catch (error) {
       process.emitWarning(
         `toolgate: the gateway's audit sink threw: ${error instanceof Error ? error.message : String(error)}`,
