@@ -32,6 +32,11 @@ export interface ToolAuditRecord extends RecordBase {
   readonly decision: Decision | null;
   /** `ok`/`error`: ran upstream; `refused`: the upstream never saw it; `unavailable`: its upstream is down. */
   readonly status: ToolResult['status'] | 'unavailable';
+  /**
+   * `unknown`: the call was sent upstream and no answer came back (it timed out): the upstream may have
+   * completed it; `reason` says so. Check the upstream before any retry.
+   */
+  readonly outcome?: 'unknown';
   readonly reason?: string;
   readonly shadow?: ShadowRecord;
   /** The tool's definition drifted from its pin: the unified diff. */
