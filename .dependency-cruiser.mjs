@@ -74,13 +74,8 @@ export default {
       name: 'no-circular',
       comment: 'No import circle anywhere in src/ (type-only imports included).',
       severity: 'error',
-      // KNOWN EXCEPTIONS, each removed by the helper named:
-      // - policy-file/diff/diff.ts ↔ settings.ts, limits.ts (diff helper, issue 26: the shared types go to a
-      //   file of their own);
-      // - gateway/items.ts ↔ reload.ts (gateway helper, issue 21: PolicyInForce's type away from reload.ts).
       from: {
         path: '^src/',
-        pathNot: ['^src/policy-file/diff/(diff|settings|limits)\\.ts$', '^src/gateway/(items|reload)\\.ts$'],
       },
       to: { circular: true },
     },

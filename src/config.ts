@@ -5,7 +5,6 @@
  * the MCP proxy and gateway).
  */
 import { canonical, describe } from './names.js';
-import type { TenantLimits } from './runner/types.js';
 
 /**
  * Capability scopes to tool names. A caller's scopes are mapped through it at the boundary, and a scope
@@ -17,6 +16,21 @@ import type { TenantLimits } from './runner/types.js';
 export type ScopeMap = Readonly<Record<string, readonly string[]>>;
 
 export type { ContextSource } from './contracts/gate.js';
+
+/**
+ * What a tenant's plan entitles it to. Read from the provider at every dispatch, so a change applies to
+ * the next tool call of a running run.
+ */
+export interface TenantLimits {
+  /** The tenant layer: null/undefined states nothing; an empty list refuses everything. @default undefined */
+  readonly tools?: Iterable<string> | null;
+  /** Model turns in one run, peers' turns included. @default the runner's `maxIterations` */
+  readonly maxIterations?: number;
+  /** Tool calls attempted in one run, refused ones included. @default Infinity */
+  readonly maxToolCalls?: number;
+  /** Summed cost of the calls attempted in one run (see the runner's `costOf`). @default Infinity */
+  readonly maxCost?: number;
+}
 
 /** A scope map checked and frozen (names frozen too). */
 export function parseScopeMap(value: unknown, where: string): ScopeMap {

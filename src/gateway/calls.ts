@@ -16,7 +16,7 @@ import { gatewayRoute, type AskingRequest, type GatewayPeople } from './approver
 import { shadowOf, type GatewayAuditRecord, type ToolAuditRecord } from './audit.js';
 import { PIN_RULE } from './pins.js';
 import type { Relay, RelayedRequest } from './relay.js';
-import type { PolicyInForce } from './reload.js';
+import type { PolicyInForce } from './policy.js';
 import { callScope, type Upstream } from './upstream.js';
 
 /** What a tool call needs of its gateway. */
@@ -50,6 +50,7 @@ export async function runToolCall(deps: ToolCallDeps, call: ToolCallRequest): Pr
   const { registry, relay, people, audit, inForce } = deps;
   const server = call.server;
   const started = inForce();
+  const startedAt = performance.now();
   const given = { id: `mcp-${randomUUID()}`, name: call.name, arguments: call.arguments };
   const context: GateContext = { ...call.context, signal: call.request.signal };
   const scope = relay.scopeOf(server, call.request);
@@ -79,6 +80,7 @@ export async function runToolCall(deps: ToolCallDeps, call: ToolCallRequest): Pr
     decision,
     status: result.status,
     ...(unanswered ? { outcome: 'unknown' as const, reason: unanswered } : {}),
+    durationMs: Math.round((performance.now() - startedAt) * 1000) / 1000,
     ...(approval ? { approval } : {}),
   };
   audit({ ...record, ...(shadow ? { shadow } : {}), ...(drift ? { drift: drift.diff } : {}) });

@@ -18,7 +18,7 @@ import { ToolRegistry, type ToolResult } from '../registry.js';
 import type { ApprovalNote } from './approvals.js';
 import { gatewayRoute, type AskingRequest, type GatewayPeople } from './approvers.js';
 import { shadowOf, type GatewayAuditRecord } from './audit.js';
-import type { PolicyInForce } from './reload.js';
+import type { PolicyInForce } from './policy.js';
 import type { Upstream } from './upstream.js';
 
 /** One resource or prompt access to decide and, allowed, forward. */

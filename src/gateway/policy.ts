@@ -1,13 +1,18 @@
 /**
  * The gateway's policy: a toolgate policy file (`toolgate/policy`, YAML or JSON), read with the
  * policy-file loader (`loadPolicyForProxy` is the one place `toolgate gateway` and `toolgate mcp-proxy`
- * read it), and what its `tools:` section says about an upstream's tools.
+ * read it), what its `tools:` section says about an upstream's tools, and the shape of the policy in force
+ * (built and swapped by reload.ts; read by every request's handlers).
  */
 import { formatIssue, readPolicyFile } from '../policy-file/load.js';
 import type { PolicySet } from '../policy-file/policy-set.js';
 import { ConfigurationError } from '../errors.js';
 import type { JsonSchema } from '../schema.js';
 import type { ToolMetadataInput } from '../tool.js';
+import type { GateContext } from '../contracts/gate.js';
+import type { Limiter } from '../limits/limiter.js';
+import type { PermissionPolicy } from '../permissions/policy.js';
+import type { PinTracker } from './pins.js';
 
 /**
  * Loads the gateway's policy file. A file that cannot be read or is refused is a ConfigurationError
@@ -48,4 +53,18 @@ export function policyToolParameters(set: PolicySet): Record<string, JsonSchema>
   const out: Record<string, JsonSchema> = {};
   for (const [name, spec] of Object.entries(set.data.tools ?? {})) if (spec.parameters) out[name] = spec.parameters;
   return out;
+}
+
+/** The snapshot a request reads: everything the policy file decides, frozen. */
+export interface PolicyInForce {
+  readonly set: PolicySet;
+  /** The gateway's own context (agent, tenant, caller layers), read by every server per request. */
+  readonly context: GateContext;
+  /** The pins of the lock file, or null without pinning. */
+  readonly pins: PinTracker | null;
+  readonly onDrift: 'refuse' | 'ask';
+  /** The enforced tool policy: the file's with the pin rule. */
+  readonly policy: PermissionPolicy;
+  /** The file's `limits:` over the gateway's counter store (charged at step 6 of every tool call), or null. */
+  readonly limiter: Limiter | null;
 }

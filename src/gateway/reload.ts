@@ -14,7 +14,6 @@ import { canonical, describe, namespaceOf } from '../names.js';
 import { PermissionPolicy } from '../permissions/policy.js';
 import type { PolicySet } from '../policy-file/policy-set.js';
 import { formatIssue, readPolicyFile } from '../policy-file/load.js';
-import type { Limiter } from '../limits/limiter.js';
 import type { ToolRegistry } from '../registry.js';
 import type { CounterStore } from '../stores/types.js';
 import type { GatewayAuditRecord } from './audit.js';
@@ -22,7 +21,9 @@ import type { GatewayInbox } from './inbox.js';
 import { reloadRequest, reloadVerdict, type GatewayReloadGuard } from './reload-guard.js';
 import { checkContext } from './context.js';
 import type { ItemGate } from './items.js';
+import type { PolicyInForce } from './policy.js';
 import { PinStore, PinTracker, readLockFile, withPinRule } from './pins.js';
+export type { PolicyInForce } from './policy.js';
 import type { Relay } from './relay.js';
 import type { Router } from './router.js';
 import type { GatewayUpstreamOptions, Upstream } from './upstream.js';
@@ -69,20 +70,6 @@ export interface ReloadGuardDeps {
   readonly settings: GatewayReloadGuard;
   readonly inbox: GatewayInbox | undefined;
   readonly secret: Uint8Array;
-}
-
-/** The snapshot a request reads: everything the policy file decides, frozen. */
-export interface PolicyInForce {
-  readonly set: PolicySet;
-  /** The gateway's own context (agent, tenant, caller layers), read by every server per request. */
-  readonly context: GateContext;
-  /** The pins of the lock file, or null without pinning. */
-  readonly pins: PinTracker | null;
-  readonly onDrift: 'refuse' | 'ask';
-  /** The enforced tool policy: the file's with the pin rule. */
-  readonly policy: PermissionPolicy;
-  /** The file's `limits:` over the gateway's counter store (charged at step 6 of every tool call), or null. */
-  readonly limiter: Limiter | null;
 }
 
 /** What building a snapshot needs besides the file. */

@@ -10,7 +10,7 @@
  * - a store that fails refuses the call (fail closed).
  */
 import { canonical, describe, displaySafe } from '../names.js';
-import type { CounterCharge, CounterStore, CounterVerdict } from '../stores/types.js';
+import type { CounterCharge, CounterStore, CounterVerdict } from '../contracts/stores.js';
 
 /** What a limit counts per: one counter per distinct value (a missing value counts under one shared "none"). */
 export type LimitDimension = 'tenant' | 'caller' | 'agent' | 'run';

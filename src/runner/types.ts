@@ -9,6 +9,7 @@ import type { PermissionRequest } from '../permissions/handler.js';
 import type { JsonSchema } from '../schema.js';
 import type { ApprovalRequest, RememberScope, SignedAnswer } from '../contracts/approval.js';
 import type { BudgetCap } from '../contracts/stores.js';
+import type { TenantLimits } from '../config.js';
 
 export type { BudgetCap };
 
@@ -33,20 +34,7 @@ export interface Agent {
   readonly description?: string;
 }
 
-/**
- * What a tenant's plan entitles it to. Read from the provider at every dispatch, so a change applies to
- * the next tool call of a running run.
- */
-export interface TenantLimits {
-  /** The tenant layer: null/undefined states nothing; an empty list refuses everything. @default undefined */
-  readonly tools?: Iterable<string> | null;
-  /** Model turns in one run, peers' turns included. @default the runner's `maxIterations` */
-  readonly maxIterations?: number;
-  /** Tool calls attempted in one run, refused ones included. @default Infinity */
-  readonly maxToolCalls?: number;
-  /** Summed cost of the calls attempted in one run (see the runner's `costOf`). @default Infinity */
-  readonly maxCost?: number;
-}
+export type { TenantLimits };
 
 /** Returns a tenant's limits; undefined (an unknown tenant) or a throw fails the run. */
 export type TenantProvider = (tenant: string) => TenantLimits | undefined | Promise<TenantLimits | undefined>;
