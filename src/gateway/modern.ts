@@ -27,11 +27,19 @@ import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { GateContext } from '../contracts/gate.js';
 import { MODERN_VERSION } from '../mcp/index.js';
 import { sessionSubject } from './auth.js';
-import { attachRound, mrtrRound, type MrtrRound } from './mrtr.js';
+import type { GatewayInbox } from './inbox.js';
+import { attachRound, mrtrRound, type MrtrInbox, type MrtrRound } from './mrtr.js';
 import { requestHandlers, type GatewayCore, type GatewayRequestContext, type SessionRequest } from './session.js';
 
 /** This process's name in the ledger, as the claimer of a 2026-07-28 retry's call. */
 const REPLICA = `${hostname()}:${process.pid}:${randomUUID()}`;
+
+/** The gateway's inbox as a round asks it (without waiting), or null when it cannot be. */
+function inboxFor(inbox: GatewayInbox): MrtrInbox | null {
+  const { submit, get, link } = inbox;
+  if (!submit || !get) return null;
+  return { submit, get, link: (request) => link?.(request) };
+}
 
 /** How long a 2026-07-28 client may keep a list or a read: short, and never shared with another caller. */
 export const PRIVATE_TTL_MS = 5000;
@@ -84,6 +92,7 @@ export function modernServer(
   const thePeer = peer(() => current);
   const handlers = requestHandlers(core, contextOption, thePeer);
   // The round of an ask (input_required, then the retry): bound to the call, the caller, the policy in force.
+  const inbox = core.people.inbox;
   const roundFor = (ctx: ServerContext): MrtrRound => {
     const context = handlers.contextOf(of(ctx));
     const envelope = ctx.mcpReq.envelope as Record<string, unknown> | undefined;
@@ -93,6 +102,8 @@ export function modernServer(
       stores: core.people.requestState,
       replica: REPLICA,
       form: !!elicitation && !(elicitation.form === undefined && elicitation.url !== undefined),
+      url: elicitation?.url !== undefined,
+      ...(inbox ? { inbox: inboxFor(inbox) } : {}),
       requestState: ctx.mcpReq.requestState(),
       inputResponses: ctx.mcpReq.inputResponses,
       who: {

@@ -21,10 +21,18 @@
  * TOOLGATE_APPROVAL_SECRET) no state is minted: an ask is refused, never signed by a key of this process.
  */
 import { randomUUID, timingSafeEqual } from 'node:crypto';
-import { bindingOf, requestIdOf, sameBinding, type ApprovalBinding, type ApprovalKind } from '../gate/index.js';
+import {
+  bindingOf,
+  requestIdOf,
+  requestOf,
+  sameBinding,
+  type ApprovalBinding,
+  type ApprovalKind,
+  type ApprovalRequest,
+} from '../gate/index.js';
 import { canonical } from '../names.js';
 import type { PermissionRequest } from '../permissions/handler.js';
-import type { Ledger, LedgerOutcome, NonceStore } from '../stores/types.js';
+import type { Ledger, LedgerOutcome, NonceStore, PendingRecord } from '../stores/types.js';
 import type { ApprovalNote } from './approvals.js';
 
 /** The key of the approval in `inputRequests` / `inputResponses`. */
@@ -54,6 +62,17 @@ export interface MrtrStores {
   readonly ttlMs?: number;
 }
 
+/**
+ * The approval inbox as a 2026-07-28 round uses it: the request is put there without waiting (the client
+ * is sent its page by URL-mode elicitation), and the retry reads the approver's answer from the store.
+ */
+export interface MrtrInbox {
+  submit(request: ApprovalRequest): Promise<void>;
+  get(id: string): Promise<PendingRecord | undefined>;
+  /** The inbox page of the request (behind the inbox's sign-in: never a pre-authenticated link). */
+  link(request: ApprovalRequest): string | undefined;
+}
+
 /** What one 2026-07-28 request carries for its ask. */
 export interface MrtrRequest {
   /** The owner-set secret and the shared stores; undefined: no state is minted and an ask is refused. */
@@ -62,6 +81,13 @@ export interface MrtrRequest {
   readonly replica: string;
   /** Whether the client declared form elicitation in this request's capabilities. */
   readonly form: boolean;
+  /** Whether the client declared URL-mode elicitation. @default false */
+  readonly url?: boolean;
+  /**
+   * Where the gateway's asks go when it has an inbox (its approvers answer, never the caller): null when
+   * the inbox cannot be asked without waiting; undefined when the gateway has no inbox (the form asks).
+   */
+  readonly inbox?: MrtrInbox | null;
   /** `ctx.mcpReq.requestState()`: the echoed state, as the client sent it (attacker-controlled). */
   readonly requestState: unknown;
   /** `ctx.mcpReq.inputResponses`. */
@@ -154,6 +180,13 @@ export function ledgerKeyOf(binding: ApprovalBinding): string {
   return `toolgate.mrtr:${binding.nonce}`;
 }
 
+/** What a binding's `tool` names: the canonical tool, the resource's URI, the prompt's canonical name (as items.ts). */
+function targetOf(kind: ApprovalKind, ask: PermissionRequest): string {
+  if (kind === 'resource') return String(ask.parameters['uri']);
+  if (kind === 'prompt') return canonical(String(ask.parameters['name']));
+  return canonical(ask.toolName);
+}
+
 /** A new round for one 2026-07-28 request. */
 export function mrtrRound(request: MrtrRequest): MrtrRound {
   const stores = request.stores;
@@ -169,7 +202,7 @@ export function mrtrRound(request: MrtrRequest): MrtrRound {
         kind,
         owner,
         callId,
-        tool: kind === 'tool' ? canonical(ask.toolName) : ask.toolName,
+        tool: targetOf(kind, ask),
         args: ask.parameters,
         rule: ask.ruleName ?? '(fallback)',
         policyVersion: request.who.policyVersion,
@@ -204,9 +237,55 @@ export function mrtrRound(request: MrtrRequest): MrtrRound {
           note,
         );
       const { secret } = stores;
+      const inbox = request.inbox;
+      if (inbox === null) return refuse('the inbox cannot be asked without waiting (its submit and store)', note);
+      const shown = (binding: ApprovalBinding): ApprovalRequest =>
+        requestOf(secret, binding, {
+          toolName: kind === 'tool' ? ask.toolName : binding.tool,
+          parameters: ask.parameters,
+          agent: ask.agent,
+          runId: null,
+          reason: ask.reason,
+        });
+      // The client is sent the inbox page of the request, to follow and come back; its reply decides nothing.
+      const toInbox = (binding: ApprovalBinding, link: string): MrtrInputRequired => ({
+        inputRequests: {
+          [APPROVAL_INPUT]: {
+            method: 'elicitation/create',
+            params: { mode: 'url', message: `${message} An approver answers in the approval inbox.`, url: link },
+          },
+        },
+        requestState: encodeState(secret, binding),
+      });
       if (request.requestState === undefined) {
         if (request.inputResponses !== undefined)
           return refuse('the request carries inputResponses without the requestState they answer', note);
+        if (inbox) {
+          if (!request.url) {
+            note({
+              id: 'none',
+              state: 'denied',
+              reason: 'the client cannot be sent the approval page (no URL elicitation declared)',
+            });
+            return 'deny';
+          }
+          const binding = bind(kind, ask, `mrtr-${randomUUID()}`);
+          const approval = shown(binding);
+          const link = inbox.link(approval);
+          if (link === undefined)
+            return refuse('the inbox has no address to send the client (gatewayInbox url, --inbox-url)', note);
+          try {
+            await inbox.submit(approval);
+          } catch (error) {
+            return refuse(
+              `the approval could not be put in the inbox (${error instanceof Error ? error.message : String(error)})`,
+              note,
+            );
+          }
+          inputRequired = toInbox(binding, link);
+          note({ id: approval.id, state: 'asked' });
+          return 'deny';
+        }
         if (!request.form) {
           note({ id: 'none', state: 'denied', reason: 'the client cannot be asked (no form elicitation declared)' });
           return 'deny';
@@ -240,49 +319,110 @@ export function mrtrRound(request: MrtrRequest): MrtrRound {
       if (mismatch !== null) return refuse(mismatch, note, id);
       if (!(given.expiresAt > Date.now())) return refuse('the requestState has expired', note, id);
       const responses = request.inputResponses;
+      const others = (r: Readonly<Record<string, unknown>>): string =>
+        `the retry's inputResponses answer another request (${JSON.stringify(Object.keys(r).slice(0, 5))}, not "${APPROVAL_INPUT}")`;
+      // Claimed before anything runs, whatever the answer, on every replica sharing the ledger and nonces:
+      // the ledger's reservation first (one replica holds it), then the nonce. A store error refuses.
+      const claim = async (): Promise<boolean> => {
+        const key = ledgerKeyOf(given);
+        let reservation;
+        try {
+          reservation = await stores.ledger.reserve(key, request.replica, leaseMs);
+        } catch (error) {
+          refuse(
+            `the ledger could not claim the call (${error instanceof Error ? error.message : String(error)})`,
+            note,
+            id,
+          );
+          return false;
+        }
+        if (reservation.state !== 'reserved') {
+          refuse(
+            reservation.state === 'held'
+              ? 'this requestState is being used by another request now'
+              : 'this requestState was used already',
+            note,
+            id,
+          );
+          return false;
+        }
+        let fresh: boolean;
+        try {
+          fresh = await stores.nonces.consume(given.nonce, ttlMs * 2);
+        } catch {
+          fresh = false;
+        }
+        if (!fresh) {
+          await stores.ledger.release(key, request.replica).catch(() => false);
+          refuse('this requestState was used already', note, id);
+          return false;
+        }
+        claimed = key;
+        return true;
+      };
+      if (inbox) {
+        if (
+          responses !== undefined &&
+          (typeof responses !== 'object' || responses === null || !(APPROVAL_INPUT in responses))
+        )
+          return refuse(others(responses ?? {}), note, id);
+        let record: PendingRecord | undefined;
+        try {
+          record = await inbox.get(id);
+        } catch (error) {
+          return refuse(
+            `the inbox could not be read (${error instanceof Error ? error.message : String(error)})`,
+            note,
+            id,
+          );
+        }
+        // Put there by a replica for this very call (its id the MAC of its binding under the shared key).
+        if (
+          !record ||
+          record.source !== 'gateway' ||
+          record.id !== requestIdOf(secret, record.binding) ||
+          sameBinding(record.binding, given) !== null ||
+          record.binding.nonce !== given.nonce
+        )
+          return refuse('the approval is not in the inbox', note, id);
+        if (record.status === 'pending') {
+          // Not answered yet: the same input_required again (the client may come back later).
+          const link = inbox.link(record);
+          if (link === undefined) return refuse('the inbox has no address to send the client', note, id);
+          inputRequired = toInbox(given, link);
+          note({ id, state: 'pending' });
+          return 'deny';
+        }
+        if (!(await claim())) return 'deny';
+        const answer = record.answer;
+        const approver = answer?.approver !== undefined ? { approver: answer.approver } : {};
+        if (record.status !== 'answered' || !answer) {
+          note({ id, state: 'denied', reason: 'no approver answered in time', ...approver });
+          return 'deny';
+        }
+        if (answer.effect === 'allow' && answer.arguments !== undefined) {
+          note({
+            id,
+            state: 'denied',
+            reason: 'the approver allowed the call only with edited arguments; call again with those',
+            ...approver,
+          });
+          return 'deny';
+        }
+        if (answer.effect === 'allow') {
+          note({ id, state: 'approved', ...approver });
+          return 'allow';
+        }
+        note({ id, state: 'denied', ...(answer.reason ? { reason: answer.reason } : {}), ...approver });
+        return 'deny';
+      }
       if (responses === undefined || responses === null || typeof responses !== 'object')
         return refuse('the retry carries no answer to the approval', note, id);
       const answer = responses[APPROVAL_INPUT] as { action?: unknown; content?: Record<string, unknown> } | undefined;
-      if (answer === undefined)
-        return refuse(
-          `the retry's inputResponses answer another request (${JSON.stringify(Object.keys(responses).slice(0, 5))}, not "${APPROVAL_INPUT}")`,
-          note,
-          id,
-        );
+      if (answer === undefined) return refuse(others(responses), note, id);
       if (typeof answer !== 'object' || answer === null || typeof answer.action !== 'string')
         return refuse("the retry's answer to the approval is malformed", note, id);
-      // Single use, across every replica sharing the ledger and the nonces: claimed before anything runs,
-      // whatever the answer. A store that cannot answer refuses (fail closed).
-      const key = ledgerKeyOf(given);
-      let claim;
-      try {
-        claim = await stores.ledger.reserve(key, request.replica, leaseMs);
-      } catch (error) {
-        return refuse(
-          `the ledger could not claim the call (${error instanceof Error ? error.message : String(error)})`,
-          note,
-          id,
-        );
-      }
-      if (claim.state !== 'reserved')
-        return refuse(
-          claim.state === 'held'
-            ? 'this requestState is being used by another request now'
-            : 'this requestState was used already',
-          note,
-          id,
-        );
-      let fresh: boolean;
-      try {
-        fresh = await stores.nonces.consume(given.nonce, ttlMs * 2);
-      } catch {
-        fresh = false;
-      }
-      if (!fresh) {
-        await stores.ledger.release(key, request.replica).catch(() => false);
-        return refuse('this requestState was used already', note, id);
-      }
-      claimed = key;
+      if (!(await claim())) return 'deny';
       if (answer.action === 'accept' && answer.content?.['approve'] === true) {
         note({ id, state: 'approved' });
         return 'allow';
