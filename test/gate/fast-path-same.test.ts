@@ -67,7 +67,11 @@ describe('the fast path decides as the one order does', () => {
             const a = await fast.invoke(name, given, context);
             const b = await batch.invoke(name, given, context);
             expect(comparable(a)).toEqual(comparable(b));
-            const chat = { id: 'call_1', type: 'function', function: { name, arguments: JSON.stringify(given) } };
+            const chat = {
+              id: 'call_1',
+              type: 'function' as const,
+              function: { name, arguments: JSON.stringify(given) },
+            };
             const [c] = await fast.executeToolCalls([chat], context);
             const [d] = await batch.executeToolCalls([chat], context);
             expect(comparable(c)).toEqual(comparable(d));
