@@ -21,6 +21,8 @@ import { approversOf } from '../gateway/answers.js';
 import { jsonlAuditSink, safeSink, type GatewayAuditSink } from '../gateway/audit.js';
 import { isLoopbackAddress } from '../gateway/auth.js';
 import { readiness, type StoreProbe } from '../gateway/health.js';
+import { adminApi } from '../gateway/admin.js';
+import type { GatewayReloadResult } from '../gateway/reload.js';
 import { gatewayConfigOf } from '../gateway/config.js';
 import type { GatewayApprovals } from '../gateway/approvals.js';
 import { createGateway, type Gateway, type GatewayRequestState } from '../gateway/gateway.js';
@@ -52,6 +54,7 @@ interface GatewayCliOptions {
   stateless?: boolean;
   tenantClaim?: string;
   agentClaim?: string;
+  adminScope?: string;
   jwksUrl?: string;
   jwtIssuer?: string;
   auth: boolean;
@@ -113,6 +116,10 @@ export async function runGateway(
     .option(
       '--tenant-claim <claim>',
       "many tenants on one gateway: each request's tenant is this claim of its verified token (declared in the policy's tenants:)",
+    )
+    .option(
+      '--admin-scope <scope>',
+      'serve the admin API under /admin/ (upstreams, pins, accept a pin, reload, drain) to tokens with this scope (needs --jwks-url)',
     )
     .option(
       '--agent-claim <claim>',
@@ -181,6 +188,9 @@ export async function runGateway(
   let http: GatewayHttpServer | undefined;
   const closers: (() => Promise<void>)[] = [];
   const probes: StoreProbe[] = [];
+  // Set once serving (the admin API's reload is the one SIGHUP does).
+  let reloadNow: (who: string) => Promise<GatewayReloadResult> = () =>
+    Promise.resolve({ ok: false, version: gateway.policy.version, error: 'the gateway is starting' });
   const closeStores = async (): Promise<void> => {
     await Promise.allSettled(closers.splice(0).map((close) => close()));
   };
@@ -291,6 +301,8 @@ export async function runGateway(
     }
     if ((options.tenantClaim !== undefined || options.agentClaim !== undefined) && !options.jwksUrl)
       throw new Error('--tenant-claim and --agent-claim read verified tokens: they need --http with --jwks-url');
+    if (options.adminScope !== undefined && !options.jwksUrl)
+      throw new Error('--admin-scope needs --http with --jwks-url: admin calls are made with verified tokens');
     if (options.tenantClaim !== undefined && options.tenant !== undefined)
       throw new Error('--tenant and --tenant-claim exclude each other: one tenant for the gateway, or one per token');
     if (options.agentClaim !== undefined && options.agent !== undefined)
@@ -348,6 +360,17 @@ export async function runGateway(
         ...(tls ? { tls } : {}),
         ...(audit ? { audit: safeSink(audit) } : {}),
         readiness: readiness(gateway, probes),
+        ...(options.adminScope !== undefined
+          ? {
+              admin: adminApi({
+                scope: options.adminScope,
+                gateway,
+                lockFile: () => gatewayConfigOf(gateway.policy).pins?.file ?? null,
+                reload: (who) => reloadNow(who),
+                audit: safeSink(audit),
+              }),
+            }
+          : {}),
         authenticate: options.auth
           ? jwtAuthenticator({ jwksUrl: options.jwksUrl!, ...(options.jwtIssuer ? { issuer: options.jwtIssuer } : {}) })
           : null,
@@ -381,23 +404,24 @@ export async function runGateway(
 
   // Reloading: SIGHUP, and a change of the policy file or its lock file (unless --no-watch). A policy
   // that does not load keeps the one in force; both are audit records (Gateway.reload).
-  const reload = (why: string): void => {
-    void gateway
+  const reload = (why: string): Promise<GatewayReloadResult> =>
+    gateway
       .reload(options.policy, { context: contextOf, pins: (policy) => gatewayConfigOf(policy).pins })
-      .then((result) =>
+      .then((result) => {
         log(
           result.ok
             ? `${why}: policy ${result.version} in force${result.changes.length > 0 ? ` (${result.changes.join('; ')})` : ', nothing changed'}`
             : result.held
               ? `${why}: ${result.error} (approval ${result.approval})`
               : `${why}: the new policy was refused; policy ${result.version} stays in force: ${result.error}`,
-        ),
-      );
-  };
-  const onHangup = (): void => reload('SIGHUP');
+        );
+        return result;
+      });
+  reloadNow = (who) => reload(`reload by ${who} (admin API)`);
+  const onHangup = (): void => void reload('SIGHUP');
   process.on('SIGHUP', onHangup);
   const watcher = options.watch
-    ? watchFiles(options.policy, lockFile, () => reload('the policy or lock file changed'), log)
+    ? watchFiles(options.policy, lockFile, () => void reload('the policy or lock file changed'), log)
     : null;
   const stopWatching = async (): Promise<void> => {
     process.off('SIGHUP', onHangup);
@@ -407,6 +431,9 @@ export async function runGateway(
 
   return serveUntilStopped(gateway, http, log, stopWatching);
 }
+
+/** How long a stopping gateway waits for the calls running to finish (SIGTERM: a container's stop grace is 30 s). */
+const DRAIN_GRACE_MS = 20_000;
 
 /** A repeatable option's values. */
 function collect(value: string, previous: string[] | undefined): string[] {
@@ -457,10 +484,16 @@ export function serveUntilStopped(
       if (done) return;
       done = true;
       log(why);
-      // A short grace period lets an error result already on its way reach the client.
-      setTimeout(() => {
-        void Promise.allSettled([http?.close(), gateway.close(), closeAlso?.()]).then(() => resolveExit(code));
-      }, 100);
+      // Over HTTP the calls running finish first (new ones are refused), for at most DRAIN_GRACE_MS; a
+      // short grace period then lets an error result already on its way reach the client.
+      const drained = http
+        ? Promise.race([http.drain(), new Promise((resolve) => setTimeout(resolve, DRAIN_GRACE_MS).unref())])
+        : Promise.resolve();
+      void drained.then(() =>
+        setTimeout(() => {
+          void Promise.allSettled([http?.close(), gateway.close(), closeAlso?.()]).then(() => resolveExit(code));
+        }, 100),
+      );
     };
     process.once('SIGINT', () => shutdown(GATEWAY_EXIT.OK, 'interrupted'));
     process.once('SIGTERM', () => shutdown(GATEWAY_EXIT.OK, 'terminated'));

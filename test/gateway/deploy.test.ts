@@ -18,6 +18,7 @@ const ROOT = process.cwd();
 const MAIN = join(ROOT, 'src/cli/main.ts');
 const RECORDING = join(ROOT, 'test/gateway/fixtures/recording-server.ts');
 const FLAKY = join(ROOT, 'test/gateway/fixtures/flaky-server.ts');
+const DOCS = join(ROOT, 'test/gateway/fixtures/docs-server.ts');
 const cleanups: (() => Promise<unknown> | void)[] = [];
 afterEach(async () => {
   while (cleanups.length) await Promise.resolve(cleanups.pop()!()).catch(() => undefined);
@@ -443,5 +444,145 @@ describe('many tenants on one gateway', { timeout: 240_000 }, () => {
     expect((await client.callTool({ name: 'rec:echo', arguments: { text: 'hi' } })).isError).not.toBe(true);
     const decided = box.records().filter((r) => r['type'] === 'tool');
     expect(decided.at(-1)).toMatchObject({ decision: { tenant: 'acme', agent: 'support', effect: 'allow' } });
+  });
+});
+
+describe('the admin API (--admin-scope)', { timeout: 240_000 }, () => {
+  it('lists upstreams and pins, accepts a pin, reloads (a broken file keeps the policy), drains; no scope → 403; all audited', async () => {
+    const idp = await jwksIssuer();
+    cleanups.push(() => idp.close());
+    const dir = realpathSync(mkdtempSync(join(tmpdir(), 'toolgate-admin-')));
+    const policy = join(dir, 'policy.yaml');
+    const audit = join(dir, 'audit.jsonl');
+    const write = (version: string, extra: Record<string, unknown> = {}) =>
+      writeFileSync(
+        policy,
+        stringify({
+          version: 1,
+          gateway: {
+            upstreams: {
+              docs: { command: process.execPath, args: ['--import', 'tsx', DOCS] },
+              rec: {
+                command: process.execPath,
+                args: ['--import', 'tsx', RECORDING],
+                env: { RECORD: join(dir, 'rec.jsonl'), SLOW_MS: '2500' },
+              },
+            },
+            pin: 'refuse',
+          },
+          scopes: { call: ['docs:echo', 'docs:rug_pull', 'rec:echo', 'rec:slow'] },
+          rules: [{ name: `rest-${version}`, result: 'allow' }],
+          ...extra,
+        }),
+      );
+    write('one');
+    const gw = await spawnGateway(policy, [
+      '--jwks-url',
+      idp.jwksUrl,
+      '--admin-scope',
+      'toolgate:admin',
+      '--audit',
+      audit,
+      '--no-watch',
+    ]);
+    cleanups.push(() => gw.stop());
+    const port = Number(gw.url.port);
+    const aud = gw.url.href;
+    const admin = await idp.sign({ sub: 'ops-alice', aud, scope: 'toolgate:admin' });
+    const user = await idp.sign({ sub: 'bob', aud, scope: 'call' });
+    const call = (method: string, path: string, token = admin) =>
+      raw('127.0.0.1', port, {
+        method,
+        path,
+        headers: { host: `127.0.0.1:${port}`, authorization: `Bearer ${token}` },
+      }).then((r) => ({ status: r.status, body: JSON.parse(r.body) as Record<string, unknown> }));
+    const records = () =>
+      readFileSync(audit, 'utf8')
+        .split('\n')
+        .filter(Boolean)
+        .map((line) => JSON.parse(line) as Record<string, unknown>);
+
+    // No admin scope: refused, audited, nothing done.
+    const denied = await call('POST', '/admin/reload', user);
+    expect(denied.status).toBe(403);
+    expect(denied.body['error_description']).toBe(
+      'the admin API needs the scope "toolgate:admin", which the token does not carry',
+    );
+    expect(records().filter((r) => r['type'] === 'access')).toMatchObject([{ caller: 'bob', path: '/admin/reload' }]);
+    expect(
+      (await raw('127.0.0.1', port, { path: '/admin/upstreams', headers: { host: `127.0.0.1:${port}` } })).status,
+    ).toBe(401);
+
+    const client = await mcpClient(gw.url, user, 'docs:echo');
+    await until(
+      async () =>
+        ((await call('GET', '/admin/upstreams')).body['upstreams'] as { state: string }[]).every(
+          (u) => u.state === 'ready',
+        ),
+      'both upstreams',
+    );
+    const upstreams = (await call('GET', '/admin/upstreams')).body['upstreams'] as {
+      namespace: string;
+      tools: string[];
+    }[];
+    expect(upstreams.map((u) => u.namespace)).toEqual(['docs', 'rec']);
+    expect(upstreams[0]!.tools).toContain('docs:echo');
+
+    // A definition drifts: refused until an admin accepts it.
+    await client.callTool({ name: 'docs:rug_pull', arguments: {} });
+    await until(async () => ((await call('GET', '/admin/pins')).body['drift'] as unknown[]).length > 0, 'the drift');
+    const pins = (await call('GET', '/admin/pins')).body as {
+      drift: { tool: string; diff: string }[];
+      pinned: string[];
+    };
+    expect(pins.drift.map((d) => d.tool)).toEqual(['docs:echo']);
+    expect(pins.drift[0]!.diff).toMatch(/^[-+]/m);
+    expect((await client.callTool({ name: 'docs:echo', arguments: { text: 'x' } })).isError).toBe(true);
+    expect((await call('POST', '/admin/pins/docs:nothing/accept')).status).toBe(404);
+    expect((await call('POST', '/admin/pins/docs:echo/accept')).body).toEqual({ accepted: ['docs:echo'] });
+    await until(
+      async () => (await client.callTool({ name: 'docs:echo', arguments: { text: 'x' } })).isError !== true,
+      'the accepted pin',
+    );
+
+    // A reload to a broken file is refused and the policy in force kept; a good one takes effect.
+    writeFileSync(policy, 'version: 1\nrules:\n  - { name: broken, result: maybe }\n');
+    const broken = await call('POST', '/admin/reload');
+    expect(broken.status).toBe(409);
+    expect(String(broken.body['error'])).toMatch(/policy\.yaml:3:\d+/);
+    expect((await client.callTool({ name: 'rec:echo', arguments: { text: 'still' } })).isError).not.toBe(true);
+    write('two');
+    const good = await call('POST', '/admin/reload');
+    expect(good.status).toBe(200);
+    expect((good.body['changes'] as string[]).join('\n')).toContain('rule "rest-two" added');
+
+    // Drain: the running call finishes, a new one is refused, /readyz says so.
+    const slow = client.callTool({ name: 'rec:slow', arguments: {} });
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const drain = call('POST', '/admin/drain');
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const late = await raw('127.0.0.1', port, {
+      headers: { host: `127.0.0.1:${port}`, authorization: `Bearer ${user}` },
+      body: INITIALIZE,
+    });
+    expect(late.status).toBe(503);
+    expect(late.body).toContain('draining');
+    expect((await raw('127.0.0.1', port, { path: '/readyz' })).status).toBe(503);
+    expect(text(await slow)).toBe('slow done');
+    expect(await drain).toEqual({ status: 200, body: { drained: true, finished: 1 } });
+
+    const actions = records().filter((r) => r['type'] === 'admin');
+    expect(actions.map((r) => [r['action'], r['ok']])).toEqual([
+      ['list-upstreams', true],
+      ...actions.slice(1, -6).map((r) => [r['action'], true]),
+      ['list-pins', true],
+      ['accept-pin', false],
+      ['accept-pin', true],
+      ['reload', false],
+      ['reload', true],
+      ['drain', true],
+    ]);
+    expect(actions.every((r) => r['by'] === 'ops-alice')).toBe(true);
+    expect(records().some((r) => r['type'] === 'mode' && r['event'] === 'refused')).toBe(true);
   });
 });
