@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { readCall } from '../formats/index.js';
-import { dispatchCalls, environmentOf } from '../gate/index.js';
+import { dispatchCalls, environmentOf, ruleAndReason } from '../gate/index.js';
 import type { GateContext } from '../contracts/gate.js';
 import type { ToolRegistry, ToolResult } from '../registry.js';
 import type { ApprovalNote } from './approvals.js';
@@ -70,6 +70,8 @@ export async function runToolCall(deps: ToolCallDeps, call: ToolCallRequest): Pr
   const decidedUnder = decision.policyVersion === latest.policy.version ? latest : started;
   const shadow = shadowOf(decidedUnder.set.policy, decidedUnder.set.shadow, registry, decision);
   const drift = decidedUnder.pins?.drift(decision.canonical);
+  // Sent upstream, never answered (a timeout): recorded and told as an unknown outcome, not as a failure.
+  const unanswered = result.status === 'error' && scope.result === undefined ? scope.unanswered : undefined;
   const record: ToolAuditRecord = {
     type: 'tool',
     time: new Date().toISOString(),
@@ -77,6 +79,7 @@ export async function runToolCall(deps: ToolCallDeps, call: ToolCallRequest): Pr
     upstream: call.upstream?.namespace ?? null,
     decision,
     status: result.status,
+    ...(unanswered ? { outcome: 'unknown' as const, reason: unanswered } : {}),
     durationMs: Math.round((performance.now() - startedAt) * 1000) / 1000,
     ...(approval ? { approval } : {}),
   };
@@ -93,6 +96,11 @@ export async function runToolCall(deps: ToolCallDeps, call: ToolCallRequest): Pr
         },
       ],
     };
+  if (unanswered)
+    return {
+      isError: true,
+      content: [{ type: 'text', text: `toolgate gateway: ${JSON.stringify(call.name)}: ${unanswered}.` }],
+    };
   // The upstream's own error result is forwarded as it came.
   if (result.status === 'error' && scope.result?.isError === true) return scope.result as CallToolResult;
   if (approval && (approval.state === 'asked' || approval.state === 'pending'))
@@ -101,7 +109,7 @@ export async function runToolCall(deps: ToolCallDeps, call: ToolCallRequest): Pr
       content: [
         {
           type: 'text',
-          text: `This call waits for a person's approval (rule ${JSON.stringify(decision.rule)}): ${decision.reason}.`,
+          text: `This call waits for a person's approval${ruleAndReason(decision)}.`,
         },
       ],
     };
