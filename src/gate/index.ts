@@ -11,6 +11,7 @@ export { agentNameOf, allowlistFor, deny, refusalContent, type Precheck } from '
 export {
   approvalRequest,
   bindingOf,
+  consumeNonce,
   requestIdOf,
   requestOf,
   sameBinding,

@@ -18,7 +18,14 @@
  * when they share the nonces.
  */
 import { randomUUID, timingSafeEqual } from 'node:crypto';
-import { bindingOf, requestIdOf, sameBinding, type ApprovalBinding, type ApprovalKind } from '../gate/index.js';
+import {
+  bindingOf,
+  consumeNonce,
+  requestIdOf,
+  sameBinding,
+  type ApprovalBinding,
+  type ApprovalKind,
+} from '../gate/index.js';
 import { canonical } from '../names.js';
 import type { PermissionRequest } from '../permissions/handler.js';
 import type { NonceStore } from '../stores/types.js';
@@ -192,7 +199,7 @@ export function mrtrRound(request: MrtrRequest): MrtrRound {
       if (answer === undefined || typeof answer !== 'object' || answer === null)
         return refuse('the retry carries no answer to the approval', note, id);
       // Single use, across every replica sharing the nonces: consumed before anything runs, whatever the answer.
-      if (!(await request.nonces.consume(given.nonce, ttlMs * 2)))
+      if (!(await consumeNonce(request.nonces, given.nonce, ttlMs * 2)))
         return refuse('this requestState was used already', note, id);
       if (answer.action === 'accept' && answer.content?.['approve'] === true) {
         note({ id, state: 'approved' });

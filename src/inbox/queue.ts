@@ -8,6 +8,7 @@
  */
 import type { ApproverRules } from '../contracts/approval.js';
 import type { Answer, ApprovalRequest, ApprovalSource, PendingRecord } from '../stores/types.js';
+import { consumeNonce } from '../gate/index.js';
 import { rootUrl, signLink, writeAudit, type InboxContext } from './context.js';
 import { deliver, payloadOf, type DeliveryReport, type InboxWebhook, type WebhookEvent } from './notify.js';
 import type { RecordOutcome } from './render.js';
@@ -202,11 +203,21 @@ export class ApprovalQueue implements ApprovalSink {
     for (const record of await this.#ctx.store.list({ status: 'pending' })) {
       if (this.#reminded.has(record.id) || !this.#reminderDue(record)) continue;
       this.#reminded.add(record.id);
-      // Once across every replica on the same nonce store.
-      if (
-        !(await this.#ctx.nonces.consume(`toolgate.inbox.reminder:${record.id}`, record.expiresAt - record.createdAt))
-      )
+      // Once across every replica on the same nonce store. Only `true` is fresh: a store that fails or
+      // answers anything but a boolean sends nothing (fail closed) and is asked again at the next sweep; the
+      // rest of the sweep goes on.
+      let fresh: boolean;
+      try {
+        fresh = await consumeNonce(
+          this.#ctx.nonces,
+          `toolgate.inbox.reminder:${record.id}`,
+          record.expiresAt - record.createdAt,
+        );
+      } catch {
+        this.#reminded.delete(record.id);
         continue;
+      }
+      if (!fresh) continue;
       this.notify('approval.reminder', record);
       this.changed(record.id);
     }

@@ -18,7 +18,7 @@ import type { Answer, ApprovalRecord, ApprovalRequest, AskOutcome } from '../con
 import { canonicalJson, hashOf, macOf, sameMac } from '../crypto.js';
 import type { Decision } from '../decision.js';
 import type { Emitter } from '../events.js';
-import { sameBinding, signAnswer, verifyAnswer, type GateEnvironment } from '../gate/index.js';
+import { consumeNonce, sameBinding, signAnswer, verifyAnswer, type GateEnvironment } from '../gate/index.js';
 import { describe } from '../names.js';
 import type { PermissionRequest } from '../permissions/handler.js';
 import type { RunnerSettings } from './options.js';
@@ -232,10 +232,8 @@ export class DurableApprovals {
   async useNonce(granted: GrantedAnswer, key: CallKey): Promise<boolean> {
     const ttl = Math.max(0, Number(granted.binding.expiresAt) - Date.now()) + NONCE_TTL_MS;
     try {
-      const fresh: unknown = await this.#settings.stores.nonces.consume(granted.binding.nonce, ttl);
       // Only a boolean answers; anything else is a store error (the claim is given back, the run fails).
-      if (typeof fresh !== 'boolean') throw new TypeError(`the nonce store's consume() answered ${describe(fresh)}`);
-      return fresh;
+      return await consumeNonce(this.#settings.stores.nonces, granted.binding.nonce, ttl);
     } catch (error) {
       await this.#settings.ledger.release(key).catch(() => false);
       throw error;
