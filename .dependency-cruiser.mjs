@@ -74,11 +74,8 @@ export default {
       name: 'no-circular',
       comment: 'No import circle anywhere in src/ (type-only imports included).',
       severity: 'error',
-      // KNOWN EXCEPTION, to be removed (issue 21): policy-file/diff/diff.ts ↔ settings.ts, limits.ts (the shared
-      // types go to a file of their own).
       from: {
         path: '^src/',
-        pathNot: ['^src/policy-file/diff/(diff|settings|limits)\\.ts$'],
       },
       to: { circular: true },
     },

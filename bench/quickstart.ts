@@ -25,6 +25,7 @@ import { casbinEngine } from './engines/casbin.js';
 import { cedarEngine } from './engines/cedar.js';
 import type { Engine } from './engines/engine.js';
 import { ARGUMENTS_SCHEMA } from './engines/toolgate.js';
+import { floorGate, type FloorRule } from './floor.js';
 import { measure, measureAsync, type MeasureOptions, type Timing } from './measure.js';
 import { buildScenario, prng, type BenchCall, type Scenario } from './scenario.js';
 import { defineTool, PermissionPolicy, ToolRegistry, type GateContext } from '../src/index.js';
@@ -39,6 +40,12 @@ export interface QuickstartResult {
   readonly execute: Timing;
   readonly casbin: Timing;
   readonly cedar: Timing;
+  /** The hand-written gate of bench/floor.ts with the async no-op tool (the lower of two runs, one before and one after the async figures). */
+  readonly floor: Timing;
+  /** registry.invoke of an `async () => 'ok'` tool, README shape. */
+  readonly asyncInvoke: Timing;
+  /** registry.executeToolCalls of one OpenAI chat tool call to the async tool, README shape. */
+  readonly asyncExecute: Timing;
   /** Registering N tools and setting the policy (ms). */
   readonly setupMs: number;
 }
@@ -100,6 +107,20 @@ export async function benchQuickstart(size: number, options: QuickstartOptions =
     }),
   );
   const setupMs = performance.now() - t0;
+  // The same registry with async tools (what real tools are: a fetch, a database).
+  const asyncRegistry = new ToolRegistry();
+  const executeAsync = async (): Promise<string> => 'ok';
+  for (const name of names)
+    asyncRegistry.register(defineTool({ name, parameters: ARGUMENTS_SCHEMA, execute: executeAsync }));
+  asyncRegistry.setPermissionPolicy(registry.getPermissionPolicy()!);
+  const floorRules = new Map<string, FloorRule>(
+    scenario.rules.map((r) => [(r.selector as { name: string }).name, { name: r.id, effect: 'allow' }]),
+  );
+  const floor = floorGate(
+    new Map(names.map((name) => [name, executeAsync])),
+    { agent: names, tenant: names, caller: names },
+    floorRules,
+  );
 
   // What a server holds for the life of the process: the agent and the plan, plain arrays.
   const agent = { name: 'concierge', tools: [...names] };
@@ -139,6 +160,13 @@ export async function benchQuickstart(size: number, options: QuickstartOptions =
       if (r.status !== 'ok' || r.decision.rule !== expectRule(call))
         throw new Error(`quickstart ${size}: toolgate decided ${call.name}: ${r.decision.reason}`);
     if (!c || c.content !== 'ok') throw new Error(`quickstart ${size}: executeToolCalls gave ${JSON.stringify(c)}`);
+    const d = await asyncRegistry.invoke(call.name, call.arguments, contextFor(plan.tools));
+    const [e] = (await asyncRegistry.executeToolCalls([chat[i]!], contextFor(plan.tools))) as { content: string }[];
+    const f = await floor.invoke(call.id, call.name, call.arguments);
+    if (d.status !== 'ok' || d.decision.rule !== expectRule(call) || d.content !== 'ok' || e?.content !== 'ok')
+      throw new Error(`quickstart ${size}: the async tool gave ${d.decision.reason} / ${JSON.stringify(e)}`);
+    if (f.status !== 'ok' || f.rule !== expectRule(call))
+      throw new Error(`quickstart ${size}: the floor decided ${f.content}`);
   }
   const engines: Engine[] = [];
   if (!options.toolgateOnly) {
@@ -178,14 +206,56 @@ export async function benchQuickstart(size: number, options: QuickstartOptions =
     }
     return ok;
   }, timing);
+  const floorRun = (): Promise<Timing> =>
+    measureAsync(async (from, count) => {
+      let ok = 0;
+      for (let k = 0; k < count; k++) {
+        const call = calls[(from + k) & mask]!;
+        const result = await floor.invoke(call.id, call.name, call.arguments);
+        if (result.status === 'ok') ok++;
+      }
+      return ok;
+    }, timing);
+  const floorBefore = await floorRun();
+  const asyncInvoke = await measureAsync(async (from, count) => {
+    let ok = 0;
+    for (let k = 0; k < count; k++) {
+      const call = calls[(from + k) & mask]!;
+      const result = await asyncRegistry.invoke(call.name, call.arguments, contextFor(plan.tools));
+      if (result.status === 'ok') ok++;
+    }
+    return ok;
+  }, timing);
+  const asyncExecute = await measureAsync(async (from, count) => {
+    let ok = 0;
+    for (let k = 0; k < count; k++) {
+      ok += (await asyncRegistry.executeToolCalls([chat[(from + k) & mask]!], contextFor(plan.tools))).length;
+    }
+    return ok;
+  }, timing);
+  const floorAfter = await floorRun();
+  const floorTiming = floorBefore.p50 <= floorAfter.p50 ? floorBefore : floorAfter;
   const slow = { ...timing, minSamples: Math.min(timing?.minSamples ?? 30, 30) };
   const [casbin, cedar] = options.toolgateOnly
     ? [invoke, invoke]
     : engines.map((engine) => measure((from, count) => engine.run(calls, from, count), slow));
   const us = (t: Timing): string => `${(t.p50 / 1000).toFixed(2)} µs`;
   log(
-    `quickstart ${size}: invoke ${us(invoke)}, plan of 50 per request ${us(plan50)}, executeToolCalls ${us(executeTiming)}` +
+    `quickstart ${size}: invoke ${us(invoke)}, plan of 50 per request ${us(plan50)}, executeToolCalls ${us(executeTiming)}; ` +
+      `async tool: floor ${us(floorBefore)} / ${us(floorAfter)}, invoke ${us(asyncInvoke)} (${(asyncInvoke.p50 / floorTiming.p50).toFixed(2)}×), ` +
+      `executeToolCalls ${us(asyncExecute)} (${(asyncExecute.p50 / floorTiming.p50).toFixed(2)}×)` +
       (options.toolgateOnly ? '' : `; casbin ${us(casbin!)}, cedar ${us(cedar!)}`),
   );
-  return { size, invoke, plan50, execute: executeTiming, casbin: casbin!, cedar: cedar!, setupMs };
+  return {
+    size,
+    invoke,
+    plan50,
+    execute: executeTiming,
+    casbin: casbin!,
+    cedar: cedar!,
+    floor: floorTiming,
+    asyncInvoke,
+    asyncExecute,
+    setupMs,
+  };
 }

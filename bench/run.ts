@@ -15,6 +15,7 @@
  *   npm run bench -- --redraw      (the chart again from bench/results.json)
  *   npm run bench -- --only policy-diff   (toolgate diff of 1,000- and 10,000-rule files alone; writes nothing)
  *   npm run bench -- --only stores        (the shared stores against the real servers alone; writes nothing)
+ *   npm run bench -- --only async [--sizes 1000,10000]   (the async tool beside the floor, toolgate alone; writes nothing)
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { createRequire } from 'node:module';
@@ -81,7 +82,7 @@ async function child(part: string, file: string): Promise<void> {
       kind === 'extras'
         ? await benchExtras({ timing, log })
         : kind === 'quickstart'
-          ? await benchQuickstart(Number(size), { timing, log })
+          ? await benchQuickstart(Number(size), { timing, log, toolgateOnly: engine === 'toolgate' })
           : kind === 'runner'
             ? await benchRunner({ timing, log })
             : kind === 'policyload'
@@ -195,14 +196,27 @@ function medianExtras(runs: readonly ExtrasResult[]): ExtrasResult {
   };
 }
 
-const QUICK_KEYS = ['invoke', 'plan50', 'execute', 'casbin', 'cedar'] as const;
+const QUICK_KEYS = ['invoke', 'plan50', 'execute', 'casbin', 'cedar', 'floor', 'asyncInvoke', 'asyncExecute'] as const;
 
 /** Per size, the median of each figure over the runs, with the spread of the p50s kept. */
-function medianQuickstart(runs: readonly QuickstartResult[]): QuickstartResult & {
+type QuickstartMedian = QuickstartResult & {
   readonly spread: Readonly<Record<(typeof QUICK_KEYS)[number], readonly number[]>>;
-} {
+  /** async invoke / floor and async executeToolCalls / floor, each run's ratio, then their median. */
+  readonly ratios: {
+    readonly invoke: number;
+    readonly execute: number;
+    readonly runs: readonly (readonly [number, number])[];
+  };
+};
+
+function medianQuickstart(runs: readonly QuickstartResult[]): QuickstartMedian {
   const first = runs[0]!;
-  const out: Record<string, unknown> = { ...first, setupMs: median(runs.map((r) => r.setupMs)) };
+  const perRun = runs.map((r) => [r.asyncInvoke.p50 / r.floor.p50, r.asyncExecute.p50 / r.floor.p50] as const);
+  const out: Record<string, unknown> = {
+    ...first,
+    setupMs: median(runs.map((r) => r.setupMs)),
+    ratios: { invoke: median(perRun.map((r) => r[0])), execute: median(perRun.map((r) => r[1])), runs: perRun },
+  };
   const spread: Record<string, number[]> = {};
   for (const key of QUICK_KEYS) {
     out[key] = {
@@ -213,7 +227,7 @@ function medianQuickstart(runs: readonly QuickstartResult[]): QuickstartResult &
     };
     spread[key] = runs.map((r) => r[key].p50);
   }
-  return { ...(out as unknown as QuickstartResult), spread: spread as Record<(typeof QUICK_KEYS)[number], number[]> };
+  return { ...(out as unknown as QuickstartMedian), spread: spread as Record<(typeof QUICK_KEYS)[number], number[]> };
 }
 
 interface Target {
@@ -303,8 +317,26 @@ async function main(): Promise<void> {
     );
     return;
   }
+  if (args.only === 'async') {
+    const only = args.sizes === '10,100,1000,10000' ? [1000, 10000] : sizes;
+    for (const size of only) {
+      const runs: QuickstartResult[] = [];
+      for (let r = 0; r < repeat; r++) runs.push(await part<QuickstartResult>(`quickstart:${size}:toolgate`, notes));
+      const q = medianQuickstart(runs);
+      log(
+        `${size.toLocaleString('en')} tools & rules: floor ${formatNs(q.floor.p50)}, invoke ${formatNs(q.asyncInvoke.p50)} (${q.ratios.invoke.toFixed(2)}× floor; runs ${q.ratios.runs.map((x) => x[0].toFixed(2)).join(', ')}), ` +
+          `executeToolCalls ${formatNs(q.asyncExecute.p50)} (${q.ratios.execute.toFixed(2)}×; runs ${q.ratios.runs.map((x) => x[1].toFixed(2)).join(', ')}); sync invoke ${formatNs(q.invoke.p50)}`,
+      );
+    }
+    log(
+      `load average ${loadavg()
+        .map((l) => l.toFixed(2))
+        .join(' ')} (${cpus().length} cores, shared)`,
+    );
+    return;
+  }
   if (args.only !== undefined) {
-    if (args.only !== 'policy-diff') throw new Error(`--only: expected policy-diff or stores, got ${args.only}`);
+    if (args.only !== 'policy-diff') throw new Error(`--only: expected policy-diff, stores or async, got ${args.only}`);
     const diffs = await policyDiffRuns(repeat, notes);
     for (const t of policyDiffTargets(diffs))
       log(`${t.met ? 'met ' : 'MISS'}  ${t.description}: ${t.measured} (target ${t.target})`);
@@ -395,6 +427,14 @@ async function main(): Promise<void> {
         `${formatNs(q.casbin.p50).padStart(11)} ${`${(q.casbin.p50 / q.invoke.p50).toFixed(0)}×`.padStart(10)} ${formatNs(q.cedar.p50).padStart(11)} ${`${(q.cedar.p50 / q.invoke.p50).toFixed(0)}×`.padStart(10)}`,
     );
   }
+  lines.push(
+    '',
+    'async no-op tool, README shape, beside the floor (bench/floor.ts) in the same process (p50)   floor   invoke   × floor   executeToolCalls   × floor',
+  );
+  for (const q of quickstart)
+    lines.push(
+      `  ${q.size.toLocaleString('en').padStart(6)} tools & rules ${formatNs(q.floor.p50).padStart(64)} ${formatNs(q.asyncInvoke.p50).padStart(8)} ${`${q.ratios.invoke.toFixed(2)}×`.padStart(9)} ${formatNs(q.asyncExecute.p50).padStart(18)} ${`${q.ratios.execute.toFixed(2)}×`.padStart(9)}`,
+    );
   lines.push('', 'per decision        p50          p99     × toolgate (p50)   samples × batch');
   for (const size of sizes) {
     lines.push(
@@ -482,6 +522,24 @@ async function main(): Promise<void> {
       },
     );
   }
+  for (const q of [q1k, q10k])
+    if (q)
+      targets.push(
+        {
+          id: `async-invoke-${q.size >= 10_000 ? '10k' : '1k'}`,
+          description: `invoke of an async no-op tool, README shape, ${q.size.toLocaleString('en')} tools & rules, p50, beside the floor (bench/floor.ts) in the same process`,
+          target: '≤ 3× floor',
+          measured: `${ratio(q.ratios.invoke)} (${formatNs(q.asyncInvoke.p50)} against ${formatNs(q.floor.p50)}; per run ${q.ratios.runs.map((r) => r[0].toFixed(2)).join(', ')})`,
+          met: q.ratios.invoke <= 3,
+        },
+        {
+          id: `async-execute-${q.size >= 10_000 ? '10k' : '1k'}`,
+          description: `executeToolCalls of one call to an async no-op tool, README shape, ${q.size.toLocaleString('en')} tools & rules, p50, beside the floor`,
+          target: '≤ 3.5× floor',
+          measured: `${ratio(q.ratios.execute)} (${formatNs(q.asyncExecute.p50)}; per run ${q.ratios.runs.map((r) => r[1].toFixed(2)).join(', ')})`,
+          met: q.ratios.execute <= 3.5,
+        },
+      );
   for (const t of [tg1k, tg10k])
     if (t)
       targets.push({

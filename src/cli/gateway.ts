@@ -4,7 +4,8 @@
  *
  *   toolgate gateway --policy FILE [--agent A] [--tenant T] [--scopes s1,s2] [--audit FILE]
  *                    [--http PORT [--host H] [--stateless] (--jwks-url URL --jwt-issuer ISS | --no-auth)
- *                     [--authorization-server URL] [--resource URL] [--approvals-postgres URL]]
+ *                     [--authorization-server URL] [--resource URL] [--approvals-postgres URL]
+ *                     [--state-store sqlite:FILE|postgres://…]]
  *                    [--redis URL | --counters-postgres URL]
  *
  * A policy file that does not load, or a gateway section that is wrong, refuses to start (exit 2):
@@ -12,17 +13,22 @@
  * MCP channel).
  */
 import { randomBytes } from 'node:crypto';
-import { watch } from 'node:fs';
+import { readFileSync, watch } from 'node:fs';
 import { basename, dirname, resolve } from 'node:path';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import { approversOf } from '../gateway/answers.js';
-import { jsonlAuditSink, type GatewayAuditSink } from '../gateway/audit.js';
+import { jsonlAuditSink, safeSink, type GatewayAuditSink } from '../gateway/audit.js';
+import { isLoopbackAddress } from '../gateway/auth.js';
+import { readiness, type StoreProbe } from '../gateway/health.js';
+import { adminApi } from '../gateway/admin.js';
+import type { GatewayReloadResult } from '../gateway/reload.js';
 import { gatewayConfigOf } from '../gateway/config.js';
 import type { GatewayApprovals } from '../gateway/approvals.js';
-import { createGateway, type Gateway } from '../gateway/gateway.js';
+import { createGateway, type Gateway, type GatewayRequestState } from '../gateway/gateway.js';
 import { gatewayInbox, type GatewayInbox } from '../gateway/inbox.js';
 import type { GatewayHttpServer } from '../gateway/http.js';
+import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import type { GateContext } from '../contracts/gate.js';
 import type { PolicySet } from '../policy-file/policy-set.js';
 import { loadPolicyForProxy } from '../gateway/policy.js';
@@ -41,7 +47,14 @@ interface GatewayCliOptions {
   audit?: string;
   http?: number;
   host: string;
+  allowedHost?: string[];
+  trustedProxy?: string[];
+  tlsCert?: string;
+  tlsKey?: string;
   stateless?: boolean;
+  tenantClaim?: string;
+  agentClaim?: string;
+  adminScope?: string;
   jwksUrl?: string;
   jwtIssuer?: string;
   auth: boolean;
@@ -54,6 +67,7 @@ interface GatewayCliOptions {
   watch: boolean;
   inbox?: string;
   inboxUrl?: string;
+  stateStore?: string;
   reload: string;
 }
 
@@ -81,15 +95,43 @@ export async function runGateway(
         throw new InvalidArgumentError(`expected a port, got ${JSON.stringify(v)}`);
       return n;
     })
-    .option('--host <host>', 'the loopback address to listen on with --http', '127.0.0.1')
+    .option(
+      '--host <address>',
+      'the address to listen on with --http (0.0.0.0 for every interface; a non-loopback one needs authentication or --no-auth)',
+      '127.0.0.1',
+    )
+    .option(
+      '--allowed-host <host>',
+      "a Host (name, or name:port) requests may name besides the public URL's (DNS-rebinding allow-list); repeatable",
+      collect,
+    )
+    .option(
+      '--trusted-proxy <address>',
+      'a proxy (by its address) whose X-Forwarded-Host / X-Forwarded-For are believed; repeatable',
+      collect,
+    )
+    .option('--tls-cert <file>', 'serve HTTPS with this PEM certificate (with --tls-key)')
+    .option('--tls-key <file>', 'the PEM private key of --tls-cert')
     .option('--stateless', 'no sessions: any replica serves any request (with --http)')
+    .option(
+      '--tenant-claim <claim>',
+      "many tenants on one gateway: each request's tenant is this claim of its verified token (declared in the policy's tenants:)",
+    )
+    .option(
+      '--admin-scope <scope>',
+      'serve the admin API under /admin/ (upstreams, pins, accept a pin, reload, drain) to tokens with this scope (needs --jwks-url)',
+    )
+    .option(
+      '--agent-claim <claim>',
+      "each request's agent is this claim of its verified token (default: the route /mcp/<agent>, else --agent)",
+    )
     .option('--jwks-url <url>', 'verify bearer JWTs against this JWKS URL (with --http)')
     .option('--jwt-issuer <iss>', 'require this token issuer')
-    .option('--no-auth', 'serve --http without authentication (loopback only)')
+    .option('--no-auth', 'serve --http without authentication (on a non-loopback --host: with a warning)')
     .option(
       '--authorization-server <url>',
       'an OAuth authorization server for the protected resource metadata; repeatable',
-      (v: string, p: string[] | undefined) => [...(p ?? []), v],
+      collect,
     )
     .option('--resource <url>', 'the resource URL clients use (token audience; default: the listening URL)')
     .option(
@@ -106,6 +148,10 @@ export async function runGateway(
       'put asks in the approval inbox at this store (sqlite:<file> or postgres://…, the one `toolgate serve --store` answers from); the call waits for the answer',
     )
     .option('--inbox-url <url>', "the inbox's address told to the client (toolgate serve's URL)")
+    .option(
+      '--state-store <store>',
+      "where 2026-07-28 retries are claimed once across replicas (sqlite:<file> or postgres://…: its nonces and ledger); needs the approval secret's variable",
+    )
     .option(
       '--reload <rule>',
       'widen=hold: a reload that widens access waits for approval in the inbox; widen=allow: it takes effect (audited with its diff)',
@@ -141,6 +187,10 @@ export async function runGateway(
   let lockFile: string | null = null;
   let http: GatewayHttpServer | undefined;
   const closers: (() => Promise<void>)[] = [];
+  const probes: StoreProbe[] = [];
+  // Set once serving (the admin API's reload is the one SIGHUP does).
+  let reloadNow: (who: string) => Promise<GatewayReloadResult> = () =>
+    Promise.resolve({ ok: false, version: gateway.policy.version, error: 'the gateway is starting' });
   const closeStores = async (): Promise<void> => {
     await Promise.allSettled(closers.splice(0).map((close) => close()));
   };
@@ -150,8 +200,28 @@ export async function runGateway(
       (options.stateless || options.jwksUrl || !options.auth || options.approvalsPostgres)
     )
       throw new Error('--stateless, --jwks-url, --no-auth and --approvals-postgres apply to --http only');
+    const loopback = isLoopbackAddress(options.host);
     if (options.http !== undefined && options.auth && !options.jwksUrl)
-      throw new Error('--http needs --jwks-url (bearer JWTs) or --no-auth (loopback only)');
+      throw new Error(
+        loopback
+          ? '--http needs --jwks-url (bearer JWTs) or --no-auth'
+          : `--host ${options.host} is not a loopback address: serving it without authentication is refused; give --jwks-url (bearer JWTs), or --no-auth to serve anyone who can reach it`,
+      );
+    if (
+      options.http === undefined &&
+      (options.allowedHost || options.trustedProxy || options.tlsCert || options.tlsKey || options.host !== '127.0.0.1')
+    )
+      throw new Error('--host, --allowed-host, --trusted-proxy, --tls-cert and --tls-key apply to --http only');
+    if ((options.tlsCert === undefined) !== (options.tlsKey === undefined))
+      throw new Error('--tls-cert and --tls-key go together: give both');
+    const tls =
+      options.tlsCert !== undefined
+        ? { cert: readFileSync(options.tlsCert), key: readFileSync(options.tlsKey!) }
+        : undefined;
+    if (options.http !== undefined && !options.auth && !loopback)
+      log(
+        `WARNING: --no-auth on the non-loopback address ${options.host}: anyone who can reach it calls the upstreams with the gateway's own context`,
+      );
     if (options.inbox !== undefined && options.approvalsPostgres !== undefined)
       throw new Error('--inbox and --approvals-postgres exclude each other: give one place where asks wait');
     if (options.inboxUrl !== undefined && options.inbox === undefined) throw new Error('--inbox-url needs --inbox');
@@ -159,23 +229,49 @@ export async function runGateway(
       throw new Error(`--reload must be widen=hold or widen=allow, got ${JSON.stringify(options.reload)}`);
     if (options.inbox === 'memory')
       throw new Error('--inbox memory cannot be answered from toolgate serve: give sqlite:<file> or postgres://…');
+    if (options.stateStore !== undefined && options.http === undefined)
+      throw new Error('--state-store applies to --http only');
+    if (options.stateStore !== undefined && (options.approvalsPostgres !== undefined || options.inbox !== undefined))
+      throw new Error('--state-store is for a gateway without --approvals-postgres or --inbox (their store is used)');
+    // The owner's approval key: the stores' with --approvals-postgres, the 2026-07-28 requestStates' always
+    // (the same on every replica; never a key of this process alone).
+    const secretGiven = process.env[options.approvalSecretEnv];
+    if (secretGiven !== undefined && secretGiven.length < 16)
+      throw new Error(
+        `the environment variable ${options.approvalSecretEnv} must hold the approval HMAC key (16+ characters)`,
+      );
+    if ((options.approvalsPostgres || options.stateStore) && secretGiven === undefined)
+      throw new Error(
+        `the environment variable ${options.approvalSecretEnv} must hold the approval HMAC key (16+ characters)`,
+      );
     let approvals: GatewayApprovals | undefined;
+    let requestState: GatewayRequestState | undefined;
     if (options.approvalsPostgres) {
-      const secret = process.env[options.approvalSecretEnv];
-      if (!secret || secret.length < 16)
-        throw new Error(
-          `the environment variable ${options.approvalSecretEnv} must hold the approval HMAC key (16+ characters)`,
-        );
+      const secret = secretGiven!;
       const { PostgresStores } = await import('../stores/postgres.js');
       const stores = new PostgresStores({ connectionString: options.approvalsPostgres });
       await stores.migrate();
       closers.push(() => stores.close());
       approvals = { store: stores.approvals, nonces: stores.nonces, secret };
+      requestState = { secret, nonces: stores.nonces, ledger: stores.ledger };
+      const approvalStore = stores.approvals;
+      probes.push({ name: 'approvals', check: () => approvalStore.get('toolgate-readyz') });
+    }
+    if (options.stateStore !== undefined) {
+      const store = await openStore(options.stateStore);
+      closers.push(async () => {
+        await store.close();
+      });
+      if (!store.nonces || !store.ledger)
+        throw new Error('--state-store must be sqlite:<file> or postgres://… (a store shared by every replica)');
+      requestState = { secret: secretGiven!, nonces: store.nonces, ledger: store.ledger };
     }
     const set = await loadPolicyForProxy(options.policy);
     let inbox: GatewayInbox | undefined;
     if (options.inbox !== undefined) {
       const store = await openStore(options.inbox);
+      const inboxStore = store.approvals!;
+      probes.push({ name: 'inbox', check: () => inboxStore.get('toolgate-readyz') });
       const { createInbox } = await import('../inbox/index.js');
       // This process only waits for answers (the store's watch, else a sweep each second); `toolgate serve`
       // over the same store is where people answer.
@@ -193,10 +289,28 @@ export async function runGateway(
         await store.close();
       });
       inbox = gatewayInbox(waiter, options.inboxUrl);
+      if (secretGiven !== undefined)
+        requestState = { secret: secretGiven, nonces: store.nonces!, ledger: store.ledger! };
     }
+    // Only the owner's secret: one replica's in-process nonces and ledger (say so: replicas need --state-store).
+    if (requestState === undefined && secretGiven !== undefined && options.http !== undefined) {
+      const { MemoryStores } = await import('../stores/memory.js');
+      const memory = new MemoryStores();
+      requestState = { secret: secretGiven, nonces: memory.nonces, ledger: memory.ledger };
+      log('2026-07-28 retries are claimed in this process only: give replicas one --state-store');
+    }
+    if ((options.tenantClaim !== undefined || options.agentClaim !== undefined) && !options.jwksUrl)
+      throw new Error('--tenant-claim and --agent-claim read verified tokens: they need --http with --jwks-url');
+    if (options.adminScope !== undefined && !options.jwksUrl)
+      throw new Error('--admin-scope needs --http with --jwks-url: admin calls are made with verified tokens');
+    if (options.tenantClaim !== undefined && options.tenant !== undefined)
+      throw new Error('--tenant and --tenant-claim exclude each other: one tenant for the gateway, or one per token');
+    if (options.agentClaim !== undefined && options.agent !== undefined)
+      throw new Error('--agent and --agent-claim exclude each other: one agent for the gateway, or one per token');
     if (options.scopes && options.http !== undefined)
       throw new Error('--scopes applies to stdio only: over HTTP the scopes come from the bearer token');
     const counters = await openCounters(options, closers);
+    if (counters) probes.push({ name: 'counters', check: () => counters.peek('toolgate:readyz', 1000) });
     const config = gatewayConfigOf(set);
     lockFile = config.pins?.file ?? null;
     const audit: GatewayAuditSink | undefined = options.audit ? jsonlAuditSink(options.audit) : undefined;
@@ -216,31 +330,59 @@ export async function runGateway(
       ...(audit ? { audit } : {}),
       ...(approvals ? { approvals } : {}),
       ...(inbox ? { inbox } : {}),
+      ...(requestState ? { requestState } : {}),
       reloadGuard: { widen: options.reload === 'widen=allow' ? 'allow' : 'hold' },
     });
     if (options.http !== undefined) {
       const { serveGatewayHttp } = await import('../gateway/http.js');
       const { jwtAuthenticator } = await import('../gateway/auth.js');
+      const { requestContext, tenantOf } = await import('../gateway/tenancy.js');
+      const tenancy = {
+        ...(options.tenantClaim !== undefined ? { tenantClaim: options.tenantClaim } : {}),
+        ...(options.agentClaim !== undefined ? { agentClaim: options.agentClaim } : {}),
+      };
+      // Who may answer /approvals: the policy in force's approvers, for the gateway's tenant — or, with
+      // --tenant-claim, the approver token's own tenant (a token naming none acts for no tenant).
+      const approversFor = (auth: AuthInfo) => {
+        if (options.tenantClaim === undefined) return approversOf(gateway.policy, gateway.context.tenant?.id);
+        try {
+          return approversOf(gateway.policy, tenantOf(gateway.policy, auth, options.tenantClaim));
+        } catch {
+          return { ...approversOf(gateway.policy, undefined), tenants: [] };
+        }
+      };
       http = await serveGatewayHttp(gateway, {
         port: options.http,
         host: options.host,
+        allowNonLoopback: true,
+        ...(options.allowedHost ? { allowedHosts: options.allowedHost } : {}),
+        ...(options.trustedProxy ? { trustedProxies: options.trustedProxy } : {}),
+        ...(tls ? { tls } : {}),
+        ...(audit ? { audit: safeSink(audit) } : {}),
+        readiness: readiness(gateway, probes),
+        ...(options.adminScope !== undefined
+          ? {
+              admin: adminApi({
+                scope: options.adminScope,
+                gateway,
+                lockFile: () => gatewayConfigOf(gateway.policy).pins?.file ?? null,
+                reload: (who) => reloadNow(who),
+                audit: safeSink(audit),
+              }),
+            }
+          : {}),
         authenticate: options.auth
           ? jwtAuthenticator({ jwksUrl: options.jwksUrl!, ...(options.jwtIssuer ? { issuer: options.jwtIssuer } : {}) })
           : null,
         ...(options.stateless ? { stateless: true } : {}),
         ...(options.resource ? { resource: options.resource } : {}),
         ...(options.authorizationServer ? { authorizationServers: options.authorizationServer } : {}),
-        // Who may answer: the policy in force's approvers and the gateway's tenant (THE approver check).
-        ...(approvals
-          ? {
-              approvals: {
-                store: approvals.store,
-                approvers: () => approversOf(gateway.policy, gateway.context.tenant?.id),
-              },
-            }
-          : {}),
-        // The policy in force now: a reload changes what the scopes cover.
-        context: (auth) => ({ caller: { id: auth.clientId, scopes: gateway.policy.toolsForScopes(auth.scopes) } }),
+        // Who may answer: the policy in force's approvers and the tenant (THE approver check).
+        ...(approvals ? { approvals: { store: approvals.store, approvers: approversFor } } : {}),
+        // The agent a route /mcp/<agent> names, unless the gateway serves one agent (--agent).
+        ...(options.agent === undefined && options.auth ? { routeAgents: true } : {}),
+        // The policy in force now: a reload changes what the scopes cover, and the tenants' plans.
+        context: (auth, route) => requestContext(gateway.policy, auth, route, tenancy, {}),
       }).catch(async (error: unknown) => {
         await gateway.close();
         throw error;
@@ -262,23 +404,24 @@ export async function runGateway(
 
   // Reloading: SIGHUP, and a change of the policy file or its lock file (unless --no-watch). A policy
   // that does not load keeps the one in force; both are audit records (Gateway.reload).
-  const reload = (why: string): void => {
-    void gateway
+  const reload = (why: string): Promise<GatewayReloadResult> =>
+    gateway
       .reload(options.policy, { context: contextOf, pins: (policy) => gatewayConfigOf(policy).pins })
-      .then((result) =>
+      .then((result) => {
         log(
           result.ok
             ? `${why}: policy ${result.version} in force${result.changes.length > 0 ? ` (${result.changes.join('; ')})` : ', nothing changed'}`
             : result.held
               ? `${why}: ${result.error} (approval ${result.approval})`
               : `${why}: the new policy was refused; policy ${result.version} stays in force: ${result.error}`,
-        ),
-      );
-  };
-  const onHangup = (): void => reload('SIGHUP');
+        );
+        return result;
+      });
+  reloadNow = (who) => reload(`reload by ${who} (admin API)`);
+  const onHangup = (): void => void reload('SIGHUP');
   process.on('SIGHUP', onHangup);
   const watcher = options.watch
-    ? watchFiles(options.policy, lockFile, () => reload('the policy or lock file changed'), log)
+    ? watchFiles(options.policy, lockFile, () => void reload('the policy or lock file changed'), log)
     : null;
   const stopWatching = async (): Promise<void> => {
     process.off('SIGHUP', onHangup);
@@ -287,6 +430,14 @@ export async function runGateway(
   };
 
   return serveUntilStopped(gateway, http, log, stopWatching);
+}
+
+/** How long a stopping gateway waits for the calls running to finish (SIGTERM: a container's stop grace is 30 s). */
+const DRAIN_GRACE_MS = 20_000;
+
+/** A repeatable option's values. */
+function collect(value: string, previous: string[] | undefined): string[] {
+  return [...(previous ?? []), value];
 }
 
 /**
@@ -333,10 +484,16 @@ export function serveUntilStopped(
       if (done) return;
       done = true;
       log(why);
-      // A short grace period lets an error result already on its way reach the client.
-      setTimeout(() => {
-        void Promise.allSettled([http?.close(), gateway.close(), closeAlso?.()]).then(() => resolveExit(code));
-      }, 100);
+      // Over HTTP the calls running finish first (new ones are refused), for at most DRAIN_GRACE_MS; a
+      // short grace period then lets an error result already on its way reach the client.
+      const drained = http
+        ? Promise.race([http.drain(), new Promise((resolve) => setTimeout(resolve, DRAIN_GRACE_MS).unref())])
+        : Promise.resolve();
+      void drained.then(() =>
+        setTimeout(() => {
+          void Promise.allSettled([http?.close(), gateway.close(), closeAlso?.()]).then(() => resolveExit(code));
+        }, 100),
+      );
     };
     process.once('SIGINT', () => shutdown(GATEWAY_EXIT.OK, 'interrupted'));
     process.once('SIGTERM', () => shutdown(GATEWAY_EXIT.OK, 'terminated'));

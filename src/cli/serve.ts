@@ -8,7 +8,7 @@ import type { Command } from 'commander';
 import { canonical } from '../names.js';
 import type { PolicyCards } from '../policy-file/load.js';
 import type { PolicyApprovalsData } from '../policy-file/types.js';
-import type { ApprovalStore, NonceStore } from '../stores/types.js';
+import type { ApprovalStore, Ledger, NonceStore } from '../stores/types.js';
 import { EXIT, exitCodesText } from './exit-codes.js';
 
 /** What `runServe` writes to and when it stops. */
@@ -81,6 +81,7 @@ function pairs(values: readonly string[] | undefined, flag: string): [string, st
 export interface OpenedStore {
   readonly approvals?: ApprovalStore;
   readonly nonces?: NonceStore;
+  readonly ledger?: Ledger;
   close(): Promise<void> | void;
 }
 
@@ -92,13 +93,13 @@ export async function openStore(where: string): Promise<OpenedStore> {
     if (file === '') throw new ServeError('--store sqlite: needs a file name, e.g. sqlite:approvals.db');
     const { SqliteStores } = await import('../stores/sqlite.js');
     const stores = new SqliteStores({ filename: file });
-    return { approvals: stores.approvals, nonces: stores.nonces, close: () => stores.close() };
+    return { approvals: stores.approvals, nonces: stores.nonces, ledger: stores.ledger, close: () => stores.close() };
   }
   if (where.startsWith('postgres://') || where.startsWith('postgresql://')) {
     const { PostgresStores } = await import('../stores/postgres.js');
     const stores = new PostgresStores({ connectionString: where });
     await stores.migrate();
-    return { approvals: stores.approvals, nonces: stores.nonces, close: () => stores.close() };
+    return { approvals: stores.approvals, nonces: stores.nonces, ledger: stores.ledger, close: () => stores.close() };
   }
   throw new ServeError(`--store must be sqlite:<file>, postgres://… or memory, got ${JSON.stringify(where)}`);
 }

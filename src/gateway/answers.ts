@@ -26,8 +26,11 @@ export interface ApprovalsEndpoint {
   readonly store: ApprovalStore;
   /** The scope a token needs to list or answer. @default 'toolgate:approve' */
   readonly approverScope?: string;
-  /** Read per request: a reload changes who may answer. @default anyone with the scope, any tenant */
-  readonly approvers?: () => GatewayApprovers;
+  /**
+   * Read per request, with the approver's token (a reload changes who may answer; with many tenants, the
+   * token names the approver's tenant). @default anyone with the scope, any tenant
+   */
+  readonly approvers?: (auth: AuthInfo) => GatewayApprovers;
 }
 
 /** The approvers of a policy file's `approvals:` section for a gateway serving `tenant`. */
@@ -63,7 +66,7 @@ export async function answerApproval(
       { error: 'insufficient_scope', error_description: `answering approvals needs the scope ${scope}` },
       `Bearer error="insufficient_scope", scope="${scope}"`,
     );
-  const approvers = endpoint.approvers?.() ?? { rules: null, tenants: null };
+  const approvers = endpoint.approvers?.(auth) ?? { rules: null, tenants: null };
   const who: ApproverIdentity = { id: auth.clientId, tenants: approvers.tenants };
   // The gateway's own requests only: a store shared with the inbox (toolgate serve) holds a runner's or an
   // application's requests too, which the inbox answers. And only those this approver may see at all.

@@ -12,7 +12,7 @@ import type { PermissionHandler, PermissionRequest } from '../permissions/handle
 import type { ToolRegistry } from '../registry.js';
 import { storePerson, type ApprovalNote, type GatewayApprovals } from './approvals.js';
 import { inboxRoute, type GatewayInbox } from './inbox.js';
-import { roundOf } from './mrtr.js';
+import { roundOf, type MrtrStores } from './mrtr.js';
 
 /** Where the gateway's asks go. */
 export interface GatewayPeople {
@@ -20,6 +20,8 @@ export interface GatewayPeople {
   readonly inbox: GatewayInbox | undefined;
   /** The key approval requests are bound under (the route's owner's). */
   readonly secret: Uint8Array;
+  /** The owner's secret and the shared stores of 2026-07-28 requestStates, when set (mrtr.ts). */
+  readonly requestState: MrtrStores | undefined;
   /** How long a person has to answer by elicitation. */
   readonly approvalTimeoutMs: number;
 }
@@ -50,7 +52,9 @@ export function gatewayRoute(
   kind: ApprovalKind = 'tool',
 ): Route {
   const approvals = { secret: people.secret };
-  if (people.inbox) return inboxRoute(people.inbox, request, note, approvals);
+  // A 2026-07-28 request asks in its own round (mrtr.ts): the inbox's page by URL elicitation, else a form.
+  const round = roundOf(request.server);
+  if (people.inbox && !round) return inboxRoute(people.inbox, request, note, approvals);
   if (people.approvals) {
     const person = storePerson(people.approvals, { agent: request.agent }, note);
     return {
@@ -68,10 +72,8 @@ export function gatewayRoute(
       },
     };
   }
-  // A 2026-07-28 request asks the person behind the client through input_required and the retry
-  // (mrtr.ts) where a 2025 one is asked by elicitation; the stores, when configured, come first for both
-  // (their approvers answer, never the caller).
-  const round = roundOf(request.server);
+  // A 2026-07-28 request asks through input_required and the retry (mrtr.ts) where a 2025 one is asked by
+  // elicitation; the stores, when configured, come first for both (their approvers answer, never the caller).
   const approver = round
     ? (ask: PermissionRequest) => round.ask(kind, ask, askText(kind, ask), note)
     : elicitation(request.server, people.approvalTimeoutMs, kind);

@@ -35,6 +35,8 @@ export interface ToolAuditRecord extends RecordBase {
   readonly shadow?: ShadowRecord;
   /** The tool's definition drifted from its pin: the unified diff. */
   readonly drift?: string;
+  /** From the request reaching the gateway to its answer (decision, approval wait and upstream call). */
+  readonly durationMs?: number;
   /** A store-backed approval: its request id and what happened (asked, pending, approved, denied). */
   readonly approval?: {
     readonly id: string;
@@ -122,9 +124,45 @@ export interface ProtocolAuditRecord {
   readonly reason: string;
 }
 
+/**
+ * An HTTP request refused before anything was decided, for who or where it is: a `Host` not on the
+ * allow-list, a token naming no tenant (or two, or an unknown one), an admin call without the admin scope.
+ */
+export interface AccessAuditRecord {
+  readonly type: 'access';
+  readonly time: string;
+  readonly event: 'refused';
+  /** The token's subject, when it was verified. */
+  readonly caller: string | null;
+  readonly path: string;
+  /** The client's address (from a trusted proxy's `X-Forwarded-For`). */
+  readonly client: string | null;
+  /** What was wrong, as the client was told. */
+  readonly reason: string;
+}
+
+/** An admin API action (`/admin/…`): who did it, what, and how it ended. */
+export interface AdminAuditRecord {
+  readonly type: 'admin';
+  readonly time: string;
+  /** The admin token's subject. */
+  readonly by: string;
+  readonly action: 'list-upstreams' | 'list-pins' | 'accept-pin' | 'reload' | 'drain';
+  readonly ok: boolean;
+  /** What happened, or why it was refused. */
+  readonly detail: string;
+}
+
 /** One audit record of the gateway. */
 export type GatewayAuditRecord =
-  ToolAuditRecord | ItemAuditRecord | ModeAuditRecord | PinAuditRecord | UpstreamAuditRecord | ProtocolAuditRecord;
+  | ToolAuditRecord
+  | ItemAuditRecord
+  | ModeAuditRecord
+  | PinAuditRecord
+  | UpstreamAuditRecord
+  | ProtocolAuditRecord
+  | AccessAuditRecord
+  | AdminAuditRecord;
 
 /** An audit sink: called once per record; a sink that throws is reported and does not stop the gateway. */
 export type GatewayAuditSink = (record: GatewayAuditRecord) => void;

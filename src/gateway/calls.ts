@@ -50,6 +50,7 @@ export async function runToolCall(deps: ToolCallDeps, call: ToolCallRequest): Pr
   const { registry, relay, people, audit, inForce } = deps;
   const server = call.server;
   const started = inForce();
+  const startedAt = performance.now();
   const given = { id: `mcp-${randomUUID()}`, name: call.name, arguments: call.arguments };
   const context: GateContext = { ...call.context, signal: call.request.signal };
   const scope = relay.scopeOf(server, call.request);
@@ -76,6 +77,7 @@ export async function runToolCall(deps: ToolCallDeps, call: ToolCallRequest): Pr
     upstream: call.upstream?.namespace ?? null,
     decision,
     status: result.status,
+    durationMs: Math.round((performance.now() - startedAt) * 1000) / 1000,
     ...(approval ? { approval } : {}),
   };
   audit({ ...record, ...(shadow ? { shadow } : {}), ...(drift ? { drift: drift.diff } : {}) });

@@ -12,8 +12,9 @@ import type { GateContext } from '../contracts/gate.js';
 import { describe } from '../names.js';
 import type { PolicySet } from '../policy-file/policy-set.js';
 import { ToolRegistry } from '../registry.js';
-import { MemoryCounterStore } from '../stores/memory.js';
-import type { CounterStore } from '../stores/types.js';
+import { MemoryCounterStore, MemoryLedger } from '../stores/memory.js';
+import type { CounterStore, Ledger, NonceStore } from '../stores/types.js';
+import { secretOf } from '../crypto.js';
 import { checkApprovals, type GatewayApprovals } from './approvals.js';
 import { safeSink, type GatewayAuditSink } from './audit.js';
 import { checkContext } from './context.js';
@@ -31,6 +32,7 @@ import {
 } from './reload.js';
 import { Router } from './router.js';
 import { modernHandler } from './modern.js';
+import type { MrtrStores } from './mrtr.js';
 import { openSession, type GatewayCore, type GatewayRequestContext } from './session.js';
 import { Upstream, type GatewayUpstreamOptions, type UpstreamEvents } from './upstream.js';
 
@@ -72,12 +74,32 @@ export interface GatewayOptions {
    */
   readonly inbox?: GatewayInbox;
   /**
+   * What a 2026-07-28 client's approval (`input_required` and its retry, mrtr.ts) is signed under and
+   * claimed in: the owner's secret (the same on every replica, so any replica verifies another's state)
+   * and the nonces and ledger every replica shares (a retry runs once across them). @default with
+   * `approvals`: its secret and nonces and an in-process ledger; without: none, and an ask of a 2026-07-28
+   * client is refused (never signed by a key of this process alone)
+   */
+  readonly requestState?: GatewayRequestState;
+  /**
    * Every reload is diffed against the policy in force (`diffPolicies`). One that widens access is held for
    * a person's approval in `inbox` (`widen: 'hold'`), or takes effect with the diff in its audit record
    * (`widen: 'allow'`, the CLI's `--reload widen=allow`, and always without an inbox). A reload that does
    * not widen takes effect at once. @default { widen: 'hold' }
    */
   readonly reloadGuard?: GatewayReloadGuard;
+}
+
+/** See {@link GatewayOptions.requestState}. */
+export interface GatewayRequestState {
+  /** The HMAC key of the states (at least 16 bytes; `approvals.secret` when both are given). */
+  readonly secret: string | Uint8Array;
+  /** Single-use nonces, shared by every replica. */
+  readonly nonces: NonceStore;
+  /** The execution ledger, shared by every replica: a claimed retry runs once, and its outcome is kept. */
+  readonly ledger: Ledger;
+  /** How long a person has to answer. @default 900_000 (15 minutes) */
+  readonly ttlMs?: number;
 }
 
 /** A running gateway. */
@@ -138,12 +160,17 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     toolTimeoutMs: callTimeout + 1000,
     handlerTimeoutMs: options.approvalTimeoutMs ?? 120_000,
   });
+  const requestState = requestStateOf(options);
   const people = {
     approvals: options.approvals,
     // The key the gateway's routes bind approval requests under (a route's owner sets it): the shared
-    // stores' secret with `approvals`; otherwise requests are answered within this gateway's own request
-    // (elicitation, the inbox's waiter) and a key of this gateway instance binds them.
-    secret: options.approvals !== undefined ? checkApprovals(options.approvals).secret : randomBytes(32),
+    // stores' secret with `approvals`, else the requestState's; with neither, requests are answered within
+    // this gateway's own request (elicitation, the inbox's waiter) and a key of this instance binds them.
+    secret:
+      options.approvals !== undefined
+        ? checkApprovals(options.approvals).secret
+        : (requestState?.secret ?? randomBytes(32)),
+    requestState,
     inbox: options.inbox,
     approvalTimeoutMs: options.approvalTimeoutMs ?? 120_000,
   };
@@ -254,6 +281,35 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   };
 }
 
+/** The requestState's secret and stores, checked (a TypeError naming the option), or undefined. */
+function requestStateOf(options: GatewayOptions): MrtrStores | undefined {
+  const given = options.requestState;
+  if (given === undefined) {
+    if (options.approvals === undefined) return undefined;
+    const { secret, ttlMs } = checkApprovals(options.approvals);
+    return { secret, nonces: options.approvals.nonces, ledger: new MemoryLedger(), ttlMs };
+  }
+  if (typeof given !== 'object' || given === null)
+    throw new TypeError(`option "requestState" must be an object, got ${describe(given)}`);
+  const secret = secretOf(given.secret, 'option "requestState.secret"');
+  if (typeof (given.nonces as { consume?: unknown } | undefined)?.consume !== 'function')
+    throw new TypeError(`option "requestState.nonces" must be a NonceStore, got ${describe(given.nonces)}`);
+  for (const method of ['reserve', 'record', 'release'] as const)
+    if (typeof (given.ledger as unknown as Record<string, unknown> | undefined)?.[method] !== 'function')
+      throw new TypeError(
+        `option "requestState.ledger" must be a Ledger (with ${method}()), got ${describe(given.ledger)}`,
+      );
+  const ttlMs = given.ttlMs ?? 900_000;
+  if (!Number.isInteger(ttlMs) || ttlMs <= 0)
+    throw new TypeError(`option "requestState.ttlMs" must be a positive integer, got ${describe(ttlMs)}`);
+  if (options.approvals !== undefined) {
+    const other = checkApprovals(options.approvals).secret;
+    if (Buffer.compare(Buffer.from(other), Buffer.from(secret)) !== 0)
+      throw new TypeError('options "approvals.secret" and "requestState.secret" must be the same key');
+  }
+  return { secret, nonces: given.nonces, ledger: given.ledger, ttlMs };
+}
+
 /** Refuses options that cannot make a gateway, with a TypeError naming the option and what it got. */
 function checkOptions(options: GatewayOptions): void {
   if (typeof options !== 'object' || options === null)
@@ -279,6 +335,7 @@ function checkOptions(options: GatewayOptions): void {
   if (options.counters !== undefined && typeof (options.counters as { consume?: unknown })?.consume !== 'function')
     throw new TypeError(`option "counters" must be a CounterStore (with consume()), got ${describe(options.counters)}`);
   if (options.approvals !== undefined) checkApprovals(options.approvals);
+  requestStateOf(options);
   if (options.inbox !== undefined) {
     checkInbox(options.inbox);
     if (options.approvals !== undefined)

@@ -8,23 +8,19 @@
  */
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer as createTlsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { isLegacyRequest, type McpHttpHandler } from '@modelcontextprotocol/server';
-import {
-  isLoopbackAddress,
-  isLoopbackHost,
-  isLoopbackOrigin,
-  reply,
-  sessionSubject,
-  type BearerAuthenticator,
-} from './auth.js';
+import { isLoopbackAddress, reply, sessionSubject, type BearerAuthenticator } from './auth.js';
 import { narrowContext } from './context.js';
 import type { GateContext } from '../contracts/gate.js';
 import { describe } from '../names.js';
 import { answerApproval, type ApprovalsEndpoint } from './answers.js';
 import type { Gateway, GatewayRequestContext } from './gateway.js';
+import type { GatewayAuditSink } from './audit.js';
+import { hostCheck } from './hosts.js';
 
 /** Options of {@link serveGatewayHttp}. */
 export interface GatewayHttpOptions {
@@ -32,8 +28,33 @@ export interface GatewayHttpOptions {
   readonly port: number;
   /** The interface to listen on; anything but loopback needs `allowNonLoopback`. @default '127.0.0.1' */
   readonly host?: string;
-  /** Lets `host` be a non-loopback address (behind a TLS-terminating proxy). @default false */
+  /**
+   * Lets `host` be a non-loopback address (`0.0.0.0` in a container, behind a proxy, or with `tls`); with
+   * `authenticate: null` too, that serves anyone who can reach the address. @default false
+   */
   readonly allowNonLoopback?: boolean;
+  /**
+   * The hosts a request's `Host` (and `Origin`) may name, besides the public URL's (`resource`, else the
+   * listening URL unless it is a wildcard address) and, on loopback, the loopback names: `name` (any port)
+   * or `name:port`. Any other host is refused (403, DNS rebinding). @default none
+   */
+  readonly allowedHosts?: readonly string[];
+  /** Proxies (by peer address) whose `X-Forwarded-Host` / `X-Forwarded-For` are believed. @default none */
+  readonly trustedProxies?: readonly string[];
+  /** Serve HTTPS with this certificate and key (PEM). @default plain HTTP */
+  readonly tls?: { readonly cert: string | Buffer; readonly key: string | Buffer };
+  /** Where refusals before any decision (host, tenant, admin scope) are recorded (`access` records). @default none */
+  readonly audit?: GatewayAuditSink;
+  /**
+   * Serve `/mcp/<agent>` as well as `/mcp`: the route's agent is given to `context`. @default false
+   */
+  readonly routeAgents?: boolean;
+  /** Unauthenticated probes: `GET /healthz` (always 200 while the process answers) and `GET /readyz` (this). */
+  readonly readiness?: () => Promise<{ readonly ready: boolean; readonly checks: Readonly<Record<string, string>> }>;
+  /** `GET /metrics`: the body and its content type (Prometheus text). @default not served */
+  readonly metrics?: () => Promise<{ readonly contentType: string; readonly body: string }>;
+  /** The admin API under `/admin/` (see admin.ts). @default not served */
+  readonly admin?: AdminEndpoint;
   /** The MCP endpoint path. @default '/mcp' */
   readonly path?: string;
   /**
@@ -57,8 +78,12 @@ export interface GatewayHttpOptions {
   readonly audience?: boolean | string;
   /** Serve every request on a fresh server with no session (any replica serves any request). @default false */
   readonly stateless?: boolean;
-  /** A request's context from its token; it narrows the gateway's own context. @default caller { id, scopes } */
-  readonly context?: (auth: AuthInfo) => GateContext;
+  /**
+   * A request's context from its token (and, with `routeAgents`, the agent its route names); it narrows the
+   * gateway's own context. A throw refuses the request (403 naming why, an `access` audit record): an
+   * unknown tenant, say. @default caller { id, scopes }
+   */
+  readonly context?: (auth: AuthInfo, route: { readonly agent?: string }) => GateContext;
   /**
    * Serve `GET /approvals` (pending requests) and `POST /approvals/<id>` (`{ "effect": "allow" | "deny",
    * "reason"? }`) over the approval store, for tokens carrying `approverScope`: the gateway's own requests
@@ -76,6 +101,24 @@ export interface GatewayHttpServer {
   readonly resourceMetadataUrl: URL;
   /** Closes the sessions and stops listening (the gateway itself stays open). */
   close(): Promise<void>;
+  /**
+   * Stops taking new MCP requests (503, `/readyz` unready) and resolves once the requests already running
+   * have finished.
+   */
+  drain(): Promise<void>;
+}
+
+/** @internal What the admin API gets: the request, who is asking (authenticated), and the listener's controls. */
+export interface AdminEndpoint {
+  /** The scope a token needs; a token without it is refused (403) and the refusal audited. */
+  readonly scope: string;
+  handle(
+    req: IncomingMessage,
+    res: ServerResponse,
+    pathname: string,
+    who: string,
+    control: { drain(): Promise<void>; readonly inflight: number; readonly draining: boolean },
+  ): Promise<void>;
 }
 
 const WELL_KNOWN = '/.well-known/oauth-protected-resource';
@@ -112,9 +155,14 @@ export async function serveGatewayHttp(
   const host = options.host ?? '127.0.0.1';
   if (options.authenticate !== null && typeof options.authenticate !== 'function')
     throw new TypeError(`option "authenticate" must be a function or null, got ${describe(options.authenticate)}`);
-  if (options.authenticate === null && !isLoopbackAddress(host))
+  if (options.authenticate === null && !isLoopbackAddress(host) && options.allowNonLoopback !== true)
     throw new TypeError('option "authenticate" may be null (no authentication) on a loopback address only');
   const authenticate = options.authenticate;
+  if (options.tls !== undefined && (typeof options.tls !== 'object' || !options.tls?.cert || !options.tls?.key))
+    throw new TypeError(`option "tls" must be { cert, key } (PEM), got ${describe(options.tls)}`);
+  if (options.admin !== undefined && authenticate === null)
+    throw new TypeError('the admin API needs authentication (an admin scope on a verified token)');
+  const audit = options.audit ?? (() => undefined);
   if (!isLoopbackAddress(host) && options.allowNonLoopback !== true)
     throw new TypeError(
       `option "host" must be a loopback address (127.0.0.1, ::1, localhost) unless allowNonLoopback is set, got ${describe(host)}`,
@@ -123,10 +171,42 @@ export async function serveGatewayHttp(
   if (typeof audienceOption !== 'boolean' && (typeof audienceOption !== 'string' || audienceOption === ''))
     throw new TypeError(`option "audience" must be a boolean or a non-empty string, got ${describe(audienceOption)}`);
   const path = options.path ?? '/mcp';
-  const loopbackOnly = isLoopbackAddress(host);
+  const routeAgents = options.routeAgents === true;
+  let hosts: ReturnType<typeof hostCheck> | undefined; // known once listening
+  let draining = false;
+  let inflight = 0;
+  const idle = new Set<() => void>();
+  const finished = (): void => {
+    inflight--;
+    if (inflight === 0) for (const wake of idle) wake();
+  };
+  const drain = async (): Promise<void> => {
+    draining = true;
+    if (inflight === 0) return;
+    await new Promise<void>((resolve) => {
+      const wake = (): void => {
+        idle.delete(wake);
+        resolve();
+      };
+      idle.add(wake);
+    });
+  };
+  const refusedAccess = (req: IncomingMessage, pathname: string, reason: string, caller: string | null): void =>
+    audit({
+      type: 'access',
+      time: new Date().toISOString(),
+      event: 'refused',
+      caller,
+      path: pathname,
+      client: hosts?.clientAddress(req) ?? null,
+      reason,
+    });
   const contextOf =
-    options.context ?? ((auth: AuthInfo): GateContext => ({ caller: { id: auth.clientId, scopes: auth.scopes } }));
-  const sessions = new Map<string, { transport: StreamableHTTPServerTransport; subject: string }>();
+    options.context ??
+    ((auth: AuthInfo, _route: { readonly agent?: string }): GateContext => ({
+      caller: { id: auth.clientId, scopes: auth.scopes },
+    }));
+  const sessions = new Map<string, { transport: StreamableHTTPServerTransport; subject: string; route: string }>();
 
   // Known once listening.
   let resource = '';
@@ -161,44 +241,91 @@ export async function serveGatewayHttp(
     );
   // The token's context narrows the gateway's own (never replaces it), read per request: a reload that
   // narrows the gateway's agent or tenant applies to the sessions already open.
-  const server = (auth: AuthInfo | undefined) =>
+  const server = (auth: AuthInfo | undefined, route: { readonly agent?: string }) =>
     gateway.createServer(
       auth === undefined
         ? {}
         : {
             context: (request) => {
               const own = gateway.context;
-              return narrowContext(typeof own === 'function' ? own(request) : own, contextOf(request.authInfo ?? auth));
+              return narrowContext(
+                typeof own === 'function' ? own(request) : own,
+                contextOf(request.authInfo ?? auth, route),
+              );
             },
           },
     );
 
   // One listener, both eras: a 2026-07-28 request (its `_meta` claims a modern version) is served
   // statelessly by the modern handler; everything else as before (sessions, or --stateless).
-  const modern =
-    gateway.modernHandler?.(
-      authenticate === null
-        ? {}
-        : {
-            context: (request) => {
-              const own = gateway.context;
-              const mine = typeof own === 'function' ? own(request) : own;
-              return request.authInfo === undefined ? mine : narrowContext(mine, contextOf(request.authInfo));
-            },
-          },
-    ) ?? null;
+  // One modern handler per route (the agent the path names, or none).
+  const moderns = new Map<string, McpHttpHandler | null>();
+  const modernOf = (route: { readonly agent?: string }): McpHttpHandler | null => {
+    const key = route.agent ?? '';
+    if (!moderns.has(key))
+      moderns.set(
+        key,
+        gateway.modernHandler?.(
+          authenticate === null
+            ? {}
+            : {
+                context: (request) => {
+                  const own = gateway.context;
+                  const mine = typeof own === 'function' ? own(request) : own;
+                  return request.authInfo === undefined
+                    ? mine
+                    : narrowContext(mine, contextOf(request.authInfo, route));
+                },
+              },
+        ) ?? null,
+      );
+    return moderns.get(key)!;
+  };
 
   const handle = async (req: IncomingMessage & { auth?: AuthInfo }, res: ServerResponse): Promise<void> => {
     const pathname = new URL(req.url ?? '/', 'http://localhost').pathname;
-    // DNS rebinding: on loopback, the Host (and any Origin) must name a loopback host.
-    if (
-      loopbackOnly &&
-      !(isLoopbackHost(req.headers.host) && (req.headers.origin === undefined || isLoopbackOrigin(req.headers.origin)))
-    )
-      return reply(res, 403, {
-        error: 'forbidden',
-        error_description: 'the Host or Origin header does not name a loopback host',
+    // The probes: unauthenticated, under any Host (an orchestrator probes by address), carrying nothing
+    // but states.
+    const probe = pathname === '/healthz' || pathname === '/readyz';
+    // DNS rebinding: the Host (and any Origin) must name an allowed host.
+    const badHost = probe ? null : hosts!.refuse(req);
+    if (badHost !== null) {
+      refusedAccess(req, pathname, badHost, null);
+      return reply(res, 403, { error: 'forbidden', error_description: badHost });
+    }
+    if (probe) {
+      if (req.method !== 'GET' && req.method !== 'HEAD') return reply(res, 405, { error: 'method_not_allowed' });
+      res.setHeader('cache-control', 'no-store');
+      if (pathname === '/healthz') return reply(res, 200, { status: 'ok' });
+      const checks: Record<string, string> = {};
+      let ready = true;
+      try {
+        const seen = options.readiness ? await options.readiness() : { ready: true, checks: {} };
+        Object.assign(checks, seen.checks);
+        ready = seen.ready;
+      } catch (error) {
+        ready = false;
+        checks['readiness'] = `could not be checked: ${error instanceof Error ? error.message : String(error)}`;
+      }
+      if (draining) {
+        ready = false;
+        checks['gateway'] = 'draining: new calls are refused';
+      }
+      const notReady = Object.entries(checks)
+        .filter(([, state]) => state !== 'ok')
+        .map(([name, state]) => `${name}: ${state}`);
+      return reply(res, ready ? 200 : 503, {
+        status: ready ? 'ready' : 'not ready',
+        checks,
+        ...(ready ? {} : { notReady }),
       });
+    }
+    if (pathname === '/metrics' && options.metrics) {
+      if (req.method !== 'GET') return reply(res, 405, { error: 'method_not_allowed' });
+      const { contentType, body } = await options.metrics();
+      res.writeHead(200, { 'content-type': contentType, 'cache-control': 'no-store' }).end(body);
+      return;
+    }
     if (authenticate !== null && (pathname === WELL_KNOWN || pathname === `${WELL_KNOWN}${path}`)) {
       if (req.method !== 'GET') return reply(res, 405, { error: 'method_not_allowed' });
       res.setHeader('cache-control', 'max-age=300');
@@ -210,9 +337,17 @@ export async function serveGatewayHttp(
         resource_name: 'toolgate MCP gateway',
       });
     }
+    const administering = options.admin !== undefined && (pathname === '/admin' || pathname.startsWith('/admin/'));
+    let route: { agent?: string } = {};
+    if (routeAgents && pathname.startsWith(`${path}/`)) {
+      const agent = decodeURIComponent(pathname.slice(path.length + 1));
+      if (agent === '' || agent.includes('/')) return reply(res, 404, { error: 'not_found' });
+      route = { agent };
+    }
+    const mcpPath = pathname === path || route.agent !== undefined;
     const answering =
       options.approvals !== undefined && (pathname === '/approvals' || pathname.startsWith('/approvals/'));
-    if (pathname !== path && !answering) return reply(res, 404, { error: 'not_found' });
+    if (!mcpPath && !answering && !administering) return reply(res, 404, { error: 'not_found' });
     let auth: AuthInfo | undefined;
     let subject = 'anonymous';
     if (authenticate !== null) {
@@ -235,10 +370,52 @@ export async function serveGatewayHttp(
         return unauthorized(res, 'invalid_token', 'the bearer token was not issued for this resource (audience)');
       req.auth = auth;
     }
+    if (administering) {
+      const admin = options.admin!;
+      if (!auth || !auth.scopes.includes(admin.scope)) {
+        const reason = `the admin API needs the scope ${JSON.stringify(admin.scope)}, which the token does not carry`;
+        refusedAccess(req, pathname, reason, auth?.clientId ?? null);
+        return reply(res, 403, { error: 'insufficient_scope', error_description: reason });
+      }
+      return admin.handle(req, res, pathname, auth.clientId, {
+        drain,
+        get inflight() {
+          return inflight;
+        },
+        get draining() {
+          return draining;
+        },
+      });
+    }
     if (answering) {
       if (!auth)
         return reply(res, 403, { error: 'forbidden', error_description: 'answering approvals needs authentication' });
       return answerApproval(req, res, pathname, auth, options.approvals!);
+    }
+    if (draining) {
+      res.setHeader('retry-after', '5');
+      return reply(res, 503, {
+        jsonrpc: '2.0',
+        error: {
+          code: -32000,
+          message: 'toolgate gateway: draining, no new calls are taken; retry on another replica',
+        },
+        id: null,
+      });
+    }
+    // Who the token is for (tenant, agent): refused here, before anything is decided, when it names none.
+    if (auth !== undefined && options.context !== undefined) {
+      try {
+        options.context(auth, route);
+      } catch (error) {
+        const reason = error instanceof Error ? error.message : String(error);
+        refusedAccess(req, pathname, reason, auth.clientId);
+        return reply(res, 403, { error: 'forbidden', error_description: reason });
+      }
+    }
+    if (req.method === 'POST') {
+      inflight++;
+      res.once('close', finished);
     }
 
     let parsedBody: unknown;
@@ -247,6 +424,7 @@ export async function serveGatewayHttp(
       if (!read.ok) return reply(res, read.status, { jsonrpc: '2.0', error: read.error, id: null });
       parsedBody = read.body;
       if (!(await isLegacyRequest(webRequest(req), parsedBody))) {
+        const modern = modernOf(route);
         if (!modern)
           return reply(res, 400, {
             jsonrpc: '2.0',
@@ -265,7 +443,7 @@ export async function serveGatewayHttp(
           id: null,
         });
       const transport = new StreamableHTTPServerTransport({});
-      const mcp = server(auth);
+      const mcp = server(auth, route);
       res.on('close', () => {
         void transport.close().catch(() => undefined);
         void mcp.close().catch(() => undefined);
@@ -279,10 +457,10 @@ export async function serveGatewayHttp(
       const session = sessions.get(sessionId);
       if (!session)
         return reply(res, 404, { jsonrpc: '2.0', error: { code: -32001, message: 'session not found' }, id: null });
-      if (session.subject !== subject)
+      if (session.subject !== subject || session.route !== pathname)
         return reply(res, 403, {
           jsonrpc: '2.0',
-          error: { code: -32001, message: 'the session belongs to another subject' },
+          error: { code: -32001, message: 'the session belongs to another subject or route' },
           id: null,
         });
       return session.transport.handleRequest(req, res, parsedBody);
@@ -296,19 +474,19 @@ export async function serveGatewayHttp(
     const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
       onsessioninitialized: (id) => {
-        sessions.set(id, { transport, subject });
+        sessions.set(id, { transport, subject, route: pathname });
       },
     });
     transport.onclose = () => {
       if (transport.sessionId) sessions.delete(transport.sessionId);
     };
-    const mcp = server(auth);
+    const mcp = server(auth, route);
     await mcp.connect(transport);
     await transport.handleRequest(req, res, parsedBody);
     if (!transport.sessionId) await mcp.close(); // not an initialize request: nothing to keep
   };
 
-  const http = createServer((req, res) => {
+  const listener = (req: IncomingMessage, res: ServerResponse): void => {
     handle(req, res).catch((error: unknown) => {
       if (!res.headersSent)
         reply(res, 500, {
@@ -317,7 +495,10 @@ export async function serveGatewayHttp(
         });
       else res.end();
     });
-  });
+  };
+  const http = options.tls
+    ? createTlsServer({ cert: options.tls.cert, key: options.tls.key }, listener)
+    : createServer(listener);
   await new Promise<void>((resolve, reject) => {
     http.once('error', reject);
     http.listen(options.port, host, () => {
@@ -326,13 +507,25 @@ export async function serveGatewayHttp(
     });
   });
   const address = http.address() as AddressInfo;
-  const origin = `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`;
+  const origin = `${options.tls ? 'https' : 'http'}://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`;
   const url = new URL(`${origin}${path}`);
   resource = options.resource ?? url.href;
+  try {
+    hosts = hostCheck({
+      bound: host,
+      publicUrl: resource,
+      allowed: options.allowedHosts ?? [],
+      trustedProxies: options.trustedProxies ?? [],
+    });
+  } catch (error) {
+    await new Promise<void>((resolve) => http.close(() => resolve()));
+    throw error;
+  }
   metadataUrl = new URL(`${WELL_KNOWN}${new URL(resource).pathname.replace(/\/$/, '')}`, resource).href;
   return {
     url,
     resourceMetadataUrl: new URL(metadataUrl),
+    drain,
     async close() {
       await Promise.allSettled([...sessions.values()].map((s) => s.transport.close()));
       sessions.clear();

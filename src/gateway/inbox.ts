@@ -7,6 +7,7 @@
  */
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { Answer, ApprovalRequest, ApprovalSettings, AskOutcome, Route } from '../gate/index.js';
+import type { PendingRecord } from '../stores/types.js';
 import { describe, displaySafe } from '../names.js';
 import type { ApprovalNote } from './approvals.js';
 
@@ -16,6 +17,14 @@ export interface GatewayInbox {
   readonly ask: (request: ApprovalRequest) => Promise<Answer>;
   /** Where a person answers this request (told to the client). @default not told */
   readonly link?: (request: ApprovalRequest) => string;
+  /**
+   * Puts the request in the inbox without waiting: a 2026-07-28 client is sent its page (URL-mode
+   * elicitation) and comes back; the retry reads the answer with {@link GatewayInbox.get}. Both given, or
+   * a 2026-07-28 client's ask is refused. @default none
+   */
+  readonly submit?: (request: ApprovalRequest) => Promise<void>;
+  /** The stored record of a request (the inbox's store), for a 2026-07-28 retry. @default none */
+  readonly get?: (id: string) => Promise<PendingRecord | undefined>;
 }
 
 /** What the route needs of the one MCP request it serves. */
@@ -35,21 +44,43 @@ export interface InboxCall {
  * const gateway = await createGateway({ policy, upstreams, inbox: gatewayInbox(inbox, 'https://ops.example/approvals') });
  */
 export function gatewayInbox(
-  inbox: { ask(source: 'gateway'): (request: ApprovalRequest) => Promise<Answer> },
+  inbox: {
+    ask(source: 'gateway'): (request: ApprovalRequest) => Promise<Answer>;
+    submit?(
+      approval: ApprovalRequest & { source: 'gateway'; expiresAt: number },
+      onAnswer: () => void,
+    ): Promise<unknown>;
+    readonly store?: { get(id: string): Promise<PendingRecord | undefined> };
+  },
   url?: string,
 ): GatewayInbox {
   if (typeof inbox?.ask !== 'function')
     throw new TypeError(`gatewayInbox expects an inbox with ask(), got ${describe(inbox)}`);
   const ask = inbox.ask('gateway');
   const base = url?.replace(/\/+$/, '');
-  return { ask, ...(base ? { link: (request) => `${base}/#a-${encodeURIComponent(request.id)}` } : {}) };
+  const store = inbox.store;
+  const submit = inbox.submit?.bind(inbox);
+  return {
+    ask,
+    ...(base ? { link: (request) => `${base}/#a-${encodeURIComponent(request.id)}` } : {}),
+    // A 2026-07-28 round's: nothing waits in this process (the retry reads the store).
+    ...(submit && store
+      ? {
+          submit: async (request) => {
+            await submit({ ...request, source: 'gateway', expiresAt: request.binding.expiresAt }, () => undefined);
+          },
+          get: (id) => store.get(id),
+        }
+      : {}),
+  };
 }
 
 export function checkInbox(inbox: GatewayInbox): void {
   if (typeof inbox !== 'object' || inbox === null || typeof inbox.ask !== 'function')
     throw new TypeError(`option "inbox" must be an object with ask(request), got ${describe(inbox)}`);
-  if (inbox.link !== undefined && typeof inbox.link !== 'function')
-    throw new TypeError(`option "inbox.link" must be a function, got ${describe(inbox.link)}`);
+  for (const key of ['link', 'submit', 'get'] as const)
+    if (inbox[key] !== undefined && typeof inbox[key] !== 'function')
+      throw new TypeError(`option "inbox.${key}" must be a function, got ${describe(inbox[key])}`);
 }
 
 /** The gateway's route for one call when its person is the inbox. `note` hears what happened (audit). */

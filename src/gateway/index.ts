@@ -12,6 +12,7 @@ export type {
   GatewayReloadOptions,
   GatewayReloadResult,
   GatewayRequestContext,
+  GatewayRequestState,
 } from './gateway.js';
 export type { GatewayUpstreamOptions, Upstream, UpstreamState } from './upstream.js';
 export { serveGatewayHttp } from './http.js';

@@ -8,6 +8,8 @@
  * `cacheScope: "private"` with a short `ttlMs`; `server/discover` advertises what the upstreams offer and
  * this caller may use.
  */
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
 import {
   createMcpHandler,
   inputRequired,
@@ -24,19 +26,19 @@ import {
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { GateContext } from '../contracts/gate.js';
 import { MODERN_VERSION } from '../mcp/index.js';
-import { MemoryNonceStore } from '../stores/memory.js';
-import type { NonceStore } from '../stores/types.js';
 import { sessionSubject } from './auth.js';
-import { attachRound, mrtrRound, type MrtrRound } from './mrtr.js';
+import type { GatewayInbox } from './inbox.js';
+import { attachRound, mrtrRound, type MrtrInbox, type MrtrRound } from './mrtr.js';
 import { requestHandlers, type GatewayCore, type GatewayRequestContext, type SessionRequest } from './session.js';
 
-/** Without shared stores, a gateway's own nonces (one process: a retry on another replica is refused). */
-const ownNonces = new WeakMap<GatewayCore, NonceStore>();
-function noncesOf(core: GatewayCore): Pick<NonceStore, 'consume'> {
-  if (core.people.approvals) return core.people.approvals.nonces;
-  let nonces = ownNonces.get(core);
-  if (!nonces) ownNonces.set(core, (nonces = new MemoryNonceStore()));
-  return nonces;
+/** This process's name in the ledger, as the claimer of a 2026-07-28 retry's call. */
+const REPLICA = `${hostname()}:${process.pid}:${randomUUID()}`;
+
+/** The gateway's inbox as a round asks it (without waiting), or null when it cannot be. */
+function inboxFor(inbox: GatewayInbox): MrtrInbox | null {
+  const { submit, get, link } = inbox;
+  if (!submit || !get) return null;
+  return { submit, get, link: (request) => link?.(request) };
 }
 
 /** How long a 2026-07-28 client may keep a list or a read: short, and never shared with another caller. */
@@ -90,15 +92,18 @@ export function modernServer(
   const thePeer = peer(() => current);
   const handlers = requestHandlers(core, contextOption, thePeer);
   // The round of an ask (input_required, then the retry): bound to the call, the caller, the policy in force.
+  const inbox = core.people.inbox;
   const roundFor = (ctx: ServerContext): MrtrRound => {
     const context = handlers.contextOf(of(ctx));
     const envelope = ctx.mcpReq.envelope as Record<string, unknown> | undefined;
     const declared = envelope?.['io.modelcontextprotocol/clientCapabilities'] as ClientCapabilities | undefined;
     const elicitation = declared?.elicitation as { form?: unknown; url?: unknown } | undefined;
     const round = mrtrRound({
-      secret: core.people.secret,
-      nonces: noncesOf(core),
+      stores: core.people.requestState,
+      replica: REPLICA,
       form: !!elicitation && !(elicitation.form === undefined && elicitation.url !== undefined),
+      url: elicitation?.url !== undefined,
+      ...(inbox ? { inbox: inboxFor(inbox) } : {}),
       requestState: ctx.mcpReq.requestState(),
       inputResponses: ctx.mcpReq.inputResponses,
       who: {
@@ -111,13 +116,30 @@ export function modernServer(
     attachRound(thePeer, round);
     return round;
   };
-  /** A handler's answer after its round: input_required when the ask asked, the refusal's reason when refused. */
-  const answered = <T>(round: MrtrRound, result: T): T => {
-    const pending = round.inputRequired;
-    if (pending) return inputRequired(pending as never) as T;
-    if (round.refused && (result as { isError?: unknown }).isError === true)
-      return { isError: true, content: [{ type: 'text', text: round.refused }] } as T;
-    return result;
+  /**
+   * Runs a handler under its round and answers: input_required when the ask asked; a protocol error naming
+   * why when the retry's state or answers were refused (nothing ran); else the result (or the handler's
+   * error), recorded in the ledger when the round claimed the call.
+   */
+  const rounded = async <T>(ctx: ServerContext, run: () => Promise<T>, finish = (r: T): T => r): Promise<T> => {
+    const round = roundFor(ctx);
+    let result: T;
+    try {
+      result = await run();
+    } catch (error) {
+      if (round.inputRequired) return inputRequired(round.inputRequired as never) as T;
+      if (round.refused) throw new ProtocolError(ProtocolErrorCode.InvalidParams, round.refused);
+      await round.settle({ content: error instanceof Error ? error.message : String(error), isError: true });
+      throw error;
+    }
+    if (round.inputRequired) return inputRequired(round.inputRequired as never) as T;
+    if (round.refused) throw new ProtocolError(ProtocolErrorCode.InvalidParams, round.refused);
+    const r = result as { isError?: unknown; content?: unknown; contents?: unknown; messages?: unknown };
+    await round.settle({
+      content: JSON.stringify(r.content ?? r.contents ?? r.messages ?? null).slice(0, 65_536),
+      isError: r.isError === true,
+    });
+    return finish(result);
   };
   const of = (ctx: ServerContext): SessionRequest => {
     current = ctx;
@@ -134,8 +156,7 @@ export function modernServer(
   if (capabilities.tools) {
     server.setRequestHandler('tools/list', async (_r, ctx) => (await handlers.listTools(of(ctx))) as never);
     server.setRequestHandler('tools/call', async (r, ctx) => {
-      const round = roundFor(ctx);
-      return answered(round, await handlers.callTool(r.params as never, of(ctx))) as never;
+      return (await rounded(ctx, () => handlers.callTool(r.params as never, of(ctx)))) as never;
     });
   }
   if (capabilities.resources) {
@@ -148,8 +169,8 @@ export function modernServer(
       async (r, ctx) => (await handlers.listResourceTemplates(r.params?.cursor, of(ctx))) as never,
     );
     server.setRequestHandler('resources/read', async (r, ctx) => {
-      const read = await handlers.readResource(r.params as never, of(ctx));
-      return privately(read as Record<string, unknown>) as never;
+      const read = () => handlers.readResource(r.params as never, of(ctx)) as Promise<Record<string, unknown>>;
+      return (await rounded(ctx, read, privately)) as never;
     });
   }
   if (capabilities.prompts) {
@@ -157,10 +178,9 @@ export function modernServer(
       'prompts/list',
       async (r, ctx) => (await handlers.listPrompts(r.params?.cursor, of(ctx))) as never,
     );
-    server.setRequestHandler(
-      'prompts/get',
-      async (r, ctx) => (await handlers.getPrompt(r.params as never, of(ctx))) as never,
-    );
+    server.setRequestHandler('prompts/get', async (r, ctx) => {
+      return (await rounded(ctx, () => handlers.getPrompt(r.params as never, of(ctx)))) as never;
+    });
   }
   if (capabilities.completions)
     server.setRequestHandler(

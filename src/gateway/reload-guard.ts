@@ -7,7 +7,7 @@
  * says why. A reload that does not widen takes effect at once.
  */
 import { bindingOf, requestOf, type ApprovalRequest } from '../gate/index.js';
-import { diffPolicies, diffText, type PolicyDiff } from '../policy-file/diff/index.js';
+import { diffPolicies, diffText, type DiffChange, type PolicyDiff } from '../policy-file/diff/index.js';
 import type { PolicySet } from '../policy-file/policy-set.js';
 
 /** How the gateway treats a reload that widens access. */
@@ -55,14 +55,9 @@ export function reloadRequest(
   verdict: ReloadVerdict,
   ttlMs?: number,
 ): ApprovalRequest {
-  const changes = verdict.diff.changes.map((c) => ({
-    change: c.kind,
-    direction: c.direction,
-    tool: c.tool,
-    example: c.example,
-    old: `${c.old.effect}${c.old.rule ? ` (rule ${c.old.rule})` : ''}`,
-    new: `${c.new.effect}${c.new.rule ? ` (rule ${c.new.rule})` : ''}`,
-  }));
+  // One line per change, as the card shows it: what changed, the example call, and each side's verdict.
+  const changes = verdict.diff.changes.map(changeLine);
+  const uncertain = verdict.diff.uncertain.map((u) => `may change: ${u.tool}: ${u.where} (${u.reason})`);
   const binding = bindingOf({
     kind: 'reload',
     owner: { kind: 'session', id: 'gateway' },
@@ -82,11 +77,38 @@ export function reloadRequest(
       to: next.file ?? next.version,
       widens: verdict.why,
       changes,
-      settings: verdict.diff.settings.map((s) => s.text),
+      ...(uncertain.length > 0 ? { 'may change': uncertain } : {}),
+      ...(verdict.diff.settings.length > 0 ? { settings: verdict.diff.settings.map((s) => s.text) } : {}),
     },
     agent: 'gateway',
     runId: null,
     reason: `this reload widens access (${verdict.why.length} part${verdict.why.length === 1 ? '' : 's'}); it takes effect when approved`,
     trace: diffText(verdict.diff),
   });
+}
+
+const KIND: Record<DiffChange['kind'], string> = {
+  allowed: 'newly allowed',
+  denied: 'newly denied',
+  asked: 'newly asked',
+  'ask-rule': 'asked under another rule',
+  limit: 'limit changed',
+};
+
+function sideText(v: DiffChange['old']): string {
+  return `${v.effect}${v.by === 'fallback' ? ' by the fallback' : v.rule ? ` by rule ${JSON.stringify(v.rule)}` : ` (${v.stage})`}`;
+}
+
+/** A change in one line: `newly allowed: bank:pay {"amount":75} (agent concierge) — was deny by rule "x", now allow by rule "y"`. */
+function changeLine(c: DiffChange): string {
+  const who = [
+    ...(c.example.who.agent !== undefined ? [`agent ${c.example.who.agent}`] : []),
+    ...(c.example.who.tenant !== undefined ? [`tenant ${c.example.who.tenant}`] : []),
+    ...(c.example.who.scopes !== undefined ? [`scopes ${c.example.who.scopes.join(',')}`] : []),
+  ];
+  const call = `${c.example.tool} ${JSON.stringify(c.example.arguments)}${who.length > 0 ? ` (${who.join(', ')})` : ''}`;
+  const sides = c.limit
+    ? `limit ${JSON.stringify(c.limit.name)}: max ${c.limit.old?.max ?? 'not counted'} → ${c.limit.new?.max ?? 'not counted'}`
+    : `was ${sideText(c.old)}, now ${sideText(c.new)}`;
+  return `${KIND[c.kind]}: ${call} — ${sides}`;
 }

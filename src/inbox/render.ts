@@ -281,10 +281,14 @@ export function card(
   const hiddenArgs = hasHiddenCharacters(JSON.stringify(record.parameters) ?? '')
     ? '<p class="warn" role="note">These arguments hold hidden or direction-changing characters, shown as ⟦U+…⟧.</p>'
     : '';
+  // A held policy reload's trace is its diff as text (each change with its example call): shown open, as
+  // written (JSON would put it on one line with escaped quotes and \n); other traces are objects, as JSON.
   const trace =
     record.trace === undefined
       ? ''
-      : `<details class="trace"><summary>Explain trace</summary><pre>${text(prettyJson(record.trace))}</pre></details>`;
+      : record.kind === 'reload' && typeof record.trace === 'string'
+        ? `<details class="trace" open><summary>The policy diff</summary><pre tabindex="0" aria-label="the policy diff">${text(record.trace)}</pre></details>`
+        : `<details class="trace"><summary>Explain trace</summary><pre>${text(prettyJson(record.trace))}</pre></details>`;
   let state: string;
   if (record.status === 'pending') state = `<p class="state pending">Waiting · ${deadlineHtml(record, ctx.now)}</p>`;
   else if (record.status === 'expired')

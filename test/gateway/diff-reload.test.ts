@@ -102,6 +102,14 @@ describe('guarded reload', { timeout: 120_000 }, () => {
     const shown = await card.innerText();
     expect(shown).toContain('policy reload');
     expect(shown).toContain('bank:pay'); // the example call of the region newly allowed
+    // Readable: the diff shown open, as text — the region, its example call and each side's verdict — and
+    // the changes one line each, not JSON objects.
+    const diffShown = await card.getByLabel('the policy diff').innerText();
+    expect(diffShown).toMatch(/\+ newly allowed .*\n\s+where .*\n\s+example\s+bank:pay \{\}/);
+    expect(diffShown).toContain('old      deny by rule "payments"');
+    expect(diffShown).toContain('new      allow by rule "payments"');
+    expect(shown).toContain('newly allowed: bank:pay {} — was deny by rule');
+    expect(shown).not.toContain('"direction"');
     expect(shown).toContain('widens access');
     await card.getByRole('button', { name: /^Approve / }).click();
 

@@ -1,8 +1,10 @@
 /**
  * Approvals in protocol form for 2026-07-28 clients: an ask answers `input_required` (a form elicitation)
- * with a `requestState` that is the approval model's binding of the call; the retry with the person's
- * answer runs the call once; a replayed, edited, moved (another principal, other arguments) or expired
- * state is refused and nothing runs. Over real HTTP, in front of a real 2026-07-28 upstream.
+ * with a `requestState` that is the approval model's binding of the call, signed under the owner's secret;
+ * the retry with the person's answer runs the call once; a replayed, edited, moved (another principal,
+ * tenant, other arguments), expired or malformed state, answers for another request, and a gateway without
+ * the owner's secret are each a protocol error (-32602) naming why, audited, and nothing runs. Over real
+ * HTTP, in front of a real 2026-07-28 upstream. Two processes sharing a store: replicas.test.ts.
  */
 import { mkdtempSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -11,6 +13,7 @@ import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/cli
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { stringify } from 'yaml';
 import { createGateway, gatewayConfigOf, type GatewayAuditRecord } from '../../src/gateway/index.js';
+import { MemoryLedger, MemoryNonceStore } from '../../src/stores/memory.js';
 import { serveGatewayHttp } from '../../src/gateway/http.js';
 import { loadPolicyFile } from '../../src/policy-file/index.js';
 import { MODERN, tsx } from './fixtures/processes.js';
@@ -21,10 +24,28 @@ afterEach(async () => {
   while (cleanups.length) await cleanups.pop()!().catch(() => undefined);
 });
 
-async function start() {
+const SECRET = 'the owner-set approval key of the replicas';
+
+interface Started {
+  readonly url: URL;
+  readonly paid: () => string[];
+  readonly records: GatewayAuditRecord[];
+}
+
+/**
+ * A gateway in front of the 2026-07-28 fixture. `shared` makes it a replica of another (the same secret,
+ * nonces, ledger and upstream ledger file); `requestState: false` gives it no owner-set secret.
+ */
+async function start(
+  options: {
+    tenant?: string;
+    requestState?: false;
+    shared?: { nonces: MemoryNonceStore; ledger: MemoryLedger; file: string };
+  } = {},
+): Promise<Started & { shared: { nonces: MemoryNonceStore; ledger: MemoryLedger; file: string } }> {
   const dir = realpathSync(mkdtempSync(join(tmpdir(), 'toolgate-mrtr-')));
-  const ledger = join(dir, 'ledger');
-  writeFileSync(ledger, '');
+  const ledger = options.shared?.file ?? join(dir, 'ledger');
+  if (!options.shared) writeFileSync(ledger, '');
   const policy = join(dir, 'policy.yaml');
   const { stderr: _stderr, ...modern } = tsx(MODERN, { LEDGER: ledger });
   writeFileSync(
@@ -32,6 +53,7 @@ async function start() {
     stringify({
       version: 1,
       gateway: { upstreams: { modern: { ...modern, connectTimeoutMs: 30_000 } } },
+      ...(options.tenant ? { tenants: { acme: {}, globex: {} } } : {}),
       rules: [
         { name: 'payments', tools: ['modern:pay'], result: 'ask', reason: 'a person approves payments' },
         { name: 'rest', result: 'allow' },
@@ -40,11 +62,16 @@ async function start() {
   );
   const set = await loadPolicyFile(policy);
   const records: GatewayAuditRecord[] = [];
+  const shared = options.shared ?? { nonces: new MemoryNonceStore(), ledger: new MemoryLedger(), file: ledger };
   const gateway = await createGateway({
     policy: set,
     upstreams: gatewayConfigOf(set).upstreams,
     pins: null,
     audit: (r) => records.push(r),
+    ...(options.tenant ? { context: set.context({ tenant: options.tenant }) } : {}),
+    ...(options.requestState === false
+      ? {}
+      : { requestState: { secret: SECRET, nonces: shared.nonces, ledger: shared.ledger } }),
   });
   cleanups.push(() => gateway.close());
   // Two principals: the token is the client id (a test authenticator; the JWT one is tested in test/gateway).
@@ -55,7 +82,7 @@ async function start() {
   });
   cleanups.push(() => http.close());
   const paid = () => readFileSync(ledger, 'utf8').split('\n').filter(Boolean);
-  return { url: http.url, paid, records };
+  return { url: http.url, paid, records, shared };
 }
 
 const envelope = {
@@ -64,13 +91,23 @@ const envelope = {
   'io.modelcontextprotocol/clientInfo': { name: 'raw', version: '1' },
 };
 
+interface Answered {
+  resultType?: string;
+  requestState?: string;
+  inputRequests?: Record<string, { method: string; params: { mode: string; message: string } }>;
+  isError?: boolean;
+  content?: { text: string }[];
+  /** The protocol error, when the answer is one. */
+  error?: { code: number; message: string };
+}
+
 /** One 2026-07-28 `tools/call` as a client sends it (headers agreeing with the body). */
 async function call(
   url: URL,
   token: string,
   args: Record<string, unknown>,
-  retry?: { requestState: string; inputResponses?: Record<string, unknown> },
-) {
+  retry?: { requestState?: unknown; inputResponses?: Record<string, unknown> },
+): Promise<Answered> {
   const response = await fetch(url, {
     method: 'POST',
     headers: {
@@ -90,14 +127,19 @@ async function call(
   });
   const text = await response.text();
   const json = text.startsWith('{') ? JSON.parse(text) : JSON.parse(/data: (.*)/.exec(text)![1]!);
-  return json.result as {
-    resultType: string;
-    requestState?: string;
-    inputRequests?: Record<string, { method: string; params: { mode: string; message: string } }>;
-    isError?: boolean;
-    content?: { text: string }[];
-  };
+  return json.error ? { error: json.error } : json.result;
 }
+
+/** The protocol error's message of a refused retry (-32602), else a failure. */
+function refusal(answer: Answered): string {
+  expect(answer.error, JSON.stringify(answer)).toBeDefined();
+  expect(answer.error!.code).toBe(-32602);
+  return answer.error!.message;
+}
+
+/** The reasons the audit gives for refused approvals. */
+const deniedReasons = (records: GatewayAuditRecord[]) =>
+  records.flatMap((r) => (r.type === 'tool' && r.approval?.state === 'denied' ? [r.approval.reason ?? ''] : []));
 
 const accept = { 'toolgate.approval': { action: 'accept', content: { approve: true } } };
 
@@ -127,8 +169,8 @@ describe('approvals as input_required for 2026-07-28 clients', { timeout: 120_00
     expect(approvals).toEqual(['asked', 'approved']);
   });
 
-  it('refuses a replayed, edited, moved or expired requestState; nothing runs', async () => {
-    const { url, paid } = await start();
+  it('refuses a replayed, edited, moved or expired requestState with a protocol error; nothing runs', async () => {
+    const { url, paid, records } = await start();
     const first = await call(url, 'alice', { to: 'bob', amount: 5 });
     expect(first.resultType).toBe('input_required');
     expect(first.inputRequests?.['toolgate.approval']).toMatchObject({
@@ -137,33 +179,44 @@ describe('approvals as input_required for 2026-07-28 clients', { timeout: 120_00
     });
     const state = first.requestState!;
     // Never a grant by itself: the state without the person's answer does not run the call.
-    expect((await call(url, 'alice', { to: 'bob', amount: 5 }, { requestState: state })).content?.[0]?.text).toMatch(
+    expect(refusal(await call(url, 'alice', { to: 'bob', amount: 5 }, { requestState: state }))).toMatch(
       /carries no answer/,
     );
+    // Answers for another request.
+    expect(
+      refusal(
+        await call(url, 'alice', { to: 'bob', amount: 5 }, { requestState: state, inputResponses: { other: {} } }),
+      ),
+    ).toMatch(/answer another request/);
     // Moved to another principal, or to other arguments.
     expect(
-      (await call(url, 'mallory', { to: 'bob', amount: 5 }, { requestState: state, inputResponses: accept }))
-        .content?.[0]?.text,
+      refusal(await call(url, 'mallory', { to: 'bob', amount: 5 }, { requestState: state, inputResponses: accept })),
     ).toMatch(/another (run or session|caller)/);
     expect(
-      (await call(url, 'alice', { to: 'eve', amount: 5000 }, { requestState: state, inputResponses: accept }))
-        .content?.[0]?.text,
+      refusal(await call(url, 'alice', { to: 'eve', amount: 5000 }, { requestState: state, inputResponses: accept })),
     ).toMatch(/other arguments/);
     // Edited: its binding changed, its id no longer matches.
     const decoded = JSON.parse(Buffer.from(state, 'base64url').toString('utf8'));
     decoded.binding.argsHash = '0'.repeat(64);
     const edited = Buffer.from(JSON.stringify(decoded)).toString('base64url');
     expect(
-      (await call(url, 'alice', { to: 'bob', amount: 5 }, { requestState: edited, inputResponses: accept }))
-        .content?.[0]?.text,
+      refusal(await call(url, 'alice', { to: 'bob', amount: 5 }, { requestState: edited, inputResponses: accept })),
     ).toMatch(/not minted by this gateway or was changed/);
+    // Malformed: not base64url JSON, or not a string at all.
+    expect(
+      refusal(await call(url, 'alice', { to: 'bob', amount: 5 }, { requestState: '%%%', inputResponses: accept })),
+    ).toMatch(/malformed/);
+    // Answers without the state they answer.
+    expect(refusal(await call(url, 'alice', { to: 'bob', amount: 5 }, { inputResponses: accept }))).toMatch(
+      /without the requestState/,
+    );
     expect(paid()).toEqual([]);
     // The right retry runs once; the same retry again is refused.
     const ran = await call(url, 'alice', { to: 'bob', amount: 5 }, { requestState: state, inputResponses: accept });
-    expect(ran.isError).toBeFalsy();
+    expect(ran.isError, JSON.stringify(ran)).toBeFalsy();
     expect(paid()).toEqual(['bob:5']);
     const replay = await call(url, 'alice', { to: 'bob', amount: 5 }, { requestState: state, inputResponses: accept });
-    expect(replay.content?.[0]?.text).toMatch(/used already/);
+    expect(refusal(replay)).toMatch(/used already/);
     expect(paid()).toEqual(['bob:5']);
     // Expired: a state answered after its 15 minutes.
     const late = (await call(url, 'alice', { to: 'carol', amount: 1 })).requestState!;
@@ -174,7 +227,58 @@ describe('approvals as input_required for 2026-07-28 clients', { timeout: 120_00
       { to: 'carol', amount: 1 },
       { requestState: late, inputResponses: accept },
     );
-    expect(expired.content?.[0]?.text).toMatch(/expired/);
+    expect(refusal(expired)).toMatch(/expired/);
+    vi.useRealTimers();
     expect(paid()).toEqual(['bob:5']);
+    // Audited: each refusal is an approval denied with its reason.
+    const reasons = deniedReasons(records);
+    for (const why of [
+      /carries no answer/,
+      /another request/,
+      /other arguments/,
+      /changed/,
+      /malformed/,
+      /used already/,
+      /expired/,
+    ])
+      expect(
+        reasons.some((r) => why.test(r)),
+        `${why} in ${JSON.stringify(reasons)}`,
+      ).toBe(true);
+  });
+
+  it('replicas sharing the secret and stores: one verifies the other’s state, a retry runs once across them, another tenant is refused', async () => {
+    const a = await start({ tenant: 'acme' });
+    const b = await start({ tenant: 'acme', shared: a.shared });
+    const other = await start({ tenant: 'globex', shared: a.shared });
+    const state = (await call(a.url, 'alice', { to: 'bob', amount: 7 })).requestState!;
+    expect(state).toBeDefined();
+    // Transferred to another tenant (same principal, same secret): refused.
+    expect(
+      refusal(
+        await call(other.url, 'alice', { to: 'bob', amount: 7 }, { requestState: state, inputResponses: accept }),
+      ),
+    ).toMatch(/another tenant/);
+    // The same retry at both replicas at once: exactly one runs it.
+    const both = await Promise.all([
+      call(a.url, 'alice', { to: 'bob', amount: 7 }, { requestState: state, inputResponses: accept }),
+      call(b.url, 'alice', { to: 'bob', amount: 7 }, { requestState: state, inputResponses: accept }),
+    ]);
+    expect(both.filter((r) => r.error === undefined && !r.isError)).toHaveLength(1);
+    expect(refusal(both.find((r) => r.error !== undefined)!)).toMatch(/used already|being used/);
+    expect(a.paid()).toEqual(['bob:7']);
+    // The ledger holds what the call answered.
+    const decoded = JSON.parse(Buffer.from(state, 'base64url').toString('utf8'));
+    const row = await a.shared.ledger.inspect(`toolgate.mrtr:${decoded.binding.nonce}`);
+    expect(row?.outcome?.content).toMatch(/paid 7 to bob/);
+  });
+
+  it('without the owner-set secret no state is minted: the ask is a protocol error naming the option', async () => {
+    const { url, paid, records } = await start({ requestState: false });
+    expect(refusal(await call(url, 'alice', { to: 'bob', amount: 5 }))).toMatch(
+      /no approval secret set by its owner.*TOOLGATE_APPROVAL_SECRET/,
+    );
+    expect(paid()).toEqual([]);
+    expect(deniedReasons(records)).toEqual([expect.stringMatching(/no approval secret/)]);
   });
 });

@@ -9,8 +9,10 @@
  */
 import { canonical, declaredName } from '../../names.js';
 import type { PermissionResult } from '../../permissions/result.js';
-import type { Tool } from '../../tool.js';
 import type { PolicySet } from '../policy-set.js';
+import type { DiffContext as Context, SideModel } from './context.js';
+import { argumentsOf, whereText } from './box.js';
+import { diffItems } from './items.js';
 import { diffLimits } from './limits.js';
 import { completeArguments, Replayer } from './replay.js';
 import { diffRules, Fingerprints, selection, selectsOthers, stableJson, type DiffRule } from './rules.js';
@@ -26,35 +28,16 @@ import {
 } from './search.js';
 import { diffSettings } from './settings.js';
 import type {
-  DiffChange,
   DiffDirection,
   DiffExample,
   DiffKind,
   DiffOptions,
-  DiffUncertain,
   DiffVerdict,
   DiffWho,
   DiffWhoSet,
   PolicyDiff,
 } from './types.js';
-import type { NameTest, VarLiteral, NameLiteral, TagLiteral } from './values.js';
-
-/** One file as the diff reads it. */
-export interface SideModel {
-  readonly set: PolicySet;
-  readonly rules: readonly DiffRule[];
-  readonly fallback: PermissionResult;
-  readonly enforced: readonly DiffRule[];
-  readonly byName: ReadonlyMap<string, readonly DiffRule[]>;
-  /** Rules with name globs, and rules without names (namespace, tags or nothing). */
-  readonly unnamed: readonly DiffRule[];
-  readonly described: ReadonlyMap<string, Tool>;
-  readonly agents: ReadonlyMap<string, ReadonlySet<string>>;
-  /** A tenant's plan; null: it lists no tools (states nothing). */
-  readonly tenants: ReadonlyMap<string, ReadonlySet<string> | null>;
-  readonly scopes: ReadonlyMap<string, ReadonlySet<string>>;
-  readonly replay: Replayer;
-}
+import type { NameTest } from './values.js';
 
 function model(set: PolicySet, fingerprints: Fingerprints): SideModel {
   const rules = diffRules(set, fingerprints);
@@ -204,56 +187,6 @@ function kindOf(o: PermissionResult, n: PermissionResult): { kind: DiffKind; dir
   return { kind: 'asked', direction: o === 'deny' ? 'widen' : 'narrow' };
 }
 
-/** The region of a box, in words: the literals that define it. */
-function whereText(box: Box): string {
-  const parts: string[] = [];
-  for (const [key, lits] of box.lits) {
-    for (const lit of lits) {
-      if (key === '#tags') {
-        const l = lit as TagLiteral;
-        parts.push(
-          l.allowed === 'T'
-            ? `the tool carries ${l.any.length > 1 ? 'one of the tags' : 'the tag'} ${l.any.join(', ')}`
-            : `the tool carries none of the tags ${l.any.join(', ')}`,
-        );
-        continue;
-      }
-      const l = lit as VarLiteral | NameLiteral;
-      const text = l.tests.map((t) => t.text).join(' and ');
-      const subject = key === '#name' ? "the tool's name" : key.slice(4);
-      const allowed = [...l.allowed];
-      if (allowed.length === 1 && allowed[0] === 'T') parts.push(`${subject} ${text}`);
-      else if (allowed.length === 1 && allowed[0] === 'F')
-        parts.push(l.tests.length === 1 ? `${subject}: not ${text}` : `${subject}: not (${text})`);
-      else if (allowed.length === 1 && allowed[0] === 'U') parts.push(`${subject} cannot be judged by "${text}"`);
-    }
-  }
-  return parts.length === 0 ? 'every call' : parts.join('; ');
-}
-
-function argumentsOf(box: Box): { args: Record<string, unknown>; ok: boolean } {
-  const entries = [...box.answers].filter(([k]) => k.startsWith('arg:')).sort((a, b) => a[0].length - b[0].length);
-  const args: Record<string, unknown> = {};
-  let ok = true;
-  for (const [key, answer] of entries) {
-    if (answer.status !== 'sat' || !('present' in answer) || !answer.present) continue;
-    const path = key.slice(4).split('.');
-    let at: Record<string, unknown> = args;
-    for (const part of path.slice(0, -1)) {
-      const next = at[part];
-      if (next === undefined) at = at[part] = {};
-      else if (typeof next === 'object' && next !== null && !Array.isArray(next)) {
-        at = at[part] = { ...(next as Record<string, unknown>) };
-      } else {
-        ok = false;
-        break;
-      }
-    }
-    at[path[path.length - 1]!] = answer.value;
-  }
-  return { args, ok };
-}
-
 function answerTags(box: Box): string[] | undefined {
   const a = box.answers.get('#tags') as Answer | undefined;
   return a && a.status === 'sat' && 'tags' in a ? a.tags : undefined;
@@ -302,17 +235,6 @@ function claimed(v: Verdict, side: SideModel): DiffVerdict {
     layer: v.layer ?? null,
     reason: v.reason ?? claimText(v),
   };
-}
-
-interface Context {
-  readonly old: SideModel;
-  readonly new: SideModel;
-  readonly taken: readonly string[];
-  readonly changes: DiffChange[];
-  readonly uncertain: DiffUncertain[];
-  readonly budget: number;
-  readonly deadline: number;
-  searched: number;
 }
 
 function validName(name: string): boolean {
@@ -534,6 +456,7 @@ export async function diffPolicies(old: PolicySet, next: PolicySet, options: Dif
   for (const name of names) await compareTool(ctx, name);
   await compareTool(ctx, null);
   await diffLimits(ctx, names);
+  await diffItems(ctx);
   const settings = diffSettings(oldSide, newSide);
   const counts = (d: DiffDirection): boolean =>
     ctx.changes.some((c) => c.direction === d) ||
@@ -552,4 +475,4 @@ export async function diffPolicies(old: PolicySet, next: PolicySet, options: Dif
   };
 }
 
-export type { Context as DiffContext, Leaf };
+export type { Leaf };

@@ -5,7 +5,7 @@
  */
 import { canonical } from '../../names.js';
 import { parseWindow, type LimitRule } from '../../limits/limiter.js';
-import type { DiffContext } from './diff.js';
+import type { DiffContext } from './context.js';
 import { stableJson } from './rules.js';
 import type { DiffDirection, DiffExample, DiffLimit } from './types.js';
 

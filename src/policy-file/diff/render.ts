@@ -22,6 +22,9 @@ const KIND: Record<DiffChange['kind'], string> = {
   limit: 'limit changed',
 };
 
+/** The heading of the `resources:` / `prompts:` regions. */
+const ITEM = { resource: 'resource reads (resources:)', prompt: 'prompt gets (prompts:)' } as const;
+
 function verdictText(v: DiffVerdict | null): string {
   if (v === null) return 'not known';
   const line = v.line !== null ? ` (line ${v.line})` : '';
@@ -85,14 +88,19 @@ export function diffText(diff: PolicyDiff, colors: DiffColors = PLAIN): string {
   const c = colors;
   const lines = [`${c.bold(`${name(diff.old.file)} → ${name(diff.new.file)}`)}: ${summary(diff)}`];
   const groups = new Map<string, { changes: DiffChange[]; uncertain: DiffUncertain[] }>();
-  const group = (tool: string, others: boolean): { changes: DiffChange[]; uncertain: DiffUncertain[] } => {
-    const key = others ? `${tool} (a tool neither file names)` : tool;
+  const group = (
+    tool: string,
+    others: boolean,
+    item?: 'resource' | 'prompt',
+  ): { changes: DiffChange[]; uncertain: DiffUncertain[] } => {
+    const key = item ? ITEM[item] : others ? `${tool} (a tool neither file names)` : tool;
     let g = groups.get(key);
     if (!g) groups.set(key, (g = { changes: [], uncertain: [] }));
     return g;
   };
-  for (const ch of diff.changes) group(ch.tool, ch.others).changes.push(ch);
-  for (const u of diff.uncertain) group(u.tool, u.others && u.tool !== '(a tool neither file names)').uncertain.push(u);
+  for (const ch of diff.changes) group(ch.tool, ch.others, ch.item).changes.push(ch);
+  for (const u of diff.uncertain)
+    group(u.tool, u.others && u.tool !== '(a tool neither file names)', u.item).uncertain.push(u);
   for (const [tool, g] of groups) {
     lines.push('', c.bold(tool));
     for (const ch of g.changes) {
@@ -163,13 +171,14 @@ export function diffMarkdown(diff: PolicyDiff): string {
           : `limit ${code(ch.limit.name)} max ${ch.limit.new.max}`
         : md(verdictText(ch.new));
       out.push(
-        `| ${mark} ${KIND[ch.kind]} | ${code(ch.tool)}${ch.others ? ' (not named in either file)' : ''} | ${md(setText(ch.who))} | ${code(callText(ch.example))} ${md(whoText(ch.example.who))} | ${old} | ${nu} |`,
+        `| ${mark} ${KIND[ch.kind]} | ${ch.item ? md(ITEM[ch.item]) : code(ch.tool)}${ch.others ? ' (not named in either file)' : ''} | ${md(setText(ch.who))} | ${code(callText(ch.example))} ${md(whoText(ch.example.who))} | ${old} | ${nu} |`,
       );
     }
   }
   if (diff.uncertain.length > 0) {
     out.push('', '**May change** (not decided either way):', '');
-    for (const u of diff.uncertain) out.push(`- ${code(u.tool)}: ${md(u.where)} — ${md(u.reason)}`);
+    for (const u of diff.uncertain)
+      out.push(`- ${u.item ? md(ITEM[u.item]) : code(u.tool)}: ${md(u.where)} — ${md(u.reason)}`);
   }
   if (diff.settings.length > 0) {
     out.push('', '**Settings**', '');

@@ -1,11 +1,14 @@
 /**
  * Settings that changed beside the rules: the fallback, the policy's and each rule's mode (shadow or
- * enforced), tenants' run caps, the gateway's pin mode, the approvals section and agents' peers. Their
+ * enforced; tool, resource and prompt rules), tools' descriptions (summary, risk labels, time-out,
+ * concurrency, locality), tenants' run caps, the gateway's pin mode, upstreams and lock, the approvals
+ * section and agents' peers. Their
  * effect on decisions is in the regions; this says what moved, and which way, on its own (a reload guard
  * holds a fallback turned to allow or a rule put in shadow whatever the regions show).
  */
 import type { PermissionResult } from '../../permissions/result.js';
-import type { SideModel } from './diff.js';
+import type { SideModel } from './context.js';
+import { stableJson } from './rules.js';
 import type { DiffDirection, DiffSetting } from './types.js';
 
 const OPEN: Record<PermissionResult, number> = { deny: 0, ask: 1, allow: 2 };
@@ -67,6 +70,37 @@ export function diffSettings(oldSide: SideModel, newSide: SideModel): DiffSettin
     );
   }
 
+  // The same for the resources: and prompts: rules (compared as the gate's rule form in items.ts).
+  for (const list of ['resources', 'prompts'] as const) {
+    const after = new Map((nd[list] ?? []).map((r) => [r.name, r]));
+    for (const r of od[list] ?? []) {
+      const s = after.get(r.name);
+      const was = r.mode === 'shadow';
+      const is = s?.mode === 'shadow';
+      if (!s || was === is) continue;
+      add(
+        'rule-mode',
+        `${list}: ${s.name}`,
+        was ? 'shadow' : 'enforce',
+        is ? 'shadow' : 'enforce',
+        is ? 'widen' : 'narrow',
+        is
+          ? `${list} rule ${JSON.stringify(s.name)} is in shadow mode: recorded, no longer enforced`
+          : `${list} rule ${JSON.stringify(s.name)} is enforced again`,
+      );
+    }
+  }
+
+  // What a tool's description says beside its tags and parameters (those are in the regions): the
+  // inbox's summary and risk labels, its time-out, concurrency and locality. No decision reads them.
+  for (const [tool, b] of Object.entries(nd.tools ?? {})) {
+    const a = od.tools?.[tool];
+    if (!a) continue;
+    for (const key of ['description', 'summary', 'risk', 'timeoutMs', 'concurrencySafe', 'locality'] as const)
+      if (stableJson(a[key] ?? null) !== stableJson(b[key] ?? null))
+        add('tool', `${tool}.${key}`, a[key], b[key], 'other', `tool ${JSON.stringify(tool)}'s ${key} changed`);
+  }
+
   for (const [id, b] of Object.entries(nd.tenants ?? {})) {
     const a = od.tenants?.[id];
     if (!a) continue;
@@ -102,6 +136,19 @@ export function diffSettings(oldSide: SideModel, newSide: SideModel): DiffSettin
         'other',
         'the gateway upstreams changed (they take effect at a restart)',
       );
+    else
+      for (const [up, b] of Object.entries(nd.gateway?.upstreams ?? {}))
+        if (stableJson(od.gateway?.upstreams?.[up] ?? null) !== stableJson(b))
+          add(
+            'upstreams',
+            up,
+            null,
+            null,
+            'other',
+            `the gateway upstream ${JSON.stringify(up)}'s settings changed (they take effect at a restart)`,
+          );
+    if ((od.gateway?.lock ?? null) !== (nd.gateway?.lock ?? null))
+      add('lock', null, od.gateway?.lock, nd.gateway?.lock, 'other', 'gateway.lock (the pin lock file) changed');
   }
 
   const aa = od.approvals ?? {};
@@ -124,8 +171,26 @@ export function diffSettings(oldSide: SideModel, newSide: SideModel): DiffSettin
       'other',
       `the approval time-out changed from ${aa.timeoutSeconds ?? 'default'} to ${ab.timeoutSeconds ?? 'default'} s`,
     );
-  if (JSON.stringify(aa.approvers ?? {}) !== JSON.stringify(ab.approvers ?? {}))
+  if (stableJson(aa.approvers ?? {}) !== stableJson(ab.approvers ?? {}))
     add('approvals', 'approvers', aa.approvers, ab.approvers, 'other', 'who may answer approvals changed');
+  if (stableJson([...(aa.escalateTo ?? [])].sort()) !== stableJson([...(ab.escalateTo ?? [])].sort()))
+    add(
+      'approvals',
+      'escalateTo',
+      aa.escalateTo,
+      ab.escalateTo,
+      'other',
+      'who may answer a request once its reminder is due (escalateTo) changed',
+    );
+  if (aa.remindBeforeSeconds !== ab.remindBeforeSeconds)
+    add(
+      'approvals',
+      'remindBeforeSeconds',
+      aa.remindBeforeSeconds,
+      ab.remindBeforeSeconds,
+      'other',
+      `the reminder before a request expires changed from ${aa.remindBeforeSeconds ?? 'none'} to ${ab.remindBeforeSeconds ?? 'none'} s`,
+    );
 
   for (const [agent, b] of Object.entries(nd.agents ?? {})) {
     const a = od.agents?.[agent];

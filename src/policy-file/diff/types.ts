@@ -65,6 +65,12 @@ export interface DiffChange {
   readonly tool: string;
   /** True when the region is of tools neither file names (selected by a glob, namespace, tag or nothing). */
   readonly others: boolean;
+  /**
+   * Set for a resource read or a prompt get (the `resources:` / `prompts:` rules): `tool` is then the
+   * gate-level tool (`resource`, `prompt`) and the example's arguments are its call (`{ namespace, uri,
+   * action }`, `{ namespace, name, action, arguments }`).
+   */
+  readonly item?: 'resource' | 'prompt';
   readonly who: DiffWhoSet;
   /** The region in words: the conditions its calls meet. */
   readonly where: string;
@@ -96,6 +102,8 @@ export interface DiffUncertain {
   readonly direction: DiffDirection;
   readonly tool: string;
   readonly others: boolean;
+  /** Set for the `resources:` / `prompts:` rules, as on {@link DiffChange}. */
+  readonly item?: 'resource' | 'prompt';
   readonly who: DiffWhoSet;
   readonly where: string;
   readonly reason: string;

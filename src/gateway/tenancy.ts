@@ -1,0 +1,99 @@
+/**
+ * Many tenants on one gateway: who a request is for, read from its verified token. The tenant is the value
+ * of one configured claim (`--tenant-claim org_id`), which must name exactly one tenant declared in the
+ * policy's `tenants:` section; the agent comes from another claim (`--agent-claim`) or the route
+ * (`/mcp/<agent>`), or is the gateway's own. Each request is then decided with that tenant's layer, plan
+ * and limits (the policy file's `context({ agent, tenant })`, read from the policy in force), and its
+ * caller layer from the token's scopes. A token naming no tenant, two, or one the policy does not declare
+ * is refused with a message saying which — never served as "no tenant".
+ */
+import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
+import type { GateContext } from '../contracts/gate.js';
+import type { PolicySet } from '../policy-file/policy-set.js';
+
+/** Where a request's tenant and agent come from. */
+export interface Tenancy {
+  /** The token claim naming the tenant; absent: the gateway's own tenant (single-tenant). */
+  readonly tenantClaim?: string;
+  /** The token claim naming the agent; absent: the route's agent, else the gateway's own. */
+  readonly agentClaim?: string;
+}
+
+/** The claims of a verified token (the JWT authenticator's `extra.claims`). */
+function claimsOf(auth: AuthInfo): Readonly<Record<string, unknown>> {
+  const claims = auth.extra?.['claims'];
+  return typeof claims === 'object' && claims !== null ? (claims as Record<string, unknown>) : {};
+}
+
+/** How many times `claim` is a key of the token's payload as sent (JSON.parse keeps only the last). */
+function occurrences(token: string, claim: string): number {
+  const part = token.split('.')[1];
+  if (part === undefined) return 0;
+  let text: string;
+  try {
+    text = Buffer.from(part, 'base64url').toString('utf8');
+  } catch {
+    return 0;
+  }
+  const key = JSON.stringify(claim);
+  let count = 0;
+  for (let at = text.indexOf(key); at !== -1; at = text.indexOf(key, at + key.length))
+    if (text[at - 1] !== '\\' && /^\s*:/.test(text.slice(at + key.length))) count++;
+  return count;
+}
+
+/** The one value of `claim` in the token, or why there is not exactly one. */
+export function claimValue(auth: AuthInfo, claim: string, what: string): string {
+  const value = claimsOf(auth)[claim];
+  const named = `the token's ${what} claim ${JSON.stringify(claim)}`;
+  if (occurrences(auth.token, claim) > 1) throw new Error(`${named} appears more than once: one ${what} per token`);
+  if (value === undefined || value === null || value === '')
+    throw new Error(`the token carries no ${what} claim ${JSON.stringify(claim)}: it names no ${what}`);
+  const values = Array.isArray(value) ? value : [value];
+  if (values.length !== 1)
+    throw new Error(`${named} names ${values.length} ${what}s (${JSON.stringify(value)}): one ${what} per token`);
+  const only = values[0];
+  if (typeof only !== 'string' || only === '')
+    throw new Error(`${named} must be a string, got ${JSON.stringify(only)}`);
+  return only;
+}
+
+/** The tenant a token is for under `policy` (declared there), or a refusal naming what is wrong. */
+export function tenantOf(policy: PolicySet, auth: AuthInfo, claim: string): string {
+  const tenant = claimValue(auth, claim, 'tenant');
+  if (!policy.tenants.has(tenant))
+    throw new Error(
+      `the tenant ${JSON.stringify(tenant)} (token claim ${JSON.stringify(claim)}) is not declared in the policy's tenants: section`,
+    );
+  return tenant;
+}
+
+/**
+ * The context of one request under the policy in force: the tenant and agent its token (or route) names,
+ * the caller layer from its scopes through the policy's scope map. Throws, naming what is wrong, for a
+ * token that does not name exactly one declared tenant, an unknown agent, or a claim and route that disagree.
+ */
+export function requestContext(
+  policy: PolicySet,
+  auth: AuthInfo,
+  route: { readonly agent?: string },
+  tenancy: Tenancy,
+  own: { readonly agent?: string; readonly tenant?: string },
+): GateContext {
+  const tenant = tenancy.tenantClaim !== undefined ? tenantOf(policy, auth, tenancy.tenantClaim) : own.tenant;
+  let agent = own.agent;
+  if (tenancy.agentClaim !== undefined) {
+    agent = claimValue(auth, tenancy.agentClaim, 'agent');
+    if (route.agent !== undefined && route.agent !== agent)
+      throw new Error(
+        `the route names the agent ${JSON.stringify(route.agent)} but the token's claim ${JSON.stringify(tenancy.agentClaim)} names ${JSON.stringify(agent)}`,
+      );
+  } else if (route.agent !== undefined) agent = route.agent;
+  if (agent !== undefined && policy.agents.get(agent) === undefined)
+    throw new Error(`the agent ${JSON.stringify(agent)} is not declared in the policy's agents: section`);
+  const layers = policy.context({
+    ...(agent !== undefined ? { agent } : {}),
+    ...(tenant !== undefined ? { tenant } : {}),
+  });
+  return { ...layers, caller: { id: auth.clientId, scopes: policy.toolsForScopes(auth.scopes) } };
+}

@@ -1,0 +1,122 @@
+/**
+ * A tool's timeout without a timer per call (issue 25): every running tool's deadline sits in one shared
+ * queue with at most one timer; a deadline still fires and aborts, a finished call leaves nothing queued,
+ * and a call cancelled by the dispatch's signal is aborted as before.
+ */
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { defineTool, ToolRegistry } from '../../src/index.js';
+import { deadlineQueue } from '../../src/gate/execute.js';
+
+function hanging(name: string, timeoutMs?: number, aborted: string[] = []) {
+  return defineTool({
+    name,
+    parameters: { type: 'object' },
+    ...(timeoutMs === undefined ? {} : { metadata: { timeoutMs } }),
+    execute: (_args, { signal }) =>
+      new Promise((resolve) => {
+        signal.addEventListener('abort', () => {
+          aborted.push(name);
+          // Settling on abort must not win against the timeout.
+          resolve('late');
+        });
+      }),
+  });
+}
+
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+
+describe('tool deadlines in one shared queue', () => {
+  it('arms no timer per call: 200 async calls in a row set at most one timer', async () => {
+    const registry = new ToolRegistry();
+    registry.register(defineTool({ name: 'quick', parameters: { type: 'object' }, execute: async () => 'ok' }));
+    const spy = vi.spyOn(globalThis, 'setTimeout');
+    for (let i = 0; i < 200; i++) expect((await registry.invoke('quick', {})).status).toBe('ok');
+    expect(spy.mock.calls.length).toBeLessThanOrEqual(1);
+    expect(deadlineQueue().size).toBe(0);
+  });
+
+  it('fires each deadline of different lengths in its order, aborting the tool, while quick calls finish', async () => {
+    const aborted: string[] = [];
+    const registry = new ToolRegistry({ toolTimeoutMs: 120 });
+    registry.register(hanging('short', 20, aborted));
+    registry.register(hanging('long', 60, aborted));
+    registry.register(hanging('default', undefined, aborted));
+    registry.register(defineTool({ name: 'quick', parameters: { type: 'object' }, execute: async () => 'ok' }));
+    const started = Date.now();
+    const [long, short, fallback, quick] = await Promise.all([
+      registry.invoke('long', {}),
+      registry.invoke('short', {}),
+      registry.invoke('default', {}),
+      registry.invoke('quick', {}),
+    ]);
+    expect(quick).toMatchObject({ status: 'ok', content: 'ok' });
+    expect(short).toMatchObject({ status: 'error', isError: true });
+    expect(short.content).toMatch(/did not finish within 20 ms/);
+    expect(long.content).toMatch(/did not finish within 60 ms/);
+    expect(fallback.content).toMatch(/did not finish within 120 ms/);
+    expect(aborted).toEqual(['short', 'long', 'default']);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(115);
+    expect(deadlineQueue().size).toBe(0);
+  });
+
+  it('a deadline set after a longer one is armed for: the shorter one still fires first', async () => {
+    const aborted: string[] = [];
+    const registry = new ToolRegistry();
+    registry.register(hanging('long', 400, aborted));
+    registry.register(hanging('short', 15, aborted));
+    const long = registry.invoke('long', {});
+    await new Promise((r) => setTimeout(r, 5));
+    const short = await registry.invoke('short', {});
+    expect(short.content).toMatch(/within 15 ms/);
+    expect(aborted).toEqual(['short']);
+    expect((await long).content).toMatch(/within 400 ms/);
+  });
+
+  it('the dispatch signal still aborts a running tool, and its deadline leaves the queue', async () => {
+    const aborted: string[] = [];
+    const registry = new ToolRegistry();
+    registry.register(
+      defineTool({
+        name: 'cancellable',
+        parameters: { type: 'object' },
+        execute: (_args, { signal }) =>
+          new Promise((_resolve, reject) => {
+            signal.addEventListener('abort', () => {
+              aborted.push('cancellable');
+              reject(new Error('cancelled by the caller'));
+            });
+          }),
+      }),
+    );
+    const controller = new AbortController();
+    const running = registry.invoke('cancellable', {}, { signal: controller.signal });
+    expect(deadlineQueue().size).toBe(1);
+    controller.abort(new Error('stop'));
+    const result = await running;
+    expect(result).toMatchObject({ status: 'error' });
+    expect(result.content).toMatch(/cancelled by the caller/);
+    expect(aborted).toEqual(['cancellable']);
+    expect(deadlineQueue().size).toBe(0);
+  });
+
+  it('a tool that throws or returns a plain value is never queued', async () => {
+    const registry = new ToolRegistry();
+    registry.register(defineTool({ name: 'plain', parameters: { type: 'object' }, execute: () => 'ok' }));
+    registry.register(
+      defineTool({
+        name: 'throws',
+        parameters: { type: 'object' },
+        execute: () => {
+          throw new Error('kaboom');
+        },
+      }),
+    );
+    const plain = registry.invoke('plain', {});
+    expect(deadlineQueue().size).toBe(0);
+    expect(await plain).toMatchObject({ status: 'ok' });
+    expect((await registry.invoke('throws', {})).content).toMatch(/kaboom/);
+    expect(deadlineQueue().size).toBe(0);
+  });
+});

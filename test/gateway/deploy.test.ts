@@ -1,0 +1,588 @@
+// Issue 24: the gateway as a platform team runs it, through real `toolgate gateway` processes on loopback:
+// bound on every interface behind a Host allow-list, probes, tenants from token claims, the admin API and
+// Prometheus metrics.
+import { spawn } from 'node:child_process';
+import { request as httpRequest } from 'node:http';
+import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { stringify } from 'yaml';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { jwksIssuer, spawnGateway, type SpawnedGateway } from './fixtures/spawn.js';
+import { PG_URL, Proxy, uniqueName } from '../stores/servers.js';
+
+const ROOT = process.cwd();
+const MAIN = join(ROOT, 'src/cli/main.ts');
+const RECORDING = join(ROOT, 'test/gateway/fixtures/recording-server.ts');
+const FLAKY = join(ROOT, 'test/gateway/fixtures/flaky-server.ts');
+const DOCS = join(ROOT, 'test/gateway/fixtures/docs-server.ts');
+const cleanups: (() => Promise<unknown> | void)[] = [];
+afterEach(async () => {
+  while (cleanups.length) await Promise.resolve(cleanups.pop()!()).catch(() => undefined);
+});
+
+function sandbox(extra: Record<string, unknown> = {}, upstream: Record<string, unknown> = {}) {
+  const dir = realpathSync(mkdtempSync(join(tmpdir(), 'toolgate-deploy-')));
+  const record = join(dir, 'received.jsonl');
+  writeFileSync(record, '');
+  const policy = join(dir, 'policy.yaml');
+  const audit = join(dir, 'audit.jsonl');
+  const write = (more: Record<string, unknown> = extra) =>
+    writeFileSync(
+      policy,
+      stringify({
+        version: 1,
+        gateway: {
+          upstreams: {
+            rec: {
+              command: process.execPath,
+              args: ['--import', 'tsx', RECORDING],
+              env: { RECORD: record },
+              ...upstream,
+            },
+          },
+          pin: 'off',
+        },
+        rules: [{ name: 'rest', result: 'allow' }],
+        ...more,
+      }),
+    );
+  write();
+  const ran = (name: string) =>
+    readFileSync(record, 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line) as { name?: string })
+      .filter((r) => r.name === name).length;
+  const records = () =>
+    readFileSync(audit, 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
+  return { dir, policy, audit, write, ran, records };
+}
+
+/** One HTTP request with the headers given as they are (Host included), to `address`:`port`. */
+function raw(
+  address: string,
+  port: number,
+  options: { method?: string; path?: string; headers?: Record<string, string>; body?: unknown },
+): Promise<{ status: number; body: string; headers: Record<string, string | string[] | undefined> }> {
+  return new Promise((resolve, reject) => {
+    const payload = options.body === undefined ? undefined : JSON.stringify(options.body);
+    const req = httpRequest(
+      {
+        host: address,
+        port,
+        method: options.method ?? (payload ? 'POST' : 'GET'),
+        path: options.path ?? '/mcp',
+        headers: {
+          ...(payload ? { 'content-type': 'application/json', accept: 'application/json, text/event-stream' } : {}),
+          ...options.headers,
+        },
+      },
+      (res) => {
+        let body = '';
+        res.on('data', (c: Buffer) => (body += c.toString('utf8')));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body, headers: res.headers }));
+      },
+    );
+    req.on('error', reject);
+    req.end(payload);
+  });
+}
+
+const INITIALIZE = {
+  jsonrpc: '2.0',
+  id: 1,
+  method: 'initialize',
+  params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } },
+};
+
+/** Runs `toolgate gateway …` to its exit; resolves with the code and what it printed on stderr. */
+function runToExit(args: readonly string[]): Promise<{ code: number | null; stderr: string }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', MAIN, 'gateway', ...args], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
+  return new Promise((resolve) => child.once('exit', (code) => resolve({ code, stderr })));
+}
+
+describe('bind where it is deployed', { timeout: 120_000 }, () => {
+  it('bound on 0.0.0.0 and reached at 127.0.0.2: an allowed Host is served, another refused and audited', async () => {
+    const box = sandbox();
+    const gw = await spawnGateway(box.policy, [
+      '--host',
+      '0.0.0.0',
+      '--no-auth',
+      '--stateless',
+      '--allowed-host',
+      'gw.example',
+      '--audit',
+      box.audit,
+    ]);
+    cleanups.push(() => gw.stop());
+    expect(gw.stderr()).toMatch(/WARNING: --no-auth on the non-loopback address 0\.0\.0\.0/);
+    const port = Number(gw.url.port);
+    const ok = await raw('127.0.0.2', port, { headers: { host: `gw.example:${port}` }, body: INITIALIZE });
+    expect(ok.status).toBe(200);
+    expect(ok.body).toContain('toolgate-gateway');
+    const evil = await raw('127.0.0.2', port, { headers: { host: `evil.example:${port}` }, body: INITIALIZE });
+    expect(evil.status).toBe(403);
+    expect(JSON.parse(evil.body).error_description).toContain(`"evil.example:${port}" is not an allowed host`);
+    // A loopback name is not on the list of a non-loopback bind, nor is a foreign Origin.
+    expect((await raw('127.0.0.2', port, { headers: { host: `127.0.0.2:${port}` }, body: INITIALIZE })).status).toBe(
+      403,
+    );
+    const origin = await raw('127.0.0.2', port, {
+      headers: { host: `gw.example:${port}`, origin: 'http://evil.example' },
+      body: INITIALIZE,
+    });
+    expect(origin.status).toBe(403);
+    expect(origin.body).toContain('Origin');
+    // X-Forwarded-Host from a peer that is not a trusted proxy is not believed.
+    const forged = await raw('127.0.0.2', port, {
+      headers: { host: `evil.example:${port}`, 'x-forwarded-host': 'gw.example' },
+      body: INITIALIZE,
+    });
+    expect(forged.status).toBe(403);
+    const refusals = box.records().filter((r) => r['type'] === 'access');
+    expect(refusals.length).toBe(4);
+    expect(refusals[0]).toMatchObject({ event: 'refused', path: '/mcp', client: '127.0.0.1' });
+    expect(String(refusals[0]!['reason'])).toContain('evil.example');
+    expect(box.ran('echo')).toBe(0);
+  });
+
+  it('believes X-Forwarded-Host and X-Forwarded-For from a trusted proxy only', async () => {
+    const box = sandbox();
+    const gw = await spawnGateway(box.policy, [
+      '--no-auth',
+      '--stateless',
+      '--allowed-host',
+      'gw.example:443',
+      '--trusted-proxy',
+      '127.0.0.1',
+      '--audit',
+      box.audit,
+    ]);
+    cleanups.push(() => gw.stop());
+    const port = Number(gw.url.port);
+    const via = (forwarded: string) =>
+      raw('127.0.0.1', port, {
+        headers: {
+          host: `127.0.0.1:${port}`,
+          'x-forwarded-host': forwarded,
+          'x-forwarded-for': '203.0.113.7, 10.0.0.1',
+        },
+        body: INITIALIZE,
+      });
+    expect((await via('gw.example:443')).status).toBe(200);
+    const refused = await via('gw.example:8443');
+    expect(refused.status).toBe(403);
+    expect(refused.body).toContain('X-Forwarded-Host');
+    expect(box.records().find((r) => r['type'] === 'access')).toMatchObject({ client: '203.0.113.7' });
+  });
+
+  it('refuses a non-loopback bind without authentication unless --no-auth, and one no Host could reach', async () => {
+    const box = sandbox();
+    const bare = await runToExit(['--policy', box.policy, '--http', '0', '--host', '0.0.0.0']);
+    expect(bare.code).toBe(2);
+    expect(bare.stderr).toContain(
+      '--host 0.0.0.0 is not a loopback address: serving it without authentication is refused',
+    );
+    const nobody = await runToExit(['--policy', box.policy, '--http', '0', '--host', '0.0.0.0', '--no-auth']);
+    expect(nobody.code).toBe(2);
+    expect(nobody.stderr).toContain('no Host is allowed: name the hosts clients use (--allowed-host');
+    const half = await runToExit(['--policy', box.policy, '--http', '0', '--no-auth', '--tls-cert', box.policy]);
+    expect(half.code).toBe(2);
+    expect(half.stderr).toContain('--tls-cert and --tls-key go together');
+  });
+});
+
+describe('TLS from --tls-cert / --tls-key', { timeout: 120_000 }, () => {
+  it('serves HTTPS with the given certificate', async () => {
+    const box = sandbox();
+    const cert = join(box.dir, 'cert.pem');
+    const key = join(box.dir, 'key.pem');
+    await new Promise<void>((resolve, reject) => {
+      const child = spawn(
+        'openssl',
+        [
+          'req',
+          '-x509',
+          '-newkey',
+          'rsa:2048',
+          '-nodes',
+          '-keyout',
+          key,
+          '-out',
+          cert,
+          '-days',
+          '1',
+          '-subj',
+          '/CN=localhost',
+        ],
+        { stdio: 'ignore' },
+      );
+      child.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`openssl exited ${code}`))));
+    });
+    const gw = await spawnGateway(box.policy, ['--no-auth', '--stateless', '--tls-cert', cert, '--tls-key', key]);
+    cleanups.push(() => gw.stop());
+    expect(gw.url.protocol).toBe('https:');
+    const { request } = await import('node:https');
+    const answer = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const req = request(
+        {
+          host: '127.0.0.1',
+          port: Number(gw.url.port),
+          path: '/healthz',
+          ca: readFileSync(cert),
+          servername: 'localhost',
+          checkServerIdentity: () => undefined,
+        },
+        (res) => {
+          let body = '';
+          res.on('data', (c: Buffer) => (body += c.toString('utf8')));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+        },
+      );
+      req.on('error', reject);
+      req.end();
+    });
+    expect(answer).toEqual({ status: 200, body: JSON.stringify({ status: 'ok' }) });
+  });
+});
+
+/** Polls `probe` every 200 ms until it holds (or 60 s pass). */
+async function until(probe: () => Promise<boolean>, what: string): Promise<void> {
+  for (let i = 0; i < 300; i++) {
+    if (await probe()) return;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+describe('/healthz and /readyz', { timeout: 180_000 }, () => {
+  it('/readyz is unready (naming what) while an upstream is down or the counter store unreachable, ready when back', async () => {
+    const dir = realpathSync(mkdtempSync(join(tmpdir(), 'toolgate-ready-')));
+    const pidFile = join(dir, 'pid');
+    const downFile = join(dir, 'down');
+    const box = sandbox(
+      { limits: [{ name: 'echoes', tools: ['rec:echo'], max: 100, window: '1h' }] },
+      {
+        args: ['--import', 'tsx', FLAKY],
+        env: { RECORD: join(dir, 'rec.jsonl'), PIDFILE: pidFile, DOWNFILE: downFile },
+      },
+    );
+    const pg = new Proxy(5432);
+    await pg.restore();
+    cleanups.push(() => pg.cut());
+    const pgUrl = new URL(PG_URL);
+    pgUrl.port = String(pg.port);
+    const gw = await spawnGateway(box.policy, ['--no-auth', '--stateless', '--counters-postgres', pgUrl.href]);
+    cleanups.push(() => gw.stop());
+    const port = Number(gw.url.port);
+    const readyz = async () => {
+      const r = await raw('127.0.0.1', port, { path: '/readyz', headers: { host: 'anything.example' } });
+      return {
+        status: r.status,
+        body: JSON.parse(r.body) as { status: string; checks: Record<string, string>; notReady?: string[] },
+      };
+    };
+    await until(async () => (await readyz()).status === 200, 'the gateway to be ready');
+    expect((await readyz()).body).toEqual({
+      status: 'ready',
+      checks: { policy: 'ok', 'upstream rec': 'ok', 'store counters': 'ok' },
+    });
+    expect((await raw('127.0.0.1', port, { path: '/healthz' })).status).toBe(200);
+
+    // The upstream killed and kept from starting again: unready, naming it.
+    writeFileSync(downFile, '');
+    process.kill(Number(readFileSync(pidFile, 'utf8')), 'SIGKILL');
+    await until(async () => (await readyz()).status === 503, 'unready after the upstream was killed');
+    const down = (await readyz()).body;
+    expect(down.status).toBe('not ready');
+    expect(down.checks['upstream rec']).not.toBe('ok');
+    expect(down.notReady).toEqual([`upstream rec: ${down.checks['upstream rec']}`]);
+    expect((await raw('127.0.0.1', port, { path: '/healthz' })).status).toBe(200); // the process still answers
+    rmSync(downFile);
+    await until(async () => (await readyz()).status === 200, 'ready once the upstream is back');
+
+    // The counter store cut off: unready, naming the store (and nothing about where it is).
+    await pg.cut();
+    await until(async () => (await readyz()).status === 503, 'unready without the counter store');
+    const cut = await readyz();
+    expect(cut.body.checks['store counters']).toBe('unreachable');
+    expect(JSON.stringify(cut.body)).not.toContain(String(pg.port));
+    await pg.restore();
+    await until(async () => (await readyz()).status === 200, 'ready once the counter store is back');
+    expect(existsSync(downFile)).toBe(false);
+  });
+});
+
+/** An MCP client of `url` with `token`, once the upstream's tools are listed. */
+async function mcpClient(url: URL, token: string, tool = 'rec:echo'): Promise<Client> {
+  const client = new Client({ name: 'caller', version: '1.0.0' });
+  await client.connect(
+    new StreamableHTTPClientTransport(url, { requestInit: { headers: { authorization: `Bearer ${token}` } } }),
+  );
+  cleanups.push(() => client.close());
+  for (let tries = 0; !(await client.listTools()).tools.some((t) => t.name === tool); tries++) {
+    if (tries > 100) throw new Error(`the upstream did not come up: ${JSON.stringify(await client.listTools())}`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  return client;
+}
+
+const text = (r: unknown) => ((r as CallToolResult).content[0] as { text: string }).text;
+
+describe('many tenants on one gateway', { timeout: 240_000 }, () => {
+  it("two tenants' tokens on two stateless replicas each get their own plan's limit on PostgreSQL counters: exactly K each", async () => {
+    const idp = await jwksIssuer();
+    cleanups.push(() => idp.close());
+    const limit = uniqueName('echoes');
+    const box = sandbox({
+      tenants: { acme: { plan: { echoes: 3 } }, globex: { plan: { echoes: 5 } } },
+      scopes: { call: ['rec:echo', 'rec:refund'] },
+      limits: [{ name: limit, tools: ['rec:echo'], per: ['tenant'], max: { plan: 'echoes' }, window: '1h' }],
+    });
+    const flags = ['--jwks-url', idp.jwksUrl, '--jwt-issuer', idp.issuer, '--tenant-claim', 'org_id', '--stateless'];
+    const replicas = await Promise.all(
+      [0, 1].map(() => spawnGateway(box.policy, [...flags, '--counters-postgres', PG_URL])),
+    );
+    for (const r of replicas) cleanups.push(() => r.stop());
+    const clients = async (tenant: string) =>
+      Promise.all(
+        replicas.map(async (r: SpawnedGateway) =>
+          mcpClient(r.url, await idp.sign({ sub: `${tenant}-user`, aud: r.url.href, org_id: tenant, scope: 'call' })),
+        ),
+      );
+    const [acme, globex] = await Promise.all([clients('acme'), clients('globex')]);
+    // M = 2 replicas × N = 6 calls per tenant, all at once.
+    const calls = (tenant: string, mine: Client[]) =>
+      mine.flatMap((client, m) =>
+        Array.from({ length: 6 }, (_, n) =>
+          client.callTool({ name: 'rec:echo', arguments: { text: `${tenant}-${m}-${n}` } }),
+        ),
+      );
+    const results = await Promise.all([...calls('acme', acme), ...calls('globex', globex)]);
+    const ok = (from: number, to: number) => results.slice(from, to).filter((r) => r.isError !== true).length;
+    expect(ok(0, 12)).toBe(3);
+    expect(ok(12, 24)).toBe(5);
+    const refusal = results.slice(0, 12).find((r) => r.isError === true)!;
+    expect(text(refusal)).toContain(`refused by the limit ${JSON.stringify(limit)}`);
+    const received = readFileSync(join(box.dir, 'received.jsonl'), 'utf8');
+    expect(received.match(/"text":"acme-/g)?.length).toBe(3);
+    expect(received.match(/"text":"globex-/g)?.length).toBe(5);
+  });
+
+  it('refuses a token naming no tenant, two, or an undeclared one — and an undeclared route agent — audited, nothing run', async () => {
+    const idp = await jwksIssuer();
+    cleanups.push(() => idp.close());
+    const box = sandbox({
+      tenants: { acme: {}, globex: {} },
+      agents: { support: { tools: ['rec:echo'] } },
+      scopes: { call: ['rec:echo', 'rec:refund'] },
+    });
+    const gw = await spawnGateway(box.policy, [
+      '--jwks-url',
+      idp.jwksUrl,
+      '--tenant-claim',
+      'org_id',
+      '--stateless',
+      '--audit',
+      box.audit,
+    ]);
+    cleanups.push(() => gw.stop());
+    const port = Number(gw.url.port);
+    const aud = gw.url.href;
+    const attempt = async (token: string, path = '/mcp') => {
+      const r = await raw('127.0.0.1', port, {
+        path,
+        headers: { host: `127.0.0.1:${port}`, authorization: `Bearer ${token}` },
+        body: { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'rec:echo', arguments: { text: 'x' } } },
+      });
+      return {
+        status: r.status,
+        reason: String((JSON.parse(r.body) as { error_description?: string }).error_description),
+      };
+    };
+    expect(await attempt(await idp.sign({ sub: 'u', aud }))).toEqual({
+      status: 403,
+      reason: 'the token carries no tenant claim "org_id": it names no tenant',
+    });
+    expect(await attempt(await idp.sign({ sub: 'u', aud, org_id: ['acme', 'globex'] }))).toEqual({
+      status: 403,
+      reason: `the token's tenant claim "org_id" names 2 tenants (["acme","globex"]): one tenant per token`,
+    });
+    expect(
+      await attempt(await idp.signRaw(`{"sub":"u","aud":${JSON.stringify(aud)},"org_id":"acme","org_id":"globex"}`)),
+    ).toEqual({
+      status: 403,
+      reason: `the token's tenant claim "org_id" appears more than once: one tenant per token`,
+    });
+    expect(await attempt(await idp.sign({ sub: 'u', aud, org_id: 'initech' }))).toEqual({
+      status: 403,
+      reason: `the tenant "initech" (token claim "org_id") is not declared in the policy's tenants: section`,
+    });
+    const good = await idp.sign({ sub: 'u', aud, org_id: 'acme', scope: 'call' });
+    expect(await attempt(good, '/mcp/nobody')).toEqual({
+      status: 403,
+      reason: `the agent "nobody" is not declared in the policy's agents: section`,
+    });
+    const refused = box.records().filter((r) => r['type'] === 'access');
+    expect(refused.map((r) => r['reason'])).toHaveLength(5);
+    expect(refused.every((r) => r['caller'] === 'u' && r['event'] === 'refused')).toBe(true);
+    expect(box.ran('echo')).toBe(0);
+    // The declared route agent narrows to its tools; the tenant's token gets through.
+    const client = await mcpClient(new URL('/mcp/support', gw.url), good);
+    expect((await client.listTools()).tools.map((t) => t.name)).toEqual(['rec:echo']);
+    expect((await client.callTool({ name: 'rec:echo', arguments: { text: 'hi' } })).isError).not.toBe(true);
+    const decided = box.records().filter((r) => r['type'] === 'tool');
+    expect(decided.at(-1)).toMatchObject({ decision: { tenant: 'acme', agent: 'support', effect: 'allow' } });
+  });
+});
+
+describe('the admin API (--admin-scope)', { timeout: 240_000 }, () => {
+  it('lists upstreams and pins, accepts a pin, reloads (a broken file keeps the policy), drains; no scope → 403; all audited', async () => {
+    const idp = await jwksIssuer();
+    cleanups.push(() => idp.close());
+    const dir = realpathSync(mkdtempSync(join(tmpdir(), 'toolgate-admin-')));
+    const policy = join(dir, 'policy.yaml');
+    const audit = join(dir, 'audit.jsonl');
+    const write = (version: string, extra: Record<string, unknown> = {}) =>
+      writeFileSync(
+        policy,
+        stringify({
+          version: 1,
+          gateway: {
+            upstreams: {
+              docs: { command: process.execPath, args: ['--import', 'tsx', DOCS] },
+              rec: {
+                command: process.execPath,
+                args: ['--import', 'tsx', RECORDING],
+                env: { RECORD: join(dir, 'rec.jsonl'), SLOW_MS: '2500' },
+              },
+            },
+            pin: 'refuse',
+          },
+          scopes: { call: ['docs:echo', 'docs:rug_pull', 'rec:echo', 'rec:slow'] },
+          rules: [{ name: `rest-${version}`, result: 'allow' }],
+          ...extra,
+        }),
+      );
+    write('one');
+    const gw = await spawnGateway(policy, [
+      '--jwks-url',
+      idp.jwksUrl,
+      '--admin-scope',
+      'toolgate:admin',
+      '--audit',
+      audit,
+      '--no-watch',
+    ]);
+    cleanups.push(() => gw.stop());
+    const port = Number(gw.url.port);
+    const aud = gw.url.href;
+    const admin = await idp.sign({ sub: 'ops-alice', aud, scope: 'toolgate:admin' });
+    const user = await idp.sign({ sub: 'bob', aud, scope: 'call' });
+    const call = (method: string, path: string, token = admin) =>
+      raw('127.0.0.1', port, {
+        method,
+        path,
+        headers: { host: `127.0.0.1:${port}`, authorization: `Bearer ${token}` },
+      }).then((r) => ({ status: r.status, body: JSON.parse(r.body) as Record<string, unknown> }));
+    const records = () =>
+      readFileSync(audit, 'utf8')
+        .split('\n')
+        .filter(Boolean)
+        .map((line) => JSON.parse(line) as Record<string, unknown>);
+
+    // No admin scope: refused, audited, nothing done.
+    const denied = await call('POST', '/admin/reload', user);
+    expect(denied.status).toBe(403);
+    expect(denied.body['error_description']).toBe(
+      'the admin API needs the scope "toolgate:admin", which the token does not carry',
+    );
+    expect(records().filter((r) => r['type'] === 'access')).toMatchObject([{ caller: 'bob', path: '/admin/reload' }]);
+    expect(
+      (await raw('127.0.0.1', port, { path: '/admin/upstreams', headers: { host: `127.0.0.1:${port}` } })).status,
+    ).toBe(401);
+
+    const client = await mcpClient(gw.url, user, 'docs:echo');
+    await until(
+      async () =>
+        ((await call('GET', '/admin/upstreams')).body['upstreams'] as { state: string }[]).every(
+          (u) => u.state === 'ready',
+        ),
+      'both upstreams',
+    );
+    const upstreams = (await call('GET', '/admin/upstreams')).body['upstreams'] as {
+      namespace: string;
+      tools: string[];
+    }[];
+    expect(upstreams.map((u) => u.namespace)).toEqual(['docs', 'rec']);
+    expect(upstreams[0]!.tools).toContain('docs:echo');
+
+    // A definition drifts: refused until an admin accepts it.
+    await client.callTool({ name: 'docs:rug_pull', arguments: {} });
+    await until(async () => ((await call('GET', '/admin/pins')).body['drift'] as unknown[]).length > 0, 'the drift');
+    const pins = (await call('GET', '/admin/pins')).body as {
+      drift: { tool: string; diff: string }[];
+      pinned: string[];
+    };
+    expect(pins.drift.map((d) => d.tool)).toEqual(['docs:echo']);
+    expect(pins.drift[0]!.diff).toMatch(/^[-+]/m);
+    expect((await client.callTool({ name: 'docs:echo', arguments: { text: 'x' } })).isError).toBe(true);
+    expect((await call('POST', '/admin/pins/docs:nothing/accept')).status).toBe(404);
+    expect((await call('POST', '/admin/pins/docs:echo/accept')).body).toEqual({ accepted: ['docs:echo'] });
+    await until(
+      async () => (await client.callTool({ name: 'docs:echo', arguments: { text: 'x' } })).isError !== true,
+      'the accepted pin',
+    );
+
+    // A reload to a broken file is refused and the policy in force kept; a good one takes effect.
+    writeFileSync(policy, 'version: 1\nrules:\n  - { name: broken, result: maybe }\n');
+    const broken = await call('POST', '/admin/reload');
+    expect(broken.status).toBe(409);
+    expect(String(broken.body['error'])).toMatch(/policy\.yaml:3:\d+/);
+    expect((await client.callTool({ name: 'rec:echo', arguments: { text: 'still' } })).isError).not.toBe(true);
+    write('two');
+    const good = await call('POST', '/admin/reload');
+    expect(good.status).toBe(200);
+    expect((good.body['changes'] as string[]).join('\n')).toContain('rule "rest-two" added');
+
+    // Drain: the running call finishes, a new one is refused, /readyz says so.
+    const slow = client.callTool({ name: 'rec:slow', arguments: {} });
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const drain = call('POST', '/admin/drain');
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const late = await raw('127.0.0.1', port, {
+      headers: { host: `127.0.0.1:${port}`, authorization: `Bearer ${user}` },
+      body: INITIALIZE,
+    });
+    expect(late.status).toBe(503);
+    expect(late.body).toContain('draining');
+    expect((await raw('127.0.0.1', port, { path: '/readyz' })).status).toBe(503);
+    expect(text(await slow)).toBe('slow done');
+    expect(await drain).toEqual({ status: 200, body: { drained: true, finished: 1 } });
+
+    const actions = records().filter((r) => r['type'] === 'admin');
+    expect(actions.map((r) => [r['action'], r['ok']])).toEqual([
+      ['list-upstreams', true],
+      ...actions.slice(1, -6).map((r) => [r['action'], true]),
+      ['list-pins', true],
+      ['accept-pin', false],
+      ['accept-pin', true],
+      ['reload', false],
+      ['reload', true],
+      ['drain', true],
+    ]);
+    expect(actions.every((r) => r['by'] === 'ops-alice')).toBe(true);
+    expect(records().some((r) => r['type'] === 'mode' && r['event'] === 'refused')).toBe(true);
+  });
+});
