@@ -20,7 +20,7 @@ import {
   type ToolSchema,
 } from './formats/index.js';
 import { bindEnvironment } from './gate/environment.js';
-import { allowlistFor, decideCalls, dispatchCalls, type DispatchResult } from './gate/index.js';
+import { allowlistFor, decideCalls, dispatchCall, dispatchCalls, type DispatchResult } from './gate/index.js';
 import { limiterMeter } from './limits/charge.js';
 import type { Limiter } from './limits/limiter.js';
 import { canonical, describe } from './names.js';
@@ -186,8 +186,12 @@ export class ToolRegistry {
     return this.#handler;
   }
 
+  /** Removes the handler and the fallback set with it: an `ask` is denied again (the default fallback). */
   removePermissionHandler(): void {
     this.#handler = null;
+    // The fallback belongs to the handler it was set with: keeping an 'allow' fallback here made every
+    // later ask run with no one asked (issue 22).
+    this.#handlerFallback = PermissionResult.DENY;
     this.#changed();
     this.#events.emit({ type: 'handler_changed', handler: null });
   }
@@ -233,8 +237,7 @@ export class ToolRegistry {
 
   /** Runs one call through the gate. */
   async invoke(name: string, args: unknown, context: GateContext = {}): Promise<ToolResult> {
-    const [result] = await this.dispatch([{ name, arguments: args }], context);
-    return result!;
+    return ownResult(await dispatchCall(readCall({ name, arguments: args }), context, this.#env(), REGISTRY_ROUTE));
   }
 
   /**
@@ -244,6 +247,12 @@ export class ToolRegistry {
   async executeToolCalls(calls: readonly ToolCallInput[], context: GateContext = {}): Promise<ToolCallResult[]> {
     if (!Array.isArray(calls))
       throw new TypeError(`executeToolCalls expects an array of tool calls, got ${describe(calls)}`);
+    if (calls.length === 1) {
+      // One call (most model turns): its result alone, without a batch's array around it.
+      const call = readCall(calls[0]);
+      const result = ownResult(await dispatchCall(call, context, this.#env(), REGISTRY_ROUTE));
+      return [formatResult(call.format, result) ?? result];
+    }
     const read = calls.map(readCall);
     const results = ownResults(await dispatchCalls(read, context, this.#env(), REGISTRY_ROUTE));
     return results.map((result, i) => formatResult(read[i]!.format, result) ?? result);
@@ -289,10 +298,14 @@ const REGISTRY_ROUTE: Route = Object.freeze({ name: 'registry', grouped: true })
 
 /** The registry's route has no person, no charge and no end of batch: every result is a ToolResult. */
 function ownResults(results: DispatchResult[]): ToolResult[] {
-  for (const result of results)
-    if (result.status === 'pending' || result.status === 'not_run')
-      throw new Error(`toolgate internal error: the registry's route produced a ${result.status} result`);
+  for (const result of results) ownResult(result);
   return results as ToolResult[];
+}
+
+function ownResult(result: DispatchResult): ToolResult {
+  if (result.status === 'pending' || result.status === 'not_run')
+    throw new Error(`toolgate internal error: the registry's route produced a ${result.status} result`);
+  return result;
 }
 
 function limiterOption(value: unknown): Limiter | null {

@@ -51,6 +51,26 @@ export function dispatchCalls(
 }
 
 /**
+ * One call through the path, its result alone (what `invoke` and a one-call batch want): the fast path's
+ * promise itself when the call qualifies, without an array or a promise around it; else the Batch's first.
+ */
+export function dispatchCall(
+  call: Call,
+  context: GateContext,
+  env: GateEnvironment,
+  route: Route,
+): Promise<DispatchResult> {
+  if (route.person) settingsSecret(route.person.approvals);
+  const fast = alone(call, context, env, route);
+  if (fast !== null) return fast;
+  return new Batch([call], context, env, route).run().then(first);
+}
+
+function first(results: DispatchResult[]): DispatchResult {
+  return results[0]!;
+}
+
+/**
  * THE fast path: one call on a route with no meter, no observer and no `execute` of its own, in a registry
  * with no meter and no listener. Nothing can change between its decision and its execution (no wait, no
  * charge, nobody told), so there is nothing to judge again or confirm: decided (synchronously where the
@@ -62,22 +82,27 @@ function runAlone(
   env: GateEnvironment,
   route: Route,
 ): Promise<DispatchResult[]> | null {
+  const running = alone(call, context, env, route);
+  return running === null ? null : running.then(one);
+}
+
+/** {@link runAlone}'s one result. */
+function alone(call: Call, context: GateContext, env: GateEnvironment, route: Route): Promise<DispatchResult> | null {
   if (route.meter || route.observe || route.execute || env.meter || env.listening?.() !== false) return null;
   const pre = precheck(call, context, env);
   // An async schema or an ask waits: the Batch takes the call from here, with what is already decided.
-  if (pre instanceof Promise || pre.kind === 'ask') return new Batch([call], context, env, route).run(pre);
+  if (pre instanceof Promise || pre.kind === 'ask') return new Batch([call], context, env, route).run(pre).then(first);
   const decision = pre.decision;
   if (decision.effect !== 'allow' || !pre.tool || !pre.args)
-    return Promise.resolve([refused(decision as Extract<Decision, { effect: 'deny' }>)]);
-  const running = executeDecided(
+    return Promise.resolve(refused(decision as Extract<Decision, { effect: 'deny' }>));
+  return executeDecided(
     { index: 0, call: call as NormalizedCall, decision, tool: pre.tool, args: pre.args },
     context,
     env,
   );
-  return running.then(one);
 }
 
-function one(result: ToolResult): DispatchResult[] {
+function one(result: DispatchResult): DispatchResult[] {
   return [result];
 }
 
