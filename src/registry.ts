@@ -186,8 +186,12 @@ export class ToolRegistry {
     return this.#handler;
   }
 
+  /** Removes the handler and the fallback set with it: an `ask` is denied again (the default fallback). */
   removePermissionHandler(): void {
     this.#handler = null;
+    // The fallback belongs to the handler it was set with: keeping an 'allow' fallback here made every
+    // later ask run with no one asked (issue 22).
+    this.#handlerFallback = PermissionResult.DENY;
     this.#changed();
     this.#events.emit({ type: 'handler_changed', handler: null });
   }

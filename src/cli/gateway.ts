@@ -32,6 +32,7 @@ import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import type { GateContext } from '../contracts/gate.js';
 import type { PolicySet } from '../policy-file/policy-set.js';
 import { loadPolicyForProxy } from '../gateway/policy.js';
+import { enforcementText } from '../gateway/reload.js';
 import type { CounterStore } from '../stores/types.js';
 import { exitCodes } from './exit-codes.js';
 import { openStore } from './serve.js';
@@ -69,6 +70,7 @@ interface GatewayCliOptions {
   inboxUrl?: string;
   stateStore?: string;
   reload: string;
+  allowUnrecordedShadow?: boolean;
 }
 
 /** Runs the gateway until the client disconnects or a signal stops it; resolves with the exit code. */
@@ -88,6 +90,10 @@ export async function runGateway(
       v.split(/[\s,]+/).filter(Boolean),
     )
     .option('--audit <file>', 'append every audit record to this JSONL file')
+    .option(
+      '--allow-unrecorded-shadow',
+      'serve a policy with shadow rules (or mode: shadow) without --audit (refused otherwise: nothing would record them)',
+    )
     .option('--no-watch', 'do not reload when the policy or lock file changes (SIGHUP still reloads)')
     .option('--http <port>', 'serve Streamable HTTP on this port instead of stdio', (v: string) => {
       const n = Number(v);
@@ -313,7 +319,18 @@ export async function runGateway(
     if (counters) probes.push({ name: 'counters', check: () => counters.peek('toolgate:readyz', 1000) });
     const config = gatewayConfigOf(set);
     lockFile = config.pins?.file ?? null;
-    const audit: GatewayAuditSink | undefined = options.audit ? jsonlAuditSink(options.audit) : undefined;
+    const fileAudit: GatewayAuditSink | undefined = options.audit ? jsonlAuditSink(options.audit) : undefined;
+    // Over HTTP, /metrics counts what the audit records (after the file has it; a metric never blocks a call).
+    const metrics = options.http !== undefined ? (await import('../gateway/metrics.js')).gatewayMetrics() : undefined;
+    const audit: GatewayAuditSink | undefined = metrics
+      ? (record) => {
+          try {
+            fileAudit?.(record);
+          } finally {
+            metrics.observe(record);
+          }
+        }
+      : fileAudit;
     contextOf = (policy) =>
       policy.context({
         ...(options.agent !== undefined ? { agent: options.agent } : {}),
@@ -328,11 +345,13 @@ export async function runGateway(
       context,
       ...(counters ? { counters } : {}),
       ...(audit ? { audit } : {}),
+      ...(options.allowUnrecordedShadow ? { allowUnrecordedShadow: true } : {}),
       ...(approvals ? { approvals } : {}),
       ...(inbox ? { inbox } : {}),
       ...(requestState ? { requestState } : {}),
       reloadGuard: { widen: options.reload === 'widen=allow' ? 'allow' : 'hold' },
     });
+    metrics?.bind(gateway);
     if (options.http !== undefined) {
       const { serveGatewayHttp } = await import('../gateway/http.js');
       const { jwtAuthenticator } = await import('../gateway/auth.js');
@@ -360,6 +379,7 @@ export async function runGateway(
         ...(tls ? { tls } : {}),
         ...(audit ? { audit: safeSink(audit) } : {}),
         readiness: readiness(gateway, probes),
+        ...(metrics ? { metrics: () => metrics.scrape() } : {}),
         ...(options.adminScope !== undefined
           ? {
               admin: adminApi({
@@ -377,6 +397,8 @@ export async function runGateway(
         ...(options.stateless ? { stateless: true } : {}),
         ...(options.resource ? { resource: options.resource } : {}),
         ...(options.authorizationServer ? { authorizationServers: options.authorizationServer } : {}),
+        // RFC 9728 `scopes_supported`: the policy in force's scope map (a reload changes it).
+        scopesSupported: () => Object.keys(gateway.policy.scopes),
         // Who may answer: the policy in force's approvers and the tenant (THE approver check).
         ...(approvals ? { approvals: { store: approvals.store, approvers: approversFor } } : {}),
         // The agent a route /mcp/<agent> names, unless the gateway serves one agent (--agent).
@@ -397,6 +419,7 @@ export async function runGateway(
     log(
       `upstream ${upstream.namespace}: ${upstream.state}${upstream.state === 'ready' ? '' : ` (${upstream.reason})`}`,
     );
+  log(enforcementText(gateway.policy));
   if (http)
     log(
       `listening on ${http.url.href}${options.auth ? ` (protected resource metadata: ${http.resourceMetadataUrl.href})` : ' without authentication'}`,
@@ -410,7 +433,7 @@ export async function runGateway(
       .then((result) => {
         log(
           result.ok
-            ? `${why}: policy ${result.version} in force${result.changes.length > 0 ? ` (${result.changes.join('; ')})` : ', nothing changed'}`
+            ? `${why}: policy ${result.version} in force${result.changes.length > 0 ? ` (${result.changes.join('; ')})` : ', nothing changed'}; ${enforcementText(gateway.policy)}`
             : result.held
               ? `${why}: ${result.error} (approval ${result.approval})`
               : `${why}: the new policy was refused; policy ${result.version} stays in force: ${result.error}`,

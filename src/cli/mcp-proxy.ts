@@ -21,6 +21,7 @@ import { fileURLToPath } from 'node:url';
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import { isLoopbackAddress, jwtAuthenticator, type BearerAuthenticator } from '../gateway/auth.js';
 import { jsonlAuditSink, type GatewayAuditSink } from '../gateway/audit.js';
+import { enforcementText } from '../gateway/reload.js';
 import { createGateway, type Gateway } from '../gateway/gateway.js';
 import type { GatewayHttpServer } from '../gateway/http.js';
 import { loadPolicyForProxy, policyToolMetadata, policyToolParameters } from '../gateway/policy.js';
@@ -50,6 +51,7 @@ interface Options {
   trusted?: boolean;
   redis?: string;
   countersPostgres?: string;
+  allowUnrecordedShadow?: boolean;
 }
 
 /** Exit codes: 0 clean shutdown, 1 the upstream failed, 2 bad usage or configuration. */
@@ -86,6 +88,10 @@ export async function runMcpProxy(
     .option('--jwt-audience <aud>', 'require this audience (the `aud` claim); --http needs it')
     .option('--jwt-any-audience', 'accept tokens minted for any audience (not recommended; printed as a warning)')
     .option('--audit <file>', 'append every decision to this JSONL file')
+    .option(
+      '--allow-unrecorded-shadow',
+      'serve a policy with shadow rules (or mode: shadow) without --audit (refused otherwise: nothing would record them)',
+    )
     .option('--call-timeout <ms>', 'how long an upstream call may take', integer)
     .option('--approval-timeout <ms>', 'how long the user has to answer an approval prompt', integer)
     .option('--trusted', "believe the upstream server's tool annotations")
@@ -194,6 +200,7 @@ export async function runMcpProxy(
       ...(counters ? { counters } : {}),
       name: 'toolgate-mcp-proxy',
       ...(audit ? { audit } : {}),
+      ...(options.allowUnrecordedShadow ? { allowUnrecordedShadow: true } : {}),
       ...(options.approvalTimeout !== undefined ? { approvalTimeoutMs: options.approvalTimeout } : {}),
     });
   } catch (error) {
@@ -209,6 +216,7 @@ export async function runMcpProxy(
     return EXIT.UPSTREAM;
   }
 
+  log(enforcementText(gateway.policy));
   let http: GatewayHttpServer | undefined;
   if (options.http !== undefined) {
     const { serveGatewayHttp } = await import('../gateway/http.js');
@@ -219,6 +227,8 @@ export async function runMcpProxy(
         authenticate: authenticate!,
         // The authenticator checks the audience (--jwt-audience); --jwt-any-audience checks none.
         audience: options.jwtAudience ?? false,
+        // RFC 9728 `scopes_supported`: the capability scopes of the policy file's scope map.
+        scopesSupported: Object.keys(policyFile.scopes),
         // The token's scopes are capability scopes, mapped to tool names by the policy file's scope map;
         // the caller layer they give narrows the proxy's agent and tenant layers.
         context: (auth) => ({ caller: { id: auth.clientId, scopes: policyFile.toolsForScopes(auth.scopes) } }),

@@ -7,10 +7,11 @@
  */
 export { decideCalls, dispatchCall, dispatchCalls, previewCall } from './dispatch.js';
 export { environmentOf, isRegistry } from './environment.js';
-export { agentNameOf, allowlistFor, deny, refusalContent, type Precheck } from './precheck.js';
+export { agentNameOf, allowlistFor, deny, refusalContent, ruleAndReason, type Precheck } from './precheck.js';
 export {
   approvalRequest,
   bindingOf,
+  consumeNonce,
   requestIdOf,
   requestOf,
   sameBinding,

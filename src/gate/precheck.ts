@@ -7,7 +7,7 @@
 import type { ToolAllowlist } from '../allowlist.js';
 import { allowlistRefusal, cachedAllowlist } from '../allowlist-cache.js';
 import type { GateContext, GateEnvironment } from '../contracts/gate.js';
-import type { AllowDecision, Decision, DecisionBase, DenyDecision } from '../decision.js';
+import type { AllowDecision, Decision, DecisionBase, DenyDecision, DenyStage } from '../decision.js';
 import type { RefusalLayer } from '../errors.js';
 import { parseArguments, type NormalizedCall, type UnreadableCall } from '../formats/index.js';
 import { canonical, describe } from '../names.js';
@@ -355,17 +355,57 @@ function issueText(issues: readonly string[]): string {
   return `${shown.join('; ')}${more}`;
 }
 
-/** The text a model gets for a refused call: what was refused and why, with no way to appeal. */
+/** The end of a final refusal: the model may not have the call, and must not ask again. */
+const FINAL = 'This decision is final and cannot be appealed; do not retry it.';
+
+/**
+ * What the model may do after a refusal, by stage: the one table of the refusal texts' endings. A call the
+ * model got wrong can be corrected; a limit's own text says when (or whether) it may be retried, so a
+ * "final" after it contradicted it; a store that could not answer refused a call nothing judged.
+ */
+const AFTER: Readonly<Record<DenyStage, string>> = Object.freeze({
+  // "rejected": the reason says what was wrong with the call, which the model may correct.
+  lookup: '',
+  arguments: '',
+  validation: '',
+  allowlist: FINAL,
+  policy: FINAL,
+  handler: FINAL,
+  budget: FINAL,
+  depth: FINAL,
+  limit: '',
+  store:
+    'It did not run: the permission store could not be checked, so nothing was decided; it may be tried again later.',
+});
+
+/**
+ * The rule and the reason of a Decision in one phrase, said once: a rule without a `reason` of its own has
+ * the reason `rule "name"`, and "(rule "x"): rule "x"" said the name twice (issue 22).
+ */
+export function ruleAndReason(decision: Pick<DecisionBase, 'rule' | 'reason'>): string {
+  if (decision.rule === null) return `: ${decision.reason}`;
+  const rule = `rule ${JSON.stringify(decision.rule)}`;
+  return decision.reason === rule ? ` (${rule})` : ` (${rule}): ${decision.reason}`;
+}
+
+/** The text a model gets for a refused call: what was refused and why, and what it may do instead. */
 export function refusalContent(decision: DenyDecision): string {
   // A call the model got wrong (unknown name, bad arguments) can be corrected; a permission refusal cannot.
   if (decision.stage === 'lookup' || decision.stage === 'arguments' || decision.stage === 'validation') {
     return `Tool call rejected: ${decision.reason}.`;
   }
-  const by =
+  const after = AFTER[decision.stage];
+  const tail = after === '' ? '' : ` ${after}`;
+  const head =
     decision.stage === 'allowlist'
-      ? `layer ${decision.layer}`
-      : decision.rule
-        ? `rule ${JSON.stringify(decision.rule)}`
-        : decision.stage;
-  return `Tool call refused (${by}): ${decision.reason}. This decision is final and cannot be appealed; do not retry it.`;
+      ? ` (layer ${decision.layer}): ${decision.reason}`
+      : // A limit's or a store's refusal keeps the rule that allowed the call: it is not the refusing one.
+        (decision.stage === 'policy' || decision.stage === 'handler') && decision.rule
+        ? ruleAndReason(decision)
+        : ` (${decision.stage}): ${decision.reason}`;
+  return `Tool call refused${head}${endsSentence(head) ? '' : '.'}${tail}`;
+}
+
+function endsSentence(text: string): boolean {
+  return /[.!?]$/.test(text);
 }

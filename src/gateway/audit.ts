@@ -4,6 +4,7 @@
  */
 import { appendFileSync, closeSync, openSync, writeSync } from 'node:fs';
 import type { Decision } from '../decision.js';
+import { freezeEvent } from '../events.js';
 import type { PermissionResult } from '../permissions/result.js';
 import type { PermissionPolicy } from '../permissions/policy.js';
 import type { ToolRegistry, ToolResult } from '../registry.js';
@@ -31,6 +32,11 @@ export interface ToolAuditRecord extends RecordBase {
   readonly decision: Decision | null;
   /** `ok`/`error`: ran upstream; `refused`: the upstream never saw it; `unavailable`: its upstream is down. */
   readonly status: ToolResult['status'] | 'unavailable';
+  /**
+   * `unknown`: the call was sent upstream and no answer came back (it timed out): the upstream may have
+   * completed it; `reason` says so. Check the upstream before any retry.
+   */
+  readonly outcome?: 'unknown';
   readonly reason?: string;
   readonly shadow?: ShadowRecord;
   /** The tool's definition drifted from its pin: the unified diff. */
@@ -44,6 +50,11 @@ export interface ToolAuditRecord extends RecordBase {
     readonly reason?: string;
     readonly approver?: string;
   };
+  /**
+   * A scope-shaped refusal of a 2026-07-28 request: answered HTTP 403 with `WWW-Authenticate: Bearer
+   * error="insufficient_scope", scope="…"` (the scopes that would cover the tool).
+   */
+  readonly stepUp?: { readonly status: 403; readonly scope: string };
 }
 
 /** A resource read/subscribe or a prompt get. */
@@ -224,7 +235,8 @@ export function safeSink(sink: GatewayAuditSink | undefined): (record: GatewayAu
   return (record) => {
     if (!sink) return;
     try {
-      sink(record);
+      // Frozen: a sink composed of several (a JSONL file and OTel) cannot change the record for the others.
+      sink(freezeEvent(record));
     } catch (error) {
       process.emitWarning(
         `toolgate: the gateway's audit sink threw: ${error instanceof Error ? error.message : String(error)}`,

@@ -8,15 +8,17 @@ import { randomUUID } from 'node:crypto';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { readCall } from '../formats/index.js';
-import { dispatchCalls, environmentOf } from '../gate/index.js';
+import { dispatchCalls, environmentOf, ruleAndReason } from '../gate/index.js';
 import type { GateContext } from '../contracts/gate.js';
 import type { ToolRegistry, ToolResult } from '../registry.js';
 import type { ApprovalNote } from './approvals.js';
 import { gatewayRoute, type AskingRequest, type GatewayPeople } from './approvers.js';
 import { shadowOf, type GatewayAuditRecord, type ToolAuditRecord } from './audit.js';
+import { roundOf } from './mrtr.js';
 import { PIN_RULE } from './pins.js';
 import type { Relay, RelayedRequest } from './relay.js';
 import type { PolicyInForce } from './policy.js';
+import { askStepUp, stepUpFor } from './stepup.js';
 import { callScope, type Upstream } from './upstream.js';
 
 /** What a tool call needs of its gateway. */
@@ -70,6 +72,15 @@ export async function runToolCall(deps: ToolCallDeps, call: ToolCallRequest): Pr
   const decidedUnder = decision.policyVersion === latest.policy.version ? latest : started;
   const shadow = shadowOf(decidedUnder.set.policy, decidedUnder.set.shadow, registry, decision);
   const drift = decidedUnder.pins?.drift(decision.canonical);
+  // A 2026-07-28 request the caller layer refused, where a scope would cover the tool: HTTP 403 and
+  // insufficient_scope (stepup.ts) instead of a flat refusal; the record says so.
+  const stepUp =
+    decision.effect === 'deny' && decision.layer === 'caller' && roundOf(server) !== undefined
+      ? stepUpFor(decidedUnder.set.scopes, call.name)
+      : undefined;
+  if (stepUp && !askStepUp(stepUp)) throw new Error('toolgate gateway: a 2026-07-28 call outside its HTTP exchange');
+  // Sent upstream, never answered (a timeout): recorded and told as an unknown outcome, not as a failure.
+  const unanswered = result.status === 'error' && scope.result === undefined ? scope.unanswered : undefined;
   const record: ToolAuditRecord = {
     type: 'tool',
     time: new Date().toISOString(),
@@ -77,8 +88,10 @@ export async function runToolCall(deps: ToolCallDeps, call: ToolCallRequest): Pr
     upstream: call.upstream?.namespace ?? null,
     decision,
     status: result.status,
+    ...(unanswered ? { outcome: 'unknown' as const, reason: unanswered } : {}),
     durationMs: Math.round((performance.now() - startedAt) * 1000) / 1000,
     ...(approval ? { approval } : {}),
+    ...(stepUp ? { stepUp: { status: 403, scope: stepUp.scope } } : {}),
   };
   audit({ ...record, ...(shadow ? { shadow } : {}), ...(drift ? { drift: drift.diff } : {}) });
   await relay.delivered(server);
@@ -93,6 +106,11 @@ export async function runToolCall(deps: ToolCallDeps, call: ToolCallRequest): Pr
         },
       ],
     };
+  if (unanswered)
+    return {
+      isError: true,
+      content: [{ type: 'text', text: `toolgate gateway: ${JSON.stringify(call.name)}: ${unanswered}.` }],
+    };
   // The upstream's own error result is forwarded as it came.
   if (result.status === 'error' && scope.result?.isError === true) return scope.result as CallToolResult;
   if (approval && (approval.state === 'asked' || approval.state === 'pending'))
@@ -101,7 +119,7 @@ export async function runToolCall(deps: ToolCallDeps, call: ToolCallRequest): Pr
       content: [
         {
           type: 'text',
-          text: `This call waits for a person's approval (rule ${JSON.stringify(decision.rule)}): ${decision.reason}.`,
+          text: `This call waits for a person's approval${ruleAndReason(decision)}.`,
         },
       ],
     };

@@ -58,6 +58,12 @@ export interface GatewayOptions {
   readonly counters?: CounterStore;
   /** Receives every audit record. @default none */
   readonly audit?: GatewayAuditSink;
+  /**
+   * Serve a policy with shadow rules (or `mode: shadow`) although no `audit` sink records what they would
+   * have done. Without it such a policy is refused at start and at reload: shadow rules switch enforcement
+   * off for what they cover, and unrecorded they are enforcement silently off. @default false
+   */
+  readonly allowUnrecordedShadow?: boolean;
   /** How long a person has to answer an approval (elicitation) before the call is denied. @default 120_000 */
   readonly approvalTimeoutMs?: number;
   /** The gateway's server name towards its clients. @default 'toolgate-gateway' */
@@ -179,7 +185,13 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     people,
     audit,
   );
-  const inputs = { upstreams: options.upstreams, counters: options.counters ?? new MemoryCounterStore(), audit };
+  const inputs = {
+    upstreams: options.upstreams,
+    counters: options.counters ?? new MemoryCounterStore(),
+    audit,
+    recorded: options.audit !== undefined,
+    allowUnrecordedShadow: options.allowUnrecordedShadow === true,
+  };
   const first = buildInForce(
     options.policy,
     options.context ?? options.policy.context(),
@@ -334,6 +346,10 @@ function checkOptions(options: GatewayOptions): void {
   }
   if (options.counters !== undefined && typeof (options.counters as { consume?: unknown })?.consume !== 'function')
     throw new TypeError(`option "counters" must be a CounterStore (with consume()), got ${describe(options.counters)}`);
+  if (options.allowUnrecordedShadow !== undefined && typeof options.allowUnrecordedShadow !== 'boolean')
+    throw new TypeError(
+      `option "allowUnrecordedShadow" must be a boolean, got ${describe(options.allowUnrecordedShadow)}`,
+    );
   if (options.approvals !== undefined) checkApprovals(options.approvals);
   requestStateOf(options);
   if (options.inbox !== undefined) {

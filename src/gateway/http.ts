@@ -69,8 +69,11 @@ export interface GatewayHttpOptions {
   readonly resource?: string;
   /** The authorization servers clients get tokens from (the metadata's `authorization_servers`). @default [] */
   readonly authorizationServers?: readonly string[];
-  /** The scopes the metadata lists. @default none listed */
-  readonly scopesSupported?: readonly string[];
+  /**
+   * The scopes the metadata lists, or a function read per metadata request (the CLI: the scope map of the
+   * policy in force, so a reload changes them). @default none listed
+   */
+  readonly scopesSupported?: readonly string[] | (() => readonly string[]);
   /**
    * The audience a token must name (`aud` claim, or the authenticator's `resource`): `true` this
    * resource, a string that audience, `false` not checked (not recommended). @default true
@@ -332,7 +335,7 @@ export async function serveGatewayHttp(
       return reply(res, 200, {
         resource,
         authorization_servers: [...(options.authorizationServers ?? [])],
-        ...(options.scopesSupported ? { scopes_supported: [...options.scopesSupported] } : {}),
+        ...scopesField(options.scopesSupported),
         bearer_methods_supported: ['header'],
         resource_name: 'toolgate MCP gateway',
       });
@@ -622,4 +625,10 @@ async function serveModern(
     // the client went away
   }
   res.end();
+}
+
+/** The metadata's `scopes_supported`, read now (a function: the policy in force's scope map). */
+function scopesField(option: GatewayHttpOptions['scopesSupported']): { scopes_supported?: string[] } {
+  const scopes = typeof option === 'function' ? option() : option;
+  return scopes ? { scopes_supported: [...scopes] } : {};
 }

@@ -10,7 +10,7 @@
 import { randomUUID } from 'node:crypto';
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { readCall } from '../formats/index.js';
-import { dispatchCalls, environmentOf, type Route } from '../gate/index.js';
+import { dispatchCalls, environmentOf, ruleAndReason, type Route } from '../gate/index.js';
 import type { GateContext } from '../contracts/gate.js';
 import { canonical } from '../names.js';
 import { itemTool, type ItemAction, type ItemKind } from '../policy-file/items.js';
@@ -156,11 +156,11 @@ export class ItemGate {
     if (approval && (approval.state === 'asked' || approval.state === 'pending'))
       throw new McpError(
         ErrorCode.InvalidRequest,
-        `toolgate: the ${kind} ${JSON.stringify(access.target)} waits for a person's approval (rule ${JSON.stringify(decision.rule)}): ${decision.reason}`,
+        `toolgate: the ${kind} ${JSON.stringify(access.target)} waits for a person's approval${ruleAndReason(decision)}`,
       );
     throw new McpError(
       ErrorCode.InvalidRequest,
-      `toolgate: the ${kind} ${JSON.stringify(access.target)} is refused by the policy${decision.rule ? ` (rule ${JSON.stringify(decision.rule)})` : ''}: ${decision.reason}`,
+      `toolgate: the ${kind} ${JSON.stringify(access.target)} is refused by the policy${ruleAndReason(decision)}`,
     );
   }
 }

@@ -78,6 +78,10 @@ export interface InForceInputs {
   /** Where the limits of every snapshot count (kept across reloads: a reload does not reset a window). */
   readonly counters: CounterStore;
   readonly audit: (record: GatewayAuditRecord) => void;
+  /** Whether an audit sink records what shadow rules would have done (a sink was given). */
+  readonly recorded: boolean;
+  /** Serve a policy with shadow rules although nothing records them (`--allow-unrecorded-shadow`). */
+  readonly allowUnrecordedShadow: boolean;
 }
 
 /**
@@ -92,6 +96,7 @@ export function buildInForce(
   previous: PolicyInForce | null,
 ): PolicyInForce {
   checkToolNamespaces(set, inputs.upstreams);
+  checkShadowRecorded(set, inputs);
   checkContext(context);
   let tracker: PinTracker | null = null;
   if (pins) {
@@ -298,9 +303,7 @@ export class Reloader {
       event,
       policy: set.version,
       mode: set.data.mode ?? 'enforce',
-      shadowRules: ruleModes(set)
-        .filter((r) => r.mode === 'shadow')
-        .map((r) => r.name),
+      shadowRules: shadowRuleNames(set),
       pin: pins ? onDrift : 'off',
       changes,
       ...extra,
@@ -371,10 +374,48 @@ function ruleModes(set: PolicySet): { name: string; mode: 'enforce' | 'shadow'; 
 
 /** The mode record's words at start. */
 function startText(set: PolicySet): string {
-  const shadow = ruleModes(set).filter((r) => r.mode === 'shadow');
+  const shadow = shadowRuleNames(set);
   return set.data.mode === 'shadow'
     ? 'the whole policy is in shadow mode: rules decide and are recorded, the allowlists alone are enforced'
-    : `policy enforced${shadow.length > 0 ? `; in shadow mode: ${shadow.map((r) => r.name).join(', ')}` : ''}`;
+    : `policy enforced${shadow.length > 0 ? `; in shadow mode: ${shadow.join(', ')}` : ''}`;
+}
+
+/** The names of the rules in shadow mode (tool, resource and prompt rules). */
+function shadowRuleNames(set: PolicySet): string[] {
+  return ruleModes(set)
+    .filter((r) => r.mode === 'shadow')
+    .map((r) => r.name);
+}
+
+/**
+ * The enforcement mode of a policy, in one line for the operator's log (printed on start and on every
+ * reload): `enforce`, `enforce, with rules in shadow mode: …`, or `SHADOW` for the whole policy.
+ */
+export function enforcementText(set: PolicySet): string {
+  const shadow = shadowRuleNames(set);
+  if (set.data.mode === 'shadow')
+    return 'enforcement mode: SHADOW (mode: shadow): the rules decide nothing, they are only recorded; the allowlists alone are enforced';
+  return shadow.length > 0
+    ? `enforcement mode: enforce, except rules in shadow mode (recorded, not enforced): ${shadow.join(', ')}`
+    : 'enforcement mode: enforce (every rule enforced)';
+}
+
+/**
+ * Shadow rules switch enforcement off for what they cover, and their whole point is the record of what they
+ * would have done: with no audit sink nothing is recorded, and a shadow policy is enforcement silently off
+ * (issue 22). Refused, at start and at reload, unless the operator said so (`allowUnrecordedShadow`).
+ */
+function checkShadowRecorded(set: PolicySet, inputs: InForceInputs): void {
+  if (inputs.recorded || inputs.allowUnrecordedShadow) return;
+  const shadow = shadowRuleNames(set);
+  if (set.data.mode !== 'shadow' && shadow.length === 0) return;
+  const what =
+    set.data.mode === 'shadow'
+      ? 'the whole policy is in shadow mode (mode: shadow)'
+      : `rules in shadow mode: ${shadow.join(', ')}`;
+  throw new ConfigurationError(
+    `the policy has ${what}, and nothing records what they would have done: give an audit sink (--audit FILE), or --allow-unrecorded-shadow to serve it unrecorded`,
+  );
 }
 
 /** Each change of enforcement between two snapshots, in words (empty when they enforce the same). */

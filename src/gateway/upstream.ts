@@ -76,6 +76,11 @@ export interface CallScope {
   }) => Promise<void>;
   /** The upstream's own result of the call, kept so that an error result is forwarded as the upstream gave it. */
   result?: CallToolResult;
+  /**
+   * Set when the call was sent upstream and no answer came back (it timed out, or was stopped while the
+   * upstream ran it): the upstream may have completed it, so its outcome is unknown (issue 22).
+   */
+  unanswered?: string;
 }
 
 /** The downstream request being served, across the gate's promise chain down to the upstream call. */
@@ -94,22 +99,51 @@ class GatewayClient extends Client {
   override callTool(params: CallToolParams, options?: CallToolRequestOptions): Promise<CallToolResult> {
     return this.#upstream.forward(async (scope) => {
       const token = scope?.progressToken !== undefined ? this.#upstream.relayProgress(scope) : undefined;
+      // The request leaves for the upstream now; an answer (a result, or a JSON-RPC error: McpError) makes
+      // its outcome known. No answer — a timeout (a cancellation is sent), or the call stopped by the gate's
+      // tool timeout or the client while the upstream ran it — leaves it unknown: the upstream may have
+      // completed it, and "cancelled upstream" made a model retry it and run it twice (issue 22). Set
+      // synchronously on abort, before the gate's own timeout result reaches the gateway.
+      const signal = options?.signal;
+      const stopped = (): void => {
+        if (scope && scope.result === undefined)
+          scope.unanswered ??= unansweredText(
+            this.#upstream.namespace,
+            'was still running the call when it was stopped',
+          );
+      };
+      signal?.addEventListener('abort', stopped, { once: true });
       try {
         const withToken = token ? { ...params, _meta: { ...params._meta, progressToken: token.id } } : params;
         const result = await super.callTool(withToken, this.#upstream.requestOptions(scope, options));
         if (scope) scope.result = result;
         return result;
       } catch (error) {
-        if (error instanceof SdkError && error.code === SdkErrorCode.RequestTimeout)
-          throw new Error(
-            `upstream "${this.#upstream.namespace}" did not finish within ${this.#upstream.options.callTimeoutMs ?? 60_000} ms; the request was cancelled upstream`,
-          );
+        if (error instanceof SdkError && error.code === SdkErrorCode.RequestTimeout) {
+          const ms = this.#upstream.options.callTimeoutMs ?? 60_000;
+          const text = unansweredText(this.#upstream.namespace, `did not answer within ${ms} ms`);
+          if (scope) scope.unanswered = text;
+          throw new Error(text);
+        }
+        if (signal?.aborted === true && scope?.unanswered) throw new Error(scope.unanswered);
         throw error;
       } finally {
+        signal?.removeEventListener('abort', stopped);
         token?.done();
       }
     });
   }
+}
+
+/**
+ * What the client and the audit are told about a call sent upstream that got no answer: its outcome is
+ * unknown, and it must be checked before any retry.
+ */
+export function unansweredText(namespace: string, why: string): string {
+  return (
+    `upstream ${JSON.stringify(namespace)} ${why}: the outcome of the call is unknown — the upstream may have ` +
+    'completed it. Check whether it took effect before any retry; do not simply call it again'
+  );
 }
 
 /** `down`: crashed or unreachable, retried with a growing delay; `closed`: stopped by the gateway. */

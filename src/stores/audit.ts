@@ -5,6 +5,7 @@
  */
 import { appendFileSync, createReadStream, existsSync } from 'node:fs';
 import { createInterface } from 'node:readline';
+import { freezeEvent } from '../events.js';
 import { describe } from '../names.js';
 import type { ToolRegistry } from '../registry.js';
 import { auditBounds, auditMatches } from './shared.js';
@@ -73,6 +74,8 @@ export function fanOut(...sinks: readonly AuditSink[]): AuditSink {
       throw new TypeError(`fanOut: sink ${i} must be an AuditSink, got ${describe(sink)}`);
   return {
     write(record: AuditRecord): Promise<void> {
+      // One record, several sinks: frozen, so an earlier sink cannot change what a later one writes.
+      freezeEvent(record);
       return Promise.all(sinks.map((sink) => writeAudit(sink, record))).then(() => undefined);
     },
   };

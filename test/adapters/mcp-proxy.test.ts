@@ -208,7 +208,8 @@ describe('toolgate mcp-proxy over real stdio, in front of @modelcontextprotocol/
     ]);
     const result = await client.callTool({ name: 'hang', arguments: {} });
     expect(result.isError).toBe(true);
-    expect(text(result)).toMatch(/did not finish within 300 ms/);
+    expect(text(result)).toMatch(/did not answer within 300 ms: the outcome of the call is unknown/);
+    expect(text(result)).toMatch(/before any retry/);
     expect(text(await client.callTool({ name: 'echo', arguments: {} }))).toBe('echo');
   });
 

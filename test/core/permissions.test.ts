@@ -246,14 +246,14 @@ describe('handlers', () => {
     });
   });
 
-  it("applies the registry's fallback whenever ask reaches no handler", async () => {
+  it("the registry's fallback goes with its handler: removing the handler restores deny (issue 22)", async () => {
     const { registry, ran } = fixture();
     registry.setPermissionPolicy(askAll);
     registry.setPermissionHandler(() => 'deny', { fallback: 'allow' });
     registry.removePermissionHandler();
-    // removing the handler keeps the configured fallback
-    expect((await registry.invoke('refund', {})).decision).toMatchObject({ effect: 'allow', by: 'fallback' });
-    expect(ran).toHaveLength(1);
+    // Removing the handler removes the fallback set with it: an ask with no one to answer it is denied.
+    expect((await registry.invoke('refund', {})).decision).toMatchObject({ effect: 'deny', by: 'no_handler' });
+    expect(ran).toHaveLength(0);
     expect(() => registry.setPermissionHandler(() => 'allow', { fallback: 'sure' as PermissionResult })).toThrow(
       TypeError,
     );
