@@ -319,7 +319,18 @@ export async function runGateway(
     if (counters) probes.push({ name: 'counters', check: () => counters.peek('toolgate:readyz', 1000) });
     const config = gatewayConfigOf(set);
     lockFile = config.pins?.file ?? null;
-    const audit: GatewayAuditSink | undefined = options.audit ? jsonlAuditSink(options.audit) : undefined;
+    const fileAudit: GatewayAuditSink | undefined = options.audit ? jsonlAuditSink(options.audit) : undefined;
+    // Over HTTP, /metrics counts what the audit records (after the file has it; a metric never blocks a call).
+    const metrics = options.http !== undefined ? (await import('../gateway/metrics.js')).gatewayMetrics() : undefined;
+    const audit: GatewayAuditSink | undefined = metrics
+      ? (record) => {
+          try {
+            fileAudit?.(record);
+          } finally {
+            metrics.observe(record);
+          }
+        }
+      : fileAudit;
     contextOf = (policy) =>
       policy.context({
         ...(options.agent !== undefined ? { agent: options.agent } : {}),
@@ -340,6 +351,7 @@ export async function runGateway(
       ...(requestState ? { requestState } : {}),
       reloadGuard: { widen: options.reload === 'widen=allow' ? 'allow' : 'hold' },
     });
+    metrics?.bind(gateway);
     if (options.http !== undefined) {
       const { serveGatewayHttp } = await import('../gateway/http.js');
       const { jwtAuthenticator } = await import('../gateway/auth.js');
@@ -367,6 +379,7 @@ export async function runGateway(
         ...(tls ? { tls } : {}),
         ...(audit ? { audit: safeSink(audit) } : {}),
         readiness: readiness(gateway, probes),
+        ...(metrics ? { metrics: () => metrics.scrape() } : {}),
         ...(options.adminScope !== undefined
           ? {
               admin: adminApi({

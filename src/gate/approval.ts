@@ -237,6 +237,24 @@ export function signAnswer(secret: Uint8Array, request: ApprovalRequest, answer:
 }
 
 /**
+ * Uses up a single-use nonce: true when the store answers exactly `true` (fresh: this caller is the one that
+ * acts), false when it answers `false` (used before). Any other answer (`'OK'`, `1`, `null`, an object) is a
+ * store error and throws a TypeError naming it, as a store that rejects does: the caller refuses (fail
+ * closed), never treats it as fresh. Every route that consumes a nonce goes through here.
+ */
+export async function consumeNonce(
+  nonces: Pick<NonceStore, 'consume'>,
+  nonce: string,
+  ttlMs: number,
+): Promise<boolean> {
+  const fresh: unknown = await nonces.consume(nonce, ttlMs);
+  if (fresh === true || fresh === false) return fresh;
+  throw new TypeError(
+    `the nonce store's consume() answered ${describe(fresh)}; only true (fresh) or false (used) is an answer`,
+  );
+}
+
+/**
  * Checks a signed answer against the request the gate built for the call now: its MAC and its request id
  * under `secret`, that it binds this very call ({@link sameBinding}), that it has not expired, and consumes
  * its nonce (last: a refused answer uses nothing up). The answer, or the one way an approval fails:
@@ -270,7 +288,7 @@ export async function verifyAnswer(
   if (problem !== null) return invalid(problem);
   if (typeof binding.expiresAt !== 'number' || !(binding.expiresAt > now))
     return invalid(`the approval expired at ${new Date(Number(binding.expiresAt) || 0).toISOString()}`);
-  if (typeof binding.nonce !== 'string' || !(await nonces.consume(binding.nonce, binding.expiresAt - now + 1)))
+  if (typeof binding.nonce !== 'string' || !(await consumeNonce(nonces, binding.nonce, binding.expiresAt - now + 1)))
     return invalid('the approval was already used');
   return checked;
 }

@@ -11,6 +11,7 @@ export { agentNameOf, allowlistFor, deny, refusalContent, ruleAndReason, type Pr
 export {
   approvalRequest,
   bindingOf,
+  consumeNonce,
   requestIdOf,
   requestOf,
   sameBinding,

@@ -16,7 +16,7 @@
 import type { ApprovalRequest, AskOutcome } from '../contracts/approval.js';
 import { describe } from '../names.js';
 import { secretOf } from '../crypto.js';
-import { requestIdOf, sameBinding } from '../gate/index.js';
+import { consumeNonce, requestIdOf, sameBinding } from '../gate/index.js';
 import type { ApprovalStore, NonceStore, PendingRecord } from '../stores/types.js';
 
 /** Options of the gateway's store-backed approvals. */
@@ -92,7 +92,8 @@ export function storePerson(
         }
         if (record.status !== 'answered' || !record.answer || record.binding.expiresAt <= now) continue;
         // Single use, across every replica: only the one that consumes the nonce acts on the answer.
-        if (!(await approvals.nonces.consume(record.binding.nonce, ttlMs * 2))) continue;
+        // Only `true` is fresh; any other answer of the store throws (a store error: the call is refused).
+        if (!(await consumeNonce(approvals.nonces, record.binding.nonce, ttlMs * 2))) continue;
         const answer = record.answer;
         const approver = answer.approver !== undefined ? { approver: answer.approver } : {};
         if (answer.effect === 'allow' && answer.arguments !== undefined) {

@@ -50,6 +50,11 @@ export interface ToolAuditRecord extends RecordBase {
     readonly reason?: string;
     readonly approver?: string;
   };
+  /**
+   * A scope-shaped refusal of a 2026-07-28 request: answered HTTP 403 with `WWW-Authenticate: Bearer
+   * error="insufficient_scope", scope="…"` (the scopes that would cover the tool).
+   */
+  readonly stepUp?: { readonly status: 403; readonly scope: string };
 }
 
 /** A resource read/subscribe or a prompt get. */

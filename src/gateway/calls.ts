@@ -14,9 +14,11 @@ import type { ToolRegistry, ToolResult } from '../registry.js';
 import type { ApprovalNote } from './approvals.js';
 import { gatewayRoute, type AskingRequest, type GatewayPeople } from './approvers.js';
 import { shadowOf, type GatewayAuditRecord, type ToolAuditRecord } from './audit.js';
+import { roundOf } from './mrtr.js';
 import { definitionPin, PIN_RULE, pinnedDefinition } from './pins.js';
 import type { Relay, RelayedRequest } from './relay.js';
 import type { PolicyInForce } from './policy.js';
+import { askStepUp, stepUpFor } from './stepup.js';
 import { callScope, type Upstream } from './upstream.js';
 
 /** What a tool call needs of its gateway. */
@@ -73,6 +75,13 @@ export async function runToolCall(deps: ToolCallDeps, call: ToolCallRequest): Pr
   const decidedUnder = decision.policyVersion === latest.policy.version ? latest : started;
   const shadow = shadowOf(decidedUnder.set.policy, decidedUnder.set.shadow, registry, decision);
   const drift = decidedUnder.pins?.drift(decision.canonical);
+  // A 2026-07-28 request the caller layer refused, where a scope would cover the tool: HTTP 403 and
+  // insufficient_scope (stepup.ts) instead of a flat refusal; the record says so.
+  const stepUp =
+    decision.effect === 'deny' && decision.layer === 'caller' && roundOf(server) !== undefined
+      ? stepUpFor(decidedUnder.set.scopes, call.name)
+      : undefined;
+  if (stepUp && !askStepUp(stepUp)) throw new Error('toolgate gateway: a 2026-07-28 call outside its HTTP exchange');
   // Sent upstream, never answered (a timeout): recorded and told as an unknown outcome, not as a failure.
   const unanswered = result.status === 'error' && scope.result === undefined ? scope.unanswered : undefined;
   const record: ToolAuditRecord = {
@@ -85,6 +94,7 @@ export async function runToolCall(deps: ToolCallDeps, call: ToolCallRequest): Pr
     ...(unanswered ? { outcome: 'unknown' as const, reason: unanswered } : {}),
     durationMs: Math.round((performance.now() - startedAt) * 1000) / 1000,
     ...(approval ? { approval } : {}),
+    ...(stepUp ? { stepUp: { status: 403, scope: stepUp.scope } } : {}),
   };
   audit({ ...record, ...(shadow ? { shadow } : {}), ...(drift ? { drift: drift.diff } : {}) });
   await relay.delivered(server);

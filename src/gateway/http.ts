@@ -216,13 +216,21 @@ export async function serveGatewayHttp(
   let metadataUrl = '';
   const challenge = (error?: { code: string; description: string }): string =>
     `Bearer resource_metadata="${metadataUrl}"${error ? `, error="${error.code}", error_description="${error.description.replace(/["\\]/g, "'")}"` : ''}`;
-  const unauthorized = (res: ServerResponse, code: string, description: string): void =>
+  // Audited as an access refusal (nothing was decided; a 2026-07-28 `server/discover` without a token too).
+  const unauthorized = (
+    at: { readonly req: IncomingMessage; readonly pathname: string },
+    res: ServerResponse,
+    code: string,
+    description: string,
+  ): void => {
+    refusedAccess(at.req, at.pathname, `401 ${code}: ${description}`, null);
     reply(
       res,
       401,
       { error: code, error_description: description },
       challenge(code === 'invalid_request' ? undefined : { code, description }),
     );
+  };
 
   /** The audience check (RFC 8707): the token must name this resource. */
   const audienceOk = (auth: AuthInfo): boolean => {
@@ -356,21 +364,27 @@ export async function serveGatewayHttp(
     if (authenticate !== null) {
       const header = req.headers.authorization;
       const match = typeof header === 'string' ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
-      if (!match) return unauthorized(res, 'invalid_request', 'a bearer token is required');
+      if (!match) return unauthorized({ req, pathname }, res, 'invalid_request', 'a bearer token is required');
       try {
         auth = await authenticate(match[1]!);
         subject = sessionSubject(auth);
       } catch {
         return unauthorized(
+          { req, pathname },
           res,
           'invalid_token',
           'the bearer token could not be verified (expired, malformed or badly signed)',
         );
       }
       if (auth.expiresAt !== undefined && auth.expiresAt * 1000 <= Date.now())
-        return unauthorized(res, 'invalid_token', 'the bearer token has expired');
+        return unauthorized({ req, pathname }, res, 'invalid_token', 'the bearer token has expired');
       if (!audienceOk(auth))
-        return unauthorized(res, 'invalid_token', 'the bearer token was not issued for this resource (audience)');
+        return unauthorized(
+          { req, pathname },
+          res,
+          'invalid_token',
+          'the bearer token was not issued for this resource (audience)',
+        );
       req.auth = auth;
     }
     if (administering) {

@@ -28,6 +28,7 @@ import type { GateContext } from '../contracts/gate.js';
 import { MODERN_VERSION } from '../mcp/index.js';
 import { sessionSubject } from './auth.js';
 import type { GatewayInbox } from './inbox.js';
+import { challengeOf, withinExchange } from './stepup.js';
 import { attachRound, mrtrRound, type MrtrInbox, type MrtrRound } from './mrtr.js';
 import { requestHandlers, type GatewayCore, type GatewayRequestContext, type SessionRequest } from './session.js';
 
@@ -58,10 +59,19 @@ export function modernHandler(
   context: () => GatewayRequestContext,
   onerror?: (error: Error) => void,
 ): McpHttpHandler {
-  return createMcpHandler(({ authInfo }) => modernServer(core, context, authInfo), {
+  const handler = createMcpHandler(({ authInfo }) => modernServer(core, context, authInfo), {
     legacy: 'reject',
     ...(onerror ? { onerror } : {}),
   });
+  // A call refused for want of a scope answers 403 and the challenge (stepup.ts), its JSON-RPC body kept.
+  const fetch: McpHttpHandler['fetch'] = async (request, options) => {
+    const { answer, stepUp } = await withinExchange(() => handler.fetch(request, options));
+    if (!stepUp) return answer;
+    const headers = new Headers(answer.headers);
+    headers.set('www-authenticate', challengeOf(stepUp));
+    return new Response(await answer.text(), { status: 403, headers });
+  };
+  return { ...handler, fetch };
 }
 
 /** One request's server: what it advertises is what this caller may use of what the upstreams offer. */

@@ -23,6 +23,7 @@
 import { randomUUID, timingSafeEqual } from 'node:crypto';
 import {
   bindingOf,
+  consumeNonce,
   requestIdOf,
   requestOf,
   sameBinding,
@@ -348,7 +349,8 @@ export function mrtrRound(request: MrtrRequest): MrtrRound {
         }
         let fresh: boolean;
         try {
-          fresh = await stores.nonces.consume(given.nonce, ttlMs * 2);
+          // Only `true` is fresh; any other answer is a store error (thrown): refused like a used one.
+          fresh = await consumeNonce(stores.nonces, given.nonce, ttlMs * 2);
         } catch {
           fresh = false;
         }

@@ -10,6 +10,7 @@ import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
 import { streamSSE } from 'hono/streaming';
 import { INBOX_CSS, INBOX_JS } from './assets.js';
 import { csrfToken, identityOf, linkClaims, sameCsrf, sessionOf, signValue } from './auth.js';
+import { consumeNonce } from '../gate/index.js';
 import { STATUS, parseArguments, type Answering, type Outcome, type Status } from './answer.js';
 import { publishedOverTls, type InboxContext, type InboxIdentity } from './context.js';
 import type { History } from './history.js';
@@ -273,8 +274,9 @@ export function inboxApp({ ctx, queue, answering, history }: InboxParts): Hono {
     const claims = linkClaims(ctx.secret, form['token'], ctx.now());
     if (typeof claims === 'string')
       return message(c, null, { status: STATUS.forbidden, title: 'Link refused', detail: claims });
-    // Single use: the nonce is consumed before anything else happens.
-    if (!(await ctx.nonces.consume(claims.nonce, claims.expiresAt - ctx.now())))
+    // Single use: the nonce is consumed before anything else happens. Only `true` is fresh: any other
+    // answer of the store (`'OK'`, `1`) is a store error and refuses the link (the error page, status 500).
+    if (!(await consumeNonce(ctx.nonces, claims.nonce, claims.expiresAt - ctx.now())))
       return message(c, null, {
         status: STATUS.gone,
         title: 'Link already used',

@@ -8,6 +8,8 @@
  */
 import type { ApproverRules } from '../contracts/approval.js';
 import type { Answer, ApprovalRequest, ApprovalSource, PendingRecord } from '../stores/types.js';
+import { consumeNonce } from '../gate/index.js';
+import { canonical } from '../names.js';
 import { rootUrl, signLink, writeAudit, type InboxContext } from './context.js';
 import { deliver, payloadOf, type DeliveryReport, type InboxWebhook, type WebhookEvent } from './notify.js';
 import type { RecordOutcome } from './render.js';
@@ -27,20 +29,37 @@ export interface ApprovalSink {
 }
 
 /**
- * The rules once a request's reminder is due: the escalation list may answer it too, on every list that
- * applies (so the one approver check still decides; the tenant binding and four eyes still hold).
+ * The rules once a request's reminder is due: the escalation approvers may answer it too — added to, never
+ * in place of, everyone the rules name (so the one approver check still decides; the tenant binding and four
+ * eyes still hold). Every list gains the escalation names: where lists apply, an approver must be on each
+ * of them, and each now holds the escalation approvers too, so who could answer still can. `unlisted` is for
+ * a request no list applies to (nobody could answer it, which is exactly what an escalation is for): there
+ * the escalation list is its one list. It is never used for a request some list applies to, where a `*`
+ * tenant list of the escalation approvers alone would lock out the approvers a tool's own list names.
  */
-export function escalatedRules(rules: ApproverRules | null, escalateTo: readonly string[]): ApproverRules | null {
-  if (rules === null || (rules.tenants === undefined && rules.tools === undefined)) return rules;
+export interface EscalatedRules {
+  readonly listed: ApproverRules;
+  readonly unlisted: ApproverRules;
+}
+
+export function escalatedRules(rules: ApproverRules | null, escalateTo: readonly string[]): EscalatedRules | null {
+  if (rules === null || (rules.tenants === undefined && rules.tools === undefined)) return null;
   const add = (lists: Readonly<Record<string, readonly string[]>>) =>
     Object.fromEntries(Object.entries(lists).map(([k, v]) => [k, [...v, ...escalateTo]]));
-  // Every list gains the escalation names, and a tenant without a list gets them as its list: a request
-  // nobody was named for is exactly what an escalation is for.
-  return {
+  const listed: ApproverRules = {
     ...rules,
-    tenants: { '*': [...escalateTo], ...add(rules.tenants ?? {}) },
+    ...(rules.tenants ? { tenants: add(rules.tenants) } : {}),
     ...(rules.tools ? { tools: add(rules.tools) } : {}),
   };
+  return { listed, unlisted: { ...listed, tenants: { ...listed.tenants, '*': [...escalateTo] } } };
+}
+
+/** True when some list of `rules` applies to the request: its tool's (canonical name), its tenant's or `*`. */
+function listApplies(rules: ApproverRules, record: PendingRecord): boolean {
+  const tool = canonical(record.canonical);
+  if (Object.keys(rules.tools ?? {}).some((name) => canonical(name) === tool)) return true;
+  const tenants = rules.tenants ?? {};
+  return Object.hasOwn(tenants, '*') || (record.tenant !== null && Object.hasOwn(tenants, record.tenant));
 }
 
 export class ApprovalQueue implements ApprovalSink {
@@ -52,7 +71,7 @@ export class ApprovalQueue implements ApprovalSink {
   readonly #reminded = new Set<string>();
   readonly #unwatch: (() => void) | null;
   readonly #timer: NodeJS.Timeout | null;
-  readonly #escalated: ApproverRules | null;
+  readonly #escalated: EscalatedRules | null;
 
   constructor(ctx: InboxContext, sweepIntervalMs: number) {
     this.#ctx = ctx;
@@ -78,8 +97,10 @@ export class ApprovalQueue implements ApprovalSink {
 
   /** The approver rules that apply to `record` now: escalated once its reminder is due. */
   rulesFor(record: PendingRecord): ApproverRules | null {
-    if (this.#escalated !== null && record.status === 'pending' && this.#reminderDue(record)) return this.#escalated;
-    return this.#ctx.approvers;
+    const rules = this.#ctx.approvers;
+    if (this.#escalated === null || rules === null || record.status !== 'pending' || !this.#reminderDue(record))
+      return rules;
+    return listApplies(rules, record) ? this.#escalated.listed : this.#escalated.unlisted;
   }
 
   #reminderDue(record: PendingRecord): boolean {
@@ -202,11 +223,21 @@ export class ApprovalQueue implements ApprovalSink {
     for (const record of await this.#ctx.store.list({ status: 'pending' })) {
       if (this.#reminded.has(record.id) || !this.#reminderDue(record)) continue;
       this.#reminded.add(record.id);
-      // Once across every replica on the same nonce store.
-      if (
-        !(await this.#ctx.nonces.consume(`toolgate.inbox.reminder:${record.id}`, record.expiresAt - record.createdAt))
-      )
+      // Once across every replica on the same nonce store. Only `true` is fresh: a store that fails or
+      // answers anything but a boolean sends nothing (fail closed) and is asked again at the next sweep; the
+      // rest of the sweep goes on.
+      let fresh: boolean;
+      try {
+        fresh = await consumeNonce(
+          this.#ctx.nonces,
+          `toolgate.inbox.reminder:${record.id}`,
+          record.expiresAt - record.createdAt,
+        );
+      } catch {
+        this.#reminded.delete(record.id);
         continue;
+      }
+      if (!fresh) continue;
       this.notify('approval.reminder', record);
       this.changed(record.id);
     }

@@ -30,6 +30,8 @@ export type { ResolvedPath, ConditionTrace } from './matchers.js';
 export { confusableFindings } from './confusable.js';
 export { skeleton, findConfusables, CONFUSABLES_VERSION } from '../unicode/confusables.js';
 export type { ConfusableFinding } from './confusable.js';
+export { normalResourceUri } from './uri.js';
+export type { NormalUri } from './uri.js';
 export { diffPolicies, diffText, diffMarkdown } from './diff/index.js';
 export type {
   PolicyDiff,

@@ -18,10 +18,11 @@ import type { Answer, ApprovalRecord, ApprovalRequest, AskOutcome } from '../con
 import { canonicalJson, hashOf, macOf, sameMac } from '../crypto.js';
 import type { Decision } from '../decision.js';
 import type { Emitter } from '../events.js';
-import { sameBinding, signAnswer, verifyAnswer, type GateEnvironment } from '../gate/index.js';
+import { consumeNonce, sameBinding, signAnswer, verifyAnswer, type GateEnvironment } from '../gate/index.js';
 import { describe } from '../names.js';
 import type { PermissionRequest } from '../permissions/handler.js';
 import type { RunnerSettings } from './options.js';
+import type { CallKey } from './ledger.js';
 import { emitRun, type Frame, type Run, type Turn } from './run.js';
 import type { ApprovalDecision, ApprovalScope, GrantedAnswer, PendingApproval, RunEvent } from './types.js';
 
@@ -228,13 +229,11 @@ export class DurableApprovals {
    * reserved): true when it was unused. When the nonce store cannot be asked, the reservation is given back
    * (the call did not start) and the error goes on: the run fails closed and the approval stays usable.
    */
-  async useNonce(granted: GrantedAnswer, key: string): Promise<boolean> {
+  async useNonce(granted: GrantedAnswer, key: CallKey): Promise<boolean> {
     const ttl = Math.max(0, Number(granted.binding.expiresAt) - Date.now()) + NONCE_TTL_MS;
     try {
-      const fresh: unknown = await this.#settings.stores.nonces.consume(granted.binding.nonce, ttl);
       // Only a boolean answers; anything else is a store error (the claim is given back, the run fails).
-      if (typeof fresh !== 'boolean') throw new TypeError(`the nonce store's consume() answered ${describe(fresh)}`);
-      return fresh;
+      return await consumeNonce(this.#settings.stores.nonces, granted.binding.nonce, ttl);
     } catch (error) {
       await this.#settings.ledger.release(key).catch(() => false);
       throw error;
@@ -410,16 +409,18 @@ function sharingOf(run: Run): Sharing[] {
 }
 
 /**
- * The store key of a remembered answer: its scope (kind and id), the tenant, for a run the caller (two callers
- * may name the same run id), the agent, tool, arguments and policy version.
+ * The store key of a remembered answer: its scope (kind and id), the tenant and the caller (two tenants or
+ * callers may name the same run id or session), for a run its root agent, the agent, tool, arguments and
+ * policy version. Keys of the earlier form (no caller for a session, no root agent) are not read.
  */
 function rememberKey(sharing: Sharing, run: Run, frame: Frame, bound: Bound): string {
   return canonicalJson([
-    'toolgate.remembered',
+    'toolgate.remembered/2',
     sharing.kind,
     sharing.id,
     run.tenant,
-    sharing.kind === 'run' ? run.caller.id : null,
+    run.caller.id,
+    sharing.kind === 'run' ? run.root : null,
     frame.agent,
     bound.canonical,
     bound.argsHash,

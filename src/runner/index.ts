@@ -9,19 +9,11 @@ export { AgentRunner } from './runner.js';
 export type { AgentRunnerOptions } from './runner.js';
 export { ScriptedModel } from './scripted-model.js';
 export type { ScriptTurn, ScriptedModelOptions } from './scripted-model.js';
-// The stores the runner takes are toolgate/stores' (`AgentRunner({ stores })`); these are their 0.1 names here.
+// The stores the runner takes are toolgate/stores' (`AgentRunner({ stores })`): their 0.1 name here. The
+// stores' types (ApprovalStore, RememberedAnswer, LedgerEntry, LedgerOutcome) are toolgate/stores'; the
+// run's secondary types (its spend, frames, turns, event bases) are in toolgate/types.
 export { MemoryStores as InMemoryApprovalStore } from '../stores/memory.js';
-export type {
-  ApprovalStore,
-  RememberedAnswer,
-  LedgerEntry,
-  LedgerOutcome,
-  RunSpend,
-  RunCaps,
-  SpendVerdict,
-} from '../stores/types.js';
 export type { RunnerStores } from './options.js';
-export type { ScopeMap } from '../config.js';
 export type {
   Agent,
   AgentSpec,
@@ -36,23 +28,14 @@ export type {
   ResumeOptions,
   RunMessage,
   RunToolCall,
-  ToolMessage,
   RunResult,
-  RunResultBase,
   RunStatus,
-  RunTally,
-  BudgetCap,
-  RunIdentity,
   RunState,
-  FrameState,
-  TurnState,
   PendingApproval,
   ApprovalDecision,
-  ApprovalScope,
   ApprovalAnswer,
   ApprovalHandler,
   RunEvent,
-  RunEventBase,
   RunEventMap,
   RunEventType,
 } from './types.js';

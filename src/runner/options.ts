@@ -11,7 +11,14 @@ import { isPermissionHandler } from '../permissions/handler.js';
 import { isRegistry } from '../gate/index.js';
 import type { ToolRegistry } from '../registry.js';
 import type { RunCaps, Stores } from '../stores/types.js';
-import { memoryStores } from '../stores/memory.js';
+import {
+  MemoryApprovalStore,
+  MemoryLedger,
+  MemoryNonceStore,
+  MemoryRememberStore,
+  MemoryTallyStore,
+  memoryStores,
+} from '../stores/memory.js';
 import { RunLedger } from './ledger.js';
 import type { ApprovalHandler, Model, RunIdentity, RunOptions, TenantLimits, TenantProvider } from './types.js';
 
@@ -36,7 +43,12 @@ export interface AgentRunnerOptions {
    * same run waits for its outcome meanwhile) before it reads as `unknown` (never run again). @default 600_000 (10 min)
    */
   readonly leaseMs?: number;
-  /** The HMAC key approvals and run states are signed with (at least 16 bytes); a resuming process needs the same one. @default random, for this instance only */
+  /**
+   * The HMAC key approvals and run states are signed with (at least 16 bytes); every process that resumes a
+   * run needs the same one. Required when any of `stores` is not in-process memory (SQLite, PostgreSQL,
+   * Redis, your own): read it from your secret store, e.g. `secret: process.env.TOOLGATE_SECRET`. On
+   * in-process memory stores it may be left out. @default one random key per memory store set (runners sharing one `memoryStores()` agree)
+   */
   readonly secret?: string | Uint8Array;
   /** How long a pending approval can be answered (its binding's expiry). @default 86_400_000 (24 h) */
   readonly approvalTtlMs?: number;
@@ -115,7 +127,11 @@ export function runnerSettings(options: AgentRunnerOptions): RunnerSettings {
     stores,
     ledger: new RunLedger(stores.ledger, randomUUID(), count(options.leaseMs, 'leaseMs', 600_000, 1)),
     approvalTtlMs: count(options.approvalTtlMs, 'approvalTtlMs', 86_400_000, 1),
-    secret: runnerSecret(options.secret),
+    secret: runnerSecret(
+      options.secret,
+      stores,
+      options.stores === undefined && options.approvals !== undefined ? 'approvals' : 'stores',
+    ),
     handler: options.handler ?? null,
     onRefusal,
     scopes: options.scopes === undefined ? null : parseScopeMap(options.scopes, 'AgentRunner option "scopes"'),
@@ -205,10 +221,29 @@ function tenantProvider(tenants: AgentRunnerOptions['tenants']): TenantProvider 
   );
 }
 
-function runnerSecret(secret: AgentRunnerOptions['secret']): Uint8Array {
-  if (secret === undefined) return randomBytes(32);
-  return secretOf(secret, 'AgentRunner option "secret"');
+/**
+ * The runner's key: the one given, or — on stores that are all in-process memory — the random key of those
+ * stores (made once, shared by every runner on any of them). Shared stores without a key are a
+ * ConfigurationError: a random key per process would sign states and approvals no other process verifies,
+ * so a run paused here could be resumed nowhere else and an answered approval would die with this process.
+ */
+function runnerSecret(secret: AgentRunnerOptions['secret'], stores: RunnerStores, option: string): Uint8Array {
+  if (secret !== undefined) return secretOf(secret, 'AgentRunner option "secret"');
+  const used = NEEDS.map(([name]) => stores[name] as object);
+  const memory = used.every((store) => MEMORY.some((kind) => store instanceof kind));
+  if (!memory)
+    throw new ConfigurationError(
+      `AgentRunner option "secret" is required: the "${option}" given are not all in-process memory stores, and every ` +
+        'process that resumes a run or answers its approvals must sign with the same key. Pass one of at least 16 bytes ' +
+        'from your secret store, e.g. `secret: process.env.TOOLGATE_SECRET` (set the same value in every process).',
+    );
+  const key = used.map((store) => memorySecrets.get(store)).find((k) => k !== undefined) ?? randomBytes(32);
+  for (const store of used) if (!memorySecrets.has(store)) memorySecrets.set(store, key);
+  return key;
 }
+const MEMORY = [MemoryApprovalStore, MemoryNonceStore, MemoryRememberStore, MemoryLedger, MemoryTallyStore];
+/** The random key of in-process memory stores, by store: two runners sharing one `memoryStores()` agree. */
+const memorySecrets = new WeakMap<object, Uint8Array>();
 
 function count(value: unknown, option: string, fallback: number, min: number): number {
   if (value === undefined) return fallback;

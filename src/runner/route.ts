@@ -37,6 +37,7 @@ import {
   isAllowlistRefusal,
   ledgerKeyOf,
   newFrame,
+  tallyKeyOf,
   toolMessage,
   type Frame,
   type FrameOutcome,
@@ -166,7 +167,7 @@ export function costOf(settings: RunnerSettings, name: string): number {
  */
 async function spend(settings: RunnerSettings, run: Run, add: RunSpend, limits: Limits): Promise<BudgetCap | null> {
   const { iterations, attempts, cost } = run.tally;
-  const verdict = await settings.stores.tallies.spend(run.runId, add, limits, { iterations, attempts, cost });
+  const verdict = await settings.stores.tallies.spend(tallyKeyOf(run), add, limits, { iterations, attempts, cost });
   if (typeof verdict !== 'object' || verdict === null || (verdict.ok !== true && verdict.ok !== false))
     throw new TypeError(`the tally store's spend() answered ${describe(verdict)}`);
   if (!verdict.ok) return verdict.cap;

@@ -3,13 +3,14 @@
  * innermost delegation last), the tally, and the transcript of each frame. Internal: a paused run leaves
  * the process as a RunState (state.ts), never as these objects.
  */
+import { hashOf } from '../crypto.js';
 import type { Decision, DenyDecision } from '../decision.js';
 import type { Emitter } from '../events.js';
 import type { GateEnvironment } from '../contracts/gate.js';
 import { readCall, type NormalizedCall, type UnreadableCall } from '../formats/index.js';
 import { describe } from '../names.js';
 import type { Tool } from '../tool.js';
-import type { Settled } from './ledger.js';
+import type { CallKey, Settled } from './ledger.js';
 import type {
   BudgetCap,
   GrantedAnswer,
@@ -115,10 +116,31 @@ export function emitRun<T extends RunEventType>(
   events.emit({ ...base, ...event } as unknown as RunEvent);
 }
 
-/** The ledger key of a call: at most one execution per key, whatever continues the run. */
-export function ledgerKeyOf(run: Run, frame: Frame, turn: Turn, callId: string): string {
-  return JSON.stringify([run.runId, frame.key, turn.index, callId]);
+/**
+ * The ledger key of a call: the run identity (run id, tenant, caller id; the root agent heads `frame.key`),
+ * the frame, the turn and the call id. A run id is the caller's to choose (a conversation id): another tenant
+ * or caller naming the same one has keys of its own, so its calls are decided by the gate, never answered
+ * with this run's rows.
+ */
+export function ledgerKeyOf(run: Run, frame: Frame, turn: Turn, callId: string): CallKey {
+  return {
+    key: JSON.stringify([run.runId, run.tenant, run.caller.id, frame.key, turn.index, callId]),
+    scope: scopeOf(run),
+  };
 }
+
+/** The tally store's key of a run: its run id, tenant, caller id and root agent (every continuation shares it). */
+export function tallyKeyOf(run: RunIdentity): string {
+  return JSON.stringify([run.runId, run.tenant, run.caller.id, run.root]);
+}
+
+/** A short tag of the run identity (run id, tenant, caller id, root agent), kept in each ledger row's owner. */
+export function scopeOf(run: RunIdentity): string {
+  let tag = scopes.get(run);
+  if (tag === undefined) scopes.set(run, (tag = hashOf(['toolgate.run-scope', tallyKeyOf(run)]).slice(0, 24)));
+  return tag;
+}
+const scopes = new WeakMap<RunIdentity, string>();
 
 /** Answers a call from the ledger: the recorded outcome, or "unknown" for one that never settled. */
 export function answerFromLedger(turn: Turn, call: RunToolCall, found: Settled): void {

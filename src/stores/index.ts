@@ -14,43 +14,22 @@ export {
   MemoryTallyStore,
   memoryStores,
 } from './memory.js';
-export type { MemoryStoreOptions } from './memory.js';
-export { JsonlAuditSink, queryJsonl, fanOut, writeAudit, auditRegistry } from './audit.js';
-export type { AuditRegistryOptions, AuditSubscription } from './audit.js';
-export { Limiter, parseWindow } from '../limits/limiter.js';
-export type {
-  LimitCounter,
-  LimitDimension,
-  LimitRule,
-  LimitSubject,
-  LimitVerdict,
-  LimiterOptions,
-} from '../limits/limiter.js';
+export { JsonlAuditSink, fanOut, auditRegistry } from './audit.js';
+export { Limiter } from '../limits/limiter.js';
+export type { LimitRule, LimiterOptions } from '../limits/limiter.js';
+// The stores' secondary types (their records, queries, verdicts and options) are in toolgate/types.
 export type {
   Answer,
-  ApprovalBinding,
   ApprovalRequest,
-  ApprovalSource,
   ApprovalStore,
-  AuditQuery,
   AuditReader,
-  AuditRecord,
   AuditSink,
-  CounterCharge,
   CounterStore,
-  CounterVerdict,
   Ledger,
   LedgerEntry,
   LedgerOutcome,
-  LedgerQuery,
-  LedgerReservation,
-  LedgerSettlement,
-  LedgerSettlementRecord,
   NonceStore,
-  PendingFilter,
   PendingRecord,
-  PendingStatus,
-  RememberScope,
   RememberStore,
   RememberedAnswer,
   Stores,

@@ -13,11 +13,11 @@ import { z } from 'zod';
 import {
   createGateway,
   gatewayConfigOf,
-  normalResourceUri,
-  readLockFile,
   type GatewayAuditRecord,
   type GatewayUpstreamOptions,
 } from '../../src/gateway/index.js';
+import { readLockFile } from '../../src/gateway/pins.js';
+import { normalResourceUri } from '../../src/policy-file/index.js';
 import { previewDecision, loadPolicyFile } from '../../src/policy-file/index.js';
 import { hashOf } from '../../src/crypto.js';
 

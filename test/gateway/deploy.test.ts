@@ -6,6 +6,7 @@ import { request as httpRequest } from 'node:http';
 import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import parsePrometheusTextFormat from 'parse-prometheus-text-format';
 import { afterEach, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -584,5 +585,76 @@ describe('the admin API (--admin-scope)', { timeout: 240_000 }, () => {
     ]);
     expect(actions.every((r) => r['by'] === 'ops-alice')).toBe(true);
     expect(records().some((r) => r['type'] === 'mode' && r['event'] === 'refused')).toBe(true);
+  });
+});
+
+describe('GET /metrics', { timeout: 180_000 }, () => {
+  it('a Prometheus parser reads the decisions just made, by effect, stage, tenant and tool (undeclared names as "other")', async () => {
+    const limit = uniqueName('metered');
+    const box = sandbox({
+      tenants: { acme: {} },
+      limits: [{ name: limit, tools: ['rec:echo'], max: 2, window: '1h' }],
+      rules: [
+        { name: 'no-refunds', tools: 'rec:refund', result: 'deny', reason: 'no refunds here' },
+        { name: 'rest', result: 'allow' },
+      ],
+    });
+    const gw = await spawnGateway(box.policy, ['--no-auth', '--tenant', 'acme', '--no-watch']);
+    cleanups.push(() => gw.stop());
+    const { Client: McpClient } = await import('@modelcontextprotocol/sdk/client/index.js');
+    const client = new McpClient({ name: 'caller', version: '1.0.0' });
+    await client.connect(new StreamableHTTPClientTransport(gw.url));
+    cleanups.push(() => client.close());
+    await until(async () => (await client.listTools()).tools.some((t) => t.name === 'rec:echo'), 'the upstream');
+    for (let i = 0; i < 3; i++) await client.callTool({ name: 'rec:echo', arguments: { text: `${i}` } });
+    await client.callTool({ name: 'rec:refund', arguments: { order: 'A', amount: 1 } });
+    await client.callTool({ name: 'rec:slow', arguments: {} });
+    const scrape = await raw('127.0.0.1', Number(gw.url.port), { path: '/metrics', headers: { host: gw.url.host } });
+    expect(scrape.status).toBe(200);
+    expect(scrape.headers['content-type']).toContain('text/plain');
+    type Family = {
+      name: string;
+      type: string;
+      metrics: { labels?: Record<string, string>; value?: string; count?: string }[];
+    };
+    const families = new Map((parsePrometheusTextFormat(scrape.body) as Family[]).map((f) => [f.name, f]));
+    const value = (name: string, labels: Record<string, string>) =>
+      Number(
+        families.get(name)?.metrics.find((m) => Object.entries(labels).every(([k, v]) => m.labels?.[k] === v))?.value ??
+          NaN,
+      );
+    expect(families.get('toolgate_decisions_total')?.type).toBe('COUNTER');
+    expect(
+      value('toolgate_decisions_total', { effect: 'allow', stage: 'policy', tenant: 'acme', tool: 'rec:echo' }),
+    ).toBe(2);
+    expect(
+      value('toolgate_decisions_total', { effect: 'deny', stage: 'limit', tenant: 'acme', tool: 'rec:echo' }),
+    ).toBe(1);
+    expect(
+      value('toolgate_decisions_total', { effect: 'deny', stage: 'policy', tenant: 'acme', tool: 'rec:refund' }),
+    ).toBe(1);
+    // rec:slow is named nowhere in the policy: counted, under "other".
+    expect(value('toolgate_decisions_total', { effect: 'allow', tool: 'other' })).toBe(1);
+    expect(
+      families
+        .get('toolgate_decisions_total')!
+        .metrics.every((m) => ['rec:echo', 'rec:refund', 'other'].includes(m.labels!['tool']!)),
+    ).toBe(true);
+    expect(value('toolgate_limit_refusals_total', { tenant: 'acme', tool: 'rec:echo' })).toBe(1);
+    expect(value('toolgate_upstream_up', { upstream: 'rec', state: 'ready' })).toBe(1);
+    const latency = families.get('toolgate_tool_call_duration_seconds')!;
+    expect(latency.type).toBe('HISTOGRAM');
+    // One series (upstream rec, status ok): the three calls that ran, each within the last bucket.
+    const buckets = latency.metrics.map((m) => (m as { buckets?: Record<string, string> }).buckets);
+    expect(buckets.map((b) => b?.['+Inf'])).toEqual(['3']);
+    expect(scrape.body).toContain('toolgate_tool_call_duration_seconds_count{upstream="rec",status="ok"} 3');
+    // A reload refused is counted as such.
+    writeFileSync(box.policy, 'version: 1\nrules: [ { name: x, result: maybe } ]\n');
+    process.kill(gw.pid, 'SIGHUP');
+    await until(async () => {
+      const again = await raw('127.0.0.1', Number(gw.url.port), { path: '/metrics', headers: { host: gw.url.host } });
+      const f = (parsePrometheusTextFormat(again.body) as Family[]).find((x) => x.name === 'toolgate_reloads_total');
+      return f?.metrics.some((m) => m.labels?.['result'] === 'refused' && m.value === '1') === true;
+    }, 'the refused reload counted');
   });
 });

@@ -13,13 +13,8 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
-import {
-  createGateway,
-  gatewayConfigOf,
-  PinStore,
-  type Gateway,
-  type GatewayAuditRecord,
-} from '../../src/gateway/index.js';
+import { createGateway, gatewayConfigOf, type Gateway, type GatewayAuditRecord } from '../../src/gateway/index.js';
+import { PinStore } from '../../src/gateway/pins.js';
 import { loadPolicyFile } from '../../src/policy-file/index.js';
 
 const ROOT = process.cwd();

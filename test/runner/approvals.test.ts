@@ -281,13 +281,25 @@ describe('AgentRunner: durable approvals', () => {
     const result = paused(await first.runner.run(concierge, 'refund A1'));
     const decision = first.runner.answer(result.pending[0]!, 'allow');
     for (const consume of [() => Promise.reject(new Error('nonce store down')), () => Promise.resolve('yes')]) {
-      const broken = { ...store, nonces: { consume } as unknown as typeof store.nonces };
+      const reserved: string[] = [];
+      const ledger = {
+        reserve: (key: string, owner: string, leaseMs: number) => (
+          reserved.push(key),
+          store.ledger.reserve(key, owner, leaseMs)
+        ),
+        record: store.ledger.record.bind(store.ledger),
+        release: store.ledger.release.bind(store.ledger),
+        inspect: store.ledger.inspect.bind(store.ledger),
+      };
+      const broken = { ...store, ledger, nonces: { consume } as unknown as typeof store.nonces };
       const attempt = pendingRunner(broken as InMemoryApprovalStore);
       const failed = await attempt.runner.resume(overTheWire(result.state), [decision]);
       expect(failed.status).toBe('failed');
       expect(attempt.refunds).toEqual([]);
       // The ledger claim was given back: nothing reads as held or unknown for the call.
-      const key = JSON.stringify([result.runId, 'concierge', 0, result.pending[0]!.binding.callId]);
+      const key = JSON.stringify([result.runId, 'default', null, 'concierge', 0, result.pending[0]!.binding.callId]);
+      // (The row existed: the claim was made under this key before the nonce store was asked.)
+      expect(reserved).toContain(key);
       expect(await store.ledger.inspect(key)).toBeUndefined();
     }
     const back = pendingRunner(store);

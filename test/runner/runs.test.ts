@@ -2,7 +2,7 @@ import { describe, expect, it, vi } from 'vitest';
 import { AgentRunner, ConfigurationError, ToolNotPermittedError, type TenantLimits } from '../../src/index.js';
 import { ScriptedModel, type RunEvent } from '../../src/runner/index.js';
 import { memoryStores } from '../../src/stores/index.js';
-import { shop } from './fixtures.js';
+import { shop, SECRET } from './fixtures.js';
 
 const concierge = { name: 'concierge', tools: ['search', 'refund', 'quote'] };
 
@@ -263,7 +263,8 @@ describe('AgentRunner.run: the allowlist per dispatch', () => {
       },
     };
     const model = new ScriptedModel([{ toolCalls: [{ name: 'search', arguments: { query: 'x' } }] }, { text: 'ok' }]);
-    const result = await new AgentRunner({ registry, model, stores: broken }).run(concierge, 'go');
+    // Wrapped stores are not in-process memory as far as the runner can tell: they need a secret.
+    const result = await new AgentRunner({ registry, model, stores: broken, secret: SECRET }).run(concierge, 'go');
     expect(result.status).toBe('failed');
     expect(result.error?.message).toBe('disk full');
     expect(executed['search']).toBeUndefined();

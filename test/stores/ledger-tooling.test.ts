@@ -89,6 +89,8 @@ for (const backend of ['sqlite', 'postgres'] as const) {
       expect(row).toMatchObject({ outcome: null, recordedAt: null });
       expect(JSON.parse(row.key)).toEqual([
         (JSON.parse(readFileSync(handoff, 'utf8')) as { state: { runId: string } }).state.runId,
+        'acme',
+        null,
         'concierge',
         0,
         'call_0_0',

@@ -124,7 +124,9 @@ for (const backend of backends) {
         expect(died.signal).toBe('SIGKILL');
         expect(executions(file)).toHaveLength(crash === 'before-effect' ? 0 : 1);
         // What the store says afterwards: one reservation by the dead worker, no outcome, no record time.
-        const key = JSON.stringify([JSON.parse(readFileSync(handoff, 'utf8')).state.runId, 'concierge', 0, 'call_0_0']);
+        // The key binds the run's identity: run id, tenant, caller id, then the frame (root agent), turn and call.
+        const runId = JSON.parse(readFileSync(handoff, 'utf8')).state.runId;
+        const key = JSON.stringify([runId, 'acme', null, 'concierge', 0, 'call_0_0']);
         const row = await ledger.inspect(key);
         expect(row).toMatchObject({ outcome: null, recordedAt: null });
         // After the lease it reads as unknown — and is never reserved (run) again.

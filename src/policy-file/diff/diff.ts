@@ -18,7 +18,7 @@ import { completeArguments, Replayer } from './replay.js';
 import { diffRules, Fingerprints, selection, selectsOthers, stableJson, type DiffRule } from './rules.js';
 import {
   search,
-  type Answer,
+  type BoxAnswer,
   type Box,
   type Entry,
   type Leaf,
@@ -188,12 +188,12 @@ function kindOf(o: PermissionResult, n: PermissionResult): { kind: DiffKind; dir
 }
 
 function answerTags(box: Box): string[] | undefined {
-  const a = box.answers.get('#tags') as Answer | undefined;
+  const a = box.answers.get('#tags') as BoxAnswer | undefined;
   return a && a.status === 'sat' && 'tags' in a ? a.tags : undefined;
 }
 
 function answerName(box: Box): string | undefined {
-  const a = box.answers.get('#name') as Answer | undefined;
+  const a = box.answers.get('#name') as BoxAnswer | undefined;
   return a && a.status === 'sat' && 'present' in a && typeof a.value === 'string' ? a.value : undefined;
 }
 

@@ -48,11 +48,11 @@ export type Side =
   { readonly entries: readonly Entry[]; readonly fallback: PermissionResult } | { readonly fixed: Verdict };
 
 /** A variable's answer: an argument's or a name's value, or the fewest own tags. */
-export type Answer = VarAnswer | { readonly status: 'sat'; readonly tags: string[] };
+export type BoxAnswer = VarAnswer | { readonly status: 'sat'; readonly tags: string[] };
 
 export interface Box {
   readonly lits: ReadonlyMap<string, readonly unknown[]>;
-  readonly answers: ReadonlyMap<string, Answer>;
+  readonly answers: ReadonlyMap<string, BoxAnswer>;
   /** Why some variable could not be decided (the box may be empty). */
   readonly unknown: readonly string[];
 }
@@ -129,7 +129,7 @@ function branches(
   return out;
 }
 
-function solve(key: string, lits: readonly unknown[], options: SearchOptions): Answer {
+function solve(key: string, lits: readonly unknown[], options: SearchOptions): BoxAnswer {
   if (key === '#tags') {
     const tags = solveTags(lits as TagLiteral[]);
     return tags === null ? { status: 'unsat' } : { status: 'sat', tags };

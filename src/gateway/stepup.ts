@@ -1,0 +1,54 @@
+/**
+ * Step-up instead of a flat refusal (the 2026-07-28 authorization page, RFC 6750 §3.1): a tool call the
+ * caller layer refused (the token's scopes do not cover the tool) whose policy's scope map names scopes
+ * that would cover it is answered HTTP 403 with `WWW-Authenticate: Bearer error="insufficient_scope",
+ * scope="…"`, so a client can ask its user for a token with more. The scope named is the narrowest one
+ * that covers the tool (fewest tools, then by name): one challenge with everything the call needs. The
+ * call was refused by the gate as ever (nothing ran); only the HTTP answer changes, for 2026-07-28
+ * requests (a 2025-era session's answers share one HTTP stream, so it keeps the refusal in the body).
+ */
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { canonical } from '../names.js';
+import type { ScopeMap } from '../types.js';
+
+/** What a scope-shaped refusal asks for. */
+export interface StepUp {
+  /** The scopes to ask for, space-separated (RFC 6750's `scope`). */
+  readonly scope: string;
+  /** The refused tool, as named in the call. */
+  readonly tool: string;
+}
+
+/** The scopes of `map` that would let the caller layer permit `tool`, narrowest first; undefined when none. */
+export function stepUpFor(map: ScopeMap, tool: string): StepUp | undefined {
+  const form = canonical(tool);
+  const covering = Object.entries(map)
+    .filter(([, names]) => names.some((name) => canonical(name) === form))
+    .sort(([a, x], [b, y]) => x.length - y.length || (a < b ? -1 : a > b ? 1 : 0));
+  // A scope name that cannot sit in a quoted-string (RFC 6750: %x21 / %x23-5B / %x5D-7E) is not offered.
+  const usable = covering.find(([scope]) => /^[\x21\x23-\x5b\x5d-\x7e]+$/.test(scope));
+  return usable ? { scope: usable[0], tool } : undefined;
+}
+
+/** The `WWW-Authenticate` value of a step-up. */
+export function challengeOf(stepUp: StepUp): string {
+  return `Bearer error="insufficient_scope", scope="${stepUp.scope}", error_description="the token's scopes do not cover the tool"`;
+}
+
+/** One 2026-07-28 HTTP exchange's step-up, set by the call that was refused and read by the handler's wrapper. */
+const exchanges = new AsyncLocalStorage<{ stepUp?: StepUp }>();
+
+/** Runs one HTTP exchange; resolves with its answer and the step-up a refused call asked for, if any. */
+export async function withinExchange<T>(run: () => Promise<T>): Promise<{ answer: T; stepUp: StepUp | undefined }> {
+  const slot: { stepUp?: StepUp } = {};
+  const answer = await exchanges.run(slot, run);
+  return { answer, stepUp: slot.stepUp };
+}
+
+/** Marks the current exchange (if a 2026-07-28 one) as answered by a step-up; false when there is none. */
+export function askStepUp(stepUp: StepUp): boolean {
+  const slot = exchanges.getStore();
+  if (!slot) return false;
+  slot.stepUp = stepUp;
+  return true;
+}

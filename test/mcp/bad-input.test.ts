@@ -1,0 +1,119 @@
+/**
+ * Bad input from 2026-07-28 clients, each answered with an error naming what was wrong, nothing run, and
+ * audited: `server/discover` without a token, or with one that does not verify (401 with the challenge,
+ * an `access` record), and a `tools/call` from an era the gateway does not speak (-32022, a `protocol`
+ * record) on the same authenticated listener. The other bad inputs of issue 23 are tested where they live:
+ * a malformed, replayed, edited, moved or expired requestState and answers for another request in
+ * mrtr.test.ts; an upstream answering in an era it did not announce in upstreams.test.ts and client.test.ts;
+ * headers that disagree with the body in downstream.test.ts.
+ */
+import { mkdtempSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { stringify } from 'yaml';
+import { createGateway, gatewayConfigOf, type GatewayAuditRecord } from '../../src/gateway/index.js';
+import { serveGatewayHttp } from '../../src/gateway/http.js';
+import { loadPolicyFile } from '../../src/policy-file/index.js';
+import { MODERN, tsx } from './fixtures/processes.js';
+
+const cleanups: (() => Promise<unknown>)[] = [];
+afterEach(async () => {
+  while (cleanups.length) await cleanups.pop()!().catch(() => undefined);
+});
+
+const envelope = (version: string) => ({
+  'io.modelcontextprotocol/protocolVersion': version,
+  'io.modelcontextprotocol/clientCapabilities': {},
+  'io.modelcontextprotocol/clientInfo': { name: 'raw', version: '1' },
+});
+
+describe('bad input from 2026-07-28 clients', { timeout: 120_000 }, () => {
+  it('discover without a valid token is 401 and audited; an unknown era is -32022 and audited; nothing runs', async () => {
+    const dir = realpathSync(mkdtempSync(join(tmpdir(), 'toolgate-bad-input-')));
+    const ledger = join(dir, 'ledger');
+    writeFileSync(ledger, '');
+    const policy = join(dir, 'policy.yaml');
+    const { stderr: _stderr, ...modern } = tsx(MODERN, { LEDGER: ledger });
+    writeFileSync(
+      policy,
+      stringify({
+        version: 1,
+        gateway: { upstreams: { modern: { ...modern, connectTimeoutMs: 30_000 } }, pin: 'off' },
+        rules: [{ name: 'rest', result: 'allow' }],
+      }),
+    );
+    const set = await loadPolicyFile(policy);
+    const records: GatewayAuditRecord[] = [];
+    const gateway = await createGateway({
+      policy: set,
+      upstreams: gatewayConfigOf(set).upstreams,
+      pins: null,
+      audit: (r) => records.push(r),
+    });
+    cleanups.push(() => gateway.close());
+    const http = await serveGatewayHttp(gateway, {
+      port: 0,
+      audience: false,
+      audit: (r) => records.push(r),
+      authenticate: async (token) => {
+        if (token !== 'good') throw new Error('bad token');
+        return { token, clientId: 'alice', scopes: ['modern:pay'] };
+      },
+    });
+    cleanups.push(() => http.close());
+    const post = async (method: string, params: Record<string, unknown>, headers: Record<string, string>) => {
+      const response = await fetch(http.url, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          'mcp-method': method,
+          ...headers,
+        },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 3, method, params }),
+      });
+      return {
+        status: response.status,
+        challenge: response.headers.get('www-authenticate'),
+        body: (await response.json()) as Record<string, unknown>,
+      };
+    };
+    const modernHeaders = { 'mcp-protocol-version': '2026-07-28' };
+    const discover = { _meta: envelope('2026-07-28') };
+
+    const anonymous = await post('server/discover', discover, modernHeaders);
+    expect(anonymous.status).toBe(401);
+    expect(anonymous.challenge).toMatch(/^Bearer resource_metadata="/);
+    expect(anonymous.body).toMatchObject({ error: 'invalid_request', error_description: 'a bearer token is required' });
+    const forged = await post('server/discover', discover, { ...modernHeaders, authorization: 'Bearer forged' });
+    expect(forged.status).toBe(401);
+    expect(forged.challenge).toMatch(/error="invalid_token"/);
+    const access = records.filter((r) => r.type === 'access').map((r) => (r as { reason: string }).reason);
+    expect(access).toEqual([
+      expect.stringMatching(/^401 invalid_request: a bearer token is required/),
+      expect.stringMatching(/^401 invalid_token: the bearer token could not be verified/),
+    ]);
+
+    // An era the gateway does not speak, authenticated: -32022 naming the one it does; nothing runs.
+    const pay = { name: 'modern:pay', arguments: { to: 'bob', amount: 1 }, _meta: envelope('2030-01-01') };
+    const unknown = await post('tools/call', pay, {
+      'mcp-protocol-version': '2030-01-01',
+      'mcp-name': 'modern:pay',
+      authorization: 'Bearer good',
+    });
+    expect(unknown.status).toBe(400);
+    expect(unknown.body).toMatchObject({ error: { code: -32022 } });
+    expect(JSON.stringify(unknown.body)).toContain('2026-07-28');
+    expect(records.filter((r) => r.type === 'protocol').map((r) => (r as { reason: string }).reason)).toEqual([
+      expect.stringMatching(/Unsupported protocol version: 2030-01-01/),
+    ]);
+    expect(records.filter((r) => r.type === 'tool')).toEqual([]);
+    expect(readFileSync(ledger, 'utf8')).toBe('');
+
+    // The same discover with the token: served, private.
+    const served = await post('server/discover', discover, { ...modernHeaders, authorization: 'Bearer good' });
+    expect(served.status).toBe(200);
+    expect(served.body).toMatchObject({ result: { cacheScope: 'private' } });
+  });
+});
