@@ -302,8 +302,10 @@ export async function runGateway(
     if (requestState === undefined && secretGiven !== undefined && options.http !== undefined) {
       const { MemoryStores } = await import('../stores/memory.js');
       const memory = new MemoryStores();
-      requestState = { secret: secretGiven, nonces: memory.nonces, ledger: memory.ledger };
-      log('2026-07-28 retries are claimed in this process only: give replicas one --state-store');
+      requestState = { secret: secretGiven, nonces: memory.nonces, ledger: memory.ledger, processOnly: true };
+      log(
+        '2026-07-28 retries are claimed in this process only: a requestState is refused after a restart; give replicas one --state-store',
+      );
     }
     if ((options.tenantClaim !== undefined || options.agentClaim !== undefined) && !options.jwksUrl)
       throw new Error('--tenant-claim and --agent-claim read verified tokens: they need --http with --jwks-url');

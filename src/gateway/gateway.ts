@@ -5,7 +5,7 @@
  * subscriptions, fan-out), reload.ts (the one frozen policy in force and its swap), pins.ts (pinned tool
  * definitions), approvers.ts (who answers an ask), upstream.ts (one connection each).
  */
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import type { McpHttpHandler } from '@modelcontextprotocol/server';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { GateContext } from '../contracts/gate.js';
@@ -106,6 +106,12 @@ export interface GatewayRequestState {
   readonly ledger: Ledger;
   /** How long a person has to answer. @default 900_000 (15 minutes) */
   readonly ttlMs?: number;
+  /**
+   * The nonces and ledger live in this process only (not a durable single-use store): each state is bound
+   * to this process's boot (a random id in the signed state) and refused after a restart, since whether
+   * its call ran is gone with the process. @default false
+   */
+  readonly processOnly?: boolean;
 }
 
 /** A running gateway. */
@@ -319,7 +325,15 @@ function requestStateOf(options: GatewayOptions): MrtrStores | undefined {
     if (Buffer.compare(Buffer.from(other), Buffer.from(secret)) !== 0)
       throw new TypeError('options "approvals.secret" and "requestState.secret" must be the same key');
   }
-  return { secret, nonces: given.nonces, ledger: given.ledger, ttlMs };
+  if (given.processOnly !== undefined && typeof given.processOnly !== 'boolean')
+    throw new TypeError(`option "requestState.processOnly" must be a boolean, got ${describe(given.processOnly)}`);
+  return {
+    secret,
+    nonces: given.nonces,
+    ledger: given.ledger,
+    ttlMs,
+    ...(given.processOnly === true ? { boot: randomUUID() } : {}),
+  };
 }
 
 /** Refuses options that cannot make a gateway, with a TypeError naming the option and what it got. */

@@ -20,7 +20,7 @@
  * `unknown`, never run again. Without the owner's secret (`createGateway({ requestState })`, the CLI's
  * TOOLGATE_APPROVAL_SECRET) no state is minted: an ask is refused, never signed by a key of this process.
  */
-import { randomUUID, timingSafeEqual } from 'node:crypto';
+import { createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
 import {
   bindingOf,
   consumeNonce,
@@ -61,6 +61,12 @@ export interface MrtrStores {
   readonly ledger: Pick<Ledger, 'reserve' | 'record' | 'release'>;
   /** @default {@link MRTR_TTL_MS} */
   readonly ttlMs?: number;
+  /**
+   * This process's boot id, when the nonces and ledger live in this process only (no durable single-use
+   * store): a state minted here is bound to it, and refused after a restart (its claim is gone with the
+   * process). Undefined with a durable store: a state holds across restarts and replicas.
+   */
+  readonly boot?: string;
 }
 
 /**
@@ -136,16 +142,35 @@ export function roundOf(peer: object): MrtrRound | undefined {
   return rounds.get(peer);
 }
 
-/** The requestState of a binding: the binding and its id (a MAC over it), as base64url JSON. */
-export function encodeState(secret: Uint8Array, binding: ApprovalBinding): string {
-  return Buffer.from(JSON.stringify({ v: 1, id: requestIdOf(secret, binding), binding })).toString('base64url');
+/** The key of the states minted under `boot` (the owner's secret bound to it), or the secret itself. */
+function stateKeyOf(secret: Uint8Array, boot: string | undefined): Uint8Array {
+  return boot === undefined ? secret : createHmac('sha256', secret).update(`toolgate.mrtr-boot\0${boot}`).digest();
 }
 
-/** The binding a state carries when a replica minted it, else why not. */
-export function decodeState(secret: Uint8Array, state: unknown): { binding: ApprovalBinding } | { problem: string } {
+/**
+ * The requestState of a binding: the binding and its id (a MAC over it), as base64url JSON. With `boot`
+ * (a process-bound round, {@link MrtrStores.boot}) the MAC is under the secret bound to that boot.
+ */
+export function encodeState(secret: Uint8Array, binding: ApprovalBinding, boot?: string): string {
+  const id = requestIdOf(stateKeyOf(secret, boot), binding);
+  return Buffer.from(JSON.stringify({ v: 1, id, binding, ...(boot === undefined ? {} : { boot }) })).toString(
+    'base64url',
+  );
+}
+
+/**
+ * The binding a state carries when a replica minted it, else why not. `boot`: this process's boot id when
+ * its claims are its own ({@link MrtrStores.boot}); a state of another boot, or of a gateway with another
+ * kind of store, is refused (its claim cannot be checked here).
+ */
+export function decodeState(
+  secret: Uint8Array,
+  state: unknown,
+  boot?: string,
+): { binding: ApprovalBinding } | { problem: string } {
   if (typeof state !== 'string' || state.length === 0 || state.length > 16_384)
     return { problem: 'the requestState is malformed (not a string the gateway minted)' };
-  let parsed: { v?: unknown; id?: unknown; binding?: unknown };
+  let parsed: { v?: unknown; id?: unknown; binding?: unknown; boot?: unknown };
   try {
     parsed = JSON.parse(Buffer.from(state, 'base64url').toString('utf8')) as typeof parsed;
   } catch {
@@ -157,15 +182,17 @@ export function decodeState(secret: Uint8Array, state: unknown): { binding: Appr
     parsed.v !== 1 ||
     typeof parsed.id !== 'string' ||
     typeof parsed.binding !== 'object' ||
-    parsed.binding === null
+    parsed.binding === null ||
+    (parsed.boot !== undefined && (typeof parsed.boot !== 'string' || parsed.boot === ''))
   )
     return { problem: 'the requestState is malformed' };
   const binding = parsed.binding as ApprovalBinding;
   if (typeof binding.nonce !== 'string' || binding.nonce === '' || typeof binding.expiresAt !== 'number')
     return { problem: 'the requestState is malformed' };
+  const minted = parsed.boot as string | undefined;
   let expected: string;
   try {
-    expected = requestIdOf(secret, binding);
+    expected = requestIdOf(stateKeyOf(secret, minted), binding);
   } catch {
     return { problem: 'the requestState is malformed' };
   }
@@ -173,6 +200,19 @@ export function decodeState(secret: Uint8Array, state: unknown): { binding: Appr
   const b = Buffer.from(parsed.id);
   if (a.length !== b.length || !timingSafeEqual(a, b))
     return { problem: 'the requestState was not minted by this gateway or was changed' };
+  if (minted !== boot) {
+    if (boot === undefined)
+      return {
+        problem:
+          'the requestState was issued by a gateway that claimed retries in its process only (no --state-store), so whether it ran cannot be known here; ask again',
+      };
+    if (minted === undefined)
+      return {
+        problem:
+          'the requestState was issued by a gateway with a durable state store, and this one claims retries in its process only; ask again',
+      };
+    return { problem: 'the requestState was issued before this gateway restarted; ask again' };
+  }
   return { binding };
 }
 
@@ -256,7 +296,7 @@ export function mrtrRound(request: MrtrRequest): MrtrRound {
             params: { mode: 'url', message: `${message} An approver answers in the approval inbox.`, url: link },
           },
         },
-        requestState: encodeState(secret, binding),
+        requestState: encodeState(secret, binding, stores.boot),
       });
       if (request.requestState === undefined) {
         if (request.inputResponses !== undefined)
@@ -307,12 +347,12 @@ export function mrtrRound(request: MrtrRequest): MrtrRound {
               },
             },
           },
-          requestState: encodeState(secret, binding),
+          requestState: encodeState(secret, binding, stores.boot),
         };
         note({ id: requestIdOf(secret, binding), state: 'asked' });
         return 'deny';
       }
-      const decoded = decodeState(secret, request.requestState);
+      const decoded = decodeState(secret, request.requestState, stores.boot);
       if ('problem' in decoded) return refuse(decoded.problem, note);
       const given = decoded.binding;
       const id = requestIdOf(secret, given);
