@@ -15,6 +15,7 @@
  *   npm run bench -- --redraw      (the chart again from bench/results.json)
  *   npm run bench -- --only policy-diff   (toolgate diff of 1,000- and 10,000-rule files alone; writes nothing)
  *   npm run bench -- --only stores        (the shared stores against the real servers alone; writes nothing)
+ *   npm run bench -- --only gateway       (the gateway over stdio against the upstream directly; writes nothing)
  *   npm run bench -- --only async [--sizes 1000,10000]   (the async tool beside the floor, toolgate alone; writes nothing)
  */
 import { spawn, spawnSync } from 'node:child_process';
@@ -27,6 +28,7 @@ import { parseArgs } from 'node:util';
 import { chartSvg } from './chart.js';
 import { ENGINE_NAMES, type EngineName } from './engines/engine.js';
 import { benchExtras, type ExtrasResult } from './extras.js';
+import { benchGateway, type GatewayResult } from './gateway.js';
 import { sinkValue, type Timing } from './measure.js';
 import { benchPolicyDiff, type PolicyDiffResult } from './policy-diff.js';
 import { benchPolicyLoad, type PolicyLoadResult } from './policy-load.js';
@@ -91,9 +93,11 @@ async function child(part: string, file: string): Promise<void> {
                 ? await benchPolicyDiff({ rules: Number(size), log })
                 : kind === 'stores'
                   ? await benchStores({ log })
-                  : kind === 'agree'
-                    ? await agreeSize(Number(size), { log })
-                    : await timeEngine(Number(size), engine as EngineName, { timing, log });
+                  : kind === 'gateway'
+                    ? await benchGateway({ log })
+                    : kind === 'agree'
+                      ? await agreeSize(Number(size), { log })
+                      : await timeEngine(Number(size), engine as EngineName, { timing, log });
     writeFileSync(file, JSON.stringify({ ok: true, result, sink: sinkValue() }));
   } catch (error) {
     writeFileSync(
@@ -293,6 +297,35 @@ function storesTargets({ runs, median: m }: { runs: readonly StoresResult[]; med
   ];
 }
 
+/** The gateway part, `repeat` times; each figure the median of the runs. */
+async function gatewayRuns(repeat: number, notes: string[]): Promise<GatewayResult[]> {
+  const runs: GatewayResult[] = [];
+  for (let r = 0; r < repeat; r++) runs.push(await part<GatewayResult>('gateway', notes));
+  return runs;
+}
+
+const GATEWAY_SHAPES = [
+  ['toolsCall', 'tools/call'],
+  ['resourcesRead', 'resources/read'],
+  ['toolsList', 'tools/list'],
+] as const;
+
+/** Issue 25.2: per shape, the gateway with --audit over the upstream directly, p50 and p99, each run's difference then their median. */
+function gatewayTargets(runs: readonly GatewayResult[]): Target[] {
+  return GATEWAY_SHAPES.map(([key, label]) => {
+    const p50 = median(runs.map((r) => r[key].gateway.p50 - r[key].direct.p50));
+    const p99 = median(runs.map((r) => r[key].gateway.p99 - r[key].direct.p99));
+    const m = runs.map((r) => r[key]);
+    return {
+      id: `gateway-stdio-${label.replace('/', '-')}`,
+      description: `the gateway over stdio with --audit, ${label}, over the same upstream called directly (sequential requests, p50 / p99)`,
+      target: '≤ +100 µs p50, ≤ +1 ms p99',
+      measured: `+${p50.toFixed(0)} µs p50, +${(p99 / 1000).toFixed(2)} ms p99 (direct ${median(m.map((x) => x.direct.p50)).toFixed(0)} µs, gateway ${median(m.map((x) => x.gateway.p50)).toFixed(0)} µs, without audit ${median(m.map((x) => x.gatewayNoAudit.p50)).toFixed(0)} µs)`,
+      met: p50 <= 100 && p99 <= 1000,
+    };
+  });
+}
+
 async function main(): Promise<void> {
   if (args.child) return child(args.child, args['result-file']!);
   if (args.redraw) {
@@ -317,6 +350,17 @@ async function main(): Promise<void> {
     );
     return;
   }
+  if (args.only === 'gateway') {
+    const runs = await gatewayRuns(repeat, notes);
+    for (const t of gatewayTargets(runs))
+      log(`${t.met ? 'met ' : 'MISS'}  ${t.description}: ${t.measured} (target ${t.target})`);
+    log(
+      `parse ${median(runs.map((r) => r.parseUs)).toFixed(1)} µs, decide ${median(runs.map((r) => r.decideUs)).toFixed(1)} µs; load average ${loadavg()
+        .map((l) => l.toFixed(2))
+        .join(' ')} (${cpus().length} cores, shared)`,
+    );
+    return;
+  }
   if (args.only === 'async') {
     const only = args.sizes === '10,100,1000,10000' ? [1000, 10000] : sizes;
     for (const size of only) {
@@ -336,7 +380,8 @@ async function main(): Promise<void> {
     return;
   }
   if (args.only !== undefined) {
-    if (args.only !== 'policy-diff') throw new Error(`--only: expected policy-diff, stores or async, got ${args.only}`);
+    if (args.only !== 'policy-diff')
+      throw new Error(`--only: expected policy-diff, stores, gateway or async, got ${args.only}`);
     const diffs = await policyDiffRuns(repeat, notes);
     for (const t of policyDiffTargets(diffs))
       log(`${t.met ? 'met ' : 'MISS'}  ${t.description}: ${t.measured} (target ${t.target})`);
@@ -381,6 +426,7 @@ async function main(): Promise<void> {
   }
   const policyDiff = await policyDiffRuns(repeat, notes);
   const stores = await storesRuns(repeat, notes);
+  const gateway = await gatewayRuns(repeat, notes);
   const runner: RunnerResult = {
     ...runnerRuns[0]!,
     byTurns: runnerRuns[0]!.byTurns.map((t, i) => ({
@@ -601,6 +647,7 @@ async function main(): Promise<void> {
   );
   targets.push(...policyDiffTargets(policyDiff));
   targets.push(...storesTargets(stores));
+  targets.push(...gatewayTargets(gateway));
   targets.push({
     id: 'dispatch-overhead',
     description: 'executeToolCalls overhead on a no-op tool, one call (p50 − direct p50)',
@@ -646,6 +693,7 @@ async function main(): Promise<void> {
     policyLoad,
     policyDiff,
     stores,
+    gateway,
     timings,
     extras,
     extrasSpread: {

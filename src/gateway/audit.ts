@@ -2,7 +2,7 @@
  * What the gateway records: one JSON object per event, written to an audit sink (a JSONL file for the
  * CLI). `toolgate report` reads these records back.
  */
-import { appendFileSync } from 'node:fs';
+import { appendFileSync, closeSync, openSync, writeSync } from 'node:fs';
 import type { Decision } from '../decision.js';
 import { freezeEvent } from '../events.js';
 import type { PermissionResult } from '../permissions/result.js';
@@ -179,12 +179,33 @@ export type GatewayAuditRecord =
 export type GatewayAuditSink = (record: GatewayAuditRecord) => void;
 
 /**
- * An audit sink appending one JSON line per record to `file`. The file is opened (created) now, so an
- * unwritable path fails at start and not at the first call.
+ * A JSONL file sink: the file is opened once and each record is one `write` to it (no open and close per
+ * record, as `appendFileSync` of a path did): the record is in the file when the answer it records is sent,
+ * so a reader never misses it, and the request waits for no more than that one buffered write.
  */
 export function jsonlAuditSink(file: string): GatewayAuditSink {
   appendFileSync(file, '');
-  return (record) => appendFileSync(file, `${JSON.stringify(record)}\n`);
+  let fd: number | null = null;
+  return (record) => {
+    const line = `${JSON.stringify(record)}\n`;
+    try {
+      fd ??= openSync(file, 'a');
+      writeSync(fd, line);
+    } catch (error) {
+      // Opened again at the next record (the file may have been rotated away); the throw is the sink's report.
+      if (fd !== null) closeQuietly(fd);
+      fd = null;
+      throw error;
+    }
+  };
+}
+
+function closeQuietly(fd: number): void {
+  try {
+    closeSync(fd);
+  } catch {
+    // already closed
+  }
 }
 
 /** What the shadow policy would have decided for a call that reached the policy, where it differs from `enforced`. */
