@@ -344,8 +344,11 @@ function gatewayTargets(runs: readonly GatewayResult[]): Target[] {
 async function main(): Promise<void> {
   if (args.child) return child(args.child, args['result-file']!);
   if (args.redraw) {
-    const saved = JSON.parse(readFileSync(args.out, 'utf8')) as { timings: EngineTiming[] };
-    writeFileSync(args.chart, await chartSvg(saved.timings));
+    const saved = JSON.parse(readFileSync(args.out, 'utf8')) as {
+      timings: EngineTiming[];
+      quickstart?: QuickstartResult[];
+    };
+    writeFileSync(args.chart, await chartSvg(saved.timings, saved.quickstart ?? []));
     log(`redrew ${args.chart} from ${args.out}`);
     return;
   }
@@ -724,7 +727,7 @@ async function main(): Promise<void> {
     notes,
   };
   writeFileSync(args.out, `${JSON.stringify(results, null, 2)}\n`);
-  writeFileSync(args.chart, await chartSvg(timings));
+  writeFileSync(args.chart, await chartSvg(timings, quickstart));
   log(`wrote ${args.out} and ${args.chart}`);
 }
 
