@@ -42,7 +42,8 @@ export interface AskingRequest {
 
 /**
  * The route a gateway call is dispatched on: named `gateway`, calls one at a time, its person the inbox,
- * the stores or elicitation. `note` hears what the inbox or the stores did (the audit's `approval`).
+ * the stores or elicitation. `note` hears what the inbox or the stores did (the audit's `approval`);
+ * `pin` is the called tool's definition hash (`definitionPin`), bound into every approval asked for it.
  */
 export function gatewayRoute(
   people: GatewayPeople,
@@ -50,8 +51,11 @@ export function gatewayRoute(
   request: AskingRequest,
   note: (n: ApprovalNote) => void,
   kind: ApprovalKind = 'tool',
+  pin: string | null = null,
 ): Route {
-  const approvals = { secret: people.secret };
+  // `pin`: the hash of the whole tool definition the call is made against; an approval bound to it does not
+  // count for the call once the definition changes (an accepted drift), on any of the routes below.
+  const approvals = { secret: people.secret, pin };
   // A 2026-07-28 request asks in its own round (mrtr.ts): the inbox's page by URL elicitation, else a form.
   const round = roundOf(request.server);
   if (people.inbox && !round) return inboxRoute(people.inbox, request, note, approvals);
@@ -67,6 +71,7 @@ export function gatewayRoute(
           secret: people.secret,
           owner: { kind: 'session', id: request.subject ?? request.caller ?? 'anonymous' },
           ttlMs: people.approvals.ttlMs ?? 900_000,
+          pin,
         },
         ask: (r) => person.ask(r),
       },

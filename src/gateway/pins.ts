@@ -1,8 +1,14 @@
 /**
  * Pinned tool definitions: the first time the gateway sees a tool (or on `toolgate pin`), a SHA-256 of
- * its name, description, input schema and annotations is written to a lock file beside the policy. A
+ * its whole definition as the upstream offers it — name, title, description, input and output schemas,
+ * annotations, `_meta`, every field the model may read — is written to a lock file beside the policy. A
  * tool offered later with another definition has drifted (a "rug pull"): the gateway refuses or asks, and
- * the readable diff goes to the audit and to `toolgate explain`, until `toolgate pin --accept`.
+ * the readable diff goes to the audit and to `toolgate explain`, until `toolgate pin --accept`. A renamed
+ * tool is a removed tool and a new one (pins are keyed by the canonical name the gateway shows).
+ *
+ * Lock files of version 1 pinned only the name, description, input schema and annotations: they still
+ * load; an entry of that shape is compared on those parts, and a tool that still matches is re-pinned with
+ * its whole definition as offered then (with a process warning saying so); the file is written as version 2.
  */
 import { existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { basename, dirname, extname, join } from 'node:path';
@@ -19,12 +25,19 @@ import type { Upstream } from './upstream.js';
 /** The rule that refuses a tool whose definition drifted from its pin. */
 export const PIN_RULE = 'pinned-definition';
 
-/** The parts of a tool definition that are pinned. */
+/**
+ * A pinned tool definition: the whole definition as the upstream offers it (every field; the ones named
+ * here are the ones toolgate reads).
+ */
 export interface PinnedDefinition {
   readonly name: string;
+  readonly title?: string;
   readonly description?: string;
   readonly inputSchema: unknown;
+  readonly outputSchema?: unknown;
   readonly annotations?: unknown;
+  readonly _meta?: unknown;
+  readonly [field: string]: unknown;
 }
 
 /** A pinned (or drifted) definition in the lock file. */
@@ -33,11 +46,17 @@ export interface LockEntry {
   readonly definition: PinnedDefinition;
   /** When it was pinned (or, under `drift`, first seen). */
   readonly at: string;
+  /**
+   * 1: pinned by a lock file of version 1, over the name, description, input schema and annotations only;
+   * compared on those parts until it is re-pinned whole. Absent: the whole definition.
+   */
+  readonly shape?: 1;
 }
 
 /** The lock file's content. */
 export interface LockFileData {
-  readonly version: 1;
+  /** 2: whole definitions; 1 (read, never written): the older shape of four parts. */
+  readonly version: 1 | 2;
   /**
    * The accepted definitions, by the canonical form of the name the gateway shows (namespace:name), as
    * the registry, rules and calls name tools: `gh:Delete_Repo` offered later is `gh:delete_repo`'s drift,
@@ -60,19 +79,46 @@ export function defaultLockFile(policyFile: string): string {
   return join(dirname(policyFile), `${name}.lock.json`);
 }
 
-/** The pinned parts of an MCP tool definition. */
+/**
+ * The pinned form of an MCP tool definition: all of it (title, output schema descriptions, `_meta` and
+ * annotations are read by the model or the client as much as the description is), fields that are
+ * `undefined` dropped. The definition is what the upstream listed, so a field added by a newer protocol
+ * revision is pinned too.
+ */
 export function pinnedDefinition(tool: {
   readonly name: string;
   readonly description?: string | undefined;
   readonly inputSchema: unknown;
-  readonly annotations?: unknown;
+  readonly [field: string]: unknown;
 }): PinnedDefinition {
+  const out: Record<string, unknown> = {};
+  for (const [field, value] of Object.entries(tool)) if (value !== undefined) out[field] = value;
+  return out as unknown as PinnedDefinition;
+}
+
+/** The four parts a version-1 lock file pinned, of a whole definition. */
+function legacyDefinition(definition: PinnedDefinition): PinnedDefinition {
   return {
-    name: tool.name,
-    ...(tool.description !== undefined ? { description: tool.description } : {}),
-    inputSchema: tool.inputSchema,
-    ...(tool.annotations !== undefined ? { annotations: tool.annotations } : {}),
+    name: definition.name,
+    ...(definition.description !== undefined ? { description: definition.description } : {}),
+    inputSchema: definition.inputSchema,
+    ...(definition.annotations !== undefined ? { annotations: definition.annotations } : {}),
   };
+}
+
+/** The offered definition in the shape the entry pinned (whole, or the four parts of a version-1 entry). */
+function comparable(pinned: LockEntry, offered: PinnedDefinition): PinnedDefinition {
+  return pinned.shape === 1 ? legacyDefinition(offered) : offered;
+}
+
+/** True when `offered` is what `pinned` pins. */
+function samePin(pinned: LockEntry, offered: PinnedDefinition): boolean {
+  return pinned.sha256 === hashOf(comparable(pinned, offered));
+}
+
+/** The hash an approval is bound to (`ApprovalBinding.pin`): the whole definition a call is made against. */
+export function definitionPin(definition: PinnedDefinition): string {
+  return hashOf(definition);
 }
 
 /** A readable unified diff between two definitions (canonical JSON, pretty-printed). */
@@ -82,7 +128,21 @@ export function definitionDiff(name: string, pinned: PinnedDefinition, offered: 
 }
 
 function emptyLock(): LockFileData {
-  return { version: 1, tools: {} };
+  return { version: 2, tools: {} };
+}
+
+const warnedLegacy = new Set<string>();
+
+/** Once per lock file and process: its version-1 pins are being re-pinned whole. */
+function warnLegacy(file: string): void {
+  if (warnedLegacy.has(file)) return;
+  warnedLegacy.add(file);
+  process.emitWarning(
+    `toolgate: the lock file ${JSON.stringify(file)} was written by an older toolgate (version 1: it pins each tool's name, description, input schema and annotations only). ` +
+      'A tool that still matches on those parts is re-pinned with its whole definition (title, output schema, _meta, …) as its upstream offers it now, and the file is rewritten as version 2; ' +
+      'a tool that differs on them is drifted as before. Review what was re-pinned with `git diff` on the lock file.',
+    { code: 'TOOLGATE_LOCK_V1' },
+  );
 }
 
 /** Reads a lock file; a missing one is empty; a broken one is a ConfigurationError (fail closed). */
@@ -94,15 +154,16 @@ export function readLockFile(file: string): LockFileData {
   } catch (error) {
     throw new ConfigurationError(`the lock file ${JSON.stringify(file)} cannot be read: ${(error as Error).message}`);
   }
+  const version = (data as { version?: unknown } | null)?.version;
   const ok =
     typeof data === 'object' &&
     data !== null &&
-    (data as { version?: unknown }).version === 1 &&
+    (version === 1 || version === 2) &&
     typeof (data as { tools?: unknown }).tools === 'object' &&
     (data as { tools?: unknown }).tools !== null;
   if (!ok)
     throw new ConfigurationError(
-      `the lock file ${JSON.stringify(file)} is not a toolgate lock file (expected { "version": 1, "tools": {…} })`,
+      `the lock file ${JSON.stringify(file)} is not a toolgate lock file (expected { "version": 2, "tools": {…} }, or version 1 of an older toolgate)`,
     );
   const lock = data as LockFileData;
   for (const [name, entry] of [...Object.entries(lock.tools), ...Object.entries(lock.drift ?? {})]) {
@@ -115,6 +176,9 @@ export function readLockFile(file: string): LockFileData {
   // would leave it open which definition is pinned, so they refuse the file.
   const byForm = (record: Readonly<Record<string, LockEntry>>, part: string): Record<string, LockEntry> => {
     const out: Record<string, LockEntry> = {};
+    // A version-1 file's entries are of the four-part shape, whatever they say.
+    const shaped = (entry: LockEntry): LockEntry =>
+      version === 1 ? { ...entry, shape: 1 } : entry.shape === 1 ? { ...entry, shape: 1 } : withoutShape(entry);
     const spelled = new Map<string, string>();
     for (const [name, entry] of Object.entries(record)) {
       const form = canonical(name);
@@ -124,15 +188,20 @@ export function readLockFile(file: string): LockFileData {
           `the lock file ${JSON.stringify(file)}: ${part} ${JSON.stringify(other)} and ${JSON.stringify(name)} are one tool name (canonical form ${JSON.stringify(form)})`,
         );
       spelled.set(form, name);
-      out[form] = entry;
+      out[form] = shaped(entry);
     }
     return out;
   };
   return {
-    version: 1,
+    version: 2,
     tools: byForm(lock.tools, 'tools'),
     ...(lock.drift ? { drift: byForm(lock.drift, 'drift') } : {}),
   };
+}
+
+function withoutShape(entry: LockEntry): LockEntry {
+  const { shape: _shape, ...rest } = entry;
+  return rest;
 }
 
 function writeLockFile(file: string, lock: LockFileData): void {
@@ -140,7 +209,7 @@ function writeLockFile(file: string, lock: LockFileData): void {
   const sorted = (record: Readonly<Record<string, LockEntry>>): Record<string, LockEntry> =>
     Object.fromEntries(Object.entries(record).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
   const out: LockFileData = {
-    version: 1,
+    version: 2,
     tools: sorted(lock.tools),
     ...(lock.drift && Object.keys(lock.drift).length > 0 ? { drift: sorted(lock.drift) } : {}),
   };
@@ -214,30 +283,34 @@ export class PinStore {
       this.#save({ ...lock, tools: { ...lock.tools, [name]: offered } });
       return { state: 'new' };
     }
-    if (pinned.sha256 === offered.sha256) {
-      if (lock.drift?.[name]) {
-        const { [name]: _gone, ...drift } = lock.drift;
-        this.#save({ ...lock, drift });
-      }
+    if (samePin(pinned, definition)) {
+      const { [name]: _gone, ...drift } = lock.drift ?? {};
+      if (pinned.shape === 1) {
+        // Matches on the four parts a version-1 file pinned: re-pinned whole, as offered now.
+        warnLegacy(this.file);
+        this.#save({ ...lock, tools: { ...lock.tools, [name]: { ...offered, at: pinned.at } }, drift });
+      } else if (lock.drift?.[name]) this.#save({ ...lock, drift });
       return { state: 'pinned' };
     }
     const known = lock.drift?.[name];
     const entry = known?.sha256 === offered.sha256 ? known : offered;
     if (known?.sha256 !== offered.sha256) this.#save({ ...lock, drift: { ...(lock.drift ?? {}), [name]: entry } });
-    return { state: 'drift', diff: definitionDiff(registered, pinned.definition, definition), pinned, offered: entry };
+    const diff = definitionDiff(registered, pinned.definition, comparable(pinned, definition));
+    return { state: 'drift', diff, pinned, offered: entry };
   }
 
   /** The drift recorded for a tool, with its diff; undefined when it matches its pin. */
   drift(name: string, current: PinnedDefinition): { readonly diff: string } | undefined {
     const lock = this.#fresh();
     const pinned = lock.tools[canonical(name)];
-    if (!pinned || pinned.sha256 === hashOf(current)) return undefined;
-    return { diff: definitionDiff(name, pinned.definition, current) };
+    if (!pinned || samePin(pinned, current)) return undefined;
+    return { diff: definitionDiff(name, pinned.definition, comparable(pinned, current)) };
   }
 
   /** True when the lock file pins exactly this definition (an unpinned tool is not a match). */
   matches(name: string, current: PinnedDefinition): boolean {
-    return this.#fresh().tools[canonical(name)]?.sha256 === hashOf(current);
+    const pinned = this.#fresh().tools[canonical(name)];
+    return pinned !== undefined && samePin(pinned, current);
   }
 
   /** Makes the drifted definitions of `names` (all when empty) the pinned ones; returns the names accepted. */
@@ -253,7 +326,7 @@ export class PinStore {
       delete drift[name];
       accepted.push(name);
     }
-    if (accepted.length > 0) this.#save({ version: 1, tools, drift });
+    if (accepted.length > 0) this.#save({ version: 2, tools, drift });
     return accepted;
   }
 
@@ -284,7 +357,7 @@ export function withPinRule(
   onDrift: 'refuse' | 'ask',
 ): PermissionPolicy {
   const reason =
-    "the tool's definition differs from the one pinned in the lock file (a changed description or schema); `toolgate pin --accept` re-approves it";
+    "the tool's definition differs from the one pinned in the lock file (a changed title, description, schema, annotations or _meta); `toolgate pin --accept` re-approves it";
   const rules: PermissionRule[] = [];
   if (onDrift === 'refuse') {
     rules.push({ name: PIN_RULE, match: (tool) => drifted(tool), result: 'deny', reason }, ...policy.rules);

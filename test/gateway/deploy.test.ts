@@ -319,6 +319,27 @@ describe('/healthz and /readyz', { timeout: 180_000 }, () => {
     const cut = await readyz();
     expect(cut.body.checks['store counters']).toBe('unreachable');
     expect(JSON.stringify(cut.body)).not.toContain(String(pg.port));
+    // A call meanwhile is refused at stage store (fail closed), nothing run, and counted as a store error.
+    const received = () => (existsSync(join(dir, 'rec.jsonl')) ? readFileSync(join(dir, 'rec.jsonl'), 'utf8') : '');
+    const ranBefore = received();
+    const refused = await raw('127.0.0.1', port, {
+      headers: { host: `127.0.0.1:${port}` },
+      body: {
+        jsonrpc: '2.0',
+        id: 3,
+        method: 'tools/call',
+        params: { name: 'rec:echo', arguments: { text: 'no store' } },
+      },
+    });
+    expect(refused.body).toMatch(/"isError":true/);
+    expect(refused.body).toMatch(/counter store/);
+    expect(received()).toBe(ranBefore);
+    const metrics = await raw('127.0.0.1', port, { path: '/metrics', headers: { host: `127.0.0.1:${port}` } });
+    type Family = { name: string; metrics: { labels?: Record<string, string>; value?: string }[] };
+    const storeErrors = (parsePrometheusTextFormat(metrics.body) as Family[]).find(
+      (f) => f.name === 'toolgate_store_errors_total',
+    );
+    expect(storeErrors?.metrics.map((m) => m.value)).toEqual(['1']);
     await pg.restore();
     await until(async () => (await readyz()).status === 200, 'ready once the counter store is back');
     expect(existsSync(downFile)).toBe(false);
