@@ -154,6 +154,12 @@ export class Answering {
       return no(STATUS.bad, 'Bad answer', 'Edited arguments go with an approval, not a deny.');
     if (edited !== undefined && record.source === 'registry')
       return no(STATUS.bad, 'Bad answer', `A ${record.source} approval cannot be answered with edited arguments.`);
+    if (edited !== undefined && record.kind !== 'tool')
+      return no(
+        STATUS.bad,
+        'Bad answer',
+        `A ${record.kind} approval is answered as asked: it has no arguments to edit.`,
+      );
     const answer: Answer = {
       effect,
       remember,

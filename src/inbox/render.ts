@@ -360,8 +360,9 @@ ${remember}
 }
 
 function editForm(ctx: PageContext, record: PendingRecord): string {
-  // The registry's handler route cannot carry edited arguments.
-  if (record.source === 'registry') return '';
+  // The registry's handler route cannot carry edited arguments, and only a tool call has arguments to edit
+  // (a reload's parameters are its diff; a resource read or prompt get is answered as asked).
+  if (record.source === 'registry' || record.kind !== 'tool') return '';
   const id = escapeHtml(record.id);
   const action = `${escapeHtml(ctx.base)}/approvals/${encodeURIComponent(record.id)}/edit`;
   return `<details class="edit"><summary>Approve with edited arguments</summary>
