@@ -12,7 +12,24 @@ const LABELS: Record<string, string> = {
   naive: 'naive baseline',
   casbin: 'casbin (priority model)',
   cedar: 'cedar-wasm (stateful)',
+  floor: 'floor: hand-written gate + async tool (bench/floor.ts)',
+  asyncInvoke: 'toolgate invoke + async tool (README shape)',
 };
+
+/** The in-process floor and toolgate's invoke of the same async tool, per size (issue 25), as chart lines. */
+export interface FloorPoint {
+  readonly size: number;
+  readonly floor: { readonly p50: number; readonly p99: number };
+  readonly asyncInvoke: { readonly p50: number; readonly p99: number };
+}
+
+function floorTimings(points: readonly FloorPoint[]): EngineTiming[] {
+  return points.flatMap((q) =>
+    (['floor', 'asyncInvoke'] as const).map(
+      (key) => ({ engine: key, size: q.size, p50: q[key].p50, p99: q[key].p99 }) as unknown as EngineTiming,
+    ),
+  );
+}
 
 export function chartSpec(timings: readonly EngineTiming[]): TopLevelSpec {
   const values = timings.flatMap((t) => [
@@ -94,8 +111,8 @@ export function chartSpec(timings: readonly EngineTiming[]): TopLevelSpec {
   };
 }
 
-export async function chartSvg(timings: readonly EngineTiming[]): Promise<string> {
-  const spec = compile(chartSpec(timings)).spec;
+export async function chartSvg(timings: readonly EngineTiming[], floors: readonly FloorPoint[] = []): Promise<string> {
+  const spec = compile(chartSpec([...timings, ...floorTimings(floors.filter((q) => q.floor !== undefined))])).spec;
   const view = new vega.View(vega.parse(spec), { renderer: 'none' });
   const svg = await view.toSVG();
   view.finalize();

@@ -220,6 +220,11 @@ function medianQuickstart(runs: readonly QuickstartResult[]): QuickstartMedian {
     ...first,
     setupMs: median(runs.map((r) => r.setupMs)),
     ratios: { invoke: median(perRun.map((r) => r[0])), execute: median(perRun.map((r) => r[1])), runs: perRun },
+    breakdown: {
+      decide: median(runs.map((r) => r.breakdown.decide)),
+      noLayers: median(runs.map((r) => r.breakdown.noLayers)),
+      noRules: median(runs.map((r) => r.breakdown.noRules)),
+    },
   };
   const spread: Record<string, number[]> = {};
   for (const key of QUICK_KEYS) {
@@ -297,6 +302,16 @@ function storesTargets({ runs, median: m }: { runs: readonly StoresResult[]; med
   ];
 }
 
+/** Where an async invoke's time goes, by the bench's own subtractions (bench/quickstart.ts `breakdown`). */
+function breakdownText(q: QuickstartMedian): string {
+  const b = q.breakdown;
+  return (
+    `breakdown (p50 differences): find + parse + snapshot + validate + Decision ${formatNs(b.noRules)}, rules ${formatNs(b.noLayers - b.noRules)}, ` +
+    `allowlist ${formatNs(b.decide - b.noLayers)}, dispatch + execute + result ${formatNs(q.asyncInvoke.p50 - b.decide)}, ` +
+    `executeToolCalls' reading and shaping ${formatNs(q.asyncExecute.p50 - q.asyncInvoke.p50)}`
+  );
+}
+
 /** The gateway part, `repeat` times; each figure the median of the runs. */
 async function gatewayRuns(repeat: number, notes: string[]): Promise<GatewayResult[]> {
   const runs: GatewayResult[] = [];
@@ -329,8 +344,11 @@ function gatewayTargets(runs: readonly GatewayResult[]): Target[] {
 async function main(): Promise<void> {
   if (args.child) return child(args.child, args['result-file']!);
   if (args.redraw) {
-    const saved = JSON.parse(readFileSync(args.out, 'utf8')) as { timings: EngineTiming[] };
-    writeFileSync(args.chart, await chartSvg(saved.timings));
+    const saved = JSON.parse(readFileSync(args.out, 'utf8')) as {
+      timings: EngineTiming[];
+      quickstart?: QuickstartResult[];
+    };
+    writeFileSync(args.chart, await chartSvg(saved.timings, saved.quickstart ?? []));
     log(`redrew ${args.chart} from ${args.out}`);
     return;
   }
@@ -371,6 +389,7 @@ async function main(): Promise<void> {
         `${size.toLocaleString('en')} tools & rules: floor ${formatNs(q.floor.p50)}, invoke ${formatNs(q.asyncInvoke.p50)} (${q.ratios.invoke.toFixed(2)}× floor; runs ${q.ratios.runs.map((x) => x[0].toFixed(2)).join(', ')}), ` +
           `executeToolCalls ${formatNs(q.asyncExecute.p50)} (${q.ratios.execute.toFixed(2)}×; runs ${q.ratios.runs.map((x) => x[1].toFixed(2)).join(', ')}); sync invoke ${formatNs(q.invoke.p50)}`,
       );
+      log(`  ${breakdownText(q)}`);
     }
     log(
       `load average ${loadavg()
@@ -481,6 +500,7 @@ async function main(): Promise<void> {
     lines.push(
       `  ${q.size.toLocaleString('en').padStart(6)} tools & rules ${formatNs(q.floor.p50).padStart(64)} ${formatNs(q.asyncInvoke.p50).padStart(8)} ${`${q.ratios.invoke.toFixed(2)}×`.padStart(9)} ${formatNs(q.asyncExecute.p50).padStart(18)} ${`${q.ratios.execute.toFixed(2)}×`.padStart(9)}`,
     );
+  for (const q of quickstart) lines.push(`  ${q.size.toLocaleString('en')}: ${breakdownText(q)}`);
   lines.push('', 'per decision        p50          p99     × toolgate (p50)   samples × batch');
   for (const size of sizes) {
     lines.push(
@@ -707,7 +727,7 @@ async function main(): Promise<void> {
     notes,
   };
   writeFileSync(args.out, `${JSON.stringify(results, null, 2)}\n`);
-  writeFileSync(args.chart, await chartSvg(timings));
+  writeFileSync(args.chart, await chartSvg(timings, quickstart));
   log(`wrote ${args.out} and ${args.chart}`);
 }
 

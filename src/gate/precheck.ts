@@ -375,7 +375,7 @@ const AFTER: Readonly<Record<DenyStage, string>> = Object.freeze({
   depth: FINAL,
   limit: '',
   store:
-    'It did not run: the permission store could not be checked, so nothing was decided; it may be tried again later.',
+    'It did not run, and no limit refused it: the store its limits count in could not be used; it may be tried again later.',
 });
 
 /**

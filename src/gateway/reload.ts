@@ -96,6 +96,7 @@ export function buildInForce(
   previous: PolicyInForce | null,
 ): PolicyInForce {
   checkToolNamespaces(set, inputs.upstreams);
+  checkPromptNames(set, inputs.upstreams);
   checkShadowRecorded(set, inputs);
   checkContext(context);
   let tracker: PinTracker | null = null;
@@ -355,8 +356,62 @@ export function checkToolNamespaces(set: PolicySet, upstreams: Readonly<Record<s
       `  ${set.file ?? '<input>'}:${position.line}:${position.column}: tools: ${JSON.stringify(name)} declares metadata for a tool of the upstream ${JSON.stringify(unprefixed.get(namespace))}, which shows its tools unprefixed (prefix: false): it would apply to none of them; declare the tool by its own name instead`,
     );
   }
+  // A limit's tools and costs name tools the same way: `rec:refund` of an unprefixed `rec` counts nothing.
+  (set.data.limits ?? []).forEach((limit, index) => {
+    const named: [string, (string | number)[]][] = [
+      ...(limit.tools ?? []).map((t, i): [string, (string | number)[]] => [t, ['limits', index, 'tools', i]]),
+      ...Object.keys(limit.costs ?? {}).map((t): [string, (string | number)[]] => [t, ['limits', index, 'costs', t]]),
+    ];
+    for (const [pattern, path] of named) {
+      const namespace = literalNamespace(canonicalPattern(pattern));
+      if (namespace === null) continue;
+      const position = set.positionOf(path, path[2] === 'costs');
+      const own = pattern.slice(pattern.indexOf(':') + 1);
+      problems.push(
+        `  ${set.file ?? '<input>'}:${position.line}:${position.column}: limit ${JSON.stringify(limit.name)} names ${JSON.stringify(pattern)}, but the upstream ${JSON.stringify(unprefixed.get(namespace))} shows its tools unprefixed (prefix: false): the limit would count none of them; write ${JSON.stringify(own)}`,
+      );
+    }
+  });
   if (problems.length > 0)
     throw new ConfigurationError(`the policy file's tool rules and declarations were refused:\n${problems.join('\n')}`);
+}
+
+/**
+ * Refuses a `prompts:` rule that names a prompt as clients see it (`docs:leak`): prompt rules match the
+ * upstream's own prompt name, selected by `namespace:` (docs/gateway.md), so such a pattern would match
+ * nothing and a deny written that way would be void. A pattern whose part before `:` is an upstream's
+ * namespace, or a glob there, is refused with the form to write.
+ */
+export function checkPromptNames(set: PolicySet, upstreams: Readonly<Record<string, GatewayUpstreamOptions>>): void {
+  const namespaces = new Map(Object.keys(upstreams).map((n) => [canonicalPattern(n), n]));
+  const problems: string[] = [];
+  (set.data.prompts ?? []).forEach((rule, index) => {
+    const given = rule.prompts;
+    const patterns = given === undefined ? [] : typeof given === 'string' ? [given] : given;
+    patterns.forEach((pattern, i) => {
+      const namespace = namespaceOf(canonicalPattern(pattern));
+      if (namespace === null || (!namespaces.has(namespace) && !/[*?[\]{}\\]/.test(namespace))) return;
+      const position = set.positionOf(
+        typeof given === 'string' ? ['prompts', index, 'prompts'] : ['prompts', index, 'prompts', i],
+      );
+      const own = pattern.slice(pattern.indexOf(':') + 1);
+      const upstream = namespaces.get(namespace) ?? pattern.slice(0, pattern.indexOf(':'));
+      problems.push(
+        `  ${set.file ?? '<input>'}:${position.line}:${position.column}: prompts rule ${JSON.stringify(rule.name)} names ${JSON.stringify(pattern)}, the name clients see, but prompt rules match the upstream's own prompt name: it would match nothing; write namespace: ${JSON.stringify(upstream)} with prompts: ${JSON.stringify(own)}`,
+      );
+    });
+  });
+  if (problems.length > 0)
+    throw new ConfigurationError(`the policy file's prompts rules were refused:\n${problems.join('\n')}`);
+}
+
+/** A tool name or glob as rules compare it (canonical; a glob's characters kept). */
+function canonicalPattern(pattern: string): string {
+  try {
+    return canonical(pattern);
+  } catch {
+    return pattern.toLowerCase();
+  }
 }
 
 /** Every rule of a policy file (tool, `resources:`, `prompts:`) with its mode and what it states. */

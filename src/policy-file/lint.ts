@@ -22,6 +22,7 @@ export const LINT_CODES = {
   'undeclared-tool': 'error',
   'undeclared-agent': 'error',
   'tenant-grants-undeclared': 'warning',
+  'limit-undeclared-tool': 'warning',
 } as const;
 
 /** One lint finding. Load issues are findings too, with severity error and their own codes. */
@@ -177,6 +178,45 @@ export function lintPolicy(set: PolicySet): LintFinding[] {
       });
     }
   }
+
+  // A limit naming a tool no rule or declaration names (a misspelling, or `rec:refund` of an upstream
+  // shown unprefixed): it would count nothing. Globs and tags are left alone (what they select is not known).
+  const ruleNames = new Set(set.rules.flatMap((r) => r.exact));
+  const unprefixed = new Set(
+    Object.entries(data.gateway?.upstreams ?? {}).flatMap(([n, u]) => (u.prefix === false ? [canonical(n)] : [])),
+  );
+  (data.limits ?? []).forEach((limit, index) => {
+    const named: [string, Path, boolean][] = [
+      ...(limit.tools ?? []).map((t, i): [string, Path, boolean] => [t, ['limits', index, 'tools', i], false]),
+      ...Object.keys(limit.costs ?? {}).map((t): [string, Path, boolean] => [t, ['limits', index, 'costs', t], true]),
+    ];
+    for (const [name, path, key] of named) {
+      if (/[*?[\]{}\\]/.test(name)) continue;
+      let form: string;
+      try {
+        form = canonical(name);
+      } catch {
+        continue;
+      }
+      const at = form.indexOf(':');
+      if (at > 0 && unprefixed.has(form.slice(0, at)))
+        add(
+          'warning',
+          'limit-undeclared-tool',
+          path,
+          `limit ${JSON.stringify(limit.name)} names ${JSON.stringify(name)}, but the upstream ${JSON.stringify(form.slice(0, at))} shows its tools unprefixed (prefix: false): write ${JSON.stringify(name.slice(name.indexOf(':') + 1))} (the gateway refuses this file)`,
+          key,
+        );
+      else if ((universeKnown || ruleNames.size > 0) && !declared.has(form) && !ruleNames.has(form))
+        add(
+          'warning',
+          'limit-undeclared-tool',
+          path,
+          `limit ${JSON.stringify(limit.name)} names ${JSON.stringify(name)}, which no rule or declaration names: it may count nothing`,
+          key,
+        );
+    }
+  });
 
   // Peers that are not declared agents.
   for (const [agent, spec] of Object.entries(data.agents ?? {})) {
