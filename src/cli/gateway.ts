@@ -324,15 +324,20 @@ export async function runGateway(
     const fileAudit: GatewayAuditSink | undefined = options.audit ? jsonlAuditSink(options.audit) : undefined;
     // Over HTTP, /metrics counts what the audit records (after the file has it; a metric never blocks a call).
     const metrics = options.http !== undefined ? (await import('../gateway/metrics.js')).gatewayMetrics() : undefined;
-    const audit: GatewayAuditSink | undefined = metrics
-      ? (record) => {
-          try {
-            fileAudit?.(record);
-          } finally {
-            metrics.observe(record);
+    // With OTEL_EXPORTER_OTLP_ENDPOINT, the decisions also go out as OTLP spans and counters (otlp.ts).
+    const otlp = await (await import('./otlp.js')).otlpExport();
+    if (otlp) closers.push(() => otlp.close());
+    const audit: GatewayAuditSink | undefined =
+      metrics || otlp
+        ? (record) => {
+            try {
+              fileAudit?.(record);
+            } finally {
+              metrics?.observe(record);
+              otlp?.sink(record);
+            }
           }
-        }
-      : fileAudit;
+        : fileAudit;
     contextOf = (policy) =>
       policy.context({
         ...(options.agent !== undefined ? { agent: options.agent } : {}),

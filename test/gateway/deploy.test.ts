@@ -679,3 +679,84 @@ describe('GET /metrics', { timeout: 180_000 }, () => {
     }, 'the refused reload counted');
   });
 });
+
+describe('OTLP export (OTEL_EXPORTER_OTLP_ENDPOINT)', { timeout: 180_000 }, () => {
+  it('sends the execute_tool spans and the toolgate.decisions counter to the OTLP/HTTP endpoint', async () => {
+    const { createServer } = await import('node:http');
+    const received: { path: string; body: string }[] = [];
+    const collector = createServer((req, res) => {
+      let body = '';
+      req.on('data', (c: Buffer) => (body += c.toString('utf8')));
+      req.on('end', () => {
+        received.push({ path: req.url ?? '', body });
+        res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+      });
+    });
+    await new Promise<void>((resolve) => collector.listen(0, '127.0.0.1', resolve));
+    cleanups.push(() => new Promise<void>((resolve) => collector.close(() => resolve())));
+    const endpoint = `http://127.0.0.1:${(collector.address() as { port: number }).port}`;
+    const box = sandbox({
+      rules: [
+        { name: 'no-refunds', tools: 'rec:refund', result: 'deny', reason: 'no' },
+        { name: 'rest', result: 'allow' },
+      ],
+    });
+    const gw = await spawnGateway(box.policy, ['--no-auth', '--stateless'], {
+      OTEL_EXPORTER_OTLP_ENDPOINT: endpoint,
+      OTEL_BSP_SCHEDULE_DELAY: '200',
+      OTEL_METRIC_EXPORT_INTERVAL: '500',
+    });
+    cleanups.push(() => gw.stop());
+    const { Client: McpClient } = await import('@modelcontextprotocol/sdk/client/index.js');
+    const client = new McpClient({ name: 'caller', version: '1.0.0' });
+    await client.connect(new StreamableHTTPClientTransport(gw.url));
+    cleanups.push(() => client.close());
+    await until(async () => (await client.listTools()).tools.some((t) => t.name === 'rec:echo'), 'the upstream');
+    await client.callTool({ name: 'rec:echo', arguments: { text: 'traced' } });
+    await client.callTool({ name: 'rec:refund', arguments: { order: 'A', amount: 1 } });
+    await until(
+      async () => received.some((r) => r.path === '/v1/traces' && r.body.includes('execute_tool rec:refund')),
+      'the spans',
+    );
+    await until(
+      async () => received.some((r) => r.path === '/v1/metrics' && r.body.includes('toolgate.decisions')),
+      'the counter',
+    );
+    const spans = received
+      .filter((r) => r.path === '/v1/traces')
+      .flatMap(
+        (r) =>
+          (JSON.parse(r.body) as { resourceSpans: { scopeSpans: { spans: { name: string }[] }[] }[] }).resourceSpans,
+      )
+      .flatMap((rs) => rs.scopeSpans.flatMap((ss) => ss.spans.map((s) => s.name)));
+    expect(spans).toEqual(expect.arrayContaining(['execute_tool rec:echo', 'execute_tool rec:refund']));
+  });
+
+  it('refuses to start when the endpoint is set and the SDK cannot be loaded', async () => {
+    const box = sandbox();
+    // A loader hook that makes the OpenTelemetry SDK unresolvable, as on an install without the optional peers.
+    const hook = join(box.dir, 'no-otel.mjs');
+    writeFileSync(
+      hook,
+      "export async function resolve(s, c, next) { if (s.startsWith('@opentelemetry/sdk-') || s.startsWith('@opentelemetry/exporter-')) throw new Error(`Cannot find package '${s}'`); return next(s, c); }\n",
+    );
+    const register = join(box.dir, 'register.mjs');
+    writeFileSync(
+      register,
+      `import { register } from 'node:module';\nregister(${JSON.stringify('file://' + hook)});\n`,
+    );
+    const child = spawn(
+      process.execPath,
+      ['--import', register, '--import', 'tsx', MAIN, 'gateway', '--policy', box.policy, '--http', '0', '--no-auth'],
+      {
+        stdio: ['ignore', 'ignore', 'pipe'],
+        env: { ...process.env, OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:9' },
+      },
+    );
+    let stderr = '';
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
+    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+    expect(code).toBe(2);
+    expect(stderr).toContain('OTEL_EXPORTER_OTLP_ENDPOINT is set but the OpenTelemetry SDK could not be loaded');
+  });
+});
