@@ -12,13 +12,20 @@
  * they cross it (timed here, on the real bytes); `decide` is the gateway's decision for the call (the same
  * policy in this process, `registry.decide` of the namespaced call); `relay` is the rest (the second hop
  * over stdio, the SDK's Client and Server on both sides of the gateway).
+ *
+ * The 2026-07-28 path (issue 23, added by the mcp helper): the same `tools/call` through one
+ * `toolgate gateway --http 0 --no-auth` from an SDK v2 client pinned to 2026-07-28 (stateless: a fresh
+ * server per request) and from an SDK v1 client in a 2025-11-25 session, in alternating rounds (`http`).
  */
+import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { Client as ModernClient, StreamableHTTPClientTransport as ModernHttp } from '@modelcontextprotocol/client';
 import { stringify } from 'yaml';
 import { percentile } from './measure.js';
 
@@ -38,6 +45,8 @@ export interface GatewayResult {
   readonly toolsCall: GatewaySide;
   readonly resourcesRead: GatewaySide;
   readonly toolsList: GatewaySide;
+  /** `tools/call` through the gateway over HTTP: a 2025-11-25 session and a 2026-07-28 (stateless) client. */
+  readonly http: { readonly legacy: LatencyUs; readonly modern: LatencyUs };
   /** µs per request, measured in this process on the real messages. */
   readonly parseUs: number;
   readonly decideUs: number;
@@ -84,7 +93,8 @@ export async function benchGateway(
       resources: [{ name: 'all', result: 'allow' }],
     }),
   );
-  const clients: Client[] = [];
+  const clients: { close(): Promise<void> }[] = [];
+  let httpGateway: ChildProcess | undefined;
   try {
     const fsDirect = await connect(fsUpstream.command, fsUpstream.args);
     const docsDirect = await connect(docsUpstream.command, docsUpstream.args);
@@ -138,6 +148,49 @@ export async function benchGateway(
         `gateway ${shape}: direct p50 ${o.direct.p50.toFixed(0)} µs p99 ${o.direct.p99.toFixed(0)} µs; gateway --audit p50 ${o.gateway.p50.toFixed(0)} µs p99 ${o.gateway.p99.toFixed(0)} µs; without audit p50 ${o.gatewayNoAudit.p50.toFixed(0)} µs`,
       );
     }
+    // The 2026-07-28 path: one HTTP gateway, a 2025-11-25 session and a 2026-07-28 client, alternating.
+    httpGateway = spawn(node, [cliMain, 'gateway', '--policy', policyFile, '--http', '0', '--no-auth'], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    const url = await new Promise<URL>((resolveUrl, reject) => {
+      let said = '';
+      httpGateway!.stderr!.on('data', (chunk: Buffer) => {
+        said += chunk.toString();
+        const m = /listening on (\S+)/.exec(said);
+        if (m) resolveUrl(new URL(m[1]!));
+      });
+      httpGateway!.once('exit', (code) =>
+        reject(new Error(`bench gateway: the HTTP gateway exited (${code}): ${said}`)),
+      );
+    });
+    const legacyHttp = new Client({ name: 'bench-2025', version: '1.0.0' });
+    await legacyHttp.connect(new StreamableHTTPClientTransport(url));
+    const modernHttp = new ModernClient(
+      { name: 'bench-2026', version: '1.0.0' },
+      { versionNegotiation: { mode: { pin: '2026-07-28' } } },
+    );
+    await modernHttp.connect(new ModernHttp(url));
+    clients.push(legacyHttp, modernHttp);
+    const httpSides = [
+      () => legacyHttp.callTool({ name: 'fs:read_text_file', arguments: { path: file } }),
+      () => modernHttp.callTool({ name: 'fs:read_text_file', arguments: { path: file } }),
+    ];
+    const m = (await httpSides[1]!()) as { content: { text: string }[]; isError?: boolean };
+    if (m.isError || m.content[0]?.text !== a.content[0]?.text)
+      throw new Error(`bench gateway: the 2026-07-28 client got ${JSON.stringify(m)}`);
+    const httpSamples: number[][] = [[], []];
+    for (const run of httpSides) for (let i = 0; i < 50; i++) await run();
+    for (let r = 0; r < rounds; r++)
+      for (let s = 0; s < httpSides.length; s++)
+        for (let i = 0; i < perRound; i++) {
+          const t0 = process.hrtime.bigint();
+          await httpSides[s]!();
+          httpSamples[s]!.push(Number(process.hrtime.bigint() - t0) / 1000);
+        }
+    const http = { legacy: summary(httpSamples[0]!), modern: summary(httpSamples[1]!) };
+    log(
+      `gateway tools/call over HTTP: 2025-11-25 session p50 ${http.legacy.p50.toFixed(0)} µs p99 ${http.legacy.p99.toFixed(0)} µs; 2026-07-28 p50 ${http.modern.p50.toFixed(0)} µs p99 ${http.modern.p99.toFixed(0)} µs`,
+    );
     // parse: the request and the answer as JSON text through JSON.parse + JSON.stringify, both ways of the hop.
     const request = JSON.stringify({
       jsonrpc: '2.0',
@@ -169,11 +222,13 @@ export async function benchGateway(
       toolsCall: out['toolsCall']!,
       resourcesRead: out['resourcesRead']!,
       toolsList: out['toolsList']!,
+      http,
       parseUs,
       decideUs,
     };
   } finally {
     await Promise.allSettled(clients.map((c) => c.close()));
+    httpGateway?.kill('SIGTERM');
     rmSync(dir, { recursive: true, force: true });
   }
 }

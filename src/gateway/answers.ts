@@ -7,7 +7,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
-import type { ApproverIdentity, ApproverRules } from '../contracts/approval.js';
+import type { ApproverIdentity, ApproverRules, ApproverVerdict } from '../contracts/approval.js';
 import { approverVerdict } from '../gate/index.js';
 import type { PolicySet } from '../policy-file/policy-set.js';
 import type { ApprovalStore, PendingRecord } from '../stores/types.js';
@@ -17,7 +17,10 @@ import { reply, sessionSubject } from './auth.js';
 export interface GatewayApprovers {
   /** The policy's `approvals:` lists and four eyes; null: anyone with the approver scope. */
   readonly rules: ApproverRules | null;
-  /** The tenants the gateway's approvers act for (its own tenant); null: not bound to a tenant. */
+  /**
+   * The tenants the gateway's approvers act for (its own tenant, or the approver token's with
+   * --tenant-claim); null: the gateway serves no tenant, so only requests with no tenant are theirs.
+   */
   readonly tenants: readonly string[] | null;
 }
 
@@ -28,7 +31,7 @@ export interface ApprovalsEndpoint {
   readonly approverScope?: string;
   /**
    * Read per request, with the approver's token (a reload changes who may answer; with many tenants, the
-   * token names the approver's tenant). @default anyone with the scope, any tenant
+   * token names the approver's tenant). @default anyone with the scope, requests with no tenant only
    */
   readonly approvers?: (auth: AuthInfo) => GatewayApprovers;
 }
@@ -49,6 +52,7 @@ export function approversOf(set: PolicySet, tenant: string | null | undefined): 
 }
 
 const MAX_BODY = 64 * 1024;
+const HIDDEN: ApproverVerdict = Object.freeze({ may: false, hidden: true });
 
 /** `GET /approvals` and `POST /approvals/<id>`, for an authenticated request. */
 export async function answerApproval(
@@ -68,11 +72,15 @@ export async function answerApproval(
     );
   const approvers = endpoint.approvers?.(auth) ?? { rules: null, tenants: null };
   const who: ApproverIdentity = { id: auth.clientId, tenants: approvers.tenants };
+  // The gateway's tenant binds what its approvers see: with tenants, THE approver check keeps those; a
+  // gateway serving no tenant sees only requests with none (a shared store holds other tenants' too).
+  const verdictOf = (r: PendingRecord) =>
+    approvers.tenants === null && r.tenant !== null ? HIDDEN : approverVerdict(approvers.rules, who, r);
   // The gateway's own requests only: a store shared with the inbox (toolgate serve) holds a runner's or an
   // application's requests too, which the inbox answers. And only those this approver may see at all.
   const visible = (r: PendingRecord): boolean => {
     if (r.source !== 'gateway') return false;
-    const verdict = approverVerdict(approvers.rules, who, r);
+    const verdict = verdictOf(r);
     return verdict.may || !verdict.hidden;
   };
   if (pathname === '/approvals') {
@@ -109,7 +117,7 @@ export async function answerApproval(
     reply(res, 404, { error: 'not_found', error_description: `no gateway approval request ${id}` });
   if (!record || record.source !== 'gateway') return notFound();
   // Checked before anything about the request is said: hidden is the same 404 as a request that does not exist.
-  const verdict = approverVerdict(approvers.rules, who, record);
+  const verdict = verdictOf(record);
   if (!verdict.may && verdict.hidden) return notFound();
   if (!verdict.may) return reply(res, 403, { error: 'forbidden', error_description: verdict.reason });
   // Four eyes, always at the gateway: neither the subject the request is bound to nor a token with the

@@ -55,8 +55,15 @@ async function twoTenants(audit?: string) {
   );
   const idp = await jwksIssuer();
   cleanups.push(() => idp.close());
-  const start = async (tenant: string, auditFile?: string): Promise<SpawnedGateway> => {
-    const flags = ['--tenant', tenant, '--stateless', '--jwks-url', idp.jwksUrl, '--jwt-issuer', idp.issuer];
+  const start = async (tenant: string | null, auditFile?: string): Promise<SpawnedGateway> => {
+    const flags = [
+      ...(tenant === null ? [] : ['--tenant', tenant]),
+      '--stateless',
+      '--jwks-url',
+      idp.jwksUrl,
+      '--jwt-issuer',
+      idp.issuer,
+    ];
     flags.push('--approvals-postgres', PG_URL, ...(auditFile !== undefined ? ['--audit', auditFile] : []));
     const g = await spawnGateway(policy, flags, { TOOLGATE_APPROVAL_SECRET: 'a shared approval key of the replicas' });
     cleanups.push(() => g.stop());
@@ -93,7 +100,7 @@ async function twoTenants(audit?: string) {
       .split('\n')
       .filter((l) => l.includes('"refund"')).length;
   const refund = { name: 'rec:refund', arguments: { order: 'A-1042', amount: 5000 } };
-  return { acme, globex, mcp, approvals, refund, refunds };
+  return { acme, globex, mcp, approvals, refund, refunds, start };
 }
 
 describe(
@@ -130,6 +137,27 @@ describe(
       expect((await approvals(acme, 'finance@acme.example', id!, 'allow')).status).toBe(200);
       expect((await alice.callTool(refund)).isError).not.toBe(true);
       expect(refunds()).toBe(1);
+    });
+
+    it('a gateway serving no tenant neither lists nor answers a tenant’s request in the shared store', async () => {
+      const { acme, mcp, approvals, refund, refunds, start } = await twoTenants();
+      const plain = await start(null);
+      const alice = await mcp(acme, 'alice');
+      const id = requestId(text(await alice.callTool(refund)));
+      expect(id).toBeDefined();
+      // Before the fix: acme's request was listed at the tenant-less gateway, and its answer accepted.
+      const listed = (await approvals(plain, 'finance@acme.example')).body.pending?.map((p) => p.id);
+      expect(listed).toBeDefined();
+      expect(listed).not.toContain(id);
+      expect((await approvals(plain, 'finance@acme.example', id!, 'allow')).status).toBe(404);
+      expect(text(await alice.callTool(refund))).toMatch(/waits for a person's approval/);
+      expect(refunds()).toBe(0);
+      // The tenant-less gateway's own request (no tenant): listed there, not at acme.
+      const carol = await mcp(plain, 'carol');
+      const own = requestId(text(await carol.callTool(refund)));
+      expect(own).toBeDefined();
+      expect((await approvals(plain, 'finance@acme.example')).body.pending?.map((p) => p.id)).toContain(own);
+      expect((await approvals(acme, 'finance@acme.example')).body.pending?.map((p) => p.id)).not.toContain(own);
     });
 
     it('a pending ask is worded as waiting, and where; a reason given with a denial reaches the client', async () => {
