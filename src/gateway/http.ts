@@ -13,7 +13,7 @@ import type { AddressInfo } from 'node:net';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { isLegacyRequest, type McpHttpHandler } from '@modelcontextprotocol/server';
-import { isLoopbackAddress, reply, sessionSubject, type BearerAuthenticator } from './auth.js';
+import { BearerRefusal, isLoopbackAddress, reply, sessionSubject, type BearerAuthenticator } from './auth.js';
 import { narrowContext } from './context.js';
 import type { GateContext } from '../contracts/gate.js';
 import { describe } from '../names.js';
@@ -368,12 +368,14 @@ export async function serveGatewayHttp(
       try {
         auth = await authenticate(match[1]!);
         subject = sessionSubject(auth);
-      } catch {
+      } catch (error) {
         return unauthorized(
           { req, pathname },
           res,
           'invalid_token',
-          'the bearer token could not be verified (expired, malformed or badly signed)',
+          error instanceof BearerRefusal
+            ? error.message
+            : 'the bearer token could not be verified (expired, malformed or badly signed)',
         );
       }
       if (auth.expiresAt !== undefined && auth.expiresAt * 1000 <= Date.now())

@@ -3,6 +3,11 @@
  * queue with at most one timer; a deadline still fires and aborts, a finished call leaves nothing queued,
  * and a call cancelled by the dispatch's signal is aborted as before.
  */
+import { execFile } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { defineTool, ToolRegistry } from '../../src/index.js';
 import { deadlineQueue } from '../../src/gate/execute.js';
@@ -119,4 +124,20 @@ describe('tool deadlines in one shared queue', () => {
     expect((await registry.invoke('throws', {})).content).toMatch(/kaboom/);
     expect(deadlineQueue().size).toBe(0);
   });
+
+  it('the shared timer does not hold a finished process open for the 60 s timeout', async () => {
+    const script = join(mkdtempSync(join(tmpdir(), 'toolgate-deadline-')), 'quick.mts');
+    writeFileSync(
+      script,
+      [
+        `import { defineTool, ToolRegistry } from ${JSON.stringify(join(process.cwd(), 'src/index.ts'))};`,
+        `const registry = new ToolRegistry();`,
+        `registry.register(defineTool({ name: 'quick', parameters: { type: 'object' }, execute: async () => 'ok' }));`,
+        `console.log((await registry.invoke('quick', {})).status);`,
+      ].join('\n'),
+    );
+    // Held open by the deadline's timer, the child would run for a minute and be killed at 30 s.
+    const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', script], { timeout: 30_000 });
+    expect(stdout.trim()).toBe('ok');
+  }, 40_000);
 });
