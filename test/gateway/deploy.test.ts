@@ -288,7 +288,7 @@ describe('/healthz and /readyz', { timeout: 180_000 }, () => {
     cleanups.push(() => gw.stop());
     const port = Number(gw.url.port);
     const readyz = async () => {
-      const r = await raw('127.0.0.1', port, { path: '/readyz', headers: { host: 'anything.example' } });
+      const r = await raw('127.0.0.1', port, { path: '/readyz', headers: { host: '10.0.0.7:8080' } });
       return {
         status: r.status,
         body: JSON.parse(r.body) as { status: string; checks: Record<string, string>; notReady?: string[] },
