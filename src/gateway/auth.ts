@@ -121,3 +121,18 @@ export function reply(res: ServerResponse, status: number, body: unknown, challe
   if (challenge) res.setHeader('www-authenticate', challenge);
   res.end(JSON.stringify(body));
 }
+
+/**
+ * The audience check (RFC 8707): the token must name this resource — `true`: the gateway's own resource URL
+ * (a trailing slash aside), a string: that audience, `false`: not checked.
+ */
+export function audienceMatches(auth: AuthInfo, option: boolean | string, resource: string): boolean {
+  if (option === false) return true;
+  const expected = option === true ? resource : option;
+  const same = (a: string): boolean =>
+    a === expected || (option === true && a.replace(/\/$/, '') === expected.replace(/\/$/, ''));
+  if (auth.resource && same(auth.resource.href)) return true;
+  const aud = (auth.extra?.['claims'] as { aud?: unknown } | undefined)?.aud;
+  if (typeof aud === 'string') return same(aud);
+  return Array.isArray(aud) && aud.some((a) => typeof a === 'string' && same(a));
+}

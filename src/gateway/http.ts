@@ -9,11 +9,18 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { createServer as createTlsServer } from 'node:https';
-import { isIP, type AddressInfo } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { isLegacyRequest, type McpHttpHandler } from '@modelcontextprotocol/server';
-import { BearerRefusal, isLoopbackAddress, reply, sessionSubject, type BearerAuthenticator } from './auth.js';
+import {
+  audienceMatches,
+  BearerRefusal,
+  isLoopbackAddress,
+  reply,
+  sessionSubject,
+  type BearerAuthenticator,
+} from './auth.js';
 import { narrowContext } from './context.js';
 import type { GateContext } from '../contracts/gate.js';
 import { describe } from '../names.js';
@@ -21,6 +28,19 @@ import { answerApproval, type ApprovalsEndpoint } from './answers.js';
 import type { Gateway, GatewayRequestContext } from './gateway.js';
 import type { GatewayAuditSink } from './audit.js';
 import { hostCheck } from './hosts.js';
+import {
+  answerMetadata,
+  answerMetrics,
+  listenerOf,
+  answerProbe,
+  Drain,
+  LEGACY_VERSIONS,
+  probedByAddress,
+  readJson,
+  serveModern,
+  webRequest,
+  type Readiness,
+} from './http-wire.js';
 
 /** Options of {@link serveGatewayHttp}. */
 export interface GatewayHttpOptions {
@@ -50,7 +70,7 @@ export interface GatewayHttpOptions {
    */
   readonly routeAgents?: boolean;
   /** Unauthenticated probes: `GET /healthz` (always 200 while the process answers) and `GET /readyz` (this). */
-  readonly readiness?: () => Promise<{ readonly ready: boolean; readonly checks: Readonly<Record<string, string>> }>;
+  readonly readiness?: Readiness;
   /** `GET /metrics`: the body and its content type (Prometheus text). @default not served */
   readonly metrics?: () => Promise<{ readonly contentType: string; readonly body: string }>;
   /** The admin API under `/admin/` (see admin.ts). @default not served */
@@ -176,24 +196,7 @@ export async function serveGatewayHttp(
   const path = options.path ?? '/mcp';
   const routeAgents = options.routeAgents === true;
   let hosts: ReturnType<typeof hostCheck> | undefined; // known once listening
-  let draining = false;
-  let inflight = 0;
-  const idle = new Set<() => void>();
-  const finished = (): void => {
-    inflight--;
-    if (inflight === 0) for (const wake of idle) wake();
-  };
-  const drain = async (): Promise<void> => {
-    draining = true;
-    if (inflight === 0) return;
-    await new Promise<void>((resolve) => {
-      const wake = (): void => {
-        idle.delete(wake);
-        resolve();
-      };
-      idle.add(wake);
-    });
-  };
+  const drainer = new Drain();
   const refusedAccess = (req: IncomingMessage, pathname: string, reason: string, caller: string | null): void =>
     audit({
       type: 'access',
@@ -230,18 +233,6 @@ export async function serveGatewayHttp(
       { error: code, error_description: description },
       challenge(code === 'invalid_request' ? undefined : { code, description }),
     );
-  };
-
-  /** The audience check (RFC 8707): the token must name this resource. */
-  const audienceOk = (auth: AuthInfo): boolean => {
-    if (audienceOption === false) return true;
-    const expected = audienceOption === true ? resource : audienceOption;
-    const same = (a: string): boolean =>
-      a === expected || (audienceOption === true && a.replace(/\/$/, '') === expected.replace(/\/$/, ''));
-    if (auth.resource && same(auth.resource.href)) return true;
-    const aud = (auth.extra?.['claims'] as { aud?: unknown } | undefined)?.aud;
-    if (typeof aud === 'string') return same(aud);
-    return Array.isArray(aud) && aud.some((a) => typeof a === 'string' && same(a));
   };
 
   const base = gateway.context;
@@ -305,48 +296,13 @@ export async function serveGatewayHttp(
       refusedAccess(req, pathname, badHost, null);
       return reply(res, 403, { error: 'forbidden', error_description: badHost });
     }
-    if (probe) {
-      if (req.method !== 'GET' && req.method !== 'HEAD') return reply(res, 405, { error: 'method_not_allowed' });
-      res.setHeader('cache-control', 'no-store');
-      if (pathname === '/healthz') return reply(res, 200, { status: 'ok' });
-      const checks: Record<string, string> = {};
-      let ready = true;
-      try {
-        const seen = options.readiness ? await options.readiness() : { ready: true, checks: {} };
-        Object.assign(checks, seen.checks);
-        ready = seen.ready;
-      } catch (error) {
-        ready = false;
-        checks['readiness'] = `could not be checked: ${error instanceof Error ? error.message : String(error)}`;
-      }
-      if (draining) {
-        ready = false;
-        checks['gateway'] = 'draining: new calls are refused';
-      }
-      const notReady = Object.entries(checks)
-        .filter(([, state]) => state !== 'ok')
-        .map(([name, state]) => `${name}: ${state}`);
-      return reply(res, ready ? 200 : 503, {
-        status: ready ? 'ready' : 'not ready',
-        checks,
-        ...(ready ? {} : { notReady }),
-      });
-    }
-    if (pathname === '/metrics' && options.metrics) {
-      if (req.method !== 'GET') return reply(res, 405, { error: 'method_not_allowed' });
-      const { contentType, body } = await options.metrics();
-      res.writeHead(200, { 'content-type': contentType, 'cache-control': 'no-store' }).end(body);
-      return;
-    }
+    if (probe) return answerProbe(req, res, pathname, options.readiness, drainer.draining);
+    if (pathname === '/metrics' && options.metrics) return answerMetrics(req, res, options.metrics);
     if (authenticate !== null && (pathname === WELL_KNOWN || pathname === `${WELL_KNOWN}${path}`)) {
-      if (req.method !== 'GET') return reply(res, 405, { error: 'method_not_allowed' });
-      res.setHeader('cache-control', 'max-age=300');
-      return reply(res, 200, {
+      return answerMetadata(req, res, {
         resource,
-        authorization_servers: [...(options.authorizationServers ?? [])],
-        ...scopesField(options.scopesSupported),
-        bearer_methods_supported: ['header'],
-        resource_name: 'toolgate MCP gateway',
+        authorizationServers: options.authorizationServers ?? [],
+        scopes: options.scopesSupported,
       });
     }
     const administering = options.admin !== undefined && (pathname === '/admin' || pathname.startsWith('/admin/'));
@@ -381,7 +337,7 @@ export async function serveGatewayHttp(
       }
       if (auth.expiresAt !== undefined && auth.expiresAt * 1000 <= Date.now())
         return unauthorized({ req, pathname }, res, 'invalid_token', 'the bearer token has expired');
-      if (!audienceOk(auth))
+      if (!audienceMatches(auth, audienceOption, resource))
         return unauthorized(
           { req, pathname },
           res,
@@ -397,22 +353,14 @@ export async function serveGatewayHttp(
         refusedAccess(req, pathname, reason, auth?.clientId ?? null);
         return reply(res, 403, { error: 'insufficient_scope', error_description: reason });
       }
-      return admin.handle(req, res, pathname, auth.clientId, {
-        drain,
-        get inflight() {
-          return inflight;
-        },
-        get draining() {
-          return draining;
-        },
-      });
+      return admin.handle(req, res, pathname, auth.clientId, drainer);
     }
     if (answering) {
       if (!auth)
         return reply(res, 403, { error: 'forbidden', error_description: 'answering approvals needs authentication' });
       return answerApproval(req, res, pathname, auth, options.approvals!);
     }
-    if (draining) {
+    if (drainer.draining) {
       res.setHeader('retry-after', '5');
       return reply(res, 503, {
         jsonrpc: '2.0',
@@ -434,8 +382,7 @@ export async function serveGatewayHttp(
       }
     }
     if (req.method === 'POST') {
-      inflight++;
-      res.once('close', finished);
+      drainer.started(res);
     }
 
     let parsedBody: unknown;
@@ -506,16 +453,7 @@ export async function serveGatewayHttp(
     if (!transport.sessionId) await mcp.close(); // not an initialize request: nothing to keep
   };
 
-  const listener = (req: IncomingMessage, res: ServerResponse): void => {
-    handle(req, res).catch((error: unknown) => {
-      if (!res.headersSent)
-        reply(res, 500, {
-          error: 'internal_error',
-          error_description: error instanceof Error ? error.message : String(error),
-        });
-      else res.end();
-    });
-  };
+  const listener = listenerOf(handle);
   const http = options.tls
     ? createTlsServer({ cert: options.tls.cert, key: options.tls.key }, listener)
     : createServer(listener);
@@ -545,7 +483,7 @@ export async function serveGatewayHttp(
   return {
     url,
     resourceMetadataUrl: new URL(metadataUrl),
-    drain,
+    drain: () => drainer.drain(),
     async close() {
       await Promise.allSettled([...sessions.values()].map((s) => s.transport.close()));
       sessions.clear();
@@ -555,113 +493,4 @@ export async function serveGatewayHttp(
       });
     },
   };
-}
-
-/** The largest MCP request body read (the SDK's own bound). */
-const MAX_MCP_BODY = 4 * 1024 * 1024;
-
-/** The versions the 2025-era sessions serve, named when a 2026-07-28 request cannot be served. */
-const LEGACY_VERSIONS = ['2025-11-25', '2025-06-18', '2025-03-26', '2024-11-05'];
-
-/** Reads a POST body as JSON (the era is decided from it), bounded; a body that is not JSON is a parse error. */
-async function readJson(
-  req: IncomingMessage,
-): Promise<
-  | { readonly ok: true; readonly body: unknown }
-  | { readonly ok: false; readonly status: number; readonly error: { code: number; message: string } }
-> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req) {
-    size += (chunk as Buffer).length;
-    if (size > MAX_MCP_BODY)
-      return {
-        ok: false,
-        status: 413,
-        error: { code: -32600, message: `the request body is over ${MAX_MCP_BODY} bytes` },
-      };
-    chunks.push(chunk as Buffer);
-  }
-  try {
-    return { ok: true, body: JSON.parse(Buffer.concat(chunks).toString('utf8')) };
-  } catch {
-    return { ok: false, status: 400, error: { code: -32700, message: 'Parse error: the request body is not JSON' } };
-  }
-}
-
-/** The headers of a Node request as a web Request (the body travels as parsed JSON beside it). */
-function webRequest(req: IncomingMessage, init: { body?: string; signal?: AbortSignal } = {}): Request {
-  const headers = new Headers();
-  for (const [name, value] of Object.entries(req.headers)) {
-    if (value === undefined) continue;
-    for (const v of Array.isArray(value) ? value : [value]) headers.append(name, v);
-  }
-  return new Request(new URL(req.url ?? '/', `http://${req.headers.host ?? 'localhost'}`), {
-    method: req.method ?? 'POST',
-    headers,
-    ...init,
-  });
-}
-
-/**
- * Serves one 2026-07-28 request through the modern handler and writes its answer (one JSON body, or an
- * SSE stream). The client closing the connection is the request's cancellation (the revision's rule on
- * HTTP): the handler's signal aborts, and so does the upstream call.
- */
-async function serveModern(
-  handler: McpHttpHandler,
-  req: IncomingMessage,
-  res: ServerResponse,
-  parsedBody: unknown,
-  auth: AuthInfo | undefined,
-): Promise<void> {
-  const cancelled = new AbortController();
-  res.on('close', () => {
-    if (!res.writableFinished) cancelled.abort();
-  });
-  const response = await handler.fetch(
-    webRequest(req, { body: JSON.stringify(parsedBody), signal: cancelled.signal }),
-    {
-      parsedBody,
-      ...(auth ? { authInfo: auth as never } : {}),
-    },
-  );
-  const headers: Record<string, string> = {};
-  response.headers.forEach((value, name) => (headers[name] = value));
-  res.writeHead(response.status, headers);
-  if (!response.body) return void res.end();
-  const reader = response.body.getReader();
-  cancelled.signal.addEventListener('abort', () => void reader.cancel().catch(() => undefined));
-  try {
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      res.write(value);
-    }
-  } catch {
-    // the client went away
-  }
-  res.end();
-}
-
-/** The metadata's `scopes_supported`, read now (a function: the policy in force's scope map). */
-function scopesField(option: GatewayHttpOptions['scopesSupported']): { scopes_supported?: string[] } {
-  const scopes = typeof option === 'function' ? option() : option;
-  return scopes ? { scopes_supported: [...scopes] } : {};
-}
-
-/** Whether a probe names the listener by IP address (`Host: 10.0.0.7:8080`), with no Origin or forwarded host. */
-function probedByAddress(req: IncomingMessage): boolean {
-  const host = req.headers.host;
-  if (typeof host !== 'string' || req.headers.origin !== undefined || req.headers['x-forwarded-host'] !== undefined)
-    return false;
-  let hostname: string;
-  try {
-    const url = new URL(`http://${host.trim()}`);
-    if (url.pathname !== '/' || url.username || url.search) return false;
-    hostname = url.hostname;
-  } catch {
-    return false;
-  }
-  return isIP(hostname.replace(/^\[(.*)\]$/, '$1')) !== 0;
 }
