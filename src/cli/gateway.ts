@@ -58,6 +58,7 @@ interface GatewayCliOptions {
   adminScope?: string;
   jwksUrl?: string;
   jwtIssuer?: string;
+  jwtAllowNoExp?: boolean;
   auth: boolean;
   authorizationServer?: string[];
   resource?: string;
@@ -133,6 +134,7 @@ export async function runGateway(
     )
     .option('--jwks-url <url>', 'verify bearer JWTs against this JWKS URL (with --http)')
     .option('--jwt-issuer <iss>', 'require this token issuer')
+    .option('--jwt-allow-no-exp', 'accept bearer tokens without an exp claim (valid forever; not recommended)')
     .option('--no-auth', 'serve --http without authentication (on a non-loopback --host: with a warning)')
     .option(
       '--authorization-server <url>',
@@ -399,7 +401,11 @@ export async function runGateway(
             }
           : {}),
         authenticate: options.auth
-          ? jwtAuthenticator({ jwksUrl: options.jwksUrl!, ...(options.jwtIssuer ? { issuer: options.jwtIssuer } : {}) })
+          ? jwtAuthenticator({
+              jwksUrl: options.jwksUrl!,
+              ...(options.jwtIssuer ? { issuer: options.jwtIssuer } : {}),
+              ...(options.jwtAllowNoExp ? { allowNoExp: true } : {}),
+            })
           : null,
         ...(options.stateless ? { stateless: true } : {}),
         ...(options.resource ? { resource: options.resource } : {}),

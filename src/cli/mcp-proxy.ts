@@ -45,6 +45,7 @@ interface Options {
   jwtIssuer?: string;
   jwtAudience?: string;
   jwtAnyAudience?: boolean;
+  jwtAllowNoExp?: boolean;
   audit?: string;
   callTimeout?: number;
   approvalTimeout?: number;
@@ -87,6 +88,7 @@ export async function runMcpProxy(
     .option('--jwt-issuer <iss>', 'require this issuer')
     .option('--jwt-audience <aud>', 'require this audience (the `aud` claim); --http needs it')
     .option('--jwt-any-audience', 'accept tokens minted for any audience (not recommended; printed as a warning)')
+    .option('--jwt-allow-no-exp', 'accept bearer tokens without an exp claim (valid forever; not recommended)')
     .option('--audit <file>', 'append every decision to this JSONL file')
     .option(
       '--allow-unrecorded-shadow',
@@ -255,6 +257,7 @@ function authenticatorFrom(options: Options): BearerAuthenticator {
   const common = {
     ...(options.jwtIssuer ? { issuer: options.jwtIssuer } : {}),
     ...(options.jwtAudience ? { audience: options.jwtAudience } : {}),
+    ...(options.jwtAllowNoExp ? { allowNoExp: true } : {}),
   };
   if (options.jwtPublicKey)
     return jwtAuthenticator({ publicKey: readFileSync(options.jwtPublicKey, 'utf8'), ...common });

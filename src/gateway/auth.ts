@@ -11,10 +11,22 @@ import { jwtVerifier, type JwtKeyOptions } from '../jwt.js';
 export type BearerAuthenticator = (token: string) => Promise<AuthInfo>;
 
 /** Options of {@link jwtAuthenticator}; give exactly one of `publicKey`, `jwk`, `secret`, `jwks`, `jwksUrl`. */
-export type JwtAuthOptions = JwtKeyOptions;
+export type JwtAuthOptions = JwtKeyOptions & {
+  /**
+   * Accept a token without an `exp` claim (it would be valid forever; the CLI's `--jwt-allow-no-exp`).
+   * @default false: refused, naming why
+   */
+  readonly allowNoExp?: boolean;
+};
+
+/** A bearer token refused for a reason that may be told to the client (the 401 names it). */
+export class BearerRefusal extends Error {
+  override readonly name = 'BearerRefusal';
+}
 
 /**
- * A bearer authenticator for JWTs, verified with jose (signature, `exp`/`nbf`, and `iss`/`aud` when set).
+ * A bearer authenticator for JWTs, verified with jose (signature, `exp`/`nbf`, and `iss`/`aud` when set);
+ * a token without `exp` is refused unless `allowNoExp`.
  * Scopes come from the `scope` claim (space-separated, OAuth) or `scp` (a list); the client id from `sub`
  * (else `client_id`, `azp`). A token with none of the three is refused: it names no one, and sessions are
  * bound to who opened them. `extra.subject` is the issuer, claim and value (`["iss","sub","alice"]` as
@@ -23,8 +35,15 @@ export type JwtAuthOptions = JwtKeyOptions;
  */
 export function jwtAuthenticator(options: JwtAuthOptions): BearerAuthenticator {
   const verify = jwtVerifier(options, 'jwtAuthenticator');
+  const allowNoExp = options.allowNoExp ?? false;
+  if (typeof allowNoExp !== 'boolean')
+    throw new TypeError(`jwtAuthenticator option "allowNoExp" must be a boolean, got ${typeof allowNoExp}`);
   return async (token) => {
     const payload = await verify(token);
+    if (payload.exp === undefined && !allowNoExp)
+      throw new BearerRefusal(
+        'the bearer token has no expiry ("exp" claim): a token without one would be valid forever, so it is refused (the gateway owner can allow it: --jwt-allow-no-exp)',
+      );
     const subject = subjectOf(payload);
     return {
       token,

@@ -9,11 +9,11 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { createServer as createTlsServer } from 'node:https';
-import type { AddressInfo } from 'node:net';
+import { isIP, type AddressInfo } from 'node:net';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { isLegacyRequest, type McpHttpHandler } from '@modelcontextprotocol/server';
-import { isLoopbackAddress, reply, sessionSubject, type BearerAuthenticator } from './auth.js';
+import { BearerRefusal, isLoopbackAddress, reply, sessionSubject, type BearerAuthenticator } from './auth.js';
 import { narrowContext } from './context.js';
 import type { GateContext } from '../contracts/gate.js';
 import { describe } from '../names.js';
@@ -295,11 +295,12 @@ export async function serveGatewayHttp(
 
   const handle = async (req: IncomingMessage & { auth?: AuthInfo }, res: ServerResponse): Promise<void> => {
     const pathname = new URL(req.url ?? '/', 'http://localhost').pathname;
-    // The probes: unauthenticated, under any Host (an orchestrator probes by address), carrying nothing
-    // but states.
+    // The probes: unauthenticated, carrying nothing but states.
     const probe = pathname === '/healthz' || pathname === '/readyz';
-    // DNS rebinding: the Host (and any Origin) must name an allowed host.
-    const badHost = probe ? null : hosts!.refuse(req);
+    // DNS rebinding: the Host (and any Origin) must name an allowed host — the probes' too (/readyz names
+    // upstreams and stores), except a Host that is an IP address with no Origin: an orchestrator probes
+    // by address (Kubernetes sends the pod's IP), and a rebound name is never an address.
+    const badHost = probe && probedByAddress(req) ? null : hosts!.refuse(req);
     if (badHost !== null) {
       refusedAccess(req, pathname, badHost, null);
       return reply(res, 403, { error: 'forbidden', error_description: badHost });
@@ -368,12 +369,14 @@ export async function serveGatewayHttp(
       try {
         auth = await authenticate(match[1]!);
         subject = sessionSubject(auth);
-      } catch {
+      } catch (error) {
         return unauthorized(
           { req, pathname },
           res,
           'invalid_token',
-          'the bearer token could not be verified (expired, malformed or badly signed)',
+          error instanceof BearerRefusal
+            ? error.message
+            : 'the bearer token could not be verified (expired, malformed or badly signed)',
         );
       }
       if (auth.expiresAt !== undefined && auth.expiresAt * 1000 <= Date.now())
@@ -645,4 +648,20 @@ async function serveModern(
 function scopesField(option: GatewayHttpOptions['scopesSupported']): { scopes_supported?: string[] } {
   const scopes = typeof option === 'function' ? option() : option;
   return scopes ? { scopes_supported: [...scopes] } : {};
+}
+
+/** Whether a probe names the listener by IP address (`Host: 10.0.0.7:8080`), with no Origin or forwarded host. */
+function probedByAddress(req: IncomingMessage): boolean {
+  const host = req.headers.host;
+  if (typeof host !== 'string' || req.headers.origin !== undefined || req.headers['x-forwarded-host'] !== undefined)
+    return false;
+  let hostname: string;
+  try {
+    const url = new URL(`http://${host.trim()}`);
+    if (url.pathname !== '/' || url.username || url.search) return false;
+    hostname = url.hostname;
+  } catch {
+    return false;
+  }
+  return isIP(hostname.replace(/^\[(.*)\]$/, '$1')) !== 0;
 }

@@ -99,7 +99,13 @@ export function modernServer(
     },
   );
   let current: ServerContext | undefined;
-  const thePeer = peer(() => current);
+  // An upstream's request the client could not be sent (it has no server-to-client request): the call it
+  // came from fails with -32021 naming it, whatever the upstream made of the refusal (the revision's rule).
+  let undeclared: { what: string; declared: boolean } | undefined;
+  const thePeer = peer(
+    () => current,
+    (what, declared) => (undeclared ??= { what, declared }),
+  );
   const handlers = requestHandlers(core, contextOption, thePeer);
   // The round of an ask (input_required, then the retry): bound to the call, the caller, the policy in force.
   const inbox = core.people.inbox;
@@ -144,6 +150,18 @@ export function modernServer(
     }
     if (round.inputRequired) return inputRequired(round.inputRequired as never) as T;
     if (round.refused) throw new ProtocolError(ProtocolErrorCode.InvalidParams, round.refused);
+    if (undeclared !== undefined) {
+      const { what, declared } = undeclared;
+      const reason = declared
+        ? `toolgate gateway: the upstream asked the client for ${what}, which the gateway does not relay to a ${MODERN_VERSION} client yet; the call failed`
+        : `toolgate gateway: the upstream asked the client for ${what}, which this request's clientCapabilities do not declare; the call failed`;
+      core.audit({ type: 'protocol', time: new Date().toISOString(), reason });
+      await round.settle({ content: reason, isError: true });
+      throw new ProtocolError(
+        declared ? ProtocolErrorCode.InternalError : ProtocolErrorCode.MissingRequiredClientCapability,
+        reason,
+      );
+    }
     const r = result as { isError?: unknown; content?: unknown; contents?: unknown; messages?: unknown };
     await round.settle({
       content: JSON.stringify(r.content ?? r.contents ?? r.messages ?? null).slice(0, 65_536),
@@ -233,15 +251,22 @@ export function capabilitiesFor(core: GatewayCore, context: GateContext): Server
  * sampling or elicitation request is refused, never sent), and log lines (only when the request carried
  * a log level, and at or above it). Anything else the session asks of it throws: nothing falls through.
  */
-function peer(context: () => ServerContext | undefined): Server {
+function peer(
+  context: () => ServerContext | undefined,
+  refused: (what: 'sampling' | 'elicitation', declared: boolean) => void,
+): Server {
+  const declaredOf = (): ClientCapabilities => {
+    const envelope = context()?.mcpReq.envelope as Record<string, unknown> | undefined;
+    return (envelope?.['io.modelcontextprotocol/clientCapabilities'] as ClientCapabilities | undefined) ?? {};
+  };
   const target = {
     transport: undefined,
+    // Sampling and elicitation are shown as present so an upstream's request reaches createMessage /
+    // elicitInput below, which refuse it and fail the call it came from (-32021 when not declared); roots
+    // are not offered.
     getClientCapabilities(): ClientCapabilities | undefined {
-      const envelope = context()?.mcpReq.envelope as Record<string, unknown> | undefined;
-      const declared = envelope?.['io.modelcontextprotocol/clientCapabilities'] as ClientCapabilities | undefined;
-      if (!declared) return {};
-      const { elicitation: _elicitation, sampling: _sampling, roots: _roots, ...rest } = declared;
-      return rest;
+      const { elicitation: _elicitation, sampling: _sampling, roots: _roots, ...rest } = declaredOf();
+      return { ...rest, sampling: {}, elicitation: {} };
     },
     async notification(notification: { method: string; params?: Record<string, unknown> }): Promise<void> {
       const ctx = context();
@@ -253,12 +278,14 @@ function peer(context: () => ServerContext | undefined): Server {
       await ctx.mcpReq.notify(notification as never);
     },
     async elicitInput(): Promise<never> {
+      refused('elicitation', declaredOf().elicitation !== undefined);
       throw new ProtocolError(
         ProtocolErrorCode.MissingRequiredClientCapability,
         `toolgate gateway: a ${MODERN_VERSION} client cannot be sent an elicitation request`,
       );
     },
     async createMessage(): Promise<never> {
+      refused('sampling', declaredOf().sampling !== undefined);
       throw new ProtocolError(
         ProtocolErrorCode.MissingRequiredClientCapability,
         `toolgate gateway: a ${MODERN_VERSION} client cannot be sent a sampling request`,

@@ -20,6 +20,7 @@ import type { GatewayAuditRecord } from './audit.js';
 import type { GatewayInbox } from './inbox.js';
 import { reloadRequest, reloadVerdict, type GatewayReloadGuard } from './reload-guard.js';
 import { checkContext } from './context.js';
+import { checkUpstreamTenants } from './tenancy.js';
 import type { ItemGate } from './items.js';
 import type { PolicyInForce } from './policy.js';
 import { PinStore, PinTracker, readLockFile, withPinRule } from './pins.js';
@@ -96,6 +97,7 @@ export function buildInForce(
   previous: PolicyInForce | null,
 ): PolicyInForce {
   checkToolNamespaces(set, inputs.upstreams);
+  checkUpstreamTenants(set);
   checkPromptNames(set, inputs.upstreams);
   checkShadowRecorded(set, inputs);
   checkContext(context);

@@ -53,6 +53,7 @@ import type { Downstream, Relay, RelayedRequest } from './relay.js';
 import type { Reloader } from './reload.js';
 import { unavailable, type Router } from './router.js';
 import { callScope, type Upstream } from './upstream.js';
+import { upstreamClosedTo } from './tenancy.js';
 
 /** The context of one downstream request: fixed, or derived from the request's authentication. */
 export type GatewayRequestContext =
@@ -140,6 +141,12 @@ function contextOf(session: Session, request: SessionRequest): GateContext {
   return typeof option === 'function' ? option({ authInfo: request.authInfo, sessionId: request.sessionId }) : option;
 }
 
+/** Why this request's tenant may not use `upstream` (`gateway.upstreams.<ns>.tenants`), or null. */
+function closedTo(session: Session, request: SessionRequest, upstream: Upstream | undefined): string | null {
+  if (!upstream) return null;
+  return upstreamClosedTo(session.core.inForce.current.set, upstream.namespace, contextOf(session, request).tenant?.id);
+}
+
 function who(session: Session, request: SessionRequest): { caller: string | null; session: string | null } {
   return { caller: contextOf(session, request).caller?.id ?? null, session: request.sessionId ?? null };
 }
@@ -166,7 +173,8 @@ async function listTools(session: Session, request: SessionRequest): Promise<Lis
     const upstream = router.listedOwner(form);
     const connection = upstream?.connection;
     const tool = registry.get(permitted);
-    if (!connection || !tool || router.impostor(tool.name, upstream)) continue;
+    if (!connection || !tool || router.impostor(tool.name, upstream) || closedTo(session, request, upstream) !== null)
+      continue;
     const definition = connection.definition(tool.name);
     if (!definition) continue;
     const pins = inForce.pins;
@@ -203,6 +211,8 @@ async function callTool(
     return refused(
       `toolgate gateway: the tool ${JSON.stringify(toolName)} is offered by upstream "${upstream.namespace}" under another upstream's namespace; refused`,
     );
+  const closed = closedTo(session, request, upstream);
+  if (closed !== null) return refused(closed);
   if (upstream && upstream.state !== 'ready')
     return refused(unavailable(upstream, `the tool ${JSON.stringify(toolName)}`).message);
   return runToolCall(
@@ -245,6 +255,8 @@ function askingOf(session: Session, request: SessionRequest, base: GateContext):
 /** Decides a resource or prompt access through the gate and, allowed, forwards it. */
 function throughGate<T>(session: Session, request: SessionRequest, access: ItemAccess<T>): Promise<T> {
   const { core } = session;
+  const closed = closedTo(session, request, access.upstream);
+  if (closed !== null) return Promise.reject(new McpError(ErrorCode.InvalidRequest, closed));
   return core.items.run(access, askingOf(session, request, contextOf(session, request)), () => core.inForce.current);
 }
 
@@ -257,7 +269,8 @@ async function listResources(session: Session, cursor: unknown, request: Session
   for (const { upstream, resource, uri } of await callScope.run(relay.scopeOf(session.server, request), () =>
     router.listResources(),
   ))
-    if (inForce.set.resources.visible(upstream.namespace, uri)) resources.push(resource);
+    if (inForce.set.resources.visible(upstream.namespace, uri) && closedTo(session, request, upstream) === null)
+      resources.push(resource);
   return { resources };
 }
 
@@ -282,7 +295,8 @@ async function listResourceTemplates(session: Session, cursor: unknown, request:
       } catch {
         continue; // a template that does not parse cannot be routed
       }
-      if (inForce.set.resources.mayPermit(upstream.namespace)) resourceTemplates.push(template);
+      if (inForce.set.resources.mayPermit(upstream.namespace) && closedTo(session, request, upstream) === null)
+        resourceTemplates.push(template);
     }
     router.noteTemplates(upstream.namespace, compiled);
   }
@@ -370,7 +384,7 @@ async function listPrompts(session: Session, cursor: unknown, request: SessionRe
   for (const [upstream, list] of all) {
     router.notePrompts(upstream.namespace, new Set(list.map((p) => p.name)));
     for (const prompt of list)
-      if (inForce.set.prompts.visible(upstream.namespace, prompt.name))
+      if (inForce.set.prompts.visible(upstream.namespace, prompt.name) && closedTo(session, request, upstream) === null)
         prompts.push({ ...prompt, name: upstream.shown(prompt.name) });
   }
   return { prompts };

@@ -9,6 +9,7 @@
  */
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import type { GateContext } from '../contracts/gate.js';
+import { ConfigurationError } from '../errors.js';
 import type { PolicySet } from '../policy-file/policy-set.js';
 
 /** Where a request's tenant and agent come from. */
@@ -96,4 +97,27 @@ export function requestContext(
     ...(tenant !== undefined ? { tenant } : {}),
   });
   return { ...layers, caller: { id: auth.clientId, scopes: policy.toolsForScopes(auth.scopes) } };
+}
+
+/**
+ * Why `tenant` may not use the upstream `namespace` under `set` (its `gateway.upstreams.<ns>.tenants`), or
+ * null when it may. A request with no tenant may not use an upstream limited to tenants.
+ */
+export function upstreamClosedTo(set: PolicySet, namespace: string, tenant: string | undefined): string | null {
+  const tenants = set.data.gateway?.upstreams?.[namespace]?.tenants;
+  if (tenants === undefined || (tenant !== undefined && tenants.includes(tenant))) return null;
+  return `toolgate gateway: upstream "${namespace}" serves the tenants ${tenants.map((t) => JSON.stringify(t)).join(', ')} only${tenant !== undefined ? `, not ${JSON.stringify(tenant)}` : '; this request names no tenant'}`;
+}
+
+/** Refuses a policy whose `gateway.upstreams.<ns>.tenants` names a tenant `tenants:` does not declare. */
+export function checkUpstreamTenants(set: PolicySet): void {
+  const problems: string[] = [];
+  for (const [namespace, upstream] of Object.entries(set.data.gateway?.upstreams ?? {}))
+    for (const tenant of upstream.tenants ?? [])
+      if (!set.tenants.has(tenant))
+        problems.push(
+          `  gateway.upstreams.${namespace}.tenants names ${JSON.stringify(tenant)}, which tenants: does not declare`,
+        );
+  if (problems.length > 0)
+    throw new ConfigurationError(`the policy file's upstream tenants were refused:\n${problems.join('\n')}`);
 }

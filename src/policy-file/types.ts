@@ -116,6 +116,8 @@ export interface PolicyUpstreamData {
   readonly trusted?: boolean;
   readonly callTimeoutMs?: number;
   readonly connectTimeoutMs?: number;
+  /** Only these tenants may use the upstream (its tools, resources, prompts). @default every request */
+  readonly tenants?: readonly string[];
 }
 
 /** The gateway section of a policy file. */

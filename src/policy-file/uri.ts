@@ -80,6 +80,35 @@ function normalOnce(uri: unknown): NormalUri {
       ok: false,
       problem: `the resource URI ${JSON.stringify(uri)} holds user information (before "@"), which an upstream may drop`,
     };
+  // Aliases a server may read as another name: a host's trailing dot (`kb.` is `kb`) is dropped; a port
+  // of a scheme with no known default (`docs://kb:80/…`: a server may ignore it) is refused.
+  if (url.hostname.endsWith('.') && url.hostname.length > 1) {
+    const host = url.hostname.replace(/\.+$/, '');
+    if (host === '' || host.endsWith('.'))
+      return { ok: false, problem: `the resource URI ${JSON.stringify(uri)} has a host that cannot be normalised` };
+    url.hostname = host;
+    if (url.hostname !== host)
+      return { ok: false, problem: `the resource URI ${JSON.stringify(uri)} has a host that cannot be normalised` };
+  }
+  if (!SPECIAL.has(url.protocol) && url.port !== '')
+    return {
+      ok: false,
+      problem: `the resource URI ${JSON.stringify(uri)} names a port for a scheme with no known default port, which a server may read with or without it`,
+    };
+  // Segments a server may read as another: one ending in "." or a space (Windows drops them: `secrets.`
+  // is `secrets`), and a dot segment with parameters (`..;`, which Java servers resolve as `..`).
+  for (const segment of url.pathname.split('/')) {
+    if (/(?:\.|%20)$/.test(segment))
+      return {
+        ok: false,
+        problem: `the resource URI ${JSON.stringify(uri)} has a path segment ending in "." or a space, which a server may read without it`,
+      };
+    if (/^(?:\.|%2E)*;/i.test(segment) && segment.startsWith('.'))
+      return {
+        ok: false,
+        problem: `the resource URI ${JSON.stringify(uri)} has a dot segment with parameters (like "..;"), which a server may resolve as ".."`,
+      };
+  }
   if (!SPECIAL.has(url.protocol) && /[A-Z]/.test(url.hostname)) {
     // §6.2.2.1: a registered name is case-insensitive (escapes keep their upper-case hex).
     const host = url.host.replace(/%[0-9A-F]{2}|[A-Z]+/g, (m) => (m.startsWith('%') ? m : m.toLowerCase()));
@@ -188,7 +217,9 @@ export function normalUriGlob(pattern: string): string {
   const parts = /^([A-Za-z][A-Za-z0-9+.-]*:)(\/\/[^/]*)?(.*)$/s.exec(out);
   if (!parts) return out;
   const [, scheme = '', authority = '', rest = ''] = parts;
-  const host = authority.replace(/%[0-9A-F]{2}|[A-Z]+/g, (m) => (m.startsWith('%') ? m : m.toLowerCase()));
+  const host = authority
+    .replace(/%[0-9A-F]{2}|[A-Z]+/g, (m) => (m.startsWith('%') ? m : m.toLowerCase()))
+    .replace(/([^/.])\.+(?=(?::\d*)?$)/, '$1'); // a host's trailing dot, as request URIs drop it
   const path = rest.replace(/\/{2,}/g, '/');
   const folder = path.length > 1 && path.endsWith('/') && !path.endsWith('\\/') ? path.replace(/\/+$/, '') : path;
   return `${scheme.toLowerCase()}${host}${folder}`;

@@ -288,7 +288,7 @@ describe('/healthz and /readyz', { timeout: 180_000 }, () => {
     cleanups.push(() => gw.stop());
     const port = Number(gw.url.port);
     const readyz = async () => {
-      const r = await raw('127.0.0.1', port, { path: '/readyz', headers: { host: 'anything.example' } });
+      const r = await raw('127.0.0.1', port, { path: '/readyz', headers: { host: '10.0.0.7:8080' } });
       return {
         status: r.status,
         body: JSON.parse(r.body) as { status: string; checks: Record<string, string>; notReady?: string[] },
@@ -758,5 +758,83 @@ describe('OTLP export (OTEL_EXPORTER_OTLP_ENDPOINT)', { timeout: 180_000 }, () =
     const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
     expect(code).toBe(2);
     expect(stderr).toContain('OTEL_EXPORTER_OTLP_ENDPOINT is set but the OpenTelemetry SDK could not be loaded');
+  });
+});
+
+describe('upstreams limited to tenants (gateway.upstreams.<ns>.tenants)', { timeout: 180_000 }, () => {
+  it("hides and refuses an upstream's tools, resources and prompts to the other tenants; an undeclared tenant refuses the file", async () => {
+    const idp = await jwksIssuer();
+    cleanups.push(() => idp.close());
+    const dir = realpathSync(mkdtempSync(join(tmpdir(), 'toolgate-upstream-tenants-')));
+    const policy = join(dir, 'policy.yaml');
+    const write = (tenants: string[]) =>
+      writeFileSync(
+        policy,
+        stringify({
+          version: 1,
+          gateway: {
+            upstreams: {
+              docs: { command: process.execPath, args: ['--import', 'tsx', DOCS], tenants },
+              rec: {
+                command: process.execPath,
+                args: ['--import', 'tsx', RECORDING],
+                env: { RECORD: join(dir, 'rec.jsonl') },
+              },
+            },
+            pin: 'off',
+          },
+          tenants: { acme: {}, globex: {} },
+          scopes: { call: ['docs:echo', 'rec:echo'] },
+          rules: [{ name: 'rest', result: 'allow' }],
+          resources: [{ name: 'all', result: 'allow' }],
+          prompts: [{ name: 'all', result: 'allow' }],
+        }),
+      );
+    write(['initech']);
+    const bad = await runToExit([
+      '--policy',
+      policy,
+      '--http',
+      '0',
+      '--jwks-url',
+      idp.jwksUrl,
+      '--tenant-claim',
+      'org_id',
+    ]);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('gateway.upstreams.docs.tenants names "initech", which tenants: does not declare');
+    write(['globex']);
+    const gw = await spawnGateway(policy, [
+      '--jwks-url',
+      idp.jwksUrl,
+      '--tenant-claim',
+      'org_id',
+      '--audit',
+      join(dir, 'audit.jsonl'),
+    ]);
+    cleanups.push(() => gw.stop());
+    const token = (org: string) => idp.sign({ sub: `${org}-user`, aud: gw.url.href, org_id: org, scope: 'call' });
+    const globex = await mcpClient(gw.url, await token('globex'), 'docs:echo');
+    const acme = await mcpClient(gw.url, await token('acme'), 'rec:echo');
+    expect((await acme.listTools()).tools.map((t) => t.name)).toEqual(['rec:echo']);
+    expect((await globex.listTools()).tools.map((t) => t.name).sort()).toEqual(['docs:echo', 'rec:echo']);
+    const refused = await acme.callTool({ name: 'docs:echo', arguments: { text: 'x' } });
+    expect(refused.isError).toBe(true);
+    expect(text(refused)).toBe('toolgate gateway: upstream "docs" serves the tenants "globex" only, not "acme"');
+    expect((await globex.callTool({ name: 'docs:echo', arguments: { text: 'x' } })).isError).not.toBe(true);
+    const acmeResources = (await acme.listResources()).resources.map((r) => r.uri);
+    expect(acmeResources.length).toBeGreaterThan(0); // rec's
+    expect(acmeResources.filter((uri) => uri.startsWith('docs://public/'))).toEqual([]); // docs' own
+    expect((await globex.listResources()).resources.map((r) => r.uri)).toContain('docs://public/readme');
+    await expect(acme.readResource({ uri: 'docs://public/readme' })).rejects.toThrow(
+      /serves the tenants "globex" only/,
+    );
+    expect((await acme.listPrompts()).prompts.filter((p) => p.name.startsWith('docs:'))).toEqual([]);
+    expect((await globex.listPrompts()).prompts.map((p) => p.name)).toContain('docs:summarise');
+    await expect(acme.getPrompt({ name: 'docs:summarise', arguments: { topic: 'x' } })).rejects.toThrow(
+      /serves the tenants/,
+    );
+    const audit = readFileSync(join(dir, 'audit.jsonl'), 'utf8');
+    expect(audit).toContain('serves the tenants \\"globex\\" only, not \\"acme\\"');
   });
 });

@@ -100,6 +100,14 @@ describe(
       ['docs://kb/private/keyfile%2F', /encoded slash/],
       ['docs://eve@kb/private/keyfile', /user information/],
       ['docs:kb/../private/keyfile', /"\.\." segment/],
+      // Aliases a server may read as another name: a trailing dot or space, "..;", a host's trailing dot,
+      // a port a server may ignore.
+      ['file:///R/secrets./key', /ending in "\." or a space/],
+      ['file:///R/secrets%20/key', /ending in "\." or a space/],
+      ['file:///R/secrets /key', /ending in "\." or a space/],
+      ['file:///R/x/..;/secrets/key', /dot segment with parameters/],
+      ['docs://kb./secret/keys', /no-kb-secrets/],
+      ['docs://kb:80/secret/keys', /port/],
     ] as const;
 
     it.each(refused)('%s is refused and never reaches the upstream', async (uri, why) => {

@@ -2,7 +2,9 @@
  * Bad input from 2026-07-28 clients, each answered with an error naming what was wrong, nothing run, and
  * audited: `server/discover` without a token, or with one that does not verify (401 with the challenge,
  * an `access` record), and a `tools/call` from an era the gateway does not speak (-32022, a `protocol`
- * record) on the same authenticated listener. The other bad inputs of issue 23 are tested where they live:
+ * record) on the same authenticated listener; an upstream's elicitation for a 2026-07-28 client that did
+ * not declare it fails the call with -32021 (declared: -32603, the gateway does not relay it yet), audited.
+ * The other bad inputs of issue 23 are tested where they live:
  * a malformed, replayed, edited, moved or expired requestState and answers for another request in
  * mrtr.test.ts; an upstream answering in an era it did not announce in upstreams.test.ts and client.test.ts;
  * headers that disagree with the body in downstream.test.ts.
@@ -15,7 +17,7 @@ import { stringify } from 'yaml';
 import { createGateway, gatewayConfigOf, type GatewayAuditRecord } from '../../src/gateway/index.js';
 import { serveGatewayHttp } from '../../src/gateway/http.js';
 import { loadPolicyFile } from '../../src/policy-file/index.js';
-import { MODERN, tsx } from './fixtures/processes.js';
+import { LEGACY, MODERN, tsx } from './fixtures/processes.js';
 
 const cleanups: (() => Promise<unknown>)[] = [];
 afterEach(async () => {
@@ -115,5 +117,69 @@ describe('bad input from 2026-07-28 clients', { timeout: 120_000 }, () => {
     const served = await post('server/discover', discover, { ...modernHeaders, authorization: 'Bearer good' });
     expect(served.status).toBe(200);
     expect(served.body).toMatchObject({ result: { cacheScope: 'private' } });
+  });
+
+  it("an upstream's elicitation the 2026-07-28 client did not declare fails the call with -32021; audited", async () => {
+    const dir = realpathSync(mkdtempSync(join(tmpdir(), 'toolgate-bad-input-')));
+    const policy = join(dir, 'policy.yaml');
+    const { stderr: _stderr, ...legacy } = tsx(LEGACY);
+    writeFileSync(
+      policy,
+      stringify({
+        version: 1,
+        gateway: { upstreams: { legacy: { ...legacy, connectTimeoutMs: 30_000 } }, pin: 'off' },
+        rules: [{ name: 'rest', result: 'allow' }],
+      }),
+    );
+    const set = await loadPolicyFile(policy);
+    const records: GatewayAuditRecord[] = [];
+    const gateway = await createGateway({
+      policy: set,
+      upstreams: gatewayConfigOf(set).upstreams,
+      pins: null,
+      audit: (r) => records.push(r),
+    });
+    cleanups.push(() => gateway.close());
+    const http = await serveGatewayHttp(gateway, { port: 0, authenticate: null });
+    cleanups.push(() => http.close());
+    const confirm = async (capabilities: Record<string, unknown>) => {
+      const response = await fetch(http.url, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          'mcp-protocol-version': '2026-07-28',
+          'mcp-method': 'tools/call',
+          'mcp-name': 'legacy:confirm',
+        },
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: 5,
+          method: 'tools/call',
+          params: {
+            name: 'legacy:confirm',
+            arguments: {},
+            _meta: { ...envelope('2026-07-28'), 'io.modelcontextprotocol/clientCapabilities': capabilities },
+          },
+        }),
+      });
+      const text = await response.text();
+      return JSON.parse(text.startsWith('{') ? text : /data: (.*)/.exec(text)![1]!) as {
+        result?: unknown;
+        error?: { code: number; message: string };
+      };
+    };
+    const undeclared = await confirm({});
+    expect(undeclared.error?.code, JSON.stringify(undeclared)).toBe(-32021);
+    expect(undeclared.error?.message).toMatch(
+      /asked the client for elicitation, which this request's clientCapabilities do not declare/,
+    );
+    const declared = await confirm({ elicitation: { form: {} } });
+    expect(declared.error?.code, JSON.stringify(declared)).toBe(-32603);
+    expect(declared.error?.message).toMatch(/does not relay to a 2026-07-28 client yet/);
+    expect(records.filter((r) => r.type === 'protocol').map((r) => (r as { reason: string }).reason)).toEqual([
+      expect.stringMatching(/do not declare/),
+      expect.stringMatching(/does not relay/),
+    ]);
   });
 });
