@@ -369,7 +369,8 @@ describe('no tool executes unless its Decision was allow', () => {
           if (!s.policy) return 'allow';
           const result = referencePolicy(s.policy.rules, s.policy.fallback, tool, call.args.n);
           if (result !== 'ask') return result;
-          if (handlerKind === undefined) return s.noHandlerFallback === 'allow' ? 'allow' : 'deny';
+          // No handler: the registry's was removed, and removing it restores the deny fallback (issue 22).
+          if (handlerKind === undefined) return 'deny';
           return APPROVING.has(handlerKind) ? 'allow' : 'deny';
         };
         const expectedEffects = calls.map((call) => reference(call, s.route !== 'invoke'));
