@@ -14,6 +14,7 @@ import { dispatchCalls, environmentOf, ruleAndReason, type Route } from '../gate
 import type { GateContext } from '../contracts/gate.js';
 import { canonical } from '../names.js';
 import { itemTool, type ItemAction, type ItemKind } from '../policy-file/items.js';
+import { normalResourceUri } from '../policy-file/uri.js';
 import { ToolRegistry, type ToolResult } from '../registry.js';
 import type { ApprovalNote } from './approvals.js';
 import { gatewayRoute, type AskingRequest, type GatewayPeople } from './approvers.js';
@@ -163,4 +164,20 @@ export class ItemGate {
       `toolgate: the ${kind} ${JSON.stringify(access.target)} is refused by the policy${ruleAndReason(decision)}`,
     );
   }
+}
+
+/** A list request's cursor: lists are returned whole, so a cursor is an InvalidParams error. */
+export function noCursor(cursor: unknown): void {
+  if (cursor !== undefined)
+    throw new McpError(
+      ErrorCode.InvalidParams,
+      'toolgate gateway: lists are returned whole, in one page; there is no next page',
+    );
+}
+
+/** A resource URI in normal form, or the InvalidParams error saying why it cannot be judged. */
+export function normalUri(uri: unknown): string {
+  const normal = normalResourceUri(uri);
+  if (!normal.ok) throw new McpError(ErrorCode.InvalidParams, `toolgate: ${normal.problem}`);
+  return normal.uri;
 }

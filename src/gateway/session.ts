@@ -42,13 +42,12 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import type { GateContext } from '../contracts/gate.js';
 import { canonical } from '../names.js';
-import { normalResourceUri } from '../policy-file/uri.js';
 import type { ToolRegistry } from '../registry.js';
 import type { GatewayPeople } from './approvers.js';
 import type { GatewayAuditRecord } from './audit.js';
 import { sessionSubject } from './auth.js';
 import { runToolCall } from './calls.js';
-import type { ItemAccess, ItemAsker, ItemGate } from './items.js';
+import { noCursor, normalUri, type ItemAccess, type ItemAsker, type ItemGate } from './items.js';
 import type { Downstream, Relay, RelayedRequest } from './relay.js';
 import type { Reloader } from './reload.js';
 import { unavailable, type Router } from './router.js';
@@ -153,14 +152,6 @@ function who(session: Session, request: SessionRequest): { caller: string | null
 
 function now(): string {
   return new Date().toISOString();
-}
-
-function noCursor(cursor: unknown): void {
-  if (cursor !== undefined)
-    throw new McpError(
-      ErrorCode.InvalidParams,
-      'toolgate gateway: lists are returned whole, in one page; there is no next page',
-    );
 }
 
 /** `tools/list`: the upstreams' tools the allowlist permits, drifted ones hidden under `pin: refuse`. */
@@ -301,13 +292,6 @@ async function listResourceTemplates(session: Session, cursor: unknown, request:
     router.noteTemplates(upstream.namespace, compiled);
   }
   return { resourceTemplates };
-}
-
-/** A resource URI in normal form, or the InvalidParams error saying why it cannot be judged. */
-function normalUri(uri: unknown): string {
-  const normal = normalResourceUri(uri);
-  if (!normal.ok) throw new McpError(ErrorCode.InvalidParams, `toolgate: ${normal.problem}`);
-  return normal.uri;
 }
 
 /** `resources/read`: decided by the `resources:` rules on the URI in normal form, which is what the upstream is sent. */
