@@ -118,6 +118,8 @@ export interface MrtrRound {
     request: PermissionRequest,
     message: string,
     note: (n: ApprovalNote) => void,
+    /** The hash of the whole tool definition the call is made against (pins), bound into the state. */
+    pin?: string | null,
   ): Promise<'allow' | 'deny'>;
   /** The `input_required` to answer with instead of the refusal, when the ask asked. */
   readonly inputRequired: MrtrInputRequired | undefined;
@@ -237,7 +239,7 @@ export function mrtrRound(request: MrtrRequest): MrtrRound {
   let refused: string | undefined;
   let claimed: string | undefined;
   const owner = { kind: 'session' as const, id: request.who.subject ?? request.who.caller ?? 'anonymous' };
-  const bind = (kind: ApprovalKind, ask: PermissionRequest, callId: string): ApprovalBinding =>
+  const bind = (kind: ApprovalKind, ask: PermissionRequest, callId: string, pin: string | null): ApprovalBinding =>
     bindingOf(
       {
         kind,
@@ -247,6 +249,7 @@ export function mrtrRound(request: MrtrRequest): MrtrRound {
         args: ask.parameters,
         rule: ask.ruleName ?? '(fallback)',
         policyVersion: request.who.policyVersion,
+        pin,
         caller: request.who.caller,
         tenant: request.who.tenant,
         ttlMs,
@@ -271,7 +274,7 @@ export function mrtrRound(request: MrtrRequest): MrtrRound {
       if (key === undefined || !stores) return;
       await stores.ledger.record(key, request.replica, outcome).catch(() => false);
     },
-    async ask(kind, ask, message, note) {
+    async ask(kind, ask, message, note, pin = null) {
       if (!stores)
         return refuse(
           'the gateway has no approval secret set by its owner (createGateway option "requestState", the CLI\'s TOOLGATE_APPROVAL_SECRET), so it cannot ask a 2026-07-28 client',
@@ -310,7 +313,7 @@ export function mrtrRound(request: MrtrRequest): MrtrRound {
             });
             return 'deny';
           }
-          const binding = bind(kind, ask, `mrtr-${randomUUID()}`);
+          const binding = bind(kind, ask, `mrtr-${randomUUID()}`, pin);
           const approval = shown(binding);
           const link = inbox.link(approval);
           if (link === undefined)
@@ -331,7 +334,7 @@ export function mrtrRound(request: MrtrRequest): MrtrRound {
           note({ id: 'none', state: 'denied', reason: 'the client cannot be asked (no form elicitation declared)' });
           return 'deny';
         }
-        const binding = bind(kind, ask, `mrtr-${randomUUID()}`);
+        const binding = bind(kind, ask, `mrtr-${randomUUID()}`, pin);
         inputRequired = {
           inputRequests: {
             [APPROVAL_INPUT]: {
@@ -356,7 +359,7 @@ export function mrtrRound(request: MrtrRequest): MrtrRound {
       if ('problem' in decoded) return refuse(decoded.problem, note);
       const given = decoded.binding;
       const id = requestIdOf(secret, given);
-      const mismatch = sameBinding(given, bind(kind, ask, given.callId));
+      const mismatch = sameBinding(given, bind(kind, ask, given.callId, pin));
       if (mismatch !== null) return refuse(mismatch, note, id);
       if (!(given.expiresAt > Date.now())) return refuse('the requestState has expired', note, id);
       const responses = request.inputResponses;
