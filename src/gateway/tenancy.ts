@@ -26,20 +26,32 @@ function claimsOf(auth: AuthInfo): Readonly<Record<string, unknown>> {
   return typeof claims === 'object' && claims !== null ? (claims as Record<string, unknown>) : {};
 }
 
-/** How many times `claim` is a key of the token's payload as sent (JSON.parse keeps only the last). */
+/**
+ * How many times `claim` is a key of the token payload's top-level object as sent (JSON.parse keeps only the
+ * last): every key read as JSON reads it, escapes decoded (`"org\u005fid"` is `org_id`).
+ */
 function occurrences(token: string, claim: string): number {
   const part = token.split('.')[1];
   if (part === undefined) return 0;
-  let text: string;
-  try {
-    text = Buffer.from(part, 'base64url').toString('utf8');
-  } catch {
-    return 0;
-  }
-  const key = JSON.stringify(claim);
+  const text = Buffer.from(part, 'base64url').toString('utf8');
+  const stringAt = /"(?:[^"\\]|\\.)*"/y;
+  const colonNext = /\s*:/y;
+  let depth = 0;
   let count = 0;
-  for (let at = text.indexOf(key); at !== -1; at = text.indexOf(key, at + key.length))
-    if (text[at - 1] !== '\\' && /^\s*:/.test(text.slice(at + key.length))) count++;
+  for (let at = 0; at < text.length; at++) {
+    const c = text[at];
+    if (c === '{' || c === '[') depth++;
+    else if (c === '}' || c === ']') depth--;
+    else if (c === '"') {
+      stringAt.lastIndex = at;
+      const key = stringAt.exec(text)?.[0];
+      if (key === undefined) return count; // not JSON: the verifier refused it already
+      const end = at + key.length;
+      colonNext.lastIndex = end;
+      if (depth === 1 && colonNext.test(text) && (JSON.parse(key) as string) === claim) count++;
+      at = end - 1;
+    }
+  }
   return count;
 }
 
@@ -50,13 +62,10 @@ export function claimValue(auth: AuthInfo, claim: string, what: string): string 
   if (occurrences(auth.token, claim) > 1) throw new Error(`${named} appears more than once: one ${what} per token`);
   if (value === undefined || value === null || value === '')
     throw new Error(`the token carries no ${what} claim ${JSON.stringify(claim)}: it names no ${what}`);
-  const values = Array.isArray(value) ? value : [value];
-  if (values.length !== 1)
-    throw new Error(`${named} names ${values.length} ${what}s (${JSON.stringify(value)}): one ${what} per token`);
-  const only = values[0];
-  if (typeof only !== 'string' || only === '')
-    throw new Error(`${named} must be a string, got ${JSON.stringify(only)}`);
-  return only;
+  if (Array.isArray(value))
+    throw new Error(`${named} is a list (${JSON.stringify(value)}): one ${what} per token, as a string`);
+  if (typeof value !== 'string') throw new Error(`${named} must be a string, got ${JSON.stringify(value)}`);
+  return value;
 }
 
 /** The tenant a token is for under `policy` (declared there), or a refusal naming what is wrong. */

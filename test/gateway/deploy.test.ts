@@ -439,7 +439,20 @@ describe('many tenants on one gateway', { timeout: 240_000 }, () => {
     });
     expect(await attempt(await idp.sign({ sub: 'u', aud, org_id: ['acme', 'globex'] }))).toEqual({
       status: 403,
-      reason: `the token's tenant claim "org_id" names 2 tenants (["acme","globex"]): one tenant per token`,
+      reason: `the token's tenant claim "org_id" is a list (["acme","globex"]): one tenant per token, as a string`,
+    });
+    // A one-element list is a list too (docs/gateway.md), and a key spelled with a JSON escape is the same key.
+    expect(await attempt(await idp.sign({ sub: 'u', aud, org_id: ['acme'] }))).toEqual({
+      status: 403,
+      reason: `the token's tenant claim "org_id" is a list (["acme"]): one tenant per token, as a string`,
+    });
+    expect(
+      await attempt(
+        await idp.signRaw(`{"sub":"u","aud":${JSON.stringify(aud)},"org_id":"globex","org\\u005fid":"acme"}`),
+      ),
+    ).toEqual({
+      status: 403,
+      reason: `the token's tenant claim "org_id" appears more than once: one tenant per token`,
     });
     expect(
       await attempt(await idp.signRaw(`{"sub":"u","aud":${JSON.stringify(aud)},"org_id":"acme","org_id":"globex"}`)),
@@ -457,7 +470,7 @@ describe('many tenants on one gateway', { timeout: 240_000 }, () => {
       reason: `the agent "nobody" is not declared in the policy's agents: section`,
     });
     const refused = box.records().filter((r) => r['type'] === 'access');
-    expect(refused.map((r) => r['reason'])).toHaveLength(5);
+    expect(refused.map((r) => r['reason'])).toHaveLength(7);
     expect(refused.every((r) => r['caller'] === 'u' && r['event'] === 'refused')).toBe(true);
     expect(box.ran('echo')).toBe(0);
     // The declared route agent narrows to its tools; the tenant's token gets through.
