@@ -7,7 +7,13 @@
  * says why. A reload that does not widen takes effect at once.
  */
 import { bindingOf, requestOf, type ApprovalRequest } from '../gate/index.js';
-import { diffPolicies, diffText, type DiffChange, type PolicyDiff } from '../policy-file/diff/index.js';
+import {
+  DIFF_CHANGE_KIND as KIND,
+  diffPolicies,
+  diffText,
+  type DiffChange,
+  type PolicyDiff,
+} from '../policy-file/diff/index.js';
 import type { PolicySet } from '../policy-file/policy-set.js';
 
 /** How the gateway treats a reload that widens access. */
@@ -86,14 +92,6 @@ export function reloadRequest(
     trace: diffText(verdict.diff),
   });
 }
-
-const KIND: Record<DiffChange['kind'], string> = {
-  allowed: 'newly allowed',
-  denied: 'newly denied',
-  asked: 'newly asked',
-  'ask-rule': 'asked under another rule',
-  limit: 'limit changed',
-};
 
 function sideText(v: DiffChange['old']): string {
   return `${v.effect}${v.by === 'fallback' ? ' by the fallback' : v.rule ? ` by rule ${JSON.stringify(v.rule)}` : ` (${v.stage})`}`;

@@ -4,7 +4,7 @@
  * change" where they do not. The only file others import.
  */
 export { diffPolicies } from './diff.js';
-export { diffText, diffMarkdown } from './render.js';
+export { diffText, diffMarkdown, KIND as DIFF_CHANGE_KIND } from './render.js';
 export type {
   PolicyDiff,
   DiffChange,

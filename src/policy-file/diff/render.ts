@@ -14,7 +14,8 @@ export interface DiffColors {
 
 const PLAIN: DiffColors = { green: (s) => s, red: (s) => s, yellow: (s) => s, dim: (s) => s, bold: (s) => s };
 
-const KIND: Record<DiffChange['kind'], string> = {
+/** What each kind of change is called, in every rendering of a diff (text, Markdown, the inbox's reload card). */
+export const KIND: Readonly<Record<DiffChange['kind'], string>> = {
   allowed: 'newly allowed',
   denied: 'newly denied',
   asked: 'newly asked',
