@@ -17,6 +17,7 @@ import type { AdminAuditRecord, GatewayAuditRecord } from './audit.js';
 import type { Gateway } from './gateway.js';
 import type { AdminEndpoint } from './http.js';
 import { definitionDiff, PinStore } from './pins.js';
+import { canonical } from '../names.js';
 import type { GatewayReloadResult } from './reload.js';
 
 /** What the admin API acts on. */
@@ -76,6 +77,8 @@ export function adminApi(deps: AdminDeps): AdminEndpoint {
           return {
             tool,
             since: offered.at,
+            // What an accept names: the definition reviewed here (a later drift is another one).
+            sha256: offered.sha256,
             diff: pinned ? definitionDiff(tool, pinned.definition, offered.definition) : '(no pinned definition)',
           };
         });
@@ -98,7 +101,25 @@ export function adminApi(deps: AdminDeps): AdminEndpoint {
             { error: 'pinning_off', error_description: 'pinning is off (gateway.pin: off)' },
             `${tool}: pinning is off`,
           );
-        const accepted = new PinStore(file).accept([tool]);
+        // The accept names the definition the admin reviewed (GET /admin/pins): one that drifted again since
+        // is not it, and is not accepted.
+        const reviewed = await reviewedHash(req);
+        const store = new PinStore(file);
+        const drifted = store.lock.drift?.[canonical(tool)];
+        if (drifted !== undefined && reviewed !== drifted.sha256)
+          return done(
+            'accept-pin',
+            reviewed === null ? 400 : 409,
+            {
+              error: reviewed === null ? 'sha256_required' : 'definition_changed',
+              error_description:
+                reviewed === null
+                  ? `name the definition you accept: a JSON body { "sha256": … } with the drift's sha256 from GET /admin/pins`
+                  : `the drifted definition of ${JSON.stringify(tool)} is now ${drifted.sha256}, not the ${reviewed} given: review it again (GET /admin/pins)`,
+            },
+            `${tool}: ${reviewed === null ? 'no sha256 named' : 'the definition changed since it was reviewed'}`,
+          );
+        const accepted = store.accept([tool]);
         if (accepted.length === 0)
           return done(
             'accept-pin',
@@ -152,4 +173,19 @@ export function adminApi(deps: AdminDeps): AdminEndpoint {
       return reply(res, 404, { error: 'not_found' });
     },
   };
+}
+
+/** The `sha256` a pin accept names in its JSON body (at most 4 KiB), or null when it names none. */
+async function reviewedHash(req: IncomingMessage): Promise<string | null> {
+  let text = '';
+  for await (const chunk of req) {
+    text += (chunk as Buffer).toString('utf8');
+    if (text.length > 4096) return null;
+  }
+  try {
+    const sha256 = (JSON.parse(text) as { sha256?: unknown } | null)?.sha256;
+    return typeof sha256 === 'string' && sha256 !== '' ? sha256 : null;
+  } catch {
+    return null;
+  }
 }

@@ -525,11 +525,12 @@ describe('the admin API (--admin-scope)', { timeout: 240_000 }, () => {
     const aud = gw.url.href;
     const admin = await idp.sign({ sub: 'ops-alice', aud, scope: 'toolgate:admin' });
     const user = await idp.sign({ sub: 'bob', aud, scope: 'call' });
-    const call = (method: string, path: string, token = admin) =>
+    const call = (method: string, path: string, token = admin, body?: Record<string, unknown>) =>
       raw('127.0.0.1', port, {
         method,
         path,
         headers: { host: `127.0.0.1:${port}`, authorization: `Bearer ${token}` },
+        ...(body ? { body } : {}),
       }).then((r) => ({ status: r.status, body: JSON.parse(r.body) as Record<string, unknown> }));
     const records = () =>
       readFileSync(audit, 'utf8')
@@ -567,14 +568,22 @@ describe('the admin API (--admin-scope)', { timeout: 240_000 }, () => {
     await client.callTool({ name: 'docs:rug_pull', arguments: {} });
     await until(async () => ((await call('GET', '/admin/pins')).body['drift'] as unknown[]).length > 0, 'the drift');
     const pins = (await call('GET', '/admin/pins')).body as {
-      drift: { tool: string; diff: string }[];
+      drift: { tool: string; diff: string; sha256: string }[];
       pinned: string[];
     };
     expect(pins.drift.map((d) => d.tool)).toEqual(['docs:echo']);
     expect(pins.drift[0]!.diff).toMatch(/^[-+]/m);
     expect((await client.callTool({ name: 'docs:echo', arguments: { text: 'x' } })).isError).toBe(true);
     expect((await call('POST', '/admin/pins/docs:nothing/accept')).status).toBe(404);
-    expect((await call('POST', '/admin/pins/docs:echo/accept')).body).toEqual({ accepted: ['docs:echo'] });
+    // The accept names the definition reviewed: none named, or another one, accepts nothing.
+    expect((await call('POST', '/admin/pins/docs:echo/accept')).status).toBe(400);
+    const stale = await call('POST', '/admin/pins/docs:echo/accept', admin, { sha256: '0'.repeat(64) });
+    expect(stale.status).toBe(409);
+    expect(String(stale.body['error_description'])).toMatch(/review it again/);
+    const reviewed = { sha256: pins.drift[0]!.sha256 };
+    expect((await call('POST', '/admin/pins/docs:echo/accept', admin, reviewed)).body).toEqual({
+      accepted: ['docs:echo'],
+    });
     await until(
       async () => (await client.callTool({ name: 'docs:echo', arguments: { text: 'x' } })).isError !== true,
       'the accepted pin',
@@ -609,8 +618,10 @@ describe('the admin API (--admin-scope)', { timeout: 240_000 }, () => {
     const actions = records().filter((r) => r['type'] === 'admin');
     expect(actions.map((r) => [r['action'], r['ok']])).toEqual([
       ['list-upstreams', true],
-      ...actions.slice(1, -6).map((r) => [r['action'], true]),
+      ...actions.slice(1, -8).map((r) => [r['action'], true]),
       ['list-pins', true],
+      ['accept-pin', false],
+      ['accept-pin', false],
       ['accept-pin', false],
       ['accept-pin', true],
       ['reload', false],
