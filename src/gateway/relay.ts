@@ -16,6 +16,11 @@ export interface Downstream {
   readonly server: Server;
   /** The client asked for log messages (`logging/setLevel`). */
   logging: boolean;
+  /**
+   * Whether this client may hear `upstream`'s log lines that belong to no request of theirs (an upstream
+   * limited to other tenants: no). Set with `logging`. @default every upstream
+   */
+  hears?: (upstream: Upstream) => boolean;
 }
 
 /** What a forwarded request needs of the downstream request it serves (the SDK's `extra`, or the next era's). */
@@ -146,7 +151,9 @@ export class Relay {
     const inflight = upstream.inflight;
     if (inflight.length > 1) return;
     const targets =
-      inflight.length === 1 ? inflight : [...this.downstreams].filter((d) => d.logging).map((d) => d.server);
+      inflight.length === 1
+        ? inflight
+        : [...this.downstreams].filter((d) => d.logging && (d.hears?.(upstream) ?? true)).map((d) => d.server);
     for (const server of targets)
       void this.track(server, server.notification({ method: 'notifications/message', params }));
   }

@@ -458,18 +458,15 @@ async function complete(
   });
 }
 
-/** `logging/setLevel`: to every upstream that logs; this client now hears log lines not about a request. */
-async function setLevel(
-  session: Session,
-  level: LoggingLevel,
-  request: SessionRequest,
-): Promise<Record<string, never>> {
-  session.downstream.logging = true;
+/** `logging/setLevel`: to every upstream that logs and serves the tenant; this client now hears their lines. */
+async function setLevel(session: Session, level: LoggingLevel, request: SessionRequest): Promise<object> {
+  const hears = (u: Upstream): boolean => closedTo(session, request, u) === null;
+  Object.assign(session.downstream, { hears, logging: true });
   const { router, relay } = session.core;
   await callScope.run(relay.scopeOf(session.server, request), () =>
     Promise.all(
       [...router.upstreams.values()]
-        .filter((u) => u.state === 'ready' && u.capabilities.logging)
+        .filter((u) => u.state === 'ready' && u.capabilities.logging && hears(u))
         .map((u) => u.forward((scope) => u.client!.setLoggingLevel(level, u.requestOptions(scope)))),
     ),
   );

@@ -11,7 +11,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { LoggingMessageNotificationSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { jwksIssuer, spawnGateway, type SpawnedGateway } from './fixtures/spawn.js';
 import { PG_URL, Proxy, uniqueName } from '../stores/servers.js';
 
@@ -20,6 +20,7 @@ const MAIN = join(ROOT, 'src/cli/main.ts');
 const RECORDING = join(ROOT, 'test/gateway/fixtures/recording-server.ts');
 const FLAKY = join(ROOT, 'test/gateway/fixtures/flaky-server.ts');
 const DOCS = join(ROOT, 'test/gateway/fixtures/docs-server.ts');
+const LATE = join(ROOT, 'test/gateway/fixtures/late-logger.ts');
 const cleanups: (() => Promise<unknown> | void)[] = [];
 afterEach(async () => {
   while (cleanups.length) await Promise.resolve(cleanups.pop()!()).catch(() => undefined);
@@ -860,5 +861,46 @@ describe('upstreams limited to tenants (gateway.upstreams.<ns>.tenants)', { time
     );
     const audit = readFileSync(join(dir, 'audit.jsonl'), 'utf8');
     expect(audit).toContain('serves the tenants \\"globex\\" only, not \\"acme\\"');
+  });
+
+  it("an upstream's log lines of no request reach only the tenants it serves", async () => {
+    const idp = await jwksIssuer();
+    cleanups.push(() => idp.close());
+    const dir = realpathSync(mkdtempSync(join(tmpdir(), 'toolgate-upstream-logs-')));
+    const policy = join(dir, 'policy.yaml');
+    writeFileSync(
+      policy,
+      stringify({
+        version: 1,
+        gateway: {
+          upstreams: {
+            late: { command: process.execPath, args: ['--import', 'tsx', LATE], tenants: ['globex'] },
+            rec: { command: process.execPath, args: ['--import', 'tsx', RECORDING], env: { RECORD: join(dir, 'r') } },
+          },
+          pin: 'off',
+        },
+        tenants: { acme: {}, globex: {} },
+        scopes: { call: ['late:later', 'rec:echo'] },
+        rules: [{ name: 'rest', result: 'allow' }],
+      }),
+    );
+    const gw = await spawnGateway(policy, ['--jwks-url', idp.jwksUrl, '--tenant-claim', 'org_id']);
+    cleanups.push(() => gw.stop());
+    const token = (org: string) => idp.sign({ sub: `${org}-user`, aud: gw.url.href, org_id: org, scope: 'call' });
+    const globex = await mcpClient(gw.url, await token('globex'), 'late:later');
+    const acme = await mcpClient(gw.url, await token('acme'), 'rec:echo');
+    const heard: Record<string, unknown[]> = { acme: [], globex: [] };
+    globex.setNotificationHandler(LoggingMessageNotificationSchema, (n) => void heard['globex']!.push(n.params.data));
+    acme.setNotificationHandler(LoggingMessageNotificationSchema, (n) => void heard['acme']!.push(n.params.data));
+    await globex.setLoggingLevel('info');
+    await acme.setLoggingLevel('info');
+    expect(text(await globex.callTool({ name: 'late:later', arguments: {} }))).toBe('answered');
+    for (let tries = 0; heard['globex']!.length === 0; tries++) {
+      if (tries > 50) throw new Error(`globex never heard the line:\n${gw.stderr()}`);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(heard['globex']).toEqual(['a line of no request']);
+    expect(heard['acme']).toEqual([]);
   });
 });
