@@ -186,6 +186,9 @@ async function main(): Promise<void> {
       const server = await inbox.listen();
       console.log(JSON.stringify({ url: server.url, adopted: adopted.length }));
       const [result] = await Promise.all(adopted);
+      // The run can end before the answer's HTTP response is written (the resume runs as the answer is
+      // recorded); closing cuts every connection, so let that response go out first.
+      await new Promise((resolve) => setTimeout(resolve, 300));
       await server.close();
       inbox.close();
       console.log(
