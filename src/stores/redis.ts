@@ -73,8 +73,9 @@ local function entry(e)
   local c = string.find(e, ':', 1, true)
   return tonumber(string.sub(e, 1, c - 1)), tonumber(string.sub(e, c + 1))
 end
+-- til and oldest as the header holds them (strings: read back and written again unchanged).
 local function header(total, til, oldest)
-  return tostring(total) .. ' ' .. string.format('%d %d', til, oldest)
+  return tostring(total) .. ' ' .. til .. ' ' .. oldest
 end
 -- An earlier version's sorted set at z, as a list (keeping its TTL): its header; any other error is raised.
 local function converted(z, r)
@@ -91,21 +92,21 @@ local function converted(z, r)
     total = total + cost
     list[#list + 1] = string.format('%d', tonumber(m[e + 1])) .. ':' .. tostring(cost)
   end
-  local h = header(total, ttl > 0 and now + ttl or 0, tonumber(m[2]))
+  local h = header(total, string.format('%d', ttl > 0 and now + ttl or 0), string.format('%d', tonumber(m[2])))
   redis.call('RPUSH', z, h)
   for s = 1, #list, 1000 do redis.call('RPUSH', z, unpack(list, s, math.min(s + 999, #list))) end
   if ttl > 0 then redis.call('PEXPIRE', z, ttl) end
   return h
 end
--- The counter's total now, its expired head dropped; when its TTL ends (nil: no list) and its oldest entry's time.
+-- The counter's total now, its expired head dropped; when its TTL ends (nil: no list) and its oldest entry's
+-- time, both as the header holds them.
 local function current(z, window)
   local h = redis.pcall('LINDEX', z, 0)
   if type(h) == 'table' then h = converted(z, h) end
   if not h then return 0, nil end
   local total, til, oldest = string.match(h, '^(%S+) (%S+) (%S+)$')
-  total, til = tonumber(total), tonumber(til)
-  oldest = tonumber(oldest)
-  if oldest > now - window then return total, til, oldest end
+  total = tonumber(total)
+  if tonumber(oldest) > now - window then return total, til, oldest end
   local at = 1
   while true do
     local chunk = redis.call('LRANGE', z, at, at + 99)
@@ -114,9 +115,10 @@ local function current(z, window)
       if eat > now - window then
         if total < 0 then total = 0 end
         -- The new header takes the place of the last expired entry; everything before it goes.
-        redis.call('LSET', z, at - 1, header(total, til, eat))
+        local first = string.sub(e, 1, string.find(e, ':', 1, true) - 1)
+        redis.call('LSET', z, at - 1, header(total, til, first))
         redis.call('LTRIM', z, at - 1, -1)
-        return total, til, eat
+        return total, til, first
       end
       total = total - cost
       at = at + 1
@@ -198,16 +200,17 @@ for s = 1, sets do
   end
   for i = 1, refused or n do out[#out + 1] = tostring(used[i]) end
 end
+local nowText = #order > 0 and string.format('%d', now) or nil
 for _, z in ipairs(order) do
   local til = ends[z]
-  local moved = not til or til < now + longest[z]
-  if moved then til = now + longest[z] + math.min(longest[z], SLACK) end
-  local e = string.format('%d', now) .. ':' .. tostring(added[z])
+  local moved = not til or tonumber(til) < now + longest[z]
+  if moved then til = string.format('%d', now + longest[z] + math.min(longest[z], SLACK)) end
+  local e = nowText .. ':' .. tostring(added[z])
   if ends[z] then
     redis.call('RPUSH', z, e)
     redis.call('LSET', z, 0, header(totals[z], til, oldests[z]))
   else
-    redis.call('RPUSH', z, header(totals[z], til, now), e)
+    redis.call('RPUSH', z, header(totals[z], til, nowText), e)
   end
   if moved then redis.call('PEXPIREAT', z, til) end
 end
@@ -304,16 +307,28 @@ class Script {
     this.#source = source;
   }
 
-  async run(client: Redis, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
+  run(client: Redis, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
+    // The common case (connected, loaded) is the EVALSHA's own promise: no await of ours in between.
+    if (client.status === 'ready' && this.#sha !== null)
+      return client.evalsha(this.#sha, keys.length, ...keys, ...args).catch((error: unknown) => {
+        if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT')) throw error;
+        this.#sha = null;
+        return this.#load(client, keys, args);
+      });
+    return this.#load(client, keys, args);
+  }
+
+  async #load(client: Redis, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
     if (client.status !== 'ready') await ready(client);
-    if (this.#sha !== null) {
+    if (this.#sha === null) this.#sha = (await client.script('LOAD', this.#source)) as string;
+    else {
       try {
         return await client.evalsha(this.#sha, keys.length, ...keys, ...args);
       } catch (error) {
         if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT')) throw error;
       }
+      this.#sha = (await client.script('LOAD', this.#source)) as string;
     }
-    this.#sha = (await client.script('LOAD', this.#source)) as string;
     return client.evalsha(this.#sha, keys.length, ...keys, ...args);
   }
 }
@@ -329,7 +344,7 @@ const scripts = {
 
 /** Decides charge sets in one script call, in order (see CONSUME). */
 function sendSets(client: Redis, key: (kind: string, name: string) => string): SendSets {
-  return async (sets) => {
+  return (sets) => {
     const keys: string[] = [];
     const args: (string | number)[] = [sets.length];
     for (const charges of sets) {
@@ -339,7 +354,7 @@ function sendSets(client: Redis, key: (kind: string, name: string) => string): S
         args.push(c.cost, c.limit, Math.ceil(c.windowMs));
       }
     }
-    return verdictsOf(await scripts.consume.run(client, keys, args), sets.length);
+    return scripts.consume.run(client, keys, args).then((reply) => verdictsOf(reply, sets.length));
   };
 }
 

@@ -131,6 +131,13 @@ describe('the Redis counter log', () => {
     expect(ttl).toBeLessThanOrEqual(300_000);
   });
 
+  it('a server that lost its scripts (SCRIPT FLUSH, a restart) is sent the script again, and the count goes on', async () => {
+    expect(await charge('flush', 1, 5)).toMatchObject({ allowed: true, used: [1] });
+    await raw.script('FLUSH');
+    expect(await charge('flush', 1, 5)).toMatchObject({ allowed: true, used: [2] });
+    expect(await charge('flush', 1, 5)).toMatchObject({ allowed: true, used: [3] });
+  });
+
   it('a key of another type is an error (the call is refused at stage store), never a count of 0', async () => {
     await raw.set(keyOf('str'), 'x');
     await expect(charge('str', 1, 5)).rejects.toThrow(/WRONGTYPE/);
