@@ -18,7 +18,9 @@
  * checks; the gateway has a hop on each side); `audit` the JSONL sink writing the gateway's record of this
  * call (frozen, serialised, one write); `pin` the hash of the tool's definition an approval binds (cached per
  * listed definition since issue 25: `pinCached`); `pipe` one round trip of the request line through a child
- * process that echoes stdin to stdout (the floor of the gateway's second stdio hop, no MCP in it).
+ * process that echoes stdin to stdout (the floor of the gateway's second stdio hop, no MCP in it); `cpu` the
+ * gateway process's own CPU time per `tools/call` over 2,000 calls (utime + stime from /proc), beside the
+ * upstream's own when called directly.
  *
  * Over Streamable HTTP (issue 25.3, and the 2026-07-28 path of issue 23): the test fixtures'
  * `legacy-server.ts --http` (SDK v1, 2025-11-25 sessions) and `modern-server.ts --http` (SDK v2,
@@ -28,7 +30,7 @@
  * by this process, one RS256 token for the gateway's resource with an hour's `exp` for the whole run: verified once, then cached).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createRequire } from 'node:module';
@@ -69,6 +71,12 @@ export interface GatewayResult {
   readonly pinCachedUs: number;
   /** p50 of one line's round trip through an echoing child process (µs). */
   readonly pipeUs: number;
+  /** CPU µs per tools/call of the gateway process (with and without --audit) and of the upstream called directly; null without /proc. */
+  readonly cpu: {
+    readonly gateway: number | null;
+    readonly gatewayNoAudit: number | null;
+    readonly upstream: number | null;
+  };
 }
 
 /** One era over Streamable HTTP: the upstream directly, through the gateway, through it with JWT verification. */
@@ -85,10 +93,34 @@ function summary(samples: number[]): LatencyUs {
   return { p50: percentile(sorted, 0.5), p99: percentile(sorted, 0.99), n: sorted.length };
 }
 
+/** The process id behind each stdio client this bench spawned. */
+const pids = new WeakMap<Client, number>();
+
 async function connect(command: string, args: string[]): Promise<Client> {
   const client = new Client({ name: 'bench', version: '1.0.0' });
-  await client.connect(new StdioClientTransport({ command, args, stderr: 'ignore' }));
+  const transport = new StdioClientTransport({ command, args, stderr: 'ignore' });
+  await client.connect(transport);
+  if (transport.pid !== null) pids.set(client, transport.pid);
   return client;
+}
+
+/** CPU time (user + system) of a process so far, µs, from /proc (Linux; 10 ms ticks); null elsewhere. */
+function cpuOf(pid: number | undefined): number | null {
+  if (pid === undefined) return null;
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1_000_000) / 100;
+  } catch {
+    return null;
+  }
+}
+
+/** A process's CPU µs per request over `n` sequential requests (null where /proc is missing). */
+async function cpuPerCall(pid: number | undefined, run: () => Promise<unknown>, n: number): Promise<number | null> {
+  const before = cpuOf(pid);
+  for (let i = 0; i < n; i++) await run();
+  const after = cpuOf(pid);
+  return before === null || after === null ? null : (after - before) / n;
 }
 
 export async function benchGateway(
@@ -166,6 +198,15 @@ export async function benchGateway(
         `gateway ${shape}: direct p50 ${o.direct.p50.toFixed(0)} µs p99 ${o.direct.p99.toFixed(0)} µs; gateway --audit p50 ${o.gateway.p50.toFixed(0)} µs p99 ${o.gateway.p99.toFixed(0)} µs; without audit p50 ${o.gatewayNoAudit.p50.toFixed(0)} µs`,
       );
     }
+    // cpu: what the gateway process itself spends per tools/call (and the upstream, called directly, for scale).
+    const cpu = {
+      gateway: await cpuPerCall(pids.get(gateway), shapes.toolsCall[1], 2_000),
+      gatewayNoAudit: await cpuPerCall(pids.get(bare), shapes.toolsCall[2], 2_000),
+      upstream: await cpuPerCall(pids.get(fsDirect), shapes.toolsCall[0], 2_000),
+    };
+    log(
+      `gateway CPU per tools/call: --audit ${cpu.gateway?.toFixed(0)} µs, without audit ${cpu.gatewayNoAudit?.toFixed(0)} µs (the upstream itself, called directly: ${cpu.upstream?.toFixed(0)} µs)`,
+    );
     // Over Streamable HTTP, per era: the upstream directly, the gateway, the gateway verifying a JWT.
     const legacyUp = await spawnListening(
       node,
@@ -321,6 +362,7 @@ export async function benchGateway(
       pinUs,
       pinCachedUs,
       pipeUs,
+      cpu,
     };
   } finally {
     await Promise.allSettled(clients.map((c) => c.close()));
