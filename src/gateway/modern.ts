@@ -83,6 +83,7 @@ export function modernHandler(
   core: GatewayCore,
   context: () => GatewayRequestContext,
   onerror?: (error: Error) => void,
+  resourceMetadata?: () => string | undefined,
 ): McpHttpHandler {
   const handler = createMcpHandler(({ authInfo }) => modernServer(core, context, authInfo), {
     legacy: 'reject',
@@ -94,7 +95,7 @@ export function modernHandler(
     const { answer, stepUp } = await withinExchange(() => declaring.run(tasks, () => handler.fetch(request, options)));
     if (!stepUp) return answer;
     const headers = new Headers(answer.headers);
-    headers.set('www-authenticate', challengeOf(stepUp));
+    headers.set('www-authenticate', challengeOf(stepUp, resourceMetadata?.()));
     return new Response(await answer.text(), { status: 403, headers });
   };
   return { ...handler, fetch };
