@@ -259,9 +259,19 @@ export function modernServer(
           try {
             // The SDK lifts a request's inputResponses out of its params (the MRTR field): tasks/update's are there.
             const given = method === 'tasks/update' ? { ...params, inputResponses: ctx.mcpReq.inputResponses } : params;
-            return await serveTask(deps, method, given, ownerOf(ctx, context), ctx.mcpReq.signal);
+            const envelope = ctx.mcpReq.envelope as Record<string, unknown> | undefined;
+            const declared = (envelope?.['io.modelcontextprotocol/clientCapabilities'] ?? {}) as Record<
+              string,
+              unknown
+            >;
+            return await serveTask(deps, method, given, ownerOf(ctx, context), declared, ctx.mcpReq.signal);
           } catch (error) {
-            if (error instanceof TaskRefusal) throw new ProtocolError(ProtocolErrorCode.InvalidParams, error.message);
+            if (error instanceof TaskRefusal)
+              throw new ProtocolError(
+                error.code,
+                error.message,
+                error.needs ? { requiredCapabilities: { [error.needs]: {} } } : undefined,
+              );
             throw error;
           }
         }) as never,

@@ -110,6 +110,45 @@ function detailedProblem(answer: Record<string, unknown>): string | undefined {
   return undefined;
 }
 
+/** What each input request a task may carry needs the client to have declared (MRTR's three). */
+const INPUT_NEEDS: Readonly<Record<string, string>> = {
+  'elicitation/create': 'elicitation',
+  'sampling/createMessage': 'sampling',
+  'roots/list': 'roots',
+};
+
+/**
+ * Why a task's `inputRequests` cannot be given to this client, or undefined: an entry that is not a
+ * request MRTR defines, or one whose capability (an elicitation's mode too) the request did not declare
+ * (-32021: the gateway never sends an input request a client did not declare).
+ */
+function inputProblem(
+  inputRequests: Record<string, unknown>,
+  declared: Readonly<Record<string, unknown>>,
+): { readonly code: -32602 | -32021; readonly message: string; readonly needs?: string } | undefined {
+  for (const [key, entry] of Object.entries(inputRequests)) {
+    const method = (entry as { method?: unknown } | null)?.method;
+    const need = typeof method === 'string' && Object.hasOwn(INPUT_NEEDS, method) ? INPUT_NEEDS[method] : undefined;
+    if (need === undefined)
+      return { code: -32602, message: `an input request ${JSON.stringify(key)} that is not one MRTR defines` };
+    const capability = declared[need];
+    let ok = capability !== null && typeof capability === 'object';
+    if (ok && need === 'elicitation') {
+      const mode = (entry as { params?: { mode?: unknown } }).params?.mode ?? 'form';
+      const modes = capability as { form?: unknown; url?: unknown };
+      // An empty elicitation capability means form (the revision's default).
+      ok = mode === 'url' ? modes.url !== undefined : modes.form !== undefined || modes.url === undefined;
+    }
+    if (!ok)
+      return {
+        code: -32021,
+        needs: need,
+        message: `an input request ${JSON.stringify(key)} for ${need}, which this request's clientCapabilities do not declare`,
+      };
+  }
+  return undefined;
+}
+
 /** What serving the extension's methods needs of the gateway. */
 export interface TaskDeps {
   readonly key: Uint8Array;
@@ -122,6 +161,15 @@ export interface TaskDeps {
 /** A refusal of one of the extension's requests: the protocol error's message (-32602). */
 export class TaskRefusal extends Error {
   override name = 'TaskRefusal';
+  /** The JSON-RPC code to answer with: -32602, or -32021 for an input request the client did not declare. */
+  readonly code: -32602 | -32021;
+  /** The capability missing, with -32021. */
+  readonly needs: string | undefined;
+  constructor(message: string, code: -32602 | -32021 = -32602, needs?: string) {
+    super(message);
+    this.code = code;
+    this.needs = needs;
+  }
 }
 
 /**
@@ -133,6 +181,8 @@ export async function serveTask(
   method: TaskMethod,
   params: Record<string, unknown>,
   owner: TaskOwner,
+  /** The request's own `clientCapabilities` (what input requests it may be given). */
+  declared: Readonly<Record<string, unknown>>,
   signal?: AbortSignal,
 ): Promise<Record<string, unknown>> {
   const time = () => new Date().toISOString();
@@ -194,6 +244,14 @@ export async function serveTask(
     const reason = `toolgate gateway: upstream "${upstream.namespace}" answered tasks/get with ${problem}; not passed on`;
     record('error', reason);
     throw new Error(reason);
+  }
+  const inputRequests = answer['inputRequests'] as Record<string, unknown> | undefined;
+  const input =
+    answer['status'] === 'input_required' && inputRequests ? inputProblem(inputRequests, declared) : undefined;
+  if (input !== undefined) {
+    const reason = `toolgate gateway: upstream "${upstream.namespace}" answered tasks/get with ${input.message}; not passed on`;
+    record('error', reason);
+    throw new TaskRefusal(reason, input.code, input.needs);
   }
   record('ok');
   const detailed = taskFields(answer);

@@ -283,4 +283,41 @@ describe('tasks owned by their creator, through a real gateway process', { timeo
       true,
     );
   });
+
+  it("a task's input requests go to its creator only as the request declared them; the answer goes back upstream", async () => {
+    const { post, alice, received } = await started();
+    const created = await post(alice, 'tools/call', { name: 'jobs:run', arguments: { job: 'ask' } });
+    const handle = created.result!.taskId!;
+    // Declared form elicitation: the task's elicitation is passed on.
+    const waiting = await post(alice, 'tasks/get', { taskId: handle });
+    expect(waiting.result, JSON.stringify(waiting)).toMatchObject({
+      status: 'input_required',
+      taskId: handle,
+      inputRequests: { q: { method: 'elicitation/create', params: { message: 'Which colour?' } } },
+    });
+    // Not declared: -32021 naming elicitation, nothing passed on.
+    const undeclared = await post(alice, 'tasks/get', { taskId: handle }, { extensions: { [TASKS]: {} } });
+    expect(undeclared.error?.code, JSON.stringify(undeclared)).toBe(-32021);
+    expect(undeclared.error?.message).toContain('elicitation');
+    expect(JSON.stringify(undeclared)).not.toContain('Which colour?');
+    // URL mode only declared: a form elicitation is not passed on either.
+    const urlOnly = await post(
+      alice,
+      'tasks/get',
+      { taskId: handle },
+      { extensions: { [TASKS]: {} }, elicitation: { url: {} } },
+    );
+    expect(urlOnly.error?.code).toBe(-32021);
+    // The answer reaches the upstream under its own id; the task completes with it.
+    const answer = { q: { action: 'accept', content: { colour: 'teal' } } };
+    const updated = await post(alice, 'tasks/update', { taskId: handle, inputResponses: answer });
+    expect(updated.result, JSON.stringify(updated)).toMatchObject({ resultType: 'complete' });
+    const update = received().find((r) => r.method === 'tasks/update');
+    expect(update?.params['taskId']).toBe('up-1');
+    const done = await post(alice, 'tasks/get', { taskId: handle });
+    expect(done.result).toMatchObject({
+      status: 'completed',
+      result: { content: [{ type: 'text', text: `job ask answered ${JSON.stringify(answer.q)}` }] },
+    });
+  });
 });
