@@ -189,10 +189,12 @@ export function modernServer(
         : `toolgate gateway: the upstream asked the client for ${what}, which this request's clientCapabilities do not declare; the call failed`;
       core.audit({ type: 'protocol', time: new Date().toISOString(), reason });
       await round.settle({ content: reason, isError: true });
-      throw new ProtocolError(
-        declared ? ProtocolErrorCode.InternalError : ProtocolErrorCode.MissingRequiredClientCapability,
-        reason,
-      );
+      // -32021 names what is missing as the schema has it: a ClientCapabilities object ({ sampling: {} }).
+      if (!declared)
+        throw new ProtocolError(ProtocolErrorCode.MissingRequiredClientCapability, reason, {
+          requiredCapabilities: { [what]: {} },
+        });
+      throw new ProtocolError(ProtocolErrorCode.InternalError, reason);
     }
     const r = result as { isError?: unknown; content?: unknown; contents?: unknown; messages?: unknown };
     await round.settle({
