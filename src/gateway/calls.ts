@@ -16,7 +16,7 @@ import { gatewayRoute, type AskingRequest, type GatewayPeople } from './approver
 import { shadowOf, type GatewayAuditRecord, type ToolAuditRecord } from './audit.js';
 import { upstreamTaskOf } from '../mcp/index.js';
 import { roundOf } from './mrtr.js';
-import { definitionPin, PIN_RULE, pinnedDefinition } from './pins.js';
+import { listedDefinitionPin, PIN_RULE } from './pins.js';
 import type { Relay, RelayedRequest } from './relay.js';
 import type { PolicyInForce } from './policy.js';
 import { askStepUp, stepUpFor } from './stepup.js';
@@ -60,7 +60,7 @@ export async function runToolCall(deps: ToolCallDeps, call: ToolCallRequest): Pr
   let approval: ApprovalNote | undefined;
   // The definition the call is made against, bound into any approval it is asked for (issue 22).
   const definition = call.upstream?.connection?.definition(registry.get(call.name)?.name ?? call.name);
-  const pin = definition ? definitionPin(pinnedDefinition(definition)) : null;
+  const pin = definition ? listedDefinitionPin(definition) : null;
   const route = gatewayRoute(people, registry, call.asker, (n) => (approval = n), 'tool', pin);
   const result = await callScope.run(scope, async () => {
     const env = environmentOf(registry);
