@@ -30,9 +30,30 @@ import { declaresTasks, MODERN_VERSION, TASKS_EXTENSION, upstreamTaskOf } from '
 import { sessionSubject } from './auth.js';
 import type { GatewayInbox } from './inbox.js';
 import { challengeOf, withinExchange } from './stepup.js';
-import { attachRound, mrtrRound, type MrtrInbox, type MrtrRound } from './mrtr.js';
+import {
+  attachRound,
+  mrtrRound,
+  openUpstreamState,
+  stateKindOf,
+  upstreamRoundBinding,
+  wrapUpstreamState,
+  type MrtrInbox,
+  type MrtrRound,
+  type MrtrWho,
+  type UpstreamRoundBinding,
+} from './mrtr.js';
 import { requestHandlers, type GatewayCore, type GatewayRequestContext, type SessionRequest } from './session.js';
-import { createdTask, serveTask, TASK_METHODS, TaskRefusal, taskHandle, taskKeyOf, type TaskOwner } from './tasks.js';
+import {
+  createdTask,
+  inputProblem,
+  serveTask,
+  TASK_METHODS,
+  TaskRefusal,
+  taskHandle,
+  taskKeyOf,
+  type TaskOwner,
+} from './tasks.js';
+import type { UpstreamInput } from './upstream.js';
 import { upstreamClosedTo } from './tenancy.js';
 
 /** This process's name in the ledger, as the claimer of a 2026-07-28 retry's call. */
@@ -131,6 +152,8 @@ export function modernServer(
     },
   );
   let current: ServerContext | undefined;
+  /** The upstream round this request relays (set by `rounded` before its handler runs). */
+  let relaying: UpstreamInput | undefined;
   // An upstream's request the client could not be sent (it has no server-to-client request): the call it
   // came from fails with -32021 naming it, whatever the upstream made of the refusal (the revision's rule).
   let undeclared: { what: string; declared: boolean } | undefined;
@@ -141,47 +164,145 @@ export function modernServer(
   const handlers = requestHandlers(core, contextOption, thePeer);
   // The round of an ask (input_required, then the retry): bound to the call, the caller, the policy in force.
   const inbox = core.people.inbox;
-  const roundFor = (ctx: ServerContext): MrtrRound => {
-    const context = handlers.contextOf(of(ctx));
+  const declaredOf = (ctx: ServerContext): ClientCapabilities => {
     const envelope = ctx.mcpReq.envelope as Record<string, unknown> | undefined;
-    const declared = envelope?.['io.modelcontextprotocol/clientCapabilities'] as ClientCapabilities | undefined;
-    const elicitation = declared?.elicitation as { form?: unknown; url?: unknown } | undefined;
+    return (envelope?.['io.modelcontextprotocol/clientCapabilities'] as ClientCapabilities | undefined) ?? {};
+  };
+  const whoOf = (ctx: ServerContext): MrtrWho => {
+    const context = handlers.contextOf(of(ctx));
+    return {
+      subject: ctx.http?.authInfo ? sessionSubject(ctx.http.authInfo as never) : null,
+      caller: context.caller?.id ?? null,
+      tenant: context.tenant?.id ?? null,
+      policyVersion: core.inForce.current.policy.version,
+    };
+  };
+  /** The round of the gateway's own asks; a retry of an upstream's round (its wrapper) carries none of its state. */
+  const roundFor = (ctx: ServerContext, who: MrtrWho, upstreams: boolean): MrtrRound => {
+    const elicitation = declaredOf(ctx).elicitation as { form?: unknown; url?: unknown } | undefined;
     const round = mrtrRound({
       stores: core.people.requestState,
       replica: REPLICA,
       form: !!elicitation && !(elicitation.form === undefined && elicitation.url !== undefined),
       url: elicitation?.url !== undefined,
       ...(inbox ? { inbox: inboxFor(inbox) } : {}),
-      requestState: ctx.mcpReq.requestState(),
-      inputResponses: ctx.mcpReq.inputResponses,
-      who: {
-        subject: ctx.http?.authInfo ? sessionSubject(ctx.http.authInfo as never) : null,
-        caller: context.caller?.id ?? null,
-        tenant: context.tenant?.id ?? null,
-        policyVersion: core.inForce.current.policy.version,
-      },
+      requestState: upstreams ? undefined : ctx.mcpReq.requestState(),
+      inputResponses: upstreams ? undefined : ctx.mcpReq.inputResponses,
+      who,
     });
     attachRound(thePeer, round);
     return round;
   };
+  /** A refusal of an upstream round's retry or answer: audited, a protocol error naming why. */
+  const refusedRound = (code: number, reason: string, data?: Record<string, unknown>): ProtocolError => {
+    core.audit({ type: 'protocol', time: new Date().toISOString(), reason });
+    return new ProtocolError(code, reason, data);
+  };
+  /**
+   * The upstream round a request relays: on a retry carrying the wrapper of an upstream's round, the
+   * wrapper opened (the upstream's own state and the answers go back to it), else refused before anything
+   * runs; a retry with answers and no state passes them on (an upstream that keeps no state).
+   */
+  const relayedInput = async (
+    ctx: ServerContext,
+    bound: UpstreamRoundBinding,
+    upstreams: boolean,
+  ): Promise<UpstreamInput> => {
+    const declared = declaredOf(ctx) as Record<string, unknown>;
+    const passed: Record<string, unknown> = {};
+    for (const key of ['elicitation', 'sampling', 'roots'] as const)
+      if (declared[key] !== undefined) passed[key] = declared[key];
+    const responses = (ctx.mcpReq.inputResponses ?? {}) as Readonly<Record<string, unknown>>;
+    if (!upstreams)
+      return {
+        given:
+          ctx.mcpReq.inputResponses !== undefined && ctx.mcpReq.requestState() === undefined
+            ? { upstream: undefined, requestState: undefined, inputResponses: responses }
+            : null,
+        declared: passed,
+      };
+    const stores = core.people.requestState;
+    const opened = stores
+      ? await openUpstreamState(stores, ctx.mcpReq.requestState(), bound)
+      : { problem: 'the gateway has no approval secret set by its owner to open it' };
+    if ('problem' in opened)
+      throw refusedRound(
+        ProtocolErrorCode.InvalidParams,
+        `toolgate gateway: the requestState was refused: ${opened.problem}; nothing was sent upstream. Call again without it to be asked anew.`,
+      );
+    return {
+      given: { upstream: opened.upstream, requestState: opened.state, inputResponses: responses },
+      declared: passed,
+    };
+  };
   /**
    * Runs a handler under its round and answers: input_required when the ask asked; a protocol error naming
-   * why when the retry's state or answers were refused (nothing ran); else the result (or the handler's
-   * error), recorded in the ledger when the round claimed the call.
+   * why when the retry's state or answers were refused (nothing ran); an upstream's own input_required
+   * relayed (its state wrapped, its requests only as the client declared them); else the result (or the
+   * handler's error), recorded in the ledger when the round claimed the call.
    */
-  const rounded = async <T>(ctx: ServerContext, run: () => Promise<T>, finish = (r: T): T => r): Promise<T> => {
-    const round = roundFor(ctx);
+  const rounded = async <T>(
+    ctx: ServerContext,
+    called: { method: 'tools/call' | 'resources/read' | 'prompts/get'; name: string; args: unknown },
+    run: () => Promise<T>,
+    finish = (r: T): T => r,
+  ): Promise<T> => {
+    const who = whoOf(ctx);
+    const kind = stateKindOf(ctx.mcpReq.requestState());
+    if (kind === 'malformed')
+      throw refusedRound(
+        ProtocolErrorCode.InvalidParams,
+        'toolgate gateway: the requestState was refused: it is malformed (not one the gateway issued, or changed); nothing ran. Call again without it to be asked anew.',
+      );
+    const upstreams = kind === 'upstream';
+    const bound = upstreamRoundBinding(who, called.method, called.name, called.args);
+    const round = roundFor(ctx, who, upstreams);
+    const input = await relayedInput(ctx, bound, upstreams);
+    relaying = input;
+    const relayed = async (): Promise<T | undefined> => {
+      if (input.misrouted !== undefined)
+        throw refusedRound(
+          ProtocolErrorCode.InvalidParams,
+          `toolgate gateway: the requestState was refused: ${input.misrouted}; nothing was sent upstream`,
+        );
+      const asked = input.asked;
+      if (asked === undefined) return undefined;
+      const problem = inputProblem(asked.inputRequests, declaredOf(ctx) as Record<string, unknown>);
+      const stores = core.people.requestState;
+      if (problem !== undefined || !stores) {
+        const reason = `toolgate gateway: upstream ${JSON.stringify(asked.upstream)} asked the client for ${
+          problem
+            ? problem.message
+            : 'input, and the gateway has no approval secret set by its owner to bind its requestState'
+        }; the call failed`;
+        await round.settle({ content: reason, isError: true });
+        throw refusedRound(
+          problem?.code ?? ProtocolErrorCode.InternalError,
+          reason,
+          problem?.needs ? { requiredCapabilities: { [problem.needs]: {} } } : undefined,
+        );
+      }
+      await round.settle({ content: 'input_required', isError: false });
+      return inputRequired({
+        inputRequests: asked.inputRequests,
+        requestState: wrapUpstreamState(stores, bound, asked.upstream, asked.requestState),
+      } as never) as T;
+    };
     let result: T;
     try {
       result = await run();
     } catch (error) {
       if (round.inputRequired) return inputRequired(round.inputRequired as never) as T;
       if (round.refused) throw new ProtocolError(ProtocolErrorCode.InvalidParams, round.refused);
+      const answered = await relayed();
+      if (answered !== undefined) return answered;
       await round.settle({ content: error instanceof Error ? error.message : String(error), isError: true });
       throw error;
     }
     if (round.inputRequired) return inputRequired(round.inputRequired as never) as T;
     if (round.refused) throw new ProtocolError(ProtocolErrorCode.InvalidParams, round.refused);
+    const answered = await relayed();
+    if (answered !== undefined) return answered;
     if (undeclared !== undefined) {
       const { what, declared } = undeclared;
       const reason = declared
@@ -206,6 +327,7 @@ export function modernServer(
   const of = (ctx: ServerContext): SessionRequest => {
     current = ctx;
     return {
+      ...(relaying ? { input: relaying } : {}),
       signal: ctx.mcpReq.signal,
       progressToken: ctx.mcpReq._meta?.progressToken,
       sendNotification: (notification) => ctx.mcpReq.notify(notification as never),
@@ -241,7 +363,11 @@ export function modernServer(
         const result = (await handlers.callTool(r.params as never, of(ctx))) as unknown as Record<string, unknown>;
         return tasksKey === undefined ? result : taskOrResult(result, r.params.name, ctx);
       };
-      return (await rounded(ctx, called)) as never;
+      return (await rounded(
+        ctx,
+        { method: 'tools/call', name: r.params.name, args: r.params.arguments },
+        called,
+      )) as never;
     });
   }
   if (tasksKey !== undefined) {
@@ -290,7 +416,7 @@ export function modernServer(
     );
     server.setRequestHandler('resources/read', async (r, ctx) => {
       const read = () => handlers.readResource(r.params as never, of(ctx)) as Promise<Record<string, unknown>>;
-      return (await rounded(ctx, read, privately)) as never;
+      return (await rounded(ctx, { method: 'resources/read', name: r.params.uri, args: {} }, read, privately)) as never;
     });
   }
   if (capabilities.prompts) {
@@ -299,7 +425,9 @@ export function modernServer(
       async (r, ctx) => (await handlers.listPrompts(r.params?.cursor, of(ctx))) as never,
     );
     server.setRequestHandler('prompts/get', async (r, ctx) => {
-      return (await rounded(ctx, () => handlers.getPrompt(r.params as never, of(ctx)))) as never;
+      return (await rounded(ctx, { method: 'prompts/get', name: r.params.name, args: r.params.arguments }, () =>
+        handlers.getPrompt(r.params as never, of(ctx)),
+      )) as never;
     });
   }
   if (capabilities.completions)

@@ -9,7 +9,7 @@ import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { RequestOptions } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import type { LoggingMessageNotification, ProgressToken, ServerNotification } from '@modelcontextprotocol/sdk/types.js';
 import { normalResourceUri } from '../policy-file/uri.js';
-import { callScope, type CallScope, type Upstream } from './upstream.js';
+import { callScope, type CallScope, type Upstream, type UpstreamInput } from './upstream.js';
 
 /** A downstream server (one client connection or HTTP session) and what the gateway tracks for it. */
 export interface Downstream {
@@ -33,6 +33,8 @@ export interface RelayedRequest {
    * gateway that offers it): only then is an upstream told the client takes tasks (tasks.ts). @default false
    */
   readonly tasks?: boolean;
+  /** The upstream's own rounds this request relays (a 2026-07-28 tools/call, resources/read, prompts/get). */
+  readonly input?: UpstreamInput;
 }
 
 /** The gateway's relay: downstream servers, notifications in transit, subscriptions. */
@@ -71,6 +73,7 @@ export class Relay {
       progressToken: request.progressToken,
       sendNotification: (n) => this.track(server, request.sendNotification(n as ServerNotification)),
       tasks: request.tasks === true,
+      ...(request.input ? { input: request.input } : {}),
     };
   }
 

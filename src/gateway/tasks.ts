@@ -122,7 +122,7 @@ const INPUT_NEEDS: Readonly<Record<string, string>> = {
  * request MRTR defines, or one whose capability (an elicitation's mode too) the request did not declare
  * (-32021: the gateway never sends an input request a client did not declare).
  */
-function inputProblem(
+export function inputProblem(
   inputRequests: Record<string, unknown>,
   declared: Readonly<Record<string, unknown>>,
 ): { readonly code: -32602 | -32021; readonly message: string; readonly needs?: string } | undefined {

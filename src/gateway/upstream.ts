@@ -89,7 +89,36 @@ export interface CallScope {
    * upstream ran it): the upstream may have completed it, so its outcome is unknown (issue 22).
    */
   unanswered?: string;
+  /**
+   * The upstream's own rounds of a 2026-07-28 request (multi round-trip requests): set, a modern upstream
+   * may answer `input_required`, which is kept here for the gateway to relay (the call returns a stand-in
+   * error result), and the retry's answers and the upstream's own state go back to it.
+   */
+  readonly input?: UpstreamInput;
 }
+
+/** An upstream's own input round, as one 2026-07-28 request relays it (mrtr.ts wraps and opens its state). */
+export interface UpstreamInput {
+  /** What the client's retry gives back: the upstream it is for, the upstream's own state, the answers. */
+  readonly given: {
+    readonly upstream: string | undefined;
+    readonly requestState: string | undefined;
+    readonly inputResponses: Readonly<Record<string, unknown>>;
+  } | null;
+  /** What of elicitation, sampling and roots the client declared (passed on, so the upstream asks only for those). */
+  readonly declared: Readonly<Record<string, unknown>>;
+  /** Set by the call: the upstream answered `input_required`. */
+  asked?: {
+    readonly upstream: string;
+    readonly inputRequests: Record<string, unknown>;
+    readonly requestState: string | undefined;
+  };
+  /** Set when the retry's state is for another upstream than the one the call went to: nothing was sent. */
+  misrouted?: string;
+}
+
+/** The client capabilities an upstream's input requests need (MRTR's three). */
+const INPUT_CAPABILITIES = ['elicitation', 'sampling', 'roots'] as const;
 
 /** A Standard Schema that takes any JSON object (the tasks extension's answers are checked by tasks.ts). */
 const ANY_OBJECT = {
@@ -133,6 +162,68 @@ class GatewayClient extends Client {
     };
   }
 
+  /**
+   * `params` as a modern upstream is sent them in a request that relays its rounds: the client's declared
+   * input capabilities in place of the gateway's, and on a retry the upstream's own state and the answers.
+   * A retry whose state is for another upstream is not sent (the request fails, `misrouted` says why).
+   */
+  #withInput<P extends object>(params: P, input: UpstreamInput | undefined): P {
+    if (!input || this.#upstream.session?.era !== 'modern') return params;
+    const given = input.given;
+    if (given && given.upstream !== undefined && given.upstream !== this.#upstream.namespace) {
+      input.misrouted = `the requestState is for upstream ${JSON.stringify(given.upstream)}, not ${JSON.stringify(this.#upstream.namespace)}`;
+      throw new Error(`toolgate gateway: ${input.misrouted}; nothing was sent`);
+    }
+    const own: Record<string, unknown> = { ...this.declared };
+    for (const key of INPUT_CAPABILITIES) delete own[key];
+    const had = (params as { _meta?: Record<string, unknown> })._meta;
+    const meta = had?.['io.modelcontextprotocol/clientCapabilities'] as Record<string, unknown> | undefined;
+    return {
+      ...params,
+      _meta: { ...had, 'io.modelcontextprotocol/clientCapabilities': { ...own, ...meta, ...input.declared } },
+      ...(given
+        ? {
+            inputResponses: given.inputResponses,
+            ...(given.requestState === undefined ? {} : { requestState: given.requestState }),
+          }
+        : {}),
+    };
+  }
+
+  /** Keeps an upstream's `input_required` for the gateway to relay; anything else as it came. */
+  #answered<T>(result: T, input: UpstreamInput | undefined, standIn: T): T {
+    const r = result as { resultType?: unknown; inputRequests?: unknown; requestState?: unknown };
+    if (r?.resultType !== 'input_required') return result;
+    if (!input || r.inputRequests === null || typeof r.inputRequests !== 'object' || Array.isArray(r.inputRequests))
+      throw new Error(`upstream "${this.#upstream.namespace}" answered input_required the call cannot relay`);
+    input.asked = {
+      upstream: this.#upstream.namespace,
+      inputRequests: r.inputRequests as Record<string, unknown>,
+      requestState: typeof r.requestState === 'string' ? r.requestState : undefined,
+    };
+    return standIn;
+  }
+
+  override readResource(
+    params: Parameters<Client['readResource']>[0],
+    options?: RequestOptions,
+  ): ReturnType<Client['readResource']> {
+    const input = callScope.getStore()?.input;
+    return super
+      .readResource(this.#withInput(params, input), options)
+      .then((r) => this.#answered(r, input, { contents: [] }));
+  }
+
+  override getPrompt(
+    params: Parameters<Client['getPrompt']>[0],
+    options?: RequestOptions,
+  ): ReturnType<Client['getPrompt']> {
+    const input = callScope.getStore()?.input;
+    return super
+      .getPrompt(this.#withInput(params, input), options)
+      .then((r) => this.#answered(r, input, { messages: [] }));
+  }
+
   override callTool(params: CallToolParams, options?: CallToolRequestOptions): Promise<CallToolResult> {
     return this.#upstream.forward(async (scope) => {
       const token = scope?.progressToken !== undefined ? this.#upstream.relayProgress(scope) : undefined;
@@ -155,8 +246,18 @@ class GatewayClient extends Client {
         // Told that the client takes tasks only for a request that does, and only a modern upstream that
         // offers them (the extension does not exist in 2025-11-25).
         const tasks = scope?.tasks === true && this.#upstream.offersTasks;
-        const sent = tasks ? { ...withToken, _meta: this.withTasks(withToken._meta) } : withToken;
-        const result = await super.callTool(sent, this.#upstream.requestOptions(scope, options));
+        const sent = this.#withInput(
+          tasks ? { ...withToken, _meta: this.withTasks(withToken._meta) } : withToken,
+          scope?.input,
+        );
+        const result = this.#answered(
+          await super.callTool(sent, this.#upstream.requestOptions(scope, options)),
+          scope?.input,
+          {
+            isError: true,
+            content: [{ type: 'text', text: 'toolgate: the upstream asked for input; relayed to the client' }],
+          } as CallToolResult,
+        );
         const task = upstreamTaskOf(result);
         if (task !== undefined) {
           // Only a request that declared the extension can get one (the era check refuses it otherwise);
@@ -458,8 +559,14 @@ export class Upstream {
   }
 
   /** Request options towards the upstream: its timeout. */
-  requestOptions(_scope: CallScope | undefined, options: RequestOptions = {}): RequestOptions {
-    return { ...options, timeout: this.options.callTimeoutMs ?? 60_000 };
+  requestOptions(scope: CallScope | undefined, options: RequestOptions = {}): RequestOptions {
+    // A request that relays the upstream's rounds takes its input_required as it is (not fulfilled here).
+    const manual = scope?.input !== undefined && this.#session?.era === 'modern';
+    return {
+      ...options,
+      timeout: this.options.callTimeoutMs ?? 60_000,
+      ...(manual ? { allowInputRequired: true } : {}),
+    };
   }
 
   /**
