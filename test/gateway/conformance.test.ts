@@ -228,7 +228,7 @@ describe('@modelcontextprotocol/conformance against toolgate gateway (HTTP) in f
     ]);
   }, 300_000);
 
-  it('2026-07-28 (suite 0.2.0-alpha.12): a 2026-07-28 client through the gateway; the known gaps fail, nothing else', async () => {
+  it('2026-07-28 (suite 0.2.0-alpha.12): a 2026-07-28 client through the gateway, a 2026-07-28 upstream beside the reference one; the known gap fails, nothing else', async () => {
     const gateway = await start(
       [MAIN, 'gateway', '--policy', policy2026, '--http', '0', '--no-auth'],
       /listening on (http:\S+)/,
@@ -236,10 +236,10 @@ describe('@modelcontextprotocol/conformance against toolgate gateway (HTTP) in f
     );
     const run = await conformance(gateway, true);
     expect(run.scenarios.size, run.output).toBe(40);
-    // What the gateway does not do yet for 2026-07-28 clients (docs/gateway.md#conformance): relay an
-    // upstream's input requests as input_required (the reference upstream is a 2025 server asking by
-    // server-to-client request); and the custom-header scenario needs a tool with x-mcp-header annotations,
-    // which the reference upstream does not have (not testable). json-schema-2020-12 passes: the gateway
+    // The input-required-result-* scenarios pass: their tools and prompt are the 2026-07-28 upstream's
+    // (mrtr-server.ts), whose input_required the gateway relays with its requestState wrapped under the
+    // owner's secret. What fails (docs/gateway.md#conformance): the custom-header scenario needs a tool
+    // with x-mcp-header annotations, which the reference upstream does not have (not testable). json-schema-2020-12 passes: the gateway
     // keeps SEP-2106's $anchor, allOf/anyOf and if/then/else in what it lists (the fixture now carries the
     // newer reference server's schema; the 0.1.16 one had none of them to keep). server-stateless passes:
     // its -32021 checks call `test_missing_capability` (added to the fixture, asking for sampling the 2025
