@@ -5,7 +5,7 @@
  * the approver check, the environment of a registry — and nothing about how the path is built. The types a
  * route implements live in src/contracts/.
  */
-export { decideCalls, dispatchCall, dispatchCalls, previewCall } from './dispatch.js';
+export { decideCalls, dispatchCalls, dispatchOwnCall, ownResult, previewCall } from './dispatch.js';
 export { environmentOf, isRegistry } from './environment.js';
 export { agentNameOf, allowlistFor, deny, refusalContent, ruleAndReason, type Precheck } from './precheck.js';
 export {
