@@ -258,7 +258,7 @@ function rulesFor(set: PolicySet, tool: Tool, args: Readonly<Record<string, unkn
 }
 
 /** Why a rule's selectors leave the tool out. */
-export function whyNotSelected(info: PolicyRuleInfo, tool: Tool): string {
+function whyNotSelected(info: PolicyRuleInfo, tool: Tool): string {
   const reasons: string[] = [];
   if (info.namespace !== null && tool.namespace !== info.namespace)
     reasons.push(

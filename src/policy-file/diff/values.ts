@@ -79,7 +79,7 @@ function outcomeOf(verdict: boolean | string): Outcome {
 }
 
 /** The block's outcome for a value: the first test that does not hold (F) or cannot judge (U), else T. */
-export function blockOutcome(tests: readonly TestSpec[], present: boolean, value: unknown): Outcome {
+function blockOutcome(tests: readonly TestSpec[], present: boolean, value: unknown): Outcome {
   for (const t of tests) {
     const o = outcomeOf(t.run(present, value));
     if (o !== 'T') return o;
@@ -147,7 +147,7 @@ const ALL: Interval = { lo: -Infinity, loOpen: true, hi: Infinity, hiOpen: true 
 
 const view = new DataView(new ArrayBuffer(8));
 /** The next double above x (x finite). */
-export function nextUp(x: number): number {
+function nextUp(x: number): number {
   if (x === 0) return Number.MIN_VALUE;
   view.setFloat64(0, x);
   const bits = view.getBigInt64(0);
