@@ -15,7 +15,7 @@ import type { ApprovalNote } from './approvals.js';
 import { gatewayRoute, type AskingRequest, type GatewayPeople } from './approvers.js';
 import { shadowOf, type GatewayAuditRecord, type ToolAuditRecord } from './audit.js';
 import { roundOf } from './mrtr.js';
-import { definitionPin, PIN_RULE, pinnedDefinition } from './pins.js';
+import { listedDefinitionPin, PIN_RULE } from './pins.js';
 import type { Relay, RelayedRequest } from './relay.js';
 import type { PolicyInForce } from './policy.js';
 import { askStepUp, stepUpFor } from './stepup.js';
@@ -59,7 +59,7 @@ export async function runToolCall(deps: ToolCallDeps, call: ToolCallRequest): Pr
   let approval: ApprovalNote | undefined;
   // The definition the call is made against, bound into any approval it is asked for (issue 22).
   const definition = call.upstream?.connection?.definition(registry.get(call.name)?.name ?? call.name);
-  const pin = definition ? definitionPin(pinnedDefinition(definition)) : null;
+  const pin = definition ? listedDefinitionPin(definition) : null;
   const route = gatewayRoute(people, registry, call.asker, (n) => (approval = n), 'tool', pin);
   const result = await callScope.run(scope, async () => {
     // A call that waited for a person is decided again under the context and policy in force then (a
