@@ -14,6 +14,7 @@ import type { ToolRegistry, ToolResult } from '../registry.js';
 import type { ApprovalNote } from './approvals.js';
 import { gatewayRoute, type AskingRequest, type GatewayPeople } from './approvers.js';
 import { shadowOf, type GatewayAuditRecord, type ToolAuditRecord } from './audit.js';
+import { upstreamTaskOf } from '../mcp/index.js';
 import { roundOf } from './mrtr.js';
 import { listedDefinitionPin, PIN_RULE } from './pins.js';
 import type { Relay, RelayedRequest } from './relay.js';
@@ -83,6 +84,8 @@ export async function runToolCall(deps: ToolCallDeps, call: ToolCallRequest): Pr
   if (stepUp && !askStepUp(stepUp)) throw new Error('toolgate gateway: a 2026-07-28 call outside its HTTP exchange');
   // Sent upstream, never answered (a timeout): recorded and told as an unknown outcome, not as a failure.
   const unanswered = result.status === 'error' && scope.result === undefined ? scope.unanswered : undefined;
+  // The upstream made the call a task (the tasks extension): the client gets a handle bound to it (tasks.ts).
+  const task = result.status === 'ok' ? upstreamTaskOf(scope.result) : undefined;
   const record: ToolAuditRecord = {
     type: 'tool',
     time: new Date().toISOString(),
@@ -94,6 +97,7 @@ export async function runToolCall(deps: ToolCallDeps, call: ToolCallRequest): Pr
     durationMs: Math.round((performance.now() - startedAt) * 1000) / 1000,
     ...(approval ? { approval } : {}),
     ...(stepUp ? { stepUp: { status: 403, scope: stepUp.scope } } : {}),
+    ...(task ? { task: { status: task.status } } : {}),
   };
   audit({ ...record, ...(shadow ? { shadow } : {}), ...(drift ? { drift: drift.diff } : {}) });
   await relay.delivered(server);
