@@ -13,18 +13,33 @@
  * policy in this process, `registry.decide` of the namespaced call); `relay` is the rest (the second hop
  * over stdio, the SDK's Client and Server on both sides of the gateway).
  *
- * The 2026-07-28 path (issue 23, added by the mcp helper): the same `tools/call` through one
- * `toolgate gateway --http 0 --no-auth` from an SDK v2 client pinned to 2026-07-28 (stateless: a fresh
- * server per request) and from an SDK v1 client in a 2025-11-25 session, in alternating rounds (`http`).
+ * More pieces, each timed in this process on the real messages: `validate` is the SDK's zod schemas of the
+ * request and the result (CallToolRequestSchema + CallToolResultSchema of SDK v1, what one side of one hop
+ * checks; the gateway has a hop on each side); `audit` the JSONL sink writing the gateway's record of this
+ * call (frozen, serialised, one write); `pin` the hash of the tool's definition an approval binds (cached per
+ * listed definition since issue 25: `pinCached`); `pipe` one round trip of the request line through a child
+ * process that echoes stdin to stdout (the floor of the gateway's second stdio hop, no MCP in it); `cpu` the
+ * gateway process's own CPU time per `tools/call` over 2,000 calls (utime + stime from /proc), beside the
+ * upstream's own when called directly.
+ *
+ * Over Streamable HTTP (issue 25.3, and the 2026-07-28 path of issue 23): the test fixtures'
+ * `legacy-server.ts --http` (SDK v1, 2025-11-25 sessions) and `modern-server.ts --http` (SDK v2,
+ * 2026-07-28 only, stateless) are the upstreams, `echo` the call. Per era, three sides in alternating rounds:
+ * the upstream directly (an SDK v1 client in a session; an SDK v2 client pinned to 2026-07-28), through
+ * `toolgate gateway --http 0 --no-auth`, and through `toolgate gateway --http 0 --jwks-url …` (a JWKS served
+ * by this process, one RS256 token for the gateway's resource with an hour's `exp` for the whole run: verified once, then cached).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { CallToolRequestSchema, CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { Client as ModernClient, StreamableHTTPClientTransport as ModernHttp } from '@modelcontextprotocol/client';
 import { stringify } from 'yaml';
 import { percentile } from './measure.js';
@@ -45,11 +60,30 @@ export interface GatewayResult {
   readonly toolsCall: GatewaySide;
   readonly resourcesRead: GatewaySide;
   readonly toolsList: GatewaySide;
-  /** `tools/call` through the gateway over HTTP: a 2025-11-25 session and a 2026-07-28 (stateless) client. */
-  readonly http: { readonly legacy: LatencyUs; readonly modern: LatencyUs };
+  /** `tools/call` over Streamable HTTP: a 2025-11-25 session and a 2026-07-28 (stateless) client. */
+  readonly http: { readonly legacy: HttpSide; readonly modern: HttpSide };
   /** µs per request, measured in this process on the real messages. */
   readonly parseUs: number;
   readonly decideUs: number;
+  readonly validateUs: number;
+  readonly auditUs: number;
+  readonly pinUs: number;
+  readonly pinCachedUs: number;
+  /** p50 of one line's round trip through an echoing child process (µs). */
+  readonly pipeUs: number;
+  /** CPU µs per tools/call of the gateway process (with and without --audit) and of the upstream called directly; null without /proc. */
+  readonly cpu: {
+    readonly gateway: number | null;
+    readonly gatewayNoAudit: number | null;
+    readonly upstream: number | null;
+  };
+}
+
+/** One era over Streamable HTTP: the upstream directly, through the gateway, through it with JWT verification. */
+export interface HttpSide {
+  readonly direct: LatencyUs;
+  readonly gateway: LatencyUs;
+  readonly gatewayJwt: LatencyUs;
 }
 
 const ROOT = process.env['TOOLGATE_BENCH_ROOT'] ?? process.cwd();
@@ -59,10 +93,34 @@ function summary(samples: number[]): LatencyUs {
   return { p50: percentile(sorted, 0.5), p99: percentile(sorted, 0.99), n: sorted.length };
 }
 
+/** The process id behind each stdio client this bench spawned. */
+const pids = new WeakMap<Client, number>();
+
 async function connect(command: string, args: string[]): Promise<Client> {
   const client = new Client({ name: 'bench', version: '1.0.0' });
-  await client.connect(new StdioClientTransport({ command, args, stderr: 'ignore' }));
+  const transport = new StdioClientTransport({ command, args, stderr: 'ignore' });
+  await client.connect(transport);
+  if (transport.pid !== null) pids.set(client, transport.pid);
   return client;
+}
+
+/** CPU time (user + system) of a process so far, µs, from /proc (Linux; 10 ms ticks); null elsewhere. */
+function cpuOf(pid: number | undefined): number | null {
+  if (pid === undefined) return null;
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1_000_000) / 100;
+  } catch {
+    return null;
+  }
+}
+
+/** A process's CPU µs per request over `n` sequential requests (null where /proc is missing). */
+async function cpuPerCall(pid: number | undefined, run: () => Promise<unknown>, n: number): Promise<number | null> {
+  const before = cpuOf(pid);
+  for (let i = 0; i < n; i++) await run();
+  const after = cpuOf(pid);
+  return before === null || after === null ? null : (after - before) / n;
 }
 
 export async function benchGateway(
@@ -94,7 +152,8 @@ export async function benchGateway(
     }),
   );
   const clients: { close(): Promise<void> }[] = [];
-  let httpGateway: ChildProcess | undefined;
+  const children: ChildProcess[] = [];
+  const closers: (() => Promise<void>)[] = [];
   try {
     const fsDirect = await connect(fsUpstream.command, fsUpstream.args);
     const docsDirect = await connect(docsUpstream.command, docsUpstream.args);
@@ -127,17 +186,8 @@ export async function benchGateway(
       throw new Error(`bench gateway: the gateway answered ${JSON.stringify(b)}, directly ${JSON.stringify(a)}`);
     const out: Record<string, GatewaySide> = {};
     for (const [shape, sides] of Object.entries(shapes)) {
-      const samples: number[][] = [[], [], []];
-      for (const run of sides) for (let i = 0; i < 50; i++) await run(); // warm-up
       // tools/list of server-filesystem takes milliseconds directly (its schemas converted per request): fewer of it.
-      const count = shape === 'toolsList' ? Math.ceil(perRound / 5) : perRound;
-      for (let r = 0; r < rounds; r++)
-        for (let s = 0; s < sides.length; s++)
-          for (let i = 0; i < count; i++) {
-            const t0 = process.hrtime.bigint();
-            await sides[s]!();
-            samples[s]!.push(Number(process.hrtime.bigint() - t0) / 1000);
-          }
+      const samples = await alternate(sides, rounds, shape === 'toolsList' ? Math.ceil(perRound / 5) : perRound);
       out[shape] = {
         direct: summary(samples[0]!),
         gateway: summary(samples[1]!),
@@ -148,49 +198,93 @@ export async function benchGateway(
         `gateway ${shape}: direct p50 ${o.direct.p50.toFixed(0)} µs p99 ${o.direct.p99.toFixed(0)} µs; gateway --audit p50 ${o.gateway.p50.toFixed(0)} µs p99 ${o.gateway.p99.toFixed(0)} µs; without audit p50 ${o.gatewayNoAudit.p50.toFixed(0)} µs`,
       );
     }
-    // The 2026-07-28 path: one HTTP gateway, a 2025-11-25 session and a 2026-07-28 client, alternating.
-    httpGateway = spawn(node, [cliMain, 'gateway', '--policy', policyFile, '--http', '0', '--no-auth'], {
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
-    const url = await new Promise<URL>((resolveUrl, reject) => {
-      let said = '';
-      httpGateway!.stderr!.on('data', (chunk: Buffer) => {
-        said += chunk.toString();
-        const m = /listening on (\S+)/.exec(said);
-        if (m) resolveUrl(new URL(m[1]!));
-      });
-      httpGateway!.once('exit', (code) =>
-        reject(new Error(`bench gateway: the HTTP gateway exited (${code}): ${said}`)),
-      );
-    });
-    const legacyHttp = new Client({ name: 'bench-2025', version: '1.0.0' });
-    await legacyHttp.connect(new StreamableHTTPClientTransport(url));
-    const modernHttp = new ModernClient(
-      { name: 'bench-2026', version: '1.0.0' },
-      { versionNegotiation: { mode: { pin: '2026-07-28' } } },
-    );
-    await modernHttp.connect(new ModernHttp(url));
-    clients.push(legacyHttp, modernHttp);
-    const httpSides = [
-      () => legacyHttp.callTool({ name: 'fs:read_text_file', arguments: { path: file } }),
-      () => modernHttp.callTool({ name: 'fs:read_text_file', arguments: { path: file } }),
-    ];
-    const m = (await httpSides[1]!()) as { content: { text: string }[]; isError?: boolean };
-    if (m.isError || m.content[0]?.text !== a.content[0]?.text)
-      throw new Error(`bench gateway: the 2026-07-28 client got ${JSON.stringify(m)}`);
-    const httpSamples: number[][] = [[], []];
-    for (const run of httpSides) for (let i = 0; i < 50; i++) await run();
-    for (let r = 0; r < rounds; r++)
-      for (let s = 0; s < httpSides.length; s++)
-        for (let i = 0; i < perRound; i++) {
-          const t0 = process.hrtime.bigint();
-          await httpSides[s]!();
-          httpSamples[s]!.push(Number(process.hrtime.bigint() - t0) / 1000);
-        }
-    const http = { legacy: summary(httpSamples[0]!), modern: summary(httpSamples[1]!) };
+    // cpu: what the gateway process itself spends per tools/call (and the upstream, called directly, for scale).
+    const cpu = {
+      gateway: await cpuPerCall(pids.get(gateway), shapes.toolsCall[1], 2_000),
+      gatewayNoAudit: await cpuPerCall(pids.get(bare), shapes.toolsCall[2], 2_000),
+      upstream: await cpuPerCall(pids.get(fsDirect), shapes.toolsCall[0], 2_000),
+    };
     log(
-      `gateway tools/call over HTTP: 2025-11-25 session p50 ${http.legacy.p50.toFixed(0)} µs p99 ${http.legacy.p99.toFixed(0)} µs; 2026-07-28 p50 ${http.modern.p50.toFixed(0)} µs p99 ${http.modern.p99.toFixed(0)} µs`,
+      `gateway CPU per tools/call: --audit ${cpu.gateway?.toFixed(0)} µs, without audit ${cpu.gatewayNoAudit?.toFixed(0)} µs (the upstream itself, called directly: ${cpu.upstream?.toFixed(0)} µs)`,
     );
+    // Over Streamable HTTP, per era: the upstream directly, the gateway, the gateway verifying a JWT.
+    const legacyUp = await spawnListening(
+      node,
+      ['--import', 'tsx', resolve(ROOT, 'test/mcp/fixtures/legacy-server.ts'), '--http'],
+      children,
+    );
+    const modernUp = await spawnListening(
+      node,
+      ['--import', 'tsx', resolve(ROOT, 'test/mcp/fixtures/modern-server.ts'), '--http'],
+      children,
+    );
+    const httpPolicy = join(dir, 'http-policy.yaml');
+    writeFileSync(
+      httpPolicy,
+      stringify({
+        version: 1,
+        gateway: { upstreams: { leg: { url: legacyUp.href }, mod: { url: modernUp.href } }, pin: 'off' },
+        rules: [{ name: 'all', result: 'allow' }],
+        // The JWT's scope (a token's caller layer is the tools its scopes name).
+        scopes: { bench: ['leg:echo', 'mod:echo'] },
+      }),
+    );
+    const idp = await jwks();
+    closers.push(idp.close);
+    const plain = await spawnListening(
+      node,
+      [cliMain, 'gateway', '--policy', httpPolicy, '--http', '0', '--no-auth'],
+      children,
+    );
+    const jwtGateway = await spawnListening(
+      node,
+      [cliMain, 'gateway', '--policy', httpPolicy, '--http', '0', '--jwks-url', idp.url, '--jwt-issuer', idp.issuer],
+      children,
+    );
+    const bearer = { headers: { authorization: `Bearer ${await idp.sign(jwtGateway.href)}` } };
+    const legacyAt = async (url: URL, requestInit?: RequestInit) => {
+      const c = new Client({ name: 'bench-2025', version: '1.0.0' });
+      await c.connect(new StreamableHTTPClientTransport(url, requestInit ? { requestInit } : undefined));
+      clients.push(c);
+      return c;
+    };
+    const modernAt = async (url: URL, requestInit?: RequestInit) => {
+      const c = new ModernClient(
+        { name: 'bench-2026', version: '1.0.0' },
+        { versionNegotiation: { mode: { pin: '2026-07-28' } } },
+      );
+      await c.connect(new ModernHttp(url, requestInit ? { requestInit } : undefined));
+      clients.push(c);
+      return c;
+    };
+    type Caller = { callTool(p: { name: string; arguments: Record<string, unknown> }): Promise<unknown> };
+    const echo = (c: Caller, name: string) => () => c.callTool({ name, arguments: { text: 'bench' } });
+    const eras = {
+      legacy: [
+        echo(await legacyAt(legacyUp), 'echo'),
+        echo(await legacyAt(plain), 'leg:echo'),
+        echo(await legacyAt(jwtGateway, bearer), 'leg:echo'),
+      ],
+      modern: [
+        echo(await modernAt(modernUp), 'echo'),
+        echo(await modernAt(plain), 'mod:echo'),
+        echo(await modernAt(jwtGateway, bearer), 'mod:echo'),
+      ],
+    };
+    const http: Record<string, HttpSide> = {};
+    for (const [era, sides] of Object.entries(eras)) {
+      for (const run of sides) {
+        const got = (await run()) as { content?: { text?: string }[]; isError?: boolean };
+        if (got.isError || got.content?.[0]?.text !== 'echo: bench')
+          throw new Error(`bench gateway: ${era} over HTTP answered ${JSON.stringify(got)}`);
+      }
+      const samples = await alternate(sides, rounds, perRound);
+      const side = { direct: summary(samples[0]!), gateway: summary(samples[1]!), gatewayJwt: summary(samples[2]!) };
+      http[era] = side;
+      log(
+        `gateway tools/call over HTTP, ${era === 'legacy' ? '2025-11-25 session' : '2026-07-28'}: direct p50 ${side.direct.p50.toFixed(0)} µs p99 ${side.direct.p99.toFixed(0)} µs; gateway p50 ${side.gateway.p50.toFixed(0)} µs p99 ${side.gateway.p99.toFixed(0)} µs; with JWT p50 ${side.gatewayJwt.p50.toFixed(0)} µs`,
+      );
+    }
     // parse: the request and the answer as JSON text through JSON.parse + JSON.stringify, both ways of the hop.
     const request = JSON.stringify({
       jsonrpc: '2.0',
@@ -216,19 +310,154 @@ export async function benchGateway(
     for (let i = 0; i < n; i++)
       sink += (await registry.decide({ name: 'fs:read_text_file', arguments: { path: file } })).effect.length;
     const decideUs = Number(process.hrtime.bigint() - t0) / 1000 / n;
+    // validate: what the SDK's zod schemas cost for this request and its answer, on one side of one hop.
+    const requestMessage = JSON.parse(request) as unknown;
+    t0 = process.hrtime.bigint();
+    for (let i = 0; i < n; i++) {
+      sink += CallToolRequestSchema.parse(requestMessage).params.name.length;
+      sink += CallToolResultSchema.parse(a).content.length;
+    }
+    const validateUs = Number(process.hrtime.bigint() - t0) / 1000 / n;
+    // audit: the gateway's record of this call through the JSONL sink as the CLI makes it (frozen, one write).
+    const { jsonlAuditSink, safeSink } = await import('../src/gateway/audit.js');
+    const auditSink = safeSink(jsonlAuditSink(join(dir, 'pieces-audit.jsonl')));
+    const decision = (await registry.decide({ name: 'fs:read_text_file', arguments: { path: file } })) as never;
+    const auditN = 5_000;
+    t0 = process.hrtime.bigint();
+    for (let i = 0; i < auditN; i++)
+      auditSink({
+        type: 'tool',
+        time: new Date().toISOString(),
+        caller: null,
+        session: null,
+        upstream: 'fs',
+        decision,
+        status: 'ok',
+        durationMs: 0.5,
+      });
+    const auditUs = Number(process.hrtime.bigint() - t0) / 1000 / auditN;
+    // pin: the hash of the called tool's definition that every approval binds, uncached and cached.
+    const { definitionPin, listedDefinitionPin, pinnedDefinition } = await import('../src/gateway/pins.js');
+    const listed = (await fsDirect.listTools()).tools.find((t) => t.name === 'read_text_file')!;
+    t0 = process.hrtime.bigint();
+    for (let i = 0; i < auditN; i++) sink += definitionPin(pinnedDefinition(listed)).length;
+    const pinUs = Number(process.hrtime.bigint() - t0) / 1000 / auditN;
+    t0 = process.hrtime.bigint();
+    for (let i = 0; i < n; i++) sink += listedDefinitionPin(listed).length;
+    const pinCachedUs = Number(process.hrtime.bigint() - t0) / 1000 / n;
+    const pipeUs = await pipeRoundTrip(node, `${request}\n`, 2_000);
     if (sink === 0) throw new Error('unreachable');
-    log(`gateway pieces: parse ${parseUs.toFixed(1)} µs, decide ${decideUs.toFixed(1)} µs`);
+    log(
+      `gateway pieces: parse ${parseUs.toFixed(1)} µs, validate ${validateUs.toFixed(1)} µs, decide ${decideUs.toFixed(1)} µs, audit ${auditUs.toFixed(1)} µs, pin ${pinUs.toFixed(1)} µs (cached ${pinCachedUs.toFixed(2)} µs), pipe round trip p50 ${pipeUs.toFixed(0)} µs`,
+    );
     return {
       toolsCall: out['toolsCall']!,
       resourcesRead: out['resourcesRead']!,
       toolsList: out['toolsList']!,
-      http,
+      http: { legacy: http['legacy']!, modern: http['modern']! },
       parseUs,
       decideUs,
+      validateUs,
+      auditUs,
+      pinUs,
+      pinCachedUs,
+      pipeUs,
+      cpu,
     };
   } finally {
     await Promise.allSettled(clients.map((c) => c.close()));
-    httpGateway?.kill('SIGTERM');
+    for (const child of children) child.kill('SIGTERM');
+    await Promise.allSettled(closers.map((close) => close()));
     rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** Samples of each side in alternating rounds (after 50 warm-up calls each), µs per call. */
+async function alternate(
+  sides: readonly (() => Promise<unknown>)[],
+  rounds: number,
+  count: number,
+): Promise<number[][]> {
+  const samples: number[][] = sides.map(() => []);
+  for (const run of sides) for (let i = 0; i < 50; i++) await run();
+  for (let r = 0; r < rounds; r++)
+    for (let s = 0; s < sides.length; s++)
+      for (let i = 0; i < count; i++) {
+        const t0 = process.hrtime.bigint();
+        await sides[s]!();
+        samples[s]!.push(Number(process.hrtime.bigint() - t0) / 1000);
+      }
+  return samples;
+}
+
+/** A child process that prints `listening on <url>` on stderr: its URL (the child is killed at the end). */
+async function spawnListening(node: string, args: string[], children: ChildProcess[]): Promise<URL> {
+  const child = spawn(node, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+  children.push(child);
+  return new Promise<URL>((resolveUrl, reject) => {
+    let said = '';
+    child.stderr!.on('data', (chunk: Buffer) => {
+      said += chunk.toString();
+      const m = /listening on (\S+)/.exec(said);
+      if (m) resolveUrl(new URL(m[1]!));
+    });
+    child.once('exit', (code) => reject(new Error(`bench gateway: ${args.join(' ')} exited (${code}): ${said}`)));
+  });
+}
+
+/** A JWKS on loopback and one RS256 token (an hour's exp) it verifies, as an identity provider would give. */
+async function jwks(): Promise<{
+  url: string;
+  issuer: string;
+  sign: (audience: string) => Promise<string>;
+  close: () => Promise<void>;
+}> {
+  const { exportJWK, generateKeyPair, SignJWT } = await import('jose');
+  const { publicKey, privateKey } = await generateKeyPair('RS256');
+  const jwk = { ...(await exportJWK(publicKey)), kid: 'bench', alg: 'RS256', use: 'sig' };
+  const server = createServer((req, res) => {
+    if (req.url === '/jwks')
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ keys: [jwk] }));
+    else res.writeHead(404).end();
+  });
+  await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
+  const issuer = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const sign = (audience: string) =>
+    new SignJWT({ sub: 'bench', aud: audience, scope: 'bench' })
+      .setProtectedHeader({ alg: 'RS256', kid: 'bench' })
+      .setIssuer(issuer)
+      .setIssuedAt()
+      .setExpirationTime('1h')
+      .sign(privateKey);
+  return { url: `${issuer}/jwks`, issuer, sign, close: () => new Promise<void>((done) => server.close(() => done())) };
+}
+
+/** p50 of one line's round trip through a child that echoes its stdin to its stdout (no MCP), µs. */
+async function pipeRoundTrip(node: string, line: string, n: number): Promise<number> {
+  const child = spawn(node, ['-e', 'process.stdin.on("data", (d) => process.stdout.write(d))'], {
+    stdio: ['pipe', 'pipe', 'ignore'],
+  });
+  try {
+    const samples: number[] = [];
+    let waiting: (() => void) | undefined;
+    let got = 0;
+    child.stdout!.on('data', (chunk: Buffer) => {
+      got += chunk.length;
+      if (got >= line.length) {
+        got -= line.length;
+        waiting?.();
+      }
+    });
+    for (let i = 0; i < n + 200; i++) {
+      const t0 = process.hrtime.bigint();
+      await new Promise<void>((done) => {
+        waiting = done;
+        child.stdin!.write(line);
+      });
+      if (i >= 200) samples.push(Number(process.hrtime.bigint() - t0) / 1000);
+    }
+    return summary(samples).p50;
+  } finally {
+    child.kill('SIGTERM');
   }
 }

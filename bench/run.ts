@@ -338,7 +338,28 @@ function gatewayTargets(runs: readonly GatewayResult[]): Target[] {
       measured: `+${p50.toFixed(0)} µs p50, +${(p99 / 1000).toFixed(2)} ms p99 (direct ${median(m.map((x) => x.direct.p50)).toFixed(0)} µs, gateway ${median(m.map((x) => x.gateway.p50)).toFixed(0)} µs, without audit ${median(m.map((x) => x.gatewayNoAudit.p50)).toFixed(0)} µs)`,
       met: p50 <= 100 && p99 <= 1000,
     };
-  });
+  }).concat(
+    (['legacy', 'modern'] as const).flatMap((era) =>
+      (['gateway', 'gatewayJwt'] as const).map((side) => {
+        const label = era === 'legacy' ? '2025-11-25 session' : '2026-07-28 (stateless)';
+        const p50 = median(runs.map((r) => r.http[era][side].p50 - r.http[era].direct.p50));
+        const m = runs.map((r) => r.http[era]);
+        return {
+          id: `gateway-http-${era}${side === 'gatewayJwt' ? '-jwt' : ''}`,
+          description: `the gateway over Streamable HTTP${side === 'gatewayJwt' ? ' verifying a JWT' : ''}, tools/call, ${label}, over the same upstream called directly over HTTP (sequential requests, p50)`,
+          target: '≤ +300 µs p50',
+          measured: `+${p50.toFixed(0)} µs p50 (direct ${median(m.map((x) => x.direct.p50)).toFixed(0)} µs, gateway ${median(m.map((x) => x[side].p50)).toFixed(0)} µs)`,
+          met: p50 <= 300,
+        };
+      }),
+    ),
+  );
+}
+
+/** The gateway's pieces measured in process (medians of the runs), one line. */
+function gatewayPieces(runs: readonly GatewayResult[]): string {
+  const m = (f: (r: GatewayResult) => number, digits = 1) => median(runs.map(f)).toFixed(digits);
+  return `parse ${m((r) => r.parseUs)} µs, SDK validation ${m((r) => r.validateUs)} µs per side, decide ${m((r) => r.decideUs)} µs, audit record ${m((r) => r.auditUs)} µs, definition pin ${m((r) => r.pinUs)} µs uncached / ${m((r) => r.pinCachedUs, 2)} µs cached, stdio pipe round trip ${m((r) => r.pipeUs, 0)} µs; CPU per tools/call: gateway --audit ${m((r) => r.cpu.gateway ?? NaN, 0)} µs, without audit ${m((r) => r.cpu.gatewayNoAudit ?? NaN, 0)} µs, the upstream itself ${m((r) => r.cpu.upstream ?? NaN, 0)} µs`;
 }
 
 async function main(): Promise<void> {
@@ -373,7 +394,7 @@ async function main(): Promise<void> {
     for (const t of gatewayTargets(runs))
       log(`${t.met ? 'met ' : 'MISS'}  ${t.description}: ${t.measured} (target ${t.target})`);
     log(
-      `parse ${median(runs.map((r) => r.parseUs)).toFixed(1)} µs, decide ${median(runs.map((r) => r.decideUs)).toFixed(1)} µs; load average ${loadavg()
+      `${gatewayPieces(runs)}; load average ${loadavg()
         .map((l) => l.toFixed(2))
         .join(' ')} (${cpus().length} cores, shared)`,
     );

@@ -1,10 +1,13 @@
 /**
  * What the shared stores cost, against the real servers (PostgreSQL 127.0.0.1:5432 db test, Redis
- * 127.0.0.1:6379), each figure beside its floor measured in the same run: one Redis `PING` round trip and one
- * PostgreSQL `SELECT 1` through the same drivers. Part `stores` of `npm run bench`; alone: `npx tsx
+ * 127.0.0.1:6379), each figure beside its floors measured in the same run through the same drivers: one Redis
+ * `PING` round trip, one `EVALSHA` of a script that only answers (with a charge's keys, arguments and answer
+ * shape: what any one-script limit costs before it does anything), one PostgreSQL `SELECT 1`, and one
+ * PostgreSQL one-row `UPDATE` committed on its own (a durable write: what any exact shared counter there pays). Part `stores` of `npm run bench`; alone: `npx tsx
  * bench/stores.ts [--quick]` prints a Markdown table for docs/stores.md.
  *
- * - per call, sequentially (true per-call percentiles): `Limiter.charge` alone (one subject reused: the
+ * - per call, sequentially (true per-call percentiles): the Redis counter store's `consume` of two charges
+ *   alone, with the server's own time per script call (INFO commandstats, around that run); `Limiter.charge` alone (one subject reused: the
  *   limiter and its store only), and `registry.invoke` in the README's shape — a new context per request with
  *   the agent's tools, the tenant's plan and the caller's scopes as plain arrays, and two limits (refunds per
  *   caller per hour, calls per tenant per day), charged together in one script — with no limiter, in-memory,
@@ -52,7 +55,16 @@ export interface Throughput {
 
 export interface StoresResult {
   readonly node: string;
-  readonly floors: { readonly redisPing: PerCall; readonly pgSelect: PerCall };
+  readonly floors: {
+    readonly redisPing: PerCall;
+    /** EVALSHA of a script that only answers, with a two-charge call's keys, arguments and answer. */
+    readonly redisScript: PerCall;
+    readonly pgSelect: PerCall;
+    /** A one-row UPDATE in its own transaction (a durable commit). */
+    readonly pgWrite: PerCall;
+  };
+  /** The Redis counter store alone (two charges), and the server's µs per counter script (INFO commandstats). */
+  readonly consume: { readonly redis: PerCall; readonly redisServerUs: number | null };
   readonly charge: { readonly redis: PerCall; readonly postgres: PerCall };
   readonly invoke: {
     readonly none: PerCall;
@@ -129,6 +141,35 @@ async function perCall(n: number, op: (i: number) => Promise<unknown>): Promise<
   return { p50: samples[Math.floor(n * 0.5)]!, p99: samples[Math.floor(n * 0.99)]!, n };
 }
 
+/**
+ * Per-call percentiles of several operations measured in alternating rounds (10 rounds of n/10 calls each,
+ * after 500 calls of warm-up each).
+ */
+async function rounds<K extends string>(
+  n: number,
+  ops: Record<K, () => Promise<unknown>>,
+): Promise<Record<K, PerCall>> {
+  const names = Object.keys(ops) as K[];
+  const samples = new Map<K, number[]>(names.map((k) => [k, []]));
+  for (const k of names) for (let i = 0; i < Math.min(500, n); i++) await ops[k]();
+  const per = Math.ceil(n / 10);
+  for (let round = 0; round < 10; round++)
+    for (const k of names) {
+      const list = samples.get(k)!;
+      for (let i = 0; i < per; i++) {
+        const t = process.hrtime.bigint();
+        await ops[k]();
+        list.push(Number(process.hrtime.bigint() - t) / 1000);
+      }
+    }
+  const out = {} as Record<K, PerCall>;
+  for (const k of names) {
+    const list = samples.get(k)!.sort((a, b) => a - b);
+    out[k] = { p50: list[Math.floor(list.length * 0.5)]!, p99: list[Math.floor(list.length * 0.99)]!, n: list.length };
+  }
+  return out;
+}
+
 type WorkerKind = 'memory' | 'redis' | 'postgres';
 
 /** The workers' limiter prefix: their counters are apart from the per-call rows'. */
@@ -157,6 +198,12 @@ async function worker(kind: WorkerKind, prefix: string, ms: number, inFlight: nu
   console.log(JSON.stringify({ n, failed }));
   await redis?.close();
   await pgStores?.close();
+}
+
+/** The server's count of EVALSHA calls and their µs so far (INFO commandstats). */
+async function evalshaStats(client: Redis): Promise<{ calls: number; usec: number }> {
+  const m = /cmdstat_evalsha:calls=(\d+),usec=(\d+)/.exec(await client.info('commandstats'));
+  return { calls: Number(m?.[1] ?? 0), usec: Number(m?.[2] ?? 0) };
 }
 
 const here = fileURLToPath(import.meta.url);
@@ -205,38 +252,69 @@ export async function benchStores(options: StoresOptions = {}): Promise<StoresRe
   const id = randomBytes(4).toString('hex');
   const prefix = `bench_${id}`;
 
-  // Floors: the drivers' own round trips, with the options the stores use.
+  // Every row of a chain (Redis: the floors, the store, the Limiter, invoke; PostgreSQL likewise) is measured
+  // in alternating rounds, so a load that changes during the run moves them alike and their differences (the
+  // breakdown) hold. The floors use the drivers with the options the stores use.
   const ping = new Redis(REDIS, { enableOfflineQueue: false, maxRetriesPerRequest: 1 });
   await new Promise<void>((ok) => ping.once('ready', () => ok()));
   const pool = new pg.Pool({ connectionString: PG });
-  const redisPing = await perCall(N, () => ping.ping());
-  const pgSelect = await perCall(N, () => pool.query('SELECT 1'));
-  ping.disconnect();
-  await pool.end();
-  log(`stores: floors Redis PING ${redisPing.p50.toFixed(1)} µs, PostgreSQL SELECT 1 ${pgSelect.p50.toFixed(1)} µs`);
+  // A charge of two limits sends two keys and eight numbers and gets one string back.
+  const answer = (await ping.script('LOAD', "return '1 -1 0 2 1 1'")) as string;
+  const scriptKeys = [`${prefix}:c:floor-a`, `${prefix}:c:floor-b`];
+  const table = `${prefix}_floor`;
+  await pool.query(`CREATE TABLE ${table} (k int PRIMARY KEY, v bigint NOT NULL)`);
+  await pool.query(`INSERT INTO ${table} VALUES (1, 0)`);
 
   const redis = new RedisStores({ url: REDIS, prefix });
   const pgStores = new PostgresStores({ connectionString: PG, schema: prefix });
   await pgStores.migrate();
   const subject = { tenant: 'acme', caller: 'u-7', agent: 'concierge', runId: null, tool: 'refund', tags: [] };
+  const twoCharges = LIMITS.map((l, i) => ({
+    key: `${prefix}s:${l.name}`,
+    cost: 1,
+    limit: 1e12,
+    windowMs: i === 0 ? 3_600_000 : 86_400_000,
+  }));
   const redisLimiter = new Limiter({ counters: redis.counters, prefix: `${prefix}c`, limits: LIMITS });
   const pgLimiter = new Limiter({ counters: pgStores.counters, prefix: `${prefix}c`, limits: LIMITS });
-  const charge = {
-    redis: await perCall(N, () => redisLimiter.charge(subject)),
-    postgres: await perCall(Math.min(N, 1500), () => pgLimiter.charge(subject)),
-  };
   const registries = {
     none: readmeRegistry(null, prefix),
     memory: readmeRegistry(new MemoryCounterStore(), prefix),
     redis: readmeRegistry(redis.counters, prefix),
     postgres: readmeRegistry(pgStores.counters, prefix),
   };
-  const invoke = {
-    none: await perCall(N, () => readmeCall(registries.none)),
-    memory: await perCall(N, () => readmeCall(registries.memory)),
-    redis: await perCall(N, () => readmeCall(registries.redis)),
-    postgres: await perCall(Math.min(N, 1500), () => readmeCall(registries.postgres)),
-  };
+  // The server's own time per counter script (INFO commandstats around calls of the store alone); another
+  // client's scripts meanwhile would be in it too.
+  for (let i = 0; i < 500; i++) await redis.counters.consume(twoCharges);
+  const before = await evalshaStats(ping);
+  for (let i = 0; i < N; i++) await redis.counters.consume(twoCharges);
+  const after = await evalshaStats(ping);
+  const redisServerUs = after.calls - before.calls === N ? (after.usec - before.usec) / N : null;
+  const r = await rounds(N, {
+    redisPing: () => ping.ping(),
+    redisScript: () => ping.evalsha(answer, 2, ...scriptKeys, 1, 2, 1, 1e12, 3_600_000, 1, 1e12, 86_400_000),
+    consume: () => redis.counters.consume(twoCharges),
+    charge: () => redisLimiter.charge(subject),
+    none: () => readmeCall(registries.none),
+    memory: () => readmeCall(registries.memory),
+    invoke: () => readmeCall(registries.redis),
+  });
+  ping.disconnect();
+  const p = await rounds(Math.min(N, 1500), {
+    pgSelect: () => pool.query('SELECT 1'),
+    pgWrite: () => pool.query(`UPDATE ${table} SET v = v + 1 WHERE k = 1`),
+    charge: () => pgLimiter.charge(subject),
+    invoke: () => readmeCall(registries.postgres),
+  });
+  await pool.query(`DROP TABLE ${table}`);
+  await pool.end();
+  const floors = { redisPing: r.redisPing, redisScript: r.redisScript, pgSelect: p.pgSelect, pgWrite: p.pgWrite };
+  const charge = { redis: r.charge, postgres: p.charge };
+  const invoke = { none: r.none, memory: r.memory, redis: r.invoke, postgres: p.invoke };
+  log(
+    `stores: floors Redis PING ${floors.redisPing.p50.toFixed(1)} µs, EVALSHA ${floors.redisScript.p50.toFixed(1)} µs, ` +
+      `PostgreSQL SELECT 1 ${floors.pgSelect.p50.toFixed(1)} µs, UPDATE ${floors.pgWrite.p50.toFixed(1)} µs`,
+  );
   log(`stores: invoke with a Redis-backed limit ${invoke.redis.p50.toFixed(1)} µs p50`);
 
   const sqlite = new SqliteStores();
@@ -277,7 +355,8 @@ export async function benchStores(options: StoresOptions = {}): Promise<StoresRe
   await pgStores.close();
   return {
     node: process.version,
-    floors: { redisPing, pgSelect },
+    floors,
+    consume: { redis: r.consume, redisServerUs },
     charge,
     invoke,
     ledger: ledger as StoresResult['ledger'],
@@ -294,21 +373,39 @@ export function storesTables(r: StoresResult): string {
   const rate = (name: string, t: Throughput): string =>
     `| ${name} | ${Math.round(t.perSecond).toLocaleString('en')} | ${t.exact === null ? 'own counters' : t.exact ? 'exact' : 'NOT EXACT'} |`;
   return [
-    `Node ${r.node}; sequential calls per row after 500 of warm-up.`,
+    `Node ${r.node}; sequential calls, the rows of one chain (Redis, PostgreSQL) in 10 alternating rounds, after 500 of warm-up each.`,
     '',
     '| per call | p50 | p99 | × floor (p50) |',
     '| --- | --- | --- | --- |',
     row('floor: Redis `PING` round trip (ioredis)', r.floors.redisPing),
+    row(
+      "floor: Redis `EVALSHA` of a script that only answers, a charge's keys and arguments",
+      r.floors.redisScript,
+      r.floors.redisPing,
+    ),
     row('floor: PostgreSQL `SELECT 1` round trip (pg)', r.floors.pgSelect),
+    row(
+      'floor: PostgreSQL one-row `UPDATE`, its own transaction (a durable commit)',
+      r.floors.pgWrite,
+      r.floors.pgSelect,
+    ),
+    row('Redis counter store `consume`, two charges (one script)', r.consume.redis, r.floors.redisPing),
     row('`Limiter.charge`, two limits, Redis (one script)', r.charge.redis, r.floors.redisPing),
-    row('`Limiter.charge`, two limits, PostgreSQL (one statement)', r.charge.postgres, r.floors.pgSelect),
+    row('`Limiter.charge`, two limits, PostgreSQL (one statement)', r.charge.postgres, r.floors.pgWrite),
     row('invoke, README shape, no limiter', r.invoke.none),
     row('invoke, README shape, in-memory limits', r.invoke.memory),
     row('invoke, README shape, Redis-backed limits', r.invoke.redis, r.floors.redisPing),
-    row('invoke, README shape, PostgreSQL-backed limits', r.invoke.postgres, r.floors.pgSelect),
+    row('invoke, README shape, PostgreSQL-backed limits', r.invoke.postgres, r.floors.pgWrite),
     row('ledger reserve → record, in-memory', r.ledger.memory),
     row('ledger reserve → record, SQLite (in memory)', r.ledger.sqlite),
-    row('ledger reserve → record, PostgreSQL', r.ledger.postgres, r.floors.pgSelect),
+    row('ledger reserve → record, PostgreSQL', r.ledger.postgres, r.floors.pgWrite),
+    '',
+    `Where a Redis-limited call's time goes (p50 differences of the rows above): the round trip (PING) ${us(r.floors.redisPing.p50)}; ` +
+      `a script call with a charge's keys and arguments +${us(r.floors.redisScript.p50 - r.floors.redisPing.p50)}; ` +
+      `the counter script's work and the store's client side +${us(r.consume.redis.p50 - r.floors.redisScript.p50)}` +
+      `${r.consume.redisServerUs === null ? '' : ` (of which the server's own time per counter script, INFO commandstats: ${us(r.consume.redisServerUs)})`}; ` +
+      `the Limiter +${us(r.charge.redis.p50 - r.consume.redis.p50)}; ` +
+      `the gate's invoke around it ${us(r.invoke.redis.p50 - r.charge.redis.p50)} (no limiter: ${us(r.invoke.none.p50)}).`,
     '',
     `| ${r.throughput.redis.processes} worker processes × ${r.throughput.redis.inFlight} requests in flight, ${r.throughput.redis.seconds} s | decisions / s | total |`,
     '| --- | --- | --- |',

@@ -20,14 +20,9 @@ import {
   type ToolSchema,
 } from './formats/index.js';
 import { bindEnvironment } from './gate/environment.js';
-import {
-  allowlistFor,
-  decideCalls,
-  dispatchCalls,
-  dispatchOwnCall,
-  ownResult,
-  type DispatchResult,
-} from './gate/index.js';
+// The registry owns its environment and hands it to the path itself; every other caller goes through the façade.
+import { decideCalls, dispatchCalls, dispatchOwnCall, ownResult } from './gate/dispatch.js';
+import { allowlistFor, type DispatchResult } from './gate/index.js';
 import { limiterMeter } from './limits/charge.js';
 import type { Limiter } from './limits/limiter.js';
 import { canonical, describe } from './names.js';

@@ -273,6 +273,9 @@ export async function runGateway(
       if (!store.nonces || !store.ledger)
         throw new Error('--state-store must be sqlite:<file> or postgres://… (a store shared by every replica)');
       requestState = { secret: secretGiven!, nonces: store.nonces, ledger: store.ledger };
+      // /readyz: a replica that cannot reach the shared ledger cannot claim a 2026-07-28 retry.
+      const ledger = store.ledger;
+      probes.push({ name: 'state', check: () => ledger.inspect('toolgate-readyz') });
     }
     const set = await loadPolicyForProxy(options.policy);
     let inbox: GatewayInbox | undefined;

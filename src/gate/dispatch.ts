@@ -326,8 +326,7 @@ class Batch {
   /** The route's context and the registry as they stand now. */
   async #now(): Promise<RouteState> {
     const refresh = this.#route.refresh;
-    if (!refresh) return { context: this.#context, env: this.#env.current() };
-    return refresh.call(this.#route);
+    return { context: refresh ? await refresh.call(this.#route) : this.#context, env: this.#env.current() };
   }
 
   /**

@@ -55,6 +55,8 @@ export interface ToolAuditRecord extends RecordBase {
    * error="insufficient_scope", scope="…"` (the scopes that would cover the tool).
    */
   readonly stepUp?: { readonly status: 403; readonly scope: string };
+  /** The upstream answered the call with a task (the tasks extension): the client got a handle bound to it. */
+  readonly task?: { readonly status: string };
 }
 
 /** A resource read/subscribe or a prompt get. */
@@ -164,8 +166,22 @@ export interface AdminAuditRecord {
   readonly detail: string;
 }
 
+/**
+ * A request of the tasks extension (tasks/get, tasks/update, tasks/cancel; tasks.ts): `refused` never
+ * reached the upstream (a handle malformed, edited or of another principal, caller or tenant).
+ */
+export interface TaskAuditRecord extends RecordBase {
+  readonly type: 'task';
+  readonly method: 'tasks/get' | 'tasks/update' | 'tasks/cancel';
+  /** The task's upstream, or null when the handle was refused before naming one. */
+  readonly upstream: string | null;
+  readonly status: 'ok' | 'error' | 'refused';
+  readonly reason?: string;
+}
+
 /** One audit record of the gateway. */
 export type GatewayAuditRecord =
+  | TaskAuditRecord
   | ToolAuditRecord
   | ItemAuditRecord
   | ModeAuditRecord

@@ -31,32 +31,50 @@ export class BearerRefusal extends Error {
  * (else `client_id`, `azp`). A token with none of the three is refused: it names no one, and sessions are
  * bound to who opened them. `extra.subject` is the issuer, claim and value (`["iss","sub","alice"]` as
  * JSON), so `sub: "alice"` and `client_id: "alice"` (or two issuers' "alice") are different subjects.
- * Scopes are tool names (the "Tool allowlists" spec's caller layer).
+ * Scopes are tool names (the "Tool allowlists" spec's caller layer). A verified token is not verified again
+ * until its `exp` (up to 10,000 tokens kept; the answer is frozen and shared by its requests).
  */
 export function jwtAuthenticator(options: JwtAuthOptions): BearerAuthenticator {
   const verify = jwtVerifier(options, 'jwtAuthenticator');
   const allowNoExp = options.allowNoExp ?? false;
   if (typeof allowNoExp !== 'boolean')
     throw new TypeError(`jwtAuthenticator option "allowNoExp" must be a boolean, got ${typeof allowNoExp}`);
+  // Verified tokens by their exact text, each kept until its `exp` (issue 25: a signature check per request
+  // costs more than the gateway's own work). A token without `exp` is verified every time; the oldest entry
+  // goes first when the cache is full.
+  const verified = new Map<string, AuthInfo>();
   return async (token) => {
+    const known = verified.get(token);
+    if (known !== undefined) {
+      if (Date.now() < known.expiresAt! * 1000) return known;
+      verified.delete(token);
+    }
     const payload = await verify(token);
     if (payload.exp === undefined && !allowNoExp)
       throw new BearerRefusal(
         'the bearer token has no expiry ("exp" claim): a token without one would be valid forever, so it is refused (the gateway owner can allow it: --jwt-allow-no-exp)',
       );
     const subject = subjectOf(payload);
-    return {
+    const auth: AuthInfo = Object.freeze({
       token,
       clientId: subject.value,
-      scopes: scopesOf(payload),
+      scopes: Object.freeze(scopesOf(payload)) as string[],
       ...(payload.exp !== undefined ? { expiresAt: payload.exp } : {}),
-      extra: {
-        claims: payload,
+      extra: Object.freeze({
+        claims: Object.freeze(payload),
         subject: JSON.stringify([typeof payload.iss === 'string' ? payload.iss : null, subject.claim, subject.value]),
-      },
-    };
+      }),
+    });
+    if (payload.exp !== undefined) {
+      if (verified.size >= VERIFIED_TOKENS) verified.delete(verified.keys().next().value!);
+      verified.set(token, auth);
+    }
+    return auth;
   };
 }
+
+/** How many verified tokens one authenticator keeps. */
+const VERIFIED_TOKENS = 10_000;
 
 function subjectOf(payload: JWTPayload): { claim: string; value: string } {
   for (const claim of ['sub', 'client_id', 'azp']) {

@@ -8,14 +8,15 @@ import { randomUUID } from 'node:crypto';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { readCall } from '../formats/index.js';
-import { dispatchCalls, environmentOf, ruleAndReason } from '../gate/index.js';
+import { dispatchCalls, ruleAndReason } from '../gate/index.js';
 import type { GateContext } from '../contracts/gate.js';
 import type { ToolRegistry, ToolResult } from '../registry.js';
 import type { ApprovalNote } from './approvals.js';
 import { gatewayRoute, type AskingRequest, type GatewayPeople } from './approvers.js';
 import { shadowOf, type GatewayAuditRecord, type ToolAuditRecord } from './audit.js';
+import { upstreamTaskOf } from '../mcp/index.js';
 import { roundOf } from './mrtr.js';
-import { definitionPin, PIN_RULE, pinnedDefinition } from './pins.js';
+import { listedDefinitionPin, PIN_RULE } from './pins.js';
 import type { Relay, RelayedRequest } from './relay.js';
 import type { PolicyInForce } from './policy.js';
 import { askStepUp, stepUpFor } from './stepup.js';
@@ -59,14 +60,13 @@ export async function runToolCall(deps: ToolCallDeps, call: ToolCallRequest): Pr
   let approval: ApprovalNote | undefined;
   // The definition the call is made against, bound into any approval it is asked for (issue 22).
   const definition = call.upstream?.connection?.definition(registry.get(call.name)?.name ?? call.name);
-  const pin = definition ? definitionPin(pinnedDefinition(definition)) : null;
+  const pin = definition ? listedDefinitionPin(definition) : null;
   const route = gatewayRoute(people, registry, call.asker, (n) => (approval = n), 'tool', pin);
   const result = await callScope.run(scope, async () => {
-    const env = environmentOf(registry);
     // A call that waited for a person is decided again under the context and policy in force then (a
     // reload may have narrowed the agent's tools or changed the rules).
-    const refresh = () => ({ context: { ...call.refreshContext(), signal: call.request.signal }, env: env.current() });
-    const [dispatched] = await dispatchCalls([readCall(given)], context, env, { ...route, refresh });
+    const refresh = (): GateContext => ({ ...call.refreshContext(), signal: call.request.signal });
+    const [dispatched] = await dispatchCalls([readCall(given)], context, registry, { ...route, refresh });
     return dispatched as ToolResult;
   });
   const decision = result.decision;
@@ -84,6 +84,8 @@ export async function runToolCall(deps: ToolCallDeps, call: ToolCallRequest): Pr
   if (stepUp && !askStepUp(stepUp)) throw new Error('toolgate gateway: a 2026-07-28 call outside its HTTP exchange');
   // Sent upstream, never answered (a timeout): recorded and told as an unknown outcome, not as a failure.
   const unanswered = result.status === 'error' && scope.result === undefined ? scope.unanswered : undefined;
+  // The upstream made the call a task (the tasks extension): the client gets a handle bound to it (tasks.ts).
+  const task = result.status === 'ok' ? upstreamTaskOf(scope.result) : undefined;
   const record: ToolAuditRecord = {
     type: 'tool',
     time: new Date().toISOString(),
@@ -95,6 +97,7 @@ export async function runToolCall(deps: ToolCallDeps, call: ToolCallRequest): Pr
     durationMs: Math.round((performance.now() - startedAt) * 1000) / 1000,
     ...(approval ? { approval } : {}),
     ...(stepUp ? { stepUp: { status: 403, scope: stepUp.scope } } : {}),
+    ...(task ? { task: { status: task.status } } : {}),
   };
   audit({ ...record, ...(shadow ? { shadow } : {}), ...(drift ? { drift: drift.diff } : {}) });
   await relay.delivered(server);

@@ -139,7 +139,14 @@ export interface Gateway {
    * The web-standard handler of 2026-07-28 requests (stateless: a fresh server per request, with the same
    * handlers as {@link Gateway.createServer}'s). `serveGatewayHttp` routes them to it on the one listener.
    */
-  modernHandler(options?: { readonly context?: GatewayRequestContext }): McpHttpHandler;
+  modernHandler(options?: {
+    readonly context?: GatewayRequestContext;
+    /**
+     * The URL of the Protected Resource Metadata (RFC 9728), named in a step-up's `WWW-Authenticate`
+     * (`resource_metadata`) so a client finds the authorization server to ask for more scopes. @default none
+     */
+    readonly resourceMetadata?: () => string | undefined;
+  }): McpHttpHandler;
   /** Subscribes to upstream state changes; returns the unsubscribe function. */
   onUpstreamState(listener: (upstream: Upstream) => void): () => void;
   /** Closes every downstream server and every upstream (stdio upstreams are stopped). */
@@ -280,6 +287,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
         core,
         () => own ?? inForce.current.context,
         (error) => audit({ type: 'protocol', time: new Date().toISOString(), reason: error.message }),
+        handlerOptions.resourceMetadata,
       );
       modern.add(handler);
       return handler;

@@ -154,7 +154,7 @@ export interface GatewayEndpoint {
   readonly context: GatewayRequestContext;
   createServer(options?: { readonly context?: GatewayRequestContext }): ReturnType<Gateway['createServer']>;
   /** The 2026-07-28 handler; without it, 2026-07-28 requests are refused (-32022 naming the versions served). */
-  modernHandler?(options?: { readonly context?: GatewayRequestContext }): McpHttpHandler;
+  modernHandler?(options?: Parameters<Gateway['modernHandler']>[0]): McpHttpHandler;
 }
 
 /**
@@ -271,6 +271,7 @@ export async function serveGatewayHttp(
           authenticate === null
             ? {}
             : {
+                resourceMetadata: () => metadataUrl || undefined,
                 context: (request) => {
                   const own = gateway.context;
                   const mine = typeof own === 'function' ? own(request) : own;

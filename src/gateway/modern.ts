@@ -8,6 +8,7 @@
  * `cacheScope: "private"` with a short `ttlMs`; `server/discover` advertises what the upstreams offer and
  * this caller may use.
  */
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import {
@@ -25,12 +26,14 @@ import {
 } from '@modelcontextprotocol/server';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { GateContext } from '../contracts/gate.js';
-import { MODERN_VERSION } from '../mcp/index.js';
+import { declaresTasks, MODERN_VERSION, TASKS_EXTENSION, upstreamTaskOf } from '../mcp/index.js';
 import { sessionSubject } from './auth.js';
 import type { GatewayInbox } from './inbox.js';
 import { challengeOf, withinExchange } from './stepup.js';
 import { attachRound, mrtrRound, type MrtrInbox, type MrtrRound } from './mrtr.js';
 import { requestHandlers, type GatewayCore, type GatewayRequestContext, type SessionRequest } from './session.js';
+import { createdTask, serveTask, TASK_METHODS, TaskRefusal, taskHandle, taskKeyOf, type TaskOwner } from './tasks.js';
+import { upstreamClosedTo } from './tenancy.js';
 
 /** This process's name in the ledger, as the claimer of a 2026-07-28 retry's call. */
 const REPLICA = `${hostname()}:${process.pid}:${randomUUID()}`;
@@ -41,6 +44,28 @@ function inboxFor(inbox: GatewayInbox): MrtrInbox | null {
   if (!submit || !get) return null;
   return { submit, get, link: (request) => link?.(request) };
 }
+
+/** Whether the request being served declared the tasks extension (read from its body before the SDK runs). */
+const declaring = new AsyncLocalStorage<boolean>();
+
+/** The request-level `params` of a parsed JSON-RPC body, when it is one request. */
+function paramsOf(body: unknown): unknown {
+  return body !== null && typeof body === 'object' && !Array.isArray(body)
+    ? (body as { params?: unknown }).params
+    : undefined;
+}
+
+/** A Standard Schema that takes the params object as it came (the handlers check what they read). */
+const PARAMS = {
+  '~standard': {
+    version: 1,
+    vendor: 'toolgate',
+    validate: (value: unknown) =>
+      value !== null && typeof value === 'object' && !Array.isArray(value)
+        ? { value: value as Record<string, unknown> }
+        : { issues: [{ message: 'params must be an object' }] },
+  },
+} as const;
 
 /** How long a 2026-07-28 client may keep a list or a read: short, and never shared with another caller. */
 export const PRIVATE_TTL_MS = 5000;
@@ -58,6 +83,7 @@ export function modernHandler(
   core: GatewayCore,
   context: () => GatewayRequestContext,
   onerror?: (error: Error) => void,
+  resourceMetadata?: () => string | undefined,
 ): McpHttpHandler {
   const handler = createMcpHandler(({ authInfo }) => modernServer(core, context, authInfo), {
     legacy: 'reject',
@@ -65,10 +91,11 @@ export function modernHandler(
   });
   // A call refused for want of a scope answers 403 and the challenge (stepup.ts), its JSON-RPC body kept.
   const fetch: McpHttpHandler['fetch'] = async (request, options) => {
-    const { answer, stepUp } = await withinExchange(() => handler.fetch(request, options));
+    const tasks = declaresTasks(paramsOf(options?.parsedBody));
+    const { answer, stepUp } = await withinExchange(() => declaring.run(tasks, () => handler.fetch(request, options)));
     if (!stepUp) return answer;
     const headers = new Headers(answer.headers);
-    headers.set('www-authenticate', challengeOf(stepUp));
+    headers.set('www-authenticate', challengeOf(stepUp, resourceMetadata?.()));
     return new Response(await answer.text(), { status: 403, headers });
   };
   return { ...handler, fetch };
@@ -83,7 +110,12 @@ export function modernServer(
   const option = contextOption();
   const caller: GateContext =
     typeof option === 'function' ? option({ authInfo: authInfo as never, sessionId: undefined }) : option;
-  const capabilities = capabilitiesFor(core, caller);
+  // The tasks extension: offered to a client that declared it, where an upstream offers it and the
+  // gateway can bind a handle to its creator (the owner's secret).
+  const secret = core.people.requestState?.secret;
+  const tasksKey =
+    secret !== undefined && declaring.getStore() === true && offersTasks(core) ? taskKeyOf(secret) : undefined;
+  const capabilities = capabilitiesFor(core, caller, tasksKey !== undefined);
   const server = new ModernServer(
     { name: core.name, version: '0.2.0' },
     {
@@ -157,10 +189,12 @@ export function modernServer(
         : `toolgate gateway: the upstream asked the client for ${what}, which this request's clientCapabilities do not declare; the call failed`;
       core.audit({ type: 'protocol', time: new Date().toISOString(), reason });
       await round.settle({ content: reason, isError: true });
-      throw new ProtocolError(
-        declared ? ProtocolErrorCode.InternalError : ProtocolErrorCode.MissingRequiredClientCapability,
-        reason,
-      );
+      // -32021 names what is missing as the schema has it: a ClientCapabilities object ({ sampling: {} }).
+      if (!declared)
+        throw new ProtocolError(ProtocolErrorCode.MissingRequiredClientCapability, reason, {
+          requiredCapabilities: { [what]: {} },
+        });
+      throw new ProtocolError(ProtocolErrorCode.InternalError, reason);
     }
     const r = result as { isError?: unknown; content?: unknown; contents?: unknown; messages?: unknown };
     await round.settle({
@@ -177,15 +211,73 @@ export function modernServer(
       sendNotification: (notification) => ctx.mcpReq.notify(notification as never),
       authInfo: ctx.http?.authInfo as never,
       sessionId: undefined,
+      tasks: tasksKey !== undefined,
     };
+  };
+  /** Who a task created or reached in this request belongs to. */
+  const ownerOf = (ctx: ServerContext, context: GateContext): TaskOwner => ({
+    subject: ctx.http?.authInfo ? sessionSubject(ctx.http.authInfo as never) : null,
+    caller: context.caller?.id ?? null,
+    tenant: context.tenant?.id ?? null,
+  });
+  const taskOrResult = (result: Record<string, unknown>, tool: string, ctx: ServerContext): Record<string, unknown> => {
+    const task = upstreamTaskOf(result);
+    if (task === undefined) return result;
+    const upstream = core.router.ownerOfTool(tool);
+    if (tasksKey === undefined || upstream === undefined)
+      throw new ProtocolError(
+        ProtocolErrorCode.InternalError,
+        'toolgate gateway: an upstream task for a request that does not take one',
+      );
+    const owner = ownerOf(ctx, handlers.contextOf(of(ctx)));
+    return createdTask(task, taskHandle(tasksKey, upstream.namespace, task.taskId, owner));
   };
   // Results are the session handlers' (the SDK v1's types, the same JSON); the SDK adds resultType and the
   // cache fields. Only what the server advertises is served: another method is not found (-32601).
   if (capabilities.tools) {
     server.setRequestHandler('tools/list', async (_r, ctx) => (await handlers.listTools(of(ctx))) as never);
     server.setRequestHandler('tools/call', async (r, ctx) => {
-      return (await rounded(ctx, () => handlers.callTool(r.params as never, of(ctx)))) as never;
+      const called = async () => {
+        const result = (await handlers.callTool(r.params as never, of(ctx))) as unknown as Record<string, unknown>;
+        return tasksKey === undefined ? result : taskOrResult(result, r.params.name, ctx);
+      };
+      return (await rounded(ctx, called)) as never;
     });
+  }
+  if (tasksKey !== undefined) {
+    for (const method of TASK_METHODS)
+      server.setRequestHandler(
+        method,
+        { params: PARAMS } as never,
+        (async (params: Record<string, unknown>, ctx: ServerContext) => {
+          const context = handlers.contextOf(of(ctx));
+          const deps = {
+            key: tasksKey,
+            router: core.router,
+            audit: core.audit,
+            closedTo: (upstream: { readonly namespace: string }) =>
+              upstreamClosedTo(core.inForce.current.set, upstream.namespace, context.tenant?.id),
+          };
+          try {
+            // The SDK lifts a request's inputResponses out of its params (the MRTR field): tasks/update's are there.
+            const given = method === 'tasks/update' ? { ...params, inputResponses: ctx.mcpReq.inputResponses } : params;
+            const envelope = ctx.mcpReq.envelope as Record<string, unknown> | undefined;
+            const declared = (envelope?.['io.modelcontextprotocol/clientCapabilities'] ?? {}) as Record<
+              string,
+              unknown
+            >;
+            return await serveTask(deps, method, given, ownerOf(ctx, context), declared, ctx.mcpReq.signal);
+          } catch (error) {
+            if (error instanceof TaskRefusal)
+              throw new ProtocolError(
+                error.code,
+                error.message,
+                error.needs ? { requiredCapabilities: { [error.needs]: {} } } : undefined,
+              );
+            throw error;
+          }
+        }) as never,
+      );
   }
   if (capabilities.resources) {
     server.setRequestHandler(
@@ -232,7 +324,7 @@ function privately(result: Record<string, unknown>): Record<string, unknown> {
  * completions and logging when a ready upstream offers them. Never `listChanged` or `subscribe`: the
  * gateway does not serve `subscriptions/listen` yet, so it does not promise change notices.
  */
-export function capabilitiesFor(core: GatewayCore, context: GateContext): ServerCapabilities {
+export function capabilitiesFor(core: GatewayCore, context: GateContext, tasks = false): ServerCapabilities {
   const ready = [...core.router.upstreams.values()].filter((u) => u.state === 'ready');
   const offered = (key: keyof ServerCapabilities): boolean => ready.some((u) => u.capabilities[key] !== undefined);
   const capabilities: ServerCapabilities = {};
@@ -241,7 +333,14 @@ export function capabilitiesFor(core: GatewayCore, context: GateContext): Server
   if (offered('prompts')) capabilities.prompts = {};
   if (offered('completions')) capabilities.completions = {};
   if (offered('logging')) capabilities.logging = {};
+  if (tasks && capabilities.tools) capabilities.extensions = { [TASKS_EXTENSION]: {} };
   return capabilities;
+}
+
+/** Whether a ready upstream offers the tasks extension. */
+function offersTasks(core: GatewayCore): boolean {
+  for (const upstream of core.router.upstreams.values()) if (upstream.offersTasks) return true;
+  return false;
 }
 
 /**

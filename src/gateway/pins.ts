@@ -121,6 +121,22 @@ export function definitionPin(definition: PinnedDefinition): string {
   return hashOf(definition);
 }
 
+const listedPins = new WeakMap<object, string>();
+
+/**
+ * {@link definitionPin} of a definition as the upstream listed it, hashed once per listing object: the
+ * connection keeps each listed definition as parsed and never changes it in place (a refresh lists new
+ * objects), so a call pays a WeakMap look-up instead of canonical JSON and SHA-256 of the whole definition.
+ */
+export function listedDefinitionPin(definition: Parameters<typeof pinnedDefinition>[0]): string {
+  let pin = listedPins.get(definition);
+  if (pin === undefined) {
+    pin = definitionPin(pinnedDefinition(definition));
+    listedPins.set(definition, pin);
+  }
+  return pin;
+}
+
 /** A readable unified diff between two definitions (canonical JSON, pretty-printed). */
 export function definitionDiff(name: string, pinned: PinnedDefinition, offered: PinnedDefinition): string {
   const pretty = (d: PinnedDefinition): string => `${JSON.stringify(JSON.parse(canonicalJson(d)), null, 2)}\n`;

@@ -28,6 +28,11 @@ export interface RelayedRequest {
   readonly signal: AbortSignal;
   readonly progressToken: ProgressToken | undefined;
   readonly sendNotification: (notification: ServerNotification) => Promise<void>;
+  /**
+   * The request takes an upstream's task (a 2026-07-28 request that declared the tasks extension, to a
+   * gateway that offers it): only then is an upstream told the client takes tasks (tasks.ts). @default false
+   */
+  readonly tasks?: boolean;
 }
 
 /** The gateway's relay: downstream servers, notifications in transit, subscriptions. */
@@ -65,6 +70,7 @@ export class Relay {
       server,
       progressToken: request.progressToken,
       sendNotification: (n) => this.track(server, request.sendNotification(n as ServerNotification)),
+      tasks: request.tasks === true,
     };
   }
 

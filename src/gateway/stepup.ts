@@ -4,6 +4,7 @@
  * that would cover it is answered HTTP 403 with `WWW-Authenticate: Bearer error="insufficient_scope",
  * scope="…"`, so a client can ask its user for a token with more. The scope named is the narrowest one
  * that covers the tool (fewest tools, then by name): one challenge with everything the call needs. The
+ * challenge also names the Protected Resource Metadata (`resource_metadata`) where the gateway serves it. The
  * call was refused by the gate as ever (nothing ran); only the HTTP answer changes, for 2026-07-28
  * requests (a 2025-era session's answers share one HTTP stream, so it keeps the refusal in the body).
  */
@@ -30,9 +31,15 @@ export function stepUpFor(map: ScopeMap, tool: string): StepUp | undefined {
   return usable ? { scope: usable[0], tool } : undefined;
 }
 
-/** The `WWW-Authenticate` value of a step-up. */
-export function challengeOf(stepUp: StepUp): string {
-  return `Bearer error="insufficient_scope", scope="${stepUp.scope}", error_description="the token's scopes do not cover the tool"`;
+/**
+ * The `WWW-Authenticate` value of a step-up; `resourceMetadata` (the Protected Resource Metadata URL) is
+ * named as the 2026-07-28 authorization page's example does, so the client can find where to ask.
+ */
+export function challengeOf(stepUp: StepUp, resourceMetadata?: string): string {
+  const metadata = resourceMetadata
+    ? `, resource_metadata="${resourceMetadata.replace(/["\\]/g, encodeURIComponent)}"`
+    : '';
+  return `Bearer error="insufficient_scope", scope="${stepUp.scope}"${metadata}, error_description="the token's scopes do not cover the tool"`;
 }
 
 /** One 2026-07-28 HTTP exchange's step-up, set by the call that was refused and read by the handler's wrapper. */

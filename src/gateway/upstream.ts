@@ -31,6 +31,8 @@ import {
   connectMcpServer,
   eraViolationMessage,
   priorOf,
+  TASKS_EXTENSION,
+  upstreamTaskOf,
   type McpConnection,
   type McpSession,
   type McpStdioServer,
@@ -77,11 +79,29 @@ export interface CallScope {
   /** The upstream's own result of the call, kept so that an error result is forwarded as the upstream gave it. */
   result?: CallToolResult;
   /**
+   * The downstream request takes a task (see RelayedRequest.tasks): a modern upstream that offers the
+   * extension is told so on this call, and may answer with a task (its `CreateTaskResult`, read by
+   * `upstreamTaskOf` from the result). @default false
+   */
+  readonly tasks?: boolean;
+  /**
    * Set when the call was sent upstream and no answer came back (it timed out, or was stopped while the
    * upstream ran it): the upstream may have completed it, so its outcome is unknown (issue 22).
    */
   unanswered?: string;
 }
+
+/** A Standard Schema that takes any JSON object (the tasks extension's answers are checked by tasks.ts). */
+const ANY_OBJECT = {
+  '~standard': {
+    version: 1,
+    vendor: 'toolgate',
+    validate: (value: unknown) =>
+      value !== null && typeof value === 'object' && !Array.isArray(value)
+        ? { value: value as Record<string, unknown> }
+        : { issues: [{ message: 'the answer is not a JSON object' }] },
+  },
+} as const;
 
 /** The downstream request being served, across the gate's promise chain down to the upstream call. */
 export const callScope = new AsyncLocalStorage<CallScope>();
@@ -91,9 +111,26 @@ type CallToolParams = CallToolRequest['params'];
 /** The upstream's client: forwards the downstream's progress token and tracks which client a call is for. */
 class GatewayClient extends Client {
   readonly #upstream: Upstream;
+  /** What the gateway declares of itself to every upstream (a call that takes a task adds the extension). */
+  readonly declared: ClientCapabilities;
   constructor(upstream: Upstream, capabilities: ClientCapabilities, probeTimeoutMs: number) {
     super({ name: 'toolgate-gateway', version: '0.2.0' }, clientOptions(capabilities, probeTimeoutMs));
     this.#upstream = upstream;
+    this.declared = capabilities;
+  }
+
+  /**
+   * The `_meta` of a request that declares the tasks extension (SEP-2663: per request, in its client
+   * capabilities), merged over `meta`; the SDK's own envelope gives way to a request's `_meta`.
+   */
+  withTasks(meta: Record<string, unknown> | undefined): Record<string, unknown> {
+    return {
+      ...meta,
+      'io.modelcontextprotocol/clientCapabilities': {
+        ...this.declared,
+        extensions: { ...this.declared.extensions, [TASKS_EXTENSION]: {} },
+      },
+    };
   }
 
   override callTool(params: CallToolParams, options?: CallToolRequestOptions): Promise<CallToolResult> {
@@ -115,7 +152,20 @@ class GatewayClient extends Client {
       signal?.addEventListener('abort', stopped, { once: true });
       try {
         const withToken = token ? { ...params, _meta: { ...params._meta, progressToken: token.id } } : params;
-        const result = await super.callTool(withToken, this.#upstream.requestOptions(scope, options));
+        // Told that the client takes tasks only for a request that does, and only a modern upstream that
+        // offers them (the extension does not exist in 2025-11-25).
+        const tasks = scope?.tasks === true && this.#upstream.offersTasks;
+        const sent = tasks ? { ...withToken, _meta: this.withTasks(withToken._meta) } : withToken;
+        const result = await super.callTool(sent, this.#upstream.requestOptions(scope, options));
+        const task = upstreamTaskOf(result);
+        if (task !== undefined) {
+          // Only a request that declared the extension can get one (the era check refuses it otherwise);
+          // handed on as a success carrying the task (the gateway answers the client's task handle).
+          if (!tasks) throw new Error(`upstream "${this.#upstream.namespace}" created a task the call did not take`);
+          const created = { content: [], _meta: result._meta } as CallToolResult;
+          if (scope) scope.result = created;
+          return created;
+        }
         if (scope) scope.result = result;
         return result;
       } catch (error) {
@@ -198,6 +248,32 @@ export class Upstream {
   get capabilities(): ServerCapabilities {
     return this.#client?.getServerCapabilities() ?? {};
   }
+  /** Whether the upstream is modern and declares the tasks extension (SEP-2663) in its capabilities. */
+  get offersTasks(): boolean {
+    if (this.#state !== 'ready' || this.#session?.era !== 'modern') return false;
+    const extension = (this.capabilities.extensions as Record<string, unknown> | undefined)?.[TASKS_EXTENSION];
+    return extension !== null && typeof extension === 'object';
+  }
+
+  /**
+   * Sends one of the tasks extension's requests (`tasks/get`, `tasks/update`, `tasks/cancel`) for the
+   * upstream's own task id, declaring the extension; the answer as the upstream gave it (`resultType`
+   * removed by the SDK), checked by the caller.
+   */
+  async taskRequest(
+    method: 'tasks/get' | 'tasks/update' | 'tasks/cancel',
+    params: Record<string, unknown>,
+    signal?: AbortSignal,
+  ): Promise<Record<string, unknown>> {
+    const client = this.#client;
+    if (!client || !this.offersTasks) throw new Error(`upstream "${this.namespace}" does not offer tasks now`);
+    return client.request(
+      { method, params: { ...params, _meta: client.withTasks(undefined) } } as never,
+      ANY_OBJECT,
+      this.requestOptions(undefined, signal ? { signal } : {}),
+    ) as Promise<Record<string, unknown>>;
+  }
+
   /** The upstream's era and protocol version, as negotiated at its last connect. */
   get session(): McpSession | null {
     return this.#state === 'ready' ? this.#session : null;

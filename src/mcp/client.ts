@@ -45,8 +45,6 @@ export interface ConnectClientOptions {
   readonly inbound?: InboundTap;
   /** Hears of every answer refused for its era (the call fails with a protocol error either way). @default none */
   readonly onViolation?: McpEraViolationListener;
-  /** Whether the client declared the tasks extension (`resultType: "task"` is then an answer it takes). @default false */
-  readonly tasks?: boolean;
   /**
    * The era found at an earlier connect of the same server configuration (see {@link priorOf}): no probe
    * then. The versioning page allows it ("re-probing if the cached assumption later fails"): drop it after
@@ -92,12 +90,9 @@ export async function connectClient(
   const timeoutMs = options.timeoutMs ?? 10_000;
   if (!Number.isFinite(timeoutMs) || timeoutMs <= 0)
     throw new TypeError(`option "timeoutMs" must be a positive number, got ${describe(timeoutMs)}`);
-  const state: { negotiated: EraState['negotiated']; tasks: boolean } = {
-    negotiated: undefined,
-    tasks: options.tasks ?? false,
-  };
+  const state: { negotiated: EraState['negotiated'] } = { negotiated: undefined };
   const requests = trackRequests();
-  const check = eraCheck(state, requests.methodOf, (violation) => options.onViolation?.(violation));
+  const check = eraCheck(state, requests, (violation) => options.onViolation?.(violation));
   const inbound = (message: JSONRPCMessage): JSONRPCMessage | null | undefined => {
     const checked = check(message);
     if (checked === null) return null;

@@ -7,7 +7,16 @@ export { connectMcpServer, annotationTags, contentText, McpToolError } from './t
 export type { McpServerOptions, McpConnection } from './tools.js';
 export { connectClient, newClient, clientOptions, assertClient, priorOf, ToolIndexStore } from './client.js';
 export type { McpSession, ConnectClientOptions } from './client.js';
-export { eraViolationMessage, MODERN_VERSION, LEGACY_VERSION, ERA_VIOLATION_CODE } from './era.js';
-export type { McpEra, EraViolation, McpEraViolationListener } from './era.js';
+export {
+  eraViolationMessage,
+  MODERN_VERSION,
+  LEGACY_VERSION,
+  ERA_VIOLATION_CODE,
+  TASKS_EXTENSION,
+  TASK_STATUSES,
+  upstreamTaskOf,
+  declaresTasks,
+} from './era.js';
+export type { McpEra, EraViolation, McpEraViolationListener, UpstreamTask } from './era.js';
 export { openTransport, tapTransport } from './transport.js';
 export type { McpEndpoint, McpStdioServer, InboundTap } from './transport.js';

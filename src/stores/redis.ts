@@ -7,7 +7,6 @@
  * A client that the stores create fails fast while the server is unreachable (no offline queue, one retry,
  * a command timeout): the operation rejects and the call that needed it is refused, instead of waiting.
  */
-import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { describe } from '../names.js';
 import { CoalescedConsume, type SendSets } from './coalesce.js';
@@ -50,58 +49,122 @@ export interface RedisStoresOptions {
   readonly ledgerRetentionMs?: number;
 }
 
-// Sliding-window log per counter: a sorted set of "id:cost" members scored by time (KEYS[2i-1]) and a running
-// total beside it (KEYS[2i]). One call decides a batch of charge sets, in order, each all or nothing (the
-// concurrent charges of one process, coalesced): expired members are subtracted and removed the first time a
-// counter is met (an empty log is a total of 0); then a set is allowed only when every charge of it fits (two on one counter must fit
-// together), or refused and nothing of it is added. What the allowed sets add is written once per counter at
-// the end: one member per counter holding their summed cost (they share the server's `now`, so they leave the
-// window together: exact), the total, and the TTLs. ARGV: id, the number of sets, then per set its number of
-// charges and cost, limit, window per charge. Returns per set: allowed (1/0), index of the refused charge (-1),
-// retryAfterMs (-1: never), the number of totals, the totals.
+// Sliding-window log per counter, one list per counter (KEYS[i], one per charge): element 0 is a header
+// "total until oldest" (the running total, when the key's TTL ends, the time of the oldest entry); then one
+// "ms:cost" entry per write, appended in the server's time order (`TIME`), so what has left the window is a
+// run at the head. One call decides a batch of charge sets, in order, each all or nothing (the concurrent
+// charges of one process, coalesced). The first time a counter is met, `LINDEX 0` reads its header (the common
+// case: one read); if the oldest entry has left the window, the expired head is subtracted and trimmed (an
+// emptied log is deleted: a total of 0 exactly). A set is allowed only when every charge of it fits (two on one
+// counter must fit together), or refused and nothing of it is added. What the allowed sets add is written once
+// per counter at the end: one entry holding their summed cost (they share the server's `now`, so they leave
+// the window together: exact) and the header; the TTL is moved only when it would end within a window of now
+// (then to a window and SLACK from now), so a key outlives its last entry by at most SLACK. If the server's
+// clock steps back, an entry older than one before it leaves the window with that one: a count is only ever
+// kept longer, never dropped early. A sorted set left at the key by an earlier version (members "id:cost"
+// scored by time) is converted in place the first time it is met. ARGV: the number of sets, then per set its
+// number of charges and cost, limit, window per charge. Returns one string of numbers, per set: allowed (1/0),
+// index of the refused charge (-1), retryAfterMs (-1: never), the number of totals, the totals.
 const CONSUME = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local sets = tonumber(ARGV[2])
-local a, k = 3, 1
-local totals, totalKey, added, order, longest = {}, {}, {}, {}, {}
+local SLACK = 60000
+local function entry(e)
+  local c = string.find(e, ':', 1, true)
+  return tonumber(string.sub(e, 1, c - 1)), tonumber(string.sub(e, c + 1))
+end
+-- til and oldest as the header holds them (strings: read back and written again unchanged).
+local function header(total, til, oldest)
+  return tostring(total) .. ' ' .. til .. ' ' .. oldest
+end
+-- An earlier version's sorted set at z, as a list (keeping its TTL): its header; any other error is raised.
+local function converted(z, r)
+  if not string.find(r.err, 'WRONGTYPE', 1, true) or redis.call('TYPE', z).ok ~= 'zset' then
+    return redis.call('LINDEX', z, 0)
+  end
+  local ttl = redis.call('PTTL', z)
+  local m = redis.call('ZRANGE', z, 0, -1, 'WITHSCORES')
+  redis.call('DEL', z)
+  if #m == 0 then return false end
+  local total, list = 0, {}
+  for e = 1, #m, 2 do
+    local cost = tonumber(string.match(m[e], ':([^:]+)$'))
+    total = total + cost
+    list[#list + 1] = string.format('%d', tonumber(m[e + 1])) .. ':' .. tostring(cost)
+  end
+  local h = header(total, string.format('%d', ttl > 0 and now + ttl or 0), string.format('%d', tonumber(m[2])))
+  redis.call('RPUSH', z, h)
+  for s = 1, #list, 1000 do redis.call('RPUSH', z, unpack(list, s, math.min(s + 999, #list))) end
+  if ttl > 0 then redis.call('PEXPIRE', z, ttl) end
+  return h
+end
+-- The counter's total now, its expired head dropped; when its TTL ends (nil: no list) and its oldest entry's
+-- time, both as the header holds them.
+local function current(z, window)
+  local h = redis.pcall('LINDEX', z, 0)
+  if type(h) == 'table' then h = converted(z, h) end
+  if not h then return 0, nil end
+  local total, til, oldest = string.match(h, '^(%S+) (%S+) (%S+)$')
+  total = tonumber(total)
+  if tonumber(oldest) > now - window then return total, til, oldest end
+  local at = 1
+  while true do
+    local chunk = redis.call('LRANGE', z, at, at + 99)
+    for _, e in ipairs(chunk) do
+      local eat, cost = entry(e)
+      if eat > now - window then
+        if total < 0 then total = 0 end
+        -- The new header takes the place of the last expired entry; everything before it goes.
+        local first = string.sub(e, 1, string.find(e, ':', 1, true) - 1)
+        redis.call('LSET', z, at - 1, header(total, til, first))
+        redis.call('LTRIM', z, at - 1, -1)
+        return total, til, first
+      end
+      total = total - cost
+      at = at + 1
+    end
+    if #chunk < 100 then
+      redis.call('DEL', z)
+      return 0, nil
+    end
+  end
+end
+local sets = tonumber(ARGV[1])
+local a, k = 2, 1
+local totals, ends, oldests, added, order, longest = {}, {}, {}, {}, {}, {}
 local out = {}
-local function costOf(m) return tonumber(string.match(m, ':([^:]+)$')) end
 for s = 1, sets do
   local n = tonumber(ARGV[a])
   a = a + 1
   local zs, costs, windows, used, pending = {}, {}, {}, {}, {}
   local refused, retry = nil, -1
   for i = 1, n do
-    local z, tk = KEYS[k], KEYS[k + 1]
+    local z = KEYS[k]
     local cost, limit, window = tonumber(ARGV[a]), tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
-    k, a = k + 2, a + 3
+    k, a = k + 1, a + 3
     zs[i], costs[i], windows[i] = z, cost, window
     if refused == nil then
       if totals[z] == nil then
-        local total = 0
-        -- Only the oldest member is read unless it has left the window (the common case reads one).
-        local oldest = redis.call('ZRANGE', z, 0, 0, 'WITHSCORES')
-        if #oldest > 0 then
-          total = tonumber(redis.call('GET', tk) or '0')
-          if tonumber(oldest[2]) <= now - window then
-            for _, m in ipairs(redis.call('ZRANGEBYSCORE', z, '-inf', now - window)) do total = total - costOf(m) end
-            redis.call('ZREMRANGEBYSCORE', z, '-inf', now - window)
-            if redis.call('ZCARD', z) == 0 or total < 0 then total = 0 end
-            redis.call('SET', tk, tostring(total), 'KEEPTTL')
-          end
-        end
-        totals[z], totalKey[z] = total, tk
+        local til
+        totals[z], til, oldests[z] = current(z, window)
+        ends[z] = til or false
       end
       local total = totals[z] + (pending[z] or 0)
       if total + cost > limit then
         refused = i
         if cost <= limit then
-          local need, freed = total + cost - limit, 0
-          local entries = redis.call('ZRANGE', z, 0, -1, 'WITHSCORES')
-          for e = 1, #entries, 2 do
-            freed = freed + costOf(entries[e])
-            if freed >= need then retry = tonumber(entries[e + 1]) + window - now + 1; break end
+          -- When enough of the oldest cost has left: entries leave in list order, so the latest time among them.
+          local need, freed, latest, at = total + cost - limit, 0, nil, 1
+          while retry < 0 and ends[z] do
+            local chunk = redis.call('LRANGE', z, at, at + 99)
+            for _, e in ipairs(chunk) do
+              local eat, ecost = entry(e)
+              if latest == nil or eat > latest then latest = eat end
+              freed = freed + ecost
+              if freed >= need then retry = latest + window - now + 1; break end
+            end
+            if #chunk < 100 then break end
+            at = at + #chunk
           end
           -- What earlier sets of this batch added is not written yet; it leaves the window a window from now.
           if retry < 0 and added[z] ~= nil and freed + added[z] >= need then retry = window + 1 end
@@ -127,32 +190,49 @@ for s = 1, sets do
         if longest[z] == nil or windows[i] > longest[z] then longest[z] = windows[i] end
       end
     end
-    out[#out + 1] = 1
-    out[#out + 1] = -1
-    out[#out + 1] = '0'
+    out[#out + 1] = '1 -1 0'
     out[#out + 1] = n
   else
-    out[#out + 1] = 0
+    out[#out + 1] = '0'
     out[#out + 1] = refused - 1
-    out[#out + 1] = tostring(retry)
+    out[#out + 1] = retry
     out[#out + 1] = refused
   end
   for i = 1, refused or n do out[#out + 1] = tostring(used[i]) end
 end
-for i, z in ipairs(order) do
-  redis.call('ZADD', z, now, ARGV[1] .. '.' .. i .. ':' .. tostring(added[z]))
-  redis.call('SET', totalKey[z], tostring(totals[z]), 'PX', longest[z])
-  redis.call('PEXPIRE', z, longest[z])
+local nowText = #order > 0 and string.format('%d', now) or nil
+for _, z in ipairs(order) do
+  local til = ends[z]
+  local moved = not til or tonumber(til) < now + longest[z]
+  if moved then til = string.format('%d', now + longest[z] + math.min(longest[z], SLACK)) end
+  local e = nowText .. ':' .. tostring(added[z])
+  if ends[z] then
+    redis.call('RPUSH', z, e)
+    redis.call('LSET', z, 0, header(totals[z], til, oldests[z]))
+  else
+    redis.call('RPUSH', z, header(totals[z], til, nowText), e)
+  end
+  if moved then redis.call('PEXPIREAT', z, til) end
 end
-return out
+return table.concat(out, ' ')
 `;
 
+// The total of what is within the window now: a list (see CONSUME), or an earlier version's sorted set.
 const PEEK = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local since = now - tonumber(ARGV[1])
 local total = 0
-for _, m in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. (now - tonumber(ARGV[1])), '+inf')) do
-  total = total + tonumber(string.match(m, ':([^:]+)$'))
+local kind = redis.call('TYPE', KEYS[1]).ok
+if kind == 'list' then
+  for _, e in ipairs(redis.call('LRANGE', KEYS[1], 1, -1)) do
+    local c = string.find(e, ':', 1, true)
+    if tonumber(string.sub(e, 1, c - 1)) > since then total = total + tonumber(string.sub(e, c + 1)) end
+  end
+elseif kind == 'zset' then
+  for _, m in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. since, '+inf')) do
+    total = total + tonumber(string.match(m, ':([^:]+)$'))
+  end
 end
 return tostring(total)
 `;
@@ -227,16 +307,28 @@ class Script {
     this.#source = source;
   }
 
-  async run(client: Redis, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
+  run(client: Redis, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
+    // The common case (connected, loaded) is the EVALSHA's own promise: no await of ours in between.
+    if (client.status === 'ready' && this.#sha !== null)
+      return client.evalsha(this.#sha, keys.length, ...keys, ...args).catch((error: unknown) => {
+        if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT')) throw error;
+        this.#sha = null;
+        return this.#load(client, keys, args);
+      });
+    return this.#load(client, keys, args);
+  }
+
+  async #load(client: Redis, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
     if (client.status !== 'ready') await ready(client);
-    if (this.#sha !== null) {
+    if (this.#sha === null) this.#sha = (await client.script('LOAD', this.#source)) as string;
+    else {
       try {
         return await client.evalsha(this.#sha, keys.length, ...keys, ...args);
       } catch (error) {
         if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT')) throw error;
       }
+      this.#sha = (await client.script('LOAD', this.#source)) as string;
     }
-    this.#sha = (await client.script('LOAD', this.#source)) as string;
     return client.evalsha(this.#sha, keys.length, ...keys, ...args);
   }
 }
@@ -252,34 +344,34 @@ const scripts = {
 
 /** Decides charge sets in one script call, in order (see CONSUME). */
 function sendSets(client: Redis, key: (kind: string, name: string) => string): SendSets {
-  return async (sets) => {
+  return (sets) => {
     const keys: string[] = [];
-    const args: (string | number)[] = [randomUUID(), sets.length];
+    const args: (string | number)[] = [sets.length];
     for (const charges of sets) {
       args.push(charges.length);
       for (const c of charges) {
-        keys.push(key('c', c.key), key('ct', c.key));
+        keys.push(key('c', c.key));
         args.push(c.cost, c.limit, Math.ceil(c.windowMs));
       }
     }
-    return verdictsOf(await scripts.consume.run(client, keys, args), sets.length);
+    return scripts.consume.run(client, keys, args).then((reply) => verdictsOf(reply, sets.length));
   };
 }
 
-/** The verdicts in the script's flat reply (per set: allowed, index, retry, count, totals…). */
+/** The verdicts in the script's reply, one string of numbers (per set: allowed, index, retry, count, totals…). */
 function verdictsOf(reply: unknown, sets: number): CounterVerdict[] {
-  const r = Array.isArray(reply) ? (reply as unknown[]) : [];
+  const r = typeof reply === 'string' ? reply.split(' ').map(Number) : [];
   const out: CounterVerdict[] = [];
   let at = 0;
   for (let i = 0; i < sets; i++) {
-    const count = Number(r[at + 3]);
-    if (!Number.isInteger(count) || r.length < at + 4 + count)
+    const count = r[at + 3]!;
+    if (!Number.isInteger(count) || count < 0 || r.length < at + 4 + count)
       throw new Error(`the counter script answered ${describe(reply)}, which holds no verdict for set ${i}`);
-    const used = r.slice(at + 4, at + 4 + count).map(Number);
+    const used = r.slice(at + 4, at + 4 + count);
     if (r[at] === 1) out.push({ allowed: true, used });
     else {
-      const retry = Number(r[at + 2]);
-      out.push({ allowed: false, used, index: Number(r[at + 1]), retryAfterMs: retry < 0 ? null : retry });
+      const retry = r[at + 2]!;
+      out.push({ allowed: false, used, index: r[at + 1]!, retryAfterMs: retry < 0 ? null : retry });
     }
     at += 4 + count;
   }

@@ -347,6 +347,35 @@ describe('/healthz and /readyz', { timeout: 180_000 }, () => {
   });
 });
 
+describe('/readyz and --state-store', { timeout: 180_000 }, () => {
+  it('/readyz names the state store: unready while the PostgreSQL --state-store is unreachable, ready when back', async () => {
+    const box = sandbox({});
+    const pg = new Proxy(5432);
+    await pg.restore();
+    cleanups.push(() => pg.cut());
+    const pgUrl = new URL(PG_URL);
+    pgUrl.port = String(pg.port);
+    const gw = await spawnGateway(box.policy, ['--no-auth', '--stateless', '--state-store', pgUrl.href], {
+      TOOLGATE_APPROVAL_SECRET: 'the owner-set approval key of the replicas',
+    });
+    cleanups.push(() => gw.stop());
+    const port = Number(gw.url.port);
+    const readyz = async () => {
+      const r = await raw('127.0.0.1', port, { path: '/readyz' });
+      return { status: r.status, body: JSON.parse(r.body) as { checks: Record<string, string> } };
+    };
+    await until(async () => (await readyz()).status === 200, 'the gateway to be ready');
+    expect((await readyz()).body.checks['store state']).toBe('ok');
+    await pg.cut();
+    await until(async () => (await readyz()).status === 503, 'unready without the state store');
+    const cut = await readyz();
+    expect(cut.body.checks['store state']).toBe('unreachable');
+    expect(JSON.stringify(cut.body)).not.toContain(String(pg.port));
+    await pg.restore();
+    await until(async () => (await readyz()).status === 200, 'ready once the state store is back');
+  });
+});
+
 /** An MCP client of `url` with `token`, once the upstream's tools are listed. */
 async function mcpClient(url: URL, token: string, tool = 'rec:echo'): Promise<Client> {
   const client = new Client({ name: 'caller', version: '1.0.0' });

@@ -166,11 +166,13 @@ describe('bad input from 2026-07-28 clients', { timeout: 120_000 }, () => {
       const text = await response.text();
       return JSON.parse(text.startsWith('{') ? text : /data: (.*)/.exec(text)![1]!) as {
         result?: unknown;
-        error?: { code: number; message: string };
+        error?: { code: number; message: string; data?: unknown };
       };
     };
     const undeclared = await confirm({});
     expect(undeclared.error?.code, JSON.stringify(undeclared)).toBe(-32021);
+    // What is missing, as the schema names it: a ClientCapabilities object.
+    expect(undeclared.error?.data).toEqual({ requiredCapabilities: { elicitation: {} } });
     expect(undeclared.error?.message).toMatch(
       /asked the client for elicitation, which this request's clientCapabilities do not declare/,
     );

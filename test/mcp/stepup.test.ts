@@ -113,6 +113,11 @@ describe('step-up for scope-shaped refusals', { timeout: 120_000 }, () => {
     const refused = await call(url, 'alice:reading', 'modern:pay', { to: 'bob', amount: 5 });
     expect(refused.status).toBe(403);
     expect(refused.challenge).toMatch(/^Bearer error="insufficient_scope", scope="payments"/);
+    // Where to ask for more: the Protected Resource Metadata the 401 challenge names too.
+    const metadata = `${url.origin}/.well-known/oauth-protected-resource${url.pathname}`;
+    expect(refused.challenge).toContain(`resource_metadata="${metadata}"`);
+    const served = await fetch(metadata);
+    expect(served.status).toBe(200);
     expect(refused.body.result?.isError).toBe(true);
     expect(paid()).toEqual([]);
     const record = records.find((r) => r.type === 'tool' && r.decision?.canonical === 'modern:pay');

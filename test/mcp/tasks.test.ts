@@ -1,9 +1,8 @@
 /**
- * Tasks at the gateway, as it stands: the gateway creates no task and lets no upstream create one (its
- * upstream client does not declare the tasks extension, and a `resultType: "task"` answer is an era
- * violation, src/mcp/era.ts), so there is no task handle anyone could own. Every tasks method from a client
- * of either era is refused (-32601) and never reaches an upstream; `server/discover` does not advertise the
- * extension even to a client that declares it.
+ * Tasks where no upstream offers them: the gateway offers the tasks extension only where an upstream does
+ * (and it has the owner's secret to bind a handle; tasks-owned.test.ts), so here every tasks method from a
+ * client of either era is refused (-32601) and never reaches an upstream, and `server/discover` does not
+ * advertise the extension even to a client that declares it.
  */
 import { mkdtempSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';

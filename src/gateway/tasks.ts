@@ -1,0 +1,261 @@
+/**
+ * Tasks owned by their creator (the tasks extension, SEP-2663, for 2026-07-28 clients). Where an upstream
+ * offers the extension and a client declares it, a `tools/call` the gate allowed may come back as a task;
+ * the call was decided once, at creation (an ask's approval bound it then), and what the client gets is a
+ * handle of the gateway's, never the upstream's raw id: the upstream's namespace and task id, the creating
+ * principal (the token's subject), caller and tenant, under a MAC keyed by the owner's secret (the
+ * requestState's: every replica given it verifies a handle, nothing is stored). `tasks/get`,
+ * `tasks/update` and `tasks/cancel` open the handle first: an edited or foreign handle, another principal,
+ * caller or tenant, an upstream now closed to the tenant or no longer offering tasks are each refused
+ * (-32602 naming why, audited) and never reach the upstream. The upstream's answer is checked and passed
+ * on with the handle in place of its id. `tasks/result` (removed by the extension) and `tasks/list` (not
+ * in it) stay unknown methods. Without the owner's secret the gateway offers no tasks.
+ */
+import { createHmac } from 'node:crypto';
+import { macOf, sameMac } from '../crypto.js';
+import { TASK_STATUSES, type UpstreamTask } from '../mcp/index.js';
+import type { GatewayAuditRecord } from './audit.js';
+import type { Router } from './router.js';
+import type { Upstream } from './upstream.js';
+
+/** Who a task belongs to. */
+export interface TaskOwner {
+  /** The authenticated subject (issuer, claim, value), or null without authentication. */
+  readonly subject: string | null;
+  readonly caller: string | null;
+  readonly tenant: string | null;
+}
+
+/** The methods of the extension the gateway serves. */
+export const TASK_METHODS = ['tasks/get', 'tasks/update', 'tasks/cancel'] as const;
+export type TaskMethod = (typeof TASK_METHODS)[number];
+
+const PREFIX = 'tg-task.';
+
+/** The key of task handles, derived from the owner's secret (never the secret itself). */
+export function taskKeyOf(secret: Uint8Array): Uint8Array {
+  return createHmac('sha256', secret).update('toolgate.task-handle').digest();
+}
+
+/** What a handle binds, in its order on the wire. */
+type Bound = [
+  version: 1,
+  upstream: string,
+  taskId: string,
+  subject: string | null,
+  caller: string | null,
+  tenant: string | null,
+];
+
+/** The handle a client is given for an upstream's task (see the file's comment). */
+export function taskHandle(key: Uint8Array, upstream: string, taskId: string, owner: TaskOwner): string {
+  const bound: Bound = [1, upstream, taskId, owner.subject, owner.caller, owner.tenant];
+  const body = Buffer.from(JSON.stringify(bound)).toString('base64url');
+  return `${PREFIX}${body}.${macOf(key, ['toolgate.task', body])}`;
+}
+
+/** A handle opened for its owner: the upstream's namespace and its own task id; or why it was refused. */
+export type OpenedTask =
+  | { readonly upstream: string; readonly taskId: string; readonly refused?: never }
+  | { readonly refused: string; readonly upstream?: never; readonly taskId?: never };
+
+/** Opens `handle` for `owner`; anything malformed, edited or someone else's is refused with the reason. */
+export function openTaskHandle(key: Uint8Array, handle: unknown, owner: TaskOwner): OpenedTask {
+  const refuse = (why: string): OpenedTask => ({
+    refused: `toolgate gateway: the taskId ${why}; refused, nothing was sent upstream`,
+  });
+  if (typeof handle !== 'string' || handle.length > 8192 || !handle.startsWith(PREFIX))
+    return refuse('is not a task handle of this gateway');
+  const [body, mac, ...rest] = handle.slice(PREFIX.length).split('.');
+  if (body === undefined || mac === undefined || rest.length > 0 || !sameMac(mac, macOf(key, ['toolgate.task', body])))
+    return refuse('is not a task handle this gateway issued (malformed or edited)');
+  let bound: unknown;
+  try {
+    bound = JSON.parse(Buffer.from(body, 'base64url').toString('utf8'));
+  } catch {
+    return refuse('is not a task handle this gateway issued (malformed)');
+  }
+  if (!Array.isArray(bound) || bound.length !== 6 || bound[0] !== 1)
+    return refuse('is of a version this gateway does not read');
+  const [, upstream, taskId, subject, caller, tenant] = bound as Bound;
+  if (subject !== owner.subject) return refuse('belongs to a task another principal created');
+  if (tenant !== owner.tenant) return refuse('belongs to a task created in another tenant');
+  if (caller !== owner.caller) return refuse('belongs to a task another caller created');
+  return { upstream, taskId };
+}
+
+/** The `CreateTaskResult` a client is given for an upstream's task: its fields, the handle as its id. */
+export function createdTask(task: UpstreamTask, handle: string): Record<string, unknown> {
+  return { ...taskFields(task.fields), taskId: handle, resultType: 'task' };
+}
+
+/** The fields of a task the extension defines (anything else the upstream added is not passed on). */
+function taskFields(fields: Readonly<Record<string, unknown>>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const key of ['status', 'statusMessage', 'createdAt', 'lastUpdatedAt', 'ttlMs', 'pollIntervalMs'] as const)
+    if (fields[key] !== undefined) out[key] = fields[key];
+  return out;
+}
+
+/** Why an upstream's `tasks/get` answer is not a task the client can be given, or undefined. */
+function detailedProblem(answer: Record<string, unknown>): string | undefined {
+  const status = answer['status'];
+  if (typeof status !== 'string' || !TASK_STATUSES.has(status))
+    return `a task status ${JSON.stringify(status)} the extension does not define`;
+  const object = (v: unknown) => v !== null && typeof v === 'object' && !Array.isArray(v);
+  if (status === 'completed' && !object(answer['result'])) return 'a completed task without its result';
+  if (status === 'failed' && !object(answer['error'])) return 'a failed task without its error';
+  if (status === 'input_required' && !object(answer['inputRequests']))
+    return 'an input_required task without its inputRequests';
+  return undefined;
+}
+
+/** What each input request a task may carry needs the client to have declared (MRTR's three). */
+const INPUT_NEEDS: Readonly<Record<string, string>> = {
+  'elicitation/create': 'elicitation',
+  'sampling/createMessage': 'sampling',
+  'roots/list': 'roots',
+};
+
+/**
+ * Why a task's `inputRequests` cannot be given to this client, or undefined: an entry that is not a
+ * request MRTR defines, or one whose capability (an elicitation's mode too) the request did not declare
+ * (-32021: the gateway never sends an input request a client did not declare).
+ */
+function inputProblem(
+  inputRequests: Record<string, unknown>,
+  declared: Readonly<Record<string, unknown>>,
+): { readonly code: -32602 | -32021; readonly message: string; readonly needs?: string } | undefined {
+  for (const [key, entry] of Object.entries(inputRequests)) {
+    const method = (entry as { method?: unknown } | null)?.method;
+    const need = typeof method === 'string' && Object.hasOwn(INPUT_NEEDS, method) ? INPUT_NEEDS[method] : undefined;
+    if (need === undefined)
+      return { code: -32602, message: `an input request ${JSON.stringify(key)} that is not one MRTR defines` };
+    const capability = declared[need];
+    let ok = capability !== null && typeof capability === 'object';
+    if (ok && need === 'elicitation') {
+      const mode = (entry as { params?: { mode?: unknown } }).params?.mode ?? 'form';
+      const modes = capability as { form?: unknown; url?: unknown };
+      // An empty elicitation capability means form (the revision's default).
+      ok = mode === 'url' ? modes.url !== undefined : modes.form !== undefined || modes.url === undefined;
+    }
+    if (!ok)
+      return {
+        code: -32021,
+        needs: need,
+        message: `an input request ${JSON.stringify(key)} for ${need}, which this request's clientCapabilities do not declare`,
+      };
+  }
+  return undefined;
+}
+
+/** What serving the extension's methods needs of the gateway. */
+export interface TaskDeps {
+  readonly key: Uint8Array;
+  readonly router: Pick<Router, 'upstreams'>;
+  readonly audit: (record: GatewayAuditRecord) => void;
+  /** Why the owner's tenant may not use the upstream now (`tenants:`), or null. */
+  readonly closedTo: (upstream: Upstream) => string | null;
+}
+
+/** A refusal of one of the extension's requests: the protocol error's message (-32602). */
+export class TaskRefusal extends Error {
+  override name = 'TaskRefusal';
+  /** The JSON-RPC code to answer with: -32602, or -32021 for an input request the client did not declare. */
+  readonly code: -32602 | -32021;
+  /** The capability missing, with -32021. */
+  readonly needs: string | undefined;
+  constructor(message: string, code: -32602 | -32021 = -32602, needs?: string) {
+    super(message);
+    this.code = code;
+    this.needs = needs;
+  }
+}
+
+/**
+ * Serves `tasks/get`, `tasks/update` or `tasks/cancel` for `owner`: the handle opened (refused otherwise,
+ * before anything is sent), the upstream's answer checked and passed on with the handle in its place.
+ */
+export async function serveTask(
+  deps: TaskDeps,
+  method: TaskMethod,
+  params: Record<string, unknown>,
+  owner: TaskOwner,
+  /** The request's own `clientCapabilities` (what input requests it may be given). */
+  declared: Readonly<Record<string, unknown>>,
+  signal?: AbortSignal,
+): Promise<Record<string, unknown>> {
+  const time = () => new Date().toISOString();
+  const refuse = (reason: string): never => {
+    deps.audit({
+      type: 'task',
+      time: time(),
+      caller: owner.caller,
+      session: null,
+      method,
+      upstream: null,
+      status: 'refused',
+      reason,
+    });
+    throw new TaskRefusal(reason);
+  };
+  const handle = params['taskId'];
+  const opened = openTaskHandle(deps.key, handle, owner);
+  if (opened.refused !== undefined) return refuse(opened.refused);
+  const upstream = deps.router.upstreams.get(opened.upstream);
+  if (!upstream) return refuse(`toolgate gateway: the task's upstream "${opened.upstream}" is not configured; refused`);
+  const closed = deps.closedTo(upstream);
+  if (closed !== null) return refuse(closed);
+  if (!upstream.offersTasks)
+    return refuse(
+      `toolgate gateway: upstream "${upstream.namespace}" does not offer tasks now (${upstream.state}); refused`,
+    );
+  const sent: Record<string, unknown> = { taskId: opened.taskId };
+  if (method === 'tasks/update') {
+    const responses = params['inputResponses'];
+    if (responses === null || typeof responses !== 'object' || Array.isArray(responses))
+      return refuse('toolgate gateway: tasks/update needs inputResponses (an object); refused');
+    sent['inputResponses'] = responses;
+  }
+  const record = (status: 'ok' | 'error', reason?: string) =>
+    deps.audit({
+      type: 'task',
+      time: time(),
+      caller: owner.caller,
+      session: null,
+      method,
+      upstream: upstream.namespace,
+      status,
+      ...(reason ? { reason } : {}),
+    });
+  let answer: Record<string, unknown>;
+  try {
+    answer = await upstream.taskRequest(method, sent, signal);
+  } catch (error) {
+    record('error', error instanceof Error ? error.message : String(error));
+    throw error;
+  }
+  if (method !== 'tasks/get') {
+    record('ok');
+    return {};
+  }
+  const problem = detailedProblem(answer);
+  if (problem !== undefined) {
+    const reason = `toolgate gateway: upstream "${upstream.namespace}" answered tasks/get with ${problem}; not passed on`;
+    record('error', reason);
+    throw new Error(reason);
+  }
+  const inputRequests = answer['inputRequests'] as Record<string, unknown> | undefined;
+  const input =
+    answer['status'] === 'input_required' && inputRequests ? inputProblem(inputRequests, declared) : undefined;
+  if (input !== undefined) {
+    const reason = `toolgate gateway: upstream "${upstream.namespace}" answered tasks/get with ${input.message}; not passed on`;
+    record('error', reason);
+    throw new TaskRefusal(reason, input.code, input.needs);
+  }
+  record('ok');
+  const detailed = taskFields(answer);
+  for (const key of ['result', 'error', 'inputRequests'] as const)
+    if (answer[key] !== undefined) detailed[key] = answer[key];
+  return { ...detailed, taskId: handle };
+}
