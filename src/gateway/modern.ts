@@ -249,15 +249,12 @@ export function modernServer(
   ): Promise<T> => {
     const who = whoOf(ctx);
     const kind = stateKindOf(ctx.mcpReq.requestState());
-    if (kind === 'malformed')
-      throw refusedRound(
-        ProtocolErrorCode.InvalidParams,
-        'toolgate gateway: the requestState was refused: it is malformed (not one the gateway issued, or changed); nothing ran. Call again without it to be asked anew.',
-      );
     const upstreams = kind === 'upstream';
     const bound = upstreamRoundBinding(who, called.method, called.name, called.args);
     const round = roundFor(ctx, who, upstreams);
     const input = await relayedInput(ctx, bound, upstreams);
+    // Neither round's (an ask's round refuses it as its own; else the call is never sent upstream).
+    if (kind === 'malformed') input.misrouted = 'it is malformed (not one the gateway issued, or changed)';
     relaying = input;
     const relayed = async (): Promise<T | undefined> => {
       if (input.misrouted !== undefined)

@@ -113,7 +113,10 @@ export interface UpstreamInput {
     readonly inputRequests: Record<string, unknown>;
     readonly requestState: string | undefined;
   };
-  /** Set when the retry's state is for another upstream than the one the call went to: nothing was sent. */
+  /**
+   * Why the retry's state cannot go upstream (malformed, or for another upstream than the one the call went
+   * to): set, nothing is sent.
+   */
   misrouted?: string;
 }
 
@@ -168,6 +171,7 @@ class GatewayClient extends Client {
    * A retry whose state is for another upstream is not sent (the request fails, `misrouted` says why).
    */
   #withInput<P extends object>(params: P, input: UpstreamInput | undefined): P {
+    if (input?.misrouted !== undefined) throw new Error(`toolgate gateway: ${input.misrouted}; nothing was sent`);
     if (!input || this.#upstream.session?.era !== 'modern') return params;
     const given = input.given;
     if (given && given.upstream !== undefined && given.upstream !== this.#upstream.namespace) {
