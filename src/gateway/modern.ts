@@ -230,7 +230,7 @@ export function modernServer(
         'toolgate gateway: an upstream task for a request that does not take one',
       );
     const owner = ownerOf(ctx, handlers.contextOf(of(ctx)));
-    return createdTask(task, taskHandle(tasksKey, upstream.namespace, task.taskId, owner));
+    return createdTask(task, taskHandle(tasksKey, { upstream, ttlMs: task.fields['ttlMs'] }, task.taskId, owner));
   };
   // Results are the session handlers' (the SDK v1's types, the same JSON); the SDK adds resultType and the
   // cache fields. Only what the server advertises is served: another method is not found (-32601).

@@ -37,7 +37,7 @@ interface Answer {
   error?: { code: number; message: string };
 }
 
-async function started(env: Record<string, string> = {}) {
+async function started(env: Record<string, string> = {}, shared?: Awaited<ReturnType<typeof jwksIssuer>>) {
   const dir = realpathSync(mkdtempSync(join(tmpdir(), 'toolgate-tasks-owned-')));
   const record = join(dir, 'received.jsonl');
   writeFileSync(record, '');
@@ -59,15 +59,15 @@ async function started(env: Record<string, string> = {}) {
         pin: 'off',
       },
       tenants: { acme: {}, globex: {} },
-      scopes: { jobs: ['jobs:run', 'jobs:pay'] },
+      scopes: { jobs: ['jobs:run', 'jobs:pay', 'jobs:crash'] },
       rules: [
         { name: 'payments', tools: ['jobs:pay'], result: 'ask', reason: 'a person approves payments' },
         { name: 'rest', result: 'allow' },
       ],
     }),
   );
-  const idp = await jwksIssuer();
-  cleanups.push(() => idp.close());
+  const idp = shared ?? (await jwksIssuer());
+  if (!shared) cleanups.push(() => idp.close());
   const gateway = await spawnGateway(
     policy,
     ['--jwks-url', idp.jwksUrl, '--jwt-issuer', idp.issuer, '--tenant-claim', 'org_id', '--audit', audit],
@@ -128,7 +128,7 @@ async function started(env: Record<string, string> = {}) {
       .split('\n')
       .filter(Boolean)
       .map((l) => JSON.parse(l) as Record<string, unknown>);
-  return { gateway, token, post, alice, received, audited };
+  return { gateway, token, post, alice, received, audited, idp };
 }
 
 /** The protocol error of a refused tasks request (-32602), its message. */
@@ -319,5 +319,75 @@ describe('tasks owned by their creator, through a real gateway process', { timeo
       status: 'completed',
       result: { content: [{ type: 'text', text: `job ask answered ${JSON.stringify(answer.q)}` }] },
     });
+  });
+
+  // An attack (issue 23): the upstream numbers its tasks per process, so after it restarted (the gateway
+  // reconnects) alice's old handle named bob's new task up-1: it read bob's result and cancelled his task.
+  it('a handle is good only on the upstream connection it was created on: after the upstream restarts it is refused, never sent upstream', async () => {
+    const { post, token, alice, received, audited } = await started();
+    const bob = await token('bob', 'acme');
+    const mine = await post(alice, 'tools/call', { name: 'jobs:run', arguments: { job: 'alice-build' } });
+    const handle = mine.result!.taskId!;
+    expect(JSON.stringify((await post(alice, 'tasks/get', { taskId: handle })).result)).toContain('alice-build');
+    // The upstream exits; the gateway reconnects to a new process that numbers its tasks from up-1 again.
+    await post(alice, 'tools/call', { name: 'jobs:crash', arguments: {} }, {});
+    let bobs: Answer | undefined;
+    for (let tries = 0; ; tries++) {
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      bobs = await post(bob, 'tools/call', { name: 'jobs:run', arguments: { job: 'bob-payroll' } });
+      if (bobs.result?.resultType === 'task') break;
+      if (tries > 150) throw new Error(`the upstream did not come back: ${JSON.stringify(bobs)}`);
+    }
+    const calls = received().filter((r) => r.method === 'tools/call');
+    expect(calls.at(-1)!.params['arguments']).toEqual({ job: 'bob-payroll' });
+    for (const method of ['tasks/get', 'tasks/update', 'tasks/cancel']) {
+      const params = { taskId: handle, ...(method === 'tasks/update' ? { inputResponses: {} } : {}) };
+      const answer = await post(alice, method, params);
+      expect(JSON.stringify(answer)).not.toContain('bob-payroll');
+      expect(refusal(answer)).toContain('created on an earlier connection to upstream "jobs"');
+    }
+    // Only alice's own read before the restart reached an upstream.
+    expect(
+      received()
+        .filter((r) => r.method.startsWith('tasks/'))
+        .map((r) => r.method),
+    ).toEqual(['tasks/get']);
+    // bob's own handle works on the new connection.
+    expect(JSON.stringify((await post(bob, 'tasks/get', { taskId: bobs.result!.taskId! })).result)).toContain(
+      'bob-payroll',
+    );
+    const refused = audited().filter((r) => r['type'] === 'task' && r['status'] === 'refused');
+    expect(refused.map((r) => r['method'])).toEqual(['tasks/get', 'tasks/update', 'tasks/cancel']);
+    expect(refused.every((r) => String(r['reason']).includes('earlier connection'))).toBe(true);
+  });
+
+  // The same attack across replicas sharing the owner's secret: each reaches its own upstream process.
+  it('a handle is good only on the gateway process that issued it: another replica with the same secret refuses it', async () => {
+    const one = await started();
+    const two = await started({}, one.idp);
+    const mine = await one.post(one.alice, 'tools/call', { name: 'jobs:run', arguments: { job: 'alice-on-one' } });
+    const handle = mine.result!.taskId!;
+    const bobs = await two.post(await two.token('bob', 'acme'), 'tools/call', {
+      name: 'jobs:run',
+      arguments: { job: 'bob-on-two' },
+    });
+    expect(bobs.result).toMatchObject({ resultType: 'task' });
+    const polled = await two.post(two.alice, 'tasks/get', { taskId: handle });
+    expect(JSON.stringify(polled)).not.toContain('bob-on-two');
+    expect(refusal(polled)).toContain('issued by another gateway process');
+    expect(two.received().filter((r) => r.method.startsWith('tasks/'))).toEqual([]);
+    expect(JSON.stringify((await one.post(one.alice, 'tasks/get', { taskId: handle })).result)).toContain(
+      'alice-on-one',
+    );
+  });
+
+  it("a handle expires with the task's ttlMs (capped by the gateway's maximum)", async () => {
+    const { post, alice, received } = await started({ TTL_MS: '400' });
+    const mine = await post(alice, 'tools/call', { name: 'jobs:run', arguments: { job: 'short' } });
+    const handle = mine.result!.taskId!;
+    expect((await post(alice, 'tasks/get', { taskId: handle })).result).toMatchObject({ status: 'completed' });
+    await new Promise((resolve) => setTimeout(resolve, 600));
+    expect(refusal(await post(alice, 'tasks/get', { taskId: handle }))).toContain('expired at');
+    expect(received().filter((r) => r.method.startsWith('tasks/'))).toHaveLength(1);
   });
 });
