@@ -236,7 +236,7 @@ describe('tasks owned by their creator, through a real gateway process', { timeo
   });
 
   it("an ask's approval binds the task: input_required, then the approved retry creates it once, for the asker", async () => {
-    const { post, token, alice, received } = await started();
+    const { post, token, alice, received, audited } = await started();
     const pay = { name: 'jobs:pay', arguments: { to: 'bob', amount: 5 } };
     const asked = await post(alice, 'tools/call', pay);
     expect(asked.result, JSON.stringify(asked)).toMatchObject({ resultType: 'input_required' });
@@ -257,6 +257,18 @@ describe('tasks owned by their creator, through a real gateway process', { timeo
     expect(refusal(await post(await token('bob', 'acme'), 'tasks/get', { taskId: handle }))).toContain(
       'another principal',
     );
+
+    // A client that offers no way to ask (no elicitation declared): nobody was asked, and the refusal says so.
+    const unasked = await post(alice, 'tools/call', pay, { extensions: { [TASKS]: {} } });
+    const text = JSON.stringify(unasked.result);
+    expect(unasked.result, text).toMatchObject({ isError: true });
+    expect(text).toContain('nobody was asked: the client offers no way to ask (no form elicitation declared)');
+    expect(text).not.toContain('approver denied');
+    const record = audited()
+      .filter((r) => r['type'] === 'tool')
+      .at(-1)!;
+    expect(JSON.stringify(record['decision'])).toContain('nobody was asked');
+    expect(received().filter((r) => r.method === 'tools/call')).toHaveLength(1);
   });
 
   it('an upstream that answers a task to a call that did not take one: refused as an era violation, never passed on', async () => {
