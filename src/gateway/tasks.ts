@@ -1,14 +1,16 @@
 /**
  * Tasks owned by their creator (the tasks extension, SEP-2663, for 2026-07-28 clients). Where an upstream
  * offers the extension and a client declares it, a `tools/call` the gate allowed may come back as a task;
- * the call was decided once, at creation (an ask's approval bound it then), and what the client gets is a
+ * the call was decided at creation (an ask's approval bound it then) and is again on every read, and what the client gets is a
  * handle of the gateway's, never the upstream's raw id: the upstream's namespace and task id, the creating
  * principal (the token's subject), caller and tenant, this gateway process and the upstream connection
  * the task was created on (an upstream may number its tasks anew after a reconnect; another replica reaches
  * its own upstream process), and an expiry, under a MAC keyed by the owner's secret (nothing is stored). `tasks/get`,
  * `tasks/update` and `tasks/cancel` open the handle first: an edited or foreign handle, another principal,
  * caller or tenant, an upstream now closed to the tenant or no longer offering tasks are each refused
- * (-32602 naming why, audited) and never reach the upstream. The upstream's answer is checked and passed
+ * (-32602 naming why, audited) and never reach the upstream. `tasks/get` and `tasks/update` decide the
+ * task's call again as the gate decides a `tools/call` now; refused, the task is cancelled upstream and
+ * nothing of it passes (`tasks/cancel` by the owner stays allowed). The upstream's answer is checked and passed
  * on with the handle in place of its id. `tasks/result` (removed by the extension) and `tasks/list` (not
  * in it) stay unknown methods. Without the owner's secret the gateway offers no tasks.
  */
@@ -90,6 +92,30 @@ export function taskHandle(key: Uint8Array, place: TaskPlace, taskId: string, ow
   ];
   const body = Buffer.from(JSON.stringify(bound)).toString('base64url');
   return `${PREFIX}${body}.${macOf(key, ['toolgate.task', body])}`;
+}
+
+/** The call a task was created for, as the gate decided it (the tool's name as the client called it, its arguments). */
+export interface TaskCall {
+  readonly tool: string;
+  readonly arguments: unknown;
+}
+
+/**
+ * The calls of the tasks this process handed out, by handle, until the handle expires: what a task is
+ * decided again on at every read. Per process, as a handle is (another process refuses the handle first).
+ */
+export class TaskCalls {
+  readonly #calls = new Map<string, TaskCall & { readonly expiresAt: number }>();
+  remember(handle: string, call: TaskCall, now = Date.now()): void {
+    for (const [key, held] of this.#calls) if (!(now < held.expiresAt)) this.#calls.delete(key);
+    const expiresAt = (
+      JSON.parse(Buffer.from(handle.slice(PREFIX.length).split('.')[0]!, 'base64url').toString()) as Bound
+    )[8];
+    this.#calls.set(handle, { ...call, expiresAt });
+  }
+  get(handle: string): TaskCall | undefined {
+    return this.#calls.get(handle);
+  }
 }
 
 /** A handle opened for its owner: the upstream's namespace, its connection and its own task id; or why it was refused. */
@@ -202,6 +228,13 @@ export interface TaskDeps {
   readonly audit: (record: GatewayAuditRecord) => void;
   /** Why the owner's tenant may not use the upstream now (`tenants:`), or null. */
   readonly closedTo: (upstream: Upstream) => string | null;
+  /** The calls the tasks were created for (decided again on every tasks/get and tasks/update). */
+  readonly calls: TaskCalls;
+  /**
+   * Decides the task's call again as the gate decides a `tools/call` now (the policy in force, this
+   * request's caller): why it is refused now, or null.
+   */
+  readonly redecide: (call: TaskCall) => Promise<string | null>;
 }
 
 /** A refusal of one of the extension's requests: the protocol error's message (-32602). */
@@ -261,6 +294,23 @@ export async function serveTask(
     return refuse(
       `toolgate gateway: the taskId was created on an earlier connection to upstream "${upstream.namespace}" (it has reconnected since, and may number its tasks anew); refused, nothing was sent upstream`,
     );
+  // A task is decided at creation and again on every read: a reload's deny or a narrowed token reaches it.
+  // Cancelling stays the owner's (what an emergency deny wants); a refused read cancels the task upstream.
+  if (method !== 'tasks/cancel') {
+    const call = deps.calls.get(handle as string);
+    let refused: string | null;
+    try {
+      refused = call
+        ? await deps.redecide(call)
+        : "toolgate gateway: the task's call is not known to this gateway process, so it cannot be decided again; refused";
+    } catch (error) {
+      refused = `toolgate gateway: the task's call could not be decided again (${error instanceof Error ? error.message : String(error)}); refused`;
+    }
+    if (refused !== null) {
+      await upstream.taskRequest('tasks/cancel', { taskId: opened.taskId }, signal).catch(() => undefined);
+      return refuse(`${refused}; the task was cancelled upstream and nothing of it is passed on`);
+    }
+  }
   const sent: Record<string, unknown> = { taskId: opened.taskId };
   if (method === 'tasks/update') {
     const responses = params['inputResponses'];

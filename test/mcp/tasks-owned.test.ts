@@ -43,8 +43,7 @@ async function started(env: Record<string, string> = {}, shared?: Awaited<Return
   writeFileSync(record, '');
   const audit = join(dir, 'audit.jsonl');
   const policy = join(dir, 'policy.yaml');
-  writeFileSync(
-    policy,
+  const policyText = (extraRules: object[] = []) =>
     stringify({
       version: 1,
       gateway: {
@@ -61,11 +60,12 @@ async function started(env: Record<string, string> = {}, shared?: Awaited<Return
       tenants: { acme: {}, globex: {} },
       scopes: { jobs: ['jobs:run', 'jobs:pay', 'jobs:crash'] },
       rules: [
+        ...extraRules,
         { name: 'payments', tools: ['jobs:pay'], result: 'ask', reason: 'a person approves payments' },
         { name: 'rest', result: 'allow' },
       ],
-    }),
-  );
+    });
+  writeFileSync(policy, policyText());
   const idp = shared ?? (await jwksIssuer());
   if (!shared) cleanups.push(() => idp.close());
   const gateway = await spawnGateway(
@@ -74,7 +74,17 @@ async function started(env: Record<string, string> = {}, shared?: Awaited<Return
     { TOOLGATE_APPROVAL_SECRET: 'the owner-set approval key of this gateway' },
   );
   cleanups.push(() => gateway.stop());
-  const token = (sub: string, org: string) => idp.sign({ sub, org_id: org, aud: gateway.url.href, scope: 'jobs' });
+  const token = (sub: string, org: string, scope = 'jobs') =>
+    idp.sign({ sub, org_id: org, aud: gateway.url.href, scope });
+  /** Writes the policy with `extraRules` first and reloads it (SIGHUP), waiting for the gateway to say so. */
+  const reload = async (extraRules: object[]) => {
+    writeFileSync(policy, policyText(extraRules));
+    const before = gateway.stderr().length;
+    process.kill(gateway.pid, 'SIGHUP');
+    for (let i = 0; i < 100 && !/in force/.test(gateway.stderr().slice(before)); i++)
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(gateway.stderr().slice(before)).toContain('in force');
+  };
 
   /** One 2026-07-28 request as a client sends it (headers agreeing with the body). */
   const post = async (
@@ -128,7 +138,7 @@ async function started(env: Record<string, string> = {}, shared?: Awaited<Return
       .split('\n')
       .filter(Boolean)
       .map((l) => JSON.parse(l) as Record<string, unknown>);
-  return { gateway, token, post, alice, received, audited, idp };
+  return { gateway, token, post, alice, received, audited, idp, reload };
 }
 
 /** The protocol error of a refused tasks request (-32602), its message. */
@@ -401,5 +411,51 @@ describe('tasks owned by their creator, through a real gateway process', { timeo
     await new Promise((resolve) => setTimeout(resolve, 600));
     expect(refusal(await post(alice, 'tasks/get', { taskId: handle }))).toContain('expired at');
     expect(received().filter((r) => r.method.startsWith('tasks/'))).toHaveLength(1);
+  });
+
+  // An attack (issue 23): a task was never decided again, so after a reload denied the tool (or the token
+  // lost the scope) the creator still read its result and drove it upstream.
+  it('a task is decided at creation and again on every read: a narrowed token or a reload that denies the tool stops it; cancelling stays allowed', async () => {
+    const { post, token, alice, received, audited, reload } = await started();
+    const first = (await post(alice, 'tools/call', { name: 'jobs:run', arguments: { job: 'first' } })).result!.taskId!;
+    const second = (await post(alice, 'tools/call', { name: 'jobs:run', arguments: { job: 'second' } })).result!
+      .taskId!;
+    expect(JSON.stringify((await post(alice, 'tasks/get', { taskId: first })).result)).toContain('job first done');
+    const sent = () =>
+      received()
+        .filter((r) => r.method.startsWith('tasks/'))
+        .map((r) => [r.method, r.params['taskId']]);
+    expect(sent()).toEqual([['tasks/get', 'up-1']]);
+
+    // The same principal, its token narrowed to no scope of the tool: refused (the caller layer), cancelled.
+    const narrowed = await token('alice', 'acme', 'other');
+    const read = await post(narrowed, 'tasks/get', { taskId: first });
+    expect(JSON.stringify(read)).not.toContain('job first done');
+    expect(refusal(read)).toContain('is refused now');
+    expect(sent()).toEqual([
+      ['tasks/get', 'up-1'],
+      ['tasks/cancel', 'up-1'],
+    ]);
+
+    // A reload denies the tool: the creator's read and update are refused naming the rule, the task cancelled.
+    await reload([{ name: 'no-run', tools: ['jobs:run'], result: 'deny', reason: 'stopped by the owner' }]);
+    const after = await post(alice, 'tasks/get', { taskId: second });
+    expect(JSON.stringify(after)).not.toContain('job second done');
+    expect(refusal(after)).toContain('(rule "no-run"): stopped by the owner');
+    expect(refusal(await post(alice, 'tasks/update', { taskId: second, inputResponses: {} }))).toContain(
+      'rule "no-run"',
+    );
+    // Cancelling by the owner stays allowed (what an emergency deny wants).
+    expect((await post(alice, 'tasks/cancel', { taskId: second })).result).toMatchObject({ resultType: 'complete' });
+    expect(sent()).toEqual([
+      ['tasks/get', 'up-1'],
+      ['tasks/cancel', 'up-1'],
+      ['tasks/cancel', 'up-2'],
+      ['tasks/cancel', 'up-2'],
+      ['tasks/cancel', 'up-2'],
+    ]);
+    const refused = audited().filter((r) => r['type'] === 'task' && r['status'] === 'refused');
+    expect(refused.map((r) => r['method'])).toEqual(['tasks/get', 'tasks/get', 'tasks/update']);
+    expect(refused.slice(1).every((r) => String(r['reason']).includes('rule "no-run"'))).toBe(true);
   });
 });
