@@ -43,6 +43,15 @@ export default {
       to: { path: `^src/${WINGS}` },
     },
     {
+      name: 'environment-inside-the-gate',
+      comment:
+        "A registry's GateEnvironment is read only inside src/gate/: src/gate/environment.ts is imported by the gate " +
+        'and by registry.ts (which binds its own); every other file hands the façade a registry (a ToolSource).',
+      severity: 'error',
+      from: { pathNot: '^src/(gate/|registry\\.ts$)' },
+      to: { path: '^src/gate/environment\\.ts$' },
+    },
+    {
       name: 'wings-through-the-facade',
       comment: 'The gateway, the inbox and the adapters reach the gate only through its façade, src/gate/index.ts.',
       severity: 'error',

@@ -20,7 +20,9 @@ import {
   type ToolSchema,
 } from './formats/index.js';
 import { bindEnvironment } from './gate/environment.js';
-import { allowlistFor, decideCalls, dispatchCall, dispatchCalls, type DispatchResult } from './gate/index.js';
+// The registry owns its environment and hands it to the path itself; every other caller goes through the façade.
+import { decideCalls, dispatchCalls, dispatchOwnCall, ownResult } from './gate/dispatch.js';
+import { allowlistFor, type DispatchResult } from './gate/index.js';
 import { limiterMeter } from './limits/charge.js';
 import type { Limiter } from './limits/limiter.js';
 import { canonical, describe } from './names.js';
@@ -236,23 +238,37 @@ export class ToolRegistry {
   }
 
   /** Runs one call through the gate. */
-  async invoke(name: string, args: unknown, context: GateContext = {}): Promise<ToolResult> {
-    return ownResult(await dispatchCall(readCall({ name, arguments: args }), context, this.#env(), REGISTRY_ROUTE));
+  invoke(name: string, args: unknown, context: GateContext = {}): Promise<ToolResult> {
+    // Not an async function: the result is the call's own promise, with no hop of ours after the tool's.
+    try {
+      return dispatchOwnCall(readCall({ name, arguments: args }), context, this.#env(), REGISTRY_ROUTE);
+    } catch (error) {
+      return Promise.reject(error as Error);
+    }
   }
 
   /**
    * Runs a batch: every call is decided before any runs; one result per call, in order, each shaped like
    * its call; a refused call is an error result in its place and does not stop the others.
    */
-  async executeToolCalls(calls: readonly ToolCallInput[], context: GateContext = {}): Promise<ToolCallResult[]> {
-    if (!Array.isArray(calls))
-      throw new TypeError(`executeToolCalls expects an array of tool calls, got ${describe(calls)}`);
-    if (calls.length === 1) {
-      // One call (most model turns): its result alone, without a batch's array around it.
-      const call = readCall(calls[0]);
-      const result = ownResult(await dispatchCall(call, context, this.#env(), REGISTRY_ROUTE));
-      return [formatResult(call.format, result) ?? result];
+  executeToolCalls(calls: readonly ToolCallInput[], context: GateContext = {}): Promise<ToolCallResult[]> {
+    try {
+      if (!Array.isArray(calls))
+        throw new TypeError(`executeToolCalls expects an array of tool calls, got ${describe(calls)}`);
+      if (calls.length === 1) {
+        // One call (most model turns): its result alone, shaped in the hop that settles it (no await of ours).
+        const call = readCall(calls[0]);
+        return dispatchOwnCall(call, context, this.#env(), REGISTRY_ROUTE, (result): ToolCallResult[] => [
+          formatResult(call.format, result) ?? result,
+        ]);
+      }
+      return this.#executeBatch(calls, context);
+    } catch (error) {
+      return Promise.reject(error as Error);
     }
+  }
+
+  async #executeBatch(calls: readonly ToolCallInput[], context: GateContext): Promise<ToolCallResult[]> {
     const read = calls.map(readCall);
     const results = ownResults(await dispatchCalls(read, context, this.#env(), REGISTRY_ROUTE));
     return results.map((result, i) => formatResult(read[i]!.format, result) ?? result);
@@ -300,12 +316,6 @@ const REGISTRY_ROUTE: Route = Object.freeze({ name: 'registry', grouped: true })
 function ownResults(results: DispatchResult[]): ToolResult[] {
   for (const result of results) ownResult(result);
   return results as ToolResult[];
-}
-
-function ownResult(result: DispatchResult): ToolResult {
-  if (result.status === 'pending' || result.status === 'not_run')
-    throw new Error(`toolgate internal error: the registry's route produced a ${result.status} result`);
-  return result;
 }
 
 function limiterOption(value: unknown): Limiter | null {

@@ -41,7 +41,7 @@ export type ValidationResult =
 /** A compiled validator; synchronous unless the Standard Schema itself is asynchronous. */
 export type Validator = (value: Record<string, unknown>) => ValidationResult | Promise<ValidationResult>;
 
-export function isStandardSchema(value: unknown): value is StandardSchemaV1 {
+function isStandardSchema(value: unknown): value is StandardSchemaV1 {
   const std = (value as { '~standard'?: { validate?: unknown } } | null)?.['~standard'];
   return typeof std === 'object' && std !== null && typeof std.validate === 'function';
 }

@@ -206,9 +206,11 @@ export interface ApproverIdentity {
   readonly id: string;
   /**
    * The tenants this approver acts for; null: not bound to a tenant (an operator of a single-tenant
-   * deployment). A request of another tenant is invisible to them (404), whatever the lists say.
+   * deployment). A request of another tenant is invisible to them (404), whatever the lists say. A `null`
+   * entry stands for the requests with no tenant: a gateway serving no tenant binds its approvers to `[null]`
+   * (a store it shares holds other tenants' requests too).
    */
-  readonly tenants: readonly string[] | null;
+  readonly tenants: readonly (string | null)[] | null;
 }
 
 /** The policy's `approvals:` section as the check reads it: approvers by tenant and tool, four eyes. */

@@ -119,8 +119,22 @@ export type RegistryEvent =
     };
 
 /**
- * What the gate reads from the registry at each call (the registry is the only implementation; a route may
- * wrap it, as the runner adds its `agent:<peer>` tools). Internal: never exported from an entry point.
+ * What a wing hands the gate's façade (src/gate/index.ts) for the tools, policy and handler a call is decided
+ * under: a ToolRegistry, or a registry with a route's own tools found before its own (the façade's
+ * `withTools`: the runner's `agent:<peer>` tools). The gate resolves the environment behind it inside
+ * src/gate/ at every dispatch; a wing reads only these three methods, as the registry stands now.
+ */
+export interface ToolSource {
+  /** The tool `name` names now (any spelling of its canonical name), or undefined. */
+  get(name: string): Tool | undefined;
+  getPermissionPolicy(): PermissionPolicy | null;
+  getPermissionHandler(): PermissionHandler | null;
+}
+
+/**
+ * What the gate reads from a registry at each call: the registry builds one per revision and binds it to
+ * itself (src/gate/environment.ts); only src/gate/ reads it (`npm run check:imports`), the wings hand the
+ * façade a {@link ToolSource}. Internal: never exported from an entry point.
  */
 export interface GateEnvironment {
   lookup(form: string): Tool | undefined;

@@ -11,7 +11,7 @@
  *   meter              phase 1 `admit` (before anyone is asked), phase 2 `charge` (refused calls count)
  *   observe            before phase 2 `endsBatch`; phase 2 `decided`: told each final Decision, may end the batch
  *   execute            phase 2: runs an allowed call around the gate's own step 7
- *   refresh            phase 2: the context and environment in force now, before a call that waited runs
+ *   refresh            phase 2: the context in force now, before a call that waited runs
  *
  * Phase 2 runs one order for every route, call by call: stale? → re-judge → meter → announce → confirm →
  * execute (src/gate/dispatch.ts).
@@ -50,7 +50,7 @@ export interface DecidedCall {
   readonly args: Readonly<Record<string, unknown>>;
 }
 
-/** What a route reads to decide a call again. */
+/** What the gate decides a call again under: the route's context and the registry as they stand now (src/gate/ only). */
 export interface RouteState {
   readonly context: GateContext;
   readonly env: GateEnvironment;
@@ -173,15 +173,15 @@ export interface Route {
     proceed: () => Promise<ToolResult>,
   ): Promise<ToolResult | Halted>;
   /**
-   * The context and environment in force now, read before a call that had to wait runs (an approval, an
-   * earlier call, a delegation) and at every confirmation round. The call is decided again when they are a
-   * new context or another registry revision, else its allowlist step runs again on the same context (a
-   * layer array changed in place). Absent: the dispatch's context and the registry as it stands now.
+   * The context in force now, read before a call that had to wait runs (an approval, an earlier call, a
+   * delegation) and at every confirmation round; the registry is the dispatch's, as it stands then. The call
+   * is decided again when this is a new context or the registry changed, else its allowlist step runs again on
+   * the same context (a layer array changed in place). Absent: the dispatch's context.
    *
    * @example the runner re-reading the tenant's plan
    * ```ts
-   * refresh: async () => ({ context: contextWith(await tenants(run.tenant)), env: environmentOf(registry) })
+   * refresh: async () => contextWith(await tenants(run.tenant))
    * ```
    */
-  refresh?(): RouteState | Promise<RouteState>;
+  refresh?(): GateContext | Promise<GateContext>;
 }

@@ -465,7 +465,7 @@ async function askPerson(
 }
 
 /** The Decision an Answer makes. */
-export function fromAnswer(base: DecisionBase, answer: Answer): Decision {
+function fromAnswer(base: DecisionBase, answer: Answer): Decision {
   if (answer.recalled !== undefined) {
     return answer.effect === 'allow'
       ? allow(base, 'handler', `${base.reason} (approved earlier for this ${answer.recalled})`)

@@ -92,7 +92,7 @@ function rulesOf(rules: ApproverRules | null | undefined): Compiled {
  * `{ may: false, hidden: false, reason }`: they may see it but not answer it (403 with `reason`).
  *
  * - `who.tenants` (not null) must hold the request's tenant — a request without a tenant is hidden from an
- *   approver bound to tenants;
+ *   approver bound to tenants unless the list holds `null` (a gateway serving no tenant: `[null]`);
  * - with lists, every list that applies — the tool's (by canonical name) and the tenant's (`*` for a tenant
  *   without its own) — must name `who.id`; with lists of which none applies, nobody may answer. Names
  *   compare in canonical form (NFKC, case-folded);
@@ -120,9 +120,8 @@ export function approverVerdict(
   }
   if (typeof who?.id !== 'string' || who.id.trim() === '') return HIDDEN;
   const tenants = who.tenants;
-  if (tenants !== null) {
-    if (!Array.isArray(tenants) || request.tenant === null || !tenants.includes(request.tenant)) return HIDDEN;
-  }
+  // A request without a tenant is held only by a `null` entry (a gateway serving no tenant).
+  if (tenants !== null && (!Array.isArray(tenants) || !tenants.includes(request.tenant))) return HIDDEN;
   const me = canonical(who.id);
   const isCaller = typeof request.caller === 'string' && canonical(request.caller) === me;
   if (policy.tenants !== null || policy.tools !== null) {

@@ -26,7 +26,7 @@ import type { NormalizedCall, UnreadableCall } from '../formats/index.js';
 import { errorText } from '../permissions/handler.js';
 import type { Tool } from '../tool.js';
 import { callBinding, resolveAsk, sameBinding, settingsSecret, type ApprovalRequest } from './approval.js';
-import { executeDecided, Lanes, refused } from './execute.js';
+import { execute, executeDecided, Lanes, refused, settled } from './execute.js';
 import { allow, allowlistAgain, deny, givenArguments, precheck, type Precheck } from './precheck.js';
 
 export type { DispatchResult, NotRunResult, PendingResult } from '../contracts/gate.js';
@@ -51,23 +51,63 @@ export function dispatchCalls(
 }
 
 /**
- * One call through the path, its result alone (what `invoke` and a one-call batch want): the fast path's
- * promise itself when the call qualifies, without an array or a promise around it; else the Batch's first.
+ * One call through the path on a route that never leaves a call pending or not run (no person, no observer,
+ * no meter of its own: the registry's), its ToolResult alone (what `invoke` and a one-call batch want). On the
+ * fast path that is the execution's own promise, settled one hop after the tool's (none of ours between, no
+ * array around it); else the Batch's first result (one of another status is an internal error).
  */
-export function dispatchCall(
+export function dispatchOwnCall(
   call: Call,
   context: GateContext,
   env: GateEnvironment,
   route: Route,
-): Promise<DispatchResult> {
-  if (route.person) settingsSecret(route.person.approvals);
-  const fast = alone(call, context, env, route);
-  if (fast !== null) return fast;
-  return new Batch([call], context, env, route).run().then(first);
+): Promise<ToolResult>;
+export function dispatchOwnCall<R>(
+  call: Call,
+  context: GateContext,
+  env: GateEnvironment,
+  route: Route,
+  shape: (result: ToolResult) => R,
+): Promise<R>;
+export function dispatchOwnCall(
+  call: Call,
+  context: GateContext,
+  env: GateEnvironment,
+  route: Route,
+  shape: ((result: ToolResult) => unknown) | null = null,
+): Promise<unknown> {
+  if (route.person || route.observe || route.meter)
+    throw new TypeError('toolgate internal error: dispatchOwnCall is for a route with no person, observer or meter');
+  let pre: Precheck | Promise<Precheck> | undefined;
+  if (fastRoute(env, route)) {
+    pre = precheck(call, context, env);
+    if (!(pre instanceof Promise) && pre.kind === 'decided') {
+      const decision = pre.decision;
+      if (decision.effect !== 'allow' || !pre.tool || !pre.args)
+        return settled(refused(decision as Extract<Decision, { effect: 'deny' }>), shape);
+      return shape === null
+        ? execute(pre.tool, decision, pre.args, context, env)
+        : execute(pre.tool, decision, pre.args, context, env, shape);
+    }
+  }
+  // An async schema or an ask waits: the Batch takes the call from here, with what is already decided.
+  const results = new Batch([call], context, env, route).run(pre);
+  return shape === null ? results.then(firstOwn) : results.then((all) => shape(firstOwn(all)));
 }
 
 function first(results: DispatchResult[]): DispatchResult {
   return results[0]!;
+}
+
+function firstOwn(results: DispatchResult[]): ToolResult {
+  return ownResult(results[0]!);
+}
+
+/** A result of a route that leaves nothing pending or not run. */
+export function ownResult(result: DispatchResult): ToolResult {
+  if (result.status === 'pending' || result.status === 'not_run')
+    throw new Error(`toolgate internal error: the route produced a ${result.status} result`);
+  return result;
 }
 
 /**
@@ -86,20 +126,30 @@ function runAlone(
   return running === null ? null : running.then(one);
 }
 
+/** Whether a call on this route, in this registry, may take the fast path. */
+function fastRoute(env: GateEnvironment, route: Route): boolean {
+  return !route.meter && !route.observe && !route.execute && !env.meter && env.listening?.() === false;
+}
+
 /** {@link runAlone}'s one result. */
 function alone(call: Call, context: GateContext, env: GateEnvironment, route: Route): Promise<DispatchResult> | null {
-  if (route.meter || route.observe || route.execute || env.meter || env.listening?.() !== false) return null;
+  if (!fastRoute(env, route)) return null;
   const pre = precheck(call, context, env);
   // An async schema or an ask waits: the Batch takes the call from here, with what is already decided.
   if (pre instanceof Promise || pre.kind === 'ask') return new Batch([call], context, env, route).run(pre).then(first);
+  return started(pre, context, env);
+}
+
+/** A call decided on the fast path: refused, or its tool started. */
+function started(
+  pre: Extract<Precheck, { kind: 'decided' }>,
+  context: GateContext,
+  env: GateEnvironment,
+): Promise<ToolResult> {
   const decision = pre.decision;
   if (decision.effect !== 'allow' || !pre.tool || !pre.args)
     return Promise.resolve(refused(decision as Extract<Decision, { effect: 'deny' }>));
-  return executeDecided(
-    { index: 0, call: call as NormalizedCall, decision, tool: pre.tool, args: pre.args },
-    context,
-    env,
-  );
+  return execute(pre.tool, decision, pre.args, context, env);
 }
 
 function one(result: DispatchResult): DispatchResult[] {
@@ -276,8 +326,7 @@ class Batch {
   /** The route's context and the registry as they stand now. */
   async #now(): Promise<RouteState> {
     const refresh = this.#route.refresh;
-    if (!refresh) return { context: this.#context, env: this.#env.current() };
-    return refresh.call(this.#route);
+    return { context: refresh ? await refresh.call(this.#route) : this.#context, env: this.#env.current() };
   }
 
   /**

@@ -5,7 +5,7 @@
  */
 import type { AllowDecision, DenyDecision } from '../decision.js';
 import { errorText } from '../permissions/handler.js';
-import type { ToolExecution } from '../tool.js';
+import type { Tool, ToolExecution } from '../tool.js';
 import type { GateContext, GateEnvironment, ToolResult } from '../contracts/gate.js';
 import type { DecidedCall } from '../contracts/route.js';
 import { refusalContent } from './precheck.js';
@@ -13,55 +13,125 @@ import { refusalContent } from './precheck.js';
 /**
  * Runs a decided call: its tool's execute with the frozen snapshot, under its timeout and the context's signal.
  * The tool is called before this returns (the fast path starts it without a microtask); a tool that returned
- * a plain value has finished, so its result is built at once and nothing is timed. A promise is awaited under
+ * a plain value has finished, so its result is built at once and nothing is timed. A promise is watched under
  * the tool's deadline in the one shared {@link Deadlines} queue (no timer of its own per call).
  */
 export function executeDecided(decided: DecidedCall, context: GateContext, env: GateEnvironment): Promise<ToolResult> {
-  const tool = decided.tool;
-  const decision = decided.decision;
+  return execute(decided.tool, decided.decision, decided.args, context, env);
+}
+
+/**
+ * {@link executeDecided} without the DecidedCall around its parts (the fast path has them apart). With `shape`,
+ * the promise settles with `shape(result)` instead (a caller's own form of the result, made in the same hop).
+ */
+export function execute(
+  tool: Tool,
+  decision: AllowDecision,
+  args: Readonly<Record<string, unknown>>,
+  context: GateContext,
+  env: GateEnvironment,
+): Promise<ToolResult>;
+export function execute<R>(
+  tool: Tool,
+  decision: AllowDecision,
+  args: Readonly<Record<string, unknown>>,
+  context: GateContext,
+  env: GateEnvironment,
+  shape: (result: ToolResult) => R,
+): Promise<R>;
+export function execute(
+  tool: Tool,
+  decision: AllowDecision,
+  args: Readonly<Record<string, unknown>>,
+  context: GateContext,
+  env: GateEnvironment,
+  shape: Shape | null = null,
+): Promise<unknown> {
   const execution = new Execution(decision.callId);
   const outer = context.signal;
   const started = performance.now();
   let value: unknown;
   if (outer) {
     if (outer.aborted)
-      return Promise.resolve(
+      return settled(
         failed(decision, env, started, new Error('the dispatch was cancelled before the tool ran')),
+        shape,
       );
     execution.follow(outer);
   }
   try {
-    value = tool.execute(decided.args as Record<string, unknown>, execution);
+    value = tool.execute(args as Record<string, unknown>, execution);
   } catch (error) {
     execution.unfollow();
-    return Promise.resolve(failed(decision, env, started, error));
+    return settled(failed(decision, env, started, error), shape);
   }
   if (!isThenable(value)) {
     execution.unfollow();
-    return Promise.resolve(succeeded(decision, env, started, value));
+    return settled(succeeded(decision, env, started, value), shape);
   }
-  return settle(value, execution, tool.metadata.timeoutMs ?? env.toolTimeoutMs, decision, env, started);
+  // The result's own promise, settled once: by the tool's outcome or, first, by its deadline. Returned as is,
+  // so a caller's await is the one hop after the tool's (no promise chained between them).
+  const result = new Promise<unknown>(capture);
+  const deadline = deadlines.add(
+    tool.metadata.timeoutMs ?? env.toolTimeoutMs,
+    started,
+    execution,
+    decision,
+    env,
+    shape,
+  );
+  watch(value, deadline);
+  return result;
 }
 
-/** A tool's promise awaited under its deadline: the deadline rejects before it aborts the tool, so a tool that settles on abort cannot look successful. */
-async function settle(
-  value: PromiseLike<unknown>,
-  execution: Execution,
-  timeoutMs: number,
-  decision: AllowDecision,
-  env: GateEnvironment,
-  started: number,
-): Promise<ToolResult> {
-  const deadline = deadlines.add(timeoutMs, started, execution);
+/** A caller's own form of a result (see {@link execute}). */
+type Shape = (result: ToolResult) => unknown;
+
+/** A result known now, as its promise (shaped when asked: a shape that throws rejects it). */
+export function settled(result: ToolResult, shape: Shape | null): Promise<unknown> {
+  if (shape === null) return Promise.resolve(result);
   try {
-    value.then(deadline.resolve, deadline.reject);
-    return succeeded(decision, env, started, await deadline.promise);
+    return Promise.resolve(shape(result));
   } catch (error) {
-    return failed(decision, env, started, error);
-  } finally {
-    deadlines.remove(deadline);
-    execution.unfollow();
+    return Promise.reject(error as Error);
   }
+}
+
+/**
+ * Settles a running call's result with its tool's outcome: a promise's or a thenable's (whose `then` may
+ * throw, call back twice, or pass a thenable on, as a promise's resolution would adopt it). A `then` per call,
+ * no async function or await around it: the cheapest subscription (issue 25).
+ */
+function watch(value: PromiseLike<unknown>, deadline: Deadline): void {
+  try {
+    value.then(
+      (outcome) => {
+        // A deadline that fired already settled the result with its timeout: the late outcome is dropped, unannounced.
+        if (!deadline.queued) return;
+        if (isThenable(outcome)) watch(outcome, deadline);
+        else finish(deadline, succeeded(deadline.decision, deadline.env, deadline.started, outcome));
+      },
+      (error: unknown) => {
+        if (deadline.queued) finish(deadline, failed(deadline.decision, deadline.env, deadline.started, error));
+      },
+    );
+  } catch (error) {
+    if (deadline.queued) finish(deadline, failed(deadline.decision, deadline.env, deadline.started, error));
+  }
+}
+
+function finish(deadline: Deadline, result: ToolResult): void {
+  if (!deadline.queued) return;
+  deadlines.remove(deadline);
+  deadline.execution.unfollow();
+  const shape = deadline.shape;
+  if (shape === null) deadline.resolve(result);
+  else
+    try {
+      deadline.resolve(shape(result));
+    } catch (error) {
+      deadline.reject(error);
+    }
 }
 
 function succeeded(decision: AllowDecision, env: GateEnvironment, started: number, value: unknown): ToolResult {
@@ -115,8 +185,8 @@ export function refused(decision: DenyDecision): ToolResult {
 
 /**
  * The order calls run in: grouped, consecutive concurrency-safe calls run together and any other call
- * waits for them and runs alone; not grouped, every call runs alone. `settle` never rejects (an execution
- * is an error result, never a throw), so a group can be awaited together.
+ * waits for them and runs alone; not grouped, every call runs alone. An execution's promise never rejects (its
+ * failure is an error result, never a throw), so a group can be awaited together.
  */
 export class Lanes {
   readonly #grouped: boolean;
@@ -207,24 +277,30 @@ function contentOf(value: unknown): string {
   }
 }
 
-/** One call's deadline in the shared queue: settles its promise with the tool's outcome or, at `at`, the timeout. */
+/**
+ * One running call's deadline in the shared queue, with what its result is built from: settled with the tool's
+ * outcome or, at `at`, the timeout (whichever comes first; `queued` false once it is settled).
+ */
 interface Deadline {
   readonly at: number;
   readonly timeoutMs: number;
   readonly execution: Execution;
-  readonly promise: Promise<unknown>;
-  readonly resolve: (value: unknown) => void;
+  readonly decision: AllowDecision;
+  readonly env: GateEnvironment;
+  readonly started: number;
+  readonly shape: Shape | null;
+  readonly resolve: (result: unknown) => void;
   readonly reject: (reason: unknown) => void;
   prev: Deadline | null;
   next: Deadline | null;
-  /** Still in its queue. */
+  /** Still in its queue: not settled yet. */
   queued: boolean;
 }
 
-let capturedResolve: (value: unknown) => void = () => {};
+let capturedResolve: (result: unknown) => void = () => {};
 let capturedReject: (reason: unknown) => void = () => {};
-// One executor for every deadline's promise (no closure made per call).
-function capture(resolve: (value: unknown) => void, reject: (reason: unknown) => void): void {
+// One executor for every result's promise (no closure made per call); it rejects only when a shape throws.
+function capture(resolve: (result: unknown) => void, reject: (reason: unknown) => void): void {
   capturedResolve = resolve;
   capturedReject = reject;
 }
@@ -254,13 +330,22 @@ export class Deadlines {
     return this.#size;
   }
 
-  add(timeoutMs: number, now: number, execution: Execution): Deadline {
-    const promise = new Promise<unknown>(capture);
+  add(
+    timeoutMs: number,
+    now: number,
+    execution: Execution,
+    decision: AllowDecision,
+    env: GateEnvironment,
+    shape: Shape | null,
+  ): Deadline {
     const deadline: Deadline = {
       at: now + timeoutMs,
       timeoutMs,
       execution,
-      promise,
+      decision,
+      env,
+      started: now,
+      shape,
       resolve: capturedResolve,
       reject: capturedReject,
       prev: null,
@@ -309,10 +394,9 @@ export class Deadlines {
     for (const [timeoutMs, queue] of this.#queues) {
       let head = queue.head;
       while (head !== null && head.at <= now) {
-        this.remove(head);
         const error = new Error(`the tool did not finish within ${timeoutMs} ms`);
-        // Reject before aborting: a tool that settles on abort must not win the race and look successful.
-        head.reject(error);
+        // Settled before the tool is aborted: a tool that settles on abort must not win and look successful.
+        finish(head, failed(head.decision, head.env, head.started, error));
         head.execution.abort(error);
         head = queue.head;
       }

@@ -2,11 +2,11 @@
  * The gate's façade: the only file of `src/gate/` that the wings (gateway, inbox, adapters, runner,
  * policy files, CLI) import (`npm test` checks it). Internal to the package: no entry point re-exports it
  * whole. What is here is what a route needs — dispatch, preview, the approval model's one implementation,
- * the approver check, the environment of a registry — and nothing about how the path is built. The types a
- * route implements live in src/contracts/.
+ * the approver check — and nothing about how the path is built. Dispatch and preview take what the wings
+ * have, a registry (a `ToolSource`; `withTools` adds a route's own tools in front of it): no file outside
+ * src/gate/ reaches a registry's GateEnvironment. The types a route implements live in src/contracts/.
  */
-export { decideCalls, dispatchCall, dispatchCalls, previewCall } from './dispatch.js';
-export { environmentOf, isRegistry } from './environment.js';
+export { decideCalls, dispatchCalls, isRegistry, previewCall, withTools } from './environment.js';
 export { agentNameOf, allowlistFor, deny, refusalContent, ruleAndReason, type Precheck } from './precheck.js';
 export {
   approvalRequest,
@@ -24,10 +24,10 @@ export { approverVerdict, checkApproverRules, type ApproverSubject } from './app
 export type {
   DispatchResult,
   GateContext,
-  GateEnvironment,
   NotRunResult,
   PendingResult,
   ToolResult,
+  ToolSource,
 } from '../contracts/gate.js';
 export type {
   Attempt,
@@ -40,7 +40,6 @@ export type {
   RouteMeter,
   RouteObserver,
   RoutePerson,
-  RouteState,
 } from '../contracts/route.js';
 export type {
   Answer,

@@ -7,7 +7,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
-import type { ApproverIdentity, ApproverRules, ApproverVerdict } from '../contracts/approval.js';
+import type { ApproverIdentity, ApproverRules } from '../contracts/approval.js';
 import { approverVerdict } from '../gate/index.js';
 import type { PolicySet } from '../policy-file/policy-set.js';
 import type { ApprovalStore, PendingRecord } from '../stores/types.js';
@@ -19,9 +19,10 @@ export interface GatewayApprovers {
   readonly rules: ApproverRules | null;
   /**
    * The tenants the gateway's approvers act for (its own tenant, or the approver token's with
-   * --tenant-claim); null: the gateway serves no tenant, so only requests with no tenant are theirs.
+   * --tenant-claim); `[null]`: the gateway serves no tenant, so only requests with no tenant are theirs.
+   * Read by THE approver check as its tenant input, as the inbox's sessions are.
    */
-  readonly tenants: readonly string[] | null;
+  readonly tenants: readonly (string | null)[];
 }
 
 /** Options of the `/approvals` endpoint. */
@@ -48,11 +49,10 @@ export function approversOf(set: PolicySet, tenant: string | null | undefined): 
           ...(lists?.tools ? { tools: lists.tools } : {}),
           ...(section.fourEyes !== undefined ? { fourEyes: section.fourEyes } : {}),
         };
-  return { rules, tenants: typeof tenant === 'string' ? [tenant] : null };
+  return { rules, tenants: [typeof tenant === 'string' ? tenant : null] };
 }
 
 const MAX_BODY = 64 * 1024;
-const HIDDEN: ApproverVerdict = Object.freeze({ may: false, hidden: true });
 
 /** `GET /approvals` and `POST /approvals/<id>`, for an authenticated request. */
 export async function answerApproval(
@@ -70,12 +70,12 @@ export async function answerApproval(
       { error: 'insufficient_scope', error_description: `answering approvals needs the scope ${scope}` },
       `Bearer error="insufficient_scope", scope="${scope}"`,
     );
-  const approvers = endpoint.approvers?.(auth) ?? { rules: null, tenants: null };
-  const who: ApproverIdentity = { id: auth.clientId, tenants: approvers.tenants };
-  // The gateway's tenant binds what its approvers see: with tenants, THE approver check keeps those; a
-  // gateway serving no tenant sees only requests with none (a shared store holds other tenants' too).
-  const verdictOf = (r: PendingRecord) =>
-    approvers.tenants === null && r.tenant !== null ? HIDDEN : approverVerdict(approvers.rules, who, r);
+  const approvers = endpoint.approvers?.(auth) ?? { rules: null, tenants: [null] };
+  // The gateway's tenant binds what its approvers see, through THE approver check's tenant input: a
+  // gateway serving no tenant acts for `[null]`, the requests with none (a shared store holds other tenants' too).
+  // Never unbound: `tenants: null` (this option's earlier spelling of "no tenant") means `[null]` too.
+  const who: ApproverIdentity = { id: auth.clientId, tenants: approvers.tenants ?? [null] };
+  const verdictOf = (r: PendingRecord) => approverVerdict(approvers.rules, who, r);
   // The gateway's own requests only: a store shared with the inbox (toolgate serve) holds a runner's or an
   // application's requests too, which the inbox answers. And only those this approver may see at all.
   const visible = (r: PendingRecord): boolean => {

@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { readCall } from '../formats/index.js';
-import { dispatchCalls, environmentOf, ruleAndReason } from '../gate/index.js';
+import { dispatchCalls, ruleAndReason } from '../gate/index.js';
 import type { GateContext } from '../contracts/gate.js';
 import type { ToolRegistry, ToolResult } from '../registry.js';
 import type { ApprovalNote } from './approvals.js';
@@ -63,11 +63,10 @@ export async function runToolCall(deps: ToolCallDeps, call: ToolCallRequest): Pr
   const pin = definition ? listedDefinitionPin(definition) : null;
   const route = gatewayRoute(people, registry, call.asker, (n) => (approval = n), 'tool', pin);
   const result = await callScope.run(scope, async () => {
-    const env = environmentOf(registry);
     // A call that waited for a person is decided again under the context and policy in force then (a
     // reload may have narrowed the agent's tools or changed the rules).
-    const refresh = () => ({ context: { ...call.refreshContext(), signal: call.request.signal }, env: env.current() });
-    const [dispatched] = await dispatchCalls([readCall(given)], context, env, { ...route, refresh });
+    const refresh = (): GateContext => ({ ...call.refreshContext(), signal: call.request.signal });
+    const [dispatched] = await dispatchCalls([readCall(given)], context, registry, { ...route, refresh });
     return dispatched as ToolResult;
   });
   const decision = result.decision;

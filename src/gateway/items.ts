@@ -10,7 +10,7 @@
 import { randomUUID } from 'node:crypto';
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { readCall } from '../formats/index.js';
-import { dispatchCalls, environmentOf, ruleAndReason, type Route } from '../gate/index.js';
+import { dispatchCalls, ruleAndReason, type Route } from '../gate/index.js';
 import type { GateContext } from '../contracts/gate.js';
 import { canonical } from '../names.js';
 import { itemTool, type ItemAction, type ItemKind } from '../policy-file/items.js';
@@ -114,12 +114,8 @@ export class ItemGate {
     };
     let result: ToolResult;
     try {
-      const env = environmentOf(registry);
       const call = readCall({ id: callId, name: kind, arguments: access.args });
-      [result] = (await dispatchCalls([call], context, env, {
-        ...route,
-        refresh: () => ({ context, env: env.current() }),
-      })) as [ToolResult];
+      [result] = (await dispatchCalls([call], context, registry, route)) as [ToolResult];
     } finally {
       this.#forwards.delete(callId);
     }

@@ -105,7 +105,7 @@ export function signValue(secret: Uint8Array, purpose: string, claims: object): 
 }
 
 /** The claims of a value {@link signValue} made for `purpose`, or null when it does not verify. */
-export function verifyValue(secret: Uint8Array, purpose: string, value: unknown): Record<string, unknown> | null {
+function verifyValue(secret: Uint8Array, purpose: string, value: unknown): Record<string, unknown> | null {
   if (typeof value !== 'string' || value.length > 8192) return null;
   const dot = value.indexOf('.');
   if (dot <= 0) return null;

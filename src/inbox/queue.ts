@@ -42,7 +42,7 @@ export interface EscalatedRules {
   readonly unlisted: ApproverRules;
 }
 
-export function escalatedRules(rules: ApproverRules | null, escalateTo: readonly string[]): EscalatedRules | null {
+function escalatedRules(rules: ApproverRules | null, escalateTo: readonly string[]): EscalatedRules | null {
   if (rules === null || (rules.tenants === undefined && rules.tools === undefined)) return null;
   const add = (lists: Readonly<Record<string, readonly string[]>>) =>
     Object.fromEntries(Object.entries(lists).map(([k, v]) => [k, [...v, ...escalateTo]]));

@@ -56,7 +56,7 @@ function codePoint(c: string): string {
 }
 
 /** True when `value` holds a character {@link text} would mark. */
-export function hasHiddenCharacters(value: string): boolean {
+function hasHiddenCharacters(value: string): boolean {
   HIDDEN.lastIndex = 0;
   const found = HIDDEN.test(value);
   HIDDEN.lastIndex = 0;
@@ -89,7 +89,7 @@ export function plain(value: string): string {
 }
 
 /** Pretty JSON of a value (for arguments and traces); a value JSON cannot carry is described instead. */
-export function prettyJson(value: unknown): string {
+function prettyJson(value: unknown): string {
   try {
     return JSON.stringify(value, null, 2) ?? String(value);
   } catch {
@@ -138,7 +138,7 @@ function line(kind: 'same' | 'del' | 'ins', value: string): string {
  * box shows `invoice\u202egpj.exe` where the raw text would display reordered — and parses back to
  * exactly the same value.
  */
-export function editableJson(value: unknown): string {
+function editableJson(value: unknown): string {
   return prettyJson(value).replace(HIDDEN, (c) =>
     c === '\n' || c === '\t'
       ? c

@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { canonical as canonicalName } from '../names.js';
 import type { PermissionHandler, PermissionRequest } from '../permissions/handler.js';
-import { bindingOf, environmentOf } from '../gate/index.js';
+import { bindingOf } from '../gate/index.js';
 import type { ToolRegistry } from '../registry.js';
 import type { AgentRunner } from '../runner/runner.js';
 import type { PendingApproval, ResumeOptions, RunResult, RunState } from '../runner/types.js';
@@ -36,16 +36,16 @@ export function traceOf(
 ): unknown {
   if (!registry) return undefined;
   try {
-    const env = environmentOf(registry);
-    const tool = env.lookup(canonical);
-    if (!tool || !env.policy) return undefined;
-    const evaluation = env.policy.evaluate(tool, parameters, { trace: true });
+    const tool = registry.get(canonical);
+    const policy = registry.getPermissionPolicy();
+    if (!tool || !policy) return undefined;
+    const evaluation = policy.evaluate(tool, parameters, { trace: true });
     return {
       allowlist: 'passed every layer (agent, tenant, caller)',
       decidedBy: evaluation.rule ? `rule ${evaluation.rule.name}` : evaluation.by,
       result: evaluation.result,
       rules: evaluation.trace ?? [],
-      policyVersion: env.policy.version ?? null,
+      policyVersion: policy.version ?? null,
     };
   } catch {
     return undefined;
@@ -192,7 +192,7 @@ export function inboxHandler(inbox: ApprovalSink, options: InboxHandlerOptions =
     const id = `registry:${randomUUID()}`;
     const canonical = canonicalName(request.toolName);
     const ttl = options.ttlMs ?? inbox.ttlMs;
-    const policyVersion = (options.registry ? environmentOf(options.registry).policy?.version : null) ?? null;
+    const policyVersion = options.registry?.getPermissionPolicy()?.version ?? null;
     const trace = traceOf(options.registry, request.toolName, request.parameters);
     const expiresAt = inbox.now() + ttl;
     const answered = new Promise<PendingRecord>((resolve, reject) => {

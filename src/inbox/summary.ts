@@ -93,7 +93,7 @@ function at(parameters: Readonly<Record<string, unknown>>, path: string): unknow
 }
 
 /** Fills `template` from `parameters`; an argument that is not there reads `?`. */
-export function fillTemplate(template: string, parameters: Readonly<Record<string, unknown>>): string {
+function fillTemplate(template: string, parameters: Readonly<Record<string, unknown>>): string {
   return template.replace(/\{\{|\}\}|\{([^{}]*)\}/g, (whole, name: string | undefined) => {
     if (whole === '{{') return '{';
     if (whole === '}}') return '}';
@@ -112,7 +112,7 @@ function score(key: string, value: unknown): number {
 }
 
 /** The fallback summary: the tool and its two most telling arguments (in their order). */
-export function fallbackSummary(toolName: string, parameters: Readonly<Record<string, unknown>>): string {
+function fallbackSummary(toolName: string, parameters: Readonly<Record<string, unknown>>): string {
   const entries = Object.entries(parameters);
   const chosen = entries
     .map(([key, value], index) => ({ key, value, index, score: score(key, value) }))

@@ -15,7 +15,7 @@ const SCRIPTS = [
 ] as const;
 
 /** The scripts of a name's letters (of the few that hold Latin lookalikes), in first-seen order. */
-export function scriptsOf(name: string): string[] {
+function scriptsOf(name: string): string[] {
   const found: string[] = [];
   for (const ch of name) {
     for (const [script, re] of SCRIPTS) if (re.test(ch) && !found.includes(script)) found.push(script);

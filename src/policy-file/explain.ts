@@ -6,7 +6,7 @@
  */
 import type { Decision } from '../decision.js';
 import { readCall, type ToolCallInput } from '../formats/index.js';
-import { environmentOf, previewCall } from '../gate/index.js';
+import { previewCall } from '../gate/index.js';
 import type { LimitCounter } from '../limits/limiter.js';
 import { canonical } from '../names.js';
 import type { RuleTrace } from '../permissions/policy.js';
@@ -88,7 +88,7 @@ export async function explainCall(
 ): Promise<Explanation> {
   const read = readCall(call);
   const context = set.context(who);
-  const pre = await previewCall(read, context, environmentOf(registry));
+  const pre = await previewCall(read, context, registry);
   const form = canonical(read.name);
   const tool = pre.tool ?? registry.get(read.name) ?? null;
   const args = pre.args;
@@ -258,7 +258,7 @@ function rulesFor(set: PolicySet, tool: Tool, args: Readonly<Record<string, unkn
 }
 
 /** Why a rule's selectors leave the tool out. */
-export function whyNotSelected(info: PolicyRuleInfo, tool: Tool): string {
+function whyNotSelected(info: PolicyRuleInfo, tool: Tool): string {
   const reasons: string[] = [];
   if (info.namespace !== null && tool.namespace !== info.namespace)
     reasons.push(
@@ -289,7 +289,7 @@ export async function previewDecision(
   registry: ToolRegistry = set.registry(),
 ): Promise<ExplainedDecision & { readonly callId: string; readonly tool: string; readonly canonical: string }> {
   const read = readCall(call);
-  const pre = await previewCall(read, set.context(who), environmentOf(registry));
+  const pre = await previewCall(read, set.context(who), registry);
   const head = { callId: read.id, tool: read.name, canonical: canonical(read.name) };
   if (pre.kind === 'ask')
     return {

@@ -407,7 +407,8 @@ function closeStars(tokens: readonly Token[], states: Uint8Array): void {
   for (let j = 0; j < tokens.length; j++) if (states[j] === 1 && tokens[j]!.kind === 'star') states[j + 1] = 1;
 }
 
-function inClass(token: { readonly negated: boolean; readonly ranges: readonly number[] }, cp: number): boolean {
+/** True when `cp` is in the class token's ranges (or, for a negated class, outside them). */
+export function inClass(token: { readonly negated: boolean; readonly ranges: readonly number[] }, cp: number): boolean {
   let hit = false;
   for (let r = 0; r < token.ranges.length; r += 2) {
     if (cp >= token.ranges[r]! && cp <= token.ranges[r + 1]!) {

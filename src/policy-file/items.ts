@@ -32,9 +32,9 @@ import type { PolicyConditionData, PolicyFileData, PolicyPosition } from './type
 import { decisionForms, foldedUri, normalResourceUri, normalUriGlob } from './uri.js';
 
 /** The gate-level tool a resource read is a call of. */
-export const RESOURCE_TOOL = 'resource';
+const RESOURCE_TOOL = 'resource';
 /** The gate-level tool a prompt get is a call of. */
-export const PROMPT_TOOL = 'prompt';
+const PROMPT_TOOL = 'prompt';
 
 /** Which list: `resources:` or `prompts:`. */
 export type ItemKind = 'resource' | 'prompt';

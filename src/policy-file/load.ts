@@ -165,7 +165,7 @@ class Locator {
 }
 
 /** `rules[2].when.path` */
-export function pathText(path: readonly Segment[]): string {
+function pathText(path: readonly Segment[]): string {
   let out = '';
   for (const s of path) {
     if (typeof s === 'number') out += `[${s}]`;

@@ -151,9 +151,6 @@ export function jsonEqual(a: unknown, b: unknown): boolean {
 export const CONDITION_OPS = ['exists', 'equals', 'oneOf', 'prefix', 'glob', 'path', 'gt', 'gte', 'lt', 'lte'] as const;
 export type ConditionOp = (typeof CONDITION_OPS)[number];
 
-/** Options of a condition that change how its `path` and `glob` tests compare (not tests themselves). */
-export const CONDITION_MODIFIERS = ['caseInsensitive', 'realpath'] as const;
-
 /** One test of one argument. */
 export interface ConditionTest {
   readonly arg: string;
@@ -278,7 +275,7 @@ function pathSubject(value: unknown, options: CompareOptions): ResolvedPath {
  * that does not exist at all the rest is taken as written (nothing there can be a link yet), unless it
  * holds a `..`. Any other error (a loop, no permission, a file used as a folder) cannot be judged.
  */
-export function physicalPath(path: string): ResolvedPath {
+function physicalPath(path: string): ResolvedPath {
   const parts = path.split('/').filter((s) => s !== '' && s !== '.');
   let current = '/';
   const join = (dir: string, name: string): string => (dir === '/' ? `/${name}` : `${dir}/${name}`);

@@ -14,7 +14,7 @@ export function peerToolName(agent: string): string {
 }
 
 /** The JSON Schema of a delegation call's arguments. */
-export const DELEGATION_PARAMETERS = {
+const DELEGATION_PARAMETERS = {
   type: 'object',
   properties: { input: { type: 'string', description: 'What the peer agent is asked to do' } },
   required: ['input'],

@@ -18,7 +18,7 @@ import type { Answer, ApprovalRecord, ApprovalRequest, AskOutcome } from '../con
 import { canonicalJson, hashOf, macOf, sameMac } from '../crypto.js';
 import type { Decision } from '../decision.js';
 import type { Emitter } from '../events.js';
-import { consumeNonce, sameBinding, signAnswer, verifyAnswer, type GateEnvironment } from '../gate/index.js';
+import { consumeNonce, sameBinding, signAnswer, verifyAnswer, type ToolSource } from '../gate/index.js';
 import { describe } from '../names.js';
 import type { PermissionRequest } from '../permissions/handler.js';
 import type { RunnerSettings } from './options.js';
@@ -77,7 +77,7 @@ export class DurableApprovals {
     frame: Frame,
     turn: Turn,
     request: ApprovalRequest,
-    env: GateEnvironment,
+    source: ToolSource,
     use: GrantUse,
   ): Promise<AskOutcome | null> {
     const callId = request.binding.callId;
@@ -91,12 +91,12 @@ export class DurableApprovals {
     const remembered = await this.#recall(run, frame, bound);
     if (remembered) return remembered;
     const earlier = turn.answered.get(callId);
-    const under = underOf(request, env);
+    const under = underOf(request, source);
     if (earlier && earlier.binding === answerBinding(request) && earlier.under.every((x, i) => x === under[i]))
       return { effect: earlier.effect };
     const handler = this.#settings.handler;
     if (!handler) return null;
-    const tool = env.lookup(request.canonical);
+    const tool = source.get(request.canonical);
     if (!tool) return { effect: 'invalid', reason: 'the tool is no longer registered' };
     const permission: PermissionRequest = {
       toolName: request.toolName,
@@ -445,6 +445,6 @@ export function answerBinding(request: {
 }
 
 /** The objects an answer given in this turn was given under: the tool, the policy and the registry's handler. */
-export function underOf(request: { readonly canonical: string }, env: GateEnvironment): readonly unknown[] {
-  return [env.lookup(request.canonical), env.policy, env.handler];
+export function underOf(request: { readonly canonical: string }, source: ToolSource): readonly unknown[] {
+  return [source.get(request.canonical), source.getPermissionPolicy(), source.getPermissionHandler()];
 }

@@ -14,7 +14,7 @@ import { ToolNotPermittedError } from '../errors.js';
 import type { Emitter } from '../events.js';
 import { toolSchema } from '../formats/index.js';
 import type { ApprovalRequest, AskOutcome } from '../contracts/approval.js';
-import type { Attempt, DispatchResult, GateContext, GateEnvironment, Refusal, ToolResult } from '../contracts/gate.js';
+import type { Attempt, DispatchResult, GateContext, Refusal, ToolResult, ToolSource } from '../contracts/gate.js';
 import type {
   Candidate,
   DecidedCall,
@@ -23,9 +23,8 @@ import type {
   RouteMeter,
   RouteObserver,
   RoutePerson,
-  RouteState,
 } from '../contracts/route.js';
-import { environmentOf as registryEnvironment, refusalContent } from '../gate/index.js';
+import { refusalContent, withTools } from '../gate/index.js';
 import { canonical, describe } from '../names.js';
 import type { RunSpend } from '../contracts/stores.js';
 import { peerTools, peerToolName } from './agents.js';
@@ -46,14 +45,16 @@ import {
   type Turn,
 } from './run.js';
 import { hashOf } from '../crypto.js';
+import type { Tool } from '../tool.js';
 import type { BudgetCap, ModelTool, PendingApproval, RunEvent, RunToolCall } from './types.js';
 
 const NOTHING: RunSpend = { iterations: 0, attempts: 0, cost: 0 };
 
-/** What the gate is given for one dispatch of a frame: the context, the environment, and the names the model may see. */
+/** What the gate is given for one dispatch of a frame: the context, the tools, and the run's limits. */
 export interface FrameView {
   readonly context: GateContext;
-  readonly env: GateEnvironment;
+  /** The registry with this frame's `agent:<peer>` tools in front of it. */
+  readonly source: ToolSource;
   readonly limits: Limits;
 }
 
@@ -63,18 +64,18 @@ export interface FrameView {
  * below it, the root's allowlist narrowed by each delegation hop is resolved and passed as is.
  */
 export function viewOf(settings: RunnerSettings, run: Run, frame: Frame, limits: Limits): FrameView {
-  const env = environmentOf(settings, run, frame);
-  // The same context object while the plan's array and the registry stay the same (the gate's allowlist step
-  // then answers from its memo); the limits' numbers are read afresh every time.
+  const source = sourceOf(settings, run, frame);
+  // The same context object while the plan's array stays the same (the gate's allowlist step then answers
+  // from its memo; the context names no registered tool, so a registry change keeps it); the limits' numbers
+  // are read afresh every time.
   const last = views.get(frame);
   if (
     last !== undefined &&
     last.tenant === limits.tools &&
-    last.env === env &&
     // A list resolved below the root is a snapshot: reused only for a plan that cannot change in place.
     (frame.depth === 0 || limits.tools === null || Object.isFrozen(limits.tools))
   )
-    return { context: last.context, env, limits };
+    return { context: last.context, source, limits };
   const root = run.agents[run.frames[0]!.agent]!;
   const callerTools = callerToolsOf(settings, run);
   const tenant = { id: run.tenant, tools: limits.tools };
@@ -95,18 +96,15 @@ export function viewOf(settings: RunnerSettings, run: Run, frame: Frame, limits:
       ? { agent: frame.agent, tenant, caller, allowlist: list, runId: run.runId, signal: run.signal }
       : { agent: frame.agent, tenant, caller, allowlist: list, runId: run.runId };
   }
-  views.set(frame, { tenant: limits.tools, env, context });
-  return { context, env, limits };
+  views.set(frame, { tenant: limits.tools, context });
+  return { context, source, limits };
 }
 /**
- * The last context of each frame, kept while its tenant array (by identity) and environment stay: the gate
- * checks a plain array's entries against its snapshot at every call, so a plan changed in place still applies
- * at the next call; a resolved allowlist below the root is resolved again only for a new array or registry.
+ * The last context of each frame, kept while its tenant array (by identity) stays: the gate checks a plain
+ * array's entries against its snapshot at every call, so a plan changed in place still applies at the next
+ * call; a resolved allowlist below the root is resolved again only for a new array.
  */
-const views = new WeakMap<
-  Frame,
-  { readonly tenant: readonly string[] | null; readonly env: GateEnvironment; readonly context: GateContext }
->();
+const views = new WeakMap<Frame, { readonly tenant: readonly string[] | null; readonly context: GateContext }>();
 
 /** The caller layer: scopes mapped through the runner's scope map (once per run), or taken as tool names without one. */
 function callerToolsOf(settings: RunnerSettings, run: Run): readonly string[] | null {
@@ -118,41 +116,30 @@ function callerToolsOf(settings: RunnerSettings, run: Run): readonly string[] | 
 }
 const callerTools = new WeakMap<Run, readonly string[]>();
 
-/** The registry as it stands now, plus the `agent:<peer>` tools of this frame's agent. */
-function environmentOf(settings: RunnerSettings, run: Run, frame: Frame): GateEnvironment {
-  return withPeers(registryEnvironment(settings.registry), peersOf(run, frame.agent));
-}
-
-function withPeers(env: GateEnvironment, peers: PeerTools): GateEnvironment {
-  if (peers.tools.size === 0) return env;
-  if (peers.env?.base === env) return peers.env.wrapped;
-  const tools = peers.tools;
-  const wrapped: GateEnvironment = {
-    ...env,
-    lookup: (form) => tools.get(form) ?? env.lookup(form),
-    // A call decided again after a wait sees the registry then, with the same peers.
-    current: () => withPeers(env.current(), peers),
-  };
-  peers.env = { base: env, wrapped };
-  return wrapped;
+/** The registry as it stands at each call, plus the `agent:<peer>` tools of this frame's agent. */
+function sourceOf(settings: RunnerSettings, run: Run, frame: Frame): ToolSource {
+  const peers = peersOf(run, frame.agent);
+  return (peers.source ??= withTools(settings.registry, peers.tools));
 }
 
 /** What the model is shown: a projection of this dispatch's allowlist (a hidden tool called anyway is still refused). */
 export function modelTools(settings: RunnerSettings, view: FrameView): readonly ModelTool[] {
   const names = view.context.allowlist?.names ?? settings.registry.allowlist(view.context).names;
-  // The list is cached by the allowlist's names (a new array whenever a layer changed) and the environment.
+  // The list is cached by the allowlist's names (a new array whenever a layer changed) while each name
+  // still finds the tool it found.
+  const found = names.map((name) => view.source.get(name));
   const last = shown.get(names);
-  if (last !== undefined && last.env === view.env) return last.tools;
+  if (last !== undefined && last.found.every((tool, i) => tool === found[i])) return last.tools;
   const tools: ModelTool[] = [];
-  for (const name of names) {
-    const tool = view.env.lookup(canonical(name));
-    if (tool) tools.push(toolSchema('gemini', tool) as ModelTool);
-  }
+  for (const tool of found) if (tool) tools.push(toolSchema('gemini', tool) as ModelTool);
   const frozen = Object.freeze(tools);
-  shown.set(names, { env: view.env, tools: frozen });
+  shown.set(names, { found, tools: frozen });
   return frozen;
 }
-const shown = new WeakMap<readonly string[], { readonly env: GateEnvironment; readonly tools: readonly ModelTool[] }>();
+const shown = new WeakMap<
+  readonly string[],
+  { readonly found: readonly (Tool | undefined)[]; readonly tools: readonly ModelTool[] }
+>();
 
 export function costOf(settings: RunnerSettings, name: string): number {
   const cost = settings.costOf(canonical(name));
@@ -278,13 +265,9 @@ export class RunRoute implements Route {
    * Before a call that waited runs (an earlier call, an approval): the tenant's plan read again from its
    * provider and the registry as it stands now, so a plan cut during the turn applies to the calls after it.
    */
-  async refresh(): Promise<RouteState> {
+  async refresh(): Promise<GateContext> {
     this.#view = viewOf(this.#settings, this.#run, this.#frame, await limitsOf(this.#settings, this.#run.tenant));
-    return this.#view;
-  }
-
-  get env(): GateEnvironment {
-    return this.#view.env;
+    return this.#view.context;
   }
 
   /** The approvals the pass left pending, in call order. */
@@ -317,7 +300,7 @@ export class RunRoute implements Route {
   }
 
   ask(request: ApprovalRequest): Promise<AskOutcome | null> {
-    return this.#approvals.person(this.#run, this.#frame, this.#turn, request, this.#view.env, this.#use);
+    return this.#approvals.person(this.#run, this.#frame, this.#turn, request, this.#view.source, this.#use);
   }
 
   /** A decision given on resume was put to the run's person when the run paused: the ask was announced then. */
@@ -377,7 +360,7 @@ export class RunRoute implements Route {
     if ((decision.asked === 'runner' || decision.asked === 'registry') && decision.by === 'handler')
       this.#turn.answered.set(call.id, {
         binding: answerBinding(decision),
-        under: underOf(decision, this.#view.env),
+        under: underOf(decision, this.#view.source),
         effect: decision.effect,
       });
     if (decision.effect === 'allow' || !this.#charged.has(index)) return false;
@@ -473,7 +456,7 @@ function peersOf(run: Run, agent: string): PeerTools {
   if (!entry) {
     const agents = new Map<string, string>();
     for (const name of run.agents[agent]?.peers ?? []) agents.set(canonical(peerToolName(name)), name);
-    run.peerTools.set(agent, (entry = { tools: peerTools(run.agents, agent), agents, env: null }));
+    run.peerTools.set(agent, (entry = { tools: peerTools(run.agents, agent), agents, source: null }));
   }
   return entry;
 }

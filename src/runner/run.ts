@@ -6,7 +6,7 @@
 import { hashOf } from '../crypto.js';
 import type { Decision, DenyDecision } from '../decision.js';
 import type { Emitter } from '../events.js';
-import type { GateEnvironment } from '../contracts/gate.js';
+import type { ToolSource } from '../contracts/gate.js';
 import { readCall, type NormalizedCall, type UnreadableCall } from '../formats/index.js';
 import { describe } from '../names.js';
 import type { Tool } from '../tool.js';
@@ -78,8 +78,8 @@ export interface PeerTools {
   readonly tools: Map<string, Tool>;
   /** Canonical tool name → peer agent name. */
   readonly agents: Map<string, string>;
-  /** The registry's environment last wrapped with these tools, and the wrapper (one per registry revision). */
-  env: { readonly base: GateEnvironment; readonly wrapped: GateEnvironment } | null;
+  /** The registry with these tools in front of it (the gate's `withTools`), made at the first dispatch. */
+  source: ToolSource | null;
 }
 
 export type Ended =

@@ -15,7 +15,7 @@ import type { ApprovalRecord } from '../contracts/approval.js';
 import type { Decision, DenyDecision } from '../decision.js';
 import { ConfigurationError, RunStateError } from '../errors.js';
 import { Emitter } from '../events.js';
-import { deny, dispatchCalls, environmentOf, previewCall, refusalContent } from '../gate/index.js';
+import { deny, dispatchCalls, previewCall, refusalContent } from '../gate/index.js';
 import { describe } from '../names.js';
 import { agentGraph, peerTools } from './agents.js';
 import { answerBinding, DurableApprovals } from './approvals.js';
@@ -103,10 +103,10 @@ export class AgentRunner {
       throw new TypeError(`run(agent, input): input must be a string, got ${describe(input)}`);
     const identity = runIdentity(options);
     const agents = agentGraph(agent);
-    const env = environmentOf(this.#settings.registry);
+    const registry = this.#settings.registry;
     for (const spec of Object.values(agents)) {
       for (const form of peerTools(agents, spec.name).keys()) {
-        if (env.lookup(form))
+        if (registry.get(form))
           throw new ConfigurationError(
             `the registry has a tool named ${JSON.stringify(form)}, which is the name of a peer agent of ${JSON.stringify(spec.name)}`,
           );
@@ -353,7 +353,7 @@ export class AgentRunner {
       view,
       (inner) => this.#runFrame(run, inner),
     );
-    const results = await dispatchCalls(open.map(readable), view.context, view.env, pass);
+    const results = await dispatchCalls(open.map(readable), view.context, view.source, pass);
     const pending = pass.pendingOf(results);
     if (pending.length > 0) {
       run.pending = pending;
@@ -401,7 +401,7 @@ export class AgentRunner {
     if (started?.role !== 'user')
       throw new RunStateError(`the state's frame for the delegation ${JSON.stringify(call.id)} has no input`);
     const ran = { id: call.id, name: call.name, arguments: { input: started.content }, format: 'toolgate' as const };
-    const pre = await previewCall(ran, view.context, view.env);
+    const pre = await previewCall(ran, view.context, view.source);
     if (pre.kind === 'decided' && pre.decision.effect === 'deny') return pre.decision;
     // The depth cap of the runner resuming it applies too (the paused one may have allowed deeper delegation).
     const max = this.#settings.maxDepth;

@@ -144,7 +144,7 @@ const WARNED_LIMIT = 1024;
 const warned = new Set<string>();
 
 /** The message for one pair. */
-export function confusableText(pair: ConfusablePair, where: string): string {
+function confusableText(pair: ConfusablePair, where: string): string {
   return (
     `${where}: tool names ${JSON.stringify(pair.first)} and ${JSON.stringify(pair.second)} look alike ` +
     `(Unicode confusables, skeleton ${JSON.stringify(pair.skeleton)}) but are different permissions; rename one of them`

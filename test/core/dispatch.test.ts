@@ -304,7 +304,7 @@ describe('charge, halt, endsBatch, decided, execute', () => {
     const route: Route = {
       name: 'runner',
       grouped: false,
-      refresh: () => ({ context: contextNow(), env: env.current() }),
+      refresh: contextNow,
       execute: (call, _signal, proceed) => {
         if (call.tool.name === 'search') tenantTools = ['search']; // the plan is revoked while an earlier call runs
         return proceed();

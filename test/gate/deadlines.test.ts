@@ -125,6 +125,58 @@ describe('tool deadlines in one shared queue', () => {
     expect(deadlineQueue().size).toBe(0);
   });
 
+  it('a thenable is read as await reads it: a throwing then fails, a thenable of a thenable is adopted, a second call back is ignored', async () => {
+    const registry = new ToolRegistry();
+    const tools: Record<string, () => unknown> = {
+      throwing: () => ({
+        then() {
+          throw new Error('then broke');
+        },
+      }),
+      nested: () => ({ then: (ok: (v: unknown) => void) => ok({ then: (ok2: (v: unknown) => void) => ok2('inner') }) }),
+      twice: () => ({
+        then: (ok: (v: unknown) => void, fail: (e: unknown) => void) => {
+          ok('first');
+          fail(new Error('second'));
+          ok('third');
+        },
+      }),
+    };
+    for (const [name, execute] of Object.entries(tools))
+      registry.register(defineTool({ name, parameters: { type: 'object' }, execute }));
+    expect(await registry.invoke('throwing', {})).toMatchObject({
+      status: 'error',
+      content: expect.stringMatching(/then broke/),
+    });
+    expect(await registry.invoke('nested', {})).toMatchObject({ status: 'ok', content: 'inner' });
+    expect(await registry.invoke('twice', {})).toMatchObject({ status: 'ok', content: 'first' });
+    const [chat] = await registry.executeToolCalls([
+      { id: 'c1', type: 'function', function: { name: 'nested', arguments: '{}' } },
+    ]);
+    expect(chat).toEqual({ role: 'tool', tool_call_id: 'c1', content: 'inner' });
+    expect(deadlineQueue().size).toBe(0);
+  });
+
+  it('a tool that settles after its deadline is reported once, as the timeout', async () => {
+    const registry = new ToolRegistry();
+    registry.register(
+      defineTool({
+        name: 'late',
+        parameters: { type: 'object' },
+        metadata: { timeoutMs: 10 },
+        execute: () => new Promise((resolve) => setTimeout(() => resolve('too late'), 40)),
+      }),
+    );
+    const executed: string[] = [];
+    registry.onChange((e) => {
+      if (e.type === 'tool_executed') executed.push(e.status);
+    });
+    const result = await registry.invoke('late', {});
+    expect(result).toMatchObject({ status: 'error', content: expect.stringMatching(/within 10 ms/) });
+    await new Promise((r) => setTimeout(r, 60));
+    expect(executed).toEqual(['error']);
+  });
+
   it('the shared timer does not hold a finished process open for the 60 s timeout', async () => {
     const script = join(mkdtempSync(join(tmpdir(), 'toolgate-deadline-')), 'quick.mts');
     writeFileSync(

@@ -1,5 +1,5 @@
 /**
- * The single-call fast path (`dispatchCall`, what `invoke` and a one-call `executeToolCalls` take) decides
+ * The single-call fast path (`dispatchOwnCall`, what `invoke` and a one-call `executeToolCalls` take) decides
  * every call as the one order does: on random calls, layers and rules, the Decision and the result of the
  * fast path equal those of the same call taken through the Batch (a listener makes it take the one order).
  */

@@ -25,6 +25,19 @@ describe('approverVerdict', () => {
     expect(approverVerdict(null, { id: 'x', tenants: [] }, acmeRefund)).toEqual({ may: false, hidden: true });
   });
 
+  it('a gateway serving no tenant binds its approvers to [null]: requests with no tenant only', () => {
+    const gateway = { id: 'ops', tenants: [null] };
+    expect(approverVerdict(null, gateway, noTenant)).toEqual({ may: true });
+    expect(approverVerdict(null, gateway, acmeRefund)).toEqual({ may: false, hidden: true });
+    expect(approverVerdict(null, gateway, globexRefund)).toEqual({ may: false, hidden: true });
+    // The lists still apply to the requests it may see.
+    const rules: ApproverRules = { tools: { refund: ['fin'] } };
+    expect(approverVerdict(rules, gateway, noTenant)).toEqual({ may: false, hidden: true });
+    expect(approverVerdict(rules, { id: 'fin', tenants: [null] }, noTenant)).toEqual({ may: true });
+    // With a tenant of its own too, both kinds are held.
+    expect(approverVerdict(null, { id: 'ops', tenants: [null, 'acme'] }, acmeRefund)).toEqual({ may: true });
+  });
+
   it('every list that applies must name the approver: the tool list and the tenant list (or *)', () => {
     const rules: ApproverRules = {
       tenants: { acme: ['ana@acme.example', 'fin@acme.example'], '*': ['ops@example.com'] },

@@ -10,15 +10,18 @@
  */
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 
-/** The SDK's canonical JSON (sorted keys, `undefined` array elements as null), byte for byte. */
-export function canonicalJson(value: unknown): string {
+/**
+ * The SDK's canonical JSON (sorted keys, `undefined` array elements as null), byte for byte — not toolgate's
+ * (crypto.ts `canonicalJson` refuses what JSON cannot carry); it must match what the SDK signed.
+ */
+function sdkCanonicalJson(value: unknown): string {
   if (value === null || value === undefined || typeof value !== 'object') return String(JSON.stringify(value));
   if (Array.isArray(value))
-    return `[${value.map((element: unknown) => (element === undefined ? 'null' : canonicalJson(element))).join(',')}]`;
+    return `[${value.map((element: unknown) => (element === undefined ? 'null' : sdkCanonicalJson(element))).join(',')}]`;
   const record = value as Record<string, unknown>;
   return `{${Object.keys(record)
     .sort()
-    .map((key) => `${JSON.stringify(key)}:${canonicalJson(record[key])}`)
+    .map((key) => `${JSON.stringify(key)}:${sdkCanonicalJson(record[key])}`)
     .join(',')}}`;
 }
 
@@ -31,7 +34,7 @@ export interface SignedApproval {
 }
 
 function expected(secret: Uint8Array, approval: SignedApproval): Buffer {
-  const digest = createHash('sha256').update(canonicalJson(approval.input), 'utf8').digest('base64url');
+  const digest = createHash('sha256').update(sdkCanonicalJson(approval.input), 'utf8').digest('base64url');
   const payload = JSON.stringify([
     'ai-sdk-tool-approval-v1',
     approval.approvalId,

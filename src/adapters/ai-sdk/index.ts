@@ -28,7 +28,6 @@ import {
   agentNameOf,
   decideCalls,
   dispatchCalls,
-  environmentOf,
   previewCall,
   refusalContent,
   type AskOutcome,
@@ -115,7 +114,7 @@ export function createAiSdkTools(registry: ToolRegistry, options: AiSdkToolsOpti
       : approvalKeys(
           master,
           { tenant: context.tenant?.id ?? null, caller: context.caller?.id ?? null, agent: agentNameOf(context) },
-          () => environmentOf(registry).policy?.version ?? null,
+          () => registry.getPermissionPolicy()?.version ?? null,
         );
 
   const tools: Record<string, AiTool> = {};
@@ -168,22 +167,21 @@ export function createAiSdkTools(registry: ToolRegistry, options: AiSdkToolsOpti
 
   const toolApproval: GatedAiSdkTools['toolApproval'] = async ({ toolCall, messages }) => {
     const call = readCall({ id: toolCall.toolCallId, name: toolCall.toolName, arguments: toolCall.input });
-    const env = environmentOf(registry);
-    const pre = await previewCall(call, context, env);
+    const pre = await previewCall(call, context, registry);
     if (pre.kind === 'ask') {
       // The policy's handler decides in execute; so do the handlers when no secret lets an approval count.
-      if (env.policy?.handler || keyOf === undefined) return { type: 'not-applicable' };
+      if (registry.getPermissionPolicy()?.handler || keyOf === undefined) return { type: 'not-applicable' };
       // The ask is announced when it is first put to the person; asked again with a request the secret
       // signed for this very call (the SDK resuming), it was announced then. A forged, unsigned request or
       // response in the history does not count as that.
       const signed = { toolCallId: toolCall.toolCallId, toolName: toolCall.toolName, input: toolCall.input };
       if (verifiedRequests(messages, keyOf(), signed).size === 0)
-        await dispatchCalls([call], context, env, putToPerson(master!));
+        await dispatchCalls([call], context, registry, putToPerson(master!));
       return { type: 'user-approval', reason: pre.request.reason };
     }
     if (pre.decision.effect === 'allow') return { type: 'not-applicable' }; // execute decides again and records it
     // A refusal is final here: execute will not be called, so decide (and record) it now.
-    const [decision] = await decideCalls([call], context, env, NO_PERSON);
+    const [decision] = await decideCalls([call], context, registry, NO_PERSON);
     if (!decision || decision.effect === 'allow') return { type: 'not-applicable' };
     return { type: 'denied', reason: refusalContent(decision) };
   };
@@ -199,13 +197,12 @@ export function createAiSdkTools(registry: ToolRegistry, options: AiSdkToolsOpti
         if (part.type === 'tool-call') calls.set(part.toolCallId, { toolName: part.toolName, input: part.input });
     }
     const recorded: Decision[] = [];
-    const env = environmentOf(registry);
     for (const [toolCallId, call] of calls) {
       // Only a denial of a request toolgate's secret signed for exactly this call is a person's denial.
       const verified = verifiedRequests(messages, keyOf(), { toolCallId, ...call });
       if (!answersTo(messages, verified).some((approved) => !approved)) continue;
       const read = readCall({ id: toolCallId, name: call.toolName, arguments: call.input });
-      const pre = await previewCall(read, context, env);
+      const pre = await previewCall(read, context, registry);
       if (pre.kind !== 'ask') continue; // not an ask (any more): nothing was put to a person for it now
       // Announced when toolApproval put it to the person (the signed request proves it did).
       const denied: Route = {
@@ -213,7 +210,7 @@ export function createAiSdkTools(registry: ToolRegistry, options: AiSdkToolsOpti
         grouped: false,
         person: { approvals: { secret: master! }, announced: () => true, ask: () => ({ effect: 'deny' }) },
       };
-      recorded.push(...(await decideCalls([read], context, env, denied)));
+      recorded.push(...(await decideCalls([read], context, registry, denied)));
     }
     return recorded;
   };
@@ -242,7 +239,7 @@ async function dispatchOne(
   context: GateContext,
   route: Route,
 ): Promise<ToolResult> {
-  const [result] = await dispatchCalls([call], context, environmentOf(registry), route);
+  const [result] = await dispatchCalls([call], context, registry, route);
   return result as ToolResult;
 }
 

@@ -28,7 +28,6 @@ import {
   approvalRequest,
   decideCalls,
   dispatchCalls,
-  environmentOf,
   previewCall,
   refusalContent,
   sameBinding,
@@ -115,14 +114,13 @@ export function createAgentTools<TContext = unknown>(
       isEnabled: ({ runContext }) => registry.allowlist(contextOf(runContext)).permits(defined.name),
       needsApproval: async (runContext, input, callId) => {
         const context = contextOf(runContext as RunContext<TContext>);
-        const env = environmentOf(registry);
         const pre = await previewCall(
           readCall({ id: callId ?? '', name: defined.name, arguments: input }),
           context,
-          env,
+          registry,
         );
         // execute decides again and records it; an ask the policy's own handler answers is not the SDK's to put
-        if (pre.kind !== 'ask' || env.policy?.handler) return false;
+        if (pre.kind !== 'ask' || registry.getPermissionPolicy()?.handler) return false;
         // The approval the SDK will record is bound to this call as it is now. The first interruption wins,
         // and a call the SDK already holds an answer for is not bound again: the SDK re-evaluates
         // needsApproval on a resume it cannot match to its own tool object (another process), and the
@@ -161,7 +159,7 @@ export function createAgentTools<TContext = unknown>(
         const [result] = (await dispatchCalls(
           [readCall({ id: callId, name: defined.name, arguments: input })],
           context,
-          environmentOf(registry),
+          registry,
           route,
         )) as ToolResult[];
         return result!.status === 'ok' && result!.value !== undefined ? result!.value : result!.content;
@@ -179,10 +177,9 @@ export function createAgentTools<TContext = unknown>(
     // The person's rejection, recorded as the route's answer to the call the interruption was raised for
     // (if it is still an ask: otherwise nothing was put to a person for it now).
     const call = readCall({ id: args.callId, name: args.toolName, arguments: interruption.request.parameters });
-    const env = environmentOf(registry);
-    if ((await previewCall(call, interruption.context, env)).kind !== 'ask') return undefined;
+    if ((await previewCall(call, interruption.context, registry)).kind !== 'ask') return undefined;
     const rejected: Route = { name: 'adapter', grouped: false, person: { approvals, ask: () => ({ effect: 'deny' }) } };
-    const [decision] = await decideCalls([call], interruption.context, env, rejected);
+    const [decision] = await decideCalls([call], interruption.context, registry, rejected);
     return decision?.effect === 'deny' ? refusalContent(decision) : undefined;
   };
 

@@ -143,7 +143,7 @@ function numberOf(prints: Map<string, number>, text: string): number {
  * fail to judge, which denies), a removed rule that does not allow, a fallback moved. Rules in both lists,
  * in the same relative order, decide alike; the alignment is the longest common subsequence.
  */
-export function editDirection(
+function editDirection(
   oldList: readonly { readonly fingerprint: string; readonly result: PermissionResult; readonly tests: number }[],
   newList: readonly { readonly fingerprint: string; readonly result: PermissionResult; readonly tests: number }[],
   oldFallback: PermissionResult,

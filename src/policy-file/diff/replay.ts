@@ -135,7 +135,7 @@ export class Replayer {
  * loader uses): a rule's `position` builds `yaml`'s positioned Document instead, seconds for a
  * 10,000-rule file. Null when the file cannot be read again or is not laid out as expected.
  */
-export function ruleLines(file: string): number[] | null {
+function ruleLines(file: string): number[] | null {
   let text: string;
   try {
     text = readFileSync(file, 'utf8');

@@ -87,12 +87,12 @@ const F = new Set<Outcome>(['F']);
 const U = new Set<Outcome>(['U']);
 
 /** Same rule for an ask: by name, or by what it decides (a renamed rule asks the same person the same thing). */
-export function sameRule(a: DiffRule | null, b: DiffRule | null): boolean {
+function sameRule(a: DiffRule | null, b: DiffRule | null): boolean {
   if (a === null || b === null) return a === b;
   return a.name === b.name || a.fingerprint === b.fingerprint;
 }
 
-export function verdictsDiffer(a: Verdict, b: Verdict): boolean {
+function verdictsDiffer(a: Verdict, b: Verdict): boolean {
   if (a.effect !== b.effect) return true;
   return a.effect === 'ask' && !sameRule(a.rule, b.rule);
 }

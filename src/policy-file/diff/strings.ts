@@ -13,7 +13,7 @@
  * all case-insensitive over the folded text) and no component reads the raw text beside one that reads
  * its NFC form; the caller (values.ts) says when that holds and otherwise treats "none found" as unknown.
  */
-import type { GlobSegment, GlobStructure, GlobToken } from '../glob.js';
+import { inClass, type GlobSegment, type GlobStructure, type GlobToken } from '../glob.js';
 
 /** T holds, F does not hold, U cannot be judged. */
 export type Outcome = 'T' | 'F' | 'U';
@@ -229,17 +229,6 @@ function closeStars(tokens: readonly GlobToken[], starts: readonly number[]): nu
     while (tokens[j]?.kind === 'star') out.add(++j);
   }
   return [...out];
-}
-
-function inClass(token: { readonly negated: boolean; readonly ranges: readonly number[] }, cp: number): boolean {
-  let hit = false;
-  for (let r = 0; r < token.ranges.length; r += 2) {
-    if (cp >= token.ranges[r]! && cp <= token.ranges[r + 1]!) {
-      hit = true;
-      break;
-    }
-  }
-  return hit !== token.negated;
 }
 
 /** ASCII upper case to lower case: how a case-insensitive test reads an ASCII letter of the raw text. */

@@ -79,7 +79,7 @@ function outcomeOf(verdict: boolean | string): Outcome {
 }
 
 /** The block's outcome for a value: the first test that does not hold (F) or cannot judge (U), else T. */
-export function blockOutcome(tests: readonly TestSpec[], present: boolean, value: unknown): Outcome {
+function blockOutcome(tests: readonly TestSpec[], present: boolean, value: unknown): Outcome {
   for (const t of tests) {
     const o = outcomeOf(t.run(present, value));
     if (o !== 'T') return o;
@@ -147,7 +147,7 @@ const ALL: Interval = { lo: -Infinity, loOpen: true, hi: Infinity, hiOpen: true 
 
 const view = new DataView(new ArrayBuffer(8));
 /** The next double above x (x finite). */
-export function nextUp(x: number): number {
+function nextUp(x: number): number {
   if (x === 0) return Number.MIN_VALUE;
   view.setFloat64(0, x);
   const bits = view.getBigInt64(0);
@@ -351,15 +351,7 @@ function stringIn(lits: readonly VarLiteral[], named: readonly unknown[]): VarAn
       return {
         components: comps,
         allowed: l.allowed,
-        outcome: (bits) => {
-          let at = 0;
-          for (const p of ps) {
-            const o = p.outcome(bits.slice(at, at + p.comps.length));
-            at += p.comps.length;
-            if (o !== 'T') return o;
-          }
-          return 'T';
-        },
+        outcome: allOf(ps),
       };
     });
     if (kind !== 'raw') {
@@ -434,15 +426,7 @@ export function solveName(
     return {
       components: ps.flatMap((p) => p.comps),
       allowed: l.allowed,
-      outcome: (bits) => {
-        let at = 0;
-        for (const p of ps) {
-          const o = p.outcome(bits.slice(at, at + p.comps.length));
-          at += p.comps.length;
-          if (o !== 'T') return o;
-        }
-        return 'T';
-      },
+      outcome: allOf(ps),
     };
   });
   const answer = solveStrings({
@@ -494,4 +478,19 @@ export function solveTags(lits: readonly TagLiteral[]): string[] | null {
     chosen.add(pick);
   }
   return [...chosen].sort();
+}
+
+/** A condition's outcome from its tests' parts, in order: the first part's outcome that is not 'T', else 'T'. */
+function allOf(
+  ps: readonly { readonly comps: readonly number[]; readonly outcome: (bits: readonly boolean[]) => Outcome }[],
+): (bits: readonly boolean[]) => Outcome {
+  return (bits) => {
+    let at = 0;
+    for (const p of ps) {
+      const o = p.outcome(bits.slice(at, at + p.comps.length));
+      at += p.comps.length;
+      if (o !== 'T') return o;
+    }
+    return 'T';
+  };
 }
