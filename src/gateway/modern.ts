@@ -27,7 +27,7 @@ import {
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { GateContext } from '../contracts/gate.js';
 import { readCall } from '../formats/index.js';
-import { environmentOf, previewCall, ruleAndReason } from '../gate/index.js';
+import { previewCall, ruleAndReason } from '../gate/index.js';
 import { declaresTasks, MODERN_VERSION, TASKS_EXTENSION, upstreamTaskOf } from '../mcp/index.js';
 import { sessionSubject } from './auth.js';
 import type { GatewayInbox } from './inbox.js';
@@ -283,7 +283,7 @@ export function modernServer(
             // answered when the task was created.
             redecide: async (call: TaskCall) => {
               const given = { id: `task-${randomUUID()}`, name: call.tool, arguments: call.arguments };
-              const pre = await previewCall(readCall(given), context, environmentOf(core.registry));
+              const pre = await previewCall(readCall(given), context, core.registry);
               if (pre.kind !== 'decided' || pre.decision.effect !== 'deny') return null;
               return `toolgate gateway: the task's tool call ${JSON.stringify(call.tool)} is refused now${ruleAndReason(pre.decision)}`;
             },
