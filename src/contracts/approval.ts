@@ -103,6 +103,11 @@ export interface Answer {
    */
   readonly waiting?: string;
   /**
+   * A deny nobody gave: no person could be asked (the client offers no way to ask). Says why; the
+   * Decision's reason says nobody was asked, not that an approver denied it. Deny only.
+   */
+  readonly unasked?: string;
+  /**
    * Called once the answer decided the call (in time: never after the handler timed out), before the
    * Decision is made; a failure denies the call. The runner remembers a run or session answer here.
    */

@@ -482,6 +482,12 @@ function fromAnswer(base: DecisionBase, answer: Answer): Decision {
       { stage: 'handler', by: 'handler', layer: null },
       `${base.reason}; it waits for a person's approval ${clip(answer.waiting)} and has not run; make the same call again once it is answered`,
     );
+  if (answer.unasked !== undefined)
+    return deny(
+      base,
+      { stage: 'handler', by: 'handler', layer: null },
+      `${base.reason}; nobody was asked: ${clip(answer.unasked)}`,
+    );
   const why = answer.reason === undefined || answer.reason === '' ? '' : `: ${clip(answer.reason)}`;
   return deny(
     base,

@@ -80,7 +80,8 @@ export function gatewayRoute(
   // A 2026-07-28 request asks through input_required and the retry (mrtr.ts) where a 2025 one is asked by
   // elicitation; the stores, when configured, come first for both (their approvers answer, never the caller).
   const approver = round
-    ? (ask: PermissionRequest) => round.ask(kind, ask, askText(kind, ask), note, pin)
+    ? // An Answer (a deny nobody gave) passes approverRoute as it is.
+      (((ask: PermissionRequest) => round.ask(kind, ask, askText(kind, ask), note, pin)) as PermissionHandler)
     : elicitation(request.server, people.approvalTimeoutMs, kind);
   return approverRoute(registry, approver, approvals);
 }

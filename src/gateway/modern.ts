@@ -26,6 +26,8 @@ import {
 } from '@modelcontextprotocol/server';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { GateContext } from '../contracts/gate.js';
+import { readCall } from '../formats/index.js';
+import { previewCall, ruleAndReason } from '../gate/index.js';
 import { declaresTasks, MODERN_VERSION, TASKS_EXTENSION, upstreamTaskOf } from '../mcp/index.js';
 import { sessionSubject } from './auth.js';
 import type { GatewayInbox } from './inbox.js';
@@ -48,9 +50,11 @@ import {
   inputProblem,
   serveTask,
   TASK_METHODS,
+  TaskCalls,
   TaskRefusal,
   taskHandle,
   taskKeyOf,
+  type TaskCall,
   type TaskOwner,
 } from './tasks.js';
 import type { UpstreamInput } from './upstream.js';
@@ -58,6 +62,8 @@ import { upstreamClosedTo } from './tenancy.js';
 
 /** This process's name in the ledger, as the claimer of a 2026-07-28 retry's call. */
 const REPLICA = `${hostname()}:${process.pid}:${randomUUID()}`;
+/** The calls of the tasks this process handed out (tasks.ts): decided again on every read. */
+const TASK_CALLS = new TaskCalls();
 
 /** The gateway's inbox as a round asks it (without waiting), or null when it cannot be. */
 function inboxFor(inbox: GatewayInbox): MrtrInbox | null {
@@ -339,7 +345,12 @@ export function modernServer(
     caller: context.caller?.id ?? null,
     tenant: context.tenant?.id ?? null,
   });
-  const taskOrResult = (result: Record<string, unknown>, tool: string, ctx: ServerContext): Record<string, unknown> => {
+  const taskOrResult = (
+    result: Record<string, unknown>,
+    tool: string,
+    args: unknown,
+    ctx: ServerContext,
+  ): Record<string, unknown> => {
     const task = upstreamTaskOf(result);
     if (task === undefined) return result;
     const upstream = core.router.ownerOfTool(tool);
@@ -349,7 +360,9 @@ export function modernServer(
         'toolgate gateway: an upstream task for a request that does not take one',
       );
     const owner = ownerOf(ctx, handlers.contextOf(of(ctx)));
-    return createdTask(task, taskHandle(tasksKey, upstream.namespace, task.taskId, owner));
+    const handle = taskHandle(tasksKey, { upstream, ttlMs: task.fields['ttlMs'] }, task.taskId, owner);
+    TASK_CALLS.remember(handle, { tool, arguments: args });
+    return createdTask(task, handle);
   };
   // Results are the session handlers' (the SDK v1's types, the same JSON); the SDK adds resultType and the
   // cache fields. Only what the server advertises is served: another method is not found (-32601).
@@ -358,7 +371,7 @@ export function modernServer(
     server.setRequestHandler('tools/call', async (r, ctx) => {
       const called = async () => {
         const result = (await handlers.callTool(r.params as never, of(ctx))) as unknown as Record<string, unknown>;
-        return tasksKey === undefined ? result : taskOrResult(result, r.params.name, ctx);
+        return tasksKey === undefined ? result : taskOrResult(result, r.params.name, r.params.arguments, ctx);
       };
       return (await rounded(
         ctx,
@@ -380,6 +393,15 @@ export function modernServer(
             audit: core.audit,
             closedTo: (upstream: { readonly namespace: string }) =>
               upstreamClosedTo(core.inForce.current.set, upstream.namespace, context.tenant?.id),
+            calls: TASK_CALLS,
+            // The gate's own precheck, as a tools/call is decided (no second rule check); an ask was
+            // answered when the task was created.
+            redecide: async (call: TaskCall) => {
+              const given = { id: `task-${randomUUID()}`, name: call.tool, arguments: call.arguments };
+              const pre = await previewCall(readCall(given), context, core.registry);
+              if (pre.kind !== 'decided' || pre.decision.effect !== 'deny') return null;
+              return `toolgate gateway: the task's tool call ${JSON.stringify(call.tool)} is refused now${ruleAndReason(pre.decision)}`;
+            },
           };
           try {
             // The SDK lifts a request's inputResponses out of its params (the MRTR field): tasks/update's are there.

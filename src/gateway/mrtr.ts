@@ -31,6 +31,7 @@ import {
   type ApprovalKind,
   type ApprovalRequest,
 } from '../gate/index.js';
+import type { Answer } from '../contracts/approval.js';
 import { hashOf, macOf, sameMac } from '../crypto.js';
 import { canonical } from '../names.js';
 import type { PermissionRequest } from '../permissions/handler.js';
@@ -121,7 +122,7 @@ export interface MrtrRound {
     note: (n: ApprovalNote) => void,
     /** The hash of the whole tool definition the call is made against (pins), bound into the state. */
     pin?: string | null,
-  ): Promise<'allow' | 'deny'>;
+  ): Promise<'allow' | 'deny' | Answer>;
   /** The `input_required` to answer with instead of the refusal, when the ask asked. */
   readonly inputRequired: MrtrInputRequired | undefined;
   /** Why the retry was refused, when it was: the protocol error's message (nothing ran). */
@@ -214,7 +215,7 @@ export function decodeState(
         problem:
           'the requestState was issued by a gateway with a durable state store, and this one claims retries in its process only; ask again',
       };
-    return { problem: 'the requestState was issued before this gateway restarted; ask again' };
+    return { problem: 'the requestState was issued by another gateway process or before a restart; ask again' };
   }
   return { binding };
 }
@@ -307,12 +308,9 @@ export function mrtrRound(request: MrtrRequest): MrtrRound {
           return refuse('the request carries inputResponses without the requestState they answer', note);
         if (inbox) {
           if (!request.url) {
-            note({
-              id: 'none',
-              state: 'denied',
-              reason: 'the client cannot be sent the approval page (no URL elicitation declared)',
-            });
-            return 'deny';
+            const reason = 'the client offers no way to be sent the approval page (no URL elicitation declared)';
+            note({ id: 'none', state: 'denied', reason });
+            return { effect: 'deny', unasked: reason };
           }
           const binding = bind(kind, ask, `mrtr-${randomUUID()}`, pin);
           const approval = shown(binding);
@@ -332,8 +330,9 @@ export function mrtrRound(request: MrtrRequest): MrtrRound {
           return 'deny';
         }
         if (!request.form) {
-          note({ id: 'none', state: 'denied', reason: 'the client cannot be asked (no form elicitation declared)' });
-          return 'deny';
+          const reason = 'the client offers no way to ask (no form elicitation declared)';
+          note({ id: 'none', state: 'denied', reason });
+          return { effect: 'deny', unasked: reason };
         }
         const binding = bind(kind, ask, `mrtr-${randomUUID()}`, pin);
         inputRequired = {

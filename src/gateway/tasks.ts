@@ -1,17 +1,20 @@
 /**
  * Tasks owned by their creator (the tasks extension, SEP-2663, for 2026-07-28 clients). Where an upstream
  * offers the extension and a client declares it, a `tools/call` the gate allowed may come back as a task;
- * the call was decided once, at creation (an ask's approval bound it then), and what the client gets is a
+ * the call was decided at creation (an ask's approval bound it then) and is again on every read, and what the client gets is a
  * handle of the gateway's, never the upstream's raw id: the upstream's namespace and task id, the creating
- * principal (the token's subject), caller and tenant, under a MAC keyed by the owner's secret (the
- * requestState's: every replica given it verifies a handle, nothing is stored). `tasks/get`,
+ * principal (the token's subject), caller and tenant, this gateway process and the upstream connection
+ * the task was created on (an upstream may number its tasks anew after a reconnect; another replica reaches
+ * its own upstream process), and an expiry, under a MAC keyed by the owner's secret (nothing is stored). `tasks/get`,
  * `tasks/update` and `tasks/cancel` open the handle first: an edited or foreign handle, another principal,
  * caller or tenant, an upstream now closed to the tenant or no longer offering tasks are each refused
- * (-32602 naming why, audited) and never reach the upstream. The upstream's answer is checked and passed
+ * (-32602 naming why, audited) and never reach the upstream. `tasks/get` and `tasks/update` decide the
+ * task's call again as the gate decides a `tools/call` now; refused, the task is cancelled upstream and
+ * nothing of it passes (`tasks/cancel` by the owner stays allowed). The upstream's answer is checked and passed
  * on with the handle in place of its id. `tasks/result` (removed by the extension) and `tasks/list` (not
  * in it) stay unknown methods. Without the owner's secret the gateway offers no tasks.
  */
-import { createHmac } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
 import { macOf, sameMac } from '../crypto.js';
 import { TASK_STATUSES, type UpstreamTask } from '../mcp/index.js';
 import type { GatewayAuditRecord } from './audit.js';
@@ -37,30 +40,94 @@ export function taskKeyOf(secret: Uint8Array): Uint8Array {
   return createHmac('sha256', secret).update('toolgate.task-handle').digest();
 }
 
+/**
+ * This gateway process's random id: a handle names the process that issued it, so one brought to another
+ * replica (sharing the secret) or to this one after a restart is refused by name, not by chance.
+ */
+const GATEWAY_BOOT = randomBytes(12).toString('base64url');
+
+/** The longest a handle is good for, whatever the upstream's `ttlMs` (24 hours). */
+export const TASK_HANDLE_MAX_TTL_MS = 86_400_000;
+
 /** What a handle binds, in its order on the wire. */
 type Bound = [
-  version: 1,
+  version: 2,
   upstream: string,
   taskId: string,
   subject: string | null,
   caller: string | null,
   tenant: string | null,
+  /** The gateway process that issued it ({@link GATEWAY_BOOT}). */
+  boot: string,
+  /** The upstream connection the task was created on ({@link Upstream.epoch}). */
+  epoch: string,
+  /** When it stops being good (ms since the epoch): the task's ttlMs, capped by {@link TASK_HANDLE_MAX_TTL_MS}. */
+  expiresAt: number,
 ];
 
+/** Where and for how long a handle holds: the upstream's connection and the task's own ttlMs. */
+export interface TaskPlace {
+  readonly upstream: Pick<Upstream, 'namespace' | 'epoch'>;
+  /** The task's ttlMs as the upstream gave it, if it did. */
+  readonly ttlMs?: unknown;
+  readonly now?: number;
+}
+
 /** The handle a client is given for an upstream's task (see the file's comment). */
-export function taskHandle(key: Uint8Array, upstream: string, taskId: string, owner: TaskOwner): string {
-  const bound: Bound = [1, upstream, taskId, owner.subject, owner.caller, owner.tenant];
+export function taskHandle(key: Uint8Array, place: TaskPlace, taskId: string, owner: TaskOwner): string {
+  const ttl =
+    typeof place.ttlMs === 'number' && Number.isFinite(place.ttlMs) && place.ttlMs >= 0
+      ? Math.min(place.ttlMs, TASK_HANDLE_MAX_TTL_MS)
+      : TASK_HANDLE_MAX_TTL_MS;
+  const bound: Bound = [
+    2,
+    place.upstream.namespace,
+    taskId,
+    owner.subject,
+    owner.caller,
+    owner.tenant,
+    GATEWAY_BOOT,
+    place.upstream.epoch,
+    (place.now ?? Date.now()) + ttl,
+  ];
   const body = Buffer.from(JSON.stringify(bound)).toString('base64url');
   return `${PREFIX}${body}.${macOf(key, ['toolgate.task', body])}`;
 }
 
-/** A handle opened for its owner: the upstream's namespace and its own task id; or why it was refused. */
-export type OpenedTask =
-  | { readonly upstream: string; readonly taskId: string; readonly refused?: never }
-  | { readonly refused: string; readonly upstream?: never; readonly taskId?: never };
+/** The call a task was created for, as the gate decided it (the tool's name as the client called it, its arguments). */
+export interface TaskCall {
+  readonly tool: string;
+  readonly arguments: unknown;
+}
 
-/** Opens `handle` for `owner`; anything malformed, edited or someone else's is refused with the reason. */
-export function openTaskHandle(key: Uint8Array, handle: unknown, owner: TaskOwner): OpenedTask {
+/**
+ * The calls of the tasks this process handed out, by handle, until the handle expires: what a task is
+ * decided again on at every read. Per process, as a handle is (another process refuses the handle first).
+ */
+export class TaskCalls {
+  readonly #calls = new Map<string, TaskCall & { readonly expiresAt: number }>();
+  remember(handle: string, call: TaskCall, now = Date.now()): void {
+    for (const [key, held] of this.#calls) if (!(now < held.expiresAt)) this.#calls.delete(key);
+    const expiresAt = (
+      JSON.parse(Buffer.from(handle.slice(PREFIX.length).split('.')[0]!, 'base64url').toString()) as Bound
+    )[8];
+    this.#calls.set(handle, { ...call, expiresAt });
+  }
+  get(handle: string): TaskCall | undefined {
+    return this.#calls.get(handle);
+  }
+}
+
+/** A handle opened for its owner: the upstream's namespace, its connection and its own task id; or why it was refused. */
+export type OpenedTask =
+  | { readonly upstream: string; readonly epoch: string; readonly taskId: string; readonly refused?: never }
+  | { readonly refused: string; readonly upstream?: never; readonly epoch?: never; readonly taskId?: never };
+
+/**
+ * Opens `handle` for `owner`; anything malformed, edited, someone else's, issued by another gateway
+ * process or expired is refused with the reason. The upstream connection is checked by the caller.
+ */
+export function openTaskHandle(key: Uint8Array, handle: unknown, owner: TaskOwner, now = Date.now()): OpenedTask {
   const refuse = (why: string): OpenedTask => ({
     refused: `toolgate gateway: the taskId ${why}; refused, nothing was sent upstream`,
   });
@@ -75,13 +142,18 @@ export function openTaskHandle(key: Uint8Array, handle: unknown, owner: TaskOwne
   } catch {
     return refuse('is not a task handle this gateway issued (malformed)');
   }
-  if (!Array.isArray(bound) || bound.length !== 6 || bound[0] !== 1)
+  if (!Array.isArray(bound) || bound.length !== 9 || bound[0] !== 2)
     return refuse('is of a version this gateway does not read');
-  const [, upstream, taskId, subject, caller, tenant] = bound as Bound;
+  const [, upstream, taskId, subject, caller, tenant, boot, epoch, expiresAt] = bound as Bound;
   if (subject !== owner.subject) return refuse('belongs to a task another principal created');
   if (tenant !== owner.tenant) return refuse('belongs to a task created in another tenant');
   if (caller !== owner.caller) return refuse('belongs to a task another caller created');
-  return { upstream, taskId };
+  if (boot !== GATEWAY_BOOT)
+    return refuse(
+      `was issued by another gateway process (another replica, or this one before it restarted); a handle is good only on the gateway process and the connection to "${upstream}" it was created on`,
+    );
+  if (!(now < expiresAt)) return refuse(`expired at ${new Date(expiresAt).toISOString()}`);
+  return { upstream, epoch, taskId };
 }
 
 /** The `CreateTaskResult` a client is given for an upstream's task: its fields, the handle as its id. */
@@ -156,6 +228,13 @@ export interface TaskDeps {
   readonly audit: (record: GatewayAuditRecord) => void;
   /** Why the owner's tenant may not use the upstream now (`tenants:`), or null. */
   readonly closedTo: (upstream: Upstream) => string | null;
+  /** The calls the tasks were created for (decided again on every tasks/get and tasks/update). */
+  readonly calls: TaskCalls;
+  /**
+   * Decides the task's call again as the gate decides a `tools/call` now (the policy in force, this
+   * request's caller): why it is refused now, or null.
+   */
+  readonly redecide: (call: TaskCall) => Promise<string | null>;
 }
 
 /** A refusal of one of the extension's requests: the protocol error's message (-32602). */
@@ -210,6 +289,28 @@ export async function serveTask(
     return refuse(
       `toolgate gateway: upstream "${upstream.namespace}" does not offer tasks now (${upstream.state}); refused`,
     );
+  // The upstream reconnected (restarted) since: its task ids may name another caller's tasks now.
+  if (upstream.epoch !== opened.epoch)
+    return refuse(
+      `toolgate gateway: the taskId was created on an earlier connection to upstream "${upstream.namespace}" (it has reconnected since, and may number its tasks anew); refused, nothing was sent upstream`,
+    );
+  // A task is decided at creation and again on every read: a reload's deny or a narrowed token reaches it.
+  // Cancelling stays the owner's (what an emergency deny wants); a refused read cancels the task upstream.
+  if (method !== 'tasks/cancel') {
+    const call = deps.calls.get(handle as string);
+    let refused: string | null;
+    try {
+      refused = call
+        ? await deps.redecide(call)
+        : "toolgate gateway: the task's call is not known to this gateway process, so it cannot be decided again; refused";
+    } catch (error) {
+      refused = `toolgate gateway: the task's call could not be decided again (${error instanceof Error ? error.message : String(error)}); refused`;
+    }
+    if (refused !== null) {
+      await upstream.taskRequest('tasks/cancel', { taskId: opened.taskId }, signal).catch(() => undefined);
+      return refuse(`${refused}; the task was cancelled upstream and nothing of it is passed on`);
+    }
+  }
   const sent: Record<string, unknown> = { taskId: opened.taskId };
   if (method === 'tasks/update') {
     const responses = params['inputResponses'];

@@ -6,6 +6,7 @@
  * reconnected with a growing delay.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
+import { randomUUID } from 'node:crypto';
 import {
   Client,
   ProtocolError,
@@ -314,6 +315,8 @@ export class Upstream {
   #state: UpstreamState = 'connecting';
   #reason = 'not connected yet';
   #client: GatewayClient | null = null;
+  /** A random id of the current connection (a new one on every connect): what a task handle is bound to. */
+  #epoch: string = randomUUID();
   #session: McpSession | null = null;
   /** The era found at the last connect: a reconnection does not probe again, unless the upstream broke its era. */
   #prior: PriorDiscovery | undefined;
@@ -352,6 +355,13 @@ export class Upstream {
   }
   get capabilities(): ServerCapabilities {
     return this.#client?.getServerCapabilities() ?? {};
+  }
+  /**
+   * The current connection's random id: a new one each time the gateway connects (a restarted or
+   * reconnected upstream may number its tasks anew), never the same in another gateway process.
+   */
+  get epoch(): string {
+    return this.#epoch;
   }
   /** Whether the upstream is modern and declares the tasks extension (SEP-2663) in its capabilities. */
   get offersTasks(): boolean {
@@ -405,6 +415,7 @@ export class Upstream {
     // server), and the 2025 handshake after it as long again.
     const client = new GatewayClient(this, { sampling: {}, elicitation: { form: {}, url: {} } }, timeoutMs);
     this.#client = client;
+    this.#epoch = randomUUID();
     this.#session = null;
     this.#wire(client);
     let timer: NodeJS.Timeout | undefined;

@@ -37,14 +37,13 @@ interface Answer {
   error?: { code: number; message: string };
 }
 
-async function started(env: Record<string, string> = {}) {
+async function started(env: Record<string, string> = {}, shared?: Awaited<ReturnType<typeof jwksIssuer>>) {
   const dir = realpathSync(mkdtempSync(join(tmpdir(), 'toolgate-tasks-owned-')));
   const record = join(dir, 'received.jsonl');
   writeFileSync(record, '');
   const audit = join(dir, 'audit.jsonl');
   const policy = join(dir, 'policy.yaml');
-  writeFileSync(
-    policy,
+  const policyText = (extraRules: object[] = []) =>
     stringify({
       version: 1,
       gateway: {
@@ -59,22 +58,33 @@ async function started(env: Record<string, string> = {}) {
         pin: 'off',
       },
       tenants: { acme: {}, globex: {} },
-      scopes: { jobs: ['jobs:run', 'jobs:pay'] },
+      scopes: { jobs: ['jobs:run', 'jobs:pay', 'jobs:crash'] },
       rules: [
+        ...extraRules,
         { name: 'payments', tools: ['jobs:pay'], result: 'ask', reason: 'a person approves payments' },
         { name: 'rest', result: 'allow' },
       ],
-    }),
-  );
-  const idp = await jwksIssuer();
-  cleanups.push(() => idp.close());
+    });
+  writeFileSync(policy, policyText());
+  const idp = shared ?? (await jwksIssuer());
+  if (!shared) cleanups.push(() => idp.close());
   const gateway = await spawnGateway(
     policy,
     ['--jwks-url', idp.jwksUrl, '--jwt-issuer', idp.issuer, '--tenant-claim', 'org_id', '--audit', audit],
     { TOOLGATE_APPROVAL_SECRET: 'the owner-set approval key of this gateway' },
   );
   cleanups.push(() => gateway.stop());
-  const token = (sub: string, org: string) => idp.sign({ sub, org_id: org, aud: gateway.url.href, scope: 'jobs' });
+  const token = (sub: string, org: string, scope = 'jobs') =>
+    idp.sign({ sub, org_id: org, aud: gateway.url.href, scope });
+  /** Writes the policy with `extraRules` first and reloads it (SIGHUP), waiting for the gateway to say so. */
+  const reload = async (extraRules: object[]) => {
+    writeFileSync(policy, policyText(extraRules));
+    const before = gateway.stderr().length;
+    process.kill(gateway.pid, 'SIGHUP');
+    for (let i = 0; i < 100 && !/in force/.test(gateway.stderr().slice(before)); i++)
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(gateway.stderr().slice(before)).toContain('in force');
+  };
 
   /** One 2026-07-28 request as a client sends it (headers agreeing with the body). */
   const post = async (
@@ -128,7 +138,7 @@ async function started(env: Record<string, string> = {}) {
       .split('\n')
       .filter(Boolean)
       .map((l) => JSON.parse(l) as Record<string, unknown>);
-  return { gateway, token, post, alice, received, audited };
+  return { gateway, token, post, alice, received, audited, idp, reload };
 }
 
 /** The protocol error of a refused tasks request (-32602), its message. */
@@ -236,7 +246,7 @@ describe('tasks owned by their creator, through a real gateway process', { timeo
   });
 
   it("an ask's approval binds the task: input_required, then the approved retry creates it once, for the asker", async () => {
-    const { post, token, alice, received } = await started();
+    const { post, token, alice, received, audited } = await started();
     const pay = { name: 'jobs:pay', arguments: { to: 'bob', amount: 5 } };
     const asked = await post(alice, 'tools/call', pay);
     expect(asked.result, JSON.stringify(asked)).toMatchObject({ resultType: 'input_required' });
@@ -257,6 +267,18 @@ describe('tasks owned by their creator, through a real gateway process', { timeo
     expect(refusal(await post(await token('bob', 'acme'), 'tasks/get', { taskId: handle }))).toContain(
       'another principal',
     );
+
+    // A client that offers no way to ask (no elicitation declared): nobody was asked, and the refusal says so.
+    const unasked = await post(alice, 'tools/call', pay, { extensions: { [TASKS]: {} } });
+    const text = JSON.stringify(unasked.result);
+    expect(unasked.result, text).toMatchObject({ isError: true });
+    expect(text).toContain('nobody was asked: the client offers no way to ask (no form elicitation declared)');
+    expect(text).not.toContain('approver denied');
+    const record = audited()
+      .filter((r) => r['type'] === 'tool')
+      .at(-1)!;
+    expect(JSON.stringify(record['decision'])).toContain('nobody was asked');
+    expect(received().filter((r) => r.method === 'tools/call')).toHaveLength(1);
   });
 
   it('an upstream that answers a task to a call that did not take one: refused as an era violation, never passed on', async () => {
@@ -319,5 +341,121 @@ describe('tasks owned by their creator, through a real gateway process', { timeo
       status: 'completed',
       result: { content: [{ type: 'text', text: `job ask answered ${JSON.stringify(answer.q)}` }] },
     });
+  });
+
+  // An attack (issue 23): the upstream numbers its tasks per process, so after it restarted (the gateway
+  // reconnects) alice's old handle named bob's new task up-1: it read bob's result and cancelled his task.
+  it('a handle is good only on the upstream connection it was created on: after the upstream restarts it is refused, never sent upstream', async () => {
+    const { post, token, alice, received, audited } = await started();
+    const bob = await token('bob', 'acme');
+    const mine = await post(alice, 'tools/call', { name: 'jobs:run', arguments: { job: 'alice-build' } });
+    const handle = mine.result!.taskId!;
+    expect(JSON.stringify((await post(alice, 'tasks/get', { taskId: handle })).result)).toContain('alice-build');
+    // The upstream exits; the gateway reconnects to a new process that numbers its tasks from up-1 again.
+    await post(alice, 'tools/call', { name: 'jobs:crash', arguments: {} }, {});
+    let bobs: Answer | undefined;
+    for (let tries = 0; ; tries++) {
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      bobs = await post(bob, 'tools/call', { name: 'jobs:run', arguments: { job: 'bob-payroll' } });
+      if (bobs.result?.resultType === 'task') break;
+      if (tries > 150) throw new Error(`the upstream did not come back: ${JSON.stringify(bobs)}`);
+    }
+    const calls = received().filter((r) => r.method === 'tools/call');
+    expect(calls.at(-1)!.params['arguments']).toEqual({ job: 'bob-payroll' });
+    for (const method of ['tasks/get', 'tasks/update', 'tasks/cancel']) {
+      const params = { taskId: handle, ...(method === 'tasks/update' ? { inputResponses: {} } : {}) };
+      const answer = await post(alice, method, params);
+      expect(JSON.stringify(answer)).not.toContain('bob-payroll');
+      expect(refusal(answer)).toContain('created on an earlier connection to upstream "jobs"');
+    }
+    // Only alice's own read before the restart reached an upstream.
+    expect(
+      received()
+        .filter((r) => r.method.startsWith('tasks/'))
+        .map((r) => r.method),
+    ).toEqual(['tasks/get']);
+    // bob's own handle works on the new connection.
+    expect(JSON.stringify((await post(bob, 'tasks/get', { taskId: bobs.result!.taskId! })).result)).toContain(
+      'bob-payroll',
+    );
+    const refused = audited().filter((r) => r['type'] === 'task' && r['status'] === 'refused');
+    expect(refused.map((r) => r['method'])).toEqual(['tasks/get', 'tasks/update', 'tasks/cancel']);
+    expect(refused.every((r) => String(r['reason']).includes('earlier connection'))).toBe(true);
+  });
+
+  // The same attack across replicas sharing the owner's secret: each reaches its own upstream process.
+  it('a handle is good only on the gateway process that issued it: another replica with the same secret refuses it', async () => {
+    const one = await started();
+    const two = await started({}, one.idp);
+    const mine = await one.post(one.alice, 'tools/call', { name: 'jobs:run', arguments: { job: 'alice-on-one' } });
+    const handle = mine.result!.taskId!;
+    const bobs = await two.post(await two.token('bob', 'acme'), 'tools/call', {
+      name: 'jobs:run',
+      arguments: { job: 'bob-on-two' },
+    });
+    expect(bobs.result).toMatchObject({ resultType: 'task' });
+    const polled = await two.post(two.alice, 'tasks/get', { taskId: handle });
+    expect(JSON.stringify(polled)).not.toContain('bob-on-two');
+    expect(refusal(polled)).toContain('issued by another gateway process');
+    expect(two.received().filter((r) => r.method.startsWith('tasks/'))).toEqual([]);
+    expect(JSON.stringify((await one.post(one.alice, 'tasks/get', { taskId: handle })).result)).toContain(
+      'alice-on-one',
+    );
+  });
+
+  it("a handle expires with the task's ttlMs (capped by the gateway's maximum)", async () => {
+    const { post, alice, received } = await started({ TTL_MS: '400' });
+    const mine = await post(alice, 'tools/call', { name: 'jobs:run', arguments: { job: 'short' } });
+    const handle = mine.result!.taskId!;
+    expect((await post(alice, 'tasks/get', { taskId: handle })).result).toMatchObject({ status: 'completed' });
+    await new Promise((resolve) => setTimeout(resolve, 600));
+    expect(refusal(await post(alice, 'tasks/get', { taskId: handle }))).toContain('expired at');
+    expect(received().filter((r) => r.method.startsWith('tasks/'))).toHaveLength(1);
+  });
+
+  // An attack (issue 23): a task was never decided again, so after a reload denied the tool (or the token
+  // lost the scope) the creator still read its result and drove it upstream.
+  it('a task is decided at creation and again on every read: a narrowed token or a reload that denies the tool stops it; cancelling stays allowed', async () => {
+    const { post, token, alice, received, audited, reload } = await started();
+    const first = (await post(alice, 'tools/call', { name: 'jobs:run', arguments: { job: 'first' } })).result!.taskId!;
+    const second = (await post(alice, 'tools/call', { name: 'jobs:run', arguments: { job: 'second' } })).result!
+      .taskId!;
+    expect(JSON.stringify((await post(alice, 'tasks/get', { taskId: first })).result)).toContain('job first done');
+    const sent = () =>
+      received()
+        .filter((r) => r.method.startsWith('tasks/'))
+        .map((r) => [r.method, r.params['taskId']]);
+    expect(sent()).toEqual([['tasks/get', 'up-1']]);
+
+    // The same principal, its token narrowed to no scope of the tool: refused (the caller layer), cancelled.
+    const narrowed = await token('alice', 'acme', 'other');
+    const read = await post(narrowed, 'tasks/get', { taskId: first });
+    expect(JSON.stringify(read)).not.toContain('job first done');
+    expect(refusal(read)).toContain('is refused now');
+    expect(sent()).toEqual([
+      ['tasks/get', 'up-1'],
+      ['tasks/cancel', 'up-1'],
+    ]);
+
+    // A reload denies the tool: the creator's read and update are refused naming the rule, the task cancelled.
+    await reload([{ name: 'no-run', tools: ['jobs:run'], result: 'deny', reason: 'stopped by the owner' }]);
+    const after = await post(alice, 'tasks/get', { taskId: second });
+    expect(JSON.stringify(after)).not.toContain('job second done');
+    expect(refusal(after)).toContain('(rule "no-run"): stopped by the owner');
+    expect(refusal(await post(alice, 'tasks/update', { taskId: second, inputResponses: {} }))).toContain(
+      'rule "no-run"',
+    );
+    // Cancelling by the owner stays allowed (what an emergency deny wants).
+    expect((await post(alice, 'tasks/cancel', { taskId: second })).result).toMatchObject({ resultType: 'complete' });
+    expect(sent()).toEqual([
+      ['tasks/get', 'up-1'],
+      ['tasks/cancel', 'up-1'],
+      ['tasks/cancel', 'up-2'],
+      ['tasks/cancel', 'up-2'],
+      ['tasks/cancel', 'up-2'],
+    ]);
+    const refused = audited().filter((r) => r['type'] === 'task' && r['status'] === 'refused');
+    expect(refused.map((r) => r['method'])).toEqual(['tasks/get', 'tasks/get', 'tasks/update']);
+    expect(refused.slice(1).every((r) => String(r['reason']).includes('rule "no-run"'))).toBe(true);
   });
 });
