@@ -24,7 +24,6 @@ import {
   type ServerCapabilities,
   type ServerContext,
 } from '@modelcontextprotocol/server';
-import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { GateContext } from '../contracts/gate.js';
 import { readCall } from '../formats/index.js';
 import { previewCall, ruleAndReason } from '../gate/index.js';
@@ -32,18 +31,7 @@ import { declaresTasks, MODERN_VERSION, TASKS_EXTENSION, upstreamTaskOf } from '
 import { sessionSubject } from './auth.js';
 import type { GatewayInbox } from './inbox.js';
 import { challengeOf, withinExchange } from './stepup.js';
-import {
-  attachRound,
-  mrtrRound,
-  openUpstreamState,
-  stateKindOf,
-  upstreamRoundBinding,
-  wrapUpstreamState,
-  type MrtrInbox,
-  type MrtrRound,
-  type MrtrWho,
-  type UpstreamRoundBinding,
-} from './mrtr.js';
+import { attachRound, mrtrRound, type MrtrInbox, type MrtrRound, type MrtrWho } from './mrtr.js';
 import { requestHandlers, type GatewayCore, type GatewayRequestContext, type SessionRequest } from './session.js';
 import {
   createdTask,
@@ -58,7 +46,15 @@ import {
   type TaskOwner,
 } from './tasks.js';
 import type { UpstreamInput } from './upstream.js';
+import { declaredBy, peer } from './modern-peer.js';
 import { upstreamClosedTo } from './tenancy.js';
+import {
+  openUpstreamState,
+  stateKindOf,
+  upstreamRoundBinding,
+  wrapUpstreamState,
+  type UpstreamRoundBinding,
+} from './upstream-rounds.js';
 
 /** This process's name in the ledger, as the claimer of a 2026-07-28 retry's call. */
 const REPLICA = `${hostname()}:${process.pid}:${randomUUID()}`;
@@ -98,9 +94,6 @@ const PARAMS = {
 export const PRIVATE_TTL_MS = 5000;
 
 const PRIVATE: CacheHint = { ttlMs: PRIVATE_TTL_MS, cacheScope: 'private' };
-
-/** The log levels, least severe first (RFC 5424 names). */
-const LEVELS = ['debug', 'info', 'notice', 'warning', 'error', 'critical', 'alert', 'emergency'] as const;
 
 /**
  * The HTTP handler of the 2026-07-28 downstream (web-standard `fetch`); `context` is the context of a
@@ -170,10 +163,7 @@ export function modernServer(
   const handlers = requestHandlers(core, contextOption, thePeer);
   // The round of an ask (input_required, then the retry): bound to the call, the caller, the policy in force.
   const inbox = core.people.inbox;
-  const declaredOf = (ctx: ServerContext): ClientCapabilities => {
-    const envelope = ctx.mcpReq.envelope as Record<string, unknown> | undefined;
-    return (envelope?.['io.modelcontextprotocol/clientCapabilities'] as ClientCapabilities | undefined) ?? {};
-  };
+  const declaredOf = (ctx: ServerContext): ClientCapabilities => declaredBy(ctx);
   const whoOf = (ctx: ServerContext): MrtrWho => {
     const context = handlers.contextOf(of(ctx));
     return {
@@ -488,60 +478,4 @@ export function capabilitiesFor(core: GatewayCore, context: GateContext, tasks =
 function offersTasks(core: GatewayCore): boolean {
   for (const upstream of core.router.upstreams.values()) if (upstream.offersTasks) return true;
   return false;
-}
-
-/**
- * What the session handlers ask of "the client's server" for a 2026-07-28 request: the client's
- * capabilities from the request's `_meta` (without elicitation, sampling and roots: the gateway cannot
- * send a 2026-07-28 client a request, so an ask is not put to it by elicitation and an upstream's
- * sampling or elicitation request is refused, never sent), and log lines (only when the request carried
- * a log level, and at or above it). Anything else the session asks of it throws: nothing falls through.
- */
-function peer(
-  context: () => ServerContext | undefined,
-  refused: (what: 'sampling' | 'elicitation', declared: boolean) => void,
-): Server {
-  const declaredOf = (): ClientCapabilities => {
-    const envelope = context()?.mcpReq.envelope as Record<string, unknown> | undefined;
-    return (envelope?.['io.modelcontextprotocol/clientCapabilities'] as ClientCapabilities | undefined) ?? {};
-  };
-  const target = {
-    transport: undefined,
-    // Sampling and elicitation are shown as present so an upstream's request reaches createMessage /
-    // elicitInput below, which refuse it and fail the call it came from (-32021 when not declared); roots
-    // are not offered.
-    getClientCapabilities(): ClientCapabilities | undefined {
-      const { elicitation: _elicitation, sampling: _sampling, roots: _roots, ...rest } = declaredOf();
-      return { ...rest, sampling: {}, elicitation: {} };
-    },
-    async notification(notification: { method: string; params?: Record<string, unknown> }): Promise<void> {
-      const ctx = context();
-      if (!ctx || notification.method !== 'notifications/message') return;
-      const envelope = ctx.mcpReq.envelope as Record<string, unknown> | undefined;
-      const wanted = LEVELS.indexOf(envelope?.['io.modelcontextprotocol/logLevel'] as (typeof LEVELS)[number]);
-      const level = LEVELS.indexOf(notification.params?.['level'] as (typeof LEVELS)[number]);
-      if (wanted < 0 || level < wanted) return;
-      await ctx.mcpReq.notify(notification as never);
-    },
-    async elicitInput(): Promise<never> {
-      refused('elicitation', declaredOf().elicitation !== undefined);
-      throw new ProtocolError(
-        ProtocolErrorCode.MissingRequiredClientCapability,
-        `toolgate gateway: a ${MODERN_VERSION} client cannot be sent an elicitation request`,
-      );
-    },
-    async createMessage(): Promise<never> {
-      refused('sampling', declaredOf().sampling !== undefined);
-      throw new ProtocolError(
-        ProtocolErrorCode.MissingRequiredClientCapability,
-        `toolgate gateway: a ${MODERN_VERSION} client cannot be sent a sampling request`,
-      );
-    },
-  };
-  return new Proxy(target, {
-    get(object, key) {
-      if (typeof key === 'symbol' || key === 'then' || key in object) return Reflect.get(object, key);
-      throw new Error(`toolgate gateway: ${key} is not available for a ${MODERN_VERSION} request`);
-    },
-  }) as unknown as Server;
 }

@@ -5,35 +5,25 @@
  * tools, resources and prompts are refused with that reason while the others keep serving, and it is
  * reconnected with a growing delay.
  */
-import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
 import {
-  Client,
   ProtocolError,
   ProtocolErrorCode,
-  SdkError,
-  SdkErrorCode,
-  type CallToolRequest,
-  type CallToolRequestOptions,
-  type CallToolResult,
-  type ClientCapabilities,
+  type Client,
   type JSONRPCMessage,
   type LoggingMessageNotification,
   type PriorDiscovery,
-  type ProgressToken,
   type RequestOptions,
   type ServerCapabilities,
   type Transport,
 } from '@modelcontextprotocol/client';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import {
-  clientOptions,
   connectClient,
   connectMcpServer,
   eraViolationMessage,
   priorOf,
   TASKS_EXTENSION,
-  upstreamTaskOf,
   type McpConnection,
   type McpSession,
   type McpStdioServer,
@@ -41,6 +31,7 @@ import {
 import type { ToolRegistry } from '../registry.js';
 import type { JsonSchema } from '../schema.js';
 import type { ToolMetadataInput } from '../tool.js';
+import { callScope, GatewayClient, type CallScope } from './upstream-client.js';
 
 /** How to reach one upstream server; exactly one of `stdio`, `url`, `transport`. */
 export interface GatewayUpstreamOptions {
@@ -69,61 +60,6 @@ export interface GatewayUpstreamOptions {
   readonly connectTimeoutMs?: number;
 }
 
-/** The downstream request an upstream request was made for (progress, sampling and logging go back there). */
-export interface CallScope {
-  readonly server: Server;
-  readonly progressToken: ProgressToken | undefined;
-  readonly sendNotification: (notification: {
-    method: 'notifications/progress';
-    params: Record<string, unknown>;
-  }) => Promise<void>;
-  /** The upstream's own result of the call, kept so that an error result is forwarded as the upstream gave it. */
-  result?: CallToolResult;
-  /**
-   * The downstream request takes a task (see RelayedRequest.tasks): a modern upstream that offers the
-   * extension is told so on this call, and may answer with a task (its `CreateTaskResult`, read by
-   * `upstreamTaskOf` from the result). @default false
-   */
-  readonly tasks?: boolean;
-  /**
-   * Set when the call was sent upstream and no answer came back (it timed out, or was stopped while the
-   * upstream ran it): the upstream may have completed it, so its outcome is unknown (issue 22).
-   */
-  unanswered?: string;
-  /**
-   * The upstream's own rounds of a 2026-07-28 request (multi round-trip requests): set, a modern upstream
-   * may answer `input_required`, which is kept here for the gateway to relay (the call returns a stand-in
-   * error result), and the retry's answers and the upstream's own state go back to it.
-   */
-  readonly input?: UpstreamInput;
-}
-
-/** An upstream's own input round, as one 2026-07-28 request relays it (mrtr.ts wraps and opens its state). */
-export interface UpstreamInput {
-  /** What the client's retry gives back: the upstream it is for, the upstream's own state, the answers. */
-  readonly given: {
-    readonly upstream: string | undefined;
-    readonly requestState: string | undefined;
-    readonly inputResponses: Readonly<Record<string, unknown>>;
-  } | null;
-  /** What of elicitation, sampling and roots the client declared (passed on, so the upstream asks only for those). */
-  readonly declared: Readonly<Record<string, unknown>>;
-  /** Set by the call: the upstream answered `input_required`. */
-  asked?: {
-    readonly upstream: string;
-    readonly inputRequests: Record<string, unknown>;
-    readonly requestState: string | undefined;
-  };
-  /**
-   * Why the retry's state cannot go upstream (malformed, or for another upstream than the one the call went
-   * to): set, nothing is sent.
-   */
-  misrouted?: string;
-}
-
-/** The client capabilities an upstream's input requests need (MRTR's three). */
-const INPUT_CAPABILITIES = ['elicitation', 'sampling', 'roots'] as const;
-
 /** A Standard Schema that takes any JSON object (the tasks extension's answers are checked by tasks.ts). */
 const ANY_OBJECT = {
   '~standard': {
@@ -136,171 +72,7 @@ const ANY_OBJECT = {
   },
 } as const;
 
-/** The downstream request being served, across the gate's promise chain down to the upstream call. */
-export const callScope = new AsyncLocalStorage<CallScope>();
-
-type CallToolParams = CallToolRequest['params'];
-
-/** The upstream's client: forwards the downstream's progress token and tracks which client a call is for. */
-class GatewayClient extends Client {
-  readonly #upstream: Upstream;
-  /** What the gateway declares of itself to every upstream (a call that takes a task adds the extension). */
-  readonly declared: ClientCapabilities;
-  constructor(upstream: Upstream, capabilities: ClientCapabilities, probeTimeoutMs: number) {
-    super({ name: 'toolgate-gateway', version: '0.2.0' }, clientOptions(capabilities, probeTimeoutMs));
-    this.#upstream = upstream;
-    this.declared = capabilities;
-  }
-
-  /**
-   * The `_meta` of a request that declares the tasks extension (SEP-2663: per request, in its client
-   * capabilities), merged over `meta`; the SDK's own envelope gives way to a request's `_meta`.
-   */
-  withTasks(meta: Record<string, unknown> | undefined): Record<string, unknown> {
-    return {
-      ...meta,
-      'io.modelcontextprotocol/clientCapabilities': {
-        ...this.declared,
-        extensions: { ...this.declared.extensions, [TASKS_EXTENSION]: {} },
-      },
-    };
-  }
-
-  /**
-   * `params` as a modern upstream is sent them in a request that relays its rounds: the client's declared
-   * input capabilities in place of the gateway's, and on a retry the upstream's own state and the answers.
-   * A retry whose state is for another upstream is not sent (the request fails, `misrouted` says why).
-   */
-  #withInput<P extends object>(params: P, input: UpstreamInput | undefined): P {
-    if (input?.misrouted !== undefined) throw new Error(`toolgate gateway: ${input.misrouted}; nothing was sent`);
-    if (!input || this.#upstream.session?.era !== 'modern') return params;
-    const given = input.given;
-    if (given && given.upstream !== undefined && given.upstream !== this.#upstream.namespace) {
-      input.misrouted = `the requestState is for upstream ${JSON.stringify(given.upstream)}, not ${JSON.stringify(this.#upstream.namespace)}`;
-      throw new Error(`toolgate gateway: ${input.misrouted}; nothing was sent`);
-    }
-    const own: Record<string, unknown> = { ...this.declared };
-    for (const key of INPUT_CAPABILITIES) delete own[key];
-    const had = (params as { _meta?: Record<string, unknown> })._meta;
-    const meta = had?.['io.modelcontextprotocol/clientCapabilities'] as Record<string, unknown> | undefined;
-    return {
-      ...params,
-      _meta: { ...had, 'io.modelcontextprotocol/clientCapabilities': { ...own, ...meta, ...input.declared } },
-      ...(given
-        ? {
-            inputResponses: given.inputResponses,
-            ...(given.requestState === undefined ? {} : { requestState: given.requestState }),
-          }
-        : {}),
-    };
-  }
-
-  /** Keeps an upstream's `input_required` for the gateway to relay; anything else as it came. */
-  #answered<T>(result: T, input: UpstreamInput | undefined, standIn: T): T {
-    const r = result as { resultType?: unknown; inputRequests?: unknown; requestState?: unknown };
-    if (r?.resultType !== 'input_required') return result;
-    if (!input || r.inputRequests === null || typeof r.inputRequests !== 'object' || Array.isArray(r.inputRequests))
-      throw new Error(`upstream "${this.#upstream.namespace}" answered input_required the call cannot relay`);
-    input.asked = {
-      upstream: this.#upstream.namespace,
-      inputRequests: r.inputRequests as Record<string, unknown>,
-      requestState: typeof r.requestState === 'string' ? r.requestState : undefined,
-    };
-    return standIn;
-  }
-
-  override readResource(
-    params: Parameters<Client['readResource']>[0],
-    options?: RequestOptions,
-  ): ReturnType<Client['readResource']> {
-    const input = callScope.getStore()?.input;
-    return super
-      .readResource(this.#withInput(params, input), options)
-      .then((r) => this.#answered(r, input, { contents: [] }));
-  }
-
-  override getPrompt(
-    params: Parameters<Client['getPrompt']>[0],
-    options?: RequestOptions,
-  ): ReturnType<Client['getPrompt']> {
-    const input = callScope.getStore()?.input;
-    return super
-      .getPrompt(this.#withInput(params, input), options)
-      .then((r) => this.#answered(r, input, { messages: [] }));
-  }
-
-  override callTool(params: CallToolParams, options?: CallToolRequestOptions): Promise<CallToolResult> {
-    return this.#upstream.forward(async (scope) => {
-      const token = scope?.progressToken !== undefined ? this.#upstream.relayProgress(scope) : undefined;
-      // The request leaves for the upstream now; an answer (a result, or a JSON-RPC error: McpError) makes
-      // its outcome known. No answer — a timeout (a cancellation is sent), or the call stopped by the gate's
-      // tool timeout or the client while the upstream ran it — leaves it unknown: the upstream may have
-      // completed it, and "cancelled upstream" made a model retry it and run it twice (issue 22). Set
-      // synchronously on abort, before the gate's own timeout result reaches the gateway.
-      const signal = options?.signal;
-      const stopped = (): void => {
-        if (scope && scope.result === undefined)
-          scope.unanswered ??= unansweredText(
-            this.#upstream.namespace,
-            'was still running the call when it was stopped',
-          );
-      };
-      signal?.addEventListener('abort', stopped, { once: true });
-      try {
-        const withToken = token ? { ...params, _meta: { ...params._meta, progressToken: token.id } } : params;
-        // Told that the client takes tasks only for a request that does, and only a modern upstream that
-        // offers them (the extension does not exist in 2025-11-25).
-        const tasks = scope?.tasks === true && this.#upstream.offersTasks;
-        const sent = this.#withInput(
-          tasks ? { ...withToken, _meta: this.withTasks(withToken._meta) } : withToken,
-          scope?.input,
-        );
-        const result = this.#answered(
-          await super.callTool(sent, this.#upstream.requestOptions(scope, options)),
-          scope?.input,
-          {
-            isError: true,
-            content: [{ type: 'text', text: 'toolgate: the upstream asked for input; relayed to the client' }],
-          } as CallToolResult,
-        );
-        const task = upstreamTaskOf(result);
-        if (task !== undefined) {
-          // Only a request that declared the extension can get one (the era check refuses it otherwise);
-          // handed on as a success carrying the task (the gateway answers the client's task handle).
-          if (!tasks) throw new Error(`upstream "${this.#upstream.namespace}" created a task the call did not take`);
-          const created = { content: [], _meta: result._meta } as CallToolResult;
-          if (scope) scope.result = created;
-          return created;
-        }
-        if (scope) scope.result = result;
-        return result;
-      } catch (error) {
-        if (error instanceof SdkError && error.code === SdkErrorCode.RequestTimeout) {
-          const ms = this.#upstream.options.callTimeoutMs ?? 60_000;
-          const text = unansweredText(this.#upstream.namespace, `did not answer within ${ms} ms`);
-          if (scope) scope.unanswered = text;
-          throw new Error(text);
-        }
-        if (signal?.aborted === true && scope?.unanswered) throw new Error(scope.unanswered);
-        throw error;
-      } finally {
-        signal?.removeEventListener('abort', stopped);
-        token?.done();
-      }
-    });
-  }
-}
-
-/**
- * What the client and the audit are told about a call sent upstream that got no answer: its outcome is
- * unknown, and it must be checked before any retry.
- */
-export function unansweredText(namespace: string, why: string): string {
-  return (
-    `upstream ${JSON.stringify(namespace)} ${why}: the outcome of the call is unknown — the upstream may have ` +
-    'completed it. Check whether it took effect before any retry; do not simply call it again'
-  );
-}
+export { callScope, unansweredText, type CallScope, type UpstreamInput } from './upstream-client.js';
 
 /** `down`: crashed or unreachable, retried with a growing delay; `closed`: stopped by the gateway. */
 export type UpstreamState = 'connecting' | 'ready' | 'down' | 'closed';

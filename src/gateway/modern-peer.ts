@@ -1,0 +1,75 @@
+/**
+ * "The client's server" of a 2026-07-28 request, as the gateway's session handlers see it: what the client
+ * declared in the request's `_meta`, and the log lines it asked for. The era has no server→client request,
+ * so whatever else the session would ask of it fails the call (nothing falls through).
+ */
+import {
+  ProtocolError,
+  ProtocolErrorCode,
+  type ClientCapabilities,
+  type ServerContext,
+} from '@modelcontextprotocol/server';
+import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { MODERN_VERSION } from '../mcp/index.js';
+
+/** The log levels, least severe first (RFC 5424 names). */
+const LEVELS = ['debug', 'info', 'notice', 'warning', 'error', 'critical', 'alert', 'emergency'] as const;
+
+/** The client capabilities a 2026-07-28 request declares in its `_meta` (none when it has no context). */
+export function declaredBy(ctx: ServerContext | undefined): ClientCapabilities {
+  const envelope = ctx?.mcpReq.envelope as Record<string, unknown> | undefined;
+  return (envelope?.['io.modelcontextprotocol/clientCapabilities'] as ClientCapabilities | undefined) ?? {};
+}
+
+/**
+ * What the session handlers ask of "the client's server" for a 2026-07-28 request: the client's
+ * capabilities from the request's `_meta` (without elicitation, sampling and roots: the gateway cannot
+ * send a 2026-07-28 client a request, so an ask is not put to it by elicitation and an upstream's
+ * sampling or elicitation request is refused, never sent), and log lines (only when the request carried
+ * a log level, and at or above it). Anything else the session asks of it throws: nothing falls through.
+ */
+export function peer(
+  context: () => ServerContext | undefined,
+  refused: (what: 'sampling' | 'elicitation', declared: boolean) => void,
+): Server {
+  const declaredOf = (): ClientCapabilities => declaredBy(context());
+  const target = {
+    transport: undefined,
+    // Sampling and elicitation are shown as present so an upstream's request reaches createMessage /
+    // elicitInput below, which refuse it and fail the call it came from (-32021 when not declared); roots
+    // are not offered.
+    getClientCapabilities(): ClientCapabilities | undefined {
+      const { elicitation: _elicitation, sampling: _sampling, roots: _roots, ...rest } = declaredOf();
+      return { ...rest, sampling: {}, elicitation: {} };
+    },
+    async notification(notification: { method: string; params?: Record<string, unknown> }): Promise<void> {
+      const ctx = context();
+      if (!ctx || notification.method !== 'notifications/message') return;
+      const envelope = ctx.mcpReq.envelope as Record<string, unknown> | undefined;
+      const wanted = LEVELS.indexOf(envelope?.['io.modelcontextprotocol/logLevel'] as (typeof LEVELS)[number]);
+      const level = LEVELS.indexOf(notification.params?.['level'] as (typeof LEVELS)[number]);
+      if (wanted < 0 || level < wanted) return;
+      await ctx.mcpReq.notify(notification as never);
+    },
+    async elicitInput(): Promise<never> {
+      refused('elicitation', declaredOf().elicitation !== undefined);
+      throw new ProtocolError(
+        ProtocolErrorCode.MissingRequiredClientCapability,
+        `toolgate gateway: a ${MODERN_VERSION} client cannot be sent an elicitation request`,
+      );
+    },
+    async createMessage(): Promise<never> {
+      refused('sampling', declaredOf().sampling !== undefined);
+      throw new ProtocolError(
+        ProtocolErrorCode.MissingRequiredClientCapability,
+        `toolgate gateway: a ${MODERN_VERSION} client cannot be sent a sampling request`,
+      );
+    },
+  };
+  return new Proxy(target, {
+    get(object, key) {
+      if (typeof key === 'symbol' || key === 'then' || key in object) return Reflect.get(object, key);
+      throw new Error(`toolgate gateway: ${key} is not available for a ${MODERN_VERSION} request`);
+    },
+  }) as unknown as Server;
+}
