@@ -47,6 +47,7 @@ import {
 } from './tasks.js';
 import type { UpstreamInput } from './upstream.js';
 import { declaredBy, peer } from './modern-peer.js';
+import { objectSchema } from './upstream-client.js';
 import { upstreamClosedTo } from './tenancy.js';
 import {
   openUpstreamState,
@@ -78,17 +79,8 @@ function paramsOf(body: unknown): unknown {
     : undefined;
 }
 
-/** A Standard Schema that takes the params object as it came (the handlers check what they read). */
-const PARAMS = {
-  '~standard': {
-    version: 1,
-    vendor: 'toolgate',
-    validate: (value: unknown) =>
-      value !== null && typeof value === 'object' && !Array.isArray(value)
-        ? { value: value as Record<string, unknown> }
-        : { issues: [{ message: 'params must be an object' }] },
-  },
-} as const;
+/** The params object as it came (the handlers check what they read). */
+const PARAMS = objectSchema('params must be an object');
 
 /** How long a 2026-07-28 client may keep a list or a read: short, and never shared with another caller. */
 export const PRIVATE_TTL_MS = 5000;

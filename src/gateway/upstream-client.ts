@@ -19,6 +19,20 @@ import {
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { clientOptions, TASKS_EXTENSION, upstreamTaskOf, type McpSession } from '../mcp/index.js';
 
+/** A Standard Schema that takes any JSON object as it came; anything else is refused with `message`. */
+export function objectSchema(message: string) {
+  return {
+    '~standard': {
+      version: 1,
+      vendor: 'toolgate',
+      validate: (value: unknown) =>
+        value !== null && typeof value === 'object' && !Array.isArray(value)
+          ? { value: value as Record<string, unknown> }
+          : { issues: [{ message }] },
+    },
+  } as const;
+}
+
 /** What the client needs of the upstream it belongs to (upstream.ts's Upstream). */
 export interface ClientUpstream {
   readonly namespace: string;

@@ -31,7 +31,7 @@ import {
 import type { ToolRegistry } from '../registry.js';
 import type { JsonSchema } from '../schema.js';
 import type { ToolMetadataInput } from '../tool.js';
-import { callScope, GatewayClient, type CallScope } from './upstream-client.js';
+import { callScope, GatewayClient, objectSchema, type CallScope } from './upstream-client.js';
 
 /** How to reach one upstream server; exactly one of `stdio`, `url`, `transport`. */
 export interface GatewayUpstreamOptions {
@@ -60,17 +60,8 @@ export interface GatewayUpstreamOptions {
   readonly connectTimeoutMs?: number;
 }
 
-/** A Standard Schema that takes any JSON object (the tasks extension's answers are checked by tasks.ts). */
-const ANY_OBJECT = {
-  '~standard': {
-    version: 1,
-    vendor: 'toolgate',
-    validate: (value: unknown) =>
-      value !== null && typeof value === 'object' && !Array.isArray(value)
-        ? { value: value as Record<string, unknown> }
-        : { issues: [{ message: 'the answer is not a JSON object' }] },
-  },
-} as const;
+/** Any JSON object (the tasks extension's answers are checked by tasks.ts). */
+const ANY_OBJECT = objectSchema('the answer is not a JSON object');
 
 export { callScope, unansweredText, type CallScope, type UpstreamInput } from './upstream-client.js';
 
