@@ -19,8 +19,6 @@ export const EXIT = {
   ASK: 4,
 } as const;
 
-export type ExitCode = (typeof EXIT)[keyof typeof EXIT];
-
 /** One line of a command's exit-code list: the code and what it means for that command. */
 export type ExitCodeLine = readonly [code: number, meaning: string];
 

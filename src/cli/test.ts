@@ -73,11 +73,6 @@ export interface PolicyTestResult {
 
 const EFFECTS = ['allow', 'deny', 'ask'];
 
-/** Reads a cases file's text; throws a UsageError naming the case and field that is wrong. */
-export function parseCases(text: string, file: string): PolicyTestCase[] {
-  return parseCasesFile(text, file).cases;
-}
-
 /** A cases file: its cases and its diff expectations; a UsageError names the entry and field that is wrong. */
 export function parseCasesFile(
   text: string,

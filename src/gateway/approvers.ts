@@ -12,7 +12,7 @@ import type { PermissionHandler, PermissionRequest } from '../permissions/handle
 import type { ToolRegistry } from '../registry.js';
 import { storePerson, type ApprovalNote, type GatewayApprovals } from './approvals.js';
 import { inboxRoute, type GatewayInbox } from './inbox.js';
-import { roundOf, type MrtrStores } from './mrtr.js';
+import { APPROVAL_FORM, roundOf, type MrtrStores } from './mrtr.js';
 
 /** Where the gateway's asks go. */
 export interface GatewayPeople {
@@ -91,15 +91,7 @@ async function askByElicitation(server: Server, message: string, timeoutMs: numb
   if (!canElicit(server)) return false;
   try {
     const answer = await server.elicitInput(
-      {
-        mode: 'form',
-        message,
-        requestedSchema: {
-          type: 'object',
-          properties: { approve: { type: 'boolean', title: 'Allow', default: false } },
-          required: ['approve'],
-        },
-      },
+      { mode: 'form', message, requestedSchema: APPROVAL_FORM },
       { timeout: timeoutMs },
     );
     return answer.action === 'accept' && answer.content?.['approve'] === true;

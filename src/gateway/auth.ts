@@ -1,6 +1,6 @@
 /**
  * Who is asking over HTTP: bearer JWTs (`jwtAuthenticator`), the subject a session is bound to, and the
- * loopback checks (listening address, `Host` and `Origin` against DNS rebinding).
+ * loopback check of the listening address (`Host` against DNS rebinding is hosts.ts).
  */
 import type { ServerResponse } from 'node:http';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
@@ -106,30 +106,10 @@ function scopesOf(payload: JWTPayload): string[] {
 }
 
 const LOOPBACK = new Set(['127.0.0.1', '::1', 'localhost']);
-const LOOPBACK_HOSTNAMES = new Set(['127.0.0.1', '[::1]', 'localhost']);
 
 /** True for the addresses the gateway listens on without `allowNonLoopback`: 127.0.0.1, ::1, localhost. */
 export function isLoopbackAddress(host: string): boolean {
   return LOOPBACK.has(host);
-}
-
-/** @internal True when a Host header names a loopback host (DNS rebinding defence). */
-export function isLoopbackHost(header: string | undefined): boolean {
-  if (!header) return false;
-  try {
-    return LOOPBACK_HOSTNAMES.has(new URL(`http://${header}`).hostname);
-  } catch {
-    return false;
-  }
-}
-
-/** @internal True when an Origin names a loopback host. */
-export function isLoopbackOrigin(origin: string): boolean {
-  try {
-    return LOOPBACK_HOSTNAMES.has(new URL(origin).hostname);
-  } catch {
-    return false;
-  }
 }
 
 /** @internal A JSON reply, with a WWW-Authenticate challenge when given. */

@@ -40,6 +40,13 @@ import type { ApprovalNote } from './approvals.js';
 /** The key of the approval in `inputRequests` / `inputResponses`. */
 export const APPROVAL_INPUT = 'toolgate.approval';
 
+/** The form a person is asked to approve by (form elicitation, both eras): one boolean, "Allow". */
+export const APPROVAL_FORM = {
+  type: 'object' as const,
+  properties: { approve: { type: 'boolean' as const, title: 'Allow', default: false } },
+  required: ['approve'],
+};
+
 /** How long a 2026-07-28 client's person has to answer (the state expires then). @default 15 minutes */
 export const MRTR_TTL_MS = 900_000;
 
@@ -338,15 +345,7 @@ export function mrtrRound(request: MrtrRequest): MrtrRound {
           inputRequests: {
             [APPROVAL_INPUT]: {
               method: 'elicitation/create',
-              params: {
-                mode: 'form',
-                message,
-                requestedSchema: {
-                  type: 'object',
-                  properties: { approve: { type: 'boolean', title: 'Allow', default: false } },
-                  required: ['approve'],
-                },
-              },
+              params: { mode: 'form', message, requestedSchema: APPROVAL_FORM },
             },
           },
           requestState: encodeState(secret, binding, stores.boot),

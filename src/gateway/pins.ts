@@ -429,43 +429,35 @@ export class PinTracker {
       const definition = connection.definition(registered);
       if (!definition) continue;
       const form = canonical(registered);
-      let check: PinCheck;
+      let check: { readonly state: PinCheck['state']; readonly diff?: string };
       try {
         check = this.store.check(registered, pinnedDefinition(definition));
       } catch (error) {
         // The lock file cannot be read (edited by hand, removed permissions): whether this definition is
         // the pinned one is unknown, so it counts as drifted until the lock file reads again and pins it.
-        const diff = `the lock file cannot be read, so this definition cannot be checked against its pin: ${error instanceof Error ? error.message : String(error)}`;
-        const known = this.#drifted.get(form);
-        this.#drifted.set(form, { diff, upstream });
-        if (known?.diff !== diff)
-          this.#audit({
-            type: 'pin',
-            time: time(),
-            event: 'drift',
-            upstream: upstream.namespace,
-            tool: registered,
-            diff,
-          });
-        continue;
+        check = {
+          state: 'drift',
+          diff: `the lock file cannot be read, so this definition cannot be checked against its pin: ${error instanceof Error ? error.message : String(error)}`,
+        };
       }
-      if (check.state === 'drift') {
-        const known = this.#drifted.get(form);
-        this.#drifted.set(form, { diff: check.diff, upstream });
-        if (known?.diff !== check.diff)
-          this.#audit({
-            type: 'pin',
-            time: time(),
-            event: 'drift',
-            upstream: upstream.namespace,
-            tool: registered,
-            diff: check.diff,
-          });
-      } else {
+      const diff = check.diff;
+      if (check.state !== 'drift' || diff === undefined) {
         this.#drifted.delete(form);
         if (check.state === 'new')
           this.#audit({ type: 'pin', time: time(), event: 'pinned', upstream: upstream.namespace, tool: registered });
+        continue;
       }
+      const known = this.#drifted.get(form);
+      this.#drifted.set(form, { diff, upstream });
+      if (known?.diff !== diff)
+        this.#audit({
+          type: 'pin',
+          time: time(),
+          event: 'drift',
+          upstream: upstream.namespace,
+          tool: registered,
+          diff,
+        });
     }
   }
 

@@ -264,18 +264,19 @@ export async function serveTask(
   declared: Readonly<Record<string, unknown>>,
   signal?: AbortSignal,
 ): Promise<Record<string, unknown>> {
-  const time = () => new Date().toISOString();
-  const refuse = (reason: string): never => {
+  const note = (upstream: string | null, status: 'ok' | 'error' | 'refused', reason?: string) =>
     deps.audit({
       type: 'task',
-      time: time(),
+      time: new Date().toISOString(),
       caller: owner.caller,
       session: null,
       method,
-      upstream: null,
-      status: 'refused',
-      reason,
+      upstream,
+      status,
+      ...(reason ? { reason } : {}),
     });
+  const refuse = (reason: string): never => {
+    note(null, 'refused', reason);
     throw new TaskRefusal(reason);
   };
   const handle = params['taskId'];
@@ -318,17 +319,7 @@ export async function serveTask(
       return refuse('toolgate gateway: tasks/update needs inputResponses (an object); refused');
     sent['inputResponses'] = responses;
   }
-  const record = (status: 'ok' | 'error', reason?: string) =>
-    deps.audit({
-      type: 'task',
-      time: time(),
-      caller: owner.caller,
-      session: null,
-      method,
-      upstream: upstream.namespace,
-      status,
-      ...(reason ? { reason } : {}),
-    });
+  const record = (status: 'ok' | 'error', reason?: string) => note(upstream.namespace, status, reason);
   let answer: Record<string, unknown>;
   try {
     answer = await upstream.taskRequest(method, sent, signal);

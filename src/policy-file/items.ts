@@ -42,26 +42,6 @@ export type ItemKind = 'resource' | 'prompt';
 /** What is done with a resource or prompt (every action is decided by the same rules). */
 export type ItemAction = 'read' | 'subscribe' | 'get' | 'complete';
 
-/** The arguments of a `resource` call. */
-export interface ResourceCallArguments {
-  /** The upstream's namespace, in canonical form. */
-  readonly namespace: string;
-  /** The URI in normal form: what the upstream is sent. */
-  readonly uri: string;
-  readonly action: 'read' | 'subscribe' | 'complete';
-}
-
-/** The arguments of a `prompt` call. */
-export interface PromptCallArguments {
-  /** The upstream's namespace, in canonical form. */
-  readonly namespace: string;
-  /** The prompt's own name at its upstream. */
-  readonly name: string;
-  readonly action: 'get' | 'complete';
-  /** The prompt's arguments (a completion: those it knows so far). */
-  readonly arguments: Readonly<Record<string, unknown>>;
-}
-
 /** A resource or prompt rule as the file states it, compiled. */
 export interface ItemRuleInfo {
   readonly kind: ItemKind;

@@ -80,19 +80,7 @@ export async function readPolicyFile(file: string): Promise<PolicyParseResult> {
   try {
     text = await readFile(file, 'utf8');
   } catch (error) {
-    return {
-      ok: false,
-      issues: [
-        {
-          file,
-          line: 1,
-          column: 1,
-          at: '',
-          code: 'read',
-          message: `cannot read the file: ${(error as Error).message}`,
-        },
-      ],
-    };
+    return refusedAt(file, 'read', `cannot read the file: ${(error as Error).message}`);
   }
   return parsePolicy(text, { file });
 }
@@ -226,10 +214,7 @@ export function parsePolicy(text: string, options: ParsePolicyOptions = {}): Pol
   try {
     data = doc.toJS({ maxAliasCount: 100 });
   } catch (error) {
-    return {
-      ok: false,
-      issues: [{ file, line: 1, column: 1, at: '', code: 'yaml', message: (error as Error).message }],
-    };
+    return refusedAt(file, 'yaml', (error as Error).message);
   }
   return checkAndCompile(data, locator, text);
 }
@@ -254,22 +239,15 @@ function quickData(text: string): unknown {
   }
 }
 
+/** A file refused with one issue about the whole of it (placed at its first line). */
+function refusedAt(file: string, code: string, message: string): PolicyParseResult {
+  return { ok: false, issues: [{ file, line: 1, column: 1, at: '', code, message }] };
+}
+
 function checkAndCompile(data: unknown, locator: Locator, text: string): PolicyParseResult {
   const file = locator.file;
   if (data === null || data === undefined) {
-    return {
-      ok: false,
-      issues: [
-        {
-          file,
-          line: 1,
-          column: 1,
-          at: '',
-          code: 'schema',
-          message: 'the document is empty; expected a mapping with at least "version: 1"',
-        },
-      ],
-    };
+    return refusedAt(file, 'schema', 'the document is empty; expected a mapping with at least "version: 1"');
   }
   const validate = schemaValidator();
   if (!validate(data)) return { ok: false, issues: schemaIssues(validate.errors ?? [], locator) };
