@@ -3,56 +3,41 @@
 // named in the policy's `approvals:` list (finance only) approved a refund of 5000 and it ran, and the same
 // token listed and answered another tenant's request in the shared store. Also: a pending ask was worded
 // "the approver denied the call" to the client and in the audit, and a reason given with a denial was lost.
-import { mkdtempSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { afterEach, describe, expect, it } from 'vitest';
-import { stringify } from 'yaml';
+import { describe, expect, it } from 'vitest';
 import { PG_URL } from '../stores/servers.js';
 import { jwksIssuer, spawnGateway, type SpawnedGateway } from './fixtures/spawn.js';
+import { cleanupsAfterEach, emptyFile, RECORDING, stdioUpstream, tempDir, text, writePolicy } from '../harness.js';
 
-const RECORDING = join(process.cwd(), 'test/gateway/fixtures/recording-server.ts');
-const cleanups: (() => Promise<unknown> | void)[] = [];
-afterEach(async () => {
-  while (cleanups.length) await Promise.resolve(cleanups.pop()!()).catch(() => undefined);
-});
-const text = (r: unknown) => ((r as CallToolResult).content[0] as { text: string }).text;
+const cleanups = cleanupsAfterEach();
 const requestId = (said: string) => /request ([^\s,)]+)/.exec(said)?.[1];
 
 /** Two gateways (tenants acme and globex) on one PostgreSQL store, and how to talk to them. */
 async function twoTenants(audit?: string) {
-  const dir = realpathSync(mkdtempSync(join(tmpdir(), 'toolgate-approvers-')));
-  const record = join(dir, 'received.jsonl');
-  writeFileSync(record, '');
-  const policy = join(dir, 'policy.yaml');
-  writeFileSync(
-    policy,
-    stringify({
-      version: 1,
-      gateway: {
-        upstreams: {
-          rec: { command: process.execPath, args: ['--import', 'tsx', RECORDING], env: { RECORD: record } },
-        },
-        pin: 'off',
+  const dir = tempDir('approvers');
+  const record = emptyFile(dir, 'received.jsonl');
+  const policy = writePolicy(dir, {
+    gateway: {
+      upstreams: { rec: stdioUpstream(RECORDING, { RECORD: record }) },
+      pin: 'off',
+    },
+    tenants: { acme: { tools: ['rec:refund'] }, globex: { tools: ['rec:refund'] } },
+    scopes: { refunds: ['rec:refund'] },
+    rules: [
+      {
+        name: 'big-refunds',
+        tools: 'rec:refund',
+        when: { amount: { gt: 1000 } },
+        result: 'ask',
+        reason: 'finance approves refunds over 1000',
       },
-      tenants: { acme: { tools: ['rec:refund'] }, globex: { tools: ['rec:refund'] } },
-      scopes: { refunds: ['rec:refund'] },
-      rules: [
-        {
-          name: 'big-refunds',
-          tools: 'rec:refund',
-          when: { amount: { gt: 1000 } },
-          result: 'ask',
-          reason: 'finance approves refunds over 1000',
-        },
-        { name: 'rest', result: 'allow' },
-      ],
-      approvals: { approvers: { tools: { 'rec:refund': ['finance@acme.example'] } }, fourEyes: true },
-    }),
-  );
+      { name: 'rest', result: 'allow' },
+    ],
+    approvals: { approvers: { tools: { 'rec:refund': ['finance@acme.example'] } }, fourEyes: true },
+  });
   const idp = await jwksIssuer();
   cleanups.push(() => idp.close());
   const start = async (tenant: string | null, auditFile?: string): Promise<SpawnedGateway> => {
@@ -161,7 +146,7 @@ describe(
     });
 
     it('a pending ask is worded as waiting, and where; a reason given with a denial reaches the client', async () => {
-      const audit = join(realpathSync(mkdtempSync(join(tmpdir(), 'toolgate-approvers-audit-'))), 'audit.jsonl');
+      const audit = join(tempDir('approvers-audit'), 'audit.jsonl');
       const { acme, mcp, approvals, refund, refunds } = await twoTenants(audit);
       const records = () =>
         readFileSync(audit, 'utf8')

@@ -1,35 +1,31 @@
 // Attacks on the gateway ("make a tool run, or a resource be read, that the policy refuses"): each test
 // failed before its fix.
-import { mkdtempSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { McpServer, ResourceTemplate } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { ToolListChangedNotificationSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { afterEach, describe, expect, it } from 'vitest';
-import { stringify } from 'yaml';
+import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import {
-  createGateway,
-  gatewayConfigOf,
-  type GatewayAuditRecord,
-  type GatewayUpstreamOptions,
-} from '../../src/gateway/index.js';
+import { gatewayConfigOf, type GatewayUpstreamOptions } from '../../src/gateway/index.js';
 import { readLockFile } from '../../src/gateway/pins.js';
 import { normalResourceUri } from '../../src/policy-file/index.js';
-import { previewDecision, loadPolicyFile } from '../../src/policy-file/index.js';
+import { previewDecision } from '../../src/policy-file/index.js';
 import { hashOf } from '../../src/crypto.js';
+import {
+  cleanupsAfterEach,
+  DOCS,
+  gatewayOn,
+  inMemoryClient,
+  ROOT,
+  stdioUpstream,
+  tempDir,
+  text,
+  writePolicy,
+} from '../harness.js';
 
-const ROOT = process.cwd();
-const DOCS = join(ROOT, 'test/gateway/fixtures/docs-server.ts');
 const IMPOSTOR = join(ROOT, 'test/gateway/fixtures/impostor-server.ts');
-const tsx = (file: string) => ({ command: process.execPath, args: ['--import', 'tsx', file] });
-const cleanups: (() => Promise<unknown>)[] = [];
-afterEach(async () => {
-  while (cleanups.length) await cleanups.pop()!().catch(() => undefined);
-});
-const text = (r: unknown) => ((r as CallToolResult).content[0] as { text: string }).text;
+const cleanups = cleanupsAfterEach();
 
 /**
  * A gateway over the policy `data`: its `gateway.upstreams`, or `inproc` upstreams (McpServers in this
@@ -39,47 +35,34 @@ async function start(
   data: Record<string, unknown>,
   inproc?: { readonly upstreams: Record<string, () => McpServer>; readonly dir?: string },
 ) {
-  const dir = inproc?.dir ?? realpathSync(mkdtempSync(join(tmpdir(), 'toolgate-attack-')));
-  const file = join(dir, 'policy.yaml');
-  writeFileSync(file, stringify({ version: 1, ...data }));
-  const set = await loadPolicyFile(file);
-  const records: GatewayAuditRecord[] = [];
-  const config = inproc
-    ? {
-        upstreams: Object.fromEntries(
-          Object.entries(inproc.upstreams).map(([namespace, make]): [string, GatewayUpstreamOptions] => [
-            namespace,
-            {
-              transport: () => {
-                const [a, b] = InMemoryTransport.createLinkedPair();
-                void make().connect(b);
-                return a;
+  const dir = inproc?.dir ?? tempDir('attack');
+  const { gateway, set, records } = await gatewayOn(cleanups, writePolicy(dir, data), (set) =>
+    inproc
+      ? {
+          upstreams: Object.fromEntries(
+            Object.entries(inproc.upstreams).map(([namespace, make]): [string, GatewayUpstreamOptions] => [
+              namespace,
+              {
+                transport: () => {
+                  const [a, b] = InMemoryTransport.createLinkedPair();
+                  void make().connect(b);
+                  return a;
+                },
               },
-            },
-          ]),
-        ),
-        pins: { file: join(dir, 'policy.lock.json'), onDrift: 'refuse' as const },
-      }
-    : gatewayConfigOf(set);
-  const gateway = await createGateway({
-    policy: set,
-    upstreams: config.upstreams,
-    pins: config.pins,
-    audit: (r) => records.push(r),
-  });
-  cleanups.push(() => gateway.close());
-  const [a, b] = InMemoryTransport.createLinkedPair();
-  await gateway.createServer().connect(b);
-  const client = new Client({ name: 'attacker', version: '1.0.0' });
-  await client.connect(a);
-  cleanups.push(() => client.close());
+            ]),
+          ),
+          pins: { file: join(dir, 'policy.lock.json'), onDrift: 'refuse' as const },
+        }
+      : { pins: gatewayConfigOf(set).pins },
+  );
+  const client = await inMemoryClient(cleanups, gateway);
   return { client, dir, gateway, set, records };
 }
 
 describe('attacks on the gateway', { timeout: 120_000 }, () => {
   it('a deny rule on a resource is not dodged by case or by percent-encoding', async () => {
     const { client } = await start({
-      gateway: { upstreams: { docs: tsx(DOCS) } },
+      gateway: { upstreams: { docs: stdioUpstream(DOCS) } },
       resources: [
         { name: 'no-secrets', uri: 'docs://secret/**', result: 'deny' },
         { name: 'rest', result: 'allow' },
@@ -91,11 +74,14 @@ describe('attacks on the gateway', { timeout: 120_000 }, () => {
   });
 
   it("an unprefixed upstream cannot serve a tool under another upstream's namespace", async () => {
-    const dir = realpathSync(mkdtempSync(join(tmpdir(), 'toolgate-attack-fs-')));
+    const dir = tempDir('attack-fs');
     const { client } = await start({
       gateway: {
         // The real fs upstream is down (so the impostor's name is the only one registered).
-        upstreams: { fs: { command: join(dir, 'no-such-server') }, evil: { ...tsx(IMPOSTOR), prefix: false } },
+        upstreams: {
+          fs: { command: join(dir, 'no-such-server') },
+          evil: { ...stdioUpstream(IMPOSTOR), prefix: false },
+        },
       },
       rules: [{ name: 'all', result: 'allow' }],
     });
@@ -109,7 +95,7 @@ describe('attacks on the gateway', { timeout: 120_000 }, () => {
 
   it('a drifted tool stays refused when its lock entry disappears (only an exact pin clears it)', async () => {
     const { client, dir } = await start({
-      gateway: { upstreams: { docs: tsx(DOCS) } },
+      gateway: { upstreams: { docs: stdioUpstream(DOCS) } },
       rules: [{ name: 'docs', namespace: 'docs', result: 'allow' }],
     });
     const changed = new Promise<void>((resolve) =>
@@ -202,7 +188,7 @@ describe('a drifted definition renamed in case or width (pins by canonical name)
   });
 
   it('a lock with two spellings of one name is refused', () => {
-    const dir = realpathSync(mkdtempSync(join(tmpdir(), 'toolgate-attack-lock-')));
+    const dir = tempDir('attack-lock');
     const file = join(dir, 'policy.lock.json');
     const definition = { name: 'delete_repo', inputSchema: { type: 'object' } };
     const entry = { sha256: hashOf(definition), definition, at: '2026-01-01T00:00:00.000Z' };
@@ -282,7 +268,7 @@ describe("the tools: section's keys in another spelling of the namespace", { tim
   for (const key of ['DOCS:echo', 'Docs:Echo', '\uFF44ocs:echo' /* fullwidth d */])
     it(`parameters and tags under ${JSON.stringify(key)} apply at the gateway as in explain`, async () => {
       const { client, set } = await start({
-        gateway: { upstreams: { docs: tsx(DOCS) }, pin: 'off' },
+        gateway: { upstreams: { docs: stdioUpstream(DOCS) }, pin: 'off' },
         tools: {
           [key]: {
             tags: ['destructive'],

@@ -3,36 +3,26 @@
  * gateway gave the MCP client by URL elicitation, clicks Approve on the gateway's card, and the upstream
  * runs the call once.
  */
-import { existsSync, mkdtempSync, readFileSync, realpathSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { ElicitRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { chromium, type Browser } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { createGateway, gatewayInbox } from '../../src/gateway/index.js';
 import { createInbox, jwtApprover } from '../../src/inbox/index.js';
 import { parsePolicy } from '../../src/policy-file/index.js';
-import { CHROMIUM_ARGS, INBOX_SECRET, JWT_SECRET, bearer } from '../inbox/fixture.js';
+import { browserPerFile } from '../inbox/browser-fixture.js';
+import { INBOX_SECRET, JWT_SECRET, bearer } from '../inbox/fixture.js';
+import { stdioUpstream, tempDir } from '../harness.js';
 
 const BANK = join(process.cwd(), 'test/gateway/fixtures/bank-server.ts');
-let browser: Browser;
-const cleanups: (() => Promise<unknown> | void)[] = [];
-beforeAll(async () => {
-  browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: CHROMIUM_ARGS, headless: true });
-});
-afterAll(async () => {
-  await browser?.close();
-});
-afterEach(async () => {
-  while (cleanups.length) await Promise.resolve(cleanups.pop()!()).catch(() => undefined);
-});
+const { browser, cleanups } = browserPerFile();
 
 describe('a gateway card in the inbox, in a browser', { timeout: 120_000 }, () => {
   it('the link from the URL elicitation opens the card; Approve runs the call once', async () => {
-    const ledger = join(realpathSync(mkdtempSync(join(tmpdir(), 'toolgate-gw-browser-'))), 'ledger.txt');
+    const ledger = join(tempDir('gw-browser'), 'ledger.txt');
     const inbox = createInbox({ secret: INBOX_SECRET, authenticate: jwtApprover({ secret: JWT_SECRET }) });
     const server = await inbox.listen();
     cleanups.push(async () => {
@@ -51,9 +41,7 @@ describe('a gateway card in the inbox, in a browser', { timeout: 120_000 }, () =
     const gateway = await createGateway({
       policy: set,
       upstreams: {
-        bank: {
-          stdio: { command: process.execPath, args: ['--import', 'tsx', BANK], env: { BANK_LEDGER: ledger } },
-        },
+        bank: { stdio: stdioUpstream(BANK, { BANK_LEDGER: ledger }) },
       },
       inbox: gatewayInbox(inbox, server.url),
     });
@@ -71,7 +59,7 @@ describe('a gateway card in the inbox, in a browser', { timeout: 120_000 }, () =
 
     const call = client.callTool({ name: 'bank:pay', arguments: { to: 'ana', amount: 75 } });
     await expect.poll(() => links.length).toBe(1);
-    const context = await browser.newContext({
+    const context = await browser().newContext({
       extraHTTPHeaders: { authorization: `Bearer ${await bearer('alice@example.com')}` },
     });
     cleanups.push(() => context.close());

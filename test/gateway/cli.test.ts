@@ -1,25 +1,18 @@
-import { mkdtempSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { run } from '../../src/cli/program.js';
 import { shadowReport } from '../../src/cli/report.js';
 import type { PinnedDefinition } from '../../src/gateway/pins.js';
+import { cleanupsAfterEach, DOCS, jsonLines, stdioUpstream, tempDir, writePolicy } from '../harness.js';
+import { stdioGateway } from './fixtures/spawn.js';
 
-const ROOT = process.cwd();
-const DOCS = join(ROOT, 'test/gateway/fixtures/docs-server.ts');
-const MAIN = join(ROOT, 'src/cli/main.ts');
-const cleanups: (() => Promise<unknown>)[] = [];
-afterEach(async () => {
-  while (cleanups.length) await cleanups.pop()!().catch(() => undefined);
-});
+const cleanups = cleanupsAfterEach();
 
 function dir(): string {
-  return realpathSync(mkdtempSync(join(tmpdir(), 'toolgate-gwcli-')));
+  return tempDir('gwcli');
 }
 
 async function cli(argv: string[]) {
@@ -143,39 +136,24 @@ describe('shadow mode', { timeout: 120_000 }, () => {
 
   it('the gateway records what a shadow rule would have done; toolgate report summarises it', async () => {
     const d = dir();
-    const policy = join(d, 'policy.yaml');
-    writeFileSync(
-      policy,
-      stringify({
-        version: 1,
-        gateway: { upstreams: { docs: { command: process.execPath, args: ['--import', 'tsx', DOCS] } } },
-        rules: [
-          { name: 'no-echo', tools: 'docs:echo', result: 'deny', mode: 'shadow', reason: 'echo is being retired' },
-          { name: 'docs', namespace: 'docs', result: 'allow' },
-        ],
-        resources: [
-          { name: 'no-public', uri: 'docs://public/**', result: 'deny', mode: 'shadow' },
-          { name: 'all', result: 'allow' },
-        ],
-      }),
-    );
-    const audit = join(d, 'audit.jsonl');
-    const transport = new StdioClientTransport({
-      command: process.execPath,
-      args: ['--import', 'tsx', MAIN, 'gateway', '--policy', policy, '--audit', audit],
-      stderr: 'pipe',
+    const policy = writePolicy(d, {
+      gateway: { upstreams: { docs: stdioUpstream(DOCS) } },
+      rules: [
+        { name: 'no-echo', tools: 'docs:echo', result: 'deny', mode: 'shadow', reason: 'echo is being retired' },
+        { name: 'docs', namespace: 'docs', result: 'allow' },
+      ],
+      resources: [
+        { name: 'no-public', uri: 'docs://public/**', result: 'deny', mode: 'shadow' },
+        { name: 'all', result: 'allow' },
+      ],
     });
-    const client = new Client({ name: 'test', version: '1.0.0' });
-    await client.connect(transport);
-    cleanups.push(() => client.close());
+    const audit = join(d, 'audit.jsonl');
+    const { client } = await stdioGateway(cleanups, ['--policy', policy, '--audit', audit]);
     const echoed = (await client.callTool({ name: 'docs:echo', arguments: { text: 'hi' } })) as CallToolResult;
     expect(echoed.content).toEqual([{ type: 'text', text: 'echo: hi' }]); // not enforced
     await client.readResource({ uri: 'docs://public/readme' });
     await client.close();
-    const records = readFileSync(audit, 'utf8')
-      .trim()
-      .split('\n')
-      .map((l) => JSON.parse(l) as Record<string, unknown>);
+    const records = jsonLines(audit);
     expect(records[0]).toMatchObject({
       type: 'mode',
       event: 'start',
@@ -230,14 +208,9 @@ describe('shadow mode', { timeout: 120_000 }, () => {
 describe('toolgate pin', { timeout: 120_000 }, () => {
   it('pins the upstream tools, then --accept re-approves a drifted definition', async () => {
     const d = dir();
-    const policy = join(d, 'policy.yaml');
-    writeFileSync(
-      policy,
-      stringify({
-        version: 1,
-        gateway: { upstreams: { docs: { command: process.execPath, args: ['--import', 'tsx', DOCS] } } },
-      }),
-    );
+    const policy = writePolicy(d, {
+      gateway: { upstreams: { docs: stdioUpstream(DOCS) } },
+    });
     const first = await cli(['pin', '--policy', policy]);
     expect(first.stderr).toBe('');
     expect(first.code).toBe(0);

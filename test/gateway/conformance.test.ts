@@ -7,13 +7,12 @@
  * from `npm test` with no manual step. Figures and the scenarios not passed: docs/gateway.md#conformance.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
+import { ROOT, tempDir } from '../harness.js';
 
-const ROOT = process.cwd();
 const MAIN = join(ROOT, 'src/cli/main.ts');
 const UPSTREAM = join(ROOT, 'test/gateway/fixtures/conformance-server.ts');
 /** A 2026-07-28 upstream with the tools and prompt the suite's input-required-result-* scenarios call. */
@@ -109,7 +108,7 @@ const SUITE_2026 = '@modelcontextprotocol/conformance@0.2.0-alpha.12';
  * devDependency (2025-11-25), or with `era2026` {@link SUITE_2026} at `--spec-version 2026-07-28`.
  */
 function conformance(url: string, era2026 = false): Promise<SuiteRun> {
-  const out = realpathSync(mkdtempSync(join(tmpdir(), 'toolgate-conformance-')));
+  const out = tempDir('conformance');
   const args = era2026
     ? ['-y', '-p', NODE_22, '-p', SUITE_2026, 'conformance', 'server', '--url', url, '--suite', 'all']
     : ['-y', '-p', NODE_22, 'node', SUITE, 'server', '--url', url, '--suite', 'all'];
@@ -164,7 +163,7 @@ describe('@modelcontextprotocol/conformance against toolgate gateway (HTTP) in f
   beforeAll(async () => {
     const upstream = await start([UPSTREAM, '0'], /listening on (http:\S+)/);
     const mrtr = await start([MRTR_UPSTREAM], /listening on (http:\S+)/);
-    const dir = realpathSync(mkdtempSync(join(tmpdir(), 'toolgate-conformance-policy-')));
+    const dir = tempDir('conformance-policy');
     policy = join(dir, 'policy.yaml');
     writeFileSync(
       policy,

@@ -3,67 +3,47 @@
 // Prometheus metrics.
 import { spawn } from 'node:child_process';
 import { request as httpRequest } from 'node:http';
-import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import parsePrometheusTextFormat from 'parse-prometheus-text-format';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { LoggingMessageNotificationSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { jwksIssuer, spawnGateway, type SpawnedGateway } from './fixtures/spawn.js';
+import { LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import { jwksIssuer, runToExit, spawnGateway, type SpawnedGateway } from './fixtures/spawn.js';
 import { PG_URL, Proxy, uniqueName } from '../stores/servers.js';
+import {
+  cleanupsAfterEach,
+  DOCS,
+  emptyFile,
+  jsonLines,
+  RECORDING,
+  ROOT,
+  stdioUpstream,
+  tempDir,
+  text,
+  writePolicy,
+} from '../harness.js';
 
-const ROOT = process.cwd();
 const MAIN = join(ROOT, 'src/cli/main.ts');
-const RECORDING = join(ROOT, 'test/gateway/fixtures/recording-server.ts');
 const FLAKY = join(ROOT, 'test/gateway/fixtures/flaky-server.ts');
-const DOCS = join(ROOT, 'test/gateway/fixtures/docs-server.ts');
 const LATE = join(ROOT, 'test/gateway/fixtures/late-logger.ts');
-const cleanups: (() => Promise<unknown> | void)[] = [];
-afterEach(async () => {
-  while (cleanups.length) await Promise.resolve(cleanups.pop()!()).catch(() => undefined);
-});
+const cleanups = cleanupsAfterEach();
 
 function sandbox(extra: Record<string, unknown> = {}, upstream: Record<string, unknown> = {}) {
-  const dir = realpathSync(mkdtempSync(join(tmpdir(), 'toolgate-deploy-')));
-  const record = join(dir, 'received.jsonl');
-  writeFileSync(record, '');
-  const policy = join(dir, 'policy.yaml');
+  const dir = tempDir('deploy');
+  const record = emptyFile(dir, 'received.jsonl');
   const audit = join(dir, 'audit.jsonl');
   const write = (more: Record<string, unknown> = extra) =>
-    writeFileSync(
-      policy,
-      stringify({
-        version: 1,
-        gateway: {
-          upstreams: {
-            rec: {
-              command: process.execPath,
-              args: ['--import', 'tsx', RECORDING],
-              env: { RECORD: record },
-              ...upstream,
-            },
-          },
-          pin: 'off',
-        },
-        rules: [{ name: 'rest', result: 'allow' }],
-        ...more,
-      }),
-    );
-  write();
-  const ran = (name: string) =>
-    readFileSync(record, 'utf8')
-      .split('\n')
-      .filter(Boolean)
-      .map((line) => JSON.parse(line) as { name?: string })
-      .filter((r) => r.name === name).length;
-  const records = () =>
-    readFileSync(audit, 'utf8')
-      .split('\n')
-      .filter(Boolean)
-      .map((line) => JSON.parse(line) as Record<string, unknown>);
+    writePolicy(dir, {
+      gateway: { upstreams: { rec: { ...stdioUpstream(RECORDING, { RECORD: record }), ...upstream } }, pin: 'off' },
+      rules: [{ name: 'rest', result: 'allow' }],
+      ...more,
+    });
+  const policy = write();
+  const ran = (name: string) => jsonLines<{ name?: string }>(record).filter((r) => r.name === name).length;
+  const records = () => jsonLines(audit);
   return { dir, policy, audit, write, ran, records };
 }
 
@@ -103,16 +83,6 @@ const INITIALIZE = {
   method: 'initialize',
   params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } },
 };
-
-/** Runs `toolgate gateway …` to its exit; resolves with the code and what it printed on stderr. */
-function runToExit(args: readonly string[]): Promise<{ code: number | null; stderr: string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', MAIN, 'gateway', ...args], {
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  let stderr = '';
-  child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
-  return new Promise((resolve) => child.once('exit', (code) => resolve({ code, stderr })));
-}
 
 describe('bind where it is deployed', { timeout: 120_000 }, () => {
   it('bound on 0.0.0.0 and reached at 127.0.0.2: an allowed Host is served, another refused and audited', async () => {
@@ -270,7 +240,7 @@ async function until(probe: () => Promise<boolean>, what: string): Promise<void>
 
 describe('/healthz and /readyz', { timeout: 180_000 }, () => {
   it('/readyz is unready (naming what) while an upstream is down or the counter store unreachable, ready when back', async () => {
-    const dir = realpathSync(mkdtempSync(join(tmpdir(), 'toolgate-ready-')));
+    const dir = tempDir('ready');
     const pidFile = join(dir, 'pid');
     const downFile = join(dir, 'down');
     const box = sandbox(
@@ -389,8 +359,6 @@ async function mcpClient(url: URL, token: string, tool = 'rec:echo'): Promise<Cl
   }
   return client;
 }
-
-const text = (r: unknown) => ((r as CallToolResult).content[0] as { text: string }).text;
 
 describe('many tenants on one gateway', { timeout: 240_000 }, () => {
   it("two tenants' tokens on two stateless replicas each get their own plan's limit on PostgreSQL counters: exactly K each", async () => {
@@ -516,7 +484,7 @@ describe('the admin API (--admin-scope)', { timeout: 240_000 }, () => {
   it('lists upstreams and pins, accepts a pin, reloads (a broken file keeps the policy), drains; no scope → 403; all audited', async () => {
     const idp = await jwksIssuer();
     cleanups.push(() => idp.close());
-    const dir = realpathSync(mkdtempSync(join(tmpdir(), 'toolgate-admin-')));
+    const dir = tempDir('admin');
     const policy = join(dir, 'policy.yaml');
     const audit = join(dir, 'audit.jsonl');
     const write = (version: string, extra: Record<string, unknown> = {}) =>
@@ -819,7 +787,7 @@ describe('upstreams limited to tenants (gateway.upstreams.<ns>.tenants)', { time
   it("hides and refuses an upstream's tools, resources and prompts to the other tenants; an undeclared tenant refuses the file", async () => {
     const idp = await jwksIssuer();
     cleanups.push(() => idp.close());
-    const dir = realpathSync(mkdtempSync(join(tmpdir(), 'toolgate-upstream-tenants-')));
+    const dir = tempDir('upstream-tenants');
     const policy = join(dir, 'policy.yaml');
     const write = (tenants: string[]) =>
       writeFileSync(
@@ -895,24 +863,19 @@ describe('upstreams limited to tenants (gateway.upstreams.<ns>.tenants)', { time
   it("an upstream's log lines of no request reach only the tenants it serves", async () => {
     const idp = await jwksIssuer();
     cleanups.push(() => idp.close());
-    const dir = realpathSync(mkdtempSync(join(tmpdir(), 'toolgate-upstream-logs-')));
-    const policy = join(dir, 'policy.yaml');
-    writeFileSync(
-      policy,
-      stringify({
-        version: 1,
-        gateway: {
-          upstreams: {
-            late: { command: process.execPath, args: ['--import', 'tsx', LATE], tenants: ['globex'] },
-            rec: { command: process.execPath, args: ['--import', 'tsx', RECORDING], env: { RECORD: join(dir, 'r') } },
-          },
-          pin: 'off',
+    const dir = tempDir('upstream-logs');
+    const policy = writePolicy(dir, {
+      gateway: {
+        upstreams: {
+          late: { command: process.execPath, args: ['--import', 'tsx', LATE], tenants: ['globex'] },
+          rec: { command: process.execPath, args: ['--import', 'tsx', RECORDING], env: { RECORD: join(dir, 'r') } },
         },
-        tenants: { acme: {}, globex: {} },
-        scopes: { call: ['late:later', 'rec:echo'] },
-        rules: [{ name: 'rest', result: 'allow' }],
-      }),
-    );
+        pin: 'off',
+      },
+      tenants: { acme: {}, globex: {} },
+      scopes: { call: ['late:later', 'rec:echo'] },
+      rules: [{ name: 'rest', result: 'allow' }],
+    });
     const gw = await spawnGateway(policy, ['--jwks-url', idp.jwksUrl, '--tenant-claim', 'org_id']);
     cleanups.push(() => gw.stop());
     const token = (org: string) => idp.sign({ sub: `${org}-user`, aud: gw.url.href, org_id: org, scope: 'call' });

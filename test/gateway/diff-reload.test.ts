@@ -4,32 +4,19 @@
  * diff with its example call; approved there in Chromium it takes effect, audited with who approved. A
  * narrowing reload is in force at once; a denied one is not, and the audit says why.
  */
-import { mkdtempSync, realpathSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { chromium, type Browser } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { createGateway, gatewayInbox, type GatewayAuditRecord } from '../../src/gateway/index.js';
 import { createInbox, jwtApprover } from '../../src/inbox/index.js';
 import { parsePolicy, type PolicySet } from '../../src/policy-file/index.js';
-import { CHROMIUM_ARGS, INBOX_SECRET, JWT_SECRET, bearer } from '../inbox/fixture.js';
+import { browserPerFile } from '../inbox/browser-fixture.js';
+import { INBOX_SECRET, JWT_SECRET, bearer } from '../inbox/fixture.js';
+import { inMemoryClient, stdioUpstream, tempDir } from '../harness.js';
 
 const BANK = join(process.cwd(), 'test/gateway/fixtures/bank-server.ts');
-let browser: Browser;
-const cleanups: (() => Promise<unknown> | void)[] = [];
-beforeAll(async () => {
-  browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: CHROMIUM_ARGS, headless: true });
-});
-afterAll(async () => {
-  await browser?.close();
-});
-afterEach(async () => {
-  while (cleanups.length) await Promise.resolve(cleanups.pop()!()).catch(() => undefined);
-});
+const { browser, cleanups } = browserPerFile();
 
 /** Payments allowed or denied; `bank: false` drops the rule allowing the rest of the bank (the fallback denies). */
 function policy(payments: 'allow' | 'deny', bank = true): PolicySet {
@@ -45,7 +32,7 @@ function policy(payments: 'allow' | 'deny', bank = true): PolicySet {
 }
 
 async function start(widen?: 'hold' | 'allow') {
-  const ledger = join(realpathSync(mkdtempSync(join(tmpdir(), 'toolgate-diff-reload-'))), 'ledger.txt');
+  const ledger = join(tempDir('diff-reload'), 'ledger.txt');
   const inbox = createInbox({ secret: INBOX_SECRET, authenticate: jwtApprover({ secret: JWT_SECRET }) });
   const server = await inbox.listen();
   cleanups.push(async () => {
@@ -56,18 +43,14 @@ async function start(widen?: 'hold' | 'allow') {
   const gateway = await createGateway({
     policy: policy('deny'),
     upstreams: {
-      bank: { stdio: { command: process.execPath, args: ['--import', 'tsx', BANK], env: { BANK_LEDGER: ledger } } },
+      bank: { stdio: stdioUpstream(BANK, { BANK_LEDGER: ledger }) },
     },
     inbox: gatewayInbox(inbox, server.url),
     audit: (r) => audit.push(r),
     ...(widen ? { reloadGuard: { widen } } : {}),
   });
   cleanups.push(() => gateway.close());
-  const [a, b] = InMemoryTransport.createLinkedPair();
-  await gateway.createServer().connect(b);
-  const client = new Client({ name: 'agent', version: '1' });
-  await client.connect(a);
-  cleanups.push(() => client.close());
+  const client = await inMemoryClient(cleanups, gateway);
   const pay = async (): Promise<CallToolResult> =>
     (await client.callTool({ name: 'bank:pay', arguments: { to: 'ana', amount: 75 } })) as CallToolResult;
   const balance = async (): Promise<CallToolResult> =>
@@ -91,7 +74,7 @@ describe('guarded reload', { timeout: 120_000 }, () => {
     expect(modes('held')[0]).toMatchObject({ approval: result.approval });
     expect(String((modes('held')[0]!['changes'] as string[])[0])).toContain('allowed bank:pay {}');
 
-    const context = await browser.newContext({
+    const context = await browser().newContext({
       extraHTTPHeaders: { authorization: `Bearer ${await bearer('alice@example.com')}` },
     });
     cleanups.push(() => context.close());

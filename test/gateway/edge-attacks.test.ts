@@ -1,14 +1,12 @@
 // Attacks on the gateway's edges (policy file ↔ upstream configuration, reloads, approvals): each test
 // failed before its fix.
-import { mkdtempSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { ElicitRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { SignJWT } from 'jose';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { jwtAuthenticator } from '../../src/gateway/auth.js';
 import { serveGatewayHttp } from '../../src/gateway/http.js';
@@ -17,27 +15,20 @@ import { loadPolicyFile } from '../../src/policy-file/index.js';
 import { PostgresStores } from '../../src/stores/postgres.js';
 import type { PendingRecord } from '../../src/stores/types.js';
 import { PG_URL, uniqueName } from '../stores/servers.js';
+import { cleanupsAfterEach, DOCS, inMemoryClient, stdioUpstream, tempDir, text } from '../harness.js';
 
-const ROOT = process.cwd();
-const DOCS = join(ROOT, 'test/gateway/fixtures/docs-server.ts');
-const tsx = (file: string) => ({ command: process.execPath, args: ['--import', 'tsx', file] });
-const cleanups: (() => Promise<unknown>)[] = [];
-afterEach(async () => {
-  while (cleanups.length) await cleanups.pop()!().catch(() => undefined);
-});
-const text = (r: unknown) => ((r as CallToolResult).content[0] as { text: string }).text;
+const cleanups = cleanupsAfterEach();
 
-function policyFile(data: Record<string, unknown>, dir = realpathSync(mkdtempSync(join(tmpdir(), 'toolgate-edge-')))) {
+function policyFile(data: Record<string, unknown>, dir = tempDir('edge')) {
   const file = join(dir, 'policy.yaml');
   writeFileSync(file, stringify({ version: 1, ...data }));
   return file;
 }
 
 async function connect(gateway: Gateway, onElicit?: () => Promise<void | boolean>) {
-  const [a, b] = InMemoryTransport.createLinkedPair();
-  await gateway.createServer().connect(b);
-  const client = new Client(
-    { name: 'attacker', version: '1.0.0' },
+  const client = await inMemoryClient(
+    cleanups,
+    gateway,
     onElicit ? { capabilities: { elicitation: { form: {} } } } : {},
   );
   if (onElicit)
@@ -45,8 +36,6 @@ async function connect(gateway: Gateway, onElicit?: () => Promise<void | boolean
       const approve = (await onElicit()) !== false;
       return { action: 'accept', content: { approve } };
     });
-  await client.connect(a);
-  cleanups.push(() => client.close());
   return client;
 }
 
@@ -55,7 +44,7 @@ describe('attacks on the gateway edges', { timeout: 120_000 }, () => {
     // `namespace: docs` selects the upstream docs for resources and prompts; its tools, shown unprefixed
     // (`echo`), carry no namespace, so the deny selected none of them and `echo` ran.
     const data = {
-      gateway: { upstreams: { docs: { ...tsx(DOCS), prefix: false } } },
+      gateway: { upstreams: { docs: { ...stdioUpstream(DOCS), prefix: false } } },
       rules: [
         { name: 'no-docs-tools', namespace: 'docs', result: 'deny' },
         { name: 'rest', result: 'allow' },
@@ -79,7 +68,7 @@ describe('attacks on the gateway edges', { timeout: 120_000 }, () => {
   it("a tool rule naming an unprefixed upstream's tools under its namespace is refused, not silently void", async () => {
     for (const tools of [['docs:echo'], 'docs:*', ['DOCS:Echo']]) {
       const data = {
-        gateway: { upstreams: { docs: { ...tsx(DOCS), prefix: false } } },
+        gateway: { upstreams: { docs: { ...stdioUpstream(DOCS), prefix: false } } },
         rules: [
           { name: 'no-echo', tools, result: 'deny' },
           { name: 'rest', result: 'allow' },
@@ -102,7 +91,7 @@ describe('attacks on the gateway edges', { timeout: 120_000 }, () => {
   it("tool metadata and schemas declared as an unprefixed upstream's 'docs:echo' are refused, not silently void", async () => {
     // The schema meant to keep `text` short was applied to a tool named `docs:echo`, which no upstream offers.
     const data = {
-      gateway: { upstreams: { docs: { ...tsx(DOCS), prefix: false } } },
+      gateway: { upstreams: { docs: { ...stdioUpstream(DOCS), prefix: false } } },
       tools: {
         'docs:echo': { parameters: { type: 'object', properties: { text: { type: 'string', maxLength: 2 } } } },
       },
@@ -122,8 +111,8 @@ describe('attacks on the gateway edges', { timeout: 120_000 }, () => {
   });
 
   it('a prompt completion approved while a reload came in is decided again as a completion (unknown arguments refuse)', async () => {
-    const dir = realpathSync(mkdtempSync(join(tmpdir(), 'toolgate-edge-')));
-    const upstreams = { docs: tsx(DOCS) };
+    const dir = tempDir('edge');
+    const upstreams = { docs: stdioUpstream(DOCS) };
     const set = await loadPolicyFile(
       policyFile({ gateway: { upstreams }, prompts: [{ name: 'ask-prompts', result: 'ask' }] }, dir),
     );
@@ -155,8 +144,8 @@ describe('attacks on the gateway edges', { timeout: 120_000 }, () => {
   it('a prompt approved while a reload came in that asks under another rule is not run on the old answer', async () => {
     // Prompts are decided through the gate like tool calls: an approval given under ask-prompts does not
     // count under the reloaded policy's security-review; the person is asked again, and that answer decides.
-    const dir = realpathSync(mkdtempSync(join(tmpdir(), 'toolgate-edge-')));
-    const upstreams = { docs: tsx(DOCS) };
+    const dir = tempDir('edge');
+    const upstreams = { docs: stdioUpstream(DOCS) };
     const set = await loadPolicyFile(
       policyFile({ gateway: { upstreams }, prompts: [{ name: 'ask-prompts', result: 'ask' }] }, dir),
     );
@@ -187,7 +176,7 @@ describe('attacks on the gateway edges', { timeout: 120_000 }, () => {
   });
 
   it('completing a resource template is decided as reaching its URI: a deny on the folder refuses it', async () => {
-    const upstreams = { docs: tsx(DOCS) };
+    const upstreams = { docs: stdioUpstream(DOCS) };
     const deny = await loadPolicyFile(
       policyFile({
         gateway: { upstreams },
@@ -257,7 +246,7 @@ describe('attacks on the gateway edges', { timeout: 120_000 }, () => {
       answeredAt: null,
     };
     await stores.approvals.put(runnerRecord);
-    const set = await loadPolicyFile(policyFile({ gateway: { upstreams: { docs: tsx(DOCS) } } }));
+    const set = await loadPolicyFile(policyFile({ gateway: { upstreams: { docs: stdioUpstream(DOCS) } } }));
     const gateway = await createGateway({ policy: set, upstreams: gatewayConfigOf(set).upstreams, pins: null });
     cleanups.push(() => gateway.close());
     const secret = 'a test key of the gateway tokens';
@@ -289,8 +278,8 @@ describe('attacks on the gateway edges', { timeout: 120_000 }, () => {
   it("over HTTP a reload that narrows the agent's tools applies to bearer-token requests", async () => {
     // serveGatewayHttp read the gateway's context once, at start: a reload taking docs:echo away from
     // the agent changed nothing for token holders.
-    const dir = realpathSync(mkdtempSync(join(tmpdir(), 'toolgate-edge-')));
-    const upstreams = { docs: tsx(DOCS) };
+    const dir = tempDir('edge');
+    const upstreams = { docs: stdioUpstream(DOCS) };
     const rules = [{ name: 'docs', namespace: 'docs', result: 'allow' }];
     const scopes = { docs: ['docs:echo', 'docs:slow'] };
     const set = await loadPolicyFile(
@@ -340,10 +329,13 @@ describe('attacks on the gateway edges', { timeout: 120_000 }, () => {
 
   it('a rug pull while the lock file cannot be read is refused, not let through unpinned', async () => {
     // checkPins threw on the unreadable lock file before recording the drift, so the changed echo ran.
-    const dir = realpathSync(mkdtempSync(join(tmpdir(), 'toolgate-edge-')));
+    const dir = tempDir('edge');
     const set = await loadPolicyFile(
       policyFile(
-        { gateway: { upstreams: { docs: tsx(DOCS) } }, rules: [{ name: 'docs', namespace: 'docs', result: 'allow' }] },
+        {
+          gateway: { upstreams: { docs: stdioUpstream(DOCS) } },
+          rules: [{ name: 'docs', namespace: 'docs', result: 'allow' }],
+        },
         dir,
       ),
     );
@@ -375,11 +367,11 @@ describe('attacks on the gateway edges', { timeout: 120_000 }, () => {
       await stores.dropSchema();
       await stores.close();
     });
-    const dir = realpathSync(mkdtempSync(join(tmpdir(), 'toolgate-edge-')));
+    const dir = tempDir('edge');
     const set = await loadPolicyFile(
       policyFile(
         {
-          gateway: { upstreams: { docs: tsx(DOCS) }, pin: 'ask' },
+          gateway: { upstreams: { docs: stdioUpstream(DOCS) }, pin: 'ask' },
           rules: [
             { name: 'echo-asks', tools: 'docs:echo', result: 'ask', reason: 'echo needs a person' },
             { name: 'rest', namespace: 'docs', result: 'allow' },
@@ -413,7 +405,7 @@ describe('attacks on the gateway edges', { timeout: 120_000 }, () => {
   });
 
   it('a reload to a policy whose tool rule selects an unprefixed upstream by namespace is refused', async () => {
-    const upstreams = { docs: { ...tsx(DOCS), prefix: false } };
+    const upstreams = { docs: { ...stdioUpstream(DOCS), prefix: false } };
     const set = await loadPolicyFile(
       policyFile({ gateway: { upstreams }, rules: [{ name: 'rest', result: 'allow' }] }),
     );

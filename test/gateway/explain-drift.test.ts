@@ -3,23 +3,17 @@
  * gives (refused, or asked under `pin: ask`) and the readable diff, read from the lock file where the
  * running gateway recorded what the upstream now offers.
  */
-import { mkdtempSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { run } from '../../src/cli/program.js';
 import { createGateway, gatewayConfigOf } from '../../src/gateway/index.js';
 import { loadPolicyFile } from '../../src/policy-file/index.js';
+import { cleanupsAfterEach, DOCS, inMemoryClient, stdioUpstream, tempDir } from '../harness.js';
 
-const DOCS = join(process.cwd(), 'test/gateway/fixtures/docs-server.ts');
-const cleanups: (() => Promise<unknown>)[] = [];
-afterEach(async () => {
-  while (cleanups.length) await cleanups.pop()!().catch(() => undefined);
-});
+const cleanups = cleanupsAfterEach();
 
 async function cli(argv: string[]) {
   let stdout = '';
@@ -31,14 +25,14 @@ async function cli(argv: string[]) {
 function policyText(pin: 'refuse' | 'ask') {
   return stringify({
     version: 1,
-    gateway: { upstreams: { docs: { command: process.execPath, args: ['--import', 'tsx', DOCS] } }, pin },
+    gateway: { upstreams: { docs: stdioUpstream(DOCS) }, pin },
     rules: [{ name: 'docs', namespace: 'docs', result: 'allow' }],
   });
 }
 
 describe('toolgate explain shows a pinned definition that drifted', { timeout: 120_000 }, () => {
   it('refused (or asked) with the diff, as the gateway decides; nothing once accepted', async () => {
-    const dir = realpathSync(mkdtempSync(join(tmpdir(), 'toolgate-explain-drift-')));
+    const dir = tempDir('explain-drift');
     const policy = join(dir, 'policy.yaml');
     writeFileSync(policy, policyText('refuse'));
     const explain = () => cli(['explain', '--policy', policy, 'docs:echo', '{"text":"hi"}']);
@@ -52,11 +46,7 @@ describe('toolgate explain shows a pinned definition that drifted', { timeout: 1
     expect(before.stdout).not.toContain('drift');
 
     // The upstream changes the tool under the running gateway, which records the drift in the lock file.
-    const [a, b] = InMemoryTransport.createLinkedPair();
-    await gateway.createServer().connect(b);
-    const client = new Client({ name: 't', version: '1' });
-    await client.connect(a);
-    cleanups.push(() => client.close());
+    const client = await inMemoryClient(cleanups, gateway);
     const changed = new Promise<void>((resolve) =>
       client.setNotificationHandler(ToolListChangedNotificationSchema, () => resolve()),
     );

@@ -1,37 +1,26 @@
-import { mkdirSync, mkdtempSync, readFileSync, realpathSync, writeFileSync, existsSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readFileSync, writeFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import {
   CreateMessageRequestSchema,
   ElicitRequestSchema,
   LoggingMessageNotificationSchema,
   ResourceUpdatedNotificationSchema,
   ToolListChangedNotificationSchema,
-  type CallToolResult,
 } from '@modelcontextprotocol/sdk/types.js';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
-import { createGateway, gatewayConfigOf, type Gateway, type GatewayAuditRecord } from '../../src/gateway/index.js';
+import { gatewayConfigOf } from '../../src/gateway/index.js';
 import { PinStore } from '../../src/gateway/pins.js';
-import { loadPolicyFile } from '../../src/policy-file/index.js';
+import { cleanupsAfterEach, DOCS, gatewayOn, inMemoryClient, ROOT, stdioUpstream, tempDir, text } from '../harness.js';
 
-const ROOT = process.cwd();
 const FS_SERVER = join(ROOT, 'node_modules/.bin/mcp-server-filesystem');
-const DOCS = join(ROOT, 'test/gateway/fixtures/docs-server.ts');
 const FLAKY = join(ROOT, 'test/adapters/fixtures/flaky-server.ts');
-const tsx = (file: string) => ({ command: process.execPath, args: ['--import', 'tsx', file] });
 
-const cleanups: (() => Promise<unknown>)[] = [];
-afterEach(async () => {
-  while (cleanups.length) await cleanups.pop()!().catch(() => undefined);
-});
-
-const text = (result: unknown): string => ((result as CallToolResult).content[0] as { text: string }).text;
+const cleanups = cleanupsAfterEach();
 
 function sandbox(extra: Record<string, unknown> = {}) {
-  const dir = realpathSync(mkdtempSync(join(tmpdir(), 'toolgate-gateway-')));
+  const dir = tempDir('gateway');
   const files = join(dir, 'files');
   mkdirSync(files);
   writeFileSync(join(files, 'note.txt'), 'hello from the sandbox');
@@ -41,7 +30,7 @@ function sandbox(extra: Record<string, unknown> = {}) {
     gateway: {
       upstreams: {
         fs: { command: FS_SERVER, args: [files] },
-        docs: tsx(DOCS),
+        docs: stdioUpstream(DOCS),
         ...((extra['upstreams'] as object | undefined) ?? {}),
       },
     },
@@ -93,28 +82,12 @@ function sandbox(extra: Record<string, unknown> = {}) {
 }
 
 async function start(policyFile: string, clientOptions: ConstructorParameters<typeof Client>[1] = {}) {
-  const set = await loadPolicyFile(policyFile);
-  const config = gatewayConfigOf(set);
-  const records: GatewayAuditRecord[] = [];
-  const gateway = await createGateway({
-    policy: set,
-    upstreams: config.upstreams,
-    pins: config.pins,
+  const { gateway, records, set } = await gatewayOn(cleanups, policyFile, (set) => ({
+    pins: gatewayConfigOf(set).pins,
     context: set.context({ agent: 'assistant' }),
-    audit: (r) => records.push(r),
-  });
-  cleanups.push(() => gateway.close());
-  const client = await connect(gateway, clientOptions);
+  }));
+  const client = await inMemoryClient(cleanups, gateway, clientOptions);
   return { gateway, client, records, set };
-}
-
-async function connect(gateway: Gateway, clientOptions: ConstructorParameters<typeof Client>[1] = {}) {
-  const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
-  await gateway.createServer().connect(serverSide);
-  const client = new Client({ name: 'test', version: '1.0.0' }, clientOptions);
-  await client.connect(clientSide);
-  cleanups.push(() => client.close());
-  return client;
 }
 
 describe('the gateway with two real upstreams (server-filesystem and a docs server)', { timeout: 120_000 }, () => {
@@ -312,7 +285,7 @@ describe('the gateway with two real upstreams (server-filesystem and a docs serv
   });
 
   it('keeps serving when one upstream crashes: its own tools are refused with the reason', async () => {
-    const box = sandbox({ upstreams: { flaky: tsx(FLAKY) } });
+    const box = sandbox({ upstreams: { flaky: stdioUpstream(FLAKY) } });
     const { client, gateway } = await start(box.policy);
     expect(text(await client.callTool({ name: 'flaky:echo', arguments: {} }))).toBe('echo');
     const crashed = await client.callTool({ name: 'flaky:crash', arguments: {} });
@@ -330,7 +303,7 @@ describe('the gateway with two real upstreams (server-filesystem and a docs serv
   });
 
   it('starts with an upstream that cannot be reached, refusing only its tools', async () => {
-    const box = sandbox({ upstreams: { gone: { command: join(box0(), 'no-such-server') } } });
+    const box = sandbox({ upstreams: { gone: { command: join(tempDir('none'), 'no-such-server') } } });
     const { client, gateway } = await start(box.policy);
     expect(gateway.upstreams.get('gone')?.state).toBe('down');
     expect(text(await client.callTool({ name: 'docs:echo', arguments: { text: 'x' } }))).toBe('echo: x');
@@ -381,7 +354,3 @@ describe('regressions found folding mcp-proxy into the gateway', { timeout: 120_
     }
   });
 });
-
-function box0(): string {
-  return realpathSync(mkdtempSync(join(tmpdir(), 'toolgate-none-')));
-}

@@ -3,105 +3,47 @@
 // and audited as an unknown outcome, a rule without a reason is named once, shadow mode is said on start and
 // reload and refused without an audit sink, and the RFC 9728 metadata lists the policy's scopes.
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { afterEach, describe, expect, it } from 'vitest';
-import { stringify } from 'yaml';
-import { jwksIssuer, spawnGateway } from './fixtures/spawn.js';
+import { describe, expect, it } from 'vitest';
+import {
+  cleanupsAfterEach,
+  emptyFile,
+  jsonLines,
+  RECORDING,
+  ROOT,
+  stdioUpstream,
+  tempDir,
+  text,
+  until,
+  writePolicy,
+} from '../harness.js';
+import { jwksIssuer, runToExit, spawnGateway, stdioGateway as stdioGatewayOf } from './fixtures/spawn.js';
 
-const ROOT = process.cwd();
 const MAIN = join(ROOT, 'src/cli/main.ts');
-const RECORDING = join(ROOT, 'test/gateway/fixtures/recording-server.ts');
-const cleanups: (() => Promise<unknown> | void)[] = [];
-afterEach(async () => {
-  while (cleanups.length) await Promise.resolve(cleanups.pop()!()).catch(() => undefined);
-});
+const cleanups = cleanupsAfterEach();
 
 type Policy = Record<string, unknown>;
 
 /** A policy file in front of the recording upstream; `gateway`/`rest` add to or replace its parts. */
 function sandbox(parts: { upstream?: Policy; gateway?: Policy; rules?: readonly Policy[]; rest?: Policy } = {}) {
-  const dir = realpathSync(mkdtempSync(join(tmpdir(), 'toolgate-h3-')));
-  const record = join(dir, 'received.jsonl');
-  writeFileSync(record, '');
-  const policy = join(dir, 'policy.yaml');
+  const dir = tempDir('h3');
+  const record = emptyFile(dir, 'received.jsonl');
   const write = (over: typeof parts = parts) =>
-    writeFileSync(
-      policy,
-      stringify({
-        version: 1,
-        gateway: {
-          upstreams: {
-            rec: {
-              command: process.execPath,
-              args: ['--import', 'tsx', RECORDING],
-              env: { RECORD: record, SLOW_MS: '1500' },
-              ...over.upstream,
-            },
-          },
-          pin: 'off',
-          ...over.gateway,
-        },
-        rules: over.rules ?? [{ name: 'rest', result: 'allow' }],
-        ...over.rest,
-      }),
-    );
-  write();
-  const received = () =>
-    readFileSync(record, 'utf8')
-      .split('\n')
-      .filter(Boolean)
-      .map((line) => JSON.parse(line) as Record<string, unknown>);
-  return { dir, policy, write, received, audit: join(dir, 'audit.jsonl') };
+    writePolicy(dir, {
+      gateway: {
+        upstreams: { rec: { ...stdioUpstream(RECORDING, { RECORD: record, SLOW_MS: '1500' }), ...over.upstream } },
+        pin: 'off',
+        ...over.gateway,
+      },
+      rules: over.rules ?? [{ name: 'rest', result: 'allow' }],
+      ...over.rest,
+    });
+  const policy = write();
+  return { dir, policy, write, received: () => jsonLines(record), audit: join(dir, 'audit.jsonl') };
 }
 
-const text = (r: unknown) => ((r as CallToolResult).content[0] as { text: string }).text;
-
-async function stdioGateway(policy: string, extra: string[] = []) {
-  const transport = new StdioClientTransport({
-    command: process.execPath,
-    args: ['--import', 'tsx', MAIN, 'gateway', '--policy', policy, ...extra],
-    stderr: 'pipe',
-  });
-  let stderr = '';
-  transport.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
-  const client = new Client({ name: 'caller', version: '1.0.0' });
-  await client.connect(transport);
-  cleanups.push(() => client.close());
-  for (let tries = 0; !(await client.listTools()).tools.some((t) => t.name === 'rec:echo'); tries++) {
-    if (tries > 100) throw new Error(`the upstream did not come up:\n${stderr}`);
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
-  return { client, stderr: () => stderr };
-}
-
-/** `toolgate gateway …` run to its exit (for the ones that refuse to start). */
-function runToExit(args: readonly string[]): Promise<{ code: number | null; stderr: string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', MAIN, 'gateway', ...args], {
-    stdio: ['pipe', 'ignore', 'pipe'],
-  });
-  let stderr = '';
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
-  cleanups.push(() => void child.kill());
-  return new Promise((resolve) => child.once('exit', (code) => resolve({ code, stderr })));
-}
-
-async function until(what: string, ok: () => boolean, log: () => string): Promise<void> {
-  for (let tries = 0; !ok(); tries++) {
-    if (tries > 200) throw new Error(`${what}:\n${log()}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
-
-const auditOf = (file: string) =>
-  readFileSync(file, 'utf8')
-    .split('\n')
-    .filter(Boolean)
-    .map((line) => JSON.parse(line) as Record<string, unknown>);
+const stdioGateway = (policy: string, extra: string[] = []) =>
+  stdioGatewayOf(cleanups, ['--policy', policy, ...extra], 'rec:echo');
 
 describe('issue 22 through the real toolgate gateway', { timeout: 180_000 }, () => {
   it('a timed-out upstream call is an unknown outcome, to check before any retry (client text and audit)', async () => {
@@ -115,12 +57,8 @@ describe('issue 22 through the real toolgate gateway', { timeout: 180_000 }, () 
     expect(text(result)).toMatch(/may have completed it/);
     expect(text(result)).toMatch(/[Cc]heck whether it took effect before any retry/);
     // The upstream did complete it, after the gateway stopped waiting: exactly what the text warns of.
-    await until(
-      'the slow call completed upstream',
-      () => box.received().some((r) => r['completed'] === true),
-      () => '',
-    );
-    const record = auditOf(box.audit).find((r) => r['type'] === 'tool');
+    await until('the slow call completed upstream', () => box.received().some((r) => r['completed'] === true));
+    const record = jsonLines(box.audit).find((r) => r['type'] === 'tool');
     expect(record).toMatchObject({ status: 'error', outcome: 'unknown' });
     expect(String(record!['reason'])).toMatch(/outcome of the call is unknown/);
   });
@@ -131,7 +69,10 @@ describe('issue 22 through the real toolgate gateway', { timeout: 180_000 }, () 
     const result = await client.callTool({ name: 'rec:slow', arguments: {} });
     expect(result.isError).toBe(true);
     expect(text(result)).toMatch(/outcome of the call is unknown/);
-    expect(auditOf(box.audit).find((r) => r['type'] === 'tool')).toMatchObject({ status: 'error', outcome: 'unknown' });
+    expect(jsonLines(box.audit).find((r) => r['type'] === 'tool')).toMatchObject({
+      status: 'error',
+      outcome: 'unknown',
+    });
   });
 
   it('a rule without a reason is named once in the refusal, with what the model may do', async () => {
@@ -209,10 +150,9 @@ describe('issue 22 through the real toolgate gateway', { timeout: 180_000 }, () 
     });
 
     it('toolgate mcp-proxy refuses unrecorded shadow too, and says the mode on start', async () => {
-      const dir = realpathSync(mkdtempSync(join(tmpdir(), 'toolgate-h3-proxy-')));
+      const dir = tempDir('h3-proxy');
       const record = join(dir, 'received.jsonl');
-      const policy = join(dir, 'policy.yaml');
-      writeFileSync(policy, stringify({ version: 1, mode: 'shadow', rules: [{ name: 'rest', result: 'allow' }] }));
+      const policy = writePolicy(dir, { mode: 'shadow', rules: [{ name: 'rest', result: 'allow' }] });
       const proxy = (extra: string[]) => {
         const child = spawn(
           process.execPath,

@@ -1,9 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { createServer, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { mkdtempSync, realpathSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { UnauthorizedError, type OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -14,26 +11,13 @@ import type {
 } from '@modelcontextprotocol/sdk/shared/auth.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { exportJWK, generateKeyPair, SignJWT } from 'jose';
-import { afterEach, describe, expect, it } from 'vitest';
-import { stringify } from 'yaml';
+import { describe, expect, it } from 'vitest';
 import { jwtAuthenticator } from '../../src/gateway/auth.js';
-import {
-  createGateway,
-  gatewayConfigOf,
-  type GatewayApprovals,
-  type GatewayAuditRecord,
-} from '../../src/gateway/index.js';
+import type { GatewayApprovals } from '../../src/gateway/index.js';
 import { PostgresStores } from '../../src/stores/postgres.js';
 import { PG_URL, uniqueName } from '../stores/servers.js';
-import { serveGatewayHttp } from '../../src/gateway/http.js';
-import { loadPolicyFile } from '../../src/policy-file/index.js';
-
-const ROOT = process.cwd();
-const DOCS = join(ROOT, 'test/gateway/fixtures/docs-server.ts');
-const cleanups: (() => Promise<unknown>)[] = [];
-afterEach(async () => {
-  while (cleanups.length) await cleanups.pop()!().catch(() => undefined);
-});
+import { cleanupsAfterEach, DOCS, gatewayOverHttp, stdioUpstream, tempDir, writePolicy } from '../harness.js';
+const cleanups = cleanupsAfterEach();
 
 async function listen(handler: (req: IncomingMessage, res: ServerResponse) => void): Promise<string> {
   const server = createServer(handler);
@@ -159,19 +143,12 @@ async function authorize(url: URL): Promise<string> {
 }
 
 function policyFile(extra: Record<string, unknown> = {}): string {
-  const dir = realpathSync(mkdtempSync(join(tmpdir(), 'toolgate-gwhttp-')));
-  const file = join(dir, 'policy.yaml');
-  writeFileSync(
-    file,
-    stringify({
-      version: 1,
-      gateway: { upstreams: { docs: { command: process.execPath, args: ['--import', 'tsx', DOCS] } } },
-      scopes: { docs: ['docs:echo', 'docs:rug_pull', 'docs:slow', 'docs:confirm', 'docs:fail'] },
-      rules: [{ name: 'docs', namespace: 'docs', result: 'allow' }],
-      ...extra,
-    }),
-  );
-  return file;
+  return writePolicy(tempDir('gwhttp'), {
+    gateway: { upstreams: { docs: stdioUpstream(DOCS) } },
+    scopes: { docs: ['docs:echo', 'docs:rug_pull', 'docs:slow', 'docs:confirm', 'docs:fail'] },
+    rules: [{ name: 'docs', namespace: 'docs', result: 'allow' }],
+    ...extra,
+  });
 }
 
 async function gatewayOver(
@@ -180,27 +157,21 @@ async function gatewayOver(
   http: { stateless?: boolean; resource?: string } = {},
   approvals?: GatewayApprovals,
 ) {
-  const set = await loadPolicyFile(file);
-  const config = gatewayConfigOf(set);
-  const records: GatewayAuditRecord[] = [];
-  const gateway = await createGateway({
-    policy: set,
-    upstreams: config.upstreams,
-    pins: null,
-    audit: (r) => records.push(r),
-    ...(approvals ? { approvals } : {}),
+  const {
+    gateway,
+    http: server,
+    records,
+  } = await gatewayOverHttp(cleanups, file, {
+    gateway: () => (approvals ? { approvals } : {}),
+    http: (set) => ({
+      authenticate: jwtAuthenticator({ jwksUrl: `${issuer}/jwks`, issuer, algorithms: ['RS256'] }),
+      authorizationServers: [issuer],
+      scopesSupported: ['docs'],
+      context: (auth) => ({ caller: { id: auth.clientId, scopes: set.toolsForScopes(auth.scopes) } }),
+      ...http,
+      ...(approvals ? { approvals: { store: approvals.store } } : {}),
+    }),
   });
-  cleanups.push(() => gateway.close());
-  const server = await serveGatewayHttp(gateway, {
-    port: 0,
-    authenticate: jwtAuthenticator({ jwksUrl: `${issuer}/jwks`, issuer, algorithms: ['RS256'] }),
-    authorizationServers: [issuer],
-    scopesSupported: ['docs'],
-    context: (auth) => ({ caller: { id: auth.clientId, scopes: set.toolsForScopes(auth.scopes) } }),
-    ...http,
-    ...(approvals ? { approvals: { store: approvals.store } } : {}),
-  });
-  cleanups.push(() => server.close());
   return { gateway, server, records };
 }
 

@@ -4,15 +4,13 @@
  * same SQLite file, MCP SDK clients calling, approvers answering over HTTP (bearer + CSRF, as the page's
  * form does). The upstream runs an approved call exactly once, and never a denied or expired one.
  */
-import { existsSync, mkdtempSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { ElicitRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
-import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { runServe } from '../../src/cli/serve.js';
 import { storePerson } from '../../src/gateway/approvals.js';
 import { bindingOf, requestOf } from '../../src/gate/index.js';
@@ -22,16 +20,11 @@ import { MemoryApprovalStore, MemoryNonceStore } from '../../src/stores/memory.j
 import { SqliteStores } from '../../src/stores/sqlite.js';
 import type { PendingRecord } from '../../src/stores/types.js';
 import { INBOX_SECRET, JWT_SECRET, answerAs } from '../inbox/fixture.js';
+import { cleanupsAfterEach, inMemoryClient, ROOT, stdioUpstream, tempDir, text, writePolicy } from '../harness.js';
 
-const ROOT = process.cwd();
 const BANK = join(ROOT, 'test/gateway/fixtures/bank-server.ts');
 const MAIN = join(ROOT, 'src/cli/main.ts');
-const cleanups: (() => Promise<unknown> | void)[] = [];
-afterEach(async () => {
-  while (cleanups.length) await Promise.resolve(cleanups.pop()!()).catch(() => undefined);
-});
-
-const text = (result: unknown): string => ((result as CallToolResult).content[0] as { text: string }).text;
+const cleanups = cleanupsAfterEach();
 
 interface Setup {
   readonly dir: string;
@@ -45,27 +38,20 @@ interface Setup {
 }
 
 async function setup(approvals: Record<string, unknown> = {}): Promise<Setup> {
-  const dir = realpathSync(mkdtempSync(join(tmpdir(), 'toolgate-gw-inbox-')));
+  const dir = tempDir('gw-inbox');
   const ledger = join(dir, 'ledger.txt');
   const audit = join(dir, 'audit.jsonl');
   const db = join(dir, 'approvals.db');
-  const policy = join(dir, 'policy.yaml');
-  writeFileSync(
-    policy,
-    stringify({
-      version: 1,
-      gateway: {
-        upstreams: {
-          bank: { command: process.execPath, args: ['--import', 'tsx', BANK], env: { BANK_LEDGER: ledger } },
-        },
-      },
-      rules: [
-        { name: 'ask-payments', tools: 'bank:pay', result: 'ask', reason: 'payments need a person' },
-        { name: 'bank', namespace: 'bank', result: 'allow' },
-      ],
-      approvals: { approvers: { tenants: { '*': ['alice@example.com', 'bo@example.com'] } }, ...approvals },
-    }),
-  );
+  const policy = writePolicy(dir, {
+    gateway: {
+      upstreams: { bank: stdioUpstream(BANK, { BANK_LEDGER: ledger }) },
+    },
+    rules: [
+      { name: 'ask-payments', tools: 'bank:pay', result: 'ask', reason: 'payments need a person' },
+      { name: 'bank', namespace: 'bank', result: 'allow' },
+    ],
+    approvals: { approvers: { tenants: { '*': ['alice@example.com', 'bo@example.com'] } }, ...approvals },
+  });
   // The inbox people open: `toolgate serve` over the SQLite file, approvers and time-out from the policy.
   let stop!: () => void;
   const inboxUrl = await new Promise<string>((resolve, reject) => {
@@ -219,7 +205,7 @@ describe('the gateway asks the inbox', { timeout: 180_000 }, () => {
 
 describe('attacks on the approval paths', { timeout: 120_000 }, () => {
   it('a call cancelled while it waits is not run when it is approved afterwards', async () => {
-    const dir = realpathSync(mkdtempSync(join(tmpdir(), 'toolgate-gw-inbox-')));
+    const dir = tempDir('gw-inbox');
     const ledger = join(dir, 'ledger.txt');
     const set = parsePolicy(
       stringify({
@@ -234,18 +220,12 @@ describe('attacks on the approval paths', { timeout: 120_000 }, () => {
     const gateway = await createGateway({
       policy: set,
       upstreams: {
-        bank: {
-          stdio: { command: process.execPath, args: ['--import', 'tsx', BANK], env: { BANK_LEDGER: ledger } },
-        },
+        bank: { stdio: stdioUpstream(BANK, { BANK_LEDGER: ledger }) },
       },
       inbox: { ask: () => new Promise((answer) => asked.push(answer)) },
     });
     cleanups.push(() => gateway.close());
-    const [a, b] = InMemoryTransport.createLinkedPair();
-    await gateway.createServer().connect(b);
-    const client = new Client({ name: 't', version: '1' });
-    await client.connect(a);
-    cleanups.push(() => client.close());
+    const client = await inMemoryClient(cleanups, gateway);
     const controller = new AbortController();
     const call = client.callTool({ name: 'bank:pay', arguments: { to: 'eve', amount: 9 } }, undefined, {
       signal: controller.signal,

@@ -4,20 +4,14 @@
  * owner gives `--jwt-allow-no-exp`. A token with `exp` is accepted either way.
  */
 import { createServer } from 'node:http';
-import { mkdtempSync, realpathSync, writeFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { exportJWK, generateKeyPair, SignJWT } from 'jose';
-import { afterEach, describe, expect, it } from 'vitest';
-import { stringify } from 'yaml';
+import { describe, expect, it } from 'vitest';
 import { spawnGateway } from './fixtures/spawn.js';
+import { cleanupsAfterEach, RECORDING, stdioUpstream, tempDir, writePolicy } from '../harness.js';
 
-const RECORDING = join(process.cwd(), 'test/gateway/fixtures/recording-server.ts');
-const cleanups: (() => Promise<unknown> | void)[] = [];
-afterEach(async () => {
-  while (cleanups.length) await Promise.resolve(cleanups.pop()!()).catch(() => undefined);
-});
+const cleanups = cleanupsAfterEach();
 
 async function issuer() {
   const { publicKey, privateKey } = await generateKeyPair('RS256');
@@ -38,21 +32,14 @@ async function issuer() {
 }
 
 async function start(extra: string[]) {
-  const dir = realpathSync(mkdtempSync(join(tmpdir(), 'toolgate-jwt-exp-')));
-  const policy = join(dir, 'policy.yaml');
-  writeFileSync(
-    policy,
-    stringify({
-      version: 1,
-      gateway: {
-        upstreams: {
-          rec: { command: process.execPath, args: ['--import', 'tsx', RECORDING], env: { RECORD: join(dir, 'r') } },
-        },
-        pin: 'off',
-      },
-      rules: [{ name: 'rest', result: 'allow' }],
-    }),
-  );
+  const dir = tempDir('jwt-exp');
+  const policy = writePolicy(dir, {
+    gateway: {
+      upstreams: { rec: stdioUpstream(RECORDING, { RECORD: join(dir, 'r') }) },
+      pin: 'off',
+    },
+    rules: [{ name: 'rest', result: 'allow' }],
+  });
   const idp = await issuer();
   const g = await spawnGateway(policy, ['--stateless', '--jwks-url', idp.jwksUrl, '--jwt-issuer', idp.iss, ...extra]);
   cleanups.push(() => g.stop());

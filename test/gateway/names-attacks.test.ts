@@ -4,71 +4,32 @@
  * nothing) and a `prompts:` deny naming `docs:leak` (it matched nothing, the prompt was served) are refused
  * at start and on reload with the form to write; the documented forms work; `toolgate lint` warns.
  */
-import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { afterEach, describe, expect, it } from 'vitest';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { run } from '../../src/cli/program.js';
+import { cleanupsAfterEach, DOCS, emptyFile, RECORDING, stdioUpstream, tempDir, writePolicy } from '../harness.js';
+import { runToExit, stdioGateway } from './fixtures/spawn.js';
 
-const ROOT = process.cwd();
-const MAIN = join(ROOT, 'src/cli/main.ts');
-const DOCS = join(ROOT, 'test/gateway/fixtures/docs-server.ts');
-const RECORDING = join(ROOT, 'test/gateway/fixtures/recording-server.ts');
-const cleanups: (() => Promise<unknown>)[] = [];
-afterEach(async () => {
-  while (cleanups.length) await cleanups.pop()!().catch(() => undefined);
-});
+const cleanups = cleanupsAfterEach();
 
 function write(data: Record<string, unknown>): { dir: string; policy: string } {
-  const dir = realpathSync(mkdtempSync(join(tmpdir(), 'toolgate-names-')));
-  const policy = join(dir, 'policy.yaml');
-  writeFileSync(policy, stringify(data));
-  return { dir, policy };
+  const dir = tempDir('names');
+  return { dir, policy: writePolicy(dir, data) };
 }
 
 /** `toolgate gateway --policy FILE` as a process that must refuse to start: its exit code and stderr. */
-function refusedStart(policy: string): Promise<{ code: number | null; stderr: string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', MAIN, 'gateway', '--policy', policy], {
-    stdio: ['pipe', 'ignore', 'pipe'],
-  });
-  let stderr = '';
-  child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-  return new Promise((resolve) => {
-    const timer = setTimeout(() => child.kill(), 60_000);
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stderr });
-    });
-  });
-}
+const refusedStart = (policy: string) => runToExit(['--policy', policy]);
 
-async function gatewayProcess(policy: string) {
-  let stderr = '';
-  const transport = new StdioClientTransport({
-    command: process.execPath,
-    args: ['--import', 'tsx', MAIN, 'gateway', '--policy', policy, '--no-watch'],
-    stderr: 'pipe',
-  });
-  transport.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  const client = new Client({ name: 'test', version: '1.0.0' });
-  await client.connect(transport);
-  cleanups.push(() => client.close());
-  for (let i = 0; (await client.listTools()).tools.length === 0; i++) {
-    if (i > 300) throw new Error(`no upstream:\n${stderr}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  return { client, pid: transport.pid!, stderr: () => stderr };
-}
+/** The gateway over stdio, once its upstream lists `tool`. */
+const gatewayProcess = (policy: string, tool: string) =>
+  stdioGateway(cleanups, ['--policy', policy, '--no-watch'], tool);
 
 const recording = (record: string) => ({
   version: 1,
   gateway: {
     upstreams: {
-      rec: { command: process.execPath, args: ['--import', 'tsx', RECORDING], env: { RECORD: record }, prefix: false },
+      rec: { ...stdioUpstream(RECORDING, { RECORD: record }), prefix: false },
     },
     pin: 'off',
   },
@@ -102,11 +63,10 @@ describe("a limit naming an unprefixed upstream's tool under its namespace", { t
 
   it('the own name counts (2 of 5 run); a reload to the namespaced form is refused and the limit stays', async () => {
     const { dir, policy } = write({});
-    const record = join(dir, 'rec.jsonl');
-    writeFileSync(record, '');
+    const record = emptyFile(dir, 'rec.jsonl');
     const good = { ...recording(record), limits: [{ name: 'refunds', tools: ['refund'], max: 2, window: '1h' }] };
     writeFileSync(policy, stringify(good));
-    const { client, pid, stderr } = await gatewayProcess(policy);
+    const { client, pid, stderr } = await gatewayProcess(policy, 'refund');
     const refund = (i: number) => client.callTool({ name: 'refund', arguments: { order: `o${i}`, amount: 5 } });
     for (let i = 0; i < 5; i++) await refund(i);
     const ran = () =>
@@ -125,7 +85,7 @@ describe("a limit naming an unprefixed upstream's tool under its namespace", { t
 describe('a prompts: rule naming a prompt as clients see it (docs:leak)', { timeout: 180_000 }, () => {
   const docs = {
     version: 1,
-    gateway: { upstreams: { docs: { command: process.execPath, args: ['--import', 'tsx', DOCS] } }, pin: 'off' },
+    gateway: { upstreams: { docs: stdioUpstream(DOCS) }, pin: 'off' },
     rules: [{ name: 'rest', result: 'allow' }],
   };
   it('is refused at start with the form to write; the documented form (namespace + own name) denies', async () => {
@@ -150,7 +110,7 @@ describe('a prompts: rule naming a prompt as clients see it (docs:leak)', { time
         ],
       }),
     );
-    const { client } = await gatewayProcess(policy);
+    const { client } = await gatewayProcess(policy, 'docs:echo');
     await expect(client.getPrompt({ name: 'docs:leak' })).rejects.toThrow(/no-leak/);
     const listed = (await client.listPrompts()).prompts.map((p) => p.name);
     expect(listed).not.toContain('docs:leak');

@@ -4,28 +4,32 @@
 // a removed tool and a new one; a version-1 lock file still loads (and is re-pinned whole, saying so); an
 // approval granted under one definition does not count once the pin changes (an accepted drift).
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client as ModernClient, StreamableHTTPClientTransport as ModernTransport } from '@modelcontextprotocol/client';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
-import { afterEach, describe, expect, it } from 'vitest';
-import { stringify } from 'yaml';
+import type { Tool } from '@modelcontextprotocol/sdk/types.js';
+import { describe, expect, it } from 'vitest';
 import { hashOf } from '../../src/crypto.js';
 import { PG_URL } from '../stores/servers.js';
-import { jwksIssuer, spawnGateway } from './fixtures/spawn.js';
+import {
+  cleanupsAfterEach,
+  emptyFile,
+  lines,
+  ROOT,
+  stdioUpstream,
+  tempDir,
+  text,
+  until,
+  untilListed,
+  writePolicy,
+} from '../harness.js';
+import { jwksIssuer, spawnGateway, stdioGateway as stdioGatewayOf } from './fixtures/spawn.js';
 
-const ROOT = process.cwd();
 const MAIN = join(ROOT, 'src/cli/main.ts');
 const REWRITING = join(ROOT, 'test/gateway/fixtures/rewriting-server.ts');
-const cleanups: (() => Promise<unknown> | void)[] = [];
-afterEach(async () => {
-  while (cleanups.length) await Promise.resolve(cleanups.pop()!()).catch(() => undefined);
-});
-const text = (r: unknown) => ((r as CallToolResult).content[0] as { text: string }).text;
+const cleanups = cleanupsAfterEach();
 
 const REFUND: Tool = {
   name: 'refund',
@@ -38,61 +42,23 @@ const REFUND: Tool = {
 };
 
 function sandbox(extra: Record<string, unknown> = {}, pin: 'refuse' | 'off' = 'refuse') {
-  const dir = realpathSync(mkdtempSync(join(tmpdir(), 'toolgate-pins-')));
+  const dir = tempDir('pins');
   const defs = join(dir, 'defs.json');
-  const record = join(dir, 'received.jsonl');
-  writeFileSync(record, '');
+  const record = emptyFile(dir, 'received.jsonl');
   const offer = (tools: readonly Tool[]) => writeFileSync(defs, JSON.stringify(tools));
   offer([REFUND]);
-  const policy = join(dir, 'policy.yaml');
-  writeFileSync(
-    policy,
-    stringify({
-      version: 1,
-      gateway: {
-        upstreams: {
-          up: { command: process.execPath, args: ['--import', 'tsx', REWRITING], env: { DEFS: defs, RECORD: record } },
-        },
-        pin,
-      },
-      rules: [{ name: 'rest', result: 'allow' }],
-      ...extra,
-    }),
-  );
+  const policy = writePolicy(dir, {
+    gateway: { upstreams: { up: stdioUpstream(REWRITING, { DEFS: defs, RECORD: record }) }, pin },
+    rules: [{ name: 'rest', result: 'allow' }],
+    ...extra,
+  });
   const lockFile = join(dir, 'policy.lock.json');
   const lock = () => JSON.parse(readFileSync(lockFile, 'utf8')) as Record<string, Record<string, unknown>>;
-  const ran = () => readFileSync(record, 'utf8').split('\n').filter(Boolean).length;
+  const ran = () => lines(record).length;
   return { dir, policy, offer, lockFile, lock, ran };
 }
 
-async function stdioGateway(policy: string) {
-  const transport = new StdioClientTransport({
-    command: process.execPath,
-    args: ['--import', 'tsx', MAIN, 'gateway', '--policy', policy],
-    stderr: 'pipe',
-  });
-  let stderr = '';
-  transport.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
-  const client = new Client({ name: 'caller', version: '1.0.0' });
-  await client.connect(transport);
-  cleanups.push(() => client.close());
-  await listed(client, 'up:announce', () => stderr);
-  return { client, stderr: () => stderr };
-}
-
-async function listed(client: Client, name: string, log: () => string, present = true): Promise<void> {
-  for (let tries = 0; (await client.listTools()).tools.some((t) => t.name === name) !== present; tries++) {
-    if (tries > 150) throw new Error(`${name} ${present ? 'never listed' : 'still listed'}:\n${log()}`);
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
-}
-
-async function until(what: string, ok: () => boolean): Promise<void> {
-  for (let tries = 0; !ok(); tries++) {
-    if (tries > 150) throw new Error(what);
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
-}
+const stdioGateway = (policy: string) => stdioGatewayOf(cleanups, ['--policy', policy], 'up:announce');
 
 const drifted = (box: ReturnType<typeof sandbox>, tool: string) => () => {
   try {
@@ -129,7 +95,7 @@ describe('pins cover the whole definition, through the real toolgate gateway', {
       box.offer([rewritten]);
       await client.callTool({ name: 'up:announce', arguments: {} });
       await until(`no drift recorded for a rewritten ${field}:\n${stderr()}`, drifted(box, 'up:refund'));
-      await listed(client, 'up:refund', stderr, false); // hidden under pin: refuse
+      await untilListed(client, 'up:refund', stderr, false); // hidden under pin: refuse
       const refused = await refund();
       expect(refused.isError, field).toBe(true);
       expect(text(refused), field).toContain('differs from the one pinned');
@@ -138,7 +104,7 @@ describe('pins cover the whole definition, through the real toolgate gateway', {
       // Offered as pinned again: it runs again.
       box.offer([REFUND]);
       await client.callTool({ name: 'up:announce', arguments: {} });
-      await listed(client, 'up:refund', stderr);
+      await untilListed(client, 'up:refund', stderr);
       expect((await refund()).isError, field).not.toBe(true);
     }
     expect(box.ran()).toBe(1 + rewrites.length);
@@ -149,8 +115,8 @@ describe('pins cover the whole definition, through the real toolgate gateway', {
     const { client, stderr } = await stdioGateway(box.policy);
     box.offer([{ ...REFUND, name: 'refund_v2' }]);
     await client.callTool({ name: 'up:announce', arguments: {} });
-    await listed(client, 'up:refund_v2', stderr);
-    await listed(client, 'up:refund', stderr, false);
+    await untilListed(client, 'up:refund_v2', stderr);
+    await untilListed(client, 'up:refund', stderr, false);
     expect(box.lock()['tools']).toHaveProperty(['up:refund']);
     expect(box.lock()['tools']).toHaveProperty(['up:refund_v2']);
     expect(box.lock()['drift']).toBeUndefined();
@@ -179,7 +145,7 @@ describe('pins cover the whole definition, through the real toolgate gateway', {
     };
     writeFileSync(box.lockFile, JSON.stringify(legacy(four)));
     const { client, stderr } = await stdioGateway(box.policy);
-    await listed(client, 'up:refund', stderr);
+    await untilListed(client, 'up:refund', stderr);
     expect((await client.callTool({ name: 'up:refund', arguments: { order: 'A', amount: 1 } })).isError).not.toBe(true);
     expect(stderr()).toMatch(/written by an older toolgate \(version 1/);
     const lock = box.lock();
@@ -228,7 +194,7 @@ describe('pins cover the whole definition, through the real toolgate gateway', {
       new StreamableHTTPClientTransport(gateway.url, { requestInit: { headers: { authorization } } }),
     );
     cleanups.push(() => alice.close());
-    await listed(alice, 'up:refund', gateway.stderr);
+    await untilListed(alice, 'up:refund', gateway.stderr);
     const big = { name: 'up:refund', arguments: { order: `A-${process.pid}`, amount: 5000 } };
     const asked = text(await alice.callTool(big));
     expect(asked).toMatch(/waits for a person's approval/);
@@ -251,7 +217,7 @@ describe('pins cover the whole definition, through the real toolgate gateway', {
       encoding: 'utf8',
     });
     expect(accept.status, accept.stderr).toBe(0);
-    await listed(alice, 'up:refund', gateway.stderr);
+    await untilListed(alice, 'up:refund', gateway.stderr);
     // The approval was for the definition before: it does not run the call under the new one.
     const retried = await alice.callTool(big);
     expect(retried.isError).toBe(true);

@@ -5,14 +5,11 @@
  * address), is answered.
  */
 import { request } from 'node:http';
-import { mkdtempSync, realpathSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { stringify } from 'yaml';
 import { spawnGateway } from './fixtures/spawn.js';
+import { RECORDING, stdioUpstream, tempDir, writePolicy } from '../harness.js';
 
-const RECORDING = join(process.cwd(), 'test/gateway/fixtures/recording-server.ts');
 const cleanups: (() => void)[] = [];
 afterEach(() => {
   while (cleanups.length) cleanups.pop()!();
@@ -32,21 +29,14 @@ function get(port: number, path: string, headers: Record<string, string>): Promi
 
 describe('the probes under a rebound Host', { timeout: 120_000 }, () => {
   it('/readyz and /healthz refuse a Host naming no allowed host; allowed names and IP addresses are answered', async () => {
-    const dir = realpathSync(mkdtempSync(join(tmpdir(), 'toolgate-probes-')));
-    const policy = join(dir, 'policy.yaml');
-    writeFileSync(
-      policy,
-      stringify({
-        version: 1,
-        gateway: {
-          upstreams: {
-            rec: { command: process.execPath, args: ['--import', 'tsx', RECORDING], env: { RECORD: join(dir, 'r') } },
-          },
-          pin: 'off',
-        },
-        rules: [{ name: 'rest', result: 'allow' }],
-      }),
-    );
+    const dir = tempDir('probes');
+    const policy = writePolicy(dir, {
+      gateway: {
+        upstreams: { rec: stdioUpstream(RECORDING, { RECORD: join(dir, 'r') }) },
+        pin: 'off',
+      },
+      rules: [{ name: 'rest', result: 'allow' }],
+    });
     const g = await spawnGateway(policy, ['--no-auth', '--stateless']);
     cleanups.push(() => g.stop());
     const port = Number(g.url.port);

@@ -3,33 +3,31 @@
  * A reload swaps the policy atomically, a broken file keeps the old verdicts, and every change of
  * enforcement is an audit record that `toolgate report` shows.
  */
-import { mkdtempSync, readFileSync, realpathSync, writeFileSync, existsSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { run } from '../../src/cli/program.js';
-import { createGateway, gatewayConfigOf, type GatewayAuditRecord } from '../../src/gateway/index.js';
-import { loadPolicyFile } from '../../src/policy-file/index.js';
+import { gatewayConfigOf } from '../../src/gateway/index.js';
+import {
+  cleanupsAfterEach,
+  DOCS,
+  gatewayOn,
+  inMemoryClient,
+  jsonLines,
+  stdioUpstream,
+  tempDir,
+  text,
+} from '../harness.js';
+import { stdioGateway } from './fixtures/spawn.js';
 
-const ROOT = process.cwd();
-const DOCS = join(ROOT, 'test/gateway/fixtures/docs-server.ts');
-const MAIN = join(ROOT, 'src/cli/main.ts');
-const cleanups: (() => Promise<unknown>)[] = [];
-afterEach(async () => {
-  while (cleanups.length) await cleanups.pop()!().catch(() => undefined);
-});
-
-const text = (result: unknown): string => ((result as CallToolResult).content[0] as { text: string }).text;
+const cleanups = cleanupsAfterEach();
 
 function policyData(rules: unknown[], extra: Record<string, unknown> = {}) {
   return {
     version: 1,
-    gateway: { upstreams: { docs: { command: process.execPath, args: ['--import', 'tsx', DOCS] } } },
+    gateway: { upstreams: { docs: stdioUpstream(DOCS) } },
     rules,
     ...extra,
   };
@@ -45,10 +43,7 @@ const SHADOWED = [
 
 function records(file: string): Record<string, unknown>[] {
   if (!existsSync(file)) return [];
-  return readFileSync(file, 'utf8')
-    .split('\n')
-    .filter((l) => l.trim() !== '')
-    .map((l) => JSON.parse(l) as Record<string, unknown>);
+  return jsonLines(file);
 }
 
 /** Waits (polling, no timing asserted) until the audit file holds `count` mode records of `event`. */
@@ -61,19 +56,7 @@ async function modeRecord(file: string, event: string, count = 1): Promise<Recor
   throw new Error(`no ${event} record #${count} in ${file}:\n${readFileSync(file, 'utf8')}`);
 }
 
-async function gatewayProcess(args: string[]) {
-  let stderr = '';
-  const transport = new StdioClientTransport({
-    command: process.execPath,
-    args: ['--import', 'tsx', MAIN, 'gateway', ...args],
-    stderr: 'pipe',
-  });
-  transport.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  const client = new Client({ name: 'test', version: '1.0.0' });
-  await client.connect(transport);
-  cleanups.push(() => client.close());
-  return { client, pid: transport.pid!, stderr: () => stderr };
-}
+const gatewayProcess = (args: string[]) => stdioGateway(cleanups, args);
 
 async function cli(argv: string[]) {
   let stdout = '';
@@ -84,7 +67,7 @@ async function cli(argv: string[]) {
 
 describe('policy reload in a running gateway', { timeout: 180_000 }, () => {
   it('a file change swaps the policy: refused before, allowed after, a broken file keeps the old verdicts, every change audited', async () => {
-    const dir = realpathSync(mkdtempSync(join(tmpdir(), 'toolgate-reload-')));
+    const dir = tempDir('reload');
     const policy = join(dir, 'policy.yaml');
     const audit = join(dir, 'audit.jsonl');
     writeFileSync(policy, stringify(policyData(ENFORCED)));
@@ -129,7 +112,7 @@ describe('policy reload in a running gateway', { timeout: 180_000 }, () => {
   });
 
   it('with --no-watch, SIGHUP reloads: a call allowed before is refused after', async () => {
-    const dir = realpathSync(mkdtempSync(join(tmpdir(), 'toolgate-reload-')));
+    const dir = tempDir('reload');
     const policy = join(dir, 'policy.yaml');
     const audit = join(dir, 'audit.jsonl');
     writeFileSync(policy, stringify(policyData(SHADOWED)));
@@ -147,7 +130,7 @@ describe('policy reload in a running gateway', { timeout: 180_000 }, () => {
   });
 
   it('a gateway whose policy does not load refuses to start (exit 2)', async () => {
-    const dir = realpathSync(mkdtempSync(join(tmpdir(), 'toolgate-reload-')));
+    const dir = tempDir('reload');
     const policy = join(dir, 'policy.yaml');
     writeFileSync(policy, 'version: 1\nrules:\n  - { name: x, result: perhaps }\n');
     let stderr = '';
@@ -159,25 +142,14 @@ describe('policy reload in a running gateway', { timeout: 180_000 }, () => {
 
 describe('Gateway.reload (library)', { timeout: 120_000 }, () => {
   it('swaps rules, the context (agent tools) and pin mode; a refused set keeps everything; a whole-policy shadow flip is named', async () => {
-    const dir = realpathSync(mkdtempSync(join(tmpdir(), 'toolgate-reload-')));
+    const dir = tempDir('reload');
     const policy = join(dir, 'policy.yaml');
     writeFileSync(policy, stringify(policyData(ENFORCED, { agents: { bot: { tools: ['docs:echo', 'docs:fail'] } } })));
-    const set = await loadPolicyFile(policy);
-    const config = gatewayConfigOf(set);
-    const audit: GatewayAuditRecord[] = [];
-    const gateway = await createGateway({
-      policy: set,
-      upstreams: config.upstreams,
-      pins: config.pins,
+    const { gateway, records: audit } = await gatewayOn(cleanups, policy, (set) => ({
+      pins: gatewayConfigOf(set).pins,
       context: set.context({ agent: 'bot' }),
-      audit: (r) => audit.push(r),
-    });
-    cleanups.push(() => gateway.close());
-    const [a, b] = InMemoryTransport.createLinkedPair();
-    await gateway.createServer().connect(b);
-    const client = new Client({ name: 't', version: '1' });
-    await client.connect(a);
-    cleanups.push(() => client.close());
+    }));
+    const client = await inMemoryClient(cleanups, gateway);
     const listed = async () => (await client.listTools()).tools.map((t) => t.name).sort();
     expect(await listed()).toEqual(['docs:echo', 'docs:fail']);
 
@@ -221,25 +193,15 @@ describe('Gateway.reload (library)', { timeout: 120_000 }, () => {
 
 describe('a reload while a call waits for a person', { timeout: 120_000 }, () => {
   async function waiting(first: Record<string, unknown>) {
-    const dir = realpathSync(mkdtempSync(join(tmpdir(), 'toolgate-reload-')));
+    const dir = tempDir('reload');
     const policy = join(dir, 'policy.yaml');
     writeFileSync(policy, stringify(first));
-    const set = await loadPolicyFile(policy);
-    const config = gatewayConfigOf(set);
     const asked: { id: string; answer: (a: { effect: 'allow' | 'deny' }) => void }[] = [];
-    const gateway = await createGateway({
-      policy: set,
-      upstreams: config.upstreams,
-      pins: null,
+    const { gateway } = await gatewayOn(cleanups, policy, (set) => ({
       context: set.context({ agent: 'bot' }),
       inbox: { ask: (request) => new Promise((answer) => asked.push({ id: request.id, answer })) },
-    });
-    cleanups.push(() => gateway.close());
-    const [a, b] = InMemoryTransport.createLinkedPair();
-    await gateway.createServer().connect(b);
-    const client = new Client({ name: 't', version: '1' });
-    await client.connect(a);
-    cleanups.push(() => client.close());
+    }));
+    const client = await inMemoryClient(cleanups, gateway);
     const call = client.callTool({ name: 'docs:echo', arguments: { text: 'x' } }) as Promise<CallToolResult>;
     await expect.poll(() => asked.length).toBe(1);
     return { policy, gateway, asked, call };

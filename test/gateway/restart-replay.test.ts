@@ -5,50 +5,41 @@
  * restart (the approved call never runs twice); with `--state-store` a state holds across the restart and
  * its replay is refused by the durable store.
  */
-import { mkdtempSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Client, ProtocolError, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-import { afterEach, describe, expect, it } from 'vitest';
-import { stringify } from 'yaml';
+import { describe, expect, it } from 'vitest';
 import { MODERN } from '../mcp/fixtures/processes.js';
+import {
+  cleanupsAfterEach,
+  emptyFile,
+  lines,
+  modernClient,
+  refusedWith32602 as refused,
+  stdioUpstream,
+  tempDir,
+  untilListed,
+  writePolicy,
+} from '../harness.js';
 import { jwksIssuer, spawnGateway, type SpawnedGateway } from './fixtures/spawn.js';
 
-const cleanups: (() => Promise<unknown> | void)[] = [];
-afterEach(async () => {
-  while (cleanups.length) await Promise.resolve(cleanups.pop()!()).catch(() => undefined);
-});
+const cleanups = cleanupsAfterEach();
 
 const pay = { name: 'modern:pay', arguments: { to: 'bob', amount: 5 } };
 const accept = { 'toolgate.approval': { action: 'accept', content: { approve: true } } };
 
 async function setup(durable: boolean) {
-  const dir = realpathSync(mkdtempSync(join(tmpdir(), 'toolgate-restart-')));
-  const paidFile = join(dir, 'paid');
-  writeFileSync(paidFile, '');
-  const policy = join(dir, 'policy.yaml');
-  writeFileSync(
-    policy,
-    stringify({
-      version: 1,
-      gateway: {
-        upstreams: {
-          modern: {
-            command: process.execPath,
-            args: ['--import', 'tsx', MODERN],
-            env: { LEDGER: paidFile },
-            connectTimeoutMs: 30_000,
-          },
-        },
-        pin: 'off',
-      },
-      scopes: { payments: ['modern:pay', 'modern:echo'] },
-      rules: [
-        { name: 'payments', tools: ['modern:pay'], result: 'ask' },
-        { name: 'rest', result: 'allow' },
-      ],
-    }),
-  );
+  const dir = tempDir('restart');
+  const paidFile = emptyFile(dir, 'paid');
+  const policy = writePolicy(dir, {
+    gateway: {
+      upstreams: { modern: { ...stdioUpstream(MODERN, { LEDGER: paidFile }), connectTimeoutMs: 30_000 } },
+      pin: 'off',
+    },
+    scopes: { payments: ['modern:pay', 'modern:echo'] },
+    rules: [
+      { name: 'payments', tools: ['modern:pay'], result: 'ask' },
+      { name: 'rest', result: 'allow' },
+    ],
+  });
   const idp = await jwksIssuer();
   cleanups.push(() => idp.close());
   const flags = ['--stateless', '--jwks-url', idp.jwksUrl, '--jwt-issuer', idp.issuer];
@@ -59,39 +50,16 @@ async function setup(durable: boolean) {
     return g;
   };
   const client = async (gateway: SpawnedGateway) => {
-    const token = await idp.sign({ sub: 'alice', aud: gateway.url.href, scope: 'payments' });
-    const c = new Client(
-      { name: 'alice', version: '1.0.0' },
-      {
-        versionNegotiation: { mode: { pin: '2026-07-28' } },
-        capabilities: { elicitation: { form: {} } },
-        inputRequired: { autoFulfill: false },
-      },
-    );
-    await c.connect(
-      new StreamableHTTPClientTransport(gateway.url, {
-        requestInit: { headers: { authorization: `Bearer ${token}` } },
-      }),
-    );
-    cleanups.push(() => c.close());
-    for (let tries = 0; !(await c.listTools()).tools.some((t) => t.name === 'modern:pay'); tries++) {
-      if (tries > 300) throw new Error(`the upstream did not come up:\n${gateway.stderr()}`);
-      await new Promise((resolve) => setTimeout(resolve, 200));
-    }
+    const c = await modernClient(cleanups, gateway.url, {
+      name: 'alice',
+      token: await idp.sign({ sub: 'alice', aud: gateway.url.href, scope: 'payments' }),
+      capabilities: { elicitation: { form: {} } },
+      inputRequired: { autoFulfill: false },
+    });
+    await untilListed(c, 'modern:pay', gateway.stderr);
     return c;
   };
-  const paid = () => readFileSync(paidFile, 'utf8').split('\n').filter(Boolean);
-  return { start, client, paid };
-}
-
-async function refused(call: Promise<unknown>): Promise<ProtocolError> {
-  const error = await call.then(
-    (r) => new Error(`expected a protocol error, got ${JSON.stringify(r)}`),
-    (e: unknown) => e,
-  );
-  expect(error).toBeInstanceOf(ProtocolError);
-  expect((error as ProtocolError).code).toBe(-32602);
-  return error as ProtocolError;
+  return { start, client, paid: () => lines(paidFile) };
 }
 
 describe('2026-07-28 approvals across a gateway restart', { timeout: 240_000 }, () => {

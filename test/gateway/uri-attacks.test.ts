@@ -3,40 +3,32 @@
 // because the normal form kept the empty segment and the upstream collapsed it. Every variant below is
 // refused and never reaches the upstream (the fixture records every request it receives); the allowed
 // reads reach it in the collapsed normal form.
-import { mkdtempSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { stringify } from 'yaml';
+import { RECORDING, ROOT, stdioUpstream, tempDir, writePolicy } from '../harness.js';
 
-const ROOT = process.cwd();
 const MAIN = join(ROOT, 'src/cli/main.ts');
-const RECORDING = join(ROOT, 'test/gateway/fixtures/recording-server.ts');
 
-const dir = realpathSync(mkdtempSync(join(tmpdir(), 'toolgate-uri-')));
+const dir = tempDir('uri');
 const record = join(dir, 'received.jsonl');
 const audit = join(dir, 'audit.jsonl');
 writeFileSync(record, '');
-const policy = join(dir, 'policy.yaml');
-writeFileSync(
-  policy,
-  stringify({
-    version: 1,
-    gateway: {
-      upstreams: { rec: { command: process.execPath, args: ['--import', 'tsx', RECORDING], env: { RECORD: record } } },
-      pin: 'off',
-    },
-    resources: [
-      { name: 'no-secrets', uri: 'file:///R/secrets/**', result: 'deny', reason: 'secrets stay upstream' },
-      { name: 'no-kb-secrets', uri: 'docs://kb/secret/**', result: 'deny' },
-      { name: 'no-keyfile', uri: 'docs://kb/private/keyfile', result: 'deny' },
-      { name: 'files', uri: 'file:///R/**', result: 'allow' },
-      { name: 'kb', uri: 'docs://kb/**', result: 'allow' },
-    ],
-  }),
-);
+const policy = writePolicy(dir, {
+  gateway: {
+    upstreams: { rec: stdioUpstream(RECORDING, { RECORD: record }) },
+    pin: 'off',
+  },
+  resources: [
+    { name: 'no-secrets', uri: 'file:///R/secrets/**', result: 'deny', reason: 'secrets stay upstream' },
+    { name: 'no-kb-secrets', uri: 'docs://kb/secret/**', result: 'deny' },
+    { name: 'no-keyfile', uri: 'docs://kb/private/keyfile', result: 'deny' },
+    { name: 'files', uri: 'file:///R/**', result: 'allow' },
+    { name: 'kb', uri: 'docs://kb/**', result: 'allow' },
+  ],
+});
 
 const received = (): { method: string; uri?: string }[] =>
   readFileSync(record, 'utf8')

@@ -5,7 +5,8 @@
  */
 import { chromium, type Browser, type BrowserContext, type Locator, type Page } from 'playwright-core';
 import { mkdirSync } from 'node:fs';
-import { afterAll, afterEach, beforeAll, expect } from 'vitest';
+import { afterAll, beforeAll, expect } from 'vitest';
+import { cleanupsAfterEach } from '../harness.js';
 import { bearer, CHROMIUM_ARGS, type Cleanup } from './fixture.js';
 
 export async function launch(): Promise<Browser> {
@@ -85,16 +86,13 @@ export async function tapEvents(page: Page, base = ''): Promise<() => Promise<{ 
  */
 export function browserPerFile(): { readonly browser: () => Browser; readonly cleanups: Cleanup[] } {
   let browser: Browser | undefined;
-  const cleanups: Cleanup[] = [];
+  const cleanups = cleanupsAfterEach({ strict: true });
   beforeAll(async () => {
     browser = await launch();
     mkdirSync('docs', { recursive: true }); // the tests that take the docs' screenshots write there
   });
   afterAll(async () => {
     await browser?.close();
-  });
-  afterEach(async () => {
-    for (const c of cleanups.splice(0).reverse()) await c();
   });
   return {
     browser: () => {

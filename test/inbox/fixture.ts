@@ -185,7 +185,7 @@ export async function answerAs(url: string, id: string, who: string, form: Recor
   return (await answer(url, id, who, form)).status;
 }
 
-export type Cleanup = () => Promise<void> | void;
+export type Cleanup = () => unknown;
 
 /** What {@link startInbox} passes to createInbox on top of the tests' secret, sign-in and no sweeps. */
 export type InboxOptions = Partial<Parameters<typeof createInbox>[0]>;

@@ -9,80 +9,46 @@
  * mrtr.test.ts; an upstream answering in an era it did not announce in upstreams.test.ts and client.test.ts;
  * headers that disagree with the body in downstream.test.ts.
  */
-import { mkdtempSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import { stringify } from 'yaml';
-import { createGateway, gatewayConfigOf, type GatewayAuditRecord } from '../../src/gateway/index.js';
-import { serveGatewayHttp } from '../../src/gateway/http.js';
-import { loadPolicyFile } from '../../src/policy-file/index.js';
-import { LEGACY, MODERN, tsx } from './fixtures/processes.js';
+import { describe, expect, it } from 'vitest';
+import {
+  cleanupsAfterEach,
+  emptyFile,
+  gatewayOverHttp,
+  lines,
+  modernMeta,
+  modernRequest,
+  postMcp,
+  stdioUpstream,
+  tempDir,
+  writePolicy,
+} from '../harness.js';
+import { LEGACY, MODERN } from './fixtures/processes.js';
 
-const cleanups: (() => Promise<unknown>)[] = [];
-afterEach(async () => {
-  while (cleanups.length) await cleanups.pop()!().catch(() => undefined);
-});
-
-const envelope = (version: string) => ({
-  'io.modelcontextprotocol/protocolVersion': version,
-  'io.modelcontextprotocol/clientCapabilities': {},
-  'io.modelcontextprotocol/clientInfo': { name: 'raw', version: '1' },
-});
+const cleanups = cleanupsAfterEach();
 
 describe('bad input from 2026-07-28 clients', { timeout: 120_000 }, () => {
   it('discover without a valid token is 401 and audited; an unknown era is -32022 and audited; nothing runs', async () => {
-    const dir = realpathSync(mkdtempSync(join(tmpdir(), 'toolgate-bad-input-')));
-    const ledger = join(dir, 'ledger');
-    writeFileSync(ledger, '');
-    const policy = join(dir, 'policy.yaml');
-    const { stderr: _stderr, ...modern } = tsx(MODERN, { LEDGER: ledger });
-    writeFileSync(
-      policy,
-      stringify({
-        version: 1,
-        gateway: { upstreams: { modern: { ...modern, connectTimeoutMs: 30_000 } }, pin: 'off' },
-        rules: [{ name: 'rest', result: 'allow' }],
-      }),
-    );
-    const set = await loadPolicyFile(policy);
-    const records: GatewayAuditRecord[] = [];
-    const gateway = await createGateway({
-      policy: set,
-      upstreams: gatewayConfigOf(set).upstreams,
-      pins: null,
-      audit: (r) => records.push(r),
+    const dir = tempDir('bad-input');
+    const ledger = emptyFile(dir, 'ledger');
+    const modern = { ...stdioUpstream(MODERN, { LEDGER: ledger }), connectTimeoutMs: 30_000 };
+    const policy = writePolicy(dir, {
+      gateway: { upstreams: { modern }, pin: 'off' },
+      rules: [{ name: 'rest', result: 'allow' }],
     });
-    cleanups.push(() => gateway.close());
-    const http = await serveGatewayHttp(gateway, {
-      port: 0,
-      audience: false,
-      audit: (r) => records.push(r),
-      authenticate: async (token) => {
-        if (token !== 'good') throw new Error('bad token');
-        return { token, clientId: 'alice', scopes: ['modern:pay'] };
-      },
-    });
-    cleanups.push(() => http.close());
-    const post = async (method: string, params: Record<string, unknown>, headers: Record<string, string>) => {
-      const response = await fetch(http.url, {
-        method: 'POST',
-        headers: {
-          'content-type': 'application/json',
-          accept: 'application/json, text/event-stream',
-          'mcp-method': method,
-          ...headers,
+    const { http, records } = await gatewayOverHttp(cleanups, policy, {
+      http: (_set, records) => ({
+        audience: false,
+        audit: (r) => records.push(r),
+        authenticate: async (token) => {
+          if (token !== 'good') throw new Error('bad token');
+          return { token, clientId: 'alice', scopes: ['modern:pay'] };
         },
-        body: JSON.stringify({ jsonrpc: '2.0', id: 3, method, params }),
-      });
-      return {
-        status: response.status,
-        challenge: response.headers.get('www-authenticate'),
-        body: (await response.json()) as Record<string, unknown>,
-      };
-    };
+      }),
+    });
+    const post = (method: string, params: Record<string, unknown>, headers: Record<string, string>) =>
+      postMcp(http.url, { id: 3, method, params }, { 'mcp-method': method, ...headers });
     const modernHeaders = { 'mcp-protocol-version': '2026-07-28' };
-    const discover = { _meta: envelope('2026-07-28') };
+    const discover = { _meta: modernMeta() };
 
     const anonymous = await post('server/discover', discover, modernHeaders);
     expect(anonymous.status).toBe(401);
@@ -98,7 +64,7 @@ describe('bad input from 2026-07-28 clients', { timeout: 120_000 }, () => {
     ]);
 
     // An era the gateway does not speak, authenticated: -32022 naming the one it does; nothing runs.
-    const pay = { name: 'modern:pay', arguments: { to: 'bob', amount: 1 }, _meta: envelope('2030-01-01') };
+    const pay = { name: 'modern:pay', arguments: { to: 'bob', amount: 1 }, _meta: modernMeta({}, '2030-01-01') };
     const unknown = await post('tools/call', pay, {
       'mcp-protocol-version': '2030-01-01',
       'mcp-name': 'modern:pay',
@@ -111,7 +77,7 @@ describe('bad input from 2026-07-28 clients', { timeout: 120_000 }, () => {
       expect.stringMatching(/Unsupported protocol version: 2030-01-01/),
     ]);
     expect(records.filter((r) => r.type === 'tool')).toEqual([]);
-    expect(readFileSync(ledger, 'utf8')).toBe('');
+    expect(lines(ledger)).toEqual([]);
 
     // The same discover with the token: served, private.
     const served = await post('server/discover', discover, { ...modernHeaders, authorization: 'Bearer good' });
@@ -120,55 +86,20 @@ describe('bad input from 2026-07-28 clients', { timeout: 120_000 }, () => {
   });
 
   it("an upstream's elicitation the 2026-07-28 client did not declare fails the call with -32021; audited", async () => {
-    const dir = realpathSync(mkdtempSync(join(tmpdir(), 'toolgate-bad-input-')));
-    const policy = join(dir, 'policy.yaml');
-    const { stderr: _stderr, ...legacy } = tsx(LEGACY);
-    writeFileSync(
-      policy,
-      stringify({
-        version: 1,
-        gateway: { upstreams: { legacy: { ...legacy, connectTimeoutMs: 30_000 } }, pin: 'off' },
-        rules: [{ name: 'rest', result: 'allow' }],
-      }),
-    );
-    const set = await loadPolicyFile(policy);
-    const records: GatewayAuditRecord[] = [];
-    const gateway = await createGateway({
-      policy: set,
-      upstreams: gatewayConfigOf(set).upstreams,
-      pins: null,
-      audit: (r) => records.push(r),
+    const policy = writePolicy(tempDir('bad-input'), {
+      gateway: { upstreams: { legacy: { ...stdioUpstream(LEGACY), connectTimeoutMs: 30_000 } }, pin: 'off' },
+      rules: [{ name: 'rest', result: 'allow' }],
     });
-    cleanups.push(() => gateway.close());
-    const http = await serveGatewayHttp(gateway, { port: 0, authenticate: null });
-    cleanups.push(() => http.close());
-    const confirm = async (capabilities: Record<string, unknown>) => {
-      const response = await fetch(http.url, {
-        method: 'POST',
-        headers: {
-          'content-type': 'application/json',
-          accept: 'application/json, text/event-stream',
-          'mcp-protocol-version': '2026-07-28',
-          'mcp-method': 'tools/call',
-          'mcp-name': 'legacy:confirm',
-        },
-        body: JSON.stringify({
-          jsonrpc: '2.0',
-          id: 5,
-          method: 'tools/call',
-          params: {
-            name: 'legacy:confirm',
-            arguments: {},
-            _meta: { ...envelope('2026-07-28'), 'io.modelcontextprotocol/clientCapabilities': capabilities },
-          },
-        }),
-      });
-      const text = await response.text();
-      return JSON.parse(text.startsWith('{') ? text : /data: (.*)/.exec(text)![1]!) as {
-        result?: unknown;
-        error?: { code: number; message: string; data?: unknown };
-      };
-    };
+    const { http, records } = await gatewayOverHttp(cleanups, policy);
+    const confirm = async (capabilities: Record<string, unknown>) =>
+      (
+        await modernRequest<{ result?: unknown; error?: { code: number; message: string; data?: unknown } }>(
+          http.url,
+          'tools/call',
+          { name: 'legacy:confirm', arguments: {} },
+          { capabilities, id: 5 },
+        )
+      ).body;
     const undeclared = await confirm({});
     expect(undeclared.error?.code, JSON.stringify(undeclared)).toBe(-32021);
     // What is missing, as the schema names it: a ClientCapabilities object.

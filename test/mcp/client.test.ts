@@ -3,12 +3,11 @@
  * built with the SDK v2 (modern only) and a 2025-11-25 server built with the SDK v1, each over stdio and
  * over Streamable HTTP; and servers that answer in an era they did not announce.
  */
-import { mkdtempSync, readFileSync, realpathSync, writeFileSync, existsSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/client';
 import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   connectMcpServer,
   ERA_VIOLATION_CODE,
@@ -18,11 +17,9 @@ import {
 } from '../../src/mcp/index.js';
 import { PermissionPolicy, ToolRegistry } from '../../src/index.js';
 import { httpFixture, LEGACY, LIAR, MODERN, tsx } from './fixtures/processes.js';
+import { cleanupsAfterEach, emptyFile, tempDir } from '../harness.js';
 
-const cleanups: (() => Promise<unknown>)[] = [];
-afterEach(async () => {
-  while (cleanups.length) await cleanups.pop()!().catch(() => undefined);
-});
+const cleanups = cleanupsAfterEach();
 
 const everyone = { agent: { name: 'a', tools: ['up:echo', 'up:pay', 'up:era', 'up:fail'] } };
 
@@ -46,9 +43,8 @@ describe('src/mcp: one client for both eras', { timeout: 60_000 }, () => {
       ['legacy', LEGACY, '2025-11-25'],
     ] as const) {
       it(`speaks ${version} to a ${era} server over ${transport}: its tools pass the gate`, async () => {
-        const dir = realpathSync(mkdtempSync(join(tmpdir(), 'toolgate-mcp-')));
-        const ledger = join(dir, 'ledger');
-        writeFileSync(ledger, '');
+        const dir = tempDir('mcp');
+        const ledger = emptyFile(dir, 'ledger');
         const registry = new ToolRegistry();
         registry.setPermissionPolicy(
           new PermissionPolicy({
@@ -110,7 +106,7 @@ describe('src/mcp: a server that answers in an era it did not announce', { timeo
     ['legacy', '2025-11-25', /answered tools\/call with resultType "input_required", which only exists in 2026-07-28/],
   ] as const) {
     it(`${announced} announced, the other era answered: a protocol error naming it, the answer not used`, async () => {
-      const dir = realpathSync(mkdtempSync(join(tmpdir(), 'toolgate-mcp-')));
+      const dir = tempDir('mcp');
       const calls = join(dir, 'calls');
       const violations: EraViolation[] = [];
       const registry = new ToolRegistry();

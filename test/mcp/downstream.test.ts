@@ -3,79 +3,52 @@
  * 2025-11-25 client (SDK v1) in front of a 2026-07-28 upstream and a 2025-11-25 upstream, with the same
  * decisions; what the revision asks of the wire (headers that agree with the body, -32022, private lists).
  */
-import { mkdtempSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { readFileSync } from 'node:fs';
 import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as HttpV1 } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { afterEach, describe, expect, it } from 'vitest';
-import { stringify } from 'yaml';
-import { createGateway, gatewayConfigOf, type GatewayAuditRecord } from '../../src/gateway/index.js';
-import { serveGatewayHttp } from '../../src/gateway/http.js';
-import { loadPolicyFile } from '../../src/policy-file/index.js';
-import { httpFixture, LEGACY, MODERN, tsx } from './fixtures/processes.js';
+import { describe, expect, it } from 'vitest';
+import {
+  cleanupsAfterEach,
+  emptyFile,
+  gatewayOverHttp,
+  modernClient,
+  modernMeta,
+  postMcp,
+  stdioUpstream,
+  tempDir,
+  text,
+  writePolicy,
+} from '../harness.js';
+import { httpFixture, LEGACY, MODERN } from './fixtures/processes.js';
 
-const cleanups: (() => Promise<unknown>)[] = [];
-afterEach(async () => {
-  while (cleanups.length) await cleanups.pop()!().catch(() => undefined);
-});
-
-const text = (result: unknown): string => (result as { content: { text: string }[] }).content[0]!.text;
+const cleanups = cleanupsAfterEach();
 
 async function start() {
-  const dir = realpathSync(mkdtempSync(join(tmpdir(), 'toolgate-downstream-')));
-  const ledger = join(dir, 'ledger');
-  writeFileSync(ledger, '');
+  const dir = tempDir('downstream');
+  const ledger = emptyFile(dir, 'ledger');
   const legacy = await httpFixture(LEGACY, { LEDGER: ledger, SCHEME: 'old' });
   cleanups.push(() => legacy.stop());
-  const policy = join(dir, 'policy.yaml');
-  const { stderr: _stderr, ...modern } = tsx(MODERN, { LEDGER: ledger });
-  writeFileSync(
-    policy,
-    stringify({
-      version: 1,
-      gateway: {
-        upstreams: {
-          modern: { ...modern, connectTimeoutMs: 30_000 },
-          legacy: { url: legacy.url.href, connectTimeoutMs: 30_000 },
-        },
+  const policy = writePolicy(dir, {
+    gateway: {
+      upstreams: {
+        modern: { ...stdioUpstream(MODERN, { LEDGER: ledger }), connectTimeoutMs: 30_000 },
+        legacy: { url: legacy.url.href, connectTimeoutMs: 30_000 },
       },
-      rules: [
-        { name: 'small', tools: ['modern:pay', 'legacy:pay'], when: { amount: { lte: 10 } }, result: 'allow' },
-        { name: 'no-big', tools: ['modern:pay', 'legacy:pay'], result: 'deny', reason: 'over 10' },
-        { name: 'rest', result: 'allow' },
-      ],
-      resources: [
-        { name: 'no-secrets', uri: 'docs://secret/**', result: 'deny', reason: 'secrets stay upstream' },
-        { name: 'old-secrets', uri: 'old://secret/**', result: 'deny', reason: 'secrets stay upstream' },
-        { name: 'docs', uri: ['docs://**', 'old://**'], result: 'allow' },
-      ],
-      prompts: [{ name: 'summaries', prompts: '**', result: 'allow' }],
-    }),
-  );
-  const set = await loadPolicyFile(policy);
-  const records: GatewayAuditRecord[] = [];
-  const gateway = await createGateway({
-    policy: set,
-    upstreams: gatewayConfigOf(set).upstreams,
-    pins: null,
-    audit: (r) => records.push(r),
+    },
+    rules: [
+      { name: 'small', tools: ['modern:pay', 'legacy:pay'], when: { amount: { lte: 10 } }, result: 'allow' },
+      { name: 'no-big', tools: ['modern:pay', 'legacy:pay'], result: 'deny', reason: 'over 10' },
+      { name: 'rest', result: 'allow' },
+    ],
+    resources: [
+      { name: 'no-secrets', uri: 'docs://secret/**', result: 'deny', reason: 'secrets stay upstream' },
+      { name: 'old-secrets', uri: 'old://secret/**', result: 'deny', reason: 'secrets stay upstream' },
+      { name: 'docs', uri: ['docs://**', 'old://**'], result: 'allow' },
+    ],
+    prompts: [{ name: 'summaries', prompts: '**', result: 'allow' }],
   });
-  cleanups.push(() => gateway.close());
-  const http = await serveGatewayHttp(gateway, { port: 0, authenticate: null });
-  cleanups.push(() => http.close());
-  return { gateway, url: http.url, ledger, records };
-}
-
-async function modernClient(url: URL): Promise<Client> {
-  const client = new Client(
-    { name: 'modern-client', version: '1.0.0' },
-    { versionNegotiation: { mode: { pin: '2026-07-28' } } },
-  );
-  await client.connect(new StreamableHTTPClientTransport(url));
-  cleanups.push(() => client.close());
-  return client;
+  const { gateway, url, records } = await gatewayOverHttp(cleanups, policy);
+  return { gateway, url, ledger, records };
 }
 
 async function legacyClient(url: URL): Promise<ClientV1> {
@@ -86,25 +59,13 @@ async function legacyClient(url: URL): Promise<ClientV1> {
 }
 
 /** A hand-made 2026-07-28 POST (what no SDK client would send: mismatched headers, unknown versions). */
-async function post(url: URL, body: Record<string, unknown>, headers: Record<string, string>) {
-  const response = await fetch(url, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 7, ...body }),
-  });
-  return { status: response.status, body: (await response.json()) as { error?: { code: number; message: string } } };
-}
-
-const envelope = (version = '2026-07-28') => ({
-  'io.modelcontextprotocol/protocolVersion': version,
-  'io.modelcontextprotocol/clientCapabilities': {},
-  'io.modelcontextprotocol/clientInfo': { name: 'raw', version: '1' },
-});
+const post = (url: URL, body: Record<string, unknown>, headers: Record<string, string>) =>
+  postMcp<{ error?: { code: number; message: string } }>(url, { id: 7, ...body }, headers);
 
 describe('one listener, both eras', { timeout: 120_000 }, () => {
   it('a 2026-07-28 client and a 2025-11-25 client list, call, read and get with the same decisions', async () => {
     const { url, ledger } = await start();
-    const modern = await modernClient(url);
+    const modern = await modernClient(cleanups, url);
     const legacy = await legacyClient(url);
     expect(modern.getProtocolEra()).toBe('modern');
     expect(modern.getDiscoverResult()?.capabilities).toMatchObject({ tools: {}, resources: {}, prompts: {} });
@@ -135,7 +96,7 @@ describe('one listener, both eras', { timeout: 120_000 }, () => {
 
   it('every per-caller list and read is private with a short ttl for a 2026-07-28 client', async () => {
     const { url } = await start();
-    const modern = await modernClient(url);
+    const modern = await modernClient(cleanups, url);
     for (const result of [await modern.listTools(), await modern.listResources(), await modern.listPrompts()])
       expect(result).toMatchObject({ cacheScope: 'private', ttlMs: 5000 });
     // A read is private whatever the upstream said, and fresh no longer than it said (its ttlMs is 0).
@@ -150,7 +111,7 @@ describe('one listener, both eras', { timeout: 120_000 }, () => {
     const { url, ledger, records } = await start();
     const pay = {
       method: 'tools/call',
-      params: { name: 'modern:pay', arguments: { to: 'bob', amount: 1 }, _meta: envelope() },
+      params: { name: 'modern:pay', arguments: { to: 'bob', amount: 1 }, _meta: modernMeta() },
     };
     const base = { 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call' };
     const mismatched = await post(url, pay, { ...base, 'mcp-name': 'modern:echo' });
@@ -160,7 +121,7 @@ describe('one listener, both eras', { timeout: 120_000 }, () => {
     expect(wrongMethod.body.error?.code).toBe(-32020);
     const unknown = await post(
       url,
-      { method: 'tools/list', params: { _meta: envelope('2099-01-01') } },
+      { method: 'tools/list', params: { _meta: modernMeta({}, '2099-01-01') } },
       { 'mcp-protocol-version': '2099-01-01', 'mcp-method': 'tools/list' },
     );
     expect(unknown.status).toBe(400);

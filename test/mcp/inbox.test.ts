@@ -5,20 +5,15 @@
  * inbox (headless Chromium), the client's retry finds the answer in the store and runs the call once; a
  * replay is a protocol error. A resource read takes the same path, its approval naming its kind.
  */
-import { mkdtempSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { Client, ProtocolError, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { ProtocolError } from '@modelcontextprotocol/client';
 import { describe, expect, it } from 'vitest';
-import { stringify } from 'yaml';
-import { createGateway, gatewayConfigOf, gatewayInbox, type GatewayAuditRecord } from '../../src/gateway/index.js';
-import { serveGatewayHttp } from '../../src/gateway/http.js';
+import { gatewayInbox } from '../../src/gateway/index.js';
 import { createInbox, jwtApprover } from '../../src/inbox/index.js';
-import { loadPolicyFile } from '../../src/policy-file/index.js';
 import { MemoryStores } from '../../src/stores/memory.js';
+import { emptyFile, gatewayOverHttp, lines, modernClient, stdioUpstream, tempDir, writePolicy } from '../harness.js';
 import { browserPerFile, signedIn } from '../inbox/browser-fixture.js';
 import { INBOX_SECRET, JWT_SECRET } from '../inbox/fixture.js';
-import { MODERN, tsx } from './fixtures/processes.js';
+import { MODERN } from './fixtures/processes.js';
 
 const { browser, cleanups } = browserPerFile();
 
@@ -35,62 +30,43 @@ async function start() {
     inbox.close();
     await server.close();
   });
-  const dir = realpathSync(mkdtempSync(join(tmpdir(), 'toolgate-mrtr-inbox-')));
-  const ledger = join(dir, 'ledger');
-  writeFileSync(ledger, '');
-  const policy = join(dir, 'policy.yaml');
-  const { stderr: _stderr, ...modern } = tsx(MODERN, { LEDGER: ledger });
-  writeFileSync(
-    policy,
-    stringify({
-      version: 1,
-      gateway: { upstreams: { modern: { ...modern, connectTimeoutMs: 30_000 } }, pin: 'off' },
-      rules: [
-        { name: 'payments', tools: ['modern:pay'], result: 'ask', reason: 'a person approves payments' },
-        { name: 'rest', result: 'allow' },
-      ],
-      resources: [
-        { name: 'secrets', uri: 'docs://secret/**', result: 'ask', reason: 'a person approves reading secrets' },
-        { name: 'docs', uri: 'docs://**', result: 'allow' },
-      ],
-    }),
-  );
-  const set = await loadPolicyFile(policy);
-  const records: GatewayAuditRecord[] = [];
+  const dir = tempDir('mrtr-inbox');
+  const ledger = emptyFile(dir, 'ledger');
+  const policy = writePolicy(dir, {
+    gateway: {
+      upstreams: { modern: { ...stdioUpstream(MODERN, { LEDGER: ledger }), connectTimeoutMs: 30_000 } },
+      pin: 'off',
+    },
+    rules: [
+      { name: 'payments', tools: ['modern:pay'], result: 'ask', reason: 'a person approves payments' },
+      { name: 'rest', result: 'allow' },
+    ],
+    resources: [
+      { name: 'secrets', uri: 'docs://secret/**', result: 'ask', reason: 'a person approves reading secrets' },
+      { name: 'docs', uri: 'docs://**', result: 'allow' },
+    ],
+  });
   const stores = new MemoryStores();
-  const gateway = await createGateway({
-    policy: set,
-    upstreams: gatewayConfigOf(set).upstreams,
-    pins: null,
-    audit: (r) => records.push(r),
-    inbox: gatewayInbox(inbox, server.url),
-    requestState: {
-      secret: 'the owner-set approval key of the replicas',
-      nonces: stores.nonces,
-      ledger: stores.ledger,
-    },
+  const { http, records } = await gatewayOverHttp(cleanups, policy, {
+    gateway: () => ({
+      inbox: gatewayInbox(inbox, server.url),
+      requestState: {
+        secret: 'the owner-set approval key of the replicas',
+        nonces: stores.nonces,
+        ledger: stores.ledger,
+      },
+    }),
+    http: () => ({
+      audience: false,
+      authenticate: async (token) => ({ token, clientId: token, scopes: ['modern:pay'] }),
+    }),
   });
-  cleanups.push(() => gateway.close());
-  const http = await serveGatewayHttp(gateway, {
-    port: 0,
-    audience: false,
-    authenticate: async (token) => ({ token, clientId: token, scopes: ['modern:pay'] }),
+  const client = await modernClient(cleanups, http.url, {
+    token: 'alice',
+    capabilities: { elicitation: { url: {} } },
+    inputRequired: { autoFulfill: false },
   });
-  cleanups.push(() => http.close());
-  const client = new Client(
-    { name: 'modern-client', version: '1.0.0' },
-    {
-      versionNegotiation: { mode: { pin: '2026-07-28' } },
-      capabilities: { elicitation: { url: {} } },
-      inputRequired: { autoFulfill: false },
-    },
-  );
-  await client.connect(
-    new StreamableHTTPClientTransport(http.url, { requestInit: { headers: { authorization: 'Bearer alice' } } }),
-  );
-  cleanups.push(() => client.close());
-  const paid = () => readFileSync(ledger, 'utf8').split('\n').filter(Boolean);
-  return { client, paid, records, inboxUrl: server.url, store: inbox.store };
+  return { client, paid: () => lines(ledger), records, inboxUrl: server.url, store: inbox.store };
 }
 
 /** Opens the inbox page the client was sent, signed in as an approver, and approves the request there. */

@@ -6,23 +6,25 @@
  * the owner's secret are each a protocol error (-32602) naming why, audited, and nothing runs. Over real
  * HTTP, in front of a real 2026-07-28 upstream. Two processes sharing a store: replicas.test.ts.
  */
-import { mkdtempSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { stringify } from 'yaml';
-import { createGateway, gatewayConfigOf, type GatewayAuditRecord } from '../../src/gateway/index.js';
+import type { GatewayAuditRecord } from '../../src/gateway/index.js';
 import { MemoryLedger, MemoryNonceStore } from '../../src/stores/memory.js';
-import { serveGatewayHttp } from '../../src/gateway/http.js';
-import { loadPolicyFile } from '../../src/policy-file/index.js';
-import { MODERN, tsx } from './fixtures/processes.js';
+import {
+  cleanupsAfterEach,
+  emptyFile,
+  gatewayOverHttp,
+  lines,
+  modernClient,
+  modernRequest,
+  stdioUpstream,
+  tempDir,
+  writePolicy,
+} from '../harness.js';
+import { MODERN } from './fixtures/processes.js';
 
-const cleanups: (() => Promise<unknown>)[] = [];
-afterEach(async () => {
-  vi.useRealTimers();
-  while (cleanups.length) await cleanups.pop()!().catch(() => undefined);
-});
+const cleanups = cleanupsAfterEach();
+// Registered after the cleanups, so it runs before them (after-hooks run last first).
+afterEach(() => vi.useRealTimers());
 
 const SECRET = 'the owner-set approval key of the replicas';
 
@@ -43,53 +45,32 @@ async function start(
     shared?: { nonces: MemoryNonceStore; ledger: MemoryLedger; file: string };
   } = {},
 ): Promise<Started & { shared: { nonces: MemoryNonceStore; ledger: MemoryLedger; file: string } }> {
-  const dir = realpathSync(mkdtempSync(join(tmpdir(), 'toolgate-mrtr-')));
-  const ledger = options.shared?.file ?? join(dir, 'ledger');
-  if (!options.shared) writeFileSync(ledger, '');
-  const policy = join(dir, 'policy.yaml');
-  const { stderr: _stderr, ...modern } = tsx(MODERN, { LEDGER: ledger });
-  writeFileSync(
-    policy,
-    stringify({
-      version: 1,
-      gateway: { upstreams: { modern: { ...modern, connectTimeoutMs: 30_000 } } },
-      ...(options.tenant ? { tenants: { acme: {}, globex: {} } } : {}),
-      rules: [
-        { name: 'payments', tools: ['modern:pay'], result: 'ask', reason: 'a person approves payments' },
-        { name: 'rest', result: 'allow' },
-      ],
-    }),
-  );
-  const set = await loadPolicyFile(policy);
-  const records: GatewayAuditRecord[] = [];
+  const dir = tempDir('mrtr');
+  const ledger = options.shared?.file ?? emptyFile(dir, 'ledger');
+  const policy = writePolicy(dir, {
+    gateway: { upstreams: { modern: { ...stdioUpstream(MODERN, { LEDGER: ledger }), connectTimeoutMs: 30_000 } } },
+    ...(options.tenant ? { tenants: { acme: {}, globex: {} } } : {}),
+    rules: [
+      { name: 'payments', tools: ['modern:pay'], result: 'ask', reason: 'a person approves payments' },
+      { name: 'rest', result: 'allow' },
+    ],
+  });
   const shared = options.shared ?? { nonces: new MemoryNonceStore(), ledger: new MemoryLedger(), file: ledger };
-  const gateway = await createGateway({
-    policy: set,
-    upstreams: gatewayConfigOf(set).upstreams,
-    pins: null,
-    audit: (r) => records.push(r),
-    ...(options.tenant ? { context: set.context({ tenant: options.tenant }) } : {}),
-    ...(options.requestState === false
-      ? {}
-      : { requestState: { secret: SECRET, nonces: shared.nonces, ledger: shared.ledger } }),
+  const { url, records } = await gatewayOverHttp(cleanups, policy, {
+    gateway: (set) => ({
+      ...(options.tenant ? { context: set.context({ tenant: options.tenant }) } : {}),
+      ...(options.requestState === false
+        ? {}
+        : { requestState: { secret: SECRET, nonces: shared.nonces, ledger: shared.ledger } }),
+    }),
+    // Two principals: the token is the client id (a test authenticator; the JWT one is tested in test/gateway).
+    http: () => ({
+      audience: false,
+      authenticate: async (token) => ({ token, clientId: token, scopes: ['modern:pay', 'modern:echo'] }),
+    }),
   });
-  cleanups.push(() => gateway.close());
-  // Two principals: the token is the client id (a test authenticator; the JWT one is tested in test/gateway).
-  const http = await serveGatewayHttp(gateway, {
-    port: 0,
-    audience: false,
-    authenticate: async (token) => ({ token, clientId: token, scopes: ['modern:pay', 'modern:echo'] }),
-  });
-  cleanups.push(() => http.close());
-  const paid = () => readFileSync(ledger, 'utf8').split('\n').filter(Boolean);
-  return { url: http.url, paid, records, shared };
+  return { url, paid: () => lines(ledger), records, shared };
 }
-
-const envelope = {
-  'io.modelcontextprotocol/protocolVersion': '2026-07-28',
-  'io.modelcontextprotocol/clientCapabilities': { elicitation: { form: {} } },
-  'io.modelcontextprotocol/clientInfo': { name: 'raw', version: '1' },
-};
 
 interface Answered {
   resultType?: string;
@@ -108,25 +89,12 @@ async function call(
   args: Record<string, unknown>,
   retry?: { requestState?: unknown; inputResponses?: Record<string, unknown> },
 ): Promise<Answered> {
-  const response = await fetch(url, {
-    method: 'POST',
-    headers: {
-      'content-type': 'application/json',
-      accept: 'application/json, text/event-stream',
-      authorization: `Bearer ${token}`,
-      'mcp-protocol-version': '2026-07-28',
-      'mcp-method': 'tools/call',
-      'mcp-name': 'modern:pay',
-    },
-    body: JSON.stringify({
-      jsonrpc: '2.0',
-      id: Math.floor(Math.random() * 1e9),
-      method: 'tools/call',
-      params: { name: 'modern:pay', arguments: args, _meta: envelope, ...(retry ?? {}) },
-    }),
-  });
-  const text = await response.text();
-  const json = text.startsWith('{') ? JSON.parse(text) : JSON.parse(/data: (.*)/.exec(text)![1]!);
+  const { body: json } = await modernRequest<{ result: Answered; error?: Answered['error'] }>(
+    url,
+    'tools/call',
+    { name: 'modern:pay', arguments: args, ...(retry ?? {}) },
+    { token, capabilities: { elicitation: { form: {} } }, id: Math.floor(Math.random() * 1e9) },
+  );
   return json.error ? { error: json.error } : json.result;
 }
 
@@ -146,19 +114,16 @@ const accept = { 'toolgate.approval': { action: 'accept', content: { approve: tr
 describe('approvals as input_required for 2026-07-28 clients', { timeout: 120_000 }, () => {
   it('an SDK client answers the form and the retry runs the call once', async () => {
     const { url, paid, records } = await start();
-    const client = new Client(
-      { name: 'modern-client', version: '1.0.0' },
-      { versionNegotiation: { mode: { pin: '2026-07-28' } }, capabilities: { elicitation: { form: {} } } },
-    );
     const asked: string[] = [];
-    client.setRequestHandler('elicitation/create', async (request) => {
-      asked.push((request.params as { message: string }).message);
-      return { action: 'accept', content: { approve: true } };
+    const client = await modernClient(cleanups, url, {
+      token: 'alice',
+      capabilities: { elicitation: { form: {} } },
+      setup: (c) =>
+        c.setRequestHandler('elicitation/create', async (request) => {
+          asked.push((request.params as { message: string }).message);
+          return { action: 'accept', content: { approve: true } };
+        }),
     });
-    await client.connect(
-      new StreamableHTTPClientTransport(url, { requestInit: { headers: { authorization: 'Bearer alice' } } }),
-    );
-    cleanups.push(() => client.close());
     const result = await client.callTool({ name: 'modern:pay', arguments: { to: 'bob', amount: 5 } });
     expect(result.isError).toBeFalsy();
     expect(asked).toEqual([

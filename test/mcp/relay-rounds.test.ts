@@ -7,71 +7,52 @@
  * the gate again and the upstream gets its own state back with the answers; a tampered, transferred,
  * replayed or misdirected wrapper is a -32602 naming why, audited, and never reaches the upstream.
  */
-import { mkdtempSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-import { afterEach, describe, expect, it } from 'vitest';
-import { stringify } from 'yaml';
-import { createGateway, gatewayConfigOf, type GatewayAuditRecord } from '../../src/gateway/index.js';
-import { serveGatewayHttp } from '../../src/gateway/http.js';
-import { loadPolicyFile } from '../../src/policy-file/index.js';
+import { describe, expect, it } from 'vitest';
+import type { GatewayAuditRecord } from '../../src/gateway/index.js';
 import { MemoryLedger, MemoryNonceStore } from '../../src/stores/memory.js';
-import { httpFixture, ROOT } from './fixtures/processes.js';
+import {
+  cleanupsAfterEach,
+  emptyFile,
+  gatewayOverHttp,
+  jsonLines,
+  modernClient,
+  modernRequest,
+  ROOT,
+  tempDir,
+  writePolicy,
+} from '../harness.js';
+import { httpFixture } from './fixtures/processes.js';
 
 const MRTR = join(ROOT, 'test/gateway/fixtures/mrtr-server.ts');
 
-const cleanups: (() => Promise<unknown>)[] = [];
-afterEach(async () => {
-  while (cleanups.length) await cleanups.pop()!().catch(() => undefined);
-});
+const cleanups = cleanupsAfterEach();
 
 /** What reached the upstream: one line per request it was sent (method, name, the state it carried). */
 type Seen = { method: string; name: string; requestState: string | null }[];
 
 async function start(): Promise<{ url: URL; seen: () => Seen; records: GatewayAuditRecord[] }> {
-  const dir = realpathSync(mkdtempSync(join(tmpdir(), 'toolgate-relay-rounds-')));
-  const seenFile = join(dir, 'seen');
-  writeFileSync(seenFile, '');
+  const dir = tempDir('relay-rounds');
+  const seenFile = emptyFile(dir, 'seen');
   const upstream = await httpFixture(MRTR, { SEEN: seenFile });
   cleanups.push(() => upstream.stop());
-  const policy = join(dir, 'policy.yaml');
-  writeFileSync(
-    policy,
-    stringify({
-      version: 1,
-      gateway: { upstreams: { mrtr: { url: upstream.url.href, prefix: false } }, pin: 'off' },
-      rules: [{ name: 'everything', result: 'allow' }],
-      prompts: [{ name: 'everything', result: 'allow' }],
+  const policy = writePolicy(dir, {
+    gateway: { upstreams: { mrtr: { url: upstream.url.href, prefix: false } }, pin: 'off' },
+    rules: [{ name: 'everything', result: 'allow' }],
+    prompts: [{ name: 'everything', result: 'allow' }],
+  });
+  const { url, records } = await gatewayOverHttp(cleanups, policy, {
+    gateway: () => ({
+      requestState: {
+        secret: 'the owner-set approval key of the gateway',
+        nonces: new MemoryNonceStore(),
+        ledger: new MemoryLedger(),
+      },
     }),
-  );
-  const set = await loadPolicyFile(policy);
-  const records: GatewayAuditRecord[] = [];
-  const gateway = await createGateway({
-    policy: set,
-    upstreams: gatewayConfigOf(set).upstreams,
-    pins: null,
-    audit: (r) => records.push(r),
-    requestState: {
-      secret: 'the owner-set approval key of the gateway',
-      nonces: new MemoryNonceStore(),
-      ledger: new MemoryLedger(),
-    },
+    // Principals by token (a test authenticator; the JWT one is tested in test/gateway).
+    http: () => ({ audience: false, authenticate: async (token) => ({ token, clientId: token, scopes: TOOLS }) }),
   });
-  cleanups.push(() => gateway.close());
-  // Principals by token (a test authenticator; the JWT one is tested in test/gateway).
-  const http = await serveGatewayHttp(gateway, {
-    port: 0,
-    audience: false,
-    authenticate: async (token) => ({ token, clientId: token, scopes: TOOLS }),
-  });
-  cleanups.push(() => http.close());
-  const seen = (): Seen =>
-    readFileSync(seenFile, 'utf8')
-      .split('\n')
-      .filter(Boolean)
-      .map((line) => JSON.parse(line) as Seen[number]);
-  return { url: http.url, seen, records };
+  return { url, seen: () => jsonLines<Seen[number]>(seenFile), records };
 }
 
 /** The fixture's tools: every principal's scopes (the caller layer allows what they name). */
@@ -103,34 +84,12 @@ async function send(
   extra: Record<string, unknown> = {},
   capabilities: Record<string, unknown> = ALL,
 ): Promise<Answered> {
-  const response = await fetch(url, {
-    method: 'POST',
-    headers: {
-      'content-type': 'application/json',
-      accept: 'application/json, text/event-stream',
-      authorization: `Bearer ${token}`,
-      'mcp-protocol-version': '2026-07-28',
-      'mcp-method': method,
-      'mcp-name': name,
-    },
-    body: JSON.stringify({
-      jsonrpc: '2.0',
-      id: Math.floor(Math.random() * 1e9),
-      method,
-      params: {
-        name,
-        arguments: {},
-        _meta: {
-          'io.modelcontextprotocol/protocolVersion': '2026-07-28',
-          'io.modelcontextprotocol/clientCapabilities': capabilities,
-          'io.modelcontextprotocol/clientInfo': { name: 'raw', version: '1' },
-        },
-        ...extra,
-      },
-    }),
-  });
-  const text = await response.text();
-  const json = text.startsWith('{') ? JSON.parse(text) : JSON.parse(/data: (.*)/.exec(text)![1]!);
+  const { body: json } = await modernRequest<{ result: Answered; error?: Answered['error'] }>(
+    url,
+    method,
+    { name, arguments: {}, ...extra },
+    { token, capabilities, id: Math.floor(Math.random() * 1e9) },
+  );
   return json.error ? { error: json.error } : json.result;
 }
 
@@ -146,18 +105,15 @@ const confirm = { confirm: { action: 'accept', content: { ok: true } } };
 describe("an upstream's input_required relayed to a 2026-07-28 client", { timeout: 120_000 }, () => {
   it('an SDK client answers the upstream through the gateway: elicitation, and three rounds with state', async () => {
     const { url, seen } = await start();
-    const client = new Client(
-      { name: 'modern-client', version: '1.0.0' },
-      { versionNegotiation: { mode: { pin: '2026-07-28' } }, capabilities: { elicitation: { form: {} } } },
-    );
-    client.setRequestHandler('elicitation/create', async (request) => {
-      const message = (request.params as { message: string }).message;
-      return { action: 'accept', content: /color/.test(message) ? { color: 'green' } : { name: 'Alice' } };
+    const client = await modernClient(cleanups, url, {
+      token: 'alice',
+      capabilities: { elicitation: { form: {} } },
+      setup: (c) =>
+        c.setRequestHandler('elicitation/create', async (request) => {
+          const message = (request.params as { message: string }).message;
+          return { action: 'accept', content: /color/.test(message) ? { color: 'green' } : { name: 'Alice' } };
+        }),
     });
-    await client.connect(
-      new StreamableHTTPClientTransport(url, { requestInit: { headers: { authorization: 'Bearer alice' } } }),
-    );
-    cleanups.push(() => client.close());
     const hello = await client.callTool({ name: 'test_input_required_result_elicitation', arguments: {} });
     expect(hello.content).toEqual([{ type: 'text', text: 'Hello, Alice!' }]);
     const rounds = await client.callTool({ name: 'test_input_required_result_multi_round', arguments: {} });

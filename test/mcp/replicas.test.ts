@@ -5,19 +5,25 @@
  * the same retry at either replica again, or at both at once, is a protocol error (-32602) and nothing
  * runs twice; each refusal is in the replica's audit file.
  */
-import { mkdtempSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Client, ProtocolError, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-import { afterEach, describe, expect, it } from 'vitest';
-import { stringify } from 'yaml';
+import type { ProtocolError } from '@modelcontextprotocol/client';
+import { describe, expect, it } from 'vitest';
 import { jwksIssuer, spawnGateway, type SpawnedGateway } from '../gateway/fixtures/spawn.js';
+import {
+  cleanupsAfterEach,
+  emptyFile,
+  jsonLines,
+  lines,
+  modernClient,
+  refusedWith32602 as refused,
+  stdioUpstream,
+  tempDir,
+  untilListed,
+  writePolicy,
+} from '../harness.js';
 import { MODERN } from './fixtures/processes.js';
 
-const cleanups: (() => Promise<unknown> | void)[] = [];
-afterEach(async () => {
-  while (cleanups.length) await Promise.resolve(cleanups.pop()!()).catch(() => undefined);
-});
+const cleanups = cleanupsAfterEach();
 
 interface InputRequired {
   readonly resultType: 'input_required';
@@ -26,32 +32,19 @@ interface InputRequired {
 }
 
 async function replicas() {
-  const dir = realpathSync(mkdtempSync(join(tmpdir(), 'toolgate-replicas-')));
-  const paidFile = join(dir, 'paid');
-  writeFileSync(paidFile, '');
-  const policy = join(dir, 'policy.yaml');
-  writeFileSync(
-    policy,
-    stringify({
-      version: 1,
-      gateway: {
-        upstreams: {
-          modern: {
-            command: process.execPath,
-            args: ['--import', 'tsx', MODERN],
-            env: { LEDGER: paidFile },
-            connectTimeoutMs: 30_000,
-          },
-        },
-        pin: 'off',
-      },
-      scopes: { payments: ['modern:pay', 'modern:echo'] },
-      rules: [
-        { name: 'payments', tools: ['modern:pay'], result: 'ask', reason: 'a person approves payments' },
-        { name: 'rest', result: 'allow' },
-      ],
-    }),
-  );
+  const dir = tempDir('replicas');
+  const paidFile = emptyFile(dir, 'paid');
+  const policy = writePolicy(dir, {
+    gateway: {
+      upstreams: { modern: { ...stdioUpstream(MODERN, { LEDGER: paidFile }), connectTimeoutMs: 30_000 } },
+      pin: 'off',
+    },
+    scopes: { payments: ['modern:pay', 'modern:echo'] },
+    rules: [
+      { name: 'payments', tools: ['modern:pay'], result: 'ask', reason: 'a person approves payments' },
+      { name: 'rest', result: 'allow' },
+    ],
+  });
   const idp = await jwksIssuer();
   cleanups.push(() => idp.close());
   const store = `sqlite:${join(dir, 'state.db')}`;
@@ -67,49 +60,23 @@ async function replicas() {
   const one = await start('one');
   const two = await start('two');
   const client = async (gateway: SpawnedGateway, sub: string) => {
-    const token = await idp.sign({ sub, aud: gateway.url.href, scope: 'payments' });
-    const c = new Client(
-      { name: sub, version: '1.0.0' },
-      {
-        versionNegotiation: { mode: { pin: '2026-07-28' } },
-        capabilities: { elicitation: { form: {} } },
-        inputRequired: { autoFulfill: false },
-      },
-    );
-    await c.connect(
-      new StreamableHTTPClientTransport(gateway.url, {
-        requestInit: { headers: { authorization: `Bearer ${token}` } },
-      }),
-    );
-    cleanups.push(() => c.close());
-    for (let tries = 0; !(await c.listTools()).tools.some((t) => t.name === 'modern:pay'); tries++) {
-      if (tries > 300) throw new Error(`the upstream did not come up:\n${gateway.stderr()}`);
-      await new Promise((resolve) => setTimeout(resolve, 200));
-    }
+    const c = await modernClient(cleanups, gateway.url, {
+      name: sub,
+      token: await idp.sign({ sub, aud: gateway.url.href, scope: 'payments' }),
+      capabilities: { elicitation: { form: {} } },
+      inputRequired: { autoFulfill: false },
+    });
+    await untilListed(c, 'modern:pay', gateway.stderr);
     return c;
   };
-  const paid = () => readFileSync(paidFile, 'utf8').split('\n').filter(Boolean);
+  const paid = () => lines(paidFile);
   const audited = (g: { audit: string }) =>
-    readFileSync(g.audit, 'utf8')
-      .split('\n')
-      .filter(Boolean)
-      .map((l) => JSON.parse(l) as { type: string; approval?: { state: string; reason?: string } });
+    jsonLines<{ type: string; approval?: { state: string; reason?: string } }>(g.audit);
   return { one, two, client, paid, audited };
 }
 
 const pay = { name: 'modern:pay', arguments: { to: 'bob', amount: 5 } };
 const accept = { 'toolgate.approval': { action: 'accept', content: { approve: true } } };
-
-/** The protocol error a call is refused with. */
-async function refused(call: Promise<unknown>): Promise<ProtocolError> {
-  const error = await call.then(
-    (r) => new Error(`expected a protocol error, got ${JSON.stringify(r)}`),
-    (e: unknown) => e,
-  );
-  expect(error).toBeInstanceOf(ProtocolError);
-  expect((error as ProtocolError).code).toBe(-32602);
-  return error as ProtocolError;
-}
 
 describe('2026-07-28 approvals across two gateway processes on one SQLite store', { timeout: 240_000 }, () => {
   it('asked at one replica, retried at the other: runs once; a replay at either or both is refused', async () => {

@@ -5,107 +5,59 @@
  * runs. A refusal that is not scope-shaped (a deny rule; a tool no scope covers) stays a 200 refusal, and
  * a 2025-11-25 client keeps the refusal in its session.
  */
-import { mkdtempSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as HttpV1 } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { afterEach, describe, expect, it } from 'vitest';
-import { stringify } from 'yaml';
-import { createGateway, gatewayConfigOf, type GatewayAuditRecord } from '../../src/gateway/index.js';
-import { serveGatewayHttp } from '../../src/gateway/http.js';
-import { loadPolicyFile } from '../../src/policy-file/index.js';
-import { MODERN, tsx } from './fixtures/processes.js';
+import { describe, expect, it } from 'vitest';
+import {
+  cleanupsAfterEach,
+  emptyFile,
+  gatewayOverHttp,
+  lines,
+  modernRequest,
+  stdioUpstream,
+  tempDir,
+  writePolicy,
+} from '../harness.js';
+import { MODERN } from './fixtures/processes.js';
 
-const cleanups: (() => Promise<unknown>)[] = [];
-afterEach(async () => {
-  while (cleanups.length) await cleanups.pop()!().catch(() => undefined);
-});
+const cleanups = cleanupsAfterEach();
 
 async function start() {
-  const dir = realpathSync(mkdtempSync(join(tmpdir(), 'toolgate-stepup-')));
-  const ledger = join(dir, 'ledger');
-  writeFileSync(ledger, '');
-  const policy = join(dir, 'policy.yaml');
-  const { stderr: _stderr, ...modern } = tsx(MODERN, { LEDGER: ledger });
-  writeFileSync(
-    policy,
-    stringify({
-      version: 1,
-      gateway: { upstreams: { modern: { ...modern, connectTimeoutMs: 30_000 } }, pin: 'off' },
-      // `finance` covers pay and more; `payments` is the narrowest scope that covers it.
-      scopes: {
-        reading: ['modern:echo'],
-        finance: ['modern:pay', 'modern:echo', 'modern:era'],
-        payments: ['modern:pay'],
-      },
-      rules: [
-        { name: 'no-failing', tools: ['modern:fail'], result: 'deny', reason: 'failing is not allowed' },
-        { name: 'rest', result: 'allow' },
-      ],
-    }),
-  );
-  const set = await loadPolicyFile(policy);
-  const records: GatewayAuditRecord[] = [];
-  const gateway = await createGateway({
-    policy: set,
-    upstreams: gatewayConfigOf(set).upstreams,
-    pins: null,
-    audit: (r) => records.push(r),
-  });
-  cleanups.push(() => gateway.close());
-  // The token is "<subject>:<scope>,<scope>…"; its scopes reach the caller layer through the scope map.
-  const http = await serveGatewayHttp(gateway, {
-    port: 0,
-    audience: false,
-    authenticate: async (token) => {
-      const [sub, scopes = ''] = token.split(':');
-      return { token, clientId: sub!, scopes: scopes.split(',').filter(Boolean) };
+  const dir = tempDir('stepup');
+  const ledger = emptyFile(dir, 'ledger');
+  const policy = writePolicy(dir, {
+    gateway: {
+      upstreams: { modern: { ...stdioUpstream(MODERN, { LEDGER: ledger }), connectTimeoutMs: 30_000 } },
+      pin: 'off',
     },
-    context: (auth) => ({ caller: { id: auth.clientId, scopes: set.toolsForScopes(auth.scopes) } }),
+    // `finance` covers pay and more; `payments` is the narrowest scope that covers it.
+    scopes: {
+      reading: ['modern:echo'],
+      finance: ['modern:pay', 'modern:echo', 'modern:era'],
+      payments: ['modern:pay'],
+    },
+    rules: [
+      { name: 'no-failing', tools: ['modern:fail'], result: 'deny', reason: 'failing is not allowed' },
+      { name: 'rest', result: 'allow' },
+    ],
   });
-  cleanups.push(() => http.close());
-  const paid = () => readFileSync(ledger, 'utf8').split('\n').filter(Boolean);
-  return { url: http.url, records, paid };
+  // The token is "<subject>:<scope>,<scope>…"; its scopes reach the caller layer through the scope map.
+  const { url, records } = await gatewayOverHttp(cleanups, policy, {
+    http: (set) => ({
+      audience: false,
+      authenticate: async (token) => {
+        const [sub, scopes = ''] = token.split(':');
+        return { token, clientId: sub!, scopes: scopes.split(',').filter(Boolean) };
+      },
+      context: (auth) => ({ caller: { id: auth.clientId, scopes: set.toolsForScopes(auth.scopes) } }),
+    }),
+  });
+  return { url, records, paid: () => lines(ledger) };
 }
 
-async function call(url: URL, token: string, name: string, args: Record<string, unknown>) {
-  const response = await fetch(url, {
-    method: 'POST',
-    headers: {
-      'content-type': 'application/json',
-      accept: 'application/json, text/event-stream',
-      authorization: `Bearer ${token}`,
-      'mcp-protocol-version': '2026-07-28',
-      'mcp-method': 'tools/call',
-      'mcp-name': name,
-    },
-    body: JSON.stringify({
-      jsonrpc: '2.0',
-      id: 1,
-      method: 'tools/call',
-      params: {
-        name,
-        arguments: args,
-        _meta: {
-          'io.modelcontextprotocol/protocolVersion': '2026-07-28',
-          'io.modelcontextprotocol/clientCapabilities': {},
-          'io.modelcontextprotocol/clientInfo': { name: 'raw', version: '1' },
-        },
-      },
-    }),
-  });
-  const text = await response.text();
-  return {
-    status: response.status,
-    challenge: response.headers.get('www-authenticate'),
-    body: JSON.parse(text.startsWith('{') ? text : /data: (.*)/.exec(text)![1]!) as {
-      result?: CallToolResult;
-      error?: unknown;
-    },
-  };
-}
+const call = (url: URL, token: string, name: string, args: Record<string, unknown>) =>
+  modernRequest<{ result?: CallToolResult; error?: unknown }>(url, 'tools/call', { name, arguments: args }, { token });
 
 describe('step-up for scope-shaped refusals', { timeout: 120_000 }, () => {
   it('a 2026-07-28 call the caller layer refused is 403 insufficient_scope naming the narrowest scope; audited', async () => {

@@ -8,23 +8,26 @@
  * never reach the upstream; tasks/result and tasks/list are unknown methods; a client without the
  * extension (2026-07-28 or 2025-11-25) is never given a task, and the upstream is not told it could make one.
  */
-import { mkdtempSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as HttpV1 } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { afterEach, describe, expect, it } from 'vitest';
-import { stringify } from 'yaml';
+import { describe, expect, it } from 'vitest';
 import { jwksIssuer, spawnGateway } from '../gateway/fixtures/spawn.js';
+import {
+  cleanupsAfterEach,
+  emptyFile,
+  jsonLines,
+  modernRequest,
+  stdioUpstream,
+  tempDir,
+  writePolicy,
+} from '../harness.js';
 import { ROOT } from './fixtures/processes.js';
 
 const TASKS_SERVER = join(ROOT, 'test/mcp/fixtures/tasks-server.ts');
 const TASKS = 'io.modelcontextprotocol/tasks';
 
-const cleanups: (() => Promise<unknown> | void)[] = [];
-afterEach(async () => {
-  while (cleanups.length) await Promise.resolve(cleanups.pop()!()).catch(() => undefined);
-});
+const cleanups = cleanupsAfterEach();
 
 interface Answer {
   result?: Record<string, unknown> & {
@@ -38,23 +41,13 @@ interface Answer {
 }
 
 async function started(env: Record<string, string> = {}, shared?: Awaited<ReturnType<typeof jwksIssuer>>) {
-  const dir = realpathSync(mkdtempSync(join(tmpdir(), 'toolgate-tasks-owned-')));
-  const record = join(dir, 'received.jsonl');
-  writeFileSync(record, '');
+  const dir = tempDir('tasks-owned');
+  const record = emptyFile(dir, 'received.jsonl');
   const audit = join(dir, 'audit.jsonl');
-  const policy = join(dir, 'policy.yaml');
-  const policyText = (extraRules: object[] = []) =>
-    stringify({
-      version: 1,
+  const writeWith = (extraRules: object[] = []) =>
+    writePolicy(dir, {
       gateway: {
-        upstreams: {
-          jobs: {
-            command: process.execPath,
-            args: ['--import', 'tsx', TASKS_SERVER],
-            env: { RECORD: record, ...env },
-            connectTimeoutMs: 30_000,
-          },
-        },
+        upstreams: { jobs: { ...stdioUpstream(TASKS_SERVER, { RECORD: record, ...env }), connectTimeoutMs: 30_000 } },
         pin: 'off',
       },
       tenants: { acme: {}, globex: {} },
@@ -65,7 +58,7 @@ async function started(env: Record<string, string> = {}, shared?: Awaited<Return
         { name: 'rest', result: 'allow' },
       ],
     });
-  writeFileSync(policy, policyText());
+  const policy = writeWith();
   const idp = shared ?? (await jwksIssuer());
   if (!shared) cleanups.push(() => idp.close());
   const gateway = await spawnGateway(
@@ -78,7 +71,7 @@ async function started(env: Record<string, string> = {}, shared?: Awaited<Return
     idp.sign({ sub, org_id: org, aud: gateway.url.href, scope });
   /** Writes the policy with `extraRules` first and reloads it (SIGHUP), waiting for the gateway to say so. */
   const reload = async (extraRules: object[]) => {
-    writeFileSync(policy, policyText(extraRules));
+    writeWith(extraRules);
     const before = gateway.stderr().length;
     process.kill(gateway.pid, 'SIGHUP');
     for (let i = 0; i < 100 && !/in force/.test(gateway.stderr().slice(before)); i++)
@@ -92,35 +85,8 @@ async function started(env: Record<string, string> = {}, shared?: Awaited<Return
     method: string,
     params: Record<string, unknown>,
     capabilities: Record<string, unknown> = { extensions: { [TASKS]: {} }, elicitation: { form: {} } },
-  ): Promise<Answer> => {
-    const name = method === 'tools/call' ? params['name'] : params['taskId'];
-    const response = await fetch(gateway.url, {
-      method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        accept: 'application/json, text/event-stream',
-        authorization: `Bearer ${bearer}`,
-        'mcp-protocol-version': '2026-07-28',
-        'mcp-method': method,
-        ...(typeof name === 'string' ? { 'mcp-name': name } : {}),
-      },
-      body: JSON.stringify({
-        jsonrpc: '2.0',
-        id: 1,
-        method,
-        params: {
-          ...params,
-          _meta: {
-            'io.modelcontextprotocol/protocolVersion': '2026-07-28',
-            'io.modelcontextprotocol/clientCapabilities': capabilities,
-            'io.modelcontextprotocol/clientInfo': { name: 'raw', version: '1' },
-          },
-        },
-      }),
-    });
-    const text = await response.text();
-    return (text.startsWith('{') ? JSON.parse(text) : JSON.parse(/data: (.*)/.exec(text)![1]!)) as Answer;
-  };
+  ): Promise<Answer> =>
+    (await modernRequest<Answer>(gateway.url, method, params, { token: bearer, capabilities })).body;
   const alice = await token('alice', 'acme');
   for (let tries = 0; ; tries++) {
     const listed = await post(alice, 'tools/list', {});
@@ -128,16 +94,8 @@ async function started(env: Record<string, string> = {}, shared?: Awaited<Return
     if (tries > 300) throw new Error(`the upstream did not come up:\n${gateway.stderr()}`);
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
-  const received = () =>
-    readFileSync(record, 'utf8')
-      .split('\n')
-      .filter(Boolean)
-      .map((l) => JSON.parse(l) as { method: string; params: Record<string, unknown>; declared: boolean });
-  const audited = () =>
-    readFileSync(audit, 'utf8')
-      .split('\n')
-      .filter(Boolean)
-      .map((l) => JSON.parse(l) as Record<string, unknown>);
+  const received = () => jsonLines<{ method: string; params: Record<string, unknown>; declared: boolean }>(record);
+  const audited = () => jsonLines(audit);
   return { gateway, token, post, alice, received, audited, idp, reload };
 }
 

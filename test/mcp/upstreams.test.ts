@@ -3,56 +3,29 @@
  * (SDK v2, stdio), a 2025-11-25 upstream (SDK v1, Streamable HTTP) and one that answers in an era it did
  * not announce, with a 2025-11-25 client downstream (the gateway's downstream is still 2025-era here).
  */
-import { mkdtempSync, realpathSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
-import { ElicitRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { afterEach, describe, expect, it } from 'vitest';
-import { stringify } from 'yaml';
-import { createGateway, gatewayConfigOf, type GatewayAuditRecord } from '../../src/gateway/index.js';
-import { loadPolicyFile } from '../../src/policy-file/index.js';
-import { httpFixture, LEGACY, LIAR, MODERN, tsx } from './fixtures/processes.js';
+import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { describe, expect, it } from 'vitest';
+import { cleanupsAfterEach, gatewayOn, inMemoryClient, stdioUpstream, tempDir, text, writePolicy } from '../harness.js';
+import { httpFixture, LEGACY, LIAR, MODERN } from './fixtures/processes.js';
 
-const cleanups: (() => Promise<unknown>)[] = [];
-afterEach(async () => {
-  while (cleanups.length) await cleanups.pop()!().catch(() => undefined);
-});
-
-const text = (result: unknown): string => ((result as CallToolResult).content[0] as { text: string }).text;
+const cleanups = cleanupsAfterEach();
 
 async function start() {
   const legacy = await httpFixture(LEGACY);
   cleanups.push(() => legacy.stop());
-  const dir = realpathSync(mkdtempSync(join(tmpdir(), 'toolgate-upstreams-')));
-  const policy = join(dir, 'policy.yaml');
-  const { stderr: _stderr, ...modern } = tsx(MODERN);
-  const { stderr: _stderr2, ...liar } = tsx(LIAR, { LIE: 'modern' });
-  writeFileSync(
-    policy,
-    stringify({
-      version: 1,
-      gateway: { upstreams: { modern, legacy: { url: legacy.url.href }, liar } },
-      rules: [{ name: 'everything', result: 'allow' }],
-    }),
-  );
-  const set = await loadPolicyFile(policy);
-  const config = gatewayConfigOf(set);
-  const records: GatewayAuditRecord[] = [];
-  const gateway = await createGateway({
-    policy: set,
-    upstreams: config.upstreams,
-    pins: null,
-    audit: (r) => records.push(r),
+  const policy = writePolicy(tempDir('upstreams'), {
+    gateway: {
+      upstreams: {
+        modern: stdioUpstream(MODERN),
+        legacy: { url: legacy.url.href },
+        liar: stdioUpstream(LIAR, { LIE: 'modern' }),
+      },
+    },
+    rules: [{ name: 'everything', result: 'allow' }],
   });
-  cleanups.push(() => gateway.close());
-  const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
-  await gateway.createServer().connect(serverSide);
-  const client = new Client({ name: 'test', version: '1.0.0' }, { capabilities: { elicitation: { form: {} } } });
+  const { gateway, records } = await gatewayOn(cleanups, policy);
+  const client = await inMemoryClient(cleanups, gateway, { capabilities: { elicitation: { form: {} } } });
   client.setRequestHandler(ElicitRequestSchema, async () => ({ action: 'accept', content: { ok: true } }));
-  await client.connect(clientSide);
-  cleanups.push(() => client.close());
   return { gateway, client, records };
 }
 

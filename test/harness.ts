@@ -1,0 +1,279 @@
+/**
+ * The set-up the tests share: cleanups run after each test, temporary directories and policy files, the
+ * lines an upstream fixture records, a tool result's text, a fixture as a stdio upstream, an in-process
+ * gateway (`createGateway` on a policy file) with a client in memory or served over Streamable HTTP, and
+ * hand-made 2026-07-28 requests. Spawned `toolgate gateway` processes are test/gateway/fixtures/spawn.ts.
+ */
+import { mkdtempSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import {
+  Client as ModernClient,
+  ProtocolError,
+  StreamableHTTPClientTransport as ModernHttp,
+} from '@modelcontextprotocol/client';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
+import { afterEach, expect } from 'vitest';
+import { stringify } from 'yaml';
+import { serveGatewayHttp, type GatewayHttpServer } from '../src/gateway/http.js';
+import {
+  createGateway,
+  gatewayConfigOf,
+  type Gateway,
+  type GatewayAuditRecord,
+  type GatewayHttpOptions,
+  type GatewayOptions,
+} from '../src/gateway/index.js';
+import { loadPolicyFile, type PolicySet } from '../src/policy-file/index.js';
+
+export const ROOT = process.cwd();
+/** The fixture upstreams of test/gateway/fixtures. */
+export const DOCS = join(ROOT, 'test/gateway/fixtures/docs-server.ts');
+export const RECORDING = join(ROOT, 'test/gateway/fixtures/recording-server.ts');
+
+/** What runs after each test, last first. */
+export type Cleanups = (() => unknown)[];
+
+/**
+ * The file's cleanups: after every test each runs, last first; one that fails does not stop the others,
+ * unless `strict` (then it fails the test, and the ones after it do not run).
+ */
+export function cleanupsAfterEach(options: { readonly strict?: boolean } = {}): Cleanups {
+  const cleanups: Cleanups = [];
+  afterEach(async () => {
+    for (const cleanup of cleanups.splice(0).reverse()) {
+      if (options.strict) await cleanup();
+      else
+        await Promise.resolve()
+          .then(cleanup)
+          .catch(() => undefined);
+    }
+  });
+  return cleanups;
+}
+
+/** A new temporary directory, by its real path (the gateway resolves links). */
+export const tempDir = (name: string): string => realpathSync(mkdtempSync(join(tmpdir(), `toolgate-${name}-`)));
+
+/** An empty file in `dir` (what a fixture upstream appends to); its path. */
+export function emptyFile(dir: string, name: string): string {
+  const file = join(dir, name);
+  writeFileSync(file, '');
+  return file;
+}
+
+/** `data` as the policy file `name` in `dir` (`version: 1` unless it says otherwise); its path. */
+export function writePolicy(dir: string, data: Record<string, unknown>, name = 'policy.yaml'): string {
+  const file = join(dir, name);
+  writeFileSync(file, stringify({ version: 1, ...data }));
+  return file;
+}
+
+/** The non-empty lines of a file. */
+export const lines = (file: string): string[] => readFileSync(file, 'utf8').split('\n').filter(Boolean);
+
+/** A JSON-lines file, parsed. */
+export const jsonLines = <T = Record<string, unknown>>(file: string): T[] =>
+  lines(file).map((line) => JSON.parse(line) as T);
+
+/** The text of a tool result's first content part. */
+export const text = (result: unknown): string => (result as { content: { text: string }[] }).content[0]!.text;
+
+/** A TypeScript fixture as a stdio upstream (run by tsx), with its environment. */
+export const stdioUpstream = (file: string, env?: Record<string, string>) => ({
+  command: process.execPath,
+  args: ['--import', 'tsx', file],
+  ...(env ? { env } : {}),
+});
+
+/** An in-process gateway on a policy file; what it audits is in `records`. */
+export interface GatewayOn {
+  readonly set: PolicySet;
+  readonly gateway: Gateway;
+  readonly records: GatewayAuditRecord[];
+}
+
+/**
+ * `createGateway` on the policy file `policy`: its upstreams (unless `options` gives them), no pins, auditing
+ * into `records`, and what `options` adds or replaces (a function of the loaded set); closed after the test.
+ */
+export async function gatewayOn(
+  cleanups: Cleanups,
+  policy: string,
+  options: (set: PolicySet) => Partial<GatewayOptions> = () => ({}),
+): Promise<GatewayOn> {
+  const set = await loadPolicyFile(policy);
+  const records: GatewayAuditRecord[] = [];
+  const given = options(set);
+  const gateway = await createGateway({
+    policy: set,
+    pins: null,
+    audit: (r) => records.push(r),
+    ...given,
+    upstreams: given.upstreams ?? gatewayConfigOf(set).upstreams,
+  });
+  cleanups.push(() => gateway.close());
+  return { set, gateway, records };
+}
+
+/** A gateway served over HTTP: its server and URL besides. */
+export interface GatewayOverHttp extends GatewayOn {
+  readonly http: GatewayHttpServer;
+  readonly url: URL;
+}
+
+/**
+ * {@link gatewayOn} with `gateway`, served by `serveGatewayHttp` on port 0 with `http` (no authentication
+ * unless it says); closed after the test.
+ */
+export async function gatewayOverHttp(
+  cleanups: Cleanups,
+  policy: string,
+  options: {
+    readonly gateway?: (set: PolicySet) => Partial<GatewayOptions>;
+    readonly http?: (set: PolicySet, records: GatewayAuditRecord[]) => Omit<GatewayHttpOptions, 'port'>;
+  } = {},
+): Promise<GatewayOverHttp> {
+  const on = await gatewayOn(cleanups, policy, options.gateway);
+  const http = await serveGatewayHttp(on.gateway, {
+    port: 0,
+    ...(options.http?.(on.set, on.records) ?? { authenticate: null }),
+  });
+  cleanups.push(() => http.close());
+  return { ...on, http, url: http.url };
+}
+
+/** An MCP client (SDK v1) of a server the gateway creates, over an in-memory transport; closed after the test. */
+export async function inMemoryClient(
+  cleanups: Cleanups,
+  gateway: Pick<Gateway, 'createServer'>,
+  options: ConstructorParameters<typeof Client>[1] = {},
+): Promise<Client> {
+  const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+  await gateway.createServer().connect(serverSide);
+  const client = new Client({ name: 'test', version: '1.0.0' }, options);
+  await client.connect(clientSide);
+  cleanups.push(() => client.close());
+  return client;
+}
+
+/**
+ * An SDK v2 client pinned to 2026-07-28 over Streamable HTTP, with a bearer `token` when given; `setup`
+ * runs before it connects (its request handlers). Closed after the test.
+ */
+export async function modernClient(
+  cleanups: Cleanups,
+  url: URL,
+  options: NonNullable<ConstructorParameters<typeof ModernClient>[1]> & {
+    readonly name?: string;
+    readonly token?: string;
+    readonly setup?: (client: ModernClient) => void;
+  } = {},
+): Promise<ModernClient> {
+  const { name = 'modern-client', token, setup, ...clientOptions } = options;
+  const client = new ModernClient(
+    { name, version: '1.0.0' },
+    { versionNegotiation: { mode: { pin: '2026-07-28' } }, ...clientOptions },
+  );
+  setup?.(client);
+  const headers = token === undefined ? undefined : { authorization: `Bearer ${token}` };
+  await client.connect(new ModernHttp(url, headers ? { requestInit: { headers } } : {}));
+  cleanups.push(() => client.close());
+  return client;
+}
+
+/**
+ * Waits until `client` lists the tool `name` (an upstream may take a while to start on a loaded machine),
+ * or, with `present` false, until it no longer does.
+ */
+export async function untilListed(
+  client: { listTools(): Promise<{ tools: { name: string }[] }> },
+  name: string,
+  log: () => string = () => '',
+  present = true,
+): Promise<void> {
+  for (let tries = 0; (await client.listTools()).tools.some((t) => t.name === name) !== present; tries++) {
+    if (tries > 300) throw new Error(`${name} ${present ? 'never listed' : 'still listed'}:\n${log()}`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
+/** Waits until `ok()` holds (checked every 100 ms for 30 s); else fails naming `what`, with `log()`. */
+export async function until(what: string, ok: () => boolean, log: () => string = () => ''): Promise<void> {
+  for (let tries = 0; !ok(); tries++) {
+    if (tries > 300) throw new Error(`${what}:\n${log()}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+/** The `_meta` of a 2026-07-28 request: its version, the capabilities the client declares, its info. */
+export const modernMeta = (capabilities: Record<string, unknown> = {}, version = '2026-07-28') => ({
+  'io.modelcontextprotocol/protocolVersion': version,
+  'io.modelcontextprotocol/clientCapabilities': capabilities,
+  'io.modelcontextprotocol/clientInfo': { name: 'raw', version: '1' },
+});
+
+/** What an MCP endpoint answered one POST: the HTTP status, its challenge, the JSON-RPC answer. */
+export interface Posted<T> {
+  readonly status: number;
+  readonly challenge: string | null;
+  readonly body: T;
+}
+
+/**
+ * One hand-made JSON-RPC POST to an MCP endpoint (`id` 1 unless `body` gives one), with `headers` as
+ * given besides the content types (what no SDK client would send: mismatched headers, unknown versions).
+ * The answer is read from the JSON body or the first event of an SSE stream.
+ */
+export async function postMcp<T = Record<string, unknown>>(
+  url: URL,
+  body: Record<string, unknown>,
+  headers: Record<string, string> = {},
+): Promise<Posted<T>> {
+  const response = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, ...body }),
+  });
+  const answer = await response.text();
+  return {
+    status: response.status,
+    challenge: response.headers.get('www-authenticate'),
+    body: JSON.parse(answer.startsWith('{') ? answer : /data: (.*)/.exec(answer)![1]!) as T,
+  };
+}
+
+/**
+ * One 2026-07-28 request as a client sends it: the headers agree with the body (`mcp-name` is the params'
+ * `name` or `taskId`), its `_meta` declares `capabilities`, a bearer `token` when given.
+ */
+export function modernRequest<T = Record<string, unknown>>(
+  url: URL,
+  method: string,
+  params: Record<string, unknown>,
+  options: { readonly token?: string; readonly capabilities?: Record<string, unknown>; readonly id?: number } = {},
+): Promise<Posted<T>> {
+  const name = params['name'] ?? params['taskId'];
+  return postMcp<T>(
+    url,
+    { id: options.id ?? 1, method, params: { ...params, _meta: modernMeta(options.capabilities) } },
+    {
+      ...(options.token === undefined ? {} : { authorization: `Bearer ${options.token}` }),
+      'mcp-protocol-version': '2026-07-28',
+      'mcp-method': method,
+      ...(typeof name === 'string' ? { 'mcp-name': name } : {}),
+    },
+  );
+}
+
+/** The protocol error (-32602) a call of an SDK v2 client is refused with; a failure when it is not refused so. */
+export async function refusedWith32602(call: Promise<unknown>): Promise<ProtocolError> {
+  const error = await call.then(
+    (r) => new Error(`expected a protocol error, got ${JSON.stringify(r)}`),
+    (e: unknown) => e,
+  );
+  expect(error).toBeInstanceOf(ProtocolError);
+  expect((error as ProtocolError).code).toBe(-32602);
+  return error as ProtocolError;
+}
