@@ -1,5 +1,4 @@
-import { mkdtempSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
@@ -7,6 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { annotationTags, connectMcpServer, type McpConnection } from '../../src/adapters/mcp/index.js';
 import { ASK_DESTRUCTIVE, PermissionPolicy, ToolRegistry, ToolTag, type Decision } from '../../src/index.js';
+import { tempDir } from '../harness.js';
 
 const FS_SERVER = join(process.cwd(), 'node_modules/.bin/mcp-server-filesystem');
 const open: McpConnection[] = [];
@@ -145,7 +145,7 @@ describe('toolgate/mcp: tools from MCP servers', () => {
   });
 
   it('connects over real stdio to the official filesystem server; its tools pass the gate', async () => {
-    const root = realpathSync(mkdtempSync(join(tmpdir(), 'toolgate-mcp-')));
+    const root = tempDir('mcp');
     writeFileSync(join(root, 'note.txt'), 'hello from disk');
     const registry = new ToolRegistry();
     const decisions: Decision[] = [];

@@ -2,8 +2,7 @@
  * Issue 11, the gateway's edges: what the policy says must be what the gateway does, over stdio and HTTP,
  * in front of the real @modelcontextprotocol/server-filesystem (files and folders made here, in a temp dir).
  */
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -31,6 +30,7 @@ import {
   text,
   type Cleanups,
 } from './fixtures/gateway.js';
+import { tempDir } from '../harness.js';
 
 const cleanups: Cleanups = [];
 afterEach(async () => {
@@ -246,7 +246,7 @@ describe('the approval prompt waits as long as the gateway was told', () => {
 
 /** A sandbox for the filesystem server and a policy file with `tools:` metadata and a parameters schema. */
 function sandbox() {
-  const root = realpathSync(mkdtempSync(join(tmpdir(), 'toolgate-edges-')));
+  const root = tempDir('edges');
   mkdirSync(join(root, 'inbox'));
   writeFileSync(join(root, 'note.txt'), 'a note');
   const policy = `${root}.policy.yaml`;
@@ -332,7 +332,7 @@ describe('toolgate mcp-proxy applies the policy file the way explain reads it (s
 
 describe('toolgate mcp-proxy refuses unsafe HTTP configurations before it starts the upstream', () => {
   function marker() {
-    const dir = realpathSync(mkdtempSync(join(tmpdir(), 'toolgate-marker-')));
+    const dir = tempDir('marker');
     const file = join(dir, 'spawned');
     const policy = join(dir, 'policy.json');
     writeFileSync(policy, JSON.stringify({ version: 1, fallback: 'allow' }));
@@ -387,7 +387,7 @@ describe('toolgate mcp-proxy refuses unsafe HTTP configurations before it starts
 
 describe('toolgate mcp-proxy: paths that name one file by many spellings, links, folders (real filesystem server)', () => {
   function tree() {
-    const root = realpathSync(mkdtempSync(join(tmpdir(), 'toolgate-paths-')));
+    const root = tempDir('paths');
     for (const dir of ['Keys', 'Gehälter', 'secret', 'inbox']) mkdirSync(join(root, dir));
     writeFileSync(join(root, 'Keys', 'id_rsa'), 'PRIVATE KEY');
     writeFileSync(join(root, 'Gehälter', '2026.csv'), 'salaries');

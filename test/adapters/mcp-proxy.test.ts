@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -7,9 +7,9 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { ElicitRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { SignJWT } from 'jose';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import {
   connectMcpServer,
@@ -22,17 +22,12 @@ import {
   type McpProxy,
 } from '../../src/adapters/mcp/index.js';
 import { ConfigurationError, PermissionPolicy, ToolRegistry } from '../../src/index.js';
+import { cleanupsAfterEach, ROOT, tempDir, text } from '../harness.js';
 
-const ROOT = process.cwd();
 const FS_SERVER = join(ROOT, 'node_modules/.bin/mcp-server-filesystem');
 const CLI = join(ROOT, 'src/cli/mcp-proxy.ts');
 const FLAKY = join(ROOT, 'test/adapters/fixtures/flaky-server.ts');
-const cleanups: (() => Promise<unknown>)[] = [];
-afterEach(async () => {
-  while (cleanups.length) await cleanups.pop()!().catch(() => undefined);
-});
-
-const text = (result: unknown): string => ((result as CallToolResult).content[0] as { text: string }).text;
+const cleanups = cleanupsAfterEach();
 
 /** The proxy CLI as a child process over real stdio, driven by the SDK's Client. */
 async function proxyClient(
@@ -54,7 +49,7 @@ async function proxyClient(
 }
 
 function sandbox() {
-  const root = realpathSync(mkdtempSync(join(tmpdir(), 'toolgate-proxy-')));
+  const root = tempDir('proxy');
   mkdirSync(join(root, 'inbox'));
   writeFileSync(join(root, 'note.txt'), 'hello from the sandbox');
   const policy = join(root, '..', `${root.split('/').pop()}-policy.json`);

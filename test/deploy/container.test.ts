@@ -3,15 +3,12 @@
 // command it would run — its ENTRYPOINT with its ENV — starts a real gateway that answers its probes and
 // stops cleanly on SIGTERM. The image's /app is this tree; `node /app/dist/cli/main.js` is run from source.
 import { spawn } from 'node:child_process';
-import { chmodSync, existsSync, mkdtempSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { jwksIssuer } from '../gateway/fixtures/spawn.js';
-
-const ROOT = process.cwd();
-const RECORDING = join(ROOT, 'test/gateway/fixtures/recording-server.ts');
+import { RECORDING, ROOT, tempDir } from '../harness.js';
 
 interface Instruction {
   readonly keyword: string;
@@ -110,7 +107,7 @@ describe('deploy/Containerfile', { timeout: 180_000 }, () => {
         .map((e) => e.args)
         .join(' '),
     );
-    const dir = realpathSync(mkdtempSync(join(tmpdir(), 'toolgate-container-')));
+    const dir = tempDir('container');
     const policy = join(dir, 'policy.yaml');
     writeFileSync(join(dir, 'rec.jsonl'), '');
     writeFileSync(

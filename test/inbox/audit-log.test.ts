@@ -6,15 +6,12 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { openInboxAudit, type InboxAuditRecord } from '../../src/inbox/index.js';
 import { PG_URL, uniqueName } from '../stores/servers.js';
-import type { Cleanup } from './fixture.js';
+import { cleanupsAfterEach } from '../harness.js';
 
-const cleanups: Cleanup[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
+const cleanups = cleanupsAfterEach({ strict: true });
 
 const record = (i: number): InboxAuditRecord => ({
   type: i % 3 === 0 ? 'approval_answer_refused' : 'approval_answered',

@@ -3,49 +3,17 @@
  * AgentRunner run is answered in the browser and the run completes with the tool executed once.
  */
 import { mkdirSync } from 'node:fs';
-import { chromium, type Browser, type BrowserContext, type Locator, type Page } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { webhookSignature, type InboxAuditRecord } from '../../src/inbox/index.js';
-import { bearer, CHROMIUM_ARGS, receiver, shop, startInbox, type Cleanup, type InboxOptions } from './fixture.js';
+import { browserPerFile, counted, open, see, signedIn as signedInTo } from './browser-fixture.js';
+import { bearer, receiver, shop, startInbox, type InboxOptions } from './fixture.js';
 
-let browser: Browser;
-
-/** The text of `locator`, polled until the expectation holds (the page updates live). */
-function see(locator: Locator) {
-  return expect.poll(() => locator.innerText({ timeout: 2000 }).catch(() => ''), { timeout: 10_000 });
-}
-function counted(locator: Locator) {
-  return expect.poll(() => locator.count(), { timeout: 10_000 });
-}
-const cleanups: Cleanup[] = [];
-
-beforeAll(async () => {
-  browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: CHROMIUM_ARGS, headless: true });
-});
-afterAll(async () => {
-  await browser?.close();
-});
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
+const { browser, cleanups } = browserPerFile();
 
 const start = (options?: InboxOptions) => startInbox(cleanups, options);
 
-async function signedIn(subject: string, viewport = { width: 1100, height: 900 }): Promise<BrowserContext> {
-  const context = await browser.newContext({
-    extraHTTPHeaders: { authorization: `Bearer ${await bearer(subject)}` },
-    viewport,
-  });
-  context.setDefaultTimeout(8000);
-  cleanups.push(() => context.close());
-  return context;
-}
-
-async function open(context: BrowserContext, url: string): Promise<Page> {
-  const page = await context.newPage();
-  await page.goto(`${url}/`);
-  return page;
-}
+const signedIn = (subject: string, viewport = { width: 1100, height: 900 }) =>
+  signedInTo(browser(), cleanups, subject, { viewport });
 
 describe('the inbox in a browser', () => {
   it('shows a paused run, approves it, and the run completes with the tool executed once; a second click and a second tab run nothing more', async () => {
@@ -73,7 +41,7 @@ describe('the inbox in a browser', () => {
     await see(card.locator('details.trace')).toContain('deny_huge_refunds');
 
     // A second tab that shows the form as it was (no script, so no live update removes the button).
-    const stale = await browser.newContext({
+    const stale = await browser().newContext({
       extraHTTPHeaders: { authorization: `Bearer ${await bearer('alice@example.com')}` },
       javaScriptEnabled: false,
     });
@@ -203,7 +171,7 @@ describe('the inbox in a browser', () => {
     const [record] = await inbox.store.list({ status: 'pending' });
     const link = inbox.link({ approver: 'bob@example.com', approval: record!.id, effect: 'allow' });
     expect(link.startsWith(url)).toBe(true);
-    const context = await browser.newContext(); // no bearer: the link is the credential
+    const context = await browser().newContext(); // no bearer: the link is the credential
     context.setDefaultTimeout(8000);
     cleanups.push(() => context.close());
     const page = await context.newPage();
@@ -279,7 +247,7 @@ describe('the inbox in a browser', () => {
     const buttons = message.blocks.find((b) => b.type === 'actions')!.elements!;
     expect(buttons.map((b) => b.text.text)).toEqual(['Approve', 'Deny', 'Open the inbox']);
     // The Slack deny link works (as the channel's approver) and the run is told.
-    const context = await browser.newContext();
+    const context = await browser().newContext();
     cleanups.push(() => context.close());
     const page = await context.newPage();
     await page.goto(buttons[1]!.url);

@@ -1,11 +1,9 @@
 // Attacks on the approval inbox's edges: each test failed before its fix.
-import { afterEach, describe, expect, it } from 'vitest';
-import { answerAs, startInbox, wireMoney, type Cleanup } from './fixture.js';
+import { describe, expect, it } from 'vitest';
+import { answerAs, startInbox, wireMoney } from './fixture.js';
+import { cleanupsAfterEach } from '../harness.js';
 
-const cleanups: Cleanup[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
+const cleanups = cleanupsAfterEach({ strict: true });
 
 describe('attacks on the approval inbox', () => {
   it('four eyes holds on the registry route: the caller cannot approve their own call', async () => {

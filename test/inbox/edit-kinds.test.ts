@@ -3,15 +3,13 @@
  * read or a prompt get is answered as asked. The card offers no edit form for them, and an answer that edits
  * them anyway is refused — nothing is recorded for it.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { bindingOf } from '../../src/gate/index.js';
 import type { ApprovalKind } from '../../src/contracts/approval.js';
-import { answer, bearer, startInbox, type Cleanup } from './fixture.js';
+import { answer, bearer, startInbox } from './fixture.js';
+import { cleanupsAfterEach } from '../harness.js';
 
-const cleanups: Cleanup[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
+const cleanups = cleanupsAfterEach({ strict: true });
 
 const APPROVER = 'ops@acme.example';
 

@@ -3,13 +3,11 @@
  * tenant list that every request then had to pass too, so once the reminder was due the tool's own
  * approvers got 404 (the inbox's /link and /answer routes, over HTTP).
  */
-import { afterEach, describe, expect, it } from 'vitest';
-import { answerAs, shop, startInbox, type Cleanup } from './fixture.js';
+import { describe, expect, it } from 'vitest';
+import { answerAs, shop, startInbox } from './fixture.js';
+import { cleanupsAfterEach } from '../harness.js';
 
-const cleanups: Cleanup[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
+const cleanups = cleanupsAfterEach({ strict: true });
 
 /** GET /link?token=… for a link made for `approver` on approval `id`: the status the approver gets. */
 async function linkStatus(url: string, token: string): Promise<number> {

@@ -6,7 +6,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { inboxDemo } from '../../examples/demo/inbox.js';
 import { runServe } from '../../src/cli/serve.js';
 import { run } from '../../src/cli/program.js';
@@ -27,14 +27,11 @@ import {
   shop,
   startInbox,
   wireMoney,
-  type Cleanup,
   type InboxOptions,
 } from './fixture.js';
+import { cleanupsAfterEach } from '../harness.js';
 
-const cleanups: Cleanup[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
+const cleanups = cleanupsAfterEach({ strict: true });
 
 const start = (options?: InboxOptions) => startInbox(cleanups, options);
 

@@ -3,14 +3,12 @@
  * issued a session every time it was used, and a reminder was sent on every replica. Only `true` is fresh;
  * anything else that is not `false` is a store error (refused, fail closed). Over HTTP and the sweep.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { MemoryNonceStore } from '../../src/stores/index.js';
-import { receiver, shop, startInbox, type Cleanup } from './fixture.js';
+import { receiver, shop, startInbox } from './fixture.js';
+import { cleanupsAfterEach } from '../harness.js';
 
-const cleanups: Cleanup[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
+const cleanups = cleanupsAfterEach({ strict: true });
 
 function tokenOf(link: string): string {
   return new URL(link).searchParams.get('token')!;

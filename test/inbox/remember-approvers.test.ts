@@ -5,7 +5,7 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createInbox, type Inbox } from '../../src/inbox/index.js';
 import { AgentRunner, PermissionPolicy, PermissionResult, ToolRegistry, defineTool } from '../../src/index.js';
 import { loadPolicyFile } from '../../src/policy-file/index.js';
@@ -21,14 +21,11 @@ import {
   RUNNER_SECRET,
   shop,
   startInbox,
-  type Cleanup,
   type InboxOptions,
 } from './fixture.js';
+import { cleanupsAfterEach } from '../harness.js';
 
-const cleanups: Cleanup[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
+const cleanups = cleanupsAfterEach({ strict: true });
 
 const start = (options?: InboxOptions) => startInbox(cleanups, options);
 

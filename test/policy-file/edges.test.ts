@@ -3,13 +3,13 @@
  * many spellings (Unicode normalisation, case, Windows trailing dots), symbolic links (`realpath`), the
  * folder of a `dir/**` pattern, and `__proto__` argument keys.
  */
-import { mkdirSync, mkdtempSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { compileGlobMatcher, globSteps, MAX_EXPANSIONS } from '../../src/policy-file/glob.js';
 import { parsePolicy, resolvePath } from '../../src/policy-file/index.js';
 import { ToolRegistry } from '../../src/index.js';
+import { tempDir } from '../harness.js';
 
 function policy(rules: string, tools = 't: {}') {
   const result = parsePolicy(`version: 1\nfallback: deny\ntools:\n  ${tools}\nrules:\n${rules}`);
@@ -168,7 +168,7 @@ describe('path conditions and names that are one file to the upstream', () => {
 
 describe('realpath: symbolic links resolved on this machine before matching', () => {
   function tree() {
-    const root = realpathSync(mkdtempSync(join(tmpdir(), 'toolgate-links-')));
+    const root = tempDir('links');
     mkdirSync(join(root, 'secret'));
     mkdirSync(join(root, 'inbox'));
     writeFileSync(join(root, 'secret', 'key.txt'), 'k');

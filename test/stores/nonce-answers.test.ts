@@ -3,55 +3,36 @@
  * truthy answer as fresh, so with a store answering 'OK' one answered approval ran its call on every retry.
  * Through the real gateway (an MCP client, a real upstream process), on shared approval stores.
  */
-import { mkdtempSync, realpathSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { afterEach, describe, expect, it } from 'vitest';
-import { stringify } from 'yaml';
-import { createGateway, gatewayConfigOf, type Gateway } from '../../src/gateway/index.js';
-import { loadPolicyFile } from '../../src/policy-file/index.js';
+import { describe, expect, it } from 'vitest';
 import { memoryStores } from '../../src/stores/index.js';
 import type { NonceStore } from '../../src/stores/types.js';
+import {
+  cleanupsAfterEach,
+  DOCS,
+  gatewayOn,
+  inMemoryClient,
+  stdioUpstream,
+  tempDir,
+  text,
+  writePolicy,
+} from '../harness.js';
 
-const DOCS = join(process.cwd(), 'test/gateway/fixtures/docs-server.ts');
-const cleanups: (() => Promise<unknown>)[] = [];
-afterEach(async () => {
-  while (cleanups.length) await cleanups.pop()!().catch(() => undefined);
-});
-const text = (r: unknown) => ((r as CallToolResult).content[0] as { text: string }).text;
+const cleanups = cleanupsAfterEach();
 
 async function gatewayWith(nonces: NonceStore) {
   const stores = memoryStores();
-  const dir = realpathSync(mkdtempSync(join(tmpdir(), 'toolgate-nonce-')));
-  const file = join(dir, 'policy.yaml');
-  writeFileSync(
-    file,
-    stringify({
-      version: 1,
-      gateway: { upstreams: { docs: { command: process.execPath, args: ['--import', 'tsx', DOCS] } } },
-      rules: [
-        { name: 'echo-asks', tools: 'docs:echo', result: 'ask', reason: 'echo needs a person' },
-        { name: 'rest', namespace: 'docs', result: 'allow' },
-      ],
-    }),
-  );
-  const set = await loadPolicyFile(file);
-  const config = gatewayConfigOf(set);
-  const gateway: Gateway = await createGateway({
-    policy: set,
-    upstreams: config.upstreams,
-    pins: null,
-    approvals: { store: stores.approvals, nonces, secret: 'a shared secret of the replicas' },
+  const policy = writePolicy(tempDir('nonce'), {
+    gateway: { upstreams: { docs: stdioUpstream(DOCS) } },
+    rules: [
+      { name: 'echo-asks', tools: 'docs:echo', result: 'ask', reason: 'echo needs a person' },
+      { name: 'rest', namespace: 'docs', result: 'allow' },
+    ],
   });
-  cleanups.push(() => gateway.close());
-  const [a, b] = InMemoryTransport.createLinkedPair();
-  await gateway.createServer().connect(b);
-  const client = new Client({ name: 'attacker', version: '1.0.0' });
-  await client.connect(a);
-  cleanups.push(() => client.close());
+  const { gateway } = await gatewayOn(cleanups, policy, () => ({
+    approvals: { store: stores.approvals, nonces, secret: 'a shared secret of the replicas' },
+  }));
+  const client = await inMemoryClient(cleanups, gateway);
   const echo = () => client.callTool({ name: 'docs:echo', arguments: { text: 'x' } }) as Promise<CallToolResult>;
   return { stores, echo };
 }
