@@ -30,6 +30,8 @@ function pendingRunner(
     tenants?: Record<string, TenantLimits>;
     onRefusal?: 'fail' | 'continue';
     policyVersion?: string | null;
+    /** The model of each runner made (a fresh script each). @default refundScript */
+    model?: () => ScriptedModel;
   } = {},
 ) {
   // A version pinned the same in every process ('v1' unless told), so an approval given in one process is
@@ -40,7 +42,7 @@ function pendingRunner(
   const fixture = shop(version === null ? {} : { policyVersion: version });
   const runner = new AgentRunner({
     registry: fixture.registry,
-    model: refundScript(),
+    model: extra.model ? extra.model() : refundScript(),
     approvals: store,
     secret: SECRET,
     handler: () => 'pending',
@@ -466,19 +468,7 @@ describe('AgentRunner: durable approvals', () => {
         { toolCalls: [{ name: 'refund', arguments: { order: 'A1', amount: 500 } }] },
         { text: 'done' },
       ]);
-    const make = () => {
-      const f = shop({ policyVersion: 'v1' });
-      return {
-        ...f,
-        runner: new AgentRunner({
-          registry: f.registry,
-          model: twice(),
-          approvals: store,
-          secret: SECRET,
-          handler: () => 'pending',
-        }),
-      };
-    };
+    const make = () => pendingRunner(store, { model: twice });
     // once: the second identical call pauses again.
     const o = make();
     const r1 = paused(await o.runner.run(concierge, 'x', { session: 's1' }));
@@ -603,19 +593,7 @@ describe('AgentRunner: durable approvals', () => {
           { text: 'billing: refunded' },
         ],
       });
-    const make = () => {
-      const f = shop({ policyVersion: 'v1' });
-      const runner = new AgentRunner({
-        registry: f.registry,
-        model: model(),
-        approvals: store,
-        secret: SECRET,
-        handler: () => 'pending',
-      });
-      const events: RunEvent[] = [];
-      runner.on((e) => events.push(e));
-      return { ...f, runner, events };
-    };
+    const make = () => pendingRunner(store, { model });
     const first = make();
     const result = paused(await first.runner.run(top, 'refund A1'));
     expect(first.executed).toEqual({ search: 1 });
@@ -651,19 +629,7 @@ describe('AgentRunner: durable approvals', () => {
         },
         { text: 'ok' },
       ]);
-    const make = () => {
-      const f = shop({ policyVersion: 'v1' });
-      return {
-        ...f,
-        runner: new AgentRunner({
-          registry: f.registry,
-          model: model(),
-          approvals: store,
-          secret: SECRET,
-          handler: () => 'pending',
-        }),
-      };
-    };
+    const make = () => pendingRunner(store, { model: model });
     const a = make();
     const r = paused(await a.runner.run(concierge, 'x'));
     expect(r.pending.map((p) => p.parameters['order'])).toEqual(['A1', 'A2']);

@@ -361,12 +361,24 @@ describe('attack: a tenant plan cut during a turn applies to the calls of that t
 });
 
 describe('attack: what was granted before a pause or by another caller does not carry over', () => {
+  const billing: Agent = { name: 'billing', tools: ['refund'] };
+  const top: Agent = { name: 'concierge', tools: ['refund', 'agent:billing'], peers: [billing] };
+  /** Delegating to billing needs a person's approval; the refund rules as before. */
+  const askDelegation = () =>
+    new PermissionPolicy({
+      version: 'v1',
+      rules: [
+        { name: 'ask_delegation', tools: ['agent:billing'], result: PermissionResult.ASK, reason: 'a person decides' },
+        DENY_HUGE_REFUNDS,
+        ASK_BIG_REFUNDS,
+      ],
+      fallback: PermissionResult.ALLOW,
+    });
+
   const wire = <T>(v: T): T => JSON.parse(JSON.stringify(v)) as T;
 
   it('a tenant that loses agent:billing while the run is paused inside billing: the resumed peer does not act', async () => {
     const store = new InMemoryApprovalStore();
-    const billing: Agent = { name: 'billing', tools: ['refund'] };
-    const top: Agent = { name: 'concierge', tools: ['refund', 'agent:billing'], peers: [billing] };
     let plan: TenantLimits = { tools: ['refund', 'agent:billing'] };
     const model = () =>
       new ScriptedModel({
@@ -394,8 +406,6 @@ describe('attack: what was granted before a pause or by another caller does not 
 
   it('a delegation that needs approval under the policy in force on resume does not continue unasked (branch atk1)', async () => {
     const store = new InMemoryApprovalStore();
-    const billing: Agent = { name: 'billing', tools: ['refund'] };
-    const top: Agent = { name: 'concierge', tools: ['refund', 'agent:billing'], peers: [billing] };
     const model = new ScriptedModel({
       concierge: [{ toolCalls: [{ name: 'agent:billing', arguments: { input: 'refund A1' } }] }, { text: 'done' }],
       billing: [{ toolCalls: [{ name: 'refund', arguments: { order: 'A1', amount: 500 } }] }, { text: 'refunded' }],
@@ -417,22 +427,7 @@ describe('attack: what was granted before a pause or by another caller does not 
     const decision = runner.answer(p.pending[0]!, 'allow');
     // While the run is paused inside billing, delegating to billing comes to need a person's approval (the
     // policy keeps its pinned version, so the refund's approval still binds).
-    f.registry.setPermissionPolicy(
-      new PermissionPolicy({
-        version: 'v1',
-        rules: [
-          {
-            name: 'ask_delegation',
-            tools: ['agent:billing'],
-            result: PermissionResult.ASK,
-            reason: 'a person decides',
-          },
-          DENY_HUGE_REFUNDS,
-          ASK_BIG_REFUNDS,
-        ],
-        fallback: PermissionResult.ALLOW,
-      }),
-    );
+    f.registry.setPermissionPolicy(askDelegation());
     const resumed = await runner.resume(wire(p.state), [decision]);
     expect(f.refunds).toHaveLength(0);
     expect(resumed.decisions.at(-1)).toMatchObject({ tool: 'agent:billing', effect: 'deny' });
@@ -440,25 +435,8 @@ describe('attack: what was granted before a pause or by another caller does not 
   });
 
   it('a delegation approved before the pause for the same binding continues on resume (branch atk1)', async () => {
-    const billing: Agent = { name: 'billing', tools: ['refund'] };
-    const top: Agent = { name: 'concierge', tools: ['refund', 'agent:billing'], peers: [billing] };
     const f = shop({ policyVersion: 'v1' });
-    f.registry.setPermissionPolicy(
-      new PermissionPolicy({
-        version: 'v1',
-        rules: [
-          {
-            name: 'ask_delegation',
-            tools: ['agent:billing'],
-            result: PermissionResult.ASK,
-            reason: 'a person decides',
-          },
-          DENY_HUGE_REFUNDS,
-          ASK_BIG_REFUNDS,
-        ],
-        fallback: PermissionResult.ALLOW,
-      }),
-    );
+    f.registry.setPermissionPolicy(askDelegation());
     const runner = new AgentRunner({
       registry: f.registry,
       model: new ScriptedModel({
@@ -476,25 +454,8 @@ describe('attack: what was granted before a pause or by another caller does not 
   });
 
   it('a delegation approved with edited input before the peer paused continues on resume (branch atk1)', async () => {
-    const billing: Agent = { name: 'billing', tools: ['refund'] };
-    const top: Agent = { name: 'concierge', tools: ['refund', 'agent:billing'], peers: [billing] };
     const f = shop({ policyVersion: 'v1' });
-    f.registry.setPermissionPolicy(
-      new PermissionPolicy({
-        version: 'v1',
-        rules: [
-          {
-            name: 'ask_delegation',
-            tools: ['agent:billing'],
-            result: PermissionResult.ASK,
-            reason: 'a person decides',
-          },
-          DENY_HUGE_REFUNDS,
-          ASK_BIG_REFUNDS,
-        ],
-        fallback: PermissionResult.ALLOW,
-      }),
-    );
+    f.registry.setPermissionPolicy(askDelegation());
     const runner = new AgentRunner({
       registry: f.registry,
       model: new ScriptedModel({
@@ -519,8 +480,6 @@ describe('attack: what was granted before a pause or by another caller does not 
 
   it("a paused delegation deeper than the resuming runner's maxDepth does not continue (branch atk1)", async () => {
     const store = new InMemoryApprovalStore();
-    const billing: Agent = { name: 'billing', tools: ['refund'] };
-    const top: Agent = { name: 'concierge', tools: ['refund', 'agent:billing'], peers: [billing] };
     const model = () =>
       new ScriptedModel({
         concierge: [{ toolCalls: [{ name: 'agent:billing', arguments: { input: 'refund A1' } }] }, { text: 'done' }],
@@ -539,8 +498,6 @@ describe('attack: what was granted before a pause or by another caller does not 
 
   it('a resume that narrows the root so it no longer declares agent:billing; the paused delegation does not continue', async () => {
     const store = new InMemoryApprovalStore();
-    const billing: Agent = { name: 'billing', tools: ['refund'] };
-    const top: Agent = { name: 'concierge', tools: ['refund', 'agent:billing'], peers: [billing] };
     const model = () =>
       new ScriptedModel({
         concierge: [{ toolCalls: [{ name: 'agent:billing', arguments: { input: 'refund A1' } }] }, { text: 'done' }],
