@@ -167,6 +167,11 @@ export interface GatewayEndpoint {
  *   authorizationServers: ['http://127.0.0.1:9000'],
  * });
  */
+/** A JSON-RPC error answer with no request id (the request could not be read or is refused before it is). */
+function rpcError(res: ServerResponse, status: number, error: { code: number; message: string; data?: unknown }): void {
+  reply(res, status, { jsonrpc: '2.0', error, id: null });
+}
+
 export async function serveGatewayHttp(
   gateway: GatewayEndpoint,
   options: GatewayHttpOptions,
@@ -363,13 +368,9 @@ export async function serveGatewayHttp(
     }
     if (drainer.draining) {
       res.setHeader('retry-after', '5');
-      return reply(res, 503, {
-        jsonrpc: '2.0',
-        error: {
-          code: -32000,
-          message: 'toolgate gateway: draining, no new calls are taken; retry on another replica',
-        },
-        id: null,
+      return rpcError(res, 503, {
+        code: -32000,
+        message: 'toolgate gateway: draining, no new calls are taken; retry on another replica',
       });
     }
     // Who the token is for (tenant, agent): refused here, before anything is decided, when it names none.
@@ -389,27 +390,22 @@ export async function serveGatewayHttp(
     let parsedBody: unknown;
     if (req.method === 'POST') {
       const read = await readJson(req);
-      if (!read.ok) return reply(res, read.status, { jsonrpc: '2.0', error: read.error, id: null });
+      if (!read.ok) return rpcError(res, read.status, read.error);
       parsedBody = read.body;
       if (!(await isLegacyRequest(webRequest(req), parsedBody))) {
         const modern = modernOf(route);
         if (!modern)
-          return reply(res, 400, {
-            jsonrpc: '2.0',
-            error: { code: -32022, message: 'Unsupported protocol version', data: { supported: LEGACY_VERSIONS } },
-            id: null,
+          return rpcError(res, 400, {
+            code: -32022,
+            message: 'Unsupported protocol version',
+            data: { supported: LEGACY_VERSIONS },
           });
         return serveModern(modern, req, res, parsedBody, auth);
       }
     }
 
     if (options.stateless) {
-      if (req.method !== 'POST')
-        return reply(res, 405, {
-          jsonrpc: '2.0',
-          error: { code: -32000, message: 'stateless gateway: POST only' },
-          id: null,
-        });
+      if (req.method !== 'POST') return rpcError(res, 405, { code: -32000, message: 'stateless gateway: POST only' });
       const transport = new StreamableHTTPServerTransport({});
       const mcp = server(auth, route);
       res.on('close', () => {
@@ -423,22 +419,13 @@ export async function serveGatewayHttp(
     const sessionId = req.headers['mcp-session-id'];
     if (typeof sessionId === 'string') {
       const session = sessions.get(sessionId);
-      if (!session)
-        return reply(res, 404, { jsonrpc: '2.0', error: { code: -32001, message: 'session not found' }, id: null });
+      if (!session) return rpcError(res, 404, { code: -32001, message: 'session not found' });
       if (session.subject !== subject || session.route !== pathname)
-        return reply(res, 403, {
-          jsonrpc: '2.0',
-          error: { code: -32001, message: 'the session belongs to another subject or route' },
-          id: null,
-        });
+        return rpcError(res, 403, { code: -32001, message: 'the session belongs to another subject or route' });
       return session.transport.handleRequest(req, res, parsedBody);
     }
     if (req.method !== 'POST')
-      return reply(res, 400, {
-        jsonrpc: '2.0',
-        error: { code: -32000, message: 'an mcp-session-id header is required' },
-        id: null,
-      });
+      return rpcError(res, 400, { code: -32000, message: 'an mcp-session-id header is required' });
     const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
       onsessioninitialized: (id) => {
