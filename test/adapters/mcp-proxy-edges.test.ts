@@ -9,7 +9,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import {
   createMcpProxy,
@@ -20,22 +20,10 @@ import {
 import { elicitationApprover } from '../../src/gateway/index.js';
 import { defineTool, PermissionPolicy, ToolAllowlist, type PermissionRequest } from '../../src/index.js';
 import { explainCall, loadPolicyFile } from '../../src/policy-file/index.js';
-import {
-  FS_SERVER,
-  hs256,
-  httpClient,
-  httpGateway,
-  runGateway,
-  stdioGateway,
-  text,
-  type Cleanups,
-} from './fixtures/gateway.js';
-import { tempDir } from '../harness.js';
+import { FS_SERVER, hs256, httpClient, httpGateway, runGateway, stdioGateway } from './fixtures/gateway.js';
+import { cleanupsAfterEach, tempDir, text } from '../harness.js';
 
-const cleanups: Cleanups = [];
-afterEach(async () => {
-  while (cleanups.length) await cleanups.pop()!().catch(() => undefined);
-});
+const cleanups = cleanupsAfterEach();
 
 const SECRET = 'an-edge-test-secret-of-at-least-32-bytes';
 
