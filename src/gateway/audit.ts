@@ -194,26 +194,55 @@ export type GatewayAuditRecord =
 /** An audit sink: called once per record; a sink that throws is reported and does not stop the gateway. */
 export type GatewayAuditSink = (record: GatewayAuditRecord) => void;
 
+/** The flush of every JSONL sink holding lines not written yet: run at exit, so that none is lost. */
+const unwritten = new Set<() => void>();
+let exitHooked = false;
+
 /**
- * A JSONL file sink: the file is opened once and each record is one `write` to it (no open and close per
- * record, as `appendFileSync` of a path did): the record is in the file when the answer it records is sent,
- * so a reader never misses it, and the request waits for no more than that one buffered write.
+ * A JSONL file sink: each record is serialised when it is recorded (the record as it was then) and
+ * buffered; the lines of one turn of the event loop are written together, with one `write` to the file
+ * (opened once), right after the turn — after the answer the record is about has been sent, so the write
+ * is never on a request's path (issue 25.2). `flush()` writes what is buffered now; the process's exit
+ * does too. A failed write is reported (`TOOLGATE_AUDIT`) and the file is opened again for the next lines.
  */
-export function jsonlAuditSink(file: string): GatewayAuditSink {
+export function jsonlAuditSink(file: string): GatewayAuditSink & { readonly flush: () => void } {
   appendFileSync(file, '');
   let fd: number | null = null;
-  return (record) => {
-    const line = `${JSON.stringify(record)}\n`;
+  let lines: string[] = [];
+  let scheduled = false;
+  const flush = (): void => {
+    scheduled = false;
+    unwritten.delete(flush);
+    if (lines.length === 0) return;
+    const text = lines.length === 1 ? lines[0]! : lines.join('');
+    lines = [];
     try {
       fd ??= openSync(file, 'a');
-      writeSync(fd, line);
+      writeSync(fd, text);
     } catch (error) {
-      // Opened again at the next record (the file may have been rotated away); the throw is the sink's report.
+      // Opened again at the next write (the file may have been rotated away).
       if (fd !== null) closeQuietly(fd);
       fd = null;
-      throw error;
+      process.emitWarning(
+        `toolgate: the gateway's audit sink threw: ${error instanceof Error ? error.message : String(error)}`,
+        { code: 'TOOLGATE_AUDIT' },
+      );
     }
   };
+  const sink = (record: GatewayAuditRecord): void => {
+    lines.push(`${JSON.stringify(record)}\n`);
+    if (scheduled) return;
+    scheduled = true;
+    unwritten.add(flush);
+    if (!exitHooked) {
+      exitHooked = true;
+      process.on('exit', () => {
+        for (const pending of [...unwritten]) pending();
+      });
+    }
+    setImmediate(flush);
+  };
+  return Object.assign(sink, { flush });
 }
 
 function closeQuietly(fd: number): void {

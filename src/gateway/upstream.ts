@@ -224,7 +224,10 @@ export class Upstream {
         for (const name of tools) this.knownTools.add(name);
         this.#events.toolsChanged(this);
       });
-      client.onclose = () => this.#down('its connection closed (the server exited or the network failed)');
+      client.onclose = () => {
+        this.#down('its connection closed (the server exited or the network failed)');
+        client.raw.fail();
+      };
       this.#events.stateChanged(this);
     } catch (error) {
       // A verdict that no longer holds (the server was upgraded or replaced) fails here: probe next time.
@@ -362,6 +365,8 @@ export class Upstream {
    * progress of a forwarded call goes back to its downstream request under the downstream's token.
    */
   #relay(message: JSONRPCMessage): JSONRPCMessage | null | undefined {
+    // An answer to the fast path's own request (upstream-raw.ts): never seen by the SDK Client.
+    if (this.#client?.raw.take(message)) return null;
     const body = message as { method?: unknown; id?: unknown; params?: unknown };
     if (typeof body.method !== 'string' || 'id' in body) return undefined;
     if (body.method === 'notifications/progress') {
