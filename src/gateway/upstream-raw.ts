@@ -147,7 +147,6 @@ export class RawRequests {
     const id = `${RAW_ID}${++this.#next}`;
     const timeout = options.timeout ?? 60_000;
     return new Promise<unknown>((resolve, reject) => {
-      let timer: NodeJS.Timeout | undefined;
       const settle = (): void => {
         clearTimeout(timer);
         signal?.removeEventListener('abort', onAbort);
@@ -167,6 +166,10 @@ export class RawRequests {
         reject(reason instanceof SdkError ? reason : new SdkError(SdkErrorCode.RequestTimeout, String(reason)));
       };
       const onAbort = (): void => cancel(signal?.reason);
+      const timer = setTimeout(
+        () => cancel(new SdkError(SdkErrorCode.RequestTimeout, 'Request timed out', { timeout })),
+        timeout,
+      );
       this.#pending.set(id, {
         answered: (message) => {
           settle();
@@ -178,10 +181,6 @@ export class RawRequests {
         },
       });
       signal?.addEventListener('abort', onAbort, { once: true });
-      timer = setTimeout(
-        () => cancel(new SdkError(SdkErrorCode.RequestTimeout, 'Request timed out', { timeout })),
-        timeout,
-      );
       transport.send({ jsonrpc: '2.0', id, method, params } as JSONRPCMessage).catch((error: unknown) => {
         if (!this.#pending.has(id)) return;
         settle();
