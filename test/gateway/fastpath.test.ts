@@ -92,6 +92,13 @@ async function gateway(box: Box, fast: boolean): Promise<Client> {
   }));
   await client.connect(transport);
   cleanups.push(() => client.close());
+  // Progress is counted as it arrives on the wire: the SDK client hands a notification to its handler a
+  // microtask after a response read with it, so its own onprogress misses progress sent just before a result.
+  const inner = transport.onmessage;
+  transport.onmessage = (message) => {
+    if ((message as { method?: string }).method === 'notifications/progress') progressSeen.count++;
+    inner?.(message);
+  };
   const wanted = ['rec:echo', 'fs:read_text_file', 'docs:slow'];
   for (let tries = 0; ; tries++) {
     const names = new Set((await client.listTools()).tools.map((t) => t.name));
@@ -116,15 +123,18 @@ function random(seed: number): () => number {
 
 type Op = (client: Client, box: Box, i: number) => Promise<unknown>;
 
+/** Progress notifications seen on the wire since the last call began. */
+const progressSeen = { count: 0 };
+
 const call =
   (name: string, args: (box: Box, i: number) => Record<string, unknown>): Op =>
   async (client, box, i) => {
-    let progress = 0;
+    progressSeen.count = 0;
     try {
       const result = await client.callTool({ name, arguments: args(box, i) }, undefined, {
-        onprogress: () => progress++,
+        onprogress: () => undefined,
       });
-      return { result, progress };
+      return { result, progress: progressSeen.count };
     } catch (error) {
       return { error: (error as Error).message };
     }
