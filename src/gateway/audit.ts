@@ -199,8 +199,8 @@ const unwritten = new Set<() => void>();
 let exitHooked = false;
 
 /**
- * A JSONL file sink: each record is serialised when it is recorded (the record as it was then) and
- * buffered; the lines of one turn of the event loop are written together, with one `write` to the file
+ * A JSONL file sink: each record is buffered (serialised when it is recorded, or at the write when it is
+ * frozen — safeSink freezes what the gateway records — so it cannot change in between); the lines of one turn of the event loop are written together, with one `write` to the file
  * (opened once), right after the turn — after the answer the record is about has been sent, so the write
  * is never on a request's path (issue 25.2). `flush()` writes what is buffered now; the process's exit
  * does too. A failed write is reported (`TOOLGATE_AUDIT`) and the file is opened again for the next lines.
@@ -208,13 +208,21 @@ let exitHooked = false;
 export function jsonlAuditSink(file: string): GatewayAuditSink & { readonly flush: () => void } {
   appendFileSync(file, '');
   let fd: number | null = null;
-  let lines: string[] = [];
+  // A record frozen by safeSink is serialised at the write, after the answer; any other when it is recorded.
+  let lines: (string | GatewayAuditRecord)[] = [];
   let scheduled = false;
   const flush = (): void => {
     scheduled = false;
     unwritten.delete(flush);
     if (lines.length === 0) return;
-    const text = lines.length === 1 ? lines[0]! : lines.join('');
+    let text = '';
+    for (const line of lines) {
+      try {
+        text += typeof line === 'string' ? line : `${JSON.stringify(line)}\n`;
+      } catch (error) {
+        reportAudit(error);
+      }
+    }
     lines = [];
     try {
       fd ??= openSync(file, 'a');
@@ -223,14 +231,11 @@ export function jsonlAuditSink(file: string): GatewayAuditSink & { readonly flus
       // Opened again at the next write (the file may have been rotated away).
       if (fd !== null) closeQuietly(fd);
       fd = null;
-      process.emitWarning(
-        `toolgate: the gateway's audit sink threw: ${error instanceof Error ? error.message : String(error)}`,
-        { code: 'TOOLGATE_AUDIT' },
-      );
+      reportAudit(error);
     }
   };
   const sink = (record: GatewayAuditRecord): void => {
-    lines.push(`${JSON.stringify(record)}\n`);
+    lines.push(Object.isFrozen(record) ? record : `${JSON.stringify(record)}\n`);
     if (scheduled) return;
     scheduled = true;
     unwritten.add(flush);
@@ -243,6 +248,14 @@ export function jsonlAuditSink(file: string): GatewayAuditSink & { readonly flus
     setImmediate(flush);
   };
   return Object.assign(sink, { flush });
+}
+
+/** A sink's failure, reported as safeSink reports a sink that throws. */
+function reportAudit(error: unknown): void {
+  process.emitWarning(
+    `toolgate: the gateway's audit sink threw: ${error instanceof Error ? error.message : String(error)}`,
+    { code: 'TOOLGATE_AUDIT' },
+  );
 }
 
 function closeQuietly(fd: number): void {
@@ -283,10 +296,7 @@ export function safeSink(sink: GatewayAuditSink | undefined): (record: GatewayAu
       // Frozen: a sink composed of several (a JSONL file and OTel) cannot change the record for the others.
       sink(freezeEvent(record));
     } catch (error) {
-      process.emitWarning(
-        `toolgate: the gateway's audit sink threw: ${error instanceof Error ? error.message : String(error)}`,
-        { code: 'TOOLGATE_AUDIT' },
-      );
+      reportAudit(error);
     }
   };
 }

@@ -29,7 +29,7 @@ import {
   type RequestId,
 } from '@modelcontextprotocol/sdk/types.js';
 import { requestHandlers, type GatewayCore, type GatewayRequestContext, type SessionRequest } from './session.js';
-import { isPlainObject, plainCallToolResult } from './upstream-raw.js';
+import { fastPathOff, isPlainObject, plainCallToolResult } from './upstream-raw.js';
 
 type Handlers = ReturnType<typeof requestHandlers>;
 
@@ -40,11 +40,6 @@ const fastPaths = new WeakMap<Server, () => Handlers>();
 export function allowFastPath(server: Server, core: GatewayCore, contextOption: () => GatewayRequestContext): void {
   let handlers: Handlers | undefined;
   fastPaths.set(server, () => (handlers ??= requestHandlers(core, contextOption, server)));
-}
-
-/** Whether the fast path is switched off (`TOOLGATE_GATEWAY_FAST_PATH=off`: every request on the SDK path). */
-export function fastPathOff(): boolean {
-  return process.env['TOOLGATE_GATEWAY_FAST_PATH'] === 'off';
 }
 
 /** Connects `server` to this process's stdin and stdout, with the fast path when it has one. */
@@ -155,31 +150,37 @@ export class FastPath {
     } catch (error) {
       answer = Promise.reject(error);
     }
-    answer
-      .then((result) => (method === 'tools/call' ? toolResult(result) : result))
-      .then(
-        (result) => {
-          if (controller.signal.aborted) return undefined;
-          return this.#transport.send({ jsonrpc: '2.0', id, result } as JSONRPCMessage);
+    const done = (): void => {
+      if (this.#inflight.get(id) === controller) this.#inflight.delete(id);
+    };
+    const send = (message: JSONRPCMessage): void => {
+      done();
+      // A cancelled request is not answered (the SDK's rule).
+      if (controller.signal.aborted) return;
+      this.#transport
+        .send(message)
+        .catch((error: unknown) => server.onerror?.(new Error(`Failed to send response: ${String(error)}`)));
+    };
+    const failed = (error: { code?: unknown; message?: unknown; data?: unknown }): void =>
+      // The SDK Server's error response, field for field.
+      send({
+        jsonrpc: '2.0',
+        id,
+        error: {
+          code: Number.isSafeInteger(error?.code) ? (error.code as number) : ErrorCode.InternalError,
+          message: (error?.message as string | undefined) ?? 'Internal error',
+          ...(error?.data !== undefined ? { data: error.data } : {}),
         },
-        (error: { code?: unknown; message?: unknown; data?: unknown }) => {
-          if (controller.signal.aborted) return undefined;
-          // The SDK Server's error response, field for field.
-          return this.#transport.send({
-            jsonrpc: '2.0',
-            id,
-            error: {
-              code: Number.isSafeInteger(error?.code) ? (error.code as number) : ErrorCode.InternalError,
-              message: (error?.message as string | undefined) ?? 'Internal error',
-              ...(error?.data !== undefined ? { data: error.data } : {}),
-            },
-          });
-        },
-      )
-      .catch((error: unknown) => server.onerror?.(new Error(`Failed to send response: ${String(error)}`)))
-      .finally(() => {
-        if (this.#inflight.get(id) === controller) this.#inflight.delete(id);
       });
+    answer.then((result) => {
+      let answered: unknown;
+      try {
+        answered = method === 'tools/call' ? toolResult(result) : result;
+      } catch (error) {
+        return failed(error as Error);
+      }
+      send({ jsonrpc: '2.0', id, result: answered } as JSONRPCMessage);
+    }, failed);
   }
 }
 

@@ -11,11 +11,13 @@
  * {@link plainReadResourceResult}); any other result goes through the SDK's spec schema.
  */
 import {
+  deserializeMessage,
   ProtocolError,
   ProtocolErrorCode,
   SdkError,
   SdkErrorCode,
   specTypeSchemas,
+  STDIO_DEFAULT_MAX_BUFFER_SIZE,
   type CallToolResult,
   type JSONRPCMessage,
   type ReadResourceResult,
@@ -26,6 +28,11 @@ import { AjvJsonSchemaValidator } from '@modelcontextprotocol/client/validators/
 
 /** The prefix of the gateway's own request ids towards an upstream. */
 const RAW_ID = 'toolgate-raw:';
+
+/** Whether the fast path is switched off (`TOOLGATE_GATEWAY_FAST_PATH=off`: every request on the SDK path). */
+export function fastPathOff(): boolean {
+  return process.env['TOOLGATE_GATEWAY_FAST_PATH'] === 'off';
+}
 
 interface Pending {
   readonly answered: (message: Record<string, unknown>) => void;
@@ -276,4 +283,79 @@ export function plainReadResourceResult(result: unknown): boolean {
         return false;
   }
   return true;
+}
+
+/**
+ * Whether a line the upstream sent is an answer to one of the fast path's requests in exactly the shape the
+ * SDK's JSON-RPC schema accepts (a strict result or error response): such a line is handed on as parsed;
+ * anything else goes through the SDK's own parse.
+ */
+function rawAnswer(message: unknown): message is JSONRPCMessage {
+  if (!isPlainObject(message) || message['jsonrpc'] !== '2.0') return false;
+  const id = message['id'];
+  if (typeof id !== 'string' || !id.startsWith(RAW_ID)) return false;
+  const keys = Object.keys(message);
+  if (keys.length !== 3) return false;
+  const result = message['result'];
+  if (result !== undefined)
+    return isPlainObject(result) && (result['_meta'] === undefined || isPlainObject(result['_meta']));
+  const error = message['error'];
+  return (
+    isPlainObject(error) &&
+    Number.isSafeInteger(error['code']) &&
+    typeof error['message'] === 'string' &&
+    Object.keys(error).every((k) => k === 'code' || k === 'message' || k === 'data')
+  );
+}
+
+/**
+ * The line reader of an upstream's stdio transport (the SDK's ReadBuffer, line for line), except that an
+ * answer to the fast path's own request is parsed once and not run through the SDK's zod schema.
+ */
+class RawReadBuffer {
+  #buffer: Buffer | undefined;
+
+  append(chunk: Buffer): void {
+    if ((this.#buffer?.length ?? 0) + chunk.length > STDIO_DEFAULT_MAX_BUFFER_SIZE) {
+      this.clear();
+      throw new Error(`ReadBuffer exceeded maximum size of ${STDIO_DEFAULT_MAX_BUFFER_SIZE} bytes`);
+    }
+    this.#buffer = this.#buffer ? Buffer.concat([this.#buffer, chunk]) : chunk;
+  }
+
+  readMessage(): JSONRPCMessage | null {
+    while (this.#buffer) {
+      const buffer: Buffer = this.#buffer;
+      const index = buffer.indexOf(10);
+      if (index === -1) return null;
+      const line = buffer.toString('utf8', 0, index).replace(/\r$/, '');
+      this.#buffer = index + 1 < buffer.length ? buffer.subarray(index + 1) : undefined;
+      try {
+        if (line.includes(`"${RAW_ID}`)) {
+          const parsed: unknown = JSON.parse(line);
+          if (rawAnswer(parsed)) return parsed;
+        }
+        return deserializeMessage(line);
+      } catch (error) {
+        // As the SDK's reader: a line that is not JSON is skipped, one its schema refuses is an error.
+        if (error instanceof SyntaxError) continue;
+        throw error;
+      }
+    }
+    return null;
+  }
+
+  clear(): void {
+    this.#buffer = undefined;
+  }
+}
+
+/**
+ * `transport` (the SDK's StdioClientTransport, not started) reading the fast path's answers without the
+ * SDK's schema; a transport without the SDK's line reader is returned as it is.
+ */
+export function readRawAnswers<T extends Transport>(transport: T): T {
+  const reader = transport as unknown as { _readBuffer?: { readMessage?: unknown } };
+  if (typeof reader._readBuffer?.readMessage === 'function') reader._readBuffer = new RawReadBuffer();
+  return transport;
 }

@@ -22,6 +22,7 @@ import {
   connectClient,
   connectMcpServer,
   eraViolationMessage,
+  openTransport,
   priorOf,
   TASKS_EXTENSION,
   type McpConnection,
@@ -32,6 +33,7 @@ import type { ToolRegistry } from '../registry.js';
 import type { JsonSchema } from '../schema.js';
 import type { ToolMetadataInput } from '../tool.js';
 import { callScope, GatewayClient, objectSchema, type CallScope } from './upstream-client.js';
+import { fastPathOff, readRawAnswers } from './upstream-raw.js';
 
 /** How to reach one upstream server; exactly one of `stdio`, `url`, `transport`. */
 export interface GatewayUpstreamOptions {
@@ -248,7 +250,9 @@ export class Upstream {
   } {
     const o = this.options;
     if (o.transport) return { transport: o.transport() };
-    if (o.stdio) return { stdio: o.stdio };
+    // The fast path's answers are read without the SDK's schema (upstream-raw.ts); all else as the SDK reads it.
+    if (o.stdio)
+      return fastPathOff() ? { stdio: o.stdio } : { transport: readRawAnswers(openTransport({ stdio: o.stdio })) };
     return { url: o.url!, ...(o.headers ? { headers: o.headers } : {}) };
   }
 
