@@ -327,7 +327,7 @@ export async function runGateway(
     const config = gatewayConfigOf(set);
     lockFile = config.pins?.file ?? null;
     const fileAudit = options.audit ? jsonlAuditSink(options.audit) : undefined;
-    if (fileAudit) closers.push(async () => fileAudit.flush());
+    if (fileAudit) closers.push(() => fileAudit.flush());
     // Over HTTP, /metrics counts what the audit records (after the file has it; a metric never blocks a call).
     const metrics = options.http !== undefined ? (await import('../gateway/metrics.js')).gatewayMetrics() : undefined;
     // With OTEL_EXPORTER_OTLP_ENDPOINT, the decisions also go out as OTLP spans and counters (otlp.ts).

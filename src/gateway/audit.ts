@@ -2,7 +2,7 @@
  * What the gateway records: one JSON object per event, written to an audit sink (a JSONL file for the
  * CLI). `toolgate report` reads these records back.
  */
-import { appendFileSync, closeSync, openSync, writeSync } from 'node:fs';
+import { appendFileSync, closeSync, openSync, write, writeSync } from 'node:fs';
 import type { Decision } from '../decision.js';
 import { freezeEvent } from '../events.js';
 import type { PermissionResult } from '../permissions/result.js';
@@ -194,59 +194,79 @@ export type GatewayAuditRecord =
 /** An audit sink: called once per record; a sink that throws is reported and does not stop the gateway. */
 export type GatewayAuditSink = (record: GatewayAuditRecord) => void;
 
-/** The flush of every JSONL sink holding lines not written yet: run at exit, so that none is lost. */
+/** The lines every JSONL sink holds that no write has taken yet: written at exit, so that none is lost. */
 const unwritten = new Set<() => void>();
 let exitHooked = false;
 
 /**
- * A JSONL file sink: each record is buffered (serialised when it is recorded, or at the write when it is
- * frozen — safeSink freezes what the gateway records — so it cannot change in between); the lines of one turn of the event loop are written together, with one `write` to the file
- * (opened once), right after the turn — after the answer the record is about has been sent, so the write
- * is never on a request's path (issue 25.2). `flush()` writes what is buffered now; the process's exit
- * does too. A failed write is reported (`TOOLGATE_AUDIT`) and the file is opened again for the next lines.
+ * A JSONL file sink: each record is one line, handed at once to an asynchronous write on the file (opened
+ * once) — the write runs on libuv's thread pool, beside the request, so the request waits for no write
+ * (issue 25.2); lines recorded while a write is in flight go together in the next one. `flush()` resolves
+ * once every line recorded so far is in the file (the CLI awaits it when it stops); at the process's exit
+ * the lines no write has taken yet are written synchronously. A failed write is reported
+ * (`TOOLGATE_AUDIT`) and the file is opened again for the next lines.
  */
-export function jsonlAuditSink(file: string): GatewayAuditSink & { readonly flush: () => void } {
+export function jsonlAuditSink(file: string): GatewayAuditSink & { readonly flush: () => Promise<void> } {
   appendFileSync(file, '');
   let fd: number | null = null;
-  // A record frozen by safeSink is serialised at the write, after the answer; any other when it is recorded.
-  let lines: (string | GatewayAuditRecord)[] = [];
-  let scheduled = false;
-  const flush = (): void => {
-    scheduled = false;
-    unwritten.delete(flush);
-    if (lines.length === 0) return;
-    let text = '';
-    for (const line of lines) {
-      try {
-        text += typeof line === 'string' ? line : `${JSON.stringify(line)}\n`;
-      } catch (error) {
-        reportAudit(error);
-      }
-    }
-    lines = [];
+  let queued = '';
+  let writing = false;
+  let idle: (() => void)[] = [];
+  const open = (): number => (fd ??= openSync(file, 'a'));
+  const failed = (error: unknown): void => {
+    // Opened again at the next write (the file may have been rotated away).
+    if (fd !== null) closeQuietly(fd);
+    fd = null;
+    reportAudit(error);
+  };
+  const atExit = (): void => {
+    if (queued === '') return;
+    const text = queued;
+    queued = '';
     try {
-      fd ??= openSync(file, 'a');
-      writeSync(fd, text);
+      writeSync(open(), text);
     } catch (error) {
-      // Opened again at the next write (the file may have been rotated away).
-      if (fd !== null) closeQuietly(fd);
-      fd = null;
-      reportAudit(error);
+      failed(error);
     }
   };
+  const pump = (): void => {
+    if (writing) return;
+    if (queued === '') {
+      unwritten.delete(atExit);
+      const waiting = idle;
+      idle = [];
+      for (const resolve of waiting) resolve();
+      return;
+    }
+    const text = queued;
+    queued = '';
+    let target: number;
+    try {
+      target = open();
+    } catch (error) {
+      failed(error);
+      return pump();
+    }
+    writing = true;
+    write(target, text, (error) => {
+      writing = false;
+      if (error) failed(error);
+      pump();
+    });
+  };
   const sink = (record: GatewayAuditRecord): void => {
-    lines.push(Object.isFrozen(record) ? record : `${JSON.stringify(record)}\n`);
-    if (scheduled) return;
-    scheduled = true;
-    unwritten.add(flush);
+    queued += `${JSON.stringify(record)}\n`;
+    unwritten.add(atExit);
     if (!exitHooked) {
       exitHooked = true;
       process.on('exit', () => {
         for (const pending of [...unwritten]) pending();
       });
     }
-    setImmediate(flush);
+    pump();
   };
+  const flush = (): Promise<void> =>
+    !writing && queued === '' ? Promise.resolve() : new Promise<void>((resolve) => idle.push(resolve));
   return Object.assign(sink, { flush });
 }
 
