@@ -7,6 +7,7 @@
 // and the audit trail must be the same, and the fast run must really have gone raw (the upstream saw the
 // gateway's own `toolgate-raw:` ids).
 import { mkdirSync, mkdtempSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -17,7 +18,8 @@ import { stringify } from 'yaml';
 
 const ROOT = process.cwd();
 const MAIN = join(ROOT, 'src/cli/main.ts');
-const RECORDING = join(ROOT, 'test/gateway/fixtures/recording-server.ts');
+// The recording server behind flaky-server.ts, which writes its pid (so a test can kill it).
+const FLAKY = join(ROOT, 'test/gateway/fixtures/flaky-server.ts');
 const DOCS = join(ROOT, 'test/gateway/fixtures/docs-server.ts');
 const FS_SERVER = join(ROOT, 'node_modules/.bin/mcp-server-filesystem');
 const SECRET = 'TOP-SECRET-fast-9d1e';
@@ -45,8 +47,8 @@ function sandbox() {
         upstreams: {
           rec: {
             command: process.execPath,
-            args: ['--import', 'tsx', RECORDING],
-            env: { RECORD: record, RECORD_IDS: '1', SLOW_MS: '4000' },
+            args: ['--import', 'tsx', FLAKY],
+            env: { RECORD: record, RECORD_IDS: '1', SLOW_MS: '4000', PIDFILE: join(dir, 'rec.pid') },
           },
           fs: { command: FS_SERVER, args: [files] },
           docs: { command: process.execPath, args: ['--import', 'tsx', DOCS] },
@@ -271,5 +273,26 @@ describe('the fast path through the real toolgate gateway over stdio', { timeout
     // The session goes on.
     const echoed = await client.callTool({ name: 'rec:echo', arguments: { text: 'after' } });
     expect(echoed.content).toEqual([{ type: 'text', text: 'echo: after' }]);
+  });
+
+  it('an upstream that dies during a call: the same answer on both paths, and the gateway serves on', async () => {
+    const answers = [];
+    for (const fast of [true, false]) {
+      const box = sandbox();
+      const client = await gateway(box, fast);
+      const call = client.callTool({ name: 'rec:slow', arguments: {} });
+      await sleep(1000);
+      process.kill(Number(readFileSync(join(box.dir, 'rec.pid'), 'utf8')), 'SIGKILL');
+      answers.push(normal(await call, box));
+      // The upstream is reconnected; its tools answer again.
+      for (let tries = 0; ; tries++) {
+        const echoed = await client.callTool({ name: 'rec:echo', arguments: { text: 'back' } });
+        if (!echoed.isError) break;
+        if (tries > 60) throw new Error(`the upstream did not come back: ${JSON.stringify(echoed)}`);
+        await sleep(250);
+      }
+    }
+    expect(answers[0]).toEqual(answers[1]);
+    expect(JSON.stringify(answers[0])).toContain('went down during the call');
   });
 });
