@@ -15,7 +15,6 @@
 import { randomBytes } from 'node:crypto';
 import { readFileSync, watch } from 'node:fs';
 import { basename, dirname, resolve } from 'node:path';
-import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import { approversOf } from '../gateway/answers.js';
 import { jsonlAuditSink, safeSink, type GatewayAuditSink } from '../gateway/audit.js';
@@ -25,6 +24,7 @@ import { adminApi } from '../gateway/admin.js';
 import type { GatewayReloadResult } from '../gateway/reload.js';
 import { gatewayConfigOf } from '../gateway/config.js';
 import type { GatewayApprovals } from '../gateway/approvals.js';
+import { connectStdio } from '../gateway/fastpath.js';
 import { createGateway, type Gateway, type GatewayRequestState } from '../gateway/gateway.js';
 import { gatewayInbox, type GatewayInbox } from '../gateway/inbox.js';
 import type { GatewayHttpServer } from '../gateway/http.js';
@@ -326,7 +326,8 @@ export async function runGateway(
     if (counters) probes.push({ name: 'counters', check: () => counters.peek('toolgate:readyz', 1000) });
     const config = gatewayConfigOf(set);
     lockFile = config.pins?.file ?? null;
-    const fileAudit: GatewayAuditSink | undefined = options.audit ? jsonlAuditSink(options.audit) : undefined;
+    const fileAudit = options.audit ? jsonlAuditSink(options.audit) : undefined;
+    if (fileAudit) closers.push(() => fileAudit.flush());
     // Over HTTP, /metrics counts what the audit records (after the file has it; a metric never blocks a call).
     const metrics = options.http !== undefined ? (await import('../gateway/metrics.js')).gatewayMetrics() : undefined;
     // With OTEL_EXPORTER_OTLP_ENDPOINT, the decisions also go out as OTLP spans and counters (otlp.ts).
@@ -541,9 +542,10 @@ export function serveUntilStopped(
     const server = gateway.createServer();
     process.stdin.once('end', () => shutdown(GATEWAY_EXIT.OK, 'the client closed the connection'));
     server.onclose = () => shutdown(GATEWAY_EXIT.OK, 'the client closed the connection');
-    server
-      .connect(new StdioServerTransport())
-      .catch((error: unknown) => shutdown(GATEWAY_EXIT.FAILED, `stdio transport failed: ${String(error)}`));
+    // The fast path (gateway/fastpath.ts) takes the common requests before the SDK Server parses them.
+    connectStdio(server).catch((error: unknown) =>
+      shutdown(GATEWAY_EXIT.FAILED, `stdio transport failed: ${String(error)}`),
+    );
   });
 }
 

@@ -20,7 +20,7 @@ import { appendFileSync, readFileSync, realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import { isLoopbackAddress, jwtAuthenticator, type BearerAuthenticator } from '../gateway/auth.js';
-import { jsonlAuditSink, type GatewayAuditSink } from '../gateway/audit.js';
+import { jsonlAuditSink } from '../gateway/audit.js';
 import { enforcementText } from '../gateway/reload.js';
 import { createGateway, type Gateway } from '../gateway/gateway.js';
 import type { GatewayHttpServer } from '../gateway/http.js';
@@ -125,7 +125,7 @@ export async function runMcpProxy(
 
   let context: GateContext;
   let authenticate: BearerAuthenticator | undefined;
-  let audit: GatewayAuditSink | undefined;
+  let audit: ReturnType<typeof jsonlAuditSink> | undefined;
   let policyFile: PolicySet;
   try {
     policyFile = await loadPolicyForProxy(options.policy);
@@ -180,6 +180,9 @@ export async function runMcpProxy(
   const parameters = policyToolParameters(policyFile);
   let gateway: Gateway;
   const closers: (() => Promise<void>)[] = [];
+  // The audit file's lines still being written are in it before the process exits.
+  const fileAudit = audit;
+  if (fileAudit) closers.push(() => fileAudit.flush());
   const closeStores = async (): Promise<void> => {
     await Promise.allSettled(closers.splice(0).map((close) => close()));
   };

@@ -2,7 +2,7 @@
  * What the gateway records: one JSON object per event, written to an audit sink (a JSONL file for the
  * CLI). `toolgate report` reads these records back.
  */
-import { appendFileSync, closeSync, openSync, writeSync } from 'node:fs';
+import { appendFileSync, closeSync, openSync, write, writeSync } from 'node:fs';
 import type { Decision } from '../decision.js';
 import { freezeEvent } from '../events.js';
 import type { PermissionResult } from '../permissions/result.js';
@@ -194,26 +194,88 @@ export type GatewayAuditRecord =
 /** An audit sink: called once per record; a sink that throws is reported and does not stop the gateway. */
 export type GatewayAuditSink = (record: GatewayAuditRecord) => void;
 
+/** The lines every JSONL sink holds that no write has taken yet: written at exit, so that none is lost. */
+const unwritten = new Set<() => void>();
+let exitHooked = false;
+
 /**
- * A JSONL file sink: the file is opened once and each record is one `write` to it (no open and close per
- * record, as `appendFileSync` of a path did): the record is in the file when the answer it records is sent,
- * so a reader never misses it, and the request waits for no more than that one buffered write.
+ * A JSONL file sink: each record is one line, handed at once to an asynchronous write on the file (opened
+ * once) — the write runs on libuv's thread pool, beside the request, so the request waits for no write
+ * (issue 25.2); lines recorded while a write is in flight go together in the next one. `flush()` resolves
+ * once every line recorded so far is in the file (the CLI awaits it when it stops); at the process's exit
+ * the lines no write has taken yet are written synchronously. A failed write is reported
+ * (`TOOLGATE_AUDIT`) and the file is opened again for the next lines.
  */
-export function jsonlAuditSink(file: string): GatewayAuditSink {
+export function jsonlAuditSink(file: string): GatewayAuditSink & { readonly flush: () => Promise<void> } {
   appendFileSync(file, '');
   let fd: number | null = null;
-  return (record) => {
-    const line = `${JSON.stringify(record)}\n`;
+  let queued = '';
+  let writing = false;
+  let idle: (() => void)[] = [];
+  const open = (): number => (fd ??= openSync(file, 'a'));
+  const failed = (error: unknown): void => {
+    // Opened again at the next write (the file may have been rotated away).
+    if (fd !== null) closeQuietly(fd);
+    fd = null;
+    reportAudit(error);
+  };
+  const atExit = (): void => {
+    if (queued === '') return;
+    const text = queued;
+    queued = '';
     try {
-      fd ??= openSync(file, 'a');
-      writeSync(fd, line);
+      writeSync(open(), text);
     } catch (error) {
-      // Opened again at the next record (the file may have been rotated away); the throw is the sink's report.
-      if (fd !== null) closeQuietly(fd);
-      fd = null;
-      throw error;
+      failed(error);
     }
   };
+  const pump = (): void => {
+    if (writing) return;
+    if (queued === '') {
+      unwritten.delete(atExit);
+      const waiting = idle;
+      idle = [];
+      for (const resolve of waiting) resolve();
+      return;
+    }
+    const text = queued;
+    queued = '';
+    let target: number;
+    try {
+      target = open();
+    } catch (error) {
+      failed(error);
+      return pump();
+    }
+    writing = true;
+    write(target, text, (error) => {
+      writing = false;
+      if (error) failed(error);
+      pump();
+    });
+  };
+  const sink = (record: GatewayAuditRecord): void => {
+    queued += `${JSON.stringify(record)}\n`;
+    unwritten.add(atExit);
+    if (!exitHooked) {
+      exitHooked = true;
+      process.on('exit', () => {
+        for (const pending of [...unwritten]) pending();
+      });
+    }
+    pump();
+  };
+  const flush = (): Promise<void> =>
+    !writing && queued === '' ? Promise.resolve() : new Promise<void>((resolve) => idle.push(resolve));
+  return Object.assign(sink, { flush });
+}
+
+/** A sink's failure, reported as safeSink reports a sink that throws. */
+function reportAudit(error: unknown): void {
+  process.emitWarning(
+    `toolgate: the gateway's audit sink threw: ${error instanceof Error ? error.message : String(error)}`,
+    { code: 'TOOLGATE_AUDIT' },
+  );
 }
 
 function closeQuietly(fd: number): void {
@@ -254,10 +316,7 @@ export function safeSink(sink: GatewayAuditSink | undefined): (record: GatewayAu
       // Frozen: a sink composed of several (a JSONL file and OTel) cannot change the record for the others.
       sink(freezeEvent(record));
     } catch (error) {
-      process.emitWarning(
-        `toolgate: the gateway's audit sink threw: ${error instanceof Error ? error.message : String(error)}`,
-        { code: 'TOOLGATE_AUDIT' },
-      );
+      reportAudit(error);
     }
   };
 }

@@ -19,6 +19,7 @@ import { checkApprovals, type GatewayApprovals } from './approvals.js';
 import { safeSink, type GatewayAuditSink } from './audit.js';
 import { checkContext } from './context.js';
 import { checkInbox, type GatewayInbox } from './inbox.js';
+import { allowFastPath } from './fastpath.js';
 import { ItemGate } from './items.js';
 import type { GatewayReloadGuard } from './reload-guard.js';
 import { Relay } from './relay.js';
@@ -276,7 +277,10 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
       const own = serverOptions.context;
       if (own !== undefined) checkContext(own);
       // Read per request: a reload changes the gateway's own context for the servers already connected.
-      return openSession(core, () => own ?? inForce.current.context);
+      const contextOption = () => own ?? inForce.current.context;
+      const server = openSession(core, contextOption);
+      allowFastPath(server, core, contextOption);
+      return server;
     },
     modernHandler(handlerOptions = {}) {
       const own = handlerOptions.context;

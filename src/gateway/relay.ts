@@ -35,6 +35,8 @@ export interface RelayedRequest {
   readonly tasks?: boolean;
   /** The upstream's own rounds this request relays (a 2026-07-28 tools/call, resources/read, prompts/get). */
   readonly input?: UpstreamInput;
+  /** The request came by the fast path (fastpath.ts): sent raw to a 2025-era stdio upstream. @default false */
+  readonly raw?: boolean;
 }
 
 /** The gateway's relay: downstream servers, notifications in transit, subscriptions. */
@@ -74,6 +76,7 @@ export class Relay {
       sendNotification: (n) => this.track(server, request.sendNotification(n as ServerNotification)),
       tasks: request.tasks === true,
       ...(request.input ? { input: request.input } : {}),
+      ...(request.raw === true ? { raw: true } : {}),
     };
   }
 

@@ -18,6 +18,7 @@ import {
 } from '@modelcontextprotocol/client';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { clientOptions, TASKS_EXTENSION, upstreamTaskOf, type McpSession } from '../mcp/index.js';
+import { RawRequests } from './upstream-raw.js';
 
 /** A Standard Schema that takes any JSON object as it came; anything else is refused with `message`. */
 export function objectSchema(message: string) {
@@ -36,7 +37,7 @@ export function objectSchema(message: string) {
 /** What the client needs of the upstream it belongs to (upstream.ts's Upstream). */
 export interface ClientUpstream {
   readonly namespace: string;
-  readonly options: { readonly callTimeoutMs?: number };
+  readonly options: { readonly callTimeoutMs?: number; readonly stdio?: unknown; readonly transport?: unknown };
   readonly session: McpSession | null;
   readonly offersTasks: boolean;
   forward<T>(request: (scope: CallScope | undefined) => Promise<T>): Promise<T>;
@@ -71,6 +72,11 @@ export interface CallScope {
    * error result), and the retry's answers and the upstream's own state go back to it.
    */
   readonly input?: UpstreamInput;
+  /**
+   * The downstream request came by the gateway's fast path (fastpath.ts): to a 2025-era stdio upstream the
+   * call is sent raw on its transport (upstream-raw.ts) instead of through the SDK Client. @default false
+   */
+  readonly raw?: boolean;
 }
 
 /** An upstream's own input round, as one 2026-07-28 request relays it (mrtr.ts wraps and opens its state). */
@@ -109,10 +115,27 @@ export class GatewayClient extends Client {
   readonly #upstream: ClientUpstream;
   /** What the gateway declares of itself to every upstream (a call that takes a task adds the extension). */
   readonly declared: ClientCapabilities;
+  /** The fast path's requests on this connection (their answers are taken off the wire by upstream.ts's tap). */
+  readonly raw: RawRequests;
   constructor(upstream: ClientUpstream, capabilities: ClientCapabilities, probeTimeoutMs: number) {
     super({ name: 'toolgate-gateway', version: '0.2.0' }, clientOptions(capabilities, probeTimeoutMs));
     this.#upstream = upstream;
     this.declared = capabilities;
+    this.raw = new RawRequests(() => this.transport);
+  }
+
+  /**
+   * Whether a request in `scope` goes raw: it came by the fast path, and the upstream is a 2025-era server
+   * over stdio (a 2026-07-28 request carries the SDK's per-request envelope; an HTTP transport its session).
+   */
+  #raw(scope: CallScope | undefined): boolean {
+    return (
+      scope?.raw === true &&
+      scope.input === undefined &&
+      this.#upstream.session?.era === 'legacy' &&
+      this.#upstream.options.stdio !== undefined &&
+      this.#upstream.options.transport === undefined
+    );
   }
 
   /**
@@ -176,7 +199,9 @@ export class GatewayClient extends Client {
     params: Parameters<Client['readResource']>[0],
     options?: RequestOptions,
   ): ReturnType<Client['readResource']> {
-    const input = callScope.getStore()?.input;
+    const scope = callScope.getStore();
+    const input = scope?.input;
+    if (this.#raw(scope)) return this.raw.readResource({ ...params }, options ?? {});
     return super
       .readResource(this.#withInput(params, input), options)
       .then((r) => this.#answered(r, input, { contents: [] }));
@@ -218,8 +243,11 @@ export class GatewayClient extends Client {
           tasks ? { ...withToken, _meta: this.withTasks(withToken._meta) } : withToken,
           scope?.input,
         );
+        const definition = options?.toolDefinition;
         const result = this.#answered(
-          await super.callTool(sent, this.#upstream.requestOptions(scope, options)),
+          await (definition !== undefined && this.#raw(scope)
+            ? this.raw.callTool(sent, definition, this.#upstream.requestOptions(scope, options))
+            : super.callTool(sent, this.#upstream.requestOptions(scope, options))),
           scope?.input,
           {
             isError: true,

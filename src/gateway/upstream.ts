@@ -22,6 +22,7 @@ import {
   connectClient,
   connectMcpServer,
   eraViolationMessage,
+  openTransport,
   priorOf,
   TASKS_EXTENSION,
   type McpConnection,
@@ -32,6 +33,7 @@ import type { ToolRegistry } from '../registry.js';
 import type { JsonSchema } from '../schema.js';
 import type { ToolMetadataInput } from '../tool.js';
 import { callScope, GatewayClient, objectSchema, type CallScope } from './upstream-client.js';
+import { fastPathOff, readRawAnswers } from './upstream-raw.js';
 
 /** How to reach one upstream server; exactly one of `stdio`, `url`, `transport`. */
 export interface GatewayUpstreamOptions {
@@ -224,7 +226,10 @@ export class Upstream {
         for (const name of tools) this.knownTools.add(name);
         this.#events.toolsChanged(this);
       });
-      client.onclose = () => this.#down('its connection closed (the server exited or the network failed)');
+      client.onclose = () => {
+        this.#down('its connection closed (the server exited or the network failed)');
+        client.raw.fail();
+      };
       this.#events.stateChanged(this);
     } catch (error) {
       // A verdict that no longer holds (the server was upgraded or replaced) fails here: probe next time.
@@ -245,7 +250,9 @@ export class Upstream {
   } {
     const o = this.options;
     if (o.transport) return { transport: o.transport() };
-    if (o.stdio) return { stdio: o.stdio };
+    // The fast path's answers are read without the SDK's schema (upstream-raw.ts); all else as the SDK reads it.
+    if (o.stdio)
+      return fastPathOff() ? { stdio: o.stdio } : { transport: readRawAnswers(openTransport({ stdio: o.stdio })) };
     return { url: o.url!, ...(o.headers ? { headers: o.headers } : {}) };
   }
 
@@ -362,6 +369,8 @@ export class Upstream {
    * progress of a forwarded call goes back to its downstream request under the downstream's token.
    */
   #relay(message: JSONRPCMessage): JSONRPCMessage | null | undefined {
+    // An answer to the fast path's own request (upstream-raw.ts): never seen by the SDK Client.
+    if (this.#client?.raw.take(message)) return null;
     const body = message as { method?: unknown; id?: unknown; params?: unknown };
     if (typeof body.method !== 'string' || 'id' in body) return undefined;
     if (body.method === 'notifications/progress') {

@@ -1,0 +1,266 @@
+/**
+ * The gateway's fast path over stdio (issue 25.2). `toolgate gateway` reads its client's lines itself
+ * ({@link FastStdioTransport}, the SDK's StdioServerTransport otherwise) and takes the common requests —
+ * a `tools/call` or `resources/read` in the plain shape every client sends, on an initialised session —
+ * off the wire before the SDK `Server` parses them: the request goes to the session's OWN handler
+ * (session.ts's `callTool` / `readResource` through `requestHandlers`: the same gate, audit, pins, limits,
+ * approvals and elicitation as the SDK path, nothing copied) with a request of its own (signal, progress
+ * token, notifications), and the answer is written back under the client's id as the SDK Server would
+ * write it. Towards a 2025-era stdio upstream the allowed call is then sent raw on the upstream's transport
+ * (upstream-raw.ts). What the SDK would check is checked the same way: a request in any other shape (other
+ * keys, other `_meta`, a task, an id or token zod would refuse), any other method, and every response,
+ * notification and request of the client's own go to the SDK Server unchanged. A client's
+ * `notifications/cancelled` for a fast-path request aborts it (the upstream is told under its own id); a
+ * cancelled request is not answered, as in the SDK. `TOOLGATE_GATEWAY_FAST_PATH=off` serves every request
+ * on the SDK path (tests compare the two).
+ */
+import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import { serializeMessage, STDIO_DEFAULT_MAX_BUFFER_SIZE } from '@modelcontextprotocol/sdk/shared/stdio.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import {
+  CallToolResultSchema,
+  ErrorCode,
+  JSONRPCMessageSchema,
+  McpError,
+  type CallToolRequest,
+  type JSONRPCMessage,
+  type ReadResourceRequest,
+  type RequestId,
+} from '@modelcontextprotocol/sdk/types.js';
+import { requestHandlers, type GatewayCore, type GatewayRequestContext, type SessionRequest } from './session.js';
+import { fastPathOff, isPlainObject, plainCallToolResult } from './upstream-raw.js';
+
+type Handlers = ReturnType<typeof requestHandlers>;
+
+/** The handlers of each server createGateway made (bound on first use). */
+const fastPaths = new WeakMap<Server, () => Handlers>();
+
+/** Lets `server` (a session createGateway opened) be served by the fast path over stdio. */
+export function allowFastPath(server: Server, core: GatewayCore, contextOption: () => GatewayRequestContext): void {
+  let handlers: Handlers | undefined;
+  fastPaths.set(server, () => (handlers ??= requestHandlers(core, contextOption, server)));
+}
+
+/** Connects `server` to this process's stdin and stdout, with the fast path when it has one. */
+export function connectStdio(server: Server): Promise<void> {
+  const handlers = fastPaths.get(server);
+  if (!handlers || fastPathOff()) return server.connect(new StdioServerTransport());
+  const transport = new FastStdioTransport();
+  transport.fast = new FastPath(handlers(), server, transport);
+  return server.connect(transport);
+}
+
+/** A JSON-RPC id (or progress token) as the SDK's schema takes it: a string or a safe integer. */
+function isId(value: unknown): value is RequestId {
+  return typeof value === 'string' || (typeof value === 'number' && Number.isSafeInteger(value));
+}
+
+/** Whether every key of `object` is one of `keys`. */
+function only(object: Record<string, unknown>, keys: readonly string[]): boolean {
+  for (const key of Object.keys(object)) if (!keys.includes(key)) return false;
+  return true;
+}
+
+/** The requests of one client connection that take the fast path. */
+export class FastPath {
+  readonly #handlers: Handlers;
+  readonly #server: Server;
+  readonly #transport: Transport;
+  /** The fast-path requests in flight, by the client's id. */
+  readonly #inflight = new Map<RequestId, AbortController>();
+
+  constructor(handlers: Handlers, server: Server, transport: Transport) {
+    this.#handlers = handlers;
+    this.#server = server;
+    this.#transport = transport;
+  }
+
+  /** Takes `message` (as JSON.parse gave it) when it is the fast path's; false leaves it to the SDK, untouched. */
+  take(message: unknown): boolean {
+    if (!isPlainObject(message) || message['jsonrpc'] !== '2.0') return false;
+    const method = message['method'];
+    if (method === 'notifications/cancelled') return this.#cancelled(message['params']);
+    if (method !== 'tools/call' && method !== 'resources/read') return false;
+    const id = message['id'];
+    const params = message['params'];
+    if (!isId(id) || this.#inflight.has(id) || !only(message, ['jsonrpc', 'id', 'method', 'params'])) return false;
+    // Before `initialize` the SDK path answers (the client's capabilities are not known yet).
+    if (!isPlainObject(params) || this.#server.getClientVersion() === undefined) return false;
+    const meta = params['_meta'];
+    if (meta !== undefined && !(isPlainObject(meta) && only(meta, ['progressToken']) && isId(meta['progressToken'])))
+      return false;
+    const progressToken = meta === undefined ? undefined : (meta['progressToken'] as RequestId);
+    if (method === 'tools/call') {
+      const args = params['arguments'];
+      if (!only(params, ['name', 'arguments', '_meta']) || typeof params['name'] !== 'string') return false;
+      // Arguments as zod's record would give them back (a copy would not keep an own `__proto__`).
+      if (args !== undefined && !(isPlainObject(args) && !Object.hasOwn(args, '__proto__'))) return false;
+      this.#run(id, progressToken, 'tools/call', (request) =>
+        this.#handlers.callTool(params as CallToolRequest['params'], request),
+      );
+      return true;
+    }
+    if (!only(params, ['uri', '_meta']) || typeof params['uri'] !== 'string') return false;
+    this.#run(id, progressToken, 'resources/read', (request) =>
+      this.#handlers.readResource(params as ReadResourceRequest['params'], request),
+    );
+    return true;
+  }
+
+  /** The connection closed: every request in flight is stopped (as the SDK's Protocol does), none is answered. */
+  closed(): void {
+    for (const controller of this.#inflight.values()) controller.abort();
+    this.#inflight.clear();
+  }
+
+  /** A client's cancellation of one of the fast path's requests (others go to the SDK). */
+  #cancelled(params: unknown): boolean {
+    if (!isPlainObject(params)) return false;
+    const controller = this.#inflight.get(params['requestId'] as RequestId);
+    if (!controller) return false;
+    controller.abort(params['reason']);
+    return true;
+  }
+
+  /** Runs one request through the session's handler and writes its answer under the client's id. */
+  #run(
+    id: RequestId,
+    progressToken: RequestId | undefined,
+    method: 'tools/call' | 'resources/read',
+    handle: (request: SessionRequest) => Promise<unknown>,
+  ): void {
+    const controller = new AbortController();
+    this.#inflight.set(id, controller);
+    const server = this.#server;
+    const request: SessionRequest = {
+      signal: controller.signal,
+      progressToken,
+      sendNotification: async (notification) => {
+        if (controller.signal.aborted) return;
+        await server.notification(notification, { relatedRequestId: id });
+      },
+      authInfo: undefined,
+      sessionId: undefined,
+      raw: true,
+    };
+    let answer: Promise<unknown>;
+    try {
+      answer = handle(request);
+    } catch (error) {
+      answer = Promise.reject(error);
+    }
+    const done = (): void => {
+      if (this.#inflight.get(id) === controller) this.#inflight.delete(id);
+    };
+    const send = (message: JSONRPCMessage): void => {
+      done();
+      // A cancelled request is not answered (the SDK's rule).
+      if (controller.signal.aborted) return;
+      this.#transport
+        .send(message)
+        .catch((error: unknown) => server.onerror?.(new Error(`Failed to send response: ${String(error)}`)));
+    };
+    const failed = (error: { code?: unknown; message?: unknown; data?: unknown }): void =>
+      // The SDK Server's error response, field for field.
+      send({
+        jsonrpc: '2.0',
+        id,
+        error: {
+          code: Number.isSafeInteger(error?.code) ? (error.code as number) : ErrorCode.InternalError,
+          message: (error?.message as string | undefined) ?? 'Internal error',
+          ...(error?.data !== undefined ? { data: error.data } : {}),
+        },
+      });
+    answer.then((result) => {
+      let answered: unknown;
+      try {
+        answered = method === 'tools/call' ? toolResult(result) : result;
+      } catch (error) {
+        return failed(error as Error);
+      }
+      send({ jsonrpc: '2.0', id, result: answered } as JSONRPCMessage);
+    }, failed);
+  }
+}
+
+/** A `tools/call` result as the SDK Server sends it: checked by its schema unless already in the schema's form. */
+function toolResult(result: unknown): unknown {
+  if (plainCallToolResult(result)) return result;
+  const parsed = CallToolResultSchema.safeParse(result);
+  if (!parsed.success)
+    throw new McpError(ErrorCode.InvalidParams, `Invalid tools/call result: ${parsed.error.message}`);
+  return parsed.data;
+}
+
+/**
+ * The stdio transport of `toolgate gateway` (the SDK's StdioServerTransport, line for line, with the fast
+ * path in front): each line is parsed once; a line the fast path takes never reaches the SDK, any other is
+ * checked by the SDK's JSON-RPC schema and handed to the server as the SDK's transport hands it.
+ */
+export class FastStdioTransport implements Transport {
+  onclose?: () => void;
+  onerror?: (error: Error) => void;
+  onmessage?: (message: JSONRPCMessage) => void;
+  fast: FastPath | undefined;
+  readonly #stdin: NodeJS.ReadableStream;
+  readonly #stdout: NodeJS.WritableStream;
+  #buffer: Buffer | undefined;
+  #started = false;
+
+  constructor(stdin: NodeJS.ReadableStream = process.stdin, stdout: NodeJS.WritableStream = process.stdout) {
+    this.#stdin = stdin;
+    this.#stdout = stdout;
+  }
+
+  readonly #ondata = (chunk: Buffer): void => {
+    if ((this.#buffer?.length ?? 0) + chunk.length > STDIO_DEFAULT_MAX_BUFFER_SIZE) {
+      this.#buffer = undefined;
+      this.onerror?.(new Error(`ReadBuffer exceeded maximum size of ${STDIO_DEFAULT_MAX_BUFFER_SIZE} bytes`));
+      this.close().catch(() => undefined);
+      return;
+    }
+    this.#buffer = this.#buffer ? Buffer.concat([this.#buffer, chunk]) : chunk;
+    for (;;) {
+      const buffer: Buffer | undefined = this.#buffer;
+      const index: number = buffer ? buffer.indexOf(10) : -1;
+      if (!buffer || index === -1) return;
+      const line = buffer.toString('utf8', 0, index).replace(/\r$/, '');
+      this.#buffer = index + 1 < buffer.length ? buffer.subarray(index + 1) : undefined;
+      try {
+        const parsed: unknown = JSON.parse(line);
+        if (this.fast?.take(parsed) === true) continue;
+        this.onmessage?.(JSONRPCMessageSchema.parse(parsed) as JSONRPCMessage);
+      } catch (error) {
+        this.onerror?.(error as Error);
+      }
+    }
+  };
+
+  readonly #onerror = (error: Error): void => {
+    this.onerror?.(error);
+  };
+
+  async start(): Promise<void> {
+    if (this.#started) throw new Error('FastStdioTransport already started');
+    this.#started = true;
+    this.#stdin.on('data', this.#ondata);
+    this.#stdin.on('error', this.#onerror);
+  }
+
+  async close(): Promise<void> {
+    this.#stdin.off('data', this.#ondata);
+    this.#stdin.off('error', this.#onerror);
+    if (this.#stdin.listenerCount('data') === 0) this.#stdin.pause();
+    this.#buffer = undefined;
+    this.fast?.closed();
+    this.onclose?.();
+  }
+
+  send(message: JSONRPCMessage): Promise<void> {
+    return new Promise((resolve) => {
+      if (this.#stdout.write(serializeMessage(message))) resolve();
+      else this.#stdout.once('drain', resolve);
+    });
+  }
+}
