@@ -31,6 +31,7 @@ import {
 import type { ToolRegistry } from '../registry.js';
 import type { JsonSchema } from '../schema.js';
 import type { ToolMetadataInput } from '../tool.js';
+import { httpUpstreamTransport } from './upstream-fetch.js';
 import { callScope, GatewayClient, objectSchema, type CallScope } from './upstream-client.js';
 
 /** How to reach one upstream server; exactly one of `stdio`, `url`, `transport`. */
@@ -246,7 +247,8 @@ export class Upstream {
     const o = this.options;
     if (o.transport) return { transport: o.transport() };
     if (o.stdio) return { stdio: o.stdio };
-    return { url: o.url!, ...(o.headers ? { headers: o.headers } : {}) };
+    // Over Streamable HTTP through node:http with keep-alive (upstream-fetch.ts), not the global fetch.
+    return { transport: httpUpstreamTransport(o.url!, o.headers) };
   }
 
   #down(reason: string): void {
