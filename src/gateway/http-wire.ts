@@ -5,7 +5,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isIP } from 'node:net';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
-import type { McpHttpHandler } from '@modelcontextprotocol/server';
+import { classifyInboundRequest, type McpHttpHandler } from '@modelcontextprotocol/server';
 import { reply } from './auth.js';
 
 /** The largest MCP request body read (the SDK's own bound). */
@@ -38,6 +38,30 @@ export async function readJson(
   } catch {
     return { ok: false, status: 400, error: { code: -32700, message: 'Parse error: the request body is not JSON' } };
   }
+}
+
+/**
+ * Whether a POST with this parsed body is 2025-era traffic (sessions) rather than a 2026-07-28 request:
+ * the SDK's own classification (`isLegacyRequest` runs exactly this on a parsed body), read from the Node
+ * request's headers without building a web Request for it (issue 25: that cost more than the answer).
+ */
+export function isLegacyPost(req: IncomingMessage, body: unknown): boolean {
+  const header = (name: string): string | undefined => {
+    const value = req.headers[name];
+    return Array.isArray(value) ? value.join(', ') : value;
+  };
+  const version = header('mcp-protocol-version');
+  const method = header('mcp-method');
+  const name = header('mcp-name');
+  return (
+    classifyInboundRequest({
+      httpMethod: req.method ?? 'POST',
+      ...(version !== undefined ? { protocolVersionHeader: version } : {}),
+      ...(method !== undefined ? { mcpMethodHeader: method } : {}),
+      ...(name !== undefined ? { mcpNameHeader: name } : {}),
+      body,
+    }).kind === 'legacy'
+  );
 }
 
 /** The headers of a Node request as a web Request (the body travels as parsed JSON beside it). */

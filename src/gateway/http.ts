@@ -12,7 +12,7 @@ import { createServer as createTlsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { isLegacyRequest, type McpHttpHandler } from '@modelcontextprotocol/server';
+import type { McpHttpHandler } from '@modelcontextprotocol/server';
 import {
   audienceMatches,
   BearerRefusal,
@@ -34,11 +34,11 @@ import {
   listenerOf,
   answerProbe,
   Drain,
+  isLegacyPost,
   LEGACY_VERSIONS,
   probedByAddress,
   readJson,
   serveModern,
-  webRequest,
   type Readiness,
 } from './http-wire.js';
 
@@ -391,7 +391,7 @@ export async function serveGatewayHttp(
       const read = await readJson(req);
       if (!read.ok) return reply(res, read.status, { jsonrpc: '2.0', error: read.error, id: null });
       parsedBody = read.body;
-      if (!(await isLegacyRequest(webRequest(req), parsedBody))) {
+      if (!isLegacyPost(req, parsedBody)) {
         const modern = modernOf(route);
         if (!modern)
           return reply(res, 400, {
