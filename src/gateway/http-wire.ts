@@ -7,6 +7,7 @@ import { isIP } from 'node:net';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import { classifyInboundRequest, type McpHttpHandler } from '@modelcontextprotocol/server';
 import { reply } from './auth.js';
+import { writeResponse } from './http-session.js';
 
 /** The largest MCP request body read (the SDK's own bound). */
 export const MAX_MCP_BODY = 4 * 1024 * 1024;
@@ -80,7 +81,7 @@ export function webRequest(req: IncomingMessage, init: { body?: string; signal?:
 
 /**
  * Serves one 2026-07-28 request through the modern handler and writes its answer (one JSON body, or an
- * SSE stream). The client closing the connection is the request's cancellation (the revision's rule on
+ * SSE stream, as http-session.ts writes them). The client closing the connection is the request's cancellation (the revision's rule on
  * HTTP): the handler's signal aborts, and so does the upstream call.
  */
 export async function serveModern(
@@ -101,22 +102,7 @@ export async function serveModern(
       ...(auth ? { authInfo: auth as never } : {}),
     },
   );
-  const headers: Record<string, string> = {};
-  response.headers.forEach((value, name) => (headers[name] = value));
-  res.writeHead(response.status, headers);
-  if (!response.body) return void res.end();
-  const reader = response.body.getReader();
-  cancelled.signal.addEventListener('abort', () => void reader.cancel().catch(() => undefined));
-  try {
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      res.write(value);
-    }
-  } catch {
-    // the client went away
-  }
-  res.end();
+  await writeResponse(response, res, true);
 }
 
 /** Whether a probe names the listener by IP address (`Host: 10.0.0.7:8080`), with no Origin or forwarded host. */

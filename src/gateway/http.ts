@@ -11,7 +11,6 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import { createServer as createTlsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { McpHttpHandler } from '@modelcontextprotocol/server';
 import {
   audienceMatches,
@@ -28,6 +27,7 @@ import { answerApproval, type ApprovalsEndpoint } from './answers.js';
 import type { Gateway, GatewayRequestContext } from './gateway.js';
 import type { GatewayAuditSink } from './audit.js';
 import { hostCheck } from './hosts.js';
+import { NodeStreamableHttp } from './http-session.js';
 import {
   answerMetadata,
   answerMetrics,
@@ -212,7 +212,7 @@ export async function serveGatewayHttp(
     ((auth: AuthInfo, _route: { readonly agent?: string }): GateContext => ({
       caller: { id: auth.clientId, scopes: auth.scopes },
     }));
-  const sessions = new Map<string, { transport: StreamableHTTPServerTransport; subject: string; route: string }>();
+  const sessions = new Map<string, { transport: NodeStreamableHttp; subject: string; route: string }>();
 
   // Known once listening.
   let resource = '';
@@ -410,14 +410,14 @@ export async function serveGatewayHttp(
           error: { code: -32000, message: 'stateless gateway: POST only' },
           id: null,
         });
-      const transport = new StreamableHTTPServerTransport({});
+      const transport = new NodeStreamableHttp({});
       const mcp = server(auth, route);
       res.on('close', () => {
         void transport.close().catch(() => undefined);
         void mcp.close().catch(() => undefined);
       });
       await mcp.connect(transport);
-      return transport.handleRequest(req, res, parsedBody);
+      return transport.handleNode(req, res, parsedBody);
     }
 
     const sessionId = req.headers['mcp-session-id'];
@@ -431,7 +431,7 @@ export async function serveGatewayHttp(
           error: { code: -32001, message: 'the session belongs to another subject or route' },
           id: null,
         });
-      return session.transport.handleRequest(req, res, parsedBody);
+      return session.transport.handleNode(req, res, parsedBody);
     }
     if (req.method !== 'POST')
       return reply(res, 400, {
@@ -439,7 +439,7 @@ export async function serveGatewayHttp(
         error: { code: -32000, message: 'an mcp-session-id header is required' },
         id: null,
       });
-    const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
+    const transport: NodeStreamableHttp = new NodeStreamableHttp({
       sessionIdGenerator: () => randomUUID(),
       onsessioninitialized: (id) => {
         sessions.set(id, { transport, subject, route: pathname });
@@ -450,7 +450,7 @@ export async function serveGatewayHttp(
     };
     const mcp = server(auth, route);
     await mcp.connect(transport);
-    await transport.handleRequest(req, res, parsedBody);
+    await transport.handleNode(req, res, parsedBody);
     if (!transport.sessionId) await mcp.close(); // not an initialize request: nothing to keep
   };
 
