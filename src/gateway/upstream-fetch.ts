@@ -6,19 +6,22 @@
  * connection, its answer a web Response whose body streams the socket's chunks as they come.
  *
  * A connection carries no MCP state (the session is the `mcp-session-id` header of each request), so
- * reusing one across upstreams, sessions or tenants mixes nothing. Redirects are never followed here (the
- * SDK asks for `redirect: 'manual'` and follows same-origin ones itself). A body that is not text or bytes
- * goes to the global fetch, as before.
+ * reusing one across upstreams, sessions or tenants mixes nothing. Only what the SDK's transport sends is
+ * taken here (`redirect: 'manual'`, the SDK following same-origin redirects itself; a text body); anything
+ * else — an OAuth flow's own requests, another body — goes to the global fetch, as before.
  */
 import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { StreamableHTTPClientTransport, type Transport } from '@modelcontextprotocol/client';
 import { describe } from '../names.js';
 
-const agents = {
-  'http:': new HttpAgent({ keepAlive: true, scheduling: 'lifo' }),
-  'https:': new HttpsAgent({ keepAlive: true, scheduling: 'lifo' }),
-} as const;
+// An idle pooled connection is closed after 4 s, or 1 s before the server's `Keep-Alive: timeout=N` says it
+// closes its side (undici's defaults), so a request is not sent on a connection the server is closing.
+const pooled = { keepAlive: true, scheduling: 'lifo', timeout: 4_000 } as const;
+const agents = { 'http:': new HttpAgent(pooled), 'https:': new HttpsAgent(pooled) } as const;
+
+/** A request (its answer included) that receives nothing for this long fails, as undici's body and headers timeouts. */
+const SILENT_MS = 300_000;
 
 /** Statuses whose Response has no body (the Response constructor refuses one). */
 const NULL_BODY = new Set([101, 103, 204, 205, 304]);
@@ -37,7 +40,10 @@ export function httpUpstreamTransport(url: string | URL, headers?: Readonly<Reco
   });
 }
 
-/** `fetch` on node:http(s) with keep-alive, for the SDK's client transport (what it sends: text bodies, no redirects followed). */
+/**
+ * `fetch` on node:http(s) with keep-alive, for the SDK's client transport: what it sends (text bodies,
+ * `redirect: 'manual'`, the SDK following same-origin redirects itself); anything else goes to the global fetch.
+ */
 export function upstreamFetch(input: string | URL | Request, init: RequestInit = {}): Promise<Response> {
   const url = typeof input === 'string' ? new URL(input) : input instanceof URL ? input : null;
   const body = init.body;
@@ -45,7 +51,7 @@ export function upstreamFetch(input: string | URL | Request, init: RequestInit =
     url === null ||
     (url.protocol !== 'http:' && url.protocol !== 'https:') ||
     (body !== undefined && body !== null && typeof body !== 'string' && !(body instanceof Uint8Array)) ||
-    init.redirect === 'follow'
+    init.redirect !== 'manual'
   )
     return fetch(input, init);
   const signal = init.signal ?? undefined;
@@ -62,6 +68,9 @@ export function upstreamFetch(input: string | URL | Request, init: RequestInit =
       agent: agents[url.protocol as 'http:' | 'https:'],
     });
     request.setNoDelay(true);
+    request.setTimeout(SILENT_MS, () =>
+      request.destroy(new Error(`the upstream sent nothing for ${SILENT_MS / 1000} s`)),
+    );
     const onAbort = (): void => {
       request.destroy(abortReason(signal!));
     };

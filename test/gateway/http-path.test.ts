@@ -70,6 +70,7 @@ describe('upstreamFetch: the gateway’s fetch to a Streamable HTTP upstream', (
         method: 'POST',
         headers: new Headers({ 'content-type': 'application/json', 'x-asked': 'yes' }),
         body: '{"jsonrpc":"2.0"}',
+        redirect: 'manual',
       });
     const first = await post();
     expect(first.status).toBe(200);
@@ -78,7 +79,7 @@ describe('upstreamFetch: the gateway’s fetch to a Streamable HTTP upstream', (
     await (await post()).json();
     expect(ports[1]).toBe(ports[0]); // the same connection
 
-    const sse = await upstreamFetch(new URL('/sse', base), { method: 'GET' });
+    const sse = await upstreamFetch(new URL('/sse', base), { method: 'GET', redirect: 'manual' });
     expect(sse.headers.get('content-type')).toBe('text/event-stream');
     const reader = sse.body!.getReader();
     const decoder = new TextDecoder();
@@ -93,7 +94,11 @@ describe('upstreamFetch: the gateway’s fetch to a Streamable HTTP upstream', (
     const moved = await upstreamFetch(new URL('/moved', base), { method: 'POST', body: '{}', redirect: 'manual' });
     expect(moved.status).toBe(302);
     expect(moved.headers.get('location')).toBe('/elsewhere');
-    const empty = await upstreamFetch(new URL('/empty', base), { method: 'DELETE' });
+    // Anything else (a request that follows redirects, as an OAuth flow's) is the global fetch's.
+    const followed = await upstreamFetch(new URL('/moved', base), { method: 'POST', body: '{}' });
+    expect(followed.status).toBe(200);
+    expect(followed.url).toBe(new URL('/elsewhere', base).href);
+    const empty = await upstreamFetch(new URL('/empty', base), { method: 'DELETE', redirect: 'manual' });
     expect(empty.status).toBe(204);
     expect(empty.body).toBeNull();
   });
@@ -105,9 +110,11 @@ describe('upstreamFetch: the gateway’s fetch to a Streamable HTTP upstream', (
     });
     const before = new AbortController();
     before.abort();
-    await expect(upstreamFetch(base, { signal: before.signal })).rejects.toMatchObject({ name: 'AbortError' });
+    await expect(upstreamFetch(base, { signal: before.signal, redirect: 'manual' })).rejects.toMatchObject({
+      name: 'AbortError',
+    });
     const during = new AbortController();
-    const answer = await upstreamFetch(base, { signal: during.signal });
+    const answer = await upstreamFetch(base, { signal: during.signal, redirect: 'manual' });
     const reader = answer.body!.getReader();
     await reader.read();
     during.abort();
@@ -117,7 +124,9 @@ describe('upstreamFetch: the gateway’s fetch to a Streamable HTTP upstream', (
     await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
     const free = (server.address() as AddressInfo).port;
     await new Promise<void>((done) => server.close(() => done()));
-    await expect(upstreamFetch(`http://127.0.0.1:${free}/`, { method: 'POST', body: '{}' })).rejects.toThrow();
+    await expect(
+      upstreamFetch(`http://127.0.0.1:${free}/`, { method: 'POST', body: '{}', redirect: 'manual' }),
+    ).rejects.toThrow();
   });
 });
 
