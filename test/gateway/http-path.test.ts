@@ -103,6 +103,28 @@ describe('upstreamFetch: the gateway’s fetch to a Streamable HTTP upstream', (
     expect(empty.body).toBeNull();
   });
 
+  it('does not send on a pooled connection the server is about to close (its Keep-Alive hint, less 1 s)', async () => {
+    const ports: number[] = [];
+    const server = createServer((req, res) => {
+      ports.push(req.socket.remotePort!);
+      req.resume();
+      req.on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end('{}'));
+    });
+    server.keepAliveTimeout = 2_500; // announced as "Keep-Alive: timeout=2"
+    await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
+    cleanups.push(() => new Promise<void>((done) => server.close(() => done())));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+    const post = async () =>
+      (await upstreamFetch(url, { method: 'POST', body: '{}', redirect: 'manual' })).json() as Promise<unknown>;
+    await post();
+    await post();
+    expect(ports[1]).toBe(ports[0]);
+    // Idle 1.5 s: past the hint less its 1 s margin, the pooled connection was dropped; a new one serves.
+    await new Promise<void>((done) => setTimeout(done, 1_500));
+    await expect(post()).resolves.toEqual({});
+    expect(ports[2]).not.toBe(ports[0]);
+  });
+
   it('rejects on an aborted signal, before and during the answer, and on a refused connection', async () => {
     const base = await serve((_req, res) => {
       res.writeHead(200, { 'content-type': 'text/event-stream' });
