@@ -28,6 +28,8 @@
  * the upstream directly (an SDK v1 client in a session; an SDK v2 client pinned to 2026-07-28), through
  * `toolgate gateway --http 0 --no-auth`, and through `toolgate gateway --http 0 --jwks-url …` (a JWKS served
  * by this process, one RS256 token for the gateway's resource with an hour's `exp` for the whole run: verified once, then cached).
+ * A fourth side is the floor of any HTTP hop on the machine: a bare relay process (node:http server, keep-alive
+ * `http.request` to the upstream, the body read and parsed as JSON, the answer piped back) — no MCP in it.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -84,6 +86,10 @@ export interface HttpSide {
   readonly direct: LatencyUs;
   readonly gateway: LatencyUs;
   readonly gatewayJwt: LatencyUs;
+  /** Through a bare HTTP relay process (no MCP: bytes in, bytes out, keep-alive): the floor of any HTTP hop here. */
+  readonly relay: LatencyUs;
+  /** CPU µs per tools/call of the gateway process (no auth), and of the upstream called directly; null without /proc. */
+  readonly cpu: { readonly gateway: number | null; readonly upstream: number | null };
 }
 
 const ROOT = process.env['TOOLGATE_BENCH_ROOT'] ?? process.cwd();
@@ -213,11 +219,15 @@ export async function benchGateway(
       ['--import', 'tsx', resolve(ROOT, 'test/mcp/fixtures/legacy-server.ts'), '--http'],
       children,
     );
+    const legacyUpChild = children.at(-1)!;
     const modernUp = await spawnListening(
       node,
       ['--import', 'tsx', resolve(ROOT, 'test/mcp/fixtures/modern-server.ts'), '--http'],
       children,
     );
+    const modernUpChild = children.at(-1)!;
+    const legacyRelay = await spawnListening(node, ['-e', RELAY, legacyUp.href], children);
+    const modernRelay = await spawnListening(node, ['-e', RELAY, modernUp.href], children);
     const httpPolicy = join(dir, 'http-policy.yaml');
     writeFileSync(
       httpPolicy,
@@ -236,6 +246,7 @@ export async function benchGateway(
       [cliMain, 'gateway', '--policy', httpPolicy, '--http', '0', '--no-auth'],
       children,
     );
+    const plainPid = children.at(-1)!.pid;
     const jwtGateway = await spawnListening(
       node,
       [cliMain, 'gateway', '--policy', httpPolicy, '--http', '0', '--jwks-url', idp.url, '--jwt-issuer', idp.issuer],
@@ -264,11 +275,13 @@ export async function benchGateway(
         echo(await legacyAt(legacyUp), 'echo'),
         echo(await legacyAt(plain), 'leg:echo'),
         echo(await legacyAt(jwtGateway, bearer), 'leg:echo'),
+        echo(await legacyAt(legacyRelay), 'echo'),
       ],
       modern: [
         echo(await modernAt(modernUp), 'echo'),
         echo(await modernAt(plain), 'mod:echo'),
         echo(await modernAt(jwtGateway, bearer), 'mod:echo'),
+        echo(await modernAt(modernRelay), 'echo'),
       ],
     };
     const http: Record<string, HttpSide> = {};
@@ -279,10 +292,20 @@ export async function benchGateway(
           throw new Error(`bench gateway: ${era} over HTTP answered ${JSON.stringify(got)}`);
       }
       const samples = await alternate(sides, rounds, perRound);
-      const side = { direct: summary(samples[0]!), gateway: summary(samples[1]!), gatewayJwt: summary(samples[2]!) };
+      const upstreamPid = (era === 'legacy' ? legacyUpChild : modernUpChild).pid;
+      const side: HttpSide = {
+        direct: summary(samples[0]!),
+        gateway: summary(samples[1]!),
+        gatewayJwt: summary(samples[2]!),
+        relay: summary(samples[3]!),
+        cpu: {
+          gateway: await cpuPerCall(plainPid, sides[1]!, 1_000),
+          upstream: await cpuPerCall(upstreamPid, sides[0]!, 1_000),
+        },
+      };
       http[era] = side;
       log(
-        `gateway tools/call over HTTP, ${era === 'legacy' ? '2025-11-25 session' : '2026-07-28'}: direct p50 ${side.direct.p50.toFixed(0)} µs p99 ${side.direct.p99.toFixed(0)} µs; gateway p50 ${side.gateway.p50.toFixed(0)} µs p99 ${side.gateway.p99.toFixed(0)} µs; with JWT p50 ${side.gatewayJwt.p50.toFixed(0)} µs`,
+        `gateway tools/call over HTTP, ${era === 'legacy' ? '2025-11-25 session' : '2026-07-28'}: direct p50 ${side.direct.p50.toFixed(0)} µs p99 ${side.direct.p99.toFixed(0)} µs; gateway p50 ${side.gateway.p50.toFixed(0)} µs p99 ${side.gateway.p99.toFixed(0)} µs; with JWT p50 ${side.gatewayJwt.p50.toFixed(0)} µs; bare relay p50 ${side.relay.p50.toFixed(0)} µs; CPU per call: gateway ${side.cpu.gateway?.toFixed(0)} µs, the upstream itself ${side.cpu.upstream?.toFixed(0)} µs`,
       );
     }
     // parse: the request and the answer as JSON text through JSON.parse + JSON.stringify, both ways of the hop.
@@ -371,6 +394,33 @@ export async function benchGateway(
     rmSync(dir, { recursive: true, force: true });
   }
 }
+
+/**
+ * A bare HTTP relay (`node -e RELAY <upstream URL>`): every request's body read and parsed as JSON, sent on a
+ * keep-alive connection to the upstream with the same method and headers, the answer piped back as it
+ * comes — what any HTTP hop costs, without MCP. Prints `listening on <url>` like the gateway.
+ */
+const RELAY = `
+const { createServer, request, Agent } = require('node:http');
+const up = new URL(process.argv[1]);
+const agent = new Agent({ keepAlive: true });
+const server = createServer((req, res) => {
+  const chunks = [];
+  req.on('data', (c) => chunks.push(c));
+  req.on('end', () => {
+    const body = Buffer.concat(chunks);
+    if (body.length > 0) JSON.parse(body.toString('utf8'));
+    const headers = { ...req.headers, host: up.host };
+    const out = request({ agent, host: up.hostname, port: up.port, path: up.pathname, method: req.method, headers }, (answer) => {
+      res.writeHead(answer.statusCode, answer.headers);
+      answer.pipe(res);
+    });
+    out.on('error', () => res.destroy());
+    out.end(body);
+  });
+});
+server.listen(0, '127.0.0.1', () => process.stderr.write('listening on http://127.0.0.1:' + server.address().port + '/mcp\\n'));
+`;
 
 /** Samples of each side in alternating rounds (after 50 warm-up calls each), µs per call. */
 async function alternate(

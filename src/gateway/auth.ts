@@ -32,7 +32,9 @@ export class BearerRefusal extends Error {
  * bound to who opened them. `extra.subject` is the issuer, claim and value (`["iss","sub","alice"]` as
  * JSON), so `sub: "alice"` and `client_id: "alice"` (or two issuers' "alice") are different subjects.
  * Scopes are tool names (the "Tool allowlists" spec's caller layer). A verified token is not verified again
- * until its `exp` (up to 10,000 tokens kept; the answer is frozen and shared by its requests).
+ * until its `exp` — with `jwksUrl`, for at most 10 minutes, as long as jose keeps the key set, so a key
+ * withdrawn from the set stops being accepted as it would without the cache (up to 10,000 tokens kept; the
+ * answer is frozen and shared by its requests).
  */
 export function jwtAuthenticator(options: JwtAuthOptions): BearerAuthenticator {
   const verify = jwtVerifier(options, 'jwtAuthenticator');
@@ -40,13 +42,16 @@ export function jwtAuthenticator(options: JwtAuthOptions): BearerAuthenticator {
   if (typeof allowNoExp !== 'boolean')
     throw new TypeError(`jwtAuthenticator option "allowNoExp" must be a boolean, got ${typeof allowNoExp}`);
   // Verified tokens by their exact text, each kept until its `exp` (issue 25: a signature check per request
-  // costs more than the gateway's own work). A token without `exp` is verified every time; the oldest entry
-  // goes first when the cache is full.
-  const verified = new Map<string, AuthInfo>();
+  // costs more than the gateway's own work) — with a remote key set, for at most as long as jose keeps the
+  // set before fetching it again, so a key removed from the set is not honoured longer through this cache
+  // than it would be without it. A token without `exp` is verified every time; the oldest entry goes first
+  // when the cache is full.
+  const keptMs = options.jwksUrl !== undefined ? REMOTE_KEYS_MS : Infinity;
+  const verified = new Map<string, { readonly auth: AuthInfo; readonly until: number }>();
   return async (token) => {
     const known = verified.get(token);
     if (known !== undefined) {
-      if (Date.now() < known.expiresAt! * 1000) return known;
+      if (Date.now() < known.until) return known.auth;
       verified.delete(token);
     }
     const payload = await verify(token);
@@ -67,7 +72,7 @@ export function jwtAuthenticator(options: JwtAuthOptions): BearerAuthenticator {
     });
     if (payload.exp !== undefined) {
       if (verified.size >= VERIFIED_TOKENS) verified.delete(verified.keys().next().value!);
-      verified.set(token, auth);
+      verified.set(token, { auth, until: Math.min(payload.exp * 1000, Date.now() + keptMs) });
     }
     return auth;
   };
@@ -75,6 +80,9 @@ export function jwtAuthenticator(options: JwtAuthOptions): BearerAuthenticator {
 
 /** How many verified tokens one authenticator keeps. */
 const VERIFIED_TOKENS = 10_000;
+
+/** How long a token verified with a remote key set is kept: jose's own cache of the set (`cacheMaxAge`, 10 minutes). */
+const REMOTE_KEYS_MS = 10 * 60_000;
 
 function subjectOf(payload: JWTPayload): { claim: string; value: string } {
   for (const claim of ['sub', 'client_id', 'azp']) {

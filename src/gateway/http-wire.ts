@@ -5,8 +5,9 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isIP } from 'node:net';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
-import type { McpHttpHandler } from '@modelcontextprotocol/server';
+import { classifyInboundRequest, type McpHttpHandler } from '@modelcontextprotocol/server';
 import { reply } from './auth.js';
+import { writeResponse } from './http-session.js';
 
 /** The largest MCP request body read (the SDK's own bound). */
 export const MAX_MCP_BODY = 4 * 1024 * 1024;
@@ -40,6 +41,30 @@ export async function readJson(
   }
 }
 
+/**
+ * Whether a POST with this parsed body is 2025-era traffic (sessions) rather than a 2026-07-28 request:
+ * the SDK's own classification (`isLegacyRequest` runs exactly this on a parsed body), read from the Node
+ * request's headers without building a web Request for it (issue 25: that cost more than the answer).
+ */
+export function isLegacyPost(req: IncomingMessage, body: unknown): boolean {
+  const header = (name: string): string | undefined => {
+    const value = req.headers[name];
+    return Array.isArray(value) ? value.join(', ') : value;
+  };
+  const version = header('mcp-protocol-version');
+  const method = header('mcp-method');
+  const name = header('mcp-name');
+  return (
+    classifyInboundRequest({
+      httpMethod: req.method ?? 'POST',
+      ...(version !== undefined ? { protocolVersionHeader: version } : {}),
+      ...(method !== undefined ? { mcpMethodHeader: method } : {}),
+      ...(name !== undefined ? { mcpNameHeader: name } : {}),
+      body,
+    }).kind === 'legacy'
+  );
+}
+
 /** The headers of a Node request as a web Request (the body travels as parsed JSON beside it). */
 export function webRequest(req: IncomingMessage, init: { body?: string; signal?: AbortSignal } = {}): Request {
   const headers = new Headers();
@@ -56,7 +81,7 @@ export function webRequest(req: IncomingMessage, init: { body?: string; signal?:
 
 /**
  * Serves one 2026-07-28 request through the modern handler and writes its answer (one JSON body, or an
- * SSE stream). The client closing the connection is the request's cancellation (the revision's rule on
+ * SSE stream, as http-session.ts writes them). The client closing the connection is the request's cancellation (the revision's rule on
  * HTTP): the handler's signal aborts, and so does the upstream call.
  */
 export async function serveModern(
@@ -77,22 +102,7 @@ export async function serveModern(
       ...(auth ? { authInfo: auth as never } : {}),
     },
   );
-  const headers: Record<string, string> = {};
-  response.headers.forEach((value, name) => (headers[name] = value));
-  res.writeHead(response.status, headers);
-  if (!response.body) return void res.end();
-  const reader = response.body.getReader();
-  cancelled.signal.addEventListener('abort', () => void reader.cancel().catch(() => undefined));
-  try {
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      res.write(value);
-    }
-  } catch {
-    // the client went away
-  }
-  res.end();
+  await writeResponse(response, res, true);
 }
 
 /** Whether a probe names the listener by IP address (`Host: 10.0.0.7:8080`), with no Origin or forwarded host. */

@@ -11,8 +11,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import { createServer as createTlsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { isLegacyRequest, type McpHttpHandler } from '@modelcontextprotocol/server';
+import type { McpHttpHandler } from '@modelcontextprotocol/server';
 import {
   audienceMatches,
   BearerRefusal,
@@ -28,17 +27,18 @@ import { answerApproval, type ApprovalsEndpoint } from './answers.js';
 import type { Gateway, GatewayRequestContext } from './gateway.js';
 import type { GatewayAuditSink } from './audit.js';
 import { hostCheck } from './hosts.js';
+import { NodeStreamableHttp } from './http-session.js';
 import {
   answerMetadata,
   answerMetrics,
   listenerOf,
   answerProbe,
   Drain,
+  isLegacyPost,
   LEGACY_VERSIONS,
   probedByAddress,
   readJson,
   serveModern,
-  webRequest,
   type Readiness,
 } from './http-wire.js';
 
@@ -217,7 +217,7 @@ export async function serveGatewayHttp(
     ((auth: AuthInfo, _route: { readonly agent?: string }): GateContext => ({
       caller: { id: auth.clientId, scopes: auth.scopes },
     }));
-  const sessions = new Map<string, { transport: StreamableHTTPServerTransport; subject: string; route: string }>();
+  const sessions = new Map<string, { transport: NodeStreamableHttp; subject: string; route: string }>();
 
   // Known once listening.
   let resource = '';
@@ -392,7 +392,7 @@ export async function serveGatewayHttp(
       const read = await readJson(req);
       if (!read.ok) return rpcError(res, read.status, read.error);
       parsedBody = read.body;
-      if (!(await isLegacyRequest(webRequest(req), parsedBody))) {
+      if (!isLegacyPost(req, parsedBody)) {
         const modern = modernOf(route);
         if (!modern)
           return rpcError(res, 400, {
@@ -406,14 +406,14 @@ export async function serveGatewayHttp(
 
     if (options.stateless) {
       if (req.method !== 'POST') return rpcError(res, 405, { code: -32000, message: 'stateless gateway: POST only' });
-      const transport = new StreamableHTTPServerTransport({});
+      const transport = new NodeStreamableHttp({});
       const mcp = server(auth, route);
       res.on('close', () => {
         void transport.close().catch(() => undefined);
         void mcp.close().catch(() => undefined);
       });
       await mcp.connect(transport);
-      return transport.handleRequest(req, res, parsedBody);
+      return transport.handleNode(req, res, parsedBody);
     }
 
     const sessionId = req.headers['mcp-session-id'];
@@ -422,11 +422,11 @@ export async function serveGatewayHttp(
       if (!session) return rpcError(res, 404, { code: -32001, message: 'session not found' });
       if (session.subject !== subject || session.route !== pathname)
         return rpcError(res, 403, { code: -32001, message: 'the session belongs to another subject or route' });
-      return session.transport.handleRequest(req, res, parsedBody);
+      return session.transport.handleNode(req, res, parsedBody);
     }
     if (req.method !== 'POST')
       return rpcError(res, 400, { code: -32000, message: 'an mcp-session-id header is required' });
-    const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
+    const transport: NodeStreamableHttp = new NodeStreamableHttp({
       sessionIdGenerator: () => randomUUID(),
       onsessioninitialized: (id) => {
         sessions.set(id, { transport, subject, route: pathname });
@@ -437,7 +437,7 @@ export async function serveGatewayHttp(
     };
     const mcp = server(auth, route);
     await mcp.connect(transport);
-    await transport.handleRequest(req, res, parsedBody);
+    await transport.handleNode(req, res, parsedBody);
     if (!transport.sessionId) await mcp.close(); // not an initialize request: nothing to keep
   };
 
