@@ -142,23 +142,21 @@ export function readCall(raw: unknown): NormalizedCall | UnreadableCall {
     // `args` is optional in Gemini's FunctionCall: absent means no arguments.
     return { id, name: fc['name'], arguments: fc['args'] ?? {}, format: 'gemini' };
   }
-  const id = str(raw['id']) ? raw['id'] : nextId();
-  if (!str(raw['name'])) {
-    return {
-      id,
-      name: '',
-      format: 'toolgate',
-      problem:
-        'unrecognised tool call shape; expected an OpenAI chat tool call, an OpenAI responses function_call, an Anthropic tool_use, ' +
-        'a Gemini functionCall part, or { name, arguments }',
-    };
-  }
-  return {
-    id,
-    name: raw['name'],
-    arguments: raw['arguments'] === undefined ? {} : raw['arguments'],
-    format: 'toolgate',
-  };
+  return ownCall(str(raw['id']) ? raw['id'] : nextId(), raw['name'], raw['arguments']);
+}
+
+const UNRECOGNISED =
+  'unrecognised tool call shape; expected an OpenAI chat tool call, an OpenAI responses function_call, an Anthropic tool_use, ' +
+  'a Gemini functionCall part, or { name, arguments }';
+
+/** `readCall({ name, arguments })` without the object around them (`invoke`'s call): the same call, the same id. */
+export function readNamedCall(name: unknown, args: unknown): NormalizedCall | UnreadableCall {
+  return ownCall(nextId(), name, args);
+}
+
+function ownCall(id: string, name: unknown, args: unknown): NormalizedCall | UnreadableCall {
+  if (!str(name)) return { id, name: '', format: 'toolgate', problem: UNRECOGNISED };
+  return { id, name, arguments: args === undefined ? {} : args, format: 'toolgate' };
 }
 
 /**
