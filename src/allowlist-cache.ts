@@ -144,7 +144,10 @@ const memos: Record<Role, { layer: unknown; index: LayerIndex | undefined }> = {
 function remember(layer: readonly unknown[], role: Role, index: LayerIndex): LayerIndex {
   (role === 'declared' ? declaredIndexes : layerIndexes).set(layer, index);
   // A joint built from this layer's earlier index no longer answers for it.
-  if (joint !== null && (joint.declared === layer || joint.tenant === layer || joint.caller === layer)) joint = null;
+  for (let i = joints.length - 1; i >= 0; i--) {
+    const j = joints[i]!;
+    if (j.declared === layer || j.tenant === layer || j.caller === layer) joints.splice(i, 1);
+  }
   // A tenant's and a caller's layer share one WeakMap: a memo of the other role may hold this layer.
   for (const memo of Object.values(memos))
     if (memo.layer === layer) {
@@ -178,8 +181,8 @@ export function allowlistRefusal(
   const tenant = context.tenant?.tools;
   const caller = context.caller?.scopes;
   const declaration = declarationOf(context, env);
-  const j = joint;
-  if (j !== null && j.declared === declaration && j.tenant === tenant && j.caller === caller) {
+  const j = jointFor(declaration, tenant, caller);
+  if (j !== null) {
     const slot = j.slots.get(form);
     if (slot !== undefined && jointHolds(j, slot)) return null;
   }
@@ -189,8 +192,7 @@ export function allowlistRefusal(
   const inTenant = tenant === null || tenant === undefined || holds(tenant, 'tenant', form, name, agent);
   const inCaller = caller === null || caller === undefined || holds(caller, 'caller', form, name, agent);
   if (declaration === lastDeclared && tenant === lastTenant && caller === lastCaller) {
-    if (j === null || j.declared !== declaration || j.tenant !== tenant || j.caller !== caller)
-      joint = jointOf(declaration, tenant, caller);
+    if (j === null) join(declaration, tenant, caller);
   } else {
     lastDeclared = declaration;
     lastTenant = tenant;
@@ -204,7 +206,7 @@ export function allowlistRefusal(
  * The three layers a steady server gives every call (one agent, one plan, one caller's scopes: the same arrays
  * call after call) joined: for each canonical form all three hold, its position in each. A permitted call is
  * then one Map look-up instead of three, answered as {@link holds} answers each layer — by the same indexes
- * (a layer indexed again drops the joint, in `remember`), a plain array only while it still holds the indexed
+ * (a layer indexed again drops its joints, in `remember`), a plain array only while it still holds the indexed
  * spelling at that position. Anything else (a form not in all three, a spelling moved) takes the three look-ups.
  */
 interface Joint {
@@ -214,6 +216,8 @@ interface Joint {
   /** canonical form → slot; a slot's positions are `at[3 * slot]` (declared), `+ 1` (tenant), `+ 2` (caller) */
   readonly slots: ReadonlyMap<string, number>;
   readonly at: Int32Array;
+  /** What building it cost: its declaration's forms. */
+  readonly cost: number;
   /** Per layer, the plain array to check and its indexed spellings; null when frozen or not given. */
   readonly d: readonly unknown[] | null;
   readonly ds: readonly string[];
@@ -223,11 +227,36 @@ interface Joint {
   readonly cs: readonly string[];
 }
 
-let joint: Joint | null = null;
+// The joints of the last few steady contexts (a server taking turns between a few tenants keeps each one's).
+// Building one costs its declaration's size: a new one is built only after as many calls as a sixty-fourth of the
+// last one's size, so contexts that change in bursts cannot make every call pay for a build.
+const JOINTS = 4;
+const joints: Joint[] = [];
+let sinceBuilt = Infinity;
+let lastBuilt = 0;
 let lastDeclared: unknown;
 let lastTenant: unknown;
 let lastCaller: unknown;
 const NO_SPELLINGS: readonly string[] = [];
+
+function jointFor(declaration: unknown, tenant: unknown, caller: unknown): Joint | null {
+  sinceBuilt++;
+  for (let i = 0; i < joints.length; i++) {
+    const j = joints[i]!;
+    if (j.declared === declaration && j.tenant === tenant && j.caller === caller) return j;
+  }
+  return null;
+}
+
+function join(declaration: unknown, tenant: unknown, caller: unknown): void {
+  if (sinceBuilt < lastBuilt / 64) return;
+  const j = jointOf(declaration, tenant, caller);
+  if (j === null) return;
+  sinceBuilt = 0;
+  lastBuilt = j.cost;
+  joints.unshift(j);
+  if (joints.length > JOINTS) joints.pop();
+}
 
 function jointHolds(j: Joint, slot: number): boolean {
   const at = j.at;
@@ -275,6 +304,7 @@ function jointOf(declaration: unknown, tenant: unknown, caller: unknown): Joint 
     caller,
     slots,
     at,
+    cost: di.forms.size,
     d: plain(declaration, di),
     ds: di.spellings,
     t: plain(tenant, ti),
