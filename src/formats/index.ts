@@ -188,14 +188,15 @@ export function parseArguments(
       problem: 'the call has no arguments; expected a JSON object (send {} for a tool without parameters)',
     };
   if (typeof raw === 'string') {
-    if (raw.trim() === '')
-      return {
-        ok: false,
-        problem: `the arguments are ${raw === '' ? 'an empty string' : 'blank'}; expected a JSON object (send {} for a tool without parameters)`,
-      };
     try {
       value = JSON.parse(raw);
     } catch (error) {
+      // Blank text is never JSON: asked only of text that did not parse (a trim per call cost as much as a look-up).
+      if (raw.trim() === '')
+        return {
+          ok: false,
+          problem: `the arguments are ${raw === '' ? 'an empty string' : 'blank'}; expected a JSON object (send {} for a tool without parameters)`,
+        };
       return {
         ok: false,
         problem: `the arguments are not valid JSON (${(error as Error).message}); expected a JSON object`,
