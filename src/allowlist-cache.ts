@@ -184,7 +184,10 @@ export function allowlistRefusal(
   const j = jointFor(declaration, tenant, caller);
   if (j !== null) {
     const slot = j.slots.get(form);
-    if (slot !== undefined && jointHolds(j, slot)) return null;
+    if (slot !== undefined && jointHolds(j, slot)) {
+      hitsSinceBuilt++;
+      return null;
+    }
   }
   // Every layer given is read (and checked) even when an earlier one refuses: a broken layer is reported
   // whichever call meets it first.
@@ -228,11 +231,13 @@ interface Joint {
 }
 
 // The joints of the last few steady contexts (a server taking turns between a few tenants keeps each one's).
-// Building one costs its declaration's size: a new one is built only after as many calls as a sixty-fourth of the
-// last one's size, so contexts that change in bursts cannot make every call pay for a build.
+// Building one costs its declaration's size, so a build has to pay: another is built once the joints answered
+// as many calls as a sixty-fourth of the last build's size since it, or else only after four times that size
+// in calls (contexts that change in bursts, more than the joints kept, pay at most a quarter of a form per call).
 const JOINTS = 4;
 const joints: Joint[] = [];
-let sinceBuilt = Infinity;
+let sinceBuilt = 0;
+let hitsSinceBuilt = 0;
 let lastBuilt = 0;
 let lastDeclared: unknown;
 let lastTenant: unknown;
@@ -249,10 +254,11 @@ function jointFor(declaration: unknown, tenant: unknown, caller: unknown): Joint
 }
 
 function join(declaration: unknown, tenant: unknown, caller: unknown): void {
-  if (sinceBuilt < lastBuilt / 64) return;
+  if (hitsSinceBuilt < lastBuilt / 64 && sinceBuilt < lastBuilt * 4) return;
   const j = jointOf(declaration, tenant, caller);
   if (j === null) return;
   sinceBuilt = 0;
+  hitsSinceBuilt = 0;
   lastBuilt = j.cost;
   joints.unshift(j);
   if (joints.length > JOINTS) joints.pop();
