@@ -231,14 +231,21 @@ interface Joint {
 }
 
 // The joints of the last few steady contexts (a server taking turns between a few tenants keeps each one's).
-// Building one costs its declaration's size, so a build has to pay: another is built once the joints answered
-// as many calls as a sixty-fourth of the last build's size since it, or else only after four times that size
-// in calls (contexts that change in bursts, more than the joints kept, pay at most a quarter of a form per call).
+// Building one costs its declaration's size and saves two look-ups per call it answers, so a build has to pay:
+// another is built once the joints answered four times the last build's size in calls since it, or else only
+// after sixteen times that size in calls (more contexts than are kept, taking turns in bursts, cannot thrash
+// the joints: they pay at most a sixteenth of a build's form per call).
 const JOINTS = 4;
 const joints: Joint[] = [];
 let sinceBuilt = 0;
 let hitsSinceBuilt = 0;
 let lastBuilt = 0;
+let built = 0;
+
+/** @internal How many joints were built in this process (the tests count them). */
+export function jointsBuilt(): number {
+  return built;
+}
 let lastDeclared: unknown;
 let lastTenant: unknown;
 let lastCaller: unknown;
@@ -254,11 +261,12 @@ function jointFor(declaration: unknown, tenant: unknown, caller: unknown): Joint
 }
 
 function join(declaration: unknown, tenant: unknown, caller: unknown): void {
-  if (hitsSinceBuilt < lastBuilt / 64 && sinceBuilt < lastBuilt * 4) return;
+  if (hitsSinceBuilt < lastBuilt * 4 && sinceBuilt < lastBuilt * 16) return;
   const j = jointOf(declaration, tenant, caller);
   if (j === null) return;
   sinceBuilt = 0;
   hitsSinceBuilt = 0;
+  built++;
   lastBuilt = j.cost;
   joints.unshift(j);
   if (joints.length > JOINTS) joints.pop();

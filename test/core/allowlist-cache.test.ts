@@ -5,6 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigurationError, defineTool, ToolAllowlist, ToolRegistry, type GateContext } from '../../src/index.js';
 import { prng } from '../../bench/scenario.js';
+import { jointsBuilt } from '../../src/allowlist-cache.js';
 
 const NAMES = ['search', 'refund', 'sudo', 'fetch_url'];
 
@@ -256,5 +257,30 @@ describe('steady layers joined (one look-up for a permitted call)', () => {
       }
     }
     expect([...kinds].sort()).toEqual(['caller', 'not_declared', 'permitted', 'tenant']);
+  });
+});
+
+describe('joints are built only where they pay', () => {
+  it('five plans taking turns in pairs of calls (more than the joints kept) do not rebuild joints; one steady context builds one', async () => {
+    const names = Array.from({ length: 200 }, (_, i) => `tool_${i}`);
+    const { registry: r } = registry(names);
+    const agent = { name: 'bot', tools: [...names] };
+    const scopes = [...names];
+    const plans = Array.from({ length: 5 }, () => [...names]);
+    let turn = 0;
+    const rotating = (): GateContext => ({
+      agent,
+      tenant: { id: 't', tools: plans[(turn++ >> 1) % 5]! },
+      caller: { id: 'u', scopes },
+    });
+    // Every array past its first look (indexed), then counted.
+    for (let i = 0; i < 20; i++) expect((await r.invoke(names[i]!, {}, rotating())).status).toBe('ok');
+    const before = jointsBuilt();
+    for (let i = 0; i < 2000; i++) expect((await r.invoke(names[i % 200]!, {}, rotating())).status).toBe('ok');
+    expect(jointsBuilt() - before).toBeLessThanOrEqual(1);
+    const steady = (): GateContext => ({ agent, tenant: { id: 't', tools: plans[0]! }, caller: { id: 'u', scopes } });
+    const start = jointsBuilt();
+    for (let i = 0; i < 3000; i++) expect((await r.invoke(names[i % 200]!, {}, steady())).status).toBe('ok');
+    expect(jointsBuilt() - start).toBeLessThanOrEqual(1);
   });
 });
