@@ -143,6 +143,11 @@ const memos: Record<Role, { layer: unknown; index: LayerIndex | undefined }> = {
 
 function remember(layer: readonly unknown[], role: Role, index: LayerIndex): LayerIndex {
   (role === 'declared' ? declaredIndexes : layerIndexes).set(layer, index);
+  // A joint built from this layer's earlier index no longer answers for it.
+  for (let i = joints.length - 1; i >= 0; i--) {
+    const j = joints[i]!;
+    if (j.declared === layer || j.tenant === layer || j.caller === layer) joints.splice(i, 1);
+  }
   // A tenant's and a caller's layer share one WeakMap: a memo of the other role may hold this layer.
   for (const memo of Object.values(memos))
     if (memo.layer === layer) {
@@ -175,13 +180,152 @@ export function allowlistRefusal(
   if (context.allowlist) return context.allowlist[REFUSAL_OF](form);
   const tenant = context.tenant?.tools;
   const caller = context.caller?.scopes;
+  const declaration = declarationOf(context, env);
+  const j = jointFor(declaration, tenant, caller);
+  if (j !== null) {
+    const slot = j.slots.get(form);
+    if (slot !== undefined && jointHolds(j, slot)) {
+      hitsSinceBuilt++;
+      return null;
+    }
+  }
   // Every layer given is read (and checked) even when an earlier one refuses: a broken layer is reported
   // whichever call meets it first.
-  const declared = holds(declarationOf(context, env), 'declared', form, name, agent);
+  const declared = holds(declaration, 'declared', form, name, agent);
   const inTenant = tenant === null || tenant === undefined || holds(tenant, 'tenant', form, name, agent);
   const inCaller = caller === null || caller === undefined || holds(caller, 'caller', form, name, agent);
+  if (declaration === lastDeclared && tenant === lastTenant && caller === lastCaller) {
+    if (j === null) join(declaration, tenant, caller);
+  } else {
+    lastDeclared = declaration;
+    lastTenant = tenant;
+    lastCaller = caller;
+  }
   // Where more than one would refuse, the declaration is named, then the tenant: the broader, standing reason.
   return !declared ? 'not_declared' : !inTenant ? 'tenant' : !inCaller ? 'caller' : null;
+}
+
+/**
+ * The three layers a steady server gives every call (one agent, one plan, one caller's scopes: the same arrays
+ * call after call) joined: for each canonical form all three hold, its position in each. A permitted call is
+ * then one Map look-up instead of three, answered as {@link holds} answers each layer — by the same indexes
+ * (a layer indexed again drops its joints, in `remember`), a plain array only while it still holds the indexed
+ * spelling at that position. Anything else (a form not in all three, a spelling moved) takes the three look-ups.
+ */
+interface Joint {
+  readonly declared: unknown;
+  readonly tenant: unknown;
+  readonly caller: unknown;
+  /** canonical form → slot; a slot's positions are `at[3 * slot]` (declared), `+ 1` (tenant), `+ 2` (caller) */
+  readonly slots: ReadonlyMap<string, number>;
+  readonly at: Int32Array;
+  /** What building it cost: its declaration's forms. */
+  readonly cost: number;
+  /** Per layer, the plain array to check and its indexed spellings; null when frozen or not given. */
+  readonly d: readonly unknown[] | null;
+  readonly ds: readonly string[];
+  readonly t: readonly unknown[] | null;
+  readonly ts: readonly string[];
+  readonly c: readonly unknown[] | null;
+  readonly cs: readonly string[];
+}
+
+// The joints of the last few steady contexts (a server taking turns between a few tenants keeps each one's).
+// Building one costs its declaration's size and saves two look-ups per call it answers, so a build has to pay:
+// another is built once the joints answered four times the last build's size in calls since it, or else only
+// after sixteen times that size in calls (more contexts than are kept, taking turns in bursts, cannot thrash
+// the joints: they pay at most a sixteenth of a build's form per call).
+const JOINTS = 4;
+const joints: Joint[] = [];
+let sinceBuilt = 0;
+let hitsSinceBuilt = 0;
+let lastBuilt = 0;
+let built = 0;
+
+/** @internal How many joints were built in this process (the tests count them). */
+export function jointsBuilt(): number {
+  return built;
+}
+let lastDeclared: unknown;
+let lastTenant: unknown;
+let lastCaller: unknown;
+const NO_SPELLINGS: readonly string[] = [];
+
+function jointFor(declaration: unknown, tenant: unknown, caller: unknown): Joint | null {
+  sinceBuilt++;
+  for (let i = 0; i < joints.length; i++) {
+    const j = joints[i]!;
+    if (j.declared === declaration && j.tenant === tenant && j.caller === caller) return j;
+  }
+  return null;
+}
+
+function join(declaration: unknown, tenant: unknown, caller: unknown): void {
+  if (hitsSinceBuilt < lastBuilt * 4 && sinceBuilt < lastBuilt * 16) return;
+  const j = jointOf(declaration, tenant, caller);
+  if (j === null) return;
+  sinceBuilt = 0;
+  hitsSinceBuilt = 0;
+  built++;
+  lastBuilt = j.cost;
+  joints.unshift(j);
+  if (joints.length > JOINTS) joints.pop();
+}
+
+function jointHolds(j: Joint, slot: number): boolean {
+  const at = j.at;
+  const k = 3 * slot;
+  const d = j.d;
+  const t = j.t;
+  const c = j.c;
+  return (
+    (d === null || d[at[k]!] === j.ds[at[k]!]) &&
+    (t === null || t[at[k + 1]!] === j.ts[at[k + 1]!]) &&
+    (c === null || c[at[k + 2]!] === j.cs[at[k + 2]!])
+  );
+}
+
+/** The layer's current index, when it is an array that has one (the memo of its role holds it). */
+function indexed(layer: unknown, role: Role): LayerIndex | null | undefined {
+  if (layer === null || layer === undefined) return null;
+  const memo = memos[role];
+  return Array.isArray(layer) && memo.layer === layer ? memo.index : undefined;
+}
+
+/** The joint of three layers just read, or null while one of them is not an indexed array. */
+function jointOf(declaration: unknown, tenant: unknown, caller: unknown): Joint | null {
+  const di = indexed(declaration, 'declared');
+  const ti = indexed(tenant, 'tenant');
+  const ci = indexed(caller, 'caller');
+  if (!di || ti === undefined || ci === undefined) return null;
+  const slots = new Map<string, number>();
+  const at = new Int32Array(3 * di.forms.size);
+  for (const [form, pd] of di.forms) {
+    const pt = ti === null ? 0 : ti.forms.get(form);
+    const pc = ci === null ? 0 : ci.forms.get(form);
+    if (pt === undefined || pc === undefined) continue;
+    const k = 3 * slots.size;
+    at[k] = pd;
+    at[k + 1] = pt;
+    at[k + 2] = pc;
+    slots.set(form, slots.size);
+  }
+  const plain = (layer: unknown, index: LayerIndex | null): readonly unknown[] | null =>
+    index === null || index.frozen ? null : (layer as readonly unknown[]);
+  return {
+    declared: declaration,
+    tenant,
+    caller,
+    slots,
+    at,
+    cost: di.forms.size,
+    d: plain(declaration, di),
+    ds: di.spellings,
+    t: plain(tenant, ti),
+    ts: ti?.spellings ?? NO_SPELLINGS,
+    c: plain(caller, ci),
+    cs: ci?.spellings ?? NO_SPELLINGS,
+  };
 }
 
 /** An index of the layer as it is now, and whether it is the cached one (a stable cache key). */

@@ -12,8 +12,10 @@ import { Emitter } from './events.js';
 import {
   formatResult,
   readCall,
+  readNamedCall,
   SCHEMA_FORMATS,
   toolSchema,
+  type CallFormat,
   type SchemaFormat,
   type ShapedToolResult,
   type ToolCallInput,
@@ -241,7 +243,7 @@ export class ToolRegistry {
   invoke(name: string, args: unknown, context: GateContext = {}): Promise<ToolResult> {
     // Not an async function: the result is the call's own promise, with no hop of ours after the tool's.
     try {
-      return dispatchOwnCall(readCall({ name, arguments: args }), context, this.#env(), REGISTRY_ROUTE);
+      return dispatchOwnCall(readNamedCall(name, args), context, this.#env(), REGISTRY_ROUTE);
     } catch (error) {
       return Promise.reject(error as Error);
     }
@@ -258,9 +260,7 @@ export class ToolRegistry {
       if (calls.length === 1) {
         // One call (most model turns): its result alone, shaped in the hop that settles it (no await of ours).
         const call = readCall(calls[0]);
-        return dispatchOwnCall(call, context, this.#env(), REGISTRY_ROUTE, (result): ToolCallResult[] => [
-          formatResult(call.format, result) ?? result,
-        ]);
+        return dispatchOwnCall(call, context, this.#env(), REGISTRY_ROUTE, ALONE_IN[call.format]);
       }
       return this.#executeBatch(calls, context);
     } catch (error) {
@@ -311,6 +311,15 @@ export class ToolRegistry {
 
 /** The registry's own route: no person, no meter of its own, concurrency-safe calls run together. */
 const REGISTRY_ROUTE: Route = Object.freeze({ name: 'registry', grouped: true });
+
+/** A one-call batch's result array, shaped like its call: one function per format (no closure per call). */
+const ALONE_IN: Readonly<Record<CallFormat, (result: ToolResult) => ToolCallResult[]>> = Object.freeze({
+  'openai-chat': (result: ToolResult) => [formatResult('openai-chat', result) ?? result],
+  'openai-responses': (result: ToolResult) => [formatResult('openai-responses', result) ?? result],
+  anthropic: (result: ToolResult) => [formatResult('anthropic', result) ?? result],
+  gemini: (result: ToolResult) => [formatResult('gemini', result) ?? result],
+  toolgate: (result: ToolResult) => [result],
+});
 
 /** The registry's route has no person, no charge and no end of batch: every result is a ToolResult. */
 function ownResults(results: DispatchResult[]): ToolResult[] {

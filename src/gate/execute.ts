@@ -283,7 +283,8 @@ function contentOf(value: unknown): string {
  */
 interface Deadline {
   readonly at: number;
-  readonly timeoutMs: number;
+  /** The queue of its timeout length. */
+  readonly queue: Queue;
   readonly execution: Execution;
   readonly decision: AllowDecision;
   readonly env: GateEnvironment;
@@ -307,6 +308,10 @@ function capture(resolve: (result: unknown) => void, reject: (reason: unknown) =
 
 /** The deadlines of one timeout length, in the order they were set: their deadlines are in order too. */
 class Queue {
+  readonly timeoutMs: number;
+  constructor(timeoutMs: number) {
+    this.timeoutMs = timeoutMs;
+  }
   head: Deadline | null = null;
   tail: Deadline | null = null;
 }
@@ -319,6 +324,8 @@ class Queue {
  */
 export class Deadlines {
   readonly #queues = new Map<number, Queue>();
+  /** The queue a deadline was last added to (most calls share one timeout length): no Map look-up for it. */
+  #last: Queue | null = null;
   #size = 0;
   #timer: NodeJS.Timeout | null = null;
   /** When the armed timer fires (performance.now() time). */
@@ -338,9 +345,15 @@ export class Deadlines {
     env: GateEnvironment,
     shape: Shape | null,
   ): Deadline {
+    let queue = this.#last;
+    if (queue === null || queue.timeoutMs !== timeoutMs) {
+      let found = this.#queues.get(timeoutMs);
+      if (found === undefined) this.#queues.set(timeoutMs, (found = new Queue(timeoutMs)));
+      this.#last = queue = found;
+    }
     const deadline: Deadline = {
       at: now + timeoutMs,
-      timeoutMs,
+      queue,
       execution,
       decision,
       env,
@@ -352,8 +365,6 @@ export class Deadlines {
       next: null,
       queued: true,
     };
-    let queue = this.#queues.get(timeoutMs);
-    if (queue === undefined) this.#queues.set(timeoutMs, (queue = new Queue()));
     const tail = queue.tail;
     if (tail === null) queue.head = deadline;
     else {
@@ -369,7 +380,7 @@ export class Deadlines {
   remove(deadline: Deadline): void {
     if (!deadline.queued) return;
     deadline.queued = false;
-    const queue = this.#queues.get(deadline.timeoutMs)!;
+    const queue = deadline.queue;
     const { prev, next } = deadline;
     if (prev === null) queue.head = next;
     else prev.next = next;
@@ -404,8 +415,10 @@ export class Deadlines {
     // Read after every abort ran (an abort listener may have started another call).
     let next = Infinity;
     for (const [timeoutMs, queue] of this.#queues) {
-      if (queue.head === null) this.#queues.delete(timeoutMs);
-      else if (queue.head.at < next) next = queue.head.at;
+      if (queue.head === null) {
+        this.#queues.delete(timeoutMs);
+        if (this.#last === queue) this.#last = null;
+      } else if (queue.head.at < next) next = queue.head.at;
     }
     if (next !== Infinity && next < this.#armedAt) this.#arm(next, now);
   }

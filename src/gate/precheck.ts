@@ -63,7 +63,10 @@ export function precheck(
   context: GateContext,
   env: GateEnvironment,
 ): Precheck | Promise<Precheck> {
-  const form = canonical(call.name);
+  // A name spelled as its tool's canonical name (most calls) is its own canonical form: found at once, and
+  // not canonicalised again (canonical() is idempotent). Any other spelling is canonicalised and looked up.
+  const spelled = 'problem' in call ? undefined : env.lookup(call.name);
+  const form = spelled !== undefined && spelled.canonicalName === call.name ? call.name : canonical(call.name);
   const base: DecisionBase = {
     callId: call.id,
     tool: call.name,
@@ -80,7 +83,7 @@ export function precheck(
   if ('problem' in call)
     return decided(deny(base, { stage: 'arguments', by: 'malformed_call', layer: null }, call.problem), null, null);
   // 1 find tool
-  const tool = env.lookup(form);
+  const tool = form === call.name && spelled !== undefined ? spelled : env.lookup(form);
   if (!tool) {
     return decided(
       deny(
@@ -92,9 +95,10 @@ export function precheck(
       null,
     );
   }
-  // 2 parse arguments: malformed JSON is refused, never run as {}
-  const parsed = parseArguments(call.arguments);
-  if (!parsed.ok)
+  // 2 parse arguments: malformed JSON is refused, never run as {}. An object (invoke's arguments) needs no parse.
+  const given = call.arguments;
+  const parsed = isPlainRecord(given) ? null : parseArguments(given);
+  if (parsed !== null && !parsed.ok)
     return decided(
       deny(base, { stage: 'arguments', by: 'malformed_arguments', layer: null }, parsed.problem),
       tool,
@@ -105,7 +109,12 @@ export function precheck(
   let input: Readonly<Record<string, unknown>>;
   try {
     // Arguments that came as JSON text were made by JSON.parse just now: frozen where they are, not copied.
-    input = typeof call.arguments === 'string' ? freezeParsedArguments(parsed.value) : snapshotArguments(parsed.value);
+    input =
+      parsed === null
+        ? snapshotArguments(given as Record<string, unknown>)
+        : typeof given === 'string'
+          ? freezeParsedArguments(parsed.value)
+          : snapshotArguments(parsed.value);
   } catch (error) {
     return decided(
       deny(
@@ -148,6 +157,11 @@ export function precheck(
     );
   }
   return afterValidation(validation, input, tool, base, context, env);
+}
+
+/** What parseArguments passes through as is: an object that is not an array (its `isRecord`). */
+function isPlainRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 function afterValidation(

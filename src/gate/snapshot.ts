@@ -96,7 +96,12 @@ function read(value: unknown, key: string | number, base: number): unknown {
   }
   if (value === null) return null;
   const isArray = Array.isArray(value);
-  if (!isArray && (value instanceof Number || value instanceof String || value instanceof Boolean))
+  // A plain object (most arguments) is no primitive wrapper: only another prototype is asked whether it is one.
+  if (
+    !isArray &&
+    Object.getPrototypeOf(value) !== Object.prototype &&
+    (value instanceof Number || value instanceof String || value instanceof Boolean)
+  )
     return value.valueOf();
   for (let i = base; i < top; i++) if (reading[i] === value) throw new TypeError('the arguments contain a cycle');
   reading[top++] = value;

@@ -73,7 +73,7 @@ export class PermissionPolicy {
   readonly #byName = new Map<string, CompiledRule[]>();
   readonly #byTag = new Map<string, CompiledRule[]>();
   readonly #unselected: CompiledRule[] = [];
-  readonly #candidates = new WeakMap<Tool, readonly CompiledRule[]>();
+  readonly #candidates = new WeakMap<Tool, Candidates>();
 
   constructor(options: PermissionPolicyOptions) {
     if (typeof options !== 'object' || options === null) {
@@ -118,15 +118,28 @@ export class PermissionPolicy {
 
   /** The rules that can match `tool`, in policy order. */
   candidates(tool: Tool): readonly CompiledRule[] {
-    let list = this.#candidates.get(tool);
-    if (list === undefined) {
+    return this.#candidatesOf(tool).list;
+  }
+
+  #candidatesOf(tool: Tool): Candidates {
+    let entry = this.#candidates.get(tool);
+    if (entry === undefined) {
       const found = new Set<CompiledRule>(this.#unselected);
       for (const rule of this.#byName.get(tool.canonicalName) ?? []) found.add(rule);
       for (const tag of tool.metadata.allTags) for (const rule of this.#byTag.get(tag) ?? []) found.add(rule);
-      list = [...found].filter((rule) => selects(rule, tool)).sort((a, b) => a.index - b.index);
-      this.#candidates.set(tool, list);
+      const list = [...found].filter((rule) => selects(rule, tool)).sort((a, b) => a.index - b.index);
+      // The outcome for this tool whatever the arguments: no rule can select it (the fallback), or the first one
+      // that can has neither `select` nor `match` (it matches every call). Kept, frozen, and returned as is.
+      const first = list[0];
+      const fixed: PolicyEvaluation | null =
+        first === undefined
+          ? Object.freeze({ result: this.fallback, by: 'fallback', rule: null })
+          : first.select === null && first.match === null
+            ? Object.freeze({ result: first.result, by: 'rule', rule: first })
+            : null;
+      this.#candidates.set(tool, (entry = { list, fixed }));
     }
-    return list;
+    return entry;
   }
 
   /**
@@ -140,7 +153,9 @@ export class PermissionPolicy {
     options?: { readonly trace?: boolean },
   ): PolicyEvaluation {
     if (options?.trace) return this.#evaluateTraced(tool, params);
-    for (const rule of this.candidates(tool)) {
+    const { list, fixed } = this.#candidatesOf(tool);
+    if (fixed !== null) return fixed;
+    for (const rule of list) {
       const verdict = tryMatch(rule, tool, params);
       if (verdict === true) return { result: rule.result, by: 'rule', rule };
       if (verdict !== false) return { result: 'deny', by: 'rule_error', rule, error: verdict };
@@ -171,6 +186,12 @@ export class PermissionPolicy {
     }
     return decided ?? { result: this.fallback, by: 'fallback', rule: null, trace };
   }
+}
+
+/** The rules that can select a tool, in order, and the outcome for it when that needs no arguments. */
+interface Candidates {
+  readonly list: readonly CompiledRule[];
+  readonly fixed: PolicyEvaluation | null;
 }
 
 /** true or false, or the text of what went wrong. */

@@ -5,6 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigurationError, defineTool, ToolAllowlist, ToolRegistry, type GateContext } from '../../src/index.js';
 import { prng } from '../../bench/scenario.js';
+import { jointsBuilt } from '../../src/allowlist-cache.js';
 
 const NAMES = ['search', 'refund', 'sudo', 'fetch_url'];
 
@@ -201,5 +202,85 @@ describe('the cache is never stale (property)', () => {
     }
     // The walk reached every kind of verdict.
     expect([...seen].sort()).toEqual(['caller', 'not_declared', 'permitted', 'tenant']);
+  });
+});
+
+describe('steady layers joined (one look-up for a permitted call)', () => {
+  it('the joint of the same three arrays answers as a fresh resolve, through in-place changes, frozen and absent layers, and contexts taking turns', async () => {
+    const names = ['search', 'refund', 'sudo', 'fetch_url', 'export', 'delete_user'];
+    const { registry: r } = registry(names);
+    const random = prng(20261204);
+    const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
+    const declared = [...names];
+    const plans: (string[] | readonly string[] | null)[] = [
+      names.slice(0, 4),
+      Object.freeze(names.slice(1)),
+      null,
+      names.map((n) => n.toUpperCase()),
+    ];
+    const scopes: (string[] | readonly string[] | null)[] = [names.slice(2), Object.freeze([...names]), null];
+    let plan: string[] | readonly string[] | null = plans[0]!;
+    let scope: string[] | readonly string[] | null = scopes[0]!;
+    const kinds = new Set<string>();
+    for (let step = 0; step < 600; step++) {
+      const roll = random();
+      if (roll < 0.1) plan = pick(plans);
+      else if (roll < 0.2) scope = pick(scopes);
+      else if (roll < 0.35) {
+        // An in-place change of one of the plain arrays in force.
+        const layer = pick([plan, scope, declared].filter((l): l is string[] => l !== null && !Object.isFrozen(l)));
+        const op = pick(['splice', 'assign', 'push', 'respell', 'reverse']);
+        const fresh = layer === declared ? names.filter((n) => !declared.some((d) => d.toLowerCase() === n)) : names;
+        if (op === 'splice' && layer.length > 0) layer.splice(Math.floor(random() * layer.length), 1);
+        else if (op === 'assign' && layer.length > 0 && fresh.length > 0)
+          layer[Math.floor(random() * layer.length)] = pick(fresh);
+        else if (op === 'respell' && layer.length > 0) {
+          const at = Math.floor(random() * layer.length);
+          layer[at] = random() < 0.5 ? layer[at]!.toUpperCase() : layer[at]!.toLowerCase();
+        } else if (op === 'reverse') layer.reverse();
+        else if (fresh.length > 0) layer.push(pick(fresh));
+      }
+      const context = (): GateContext => ({
+        agent: { name: 'bot', tools: declared },
+        ...(plan ? { tenant: { id: 't', tools: plan } } : {}),
+        ...(scope ? { caller: { id: 'u', scopes: scope } } : {}),
+      });
+      const expected = ToolAllowlist.resolve(declared, { agent: 'bot', tenant: plan, caller: scope });
+      // Each name twice: the second call meets the layers steady (the joint built, or checked).
+      for (const name of [...names, ...names]) {
+        const result = await r.invoke(name, {}, context());
+        const verdict = expected.decide(name);
+        const got = result.status === 'ok' ? 'permitted' : result.decision.layer;
+        const want = verdict.permitted ? 'permitted' : verdict.reason;
+        expect(got, `step ${step} ${name}: ${JSON.stringify(context())}`).toBe(want);
+        kinds.add(want);
+      }
+    }
+    expect([...kinds].sort()).toEqual(['caller', 'not_declared', 'permitted', 'tenant']);
+  });
+});
+
+describe('joints are built only where they pay', () => {
+  it('five plans taking turns in pairs of calls (more than the joints kept) do not rebuild joints; one steady context builds one', async () => {
+    const names = Array.from({ length: 200 }, (_, i) => `tool_${i}`);
+    const { registry: r } = registry(names);
+    const agent = { name: 'bot', tools: [...names] };
+    const scopes = [...names];
+    const plans = Array.from({ length: 5 }, () => [...names]);
+    let turn = 0;
+    const rotating = (): GateContext => ({
+      agent,
+      tenant: { id: 't', tools: plans[(turn++ >> 1) % 5]! },
+      caller: { id: 'u', scopes },
+    });
+    // Every array past its first look (indexed), then counted.
+    for (let i = 0; i < 20; i++) expect((await r.invoke(names[i]!, {}, rotating())).status).toBe('ok');
+    const before = jointsBuilt();
+    for (let i = 0; i < 2000; i++) expect((await r.invoke(names[i % 200]!, {}, rotating())).status).toBe('ok');
+    expect(jointsBuilt() - before).toBeLessThanOrEqual(1);
+    const steady = (): GateContext => ({ agent, tenant: { id: 't', tools: plans[0]! }, caller: { id: 'u', scopes } });
+    const start = jointsBuilt();
+    for (let i = 0; i < 3000; i++) expect((await r.invoke(names[i % 200]!, {}, steady())).status).toBe('ok');
+    expect(jointsBuilt() - start).toBeLessThanOrEqual(1);
   });
 });

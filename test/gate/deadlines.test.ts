@@ -66,6 +66,28 @@ describe('tool deadlines in one shared queue', () => {
     expect(deadlineQueue().size).toBe(0);
   });
 
+  it('a timeout length whose queue emptied and was dropped is queued and fires again (the queue remembered last)', async () => {
+    const aborted: string[] = [];
+    const registry = new ToolRegistry();
+    registry.register(hanging('short', 15, aborted));
+    registry.register(
+      defineTool({
+        name: 'quick',
+        parameters: { type: 'object' },
+        metadata: { timeoutMs: 15 },
+        execute: async () => 'ok',
+      }),
+    );
+    for (let round = 0; round < 3; round++) {
+      // A quick call of the same length first: the queue is the one remembered, then emptied.
+      expect((await registry.invoke('quick', {})).status).toBe('ok');
+      const timedOut = await registry.invoke('short', {});
+      expect(timedOut).toMatchObject({ status: 'error', content: expect.stringContaining('within 15 ms') });
+      expect(deadlineQueue().size).toBe(0);
+    }
+    expect(aborted).toEqual(['short', 'short', 'short']);
+  });
+
   it('a deadline set after a longer one is armed for: the shorter one still fires first', async () => {
     const aborted: string[] = [];
     const registry = new ToolRegistry();
