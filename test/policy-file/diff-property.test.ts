@@ -13,7 +13,8 @@ import { diffPolicies, type DiffVerdict, type PolicyDiff } from '../../src/polic
 import { previewDecision } from '../../src/policy-file/explain.js';
 import { parsePolicy } from '../../src/policy-file/load.js';
 import type { PolicySet } from '../../src/policy-file/policy-set.js';
-import type { ToolRegistry } from '../../src/registry.js';
+import { itemTool } from '../../src/policy-file/items.js';
+import { ToolRegistry } from '../../src/registry.js';
 
 type Cond = Record<string, unknown>;
 interface Rule {
@@ -196,7 +197,9 @@ const registries = new WeakMap<PolicySet, Map<string, ToolRegistry>>();
 
 /**
  * The verdict explain gives. A tool the file does not describe is the live tool, with its own tags (the
- * example says which): registered beside the file's stubs as such.
+ * example says which): registered beside the file's stubs as such. A resource read or prompt get is decided
+ * as the gateway decides it (gateway/items.ts): its one item tool under the file's `resources:` or
+ * `prompts:` policy, never under the tool rules.
  */
 async function verdict(
   set: PolicySet,
@@ -209,6 +212,13 @@ async function verdict(
   let byTool = registries.get(set);
   if (!byTool) registries.set(set, (byTool = new Map()));
   let registry = byTool.get(key);
+  const item = (tool === 'resource' || tool === 'prompt') && !set.tools.some((t) => t.canonicalName === tool);
+  if (!registry && item) {
+    registry = new ToolRegistry({ confusables: 'off' });
+    registry.register(itemTool(tool, () => null));
+    registry.setPermissionPolicy(tool === 'resource' ? set.resources.policy : set.prompts.policy);
+    byTool.set(key, registry);
+  }
   if (!registry) {
     registry = set.registry({ confusables: 'off' });
     if (!set.tools.some((t) => t.canonicalName === tool)) {
