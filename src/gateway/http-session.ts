@@ -5,8 +5,7 @@
  * first chunk of an SSE answer before writing anything, sends the headers in a write of their own, and the
  * answer's last chunk and its end in two more. Here the same web-standard transport (sessions, SSE streams,
  * every check) is given the request's method, URL and headers, and its answer is written as it comes: the
- * headers go with the first chunk of a POST's stream (or after {@link HEADERS_WITHIN_MS} with none), and a
- * chunk and the end that follows it leave in one write.
+ * headers go with the first chunk of a POST's stream (or after {@link HEADERS_WITHIN_MS} with none).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
@@ -69,9 +68,8 @@ export async function writeResponse(response: Response, res: ServerResponse, hol
       const { done, value } = await reader.read();
       if (done) break;
       clearTimeout(timer);
-      // Held until this tick's microtasks have run: the end that follows an answer leaves with it.
-      res.cork();
-      process.nextTick(() => res.uncork());
+      // Not corked to send an answer's end with it: on Node 24 a corked first write went out before its
+      // headers (the client read a body where the status line belonged).
       if (!res.write(value)) await drained(res);
     }
   } catch {
