@@ -67,8 +67,10 @@ export class FastPath {
   readonly #handlers: Handlers;
   readonly #server: Server;
   readonly #transport: Transport;
-  /** The fast-path requests in flight, by the client's id. */
+  /** The fast-path requests a cancellation can name, by the client's id (the latest request under each id). */
   readonly #inflight = new Map<RequestId, AbortController>();
+  /** Every fast-path request in flight (stopped when the connection closes). */
+  readonly #running = new Set<AbortController>();
 
   constructor(handlers: Handlers, server: Server, transport: Transport) {
     this.#handlers = handlers;
@@ -81,10 +83,13 @@ export class FastPath {
     if (!isPlainObject(message) || message['jsonrpc'] !== '2.0') return false;
     const method = message['method'];
     if (method === 'notifications/cancelled') return this.#cancelled(message['params']);
-    if (method !== 'tools/call' && method !== 'resources/read') return false;
     const id = message['id'];
+    // A later request under the id of one in flight here (a client that reuses ids) is the one a
+    // cancellation of that id names, as in the SDK's Protocol (one controller per id, the latest).
+    if (typeof method === 'string' && isId(id)) this.#inflight.delete(id);
+    if (method !== 'tools/call' && method !== 'resources/read') return false;
     const params = message['params'];
-    if (!isId(id) || this.#inflight.has(id) || !only(message, ['jsonrpc', 'id', 'method', 'params'])) return false;
+    if (!isId(id) || !only(message, ['jsonrpc', 'id', 'method', 'params'])) return false;
     // Before `initialize` the SDK path answers (the client's capabilities are not known yet).
     if (!isPlainObject(params) || this.#server.getClientVersion() === undefined) return false;
     const meta = params['_meta'];
@@ -110,7 +115,8 @@ export class FastPath {
 
   /** The connection closed: every request in flight is stopped (as the SDK's Protocol does), none is answered. */
   closed(): void {
-    for (const controller of this.#inflight.values()) controller.abort();
+    for (const controller of this.#running) controller.abort();
+    this.#running.clear();
     this.#inflight.clear();
   }
 
@@ -132,6 +138,7 @@ export class FastPath {
   ): void {
     const controller = new AbortController();
     this.#inflight.set(id, controller);
+    this.#running.add(controller);
     const server = this.#server;
     const request: SessionRequest = {
       signal: controller.signal,
@@ -151,6 +158,7 @@ export class FastPath {
       answer = Promise.reject(error);
     }
     const done = (): void => {
+      this.#running.delete(controller);
       if (this.#inflight.get(id) === controller) this.#inflight.delete(id);
     };
     const send = (message: JSONRPCMessage): void => {
