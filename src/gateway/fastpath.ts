@@ -16,7 +16,7 @@
  */
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import { serializeMessage, STDIO_DEFAULT_MAX_BUFFER_SIZE } from '@modelcontextprotocol/sdk/shared/stdio.js';
+import { serializeMessage } from '@modelcontextprotocol/sdk/shared/stdio.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
   CallToolResultSchema,
@@ -29,7 +29,7 @@ import {
   type RequestId,
 } from '@modelcontextprotocol/sdk/types.js';
 import { requestHandlers, type GatewayCore, type GatewayRequestContext, type SessionRequest } from './session.js';
-import { fastPathOff, isPlainObject, plainCallToolResult } from './upstream-raw.js';
+import { fastPathOff, isPlainObject, plainCallToolResult, StdioLines } from './upstream-raw.js';
 
 type Handlers = ReturnType<typeof requestHandlers>;
 
@@ -213,7 +213,7 @@ export class FastStdioTransport implements Transport {
   fast: FastPath | undefined;
   readonly #stdin: NodeJS.ReadableStream;
   readonly #stdout: NodeJS.WritableStream;
-  #buffer: Buffer | undefined;
+  readonly #lines = new StdioLines();
   #started = false;
 
   constructor(stdin: NodeJS.ReadableStream = process.stdin, stdout: NodeJS.WritableStream = process.stdout) {
@@ -222,19 +222,14 @@ export class FastStdioTransport implements Transport {
   }
 
   readonly #ondata = (chunk: Buffer): void => {
-    if ((this.#buffer?.length ?? 0) + chunk.length > STDIO_DEFAULT_MAX_BUFFER_SIZE) {
-      this.#buffer = undefined;
-      this.onerror?.(new Error(`ReadBuffer exceeded maximum size of ${STDIO_DEFAULT_MAX_BUFFER_SIZE} bytes`));
+    try {
+      this.#lines.append(chunk);
+    } catch (error) {
+      this.onerror?.(error as Error);
       this.close().catch(() => undefined);
       return;
     }
-    this.#buffer = this.#buffer ? Buffer.concat([this.#buffer, chunk]) : chunk;
-    for (;;) {
-      const buffer: Buffer | undefined = this.#buffer;
-      const index: number = buffer ? buffer.indexOf(10) : -1;
-      if (!buffer || index === -1) return;
-      const line = buffer.toString('utf8', 0, index).replace(/\r$/, '');
-      this.#buffer = index + 1 < buffer.length ? buffer.subarray(index + 1) : undefined;
+    for (let line = this.#lines.next(); line !== null; line = this.#lines.next()) {
       try {
         const parsed: unknown = JSON.parse(line);
         if (this.fast?.take(parsed) === true) continue;
@@ -260,7 +255,7 @@ export class FastStdioTransport implements Transport {
     this.#stdin.off('data', this.#ondata);
     this.#stdin.off('error', this.#onerror);
     if (this.#stdin.listenerCount('data') === 0) this.#stdin.pause();
-    this.#buffer = undefined;
+    this.#lines.clear();
     this.fast?.closed();
     this.onclose?.();
   }

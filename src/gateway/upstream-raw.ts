@@ -312,7 +312,12 @@ function rawAnswer(message: unknown): message is JSONRPCMessage {
  * The line reader of an upstream's stdio transport (the SDK's ReadBuffer, line for line), except that an
  * answer to the fast path's own request is parsed once and not run through the SDK's zod schema.
  */
-class RawReadBuffer {
+/**
+ * The lines of a stdio peer, split as the SDK's ReadBuffer splits them: at each newline, a trailing `\r`
+ * dropped, at most STDIO_DEFAULT_MAX_BUFFER_SIZE bytes held (more throws, and what was held is dropped).
+ * Both sides of the gateway's fast path read through it.
+ */
+export class StdioLines {
   #buffer: Buffer | undefined;
 
   append(chunk: Buffer): void {
@@ -323,13 +328,24 @@ class RawReadBuffer {
     this.#buffer = this.#buffer ? Buffer.concat([this.#buffer, chunk]) : chunk;
   }
 
+  /** The next whole line, or null until a newline comes. */
+  next(): string | null {
+    const buffer = this.#buffer;
+    const index = buffer ? buffer.indexOf(10) : -1;
+    if (!buffer || index === -1) return null;
+    this.#buffer = index + 1 < buffer.length ? buffer.subarray(index + 1) : undefined;
+    return buffer.toString('utf8', 0, index).replace(/\r$/, '');
+  }
+
+  clear(): void {
+    this.#buffer = undefined;
+  }
+}
+
+/** The SDK's ReadBuffer for an upstream: the fast path's answers read without the SDK's schema. */
+class RawReadBuffer extends StdioLines {
   readMessage(): JSONRPCMessage | null {
-    while (this.#buffer) {
-      const buffer: Buffer = this.#buffer;
-      const index = buffer.indexOf(10);
-      if (index === -1) return null;
-      const line = buffer.toString('utf8', 0, index).replace(/\r$/, '');
-      this.#buffer = index + 1 < buffer.length ? buffer.subarray(index + 1) : undefined;
+    for (let line = this.next(); line !== null; line = this.next()) {
       try {
         if (line.includes(`"${RAW_ID}`)) {
           const parsed: unknown = JSON.parse(line);
@@ -343,10 +359,6 @@ class RawReadBuffer {
       }
     }
     return null;
-  }
-
-  clear(): void {
-    this.#buffer = undefined;
   }
 }
 
