@@ -15,6 +15,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
+import { prng } from '../../bench/scenario.js';
 
 const ROOT = process.cwd();
 const MAIN = join(ROOT, 'src/cli/main.ts');
@@ -111,18 +112,6 @@ async function gateway(box: Box, fast: boolean): Promise<Client> {
   return client;
 }
 
-/** A seeded generator (mulberry32): the same mix in both runs, another mix in another test run. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 type Op = (client: Client, box: Box, i: number) => Promise<unknown>;
 
 /** Progress notifications seen on the wire since the last call began. */
@@ -215,7 +204,7 @@ async function auditOf(box: Box): Promise<Record<string, unknown>[]> {
 describe('the fast path through the real toolgate gateway over stdio', { timeout: 240_000 }, () => {
   it('answers a random mix exactly as the SDK path does; denied calls never reach the upstream; limits hold', async () => {
     const seed = Date.now() % 100_000;
-    const next = random(seed);
+    const next = prng(seed); // the same mix in both runs, another mix in another test run
     // Every kind at least once, then a random mix (echo often enough to pass the limit's max of 5).
     const plan = [...OPS.keys(), ...Array.from({ length: 40 }, () => Math.floor(next() * OPS.length))];
     const runs = [];
