@@ -1,0 +1,157 @@
+/**
+ * The counter script made cheaper per call (issue 25 target 4) decides, answers and writes exactly as the first
+ * version did: both run the same random batches of charge sets, each on its own copy of the keys, on one fake
+ * server clock (their `TIME` read replaced by a key, so both see the same `now`, stepping forward and at times
+ * back), and after every batch their replies and every key (type, the whole list, when it expires) are equal.
+ * The batches cover refusals (and their retry times, past the first 100 entries), costs of 0, two charges on
+ * one counter, heads that leave the window (one entry, many, all), and sorted sets of the earlier layout.
+ */
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { prng } from '../../bench/scenario.js';
+import { CONSUME } from '../../src/stores/redis-scripts.js';
+import { CONSUME_V1 } from './redis-consume-v1.js';
+import { REDIS_URL, uniqueName } from './servers.js';
+
+const prefix = uniqueName('rsame');
+const CLOCK = `${prefix}:clock`;
+let raw: Redis;
+const sha: { old: string; now: string } = { old: '', now: '' };
+
+/** The script with its `TIME` read replaced by the fake clock's key. */
+function onFakeClock(source: string): string {
+  const read = "local t = redis.call('TIME')\nlocal now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)";
+  if (!source.includes(read)) throw new Error('the script no longer reads the clock as this test expects');
+  return source.replace(read, `local now = tonumber(redis.call('GET', '${CLOCK}'))`);
+}
+
+beforeAll(async () => {
+  raw = new Redis(REDIS_URL);
+  sha.old = (await raw.script('LOAD', onFakeClock(CONSUME_V1))) as string;
+  sha.now = (await raw.script('LOAD', onFakeClock(CONSUME))) as string;
+});
+afterAll(async () => {
+  const keys = await raw.keys(`${prefix}:*`);
+  if (keys.length > 0) await raw.del(...keys);
+  raw.disconnect();
+});
+
+interface Charge {
+  readonly key: string;
+  readonly cost: number;
+  readonly limit: number;
+  readonly windowMs: number;
+}
+
+/** KEYS and ARGV of a batch, as the store sends them, under one copy's prefix. */
+function call(copy: 'old' | 'now', sets: readonly (readonly Charge[])[]): (string | number)[] {
+  const keys: string[] = [];
+  const args: (string | number)[] = [sets.length];
+  for (const set of sets) {
+    args.push(set.length);
+    for (const c of set) {
+      keys.push(`${prefix}:${copy}:${c.key}`);
+      args.push(c.cost, c.limit, c.windowMs);
+    }
+  }
+  return [keys.length, ...keys, ...args];
+}
+
+async function stateOf(copy: 'old' | 'now', names: readonly string[]): Promise<unknown[]> {
+  const p = raw.pipeline();
+  for (const name of names) {
+    const key = `${prefix}:${copy}:${name}`;
+    p.type(key);
+    p.lrange(key, 0, -1);
+    p.call('PEXPIRETIME', key);
+  }
+  return ((await p.exec()) ?? []).map(([error, value]) => (error ? `error ${error.message}` : value));
+}
+
+/** Runs `batches` on both copies, comparing replies and keys after each. */
+async function same(
+  seed: number,
+  shape: {
+    names: readonly string[];
+    costs: readonly number[];
+    limits: readonly number[];
+    windows: readonly number[];
+    batches: number;
+    step: number;
+    jumps: number;
+  },
+): Promise<{ refused: number; allowed: number }> {
+  const rand = prng(seed);
+  const pick = <T>(list: readonly T[]): T => list[Math.floor(rand() * list.length)]!;
+  let now = Date.now() + 3_600_000;
+  const tally = { refused: 0, allowed: 0 };
+  // An earlier version's sorted set ("id:cost" scored by time, no TTL) on one counter, sometimes.
+  if (rand() < 0.5) {
+    const members: (string | number)[] = [];
+    for (let i = 0; i < 1 + Math.floor(rand() * 150); i++)
+      members.push(now - Math.floor(rand() * 2 * shape.windows.at(-1)!), `m${i}:${pick(shape.costs) || 1}`);
+    for (const copy of ['old', 'now'] as const) await raw.zadd(`${prefix}:${copy}:${shape.names[0]}`, ...members);
+  }
+  for (let b = 0; b < shape.batches; b++) {
+    const r = rand();
+    // Mostly a few ms on; sometimes past a window (heads leave); sometimes back (the clock stepped back).
+    now +=
+      r < shape.back
+        ? -Math.floor(rand() * 50)
+        : r < shape.back + shape.jumps
+          ? Math.floor(rand() * shape.jump)
+          : Math.floor(rand() * shape.step);
+    await raw.set(CLOCK, String(now));
+    const sets = Array.from({ length: 1 + Math.floor(rand() * 4) }, () =>
+      Array.from({ length: 1 + Math.floor(rand() * 3) }, () => ({
+        key: pick(shape.names),
+        cost: pick(shape.costs),
+        limit: pick(shape.limits),
+        windowMs: pick(shape.windows),
+      })),
+    );
+    const old = await raw.evalsha(sha.old, ...(call('old', sets) as [number, ...string[]]));
+    const mine = await raw.evalsha(sha.now, ...(call('now', sets) as [number, ...string[]]));
+    expect(mine, `seed ${seed} batch ${b}: ${JSON.stringify(sets)}`).toBe(old);
+    expect(await stateOf('now', shape.names), `seed ${seed} batch ${b}`).toEqual(await stateOf('old', shape.names));
+    for (const part of String(old).split(' ')) if (part === '0') tally.refused++;
+    tally.allowed += sets.length;
+  }
+  return tally;
+}
+
+describe('the counter script, cut for speed, against its first version', () => {
+  it('answers and writes alike on random batches of a few counters (refusals, costs of 0, heads leaving)', async () => {
+    let refused = 0;
+    for (let seed = 1; seed <= 24; seed++) {
+      const t = await same(seed, {
+        names: [`a${seed}`, `b${seed}`, `c${seed}`],
+        costs: [0, 0.5, 1, 1, 2, 3, 7],
+        limits: [0, 1, 3, 5, 10, 20],
+        windows: [50, 200, 1000],
+        batches: 40,
+        step: 40,
+        back: 0.03,
+        jumps: 0.08,
+        jump: 2000,
+      });
+      refused += t.refused;
+    }
+    expect(refused).toBeGreaterThan(50);
+  }, 120_000);
+
+  it('answers and writes alike on long logs (retry times and expired heads past the first 100 entries)', async () => {
+    for (let seed = 100; seed < 103; seed++)
+      await same(seed, {
+        names: [`long${seed}`],
+        costs: [0.01, 0.02, 0.05, 20],
+        limits: [1e6, 1e6, 1e6, 3],
+        windows: [600, 900],
+        batches: 600,
+        step: 4,
+        back: 0.005,
+        jumps: 0.006,
+        jump: 700,
+      });
+  }, 120_000);
+});
