@@ -68,19 +68,22 @@ async function stateOf(copy: 'old' | 'now', names: readonly string[]): Promise<u
   return ((await p.exec()) ?? []).map(([error, value]) => (error ? `error ${error.message}` : value));
 }
 
+/** A run: its counters, the values its charges pick from, and how its clock moves between batches. */
+interface Shape {
+  readonly names: readonly string[];
+  readonly costs: readonly number[];
+  readonly limits: readonly number[];
+  readonly windows: readonly number[];
+  readonly batches: number;
+  /** Forward by up to `step` ms; back by up to 50 ms with probability `back`; by up to `jump` ms with `jumps`. */
+  readonly step: number;
+  readonly back: number;
+  readonly jumps: number;
+  readonly jump: number;
+}
+
 /** Runs `batches` on both copies, comparing replies and keys after each. */
-async function same(
-  seed: number,
-  shape: {
-    names: readonly string[];
-    costs: readonly number[];
-    limits: readonly number[];
-    windows: readonly number[];
-    batches: number;
-    step: number;
-    jumps: number;
-  },
-): Promise<{ refused: number; allowed: number }> {
+async function same(seed: number, shape: Shape): Promise<{ refused: number; allowed: number }> {
   const rand = prng(seed);
   const pick = <T>(list: readonly T[]): T => list[Math.floor(rand() * list.length)]!;
   let now = Date.now() + 3_600_000;
