@@ -29,22 +29,45 @@ export class CoalescedConsume {
   }
 
   push(charges: readonly CounterCharge[]): Promise<CounterVerdict> {
-    return new Promise<CounterVerdict>((resolve, reject) => {
-      this.#queued.push({ charges, resolve, reject });
-      if (!this.#sending) void this.#drain();
-    });
+    if (this.#sending)
+      return new Promise<CounterVerdict>((resolve, reject) => {
+        this.#queued.push({ charges, resolve, reject });
+      });
+    // A lone call (none in flight): its own step, with no queue entry and no promise of ours around it.
+    this.#sending = true;
+    let sent: Promise<readonly CounterVerdict[]>;
+    try {
+      sent = this.#send([charges]);
+    } catch (error) {
+      sent = Promise.reject(error);
+    }
+    return sent.then(
+      (verdicts) => {
+        this.#next();
+        if (verdicts.length !== 1) throw answered(verdicts.length, 1);
+        return verdicts[0]!;
+      },
+      (error: unknown) => {
+        this.#next();
+        throw error;
+      },
+    );
+  }
+
+  /** After a step: the calls made meanwhile go in the next one (or none is in flight any more). */
+  #next(): void {
+    if (this.#queued.length > 0) void this.#drain();
+    else this.#sending = false;
   }
 
   async #drain(): Promise<void> {
-    this.#sending = true;
     while (this.#queued.length > 0) {
       const batch = this.#queued.length <= this.#maxSets ? this.#queued : this.#queued.slice(0, this.#maxSets);
       this.#queued = batch === this.#queued ? [] : this.#queued.slice(this.#maxSets);
       let verdicts: readonly CounterVerdict[];
       try {
         verdicts = await this.#send(batch.map((q) => q.charges));
-        if (verdicts.length !== batch.length)
-          throw new Error(`the counter store answered ${verdicts.length} verdicts for ${batch.length} charge sets`);
+        if (verdicts.length !== batch.length) throw answered(verdicts.length, batch.length);
       } catch (error) {
         for (const q of batch) q.reject(error);
         continue;
@@ -53,4 +76,8 @@ export class CoalescedConsume {
     }
     this.#sending = false;
   }
+}
+
+function answered(verdicts: number, sets: number): Error {
+  return new Error(`the counter store answered ${verdicts} verdicts for ${sets} charge sets`);
 }

@@ -274,15 +274,30 @@ export class Script {
     this.#source = source;
   }
 
-  run(client: Redis, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
+  run(client: Redis, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown>;
+  /** …with its reply read by `read` in the same step (one promise fewer on the common path). */
+  run<T>(
+    client: Redis,
+    keys: readonly string[],
+    args: readonly (string | number)[],
+    read: (reply: unknown) => T,
+  ): Promise<T>;
+  run(
+    client: Redis,
+    keys: readonly string[],
+    args: readonly (string | number)[],
+    read?: (reply: unknown) => unknown,
+  ): Promise<unknown> {
     // The common case (connected, loaded) is the EVALSHA's own promise: no await of ours in between.
     if (client.status === 'ready' && this.#sha !== null)
-      return client.evalsha(this.#sha, keys.length, ...keys, ...args).catch((error: unknown) => {
+      return client.evalsha(this.#sha, keys.length, ...keys, ...args).then(read, (error: unknown) => {
         if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT')) throw error;
         this.#sha = null;
-        return this.#load(client, keys, args);
+        const loaded = this.#load(client, keys, args);
+        return read ? loaded.then(read) : loaded;
       });
-    return this.#load(client, keys, args);
+    const loaded = this.#load(client, keys, args);
+    return read ? loaded.then(read) : loaded;
   }
 
   async #load(client: Redis, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {

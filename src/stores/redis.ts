@@ -62,7 +62,7 @@ function sendSets(client: Redis, key: (kind: string, name: string) => string): S
         args.push(c.cost, c.limit, Math.ceil(c.windowMs));
       }
     }
-    return scripts.consume.run(client, keys, args).then((reply) => verdictsOf(reply, sets.length));
+    return scripts.consume.run(client, keys, args, (reply) => verdictsOf(reply, sets.length));
   };
 }
 
