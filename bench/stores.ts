@@ -7,7 +7,8 @@
  * bench/stores.ts [--quick]` prints a Markdown table for docs/stores.md.
  *
  * - per call, sequentially (true per-call percentiles): the Redis counter store's `consume` of two charges
- *   alone, with the server's own time per script call (INFO commandstats, around that run); `Limiter.charge` alone (one subject reused: the
+ *   alone, and its script called raw through the floors' client (what the script costs on the server, apart
+ *   from the store's client side), with the server's own time per script call (INFO commandstats, around that run); `Limiter.charge` alone (one subject reused: the
  *   limiter and its store only), and `registry.invoke` in the README's shape — a new context per request with
  *   the agent's tools, the tenant's plan and the caller's scopes as plain arrays, and two limits (refunds per
  *   caller per hour, calls per tenant per day), charged together in one script — with no limiter, in-memory,
@@ -29,6 +30,7 @@ import { Limiter, type LimitRule } from '../src/limits/limiter.js';
 import { MemoryCounterStore, MemoryLedger } from '../src/stores/memory.js';
 import { PostgresStores } from '../src/stores/postgres.js';
 import { RedisStores } from '../src/stores/redis.js';
+import { CONSUME } from '../src/stores/redis-scripts.js';
 import { SqliteStores } from '../src/stores/sqlite.js';
 import type { CounterStore, Ledger } from '../src/stores/types.js';
 
@@ -63,8 +65,12 @@ export interface StoresResult {
     /** A one-row UPDATE in its own transaction (a durable commit). */
     readonly pgWrite: PerCall;
   };
-  /** The Redis counter store alone (two charges), and the server's µs per counter script (INFO commandstats). */
-  readonly consume: { readonly redis: PerCall; readonly redisServerUs: number | null };
+  /**
+   * The Redis counter store alone (two charges); the counter script called raw with the same keys and
+   * arguments (the plain client; its difference to `floors.redisScript` is the script's work on the server);
+   * the server's µs per counter script (INFO commandstats, a mean).
+   */
+  readonly consume: { readonly redis: PerCall; readonly redisRaw: PerCall; readonly redisServerUs: number | null };
   readonly charge: { readonly redis: PerCall; readonly postgres: PerCall };
   readonly invoke: {
     readonly none: PerCall;
@@ -260,6 +266,8 @@ export async function benchStores(options: StoresOptions = {}): Promise<StoresRe
   const pool = new pg.Pool({ connectionString: PG });
   // A charge of two limits sends two keys and eight numbers and gets one string back.
   const answer = (await ping.script('LOAD', "return '1 -1 0 2 1 1'")) as string;
+  const counterScript = (await ping.script('LOAD', CONSUME)) as string;
+  const rawKeys = [`${prefix}:c:raw-a`, `${prefix}:c:raw-b`];
   const scriptKeys = [`${prefix}:c:floor-a`, `${prefix}:c:floor-b`];
   const table = `${prefix}_floor`;
   await pool.query(`CREATE TABLE ${table} (k int PRIMARY KEY, v bigint NOT NULL)`);
@@ -293,6 +301,7 @@ export async function benchStores(options: StoresOptions = {}): Promise<StoresRe
   const r = await rounds(N, {
     redisPing: () => ping.ping(),
     redisScript: () => ping.evalsha(answer, 2, ...scriptKeys, 1, 2, 1, 1e12, 3_600_000, 1, 1e12, 86_400_000),
+    consumeRaw: () => ping.evalsha(counterScript, 2, ...rawKeys, 1, 2, 1, 1e12, 3_600_000, 1, 1e12, 86_400_000),
     consume: () => redis.counters.consume(twoCharges),
     charge: () => redisLimiter.charge(subject),
     none: () => readmeCall(registries.none),
@@ -356,7 +365,7 @@ export async function benchStores(options: StoresOptions = {}): Promise<StoresRe
   return {
     node: process.version,
     floors,
-    consume: { redis: r.consume, redisServerUs },
+    consume: { redis: r.consume, redisRaw: r.consumeRaw, redisServerUs },
     charge,
     invoke,
     ledger: ledger as StoresResult['ledger'],
@@ -389,6 +398,11 @@ export function storesTables(r: StoresResult): string {
       r.floors.pgWrite,
       r.floors.pgSelect,
     ),
+    row(
+      'Redis counter script called raw, two charges (its keys and arguments)',
+      r.consume.redisRaw,
+      r.floors.redisPing,
+    ),
     row('Redis counter store `consume`, two charges (one script)', r.consume.redis, r.floors.redisPing),
     row('`Limiter.charge`, two limits, Redis (one script)', r.charge.redis, r.floors.redisPing),
     row('`Limiter.charge`, two limits, PostgreSQL (one statement)', r.charge.postgres, r.floors.pgWrite),
@@ -402,8 +416,9 @@ export function storesTables(r: StoresResult): string {
     '',
     `Where a Redis-limited call's time goes (p50 differences of the rows above): the round trip (PING) ${us(r.floors.redisPing.p50)}; ` +
       `a script call with a charge's keys and arguments +${us(r.floors.redisScript.p50 - r.floors.redisPing.p50)}; ` +
-      `the counter script's work and the store's client side +${us(r.consume.redis.p50 - r.floors.redisScript.p50)}` +
-      `${r.consume.redisServerUs === null ? '' : ` (of which the server's own time per counter script, INFO commandstats: ${us(r.consume.redisServerUs)})`}; ` +
+      `the counter script's work on the server +${us(r.consume.redisRaw.p50 - r.floors.redisScript.p50)}` +
+      `${r.consume.redisServerUs === null ? '' : ` (INFO commandstats, a mean: ${us(r.consume.redisServerUs)} per counter script)`}; ` +
+      `the store's client side (its JavaScript, ioredis' command timer) +${us(r.consume.redis.p50 - r.consume.redisRaw.p50)}; ` +
       `the Limiter +${us(r.charge.redis.p50 - r.consume.redis.p50)}; ` +
       `the gate's invoke around it ${us(r.invoke.redis.p50 - r.charge.redis.p50)} (no limiter: ${us(r.invoke.none.p50)}).`,
     '',
