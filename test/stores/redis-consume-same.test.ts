@@ -104,7 +104,7 @@ async function same(seed: number, shape: Shape): Promise<{ refused: number; allo
         : r < shape.back + shape.jumps
           ? Math.floor(rand() * shape.jump)
           : Math.floor(rand() * shape.step);
-    await raw.set(CLOCK, String(now));
+    await raw.set(CLOCK, String(now), 'PX', 600_000);
     const sets = Array.from({ length: 1 + Math.floor(rand() * 4) }, () =>
       Array.from({ length: 1 + Math.floor(rand() * 3) }, () => ({
         key: pick(shape.names),
