@@ -3,7 +3,7 @@
  * abort signal, and concurrency grouping (consecutive concurrency-safe calls together, any other call
  * alone). A throw or a timeout is an error result; nothing here throws. Only dispatch.ts calls it.
  */
-import type { AllowDecision, DenyDecision } from '../decision.js';
+import type { AllowDecision, Decision, DenyDecision } from '../decision.js';
 import { errorText } from '../permissions/handler.js';
 import type { Tool, ToolExecution } from '../tool.js';
 import type { GateContext, GateEnvironment, ToolResult } from '../contracts/gate.js';
@@ -149,14 +149,7 @@ function succeeded(decision: AllowDecision, env: GateEnvironment, started: numbe
 
 function failed(decision: AllowDecision, env: GateEnvironment, started: number, error: unknown): ToolResult {
   executed(env, decision, 'error', started);
-  return {
-    callId: decision.callId,
-    tool: decision.tool,
-    status: 'error',
-    isError: true,
-    content: `Tool ${JSON.stringify(decision.tool)} failed: ${errorText(error)}`,
-    decision,
-  };
+  return errorResult(decision, 'error', `Tool ${JSON.stringify(decision.tool)} failed: ${errorText(error)}`);
 }
 
 /** The `tool_executed` event; not even built when nobody listens. */
@@ -173,14 +166,12 @@ function executed(env: GateEnvironment, decision: AllowDecision, status: 'ok' | 
 
 /** The error result of a refused call. */
 export function refused(decision: DenyDecision): ToolResult {
-  return {
-    callId: decision.callId,
-    tool: decision.tool,
-    status: 'refused',
-    isError: true,
-    content: refusalContent(decision),
-    decision,
-  };
+  return errorResult(decision, 'refused', refusalContent(decision));
+}
+
+/** A result without a value: a call that failed as it ran, or was refused and never ran. */
+function errorResult(decision: Decision, status: 'error' | 'refused', content: string): ToolResult {
+  return { callId: decision.callId, tool: decision.tool, status, isError: true, content, decision };
 }
 
 /**
