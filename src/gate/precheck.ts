@@ -116,47 +116,32 @@ export function precheck(
           ? freezeParsedArguments(parsed.value)
           : snapshotArguments(parsed.value);
   } catch (error) {
-    return decided(
-      deny(
-        base,
-        { stage: 'validation', by: 'invalid_arguments', layer: null },
-        `the arguments cannot be read as JSON: ${errorText(error)}`,
-      ),
-      tool,
-      null,
-    );
+    return invalid(base, tool, `the arguments cannot be read as JSON: ${errorText(error)}`);
   }
   // 3 validate against the tool's schema
   let validation;
   try {
     validation = tool.validate(input as Record<string, unknown>);
   } catch (error) {
-    return decided(
-      deny(
-        base,
-        { stage: 'validation', by: 'invalid_arguments', layer: null },
-        `validating the arguments failed: ${errorText(error)}`,
-      ),
-      tool,
-      null,
-    );
+    return validationFailed(base, tool, error);
   }
   if (validation instanceof Promise) {
     return validation.then(
       (result) => afterValidation(result, input, tool, base, context, env),
-      (error: unknown) =>
-        decided(
-          deny(
-            base,
-            { stage: 'validation', by: 'invalid_arguments', layer: null },
-            `validating the arguments failed: ${errorText(error)}`,
-          ),
-          tool,
-          null,
-        ),
+      (error: unknown) => validationFailed(base, tool, error),
     );
   }
   return afterValidation(validation, input, tool, base, context, env);
+}
+
+/** A refusal at step 3: the arguments could not be read or validated, or do not match the tool's schema. */
+function invalid(base: DecisionBase, tool: Tool, reason: string): Precheck {
+  return decided(deny(base, { stage: 'validation', by: 'invalid_arguments', layer: null }, reason), tool, null);
+}
+
+/** A schema that threw (or rejected) while validating: the call is refused, never run unvalidated. */
+function validationFailed(base: DecisionBase, tool: Tool, error: unknown): Precheck {
+  return invalid(base, tool, `validating the arguments failed: ${errorText(error)}`);
 }
 
 /** What parseArguments passes through as is: an object that is not an array (its `isRecord`). */
@@ -173,14 +158,10 @@ function afterValidation(
   env: GateEnvironment,
 ): Precheck {
   if (!validation.ok) {
-    return decided(
-      deny(
-        base,
-        { stage: 'validation', by: 'invalid_arguments', layer: null },
-        `the arguments do not match the schema of ${quote(tool.name)}: ${issueText(validation.issues)}`,
-      ),
+    return invalid(
+      base,
       tool,
-      null,
+      `the arguments do not match the schema of ${quote(tool.name)}: ${issueText(validation.issues)}`,
     );
   }
   // A schema that returns a new value (defaults, transforms) gets that value snapshotted in turn.
@@ -189,15 +170,7 @@ function afterValidation(
     args = validation.value === input ? input : snapshotArguments(validation.value);
     if (args !== input) transformed.set(args, input);
   } catch (error) {
-    return decided(
-      deny(
-        base,
-        { stage: 'validation', by: 'invalid_arguments', layer: null },
-        `the validated arguments cannot be read as JSON: ${errorText(error)}`,
-      ),
-      tool,
-      null,
-    );
+    return invalid(base, tool, `the validated arguments cannot be read as JSON: ${errorText(error)}`);
   }
   // 4 allowlist: this call's verdict under the dispatch's layers (src/allowlist-cache.ts)
   const layer = allowlistRefusal(context, env, base.canonical, base.tool, base.agent);
