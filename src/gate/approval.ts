@@ -33,19 +33,6 @@ import type { GateContext, GateEnvironment } from '../contracts/gate.js';
 import type { Route } from '../contracts/route.js';
 import { allow, deny, type Precheck } from './precheck.js';
 
-export type {
-  Answer,
-  ApprovalBinding,
-  ApprovalInvalid,
-  ApprovalKind,
-  ApprovalOwner,
-  ApprovalRequest,
-  ApprovalSettings,
-  AskOutcome,
-  RememberScope,
-  SignedAnswer,
-} from '../contracts/approval.js';
-
 const DAY = 86_400_000;
 
 /** What a binding is minted from: the call as the gate decided it, and whom the approval belongs to. */

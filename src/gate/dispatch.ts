@@ -25,7 +25,8 @@ import type { Decision, DecisionBase } from '../decision.js';
 import type { NormalizedCall, UnreadableCall } from '../formats/index.js';
 import { errorText } from '../permissions/handler.js';
 import type { Tool } from '../tool.js';
-import { callBinding, resolveAsk, sameBinding, settingsSecret, type ApprovalRequest } from './approval.js';
+import type { ApprovalRequest } from '../contracts/approval.js';
+import { callBinding, resolveAsk, sameBinding, settingsSecret } from './approval.js';
 import { execute, executeDecided, Lanes, refused, settled } from './execute.js';
 import { allow, allowlistAgain, deny, givenArguments, precheck, type Precheck } from './precheck.js';
 

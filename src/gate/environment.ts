@@ -6,9 +6,8 @@
  * {@link withTools} — and resolve its environment here, so no caller can get the emitter or forge a
  * Decision event.
  */
-import type { DispatchResult, GateContext, GateEnvironment, ToolSource } from '../contracts/gate.js';
+import type { GateContext, GateEnvironment, ToolSource } from '../contracts/gate.js';
 import type { Route } from '../contracts/route.js';
-import type { Decision } from '../decision.js';
 import type { NormalizedCall, UnreadableCall } from '../formats/index.js';
 import { canonical } from '../names.js';
 import type { Tool } from '../tool.js';
@@ -69,25 +68,18 @@ export function withTools(registry: ToolSource, tools: ReadonlyMap<string, Tool>
   return source;
 }
 
-/** Runs a batch through the path on `route`, under `source` as it stands now; one result per call, in order. */
-export function dispatchCalls(
-  calls: readonly Call[],
-  context: GateContext,
-  source: ToolSource,
-  route: Route,
-): Promise<DispatchResult[]> {
-  return path.dispatchCalls(calls, context, environmentOf(source), route);
+/** A batch entry of the path, taking a registry (or a {@link withTools} source) as it stands now for its environment. */
+function underSource<R>(
+  run: (calls: readonly Call[], context: GateContext, env: GateEnvironment, route: Route) => R,
+): (calls: readonly Call[], context: GateContext, source: ToolSource, route: Route) => R {
+  return (calls, context, source, route) => run(calls, context, environmentOf(source), route);
 }
 
+/** Runs a batch through the path on `route`, under `source` as it stands now; one result per call, in order. */
+export const dispatchCalls = underSource(path.dispatchCalls);
+
 /** Steps 1–5 and the ask for each call under `source`, announced as if it ran, executing nothing. */
-export function decideCalls(
-  calls: readonly Call[],
-  context: GateContext,
-  source: ToolSource,
-  route: Route,
-): Promise<Decision[]> {
-  return path.decideCalls(calls, context, environmentOf(source), route);
-}
+export const decideCalls = underSource(path.decideCalls);
 
 /** Steps 1–5 under `source`, without resolving an ask and without any event: what the gate would decide now. */
 export function previewCall(call: Call, context: GateContext, source: ToolSource): Precheck | Promise<Precheck> {

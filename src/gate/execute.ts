@@ -3,7 +3,7 @@
  * abort signal, and concurrency grouping (consecutive concurrency-safe calls together, any other call
  * alone). A throw or a timeout is an error result; nothing here throws. Only dispatch.ts calls it.
  */
-import type { AllowDecision, DenyDecision } from '../decision.js';
+import type { AllowDecision, Decision, DenyDecision } from '../decision.js';
 import { errorText } from '../permissions/handler.js';
 import type { Tool, ToolExecution } from '../tool.js';
 import type { GateContext, GateEnvironment, ToolResult } from '../contracts/gate.js';
@@ -149,14 +149,7 @@ function succeeded(decision: AllowDecision, env: GateEnvironment, started: numbe
 
 function failed(decision: AllowDecision, env: GateEnvironment, started: number, error: unknown): ToolResult {
   executed(env, decision, 'error', started);
-  return {
-    callId: decision.callId,
-    tool: decision.tool,
-    status: 'error',
-    isError: true,
-    content: `Tool ${JSON.stringify(decision.tool)} failed: ${errorText(error)}`,
-    decision,
-  };
+  return errorResult(decision, 'error', `Tool ${JSON.stringify(decision.tool)} failed: ${errorText(error)}`);
 }
 
 /** The `tool_executed` event; not even built when nobody listens. */
@@ -173,14 +166,12 @@ function executed(env: GateEnvironment, decision: AllowDecision, status: 'ok' | 
 
 /** The error result of a refused call. */
 export function refused(decision: DenyDecision): ToolResult {
-  return {
-    callId: decision.callId,
-    tool: decision.tool,
-    status: 'refused',
-    isError: true,
-    content: refusalContent(decision),
-    decision,
-  };
+  return errorResult(decision, 'refused', refusalContent(decision));
+}
+
+/** A result without a value: a call that failed as it ran, or was refused and never ran. */
+function errorResult(decision: Decision, status: 'error' | 'refused', content: string): ToolResult {
+  return { callId: decision.callId, tool: decision.tool, status, isError: true, content, decision };
 }
 
 /**
@@ -320,7 +311,10 @@ class Queue {
  * Every running tool's deadline, in one structure with at most one timer: a queue per timeout length (its
  * deadlines come in order, so adding and removing cost O(1)), and one `setTimeout` armed for the earliest
  * head. The timer is left armed when a call finishes (it fires, finds the next deadline and is armed for it);
- * it holds the process open only while a deadline is queued, as a timer per call did.
+ * it holds the process open only while a deadline is queued, as a timer per call did: it is unref'd, and when
+ * the event loop empties (`beforeExit`) with a deadline queued it is ref'd until the queue empties. Making it
+ * ref'd when a call starts and unref'd when it ends cost two calls into Node's C++ per call where nothing else
+ * holds a timer (issue 25).
  */
 export class Deadlines {
   readonly #queues = new Map<number, Queue>();
@@ -331,6 +325,15 @@ export class Deadlines {
   /** When the armed timer fires (performance.now() time). */
   #armedAt = Infinity;
   readonly #fire = (): void => this.#expire();
+  /** The timer is ref'd: the loop emptied while a deadline was queued. */
+  #held = false;
+  #watching = false;
+  /** At `beforeExit` (nothing else keeps the process): a queued deadline keeps it until it fires or is settled. */
+  readonly #hold = (): void => {
+    if (this.#size === 0 || this.#timer === null) return;
+    this.#held = true;
+    this.#timer.ref();
+  };
 
   /** How many deadlines are queued (the tests). */
   get size(): number {
@@ -372,7 +375,11 @@ export class Deadlines {
       deadline.prev = tail;
     }
     queue.tail = deadline;
-    if (this.#size++ === 0) this.#timer?.ref();
+    this.#size++;
+    if (!this.#watching) {
+      this.#watching = true;
+      process.on('beforeExit', this.#hold);
+    }
     if (deadline.at < this.#armedAt) this.#arm(deadline.at, now);
     return deadline;
   }
@@ -388,14 +395,17 @@ export class Deadlines {
     else next.prev = prev;
     deadline.prev = deadline.next = null;
     // The timer stays armed; with nothing queued it no longer holds the process open.
-    if (--this.#size === 0) this.#timer?.unref();
+    if (--this.#size === 0 && this.#held) {
+      this.#held = false;
+      this.#timer?.unref();
+    }
   }
 
   #arm(at: number, now: number): void {
     if (this.#timer !== null) clearTimeout(this.#timer);
     this.#armedAt = at;
     this.#timer = setTimeout(this.#fire, Math.max(1, Math.ceil(at - now)));
-    if (this.#size === 0) this.#timer.unref();
+    if (!this.#held) this.#timer.unref();
   }
 
   #expire(): void {

@@ -67,7 +67,7 @@ export function precheck(
   // not canonicalised again (canonical() is idempotent). Any other spelling is canonicalised and looked up.
   const spelled = 'problem' in call ? undefined : env.lookup(call.name);
   const form = spelled !== undefined && spelled.canonicalName === call.name ? call.name : canonical(call.name);
-  const base: DecisionBase = {
+  const base: Draft = {
     callId: call.id,
     tool: call.name,
     canonical: form,
@@ -79,6 +79,10 @@ export function precheck(
     reason: '',
     asked: null,
     policyVersion: env.policy?.version ?? null,
+    effect: 'deny',
+    stage: 'lookup',
+    by: 'unknown_tool',
+    layer: null,
   };
   if ('problem' in call)
     return decided(deny(base, { stage: 'arguments', by: 'malformed_call', layer: null }, call.problem), null, null);
@@ -116,47 +120,32 @@ export function precheck(
           ? freezeParsedArguments(parsed.value)
           : snapshotArguments(parsed.value);
   } catch (error) {
-    return decided(
-      deny(
-        base,
-        { stage: 'validation', by: 'invalid_arguments', layer: null },
-        `the arguments cannot be read as JSON: ${errorText(error)}`,
-      ),
-      tool,
-      null,
-    );
+    return invalid(base, tool, `the arguments cannot be read as JSON: ${errorText(error)}`);
   }
   // 3 validate against the tool's schema
   let validation;
   try {
     validation = tool.validate(input as Record<string, unknown>);
   } catch (error) {
-    return decided(
-      deny(
-        base,
-        { stage: 'validation', by: 'invalid_arguments', layer: null },
-        `validating the arguments failed: ${errorText(error)}`,
-      ),
-      tool,
-      null,
-    );
+    return validationFailed(base, tool, error);
   }
   if (validation instanceof Promise) {
     return validation.then(
       (result) => afterValidation(result, input, tool, base, context, env),
-      (error: unknown) =>
-        decided(
-          deny(
-            base,
-            { stage: 'validation', by: 'invalid_arguments', layer: null },
-            `validating the arguments failed: ${errorText(error)}`,
-          ),
-          tool,
-          null,
-        ),
+      (error: unknown) => validationFailed(base, tool, error),
     );
   }
   return afterValidation(validation, input, tool, base, context, env);
+}
+
+/** A refusal at step 3: the arguments could not be read or validated, or do not match the tool's schema. */
+function invalid(base: DecisionBase, tool: Tool, reason: string): Precheck {
+  return decided(deny(base, { stage: 'validation', by: 'invalid_arguments', layer: null }, reason), tool, null);
+}
+
+/** A schema that threw (or rejected) while validating: the call is refused, never run unvalidated. */
+function validationFailed(base: DecisionBase, tool: Tool, error: unknown): Precheck {
+  return invalid(base, tool, `validating the arguments failed: ${errorText(error)}`);
 }
 
 /** What parseArguments passes through as is: an object that is not an array (its `isRecord`). */
@@ -168,19 +157,15 @@ function afterValidation(
   validation: Awaited<ReturnType<Tool['validate']>>,
   input: Readonly<Record<string, unknown>>,
   tool: Tool,
-  base: DecisionBase,
+  base: Draft,
   context: GateContext,
   env: GateEnvironment,
 ): Precheck {
   if (!validation.ok) {
-    return decided(
-      deny(
-        base,
-        { stage: 'validation', by: 'invalid_arguments', layer: null },
-        `the arguments do not match the schema of ${quote(tool.name)}: ${issueText(validation.issues)}`,
-      ),
+    return invalid(
+      base,
       tool,
-      null,
+      `the arguments do not match the schema of ${quote(tool.name)}: ${issueText(validation.issues)}`,
     );
   }
   // A schema that returns a new value (defaults, transforms) gets that value snapshotted in turn.
@@ -189,21 +174,13 @@ function afterValidation(
     args = validation.value === input ? input : snapshotArguments(validation.value);
     if (args !== input) transformed.set(args, input);
   } catch (error) {
-    return decided(
-      deny(
-        base,
-        { stage: 'validation', by: 'invalid_arguments', layer: null },
-        `the validated arguments cannot be read as JSON: ${errorText(error)}`,
-      ),
-      tool,
-      null,
-    );
+    return invalid(base, tool, `the validated arguments cannot be read as JSON: ${errorText(error)}`);
   }
   // 4 allowlist: this call's verdict under the dispatch's layers (src/allowlist-cache.ts)
   const layer = allowlistRefusal(context, env, base.canonical, base.tool, base.agent);
   if (layer !== null)
     return decided(
-      record(base, args, null, refusalText(base.tool, base.agent, layer), 'deny', 'allowlist', 'allowlist', layer),
+      made(base, args, null, refusalText(base.tool, base.agent, layer), 'deny', 'allowlist', 'allowlist', layer),
       tool,
       args,
     );
@@ -211,7 +188,7 @@ function afterValidation(
   const policy = env.policy;
   if (!policy)
     return decided(
-      record(base, args, null, 'no permission policy is set', 'allow', 'policy', 'no_policy', null),
+      made(base, args, null, 'no permission policy is set', 'allow', 'policy', 'no_policy', null),
       tool,
       args,
     );
@@ -250,18 +227,19 @@ function judged(
   evaluation: PolicyEvaluation,
   tool: Tool,
   args: Readonly<Record<string, unknown>>,
-  base: DecisionBase,
+  base: Draft,
   caller: string | null,
 ): Precheck {
   const rule = evaluation.rule?.name ?? null;
   if (evaluation.by === 'rule_error')
-    return decided(record(base, args, rule, evaluation.error, 'deny', 'policy', 'rule_error', null), tool, args);
+    return decided(made(base, args, rule, evaluation.error, 'deny', 'policy', 'rule_error', null), tool, args);
   const reason = evaluation.rule ? evaluation.rule.reason : fallbackText(evaluation.result);
   if (evaluation.result === 'allow')
-    return decided(record(base, args, rule, reason, 'allow', 'policy', evaluation.by, null), tool, args);
+    return decided(made(base, args, rule, reason, 'allow', 'policy', evaluation.by, null), tool, args);
   if (evaluation.result === 'deny')
-    return decided(record(base, args, rule, reason, 'deny', 'policy', evaluation.by, null), tool, args);
-  const withRule: DecisionBase = { ...base, parameters: args, rule };
+    return decided(made(base, args, rule, reason, 'deny', 'policy', evaluation.by, null), tool, args);
+  // An ask's base is the DecisionBase alone (the draft's fields of a final Decision are not its own).
+  const { effect: _effect, stage: _stage, by: _by, layer: _layer, ...fields } = base;
   const request: PermissionRequest = {
     toolName: tool.name,
     parameters: args,
@@ -274,7 +252,7 @@ function judged(
     runId: base.runId,
     caller,
   };
-  return { kind: 'ask', tool, args, base: { ...withRule, reason }, request };
+  return { kind: 'ask', tool, args, base: { ...fields, parameters: args, rule, reason }, request };
 }
 
 function fallbackText(result: PermissionResult): string {
@@ -290,6 +268,40 @@ function decided(decision: Decision, tool: Tool | null, args: Readonly<Record<st
 }
 
 type DenyParts = Pick<DenyDecision, 'stage' | 'by' | 'layer'>;
+
+/**
+ * A call's Decision while steps 1–5 make it: every field of {@link record}'s, in its order (so the same object
+ * shape), filled in by {@link made} and frozen there. One object per call where a base and then a Decision
+ * copied from it were two; a refusal before step 4 is still made from it by {@link deny} (a copy). It never
+ * leaves precheck unfrozen.
+ */
+type Draft = { -readonly [K in keyof DecisionBase]: DecisionBase[K] } & {
+  effect: Decision['effect'];
+  stage: Decision['stage'];
+  by: Decision['by'];
+  layer: Decision['layer'];
+};
+
+/** The draft made the call's final Decision: its last fields set, then frozen (the Decision {@link record} makes). */
+function made(
+  draft: Draft,
+  parameters: DecisionBase['parameters'],
+  rule: DecisionBase['rule'],
+  reason: string,
+  effect: Decision['effect'],
+  stage: Decision['stage'],
+  by: Decision['by'],
+  layer: Decision['layer'],
+): Decision {
+  draft.parameters = parameters;
+  draft.rule = rule;
+  draft.reason = reason;
+  draft.effect = effect;
+  draft.stage = stage;
+  draft.by = by;
+  draft.layer = layer;
+  return Object.freeze(draft) as Decision;
+}
 
 // Every Decision is built here, field by field in one order, so all Decisions share one object shape:
 // spreading bases of many shapes made the object-clone path megamorphic, and a decision cost

@@ -7,15 +7,8 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { readCall, type ToolCallInput } from '../../src/formats/index.js';
 import { hashOf, secretOf } from '../../src/crypto.js';
-import {
-  bindingOf,
-  requestIdOf,
-  sameBinding,
-  signAnswer,
-  verifyAnswer,
-  type ApprovalRequest,
-  type AskOutcome,
-} from '../../src/gate/approval.js';
+import { bindingOf, requestIdOf, sameBinding, signAnswer, verifyAnswer } from '../../src/gate/approval.js';
+import type { ApprovalRequest, AskOutcome } from '../../src/contracts/approval.js';
 import { decideCalls, dispatchCalls, previewCall, type DispatchResult } from '../../src/gate/dispatch.js';
 import { environmentOf } from '../../src/gate/environment.js';
 import type { GateContext } from '../../src/contracts/gate.js';

@@ -214,4 +214,21 @@ describe('tool deadlines in one shared queue', () => {
     const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', script], { timeout: 30_000 });
     expect(stdout.trim()).toBe('ok');
   }, 40_000);
+
+  it('a queued deadline still holds the process open: a tool that never settles is reported as its timeout', async () => {
+    const script = join(mkdtempSync(join(tmpdir(), 'toolgate-deadline-')), 'hung.mts');
+    writeFileSync(
+      script,
+      [
+        `import { defineTool, ToolRegistry } from ${JSON.stringify(join(process.cwd(), 'src/index.ts'))};`,
+        `const registry = new ToolRegistry();`,
+        `registry.register(defineTool({ name: 'hung', parameters: { type: 'object' }, metadata: { timeoutMs: 200 }, execute: () => new Promise(() => {}) }));`,
+        `const result = await registry.invoke('hung', {});`,
+        `console.log(result.status, result.content);`,
+      ].join('\n'),
+    );
+    // Nothing but the deadline keeps the child's event loop: without it the child would exit before the timeout.
+    const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', script], { timeout: 30_000 });
+    expect(stdout.trim()).toMatch(/^error .*within 200 ms/);
+  }, 40_000);
 });
