@@ -56,6 +56,8 @@ export interface GatewaySide {
   readonly direct: LatencyUs;
   readonly gateway: LatencyUs;
   readonly gatewayNoAudit: LatencyUs;
+  /** Through a bare stdio relay process (no MCP: lines in, parsed, lines out): the floor of the gateway's two pipe hops here. */
+  readonly relay: LatencyUs;
 }
 
 export interface GatewayResult {
@@ -172,7 +174,9 @@ export async function benchGateway(
       join(dir, 'audit.jsonl'),
     ]);
     const bare = await connect(node, [cliMain, 'gateway', '--policy', policyFile]);
-    clients.push(fsDirect, docsDirect, gateway, bare);
+    const fsRelay = await connect(node, ['-e', STDIO_RELAY, '--', fsUpstream.command, ...fsUpstream.args]);
+    const docsRelay = await connect(node, ['-e', STDIO_RELAY, '--', docsUpstream.command, ...docsUpstream.args]);
+    clients.push(fsDirect, docsDirect, gateway, bare, fsRelay, docsRelay);
     const tool = (c: Client, name: string) => () => c.callTool({ name, arguments: { path: file } });
     const read = (c: Client) => () => c.readResource({ uri: 'docs://public/readme' });
     const list = (c: Client) => () => c.listTools();
@@ -181,9 +185,10 @@ export async function benchGateway(
         tool(fsDirect, 'read_text_file'),
         tool(gateway, 'fs:read_text_file'),
         tool(bare, 'fs:read_text_file'),
+        tool(fsRelay, 'read_text_file'),
       ],
-      resourcesRead: [read(docsDirect), read(gateway), read(bare)],
-      toolsList: [list(fsDirect), list(gateway), list(bare)],
+      resourcesRead: [read(docsDirect), read(gateway), read(bare), read(docsRelay)],
+      toolsList: [list(fsDirect), list(gateway), list(bare), list(fsRelay)],
     } as const;
     // Every side answers as the other does before anything is timed.
     const a = (await shapes.toolsCall[0]()) as { content: { text: string }[] };
@@ -198,10 +203,11 @@ export async function benchGateway(
         direct: summary(samples[0]!),
         gateway: summary(samples[1]!),
         gatewayNoAudit: summary(samples[2]!),
+        relay: summary(samples[3]!),
       };
       const o = out[shape]!;
       log(
-        `gateway ${shape}: direct p50 ${o.direct.p50.toFixed(0)} µs p99 ${o.direct.p99.toFixed(0)} µs; gateway --audit p50 ${o.gateway.p50.toFixed(0)} µs p99 ${o.gateway.p99.toFixed(0)} µs; without audit p50 ${o.gatewayNoAudit.p50.toFixed(0)} µs`,
+        `gateway ${shape}: direct p50 ${o.direct.p50.toFixed(0)} µs p99 ${o.direct.p99.toFixed(0)} µs; gateway --audit p50 ${o.gateway.p50.toFixed(0)} µs p99 ${o.gateway.p99.toFixed(0)} µs; without audit p50 ${o.gatewayNoAudit.p50.toFixed(0)} µs; bare stdio relay p50 ${o.relay.p50.toFixed(0)} µs p99 ${o.relay.p99.toFixed(0)} µs`,
       );
     }
     // cpu: what the gateway process itself spends per tools/call (and the upstream, called directly, for scale).
@@ -420,6 +426,34 @@ const server = createServer((req, res) => {
   });
 });
 server.listen(0, '127.0.0.1', () => process.stderr.write('listening on http://127.0.0.1:' + server.address().port + '/mcp\\n'));
+`;
+
+/**
+ * A bare stdio relay (`node -e STDIO_RELAY <command> <args…>`): spawns the upstream and relays lines both
+ * ways, each line parsed as JSON on its way (as the HTTP relay parses its bodies) and written on as it came —
+ * what the gateway's two extra pipe hops and one more process cost, without MCP.
+ */
+const STDIO_RELAY = `
+const { spawn } = require('node:child_process');
+const [command, ...args] = process.argv.slice(1);
+const up = spawn(command, args, { stdio: ['pipe', 'pipe', 'ignore'] });
+const relay = (from, to) => {
+  let held = '';
+  from.setEncoding('utf8');
+  from.on('data', (chunk) => {
+    held += chunk;
+    for (let i = held.indexOf('\\n'); i !== -1; i = held.indexOf('\\n')) {
+      const line = held.slice(0, i + 1);
+      held = held.slice(i + 1);
+      JSON.parse(line);
+      to.write(line);
+    }
+  });
+};
+relay(process.stdin, up.stdin);
+relay(up.stdout, process.stdout);
+process.stdin.on('end', () => up.kill());
+up.on('exit', () => process.exit(0));
 `;
 
 /** Samples of each side in alternating rounds (after 50 warm-up calls each), µs per call. */
