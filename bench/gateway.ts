@@ -4,8 +4,10 @@
  * CLI of the bench build, plain node), which spawns the upstream. Upstreams: server-filesystem (a
  * devDependency) for `tools/call` (`read_text_file` of a small file) and `tools/list`; the gateway tests' docs
  * server (test/gateway/fixtures/docs-server.ts, under tsx) for `resources/read`. Requests go one at a time;
- * each side is timed in alternating rounds (direct, gateway, gateway without audit, …), so the load of the
- * machine falls on all of them alike; per-request percentiles over every request of a side.
+ * each side is timed in alternating rounds (direct, gateway, gateway without audit, a bare stdio relay
+ * process, …), so the load of the machine falls on all of them alike; per-request percentiles over every
+ * request of a side, after 2,500 warm-up calls per side (300 for tools/list). The bare relay (no MCP: lines
+ * in, parsed, lines out) is the floor of the gateway's two extra pipe hops and third process here.
  *
  * The gateway's own cost is then split by what the bench can measure: `audit` is the gateway with --audit
  * against the gateway without it; `parse` is JSON.parse + JSON.stringify of the request and the answer as
@@ -198,7 +200,11 @@ export async function benchGateway(
     const out: Record<string, GatewaySide> = {};
     for (const [shape, sides] of Object.entries(shapes)) {
       // tools/list of server-filesystem takes milliseconds directly (its schemas converted per request): fewer of it.
-      const samples = await alternate(sides, rounds, shape === 'toolsList' ? Math.ceil(perRound / 5) : perRound);
+      // Each side is warmed until its JIT has settled (each process's p50 falls for ~2,000 calls: the
+      // gateway's from ~1.2 ms to ~0.6 ms, the upstream's own from ~0.65 to ~0.3 ms, 2026-12-04): the figures
+      // are those of processes that have been serving a while, not of their first calls.
+      const few = shape === 'toolsList';
+      const samples = await alternate(sides, rounds, few ? Math.ceil(perRound / 5) : perRound, few ? 300 : STDIO_WARM);
       out[shape] = {
         direct: summary(samples[0]!),
         gateway: summary(samples[1]!),
@@ -456,14 +462,18 @@ process.stdin.on('end', () => up.kill());
 up.on('exit', () => process.exit(0));
 `;
 
-/** Samples of each side in alternating rounds (after 50 warm-up calls each), µs per call. */
+/** Warm-up calls per side of a stdio shape before it is timed (see benchGateway). */
+const STDIO_WARM = 2_500;
+
+/** Samples of each side in alternating rounds (after `warm` warm-up calls each), µs per call. */
 async function alternate(
   sides: readonly (() => Promise<unknown>)[],
   rounds: number,
   count: number,
+  warm = 50,
 ): Promise<number[][]> {
   const samples: number[][] = sides.map(() => []);
-  for (const run of sides) for (let i = 0; i < 50; i++) await run();
+  for (const run of sides) for (let i = 0; i < warm; i++) await run();
   for (let r = 0; r < rounds; r++)
     for (let s = 0; s < sides.length; s++)
       for (let i = 0; i < count; i++) {
