@@ -4,8 +4,10 @@
  * CLI of the bench build, plain node), which spawns the upstream. Upstreams: server-filesystem (a
  * devDependency) for `tools/call` (`read_text_file` of a small file) and `tools/list`; the gateway tests' docs
  * server (test/gateway/fixtures/docs-server.ts, under tsx) for `resources/read`. Requests go one at a time;
- * each side is timed in alternating rounds (direct, gateway, gateway without audit, …), so the load of the
- * machine falls on all of them alike; per-request percentiles over every request of a side.
+ * each side is timed in alternating rounds (direct, gateway, gateway without audit, a bare stdio relay
+ * process, …), so the load of the machine falls on all of them alike; per-request percentiles over every
+ * request of a side, after 2,500 warm-up calls per side (300 for tools/list). The bare relay (no MCP: lines
+ * in, parsed, lines out) is the floor of the gateway's two extra pipe hops and third process here.
  *
  * The gateway's own cost is then split by what the bench can measure: `audit` is the gateway with --audit
  * against the gateway without it; `parse` is JSON.parse + JSON.stringify of the request and the answer as
@@ -56,6 +58,8 @@ export interface GatewaySide {
   readonly direct: LatencyUs;
   readonly gateway: LatencyUs;
   readonly gatewayNoAudit: LatencyUs;
+  /** Through a bare stdio relay process (no MCP: lines in, parsed, lines out): the floor of the gateway's two pipe hops here. */
+  readonly relay: LatencyUs;
 }
 
 export interface GatewayResult {
@@ -172,7 +176,9 @@ export async function benchGateway(
       join(dir, 'audit.jsonl'),
     ]);
     const bare = await connect(node, [cliMain, 'gateway', '--policy', policyFile]);
-    clients.push(fsDirect, docsDirect, gateway, bare);
+    const fsRelay = await connect(node, ['-e', STDIO_RELAY, '--', fsUpstream.command, ...fsUpstream.args]);
+    const docsRelay = await connect(node, ['-e', STDIO_RELAY, '--', docsUpstream.command, ...docsUpstream.args]);
+    clients.push(fsDirect, docsDirect, gateway, bare, fsRelay, docsRelay);
     const tool = (c: Client, name: string) => () => c.callTool({ name, arguments: { path: file } });
     const read = (c: Client) => () => c.readResource({ uri: 'docs://public/readme' });
     const list = (c: Client) => () => c.listTools();
@@ -181,9 +187,10 @@ export async function benchGateway(
         tool(fsDirect, 'read_text_file'),
         tool(gateway, 'fs:read_text_file'),
         tool(bare, 'fs:read_text_file'),
+        tool(fsRelay, 'read_text_file'),
       ],
-      resourcesRead: [read(docsDirect), read(gateway), read(bare)],
-      toolsList: [list(fsDirect), list(gateway), list(bare)],
+      resourcesRead: [read(docsDirect), read(gateway), read(bare), read(docsRelay)],
+      toolsList: [list(fsDirect), list(gateway), list(bare), list(fsRelay)],
     } as const;
     // Every side answers as the other does before anything is timed.
     const a = (await shapes.toolsCall[0]()) as { content: { text: string }[] };
@@ -193,15 +200,20 @@ export async function benchGateway(
     const out: Record<string, GatewaySide> = {};
     for (const [shape, sides] of Object.entries(shapes)) {
       // tools/list of server-filesystem takes milliseconds directly (its schemas converted per request): fewer of it.
-      const samples = await alternate(sides, rounds, shape === 'toolsList' ? Math.ceil(perRound / 5) : perRound);
+      // Each side is warmed until its JIT has settled (each process's p50 falls for ~2,000 calls: the
+      // gateway's from ~1.2 ms to ~0.6 ms, the upstream's own from ~0.65 to ~0.3 ms, 2026-12-04): the figures
+      // are those of processes that have been serving a while, not of their first calls.
+      const few = shape === 'toolsList';
+      const samples = await alternate(sides, rounds, few ? Math.ceil(perRound / 5) : perRound, few ? 300 : STDIO_WARM);
       out[shape] = {
         direct: summary(samples[0]!),
         gateway: summary(samples[1]!),
         gatewayNoAudit: summary(samples[2]!),
+        relay: summary(samples[3]!),
       };
       const o = out[shape]!;
       log(
-        `gateway ${shape}: direct p50 ${o.direct.p50.toFixed(0)} µs p99 ${o.direct.p99.toFixed(0)} µs; gateway --audit p50 ${o.gateway.p50.toFixed(0)} µs p99 ${o.gateway.p99.toFixed(0)} µs; without audit p50 ${o.gatewayNoAudit.p50.toFixed(0)} µs`,
+        `gateway ${shape}: direct p50 ${o.direct.p50.toFixed(0)} µs p99 ${o.direct.p99.toFixed(0)} µs; gateway --audit p50 ${o.gateway.p50.toFixed(0)} µs p99 ${o.gateway.p99.toFixed(0)} µs; without audit p50 ${o.gatewayNoAudit.p50.toFixed(0)} µs; bare stdio relay p50 ${o.relay.p50.toFixed(0)} µs p99 ${o.relay.p99.toFixed(0)} µs`,
       );
     }
     // cpu: what the gateway process itself spends per tools/call (and the upstream, called directly, for scale).
@@ -422,14 +434,46 @@ const server = createServer((req, res) => {
 server.listen(0, '127.0.0.1', () => process.stderr.write('listening on http://127.0.0.1:' + server.address().port + '/mcp\\n'));
 `;
 
-/** Samples of each side in alternating rounds (after 50 warm-up calls each), µs per call. */
+/**
+ * A bare stdio relay (`node -e STDIO_RELAY <command> <args…>`): spawns the upstream and relays lines both
+ * ways, each line parsed as JSON on its way (as the HTTP relay parses its bodies) and written on as it came —
+ * what the gateway's two extra pipe hops and one more process cost, without MCP.
+ */
+const STDIO_RELAY = `
+const { spawn } = require('node:child_process');
+const [command, ...args] = process.argv.slice(1);
+const up = spawn(command, args, { stdio: ['pipe', 'pipe', 'ignore'] });
+const relay = (from, to) => {
+  let held = '';
+  from.setEncoding('utf8');
+  from.on('data', (chunk) => {
+    held += chunk;
+    for (let i = held.indexOf('\\n'); i !== -1; i = held.indexOf('\\n')) {
+      const line = held.slice(0, i + 1);
+      held = held.slice(i + 1);
+      JSON.parse(line);
+      to.write(line);
+    }
+  });
+};
+relay(process.stdin, up.stdin);
+relay(up.stdout, process.stdout);
+process.stdin.on('end', () => up.kill());
+up.on('exit', () => process.exit(0));
+`;
+
+/** Warm-up calls per side of a stdio shape before it is timed (see benchGateway). */
+const STDIO_WARM = 2_500;
+
+/** Samples of each side in alternating rounds (after `warm` warm-up calls each), µs per call. */
 async function alternate(
   sides: readonly (() => Promise<unknown>)[],
   rounds: number,
   count: number,
+  warm = 50,
 ): Promise<number[][]> {
   const samples: number[][] = sides.map(() => []);
-  for (const run of sides) for (let i = 0; i < 50; i++) await run();
+  for (const run of sides) for (let i = 0; i < warm; i++) await run();
   for (let r = 0; r < rounds; r++)
     for (let s = 0; s < sides.length; s++)
       for (let i = 0; i < count; i++) {

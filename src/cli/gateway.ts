@@ -13,8 +13,7 @@
  * MCP channel).
  */
 import { randomBytes } from 'node:crypto';
-import { readFileSync, watch } from 'node:fs';
-import { basename, dirname, resolve } from 'node:path';
+import { readFileSync } from 'node:fs';
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import { approversOf } from '../gateway/answers.js';
 import { jsonlAuditSink, safeSink, type GatewayAuditSink } from '../gateway/audit.js';
@@ -36,6 +35,7 @@ import { enforcementText } from '../gateway/reload.js';
 import type { CounterStore } from '../stores/types.js';
 import { exitCodes } from './exit-codes.js';
 import { openStore } from './serve.js';
+import { watchFiles } from './watch-files.js';
 
 /** Exit codes: 0 clean shutdown, 1 the gateway failed, 2 bad usage or configuration. */
 export const GATEWAY_EXIT = { OK: 0, FAILED: 1, USAGE: 2 } as const;
@@ -547,32 +547,4 @@ export function serveUntilStopped(
       shutdown(GATEWAY_EXIT.FAILED, `stdio transport failed: ${String(error)}`),
     );
   });
-}
-
-/**
- * Watches the policy file and the lock file beside it (their directory, so editors that save by renaming
- * are seen too); calls `changed` once a burst of writes has settled.
- */
-function watchFiles(
-  policy: string,
-  lock: string | null,
-  changed: () => void,
-  log: (text: string) => void,
-): { close(): void } {
-  const path = resolve(policy);
-  const names = new Set([basename(path)]);
-  if (lock !== null && dirname(resolve(lock)) === dirname(path)) names.add(basename(lock));
-  let timer: NodeJS.Timeout | undefined;
-  const watcher = watch(dirname(path), { persistent: false }, (_event, name) => {
-    if (name !== null && !names.has(name)) return;
-    clearTimeout(timer);
-    timer = setTimeout(changed, 100);
-  });
-  watcher.on('error', (error) => log(`watching ${policy} stopped (${error.message}); SIGHUP still reloads`));
-  return {
-    close: () => {
-      clearTimeout(timer);
-      watcher.close();
-    },
-  };
 }

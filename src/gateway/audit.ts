@@ -2,7 +2,7 @@
  * What the gateway records: one JSON object per event, written to an audit sink (a JSONL file for the
  * CLI). `toolgate report` reads these records back.
  */
-import { appendFileSync, closeSync, openSync, write, writeSync } from 'node:fs';
+import { appendFileSync, closeSync, openSync, writeSync } from 'node:fs';
 import type { Decision } from '../decision.js';
 import { freezeEvent } from '../events.js';
 import type { PermissionResult } from '../permissions/result.js';
@@ -194,80 +194,30 @@ export type GatewayAuditRecord =
 /** An audit sink: called once per record; a sink that throws is reported and does not stop the gateway. */
 export type GatewayAuditSink = (record: GatewayAuditRecord) => void;
 
-/** The lines every JSONL sink holds that no write has taken yet: written at exit, so that none is lost. */
-const unwritten = new Set<() => void>();
-let exitHooked = false;
-
 /**
- * A JSONL file sink: each record is one line, handed at once to an asynchronous write on the file (opened
- * once) — the write runs on libuv's thread pool, beside the request, so the request waits for no write
- * (issue 25.2); lines recorded while a write is in flight go together in the next one. `flush()` resolves
- * once every line recorded so far is in the file (the CLI awaits it when it stops); at the process's exit
- * the lines no write has taken yet are written synchronously. A failed write is reported
- * (`TOOLGATE_AUDIT`) and the file is opened again for the next lines.
+ * A JSONL file sink: each record is one line, written at once with one synchronous `write` on the file
+ * (opened once, in append mode), so the line is in the file before the call's answer leaves (a reader of
+ * the file right after an answer finds it). A write to the page cache costs a few microseconds; the
+ * asynchronous write on libuv's pool it replaces woke a pool thread and then the loop again for every
+ * record, on a busy machine the larger cost (issue 25.2). `flush()` resolves at once (nothing is held;
+ * kept for the callers that await it when they stop). A failed write is reported (`TOOLGATE_AUDIT`) and the
+ * file is opened again for the next line.
  */
 export function jsonlAuditSink(file: string): GatewayAuditSink & { readonly flush: () => Promise<void> } {
   appendFileSync(file, '');
   let fd: number | null = null;
-  let queued = '';
-  let writing = false;
-  let idle: (() => void)[] = [];
-  const open = (): number => (fd ??= openSync(file, 'a'));
-  const failed = (error: unknown): void => {
-    // Opened again at the next write (the file may have been rotated away).
-    if (fd !== null) closeQuietly(fd);
-    fd = null;
-    reportAudit(error);
-  };
-  const atExit = (): void => {
-    if (queued === '') return;
-    const text = queued;
-    queued = '';
-    try {
-      writeSync(open(), text);
-    } catch (error) {
-      failed(error);
-    }
-  };
-  const pump = (): void => {
-    if (writing) return;
-    if (queued === '') {
-      unwritten.delete(atExit);
-      const waiting = idle;
-      idle = [];
-      for (const resolve of waiting) resolve();
-      return;
-    }
-    const text = queued;
-    queued = '';
-    let target: number;
-    try {
-      target = open();
-    } catch (error) {
-      failed(error);
-      return pump();
-    }
-    writing = true;
-    write(target, text, (error) => {
-      writing = false;
-      if (error) failed(error);
-      pump();
-    });
-  };
   const sink = (record: GatewayAuditRecord): void => {
-    queued += `${JSON.stringify(record)}\n`;
-    unwritten.add(atExit);
-    if (!exitHooked) {
-      exitHooked = true;
-      process.on('exit', () => {
-        for (const pending of [...unwritten]) pending();
-      });
+    const line = `${JSON.stringify(record)}\n`;
+    try {
+      writeSync((fd ??= openSync(file, 'a')), line);
+    } catch (error) {
+      // Opened again at the next write (the file may have been rotated away).
+      if (fd !== null) closeQuietly(fd);
+      fd = null;
+      reportAudit(error);
     }
-    pump();
   };
-  const flush = (): Promise<void> =>
-    !writing && queued === '' ? Promise.resolve() : new Promise<void>((resolve) => idle.push(resolve));
-  return Object.assign(sink, { flush });
+  return Object.assign(sink, { flush: (): Promise<void> => Promise.resolve() });
 }
 
 /** A sink's failure, reported as safeSink reports a sink that throws. */
