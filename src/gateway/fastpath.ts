@@ -14,6 +14,7 @@
  * cancelled request is not answered, as in the SDK. `TOOLGATE_GATEWAY_FAST_PATH=off` serves every request
  * on the SDK path (tests compare the two).
  */
+import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { serializeMessage } from '@modelcontextprotocol/sdk/shared/stdio.js';
@@ -27,6 +28,7 @@ import {
   type JSONRPCMessage,
   type ReadResourceRequest,
   type RequestId,
+  type ServerNotification,
 } from '@modelcontextprotocol/sdk/types.js';
 import { requestHandlers, type GatewayCore, type GatewayRequestContext, type SessionRequest } from './session.js';
 import { fastPathOff, isPlainObject, plainCallToolResult, StdioLines } from './upstream-raw.js';
@@ -44,11 +46,50 @@ export function allowFastPath(server: Server, core: GatewayCore, contextOption: 
 
 /** Connects `server` to this process's stdin and stdout, with the fast path when it has one. */
 export function connectStdio(server: Server): Promise<void> {
-  const handlers = fastPaths.get(server);
-  if (!handlers || fastPathOff()) return server.connect(new StdioServerTransport());
+  const fast = fastPathOf(server);
+  if (!fast) return server.connect(new StdioServerTransport());
   const transport = new FastStdioTransport();
-  transport.fast = new FastPath(handlers(), server, transport);
+  transport.fast = fast(stdioReplies(server, transport));
   return server.connect(transport);
+}
+
+/**
+ * The fast path of `server` (a session createGateway opened) for a connection that answers on `replies`,
+ * or undefined when it has none (another endpoint's server) or the fast path is off.
+ */
+export function fastPathOf(server: Server): ((replies: FastReplies) => FastPath) | undefined {
+  const handlers = fastPaths.get(server);
+  if (!handlers || fastPathOff()) return undefined;
+  return (replies) => new FastPath(handlers(), server, replies);
+}
+
+/**
+ * Where the answers of a connection's fast-path requests go: a notification of request `id` (progress) and
+ * its answer. Over stdio both are lines on the one transport; over HTTP they are the events of the
+ * request's own response (http-fast.ts).
+ */
+export interface FastReplies {
+  /** A notification related to request `id` (the SDK Server's `notification(…, { relatedRequestId })`). */
+  notify(id: RequestId, notification: ServerNotification): Promise<void>;
+  /** The answer of request `id`, or undefined: the request was cancelled and is not answered (its stream ends). */
+  answer(id: RequestId, message: JSONRPCMessage | undefined): void;
+  /** The session the request belongs to (`extra.sessionId` on the SDK path). */
+  readonly sessionId?: string | undefined;
+  /** The request's verified token (`extra.authInfo` on the SDK path). */
+  readonly authInfo?: AuthInfo | undefined;
+}
+
+/** A stdio connection's replies: lines on the transport, as the SDK Server writes them. */
+function stdioReplies(server: Server, transport: Transport): FastReplies {
+  return {
+    notify: (id, notification) => server.notification(notification, { relatedRequestId: id }),
+    answer: (_id, message) => {
+      if (message === undefined) return;
+      transport
+        .send(message)
+        .catch((error: unknown) => server.onerror?.(new Error(`Failed to send response: ${String(error)}`)));
+    },
+  };
 }
 
 /** A JSON-RPC id (or progress token) as the SDK's schema takes it: a string or a safe integer. */
@@ -66,20 +107,23 @@ function only(object: Record<string, unknown>, keys: readonly string[]): boolean
 export class FastPath {
   readonly #handlers: Handlers;
   readonly #server: Server;
-  readonly #transport: Transport;
+  readonly #replies: FastReplies;
   /** The fast-path requests a cancellation can name, by the client's id (the latest request under each id). */
   readonly #inflight = new Map<RequestId, AbortController>();
   /** Every fast-path request in flight (stopped when the connection closes). */
   readonly #running = new Set<AbortController>();
 
-  constructor(handlers: Handlers, server: Server, transport: Transport) {
+  constructor(handlers: Handlers, server: Server, replies: FastReplies) {
     this.#handlers = handlers;
     this.#server = server;
-    this.#transport = transport;
+    this.#replies = replies;
   }
 
-  /** Takes `message` (as JSON.parse gave it) when it is the fast path's; false leaves it to the SDK, untouched. */
-  take(message: unknown): boolean {
+  /**
+   * Takes `message` (as JSON.parse gave it) when it is the fast path's; false leaves it to the SDK, untouched.
+   * Its answer goes to `replies` (by default the connection's: over HTTP each request brings its own).
+   */
+  take(message: unknown, replies: FastReplies = this.#replies): boolean {
     if (!isPlainObject(message) || message['jsonrpc'] !== '2.0') return false;
     const method = message['method'];
     if (method === 'notifications/cancelled') return this.#cancelled(message['params']);
@@ -101,13 +145,13 @@ export class FastPath {
       if (!only(params, ['name', 'arguments', '_meta']) || typeof params['name'] !== 'string') return false;
       // Arguments as zod's record would give them back (a copy would not keep an own `__proto__`).
       if (args !== undefined && !(isPlainObject(args) && !Object.hasOwn(args, '__proto__'))) return false;
-      this.#run(id, progressToken, 'tools/call', (request) =>
+      this.#run(id, progressToken, replies, 'tools/call', (request) =>
         this.#handlers.callTool(params as CallToolRequest['params'], request),
       );
       return true;
     }
     if (!only(params, ['uri', '_meta']) || typeof params['uri'] !== 'string') return false;
-    this.#run(id, progressToken, 'resources/read', (request) =>
+    this.#run(id, progressToken, replies, 'resources/read', (request) =>
       this.#handlers.readResource(params as ReadResourceRequest['params'], request),
     );
     return true;
@@ -133,22 +177,22 @@ export class FastPath {
   #run(
     id: RequestId,
     progressToken: RequestId | undefined,
+    replies: FastReplies,
     method: 'tools/call' | 'resources/read',
     handle: (request: SessionRequest) => Promise<unknown>,
   ): void {
     const controller = new AbortController();
     this.#inflight.set(id, controller);
     this.#running.add(controller);
-    const server = this.#server;
     const request: SessionRequest = {
       signal: controller.signal,
       progressToken,
       sendNotification: async (notification) => {
         if (controller.signal.aborted) return;
-        await server.notification(notification, { relatedRequestId: id });
+        await replies.notify(id, notification);
       },
-      authInfo: undefined,
-      sessionId: undefined,
+      authInfo: replies.authInfo,
+      sessionId: replies.sessionId,
       raw: true,
     };
     let answer: Promise<unknown>;
@@ -164,10 +208,7 @@ export class FastPath {
     const send = (message: JSONRPCMessage): void => {
       done();
       // A cancelled request is not answered (the SDK's rule).
-      if (controller.signal.aborted) return;
-      this.#transport
-        .send(message)
-        .catch((error: unknown) => server.onerror?.(new Error(`Failed to send response: ${String(error)}`)));
+      replies.answer(id, controller.signal.aborted ? undefined : message);
     };
     const failed = (error: { code?: unknown; message?: unknown; data?: unknown }): void =>
       // The SDK Server's error response, field for field.
