@@ -126,7 +126,9 @@ export class FastPath {
   take(message: unknown, replies: FastReplies = this.#replies): boolean {
     if (!isPlainObject(message) || message['jsonrpc'] !== '2.0') return false;
     const method = message['method'];
-    if (method === 'notifications/cancelled') return this.#cancelled(message['params']);
+    // A cancellation in the shape the SDK's schemas take as one (a notification: no id, no other key).
+    if (method === 'notifications/cancelled')
+      return only(message, ['jsonrpc', 'method', 'params']) && this.#cancelled(message['params']);
     const id = message['id'];
     // A later request under the id of one in flight here (a client that reuses ids) is the one a
     // cancellation of that id names, as in the SDK's Protocol (one controller per id, the latest).
@@ -166,7 +168,8 @@ export class FastPath {
 
   /** A client's cancellation of one of the fast path's requests (others go to the SDK). */
   #cancelled(params: unknown): boolean {
-    if (!isPlainObject(params)) return false;
+    if (!isPlainObject(params) || !only(params, ['requestId', 'reason'])) return false;
+    if (params['reason'] !== undefined && typeof params['reason'] !== 'string') return false;
     const controller = this.#inflight.get(params['requestId'] as RequestId);
     if (!controller) return false;
     controller.abort(params['reason']);

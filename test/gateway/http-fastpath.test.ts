@@ -6,62 +6,15 @@
 // once with the fast path and once with it off (TOOLGATE_GATEWAY_FAST_PATH=off: every request through the
 // SDKs); the answers, what reached the upstream and the audit trail must be the same, and the fast run must
 // really have gone raw (the upstream saw the gateway's own `toolgate-raw:` ids).
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { describe, expect, it } from 'vitest';
 import { prng } from '../../bench/scenario.js';
 import type { GatewayAuditRecord } from '../../src/gateway/index.js';
-import { cleanupsAfterEach, gatewayOverHttp, tempDir, untilListed, writePolicy, type Cleanups } from '../harness.js';
-import { recordingHttpUpstream, type RecordingHttp } from './fixtures/recording-http.js';
+import { cleanupsAfterEach } from '../harness.js';
+import { httpGateway, sessionClient } from './fixtures/http-fast.js';
+import { recordingHttpUpstream } from './fixtures/recording-http.js';
 
 const cleanups = cleanupsAfterEach();
-
-/** A gateway in this process in front of `upstream`, served over HTTP, with the fast path on or off. */
-export async function httpGateway(
-  cleanups: Cleanups,
-  upstream: RecordingHttp,
-  fast: boolean,
-  http?: Parameters<typeof gatewayOverHttp>[2]['http'],
-) {
-  const dir = tempDir('http-fastpath');
-  const policy = writePolicy(dir, {
-    gateway: { upstreams: { rec: { url: upstream.url.href } }, pin: 'off' },
-    rules: [
-      { name: 'big-refunds', tools: 'rec:refund', when: { amount: { gt: 100 } }, result: 'deny', reason: 'finance' },
-      { name: 'ask-refunds', tools: 'rec:refund', when: { amount: { gt: 50 } }, result: 'ask' },
-      { name: 'rest', result: 'allow' },
-    ],
-    resources: [
-      { name: 'no-secrets', uri: 'docs://secret/**', result: 'deny', reason: 'secrets stay upstream' },
-      { name: 'all', result: 'allow' },
-    ],
-    limits: [{ name: 'five-echoes', tools: ['rec:echo'], max: 5, window: '1h' }],
-  });
-  // Read when the upstream connects and when a session opens: both happen inside this call or the client's.
-  const previous = process.env['TOOLGATE_GATEWAY_FAST_PATH'];
-  if (fast) delete process.env['TOOLGATE_GATEWAY_FAST_PATH'];
-  else process.env['TOOLGATE_GATEWAY_FAST_PATH'] = 'off';
-  cleanups.push(() => {
-    if (previous === undefined) delete process.env['TOOLGATE_GATEWAY_FAST_PATH'];
-    else process.env['TOOLGATE_GATEWAY_FAST_PATH'] = previous;
-  });
-  return gatewayOverHttp(cleanups, policy, http ? { http } : {});
-}
-
-/** An SDK v1 client in a session with the gateway; it approves the refunds whose order says so. */
-export async function sessionClient(cleanups: Cleanups, url: URL, headers?: Record<string, string>): Promise<Client> {
-  const client = new Client({ name: 'caller', version: '1.0.0' }, { capabilities: { elicitation: { form: {} } } });
-  client.setRequestHandler(ElicitRequestSchema, async (request) =>
-    request.params.message.startsWith('upstream asks')
-      ? { action: 'accept', content: { ok: true } }
-      : { action: 'accept', content: { approve: request.params.message.includes('A-yes') } },
-  );
-  await client.connect(new StreamableHTTPClientTransport(url, headers ? { requestInit: { headers } } : undefined));
-  cleanups.push(() => client.close());
-  await untilListed(client, 'rec:echo');
-  return client;
-}
 
 type Op = (client: Client, i: number) => Promise<unknown>;
 
@@ -112,13 +65,15 @@ const OPS: readonly Op[] = [
 function normal(value: unknown): unknown {
   return JSON.parse(
     JSON.stringify(value)
+      .replace(/policy-file-[0-9a-f]+/g, '<policy>')
+      .replace(/127\.0\.0\.1:\d+/g, '<host>')
       .replace(/\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z/g, '<time>')
       .replace(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g, '<uuid>'),
   );
 }
 
 /** The audit records of calls and reads, without what differs between runs. */
-export function auditOf(records: readonly GatewayAuditRecord[]): unknown[] {
+function auditOf(records: readonly GatewayAuditRecord[]): unknown[] {
   return records
     .map((record) => record as unknown as Record<string, unknown>)
     .filter((r) => r['type'] === 'tool' || r['type'] === 'resource')
@@ -200,7 +155,9 @@ describe('the fast path of the gateway over Streamable HTTP', { timeout: 120_000
       upstream.failWith = 404;
       const before = upstream.wire.length;
       answers.push(normal([await call('rec:echo', () => ({ text: 'gone' }))(client, 0), auditOf(records)]));
-      const posted = upstream.wire.slice(before).filter((w) => (w.body as { method?: string })?.method === 'tools/call');
+      const posted = upstream.wire
+        .slice(before)
+        .filter((w) => (w.body as { method?: string })?.method === 'tools/call');
       expect(posted).toHaveLength(1);
       upstream.failWith = undefined;
     }
