@@ -103,6 +103,40 @@ function only(object: Record<string, unknown>, keys: readonly string[]): boolean
   return true;
 }
 
+/** A request the fast path takes, as {@link plainRequestOf} read it. */
+export interface PlainRequest {
+  readonly id: RequestId;
+  readonly method: 'tools/call' | 'resources/read';
+  readonly params: Record<string, unknown>;
+  readonly progressToken: RequestId | undefined;
+}
+
+/**
+ * `message` (as JSON.parse gave it) when it is a request the fast path takes — a `tools/call` or
+ * `resources/read` in the plain shape every client sends, exactly what the SDK's schemas would hand on
+ * unchanged: `jsonrpc`, an id zod takes, `params` with the method's own keys and at most a progress token
+ * in `_meta` (no task, no envelope), arguments a plain object — else undefined (the SDK path serves it).
+ */
+export function plainRequestOf(message: unknown): PlainRequest | undefined {
+  if (!isPlainObject(message) || message['jsonrpc'] !== '2.0') return undefined;
+  const method = message['method'];
+  const id = message['id'];
+  const params = message['params'];
+  if (method !== 'tools/call' && method !== 'resources/read') return undefined;
+  if (!isId(id) || !only(message, ['jsonrpc', 'id', 'method', 'params']) || !isPlainObject(params)) return undefined;
+  const meta = params['_meta'];
+  if (meta !== undefined && !(isPlainObject(meta) && only(meta, ['progressToken']) && isId(meta['progressToken'])))
+    return undefined;
+  const progressToken = meta === undefined ? undefined : (meta['progressToken'] as RequestId);
+  if (method === 'tools/call') {
+    const args = params['arguments'];
+    if (!only(params, ['name', 'arguments', '_meta']) || typeof params['name'] !== 'string') return undefined;
+    // Arguments as zod's record would give them back (a copy would not keep an own `__proto__`).
+    if (args !== undefined && !(isPlainObject(args) && !Object.hasOwn(args, '__proto__'))) return undefined;
+  } else if (!only(params, ['uri', '_meta']) || typeof params['uri'] !== 'string') return undefined;
+  return { id, method, params, progressToken };
+}
+
 /** The requests of one client connection that take the fast path. */
 export class FastPath {
   readonly #handlers: Handlers;
@@ -133,29 +167,18 @@ export class FastPath {
     // A later request under the id of one in flight here (a client that reuses ids) is the one a
     // cancellation of that id names, as in the SDK's Protocol (one controller per id, the latest).
     if (typeof method === 'string' && isId(id)) this.#inflight.delete(id);
-    if (method !== 'tools/call' && method !== 'resources/read') return false;
-    const params = message['params'];
-    if (!isId(id) || !only(message, ['jsonrpc', 'id', 'method', 'params'])) return false;
+    const plain = plainRequestOf(message);
     // Before `initialize` the SDK path answers (the client's capabilities are not known yet).
-    if (!isPlainObject(params) || this.#server.getClientVersion() === undefined) return false;
-    const meta = params['_meta'];
-    if (meta !== undefined && !(isPlainObject(meta) && only(meta, ['progressToken']) && isId(meta['progressToken'])))
-      return false;
-    const progressToken = meta === undefined ? undefined : (meta['progressToken'] as RequestId);
-    if (method === 'tools/call') {
-      const args = params['arguments'];
-      if (!only(params, ['name', 'arguments', '_meta']) || typeof params['name'] !== 'string') return false;
-      // Arguments as zod's record would give them back (a copy would not keep an own `__proto__`).
-      if (args !== undefined && !(isPlainObject(args) && !Object.hasOwn(args, '__proto__'))) return false;
-      this.#run(id, progressToken, replies, 'tools/call', (request) =>
+    if (plain === undefined || this.#server.getClientVersion() === undefined) return false;
+    const { progressToken, params } = plain;
+    if (plain.method === 'tools/call')
+      this.#run(plain.id, progressToken, replies, 'tools/call', (request) =>
         this.#handlers.callTool(params as CallToolRequest['params'], request),
       );
-      return true;
-    }
-    if (!only(params, ['uri', '_meta']) || typeof params['uri'] !== 'string') return false;
-    this.#run(id, progressToken, replies, 'resources/read', (request) =>
-      this.#handlers.readResource(params as ReadResourceRequest['params'], request),
-    );
+    else
+      this.#run(plain.id, progressToken, replies, 'resources/read', (request) =>
+        this.#handlers.readResource(params as ReadResourceRequest['params'], request),
+      );
     return true;
   }
 

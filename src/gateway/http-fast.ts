@@ -25,7 +25,7 @@ import {
   type RequestId,
   type ServerNotification,
 } from '@modelcontextprotocol/sdk/types.js';
-import { fastPathOf, type FastPath, type FastReplies } from './fastpath.js';
+import { fastPathOf, plainRequestOf, type FastPath, type FastReplies } from './fastpath.js';
 import { HEADERS_WITHIN_MS, type NodeStreamableHttp } from './http-session.js';
 
 /** The fast path of one HTTP session, or undefined when its server has none or the fast path is off. */
@@ -95,6 +95,17 @@ function asTheSdkTakesIt(req: IncomingMessage, sessionId: string): boolean {
     if (raw[i]!.length === 12 && raw[i]!.toLowerCase() === 'content-type') types++;
   if (types !== 1 || !isJsonContentType(req.headers['content-type'])) return false;
   if (req.headers['mcp-session-id'] !== sessionId) return false;
+  const version = req.headers['mcp-protocol-version'];
+  return version === undefined || (typeof version === 'string' && SUPPORTED_PROTOCOL_VERSIONS.includes(version));
+}
+
+/**
+ * Whether a POST is 2025-era traffic, read cheaply for the fast path's shape: a plain request (its `_meta`
+ * at most a progress token, so no 2026-07-28 envelope claim) without a 2026-07-28 `MCP-Protocol-Version`
+ * header — which the SDK's classification (`isLegacyPost`) calls legacy too. False: ask the SDK.
+ */
+export function plainLegacyPost(req: IncomingMessage, body: unknown): boolean {
+  if (plainRequestOf(body) === undefined) return false;
   const version = req.headers['mcp-protocol-version'];
   return version === undefined || (typeof version === 'string' && SUPPORTED_PROTOCOL_VERSIONS.includes(version));
 }

@@ -27,7 +27,7 @@ import { answerApproval, type ApprovalsEndpoint } from './answers.js';
 import type { Gateway, GatewayRequestContext } from './gateway.js';
 import type { GatewayAuditSink } from './audit.js';
 import { hostCheck } from './hosts.js';
-import { httpFastPath, type HttpFastPath } from './http-fast.js';
+import { httpFastPath, plainLegacyPost, type HttpFastPath } from './http-fast.js';
 import { NodeStreamableHttp } from './http-session.js';
 import {
   answerMetadata,
@@ -396,7 +396,7 @@ export async function serveGatewayHttp(
       const read = await readJson(req);
       if (!read.ok) return rpcError(res, read.status, read.error);
       parsedBody = read.body;
-      if (!isLegacyPost(req, parsedBody)) {
+      if (!plainLegacyPost(req, parsedBody) && !isLegacyPost(req, parsedBody)) {
         const modern = modernOf(route);
         if (!modern)
           return rpcError(res, 400, {
