@@ -1,5 +1,6 @@
 /**
- * The gateway's fast path over stdio (issue 25.2). `toolgate gateway` reads its client's lines itself
+ * The gateway's fast path (issue 25.2 over stdio; over Streamable HTTP, http-fast.ts answers each request on
+ * its own response through a {@link FastReplies} of its own). `toolgate gateway` reads its client's lines itself
  * ({@link FastStdioTransport}, the SDK's StdioServerTransport otherwise) and takes the common requests —
  * a `tools/call` or `resources/read` in the plain shape every client sends, on an initialised session —
  * off the wire before the SDK `Server` parses them: the request goes to the session's OWN handler
