@@ -10,8 +10,9 @@
  * schema and given to the SDK Client, which answers it as on the SDK path. What is skipped is the SDK's
  * per-request machinery (web Request and Response, `TextDecoderStream` and `EventSourceParserStream`, the
  * zod parse of an answer already in the strict shape). A status other than 2xx fails the call as the SDK's
- * transport fails it (no retry: the request is never sent twice); a stream that ends without the answer
- * fails it with its outcome unknown.
+ * transport fails it (no retry: the request is never sent twice); a resumable stream that ends before the
+ * answer is resumed as the SDK resumes it (GET with Last-Event-ID); any other that ends without the answer
+ * fails the call with its outcome unknown.
  */
 import { request as httpRequest, type ClientRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
@@ -26,6 +27,9 @@ import {
 } from '@modelcontextprotocol/client';
 import { agents, SILENT_MS, upstreamFetch, upstreamUrl } from './upstream-fetch.js';
 import { isRawRequest, rawAnswer } from './upstream-raw.js';
+
+/** The SDK transport's first reconnection delay when the upstream names none (its default options). */
+const FIRST_RECONNECTION_MS = 1000;
 
 /** A new Streamable HTTP transport to `url` whose fast-path requests go raw ({@link RawHttpTransport}). */
 export function rawHttpTransport(url: string | URL, headers?: Readonly<Record<string, string>>): RawHttpTransport {
@@ -78,7 +82,11 @@ export class RawHttpTransport extends StreamableHTTPClientTransport {
     const url = this.#url;
     const id = (message as { id: string }).id;
     return new Promise<void>((resolve, reject) => {
+      let settled = false;
       const failed = (error: Error): void => {
+        // Once: a connection reset mid-answer fails both the request and the answer's read.
+        if (settled) return;
+        settled = true;
         this.#inflight.delete(request);
         this.onerror?.(error);
         reject(error);
@@ -96,6 +104,8 @@ export class RawHttpTransport extends StreamableHTTPClientTransport {
       request.once('error', failed);
       request.once('response', (res) => {
         this.#answer(res, id).then(() => {
+          if (settled) return;
+          settled = true;
           this.#inflight.delete(request);
           resolve();
         }, failed);
@@ -136,8 +146,9 @@ export class RawHttpTransport extends StreamableHTTPClientTransport {
       if (m.id === id && m.method === undefined) answered = true;
       this.onmessage?.(message);
     };
+    let events: SseEvents | undefined;
     if (essence === 'text/event-stream') {
-      const events = new SseEvents(deliver);
+      events = new SseEvents(deliver);
       for await (const chunk of res) events.push(chunk as Buffer);
     } else if (essence === 'application/json') {
       const data: unknown = JSON.parse(await readText(res));
@@ -148,11 +159,19 @@ export class RawHttpTransport extends StreamableHTTPClientTransport {
         contentType,
       });
     }
-    if (!answered)
-      throw new SdkError(
-        SdkErrorCode.ConnectionClosed,
-        'the upstream ended its answer stream without answering the call: its outcome is unknown',
-      );
+    if (answered) return;
+    // A resumable stream (its events carry ids: the upstream keeps an event store, SEP-1699) closed before
+    // the answer: the SDK's transport resumes it, after the upstream's `retry` or its own first delay, with
+    // a GET naming the last event id; the answer comes through onmessage as on the SDK path.
+    const lastId = events?.lastId;
+    if (lastId !== undefined) {
+      await new Promise((resume) => setTimeout(resume, events?.retry ?? FIRST_RECONNECTION_MS));
+      return this.resumeStream(lastId);
+    }
+    throw new SdkError(
+      SdkErrorCode.ConnectionClosed,
+      'the upstream ended its answer stream without answering the call: its outcome is unknown',
+    );
   }
 }
 
@@ -166,7 +185,8 @@ async function readText(res: IncomingMessage): Promise<string> {
  * The events of an SSE stream as the SDK's `EventSourceParserStream` reads them (the WHATWG rules: lines end
  * in CRLF, LF or CR; `data:` lines joined by newlines; one optional space after the colon; comments and
  * `id`/`retry` skipped): each `message` event's data (an event of another name, or without data, is
- * skipped, as the SDK's transport skips it); an event the stream ends in the middle of is dropped.
+ * skipped, as the SDK's transport skips it); an event the stream ends in the middle of is dropped. The last
+ * event id and `retry` are kept (a stream closed before its answer is resumed from there).
  */
 class SseEvents {
   readonly #each: (data: string) => void;
@@ -174,6 +194,11 @@ class SseEvents {
   #text = '';
   #data: string[] = [];
   #event = '';
+  #id: string | undefined;
+  /** The id of the last event that named one (a resumable stream). */
+  lastId: string | undefined;
+  /** The reconnection delay the stream asked for (`retry:`), ms. */
+  retry: number | undefined;
 
   constructor(each: (data: string) => void) {
     this.#each = each;
@@ -198,8 +223,10 @@ class SseEvents {
     if (line === '') {
       const data = this.#data;
       const event = this.#event;
+      if (this.#id) this.lastId = this.#id;
       this.#data = [];
       this.#event = '';
+      this.#id = undefined;
       if (data.length > 0 && (event === '' || event === 'message')) {
         const joined = data.join('\n');
         if (joined !== '') this.#each(joined);
@@ -213,5 +240,7 @@ class SseEvents {
     if (value.charCodeAt(0) === 32) value = value.slice(1);
     if (field === 'data') this.#data.push(value);
     else if (field === 'event') this.#event = value;
+    else if (field === 'id') this.#id = value;
+    else if (field === 'retry' && /^\d+$/.test(value)) this.retry = Number(value);
   }
 }
