@@ -3,7 +3,7 @@
 // (CRLF, a CR at a chunk's end, events split anywhere, multi-line data, comments, other event names), every
 // message handed to onmessage in order, and the SDK transport's failures: a non-2xx status, an unexpected
 // content type, a stream that ends without the answer. Anything but a raw request goes through the SDK.
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer, request, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { SdkError, SdkHttpError, type JSONRPCMessage } from '@modelcontextprotocol/client';
 import { describe, expect, it } from 'vitest';
@@ -116,6 +116,44 @@ describe('RawHttpTransport: the fast path’s requests to an HTTP upstream', () 
     expect(c.outcome).toBeInstanceOf(SdkError);
     expect(String((c.outcome as Error).message)).toContain('outcome is unknown');
     expect(c.messages).toEqual([PROGRESS]);
+  });
+
+  it('resumes a resumable stream closed before its answer (GET Last-Event-ID); the call is POSTed once', async () => {
+    const gets: (string | undefined)[] = [];
+    const { url, seen } = await upstream((_req, _body, res) =>
+      res.writeHead(200, { 'content-type': 'text/event-stream' }).end('id: e1\nretry: 20\ndata: \n\n'),
+    );
+    // The same server answers the GET (no body): wrap its handler.
+    const server = await new Promise<URL>((done) => {
+      const http = createServer((req, res) => {
+        if (req.method === 'GET') {
+          gets.push(req.headers['last-event-id'] as string | undefined);
+          res
+            .writeHead(200, { 'content-type': 'text/event-stream' })
+            .end(`id: e2\ndata: ${JSON.stringify(ANSWER)}\n\n`);
+          return;
+        }
+        const forward = new URL(url);
+        req.pipe(
+          request(forward, { method: 'POST', headers: req.headers }, (answer) => {
+            res.writeHead(answer.statusCode!, answer.headers);
+            answer.pipe(res);
+          }),
+        );
+      });
+      http.listen(0, '127.0.0.1', () => done(new URL(`http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp`)));
+      cleanups.push(() => new Promise<void>((closed) => (http.closeAllConnections(), http.close(() => closed()))));
+    });
+    const transport = rawHttpTransport(server);
+    const messages: unknown[] = [];
+    transport.onmessage = (m) => messages.push(m);
+    await transport.start();
+    cleanups.push(() => transport.close());
+    await transport.send(RAW);
+    for (let tries = 0; messages.length === 0 && tries < 100; tries++) await new Promise((r) => setTimeout(r, 20));
+    expect(messages).toEqual([ANSWER]);
+    expect(gets).toEqual(['e1']);
+    expect(seen).toHaveLength(1);
   });
 
   it('a message that is not JSON-RPC is an error of the transport; the stream goes on', async () => {
