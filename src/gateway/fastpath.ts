@@ -1,5 +1,6 @@
 /**
- * The gateway's fast path over stdio (issue 25.2). `toolgate gateway` reads its client's lines itself
+ * The gateway's fast path (issue 25.2 over stdio; over Streamable HTTP, http-fast.ts answers each request on
+ * its own response through a {@link FastReplies} of its own). `toolgate gateway` reads its client's lines itself
  * ({@link FastStdioTransport}, the SDK's StdioServerTransport otherwise) and takes the common requests —
  * a `tools/call` or `resources/read` in the plain shape every client sends, on an initialised session —
  * off the wire before the SDK `Server` parses them: the request goes to the session's OWN handler
@@ -14,6 +15,7 @@
  * cancelled request is not answered, as in the SDK. `TOOLGATE_GATEWAY_FAST_PATH=off` serves every request
  * on the SDK path (tests compare the two).
  */
+import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { serializeMessage } from '@modelcontextprotocol/sdk/shared/stdio.js';
@@ -27,6 +29,7 @@ import {
   type JSONRPCMessage,
   type ReadResourceRequest,
   type RequestId,
+  type ServerNotification,
 } from '@modelcontextprotocol/sdk/types.js';
 import { requestHandlers, type GatewayCore, type GatewayRequestContext, type SessionRequest } from './session.js';
 import { fastPathOff, isPlainObject, plainCallToolResult, StdioLines } from './upstream-raw.js';
@@ -44,11 +47,50 @@ export function allowFastPath(server: Server, core: GatewayCore, contextOption: 
 
 /** Connects `server` to this process's stdin and stdout, with the fast path when it has one. */
 export function connectStdio(server: Server): Promise<void> {
-  const handlers = fastPaths.get(server);
-  if (!handlers || fastPathOff()) return server.connect(new StdioServerTransport());
+  const fast = fastPathOf(server);
+  if (!fast) return server.connect(new StdioServerTransport());
   const transport = new FastStdioTransport();
-  transport.fast = new FastPath(handlers(), server, transport);
+  transport.fast = fast(stdioReplies(server, transport));
   return server.connect(transport);
+}
+
+/**
+ * The fast path of `server` (a session createGateway opened) for a connection that answers on `replies`,
+ * or undefined when it has none (another endpoint's server) or the fast path is off.
+ */
+export function fastPathOf(server: Server): ((replies: FastReplies) => FastPath) | undefined {
+  const handlers = fastPaths.get(server);
+  if (!handlers || fastPathOff()) return undefined;
+  return (replies) => new FastPath(handlers(), server, replies);
+}
+
+/**
+ * Where the answers of a connection's fast-path requests go: a notification of request `id` (progress) and
+ * its answer. Over stdio both are lines on the one transport; over HTTP they are the events of the
+ * request's own response (http-fast.ts).
+ */
+export interface FastReplies {
+  /** A notification related to request `id` (the SDK Server's `notification(…, { relatedRequestId })`). */
+  notify(id: RequestId, notification: ServerNotification): Promise<void>;
+  /** The answer of request `id`, or undefined: the request was cancelled and is not answered (its stream ends). */
+  answer(id: RequestId, message: JSONRPCMessage | undefined): void;
+  /** The session the request belongs to (`extra.sessionId` on the SDK path). */
+  readonly sessionId?: string | undefined;
+  /** The request's verified token (`extra.authInfo` on the SDK path). */
+  readonly authInfo?: AuthInfo | undefined;
+}
+
+/** A stdio connection's replies: lines on the transport, as the SDK Server writes them. */
+function stdioReplies(server: Server, transport: Transport): FastReplies {
+  return {
+    notify: (id, notification) => server.notification(notification, { relatedRequestId: id }),
+    answer: (_id, message) => {
+      if (message === undefined) return;
+      transport
+        .send(message)
+        .catch((error: unknown) => server.onerror?.(new Error(`Failed to send response: ${String(error)}`)));
+    },
+  };
 }
 
 /** A JSON-RPC id (or progress token) as the SDK's schema takes it: a string or a safe integer. */
@@ -62,54 +104,82 @@ function only(object: Record<string, unknown>, keys: readonly string[]): boolean
   return true;
 }
 
+/** A request the fast path takes, as {@link plainRequestOf} read it. */
+export interface PlainRequest {
+  readonly id: RequestId;
+  readonly method: 'tools/call' | 'resources/read';
+  readonly params: Record<string, unknown>;
+  readonly progressToken: RequestId | undefined;
+}
+
+/**
+ * `message` (as JSON.parse gave it) when it is a request the fast path takes — a `tools/call` or
+ * `resources/read` in the plain shape every client sends, exactly what the SDK's schemas would hand on
+ * unchanged: `jsonrpc`, an id zod takes, `params` with the method's own keys and at most a progress token
+ * in `_meta` (no task, no envelope), arguments a plain object — else undefined (the SDK path serves it).
+ */
+export function plainRequestOf(message: unknown): PlainRequest | undefined {
+  if (!isPlainObject(message) || message['jsonrpc'] !== '2.0') return undefined;
+  const method = message['method'];
+  const id = message['id'];
+  const params = message['params'];
+  if (method !== 'tools/call' && method !== 'resources/read') return undefined;
+  if (!isId(id) || !only(message, ['jsonrpc', 'id', 'method', 'params']) || !isPlainObject(params)) return undefined;
+  const meta = params['_meta'];
+  if (meta !== undefined && !(isPlainObject(meta) && only(meta, ['progressToken']) && isId(meta['progressToken'])))
+    return undefined;
+  const progressToken = meta === undefined ? undefined : (meta['progressToken'] as RequestId);
+  if (method === 'tools/call') {
+    const args = params['arguments'];
+    if (!only(params, ['name', 'arguments', '_meta']) || typeof params['name'] !== 'string') return undefined;
+    // Arguments as zod's record would give them back (a copy would not keep an own `__proto__`).
+    if (args !== undefined && !(isPlainObject(args) && !Object.hasOwn(args, '__proto__'))) return undefined;
+  } else if (!only(params, ['uri', '_meta']) || typeof params['uri'] !== 'string') return undefined;
+  return { id, method, params, progressToken };
+}
+
 /** The requests of one client connection that take the fast path. */
 export class FastPath {
   readonly #handlers: Handlers;
   readonly #server: Server;
-  readonly #transport: Transport;
+  readonly #replies: FastReplies;
   /** The fast-path requests a cancellation can name, by the client's id (the latest request under each id). */
   readonly #inflight = new Map<RequestId, AbortController>();
   /** Every fast-path request in flight (stopped when the connection closes). */
   readonly #running = new Set<AbortController>();
 
-  constructor(handlers: Handlers, server: Server, transport: Transport) {
+  constructor(handlers: Handlers, server: Server, replies: FastReplies) {
     this.#handlers = handlers;
     this.#server = server;
-    this.#transport = transport;
+    this.#replies = replies;
   }
 
-  /** Takes `message` (as JSON.parse gave it) when it is the fast path's; false leaves it to the SDK, untouched. */
-  take(message: unknown): boolean {
+  /**
+   * Takes `message` (as JSON.parse gave it) when it is the fast path's; false leaves it to the SDK, untouched.
+   * Its answer goes to `replies` (by default the connection's: over HTTP each request brings its own).
+   */
+  take(message: unknown, replies: FastReplies = this.#replies): boolean {
     if (!isPlainObject(message) || message['jsonrpc'] !== '2.0') return false;
     const method = message['method'];
-    if (method === 'notifications/cancelled') return this.#cancelled(message['params']);
+    // A cancellation in the shape the SDK's schemas take as one (a notification: no id, no other key).
+    if (method === 'notifications/cancelled')
+      return only(message, ['jsonrpc', 'method', 'params']) && this.#cancelled(message['params']);
     const id = message['id'];
     // A later request under the id of one in flight here (a client that reuses ids) is the one a
     // cancellation of that id names, as in the SDK's Protocol (one controller per id, the latest).
     if (typeof method === 'string' && isId(id)) this.#inflight.delete(id);
-    if (method !== 'tools/call' && method !== 'resources/read') return false;
-    const params = message['params'];
-    if (!isId(id) || !only(message, ['jsonrpc', 'id', 'method', 'params'])) return false;
+    const plain = plainRequestOf(message);
     // Before `initialize` the SDK path answers (the client's capabilities are not known yet).
-    if (!isPlainObject(params) || this.#server.getClientVersion() === undefined) return false;
-    const meta = params['_meta'];
-    if (meta !== undefined && !(isPlainObject(meta) && only(meta, ['progressToken']) && isId(meta['progressToken'])))
-      return false;
-    const progressToken = meta === undefined ? undefined : (meta['progressToken'] as RequestId);
-    if (method === 'tools/call') {
-      const args = params['arguments'];
-      if (!only(params, ['name', 'arguments', '_meta']) || typeof params['name'] !== 'string') return false;
-      // Arguments as zod's record would give them back (a copy would not keep an own `__proto__`).
-      if (args !== undefined && !(isPlainObject(args) && !Object.hasOwn(args, '__proto__'))) return false;
-      this.#run(id, progressToken, 'tools/call', (request) =>
+    if (plain === undefined || this.#server.getClientVersion() === undefined) return false;
+    const { progressToken, params } = plain;
+    if (plain.method === 'tools/call')
+      this.#run(plain.id, progressToken, replies, 'tools/call', (request) =>
         this.#handlers.callTool(params as CallToolRequest['params'], request),
       );
-      return true;
-    }
-    if (!only(params, ['uri', '_meta']) || typeof params['uri'] !== 'string') return false;
-    this.#run(id, progressToken, 'resources/read', (request) =>
-      this.#handlers.readResource(params as ReadResourceRequest['params'], request),
-    );
+    else
+      this.#run(plain.id, progressToken, replies, 'resources/read', (request) =>
+        this.#handlers.readResource(params as ReadResourceRequest['params'], request),
+      );
     return true;
   }
 
@@ -122,7 +192,8 @@ export class FastPath {
 
   /** A client's cancellation of one of the fast path's requests (others go to the SDK). */
   #cancelled(params: unknown): boolean {
-    if (!isPlainObject(params)) return false;
+    if (!isPlainObject(params) || !only(params, ['requestId', 'reason'])) return false;
+    if (params['reason'] !== undefined && typeof params['reason'] !== 'string') return false;
     const controller = this.#inflight.get(params['requestId'] as RequestId);
     if (!controller) return false;
     controller.abort(params['reason']);
@@ -133,22 +204,22 @@ export class FastPath {
   #run(
     id: RequestId,
     progressToken: RequestId | undefined,
+    replies: FastReplies,
     method: 'tools/call' | 'resources/read',
     handle: (request: SessionRequest) => Promise<unknown>,
   ): void {
     const controller = new AbortController();
     this.#inflight.set(id, controller);
     this.#running.add(controller);
-    const server = this.#server;
     const request: SessionRequest = {
       signal: controller.signal,
       progressToken,
       sendNotification: async (notification) => {
         if (controller.signal.aborted) return;
-        await server.notification(notification, { relatedRequestId: id });
+        await replies.notify(id, notification);
       },
-      authInfo: undefined,
-      sessionId: undefined,
+      authInfo: replies.authInfo,
+      sessionId: replies.sessionId,
       raw: true,
     };
     let answer: Promise<unknown>;
@@ -164,10 +235,7 @@ export class FastPath {
     const send = (message: JSONRPCMessage): void => {
       done();
       // A cancelled request is not answered (the SDK's rule).
-      if (controller.signal.aborted) return;
-      this.#transport
-        .send(message)
-        .catch((error: unknown) => server.onerror?.(new Error(`Failed to send response: ${String(error)}`)));
+      replies.answer(id, controller.signal.aborted ? undefined : message);
     };
     const failed = (error: { code?: unknown; message?: unknown; data?: unknown }): void =>
       // The SDK Server's error response, field for field.

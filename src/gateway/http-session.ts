@@ -12,10 +12,22 @@ import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 
 /** How long a POST's SSE answer may hold its headers back waiting for its first event (a slow call's client sees 200 by then). */
-const HEADERS_WITHIN_MS = 250;
+export const HEADERS_WITHIN_MS = 250;
 
 /** The web-standard transport, served from a Node request (`req.auth` is the verified token, as the SDK's adapter reads it). */
 export class NodeStreamableHttp extends WebStandardStreamableHTTPServerTransport {
+  #closed = false;
+
+  /** Whether the session was closed (the SDK's transport answers 404 from then on). */
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  override async close(): Promise<void> {
+    this.#closed = true;
+    return super.close();
+  }
+
   /** Answers one request of this transport's session (or the request that opens it) on `res`. */
   async handleNode(
     req: IncomingMessage & { auth?: AuthInfo },

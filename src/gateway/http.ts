@@ -27,6 +27,7 @@ import { answerApproval, type ApprovalsEndpoint } from './answers.js';
 import type { Gateway, GatewayRequestContext } from './gateway.js';
 import type { GatewayAuditSink } from './audit.js';
 import { hostCheck } from './hosts.js';
+import { httpFastPath, plainLegacyPost, type HttpFastPath } from './http-fast.js';
 import { NodeStreamableHttp } from './http-session.js';
 import {
   answerMetadata,
@@ -217,7 +218,10 @@ export async function serveGatewayHttp(
     ((auth: AuthInfo, _route: { readonly agent?: string }): GateContext => ({
       caller: { id: auth.clientId, scopes: auth.scopes },
     }));
-  const sessions = new Map<string, { transport: NodeStreamableHttp; subject: string; route: string }>();
+  const sessions = new Map<
+    string,
+    { transport: NodeStreamableHttp; subject: string; route: string; fast: HttpFastPath | undefined }
+  >();
 
   // Known once listening.
   let resource = '';
@@ -392,7 +396,7 @@ export async function serveGatewayHttp(
       const read = await readJson(req);
       if (!read.ok) return rpcError(res, read.status, read.error);
       parsedBody = read.body;
-      if (!isLegacyPost(req, parsedBody)) {
+      if (!plainLegacyPost(req, parsedBody) && !isLegacyPost(req, parsedBody)) {
         const modern = modernOf(route);
         if (!modern)
           return rpcError(res, 400, {
@@ -422,6 +426,8 @@ export async function serveGatewayHttp(
       if (!session) return rpcError(res, 404, { code: -32001, message: 'session not found' });
       if (session.subject !== subject || session.route !== pathname)
         return rpcError(res, 403, { code: -32001, message: 'the session belongs to another subject or route' });
+      // A plain tools/call or resources/read is served by the session's fast path (http-fast.ts).
+      if (session.fast?.serve(req, res, parsedBody) === true) return;
       return session.transport.handleNode(req, res, parsedBody);
     }
     if (req.method !== 'POST')
@@ -429,13 +435,15 @@ export async function serveGatewayHttp(
     const transport: NodeStreamableHttp = new NodeStreamableHttp({
       sessionIdGenerator: () => randomUUID(),
       onsessioninitialized: (id) => {
-        sessions.set(id, { transport, subject, route: pathname });
+        sessions.set(id, { transport, subject, route: pathname, fast });
       },
     });
+    const mcp = server(auth, route);
+    const fast = httpFastPath(mcp, transport);
     transport.onclose = () => {
       if (transport.sessionId) sessions.delete(transport.sessionId);
+      fast?.closed();
     };
-    const mcp = server(auth, route);
     await mcp.connect(transport);
     await transport.handleNode(req, res, parsedBody);
     if (!transport.sessionId) await mcp.close(); // not an initialize request: nothing to keep

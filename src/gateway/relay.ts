@@ -35,7 +35,7 @@ export interface RelayedRequest {
   readonly tasks?: boolean;
   /** The upstream's own rounds this request relays (a 2026-07-28 tools/call, resources/read, prompts/get). */
   readonly input?: UpstreamInput;
-  /** The request came by the fast path (fastpath.ts): sent raw to a 2025-era stdio upstream. @default false */
+  /** The request came by the fast path (fastpath.ts, http-fast.ts): sent raw to a 2025-era stdio or HTTP upstream. @default false */
   readonly raw?: boolean;
 }
 

@@ -19,6 +19,7 @@ import {
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { clientOptions, TASKS_EXTENSION, upstreamTaskOf, type McpSession } from '../mcp/index.js';
 import { RawRequests } from './upstream-raw.js';
+import { RawHttpTransport } from './upstream-raw-http.js';
 
 /** A Standard Schema that takes any JSON object as it came; anything else is refused with `message`. */
 export function objectSchema(message: string) {
@@ -73,8 +74,9 @@ export interface CallScope {
    */
   readonly input?: UpstreamInput;
   /**
-   * The downstream request came by the gateway's fast path (fastpath.ts): to a 2025-era stdio upstream the
-   * call is sent raw on its transport (upstream-raw.ts) instead of through the SDK Client. @default false
+   * The downstream request came by the gateway's fast path (fastpath.ts, http-fast.ts): to a 2025-era stdio
+   * or HTTP upstream the call is sent raw (upstream-raw.ts, upstream-raw-http.ts) instead of through the SDK
+   * Client. @default false
    */
   readonly raw?: boolean;
 }
@@ -126,15 +128,16 @@ export class GatewayClient extends Client {
 
   /**
    * Whether a request in `scope` goes raw: it came by the fast path, and the upstream is a 2025-era server
-   * over stdio (a 2026-07-28 request carries the SDK's per-request envelope; an HTTP transport its session).
+   * over stdio or over Streamable HTTP through the gateway's own transport (upstream-raw-http.ts); a
+   * 2026-07-28 request carries the SDK's per-request envelope, a transport given by the embedder is its own.
    */
   #raw(scope: CallScope | undefined): boolean {
     return (
       scope?.raw === true &&
       scope.input === undefined &&
       this.#upstream.session?.era === 'legacy' &&
-      this.#upstream.options.stdio !== undefined &&
-      this.#upstream.options.transport === undefined
+      this.#upstream.options.transport === undefined &&
+      (this.#upstream.options.stdio !== undefined || this.transport instanceof RawHttpTransport)
     );
   }
 

@@ -18,26 +18,29 @@ import { describe } from '../names.js';
 // An idle pooled connection is closed after 4 s, or 1 s before the server's `Keep-Alive: timeout=N` says it
 // closes its side (undici's defaults), so a request is not sent on a connection the server is closing.
 const pooled = { keepAlive: true, scheduling: 'lifo', timeout: 4_000 } as const;
-const agents = { 'http:': new HttpAgent(pooled), 'https:': new HttpsAgent(pooled) } as const;
+export const agents = { 'http:': new HttpAgent(pooled), 'https:': new HttpsAgent(pooled) } as const;
 
 /** A request (its answer included) that receives nothing for this long fails, as undici's body and headers timeouts. */
-const SILENT_MS = 300_000;
+export const SILENT_MS = 300_000;
 
 /** Statuses whose Response has no body (the Response constructor refuses one). */
 const NULL_BODY = new Set([101, 103, 204, 205, 304]);
 
 /** A new Streamable HTTP transport to `url` whose requests go through {@link upstreamFetch}. */
 export function httpUpstreamTransport(url: string | URL, headers?: Readonly<Record<string, string>>): Transport {
-  let parsed: URL;
-  try {
-    parsed = url instanceof URL ? url : new URL(String(url));
-  } catch {
-    throw new TypeError(`option "url" must be an absolute URL, got ${describe(url)}`);
-  }
-  return new StreamableHTTPClientTransport(parsed, {
+  return new StreamableHTTPClientTransport(upstreamUrl(url), {
     fetch: upstreamFetch,
     ...(headers ? { requestInit: { headers: { ...headers } } } : {}),
   });
+}
+
+/** An upstream's `url` option as a URL (a TypeError naming it otherwise). */
+export function upstreamUrl(url: string | URL): URL {
+  try {
+    return url instanceof URL ? url : new URL(String(url));
+  } catch {
+    throw new TypeError(`option "url" must be an absolute URL, got ${describe(url)}`);
+  }
 }
 
 /**

@@ -29,6 +29,12 @@ import { AjvJsonSchemaValidator } from '@modelcontextprotocol/client/validators/
 /** The prefix of the gateway's own request ids towards an upstream. */
 const RAW_ID = 'toolgate-raw:';
 
+/** Whether `message` is one of the fast path's own requests (an id of the gateway's own, a method). */
+export function isRawRequest(message: JSONRPCMessage): boolean {
+  const id = (message as { id?: unknown }).id;
+  return typeof id === 'string' && id.startsWith(RAW_ID) && 'method' in message;
+}
+
 /** Whether the fast path is switched off (`TOOLGATE_GATEWAY_FAST_PATH=off`: every request on the SDK path). */
 export function fastPathOff(): boolean {
   return process.env['TOOLGATE_GATEWAY_FAST_PATH'] === 'off';
@@ -290,7 +296,7 @@ export function plainReadResourceResult(result: unknown): boolean {
  * SDK's JSON-RPC schema accepts (a strict result or error response): such a line is handed on as parsed;
  * anything else goes through the SDK's own parse.
  */
-function rawAnswer(message: unknown): message is JSONRPCMessage {
+export function rawAnswer(message: unknown): message is JSONRPCMessage {
   if (!isPlainObject(message) || message['jsonrpc'] !== '2.0') return false;
   const id = message['id'];
   if (typeof id !== 'string' || !id.startsWith(RAW_ID)) return false;

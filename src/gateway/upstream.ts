@@ -33,6 +33,7 @@ import type { ToolRegistry } from '../registry.js';
 import type { JsonSchema } from '../schema.js';
 import type { ToolMetadataInput } from '../tool.js';
 import { httpUpstreamTransport } from './upstream-fetch.js';
+import { rawHttpTransport } from './upstream-raw-http.js';
 import { callScope, GatewayClient, objectSchema, type CallScope } from './upstream-client.js';
 import { fastPathOff, readRawAnswers } from './upstream-raw.js';
 
@@ -254,8 +255,11 @@ export class Upstream {
     // The fast path's answers are read without the SDK's schema (upstream-raw.ts); all else as the SDK reads it.
     if (o.stdio)
       return fastPathOff() ? { stdio: o.stdio } : { transport: readRawAnswers(openTransport({ stdio: o.stdio })) };
-    // Over Streamable HTTP through node:http with keep-alive (upstream-fetch.ts), not the global fetch.
-    return { transport: httpUpstreamTransport(o.url!, o.headers) };
+    // Over Streamable HTTP through node:http with keep-alive (upstream-fetch.ts), not the global fetch; the
+    // fast path's requests sent and read raw (upstream-raw-http.ts).
+    return {
+      transport: fastPathOff() ? httpUpstreamTransport(o.url!, o.headers) : rawHttpTransport(o.url!, o.headers),
+    };
   }
 
   #down(reason: string): void {

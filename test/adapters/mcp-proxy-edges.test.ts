@@ -297,12 +297,25 @@ describe('toolgate mcp-proxy applies the policy file the way explain reads it (s
         expected.push(brief((await explainCall(set, call, who)).decision));
         await client.callTool(call);
       }
-      const records = readFileSync(audit, 'utf8')
-        .trim()
-        .split('\n')
-        .map((line) => JSON.parse(line) as McpAuditRecord & { type: string })
-        // The gateway's audit: one `tool` record per decision, besides its `mode` and `upstream` records.
-        .filter((record) => record.type === 'tool');
+      // The audit is written asynchronously (its write may still be landing as the answer arrives): read it
+      // once its last line is whole.
+      const read7 = () =>
+        readFileSync(audit, 'utf8')
+          .trim()
+          .split('\n')
+          .map((line) => JSON.parse(line) as McpAuditRecord & { type: string })
+          // The gateway's audit: one `tool` record per decision, besides its `mode` and `upstream` records.
+          .filter((record) => record.type === 'tool');
+      let records: ReturnType<typeof read7> = [];
+      for (let tries = 0; tries < 50; tries++) {
+        try {
+          records = read7();
+          if (records.length >= 7) break;
+        } catch {
+          // a line still being written
+        }
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
       expect(records.map((r) => brief(r.decision))).toEqual(expected);
       expect(expected).toEqual([
         'deny/policy/no-privileged',
@@ -430,12 +443,25 @@ describe('toolgate mcp-proxy: paths that name one file by many spellings, links,
       const folder = await write(`${root}/inbox/`);
       expect(text(folder)).toMatch(/is the folder whose contents .* covers/);
       expect(text(await write(join(root, 'inbox', 'ok.txt')))).toMatch(/Successfully wrote/);
-      const records = readFileSync(audit, 'utf8')
-        .trim()
-        .split('\n')
-        .map((line) => JSON.parse(line) as McpAuditRecord & { type: string })
-        // The gateway's audit: one `tool` record per decision, besides its `mode` and `upstream` records.
-        .filter((record) => record.type === 'tool');
+      // The audit is written asynchronously (its write may still be landing as the answer arrives): read it
+      // once its last line is whole.
+      const read7 = () =>
+        readFileSync(audit, 'utf8')
+          .trim()
+          .split('\n')
+          .map((line) => JSON.parse(line) as McpAuditRecord & { type: string })
+          // The gateway's audit: one `tool` record per decision, besides its `mode` and `upstream` records.
+          .filter((record) => record.type === 'tool');
+      let records: ReturnType<typeof read7> = [];
+      for (let tries = 0; tries < 50; tries++) {
+        try {
+          records = read7();
+          if (records.length >= 7) break;
+        } catch {
+          // a line still being written
+        }
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
       expect(records.map((r) => `${r.decision.effect}/${r.decision.by}/${r.decision.rule}/${r.status}`)).toEqual([
         'allow/rule/reads/ok',
         'deny/rule/no-keys/refused',

@@ -1,0 +1,170 @@
+// The fast path's raw requests to a Streamable HTTP upstream (src/gateway/upstream-raw-http.ts): the
+// headers the SDK's transport would send, the answer read as JSON or as an SSE stream however it is cut
+// (CRLF, a CR at a chunk's end, events split anywhere, multi-line data, comments, other event names), every
+// message handed to onmessage in order, and the SDK transport's failures: a non-2xx status, an unexpected
+// content type, a stream that ends without the answer. Anything but a raw request goes through the SDK.
+import { createServer, request, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { SdkError, SdkHttpError, type JSONRPCMessage } from '@modelcontextprotocol/client';
+import { describe, expect, it } from 'vitest';
+import { rawHttpTransport } from '../../src/gateway/upstream-raw-http.js';
+import { cleanupsAfterEach } from '../harness.js';
+
+const cleanups = cleanupsAfterEach();
+
+async function upstream(
+  answer: (req: IncomingMessage, body: Record<string, unknown>, res: ServerResponse) => void,
+): Promise<{ url: URL; seen: { headers: IncomingMessage['headers']; body: Record<string, unknown> }[] }> {
+  const seen: { headers: IncomingMessage['headers']; body: Record<string, unknown> }[] = [];
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown>;
+      seen.push({ headers: req.headers, body });
+      answer(req, body, res);
+    });
+  });
+  await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
+  cleanups.push(
+    () =>
+      new Promise<void>((done) => {
+        server.closeAllConnections();
+        server.close(() => done());
+      }),
+  );
+  return { url: new URL(`http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`), seen };
+}
+
+const RAW = { jsonrpc: '2.0', id: 'toolgate-raw:1', method: 'tools/call', params: { name: 'echo' } } as JSONRPCMessage;
+const ANSWER = { jsonrpc: '2.0', id: 'toolgate-raw:1', result: { content: [{ type: 'text', text: 'é ok' }] } };
+const PROGRESS = { jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: 't', progress: 1 } };
+
+async function sent(url: URL, headers?: Record<string, string>) {
+  const transport = rawHttpTransport(url, headers);
+  const messages: unknown[] = [];
+  const errors: unknown[] = [];
+  transport.onmessage = (m) => messages.push(m);
+  transport.onerror = (e) => errors.push(e);
+  await transport.start();
+  cleanups.push(() => transport.close());
+  const outcome = await transport.send(RAW).then(
+    () => 'resolved',
+    (error: unknown) => error,
+  );
+  return { outcome, messages, errors };
+}
+
+/** `text` written in pieces of `size` bytes (a multi-byte character may be cut). */
+function inPieces(res: ServerResponse, text: string, size: number): void {
+  const bytes = Buffer.from(text);
+  res.writeHead(200, { 'content-type': 'text/event-stream' });
+  let at = 0;
+  const next = (): void => {
+    if (at >= bytes.length) return void res.end();
+    res.write(bytes.subarray(at, at + size));
+    at += size;
+    setTimeout(next, 1);
+  };
+  next();
+}
+
+describe('RawHttpTransport: the fast path’s requests to an HTTP upstream', () => {
+  it('sends the SDK transport’s headers and reads an SSE answer however it is cut', async () => {
+    const stream =
+      `: keepalive\r\n\r\nevent: message\r\ndata: ${JSON.stringify(PROGRESS)}\r\n\r\n` +
+      `event: other\ndata: {"ignored":true}\n\nid: 7\nretry: 10\ndata: \n\n` +
+      `data: ${JSON.stringify(ANSWER).slice(0, 17)}\ndata:${JSON.stringify(ANSWER).slice(17)}\r\n\r\n`;
+    for (const size of [1, 2, 3, 7, 64, 10_000]) {
+      const { url, seen } = await upstream((_req, _body, res) => inPieces(res, stream, size));
+      const { outcome, messages } = await sent(url, { 'x-team': 'a', Accept: 'application/json' });
+      expect(outcome, `pieces of ${size}`).toBe('resolved');
+      // Multi-line data joins with a newline, which JSON reads as whitespace only where the cut fell
+      // outside a string: the cut above falls between tokens.
+      expect(messages, `pieces of ${size}`).toEqual([PROGRESS, ANSWER]);
+      expect(seen[0]!.headers['x-team']).toBe('a');
+      expect(seen[0]!.headers['accept']).toBe('application/json, text/event-stream');
+      expect(seen[0]!.headers['content-type']).toBe('application/json');
+      expect(seen[0]!.body).toEqual(RAW);
+    }
+  });
+
+  it('reads a JSON answer (one message or several)', async () => {
+    const { url } = await upstream((_req, _body, res) =>
+      res.writeHead(200, { 'content-type': 'application/json; charset=utf-8' }).end(JSON.stringify([PROGRESS, ANSWER])),
+    );
+    const { outcome, messages } = await sent(url);
+    expect(outcome).toBe('resolved');
+    expect(messages).toEqual([PROGRESS, ANSWER]);
+  });
+
+  it('fails as the SDK transport does: a status, a content type, an answer stream without the answer', async () => {
+    const gone = await upstream((_req, _body, res) =>
+      res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":"Session not found"}'),
+    );
+    const a = await sent(gone.url);
+    expect(a.outcome).toBeInstanceOf(SdkHttpError);
+    expect(String((a.outcome as Error).message)).toBe('Error POSTing to endpoint: {"error":"Session not found"}');
+    expect(a.errors).toHaveLength(1);
+    expect(gone.seen).toHaveLength(1);
+    const odd = await upstream((_req, _body, res) => res.writeHead(200, { 'content-type': 'text/plain' }).end('hi'));
+    expect(String(((await sent(odd.url)).outcome as Error).message)).toContain('Unexpected content type: text/plain');
+    const short = await upstream((_req, _body, res) =>
+      res.writeHead(200, { 'content-type': 'text/event-stream' }).end(`data: ${JSON.stringify(PROGRESS)}\n\n`),
+    );
+    const c = await sent(short.url);
+    expect(c.outcome).toBeInstanceOf(SdkError);
+    expect(String((c.outcome as Error).message)).toContain('outcome is unknown');
+    expect(c.messages).toEqual([PROGRESS]);
+  });
+
+  it('resumes a resumable stream closed before its answer (GET Last-Event-ID); the call is POSTed once', async () => {
+    const gets: (string | undefined)[] = [];
+    const { url, seen } = await upstream((_req, _body, res) =>
+      res.writeHead(200, { 'content-type': 'text/event-stream' }).end('id: e1\nretry: 20\ndata: \n\n'),
+    );
+    // The same server answers the GET (no body): wrap its handler.
+    const server = await new Promise<URL>((done) => {
+      const http = createServer((req, res) => {
+        if (req.method === 'GET') {
+          gets.push(req.headers['last-event-id'] as string | undefined);
+          res
+            .writeHead(200, { 'content-type': 'text/event-stream' })
+            .end(`id: e2\ndata: ${JSON.stringify(ANSWER)}\n\n`);
+          return;
+        }
+        const forward = new URL(url);
+        req.pipe(
+          request(forward, { method: 'POST', headers: req.headers }, (answer) => {
+            res.writeHead(answer.statusCode!, answer.headers);
+            answer.pipe(res);
+          }),
+        );
+      });
+      http.listen(0, '127.0.0.1', () => done(new URL(`http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp`)));
+      cleanups.push(() => new Promise<void>((closed) => (http.closeAllConnections(), http.close(() => closed()))));
+    });
+    const transport = rawHttpTransport(server);
+    const messages: unknown[] = [];
+    transport.onmessage = (m) => messages.push(m);
+    await transport.start();
+    cleanups.push(() => transport.close());
+    await transport.send(RAW);
+    for (let tries = 0; messages.length === 0 && tries < 100; tries++) await new Promise((r) => setTimeout(r, 20));
+    expect(messages).toEqual([ANSWER]);
+    expect(gets).toEqual(['e1']);
+    expect(seen).toHaveLength(1);
+  });
+
+  it('a message that is not JSON-RPC is an error of the transport; the stream goes on', async () => {
+    const { url } = await upstream((_req, _body, res) =>
+      res
+        .writeHead(200, { 'content-type': 'text/event-stream' })
+        .end(`data: {"not":"rpc"}\n\ndata: not json\n\ndata: ${JSON.stringify(ANSWER)}\n\n`),
+    );
+    const { outcome, messages, errors } = await sent(url);
+    expect(outcome).toBe('resolved');
+    expect(messages).toEqual([ANSWER]);
+    expect(errors).toHaveLength(2);
+  });
+});
