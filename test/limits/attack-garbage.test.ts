@@ -5,6 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { Limiter } from '../../src/limits/limiter.js';
+import { prng } from '../../bench/scenario.js';
 import { shop } from '../runner/fixtures.js';
 
 const alice = { tenant: { id: 'acme' }, caller: { id: 'alice' } };
@@ -20,4 +21,27 @@ describe('a Limiter that answers garbage', () => {
       expect(['limit', 'store']).toContain(result.decision.stage);
       expect(result.decision.reason).toEqual(expect.stringMatching(/\S/));
     });
+});
+
+describe('a Limiter that answers verdicts', () => {
+  it('decides as before on random well-formed verdicts (allowed: null; refused: its stage and reason)', async () => {
+    const { limiterMeter } = await import('../../src/limits/charge.js');
+    const rand = prng(7);
+    for (let i = 0; i < 300; i++) {
+      const verdict =
+        rand() < 0.4
+          ? { allowed: true, charged: [] }
+          : rand() < 0.5
+            ? { allowed: false, stage: 'limit', limit: 'l', counter: null, retryAfterMs: null, reason: `r${i}` }
+            : { allowed: false, stage: 'store', store: 's', counter: null, retryAfterMs: null, reason: `s${i}` };
+      const meter = limiterMeter({ charge: () => Promise.resolve(verdict) } as unknown as Limiter);
+      const attempt = {
+        decision: { tenant: null, agent: 'a', runId: null, canonical: 'refund' },
+        tool: null,
+        context: {},
+      };
+      const before = verdict.allowed ? null : { stage: verdict.stage, reason: verdict.reason };
+      expect(await meter.charge(attempt as never)).toEqual(before);
+    }
+  });
 });
