@@ -7,6 +7,7 @@
  * through the Meter contract and never imports this folder.
  */
 import type { Decision } from '../decision.js';
+import { describe } from '../names.js';
 import type { Attempt, GateContext, Meter, Refusal } from '../contracts/gate.js';
 import type { Tool } from '../tool.js';
 import type { Limiter, LimitSubject, LimitVerdict } from './limiter.js';
@@ -33,10 +34,21 @@ export function chargeLimits(
 ): Promise<LimitVerdict> {
   // The Limiter's own promise, with no async frame of ours around it (one promise step fewer per call).
   try {
-    return Promise.resolve(limiter.charge(limitSubject(decision, tool, context))).then(undefined, uncheckable);
+    return Promise.resolve(limiter.charge(limitSubject(decision, tool, context))).then(checked, uncheckable);
   } catch (error) {
     return Promise.resolve(uncheckable(error));
   }
+}
+
+/** The Limiter's verdict, or (one that is not a verdict: a registry takes any object with a `charge`) a refusal. */
+function checked(verdict: LimitVerdict): LimitVerdict {
+  const v: unknown = verdict;
+  if (typeof v === 'object' && v !== null) {
+    const { allowed, stage, reason } = v as Record<string, unknown>;
+    if (allowed === true) return verdict;
+    if (allowed === false && (stage === 'limit' || stage === 'store') && typeof reason === 'string') return verdict;
+  }
+  return uncheckable(new Error(`the Limiter answered ${describe(v)}, not a verdict`));
 }
 
 function uncheckable(error: unknown): LimitVerdict {

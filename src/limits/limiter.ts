@@ -270,9 +270,9 @@ export class Limiter {
     const tenants = this.#tenants!;
     if (typeof tenants !== 'function') return Object.hasOwn(tenants, tenant) ? tenants[tenant] : undefined;
     const where = `the plan of tenant ${describe(tenant)}`;
-    const read = tenants(tenant);
-    if (read instanceof Promise) return read.then((plan) => (plan === undefined ? plan : checkPlan(plan, where)));
-    return read === undefined ? read : checkPlan(read, where);
+    // Always through a Promise of this realm: a thenable that is not one (a query builder, another library's or
+    // realm's promise) is awaited, never checked as the plan itself (which read as an empty plan: limits ignored).
+    return Promise.resolve(tenants(tenant)).then((plan) => (plan === undefined ? plan : checkPlan(plan, where)));
   }
 
   #storeFailed(what: string, store = this.#storeName): LimitVerdict {

@@ -3,6 +3,7 @@
  * the Limiter's constructor and the policy-file loader compile them here.
  */
 import { canonical, describe } from '../names.js';
+import { MAX_WINDOW_MS } from '../stores/shared.js';
 
 /** What a limit counts per: one counter per distinct value (a missing value counts under one shared "none"). */
 export type LimitDimension = 'tenant' | 'caller' | 'agent' | 'run';
@@ -73,17 +74,24 @@ export function compileLimits(limits: readonly LimitRule[]): readonly Compiled[]
   });
 }
 
-/** Parses a window: ms, or a number with ms / s / m / h / d. */
+/** Parses a window: ms, or a number with ms / s / m / h / d; at least 1 ms, at most 1000 years (MAX_WINDOW_MS). */
 export function parseWindow(value: number | string, what = 'window'): number {
   if (typeof value === 'number') {
     if (!Number.isFinite(value) || value < 1) throw new TypeError(`${what} must be >= 1 ms, got ${describe(value)}`);
-    return value;
+    return longest(value, value, what);
   }
   const m = typeof value === 'string' ? /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)\s*$/.exec(value) : null;
   if (!m) throw new TypeError(`${what} must be milliseconds or like '30s', '10m', '1h', '1d', got ${describe(value)}`);
   const unit = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }[m[2] as 'ms' | 's' | 'm' | 'h' | 'd'];
   const ms = Number(m[1]) * unit;
   if (ms < 1) throw new TypeError(`${what} must be at least 1 ms, got ${describe(value)}`);
+  return longest(ms, value, what);
+}
+
+/** `ms` unless it is longer than a counter store can keep (its key would expire at once: nothing counted). */
+function longest(ms: number, value: number | string, what: string): number {
+  if (ms > MAX_WINDOW_MS)
+    throw new TypeError(`${what} must be at most 1000 years (${MAX_WINDOW_MS} ms), got ${describe(value)}`);
   return ms;
 }
 

@@ -181,6 +181,13 @@ export function reservationOf(
   return { state: 'unknown', owner: row.owner, since: row.reservedAt };
 }
 
+/**
+ * The longest window a counter keeps: 1000 years. A longer one cannot be kept: the Redis script writes a key's
+ * expiry as a 64-bit integer (past 2^63 ms it turns negative, and PEXPIREAT with it deletes the key, so nothing
+ * is ever counted), and a refusal's retry time must be a Date. Limits (`parseWindow`) refuse it as written.
+ */
+export const MAX_WINDOW_MS = 365_250 * 86_400_000;
+
 /** Checks a counter call's charges (every store). */
 export function checkCharges(charges: readonly CounterCharge[]): void {
   if (!Array.isArray(charges) || charges.length === 0)
@@ -190,6 +197,8 @@ export function checkCharges(charges: readonly CounterCharge[]): void {
     requireNumber(c.cost, 'a charge\'s "cost"');
     requireNumber(c.limit, 'a charge\'s "limit"');
     requireNumber(c.windowMs, 'a charge\'s "windowMs"', 1);
+    if (c.windowMs > MAX_WINDOW_MS)
+      throw new TypeError(`a charge's "windowMs" must be at most ${MAX_WINDOW_MS} (1000 years), got ${c.windowMs}`);
   }
 }
 
