@@ -195,6 +195,7 @@ class SseEvents {
   #data: string[] = [];
   #event = '';
   #id: string | undefined;
+  #begun = false;
   /** The id of the last event that named one (a resumable stream). */
   lastId: string | undefined;
   /** The reconnection delay the stream asked for (`retry:`), ms. */
@@ -205,7 +206,12 @@ class SseEvents {
   }
 
   push(chunk: Buffer): void {
-    const text = this.#text + this.#decoder.write(chunk);
+    let text = this.#text + this.#decoder.write(chunk);
+    // A BOM opening the stream is dropped, as the SDK's TextDecoderStream drops it.
+    if (!this.#begun && text !== '') {
+      this.#begun = true;
+      if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
+    }
     let start = 0;
     for (;;) {
       let end = start;
@@ -240,7 +246,8 @@ class SseEvents {
     if (value.charCodeAt(0) === 32) value = value.slice(1);
     if (field === 'data') this.#data.push(value);
     else if (field === 'event') this.#event = value;
-    else if (field === 'id') this.#id = value;
+    else if (field === 'id' && !value.includes('\0'))
+      this.#id = value; // as eventsource-parser: NUL, ignored
     else if (field === 'retry' && /^\d+$/.test(value)) this.retry = Number(value);
   }
 }
