@@ -14,7 +14,10 @@ const cleanups = cleanupsAfterEach();
 const RAW = { jsonrpc: '2.0', id: 'toolgate-raw:1', method: 'tools/call', params: { name: 'echo' } } as JSONRPCMessage;
 const ANSWER = { jsonrpc: '2.0', id: 'toolgate-raw:1', result: { content: [{ type: 'text', text: 'ok' }] } };
 
-async function upstream(stream: string): Promise<{ url: URL; gets: (string | undefined)[] }> {
+async function upstream(
+  stream: string,
+  type = 'text/event-stream',
+): Promise<{ url: URL; gets: (string | undefined)[] }> {
   const gets: (string | undefined)[] = [];
   const server = createServer((req, res: ServerResponse) => {
     if (req.method === 'GET') {
@@ -24,7 +27,7 @@ async function upstream(stream: string): Promise<{ url: URL; gets: (string | und
         .end(`data: ${JSON.stringify(ANSWER)}\n\n`);
     }
     req.resume();
-    req.on('end', () => res.writeHead(200, { 'content-type': 'text/event-stream' }).end(stream));
+    req.on('end', () => res.writeHead(200, { 'content-type': type }).end(stream));
   });
   await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
   cleanups.push(() => new Promise<void>((done) => (server.closeAllConnections(), server.close(() => done()))));
@@ -43,14 +46,16 @@ async function read(transport: Transport): Promise<unknown[]> {
 }
 
 describe('an HTTP upstream’s odd answer streams: the raw reader hands on what the SDK’s does', () => {
-  const STREAMS: readonly [string, string][] = [
+  const STREAMS: readonly [string, string, string?][] = [
+    // A JSON answer: the SDK reads it with Response.json(), whose UTF-8 decode drops a BOM.
+    ['a JSON answer after a BOM', `\uFEFF${JSON.stringify(ANSWER)}`, 'application/json'],
     ['a BOM before the answer', `\uFEFFdata: ${JSON.stringify(ANSWER)}\n\n`],
     ['a NUL in an event id, then the stream closes (resumed)', 'id: a\0b\nretry: 10\ndata: \n\n'],
   ];
-  for (const [name, stream] of STREAMS)
+  for (const [name, stream, type] of STREAMS)
     it(name, async () => {
-      const raw = await upstream(stream);
-      const sdk = await upstream(stream);
+      const raw = await upstream(stream, type);
+      const sdk = await upstream(stream, type);
       const viaRaw = await read(rawHttpTransport(raw.url));
       const viaSdk = await read(new StreamableHTTPClientTransport(sdk.url));
       expect({ messages: viaRaw, gets: raw.gets }, name).toEqual({ messages: viaSdk, gets: sdk.gets });
