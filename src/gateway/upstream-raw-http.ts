@@ -178,7 +178,9 @@ export class RawHttpTransport extends StreamableHTTPClientTransport {
 async function readText(res: IncomingMessage): Promise<string> {
   const chunks: Buffer[] = [];
   for await (const chunk of res) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks).toString('utf8');
+  const text = Buffer.concat(chunks).toString('utf8');
+  // A BOM is dropped, as the web Response's text() and json() drop it (the SDK transport's reads).
+  return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
 }
 
 /**
