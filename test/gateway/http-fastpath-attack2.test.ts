@@ -36,7 +36,7 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
  * A slow call under `id`, a cancellation in `params` shape sent 300 ms in: whether the upstream saw it
  * cancelled, and whether the client got the call's answer.
  */
-async function cancelRun(fast: boolean, id: number | string, params: Record<string, unknown>) {
+async function cancelRun(fast: boolean, id: number | string, params: Record<string, unknown>, batch = false) {
   const upstream = await recordingHttpUpstream(1500);
   cleanups.push(() => upstream.close());
   const { url } = await httpGateway(cleanups, upstream, fast);
@@ -47,7 +47,8 @@ async function cancelRun(fast: boolean, id: number | string, params: Record<stri
     headers,
   );
   await sleep(300);
-  const cancel = await post(url, { jsonrpc: '2.0', method: 'notifications/cancelled', params }, headers);
+  const notification = { jsonrpc: '2.0', method: 'notifications/cancelled', params };
+  const cancel = await post(url, batch ? [notification] : notification, headers);
   // A cancelled call is not answered: its stream may stay open (SDK path) or end empty (fast path).
   const answer = await Promise.race([slow, sleep(2500).then(() => ({ text: '' }))]);
   // The slow tool would have finished by now: a cancellation sent upstream has landed.
@@ -75,4 +76,12 @@ describe('a cancellation over HTTP: the same with the fast path on and off', { t
       const off = await cancelRun(false, id, params);
       expect(on, name).toEqual(off);
     });
+  // A batch goes to the SDK transport whole: on the SDK path its cancellation stops the call.
+  it('a cancellation in a batch: the call is stopped on both paths alike', async () => {
+    const params = { requestId: 42, reason: 'stop' };
+    const on = await cancelRun(true, 42, params, true);
+    const off = await cancelRun(false, 42, params, true);
+    expect(off.cancelledUpstream).toBe(true);
+    expect(on).toEqual(off);
+  });
 });
