@@ -16,7 +16,7 @@ const ANSWER = { jsonrpc: '2.0', id: 'toolgate-raw:1', result: { content: [{ typ
 
 async function upstream(
   stream: string,
-  type = 'text/event-stream',
+  type: string | string[] = 'text/event-stream',
 ): Promise<{ url: URL; gets: (string | undefined)[] }> {
   const gets: (string | undefined)[] = [];
   const server = createServer((req, res: ServerResponse) => {
@@ -46,7 +46,9 @@ async function read(transport: Transport): Promise<unknown[]> {
 }
 
 describe('an HTTP upstream’s odd answer streams: the raw reader hands on what the SDK’s does', () => {
-  const STREAMS: readonly [string, string, string?][] = [
+  const STREAMS: readonly [string, string, (string | string[])?][] = [
+    // Two Content-Types: the SDK's web Headers join them (no media type: refused), Node keeps the first.
+    ['two Content-Types', JSON.stringify(ANSWER), ['application/json', 'text/event-stream']],
     // A JSON answer: the SDK reads it with Response.json(), whose UTF-8 decode drops a BOM.
     ['a JSON answer after a BOM', `\uFEFF${JSON.stringify(ANSWER)}`, 'application/json'],
     ['a BOM before the answer', `\uFEFFdata: ${JSON.stringify(ANSWER)}\n\n`],
