@@ -25,6 +25,7 @@ import {
   StreamableHTTPClientTransport,
   type JSONRPCMessage,
 } from '@modelcontextprotocol/client';
+import { mediaTypeEssence } from '@modelcontextprotocol/sdk/shared/mediaType.js';
 import { agents, SILENT_MS, upstreamFetch, upstreamUrl } from './upstream-fetch.js';
 import { isRawRequest, rawAnswer } from './upstream-raw.js';
 
@@ -129,8 +130,9 @@ export class RawHttpTransport extends StreamableHTTPClientTransport {
       res.resume();
       return;
     }
-    const contentType = res.headers['content-type'];
-    const essence = contentType?.split(';', 1)[0]!.trim().toLowerCase();
+    // As the SDK's transport reads it: the web Headers join several (Node keeps the first), then the media type.
+    const contentType = res.headersDistinct['content-type']?.join(', ');
+    const essence = mediaTypeEssence(contentType);
     let answered = false;
     const deliver = (data: string): void => {
       let message: JSONRPCMessage;
