@@ -1,7 +1,8 @@
 // A malicious or odd HTTP upstream against the fast path's raw requests (upstream-raw-http.ts): each answer
 // stream is read by RawHttpTransport and by the SDK's own StreamableHTTPClientTransport; both must hand on
 // the same messages (the SDK reads the stream through TextDecoderStream, which drops a leading BOM, and
-// eventsource-parser, which ignores an `id` holding NUL).
+// eventsource-parser, which ignores an `id` holding NUL). The cases that held from the start are kept:
+// an answer under another id, an event after the answer, CR line ends, an unfinished last event.
 import { createServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { StreamableHTTPClientTransport, type JSONRPCMessage, type Transport } from '@modelcontextprotocol/client';
@@ -51,6 +52,19 @@ describe('an HTTP upstream’s odd answer streams: the raw reader hands on what 
     ['two Content-Types', JSON.stringify(ANSWER), ['application/json', 'text/event-stream']],
     // A JSON answer: the SDK reads it with Response.json(), whose UTF-8 decode drops a BOM.
     ['a JSON answer after a BOM', `\uFEFF${JSON.stringify(ANSWER)}`, 'application/json'],
+    ['the answer without its blank line', `data: ${JSON.stringify(ANSWER)}\n`],
+    ['the answer without its newline', `data: ${JSON.stringify(ANSWER)}`],
+    ['CR line ends', `event: message\rdata: ${JSON.stringify(ANSWER)}\r\r`],
+    ['an event named Message', `event: Message\ndata: ${JSON.stringify(ANSWER)}\n\n`],
+    ['a data line with two spaces', `data:  ${JSON.stringify(ANSWER)}\n\n`],
+    [
+      'an answer under an id not asked, then the stream ends',
+      `data: ${JSON.stringify({ ...ANSWER, id: 'toolgate-raw:9' })}\n\n`,
+    ],
+    [
+      'an event after the answer',
+      `data: ${JSON.stringify(ANSWER)}\n\ndata: ${JSON.stringify({ ...ANSWER, id: 7 })}\n\n`,
+    ],
     ['a BOM before the answer', `\uFEFFdata: ${JSON.stringify(ANSWER)}\n\n`],
     ['a NUL in an event id, then the stream closes (resumed)', 'id: a\0b\nretry: 10\ndata: \n\n'],
   ];
