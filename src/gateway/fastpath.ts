@@ -22,8 +22,10 @@ import { serializeMessage } from '@modelcontextprotocol/sdk/shared/stdio.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
   CallToolResultSchema,
+  CancelledNotificationSchema,
   ErrorCode,
   JSONRPCMessageSchema,
+  JSONRPCNotificationSchema,
   McpError,
   type CallToolRequest,
   type JSONRPCMessage,
@@ -161,9 +163,8 @@ export class FastPath {
   take(message: unknown, replies: FastReplies = this.#replies): boolean {
     if (!isPlainObject(message) || message['jsonrpc'] !== '2.0') return false;
     const method = message['method'];
-    // A cancellation in the shape the SDK's schemas take as one (a notification: no id, no other key).
-    if (method === 'notifications/cancelled')
-      return only(message, ['jsonrpc', 'method', 'params']) && this.#cancelled(message['params']);
+    // A cancellation as the SDK's schemas take one (a notification: no id, no other top-level key).
+    if (method === 'notifications/cancelled') return this.#cancelled(message);
     const id = message['id'];
     // A later request under the id of one in flight here (a client that reuses ids) is the one a
     // cancellation of that id names, as in the SDK's Protocol (one controller per id, the latest).
@@ -190,13 +191,19 @@ export class FastPath {
     this.#inflight.clear();
   }
 
-  /** A client's cancellation of one of the fast path's requests (others go to the SDK). */
-  #cancelled(params: unknown): boolean {
-    if (!isPlainObject(params) || !only(params, ['requestId', 'reason'])) return false;
-    if (params['reason'] !== undefined && typeof params['reason'] !== 'string') return false;
-    const controller = this.#inflight.get(params['requestId'] as RequestId);
+  /**
+   * A client's cancellation of one of the fast path's requests (others go to the SDK), read as the SDK's
+   * Protocol reads one: its schema's params (`_meta` and unknown keys allowed, stripped), and a falsy
+   * `requestId` (0, '') cancelling nothing.
+   */
+  #cancelled(message: Record<string, unknown>): boolean {
+    if (!JSONRPCNotificationSchema.safeParse(message).success) return false;
+    const parsed = CancelledNotificationSchema.safeParse(message);
+    const requestId = parsed.data?.params.requestId;
+    if (!requestId) return false;
+    const controller = this.#inflight.get(requestId);
     if (!controller) return false;
-    controller.abort(params['reason']);
+    controller.abort(parsed.data?.params.reason);
     return true;
   }
 

@@ -19,7 +19,10 @@ import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { DEFAULT_SSE_KEEP_ALIVE_MS } from '@modelcontextprotocol/sdk/server/sseKeepAlive.js';
 import { isJsonContentType } from '@modelcontextprotocol/sdk/shared/mediaType.js';
+import { MAX_BATCH_SIZE } from '@modelcontextprotocol/sdk/server/requestBody.js';
 import {
+  isInitializeRequest,
+  JSONRPCMessageSchema,
   SUPPORTED_PROTOCOL_VERSIONS,
   type JSONRPCMessage,
   type RequestId,
@@ -60,8 +63,12 @@ export class HttpFastPath {
     const transport = this.#transport;
     const sessionId = transport.sessionId;
     if (req.method !== 'POST' || transport.closed || sessionId === undefined) return false;
-    if (body === null || typeof body !== 'object' || Array.isArray(body)) return false;
+    if (body === null || typeof body !== 'object') return false;
     if (!asTheSdkTakesIt(req, sessionId)) return false;
+    if (Array.isArray(body)) {
+      this.#batch(body);
+      return false;
+    }
     if ((body as { method?: unknown }).method === 'notifications/cancelled') {
       if (!this.#fast.take(body)) return false;
       res.writeHead(202).end();
@@ -71,6 +78,27 @@ export class HttpFastPath {
     if (!this.#fast.take(body, replies)) return false;
     replies.open();
     return true;
+  }
+
+  /**
+   * A batch goes to the SDK transport whole; a cancellation in it of one of the fast path's requests is the
+   * fast path's to stop, when the SDK would take the batch (every message valid, no `initialize`, within
+   * its size) and no request in it reuses that id (the SDK would stop that one).
+   */
+  #batch(body: readonly unknown[]): void {
+    if (body.length > MAX_BATCH_SIZE) return;
+    const messages: JSONRPCMessage[] = [];
+    for (const one of body) {
+      const parsed = JSONRPCMessageSchema.safeParse(one);
+      if (!parsed.success || isInitializeRequest(parsed.data)) return;
+      messages.push(parsed.data);
+    }
+    const ids = new Set(messages.flatMap((m) => ('method' in m && 'id' in m ? [m.id] : [])));
+    for (const one of body) {
+      const message = one as { method?: unknown; params?: { requestId?: unknown } };
+      if (message.method === 'notifications/cancelled' && !ids.has(message.params?.requestId as RequestId))
+        this.#fast.take(one);
+    }
   }
 
   /** The session closed: its fast-path requests are stopped, as the SDK's Protocol stops its own. */

@@ -25,6 +25,7 @@ import {
   StreamableHTTPClientTransport,
   type JSONRPCMessage,
 } from '@modelcontextprotocol/client';
+import { mediaTypeEssence } from '@modelcontextprotocol/sdk/shared/mediaType.js';
 import { agents, SILENT_MS, upstreamFetch, upstreamUrl } from './upstream-fetch.js';
 import { isRawRequest, rawAnswer } from './upstream-raw.js';
 
@@ -129,8 +130,9 @@ export class RawHttpTransport extends StreamableHTTPClientTransport {
       res.resume();
       return;
     }
-    const contentType = res.headers['content-type'];
-    const essence = contentType?.split(';', 1)[0]!.trim().toLowerCase();
+    // As the SDK's transport reads it: the web Headers join several (Node keeps the first), then the media type.
+    const contentType = res.headersDistinct['content-type']?.join(', ');
+    const essence = mediaTypeEssence(contentType);
     let answered = false;
     const deliver = (data: string): void => {
       let message: JSONRPCMessage;
@@ -178,7 +180,9 @@ export class RawHttpTransport extends StreamableHTTPClientTransport {
 async function readText(res: IncomingMessage): Promise<string> {
   const chunks: Buffer[] = [];
   for await (const chunk of res) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks).toString('utf8');
+  const text = Buffer.concat(chunks).toString('utf8');
+  // A BOM is dropped, as the web Response's text() and json() drop it (the SDK transport's reads).
+  return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
 }
 
 /**
@@ -195,6 +199,7 @@ class SseEvents {
   #data: string[] = [];
   #event = '';
   #id: string | undefined;
+  #begun = false;
   /** The id of the last event that named one (a resumable stream). */
   lastId: string | undefined;
   /** The reconnection delay the stream asked for (`retry:`), ms. */
@@ -205,7 +210,12 @@ class SseEvents {
   }
 
   push(chunk: Buffer): void {
-    const text = this.#text + this.#decoder.write(chunk);
+    let text = this.#text + this.#decoder.write(chunk);
+    // A BOM opening the stream is dropped, as the SDK's TextDecoderStream drops it.
+    if (!this.#begun && text !== '') {
+      this.#begun = true;
+      if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
+    }
     let start = 0;
     for (;;) {
       let end = start;
@@ -240,7 +250,8 @@ class SseEvents {
     if (value.charCodeAt(0) === 32) value = value.slice(1);
     if (field === 'data') this.#data.push(value);
     else if (field === 'event') this.#event = value;
-    else if (field === 'id') this.#id = value;
+    else if (field === 'id' && !value.includes('\0'))
+      this.#id = value; // as eventsource-parser: NUL, ignored
     else if (field === 'retry' && /^\d+$/.test(value)) this.retry = Number(value);
   }
 }
