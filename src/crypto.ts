@@ -3,7 +3,7 @@
  * nothing else, a rule `npm test` checks). Approvals, run states, pins, inbox links and sessions all bind
  * what they sign through these functions, so "the same value" means the same bytes everywhere.
  */
-import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import { createHash, createHmac, randomFillSync, timingSafeEqual } from 'node:crypto';
 
 /**
  * JSON with object keys sorted at every level, so one value has one text (and one hash) whatever order
@@ -93,3 +93,21 @@ function received(value: unknown, bytes: Uint8Array | null): string {
   if (Array.isArray(value)) return 'an array';
   return typeof value === 'object' ? 'an object' : typeof value;
 }
+
+/**
+ * A fresh random 32-byte key, cut from a pool filled by the CSPRNG 64 keys at a time (as node's randomUUID
+ * pools its bytes): a runner on its own memory stores makes one per construction, and randomBytes(32) costs a
+ * system call each time. Each key is a copy; the pool's bytes are handed out once and never reused.
+ */
+export function randomKey(): Uint8Array {
+  if (keyOffset === KEY_POOL.length) {
+    randomFillSync(KEY_POOL);
+    keyOffset = 0;
+  }
+  const key = KEY_POOL.slice(keyOffset, keyOffset + 32);
+  KEY_POOL.fill(0, keyOffset, keyOffset + 32);
+  keyOffset += 32;
+  return key;
+}
+const KEY_POOL = new Uint8Array(32 * 64);
+let keyOffset = KEY_POOL.length;

@@ -52,8 +52,12 @@ export function agentGraph(root: Agent): Record<string, AgentSpec> {
       throw new TypeError(`${where}: "tools" must be an iterable of tool names, got ${describe(agent.tools)}`);
     }
     const tools = [...agent.tools];
-    // Resolving once here turns a colliding or malformed declaration into an error before the run starts.
-    ToolAllowlist.resolve(tools, { agent: agent.name });
+    const last = specs.get(agent);
+    // Resolving once here turns a colliding or malformed declaration into an error before the run starts; a
+    // declaration the same as this agent's last one was resolved then, and its spec (the same frozen arrays,
+    // which the gate's allowlist memo knows) is taken again.
+    const same = last !== undefined && sameStrings(last.tools, tools);
+    if (!same) ToolAllowlist.resolve(tools, { agent: agent.name });
     const peers = agent.peers ?? [];
     if (!Array.isArray(peers))
       throw new TypeError(`${where}: "peers" must be an array of agents, got ${describe(peers)}`);
@@ -68,15 +72,38 @@ export function agentGraph(root: Agent): Record<string, AgentSpec> {
       if (agent[field] !== undefined && typeof agent[field] !== 'string')
         throw new TypeError(`${where}: "${field}" must be a string, got ${describe(agent[field])}`);
     }
-    graph[agent.name] = Object.freeze({
+    const instructions = agent.instructions ?? null;
+    const description = agent.description ?? null;
+    if (
+      same &&
+      last.name === agent.name &&
+      last.instructions === instructions &&
+      last.description === description &&
+      last.peers.length === peers.length &&
+      peers.every((p, i) => p.name === last.peers[i])
+    ) {
+      graph[agent.name] = last;
+      continue;
+    }
+    const spec: AgentSpec = Object.freeze({
       name: agent.name,
       tools: Object.freeze(tools),
       peers: Object.freeze(peers.map((p) => p.name)),
-      instructions: agent.instructions ?? null,
-      description: agent.description ?? null,
+      instructions,
+      description,
     });
+    specs.set(agent, spec);
+    graph[agent.name] = spec;
   }
   return graph;
+}
+/** The last spec made of each agent object (its fields may change between runs: each run compares). */
+const specs = new WeakMap<Agent, AgentSpec>();
+
+function sameStrings(a: readonly string[], b: readonly string[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
 }
 
 /** The `agent:<name>` tools of one agent's peers, by canonical name. Never executed directly: the runner runs the peer. */

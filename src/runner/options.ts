@@ -2,8 +2,8 @@
  * The runner's options, validated once at construction (a TypeError names the option and the value it
  * got), and the per-run and per-dispatch inputs it reads later: run() options and tenant limits.
  */
-import { randomBytes, randomUUID } from 'node:crypto';
-import { secretOf } from '../crypto.js';
+import { randomUUID } from 'node:crypto';
+import { randomKey, secretOf } from '../crypto.js';
 import { parseScopeMap, parseTenantLimits, stringList, type ScopeMap } from '../config.js';
 import { ConfigurationError } from '../errors.js';
 import { describe } from '../names.js';
@@ -237,7 +237,7 @@ function runnerSecret(secret: AgentRunnerOptions['secret'], stores: RunnerStores
         'process that resumes a run or answers its approvals must sign with the same key. Pass one of at least 16 bytes ' +
         'from your secret store, e.g. `secret: process.env.TOOLGATE_SECRET` (set the same value in every process).',
     );
-  const key = used.map((store) => memorySecrets.get(store)).find((k) => k !== undefined) ?? randomBytes(32);
+  const key = used.map((store) => memorySecrets.get(store)).find((k) => k !== undefined) ?? randomKey();
   for (const store of used) if (!memorySecrets.has(store)) memorySecrets.set(store, key);
   return key;
 }

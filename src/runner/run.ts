@@ -123,16 +123,25 @@ export function emitRun<T extends RunEventType>(
  * with this run's rows.
  */
 export function ledgerKeyOf(run: Run, frame: Frame, turn: Turn, callId: string): CallKey {
-  return {
-    key: JSON.stringify([run.runId, run.tenant, run.caller.id, frame.key, turn.index, callId]),
-    scope: scopeOf(run),
-  };
+  // The text of JSON.stringify([runId, tenant, callerId, frame.key, turn.index, callId]), its constant head
+  // made once per frame (keys stored by earlier versions and other processes are the same strings).
+  let head = ledgerHeads.get(frame);
+  if (head === undefined || head.run !== run) {
+    head = { run, text: JSON.stringify([run.runId, run.tenant, run.caller.id, frame.key]).slice(0, -1) };
+    ledgerHeads.set(frame, head);
+  }
+  return { key: `${head.text},${turn.index},${JSON.stringify(callId)}]`, scope: scopeOf(run) };
 }
+const ledgerHeads = new WeakMap<Frame, { readonly run: Run; readonly text: string }>();
 
 /** The tally store's key of a run: its run id, tenant, caller id and root agent (every continuation shares it). */
 export function tallyKeyOf(run: RunIdentity): string {
-  return JSON.stringify([run.runId, run.tenant, run.caller.id, run.root]);
+  let key = tallyKeys.get(run);
+  if (key === undefined) tallyKeys.set(run, (key = JSON.stringify([run.runId, run.tenant, run.caller.id, run.root])));
+  return key;
 }
+/** By run identity: its fields never change (a resumed run is a new object). */
+const tallyKeys = new WeakMap<RunIdentity, string>();
 
 /** A short tag of the run identity (run id, tenant, caller id, root agent), kept in each ledger row's owner. */
 export function scopeOf(run: RunIdentity): string {
