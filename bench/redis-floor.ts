@@ -1,7 +1,8 @@
 /**
  * Where a Redis-limited call's time goes, measured in one process in alternating rounds (a decomposition of
  * the `stores` part's Redis rows): one ioredis PING; EVALSHA of a script that only answers (a two-charge
- * call's keys and arguments); the same through a client with the stores' command timeout; the counter script
+ * call's keys and arguments); the same through a client with the stores' command timeout, and with its numbers
+ * as one argument (ioredis' and the server's cost per argument); the counter script
  * raw; the store's `consume`; `Limiter.charge`; `registry.invoke` in the README shape, without and with the
  * Redis-backed limits. Then the server's own µs per script (INFO commandstats, each script alone).
  * `npx tsx bench/redis-floor.ts [n]`.
@@ -90,6 +91,7 @@ await Promise.all([plain, timed].map((c) => new Promise<void>((ok) => c.once('re
 const empty = (await plain.script('LOAD', "return '1 -1 0 2 1 1'")) as string;
 const counter = (await plain.script('LOAD', CONSUME)) as string;
 const args = [1, 2, 1, 1e12, 3_600_000, 1, 1e12, 86_400_000];
+const packed = args.join(' ');
 const keysOf = (name: string): string[] => [`${prefix}:c:${name}-a`, `${prefix}:c:${name}-b`];
 const emptyKeys = keysOf('empty');
 const rawKeys = keysOf('raw');
@@ -108,6 +110,9 @@ const ops: Record<string, () => Promise<unknown>> = {
   'PING (commandTimeout client)': () => timed.ping(),
   'EVALSHA answer-only (plain)': () => plain.evalsha(empty, 2, ...emptyKeys, ...args),
   'EVALSHA answer-only (commandTimeout)': () => timed.evalsha(empty, 2, ...emptyKeys, ...args),
+  // The same with its eight numbers sent as one argument: what ioredis (Command's args.flat(), toWritable) and
+  // the server's parsing cost per argument.
+  'EVALSHA answer-only, ARGV as one string': () => plain.evalsha(empty, 2, ...emptyKeys, packed),
   'EVALSHA counter script (plain)': () => plain.evalsha(counter, 2, ...rawKeys, ...args),
   'store consume, two charges': () => stores.counters.consume(twoCharges),
   'Limiter.charge, two limits': () => limiter.charge(subject),
