@@ -134,7 +134,10 @@ export class RedisStores {
     // clearing a command's timer is a list insert and removal (~0.6 µs a command less; bench/redis-floor.ts).
     const timeoutMs = client.options.commandTimeout;
     this.#timerList =
-      typeof timeoutMs === 'number' && timeoutMs > 0 ? setInterval(() => undefined, timeoutMs).unref() : null;
+      // (Past 2^31 - 1 ms Node would fire it every millisecond instead: none then.)
+      typeof timeoutMs === 'number' && timeoutMs >= 1 && timeoutMs <= 2_147_483_647
+        ? setInterval(() => undefined, timeoutMs).unref()
+        : null;
     const key = (kind: string, name: string): string => `${prefix}:${kind}:${name}`;
     const batch = new CoalescedConsume(sendSets(client, key));
 
