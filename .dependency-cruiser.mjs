@@ -80,6 +80,16 @@ export default {
       to: { path: '^src/(gateway|inbox)/' },
     },
     {
+      name: 'limits-below-stores',
+      comment:
+        'src/limits/ (the Limiter) sits below src/stores/ (ARCHITECTURE.md "The layers"): it reaches a counter store ' +
+        'through the contract (src/contracts/stores.ts), and a store may import what limits share (MAX_WINDOW_MS), ' +
+        'never the other way round.',
+      severity: 'error',
+      from: { path: '^src/limits/' },
+      to: { path: '^src/stores/' },
+    },
+    {
       name: 'no-circular',
       comment: 'No import circle anywhere in src/ (type-only imports included).',
       severity: 'error',

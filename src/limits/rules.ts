@@ -3,7 +3,15 @@
  * the Limiter's constructor and the policy-file loader compile them here.
  */
 import { canonical, describe } from '../names.js';
-import { MAX_WINDOW_MS } from '../stores/shared.js';
+
+/**
+ * The longest window a counter keeps: 1000 years. A longer one cannot be kept: the Redis script writes a key's
+ * expiry as a 64-bit integer (past 2^63 ms it turns negative, and PEXPIREAT with it deletes the key, so nothing
+ * is ever counted), and a refusal's retry time must be a Date. Limits (`parseWindow`) refuse it as written, every
+ * counter store's `consume` refuses a charge with it, and the policy file schema's `window` has it as `maximum`.
+ * Here, below the stores, which import it (the limits import nothing of the stores).
+ */
+export const MAX_WINDOW_MS = 365_250 * 86_400_000;
 
 /** What a limit counts per: one counter per distinct value (a missing value counts under one shared "none"). */
 export type LimitDimension = 'tenant' | 'caller' | 'agent' | 'run';

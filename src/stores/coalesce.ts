@@ -16,7 +16,11 @@ interface Queued {
   readonly reject: (error: unknown) => void;
 }
 
-/** One in-flight server step at a time; what arrives meanwhile goes in the next (at most `maxSets` a step). */
+/**
+ * One in-flight server step at a time; what arrives meanwhile goes in the next (at most `maxSets` a step). One
+ * send path: every call joins the queue, and a call that finds no step in flight sends the queue at once (for a
+ * lone caller, a step of one set with no wait).
+ */
 export class CoalescedConsume {
   readonly #send: SendSets;
   readonly #maxSets: number;
@@ -29,52 +33,41 @@ export class CoalescedConsume {
   }
 
   push(charges: readonly CounterCharge[]): Promise<CounterVerdict> {
-    if (this.#sending)
-      return new Promise<CounterVerdict>((resolve, reject) => {
-        this.#queued.push({ charges, resolve, reject });
-      });
-    // A lone call (none in flight): its own step, with no queue entry and no promise of ours around it.
+    return new Promise<CounterVerdict>((resolve, reject) => {
+      this.#queued.push({ charges, resolve, reject });
+      if (!this.#sending) this.#step();
+    });
+  }
+
+  /** Sends the queue (its first `maxSets`); when that step settles, the next, until none is queued. */
+  #step(): void {
+    const queued = this.#queued;
+    if (queued.length === 0) {
+      this.#sending = false;
+      return;
+    }
     this.#sending = true;
+    const batch = queued.length <= this.#maxSets ? queued : queued.slice(0, this.#maxSets);
+    this.#queued = batch === queued ? [] : queued.slice(this.#maxSets);
     let sent: Promise<readonly CounterVerdict[]>;
     try {
-      sent = this.#send([charges]);
+      sent = this.#send(batch.length === 1 ? [batch[0]!.charges] : batch.map((q) => q.charges));
     } catch (error) {
       sent = Promise.reject(error);
     }
-    return sent.then(
+    sent.then(
       (verdicts) => {
-        this.#next();
-        if (verdicts.length !== 1) throw answered(verdicts.length, 1);
-        return verdicts[0]!;
+        if (verdicts.length !== batch.length) {
+          const error = answered(verdicts.length, batch.length);
+          for (const q of batch) q.reject(error);
+        } else for (let i = 0; i < batch.length; i++) batch[i]!.resolve(verdicts[i]!);
+        this.#step();
       },
       (error: unknown) => {
-        this.#next();
-        throw error;
+        for (const q of batch) q.reject(error);
+        this.#step();
       },
     );
-  }
-
-  /** After a step: the calls made meanwhile go in the next one (or none is in flight any more). */
-  #next(): void {
-    if (this.#queued.length > 0) void this.#drain();
-    else this.#sending = false;
-  }
-
-  async #drain(): Promise<void> {
-    while (this.#queued.length > 0) {
-      const batch = this.#queued.length <= this.#maxSets ? this.#queued : this.#queued.slice(0, this.#maxSets);
-      this.#queued = batch === this.#queued ? [] : this.#queued.slice(this.#maxSets);
-      let verdicts: readonly CounterVerdict[];
-      try {
-        verdicts = await this.#send(batch.map((q) => q.charges));
-        if (verdicts.length !== batch.length) throw answered(verdicts.length, batch.length);
-      } catch (error) {
-        for (const q of batch) q.reject(error);
-        continue;
-      }
-      for (const [i, q] of batch.entries()) q.resolve(verdicts[i]!);
-    }
-    this.#sending = false;
   }
 }
 

@@ -268,7 +268,14 @@ export class MemoryTallyStore implements TallyStore {
 interface Window {
   readonly entries: { at: number; cost: number }[];
   total: number;
+  /** The longest window the key was charged or read under (what the sweep keeps it for). */
+  longest: number;
 }
+
+/** How long past its longest window an idle counter is kept (as the Redis store's key TTL: at most a minute). */
+const SWEEP_SLACK_MS = 60_000;
+/** Counters the sweep looks at per `consume`: memory follows the live keys, at O(1) per call. */
+const SWEEP_PER_CALL = 2;
 
 function undo(w: Window, cost: number): void {
   if (cost <= 0) return;
@@ -276,55 +283,92 @@ function undo(w: Window, cost: number): void {
   w.total -= cost;
 }
 
-/** Sliding-window counters in a Map. */
+/**
+ * Sliding-window counters in a Map. Memory follows the live keys: a counter left empty by a call is deleted
+ * (an empty window and none read alike), and a sweep of a few counters per `consume` deletes those idle past
+ * their longest window and a minute (as the Redis store's keys expire), so keys met once do not pile up.
+ */
 export class MemoryCounterStore implements CounterStore {
   readonly name = 'memory (this process)';
   readonly #windows = new Map<string, Window>();
   readonly #now: () => number;
+  #sweep: Iterator<[string, Window]> | null = null;
 
   constructor(options?: MemoryStoreOptions) {
     this.#now = clockOf(options);
   }
 
+  /** How many counters are held (memory grows with the live keys only). */
+  get size(): number {
+    return this.#windows.size;
+  }
+
   async consume(charges: readonly CounterCharge[]): Promise<CounterVerdict> {
     checkCharges(charges);
     const now = this.#now();
-    const windows = charges.map((c) => this.#window(c.key, c.windowMs, now));
-    for (const [i, c] of charges.entries()) {
-      const w = windows[i]!;
-      if (w.total + c.cost > c.limit) {
-        const retry = retryAfter(w.entries, w.total + c.cost - c.limit, c.windowMs, now, c.cost, c.limit);
-        return { allowed: false, used: windows.map((x) => x.total), index: i, retryAfterMs: retry };
+    this.#sweepSome(now);
+    const windows = charges.map((c) => this.#window(c.key, c.windowMs, now, true)!);
+    try {
+      for (const [i, c] of charges.entries()) {
+        const w = windows[i]!;
+        if (w.total + c.cost > c.limit) {
+          const retry = retryAfter(w.entries, w.total + c.cost - c.limit, c.windowMs, now, c.cost, c.limit);
+          return { allowed: false, used: windows.map((x) => x.total), index: i, retryAfterMs: retry };
+        }
       }
+      // Two charges on one key (two rules counting the same thing) must fit together: checked as they are added.
+      for (const [i, c] of charges.entries()) {
+        const w = windows[i]!;
+        if (w.total + c.cost > c.limit) {
+          for (let j = i - 1; j >= 0; j--) undo(windows[j]!, charges[j]!.cost);
+          return { allowed: false, used: windows.map((x) => x.total), index: i, retryAfterMs: null };
+        }
+        if (c.cost > 0) {
+          w.entries.push({ at: now, cost: c.cost });
+          w.total += c.cost;
+        }
+      }
+      return { allowed: true, used: windows.map((w) => w.total) };
+    } finally {
+      for (const [i, w] of windows.entries()) if (w.entries.length === 0) this.#windows.delete(charges[i]!.key);
     }
-    // Two charges on one key (two rules counting the same thing) must fit together: checked as they are added.
-    for (const [i, c] of charges.entries()) {
-      const w = windows[i]!;
-      if (w.total + c.cost > c.limit) {
-        for (let j = i - 1; j >= 0; j--) undo(windows[j]!, charges[j]!.cost);
-        return { allowed: false, used: windows.map((x) => x.total), index: i, retryAfterMs: null };
-      }
-      if (c.cost > 0) {
-        w.entries.push({ at: now, cost: c.cost });
-        w.total += c.cost;
-      }
-    }
-    return { allowed: true, used: windows.map((w) => w.total) };
   }
 
   async peek(key: string, windowMs: number): Promise<number> {
     requireKey(key, 'key');
     requireNumber(windowMs, 'windowMs', 1);
-    return this.#window(key, windowMs, this.#now()).total;
+    const w = this.#window(key, windowMs, this.#now(), false);
+    if (w?.entries.length === 0) this.#windows.delete(key);
+    return w?.total ?? 0;
   }
 
-  #window(key: string, windowMs: number, now: number): Window {
+  /** The key's counter with what has left `windowMs` dropped; a new one only when `create`. */
+  #window(key: string, windowMs: number, now: number, create: boolean): Window | undefined {
     let w = this.#windows.get(key);
-    if (!w) this.#windows.set(key, (w = { entries: [], total: 0 }));
+    if (!w) {
+      if (!create) return undefined;
+      this.#windows.set(key, (w = { entries: [], total: 0, longest: windowMs }));
+    } else if (windowMs > w.longest) w.longest = windowMs;
     let drop = 0;
     while (drop < w.entries.length && w.entries[drop]!.at <= now - windowMs) w.total -= w.entries[drop++]!.cost;
     if (drop > 0) w.entries.splice(0, drop);
     return w;
+  }
+
+  /** Deletes the next few counters whose newest entry is past their longest window and a minute. */
+  #sweepSome(now: number): void {
+    for (let i = 0; i < SWEEP_PER_CALL; i++) {
+      this.#sweep ??= this.#windows.entries();
+      const next = this.#sweep.next();
+      if (next.done === true) {
+        this.#sweep = null;
+        return;
+      }
+      const [key, w] = next.value;
+      const last = w.entries.at(-1);
+      if (last === undefined || last.at <= now - w.longest - Math.min(w.longest, SWEEP_SLACK_MS))
+        this.#windows.delete(key);
+    }
   }
 }
 

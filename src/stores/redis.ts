@@ -101,6 +101,8 @@ export class RedisStores {
   /** The client (created from `url`, or the one given). */
   readonly client: Redis;
   readonly #owned: boolean;
+  /** Keeps Node's timer list of the command timeout alive (see the constructor); cleared by `close`. */
+  readonly #timerList: ReturnType<typeof setInterval> | null;
 
   constructor(options: RedisStoresOptions = {}) {
     if (typeof options !== 'object' || options === null)
@@ -126,6 +128,16 @@ export class RedisStores {
     // An unhandled 'error' event would end the process; a command that needed the server rejects anyway.
     if (this.#owned) this.client.on('error', () => undefined);
     const client = this.client;
+    // ioredis arms a timer of `commandTimeout` per command and clears it on the reply. Node keeps one list of
+    // timers per duration and drops it (and re-creates it, with its libuv timer) whenever it empties, which a
+    // lone caller's every command does: one unref'd interval of that duration keeps the list, so arming and
+    // clearing a command's timer is a list insert and removal (~0.6 µs a command less; bench/redis-floor.ts).
+    const timeoutMs = client.options.commandTimeout;
+    this.#timerList =
+      // (Past 2^31 - 1 ms Node would fire it every millisecond instead: none then.)
+      typeof timeoutMs === 'number' && timeoutMs >= 1 && timeoutMs <= 2_147_483_647
+        ? setInterval(() => undefined, timeoutMs).unref()
+        : null;
     const key = (kind: string, name: string): string => `${prefix}:${kind}:${name}`;
     const batch = new CoalescedConsume(sendSets(client, key));
 
@@ -223,6 +235,7 @@ export class RedisStores {
 
   /** Quits the client when the stores created it. */
   async close(): Promise<void> {
+    if (this.#timerList !== null) clearInterval(this.#timerList);
     if (this.#owned) await this.client.quit().catch(() => this.client.disconnect());
   }
 }

@@ -2,6 +2,7 @@
  * What every store implementation shares: argument checks, the status of a pending request, reading rows
  * back, the audit query's bounds. Internal: not exported from an entry point.
  */
+import { MAX_WINDOW_MS } from '../limits/rules.js';
 import { describe } from '../names.js';
 import type {
   Answer,
@@ -180,13 +181,6 @@ export function reservationOf(
   if (now < row.leaseUntil) return { state: 'held', owner: row.owner, until: row.leaseUntil };
   return { state: 'unknown', owner: row.owner, since: row.reservedAt };
 }
-
-/**
- * The longest window a counter keeps: 1000 years. A longer one cannot be kept: the Redis script writes a key's
- * expiry as a 64-bit integer (past 2^63 ms it turns negative, and PEXPIREAT with it deletes the key, so nothing
- * is ever counted), and a refusal's retry time must be a Date. Limits (`parseWindow`) refuse it as written.
- */
-export const MAX_WINDOW_MS = 365_250 * 86_400_000;
 
 /** Checks a counter call's charges (every store). */
 export function checkCharges(charges: readonly CounterCharge[]): void {

@@ -5,7 +5,9 @@
  * or the calls over the max are refused — on Redis as in memory.
  */
 import { afterAll, describe, expect, it } from 'vitest';
+import { readFileSync } from 'node:fs';
 import { Limiter, type LimitSubject } from '../../src/limits/limiter.js';
+import { MAX_WINDOW_MS } from '../../src/limits/rules.js';
 import { MemoryCounterStore } from '../../src/stores/memory.js';
 import { RedisStores } from '../../src/stores/redis.js';
 import type { CounterStore } from '../../src/stores/types.js';
@@ -88,5 +90,24 @@ limits:
     await limiter.charge(subject);
     const refused = await limiter.charge(subject).catch((error: unknown) => ({ thrown: String(error) }));
     expect(refused).toMatchObject({ allowed: false, stage: 'limit', limit: 'far' });
+  });
+
+  it("the policy schema's `window` maximum is the longest window a counter keeps (MAX_WINDOW_MS)", () => {
+    const schema = JSON.parse(readFileSync(new URL('../../schema/policy.schema.json', import.meta.url), 'utf8')) as {
+      definitions: Record<string, { properties: { window: { oneOf: { type: string; maximum?: number }[] } } }>;
+    };
+    const limit = Object.values(schema.definitions).find((d) => d.properties?.window !== undefined)!;
+    expect(limit.properties.window.oneOf.find((o) => o.type === 'number')?.maximum).toBe(MAX_WINDOW_MS);
+    const file = (window: string | number): string => `version: 1
+limits:
+  - { name: l, max: 2, window: ${window} }
+`;
+    expect(parsePolicy(file(MAX_WINDOW_MS)).ok).toBe(true);
+    const over = parsePolicy(file(MAX_WINDOW_MS + 1));
+    expect(over.ok).toBe(false);
+    if (!over.ok) expect(over.issues.map((i) => i.code)).toContain('schema');
+    // A string is checked by the loader (parseWindow) against the same bound.
+    expect(parsePolicy(file("'365250d'")).ok).toBe(true);
+    expect(parsePolicy(file("'365251d'")).ok).toBe(false);
   });
 });
