@@ -122,7 +122,10 @@ export function precheck(
   }
   // 2 parse arguments: malformed JSON is refused, never run as {}. An object (invoke's arguments) needs no parse.
   const given = call.arguments;
-  const parsed = isPlainRecord(given) ? null : parseArguments(given);
+  // JSON text (a model's call) is parsed here, without parseArguments' result object; text that does not
+  // parse into an object is parsed again there, for the problem to refuse it with.
+  const text = typeof given === 'string' ? parsedObject(given) : null;
+  const parsed = text !== null || isPlainRecord(given) ? null : parseArguments(given);
   if (parsed !== null && !parsed.ok)
     return decided(
       decisionOf(
@@ -148,11 +151,13 @@ export function precheck(
   try {
     // Arguments that came as JSON text were made by JSON.parse just now: frozen where they are, not copied.
     input =
-      parsed === null
-        ? snapshotArguments(given as Record<string, unknown>)
-        : typeof given === 'string'
-          ? freezeParsedArguments(parsed.value)
-          : snapshotArguments(parsed.value);
+      text !== null
+        ? freezeParsedArguments(text)
+        : parsed === null
+          ? snapshotArguments(given as Record<string, unknown>)
+          : typeof given === 'string'
+            ? freezeParsedArguments(parsed.value)
+            : snapshotArguments(parsed.value);
   } catch (error) {
     return invalid(call, form, agent, context, env, tool, `the arguments cannot be read as JSON: ${errorText(error)}`);
   }
@@ -194,6 +199,16 @@ function invalid(
 function validationFailed(head: Head, tool: Tool, error: unknown): Precheck {
   const { call, form, agent, context, env } = head;
   return invalid(call, form, agent, context, env, tool, `validating the arguments failed: ${errorText(error)}`);
+}
+
+/** JSON text's object, or null where parseArguments would refuse the text (not JSON, or not an object). */
+function parsedObject(text: string): Record<string, unknown> | null {
+  try {
+    const value: unknown = JSON.parse(text);
+    return isPlainRecord(value) ? value : null;
+  } catch {
+    return null;
+  }
 }
 
 /** What parseArguments passes through as is: an object that is not an array (its `isRecord`). */
