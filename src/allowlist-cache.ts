@@ -216,18 +216,29 @@ interface Joint {
   readonly declared: unknown;
   readonly tenant: unknown;
   readonly caller: unknown;
-  /** canonical form → slot; a slot's positions are `at[3 * slot]` (declared), `+ 1` (tenant), `+ 2` (caller) */
-  readonly slots: ReadonlyMap<string, number>;
-  readonly at: Int32Array;
+  /** canonical form → where each layer holds it, with the spelling indexed there */
+  readonly slots: ReadonlyMap<string, JointSlot>;
   /** What building it cost: its declaration's forms. */
   readonly cost: number;
-  /** Per layer, the plain array to check and its indexed spellings; null when frozen or not given. */
+  /** Per layer, the plain array to check; null when frozen or not given. */
   readonly d: readonly unknown[] | null;
-  readonly ds: readonly string[];
   readonly t: readonly unknown[] | null;
-  readonly ts: readonly string[];
   readonly c: readonly unknown[] | null;
-  readonly cs: readonly string[];
+}
+
+/**
+ * One form's positions in the three layers and the spellings indexed there, in one object: a permitted call
+ * reads the Map, this slot and one entry of each plain layer (a slot's numbers in one typed array and the
+ * spellings in three more arrays were four more cache lines per call, which at 10,000 tools were most of the
+ * allowlist step's time, issue 25).
+ */
+interface JointSlot {
+  readonly pd: number;
+  readonly pt: number;
+  readonly pc: number;
+  readonly sd: unknown;
+  readonly st: unknown;
+  readonly sc: unknown;
 }
 
 // The joints of the last few steady contexts (a server taking turns between a few tenants keeps each one's).
@@ -249,7 +260,6 @@ export function jointsBuilt(): number {
 let lastDeclared: unknown;
 let lastTenant: unknown;
 let lastCaller: unknown;
-const NO_SPELLINGS: readonly string[] = [];
 
 function jointFor(declaration: unknown, tenant: unknown, caller: unknown): Joint | null {
   sinceBuilt++;
@@ -272,16 +282,14 @@ function join(declaration: unknown, tenant: unknown, caller: unknown): void {
   if (joints.length > JOINTS) joints.pop();
 }
 
-function jointHolds(j: Joint, slot: number): boolean {
-  const at = j.at;
-  const k = 3 * slot;
+function jointHolds(j: Joint, slot: JointSlot): boolean {
   const d = j.d;
   const t = j.t;
   const c = j.c;
   return (
-    (d === null || d[at[k]!] === j.ds[at[k]!]) &&
-    (t === null || t[at[k + 1]!] === j.ts[at[k + 1]!]) &&
-    (c === null || c[at[k + 2]!] === j.cs[at[k + 2]!])
+    (d === null || d[slot.pd] === slot.sd) &&
+    (t === null || t[slot.pt] === slot.st) &&
+    (c === null || c[slot.pc] === slot.sc)
   );
 }
 
@@ -298,17 +306,19 @@ function jointOf(declaration: unknown, tenant: unknown, caller: unknown): Joint 
   const ti = indexed(tenant, 'tenant');
   const ci = indexed(caller, 'caller');
   if (!di || ti === undefined || ci === undefined) return null;
-  const slots = new Map<string, number>();
-  const at = new Int32Array(3 * di.forms.size);
+  const slots = new Map<string, JointSlot>();
   for (const [form, pd] of di.forms) {
     const pt = ti === null ? 0 : ti.forms.get(form);
     const pc = ci === null ? 0 : ci.forms.get(form);
     if (pt === undefined || pc === undefined) continue;
-    const k = 3 * slots.size;
-    at[k] = pd;
-    at[k + 1] = pt;
-    at[k + 2] = pc;
-    slots.set(form, slots.size);
+    slots.set(form, {
+      pd,
+      pt,
+      pc,
+      sd: di.spellings[pd],
+      st: ti === null ? undefined : ti.spellings[pt],
+      sc: ci === null ? undefined : ci.spellings[pc],
+    });
   }
   const plain = (layer: unknown, index: LayerIndex | null): readonly unknown[] | null =>
     index === null || index.frozen ? null : (layer as readonly unknown[]);
@@ -317,14 +327,10 @@ function jointOf(declaration: unknown, tenant: unknown, caller: unknown): Joint 
     tenant,
     caller,
     slots,
-    at,
     cost: di.forms.size,
     d: plain(declaration, di),
-    ds: di.spellings,
     t: plain(tenant, ti),
-    ts: ti?.spellings ?? NO_SPELLINGS,
     c: plain(caller, ci),
-    cs: ci?.spellings ?? NO_SPELLINGS,
   };
 }
 

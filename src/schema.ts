@@ -78,14 +78,23 @@ export function compileValidator(parameters: ToolParameters): Validator {
     };
   }
   const check = ajvCompile(parameters);
-  return (value) =>
-    check(value)
-      ? { ok: true, value }
-      : {
-          ok: false,
-          issues: (check.errors ?? []).map((e) => `${e.instancePath || '(root)'} ${e.message ?? 'is invalid'}`),
-        };
+  let validator = validators.get(check);
+  if (validator === undefined) {
+    validator = (value) =>
+      check(value)
+        ? { ok: true, value }
+        : {
+            ok: false,
+            issues: (check.errors ?? []).map((e) => `${e.instancePath || '(root)'} ${e.message ?? 'is invalid'}`),
+          };
+    validators.set(check, validator);
+  }
+  return validator;
 }
+
+// One validator per compiled check: tools with equal schemas (most of a large registry) share one function,
+// so a call's validation reads no object of its own tool's and its call site stays monomorphic (issue 25).
+const validators = new WeakMap<ValidateFunction, Validator>();
 
 function fromStandard(result: StandardResult<unknown>): ValidationResult {
   if (result.issues) {

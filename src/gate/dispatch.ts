@@ -10,7 +10,7 @@
  * One named fast path, {@link runAlone}: one call, no listener, no meter, no observer — nothing can change
  * between its decision and its execution, so it is decided and started without a microtask (sync schema, no
  * handler). This file is the only emitter of `tool_decided`, `permission_asked` and `permission_denied`, and
- * with precheck.ts and approval.ts the only place a Decision is made.
+ * with precheck.ts and approval.ts the only place a Decision is made (all by decisions.ts's one builder).
  */
 import type {
   Attempt,
