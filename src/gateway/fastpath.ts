@@ -82,15 +82,15 @@ export interface FastReplies {
   readonly authInfo?: AuthInfo | undefined;
 }
 
-/** A stdio connection's replies: lines on the transport, as the SDK Server writes them. */
-function stdioReplies(server: Server, transport: Transport): FastReplies {
+/**
+ * A stdio connection's replies: lines on the transport, as the SDK Server writes them (an answer written at
+ * once: no promise per answer, as nothing waits for it).
+ */
+function stdioReplies(server: Server, transport: FastStdioTransport): FastReplies {
   return {
     notify: (id, notification) => server.notification(notification, { relatedRequestId: id }),
     answer: (_id, message) => {
-      if (message === undefined) return;
-      transport
-        .send(message)
-        .catch((error: unknown) => server.onerror?.(new Error(`Failed to send response: ${String(error)}`)));
+      if (message !== undefined) transport.write(message);
     },
   };
 }
@@ -340,5 +340,10 @@ export class FastStdioTransport implements Transport {
       if (this.#stdout.write(serializeMessage(message))) resolve();
       else this.#stdout.once('drain', resolve);
     });
+  }
+
+  /** {@link send} for a caller that does not wait for the line to drain (a fast-path answer): one write, no promise. */
+  write(message: JSONRPCMessage): void {
+    this.#stdout.write(serializeMessage(message));
   }
 }

@@ -44,7 +44,7 @@ import type { GateContext } from '../contracts/gate.js';
 import { canonical } from '../names.js';
 import type { ToolRegistry } from '../registry.js';
 import type { GatewayPeople } from './approvers.js';
-import type { GatewayAuditRecord } from './audit.js';
+import { auditTime, type GatewayAuditRecord } from './audit.js';
 import { sessionSubject } from './auth.js';
 import { runToolCall } from './calls.js';
 import { noCursor, normalUri, type ItemAccess, type ItemAsker, type ItemGate } from './items.js';
@@ -151,7 +151,7 @@ function who(session: Session, request: SessionRequest): { caller: string | null
 }
 
 function now(): string {
-  return new Date().toISOString();
+  return auditTime();
 }
 
 /** `tools/list`: the upstreams' tools the allowlist permits, drifted ones hidden under `pin: refuse`. */
