@@ -99,7 +99,10 @@ export async function runToolCall(deps: ToolCallDeps, call: ToolCallRequest): Pr
     ...(stepUp ? { stepUp: { status: 403, scope: stepUp.scope } } : {}),
     ...(task ? { task: { status: task.status } } : {}),
   };
-  audit({ ...record, ...(shadow ? { shadow } : {}), ...(drift ? { drift: drift.diff } : {}) });
+  // Copied only to add a shadow verdict or a drift (the common record goes to the sink as it was built).
+  audit(
+    shadow || drift ? { ...record, ...(shadow ? { shadow } : {}), ...(drift ? { drift: drift.diff } : {}) } : record,
+  );
   await relay.delivered(server);
   if (result.status === 'ok') return result.value as CallToolResult;
   if (result.status === 'error' && call.upstream && call.upstream.state !== 'ready')

@@ -206,7 +206,7 @@ async function callTool(
   if (closed !== null) return refused(closed);
   if (upstream && upstream.state !== 'ready')
     return refused(unavailable(upstream, `the tool ${JSON.stringify(toolName)}`).message);
-  return runToolCall(
+  return await runToolCall(
     { registry, relay, people: core.people, audit, inForce: () => core.inForce.current },
     {
       server,
@@ -303,7 +303,7 @@ async function readResource(
   const uri = normalUri(params.uri);
   const upstream = await session.core.router.routeResource(uri);
   if (upstream.state !== 'ready') throw unavailable(upstream, `reading ${JSON.stringify(uri)}`);
-  return throughGate(session, request, {
+  return await throughGate(session, request, {
     kind: 'resource',
     action: 'read',
     upstream,
