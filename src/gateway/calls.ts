@@ -13,7 +13,7 @@ import type { GateContext } from '../contracts/gate.js';
 import type { ToolRegistry, ToolResult } from '../registry.js';
 import type { ApprovalNote } from './approvals.js';
 import { gatewayRoute, type AskingRequest, type GatewayPeople } from './approvers.js';
-import { shadowOf, type GatewayAuditRecord, type ToolAuditRecord } from './audit.js';
+import { auditTime, shadowOf, type GatewayAuditRecord, type ToolAuditRecord } from './audit.js';
 import { upstreamTaskOf } from '../mcp/index.js';
 import { roundOf } from './mrtr.js';
 import { listedDefinitionPin, PIN_RULE } from './pins.js';
@@ -88,7 +88,7 @@ export async function runToolCall(deps: ToolCallDeps, call: ToolCallRequest): Pr
   const task = result.status === 'ok' ? upstreamTaskOf(scope.result) : undefined;
   const record: ToolAuditRecord = {
     type: 'tool',
-    time: new Date().toISOString(),
+    time: auditTime(),
     ...call.who,
     upstream: call.upstream?.namespace ?? null,
     decision,
@@ -99,7 +99,10 @@ export async function runToolCall(deps: ToolCallDeps, call: ToolCallRequest): Pr
     ...(stepUp ? { stepUp: { status: 403, scope: stepUp.scope } } : {}),
     ...(task ? { task: { status: task.status } } : {}),
   };
-  audit({ ...record, ...(shadow ? { shadow } : {}), ...(drift ? { drift: drift.diff } : {}) });
+  // Copied only to add a shadow verdict or a drift (the common record goes to the sink as it was built).
+  audit(
+    shadow || drift ? { ...record, ...(shadow ? { shadow } : {}), ...(drift ? { drift: drift.diff } : {}) } : record,
+  );
   await relay.delivered(server);
   if (result.status === 'ok') return result.value as CallToolResult;
   if (result.status === 'error' && call.upstream && call.upstream.state !== 'ready')

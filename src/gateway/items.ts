@@ -18,7 +18,7 @@ import { normalResourceUri } from '../policy-file/uri.js';
 import { ToolRegistry, type ToolResult } from '../registry.js';
 import type { ApprovalNote } from './approvals.js';
 import { gatewayRoute, type AskingRequest, type GatewayPeople } from './approvers.js';
-import { shadowOf, type GatewayAuditRecord } from './audit.js';
+import { auditTime, shadowOf, type GatewayAuditRecord } from './audit.js';
 import type { PolicyInForce } from './policy.js';
 import type { Upstream } from './upstream.js';
 
@@ -128,7 +128,7 @@ export class ItemGate {
     this.#audit({
       type: kind,
       action: access.action,
-      time: new Date().toISOString(),
+      time: auditTime(),
       caller: asker.caller,
       session: asker.session,
       upstream: upstream.namespace,

@@ -44,7 +44,7 @@ import type { GateContext } from '../contracts/gate.js';
 import { canonical } from '../names.js';
 import type { ToolRegistry } from '../registry.js';
 import type { GatewayPeople } from './approvers.js';
-import type { GatewayAuditRecord } from './audit.js';
+import { auditTime, type GatewayAuditRecord } from './audit.js';
 import { sessionSubject } from './auth.js';
 import { runToolCall } from './calls.js';
 import { noCursor, normalUri, type ItemAccess, type ItemAsker, type ItemGate } from './items.js';
@@ -151,7 +151,7 @@ function who(session: Session, request: SessionRequest): { caller: string | null
 }
 
 function now(): string {
-  return new Date().toISOString();
+  return auditTime();
 }
 
 /** `tools/list`: the upstreams' tools the allowlist permits, drifted ones hidden under `pin: refuse`. */
@@ -206,7 +206,7 @@ async function callTool(
   if (closed !== null) return refused(closed);
   if (upstream && upstream.state !== 'ready')
     return refused(unavailable(upstream, `the tool ${JSON.stringify(toolName)}`).message);
-  return runToolCall(
+  return await runToolCall(
     { registry, relay, people: core.people, audit, inForce: () => core.inForce.current },
     {
       server,
@@ -303,7 +303,7 @@ async function readResource(
   const uri = normalUri(params.uri);
   const upstream = await session.core.router.routeResource(uri);
   if (upstream.state !== 'ready') throw unavailable(upstream, `reading ${JSON.stringify(uri)}`);
-  return throughGate(session, request, {
+  return await throughGate(session, request, {
     kind: 'resource',
     action: 'read',
     upstream,

@@ -40,8 +40,22 @@ export function fastPathOff(): boolean {
   return process.env['TOOLGATE_GATEWAY_FAST_PATH'] === 'off';
 }
 
-interface Pending {
+/**
+ * One raw request in flight: how it settles, and its place in the deadline queue (no timer of its own: one
+ * shared timer per connection, {@link RawRequests}).
+ */
+class Pending {
+  /** When it times out (performance.now() ms). */
+  readonly at: number;
   readonly answered: (message: Record<string, unknown>) => void;
+  /** Its timeout: the SDK's error, and the cancellation sent upstream. */
+  readonly expire: () => void;
+
+  constructor(at: number, answered: (message: Record<string, unknown>) => void, expire: () => void) {
+    this.at = at;
+    this.answered = answered;
+    this.expire = expire;
+  }
 }
 
 /** What a raw request needs: its timeout and the signal that stops it. */
@@ -53,11 +67,19 @@ export interface RawOptions {
 /** One upstream connection's requests in flight on the fast path. */
 export class RawRequests {
   readonly #transport: () => Transport | undefined;
+  /** In flight by id, in the order they were sent. */
   readonly #pending = new Map<string, Pending>();
   readonly #validator = new AjvJsonSchemaValidator();
   /** The output validator of each tool definition (compiled once per definition, as the SDK's cache does). */
   readonly #outputs = new WeakMap<McpTool, ReturnType<AjvJsonSchemaValidator['getValidator']>>();
   #next = 0;
+  /**
+   * The one timer of the connection's deadlines (unref'd: while a request waits, the upstream's transport
+   * keeps the process up), armed for `#armedAt`; a request sets no timer of its own, and settling one
+   * clears nothing.
+   */
+  #timer: ReturnType<typeof setTimeout> | undefined;
+  #armedAt = Infinity;
 
   constructor(transport: () => Transport | undefined) {
     this.#transport = transport;
@@ -161,7 +183,6 @@ export class RawRequests {
     const timeout = options.timeout ?? 60_000;
     return new Promise<unknown>((resolve, reject) => {
       const settle = (): void => {
-        clearTimeout(timer);
         signal?.removeEventListener('abort', onAbort);
         this.#pending.delete(id);
       };
@@ -179,20 +200,18 @@ export class RawRequests {
         reject(reason instanceof SdkError ? reason : new SdkError(SdkErrorCode.RequestTimeout, String(reason)));
       };
       const onAbort = (): void => cancel(signal?.reason);
-      const timer = setTimeout(
-        () => cancel(new SdkError(SdkErrorCode.RequestTimeout, 'Request timed out', { timeout })),
-        timeout,
-      );
-      this.#pending.set(id, {
-        answered: (message) => {
-          settle();
-          if ('closed' in message) return reject(message['closed']);
-          const error = message['error'] as { code?: unknown; message?: unknown; data?: unknown } | undefined;
-          if (error !== undefined && error !== null && typeof error === 'object')
-            return reject(ProtocolError.fromError(Number(error.code), String(error.message), error.data));
-          resolve(withoutResultType(message['result']));
-        },
-      });
+      const answered = (message: Record<string, unknown>): void => {
+        settle();
+        if ('closed' in message) return reject(message['closed']);
+        const error = message['error'] as { code?: unknown; message?: unknown; data?: unknown } | undefined;
+        if (error !== undefined && error !== null && typeof error === 'object')
+          return reject(ProtocolError.fromError(Number(error.code), String(error.message), error.data));
+        resolve(withoutResultType(message['result']));
+      };
+      const expire = (): void => cancel(new SdkError(SdkErrorCode.RequestTimeout, 'Request timed out', { timeout }));
+      const at = performance.now() + timeout;
+      this.#pending.set(id, new Pending(at, answered, expire));
+      this.#arm(at);
       signal?.addEventListener('abort', onAbort, { once: true });
       transport.send({ jsonrpc: '2.0', id, method, params } as JSONRPCMessage).catch((error: unknown) => {
         if (!this.#pending.has(id)) return;
@@ -200,6 +219,32 @@ export class RawRequests {
         reject(error);
       });
     });
+  }
+
+  /**
+   * Arms the shared timer for `at` unless it is armed for then or sooner. It is never armed later than the
+   * earliest deadline in flight (a request settled before its deadline leaves the timer early, and when it
+   * fires it finds the next one); a request's deadline is never earlier than those sent before it with the
+   * same timeout, so a connection arms it about once per timeout, not once per request.
+   */
+  #arm(at: number): void {
+    if (at >= this.#armedAt) return;
+    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    this.#armedAt = at;
+    this.#timer = setTimeout(() => this.#expire(), Math.max(0, at - performance.now()));
+    this.#timer.unref();
+  }
+
+  /** The shared timer fired: every request past its deadline times out (in the order sent), then it is armed again. */
+  #expire(): void {
+    this.#timer = undefined;
+    this.#armedAt = Infinity;
+    const now = performance.now();
+    let next = Infinity;
+    for (const pending of [...this.#pending.values()])
+      if (pending.at <= now) pending.expire();
+      else if (pending.at < next) next = pending.at;
+    if (next !== Infinity) this.#arm(next);
   }
 }
 
@@ -340,7 +385,8 @@ export class StdioLines {
     const index = buffer ? buffer.indexOf(10) : -1;
     if (!buffer || index === -1) return null;
     this.#buffer = index + 1 < buffer.length ? buffer.subarray(index + 1) : undefined;
-    return buffer.toString('utf8', 0, index).replace(/\r$/, '');
+    // A trailing `\r` dropped (the SDK's `replace(/\r$/, '')`, without a regular expression per line).
+    return buffer.toString('utf8', 0, index > 0 && buffer[index - 1] === 13 ? index - 1 : index);
   }
 
   clear(): void {

@@ -41,6 +41,25 @@ export type NormalUri =
  * normalResourceUri('file:///srv//data/../secrets/key') // { ok: true, uri: 'file:///srv/secrets/key' }
  */
 export function normalResourceUri(uri: unknown): NormalUri {
+  // A pure function of the text: a URI seen lately is answered from memory (the gateway reads the same few
+  // URIs again and again, and each normalisation is two WHATWG parses), a fresh object each time.
+  const known = typeof uri === 'string' ? recent.get(uri) : undefined;
+  if (known !== undefined) return known.ok ? { ok: true, uri: known.uri } : { ok: false, problem: known.problem };
+  const normal = normalTwice(uri);
+  if (typeof uri === 'string' && uri.length <= RECENT_LENGTH) {
+    // Oldest first out: at most RECENT_SIZE short URIs held.
+    if (recent.size >= RECENT_SIZE) recent.delete(recent.keys().next().value as string);
+    recent.set(uri, normal.ok ? { ok: true, uri: normal.uri } : { ok: false, problem: normal.problem });
+  }
+  return normal;
+}
+
+/** How many recent URIs {@link normalResourceUri} remembers, and how long one may be (at most ~0.5 MB held). */
+const RECENT_SIZE = 1024;
+const RECENT_LENGTH = 512;
+const recent = new Map<string, NormalUri>();
+
+function normalTwice(uri: unknown): NormalUri {
   const first = normalOnce(uri);
   if (!first.ok) return first;
   // One normal form: normalising it again must give it back, or which one an upstream reads is open.
