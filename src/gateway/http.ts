@@ -29,6 +29,7 @@ import type { GatewayAuditSink } from './audit.js';
 import { hostCheck } from './hosts.js';
 import { httpFastPath, plainLegacyPost, type HttpFastPath } from './http-fast.js';
 import { NodeStreamableHttp } from './http-session.js';
+import { serveModernFast } from './modern-fast.js';
 import {
   answerMetadata,
   answerMetrics,
@@ -396,7 +397,11 @@ export async function serveGatewayHttp(
       const read = await readJson(req);
       if (!read.ok) return rpcError(res, read.status, read.error);
       parsedBody = read.body;
-      if (!plainLegacyPost(req, parsedBody) && !isLegacyPost(req, parsedBody)) {
+      // A plain 2026-07-28 tools/call is served by the modern handler's fast path (modern-fast.ts).
+      const legacyPlain = plainLegacyPost(req, parsedBody);
+      const fastModern = legacyPlain ? null : modernOf(route);
+      if (fastModern && serveModernFast(fastModern, req, res, parsedBody, auth)) return;
+      if (!legacyPlain && !isLegacyPost(req, parsedBody)) {
         const modern = modernOf(route);
         if (!modern)
           return rpcError(res, 400, {
