@@ -223,8 +223,13 @@ class ModernFastPath {
 
   /** Runs `call` and answers it on `res`; false (nothing done) when the caller is shown no tools. */
   serve(call: PlainModernCall, req: IncomingMessage, res: ServerResponse, auth: AuthInfo | undefined): boolean {
-    const table = bindModern(this.#core, this.#context, auth, () => new Table());
-    const handle = table.call;
+    // Nothing has run yet: a throw here (the context refused, say) is the SDK path's to answer, as it would.
+    let handle: CallHandler | undefined;
+    try {
+      handle = bindModern(this.#core, this.#context, auth, () => new Table()).call;
+    } catch {
+      return false;
+    }
     if (handle === undefined) return false;
     const cancelled = new AbortController();
     res.on('close', () => {
