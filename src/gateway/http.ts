@@ -22,6 +22,7 @@ import {
 } from './auth.js';
 import { narrowContext } from './context.js';
 import type { GateContext } from '../contracts/gate.js';
+import { MODERN_VERSION } from '../mcp/index.js';
 import { describe } from '../names.js';
 import { answerApproval, type ApprovalsEndpoint } from './answers.js';
 import type { Gateway, GatewayRequestContext } from './gateway.js';
@@ -399,7 +400,8 @@ export async function serveGatewayHttp(
       parsedBody = read.body;
       // A plain 2026-07-28 tools/call is served by the modern handler's fast path (modern-fast.ts).
       const legacyPlain = plainLegacyPost(req, parsedBody);
-      const fastModern = legacyPlain ? null : modernOf(route);
+      const fastModern =
+        !legacyPlain && req.headers['mcp-protocol-version'] === MODERN_VERSION ? modernOf(route) : null;
       if (fastModern && serveModernFast(fastModern, req, res, parsedBody, auth)) return;
       if (!legacyPlain && !isLegacyPost(req, parsedBody)) {
         const modern = modernOf(route);
