@@ -7,7 +7,7 @@
 // status, content type and body must be the same byte for byte (a requestState's random part aside), and so
 // must the upstream's ledger and the audit trail.
 import { readFileSync } from 'node:fs';
-import { IncomingMessage } from 'node:http';
+import { IncomingMessage, request } from 'node:http';
 import { Socket } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { prng } from '../../bench/scenario.js';
@@ -160,6 +160,93 @@ describe('the fast path of the 2026-07-28 downstream', { timeout: 120_000 }, () 
     expect(text).toContain('input_required');
     expect(text).toContain('six-echoes');
     expect(fast.paid).not.toMatch(/big|asked/);
+  });
+
+  it('answers odd headers and shapes as the SDK path does (duplicates, encodings, envelopes, ids)', async () => {
+    const meta = modernMeta();
+    const call = (params: Record<string, unknown> = {}, extra: Record<string, unknown> = {}) =>
+      JSON.stringify({
+        jsonrpc: '2.0',
+        id: 9,
+        method: 'tools/call',
+        params: { name: 'mod:echo', arguments: { text: 'odd' }, _meta: meta, ...params },
+        ...extra,
+      });
+    const base = [
+      'Content-Type',
+      'application/json',
+      'Accept',
+      'application/json, text/event-stream',
+      'MCP-Protocol-Version',
+      '2026-07-28',
+      'Mcp-Method',
+      'tools/call',
+    ];
+    const cases: [string[], string][] = [
+      [[...base, 'Mcp-Name', 'mod:echo'], call()],
+      [[...base, 'Mcp-Name', 'mod:echo', 'Content-Type', 'application/json'], call()],
+      [[...base, 'Mcp-Name', 'mod:echo', 'Mcp-Name', 'mod:echo'], call()],
+      [[...base, 'Mcp-Name', 'mod:echo', 'MCP-Protocol-Version', '2026-07-28'], call()],
+      [[...base, 'Mcp-Name', `=?base64?${Buffer.from('mod:echo').toString('base64')}?=`], call()],
+      [[...base.slice(2), 'Content-Type', 'application/json; charset=utf-8', 'Mcp-Name', 'mod:echo'], call()],
+      [[...base.slice(2), 'Content-Type', 'text/plain', 'Mcp-Name', 'mod:echo'], call()],
+      [[...base, 'Mcp-Name', 'mod:echo'], call({ arguments: JSON.parse('{"__proto__": {"x": 1}, "text": "p"}') })],
+      [[...base, 'Mcp-Name', 'mod:echo'], call({}, { id: 1.5 })],
+      [[...base, 'Mcp-Name', 'mod:echo'], call({}, { id: null })],
+      [[...base, 'Mcp-Name', 'mod:echo'], call({}, { jsonrpc: '1.0' })],
+      [
+        [...base, 'Mcp-Name', 'mod:echo'],
+        call({
+          _meta: {
+            ...meta,
+            'io.modelcontextprotocol/clientInfo': { name: 'r', version: '1', websiteUrl: 'https://x' },
+          },
+        }),
+      ],
+      [
+        [...base, 'Mcp-Name', 'mod:echo'],
+        call({ _meta: modernMeta({ elicitation: { form: { applyDefaults: true } } }) }),
+      ],
+      [
+        [...base, 'Mcp-Name', 'mod:echo'],
+        call({ _meta: modernMeta({ elicitation: { form: { applyDefaults: 'yes' } } }) }),
+      ],
+      [[...base, 'Mcp-Name', 'mod:echo'], call({ _meta: modernMeta({}, '2025-11-25') })],
+      [[...base, 'Mcp-Name', 'mod:echo'], call({ task: {} })],
+      [[...base, 'Mcp-Name', 'mod:echo'], call({ _meta: { 'io.modelcontextprotocol/protocolVersion': '2026-07-28' } })],
+      [[...base, 'Mcp-Name', 'mod:echo', 'Mcp-Param-Text', 'odd'], call()],
+      [[...base.slice(0, 6), 'Mcp-Method', 'TOOLS/CALL', 'Mcp-Name', 'mod:echo'], call()],
+      [[...base, 'Mcp-Name', ' mod:echo '], call()],
+      [[...base, 'Mcp-Name', 'mod:echo'], call({ name: 'mod:echo ' })],
+      [[...base, 'Mcp-Name', 'mod:echo'], call({ arguments: [] })],
+    ];
+    const send = (url: URL, headers: string[], body: string) =>
+      new Promise<{ status: number; type: string | undefined; text: string }>((resolve, reject) => {
+        const req = request(url, {
+          method: 'POST',
+          headers: ['Host', url.host, ...headers, 'Content-Length', String(Buffer.byteLength(body))],
+        });
+        req.once('error', reject);
+        req.once('response', (res) => {
+          let text = '';
+          res.setEncoding('utf8');
+          res.on('data', (chunk: string) => (text += chunk));
+          res.once('end', () => resolve({ status: res.statusCode ?? 0, type: res.headers['content-type'], text }));
+        });
+        req.end(body);
+      });
+    const runs = [];
+    for (const fast of [true, false]) {
+      const { url, records, ledger } = await gateway(fast);
+      const answers = [];
+      for (const [headers, body] of cases) answers.push(await send(url, headers, body));
+      runs.push({ answers: normal(answers), paid: readFileSync(ledger, 'utf8'), audit: auditOf(records) });
+    }
+    const [fast, sdk] = runs as [(typeof runs)[0], (typeof runs)[0]];
+    for (const [i, answer] of (fast.answers as unknown[]).entries())
+      expect(answer, `case ${i}`).toEqual((sdk.answers as unknown[])[i]);
+    expect(fast.audit).toEqual(sdk.audit);
+    for (const answer of fast.answers as { text: string }[]) expect(answer.text).toContain('"jsonrpc":"2.0"');
   });
 
   it('takes only the plain shape, and encodes only results the SDK schema keeps unchanged', () => {
