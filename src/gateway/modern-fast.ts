@@ -1,13 +1,14 @@
 /**
- * The fast path of the gateway's 2026-07-28 downstream (issue 25.3): a `tools/call` in the plain shape an SDK
- * v2 client sends — one request, its `_meta` exactly the per-request envelope (this version, the client's
+ * The fast path of the gateway's 2026-07-28 downstream (issue 25.3): a `tools/call` or `resources/read` in
+ * the plain shape an SDK v2 client sends — one request, its `_meta` exactly the per-request envelope (this version, the client's
  * identity, its declared capabilities without extensions or a log level), no retry material, headers that
  * agree with the body — is run by the SAME handler as the SDK path (modern.ts's `bindModern`: rounds of an
  * ask as input_required, the gate, limits, pins, audit, step-up) without the SDK's per-request HTTP entry
  * (web Request, classification, a server and transport per request, web Response). Its answer is written
  * as the SDK writes it: a result already in the form the SDK's schemas keep unchanged (text content, a
  * boolean `isError`, plain `structuredContent` and `_meta`) is encoded here exactly as the SDK encodes it
- * (`resultType`, the gateway's `serverInfo`, `{ result, jsonrpc, id }`, one JSON body); any other outcome —
+ * (`resultType`, the gateway's `serverInfo`, `{ result, jsonrpc, id }`, one JSON body; a read as it comes
+ * from modern.ts's `privately`, which the SDK does not validate); any other outcome —
  * an error, input_required, another result, a step-up — is handed to an SDK handler that answers it as the
  * SDK path would have (the same request, the handler's outcome replayed, nothing run twice). Whatever is not
  * in the plain shape goes to the SDK path unchanged. `TOOLGATE_GATEWAY_FAST_PATH=off` switches it off.
@@ -25,7 +26,7 @@ import {
 import { MODERN_VERSION } from '../mcp/index.js';
 import { HEADERS_WITHIN_MS } from './http-session.js';
 import { serveModern } from './http-wire.js';
-import { bindModern, modernHandler, type ModernHandlers } from './modern.js';
+import { bindModern, modernHandler, PRIVATE_TTL_MS, type ModernHandlers } from './modern.js';
 import type { GatewayCore, GatewayRequestContext } from './session.js';
 import { challengeOf, withinExchange, type StepUp } from './stepup.js';
 import { fastPathOff, isPlainObject } from './upstream-raw.js';
@@ -76,6 +77,8 @@ export function serveModernFast(
 export interface PlainModernCall {
   readonly body: Record<string, unknown>;
   readonly id: string | number;
+  readonly method: 'tools/call' | 'resources/read';
+  /** The tool's name, or the resource's URI (what `Mcp-Name` carries). */
   readonly name: string;
   readonly arguments: Record<string, unknown> | undefined;
   readonly envelope: Record<string, unknown>;
@@ -136,13 +139,15 @@ function single(req: IncomingMessage, name: string): string | undefined {
  * `Mcp-Method`, `Mcp-Name` each once and equal to the body's) — else undefined (the SDK path serves it).
  */
 export function plainModernCallOf(req: IncomingMessage, body: unknown): PlainModernCall | undefined {
-  if (!isPlainObject(body) || body['jsonrpc'] !== '2.0' || body['method'] !== 'tools/call') return undefined;
+  if (!isPlainObject(body) || body['jsonrpc'] !== '2.0') return undefined;
+  const method = body['method'];
+  if (method !== 'tools/call' && method !== 'resources/read') return undefined;
   const id = body['id'];
   if (typeof id !== 'string' && !(typeof id === 'number' && Number.isSafeInteger(id))) return undefined;
   const params = body['params'];
   if (!only(body, ['jsonrpc', 'id', 'method', 'params']) || !plainRecord(params)) return undefined;
-  if (!only(params, ['name', 'arguments', '_meta'])) return undefined;
-  const name = params['name'];
+  if (!only(params, method === 'tools/call' ? ['name', 'arguments', '_meta'] : ['uri', '_meta'])) return undefined;
+  const name = method === 'tools/call' ? params['name'] : params['uri'];
   const args = params['arguments'];
   const meta = params['_meta'];
   if (typeof name !== 'string' || name === '' || name.startsWith('=?')) return undefined;
@@ -156,11 +161,10 @@ export function plainModernCallOf(req: IncomingMessage, body: unknown): PlainMod
   if (!plainCapabilities(meta[CAPABILITIES_KEY])) return undefined;
   const type = single(req, 'content-type');
   if (type === undefined || !isJsonContentType(type)) return undefined;
-  if (single(req, 'mcp-protocol-version') !== MODERN_VERSION || single(req, 'mcp-method') !== 'tools/call')
-    return undefined;
+  if (single(req, 'mcp-protocol-version') !== MODERN_VERSION || single(req, 'mcp-method') !== method) return undefined;
   if (single(req, 'mcp-name') !== name) return undefined;
   const envelope = { [VERSION_KEY]: meta[VERSION_KEY], [INFO_KEY]: info, [CAPABILITIES_KEY]: meta[CAPABILITIES_KEY] };
-  return { body, id, name, arguments: args, envelope };
+  return { body, id, method, name, arguments: args, envelope };
 }
 
 /** What the handler gave: a result, or what it threw. */
@@ -169,13 +173,13 @@ type Outcome = { readonly result: unknown } | { readonly error: unknown };
 /** The outcome an SDK handler replays (its tools/call answers with it), and the step-up the call asked for. */
 const replaying = new AsyncLocalStorage<{ readonly outcome: Outcome; readonly stepUp: StepUp | undefined }>();
 
-type CallHandler = (request: { method: 'tools/call'; params: Record<string, unknown> }, ctx: ServerContext) => unknown;
+type CallHandler = (request: { method: string; params: Record<string, unknown> }, ctx: ServerContext) => unknown;
 
-/** The handlers one request binds, of which the fast path runs tools/call. */
+/** The handlers one request binds, of which the fast path runs tools/call and resources/read. */
 class Table implements ModernHandlers {
-  call: CallHandler | undefined;
+  readonly handlers = new Map<string, CallHandler>();
   readonly setRequestHandler = ((method: string, ...rest: unknown[]) => {
-    if (method === 'tools/call') this.call = rest.at(-1) as CallHandler;
+    if (method === 'tools/call' || method === 'resources/read') this.handlers.set(method, rest.at(-1) as CallHandler);
   }) as ModernServer['setRequestHandler'];
 }
 
@@ -198,13 +202,19 @@ class ModernFastPath {
     this.#serverInfo = { name: core.name, version: '0.2.0' };
     const sdk = createMcpHandler(
       () => {
-        const server = new ModernServer(this.#serverInfo, { capabilities: { tools: {} } });
-        server.setRequestHandler('tools/call', async () => {
+        // The request's own server as modern.ts makes it, for what encoding reads: its identity, the read's cache hint.
+        const server = new ModernServer(this.#serverInfo, {
+          capabilities: { tools: {}, resources: {} },
+          cacheHints: { 'resources/read': { ttlMs: PRIVATE_TTL_MS, cacheScope: 'private' } },
+        });
+        const replayed = async (): Promise<never> => {
           const outcome = replaying.getStore()?.outcome;
           if (outcome === undefined) throw new Error('toolgate gateway: no outcome to answer with');
           if ('error' in outcome) throw outcome.error;
           return outcome.result as never;
-        });
+        };
+        server.setRequestHandler('tools/call', replayed);
+        server.setRequestHandler('resources/read', replayed);
         return server;
       },
       { legacy: 'reject', ...(onerror ? { onerror } : {}) },
@@ -226,7 +236,7 @@ class ModernFastPath {
     // Nothing has run yet: a throw here (the context refused, say) is the SDK path's to answer, as it would.
     let handle: CallHandler | undefined;
     try {
-      handle = bindModern(this.#core, this.#context, auth, () => new Table()).call;
+      handle = bindModern(this.#core, this.#context, auth, () => new Table()).handlers.get(call.method);
     } catch {
       return false;
     }
@@ -240,7 +250,7 @@ class ModernFastPath {
       sessionId: undefined,
       mcpReq: {
         id: call.id,
-        method: 'tools/call',
+        method: call.method,
         _meta: undefined,
         envelope: call.envelope,
         requestState: () => undefined,
@@ -249,10 +259,15 @@ class ModernFastPath {
       },
       http: auth ? { authInfo: auth } : undefined,
     } as unknown as ServerContext;
-    const params = call.arguments === undefined ? { name: call.name } : { name: call.name, arguments: call.arguments };
+    const params =
+      call.method === 'resources/read'
+        ? { uri: call.name }
+        : call.arguments === undefined
+          ? { name: call.name }
+          : { name: call.name, arguments: call.arguments };
     void withinExchange(async (): Promise<Outcome> => {
       try {
-        return { result: await handle({ method: 'tools/call', params }, ctx) };
+        return { result: await handle({ method: call.method, params }, ctx) };
       } catch (error) {
         return { error };
       }
@@ -260,13 +275,36 @@ class ModernFastPath {
       .then(async ({ answer: outcome, stepUp }) => {
         // A request the client gave up on is not answered (the SDK's 499, on a closed connection).
         if (cancelled.signal.aborted) return answer.gone();
-        const encoded = stepUp === undefined && 'result' in outcome ? this.#encoded(outcome.result) : undefined;
+        const encoded =
+          stepUp !== undefined || !('result' in outcome)
+            ? undefined
+            : call.method === 'tools/call'
+              ? this.#encoded(outcome.result)
+              : this.#encodedRead(outcome.result);
         if (encoded !== undefined) return answer.end({ result: encoded, jsonrpc: '2.0', id: call.id });
         if (answer.streaming) return answer.failed(call.id);
         await replaying.run({ outcome, stepUp }, () => serveModern(this.#replay, req, res, call.body, auth));
       })
       .catch(() => answer.failed(call.id));
     return true;
+  }
+
+  /**
+   * A resources/read result as the SDK encodes it (no schema runs on it there): `resultType` stamped, the
+   * cache fields kept (modern.ts's `privately` set them; valid, else undefined), the gateway's `serverInfo`
+   * added to a plain `_meta` that names none; undefined for anything else (a `resultType`, another member).
+   */
+  #encodedRead(result: unknown): Record<string, unknown> | undefined {
+    if (!plainRecord(result) || !only(result, ['contents', 'ttlMs', 'cacheScope', '_meta'])) return undefined;
+    const ttl = result['ttlMs'];
+    if (typeof ttl !== 'number' || !Number.isSafeInteger(ttl) || ttl < 0) return undefined;
+    if (result['cacheScope'] !== 'private' && result['cacheScope'] !== 'public') return undefined;
+    const meta = result['_meta'];
+    if (meta !== undefined && !plainRecord(meta)) return undefined;
+    const encoded: Record<string, unknown> = { ...result, resultType: 'complete' };
+    if (meta === undefined) encoded['_meta'] = { [SERVER_INFO_KEY]: this.#serverInfo };
+    else if (meta[SERVER_INFO_KEY] === undefined) encoded['_meta'] = { ...meta, [SERVER_INFO_KEY]: this.#serverInfo };
+    return encoded;
   }
 
   /**

@@ -21,6 +21,8 @@ const cleanups = cleanupsAfterEach();
 const SECRET = 'modern-fastpath-test-secret-0123456789';
 
 interface Sent {
+  /** resources/read when set (`name` is then the URI). */
+  readonly read?: true;
   readonly name: string;
   readonly args?: Record<string, unknown>;
   readonly capabilities?: Record<string, unknown>;
@@ -52,6 +54,11 @@ const OPS: readonly Sent[] = [
   { name: 'mod:echo', args: { text: 'trace' }, meta: { traceparent: '00-1-2-01' } },
   { name: 'mod:echo', args: { text: 'no-version' }, headers: { 'mcp-protocol-version': '' } },
   { name: 'mod:pay', args: { to: 'bad-caps', amount: 5 }, capabilities: { roots: { listChanged: 'yes' } } },
+  { read: true, name: 'docs://public/readme' },
+  { read: true, name: 'docs://secret/keys' },
+  { read: true, name: 'nope://where/ever' },
+  { read: true, name: 'docs://public/readme', headers: { 'mcp-name': 'docs://secret/keys' } },
+  { read: true, name: 'docs://public/readme', capabilities: { elicitation: { form: {} } } },
 ];
 
 async function post(url: URL, sent: Sent, i: number) {
@@ -59,13 +66,13 @@ async function post(url: URL, sent: Sent, i: number) {
   const headers: Record<string, string> = {
     'content-type': 'application/json',
     accept: 'application/json, text/event-stream',
-    'mcp-method': 'tools/call',
+    'mcp-method': sent.read ? 'resources/read' : 'tools/call',
     'mcp-name': sent.name,
     ...rest,
   };
   if (version !== '') headers['mcp-protocol-version'] = version ?? '2026-07-28';
   const params = {
-    name: sent.name,
+    ...(sent.read ? { uri: sent.name } : { name: sent.name }),
     ...(sent.args ? { arguments: sent.args } : {}),
     _meta: { ...modernMeta(sent.capabilities), ...sent.meta },
     ...sent.params,
@@ -73,7 +80,12 @@ async function post(url: URL, sent: Sent, i: number) {
   const response = await fetch(url, {
     method: 'POST',
     headers,
-    body: JSON.stringify({ jsonrpc: '2.0', id: sent.id ?? i, method: 'tools/call', params }),
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: sent.id ?? i,
+      method: sent.read ? 'resources/read' : 'tools/call',
+      params,
+    }),
   });
   const text = await response.text();
   return {
@@ -116,6 +128,10 @@ async function gateway(fast: boolean) {
       { name: 'big', tools: ['mod:pay'], when: { amount: { gt: 100 } }, result: 'deny', reason: 'too much' },
       { name: 'ask', tools: ['mod:pay'], when: { amount: { gt: 50 } }, result: 'ask', reason: 'a person approves' },
       { name: 'rest', result: 'allow' },
+    ],
+    resources: [
+      { name: 'no-secrets', uri: 'docs://secret/**', result: 'deny', reason: 'secrets stay upstream' },
+      { name: 'all', result: 'allow' },
     ],
     limits: [{ name: 'six-echoes', tools: ['mod:echo'], max: 6, window: '1h' }],
   });
