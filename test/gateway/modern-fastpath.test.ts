@@ -1,8 +1,9 @@
 // Issue 25.3 for 2026-07-28: the fast path of the gateway's modern downstream (src/gateway/modern-fast.ts).
 // The same seeded mix of raw 2026-07-28 POSTs — allowed, denied, asked (input_required, with and without a
 // declared elicitation), a limit's max, unknown tools, bad arguments, an upstream's error result and its own
-// input_required, headers that disagree with the body, shapes the fast path leaves to the SDK (a log level,
-// a progress token, a requestState, another `_meta` key) — is sent to an in-process gateway over HTTP in front
+// input_required, reads allowed, denied and unroutable, headers that disagree with the body, shapes the fast
+// path leaves to the SDK (a log level, a progress token, a requestState, another `_meta` key) — is sent to an
+// in-process gateway over HTTP in front
 // of the 2026-07-28 fixture, once with the fast path and once with it off (TOOLGATE_GATEWAY_FAST_PATH=off):
 // status, content type and body must be the same byte for byte (a requestState's random part aside), and so
 // must the upstream's ledger and the audit trail.
