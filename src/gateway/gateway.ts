@@ -32,7 +32,7 @@ import {
   type GatewayReloadResult,
 } from './reload.js';
 import { Router } from './router.js';
-import { modernHandler } from './modern.js';
+import { modernFastHandler } from './modern-fast.js';
 import type { MrtrStores } from './mrtr.js';
 import { openSession, type GatewayCore, type GatewayRequestContext } from './session.js';
 import { Upstream, type GatewayUpstreamOptions, type UpstreamEvents } from './upstream.js';
@@ -287,7 +287,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
       if (own !== undefined) checkContext(own);
       // What the SDK's entry refuses before any handler runs (headers against the body, versions, `_meta`)
       // is audited: nothing was decided, nothing ran.
-      const handler = modernHandler(
+      const handler = modernFastHandler(
         core,
         () => own ?? inForce.current.context,
         (error) => audit({ type: 'protocol', time: new Date().toISOString(), reason: error.message }),

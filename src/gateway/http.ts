@@ -22,6 +22,7 @@ import {
 } from './auth.js';
 import { narrowContext } from './context.js';
 import type { GateContext } from '../contracts/gate.js';
+import { MODERN_VERSION } from '../mcp/index.js';
 import { describe } from '../names.js';
 import { answerApproval, type ApprovalsEndpoint } from './answers.js';
 import type { Gateway, GatewayRequestContext } from './gateway.js';
@@ -29,6 +30,7 @@ import type { GatewayAuditSink } from './audit.js';
 import { hostCheck } from './hosts.js';
 import { httpFastPath, plainLegacyPost, type HttpFastPath } from './http-fast.js';
 import { NodeStreamableHttp } from './http-session.js';
+import { serveModernFast } from './modern-fast.js';
 import {
   answerMetadata,
   answerMetrics,
@@ -396,7 +398,12 @@ export async function serveGatewayHttp(
       const read = await readJson(req);
       if (!read.ok) return rpcError(res, read.status, read.error);
       parsedBody = read.body;
-      if (!plainLegacyPost(req, parsedBody) && !isLegacyPost(req, parsedBody)) {
+      // A plain 2026-07-28 tools/call is served by the modern handler's fast path (modern-fast.ts).
+      const legacyPlain = plainLegacyPost(req, parsedBody);
+      const fastModern =
+        !legacyPlain && req.headers['mcp-protocol-version'] === MODERN_VERSION ? modernOf(route) : null;
+      if (fastModern && serveModernFast(fastModern, req, res, parsedBody, auth)) return;
+      if (!legacyPlain && !isLegacyPost(req, parsedBody)) {
         const modern = modernOf(route);
         if (!modern)
           return rpcError(res, 400, {

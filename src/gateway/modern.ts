@@ -119,6 +119,39 @@ export function modernServer(
   contextOption: () => GatewayRequestContext,
   authInfo: AuthInfo | undefined,
 ): ModernServer {
+  return bindModern(core, contextOption, authInfo, (capabilities) => {
+    return new ModernServer(
+      { name: core.name, version: '0.2.0' },
+      {
+        capabilities,
+        cacheHints: {
+          'server/discover': PRIVATE,
+          'tools/list': PRIVATE,
+          'resources/list': PRIVATE,
+          'resources/templates/list': PRIVATE,
+          'prompts/list': PRIVATE,
+          'resources/read': PRIVATE,
+        },
+      },
+    );
+  });
+}
+
+/** What one request's handlers are set on: its SDK server, or the fast path's table (modern-fast.ts). */
+export interface ModernHandlers {
+  setRequestHandler: ModernServer['setRequestHandler'];
+}
+
+/**
+ * Sets one request's handlers on what `make` gives for the capabilities this caller is shown: the SDK
+ * server of {@link modernServer}, or the fast path's own table (the same handlers, run without the SDK).
+ */
+export function bindModern<S extends ModernHandlers>(
+  core: GatewayCore,
+  contextOption: () => GatewayRequestContext,
+  authInfo: AuthInfo | undefined,
+  make: (capabilities: ServerCapabilities) => S,
+): S {
   const option = contextOption();
   const caller: GateContext =
     typeof option === 'function' ? option({ authInfo: authInfo as never, sessionId: undefined }) : option;
@@ -128,20 +161,7 @@ export function modernServer(
   const tasksKey =
     secret !== undefined && declaring.getStore() === true && offersTasks(core) ? taskKeyOf(secret) : undefined;
   const capabilities = capabilitiesFor(core, caller, tasksKey !== undefined);
-  const server = new ModernServer(
-    { name: core.name, version: '0.2.0' },
-    {
-      capabilities,
-      cacheHints: {
-        'server/discover': PRIVATE,
-        'tools/list': PRIVATE,
-        'resources/list': PRIVATE,
-        'resources/templates/list': PRIVATE,
-        'prompts/list': PRIVATE,
-        'resources/read': PRIVATE,
-      },
-    },
-  );
+  const server = make(capabilities);
   let current: ServerContext | undefined;
   /** The upstream round this request relays (set by `rounded` before its handler runs). */
   let relaying: UpstreamInput | undefined;
