@@ -28,6 +28,7 @@ import {
   type RequestId,
   type ServerNotification,
 } from '@modelcontextprotocol/sdk/types.js';
+import { DeadlineQueue, type Deadline } from './deadlines.js';
 import { fastPathOf, plainRequestOf, type FastPath, type FastReplies } from './fastpath.js';
 import { HEADERS_WITHIN_MS, type NodeStreamableHttp } from './http-session.js';
 
@@ -149,35 +150,13 @@ export function plainLegacyPost(req: IncomingMessage, body: unknown): boolean {
 }
 
 /**
- * The fast-path answers still waiting for their first event, oldest first, each with the time its headers are
- * due ({@link HEADERS_WITHIN_MS} after it was taken): ONE timer for all of them, armed for the oldest (issue
- * 25: no timer, and no `close` listener, per request; an answer that comes in time just leaves the set).
+ * The fast-path answers still waiting for their first event: ONE timer for all of them (deadlines.ts; issue
+ * 25: no timer, and no `close` listener, per request; an answer that comes in time just leaves the queue).
  */
-const held = new Set<SseReplies>();
-let heldTimer: NodeJS.Timeout | undefined;
-
-function holdHeaders(replies: SseReplies): void {
-  held.add(replies);
-  if (heldTimer === undefined) armHeld(HEADERS_WITHIN_MS);
-}
-
-function armHeld(ms: number): void {
-  heldTimer = setTimeout(headersDue, ms);
-  heldTimer.unref();
-}
-
-function headersDue(): void {
-  heldTimer = undefined;
-  const now = performance.now();
-  for (const replies of held) {
-    if (replies.due > now) return armHeld(Math.max(1, Math.ceil(replies.due - now)));
-    held.delete(replies);
-    replies.late();
-  }
-}
+const held = new DeadlineQueue(HEADERS_WITHIN_MS);
 
 /** One fast-path request's answer on its own response: an SSE stream, as the SDK transport writes it. */
-class SseReplies implements FastReplies {
+class SseReplies implements FastReplies, Deadline {
   readonly sessionId: string;
   readonly authInfo: AuthInfo | undefined;
   /** When the headers go without an event (performance.now() ms). */
@@ -197,12 +176,11 @@ class SseReplies implements FastReplies {
   /** The request was taken: a slow answer's headers go after {@link HEADERS_WITHIN_MS}, then keep-alives. */
   open(): void {
     if (this.#res.writableEnded) return;
-    this.due = performance.now() + HEADERS_WITHIN_MS;
-    holdHeaders(this);
+    held.add(this);
   }
 
   /** No event within {@link HEADERS_WITHIN_MS}: the headers go now, then a keep-alive comment every 15 s. */
-  late(): void {
+  expire(): void {
     const res = this.#res;
     if (res.destroyed || res.writableEnded) return;
     this.#head();

@@ -231,7 +231,7 @@ class RawPost {
     }
     // As the SDK's transport reads it: the web Headers join several (Node keeps the first), then the media type.
     const contentType = contentTypeOf(res);
-    const essence = mediaTypeEssence(contentType);
+    const essence = essenceOf(contentType);
     if (essence === 'text/event-stream') this.#events = new SseEvents(this.#each);
     else if (essence === 'application/json') this.#json = true;
     else {
@@ -314,6 +314,19 @@ class RawPost {
       ),
     );
   };
+}
+
+/** The last Content-Type read and its essence (an upstream answers with the same one every time). */
+let lastType: string | undefined;
+let lastEssence: string | undefined;
+
+/** `mediaTypeEssence` (a pure function of the header), remembered for the last header read. */
+function essenceOf(contentType: string | undefined): string | undefined {
+  if (contentType !== lastType || contentType === undefined) {
+    lastEssence = mediaTypeEssence(contentType);
+    lastType = contentType;
+  }
+  return lastEssence;
 }
 
 /** An answer's Content-Type as the web Headers give it: several joined (Node's `headers` keeps the first). */
