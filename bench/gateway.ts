@@ -267,7 +267,9 @@ export async function benchGateway(
     const bearer = { headers: { authorization: `Bearer ${await idp.sign(jwtGateway.href)}` } };
     const legacyAt = async (url: URL, requestInit?: RequestInit) => {
       const c = new Client({ name: 'bench-2025', version: '1.0.0' });
-      await c.connect(new StreamableHTTPClientTransport(url, requestInit ? { requestInit } : undefined));
+      await c.connect(
+        new StreamableHTTPClientTransport(url, { fetch: benchFetch, ...(requestInit ? { requestInit } : {}) }),
+      );
       clients.push(c);
       return c;
     };
@@ -276,7 +278,7 @@ export async function benchGateway(
         { name: 'bench-2026', version: '1.0.0' },
         { versionNegotiation: { mode: { pin: '2026-07-28' } } },
       );
-      await c.connect(new ModernHttp(url, requestInit ? { requestInit } : undefined));
+      await c.connect(new ModernHttp(url, { fetch: benchFetch, ...(requestInit ? { requestInit } : {}) }));
       clients.push(c);
       return c;
     };
@@ -461,6 +463,17 @@ relay(up.stdout, process.stdout);
 process.stdin.on('end', () => up.kill());
 up.on('exit', () => process.exit(0));
 `;
+
+/**
+ * The fetch of the bench's HTTP clients: the global fetch, except that a POST is not given the transport's
+ * own long-lived signal. The SDKs' client transports pass that one signal to every request, and the global
+ * fetch (undici) adds an abort listener to it per request that it drops only when the request is garbage
+ * collected — tens of thousands of sequential calls printed ~2,250 MaxListenersExceededWarnings from this
+ * (the bench's) process, none from the gateway's. Every call is awaited before its client closes, so nothing
+ * is lost; the stream a client opens with GET keeps the signal (closing the client ends it).
+ */
+const benchFetch = (input: string | URL | Request, init?: RequestInit): Promise<Response> =>
+  fetch(input, init?.method === 'POST' && init.signal ? { ...init, signal: null } : init);
 
 /** Warm-up calls per side of a stdio shape before it is timed (see benchGateway). */
 const STDIO_WARM = 2_500;

@@ -5,6 +5,8 @@
  * hand-made 2026-07-28 requests. Spawned `toolgate gateway` processes are test/gateway/fixtures/spawn.ts.
  */
 import { mkdtempSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
@@ -51,6 +53,24 @@ export function cleanupsAfterEach(options: { readonly strict?: boolean } = {}): 
     }
   });
   return cleanups;
+}
+
+/** A loopback HTTP server running `handle` (closed, its connections too, by the cleanups): its URL, path `path`. */
+export async function loopbackServer(
+  cleanups: Cleanups,
+  handle: (req: IncomingMessage, res: ServerResponse) => void,
+  path = '/',
+): Promise<URL> {
+  const server = createServer(handle);
+  await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
+  cleanups.push(
+    () =>
+      new Promise<void>((done) => {
+        server.closeAllConnections();
+        server.close(() => done());
+      }),
+  );
+  return new URL(`http://127.0.0.1:${(server.address() as AddressInfo).port}${path}`);
 }
 
 /** A new temporary directory, by its real path (the gateway resolves links). */

@@ -28,8 +28,17 @@ import {
   type RequestId,
   type ServerNotification,
 } from '@modelcontextprotocol/sdk/types.js';
+import { DeadlineQueue, type Deadline } from './deadlines.js';
 import { fastPathOf, plainRequestOf, type FastPath, type FastReplies } from './fastpath.js';
 import { HEADERS_WITHIN_MS, type NodeStreamableHttp } from './http-session.js';
+
+/** How many requests the HTTP fast path has taken in this process (tests and the bench assert it is taken). */
+let taken = 0;
+
+/** The number of requests the HTTP fast path has answered (or stopped) in this process so far. */
+export function httpFastPathTaken(): number {
+  return taken;
+}
 
 /** The fast path of one HTTP session, or undefined when its server has none or the fast path is off. */
 export function httpFastPath(server: Server, transport: NodeStreamableHttp): HttpFastPath | undefined {
@@ -71,11 +80,13 @@ export class HttpFastPath {
     }
     if ((body as { method?: unknown }).method === 'notifications/cancelled') {
       if (!this.#fast.take(body)) return false;
+      taken++;
       res.writeHead(202).end();
       return true;
     }
     const replies = new SseReplies(res, sessionId, req.auth, this.#server);
     if (!this.#fast.take(body, replies)) return false;
+    taken++;
     replies.open();
     return true;
   }
@@ -138,13 +149,20 @@ export function plainLegacyPost(req: IncomingMessage, body: unknown): boolean {
   return version === undefined || (typeof version === 'string' && SUPPORTED_PROTOCOL_VERSIONS.includes(version));
 }
 
+/**
+ * The fast-path answers still waiting for their first event: ONE timer for all of them (deadlines.ts; issue
+ * 25: no timer, and no `close` listener, per request; an answer that comes in time just leaves the queue).
+ */
+const held = new DeadlineQueue(HEADERS_WITHIN_MS);
+
 /** One fast-path request's answer on its own response: an SSE stream, as the SDK transport writes it. */
-class SseReplies implements FastReplies {
+class SseReplies implements FastReplies, Deadline {
   readonly sessionId: string;
   readonly authInfo: AuthInfo | undefined;
+  /** When the headers go without an event (performance.now() ms). */
+  due = 0;
   readonly #res: ServerResponse;
   readonly #server: Server;
-  #timer: NodeJS.Timeout | undefined;
   #keepAlive: NodeJS.Timeout | undefined;
   #headed = false;
 
@@ -158,15 +176,18 @@ class SseReplies implements FastReplies {
   /** The request was taken: a slow answer's headers go after {@link HEADERS_WITHIN_MS}, then keep-alives. */
   open(): void {
     if (this.#res.writableEnded) return;
-    this.#timer = setTimeout(() => {
-      this.#timer = undefined;
-      this.#head();
-      this.#res.flushHeaders();
-      this.#keepAlive = setInterval(() => this.#write(': keepalive\n\n'), DEFAULT_SSE_KEEP_ALIVE_MS);
-      this.#keepAlive.unref();
-    }, HEADERS_WITHIN_MS);
-    this.#timer.unref();
-    this.#res.once('close', () => this.#stop());
+    held.add(this);
+  }
+
+  /** No event within {@link HEADERS_WITHIN_MS}: the headers go now, then a keep-alive comment every 15 s. */
+  expire(): void {
+    const res = this.#res;
+    if (res.destroyed || res.writableEnded) return;
+    this.#head();
+    res.flushHeaders();
+    this.#keepAlive = setInterval(() => this.#write(': keepalive\n\n'), DEFAULT_SSE_KEEP_ALIVE_MS);
+    this.#keepAlive.unref();
+    res.once('close', () => this.#stop());
   }
 
   async notify(id: RequestId, notification: ServerNotification): Promise<void> {
@@ -213,8 +234,8 @@ class SseReplies implements FastReplies {
   }
 
   #stop(): void {
-    clearTimeout(this.#timer);
-    clearInterval(this.#keepAlive);
+    held.delete(this);
+    if (this.#keepAlive !== undefined) clearInterval(this.#keepAlive);
   }
 }
 

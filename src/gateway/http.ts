@@ -203,6 +203,8 @@ export async function serveGatewayHttp(
     throw new TypeError(`option "audience" must be a boolean or a non-empty string, got ${describe(audienceOption)}`);
   const path = options.path ?? '/mcp';
   const routeAgents = options.routeAgents === true;
+  // Whether the MCP path is its own pathname as a URL parses it (no dot segments, nothing escaped).
+  const plainPath = new URL(path, 'http://localhost').pathname === path;
   let hosts: ReturnType<typeof hostCheck> | undefined; // known once listening
   const drainer = new Drain();
   const refusedAccess = (req: IncomingMessage, pathname: string, reason: string, caller: string | null): void =>
@@ -297,7 +299,8 @@ export async function serveGatewayHttp(
   };
 
   const handle = async (req: IncomingMessage & { auth?: AuthInfo }, res: ServerResponse): Promise<void> => {
-    const pathname = new URL(req.url ?? '/', 'http://localhost').pathname;
+    // The MCP path as it is (the common case) is its own pathname; anything else is parsed as a URL.
+    const pathname = req.url === path && plainPath ? path : new URL(req.url ?? '/', 'http://localhost').pathname;
     // The probes: unauthenticated, carrying nothing but states.
     const probe = pathname === '/healthz' || pathname === '/readyz';
     // DNS rebinding: the Host (and any Origin) must name an allowed host — the probes' too (/readyz names

@@ -22,6 +22,7 @@ import {
   SdkError,
   SdkErrorCode,
   SdkHttpError,
+  STDIO_DEFAULT_MAX_BUFFER_SIZE,
   StreamableHTTPClientTransport,
   type JSONRPCMessage,
 } from '@modelcontextprotocol/client';
@@ -42,7 +43,7 @@ export class RawHttpTransport extends StreamableHTTPClientTransport {
   readonly #url: URL;
   /** The headers every raw request carries (the configured ones, `Accept`, `Content-Type`), lower-cased. */
   readonly #headers: Record<string, string> = {};
-  readonly #inflight = new Set<ClientRequest>();
+  readonly #inflight = new Map<string, RawPost>();
 
   constructor(url: URL, headers?: Readonly<Record<string, string>>) {
     super(url, { fetch: upstreamFetch, ...(headers ? { requestInit: { headers: { ...headers } } } : {}) });
@@ -58,12 +59,19 @@ export class RawHttpTransport extends StreamableHTTPClientTransport {
     message: JSONRPCMessage,
     options?: Parameters<StreamableHTTPClientTransport['send']>[1],
   ): Promise<void> {
-    if (!isRawRequest(message)) return super.send(message, options);
+    if (!isRawRequest(message)) {
+      const sent = super.send(message, options);
+      // The gateway stopped one of its raw requests (timed out, cancelled): the upstream is told, as on the
+      // SDK path, and the raw POST still open for it is closed (nothing more is read of it).
+      const stopped = cancelledRawId(message);
+      if (stopped !== undefined) this.#inflight.get(stopped)?.stop();
+      return sent;
+    }
     return this.#post(message);
   }
 
   override async close(): Promise<void> {
-    for (const request of this.#inflight) request.destroy();
+    for (const post of this.#inflight.values()) post.request.destroy();
     this.#inflight.clear();
     return super.close();
   }
@@ -83,106 +91,270 @@ export class RawHttpTransport extends StreamableHTTPClientTransport {
     const url = this.#url;
     const id = (message as { id: string }).id;
     return new Promise<void>((resolve, reject) => {
-      let settled = false;
-      const failed = (error: Error): void => {
-        // Once: a connection reset mid-answer fails both the request and the answer's read.
-        if (settled) return;
-        settled = true;
-        this.#inflight.delete(request);
-        this.onerror?.(error);
-        reject(error);
-      };
       const request = (url.protocol === 'https:' ? httpsRequest : httpRequest)(url, {
         method: 'POST',
         headers,
         agent: agents[url.protocol as 'http:' | 'https:'],
       });
-      this.#inflight.add(request);
+      const post = new RawPost(this, request, id, resolve, reject);
+      this.#inflight.set(id, post);
       request.setNoDelay(true);
       request.setTimeout(SILENT_MS, () =>
         request.destroy(new Error(`the upstream sent nothing for ${SILENT_MS / 1000} s`)),
       );
-      request.once('error', failed);
-      request.once('response', (res) => {
-        this.#answer(res, id).then(() => {
-          if (settled) return;
-          settled = true;
-          this.#inflight.delete(request);
-          resolve();
-        }, failed);
-      });
+      request.once('error', (error) => post.failed(error));
+      request.once('response', (res) => post.read(res));
       request.end(body);
     });
   }
 
-  /** Reads the answer of request `id`, handing each message on; rejects when it holds no answer to `id`. */
-  async #answer(res: IncomingMessage, id: string): Promise<void> {
-    const status = res.statusCode ?? 500;
-    if (status < 200 || status > 299) {
-      const text = await readText(res);
-      throw new SdkHttpError(SdkErrorCode.ClientHttpNotImplemented, `Error POSTing to endpoint: ${text}`, {
-        status,
-        statusText: res.statusMessage ?? '',
-        text,
-      });
+  /** @internal A raw POST settled: it is no longer in flight. */
+  ended(id: string, post: RawPost): void {
+    if (this.#inflight.get(id) === post) this.#inflight.delete(id);
+  }
+
+  /** @internal A message of an answer, handed on as the SDK's transport hands it. */
+  deliver(data: string): JSONRPCMessage | undefined {
+    let message: JSONRPCMessage;
+    try {
+      const parsed: unknown = JSON.parse(data);
+      message = rawAnswer(parsed) ? parsed : deserializeMessage(data);
+    } catch (error) {
+      // As the SDK's transport: a message it cannot read is an error of the transport, the stream goes on.
+      this.onerror?.(error as Error);
+      return undefined;
     }
-    if (status === 202) {
-      res.resume();
-      return;
-    }
-    // As the SDK's transport reads it: the web Headers join several (Node keeps the first), then the media type.
-    const contentType = res.headersDistinct['content-type']?.join(', ');
-    const essence = mediaTypeEssence(contentType);
-    let answered = false;
-    const deliver = (data: string): void => {
-      let message: JSONRPCMessage;
-      try {
-        const parsed: unknown = JSON.parse(data);
-        message = rawAnswer(parsed) ? parsed : deserializeMessage(data);
-      } catch (error) {
-        // As the SDK's transport: a message it cannot read is an error of the transport, the stream goes on.
-        this.onerror?.(error as Error);
-        return;
-      }
-      const m = message as { id?: unknown; method?: unknown };
-      if (m.id === id && m.method === undefined) answered = true;
-      this.onmessage?.(message);
-    };
-    let events: SseEvents | undefined;
-    if (essence === 'text/event-stream') {
-      events = new SseEvents(deliver);
-      for await (const chunk of res) events.push(chunk as Buffer);
-    } else if (essence === 'application/json') {
-      const data: unknown = JSON.parse(await readText(res));
-      for (const one of Array.isArray(data) ? data : [data]) deliver(JSON.stringify(one));
-    } else {
-      res.resume();
-      throw new SdkError(SdkErrorCode.ClientHttpUnexpectedContent, `Unexpected content type: ${contentType}`, {
-        contentType,
-      });
-    }
-    if (answered) return;
-    // A resumable stream (its events carry ids: the upstream keeps an event store, SEP-1699) closed before
-    // the answer: the SDK's transport resumes it, after the upstream's `retry` or its own first delay, with
-    // a GET naming the last event id; the answer comes through onmessage as on the SDK path.
-    const lastId = events?.lastId;
-    if (lastId !== undefined) {
-      await new Promise((resume) => setTimeout(resume, events?.retry ?? FIRST_RECONNECTION_MS));
-      return this.resumeStream(lastId);
-    }
-    throw new SdkError(
-      SdkErrorCode.ConnectionClosed,
-      'the upstream ended its answer stream without answering the call: its outcome is unknown',
+    this.onmessage?.(message);
+    return message;
+  }
+
+  /** @internal A resumable stream closed before its answer: resumed as the SDK's transport resumes it. */
+  resume(lastId: string, retry: number | undefined): Promise<void> {
+    return new Promise<void>((resume) => setTimeout(resume, retry ?? FIRST_RECONNECTION_MS)).then(() =>
+      this.resumeStream(lastId),
     );
   }
 }
 
+/** The id a `notifications/cancelled` names when it is one of the gateway's raw requests. */
+function cancelledRawId(message: JSONRPCMessage): string | undefined {
+  if ((message as { method?: unknown }).method !== 'notifications/cancelled') return undefined;
+  const id = (message as { params?: { requestId?: unknown } }).params?.requestId;
+  return typeof id === 'string' && isRawRequest({ jsonrpc: '2.0', id, method: '' } as JSONRPCMessage) ? id : undefined;
+}
+
+/**
+ * The most an upstream's answer to one raw request may hold in memory at once (the SDK's stdio buffer bound,
+ * as the stdio upstreams are read): a JSON answer's body, or an SSE stream's unfinished line and event. More
+ * fails the call (its outcome unknown) and closes the request.
+ */
+export const MAX_RAW_ANSWER = STDIO_DEFAULT_MAX_BUFFER_SIZE;
+
+/**
+ * One raw POST in flight: its answer read with the response's own events (no async iterator per request),
+ * settled once — answered, failed, or stopped by the gateway (quietly: the call was already failed).
+ */
+class RawPost {
+  readonly request: ClientRequest;
+  readonly #transport: RawHttpTransport;
+  readonly #id: string;
+  readonly #resolve: () => void;
+  readonly #reject: (error: Error) => void;
+  #settled = false;
+  #answered = false;
+  #res: IncomingMessage | undefined;
+  #events: SseEvents | undefined;
+  #chunks: Buffer[] = [];
+  #size = 0;
+  #json = false;
+
+  constructor(
+    transport: RawHttpTransport,
+    request: ClientRequest,
+    id: string,
+    resolve: () => void,
+    reject: (error: Error) => void,
+  ) {
+    this.#transport = transport;
+    this.request = request;
+    this.#id = id;
+    this.#resolve = resolve;
+    this.#reject = reject;
+  }
+
+  /** The gateway stopped the request: the POST is closed, nothing more is handed on or reported. */
+  stop(): void {
+    if (this.#settled) return;
+    this.#settled = true;
+    this.#transport.ended(this.#id, this);
+    this.request.destroy();
+    this.#res?.destroy();
+    this.#resolve();
+  }
+
+  /** Fails the request (once: a connection reset mid-answer fails both the request and the answer's read). */
+  failed(error: Error): void {
+    if (this.#settled) return;
+    this.#settled = true;
+    this.#transport.ended(this.#id, this);
+    this.#transport.onerror?.(error);
+    this.#reject(error);
+  }
+
+  #done(): void {
+    if (this.#settled) return;
+    this.#settled = true;
+    this.#transport.ended(this.#id, this);
+    this.#resolve();
+  }
+
+  /** Reads the answer, handing each message on; fails when it holds no answer to the request. */
+  read(res: IncomingMessage): void {
+    if (this.#settled) return void res.destroy();
+    this.#res = res;
+    const status = res.statusCode ?? 500;
+    if (status < 200 || status > 299) {
+      readText(res).then((text) => {
+        this.failed(
+          new SdkHttpError(SdkErrorCode.ClientHttpNotImplemented, `Error POSTing to endpoint: ${text}`, {
+            status,
+            statusText: res.statusMessage ?? '',
+            text,
+          }),
+        );
+      }, this.#fail);
+      return;
+    }
+    if (status === 202) {
+      res.resume();
+      return this.#done();
+    }
+    // As the SDK's transport reads it: the web Headers join several (Node keeps the first), then the media type.
+    const contentType = contentTypeOf(res);
+    const essence = essenceOf(contentType);
+    if (essence === 'text/event-stream') this.#events = new SseEvents(this.#each);
+    else if (essence === 'application/json') this.#json = true;
+    else {
+      res.resume();
+      return this.failed(
+        new SdkError(SdkErrorCode.ClientHttpUnexpectedContent, `Unexpected content type: ${contentType}`, {
+          contentType,
+        }),
+      );
+    }
+    res.on('data', this.#data);
+    res.once('end', this.#end);
+    res.once('error', this.#fail);
+    // A connection closed before the whole answer came is an error, not a short answer.
+    res.once('close', this.#closed);
+  }
+
+  readonly #fail = (error: Error): void => {
+    this.#res?.destroy();
+    this.failed(error);
+  };
+
+  readonly #closed = (): void => {
+    if (!this.#res!.complete) this.#fail(new Error('the upstream closed the connection mid-answer'));
+  };
+
+  readonly #each = (data: string): void => {
+    if (this.#settled) return;
+    const message = this.#transport.deliver(data) as { id?: unknown; method?: unknown } | undefined;
+    if (message !== undefined && message.id === this.#id && message.method === undefined) this.#answered = true;
+  };
+
+  readonly #data = (chunk: Buffer): void => {
+    if (this.#settled) return;
+    if (this.#events !== undefined) {
+      this.#events.push(chunk);
+      if (this.#events.held > MAX_RAW_ANSWER) this.#tooLarge();
+      return;
+    }
+    this.#size += chunk.length;
+    if (this.#size > MAX_RAW_ANSWER) return this.#tooLarge();
+    this.#chunks.push(chunk);
+  };
+
+  #tooLarge(): void {
+    this.request.destroy();
+    this.#fail(
+      new SdkError(
+        SdkErrorCode.ConnectionClosed,
+        `the upstream's answer is over ${MAX_RAW_ANSWER} bytes: the call's outcome is unknown`,
+      ),
+    );
+  }
+
+  readonly #end = (): void => {
+    if (this.#settled) return;
+    if (this.#json) {
+      let data: unknown;
+      try {
+        data = JSON.parse(textOf(this.#chunks.length === 1 ? this.#chunks[0]! : Buffer.concat(this.#chunks)));
+      } catch (error) {
+        return this.failed(error as Error);
+      }
+      this.#chunks = [];
+      for (const one of Array.isArray(data) ? data : [data]) this.#each(JSON.stringify(one));
+    }
+    if (this.#answered) return this.#done();
+    // A resumable stream (its events carry ids: the upstream keeps an event store, SEP-1699) closed before
+    // the answer: the SDK's transport resumes it, after the upstream's `retry` or its own first delay, with
+    // a GET naming the last event id; the answer comes through onmessage as on the SDK path.
+    const lastId = this.#events?.lastId;
+    if (lastId !== undefined) {
+      this.#transport.resume(lastId, this.#events?.retry).then(() => this.#done(), this.#fail);
+      return;
+    }
+    this.failed(
+      new SdkError(
+        SdkErrorCode.ConnectionClosed,
+        'the upstream ended its answer stream without answering the call: its outcome is unknown',
+      ),
+    );
+  };
+}
+
+/** The last Content-Type read and its essence (an upstream answers with the same one every time). */
+let lastType: string | undefined;
+let lastEssence: string | undefined;
+
+/** `mediaTypeEssence` (a pure function of the header), remembered for the last header read. */
+function essenceOf(contentType: string | undefined): string | undefined {
+  if (contentType !== lastType || contentType === undefined) {
+    lastEssence = mediaTypeEssence(contentType);
+    lastType = contentType;
+  }
+  return lastEssence;
+}
+
+/** An answer's Content-Type as the web Headers give it: several joined (Node's `headers` keeps the first). */
+function contentTypeOf(res: IncomingMessage): string | undefined {
+  const raw = res.rawHeaders;
+  let found: string | undefined;
+  for (let i = 0; i < raw.length; i += 2)
+    if (raw[i]!.length === 12 && raw[i]!.toLowerCase() === 'content-type')
+      found = found === undefined ? raw[i + 1]! : `${found}, ${raw[i + 1]!}`;
+  return found;
+}
+
+/** UTF-8 text, a BOM dropped, as the web Response's text() and json() read it (the SDK transport's reads). */
+function textOf(bytes: Buffer): string {
+  const text = bytes.toString('utf8');
+  return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
+}
+
+/** An error answer's text (at most {@link MAX_RAW_ANSWER} bytes of it). */
 async function readText(res: IncomingMessage): Promise<string> {
   const chunks: Buffer[] = [];
-  for await (const chunk of res) chunks.push(chunk as Buffer);
-  const text = Buffer.concat(chunks).toString('utf8');
-  // A BOM is dropped, as the web Response's text() and json() drop it (the SDK transport's reads).
-  return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
+  let size = 0;
+  for await (const chunk of res) {
+    size += (chunk as Buffer).length;
+    if (size > MAX_RAW_ANSWER) break;
+    chunks.push(chunk as Buffer);
+  }
+  return textOf(Buffer.concat(chunks));
 }
 
 /**
@@ -197,6 +369,7 @@ class SseEvents {
   readonly #decoder = new StringDecoder('utf8');
   #text = '';
   #data: string[] = [];
+  #dataSize = 0;
   #event = '';
   #id: string | undefined;
   #begun = false;
@@ -209,7 +382,14 @@ class SseEvents {
     this.#each = each;
   }
 
+  /** What is held now (the unfinished line and the data of the unfinished event), in characters. */
+  get held(): number {
+    return this.#text.length + this.#dataSize;
+  }
+
   push(chunk: Buffer): void {
+    // The held text has no line end in it (but perhaps a last CR): the search starts where it ended.
+    const from = Math.max(0, this.#text.length - 1);
     let text = this.#text + this.#decoder.write(chunk);
     // A BOM opening the stream is dropped, as the SDK's TextDecoderStream drops it.
     if (!this.#begun && text !== '') {
@@ -218,7 +398,7 @@ class SseEvents {
     }
     let start = 0;
     for (;;) {
-      let end = start;
+      let end = start === 0 ? Math.min(from, text.length) : start;
       while (end < text.length && text.charCodeAt(end) !== 10 && text.charCodeAt(end) !== 13) end++;
       if (end === text.length) break;
       // A CR last in the chunk may be the first half of a CRLF: wait for the next one.
@@ -235,6 +415,7 @@ class SseEvents {
       const event = this.#event;
       if (this.#id) this.lastId = this.#id;
       this.#data = [];
+      this.#dataSize = 0;
       this.#event = '';
       this.#id = undefined;
       if (data.length > 0 && (event === '' || event === 'message')) {
@@ -248,8 +429,10 @@ class SseEvents {
     const field = colon === -1 ? line : line.slice(0, colon);
     let value = colon === -1 ? '' : line.slice(colon + 1);
     if (value.charCodeAt(0) === 32) value = value.slice(1);
-    if (field === 'data') this.#data.push(value);
-    else if (field === 'event') this.#event = value;
+    if (field === 'data') {
+      this.#data.push(value);
+      this.#dataSize += value.length + 1;
+    } else if (field === 'event') this.#event = value;
     else if (field === 'id' && !value.includes('\0'))
       this.#id = value; // as eventsource-parser: NUL, ignored
     else if (field === 'retry' && /^\d+$/.test(value)) this.retry = Number(value);

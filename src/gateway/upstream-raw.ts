@@ -25,6 +25,7 @@ import {
   type Transport,
 } from '@modelcontextprotocol/client';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/client/validators/ajv';
+import { Deadlines, type Deadline, type DeadlineQueue } from './deadlines.js';
 
 /** The prefix of the gateway's own request ids towards an upstream. */
 const RAW_ID = 'toolgate-raw:';
@@ -40,22 +41,8 @@ export function fastPathOff(): boolean {
   return process.env['TOOLGATE_GATEWAY_FAST_PATH'] === 'off';
 }
 
-/**
- * One raw request in flight: how it settles, and its place in the deadline queue (no timer of its own: one
- * shared timer per connection, {@link RawRequests}).
- */
-class Pending {
-  /** When it times out (performance.now() ms). */
-  readonly at: number;
+interface Pending {
   readonly answered: (message: Record<string, unknown>) => void;
-  /** Its timeout: the SDK's error, and the cancellation sent upstream. */
-  readonly expire: () => void;
-
-  constructor(at: number, answered: (message: Record<string, unknown>) => void, expire: () => void) {
-    this.at = at;
-    this.answered = answered;
-    this.expire = expire;
-  }
 }
 
 /** What a raw request needs: its timeout and the signal that stops it. */
@@ -67,19 +54,13 @@ export interface RawOptions {
 /** One upstream connection's requests in flight on the fast path. */
 export class RawRequests {
   readonly #transport: () => Transport | undefined;
-  /** In flight by id, in the order they were sent. */
   readonly #pending = new Map<string, Pending>();
   readonly #validator = new AjvJsonSchemaValidator();
+  /** The deadlines of this connection's requests, one queue (one timer) per timeout length. */
+  readonly #deadlines = new Deadlines();
   /** The output validator of each tool definition (compiled once per definition, as the SDK's cache does). */
   readonly #outputs = new WeakMap<McpTool, ReturnType<AjvJsonSchemaValidator['getValidator']>>();
   #next = 0;
-  /**
-   * The one timer of the connection's deadlines (unref'd: while a request waits, the upstream's transport
-   * keeps the process up), armed for `#armedAt`; a request sets no timer of its own, and settling one
-   * clears nothing.
-   */
-  #timer: ReturnType<typeof setTimeout> | undefined;
-  #armedAt = Infinity;
 
   constructor(transport: () => Transport | undefined) {
     this.#transport = transport;
@@ -182,69 +163,89 @@ export class RawRequests {
     const id = `${RAW_ID}${++this.#next}`;
     const timeout = options.timeout ?? 60_000;
     return new Promise<unknown>((resolve, reject) => {
-      const settle = (): void => {
-        signal?.removeEventListener('abort', onAbort);
-        this.#pending.delete(id);
-      };
-      // Stopped or timed out: the upstream is told (the SDK's notification), the call fails now.
-      const cancel = (reason: unknown): void => {
-        if (!this.#pending.has(id)) return;
-        settle();
-        transport
-          .send({
-            jsonrpc: '2.0',
-            method: 'notifications/cancelled',
-            params: { requestId: id, reason: String(reason) },
-          })
-          .catch(() => undefined);
-        reject(reason instanceof SdkError ? reason : new SdkError(SdkErrorCode.RequestTimeout, String(reason)));
-      };
-      const onAbort = (): void => cancel(signal?.reason);
-      const answered = (message: Record<string, unknown>): void => {
-        settle();
-        if ('closed' in message) return reject(message['closed']);
-        const error = message['error'] as { code?: unknown; message?: unknown; data?: unknown } | undefined;
-        if (error !== undefined && error !== null && typeof error === 'object')
-          return reject(ProtocolError.fromError(Number(error.code), String(error.message), error.data));
-        resolve(withoutResultType(message['result']));
-      };
-      const expire = (): void => cancel(new SdkError(SdkErrorCode.RequestTimeout, 'Request timed out', { timeout }));
-      const at = performance.now() + timeout;
-      this.#pending.set(id, new Pending(at, answered, expire));
-      this.#arm(at);
-      signal?.addEventListener('abort', onAbort, { once: true });
+      const pending = new PendingRequest(this.#pending, this.#deadlines.of(timeout), transport, id, timeout, signal);
+      pending.resolve = resolve;
+      pending.reject = reject;
+      this.#pending.set(id, pending);
+      this.#deadlines.of(timeout).add(pending);
+      signal?.addEventListener('abort', pending, { once: true });
       transport.send({ jsonrpc: '2.0', id, method, params } as JSONRPCMessage).catch((error: unknown) => {
         if (!this.#pending.has(id)) return;
-        settle();
+        pending.settle();
         reject(error);
       });
     });
   }
+}
 
-  /**
-   * Arms the shared timer for `at` unless it is armed for then or sooner. It is never armed later than the
-   * earliest deadline in flight (a request settled before its deadline leaves the timer early, and when it
-   * fires it finds the next one); a request's deadline is never earlier than those sent before it with the
-   * same timeout, so a connection arms it about once per timeout, not once per request.
-   */
-  #arm(at: number): void {
-    if (at >= this.#armedAt) return;
-    if (this.#timer !== undefined) clearTimeout(this.#timer);
-    this.#armedAt = at;
-    this.#timer = setTimeout(() => this.#expire(), Math.max(0, at - performance.now()));
-    this.#timer.unref();
+/**
+ * One raw request waiting for its answer: its deadline in the connection's shared queue (deadlines.ts, no
+ * timer per request) and its signal's abort listener (itself, no closure). Stopped or timed out, the
+ * upstream is told (the SDK's notification) and the call fails now.
+ */
+class PendingRequest implements Pending, Deadline {
+  due = 0;
+  resolve: (value: unknown) => void = () => undefined;
+  reject: (reason: unknown) => void = () => undefined;
+  readonly #all: Map<string, Pending>;
+  readonly #queue: DeadlineQueue;
+  readonly #transport: Transport;
+  readonly #id: string;
+  readonly #timeout: number;
+  readonly #signal: AbortSignal | undefined;
+
+  constructor(
+    all: Map<string, Pending>,
+    queue: DeadlineQueue,
+    transport: Transport,
+    id: string,
+    timeout: number,
+    signal: AbortSignal | undefined,
+  ) {
+    this.#all = all;
+    this.#queue = queue;
+    this.#transport = transport;
+    this.#id = id;
+    this.#timeout = timeout;
+    this.#signal = signal;
   }
 
-  /** The shared timer fired: every request past its deadline times out (in the order sent), then it is armed again. */
-  #expire(): void {
-    this.#timer = undefined;
-    this.#armedAt = Infinity;
-    const now = performance.now();
-    let next = Infinity;
-    for (const pending of [...this.#pending.values()])
-      if (pending.at <= now) pending.expire();
-      else if (pending.at < next) next = pending.at;
-    if (next !== Infinity) this.#arm(next);
+  settle(): void {
+    this.#queue.delete(this);
+    this.#signal?.removeEventListener('abort', this);
+    this.#all.delete(this.#id);
+  }
+
+  answered(message: Record<string, unknown>): void {
+    this.settle();
+    if ('closed' in message) return this.reject(message['closed']);
+    const error = message['error'] as { code?: unknown; message?: unknown; data?: unknown } | undefined;
+    if (error !== undefined && error !== null && typeof error === 'object')
+      return this.reject(ProtocolError.fromError(Number(error.code), String(error.message), error.data));
+    this.resolve(withoutResultType(message['result']));
+  }
+
+  /** The deadline passed. */
+  expire(): void {
+    this.#cancel(new SdkError(SdkErrorCode.RequestTimeout, 'Request timed out', { timeout: this.#timeout }));
+  }
+
+  /** The signal aborted (an EventListener object). */
+  handleEvent(): void {
+    this.#cancel(this.#signal?.reason);
+  }
+
+  #cancel(reason: unknown): void {
+    if (!this.#all.has(this.#id)) return;
+    this.settle();
+    this.#transport
+      .send({
+        jsonrpc: '2.0',
+        method: 'notifications/cancelled',
+        params: { requestId: this.#id, reason: String(reason) },
+      })
+      .catch(() => undefined);
+    this.reject(reason instanceof SdkError ? reason : new SdkError(SdkErrorCode.RequestTimeout, String(reason)));
   }
 }
 

@@ -9,59 +9,9 @@
 import { describe, expect, it } from 'vitest';
 import { cleanupsAfterEach } from '../harness.js';
 import { recordingHttpUpstream } from './fixtures/recording-http.js';
-import { httpGateway } from './fixtures/http-fast.js';
+import { httpGateway, open, post, type Answer } from './fixtures/http-fast.js';
 
 const cleanups = cleanupsAfterEach();
-
-const ACCEPT = 'application/json, text/event-stream';
-
-interface Answer {
-  readonly status: number;
-  readonly type: string | null;
-  readonly session: string | null;
-  readonly messages: unknown[];
-}
-
-/** One POST as bytes; its answer's status, content type, session header and messages (SSE events or JSON). */
-async function post(url: URL, body: string, headers: Record<string, string> = {}): Promise<Answer> {
-  const response = await fetch(url, {
-    method: 'POST',
-    headers: { accept: ACCEPT, 'content-type': 'application/json', ...headers },
-    body,
-  });
-  const text = await response.text();
-  const type = response.headers.get('content-type');
-  const messages = type?.startsWith('text/event-stream')
-    ? text
-        .split('\n')
-        .filter((line) => line.startsWith('data: '))
-        .map((line) => JSON.parse(line.slice(6)) as unknown)
-    : text === ''
-      ? []
-      : [JSON.parse(text) as unknown];
-  return { status: response.status, type, session: response.headers.get('mcp-session-id'), messages };
-}
-
-/** A session opened by hand (initialize, then initialized): its headers for the next requests. */
-async function open(url: URL, token?: string): Promise<Record<string, string>> {
-  const auth: Record<string, string> = token ? { authorization: `Bearer ${token}` } : {};
-  const init = await post(
-    url,
-    JSON.stringify({
-      jsonrpc: '2.0',
-      id: 0,
-      method: 'initialize',
-      params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'wire', version: '1' } },
-    }),
-    auth,
-  );
-  expect(init.status).toBe(200);
-  const headers = { ...auth, 'mcp-session-id': init.session!, 'mcp-protocol-version': '2025-11-25' };
-  expect(
-    (await post(url, JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }), headers)).status,
-  ).toBe(202);
-  return headers;
-}
 
 const callOf = (id: unknown, name: string, args: unknown, extra: Record<string, unknown> = {}): string =>
   JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args }, ...extra });

@@ -14,7 +14,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { Client as ModernClient, StreamableHTTPClientTransport as ModernHttp } from '@modelcontextprotocol/client';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { createGateway, gatewayConfigOf } from '../../src/gateway/index.js';
 import { serveGatewayHttp } from '../../src/gateway/http.js';
@@ -22,25 +22,13 @@ import { writeResponse } from '../../src/gateway/http-session.js';
 import { upstreamFetch } from '../../src/gateway/upstream-fetch.js';
 import { loadPolicyFile } from '../../src/policy-file/index.js';
 import { httpFixture, LEGACY } from '../mcp/fixtures/processes.js';
+import { cleanupsAfterEach, loopbackServer } from '../harness.js';
 
-const cleanups: (() => Promise<unknown>)[] = [];
-afterEach(async () => {
-  while (cleanups.length) await cleanups.pop()!().catch(() => undefined);
-});
+const cleanups = cleanupsAfterEach();
 
 /** A loopback server running `handle`; its URL. */
-async function serve(handle: (req: IncomingMessage, res: ServerResponse) => void): Promise<URL> {
-  const server = createServer(handle);
-  await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
-  cleanups.push(
-    () =>
-      new Promise<void>((done) => {
-        server.closeAllConnections();
-        server.close(() => done());
-      }),
-  );
-  return new URL(`http://127.0.0.1:${(server.address() as AddressInfo).port}/`);
-}
+const serve = (handle: (req: IncomingMessage, res: ServerResponse) => void): Promise<URL> =>
+  loopbackServer(cleanups, handle);
 
 const text = (result: unknown): string => ((result as CallToolResult).content[0] as { text: string }).text;
 

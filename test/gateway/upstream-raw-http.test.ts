@@ -3,12 +3,11 @@
 // (CRLF, a CR at a chunk's end, events split anywhere, multi-line data, comments, other event names), every
 // message handed to onmessage in order, and the SDK transport's failures: a non-2xx status, an unexpected
 // content type, a stream that ends without the answer. Anything but a raw request goes through the SDK.
-import { createServer, request, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { request, type IncomingMessage, type ServerResponse } from 'node:http';
 import { SdkError, SdkHttpError, type JSONRPCMessage } from '@modelcontextprotocol/client';
 import { describe, expect, it } from 'vitest';
-import { rawHttpTransport } from '../../src/gateway/upstream-raw-http.js';
-import { cleanupsAfterEach } from '../harness.js';
+import { MAX_RAW_ANSWER, rawHttpTransport } from '../../src/gateway/upstream-raw-http.js';
+import { cleanupsAfterEach, loopbackServer } from '../harness.js';
 
 const cleanups = cleanupsAfterEach();
 
@@ -16,24 +15,20 @@ async function upstream(
   answer: (req: IncomingMessage, body: Record<string, unknown>, res: ServerResponse) => void,
 ): Promise<{ url: URL; seen: { headers: IncomingMessage['headers']; body: Record<string, unknown> }[] }> {
   const seen: { headers: IncomingMessage['headers']; body: Record<string, unknown> }[] = [];
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown>;
-      seen.push({ headers: req.headers, body });
-      answer(req, body, res);
-    });
-  });
-  await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
-  cleanups.push(
-    () =>
-      new Promise<void>((done) => {
-        server.closeAllConnections();
-        server.close(() => done());
-      }),
+  const url = await loopbackServer(
+    cleanups,
+    (req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown>;
+        seen.push({ headers: req.headers, body });
+        answer(req, body, res);
+      });
+    },
+    '/mcp',
   );
-  return { url: new URL(`http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`), seen };
+  return { url, seen };
 }
 
 const RAW = { jsonrpc: '2.0', id: 'toolgate-raw:1', method: 'tools/call', params: { name: 'echo' } } as JSONRPCMessage;
@@ -124,8 +119,9 @@ describe('RawHttpTransport: the fast path’s requests to an HTTP upstream', () 
       res.writeHead(200, { 'content-type': 'text/event-stream' }).end('id: e1\nretry: 20\ndata: \n\n'),
     );
     // The same server answers the GET (no body): wrap its handler.
-    const server = await new Promise<URL>((done) => {
-      const http = createServer((req, res) => {
+    const server = await loopbackServer(
+      cleanups,
+      (req, res) => {
         if (req.method === 'GET') {
           gets.push(req.headers['last-event-id'] as string | undefined);
           res
@@ -140,10 +136,9 @@ describe('RawHttpTransport: the fast path’s requests to an HTTP upstream', () 
             answer.pipe(res);
           }),
         );
-      });
-      http.listen(0, '127.0.0.1', () => done(new URL(`http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp`)));
-      cleanups.push(() => new Promise<void>((closed) => (http.closeAllConnections(), http.close(() => closed()))));
-    });
+      },
+      '/mcp',
+    );
     const transport = rawHttpTransport(server);
     const messages: unknown[] = [];
     transport.onmessage = (m) => messages.push(m);
@@ -166,5 +161,69 @@ describe('RawHttpTransport: the fast path’s requests to an HTTP upstream', () 
     expect(outcome).toBe('resolved');
     expect(messages).toEqual([ANSWER]);
     expect(errors).toHaveLength(2);
+  });
+
+  it('an answer over MAX_RAW_ANSWER (one endless SSE line, or a JSON body) fails the call and closes the request', async () => {
+    for (const type of ['text/event-stream', 'application/json']) {
+      let closed = false;
+      const { url } = await upstream((_req, _body, res) => {
+        res.on('close', () => (closed = true));
+        res.writeHead(200, { 'content-type': type });
+        const piece = Buffer.alloc(1024 * 1024, type === 'application/json' ? ' ' : 'x');
+        if (type === 'text/event-stream') res.write('data: ');
+        let sent = 0;
+        const more = (): void => {
+          while (!res.destroyed && sent <= MAX_RAW_ANSWER + piece.length) {
+            sent += piece.length;
+            if (!res.write(piece)) return void res.once('drain', more);
+          }
+        };
+        more();
+      });
+      const { outcome, errors } = await sent(url);
+      expect(outcome, type).toBeInstanceOf(SdkError);
+      expect(String((outcome as Error).message), type).toContain(`over ${MAX_RAW_ANSWER} bytes`);
+      expect(errors, type).toHaveLength(1);
+      for (let tries = 0; !closed && tries < 100; tries++) await new Promise((r) => setTimeout(r, 10));
+      expect(closed, type).toBe(true);
+    }
+  });
+
+  it('a raw request the gateway stops (notifications/cancelled naming it) has its POST closed, quietly', async () => {
+    let closed = false;
+    const cancels: unknown[] = [];
+    const { url } = await upstream((_req, body, res) => {
+      if (body['method'] === 'notifications/cancelled') {
+        cancels.push(body);
+        return void res.writeHead(202).end();
+      }
+      res.on('close', () => (closed = true));
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write(`data: ${JSON.stringify(PROGRESS)}\n\n`); // and never the answer
+    });
+    const transport = rawHttpTransport(url);
+    const messages: unknown[] = [];
+    const errors: unknown[] = [];
+    transport.onmessage = (m) => messages.push(m);
+    transport.onerror = (e) => errors.push(e);
+    await transport.start();
+    cleanups.push(() => transport.close());
+    const posted = transport.send(RAW).then(
+      () => 'resolved',
+      (error: unknown) => error,
+    );
+    for (let tries = 0; messages.length === 0 && tries < 100; tries++) await new Promise((r) => setTimeout(r, 10));
+    const cancel = {
+      jsonrpc: '2.0',
+      method: 'notifications/cancelled',
+      params: { requestId: 'toolgate-raw:1', reason: 'timed out' },
+    } as JSONRPCMessage;
+    await transport.send(cancel);
+    expect(await posted).toBe('resolved');
+    for (let tries = 0; !closed && tries < 100; tries++) await new Promise((r) => setTimeout(r, 10));
+    expect(closed).toBe(true);
+    expect(cancels).toEqual([cancel]);
+    expect(messages).toEqual([PROGRESS]);
+    expect(errors).toEqual([]);
   });
 });
