@@ -81,20 +81,7 @@ export function precheck(
   const agent = agentNameOf(context);
   if ('problem' in call)
     return decided(
-      decisionOf(
-        call,
-        form,
-        agent,
-        context,
-        env,
-        null,
-        null,
-        call.problem,
-        'deny',
-        'arguments',
-        'malformed_call',
-        null,
-      ),
+      refusedBefore(call, form, agent, context, env, call.problem, 'arguments', 'malformed_call'),
       null,
       null,
     );
@@ -102,16 +89,13 @@ export function precheck(
   const tool = form === call.name && spelled !== undefined ? spelled : env.lookup(form);
   if (!tool) {
     return decided(
-      decisionOf(
+      refusedBefore(
         call,
         form,
         agent,
         context,
         env,
-        null,
-        null,
         `no tool named ${quote(call.name)} is registered`,
-        'deny',
         'lookup',
         'unknown_tool',
         'not_declared',
@@ -128,20 +112,7 @@ export function precheck(
   const parsed = text !== null || isPlainRecord(given) ? null : parseArguments(given);
   if (parsed !== null && !parsed.ok)
     return decided(
-      decisionOf(
-        call,
-        form,
-        agent,
-        context,
-        env,
-        null,
-        null,
-        parsed.problem,
-        'deny',
-        'arguments',
-        'malformed_arguments',
-        null,
-      ),
+      refusedBefore(call, form, agent, context, env, parsed.problem, 'arguments', 'malformed_arguments'),
       tool,
       null,
     );
@@ -188,11 +159,7 @@ function invalid(
   tool: Tool,
   reason: string,
 ): Precheck {
-  return decided(
-    decisionOf(call, form, agent, context, env, null, null, reason, 'deny', 'validation', 'invalid_arguments', null),
-    tool,
-    null,
-  );
+  return decided(refusedBefore(call, form, agent, context, env, reason, 'validation', 'invalid_arguments'), tool, null);
 }
 
 /** A schema that threw (or rejected) while validating: the call is refused, never run unvalidated. */
@@ -382,4 +349,19 @@ function asked(
 
 function decided(decision: Decision, tool: Tool | null, args: Readonly<Record<string, unknown>> | null): Precheck {
   return { kind: 'decided', decision, tool, args };
+}
+
+/** A refusal before the arguments are read (malformed call, unknown tool, unreadable or invalid arguments): no parameters, no rule. */
+function refusedBefore(
+  call: NormalizedCall | UnreadableCall,
+  form: string,
+  agent: string,
+  context: GateContext,
+  env: GateEnvironment,
+  reason: string,
+  stage: Decision['stage'],
+  by: Decision['by'],
+  layer: Decision['layer'] = null,
+): Decision {
+  return decisionOf(call, form, agent, context, env, null, null, reason, 'deny', stage, by, layer);
 }
