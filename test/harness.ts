@@ -55,6 +55,21 @@ export function cleanupsAfterEach(options: { readonly strict?: boolean } = {}): 
   return cleanups;
 }
 
+/**
+ * The gateway's fast path on (`fast`) or off (TOOLGATE_GATEWAY_FAST_PATH=off) for what is made next; the
+ * variable as it was is put back by the cleanups. It is read when an upstream connects and when a session or
+ * the modern handler is made.
+ */
+export function fastPathFor(cleanups: Cleanups, fast: boolean): void {
+  const previous = process.env['TOOLGATE_GATEWAY_FAST_PATH'];
+  if (fast) delete process.env['TOOLGATE_GATEWAY_FAST_PATH'];
+  else process.env['TOOLGATE_GATEWAY_FAST_PATH'] = 'off';
+  cleanups.push(() => {
+    if (previous === undefined) delete process.env['TOOLGATE_GATEWAY_FAST_PATH'];
+    else process.env['TOOLGATE_GATEWAY_FAST_PATH'] = previous;
+  });
+}
+
 /** A loopback HTTP server running `handle` (closed, its connections too, by the cleanups): its URL, path `path`. */
 export async function loopbackServer(
   cleanups: Cleanups,

@@ -9,7 +9,7 @@ import { SignJWT } from 'jose';
 import { describe, expect, it } from 'vitest';
 import { jwtAuthenticator } from '../../src/gateway/auth.js';
 import { httpFastPathTaken } from '../../src/gateway/http-fast.js';
-import { cleanupsAfterEach, gatewayOverHttp, tempDir, text, writePolicy } from '../harness.js';
+import { cleanupsAfterEach, fastPathFor, gatewayOverHttp, tempDir, text, writePolicy } from '../harness.js';
 import { httpGateway, open } from './fixtures/http-fast.js';
 import { recordingHttpUpstream } from './fixtures/recording-http.js';
 import { httpFixture, LEGACY } from '../mcp/fixtures/processes.js';
@@ -20,13 +20,7 @@ const SECRET = 'the bench test secret, 32 bytes or more';
 async function benchGateway(fast: boolean, jwt: boolean) {
   const upstream = await httpFixture(LEGACY);
   cleanups.push(() => upstream.stop());
-  const previous = process.env['TOOLGATE_GATEWAY_FAST_PATH'];
-  if (fast) delete process.env['TOOLGATE_GATEWAY_FAST_PATH'];
-  else process.env['TOOLGATE_GATEWAY_FAST_PATH'] = 'off';
-  cleanups.push(() => {
-    if (previous === undefined) delete process.env['TOOLGATE_GATEWAY_FAST_PATH'];
-    else process.env['TOOLGATE_GATEWAY_FAST_PATH'] = previous;
-  });
+  fastPathFor(cleanups, fast);
   // The bench's policy (bench/gateway.ts: one HTTP upstream, pins off, everything allowed); the token's scope
   // names the tool (the CLI maps the bench's `bench` scope to it).
   const policy = writePolicy(tempDir('http-bench-shape'), {
