@@ -97,10 +97,8 @@ export interface GatewayHttpOptions {
    * policy in force, so a reload changes them). @default none listed
    */
   readonly scopesSupported?: readonly string[] | (() => readonly string[]);
-  /**
-   * The audience a token must name (`aud` claim, or the authenticator's `resource`): `true` this
-   * resource, a string that audience, `false` not checked (not recommended). @default true
-   */
+  /** The audience a token must name (`aud`, or the authenticator's `resource`): `true` this resource, a string
+   * that audience, `false` not checked (not recommended). @default true */
   readonly audience?: boolean | string;
   /** Serve every request on a fresh server with no session (any replica serves any request). @default false */
   readonly stateless?: boolean;
@@ -401,11 +399,10 @@ export async function serveGatewayHttp(
       const read = await readJson(req);
       if (!read.ok) return rpcError(res, read.status, read.error);
       parsedBody = read.body;
-      // A plain 2026-07-28 tools/call is served by the modern handler's fast path (modern-fast.ts).
       const legacyPlain = plainLegacyPost(req, parsedBody);
-      const fastModern =
-        !legacyPlain && req.headers['mcp-protocol-version'] === MODERN_VERSION ? modernOf(route) : null;
-      if (fastModern && serveModernFast(fastModern, req, res, parsedBody, auth)) return;
+      // A plain 2026-07-28 tools/call or resources/read: the modern handler's fast path (modern-fast.ts).
+      const fast = !legacyPlain && req.headers['mcp-protocol-version'] === MODERN_VERSION && modernOf(route);
+      if (fast && serveModernFast(fast, req, res, parsedBody, auth)) return;
       if (!legacyPlain && !isLegacyPost(req, parsedBody)) {
         const modern = modernOf(route);
         if (!modern)
