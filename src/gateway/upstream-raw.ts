@@ -26,6 +26,9 @@ import {
 } from '@modelcontextprotocol/client';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/client/validators/ajv';
 
+/** Node's longest timer delay; the shared timer is armed no further ahead (it fires and is armed again). */
+const MAX_DELAY_MS = 2 ** 31 - 1;
+
 /** The prefix of the gateway's own request ids towards an upstream. */
 const RAW_ID = 'toolgate-raw:';
 
@@ -231,7 +234,8 @@ export class RawRequests {
     if (at >= this.#armedAt) return;
     if (this.#timer !== undefined) clearTimeout(this.#timer);
     this.#armedAt = at;
-    this.#timer = setTimeout(() => this.#expire(), Math.max(0, at - performance.now()));
+    // Never past Node's longest delay (2^31 - 1 ms): a longer one fires after 1 ms, and again, every millisecond.
+    this.#timer = setTimeout(() => this.#expire(), Math.min(Math.max(0, at - performance.now()), MAX_DELAY_MS));
     this.#timer.unref();
   }
 

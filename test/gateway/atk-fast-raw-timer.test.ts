@@ -112,4 +112,24 @@ describe('attacks on the raw requests’ shared deadline timer (real timers)', (
       process.off('warning', onWarning);
     }
   });
+
+  it('a timeout past 2^31 - 1 ms still times the request out at its own deadline, not before', async () => {
+    vi.useFakeTimers();
+    try {
+      const { transport } = recorder();
+      const raw = new RawRequests(() => transport);
+      let outcome = 'waiting';
+      const pending = raw.callTool({ name: 'echo', arguments: {} }, TOOL, { timeout: 3_000_000_000 }).then(
+        () => (outcome = 'answered'),
+        (error: unknown) => (outcome = String(error)),
+      );
+      await vi.advanceTimersByTimeAsync(2 ** 31);
+      expect(outcome).toBe('waiting');
+      await vi.advanceTimersByTimeAsync(3_000_000_000 - 2 ** 31 + 10);
+      await pending;
+      expect(outcome).toContain('Request timed out');
+    } finally {
+      vi.useRealTimers();
+    }
+  });
 });
