@@ -19,6 +19,9 @@ const SECRET = 'atk-fast-modern-secret-0123456789abcdef';
 /** alice may echo; mallory may echo and pay. */
 const TOKENS: Record<string, string[]> = { alice: ['mod:echo'], mallory: ['mod:echo', 'mod:pay', 'mod:fail'] };
 
+/** Each audit record as JSON when the sink got it (a later change to the record would not show here). */
+const snapshots: { record: GatewayAuditRecord; json: string }[] = [];
+
 async function gateway(fast: boolean) {
   const dir = tempDir('atk-fast-modern');
   const ledger = emptyFile(dir, 'ledger');
@@ -37,6 +40,7 @@ async function gateway(fast: boolean) {
     ],
     limits: [{ name: 'four-fails', tools: ['mod:fail'], max: 4, window: '1h' }],
   });
+  const records: GatewayAuditRecord[] = [];
   const previous = process.env['TOOLGATE_GATEWAY_FAST_PATH'];
   if (fast) delete process.env['TOOLGATE_GATEWAY_FAST_PATH'];
   else process.env['TOOLGATE_GATEWAY_FAST_PATH'] = 'off';
@@ -44,6 +48,10 @@ async function gateway(fast: boolean) {
     const on = await gatewayOverHttp(cleanups, policy, {
       gateway: () => ({
         requestState: { secret: SECRET, nonces: new MemoryNonceStore(), ledger: new MemoryLedger() },
+        audit: (record: GatewayAuditRecord) => {
+          records.push(record);
+          snapshots.push({ record, json: JSON.stringify(record) });
+        },
       }),
       http: () => ({
         audience: false,
@@ -56,8 +64,8 @@ async function gateway(fast: boolean) {
     });
     // The modern handler (and whether it has a fast path) is made on the first 2026-07-28 request.
     await send(on.url, { token: 'mallory', body: call(0, 'mod:echo', { text: 'warm' }) });
-    on.records.length = 0;
-    return { ...on, ledger };
+    records.length = 0;
+    return { ...on, records, ledger };
   } finally {
     if (previous === undefined) delete process.env['TOOLGATE_GATEWAY_FAST_PATH'];
     else process.env['TOOLGATE_GATEWAY_FAST_PATH'] = previous;
@@ -336,6 +344,38 @@ describe('attacks on the 2026-07-28 fast path', { timeout: 180_000 }, () => {
       expect(paid, `fast ${fast}`).not.toMatch(/batch-big|huge/);
       // At most once each.
       for (const name of ['batch-small', 'left']) expect(paid.split(name).length - 1).toBeLessThanOrEqual(1);
+    }
+  });
+
+  it('replays of concurrent refusals, asks and failures answer each request with its own outcome; audit lines never change', async () => {
+    for (const fast of [true, false]) {
+      snapshots.length = 0;
+      const { url, ledger } = await gateway(fast);
+      const kinds = [
+        (i: number) => ({
+          token: 'mallory',
+          body: call(i, 'mod:pay', { to: `asked-${i}`, amount: 70 }, modernMeta({ elicitation: { form: {} } })),
+          expect: 'input_required',
+        }),
+        (i: number) => ({ token: 'alice', body: call(i, 'mod:nope', {}), expect: 'mod:nope' }),
+        (i: number) => ({ token: 'mallory', body: call(i, 'mod:fail', {}), expect: 'fail' }),
+        (i: number) => ({
+          token: 'alice',
+          body: call(i, 'mod:pay', { to: `alice-${i}`, amount: 1 }),
+          expect: 'refused',
+        }),
+        (i: number) => ({ token: 'mallory', body: call(i, 'mod:echo', { text: `e${i}` }), expect: `echo: e${i}` }),
+      ];
+      const sent = Array.from({ length: 40 }, (_, i) => kinds[i % kinds.length]!(1000 + i));
+      const answers = await Promise.all(sent.map((one) => send(url, one)));
+      for (const [i, answer] of answers.entries()) {
+        expect(answer.text, `fast ${fast}, request ${i}`).toContain(`"id":${1000 + i}`);
+        expect(answer.text, `fast ${fast}, request ${i}`).toContain(sent[i]!.expect);
+      }
+      expect(readFileSync(ledger, 'utf8')).toBe('');
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      for (const { record, json } of snapshots) expect(JSON.stringify(record)).toBe(json);
+      expect(snapshots.length).toBeGreaterThanOrEqual(40);
     }
   });
 });
