@@ -6,6 +6,7 @@
 import { SdkError, SdkErrorCode, type JSONRPCMessage, type Transport } from '@modelcontextprotocol/client';
 import { describe, expect, it, vi } from 'vitest';
 import { RawRequests } from '../../src/gateway/upstream-raw.js';
+import { defineTool, ToolRegistry } from '../../src/index.js';
 
 const TOOL = { name: 'echo', inputSchema: { type: 'object' as const } };
 
@@ -130,6 +131,36 @@ describe('attacks on the raw requests’ shared deadline timer (real timers)', (
       expect(outcome).toContain('Request timed out');
     } finally {
       vi.useRealTimers();
+    }
+  });
+});
+
+describe('the gate’s deadline timer under the gateway’s tool timeout (callTimeoutMs + 1 s)', () => {
+  it('a tool timeout past 2^31 - 1 ms does not make the gate’s shared timer fire every millisecond', async () => {
+    const registry = new ToolRegistry({ toolTimeoutMs: 3_000_000_000 });
+    let finish: (value: string) => void = () => undefined;
+    registry.register(
+      defineTool({
+        name: 'waits',
+        parameters: { type: 'object' },
+        execute: () => new Promise<string>((resolve) => (finish = resolve)),
+      }),
+    );
+    const made = vi.spyOn(globalThis, 'setTimeout');
+    const warnings: string[] = [];
+    const onWarning = (warning: Error): void => void warnings.push(warning.name);
+    process.on('warning', onWarning);
+    try {
+      const running = registry.invoke('waits', {});
+      await sleep(100);
+      const all = made.mock.calls.length;
+      finish('done');
+      expect(await running).toMatchObject({ status: 'ok', content: 'done' });
+      expect(all - 1, `setTimeout called ${all} times in 100 ms`).toBeLessThanOrEqual(2);
+      expect(warnings.filter((w) => w === 'TimeoutOverflowWarning')).toEqual([]);
+    } finally {
+      made.mockRestore();
+      process.off('warning', onWarning);
     }
   });
 });
