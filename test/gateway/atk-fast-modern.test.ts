@@ -22,7 +22,7 @@ const TOKENS: Record<string, string[]> = { alice: ['mod:echo'], mallory: ['mod:e
 /** Each audit record as JSON when the sink got it (a later change to the record would not show here). */
 const snapshots: { record: GatewayAuditRecord; json: string }[] = [];
 
-async function gateway(fast: boolean) {
+async function gateway(fast: boolean, extra: Record<string, unknown> = {}, tokens = TOKENS) {
   const dir = tempDir('atk-fast-modern');
   const ledger = emptyFile(dir, 'ledger');
   const upstream = await httpFixture(MODERN, { LEDGER: ledger });
@@ -39,6 +39,7 @@ async function gateway(fast: boolean) {
       { name: 'all', result: 'allow' },
     ],
     limits: [{ name: 'four-fails', tools: ['mod:fail'], max: 4, window: '1h' }],
+    ...extra,
   });
   const records: GatewayAuditRecord[] = [];
   const previous = process.env['TOOLGATE_GATEWAY_FAST_PATH'];
@@ -56,7 +57,7 @@ async function gateway(fast: boolean) {
       http: () => ({
         audience: false,
         authenticate: async (token: string) => {
-          const scopes = TOKENS[token];
+          const scopes = tokens[token];
           if (!scopes) throw new Error('unknown token');
           return { token, clientId: token, scopes };
         },
@@ -96,7 +97,7 @@ function send(
     readonly bare?: boolean;
     readonly text?: string;
   },
-): Promise<{ status: number; text: string }> {
+): Promise<{ status: number; text: string; challenge?: string }> {
   const text = options.text ?? JSON.stringify(options.body);
   const body = options.body as { method?: string; params?: { name?: string; uri?: string } };
   const standard = options.bare
@@ -132,7 +133,13 @@ function send(
       let answer = '';
       res.setEncoding('utf8');
       res.on('data', (chunk: string) => (answer += chunk));
-      res.once('end', () => resolve({ status: res.statusCode ?? 0, text: answer }));
+      res.once('end', () =>
+        resolve({
+          status: res.statusCode ?? 0,
+          text: answer,
+          ...(res.headers['www-authenticate'] ? { challenge: res.headers['www-authenticate'] } : {}),
+        }),
+      );
     });
     req.end(text);
   });
@@ -377,5 +384,32 @@ describe('attacks on the 2026-07-28 fast path', { timeout: 180_000 }, () => {
       for (const { record, json } of snapshots) expect(JSON.stringify(record)).toBe(json);
       expect(snapshots.length).toBeGreaterThanOrEqual(40);
     }
+  });
+
+  it('a step-up (a scope would cover the refused tool) answers 403 and its challenge alike, and runs nothing', async () => {
+    const runs = [];
+    for (const fast of [true, false]) {
+      const { url, ledger } = await gateway(
+        fast,
+        { scopes: { echo: ['mod:echo'], pay: ['mod:pay', 'mod:fail'] } },
+        { alice: ['mod:echo'], mallory: ['mod:echo', 'mod:pay'] },
+      );
+      const answers = [];
+      for (let i = 0; i < 3; i++) {
+        answers.push(await send(url, { token: 'alice', body: call(i, 'mod:pay', { to: `alice-${i}`, amount: 1 }) }));
+        answers.push(await send(url, { token: 'mallory', body: call(10 + i, 'mod:pay', { to: `m-${i}`, amount: 1 }) }));
+      }
+      runs.push({
+        answers: answers.map((a) => ({ ...a, challenge: a.challenge?.replace(/127\.0\.0\.1:\d+/, '<host>') })),
+        ledger: readFileSync(ledger, 'utf8'),
+      });
+    }
+    const [fast, sdk] = runs as [(typeof runs)[0], (typeof runs)[0]];
+    expect(fast.answers).toEqual(sdk.answers);
+    expect(fast.answers.filter((a) => a.status === 403)).toHaveLength(3);
+    for (const answer of fast.answers.filter((a) => a.status === 403))
+      expect(answer.challenge).toContain('error="insufficient_scope", scope="pay"');
+    expect(fast.ledger).toBe('m-0:1\nm-1:1\nm-2:1\n');
+    expect(sdk.ledger).toBe(fast.ledger);
   });
 });
