@@ -404,7 +404,8 @@ export class Deadlines {
   #arm(at: number, now: number): void {
     if (this.#timer !== null) clearTimeout(this.#timer);
     this.#armedAt = at;
-    this.#timer = setTimeout(this.#fire, Math.max(1, Math.ceil(at - now)));
+    // Never past Node's longest delay (2^31 - 1 ms): a longer one fires after 1 ms, and again, every millisecond.
+    this.#timer = setTimeout(this.#fire, Math.min(Math.max(1, Math.ceil(at - now)), 2 ** 31 - 1));
     if (!this.#held) this.#timer.unref();
   }
 

@@ -35,7 +35,9 @@ export class DeadlineQueue {
   }
 
   #arm(ms: number): void {
-    this.#timer = setTimeout(this.#due, ms);
+    // Never past Node's longest delay (2^31 - 1 ms): a longer one fires after 1 ms, and again, every millisecond;
+    // armed short, it fires, finds its head not due and is armed again.
+    this.#timer = setTimeout(this.#due, Math.min(ms, 2 ** 31 - 1));
     this.#timer.unref();
   }
 
