@@ -349,6 +349,9 @@ function requestStateOf(options: GatewayOptions): MrtrStores | undefined {
 }
 
 /** Refuses options that cannot make a gateway, with a TypeError naming the option and what it got. */
+/** The longest `callTimeoutMs` (the policy schema's maximum too): 2^31 - 1 ms, Node's longest timer, less the 1 s added for the tool. */
+const MAX_CALL_TIMEOUT_MS = 2 ** 31 - 1 - 1000;
+
 function checkOptions(options: GatewayOptions): void {
   if (typeof options !== 'object' || options === null)
     throw new TypeError(`createGateway options must be an object, got ${describe(options)}`);
@@ -369,6 +372,17 @@ function checkOptions(options: GatewayOptions): void {
       throw new TypeError(
         `upstream ${JSON.stringify(namespace)} needs exactly one of "stdio", "url", "transport"; got ${sources.length === 0 ? 'none' : sources.join(', ')}`,
       );
+    // Node's timers take at most 2^31 - 1 ms (a longer one fires after 1 ms); a call's tool timeout is 1 s more.
+    for (const [key, max] of [
+      ['callTimeoutMs', MAX_CALL_TIMEOUT_MS],
+      ['connectTimeoutMs', MAX_CALL_TIMEOUT_MS + 1000],
+    ] as const) {
+      const ms = upstream[key];
+      if (ms !== undefined && !(Number.isInteger(ms) && ms >= 1 && ms <= max))
+        throw new TypeError(
+          `upstream ${JSON.stringify(namespace)}: "${key}" must be an integer from 1 to ${max}, got ${describe(ms)}`,
+        );
+    }
   }
   if (options.counters !== undefined && typeof (options.counters as { consume?: unknown })?.consume !== 'function')
     throw new TypeError(`option "counters" must be a CounterStore (with consume()), got ${describe(options.counters)}`);
