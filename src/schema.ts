@@ -56,7 +56,11 @@ const compiled = new Map<string, ValidateFunction>();
 function ajvCompile(schema: JsonSchema): ValidateFunction {
   let key: string | undefined;
   try {
-    key = JSON.stringify(schema);
+    // Only a schema its JSON text describes exactly is shared by that text: Ajv reads the object itself, and
+    // JSON.stringify writes ±Infinity and NaN as null, drops undefined and functions, calls toJSON and does
+    // not see inherited or non-enumerable keywords (a schema of { minimum: Infinity } shared the check of
+    // { minimum: -Infinity }: every number passed a schema that refuses them all).
+    key = plainJson(schema, 0) ? JSON.stringify(schema) : undefined;
   } catch {
     key = undefined; // not JSON (a cycle, a BigInt): compiled on its own, as before
   }
@@ -66,6 +70,30 @@ function ajvCompile(schema: JsonSchema): ValidateFunction {
   const check = ajv.compile(schema);
   if (key !== undefined) compiled.set(key, check);
   return check;
+}
+
+/**
+ * Is `value` plain JSON data, read alike by JSON.stringify and by Ajv: strings, booleans, null, finite numbers,
+ * arrays without holes and objects of Object.prototype (or none) whose string keys are all own enumerable data
+ * properties, none named toJSON. Anything else (and nesting past 64 levels) is compiled on its own.
+ */
+function plainJson(value: unknown, depth: number): boolean {
+  if (value === null || typeof value === 'string' || typeof value === 'boolean') return true;
+  if (typeof value === 'number') return Number.isFinite(value);
+  if (typeof value !== 'object' || depth > 64) return false;
+  const proto: unknown = Object.getPrototypeOf(value);
+  if (Array.isArray(value)) {
+    if (proto !== Array.prototype) return false;
+  } else if (proto !== Object.prototype && proto !== null) return false;
+  const names = Object.getOwnPropertyNames(value);
+  for (const name of names) {
+    if (name === 'length' && Array.isArray(value)) continue;
+    const own = Object.getOwnPropertyDescriptor(value, name)!;
+    if (!own.enumerable || !('value' in own) || name === 'toJSON') return false;
+    if (!plainJson(own.value, depth + 1)) return false;
+  }
+  // An array's holes are null in its text and undefined to Ajv.
+  return !Array.isArray(value) || names.length === value.length + 1;
 }
 
 /** Compiles a validator for `parameters`; a JSON Schema that Ajv cannot compile throws (the caller names the tool). */
