@@ -64,7 +64,7 @@ describe('attack: an agent object changed between runs', () => {
 
   it('gets a spec of what it declares now, frozen', () => {
     const helper: Agent = { name: 'helper', tools: ['search'] };
-    const agent: Agent = { name: 'a', tools: ['search'], peers: [helper] };
+    const agent: { -readonly [K in keyof Agent]: Agent[K] } = { name: 'a', tools: ['search'], peers: [helper] };
     const first = agentGraph(agent);
     expect(Object.isFrozen(first['a']!.tools)).toBe(true);
     // Pushed in place.
