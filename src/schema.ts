@@ -67,9 +67,28 @@ function ajvCompile(schema: JsonSchema): ValidateFunction {
   const hit = key === undefined ? undefined : compiled.get(key);
   if (hit) return hit;
   ajv ??= new Ajv({ allErrors: true, strict: false, coerceTypes: false, useDefaults: false });
-  const check = ajv.compile(schema);
-  if (key !== undefined) compiled.set(key, check);
-  return check;
+  // One Ajv serves every registry of the process, and Ajv keeps each `$id` it compiles: one registry's schema
+  // answered another's `$ref` (a tenant's lax `amount` for a tool that never defined it), and a second schema
+  // with that `$id` could not be registered at all. Each schema's ids are forgotten once it is compiled: a
+  // `$ref` resolves within its own schema (or to a meta-schema), never to another tool's.
+  const known = new Set(Object.keys(ajv.refs));
+  try {
+    const check = ajv.compile(schema);
+    if (key !== undefined) compiled.set(key, check);
+    return check;
+  } finally {
+    forget(ajv, schema, known);
+  }
+}
+
+function forget(ajv: Ajv, schema: JsonSchema, known: ReadonlySet<string>): void {
+  try {
+    ajv.removeSchema(schema);
+  } catch {
+    // not added (a schema that did not compile)
+  }
+  for (const id of Object.keys(ajv.refs)) if (!known.has(id)) ajv.removeSchema(id);
+  for (const id of Object.keys(ajv.schemas)) if (!known.has(id)) ajv.removeSchema(id);
 }
 
 /**

@@ -92,3 +92,52 @@ describe('attack: tools with JSON-equal schemas that validate differently', () =
     expect(a.validate).toBe(b.validate);
   });
 });
+
+describe("attack: one registry's $id answering another's $ref (one Ajv per process)", () => {
+  const ID = 'https://tenant.example/amount';
+  const lax = { $id: ID, type: 'object', properties: { n: { type: 'number' } } };
+  const strict = { $id: ID, type: 'object', properties: { n: { type: 'number', maximum: 10 } } };
+
+  it('a $ref to an id the schema does not define is refused at registration, not resolved elsewhere', async () => {
+    const a = new ToolRegistry({ confusables: 'off' });
+    a.register({ name: 'lax_amount', parameters: lax, execute: () => 1 });
+    const ran: string[] = [];
+    const b = new ToolRegistry({ confusables: 'off' });
+    let registered = true;
+    try {
+      b.register({ name: 'by_ref', parameters: { $ref: ID }, execute: () => void ran.push('by_ref') });
+    } catch {
+      registered = false;
+    }
+    if (registered) expect((await b.invoke('by_ref', { n: 5000 })).status).toBe('refused');
+    expect(ran).toEqual([]);
+  });
+
+  it("another registry's schema with the same $id is its own", async () => {
+    const a = new ToolRegistry({ confusables: 'off' });
+    a.register({ name: 'lax_amount2', parameters: { ...lax }, execute: () => 1 });
+    const ran: string[] = [];
+    const b = new ToolRegistry({ confusables: 'off' });
+    b.register({ name: 'strict_amount', parameters: { ...strict }, execute: () => void ran.push('strict') });
+    expect((await b.invoke('strict_amount', { n: 5000 })).status).toBe('refused');
+    expect((await b.invoke('strict_amount', { n: 5 })).status).toBe('ok');
+    expect((await a.invoke('lax_amount2', { n: 5000 })).status).toBe('ok');
+    expect(ran).toEqual(['strict']);
+  });
+
+  it('refs inside one schema still resolve (local, by its own $id, recursive)', async () => {
+    const r = new ToolRegistry({ confusables: 'off' });
+    r.register({
+      name: 'tree',
+      parameters: {
+        $id: 'https://tenant.example/tree',
+        type: 'object',
+        properties: { v: { type: 'number' }, kids: { type: 'array', items: { $ref: 'https://tenant.example/tree' } } },
+        $defs: { leaf: { type: 'string' } },
+      },
+      execute: () => 1,
+    });
+    expect((await r.invoke('tree', { kids: [{ v: 1, kids: [{ v: 2 }] }] })).status).toBe('ok');
+    expect((await r.invoke('tree', { kids: [{ v: 1, kids: [{ v: 'x' }] }] })).status).toBe('refused');
+  });
+});
