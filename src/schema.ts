@@ -56,16 +56,63 @@ const compiled = new Map<string, ValidateFunction>();
 function ajvCompile(schema: JsonSchema): ValidateFunction {
   let key: string | undefined;
   try {
-    key = JSON.stringify(schema);
+    // Only a schema its JSON text describes exactly is shared by that text: Ajv reads the object itself, and
+    // JSON.stringify writes ±Infinity and NaN as null, drops undefined and functions, calls toJSON and does
+    // not see inherited or non-enumerable keywords (a schema of { minimum: Infinity } shared the check of
+    // { minimum: -Infinity }: every number passed a schema that refuses them all).
+    key = plainJson(schema, 0) ? JSON.stringify(schema) : undefined;
   } catch {
     key = undefined; // not JSON (a cycle, a BigInt): compiled on its own, as before
   }
   const hit = key === undefined ? undefined : compiled.get(key);
   if (hit) return hit;
   ajv ??= new Ajv({ allErrors: true, strict: false, coerceTypes: false, useDefaults: false });
-  const check = ajv.compile(schema);
-  if (key !== undefined) compiled.set(key, check);
-  return check;
+  // One Ajv serves every registry of the process, and Ajv keeps each `$id` it compiles: one registry's schema
+  // answered another's `$ref` (a tenant's lax `amount` for a tool that never defined it), and a second schema
+  // with that `$id` could not be registered at all. Each schema's ids are forgotten once it is compiled: a
+  // `$ref` resolves within its own schema (or to a meta-schema), never to another tool's.
+  const known = new Set(Object.keys(ajv.refs));
+  try {
+    const check = ajv.compile(schema);
+    if (key !== undefined) compiled.set(key, check);
+    return check;
+  } finally {
+    forget(ajv, schema, known);
+  }
+}
+
+function forget(ajv: Ajv, schema: JsonSchema, known: ReadonlySet<string>): void {
+  try {
+    ajv.removeSchema(schema);
+  } catch {
+    // not added (a schema that did not compile)
+  }
+  for (const id of Object.keys(ajv.refs)) if (!known.has(id)) ajv.removeSchema(id);
+  for (const id of Object.keys(ajv.schemas)) if (!known.has(id)) ajv.removeSchema(id);
+}
+
+/**
+ * Is `value` plain JSON data, read alike by JSON.stringify and by Ajv: strings, booleans, null, finite numbers,
+ * arrays without holes and objects of Object.prototype (or none) whose string keys are all own enumerable data
+ * properties, none named toJSON. Anything else (and nesting past 64 levels) is compiled on its own.
+ */
+function plainJson(value: unknown, depth: number): boolean {
+  if (value === null || typeof value === 'string' || typeof value === 'boolean') return true;
+  if (typeof value === 'number') return Number.isFinite(value);
+  if (typeof value !== 'object' || depth > 64) return false;
+  const proto: unknown = Object.getPrototypeOf(value);
+  if (Array.isArray(value)) {
+    if (proto !== Array.prototype) return false;
+  } else if (proto !== Object.prototype && proto !== null) return false;
+  const names = Object.getOwnPropertyNames(value);
+  for (const name of names) {
+    if (name === 'length' && Array.isArray(value)) continue;
+    const own = Object.getOwnPropertyDescriptor(value, name)!;
+    if (!own.enumerable || !('value' in own) || name === 'toJSON') return false;
+    if (!plainJson(own.value, depth + 1)) return false;
+  }
+  // An array's holes are null in its text and undefined to Ajv.
+  return !Array.isArray(value) || names.length === value.length + 1;
 }
 
 /** Compiles a validator for `parameters`; a JSON Schema that Ajv cannot compile throws (the caller names the tool). */

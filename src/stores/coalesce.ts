@@ -57,8 +57,16 @@ export class CoalescedConsume {
     }
     sent.then(
       (verdicts) => {
-        if (verdicts.length !== batch.length) {
-          const error = answered(verdicts.length, batch.length);
+        // Anything but a list of one verdict per set rejects the step's calls (a throw here would leave them,
+        // and every call queued after them, unsettled for good).
+        let count: number;
+        try {
+          count = Array.isArray(verdicts) ? verdicts.length : -1;
+        } catch {
+          count = -1;
+        }
+        if (count !== batch.length) {
+          const error = answered(count, batch.length);
           for (const q of batch) q.reject(error);
         } else for (let i = 0; i < batch.length; i++) batch[i]!.resolve(verdicts[i]!);
         this.#step();
@@ -72,5 +80,6 @@ export class CoalescedConsume {
 }
 
 function answered(verdicts: number, sets: number): Error {
-  return new Error(`the counter store answered ${verdicts} verdicts for ${sets} charge sets`);
+  const what = verdicts < 0 ? 'no list of verdicts' : `${verdicts} verdicts`;
+  return new Error(`the counter store answered ${what} for ${sets} charge sets`);
 }

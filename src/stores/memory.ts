@@ -270,6 +270,12 @@ interface Window {
   total: number;
   /** The longest window the key was charged or read under (what the sweep keeps it for). */
   longest: number;
+  /**
+   * The latest time of an entry it was given: what the sweep keeps it by. Not the last entry's: after the clock
+   * steps back, the entry pushed last is not the newest, and a counter still counting was deleted (a limit let
+   * more calls through than its max).
+   */
+  newest: number;
 }
 
 /** How long past its longest window an idle counter is kept (as the Redis store's key TTL: at most a minute). */
@@ -326,6 +332,7 @@ export class MemoryCounterStore implements CounterStore {
         if (c.cost > 0) {
           w.entries.push({ at: now, cost: c.cost });
           w.total += c.cost;
+          if (now > w.newest) w.newest = now;
         }
       }
       return { allowed: true, used: windows.map((w) => w.total) };
@@ -347,7 +354,7 @@ export class MemoryCounterStore implements CounterStore {
     let w = this.#windows.get(key);
     if (!w) {
       if (!create) return undefined;
-      this.#windows.set(key, (w = { entries: [], total: 0, longest: windowMs }));
+      this.#windows.set(key, (w = { entries: [], total: 0, longest: windowMs, newest: -Infinity }));
     } else if (windowMs > w.longest) w.longest = windowMs;
     let drop = 0;
     while (drop < w.entries.length && w.entries[drop]!.at <= now - windowMs) w.total -= w.entries[drop++]!.cost;
@@ -355,7 +362,7 @@ export class MemoryCounterStore implements CounterStore {
     return w;
   }
 
-  /** Deletes the next few counters whose newest entry is past their longest window and a minute. */
+  /** Deletes the next few counters whose newest entry (in time) is past their longest window and a minute. */
   #sweepSome(now: number): void {
     for (let i = 0; i < SWEEP_PER_CALL; i++) {
       this.#sweep ??= this.#windows.entries();
@@ -365,8 +372,7 @@ export class MemoryCounterStore implements CounterStore {
         return;
       }
       const [key, w] = next.value;
-      const last = w.entries.at(-1);
-      if (last === undefined || last.at <= now - w.longest - Math.min(w.longest, SWEEP_SLACK_MS))
+      if (w.entries.length === 0 || w.newest <= now - w.longest - Math.min(w.longest, SWEEP_SLACK_MS))
         this.#windows.delete(key);
     }
   }

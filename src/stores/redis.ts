@@ -101,8 +101,8 @@ export class RedisStores {
   /** The client (created from `url`, or the one given). */
   readonly client: Redis;
   readonly #owned: boolean;
-  /** Keeps Node's timer list of the command timeout alive (see the constructor); cleared by `close`. */
-  readonly #timerList: ReturnType<typeof setInterval> | null;
+  /** The command timeout whose timer list this instance holds alive (see the constructor), until `close`. */
+  #timerList: number | null;
 
   constructor(options: RedisStoresOptions = {}) {
     if (typeof options !== 'object' || options === null)
@@ -133,11 +133,12 @@ export class RedisStores {
     // lone caller's every command does: one unref'd interval of that duration keeps the list, so arming and
     // clearing a command's timer is a list insert and removal (~0.6 µs a command less; bench/redis-floor.ts).
     const timeoutMs = client.options.commandTimeout;
+    // One interval per duration in the process, shared by every RedisStores of it and cleared when the last one
+    // holding it closes: a store over a caller's client is seldom closed, and an interval per construction was
+    // one more wake-up per timeout for the life of the process.
     this.#timerList =
       // (Past 2^31 - 1 ms Node would fire it every millisecond instead: none then.)
-      typeof timeoutMs === 'number' && timeoutMs >= 1 && timeoutMs <= 2_147_483_647
-        ? setInterval(() => undefined, timeoutMs).unref()
-        : null;
+      typeof timeoutMs === 'number' && timeoutMs >= 1 && timeoutMs <= 2_147_483_647 ? holdTimerList(timeoutMs) : null;
     const key = (kind: string, name: string): string => `${prefix}:${kind}:${name}`;
     const batch = new CoalescedConsume(sendSets(client, key));
 
@@ -235,7 +236,8 @@ export class RedisStores {
 
   /** Quits the client when the stores created it. */
   async close(): Promise<void> {
-    if (this.#timerList !== null) clearInterval(this.#timerList);
+    if (this.#timerList !== null) releaseTimerList(this.#timerList);
+    this.#timerList = null;
     if (this.#owned) await this.client.quit().catch(() => this.client.disconnect());
   }
 }
@@ -253,4 +255,21 @@ function entryOf(key: string, r: readonly (string | number | null | false | unde
     },
     r[3],
   );
+}
+
+/** The timer-list intervals of the process by duration, with how many RedisStores hold each. */
+const timerLists = new Map<number, { readonly timer: ReturnType<typeof setInterval>; held: number }>();
+
+function holdTimerList(ms: number): number {
+  const list = timerLists.get(ms);
+  if (list !== undefined) list.held++;
+  else timerLists.set(ms, { timer: setInterval(() => undefined, ms).unref(), held: 1 });
+  return ms;
+}
+
+function releaseTimerList(ms: number): void {
+  const list = timerLists.get(ms);
+  if (list === undefined || --list.held > 0) return;
+  clearInterval(list.timer);
+  timerLists.delete(ms);
 }
