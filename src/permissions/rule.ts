@@ -53,6 +53,8 @@ export interface CompiledRule {
   readonly select: ((tool: Tool) => boolean | string) | null;
 }
 
+const RULE_KEYS: ReadonlySet<string> = new Set(['name', 'result', 'reason', 'tools', 'tags', 'match', 'select']);
+
 export function compileRule(rule: PermissionRule, index: number): CompiledRule {
   const where = `permission rule #${index + 1}`;
   if (typeof rule !== 'object' || rule === null)
@@ -61,6 +63,13 @@ export function compileRule(rule: PermissionRule, index: number): CompiledRule {
     throw new ConfigurationError(`${where}: "name" must be a non-empty string, got ${describe(rule.name)}`);
   }
   const named = `permission rule ${JSON.stringify(rule.name)}`;
+  // A key the gate does not read would be ignored — a misspelt or foreign condition (`when`, `if`, `args`)
+  // would leave the rule matching every call of its tools: refused, naming it.
+  for (const key of Object.keys(rule))
+    if (!RULE_KEYS.has(key))
+      throw new ConfigurationError(
+        `${named}: unknown key ${JSON.stringify(key)} (a rule has ${[...RULE_KEYS].join(', ')}; a condition on the arguments is "match")`,
+      );
   if (!isPermissionResult(rule.result)) {
     throw new ConfigurationError(`${named}: "result" must be 'allow', 'deny' or 'ask', got ${describe(rule.result)}`);
   }

@@ -134,6 +134,17 @@ describe('PermissionPolicy evaluation', () => {
     ).toThrow(/twice/);
     expect(() => new PermissionPolicy({ rules: [], handler: 5 as unknown as () => 'allow' })).toThrow(/handler/);
   });
+
+  it('refuses a rule with a key it does not read (a foreign condition would leave the rule matching every call)', () => {
+    // `when` is the policy file's condition; in a PermissionRule it would be ignored and the allow would cover
+    // every refund, big ones too.
+    const foreign = { name: 'small-refunds', tools: ['refund'], when: { amount: { lt: 100 } }, result: 'allow' };
+    expect(() => new PermissionPolicy({ rules: [foreign as unknown as PermissionRule] })).toThrow(ConfigurationError);
+    expect(() => new PermissionPolicy({ rules: [foreign as unknown as PermissionRule] })).toThrow(/unknown key "when"/);
+    // The same rule with its condition where the gate reads it is taken.
+    const kept = { name: foreign.name, tools: foreign.tools, result: foreign.result, match: () => true };
+    expect(() => new PermissionPolicy({ rules: [kept as PermissionRule] })).not.toThrow();
+  });
 });
 
 describe('built-in rules', () => {
