@@ -7,7 +7,7 @@
  */
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { exportJWK, generateKeyPair, SignJWT, type JWK } from 'jose';
+import { decodeJwt, exportJWK, generateKeyPair, SignJWT, type JWK } from 'jose';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { jwtAuthenticator } from '../../src/gateway/auth.js';
 
@@ -45,9 +45,12 @@ describe('jwtAuthenticator: verification cached per token until its expiry', () 
   it('refuses a cached token once its exp has passed', async () => {
     const { publicKey, sign } = await keys();
     const authenticate = jwtAuthenticator({ jwk: { ...(await exportJWK(publicKey)), alg: 'RS256' } });
-    const token = await sign(1);
+    // Three seconds ahead (a second ahead expired before the first check on a loaded machine: the exp is in
+    // whole seconds, so "+1" can be a few milliseconds away); then wait until that second has passed.
+    const token = await sign(3);
     await expect(authenticate(token)).resolves.toMatchObject({ clientId: 'alice' });
-    await new Promise((resolve) => setTimeout(resolve, 2100));
+    const { exp } = decodeJwt(token);
+    await new Promise((resolve) => setTimeout(resolve, exp! * 1000 - Date.now() + 100));
     await expect(authenticate(token)).rejects.toThrow(/exp/);
   });
 
