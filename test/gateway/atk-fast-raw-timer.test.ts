@@ -3,24 +3,14 @@
 // comes after a longer one, an answer that arrives after the timeout was reported and is applied anyway,
 // a cancellation that does not stop the request it names, and a timeout too long for Node's timer (past
 // 2^31 - 1 ms: Node fires such a timer after 1 ms, so the shared timer would spin every millisecond).
-import { SdkError, SdkErrorCode, type JSONRPCMessage, type Transport } from '@modelcontextprotocol/client';
+import { SdkError, SdkErrorCode } from '@modelcontextprotocol/client';
 import { describe, expect, it, vi } from 'vitest';
 import { RawRequests } from '../../src/gateway/upstream-raw.js';
 import { defineTool, ToolRegistry } from '../../src/index.js';
+import { idOf, RAW_TOOL, recorder } from './fixtures/raw-recorder.js';
 
-const TOOL = { name: 'echo', inputSchema: { type: 'object' as const } };
+const TOOL = RAW_TOOL;
 
-function recorder(): { transport: Transport; sent: JSONRPCMessage[] } {
-  const sent: JSONRPCMessage[] = [];
-  const transport = {
-    start: async () => undefined,
-    close: async () => undefined,
-    send: async (message: JSONRPCMessage) => void sent.push(message),
-  } as Transport;
-  return { transport, sent };
-}
-
-const idOf = (m: JSONRPCMessage): string => String((m as { id?: unknown }).id);
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe('attacks on the raw requests’ shared deadline timer (real timers)', () => {

@@ -3,26 +3,15 @@
 // out as its own timer did — after its own timeout, in the order sent, with the SDK's error and a
 // cancellation upstream — and an answered or stopped request is never timed out; plus the line reader and
 // the two helpers the gateway's per-call path uses instead of the runtime's (auditTime, the URI memo).
-import { SdkError, SdkErrorCode, type JSONRPCMessage, type Transport } from '@modelcontextprotocol/client';
+import { SdkError, SdkErrorCode, type JSONRPCMessage } from '@modelcontextprotocol/client';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { auditTime } from '../../src/gateway/audit.js';
 import { RawRequests, StdioLines } from '../../src/gateway/upstream-raw.js';
 import { normalResourceUri } from '../../src/policy-file/uri.js';
+import { idOf, RAW_TOOL, recorder } from './fixtures/raw-recorder.js';
 
-const TOOL = { name: 'echo', inputSchema: { type: 'object' as const } };
+const TOOL = RAW_TOOL;
 
-/** A transport that records every message sent. */
-function recorder(): { transport: Transport; sent: JSONRPCMessage[] } {
-  const sent: JSONRPCMessage[] = [];
-  const transport = {
-    start: async () => undefined,
-    close: async () => undefined,
-    send: async (message: JSONRPCMessage) => void sent.push(message),
-  } as Transport;
-  return { transport, sent };
-}
-
-const idOf = (m: JSONRPCMessage): string => String((m as { id?: unknown }).id);
 const cancelled = (sent: JSONRPCMessage[]): unknown[] =>
   sent
     .filter((m) => (m as { method?: string }).method === 'notifications/cancelled')
