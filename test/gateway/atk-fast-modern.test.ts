@@ -10,8 +10,8 @@ import { request } from 'node:http';
 import { describe, expect, it } from 'vitest';
 import type { GatewayAuditRecord } from '../../src/gateway/index.js';
 import { MemoryLedger, MemoryNonceStore } from '../../src/stores/memory.js';
-import { cleanupsAfterEach, emptyFile, gatewayOverHttp, modernMeta, tempDir, writePolicy } from '../harness.js';
-import { httpFixture, MODERN } from '../mcp/fixtures/processes.js';
+import { cleanupsAfterEach, gatewayOverHttp, modernMeta } from '../harness.js';
+import { modernUpstreamPolicy } from './fixtures/modern-fast.js';
 
 const cleanups = cleanupsAfterEach();
 const SECRET = 'atk-fast-modern-secret-0123456789abcdef';
@@ -23,24 +23,12 @@ const TOKENS: Record<string, string[]> = { alice: ['mod:echo'], mallory: ['mod:e
 const snapshots: { record: GatewayAuditRecord; json: string }[] = [];
 
 async function gateway(fast: boolean, extra: Record<string, unknown> = {}, tokens = TOKENS) {
-  const dir = tempDir('atk-fast-modern');
-  const ledger = emptyFile(dir, 'ledger');
-  const upstream = await httpFixture(MODERN, { LEDGER: ledger });
-  cleanups.push(() => upstream.stop());
-  const policy = writePolicy(dir, {
-    gateway: { upstreams: { mod: { url: upstream.url.href, connectTimeoutMs: 30_000 } }, pin: 'off' },
-    rules: [
-      { name: 'big', tools: ['mod:pay'], when: { amount: { gt: 100 } }, result: 'deny', reason: 'too much' },
-      { name: 'ask', tools: ['mod:pay'], when: { amount: { gt: 50 } }, result: 'ask', reason: 'a person approves' },
-      { name: 'rest', result: 'allow' },
-    ],
-    resources: [
-      { name: 'no-secrets', uri: 'docs://secret/**', result: 'deny', reason: 'secrets stay upstream' },
-      { name: 'all', result: 'allow' },
-    ],
-    limits: [{ name: 'four-fails', tools: ['mod:fail'], max: 4, window: '1h' }],
-    ...extra,
-  });
+  const { policy, ledger } = await modernUpstreamPolicy(
+    cleanups,
+    'atk-fast-modern',
+    { name: 'four-fails', tool: 'mod:fail', max: 4 },
+    extra,
+  );
   const records: GatewayAuditRecord[] = [];
   const previous = process.env['TOOLGATE_GATEWAY_FAST_PATH'];
   if (fast) delete process.env['TOOLGATE_GATEWAY_FAST_PATH'];

@@ -15,8 +15,8 @@ import { prng } from '../../bench/scenario.js';
 import type { GatewayAuditRecord } from '../../src/gateway/index.js';
 import { MemoryLedger, MemoryNonceStore } from '../../src/stores/memory.js';
 import { plainModernCallOf, plainModernResult } from '../../src/gateway/modern-fast.js';
-import { cleanupsAfterEach, emptyFile, gatewayOverHttp, modernMeta, tempDir, writePolicy } from '../harness.js';
-import { httpFixture, MODERN } from '../mcp/fixtures/processes.js';
+import { cleanupsAfterEach, gatewayOverHttp, modernMeta } from '../harness.js';
+import { modernUpstreamPolicy } from './fixtures/modern-fast.js';
 
 const cleanups = cleanupsAfterEach();
 const SECRET = 'modern-fastpath-test-secret-0123456789';
@@ -119,22 +119,10 @@ function auditOf(records: readonly GatewayAuditRecord[]): unknown[] {
 }
 
 async function gateway(fast: boolean) {
-  const dir = tempDir('modern-fastpath');
-  const ledger = emptyFile(dir, 'ledger');
-  const upstream = await httpFixture(MODERN, { LEDGER: ledger });
-  cleanups.push(() => upstream.stop());
-  const policy = writePolicy(dir, {
-    gateway: { upstreams: { mod: { url: upstream.url.href, connectTimeoutMs: 30_000 } }, pin: 'off' },
-    rules: [
-      { name: 'big', tools: ['mod:pay'], when: { amount: { gt: 100 } }, result: 'deny', reason: 'too much' },
-      { name: 'ask', tools: ['mod:pay'], when: { amount: { gt: 50 } }, result: 'ask', reason: 'a person approves' },
-      { name: 'rest', result: 'allow' },
-    ],
-    resources: [
-      { name: 'no-secrets', uri: 'docs://secret/**', result: 'deny', reason: 'secrets stay upstream' },
-      { name: 'all', result: 'allow' },
-    ],
-    limits: [{ name: 'six-echoes', tools: ['mod:echo'], max: 6, window: '1h' }],
+  const { policy, ledger } = await modernUpstreamPolicy(cleanups, 'modern-fastpath', {
+    name: 'six-echoes',
+    tool: 'mod:echo',
+    max: 6,
   });
   const previous = process.env['TOOLGATE_GATEWAY_FAST_PATH'];
   if (fast) delete process.env['TOOLGATE_GATEWAY_FAST_PATH'];
