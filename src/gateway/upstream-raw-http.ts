@@ -449,21 +449,43 @@ function asIs(value: string): boolean {
 }
 
 /**
- * Whether `message` is the answer to request `id` in the shape the SDK's JSON-RPC schema gives back as it
- * is (upstream-raw.ts's `rawAnswer`, for an id of the SDK Client's): `jsonrpc`, `id` and a plain `result`
- * (its `_meta` absent or plain) or an `error` of a safe-integer `code`, a string `message`, perhaps `data`.
+ * Whether `message` is the answer to request `id` in a shape the SDK's JSON-RPC schema gives back as it is
+ * (upstream-raw.ts's `rawAnswer`, for an id of the SDK Client's; stricter): `jsonrpc`, `id` and a plain
+ * `result` or an `error` of a safe-integer `code`, a string `message`, perhaps `data`; no own `__proto__` in
+ * what the schema copies; a result's `_meta` absent, or none of the keys the schemas check but a well-formed
+ * serverInfo (a `name` and a `version`, nothing else). Anything else is parsed by the SDK's schema.
  */
 function plainAnswerTo(message: unknown, id: string | number): boolean {
   if (!isPlainObject(message) || message['jsonrpc'] !== '2.0' || message['id'] !== id) return false;
   if (Object.keys(message).length !== 3) return false;
   const result = message['result'];
-  if (result !== undefined)
-    return isPlainObject(result) && (result['_meta'] === undefined || isPlainObject(result['_meta']));
+  if (result !== undefined) return ownPlain(result) && plainResultMeta(result['_meta']);
   const error = message['error'];
   return (
-    isPlainObject(error) &&
+    ownPlain(error) &&
     Number.isSafeInteger(error['code']) &&
     typeof error['message'] === 'string' &&
     Object.keys(error).every((k) => k === 'code' || k === 'message' || k === 'data')
   );
+}
+
+/** A plain object without an own `__proto__` (which a schema's copy would not keep). */
+function ownPlain(value: unknown): value is Record<string, unknown> {
+  return isPlainObject(value) && !Object.hasOwn(value, '__proto__');
+}
+
+const SERVER_INFO = 'io.modelcontextprotocol/serverInfo';
+
+/** A result's `_meta` the JSON-RPC schema keeps as it is (see {@link plainAnswerTo}). */
+function plainResultMeta(meta: unknown): boolean {
+  if (meta === undefined) return true;
+  if (!ownPlain(meta)) return false;
+  for (const key of Object.keys(meta)) {
+    if (key === SERVER_INFO) {
+      const info = meta[key];
+      if (!ownPlain(info) || Object.keys(info).length !== 2) return false;
+      if (typeof info['name'] !== 'string' || typeof info['version'] !== 'string') return false;
+    } else if (key === 'progressToken' || key.startsWith('io.modelcontextprotocol/')) return false;
+  }
+  return true;
 }

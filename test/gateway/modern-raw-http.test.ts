@@ -2,7 +2,7 @@
 // against the SDK transport's (TOOLGATE_GATEWAY_FAST_PATH=off). A scripted upstream stands in front of the
 // 2026-07-28 fixture: discovery, listings and every other request go through to the fixture; an `echo` whose
 // text is `shape:N` is answered with shape N — plain and reordered results, extra and odd members (an own
-// `__proto__`, a malformed serverInfo, a progressToken object), error results, structured content, JSON-RPC
+// `__proto__`, malformed serverInfos, a progressToken object), error results, structured content, JSON-RPC
 // errors with and without data, SSE streams with notifications before the answer, a JSON batch, a BOM, a 400
 // carrying the call's JSON-RPC error (or another's, or text), other statuses, an unexpected content type,
 // input_required, an invalid result, an answer that never comes (the call's timeout). The same seeded mix of
@@ -48,6 +48,26 @@ const SHAPES: readonly Shape[] = [
     }),
   (id, res) =>
     json(res, { jsonrpc: '2.0', id, result: { resultType: 'complete', content: [], _meta: { progressToken: {} } } }),
+  (id, res) =>
+    json(res, {
+      jsonrpc: '2.0',
+      id,
+      result: {
+        resultType: 'complete',
+        content: [],
+        _meta: { 'io.modelcontextprotocol/serverInfo': { name: 's', version: '1', title: 5 } },
+      },
+    }),
+  (id, res) =>
+    json(res, {
+      jsonrpc: '2.0',
+      id,
+      result: {
+        resultType: 'complete',
+        content: [],
+        _meta: { 'io.modelcontextprotocol/serverInfo': { name: 5, version: '1' }, x: 1 },
+      },
+    }),
   (id, res) =>
     json(res, { jsonrpc: '2.0', id, result: { resultType: 'complete', content: [text('bad')], isError: true } }),
   (id, res) =>

@@ -39,7 +39,15 @@ const call = (name: string, version = '2026-07-28'): JSONRPCMessage =>
   }) as JSONRPCMessage;
 
 /** The answer as an upstream orders its members (the SDK's schema would give `jsonrpc`, `id`, `result`). */
-const ANSWER = { result: { content: [{ type: 'text', text: 'ok' }], resultType: 'complete' }, jsonrpc: '2.0', id: 7 };
+const ANSWER = {
+  result: {
+    content: [{ type: 'text', text: 'ok' }],
+    resultType: 'complete',
+    _meta: { 'io.modelcontextprotocol/serverInfo': { name: 'up', version: '1' } },
+  },
+  jsonrpc: '2.0',
+  id: 7,
+};
 
 async function send(
   url: URL,
