@@ -13,12 +13,20 @@
  * transport fails it (no retry: the request is never sent twice); a resumable stream that ends before the
  * answer is resumed as the SDK resumes it (GET with Last-Event-ID); any other that ends without the answer
  * fails the call with its outcome unknown.
+ *
+ * A 2026-07-28 `tools/call` or `resources/read` the SDK Client sends (its envelope in `_meta`, no per-request
+ * headers of the caller's, no resumption) is POSTed here too (issue 25.3), with the headers the SDK's
+ * transport derives from its body (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`; a name the SDK would
+ * base64-encode goes the SDK's way); the SDK Client still does the rest (envelope, timeout, cancellation by
+ * closing the request's stream, result decoding and validation). A 400 whose body is a JSON-RPC error to
+ * the request is handed on as that error, as the SDK's transport hands it on for a 2026-07-28 request.
  */
 import { request as httpRequest, type ClientRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
-import { StringDecoder } from 'node:string_decoder';
 import {
   deserializeMessage,
+  isJSONRPCErrorResponse,
+  PROTOCOL_VERSION_META_KEY,
   SdkError,
   SdkErrorCode,
   SdkHttpError,
@@ -27,8 +35,10 @@ import {
   type JSONRPCMessage,
 } from '@modelcontextprotocol/client';
 import { mediaTypeEssence } from '@modelcontextprotocol/sdk/shared/mediaType.js';
+import { MODERN_VERSION } from '../mcp/index.js';
 import { agents, SILENT_MS, upstreamFetch, upstreamUrl } from './upstream-fetch.js';
-import { isRawRequest, rawAnswer } from './upstream-raw.js';
+import { isPlainObject, isRawRequest, rawAnswer } from './upstream-raw.js';
+import { SseEvents } from './upstream-sse.js';
 
 /** The SDK transport's first reconnection delay when the upstream names none (its default options). */
 const FIRST_RECONNECTION_MS = 1000;
@@ -43,7 +53,7 @@ export class RawHttpTransport extends StreamableHTTPClientTransport {
   readonly #url: URL;
   /** The headers every raw request carries (the configured ones, `Accept`, `Content-Type`), lower-cased. */
   readonly #headers: Record<string, string> = {};
-  readonly #inflight = new Map<string, RawPost>();
+  readonly #inflight = new Map<string | number, RawPost>();
 
   constructor(url: URL, headers?: Readonly<Record<string, string>>) {
     super(url, { fetch: upstreamFetch, ...(headers ? { requestInit: { headers: { ...headers } } } : {}) });
@@ -60,6 +70,8 @@ export class RawHttpTransport extends StreamableHTTPClientTransport {
     options?: Parameters<StreamableHTTPClientTransport['send']>[1],
   ): Promise<void> {
     if (!isRawRequest(message)) {
+      const name = modernNameOf(message, options);
+      if (name !== undefined) return this.#post(message, name, options?.requestSignal);
       const sent = super.send(message, options);
       // The gateway stopped one of its raw requests (timed out, cancelled): the upstream is told, as on the
       // SDK path, and the raw POST still open for it is closed (nothing more is read of it).
@@ -67,7 +79,7 @@ export class RawHttpTransport extends StreamableHTTPClientTransport {
       if (stopped !== undefined) this.#inflight.get(stopped)?.stop();
       return sent;
     }
-    return this.#post(message);
+    return this.#post(message, undefined, undefined);
   }
 
   override async close(): Promise<void> {
@@ -80,23 +92,32 @@ export class RawHttpTransport extends StreamableHTTPClientTransport {
    * POSTs one fast-path request; resolves once its answer was handed on (or the upstream accepted it with
    * 202 and no answer, as the SDK's transport resolves), rejects as the SDK's transport would.
    */
-  #post(message: JSONRPCMessage): Promise<void> {
+  #post(message: JSONRPCMessage, name: string | undefined, signal: AbortSignal | undefined): Promise<void> {
+    // Stopped before it was sent (the SDK's fetch would not send it either; its caller has given up on it).
+    if (signal?.aborted) return Promise.resolve();
     const headers: Record<string, string> = { ...this.#headers };
     const session = this.sessionId;
     if (session) headers['mcp-session-id'] = session;
     const version = this.protocolVersion;
     if (version) headers['mcp-protocol-version'] = version;
+    const request = message as { id: string | number; method: string };
+    if (name !== undefined) {
+      // As the SDK's `_applyBodyDerivedHeaders`: the envelope's version, the method, the name (plain here).
+      headers['mcp-protocol-version'] = MODERN_VERSION;
+      headers['mcp-method'] = request.method;
+      headers['mcp-name'] = name;
+    }
     const body = Buffer.from(JSON.stringify(message));
     headers['content-length'] = String(body.byteLength);
     const url = this.#url;
-    const id = (message as { id: string }).id;
+    const id = request.id;
     return new Promise<void>((resolve, reject) => {
       const request = (url.protocol === 'https:' ? httpsRequest : httpRequest)(url, {
         method: 'POST',
         headers,
         agent: agents[url.protocol as 'http:' | 'https:'],
       });
-      const post = new RawPost(this, request, id, resolve, reject);
+      const post = new RawPost(this, request, id, name !== undefined, signal, resolve, reject);
       this.#inflight.set(id, post);
       request.setNoDelay(true);
       request.setTimeout(SILENT_MS, () =>
@@ -109,16 +130,22 @@ export class RawHttpTransport extends StreamableHTTPClientTransport {
   }
 
   /** @internal A raw POST settled: it is no longer in flight. */
-  ended(id: string, post: RawPost): void {
+  ended(id: string | number, post: RawPost): void {
     if (this.#inflight.get(id) === post) this.#inflight.delete(id);
   }
 
-  /** @internal A message of an answer, handed on as the SDK's transport hands it. */
-  deliver(data: string): JSONRPCMessage | undefined {
+  /**
+   * @internal A message of an answer (its text, or as JSON.parse gave it), handed on as the SDK's transport
+   * hands it: not run through the SDK's schema when it is an answer to `id` in the shape that schema keeps.
+   */
+  deliver(data: unknown, id: string | number): JSONRPCMessage | undefined {
     let message: JSONRPCMessage;
     try {
-      const parsed: unknown = JSON.parse(data);
-      message = rawAnswer(parsed) ? parsed : deserializeMessage(data);
+      const parsed: unknown = typeof data === 'string' ? JSON.parse(data) : data;
+      message =
+        rawAnswer(parsed) || plainAnswerTo(parsed, id)
+          ? (parsed as JSONRPCMessage)
+          : deserializeMessage(typeof data === 'string' ? data : JSON.stringify(data));
     } catch (error) {
       // As the SDK's transport: a message it cannot read is an error of the transport, the stream goes on.
       this.onerror?.(error as Error);
@@ -157,7 +184,11 @@ export const MAX_RAW_ANSWER = STDIO_DEFAULT_MAX_BUFFER_SIZE;
 class RawPost {
   readonly request: ClientRequest;
   readonly #transport: RawHttpTransport;
-  readonly #id: string;
+  readonly #id: string | number;
+  /** A 2026-07-28 request: a 400 may carry its JSON-RPC error. */
+  readonly #modern: boolean;
+  /** The SDK's per-request signal (a 2026-07-28 request is cancelled by closing its stream). */
+  readonly #signal: AbortSignal | undefined;
   readonly #resolve: () => void;
   readonly #reject: (error: Error) => void;
   #settled = false;
@@ -171,22 +202,36 @@ class RawPost {
   constructor(
     transport: RawHttpTransport,
     request: ClientRequest,
-    id: string,
+    id: string | number,
+    modern: boolean,
+    signal: AbortSignal | undefined,
     resolve: () => void,
     reject: (error: Error) => void,
   ) {
     this.#transport = transport;
     this.request = request;
     this.#id = id;
+    this.#modern = modern;
+    this.#signal = signal;
+    signal?.addEventListener('abort', this.#aborted, { once: true });
     this.#resolve = resolve;
     this.#reject = reject;
   }
 
-  /** The gateway stopped the request: the POST is closed, nothing more is handed on or reported. */
-  stop(): void {
-    if (this.#settled) return;
+  readonly #aborted = (): void => this.stop();
+
+  /** Settles the request once (false: it already was); it is no longer in flight. */
+  #settle(): boolean {
+    if (this.#settled) return false;
     this.#settled = true;
     this.#transport.ended(this.#id, this);
+    this.#signal?.removeEventListener('abort', this.#aborted);
+    return true;
+  }
+
+  /** The gateway stopped the request: the POST is closed, nothing more is handed on or reported. */
+  stop(): void {
+    if (!this.#settle()) return;
     this.request.destroy();
     this.#res?.destroy();
     this.#resolve();
@@ -194,17 +239,13 @@ class RawPost {
 
   /** Fails the request (once: a connection reset mid-answer fails both the request and the answer's read). */
   failed(error: Error): void {
-    if (this.#settled) return;
-    this.#settled = true;
-    this.#transport.ended(this.#id, this);
+    if (!this.#settle()) return;
     this.#transport.onerror?.(error);
     this.#reject(error);
   }
 
   #done(): void {
-    if (this.#settled) return;
-    this.#settled = true;
-    this.#transport.ended(this.#id, this);
+    if (!this.#settle()) return;
     this.#resolve();
   }
 
@@ -215,6 +256,7 @@ class RawPost {
     const status = res.statusCode ?? 500;
     if (status < 200 || status > 299) {
       readText(res).then((text) => {
+        if (status === 400 && this.#modern && this.#errorAnswer(text)) return this.#done();
         this.failed(
           new SdkHttpError(SdkErrorCode.ClientHttpNotImplemented, `Error POSTing to endpoint: ${text}`, {
             status,
@@ -249,6 +291,19 @@ class RawPost {
     res.once('close', this.#closed);
   }
 
+  /** A 400's body that is a JSON-RPC error to this request: handed on as the SDK's transport hands it on. */
+  #errorAnswer(text: string): boolean {
+    let message: JSONRPCMessage;
+    try {
+      message = deserializeMessage(text);
+    } catch {
+      return false;
+    }
+    if (!isJSONRPCErrorResponse(message) || message.id !== this.#id) return false;
+    this.#transport.onmessage?.(message);
+    return true;
+  }
+
   readonly #fail = (error: Error): void => {
     this.#res?.destroy();
     this.failed(error);
@@ -258,9 +313,9 @@ class RawPost {
     if (!this.#res!.complete) this.#fail(new Error('the upstream closed the connection mid-answer'));
   };
 
-  readonly #each = (data: string): void => {
+  readonly #each = (data: unknown): void => {
     if (this.#settled) return;
-    const message = this.#transport.deliver(data) as { id?: unknown; method?: unknown } | undefined;
+    const message = this.#transport.deliver(data, this.#id) as { id?: unknown; method?: unknown } | undefined;
     if (message !== undefined && message.id === this.#id && message.method === undefined) this.#answered = true;
   };
 
@@ -296,7 +351,7 @@ class RawPost {
         return this.failed(error as Error);
       }
       this.#chunks = [];
-      for (const one of Array.isArray(data) ? data : [data]) this.#each(JSON.stringify(one));
+      for (const one of Array.isArray(data) ? data : [data]) this.#each(one);
     }
     if (this.#answered) return this.#done();
     // A resumable stream (its events carry ids: the upstream keeps an event store, SEP-1699) closed before
@@ -358,83 +413,79 @@ async function readText(res: IncomingMessage): Promise<string> {
 }
 
 /**
- * The events of an SSE stream as the SDK's `EventSourceParserStream` reads them (the WHATWG rules: lines end
- * in CRLF, LF or CR; `data:` lines joined by newlines; one optional space after the colon; comments and
- * `id`/`retry` skipped): each `message` event's data (an event of another name, or without data, is
- * skipped, as the SDK's transport skips it); an event the stream ends in the middle of is dropped. The last
- * event id and `retry` are kept (a stream closed before its answer is resumed from there).
+ * The `Mcp-Name` of a 2026-07-28 request the SDK Client sends that is POSTed raw: a `tools/call` or
+ * `resources/read` carrying this version in its envelope, sent without headers of its own, resumption or
+ * a resumption callback, whose name (or URI) the SDK sends as it is; else undefined (the SDK sends it).
  */
-class SseEvents {
-  readonly #each: (data: string) => void;
-  readonly #decoder = new StringDecoder('utf8');
-  #text = '';
-  #data: string[] = [];
-  #dataSize = 0;
-  #event = '';
-  #id: string | undefined;
-  #begun = false;
-  /** The id of the last event that named one (a resumable stream). */
-  lastId: string | undefined;
-  /** The reconnection delay the stream asked for (`retry:`), ms. */
-  retry: number | undefined;
+function modernNameOf(
+  message: JSONRPCMessage,
+  options: Parameters<StreamableHTTPClientTransport['send']>[1],
+): string | undefined {
+  if (options?.headers !== undefined || options?.resumptionToken !== undefined) return undefined;
+  if (options?.onresumptiontoken !== undefined) return undefined;
+  const { jsonrpc, id, method, params } = message as {
+    jsonrpc?: unknown;
+    id?: unknown;
+    method?: unknown;
+    params?: unknown;
+  };
+  if (jsonrpc !== '2.0' || (method !== 'tools/call' && method !== 'resources/read')) return undefined;
+  if (typeof id !== 'string' && typeof id !== 'number') return undefined;
+  if (!isPlainObject(params) || !isPlainObject(params['_meta'])) return undefined;
+  if (params['_meta'][PROTOCOL_VERSION_META_KEY] !== MODERN_VERSION) return undefined;
+  const name = params[method === 'tools/call' ? 'name' : 'uri'];
+  return typeof name === 'string' && asIs(name) ? name : undefined;
+}
 
-  constructor(each: (data: string) => void) {
-    this.#each = each;
+/** Whether the SDK sends a header value as it is (its `encodeMcpParamValue` base64-encodes any other). */
+function asIs(value: string): boolean {
+  if (value.length === 0 || value !== value.trim()) return false;
+  if (value.startsWith('=?base64?') && value.endsWith('?=')) return false;
+  for (let i = 0; i < value.length; i++) {
+    const c = value.charCodeAt(i);
+    if (c !== 9 && (c < 32 || c > 126)) return false;
   }
+  return true;
+}
 
-  /** What is held now (the unfinished line and the data of the unfinished event), in characters. */
-  get held(): number {
-    return this.#text.length + this.#dataSize;
-  }
+/**
+ * Whether `message` is the answer to request `id` in a shape the SDK's JSON-RPC schema gives back as it is
+ * (upstream-raw.ts's `rawAnswer`, for an id of the SDK Client's; stricter): `jsonrpc`, `id` and a plain
+ * `result` or an `error` of a safe-integer `code`, a string `message`, perhaps `data`; no own `__proto__` in
+ * what the schema copies; a result's `_meta` absent, or none of the keys the schemas check but a well-formed
+ * serverInfo (a `name` and a `version`, nothing else). Anything else is parsed by the SDK's schema.
+ */
+function plainAnswerTo(message: unknown, id: string | number): boolean {
+  if (!isPlainObject(message) || message['jsonrpc'] !== '2.0' || message['id'] !== id) return false;
+  if (Object.keys(message).length !== 3) return false;
+  const result = message['result'];
+  if (result !== undefined) return ownPlain(result) && plainResultMeta(result['_meta']);
+  const error = message['error'];
+  return (
+    ownPlain(error) &&
+    Number.isSafeInteger(error['code']) &&
+    typeof error['message'] === 'string' &&
+    Object.keys(error).every((k) => k === 'code' || k === 'message' || k === 'data')
+  );
+}
 
-  push(chunk: Buffer): void {
-    // The held text has no line end in it (but perhaps a last CR): the search starts where it ended.
-    const from = Math.max(0, this.#text.length - 1);
-    let text = this.#text + this.#decoder.write(chunk);
-    // A BOM opening the stream is dropped, as the SDK's TextDecoderStream drops it.
-    if (!this.#begun && text !== '') {
-      this.#begun = true;
-      if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
-    }
-    let start = 0;
-    for (;;) {
-      let end = start === 0 ? Math.min(from, text.length) : start;
-      while (end < text.length && text.charCodeAt(end) !== 10 && text.charCodeAt(end) !== 13) end++;
-      if (end === text.length) break;
-      // A CR last in the chunk may be the first half of a CRLF: wait for the next one.
-      if (text.charCodeAt(end) === 13 && end + 1 === text.length) break;
-      this.#line(text.slice(start, end));
-      start = end + (text.charCodeAt(end) === 13 && text.charCodeAt(end + 1) === 10 ? 2 : 1);
-    }
-    this.#text = text.slice(start);
-  }
+/** A plain object without an own `__proto__` (which a schema's copy would not keep). */
+function ownPlain(value: unknown): value is Record<string, unknown> {
+  return isPlainObject(value) && !Object.hasOwn(value, '__proto__');
+}
 
-  #line(line: string): void {
-    if (line === '') {
-      const data = this.#data;
-      const event = this.#event;
-      if (this.#id) this.lastId = this.#id;
-      this.#data = [];
-      this.#dataSize = 0;
-      this.#event = '';
-      this.#id = undefined;
-      if (data.length > 0 && (event === '' || event === 'message')) {
-        const joined = data.join('\n');
-        if (joined !== '') this.#each(joined);
-      }
-      return;
-    }
-    if (line.charCodeAt(0) === 58) return; // a comment (keep-alive)
-    const colon = line.indexOf(':');
-    const field = colon === -1 ? line : line.slice(0, colon);
-    let value = colon === -1 ? '' : line.slice(colon + 1);
-    if (value.charCodeAt(0) === 32) value = value.slice(1);
-    if (field === 'data') {
-      this.#data.push(value);
-      this.#dataSize += value.length + 1;
-    } else if (field === 'event') this.#event = value;
-    else if (field === 'id' && !value.includes('\0'))
-      this.#id = value; // as eventsource-parser: NUL, ignored
-    else if (field === 'retry' && /^\d+$/.test(value)) this.retry = Number(value);
+const SERVER_INFO = 'io.modelcontextprotocol/serverInfo';
+
+/** A result's `_meta` the JSON-RPC schema keeps as it is (see {@link plainAnswerTo}). */
+function plainResultMeta(meta: unknown): boolean {
+  if (meta === undefined) return true;
+  if (!ownPlain(meta)) return false;
+  for (const key of Object.keys(meta)) {
+    if (key === SERVER_INFO) {
+      const info = meta[key];
+      if (!ownPlain(info) || Object.keys(info).length !== 2) return false;
+      if (typeof info['name'] !== 'string' || typeof info['version'] !== 'string') return false;
+    } else if (key === 'progressToken' || key.startsWith('io.modelcontextprotocol/')) return false;
   }
+  return true;
 }

@@ -12,11 +12,10 @@ import { IncomingMessage, request } from 'node:http';
 import { Socket } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { prng } from '../../bench/scenario.js';
-import type { GatewayAuditRecord } from '../../src/gateway/index.js';
 import { MemoryLedger, MemoryNonceStore } from '../../src/stores/memory.js';
 import { plainModernCallOf, plainModernResult } from '../../src/gateway/modern-fast.js';
 import { cleanupsAfterEach, gatewayOverHttp, modernMeta } from '../harness.js';
-import { modernUpstreamPolicy } from './fixtures/modern-fast.js';
+import { auditOf, modernUpstreamPolicy, normal } from './fixtures/modern-fast.js';
 
 const cleanups = cleanupsAfterEach();
 const SECRET = 'modern-fastpath-test-secret-0123456789';
@@ -95,27 +94,6 @@ async function post(url: URL, sent: Sent, i: number) {
     challenge: response.headers.get('www-authenticate'),
     text,
   };
-}
-
-/** What may differ between two runs: times, random ids, a requestState's sealed bytes. */
-function normal(value: unknown): unknown {
-  return JSON.parse(
-    JSON.stringify(value)
-      .replace(/policy-file-[0-9a-f]+/g, '<policy>')
-      .replace(/\(in \d+ s\)/g, '(in <n> s)')
-      .replace(/\b[0-9a-f]{64}\b/g, '<digest>')
-      .replace(/127\.0\.0\.1:\d+/g, '<host>')
-      .replace(/\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z/g, '<time>')
-      .replace(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g, '<uuid>')
-      .replace(/(requestState\\*":\\*")[^"\\]+/g, '$1<state>'),
-  );
-}
-
-function auditOf(records: readonly GatewayAuditRecord[]): unknown[] {
-  return records.map((record) => {
-    const { time: _time, durationMs: _duration, ...rest } = record as unknown as Record<string, unknown>;
-    return normal(rest);
-  });
 }
 
 async function gateway(fast: boolean) {

@@ -1,0 +1,86 @@
+/**
+ * The SSE reader of the gateway's raw requests to a Streamable HTTP upstream (upstream-raw-http.ts).
+ */
+import { StringDecoder } from 'node:string_decoder';
+
+/**
+ * The events of an SSE stream as the SDK's `EventSourceParserStream` reads them (the WHATWG rules: lines end
+ * in CRLF, LF or CR; `data:` lines joined by newlines; one optional space after the colon; comments and
+ * `id`/`retry` skipped): each `message` event's data (an event of another name, or without data, is
+ * skipped, as the SDK's transport skips it); an event the stream ends in the middle of is dropped. The last
+ * event id and `retry` are kept (a stream closed before its answer is resumed from there).
+ */
+export class SseEvents {
+  readonly #each: (data: string) => void;
+  readonly #decoder = new StringDecoder('utf8');
+  #text = '';
+  #data: string[] = [];
+  #dataSize = 0;
+  #event = '';
+  #id: string | undefined;
+  #begun = false;
+  /** The id of the last event that named one (a resumable stream). */
+  lastId: string | undefined;
+  /** The reconnection delay the stream asked for (`retry:`), ms. */
+  retry: number | undefined;
+
+  constructor(each: (data: string) => void) {
+    this.#each = each;
+  }
+
+  /** What is held now (the unfinished line and the data of the unfinished event), in characters. */
+  get held(): number {
+    return this.#text.length + this.#dataSize;
+  }
+
+  push(chunk: Buffer): void {
+    // The held text has no line end in it (but perhaps a last CR): the search starts where it ended.
+    const from = Math.max(0, this.#text.length - 1);
+    let text = this.#text + this.#decoder.write(chunk);
+    // A BOM opening the stream is dropped, as the SDK's TextDecoderStream drops it.
+    if (!this.#begun && text !== '') {
+      this.#begun = true;
+      if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
+    }
+    let start = 0;
+    for (;;) {
+      let end = start === 0 ? Math.min(from, text.length) : start;
+      while (end < text.length && text.charCodeAt(end) !== 10 && text.charCodeAt(end) !== 13) end++;
+      if (end === text.length) break;
+      // A CR last in the chunk may be the first half of a CRLF: wait for the next one.
+      if (text.charCodeAt(end) === 13 && end + 1 === text.length) break;
+      this.#line(text.slice(start, end));
+      start = end + (text.charCodeAt(end) === 13 && text.charCodeAt(end + 1) === 10 ? 2 : 1);
+    }
+    this.#text = text.slice(start);
+  }
+
+  #line(line: string): void {
+    if (line === '') {
+      const data = this.#data;
+      const event = this.#event;
+      if (this.#id) this.lastId = this.#id;
+      this.#data = [];
+      this.#dataSize = 0;
+      this.#event = '';
+      this.#id = undefined;
+      if (data.length > 0 && (event === '' || event === 'message')) {
+        const joined = data.join('\n');
+        if (joined !== '') this.#each(joined);
+      }
+      return;
+    }
+    if (line.charCodeAt(0) === 58) return; // a comment (keep-alive)
+    const colon = line.indexOf(':');
+    const field = colon === -1 ? line : line.slice(0, colon);
+    let value = colon === -1 ? '' : line.slice(colon + 1);
+    if (value.charCodeAt(0) === 32) value = value.slice(1);
+    if (field === 'data') {
+      this.#data.push(value);
+      this.#dataSize += value.length + 1;
+    } else if (field === 'event') this.#event = value;
+    else if (field === 'id' && !value.includes('\0'))
+      this.#id = value; // as eventsource-parser: NUL, ignored
+    else if (field === 'retry' && /^\d+$/.test(value)) this.retry = Number(value);
+  }
+}

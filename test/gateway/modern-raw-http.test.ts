@@ -1,0 +1,311 @@
+// Issue 25.3: the gateway's raw POSTs towards a 2026-07-28 HTTP upstream (src/gateway/upstream-raw-http.ts),
+// against the SDK transport's (TOOLGATE_GATEWAY_FAST_PATH=off). A scripted upstream stands in front of the
+// 2026-07-28 fixture: discovery, listings and every other request go through to the fixture; an `echo` whose
+// text is `shape:N` is answered with shape N — plain and reordered results, extra and odd members (an own
+// `__proto__`, malformed serverInfos, a progressToken object), error results, structured content, JSON-RPC
+// errors with and without data, SSE streams with notifications before the answer, a JSON batch, a BOM, a 400
+// carrying the call's JSON-RPC error (or another's, or text), other statuses, an unexpected content type,
+// input_required, an invalid result, an answer that never comes (the call's timeout). The same seeded mix of
+// calls through the gateway with and without the fast path must answer the client byte for byte alike, with
+// the same audit trail and the same headers seen upstream; an answer stream that ends without the answer
+// fails the call closed (its outcome unknown), POSTed once; a client that goes away closes the upstream POST.
+import { request, type IncomingMessage, type ServerResponse } from 'node:http';
+import { describe, expect, it } from 'vitest';
+import { prng } from '../../bench/scenario.js';
+import { httpFixture, MODERN } from '../mcp/fixtures/processes.js';
+import { cleanupsAfterEach, gatewayOverHttp, loopbackServer, modernMeta, tempDir, writePolicy } from '../harness.js';
+import { auditOf, normal } from './fixtures/modern-fast.js';
+
+const cleanups = cleanupsAfterEach();
+
+type Shape = (id: unknown, res: ServerResponse) => void;
+
+const json = (res: ServerResponse, body: unknown, status = 200, type = 'application/json'): void =>
+  void res.writeHead(status, { 'content-type': type }).end(typeof body === 'string' ? body : JSON.stringify(body));
+const sse = (res: ServerResponse, ...messages: unknown[]): void => {
+  res.writeHead(200, { 'content-type': 'text/event-stream' });
+  for (const m of messages) res.write(`event: message\ndata: ${JSON.stringify(m)}\n\n`);
+  res.end();
+};
+const text = (t: string) => ({ type: 'text', text: t });
+const INFO = { 'io.modelcontextprotocol/serverInfo': { name: 'scripted', version: '1' } };
+
+const SHAPES: readonly Shape[] = [
+  (id, res) =>
+    json(res, { result: { content: [text('plain')], resultType: 'complete', _meta: INFO }, jsonrpc: '2.0', id }),
+  (id, res) =>
+    json(res, { id, result: { z: 1, resultType: 'complete', content: [text('order')], a: 2 }, jsonrpc: '2.0' }),
+  (id, res) =>
+    json(
+      res,
+      `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":{"resultType":"complete","content":[],"__proto__":{"isError":true}}}`,
+    ),
+  (id, res) =>
+    json(res, {
+      jsonrpc: '2.0',
+      id,
+      result: { resultType: 'complete', content: [], _meta: { 'io.modelcontextprotocol/serverInfo': 5 } },
+    }),
+  (id, res) =>
+    json(res, { jsonrpc: '2.0', id, result: { resultType: 'complete', content: [], _meta: { progressToken: {} } } }),
+  (id, res) =>
+    json(res, {
+      jsonrpc: '2.0',
+      id,
+      result: {
+        resultType: 'complete',
+        content: [],
+        _meta: { 'io.modelcontextprotocol/serverInfo': { name: 's', version: '1', title: 5 } },
+      },
+    }),
+  (id, res) =>
+    json(res, {
+      jsonrpc: '2.0',
+      id,
+      result: {
+        resultType: 'complete',
+        content: [],
+        _meta: { 'io.modelcontextprotocol/serverInfo': { name: 5, version: '1' }, x: 1 },
+      },
+    }),
+  (id, res) =>
+    json(res, { jsonrpc: '2.0', id, result: { resultType: 'complete', content: [text('bad')], isError: true } }),
+  (id, res) =>
+    json(res, {
+      jsonrpc: '2.0',
+      id,
+      result: { resultType: 'complete', content: [text('{}')], structuredContent: { n: 1 } },
+    }),
+  (id, res) => json(res, { jsonrpc: '2.0', id, error: { code: -32000, message: 'upstream says no', data: { x: 1 } } }),
+  (id, res) => json(res, { jsonrpc: '2.0', id, error: { code: -32001, message: 'odd', extra: 1 } }),
+  (id, res) =>
+    sse(
+      res,
+      { jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: 'nobody', progress: 1 } },
+      { jsonrpc: '2.0', id, result: { resultType: 'complete', content: [text('after progress')] } },
+    ),
+  (id, res) =>
+    sse(
+      res,
+      { jsonrpc: '2.0', method: 'notifications/message', params: { level: 'info', data: 'hello' } },
+      { jsonrpc: '2.0', id, result: { resultType: 'complete', content: [text('after a log')] } },
+    ),
+  (id, res) =>
+    json(res, [
+      { jsonrpc: '2.0', method: 'notifications/message', params: { level: 'info', data: 'batched' } },
+      { jsonrpc: '2.0', id, result: { resultType: 'complete', content: [text('batched')] } },
+    ]),
+  (id, res) =>
+    json(
+      res,
+      `\ufeff${JSON.stringify({ jsonrpc: '2.0', id, result: { resultType: 'complete', content: [text('bom')] } })}`,
+    ),
+  (id, res) => json(res, { jsonrpc: '2.0', id, error: { code: -32602, message: 'bad params, with a 400' } }, 400),
+  (id, res) =>
+    json(res, { jsonrpc: '2.0', id: `${String(id)}-other`, error: { code: -32602, message: 'another' } }, 400),
+  (_id, res) => json(res, 'Bad Request', 400, 'text/plain'),
+  (_id, res) => json(res, 'it broke', 500, 'text/plain'),
+  (_id, res) => json(res, { error: 'Session not found' }, 404),
+  (_id, res) => json(res, 'hi', 200, 'text/plain'),
+  (id, res) =>
+    json(res, {
+      jsonrpc: '2.0',
+      id,
+      result: {
+        resultType: 'input_required',
+        inputRequests: {
+          q: {
+            method: 'elicitation/create',
+            params: { mode: 'form', message: 'ok?', requestedSchema: { type: 'object', properties: {} } },
+          },
+        },
+      },
+    }),
+  (id, res) => json(res, { jsonrpc: '2.0', id, result: { resultType: 'complete', content: 'not an array' } }),
+  (id, res) =>
+    json(res, {
+      jsonrpc: '2.0',
+      id,
+      result: { resultType: 'complete', content: [{ type: 'image', data: 'AA==', mimeType: 'image/png' }] },
+    }),
+  (id, res) =>
+    json(
+      res,
+      { jsonrpc: '2.0', id, result: { resultType: 'complete', content: [text('charset')] } },
+      200,
+      'Application/JSON; charset=utf-8',
+    ),
+];
+
+/** The index of the shape that never answers (the call's timeout answers it). */
+const SILENT = SHAPES.length;
+/** The index of the shape whose stream ends without the answer. */
+const SHORT = SHAPES.length + 1;
+
+/** The 2026-07-28 fixture behind a scripted front; the headers of each scripted call and whether its POST closed. */
+async function scripted() {
+  const fixture = await httpFixture(MODERN);
+  cleanups.push(() => fixture.stop());
+  const seen: { headers: IncomingMessage['headers']; closed: boolean }[] = [];
+  const url = await loopbackServer(
+    cleanups,
+    (req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        const body = Buffer.concat(chunks);
+        const message = body.length > 0 ? (JSON.parse(body.toString('utf8')) as Record<string, unknown>) : {};
+        const params = message['params'] as { name?: unknown; arguments?: { text?: unknown } } | undefined;
+        const asked = /^shape:(\d+)$/.exec(String(params?.arguments?.text));
+        if (message['method'] === 'tools/call' && params?.name === 'echo' && asked) {
+          const one = { headers: req.headers, closed: false };
+          seen.push(one);
+          res.on('close', () => (one.closed = true));
+          const n = Number(asked[1]);
+          if (n === SILENT) return;
+          if (n === SHORT)
+            return void sse(res, {
+              jsonrpc: '2.0',
+              method: 'notifications/message',
+              params: { level: 'info', data: 'x' },
+            });
+          return SHAPES[n]!(message['id'], res);
+        }
+        const out = request(
+          fixture.url,
+          { method: req.method, headers: { ...req.headers, host: fixture.url.host } },
+          (answer) => {
+            res.writeHead(answer.statusCode!, answer.headers);
+            answer.pipe(res);
+          },
+        );
+        out.on('error', () => res.destroy());
+        out.end(body);
+      });
+    },
+    '/mcp',
+  );
+  return { url, seen };
+}
+
+async function gateway(fast: boolean, callTimeoutMs: number) {
+  const front = await scripted();
+  const policy = writePolicy(tempDir('modern-raw-http'), {
+    gateway: { upstreams: { mod: { url: front.url.href, connectTimeoutMs: 30_000, callTimeoutMs } }, pin: 'off' },
+    rules: [{ name: 'all', result: 'allow' }],
+  });
+  const previous = process.env['TOOLGATE_GATEWAY_FAST_PATH'];
+  if (fast) delete process.env['TOOLGATE_GATEWAY_FAST_PATH'];
+  else process.env['TOOLGATE_GATEWAY_FAST_PATH'] = 'off';
+  try {
+    const on = await gatewayOverHttp(cleanups, policy);
+    // The modern handler (and whether it has a fast path) is made on the first 2026-07-28 request.
+    await call(on.url, 'warm', 0);
+    on.records.length = 0;
+    return { ...on, seen: front.seen };
+  } finally {
+    if (previous === undefined) delete process.env['TOOLGATE_GATEWAY_FAST_PATH'];
+    else process.env['TOOLGATE_GATEWAY_FAST_PATH'] = previous;
+  }
+}
+
+/** A plain 2026-07-28 `mod:echo` of `text` to the gateway: its status, content type and body as sent. */
+async function call(url: URL, said: string, id: number, signal?: AbortSignal) {
+  const response = await fetch(url, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      'mcp-protocol-version': '2026-07-28',
+      'mcp-method': 'tools/call',
+      'mcp-name': 'mod:echo',
+    },
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id,
+      method: 'tools/call',
+      params: { name: 'mod:echo', arguments: { text: said }, _meta: modernMeta() },
+    }),
+    ...(signal ? { signal } : {}),
+  });
+  return { status: response.status, type: response.headers.get('content-type'), text: await response.text() };
+}
+
+/** The headers of a POST the SDK's transport derives (the ones a raw POST must send alike). */
+const HEADERS = [
+  'accept',
+  'content-type',
+  'content-length',
+  'mcp-protocol-version',
+  'mcp-method',
+  'mcp-name',
+  'mcp-session-id',
+];
+
+describe('raw POSTs to a 2026-07-28 HTTP upstream (the gateway’s fast path)', { timeout: 120_000 }, () => {
+  it('answers a seeded mix of upstream answers byte for byte as the SDK transport does, with the same audit and headers', async () => {
+    const seed = Date.now() % 100_000;
+    const next = prng(seed);
+    const plan = [...SHAPES.keys(), SILENT, ...Array.from({ length: 40 }, () => Math.floor(next() * SHAPES.length))];
+    const runs = [];
+    for (const fast of [true, false]) {
+      const { url, records, seen } = await gateway(fast, 1_000);
+      const answers = [];
+      for (const [i, shape] of plan.entries()) answers.push(await call(url, `shape:${shape}`, i + 1));
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      const headers = seen.map((s) => HEADERS.map((name) => s.headers[name]));
+      runs.push({
+        answers: normal(answers) as unknown[],
+        audit: auditOf(records),
+        headers,
+        closed: seen.map((s) => s.closed),
+      });
+    }
+    const [fast, sdk] = runs as [(typeof runs)[0], (typeof runs)[0]];
+    for (const [i, answer] of fast.answers.entries())
+      expect(answer, `seed ${seed}, call ${i} (shape ${plan[i]})`).toEqual(sdk.answers[i]);
+    expect(fast.audit, `seed ${seed}`).toEqual(sdk.audit);
+    expect(fast.headers, `seed ${seed}`).toEqual(sdk.headers);
+    expect(fast.headers[0]).toEqual([
+      'application/json, text/event-stream',
+      'application/json',
+      expect.any(String),
+      '2026-07-28',
+      'tools/call',
+      'echo',
+      undefined,
+    ]);
+    // The call that never got its answer timed out, and its POST was closed, on both paths.
+    expect(fast.closed[SHAPES.length]).toBe(true);
+    expect(sdk.closed[SHAPES.length]).toBe(true);
+    const all = JSON.stringify(fast.answers);
+    for (const expected of [
+      'after progress',
+      'upstream says no',
+      'bad params, with a 400',
+      'did not answer within 1000 ms',
+    ])
+      expect(all).toContain(expected);
+  });
+
+  it('fails closed, POSTed once, when the answer stream ends without the answer', async () => {
+    const { url, seen } = await gateway(true, 30_000);
+    const answer = await call(url, `shape:${SHORT}`, 1);
+    expect(answer.text).toContain('outcome');
+    expect(answer.text).toContain('unknown');
+    expect(answer.text).not.toContain('"isError":false');
+    expect(seen).toHaveLength(1);
+  });
+
+  it('closes the upstream POST when the client goes away mid-call', async () => {
+    const { url, seen } = await gateway(true, 30_000);
+    const gone = new AbortController();
+    const pending = call(url, `shape:${SILENT}`, 1, gone.signal).catch((error: unknown) => error);
+    for (let tries = 0; seen.length === 0 && tries < 200; tries++) await new Promise((r) => setTimeout(r, 10));
+    gone.abort();
+    await pending;
+    for (let tries = 0; !seen[0]?.closed && tries < 200; tries++) await new Promise((r) => setTimeout(r, 10));
+    expect(seen).toHaveLength(1);
+    expect(seen[0]!.closed).toBe(true);
+  });
+});
