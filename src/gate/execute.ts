@@ -67,7 +67,7 @@ export function execute(
   }
   if (!isThenable(value)) {
     execution.unfollow();
-    return settled(succeeded(decision, env, started, value), shape);
+    return settled(succeeded(decision, env, started, value, textUnread.has(context)), shape);
   }
   // The result's own promise, settled once: by the tool's outcome or, first, by its deadline. Returned as is,
   // so a caller's await is the one hop after the tool's (no promise chained between them).
@@ -79,6 +79,7 @@ export function execute(
     decision,
     env,
     shape,
+    textUnread.has(context),
   );
   watch(value, deadline);
   return result;
@@ -109,7 +110,7 @@ function watch(value: PromiseLike<unknown>, deadline: Deadline): void {
         // A deadline that fired already settled the result with its timeout: the late outcome is dropped, unannounced.
         if (!deadline.queued) return;
         if (isThenable(outcome)) watch(outcome, deadline);
-        else finish(deadline, succeeded(deadline.decision, deadline.env, deadline.started, outcome));
+        else finish(deadline, succeeded(deadline.decision, deadline.env, deadline.started, outcome, deadline.unread));
       },
       (error: unknown) => {
         if (deadline.queued) finish(deadline, failed(deadline.decision, deadline.env, deadline.started, error));
@@ -134,17 +135,55 @@ function finish(deadline: Deadline, result: ToolResult): void {
     }
 }
 
-function succeeded(decision: AllowDecision, env: GateEnvironment, started: number, value: unknown): ToolResult {
+function succeeded(
+  decision: AllowDecision,
+  env: GateEnvironment,
+  started: number,
+  value: unknown,
+  unread: boolean,
+): ToolResult {
   executed(env, decision, 'ok', started);
+  if (!unread || typeof value === 'string' || value === undefined)
+    return {
+      callId: decision.callId,
+      tool: decision.tool,
+      status: 'ok',
+      isError: false,
+      content: contentOf(value),
+      value,
+      decision,
+    };
+  // The caller never reads the text (the gateway answers with `value`): made only if something reads it, once.
+  let text: string | undefined;
   return {
     callId: decision.callId,
     tool: decision.tool,
     status: 'ok',
     isError: false,
-    content: contentOf(value),
+    get content(): string {
+      return (text ??= shownOf(value));
+    },
+    set content(given: string) {
+      text = given;
+    },
     value,
     decision,
   };
+}
+
+/** The contexts whose callers never read a successful result's `content` (see {@link unreadText}). */
+const textUnread = new WeakSet<GateContext>();
+
+/**
+ * Marks `context` as one whose caller answers with a successful result's `value` and never reads its
+ * `content`: the text (a JSON.stringify of the value, microseconds for an MCP result) is then made only if
+ * something reads it, from the value as it is then, and the read never throws. Only the gateway's tool calls
+ * are marked (their value is the upstream's result, sent on as it is); every other route's text is made as
+ * the tool returns, as before.
+ */
+export function unreadText(context: GateContext): GateContext {
+  textUnread.add(context);
+  return context;
 }
 
 function failed(decision: AllowDecision, env: GateEnvironment, started: number, error: unknown): ToolResult {
@@ -268,6 +307,15 @@ function contentOf(value: unknown): string {
   }
 }
 
+/** {@link contentOf} made later, where a throw would reach a reader that never expected one: never throws. */
+function shownOf(value: unknown): string {
+  try {
+    return contentOf(value);
+  } catch {
+    return '[a value that cannot be shown as text]';
+  }
+}
+
 /**
  * One running call's deadline in the shared queue, with what its result is built from: settled with the tool's
  * outcome or, at `at`, the timeout (whichever comes first; `queued` false once it is settled).
@@ -281,6 +329,8 @@ interface Deadline {
   readonly env: GateEnvironment;
   readonly started: number;
   readonly shape: Shape | null;
+  /** The caller never reads a successful result's text ({@link unreadText}). */
+  readonly unread: boolean;
   readonly resolve: (result: unknown) => void;
   readonly reject: (reason: unknown) => void;
   prev: Deadline | null;
@@ -347,6 +397,7 @@ export class Deadlines {
     decision: AllowDecision,
     env: GateEnvironment,
     shape: Shape | null,
+    unread: boolean,
   ): Deadline {
     let queue = this.#last;
     if (queue === null || queue.timeoutMs !== timeoutMs) {
@@ -362,6 +413,7 @@ export class Deadlines {
       env,
       started: now,
       shape,
+      unread,
       resolve: capturedResolve,
       reject: capturedReject,
       prev: null,
