@@ -10,7 +10,7 @@
 import { randomUUID } from 'node:crypto';
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { readCall } from '../formats/index.js';
-import { dispatchCalls, ruleAndReason, unreadText, type Route } from '../gate/index.js';
+import { dispatchCalls, ruleAndReason, gatewayCall, type Route } from '../gate/index.js';
 import type { GateContext } from '../contracts/gate.js';
 import { canonical } from '../names.js';
 import { itemTool, type ItemAction, type ItemKind } from '../policy-file/items.js';
@@ -107,7 +107,7 @@ export class ItemGate {
       ? { ...person, person: { ...person.person, approvals: { ...person.person.approvals, kind, target } } }
       : person;
     // Allowed and run, the access is answered with the upstream's own result (`value`): its text is never read.
-    const context: GateContext = unreadText({
+    const context: GateContext = gatewayCall({
       agent: asker.agent,
       ...(asker.tenant !== null ? { tenant: { id: asker.tenant } } : {}),
       ...(asker.caller !== null ? { caller: { id: asker.caller } } : {}),

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { readCall } from '../../src/formats/index.js';
-import { dispatchCalls, unreadText, type GateContext, type ToolResult } from '../../src/gate/index.js';
+import { dispatchCalls, gatewayCall, type GateContext, type ToolResult } from '../../src/gate/index.js';
 import { defineTool, ToolRegistry } from '../../src/index.js';
 
 /** A registry whose `give` tool returns what `value()` makes, synchronously or as a promise. */
@@ -29,7 +29,7 @@ async function run(registry: ToolRegistry, context: GateContext): Promise<ToolRe
   return result as ToolResult;
 }
 
-describe('unreadText: the text of a successful result made when read', () => {
+describe('gatewayCall: the text of a successful result made when read', () => {
   for (const async of [false, true]) {
     const how = async ? 'a promise' : 'a plain value';
     it(`gives the same content as an unmarked context, made once and only when read (${how})`, async () => {
@@ -41,7 +41,7 @@ describe('unreadText: the text of a successful result made when read', () => {
       };
       const eager = await run(registryOf(counted, async), { agent: 'a' });
       expect(serialised).toBe(1);
-      const lazy = await run(registryOf(counted, async), unreadText({ agent: 'a' }));
+      const lazy = await run(registryOf(counted, async), gatewayCall({ agent: 'a' }));
       expect(serialised).toBe(1);
       expect(lazy.status).toBe('ok');
       expect(lazy.content).toBe(eager.content);
@@ -60,12 +60,12 @@ describe('unreadText: the text of a successful result made when read', () => {
         },
       });
       const eager = await run(registryOf(throwing, async), { agent: 'a' });
-      const lazy = await run(registryOf(throwing, async), unreadText({ agent: 'a' }));
+      const lazy = await run(registryOf(throwing, async), gatewayCall({ agent: 'a' }));
       expect(eager.content).toBe('[object Object]');
       expect(lazy.content).toBe('[object Object]');
       // Neither JSON nor String can show it: a read still answers, with a fixed text.
       const unprintable = () => Object.assign(Object.create(null) as object, { big: 1n });
-      const none = await run(registryOf(unprintable, async), unreadText({ agent: 'a' }));
+      const none = await run(registryOf(unprintable, async), gatewayCall({ agent: 'a' }));
       expect(none.status).toBe('ok');
       expect(() => none.content).not.toThrow();
       expect(none.content).toBe('[a value that cannot be shown as text]');
@@ -77,7 +77,7 @@ describe('unreadText: the text of a successful result made when read', () => {
       (
         await run(
           registryOf(() => 'plain', false),
-          unreadText({ agent: 'a' }),
+          gatewayCall({ agent: 'a' }),
         )
       ).content,
     ).toBe('plain');
@@ -85,15 +85,67 @@ describe('unreadText: the text of a successful result made when read', () => {
       (
         await run(
           registryOf(() => undefined, true),
-          unreadText({ agent: 'a' }),
+          gatewayCall({ agent: 'a' }),
         )
       ).content,
     ).toBe('');
     const result = await run(
       registryOf(() => ({ a: 1 }), true),
-      unreadText({ agent: 'a' }),
+      gatewayCall({ agent: 'a' }),
     );
     (result as { content: string }).content = 'given';
     expect(result.content).toBe('given');
+  });
+
+  it("reuses a finished gateway call's AbortController only when nothing can tell, never another route's", async () => {
+    const seen: AbortSignal[] = [];
+    let keep = false;
+    const registry = new ToolRegistry();
+    registry.register(
+      defineTool({
+        name: 'give',
+        parameters: { type: 'object' },
+        execute: async (_args, { signal }) => {
+          seen.push(signal);
+          if (keep) signal.addEventListener('abort', () => undefined);
+          return { ok: true };
+        },
+      }),
+    );
+    const gateway = () => run(registry, gatewayCall({ agent: 'a' }));
+    await gateway();
+    await gateway();
+    expect(seen[1]).toBe(seen[0]);
+    expect(seen[1]!.aborted).toBe(false);
+    // A listener left on it keeps it out: the next call gets a new one.
+    keep = true;
+    await gateway();
+    keep = false;
+    await gateway();
+    expect(seen[3]).not.toBe(seen[2]);
+    // Another route's calls never share one.
+    await run(registry, { agent: 'a' });
+    await run(registry, { agent: 'a' });
+    expect(new Set(seen.slice(4)).size).toBe(2);
+    expect(seen.slice(4)).not.toContain(seen[3]);
+    // An aborted call's controller is not kept.
+    const controller = new AbortController();
+    const aborting = new ToolRegistry();
+    aborting.register(
+      defineTool({
+        name: 'give',
+        parameters: { type: 'object' },
+        execute: (_args, { signal }) => {
+          seen.push(signal);
+          controller.abort('stop');
+          return 'done';
+        },
+      }),
+    );
+    await run(aborting, gatewayCall({ agent: 'a', signal: controller.signal }));
+    expect(seen.at(-1)!.aborted).toBe(true);
+    await gateway();
+    expect(seen.at(-1)!.aborted).toBe(false);
+    expect(seen.at(-1)).not.toBe(seen.at(-2));
   });
 });
