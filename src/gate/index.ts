@@ -7,6 +7,7 @@
  * src/gate/ reaches a registry's GateEnvironment. The types a route implements live in src/contracts/.
  */
 export { decideCalls, dispatchCalls, isRegistry, previewCall, withTools } from './environment.js';
+export { gatewayCall } from './execute.js';
 export { agentNameOf, allowlistFor, deny, refusalContent, ruleAndReason, type Precheck } from './precheck.js';
 export {
   approvalRequest,

@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { readCall } from '../formats/index.js';
-import { dispatchCalls, ruleAndReason } from '../gate/index.js';
+import { dispatchCalls, ruleAndReason, gatewayCall } from '../gate/index.js';
 import type { GateContext } from '../contracts/gate.js';
 import type { ToolRegistry, ToolResult } from '../registry.js';
 import type { ApprovalNote } from './approvals.js';
@@ -55,7 +55,8 @@ export async function runToolCall(deps: ToolCallDeps, call: ToolCallRequest): Pr
   const started = inForce();
   const startedAt = performance.now();
   const given = { id: `mcp-${randomUUID()}`, name: call.name, arguments: call.arguments };
-  const context: GateContext = { ...call.context, signal: call.request.signal };
+  // A call that ran is answered with the upstream's own result (`value`): its text is never read here.
+  const context: GateContext = gatewayCall({ ...call.context, signal: call.request.signal });
   const scope = relay.scopeOf(server, call.request);
   let approval: ApprovalNote | undefined;
   // The definition the call is made against, bound into any approval it is asked for (issue 22).

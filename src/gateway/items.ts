@@ -10,7 +10,7 @@
 import { randomUUID } from 'node:crypto';
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { readCall } from '../formats/index.js';
-import { dispatchCalls, ruleAndReason, type Route } from '../gate/index.js';
+import { dispatchCalls, ruleAndReason, gatewayCall, type Route } from '../gate/index.js';
 import type { GateContext } from '../contracts/gate.js';
 import { canonical } from '../names.js';
 import { itemTool, type ItemAction, type ItemKind } from '../policy-file/items.js';
@@ -106,12 +106,13 @@ export class ItemGate {
     const route: Route = person.person
       ? { ...person, person: { ...person.person, approvals: { ...person.person.approvals, kind, target } } }
       : person;
-    const context: GateContext = {
+    // Allowed and run, the access is answered with the upstream's own result (`value`): its text is never read.
+    const context: GateContext = gatewayCall({
       agent: asker.agent,
       ...(asker.tenant !== null ? { tenant: { id: asker.tenant } } : {}),
       ...(asker.caller !== null ? { caller: { id: asker.caller } } : {}),
       signal: asker.signal,
-    };
+    });
     let result: ToolResult;
     try {
       const call = readCall({ id: callId, name: kind, arguments: access.args });
