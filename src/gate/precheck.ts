@@ -14,7 +14,7 @@ import { errorText, type PermissionRequest } from '../permissions/handler.js';
 import type { PolicyEvaluation } from '../permissions/policy.js';
 import type { Tool } from '../tool.js';
 import { decisionOf, deny, fallbackText, issueText, quote, refusalText } from './decisions.js';
-import { freezeParsedArguments, snapshotArguments } from './snapshot.js';
+import { freezeParsedArguments, snapshotArguments, snapshotText } from './snapshot.js';
 
 export { allow, deny, refusalContent, refusalText, ruleAndReason } from './decisions.js';
 
@@ -106,47 +106,52 @@ export function precheck(
   }
   // 2 parse arguments: malformed JSON is refused, never run as {}. An object (invoke's arguments) needs no parse.
   const given = call.arguments;
-  // JSON text (a model's call) is parsed here, without parseArguments' result object; text that does not
-  // parse into an object is parsed again there, for the problem to refuse it with.
-  const text = typeof given === 'string' ? parsedObject(given) : null;
-  const parsed = text !== null || isPlainRecord(given) ? null : parseArguments(given);
-  if (parsed !== null && !parsed.ok)
-    return decided(
-      refusedBefore(call, form, agent, context, env, parsed.problem, 'arguments', 'malformed_arguments'),
-      tool,
-      null,
-    );
   // The arguments are read once, into a deep-frozen plain copy: what is validated, judged and run. Reading
   // them is part of validating them (a throwing getter fails as validation always has).
-  let input: Readonly<Record<string, unknown>>;
+  let input: Readonly<Record<string, unknown>> | null = null;
   try {
-    // Arguments that came as JSON text were made by JSON.parse just now: frozen where they are, not copied.
-    input =
-      text !== null
-        ? freezeParsedArguments(text)
-        : parsed === null
+    // JSON text (a model's call): its object, frozen where JSON.parse made it (the same text, the same frozen
+    // object: snapshot.ts), without parseArguments' result object; text that does not parse into an object
+    // is parsed again there, for the problem to refuse it with.
+    if (typeof given === 'string') input = snapshotText(given);
+  } catch (error) {
+    return unreadable(call, form, agent, context, env, tool, error);
+  }
+  if (input === null) {
+    const parsed = isPlainRecord(given) ? null : parseArguments(given);
+    if (parsed !== null && !parsed.ok)
+      return decided(
+        refusedBefore(call, form, agent, context, env, parsed.problem, 'arguments', 'malformed_arguments'),
+        tool,
+        null,
+      );
+    try {
+      input =
+        parsed === null
           ? snapshotArguments(given as Record<string, unknown>)
           : typeof given === 'string'
             ? freezeParsedArguments(parsed.value)
             : snapshotArguments(parsed.value);
-  } catch (error) {
-    return invalid(call, form, agent, context, env, tool, `the arguments cannot be read as JSON: ${errorText(error)}`);
+    } catch (error) {
+      return unreadable(call, form, agent, context, env, tool, error);
+    }
   }
+  const snapshot = input;
   // 3 validate against the tool's schema
   let validation;
   try {
-    validation = tool.validate(input as Record<string, unknown>);
+    validation = tool.validate(snapshot as Record<string, unknown>);
   } catch (error) {
     return validationFailed({ call, form, agent, context, env }, tool, error);
   }
   if (validation instanceof Promise) {
     const head: Head = { call, form, agent, context, env };
     return validation.then(
-      (result) => afterValidation(result, input, tool, call, form, agent, context, env),
+      (result) => afterValidation(result, snapshot, tool, call, form, agent, context, env),
       (error: unknown) => validationFailed(head, tool, error),
     );
   }
-  return afterValidation(validation, input, tool, call, form, agent, context, env);
+  return afterValidation(validation, snapshot, tool, call, form, agent, context, env);
 }
 
 /** A refusal at step 3: the arguments could not be read or validated, or do not match the tool's schema. */
@@ -162,20 +167,23 @@ function invalid(
   return decided(refusedBefore(call, form, agent, context, env, reason, 'validation', 'invalid_arguments'), tool, null);
 }
 
+/** Arguments that cannot be read as JSON (a throwing getter, a cycle, a `"__proto__"` key): refused at step 3. */
+function unreadable(
+  call: NormalizedCall | UnreadableCall,
+  form: string,
+  agent: string,
+  context: GateContext,
+  env: GateEnvironment,
+  tool: Tool,
+  error: unknown,
+): Precheck {
+  return invalid(call, form, agent, context, env, tool, `the arguments cannot be read as JSON: ${errorText(error)}`);
+}
+
 /** A schema that threw (or rejected) while validating: the call is refused, never run unvalidated. */
 function validationFailed(head: Head, tool: Tool, error: unknown): Precheck {
   const { call, form, agent, context, env } = head;
   return invalid(call, form, agent, context, env, tool, `validating the arguments failed: ${errorText(error)}`);
-}
-
-/** JSON text's object, or null where parseArguments would refuse the text (not JSON, or not an object). */
-function parsedObject(text: string): Record<string, unknown> | null {
-  try {
-    const value: unknown = JSON.parse(text);
-    return isPlainRecord(value) ? value : null;
-  } catch {
-    return null;
-  }
 }
 
 /** What parseArguments passes through as is: an object that is not an array (its `isRecord`). */
