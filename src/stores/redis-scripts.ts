@@ -19,8 +19,9 @@ import type { Redis } from 'ioredis';
 // clock steps back, an entry older than one before it leaves the window with that one: a count is only ever
 // kept longer, never dropped early. A sorted set left at the key by an earlier version (members "id:cost"
 // scored by time) is converted in place the first time it is met. ARGV: the number of sets, then per set its
-// number of charges and cost, limit, window per charge. Returns one string of numbers, per set: allowed (1/0),
-// index of the refused charge (-1), retryAfterMs (-1: never), the number of totals, the totals.
+// number of charges and cost, limit, window per charge (or all of them in one argument, space-separated).
+// Returns one string of numbers, per set: allowed (1/0), index of the refused charge (-1), retryAfterMs (-1:
+// never), the number of totals, the totals.
 //
 // Cheap per call (the server's own time is most of what a limit adds to a round trip): a lone set whose
 // counters are distinct, within their windows and fit (a caller alone, the common case) takes a fast path of
@@ -44,12 +45,29 @@ local function text(x)
 end
 -- The headers (LINDEX 0 replies) the fast path read before it handed a call to the general path, by key.
 local known = nil
+-- One argument holding every number, space-separated: how the store sends a lone set (each argument costs the
+-- client and the server more to build and read than this split); several arguments: one number each.
+local argv = ARGV
+if #ARGV == 1 then
+  local s, p, j = ARGV[1], 1, 0
+  argv = {false, false, false, false, false, false, false, false}
+  while true do
+    local q = find(s, ' ', p, true)
+    j = j + 1
+    if not q then
+      argv[j] = sub(s, p)
+      break
+    end
+    argv[j] = sub(s, p, q - 1)
+    p = q + 1
+  end
+end
 -- The fast path: one set (a caller alone) whose charges are on distinct counters, each a list whose head is
 -- within its window or no key, and each fits. It decides, answers and writes as the general path below does
 -- for such a set, with none of its functions and per-counter tables (the server's time per call is most of
 -- what a limit adds to a round trip); anything else goes on to the general path, nothing written yet.
-if ARGV[1] == '1' then
-  local n = tonumber(ARGV[2])
+if argv[1] == '1' then
+  local n = tonumber(argv[2])
   -- Per charge i, at 5i-4…5i: its header as read, til, oldest, total after it, cost; and its window below.
   local st = {false, false, false, false, false, false, false, false, false, false}
   local windows = {false, false}
@@ -62,7 +80,7 @@ if ARGV[1] == '1' then
     local h = try('LINDEX', z, '0')
     read, st[5 * i - 4] = i, h
     if type(h) == 'table' then break end
-    local cost, limit, window = tonumber(ARGV[a]), tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
+    local cost, limit, window = tonumber(argv[a]), tonumber(argv[a + 1]), tonumber(argv[a + 2])
     local total, til, oldest = 0, false, false
     if h then
       local p = find(h, ' ', 1, true)
@@ -183,14 +201,14 @@ local counters, order, out, o = {}, {}, {}, 0
 -- Per charge of the set being decided: its counter's total before it, its cost, its window.
 local before, costs, windows = {}, {}, {}
 local a, k = 2, 1
-for s = 1, tonumber(ARGV[1]) do
-  local n = tonumber(ARGV[a])
+for s = 1, tonumber(argv[1]) do
+  local n = tonumber(argv[a])
   local a0, k0 = a + 1, k
   local refused, retry = nil, -1
   a = a0
   for i = 1, n do
     local z = KEYS[k]
-    local cost, limit, window = tonumber(ARGV[a]), tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
+    local cost, limit, window = tonumber(argv[a]), tonumber(argv[a + 1]), tonumber(argv[a + 2])
     local c = counters[z]
     if c == nil then
       c = counter(z, window)
