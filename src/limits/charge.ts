@@ -73,11 +73,27 @@ function uncheckable(error: unknown): LimitVerdict {
 export function limiterMeter(limiter: Limiter): Meter {
   return {
     charge(attempt: Attempt): Promise<Refusal | null> {
-      return chargeLimits(limiter, attempt.decision, attempt.tool, attempt.context).then(refusalOf);
+      // chargeLimits(…).then(refusalOf) in one step: the Limiter's promise, checked and turned into a refusal.
+      try {
+        return Promise.resolve(limiter.charge(limitSubject(attempt.decision, attempt.tool, attempt.context))).then(
+          checkedRefusal,
+          uncheckableRefusal,
+        );
+      } catch (error) {
+        return Promise.resolve(uncheckableRefusal(error));
+      }
     },
   };
 }
 
 function refusalOf(verdict: LimitVerdict): Refusal | null {
   return verdict.allowed === true ? null : { stage: verdict.stage, reason: verdict.reason };
+}
+
+function checkedRefusal(verdict: LimitVerdict): Refusal | null {
+  return refusalOf(checked(verdict));
+}
+
+function uncheckableRefusal(error: unknown): Refusal | null {
+  return refusalOf(uncheckable(error));
 }

@@ -207,18 +207,15 @@ export class Limiter {
     const problem = verdictProblem(answer, charges.length);
     if (problem !== null) return this.#storeFailed(`answered garbage (${problem})`);
     const verdict = answer as CounterVerdict;
-    const counterOf = (i: number, used: number): LimitCounter => ({
-      limit: matched[i]!.rule.name,
-      key: charges[i]!.key,
-      used,
-      max: charges[i]!.limit,
-      cost: charges[i]!.cost,
-      windowMs: matched[i]!.windowMs,
-    });
-    if (verdict.allowed) return { allowed: true, charged: charges.map((_, i) => counterOf(i, verdict.used[i]!)) };
+    // No function made per call: the charged counters in a loop.
+    if (verdict.allowed) {
+      const charged: LimitCounter[] = [];
+      for (let i = 0; i < charges.length; i++) charged.push(counterOf(matched[i]!, charges[i]!, verdict.used[i]!));
+      return { allowed: true, charged };
+    }
     const i = verdict.index;
     const c = matched[i]!;
-    const counter = counterOf(i, verdict.used[i]!);
+    const counter = counterOf(c, charges[i]!, verdict.used[i]!);
     // A windowless counter never frees a slot: there is no time to retry at.
     const retryAfterMs = c.windowMs === null ? null : verdict.retryAfterMs;
     return {
@@ -300,6 +297,11 @@ export class Limiter {
   }
 }
 
+/** Limit `c`'s counter as charged by `charge`, at `used`. */
+function counterOf(c: Compiled, charge: CounterCharge, used: number): LimitCounter {
+  return { limit: c.rule.name, key: charge.key, used, max: charge.limit, cost: charge.cost, windowMs: c.windowMs };
+}
+
 /** A limit's max for a tenant with `plan`: its `limits` entry, else the limit's own max or plan value; null: none. */
 function maxOf(c: Compiled, plan: TenantLimitPlan | undefined): number | null {
   const limits = plan?.limits;
@@ -361,8 +363,12 @@ function verdictProblem(answer: unknown, n: number): string | null {
   const allowed = v['allowed'];
   if (allowed !== true && allowed !== false) return `"allowed" is ${describe(allowed)}, not true or false`;
   const used = v['used'];
-  if (!Array.isArray(used) || used.some((u) => typeof u !== 'number' || !Number.isFinite(u)))
-    return `"used" is ${describe(used)}, not a list of numbers`;
+  if (!Array.isArray(used)) return `"used" is ${describe(used)}, not a list of numbers`;
+  // Every slot a finite number (a hole is not one).
+  for (let i = 0; i < used.length; i++) {
+    const u: unknown = used[i];
+    if (typeof u !== 'number' || !Number.isFinite(u)) return `"used" is ${describe(used)}, not a list of numbers`;
+  }
   if (allowed) return used.length === n ? null : `"used" has ${used.length} totals for ${n} charges`;
   const index = v['index'];
   if (typeof index !== 'number' || !Number.isInteger(index) || index < 0 || index >= n)

@@ -32,6 +32,8 @@ describe('a counter store that answers garbage', () => {
     ['{ allowed: true } without used', { allowed: true }, /"used"/],
     ['{ allowed: true, used: [NaN] }', { allowed: true, used: [Number.NaN] }, /"used"/],
     ['{ allowed: true, used: [] } (a total missing)', { allowed: true, used: [] }, /0 totals for 1 charges/],
+    // eslint-disable-next-line no-sparse-arrays
+    ['{ allowed: true, used: [ , ] } (a hole: no total)', { allowed: true, used: [,] }, /"used"/],
     [
       '{ allowed: false } with an index out of range',
       { allowed: false, used: [5], index: 3, retryAfterMs: 10 },
