@@ -122,6 +122,28 @@ describe('attack: a resumable stream of a cancelled request', () => {
   });
 });
 
+describe('attack: an upstream that makes the resumed stream reconnect at once, for ever', () => {
+  it('stops reconnecting when the request is stopped (as the SDK does)', async () => {
+    const results: Record<string, number> = {};
+    for (const side of ['sdk', 'raw'] as const) {
+      // Every stream names an event id, asks for no delay and ends without the answer.
+      const { url, seen } = await upstream((_req, res) =>
+        res.writeHead(200, { 'content-type': 'text/event-stream' }).end('retry: 0\nid: e1\ndata: \n\n'),
+      );
+      const stop = new AbortController();
+      await send(sides[side], url, stop.signal);
+      await wait(() => seen.filter((s) => s.method === 'GET').length >= 3);
+      stop.abort();
+      await new Promise((r) => setTimeout(r, 100));
+      const after = seen.length;
+      await new Promise((r) => setTimeout(r, 300));
+      results[side] = seen.length - after;
+    }
+    expect(results['sdk']).toBe(0);
+    expect(results['raw']).toBe(0);
+  });
+});
+
 describe('attack: an event id on an event without data', () => {
   it('is no resumption point (the SDK never sees it): the stream fails the call, no GET', async () => {
     const results: Record<string, { outcome: string; gets: number }> = {};
