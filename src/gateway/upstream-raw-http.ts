@@ -34,11 +34,10 @@ import {
   StreamableHTTPClientTransport,
   type JSONRPCMessage,
 } from '@modelcontextprotocol/client';
-import { mediaTypeEssence } from '@modelcontextprotocol/sdk/shared/mediaType.js';
 import { MODERN_VERSION } from '../mcp/index.js';
 import { agents, SILENT_MS, upstreamFetch, upstreamUrl } from './upstream-fetch.js';
 import { isPlainObject, isRawRequest, rawAnswer } from './upstream-raw.js';
-import { SseEvents } from './upstream-sse.js';
+import { contentTypeOf, essenceOf, SseEvents, textOf } from './upstream-sse.js';
 
 /** The SDK transport's first reconnection delay when the upstream names none (its default options). */
 const FIRST_RECONNECTION_MS = 1000;
@@ -141,11 +140,7 @@ export class RawHttpTransport extends StreamableHTTPClientTransport {
   deliver(data: unknown, id: string | number): JSONRPCMessage | undefined {
     let message: JSONRPCMessage;
     try {
-      const parsed: unknown = typeof data === 'string' ? JSON.parse(data) : data;
-      message =
-        rawAnswer(parsed) || plainAnswerTo(parsed, id)
-          ? (parsed as JSONRPCMessage)
-          : deserializeMessage(typeof data === 'string' ? data : JSON.stringify(data));
+      message = readMessage(data, id);
     } catch (error) {
       // As the SDK's transport: a message it cannot read is an error of the transport, the stream goes on.
       this.onerror?.(error as Error);
@@ -155,12 +150,30 @@ export class RawHttpTransport extends StreamableHTTPClientTransport {
     return message;
   }
 
-  /** @internal A resumable stream closed before its answer: resumed as the SDK's transport resumes it. */
-  resume(lastId: string, retry: number | undefined): Promise<void> {
-    return new Promise<void>((resume) => setTimeout(resume, retry ?? FIRST_RECONNECTION_MS)).then(() =>
-      this.resumeStream(lastId),
-    );
+  /**
+   * @internal A resumable stream closed before its answer: resumed as the SDK's transport resumes it — with
+   * the request's signal, so that a request its caller stopped resumes nothing, and the GET that resumes it
+   * is closed with it (as the SDK's reconnection is; `resumeStream` takes no signal).
+   */
+  resume(lastId: string, retry: number | undefined, signal: AbortSignal | undefined): Promise<void> {
+    return new Promise<void>((resume) => setTimeout(resume, retry ?? FIRST_RECONNECTION_MS)).then(() => {
+      if (signal?.aborted) return;
+      return (this as unknown as SseOpener)._startOrAuthSse({ resumptionToken: lastId, requestSignal: signal });
+    });
   }
+}
+
+/** The SDK transport's GET (`resumeStream` without the request's signal). */
+interface SseOpener {
+  _startOrAuthSse(options: { resumptionToken: string; requestSignal: AbortSignal | undefined }): Promise<void>;
+}
+
+/** A message of an answer (its text, or as JSON.parse gave it) as the SDK's schema gives it; throws as it throws. */
+function readMessage(data: unknown, id: string | number): JSONRPCMessage {
+  const parsed: unknown = typeof data === 'string' ? JSON.parse(data) : data;
+  return rawAnswer(parsed) || plainAnswerTo(parsed, id)
+    ? (parsed as JSONRPCMessage)
+    : deserializeMessage(typeof data === 'string' ? data : JSON.stringify(data));
 }
 
 /** The id a `notifications/cancelled` names when it is one of the gateway's raw requests. */
@@ -313,11 +326,15 @@ class RawPost {
     if (!this.#res!.complete) this.#fail(new Error('the upstream closed the connection mid-answer'));
   };
 
-  readonly #each = (data: unknown): void => {
+  readonly #each = (data: string): void => {
     if (this.#settled) return;
-    const message = this.#transport.deliver(data, this.#id) as { id?: unknown; method?: unknown } | undefined;
-    if (message !== undefined && message.id === this.#id && message.method === undefined) this.#answered = true;
+    this.#handed(this.#transport.deliver(data, this.#id));
   };
+
+  #handed(message: JSONRPCMessage | undefined): void {
+    const { id, method } = (message ?? {}) as { id?: unknown; method?: unknown };
+    if (message !== undefined && id === this.#id && method === undefined) this.#answered = true;
+  }
 
   readonly #data = (chunk: Buffer): void => {
     if (this.#settled) return;
@@ -351,7 +368,19 @@ class RawPost {
         return this.failed(error as Error);
       }
       this.#chunks = [];
-      for (const one of Array.isArray(data) ? data : [data]) this.#each(one);
+      // As the SDK's transport: every message of a JSON answer is read before any is handed on; one it
+      // cannot read fails the send, and none of the batch is handed on.
+      let messages: JSONRPCMessage[];
+      try {
+        messages = (Array.isArray(data) ? data : [data]).map((one) => readMessage(one, this.#id));
+      } catch (error) {
+        return this.failed(error as Error);
+      }
+      for (const one of messages) {
+        if (this.#settled) return;
+        this.#transport.onmessage?.(one);
+        this.#handed(one);
+      }
     }
     if (this.#answered) return this.#done();
     // A resumable stream (its events carry ids: the upstream keeps an event store, SEP-1699) closed before
@@ -359,7 +388,7 @@ class RawPost {
     // a GET naming the last event id; the answer comes through onmessage as on the SDK path.
     const lastId = this.#events?.lastId;
     if (lastId !== undefined) {
-      this.#transport.resume(lastId, this.#events?.retry).then(() => this.#done(), this.#fail);
+      this.#transport.resume(lastId, this.#events?.retry, this.#signal).then(() => this.#done(), this.#fail);
       return;
     }
     this.failed(
@@ -369,35 +398,6 @@ class RawPost {
       ),
     );
   };
-}
-
-/** The last Content-Type read and its essence (an upstream answers with the same one every time). */
-let lastType: string | undefined;
-let lastEssence: string | undefined;
-
-/** `mediaTypeEssence` (a pure function of the header), remembered for the last header read. */
-function essenceOf(contentType: string | undefined): string | undefined {
-  if (contentType !== lastType || contentType === undefined) {
-    lastEssence = mediaTypeEssence(contentType);
-    lastType = contentType;
-  }
-  return lastEssence;
-}
-
-/** An answer's Content-Type as the web Headers give it: several joined (Node's `headers` keeps the first). */
-function contentTypeOf(res: IncomingMessage): string | undefined {
-  const raw = res.rawHeaders;
-  let found: string | undefined;
-  for (let i = 0; i < raw.length; i += 2)
-    if (raw[i]!.length === 12 && raw[i]!.toLowerCase() === 'content-type')
-      found = found === undefined ? raw[i + 1]! : `${found}, ${raw[i + 1]!}`;
-  return found;
-}
-
-/** UTF-8 text, a BOM dropped, as the web Response's text() and json() read it (the SDK transport's reads). */
-function textOf(bytes: Buffer): string {
-  const text = bytes.toString('utf8');
-  return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
 }
 
 /** An error answer's text (at most {@link MAX_RAW_ANSWER} bytes of it). */

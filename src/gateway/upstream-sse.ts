@@ -1,7 +1,10 @@
 /**
- * The SSE reader of the gateway's raw requests to a Streamable HTTP upstream (upstream-raw-http.ts).
+ * The readers of the gateway's raw requests to a Streamable HTTP upstream (upstream-raw-http.ts): an answer's
+ * Content-Type and text as the SDK's transport reads them, and its SSE stream.
  */
+import type { IncomingMessage } from 'node:http';
 import { StringDecoder } from 'node:string_decoder';
+import { mediaTypeEssence } from '@modelcontextprotocol/sdk/shared/mediaType.js';
 
 /**
  * The events of an SSE stream as the SDK's `EventSourceParserStream` reads them (the WHATWG rules: lines end
@@ -59,7 +62,8 @@ export class SseEvents {
     if (line === '') {
       const data = this.#data;
       const event = this.#event;
-      if (this.#id) this.lastId = this.#id;
+      // As eventsource-parser: an event without data is not one (its id is no resumption point).
+      if (this.#id && data.length > 0) this.lastId = this.#id;
       this.#data = [];
       this.#dataSize = 0;
       this.#event = '';
@@ -83,4 +87,33 @@ export class SseEvents {
       this.#id = value; // as eventsource-parser: NUL, ignored
     else if (field === 'retry' && /^\d+$/.test(value)) this.retry = Number(value);
   }
+}
+
+/** The last Content-Type read and its essence (an upstream answers with the same one every time). */
+let lastType: string | undefined;
+let lastEssence: string | undefined;
+
+/** `mediaTypeEssence` (a pure function of the header), remembered for the last header read. */
+export function essenceOf(contentType: string | undefined): string | undefined {
+  if (contentType !== lastType || contentType === undefined) {
+    lastEssence = mediaTypeEssence(contentType);
+    lastType = contentType;
+  }
+  return lastEssence;
+}
+
+/** An answer's Content-Type as the web Headers give it: several joined (Node's `headers` keeps the first). */
+export function contentTypeOf(res: IncomingMessage): string | undefined {
+  const raw = res.rawHeaders;
+  let found: string | undefined;
+  for (let i = 0; i < raw.length; i += 2)
+    if (raw[i]!.length === 12 && raw[i]!.toLowerCase() === 'content-type')
+      found = found === undefined ? raw[i + 1]! : `${found}, ${raw[i + 1]!}`;
+  return found;
+}
+
+/** UTF-8 text, a BOM dropped, as the web Response's text() and json() read it (the SDK transport's reads). */
+export function textOf(bytes: Buffer): string {
+  const text = bytes.toString('utf8');
+  return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
 }
