@@ -27,21 +27,25 @@ import type { Redis } from 'ioredis';
 // counters are distinct, within their windows and fit (a caller alone, the common case) takes a fast path of
 // straight code, no function or table per counter; every other call the general path, with one table per
 // counter met and a few per call, none per set. Numbers go to redis.call as text (a Lua number argument is
-// formatted by the server, ~0.3 µs each) and each total is formatted once, integers by `%d` (what tostring
-// writes for them, in half its time). Decides, answers and writes exactly as the first two versions did
-// (test/stores/redis-consume-same.test.ts runs all three on random charge sequences).
+// formatted by the server, ~0.3 µs each) and each number is written once, so that it reads back exactly
+// (integers by `%d`, others by `%.17g`; the first two versions wrote tostring's 14 digits, which froze a total
+// past 1e14). Decides, answers and writes as the first two versions did, but for that text
+// (test/stores/redis-consume-same.test.ts runs all three on random charge sequences, theirs made exact too).
 export const CONSUME = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local SLACK = 60000
-local call, try, tonumber, tostring = redis.call, redis.pcall, tonumber, tostring
+local call, try, tonumber = redis.call, redis.pcall, tonumber
 local find, sub, format, min = string.find, string.sub, string.format, math.min
--- A number as text exactly as tostring writes it (%.14g), by a cheaper route for integers (below 1e14, the
--- same digits).
+-- A number as text that reads back as the same number: integers below 2^53 by %d, any other by %.17g. Not
+-- tostring (%.14g): a total past 1e14 written with 14 digits lost what small costs added (a limit of 1e14 + 3
+-- let every call of cost 1 run), and a fraction's total drifted from the memory store's.
 local function text(x)
   if x == 1 then return '1' end
-  if x % 1 == 0 and x < 1e14 and x > -1e14 and (x ~= 0 or 1 / x > 0) then return format('%d', x) end
-  return tostring(x)
+  if x % 1 == 0 and x < 9007199254740992 and x > -9007199254740992 and (x ~= 0 or 1 / x > 0) then
+    return format('%d', x)
+  end
+  return format('%.17g', x)
 end
 -- The headers (LINDEX 0 replies) the fast path read before it handed a call to the general path, by key.
 local known = nil
@@ -135,7 +139,7 @@ local function converted(z, r)
   for e = 1, #m, 2 do
     local cost = tonumber(string.match(m[e], ':([^:]+)$'))
     total = total + cost
-    list[#list + 1] = format('%d', tonumber(m[e + 1])) .. ':' .. tostring(cost)
+    list[#list + 1] = format('%d', tonumber(m[e + 1])) .. ':' .. text(cost)
   end
   local h = text(total) .. ' ' .. format('%d', ttl > 0 and now + ttl or 0) .. ' ' .. format('%d', tonumber(m[2]))
   call('RPUSH', z, h)
@@ -290,7 +294,7 @@ elseif kind == 'zset' then
     total = total + tonumber(string.match(m, ':([^:]+)$'))
   end
 end
-return tostring(total)
+return string.format('%.17g', total)
 `;
 
 // The ledger row is a hash; HSETNX on "owner" is the reservation. Returns {won, owner, reservedAt, leaseUntil, outcome, recordedAt, now}.

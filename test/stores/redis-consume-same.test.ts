@@ -23,6 +23,23 @@ const COPIES = ['old', 'v2', 'now'] as const;
 type Copy = (typeof COPIES)[number];
 const sha: Record<Copy, string> = { old: '', v2: '', now: '' };
 
+/**
+ * An earlier version with its numbers written as the current one writes them (exactly: integers by %d, others
+ * by %.17g), instead of tostring's 14 digits (which froze a total past 1e14: test/stores/atk-redis-counter):
+ * so that only their decisions, answers and writes are compared, not that text.
+ */
+function exact(source: string): string {
+  const concat = "return table.concat(out, ' ')";
+  if (!source.includes(concat) || !source.includes('tostring(')) throw new Error('an earlier version changed');
+  const fn =
+    'local function exact(x)\n' +
+    "  if x % 1 == 0 and x < 9007199254740992 and x > -9007199254740992 and (x ~= 0 or 1 / x > 0) then return string.format('%d', x) end\n" +
+    "  return string.format('%.17g', x)\n" +
+    'end\n';
+  const numbers = "for i = 1, #out do if type(out[i]) == 'number' then out[i] = exact(out[i]) end end\n";
+  return fn + source.replaceAll('tostring(', 'exact(').replace(concat, numbers + concat);
+}
+
 /** The script with its `TIME` read replaced by the fake clock's key. */
 function onFakeClock(source: string): string {
   const read = "local t = redis.call('TIME')\nlocal now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)";
@@ -32,8 +49,8 @@ function onFakeClock(source: string): string {
 
 beforeAll(async () => {
   raw = new Redis(REDIS_URL);
-  sha.old = (await raw.script('LOAD', onFakeClock(CONSUME_V1))) as string;
-  sha.v2 = (await raw.script('LOAD', onFakeClock(CONSUME_V2))) as string;
+  sha.old = (await raw.script('LOAD', onFakeClock(exact(CONSUME_V1)))) as string;
+  sha.v2 = (await raw.script('LOAD', onFakeClock(exact(CONSUME_V2)))) as string;
   sha.now = (await raw.script('LOAD', onFakeClock(CONSUME))) as string;
 });
 afterAll(async () => {
@@ -92,9 +109,10 @@ interface Shape {
   /** At most this many sets a batch (4 unless told; 1: a lone caller's calls). */
   readonly sets?: number;
   /**
-   * Whether the first version is compared too (unless told). Not where totals pass 2^53: it answered the totals
-   * before a refused charge as (total + cost) - cost, which can round off a fraction there; the second version
-   * and this one answer the total itself.
+   * Whether the first version is compared too (unless told). Not where totals pass 2^53, nor on long sums of
+   * fractions: it answered the totals before a refused charge as (total + cost) - cost, which can round off a
+   * fraction's last bit (shown now that numbers are written exactly); the second version and this one answer
+   * the total itself.
    */
   readonly first?: boolean;
 }
@@ -178,6 +196,7 @@ describe('the counter script, cut for speed, against its first two versions', ()
         back: 0.005,
         jumps: 0.006,
         jump: 700,
+        first: false,
       });
   }, 120_000);
 
