@@ -19,8 +19,9 @@ import { roundOf } from './mrtr.js';
 import { listedDefinitionPin, PIN_RULE } from './pins.js';
 import type { Relay, RelayedRequest } from './relay.js';
 import type { PolicyInForce } from './policy.js';
-import { askStepUp, stepUpFor } from './stepup.js';
-import { callScope, type Upstream } from './upstream.js';
+import { stepUpFor } from './stepup.js';
+import type { Upstream } from './upstream.js';
+import { inCallScope } from './upstream-client.js';
 
 /** What a tool call needs of its gateway. */
 export interface ToolCallDeps {
@@ -63,7 +64,8 @@ export async function runToolCall(deps: ToolCallDeps, call: ToolCallRequest): Pr
   const definition = call.upstream?.connection?.definition(registry.get(call.name)?.name ?? call.name);
   const pin = definition ? listedDefinitionPin(definition) : null;
   const route = gatewayRoute(people, registry, call.asker, (n) => (approval = n), 'tool', pin);
-  const result = await callScope.run(scope, async () => {
+  // The scope goes down to the upstream call by the call's id (upstream-client.ts), the gateway's own.
+  const result = await inCallScope(given.id, scope, async () => {
     // A call that waited for a person is decided again under the context and policy in force then (a
     // reload may have narrowed the agent's tools or changed the rules).
     const refresh = (): GateContext => ({ ...call.refreshContext(), signal: call.request.signal });
@@ -82,7 +84,11 @@ export async function runToolCall(deps: ToolCallDeps, call: ToolCallRequest): Pr
     decision.effect === 'deny' && decision.layer === 'caller' && roundOf(server) !== undefined
       ? stepUpFor(decidedUnder.set.scopes, call.name)
       : undefined;
-  if (stepUp && !askStepUp(stepUp)) throw new Error('toolgate gateway: a 2026-07-28 call outside its HTTP exchange');
+  if (stepUp) {
+    const exchange = call.request.exchange;
+    if (!exchange) throw new Error('toolgate gateway: a 2026-07-28 call outside its HTTP exchange');
+    exchange.stepUp = stepUp;
+  }
   // Sent upstream, never answered (a timeout): recorded and told as an unknown outcome, not as a failure.
   const unanswered = result.status === 'error' && scope.result === undefined ? scope.unanswered : undefined;
   // The upstream made the call a task (the tasks extension): the client gets a handle bound to it (tasks.ts).

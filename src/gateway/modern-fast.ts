@@ -13,7 +13,6 @@
  * SDK path would have (the same request, the handler's outcome replayed, nothing run twice). Whatever is not
  * in the plain shape goes to the SDK path unchanged. `TOOLGATE_GATEWAY_FAST_PATH=off` switches it off.
  */
-import { AsyncLocalStorage } from 'node:async_hooks';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import {
   createMcpHandler,
@@ -28,7 +27,7 @@ import { HEADERS_WITHIN_MS } from './http-session.js';
 import { serveModern } from './http-wire.js';
 import { bindModern, modernHandler, PRIVATE_TTL_MS, type ModernHandlers } from './modern.js';
 import type { GatewayCore, GatewayRequestContext } from './session.js';
-import { challengeOf, withinExchange, type StepUp } from './stepup.js';
+import { challengeOf, type Exchange, type StepUp } from './stepup.js';
 import { fastPathOff, isPlainObject } from './upstream-raw.js';
 
 const VERSION_KEY = 'io.modelcontextprotocol/protocolVersion';
@@ -171,7 +170,10 @@ export function plainModernCallOf(req: IncomingMessage, body: unknown): PlainMod
 type Outcome = { readonly result: unknown } | { readonly error: unknown };
 
 /** The outcome an SDK handler replays (its tools/call answers with it), and the step-up the call asked for. */
-const replaying = new AsyncLocalStorage<{ readonly outcome: Outcome; readonly stepUp: StepUp | undefined }>();
+interface Replay {
+  readonly outcome: Outcome;
+  readonly stepUp: StepUp | undefined;
+}
 
 type CallHandler = (request: { method: string; params: Record<string, unknown> }, ctx: ServerContext) => unknown;
 
@@ -190,6 +192,11 @@ class ModernFastPath {
   readonly #serverInfo: { readonly name: string; readonly version: string };
   /** Answers an outcome as the SDK path does, for what is not encoded here. */
   readonly #replay: McpHttpHandler;
+  /**
+   * Each replay in flight by its request's parsed body (this path's own object), then by the web Request
+   * the SDK hands its factory (`requestInfo`): passed, not async-local storage (issue 25).
+   */
+  readonly #replays = new WeakMap<object, Replay>();
 
   constructor(
     core: GatewayCore,
@@ -201,14 +208,14 @@ class ModernFastPath {
     this.#context = context;
     this.#serverInfo = { name: core.name, version: '0.2.0' };
     const sdk = createMcpHandler(
-      () => {
+      ({ requestInfo }) => {
+        const outcome = requestInfo && this.#replays.get(requestInfo)?.outcome;
         // The request's own server as modern.ts makes it, for what encoding reads: its identity, the read's cache hint.
         const server = new ModernServer(this.#serverInfo, {
           capabilities: { tools: {}, resources: {} },
           cacheHints: { 'resources/read': { ttlMs: PRIVATE_TTL_MS, cacheScope: 'private' } },
         });
         const replayed = async (): Promise<never> => {
-          const outcome = replaying.getStore()?.outcome;
           if (outcome === undefined) throw new Error('toolgate gateway: no outcome to answer with');
           if ('error' in outcome) throw outcome.error;
           return outcome.result as never;
@@ -221,8 +228,11 @@ class ModernFastPath {
     );
     // A step-up answers 403 and the challenge, its JSON-RPC body kept (modern.ts's wrapper, alike).
     const fetch: McpHttpHandler['fetch'] = async (request, options) => {
+      const body = options?.parsedBody;
+      const replay = body !== null && typeof body === 'object' ? this.#replays.get(body) : undefined;
+      if (replay !== undefined) this.#replays.set(request, replay);
       const answer = await sdk.fetch(request, options);
-      const stepUp = replaying.getStore()?.stepUp;
+      const stepUp = replay?.stepUp;
       if (!stepUp) return answer;
       const headers = new Headers(answer.headers);
       headers.set('www-authenticate', challengeOf(stepUp, resourceMetadata?.()));
@@ -235,8 +245,10 @@ class ModernFastPath {
   serve(call: PlainModernCall, req: IncomingMessage, res: ServerResponse, auth: AuthInfo | undefined): boolean {
     // Nothing has run yet: a throw here (the context refused, say) is the SDK path's to answer, as it would.
     let handle: CallHandler | undefined;
+    // This request's own exchange (the fast path takes no extension: no tasks); a refused call's step-up lands here.
+    const exchange: Exchange = { tasks: false };
     try {
-      handle = bindModern(this.#core, this.#context, auth, () => new Table()).handlers.get(call.method);
+      handle = bindModern(this.#core, this.#context, auth, exchange, () => new Table()).handlers.get(call.method);
     } catch {
       return false;
     }
@@ -265,14 +277,15 @@ class ModernFastPath {
         : call.arguments === undefined
           ? { name: call.name }
           : { name: call.name, arguments: call.arguments };
-    void withinExchange(async (): Promise<Outcome> => {
+    void (async (): Promise<Outcome> => {
       try {
         return { result: await handle({ method: call.method, params }, ctx) };
       } catch (error) {
         return { error };
       }
-    })
-      .then(async ({ answer: outcome, stepUp }) => {
+    })()
+      .then(async (outcome) => {
+        const stepUp = exchange.stepUp;
         // A request the client gave up on is not answered (the SDK's 499, on a closed connection).
         if (cancelled.signal.aborted) return answer.gone();
         const encoded =
@@ -283,7 +296,8 @@ class ModernFastPath {
               : this.#encodedRead(outcome.result);
         if (encoded !== undefined) return answer.end({ result: encoded, jsonrpc: '2.0', id: call.id });
         if (answer.streaming) return answer.failed(call.id);
-        await replaying.run({ outcome, stepUp }, () => serveModern(this.#replay, req, res, call.body, auth));
+        this.#replays.set(call.body, { outcome, stepUp });
+        await serveModern(this.#replay, req, res, call.body, auth).finally(() => this.#replays.delete(call.body));
       })
       .catch(() => answer.failed(call.id));
     return true;

@@ -8,7 +8,6 @@
  * `cacheScope: "private"` with a short `ttlMs`; `server/discover` advertises what the upstreams offer and
  * this caller may use.
  */
-import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import {
@@ -30,7 +29,7 @@ import { previewCall, ruleAndReason } from '../gate/index.js';
 import { declaresTasks, MODERN_VERSION, TASKS_EXTENSION, upstreamTaskOf } from '../mcp/index.js';
 import { sessionSubject } from './auth.js';
 import type { GatewayInbox } from './inbox.js';
-import { challengeOf, withinExchange } from './stepup.js';
+import { challengeOf, type Exchange } from './stepup.js';
 import { attachRound, mrtrRound, type MrtrInbox, type MrtrRound, type MrtrWho } from './mrtr.js';
 import { requestHandlers, type GatewayCore, type GatewayRequestContext, type SessionRequest } from './session.js';
 import {
@@ -69,9 +68,6 @@ function inboxFor(inbox: GatewayInbox): MrtrInbox | null {
   return { submit, get, link: (request) => link?.(request) };
 }
 
-/** Whether the request being served declared the tasks extension (read from its body before the SDK runs). */
-const declaring = new AsyncLocalStorage<boolean>();
-
 /** The request-level `params` of a parsed JSON-RPC body, when it is one request. */
 function paramsOf(body: unknown): unknown {
   return body !== null && typeof body === 'object' && !Array.isArray(body)
@@ -97,17 +93,26 @@ export function modernHandler(
   onerror?: (error: Error) => void,
   resourceMetadata?: () => string | undefined,
 ): McpHttpHandler {
-  const handler = createMcpHandler(({ authInfo }) => modernServer(core, context, authInfo), {
-    legacy: 'reject',
-    ...(onerror ? { onerror } : {}),
-  });
+  // Each exchange in flight by its web Request, which the SDK hands the factory (`requestInfo`): passed to
+  // that request's own server, not in async-local storage (on Node 20 it costs every promise; issue 25).
+  const exchanges = new WeakMap<Request, Exchange>();
+  const handler = createMcpHandler(
+    ({ authInfo, requestInfo }) => {
+      const exchange = requestInfo && exchanges.get(requestInfo);
+      if (!exchange) throw new Error('toolgate gateway: a 2026-07-28 request outside its HTTP exchange; refused');
+      return modernServer(core, context, authInfo, exchange);
+    },
+    { legacy: 'reject', ...(onerror ? { onerror } : {}) },
+  );
   // A call refused for want of a scope answers 403 and the challenge (stepup.ts), its JSON-RPC body kept.
   const fetch: McpHttpHandler['fetch'] = async (request, options) => {
-    const tasks = declaresTasks(paramsOf(options?.parsedBody));
-    const { answer, stepUp } = await withinExchange(() => declaring.run(tasks, () => handler.fetch(request, options)));
-    if (!stepUp) return answer;
+    if (exchanges.has(request)) throw new Error('toolgate gateway: one HTTP request served twice at once');
+    const exchange: Exchange = { tasks: declaresTasks(paramsOf(options?.parsedBody)) };
+    exchanges.set(request, exchange);
+    const answer = await handler.fetch(request, options).finally(() => exchanges.delete(request));
+    if (!exchange.stepUp) return answer;
     const headers = new Headers(answer.headers);
-    headers.set('www-authenticate', challengeOf(stepUp, resourceMetadata?.()));
+    headers.set('www-authenticate', challengeOf(exchange.stepUp, resourceMetadata?.()));
     return new Response(await answer.text(), { status: 403, headers });
   };
   return { ...handler, fetch };
@@ -118,8 +123,9 @@ export function modernServer(
   core: GatewayCore,
   contextOption: () => GatewayRequestContext,
   authInfo: AuthInfo | undefined,
+  exchange: Exchange,
 ): ModernServer {
-  return bindModern(core, contextOption, authInfo, (capabilities) => {
+  return bindModern(core, contextOption, authInfo, exchange, (capabilities) => {
     return new ModernServer(
       { name: core.name, version: '0.2.0' },
       {
@@ -144,12 +150,13 @@ export interface ModernHandlers {
 
 /**
  * Sets one request's handlers on what `make` gives for the capabilities this caller is shown: the SDK
- * server of {@link modernServer}, or the fast path's own table (the same handlers, run without the SDK).
+ * server of {@link modernServer} or the fast path's table (same handlers, no SDK); `exchange` is the request's own.
  */
 export function bindModern<S extends ModernHandlers>(
   core: GatewayCore,
   contextOption: () => GatewayRequestContext,
   authInfo: AuthInfo | undefined,
+  exchange: Exchange,
   make: (capabilities: ServerCapabilities) => S,
 ): S {
   const option = contextOption();
@@ -158,8 +165,7 @@ export function bindModern<S extends ModernHandlers>(
   // The tasks extension: offered to a client that declared it, where an upstream offers it and the
   // gateway can bind a handle to its creator (the owner's secret).
   const secret = core.people.requestState?.secret;
-  const tasksKey =
-    secret !== undefined && declaring.getStore() === true && offersTasks(core) ? taskKeyOf(secret) : undefined;
+  const tasksKey = secret !== undefined && exchange.tasks && offersTasks(core) ? taskKeyOf(secret) : undefined;
   const capabilities = capabilitiesFor(core, caller, tasksKey !== undefined);
   const server = make(capabilities);
   let current: ServerContext | undefined;
@@ -339,6 +345,7 @@ export function bindModern<S extends ModernHandlers>(
       authInfo: ctx.http?.authInfo as never,
       sessionId: undefined,
       tasks: tasksKey !== undefined,
+      exchange,
     };
   };
   /** Who a task created or reached in this request belongs to. */

@@ -9,7 +9,8 @@ import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { RequestOptions } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import type { LoggingMessageNotification, ProgressToken, ServerNotification } from '@modelcontextprotocol/sdk/types.js';
 import { normalResourceUri } from '../policy-file/uri.js';
-import { callScope, type CallScope, type Upstream, type UpstreamInput } from './upstream.js';
+import type { Exchange } from './stepup.js';
+import type { CallScope, Upstream, UpstreamInput } from './upstream.js';
 
 /** A downstream server (one client connection or HTTP session) and what the gateway tracks for it. */
 export interface Downstream {
@@ -37,6 +38,11 @@ export interface RelayedRequest {
   readonly input?: UpstreamInput;
   /** The request came by the fast path (fastpath.ts, http-fast.ts): sent raw to a 2025-era stdio or HTTP upstream. @default false */
   readonly raw?: boolean;
+  /**
+   * The 2026-07-28 HTTP exchange the request is (modern.ts, modern-fast.ts): where a call the caller layer
+   * refused puts the step-up its HTTP answer carries (stepup.ts). Absent for a 2025-era request.
+   */
+  readonly exchange?: Exchange;
 }
 
 const DELIVERED: Promise<void> = Promise.resolve();
@@ -97,8 +103,8 @@ export class Relay {
     upstream: Upstream,
     send: (client: Client, options: RequestOptions) => Promise<T>,
   ): Promise<T> {
-    const result = await callScope.run(this.scopeOf(server, request), () =>
-      upstream.forward((scope) => send(upstream.client!, upstream.requestOptions(scope, { signal: request.signal }))),
+    const result = await upstream.forward(this.scopeOf(server, request), (scope) =>
+      send(upstream.client!, upstream.requestOptions(scope, { signal: request.signal })),
     );
     await this.delivered(server);
     return result;

@@ -10,7 +10,7 @@ import type { UriTemplate } from '@modelcontextprotocol/sdk/shared/uriTemplate.j
 import { ErrorCode, McpError, type Resource } from '@modelcontextprotocol/sdk/types.js';
 import { canonical } from '../names.js';
 import { normalResourceUri } from '../policy-file/uri.js';
-import { callScope, type Upstream } from './upstream.js';
+import type { CallScope, Upstream } from './upstream.js';
 
 const MAX_LISTED = 10_000;
 
@@ -67,9 +67,11 @@ export class Router {
 
   /**
    * Every item of one list method from every ready upstream that serves it, page by page, each page asked
-   * in the current downstream request's scope: `list` is the client's method, `itemsOf` a page's list.
+   * in `scope` (the downstream request's; undefined: the gateway's own): `list` is the client's method,
+   * `itemsOf` a page's list.
    */
   async listAll<P extends { nextCursor?: string | undefined }, T>(
+    scope: CallScope | undefined,
     capability: 'resources' | 'prompts',
     list: (client: Client, params: { cursor?: string }, options: RequestOptions) => Promise<P>,
     itemsOf: (page: P) => T[],
@@ -83,8 +85,8 @@ export class Router {
         try {
           do {
             const params = cursor === undefined ? {} : { cursor };
-            const page = await upstream.forward(() =>
-              list(upstream.client!, params, upstream.requestOptions(callScope.getStore())),
+            const page = await upstream.forward(scope, () =>
+              list(upstream.client!, params, upstream.requestOptions(scope)),
             );
             items.push(...itemsOf(page));
             cursor = page.nextCursor;
@@ -102,9 +104,10 @@ export class Router {
     return out;
   }
 
-  /** Every upstream's resources, recording which upstream listed which URI. */
-  async listResources(): Promise<{ upstream: Upstream; resource: Resource; uri: string }[]> {
+  /** Every upstream's resources, recording which upstream listed which URI; `scope` as {@link listAll}'s. */
+  async listResources(scope?: CallScope): Promise<{ upstream: Upstream; resource: Resource; uri: string }[]> {
     const all = await this.listAll(
+      scope,
       'resources',
       (client, params, options) => client.listResources(params, options),
       (page) => page.resources,

@@ -51,7 +51,7 @@ import { noCursor, normalUri, type ItemAccess, type ItemAsker, type ItemGate } f
 import type { Downstream, Relay, RelayedRequest } from './relay.js';
 import type { Reloader } from './reload.js';
 import { unavailable, type Router } from './router.js';
-import { callScope, type Upstream } from './upstream.js';
+import type { Upstream } from './upstream.js';
 import { upstreamClosedTo } from './tenancy.js';
 
 /** The context of one downstream request: fixed, or derived from the request's authentication. */
@@ -257,9 +257,7 @@ async function listResources(session: Session, cursor: unknown, request: Session
   const { router, relay } = session.core;
   const inForce = session.core.inForce.current;
   const resources: Resource[] = [];
-  for (const { upstream, resource, uri } of await callScope.run(relay.scopeOf(session.server, request), () =>
-    router.listResources(),
-  ))
+  for (const { upstream, resource, uri } of await router.listResources(relay.scopeOf(session.server, request)))
     if (inForce.set.resources.visible(upstream.namespace, uri) && closedTo(session, request, upstream) === null)
       resources.push(resource);
   return { resources };
@@ -270,12 +268,11 @@ async function listResourceTemplates(session: Session, cursor: unknown, request:
   noCursor(cursor);
   const { router, relay } = session.core;
   const inForce = session.core.inForce.current;
-  const all = await callScope.run(relay.scopeOf(session.server, request), () =>
-    router.listAll(
-      'resources',
-      (client, params, options) => client.listResourceTemplates(params, options),
-      (page): ResourceTemplate[] => page.resourceTemplates,
-    ),
+  const all = await router.listAll(
+    relay.scopeOf(session.server, request),
+    'resources',
+    (client, params, options) => client.listResourceTemplates(params, options),
+    (page): ResourceTemplate[] => page.resourceTemplates,
   );
   const resourceTemplates: ResourceTemplate[] = [];
   for (const [upstream, templates] of all) {
@@ -335,8 +332,8 @@ async function subscribe(session: Session, raw: string, request: SessionRequest)
     forward: async (args) => {
       const decided = String(args['uri']);
       await session.core.relay.subscribe(session.server, upstream, decided, () =>
-        upstream.forward((scope) =>
-          upstream.client!.subscribeResource({ uri: decided }, upstream.requestOptions(scope)),
+        upstream.forward(undefined, () =>
+          upstream.client!.subscribeResource({ uri: decided }, upstream.requestOptions(undefined)),
         ),
       );
     },
@@ -357,12 +354,11 @@ async function listPrompts(session: Session, cursor: unknown, request: SessionRe
   noCursor(cursor);
   const { router, relay } = session.core;
   const inForce = session.core.inForce.current;
-  const all = await callScope.run(relay.scopeOf(session.server, request), () =>
-    router.listAll(
-      'prompts',
-      (client, params, options) => client.listPrompts(params, options),
-      (page): Prompt[] => page.prompts,
-    ),
+  const all = await router.listAll(
+    relay.scopeOf(session.server, request),
+    'prompts',
+    (client, params, options) => client.listPrompts(params, options),
+    (page): Prompt[] => page.prompts,
   );
   const prompts: Prompt[] = [];
   for (const [upstream, list] of all) {
@@ -463,12 +459,11 @@ async function setLevel(session: Session, level: LoggingLevel, request: SessionR
   const hears = (u: Upstream): boolean => closedTo(session, request, u) === null;
   Object.assign(session.downstream, { hears, logging: true });
   const { router, relay } = session.core;
-  await callScope.run(relay.scopeOf(session.server, request), () =>
-    Promise.all(
-      [...router.upstreams.values()]
-        .filter((u) => u.state === 'ready' && u.capabilities.logging && hears(u))
-        .map((u) => u.forward((scope) => u.client!.setLoggingLevel(level, u.requestOptions(scope)))),
-    ),
+  const scope = relay.scopeOf(session.server, request);
+  await Promise.all(
+    [...router.upstreams.values()]
+      .filter((u) => u.state === 'ready' && u.capabilities.logging && hears(u))
+      .map((u) => u.forward(scope, (s) => u.client!.setLoggingLevel(level, u.requestOptions(s)))),
   );
   return {};
 }

@@ -8,7 +8,6 @@
  * call was refused by the gate as ever (nothing ran); only the HTTP answer changes, for 2026-07-28
  * requests (a 2025-era session's answers share one HTTP stream, so it keeps the refusal in the body).
  */
-import { AsyncLocalStorage } from 'node:async_hooks';
 import { canonical } from '../names.js';
 import type { ScopeMap } from '../types.js';
 
@@ -42,20 +41,13 @@ export function challengeOf(stepUp: StepUp, resourceMetadata?: string): string {
   return `Bearer error="insufficient_scope", scope="${stepUp.scope}"${metadata}, error_description="the token's scopes do not cover the tool"`;
 }
 
-/** One 2026-07-28 HTTP exchange's step-up, set by the call that was refused and read by the handler's wrapper. */
-const exchanges = new AsyncLocalStorage<{ stepUp?: StepUp }>();
-
-/** Runs one HTTP exchange; resolves with its answer and the step-up a refused call asked for, if any. */
-export async function withinExchange<T>(run: () => Promise<T>): Promise<{ answer: T; stepUp: StepUp | undefined }> {
-  const slot: { stepUp?: StepUp } = {};
-  const answer = await exchanges.run(slot, run);
-  return { answer, stepUp: slot.stepUp };
-}
-
-/** Marks the current exchange (if a 2026-07-28 one) as answered by a step-up; false when there is none. */
-export function askStepUp(stepUp: StepUp): boolean {
-  const slot = exchanges.getStore();
-  if (!slot) return false;
-  slot.stepUp = stepUp;
-  return true;
+/**
+ * One 2026-07-28 HTTP exchange, made per request by the handler that answers it (modern.ts, modern-fast.ts)
+ * and handed down with the request (RelayedRequest.exchange), never shared between requests.
+ */
+export interface Exchange {
+  /** The request declared the tasks extension (read from its body before the SDK runs). */
+  readonly tasks: boolean;
+  /** Set by a call the caller layer refused (calls.ts); read when the exchange is answered (403 and the challenge). */
+  stepUp?: StepUp;
 }

@@ -4,7 +4,6 @@
  * input rounds, and marks a call sent upstream that got no answer as of unknown outcome. The connection's
  * lifecycle (connect, list, reconnect) is upstream.ts's; this file is what one request does on it.
  */
-import { AsyncLocalStorage } from 'node:async_hooks';
 import {
   Client,
   SdkError,
@@ -41,7 +40,7 @@ export interface ClientUpstream {
   readonly options: { readonly callTimeoutMs?: number; readonly stdio?: unknown; readonly transport?: unknown };
   readonly session: McpSession | null;
   readonly offersTasks: boolean;
-  forward<T>(request: (scope: CallScope | undefined) => Promise<T>): Promise<T>;
+  forward<T>(scope: CallScope | undefined, request: (scope: CallScope | undefined) => Promise<T>): Promise<T>;
   relayProgress(scope: CallScope): { readonly id: string; done(): void };
   requestOptions(scope: CallScope | undefined, options?: RequestOptions): RequestOptions;
 }
@@ -107,8 +106,47 @@ export interface UpstreamInput {
 /** The client capabilities an upstream's input requests need (MRTR's three). */
 const INPUT_CAPABILITIES = ['elicitation', 'sampling', 'roots'] as const;
 
-/** The downstream request being served, across the gate's promise chain down to the upstream call. */
-export const callScope = new AsyncLocalStorage<CallScope>();
+/**
+ * The scope of each tool call in flight, by the call id the gateway gave it (calls.ts's `mcp-<uuid>`): the gate
+ * hands the id to the tool it runs (`ToolExecution.callId`), the tool to the client (mcp/tools.ts passes it
+ * as `callId` in the request options), and {@link GatewayClient.callTool} takes the scope by it. Passed
+ * explicitly, not in async-local storage: on Node 20 a store ever entered turns on promise hooks for the whole
+ * process (a 3-await chain 131 ns without, 350–454 ns with; issue 25).
+ */
+const toolCalls = new Map<string, CallScope>();
+
+/**
+ * Runs `run` (the gate's dispatch of one tool call) with `scope` as the scope of the call `callId`; the id is
+ * the gateway's own (random, never a client's), one scope per id while it runs. Fail closed: an id already
+ * in flight is refused, nothing runs.
+ */
+export async function inCallScope<T>(callId: string, scope: CallScope, run: () => Promise<T>): Promise<T> {
+  if (toolCalls.has(callId)) throw new Error(`toolgate gateway: the call id ${JSON.stringify(callId)} is in flight`);
+  toolCalls.set(callId, scope);
+  try {
+    return await run();
+  } finally {
+    toolCalls.delete(callId);
+  }
+}
+
+/** The request options a tool hands the client (mcp/tools.ts): the gate's call id besides the SDK's own. */
+export interface ToolCallOptions extends CallToolRequestOptions {
+  readonly callId?: string;
+}
+
+/** Where request options carry the scope of the downstream request they were made for (Upstream.requestOptions). */
+export const SCOPE: unique symbol = Symbol('toolgate.callScope');
+
+/** Request options towards an upstream, with the scope of the downstream request they serve. */
+export interface ScopedRequestOptions extends RequestOptions {
+  readonly [SCOPE]?: CallScope | undefined;
+}
+
+/** The scope request options were made for (undefined: a request of the gateway's own, in no downstream request). */
+function scopeOf(options: RequestOptions | undefined): CallScope | undefined {
+  return (options as ScopedRequestOptions | undefined)?.[SCOPE];
+}
 
 type CallToolParams = CallToolRequest['params'];
 
@@ -202,7 +240,7 @@ export class GatewayClient extends Client {
     params: Parameters<Client['readResource']>[0],
     options?: RequestOptions,
   ): ReturnType<Client['readResource']> {
-    const scope = callScope.getStore();
+    const scope = scopeOf(options);
     const input = scope?.input;
     if (this.#raw(scope)) return this.raw.readResource({ ...params }, options ?? {});
     return super
@@ -214,14 +252,24 @@ export class GatewayClient extends Client {
     params: Parameters<Client['getPrompt']>[0],
     options?: RequestOptions,
   ): ReturnType<Client['getPrompt']> {
-    const input = callScope.getStore()?.input;
+    const input = scopeOf(options)?.input;
     return super
       .getPrompt(this.#withInput(params, input), options)
       .then((r) => this.#answered(r, input, { messages: [] }));
   }
 
-  override callTool(params: CallToolParams, options?: CallToolRequestOptions): Promise<CallToolResult> {
-    return this.#upstream.forward(async (scope) => {
+  override callTool(params: CallToolParams, options?: ToolCallOptions): Promise<CallToolResult> {
+    // The scope of the gate's call this is (its id from the tool): a call with none is outside any request
+    // of a client's, and is refused (fail closed: never sent on no one's behalf, nor on another's).
+    const id = options?.callId;
+    const called = id === undefined ? undefined : toolCalls.get(id);
+    if (called === undefined)
+      return Promise.reject(
+        new Error(
+          `toolgate gateway: a call of ${JSON.stringify(params.name)} to upstream "${this.#upstream.namespace}" outside a client's request; refused, nothing was sent`,
+        ),
+      );
+    return this.#upstream.forward(called, async (scope) => {
       const token = scope?.progressToken !== undefined ? this.#upstream.relayProgress(scope) : undefined;
       // The request leaves for the upstream now; an answer (a result, or a JSON-RPC error: McpError) makes
       // its outcome known. No answer — a timeout (a cancellation is sent), or the call stopped by the gate's

@@ -34,7 +34,7 @@ import type { JsonSchema } from '../schema.js';
 import type { ToolMetadataInput } from '../tool.js';
 import { httpUpstreamTransport } from './upstream-fetch.js';
 import { rawHttpTransport } from './upstream-raw-http.js';
-import { callScope, GatewayClient, objectSchema, type CallScope } from './upstream-client.js';
+import { GatewayClient, objectSchema, SCOPE, type CallScope, type ScopedRequestOptions } from './upstream-client.js';
 import { fastPathOff, readRawAnswers } from './upstream-raw.js';
 
 /** How to reach one upstream server; exactly one of `stdio`, `url`, `transport`. */
@@ -67,7 +67,7 @@ export interface GatewayUpstreamOptions {
 /** Any JSON object (the tasks extension's answers are checked by tasks.ts). */
 const ANY_OBJECT = objectSchema('the answer is not a JSON object');
 
-export { callScope, unansweredText, type CallScope, type UpstreamInput } from './upstream-client.js';
+export { unansweredText, type CallScope, type UpstreamInput } from './upstream-client.js';
 
 /** `down`: crashed or unreachable, retried with a growing delay; `closed`: stopped by the gateway. */
 export type UpstreamState = 'connecting' | 'ready' | 'down' | 'closed';
@@ -333,9 +333,11 @@ export class Upstream {
     return [...this.#inflight.keys()];
   }
 
-  /** Runs a request to the upstream on behalf of the current downstream request (tracked as in flight). */
-  async forward<T>(request: (scope: CallScope | undefined) => Promise<T>): Promise<T> {
-    const scope = callScope.getStore();
+  /**
+   * Runs a request to the upstream on behalf of the downstream request `scope` is of (tracked as in flight);
+   * undefined: a request of the gateway's own.
+   */
+  async forward<T>(scope: CallScope | undefined, request: (scope: CallScope | undefined) => Promise<T>): Promise<T> {
     const server = scope?.server;
     if (server) this.#inflight.set(server, (this.#inflight.get(server) ?? 0) + 1);
     try {
@@ -349,14 +351,15 @@ export class Upstream {
     }
   }
 
-  /** Request options towards the upstream: its timeout. */
-  requestOptions(scope: CallScope | undefined, options: RequestOptions = {}): RequestOptions {
+  /** Request options towards the upstream: its timeout, and the scope of the downstream request they serve. */
+  requestOptions(scope: CallScope | undefined, options: RequestOptions = {}): ScopedRequestOptions {
     // A request that relays the upstream's rounds takes its input_required as it is (not fulfilled here).
     const manual = scope?.input !== undefined && this.#session?.era === 'modern';
     return {
       ...options,
       timeout: this.options.callTimeoutMs ?? 60_000,
       ...(manual ? { allowInputRequired: true } : {}),
+      [SCOPE]: scope,
     };
   }
 

@@ -2,7 +2,13 @@
  * Tools from MCP servers, registered in a ToolRegistry under a namespace so that every call to them
  * passes the same gate as a native tool's. The server may be of either era (client.ts).
  */
-import type { CallToolResult, Client, Tool as McpTool, ToolAnnotations } from '@modelcontextprotocol/client';
+import type {
+  CallToolRequestOptions,
+  CallToolResult,
+  Client,
+  Tool as McpTool,
+  ToolAnnotations,
+} from '@modelcontextprotocol/client';
 import { canonical, describe } from '../names.js';
 import { ToolRegistry } from '../registry.js';
 import { compileValidator, type JsonSchema, type ValidationResult, type Validator } from '../schema.js';
@@ -319,11 +325,15 @@ function mcpToolOwn(
     metadata: { tags: fromAnnotations.tags, customTags: fromAnnotations.customTags, ...options.override },
     execute: async (args, execution) => {
       // The definition registered is the one the SDK mirrors `x-mcp-header` parameters from and validates
-      // structured output against, whatever its cache holds.
-      const result = await client.callTool(
-        { name: definition.name, arguments: args },
-        { signal: execution.signal, toolDefinition: definition },
-      );
+      // structured output against, whatever its cache holds. The gate's call id goes with it: the gateway's
+      // client finds the client request the call is for by it (gateway/upstream-client.ts); an SDK Client
+      // reads no such option.
+      const sent: CallToolRequestOptions & { readonly callId: string } = {
+        signal: execution.signal,
+        toolDefinition: definition,
+        callId: execution.callId,
+      };
+      const result = await client.callTool({ name: definition.name, arguments: args }, sent);
       if (result.isError === true) throw new McpToolError(definition.name, result);
       return options.output === 'result' ? result : contentText(result);
     },
