@@ -157,38 +157,46 @@ describe(
       const { url } = await start();
       const alice = await legacyClient(url, 'alice');
       const bob = await legacyClient(url, 'bob');
-      const holding = () => alice.client.callTool({ name: 'cb:hold', arguments: { tag: 'alice', ms: 2500 } });
-      // While alice's call is in flight: bob's 2026-07-28 calls (fast, SDK), reads, and his 2025 session's call.
-      const held = holding();
+      // alice's call stays in flight while bob's requests that make the upstream ask go one at a time (each
+      // the only other one in flight: lost, its scope would leave alice the one client to ask).
+      const held = alice.client.callTool({ name: 'cb:hold', arguments: { tag: 'alice', ms: 9000 } });
+      let holding = true;
+      void held.finally(() => (holding = false));
       await sleep(300);
-      const during = await Promise.all([
-        modernRequest<{ result?: CallToolResult; error?: unknown }>(
-          url,
-          'tools/call',
-          {
-            name: 'cb:elicit',
-            arguments: { tag: 'bob-fast' },
-          },
-          { token: 'bob', capabilities: { elicitation: { form: {} } } },
-        ),
-        modernRequest<{ result?: CallToolResult; error?: unknown }>(
-          url,
-          'tools/call',
-          {
-            name: 'cb:elicit',
-            arguments: { tag: 'bob-sdk' },
-          },
-          { token: 'bob', capabilities: { elicitation: { form: {} }, experimental: {} } },
-        ),
-        modernRequest(url, 'resources/read', { uri: 'cb://elicit/bob-read' }, { token: 'bob' }),
-        bob.client.callTool({ name: 'cb:elicit', arguments: { tag: 'bob-legacy' } }),
-        bob.client.readResource({ uri: 'cb://elicit/bob-legacy-read' }),
-      ]);
+      const asking = [
+        () =>
+          modernRequest(
+            url,
+            'tools/call',
+            { name: 'cb:elicit', arguments: { tag: 'bob-fast' } },
+            { token: 'bob', capabilities: { elicitation: { form: {} } } },
+          ),
+        () =>
+          modernRequest(
+            url,
+            'tools/call',
+            { name: 'cb:elicit', arguments: { tag: 'bob-sdk' } },
+            { token: 'bob', capabilities: { elicitation: { form: {} }, experimental: {} } },
+          ),
+        () => modernRequest(url, 'resources/read', { uri: 'cb://elicit/bob-read-fast' }, { token: 'bob' }),
+        () =>
+          modernRequest(
+            url,
+            'resources/read',
+            { uri: 'cb://elicit/bob-read-sdk' },
+            { token: 'bob', capabilities: { experimental: {} } },
+          ),
+        () => bob.client.readResource({ uri: 'cb://elicit/bob-legacy-read' }),
+        () => bob.client.callTool({ name: 'cb:elicit', arguments: { tag: 'bob-legacy' } }),
+      ];
+      const during: unknown[] = [];
+      for (const ask of asking) during.push(await ask());
+      expect(holding, "alice's call was in flight throughout").toBe(true);
       expect(textOf((await held) as CallToolResult)).toBe('alice');
       expect(alice.asked).toEqual([]);
       // bob's 2025 session was not asked either (two clients in flight: it cannot be attributed).
       expect(bob.asked).toEqual([]);
-      expect(textOf(during[3] as CallToolResult)).toMatch(/^refused bob-legacy: .*cannot be attributed/);
+      expect(textOf(during[5] as CallToolResult)).toMatch(/^refused bob-legacy: .*cannot be attributed/);
       // Alone, bob's 2025 session is asked, and answers.
       expect(
         textOf((await bob.client.callTool({ name: 'cb:elicit', arguments: { tag: 'bob' } })) as CallToolResult),
