@@ -32,15 +32,22 @@ import {
 const cleanups = cleanupsAfterEach();
 const CALLBACK = join(ROOT, 'test/attacks/fixtures/callback-server.ts');
 
-async function start(listMs = 0) {
+async function start(listMs = 0, second = false) {
   const dir = tempDir('als-callbacks');
+  const upstream = (listed: string) => ({
+    ...stdioUpstream(CALLBACK, { LIST_MS: String(listMs), LISTED: listed }),
+    connectTimeoutMs: 30_000,
+  });
   const policy = writePolicy(dir, {
     gateway: {
-      upstreams: { cb: { ...stdioUpstream(CALLBACK, { LIST_MS: String(listMs) }), connectTimeoutMs: 30_000 } },
+      upstreams: { cb: upstream('cb://log/x'), ...(second ? { cb2: upstream('cb2://log/y') } : {}) },
       pin: 'off',
     },
     rules: [{ name: 'all', result: 'allow' }],
-    resources: [{ name: 'cb', namespace: 'cb', uri: 'cb://**', result: 'allow' }],
+    resources: [
+      { name: 'cb', namespace: 'cb', uri: 'cb://**', result: 'allow' },
+      { name: 'cb2', namespace: 'cb2', uri: 'cb2://**', result: 'allow' },
+    ],
     prompts: [{ name: 'p', namespace: 'cb', prompts: 'p', result: 'allow' }],
   });
   return gatewayOverHttp(cleanups, policy, {
@@ -206,3 +213,26 @@ describe(
     });
   },
 );
+
+describe('requests routed before they are forwarded run in their own scope too', { timeout: 120_000 }, () => {
+  it("bob's read of a URI not listed yet (the gateway lists every upstream to route it) and his subscribe: their upstream log lines never reach alice", async () => {
+    const { url } = await start(0, true);
+    const alice = await legacyClient(url, 'alice');
+    await alice.client.setLoggingLevel('debug');
+    const bob = await legacyClient(url, 'bob');
+    await sleep(300);
+    alice.logs.length = 0;
+    // Two upstreams serve resources and none has been listed: routing cb2://log/y lists them all first.
+    const read = await modernRequest<{ result?: { contents: { text: string }[] } }>(
+      url,
+      'resources/read',
+      { uri: 'cb2://log/y' },
+      { token: 'bob' },
+    );
+    expect(read.body.result?.contents[0]?.text).toBe('y');
+    // The upstream is subscribed once, for bob, the first subscriber.
+    await bob.client.subscribeResource({ uri: 'cb://log/x' });
+    await sleep(300);
+    expect(alice.logs).toEqual([]);
+  });
+});
