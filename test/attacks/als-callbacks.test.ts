@@ -215,7 +215,7 @@ describe(
 );
 
 describe('requests routed before they are forwarded run in their own scope too', { timeout: 120_000 }, () => {
-  it("bob's read of a URI not listed yet (the gateway lists every upstream to route it) and his subscribe: their upstream log lines never reach alice", async () => {
+  it("bob's read of a URI not listed yet (the gateway lists every upstream to route it) and his subscribe and unsubscribe: their upstream log lines never reach alice", async () => {
     const { url } = await start(0, true);
     const alice = await legacyClient(url, 'alice');
     await alice.client.setLoggingLevel('debug');
@@ -232,6 +232,10 @@ describe('requests routed before they are forwarded run in their own scope too',
     expect(read.body.result?.contents[0]?.text).toBe('y');
     // The upstream is subscribed once, for bob, the first subscriber.
     await bob.client.subscribeResource({ uri: 'cb://log/x' });
+    await sleep(300);
+    expect(alice.logs).toEqual([]);
+    // The last subscriber leaving unsubscribes upstream, on his behalf too.
+    await bob.client.unsubscribeResource({ uri: 'cb://log/x' });
     await sleep(300);
     expect(alice.logs).toEqual([]);
   });
