@@ -346,7 +346,7 @@ async function subscribe(session: Session, raw: string, request: SessionRequest)
 async function unsubscribe(session: Session, raw: string, request: SessionRequest): Promise<Record<string, never>> {
   const uri = normalUri(raw);
   const upstream = await session.core.router.routeResource(uri, session.core.relay.scopeOf(session.server, request));
-  await session.core.relay.unsubscribe(session.server, upstream, uri);
+  await session.core.relay.unsubscribe(session.server, upstream, uri, request);
   return {};
 }
 
