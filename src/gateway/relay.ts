@@ -148,14 +148,22 @@ export class Relay {
     servers.add(server);
   }
 
-  /** Drops `server`'s subscription; the upstream is unsubscribed when no client holds one any more. */
-  async unsubscribe(server: Server, upstream: Upstream, uri: string): Promise<void> {
+  /**
+   * Drops `server`'s subscription; the upstream is unsubscribed when no client holds one any more, on behalf
+   * of `request` (the client's unsubscribe) when given.
+   */
+  async unsubscribe(server: Server, upstream: Upstream, uri: string, request?: RelayedRequest): Promise<void> {
     const key = `${upstream.namespace} ${uri}`;
     const servers = this.#subscriptions.get(key);
     servers?.delete(server);
     if (servers && servers.size === 0) {
       this.#subscriptions.delete(key);
-      await upstream.client?.unsubscribeResource({ uri }).catch(() => undefined);
+      const client = upstream.client;
+      if (!client) return;
+      const scope = request ? this.scopeOf(server, request) : undefined;
+      await upstream
+        .forward(scope, (s) => client.unsubscribeResource({ uri }, upstream.requestOptions(s)))
+        .catch(() => undefined);
     }
   }
 

@@ -136,8 +136,11 @@ export class Router {
     this.#promptsOf.set(namespace, names);
   }
 
-  /** The upstream serving a resource URI (normal form), or an McpError saying why none can. */
-  async routeResource(uri: string): Promise<Upstream> {
+  /**
+   * The upstream serving a resource URI (normal form), or an McpError saying why none can; a listing it needs
+   * is asked in `scope` (the downstream request's, as {@link listAll}'s).
+   */
+  async routeResource(uri: string, scope: CallScope | undefined): Promise<Upstream> {
     const pick = (namespaces: Iterable<string>): Upstream | undefined => {
       const found = [...namespaces].map((n) => this.upstreams.get(n)).filter((u): u is Upstream => u !== undefined);
       if (found.length > 1)
@@ -159,7 +162,7 @@ export class Router {
     const serving = [...this.upstreams.values()].filter((u) => u.state !== 'ready' || u.capabilities.resources);
     if (serving.length === 1) return serving[0]!;
     // Not seen yet: list once more, then decide.
-    await this.listResources();
+    await this.listResources(scope);
     const again = this.#resourceOwners.get(uri);
     const found = again ? pick(again) : undefined;
     if (found) return found;

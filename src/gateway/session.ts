@@ -118,7 +118,7 @@ export function openSession(core: GatewayCore, contextOption: () => GatewayReque
   );
   server.setRequestHandler(ReadResourceRequestSchema, (r, extra) => readResource(session, r.params, of(extra)));
   server.setRequestHandler(SubscribeRequestSchema, (r, extra) => subscribe(session, r.params.uri, of(extra)));
-  server.setRequestHandler(UnsubscribeRequestSchema, (r) => unsubscribe(session, r.params.uri));
+  server.setRequestHandler(UnsubscribeRequestSchema, (r, extra) => unsubscribe(session, r.params.uri, of(extra)));
   server.setRequestHandler(ListPromptsRequestSchema, (r, extra) => listPrompts(session, r.params?.cursor, of(extra)));
   server.setRequestHandler(GetPromptRequestSchema, (r, extra) => getPrompt(session, r.params, of(extra)));
   server.setRequestHandler(CompleteRequestSchema, (r, extra) => complete(session, r.params, of(extra)));
@@ -298,7 +298,7 @@ async function readResource(
   request: SessionRequest,
 ): Promise<ReadResourceResult> {
   const uri = normalUri(params.uri);
-  const upstream = await session.core.router.routeResource(uri);
+  const upstream = await session.core.router.routeResource(uri, session.core.relay.scopeOf(session.server, request));
   if (upstream.state !== 'ready') throw unavailable(upstream, `reading ${JSON.stringify(uri)}`);
   return await throughGate(session, request, {
     kind: 'resource',
@@ -316,7 +316,7 @@ async function readResource(
 /** `resources/subscribe`: decided as a read; the upstream is subscribed once for all its clients. */
 async function subscribe(session: Session, raw: string, request: SessionRequest): Promise<Record<string, never>> {
   const uri = normalUri(raw);
-  const upstream = await session.core.router.routeResource(uri);
+  const upstream = await session.core.router.routeResource(uri, session.core.relay.scopeOf(session.server, request));
   if (upstream.state !== 'ready') throw unavailable(upstream, `subscribing to ${JSON.stringify(uri)}`);
   if (!upstream.capabilities.resources?.subscribe)
     throw new McpError(
@@ -332,8 +332,9 @@ async function subscribe(session: Session, raw: string, request: SessionRequest)
     forward: async (args) => {
       const decided = String(args['uri']);
       await session.core.relay.subscribe(session.server, upstream, decided, () =>
-        upstream.forward(undefined, () =>
-          upstream.client!.subscribeResource({ uri: decided }, upstream.requestOptions(undefined)),
+        // On behalf of this request (an upstream's log line or question meanwhile is this client's, not another's).
+        upstream.forward(session.core.relay.scopeOf(session.server, request), (scope) =>
+          upstream.client!.subscribeResource({ uri: decided }, upstream.requestOptions(scope)),
         ),
       );
     },
@@ -342,10 +343,10 @@ async function subscribe(session: Session, raw: string, request: SessionRequest)
 }
 
 /** `resources/unsubscribe`: nothing to decide. */
-async function unsubscribe(session: Session, raw: string): Promise<Record<string, never>> {
+async function unsubscribe(session: Session, raw: string, request: SessionRequest): Promise<Record<string, never>> {
   const uri = normalUri(raw);
-  const upstream = await session.core.router.routeResource(uri);
-  await session.core.relay.unsubscribe(session.server, upstream, uri);
+  const upstream = await session.core.router.routeResource(uri, session.core.relay.scopeOf(session.server, request));
+  await session.core.relay.unsubscribe(session.server, upstream, uri, request);
   return {};
 }
 
