@@ -127,12 +127,27 @@ export function ledgerKeyOf(run: Run, frame: Frame, turn: Turn, callId: string):
   // made once per frame (keys stored by earlier versions and other processes are the same strings).
   let head = ledgerHeads.get(frame);
   if (head === undefined || head.run !== run) {
-    head = { run, text: JSON.stringify([run.runId, run.tenant, run.caller.id, frame.key]).slice(0, -1) };
+    head = {
+      run,
+      text: JSON.stringify([run.runId, run.tenant, run.caller.id, frame.key]).slice(0, -1),
+      turn: null,
+      callId: '',
+      last: null,
+    };
     ledgerHeads.set(frame, head);
   }
-  return { key: `${head.text},${turn.index},${JSON.stringify(callId)}]`, scope: scopeOf(run) };
+  // The key asked for last is asked again (found before the dispatch, then claimed and recorded): the same
+  // object, so a store's map hashes its string once.
+  if (head.last !== null && head.turn === turn && head.callId === callId) return head.last;
+  head.turn = turn;
+  head.callId = callId;
+  head.last = { key: `${head.text},${turn.index},${JSON.stringify(callId)}]`, scope: scopeOf(run) };
+  return head.last;
 }
-const ledgerHeads = new WeakMap<Frame, { readonly run: Run; readonly text: string }>();
+const ledgerHeads = new WeakMap<
+  Frame,
+  { readonly run: Run; readonly text: string; turn: Turn | null; callId: string; last: CallKey | null }
+>();
 
 /** The tally store's key of a run: its run id, tenant, caller id and root agent (every continuation shares it). */
 export function tallyKeyOf(run: RunIdentity): string {
