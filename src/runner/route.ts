@@ -380,7 +380,7 @@ export class RunRoute implements Route, RoutePerson, RouteMeter, RouteObserver {
       if (decision.effect === 'deny') emitRun(events, run, frame, { type: 'tool_refused', decision, error });
     }
     if ((decision.asked === 'runner' || decision.asked === 'registry') && decision.by === 'handler')
-      this.#turn.answered.set(call.id, {
+      (this.#turn.answered ??= new Map()).set(call.id, {
         binding: answerBinding(decision),
         under: underOf(decision, this.#view.source),
         effect: decision.effect,
