@@ -122,7 +122,10 @@ export class AgentRunner {
       }
     }
     const run: Run = {
-      ...identity,
+      runId: identity.runId,
+      tenant: identity.tenant,
+      caller: identity.caller,
+      session: identity.session,
       root: agent.name,
       agents,
       input,
