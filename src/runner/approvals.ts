@@ -90,7 +90,7 @@ export class DurableApprovals {
     if (granted) return this.#applyGranted(run, frame, granted, request, bound, use);
     const remembered = await this.#recall(run, frame, bound);
     if (remembered) return remembered;
-    const earlier = turn.answered.get(callId);
+    const earlier = turn.answered?.get(callId);
     const under = underOf(request, source);
     if (earlier && earlier.binding === answerBinding(request) && earlier.under.every((x, i) => x === under[i]))
       return { effect: earlier.effect };

@@ -31,6 +31,9 @@ export class RunLedger {
   readonly #ledger: Ledger;
   readonly #owner: string;
   readonly #leaseMs: number;
+  /** The last owner string made and its scope: one string per run, so a store compares it by identity. */
+  #lastScope: string | null = null;
+  #lastOwner = '';
 
   constructor(ledger: Ledger, owner: string, leaseMs: number) {
     this.#ledger = ledger;
@@ -62,7 +65,10 @@ export class RunLedger {
   /** Before an allowed call runs: null when this runner now holds it, else how it settled (waiting while held). */
   async claim({ key, scope }: CallKey, signal: AbortSignal | undefined): Promise<Settled | null> {
     const owner = this.#ownerOf(scope);
-    return this.#settled(await this.#ledger.reserve(key, owner, this.#leaseMs), key, owner, signal);
+    const first = await this.#ledger.reserve(key, owner, this.#leaseMs);
+    // The common answer settles here, without a poll loop's own promise.
+    if (typeof first === 'object' && first !== null && first.state === 'reserved') return null;
+    return this.#settled(first, key, owner, signal);
   }
 
   /**
@@ -82,7 +88,11 @@ export class RunLedger {
   }
 
   #ownerOf(scope: string): string {
-    return `${this.#owner}@${scope}`;
+    if (scope !== this.#lastScope) {
+      this.#lastOwner = `${this.#owner}@${scope}`;
+      this.#lastScope = scope;
+    }
+    return this.#lastOwner;
   }
 
   /** Null for a reservation this runner won; else the settled outcome, polling while another owner holds the call. */

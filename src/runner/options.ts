@@ -173,13 +173,44 @@ export async function limitsOf(settings: RunnerSettings, tenant: string): Promis
     throw new ConfigurationError(
       `no limits for tenant ${JSON.stringify(tenant)}: the tenant provider returned ${describe(raw)}`,
     );
+  if (typeof raw !== 'object') return parsedLimits(settings, tenant, raw);
+  // Every field read once per dispatch. The same fields as the last read (by identity: a plan's array is the
+  // gate's to check, entry by entry, at every call) are the same limits, validated then: that object again.
+  const { tools, maxIterations, maxToolCalls, maxCost } = raw as TenantLimits;
+  const last = limitsMemo.get(settings);
+  if (
+    last !== undefined &&
+    last.tools === tools &&
+    last.maxIterations === maxIterations &&
+    last.maxToolCalls === maxToolCalls &&
+    last.maxCost === maxCost &&
+    (tools === undefined || tools === null || Array.isArray(tools))
+  )
+    return last.limits;
+  const limits = parsedLimits(settings, tenant, { tools, maxIterations, maxToolCalls, maxCost });
+  limitsMemo.set(settings, { tools, maxIterations, maxToolCalls, maxCost, limits });
+  return limits;
+}
+/** The fields of each runner's last tenant read and the limits they gave (the same for every tenant alike). */
+const limitsMemo = new WeakMap<
+  RunnerSettings,
+  {
+    readonly tools: unknown;
+    readonly maxIterations: unknown;
+    readonly maxToolCalls: unknown;
+    readonly maxCost: unknown;
+    readonly limits: Limits;
+  }
+>();
+
+function parsedLimits(settings: RunnerSettings, tenant: string, raw: unknown): Limits {
   const limits = parseTenantLimits(raw, `tenant ${JSON.stringify(tenant)}`, true);
-  return {
+  return Object.freeze({
     tools: limits.tools ?? null,
     maxIterations: limits.maxIterations ?? settings.maxIterations,
     maxToolCalls: limits.maxToolCalls ?? Infinity,
     maxCost: limits.maxCost ?? Infinity,
-  };
+  });
 }
 
 const NEEDS: readonly (readonly [keyof RunnerStores, readonly string[]])[] = [

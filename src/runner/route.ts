@@ -13,7 +13,7 @@ import type { Decision, DenyDecision } from '../decision.js';
 import { ToolNotPermittedError } from '../errors.js';
 import type { Emitter } from '../events.js';
 import { toolSchema } from '../formats/index.js';
-import type { ApprovalRequest, AskOutcome } from '../contracts/approval.js';
+import type { ApprovalRequest, ApprovalSettings, AskOutcome } from '../contracts/approval.js';
 import type { Attempt, DispatchResult, GateContext, Refusal, ToolResult, ToolSource } from '../contracts/gate.js';
 import type {
   Candidate,
@@ -49,6 +49,26 @@ import type { Tool } from '../tool.js';
 import type { BudgetCap, ModelTool, PendingApproval, RunEvent, RunToolCall } from './types.js';
 
 const NOTHING: RunSpend = { iterations: 0, attempts: 0, cost: 0 };
+/** One model turn's charge (the same frozen object every turn). */
+const TURN: RunSpend = Object.freeze({ ...NOTHING, iterations: 1 });
+/** What a pass left pending when nothing is. */
+const NO_PENDING: readonly PendingApproval[] = Object.freeze([]);
+/** What a pass that asked nobody used of the answers given on resume: nothing. */
+const NO_USE: GrantUse = Object.freeze({
+  applied: new Map<string, { readonly problem: string | null }>(),
+  pending() {},
+});
+
+/** What every pass of one runner shares: made once per AgentRunner. */
+export interface RouteHost {
+  readonly settings: RunnerSettings;
+  readonly events: Emitter<RunEvent>;
+  readonly approvals: DurableApprovals;
+  /** Durable approvals as the run's person, bound under the runner's own secret (its `secret` option). */
+  readonly person: ApprovalSettings;
+  /** Runs a peer agent's frame (a delegation). */
+  readonly runPeer: (run: Run, inner: Frame) => Promise<FrameOutcome>;
+}
 
 /** What the gate is given for one dispatch of a frame: the context, the tools, and the run's limits. */
 export interface FrameView {
@@ -74,8 +94,13 @@ export function viewOf(settings: RunnerSettings, run: Run, frame: Frame, limits:
     last.tenant === limits.tools &&
     // A list resolved below the root is a snapshot: reused only for a plan that cannot change in place.
     (frame.depth === 0 || limits.tools === null || Object.isFrozen(limits.tools))
-  )
-    return { context: last.context, source, limits };
+  ) {
+    // The same limits (limitsOf answers the same object for the same fields) and source: the same view.
+    if (last.view.limits === limits && last.view.source === source) return last.view;
+    const view = { context: last.context, source, limits };
+    views.set(frame, { tenant: last.tenant, context: last.context, view });
+    return view;
+  }
   const root = run.agents[run.frames[0]!.agent]!;
   const callerTools = callerToolsOf(settings, run);
   const tenant = { id: run.tenant, tools: limits.tools };
@@ -96,15 +121,19 @@ export function viewOf(settings: RunnerSettings, run: Run, frame: Frame, limits:
       ? { agent: frame.agent, tenant, caller, allowlist: list, runId: run.runId, signal: run.signal }
       : { agent: frame.agent, tenant, caller, allowlist: list, runId: run.runId };
   }
-  views.set(frame, { tenant: limits.tools, context });
-  return { context, source, limits };
+  const view = { context, source, limits };
+  views.set(frame, { tenant: limits.tools, context, view });
+  return view;
 }
 /**
  * The last context of each frame, kept while its tenant array (by identity) stays: the gate checks a plain
  * array's entries against its snapshot at every call, so a plan changed in place still applies at the next
  * call; a resolved allowlist below the root is resolved again only for a new array.
  */
-const views = new WeakMap<Frame, { readonly tenant: readonly string[] | null; readonly context: GateContext }>();
+const views = new WeakMap<
+  Frame,
+  { readonly tenant: readonly string[] | null; readonly context: GateContext; readonly view: FrameView }
+>();
 
 /** The caller layer: scopes mapped through the runner's scope map (once per run), or taken as tool names without one. */
 function callerToolsOf(settings: RunnerSettings, run: Run): readonly string[] | null {
@@ -166,7 +195,7 @@ async function spend(settings: RunnerSettings, run: Run, add: RunSpend, limits: 
 
 /** Charges one model turn; the cap it would pass, or null. */
 export function chargeTurn(settings: RunnerSettings, run: Run, limits: Limits): Promise<BudgetCap | null> {
-  return spend(settings, run, { ...NOTHING, iterations: 1 }, limits);
+  return spend(settings, run, TURN, limits);
 }
 
 /** Why a call a cap stopped is refused (it ends the run). */
@@ -193,68 +222,42 @@ export type PassEnd =
  * (`Halted`): the peer may have spent budget, and the tenant plan, policy or registry may have changed while
  * it ran, so the runner dispatches the rest of the turn again.
  */
-export class RunRoute implements Route {
+export class RunRoute implements Route, RoutePerson, RouteMeter, RouteObserver {
   readonly name = 'runner';
   readonly grouped = false;
-  /** Durable approvals as the run's person, bound under the runner's own secret (its `secret` option). */
-  readonly person: RoutePerson;
-  /** The run's projected caps before anyone is asked, then the store's tally and the depth cap. */
-  readonly meter: RouteMeter;
-  /** Run events, refusal loops, `onRefusal: 'fail'`. */
-  readonly observe: RouteObserver;
+  /** Durable approvals as the run's person (this route: `ask`, `announced`). */
+  readonly person: RoutePerson = this;
+  /** The run's projected caps before anyone is asked, then the store's tally and the depth cap (`admit`, `charge`). */
+  readonly meter: RouteMeter = this;
+  /** Run events, refusal loops, `onRefusal: 'fail'` (`endsBatch`, `decided`). */
+  readonly observe: RouteObserver = this;
+  /** The person's approval settings: the runner's secret and approval TTL. */
+  readonly approvals: ApprovalSettings;
   /** What ended the pass early, if anything. */
   end: PassEnd | null = null;
+  readonly #host: RouteHost;
   readonly #settings: RunnerSettings;
-  readonly #events: Emitter<RunEvent>;
-  readonly #approvals: DurableApprovals;
   readonly #run: Run;
   readonly #frame: Frame;
   readonly #turn: Turn;
   readonly #calls: readonly RunToolCall[];
   #view: FrameView;
-  readonly #runPeer: (inner: Frame) => Promise<FrameOutcome>;
-  readonly #projected = { attempts: 0, cost: 0 };
+  #projectedAttempts = 0;
+  #projectedCost = 0;
   readonly #charged = new Set<number>();
-  readonly #pending = new Map<string, PendingApproval>();
-  readonly #use: GrantUse;
+  /** Made at the first ask (most passes ask nobody). */
+  #pending: Map<string, PendingApproval> | null = null;
+  #use: GrantUse | null = null;
 
-  constructor(
-    settings: RunnerSettings,
-    events: Emitter<RunEvent>,
-    approvals: DurableApprovals,
-    run: Run,
-    frame: Frame,
-    turn: Turn,
-    calls: readonly RunToolCall[],
-    view: FrameView,
-    runPeer: (inner: Frame) => Promise<FrameOutcome>,
-  ) {
-    this.#settings = settings;
-    this.#events = events;
-    this.#approvals = approvals;
+  constructor(host: RouteHost, run: Run, frame: Frame, turn: Turn, calls: readonly RunToolCall[], view: FrameView) {
+    this.#host = host;
+    this.#settings = host.settings;
+    this.approvals = host.person;
     this.#run = run;
     this.#frame = frame;
     this.#turn = turn;
     this.#calls = calls;
     this.#view = view;
-    this.#runPeer = runPeer;
-    const pending = this.#pending;
-    this.#use = {
-      applied: new Map(),
-      pending(approval) {
-        pending.set(approval.binding.callId, approval);
-      },
-    };
-    this.person = {
-      approvals: { secret: settings.secret, ttlMs: settings.approvalTtlMs },
-      ask: (request) => this.ask(request),
-      announced: (request) => this.announced(request),
-    };
-    this.meter = { admit: (candidate) => this.admit(candidate), charge: (attempt) => this.charge(attempt) };
-    this.observe = {
-      endsBatch: (decision) => this.endsBatch(decision),
-      decided: (decision, attempt) => this.decided(decision, attempt),
-    };
   }
 
   get context(): GateContext {
@@ -271,36 +274,57 @@ export class RunRoute implements Route {
   }
 
   /** The approvals the pass left pending, in call order. */
-  pendingOf(results: readonly DispatchResult[]): PendingApproval[] {
-    const out: PendingApproval[] = [];
+  pendingOf(results: readonly DispatchResult[]): readonly PendingApproval[] {
+    let out: PendingApproval[] | null = null;
     for (const result of results) {
       if (!('status' in result) || result.status !== 'pending') continue;
-      const approval = this.#pending.get(result.callId);
+      const approval = this.#pending?.get(result.callId);
       if (!approval) throw new TypeError('toolgate internal error: a pending call without its approval');
-      out.push(approval);
+      (out ??= []).push(approval);
     }
-    return out;
+    return out ?? NO_PENDING;
   }
 
   /** A call that would pass a cap is stopped before any handler is asked about it (uncharged; it ends the run). */
   admit({ call }: Candidate): Refusal | null {
     const limits = this.#view.limits;
     const cost = costOf(this.#settings, call.name);
-    const attempts = this.#run.tally.attempts + this.#projected.attempts + 1;
-    const spent = this.#run.tally.cost + this.#projected.cost + cost;
+    const attempts = this.#run.tally.attempts + this.#projectedAttempts + 1;
+    const spent = this.#run.tally.cost + this.#projectedCost + cost;
     const cap: BudgetCap | null =
       attempts > limits.maxToolCalls ? 'maxToolCalls' : spent > limits.maxCost ? 'maxCost' : null;
     if (cap !== null) {
       this.end = { kind: 'cap', cap };
       return { stage: 'budget', reason: capReason(cap, limits), halt: true };
     }
-    this.#projected.attempts++;
-    this.#projected.cost += cost;
+    this.#projectedAttempts++;
+    this.#projectedCost += cost;
     return null;
   }
 
   ask(request: ApprovalRequest): Promise<AskOutcome | null> {
-    return this.#approvals.person(this.#run, this.#frame, this.#turn, request, this.#view.source, this.#use);
+    return this.#host.approvals.person(
+      this.#run,
+      this.#frame,
+      this.#turn,
+      request,
+      this.#view.source,
+      this.#grantUse(),
+    );
+  }
+
+  /** What the person records of this pass: the answers given on resume it applied, the requests left pending. */
+  #grantUse(): GrantUse {
+    if (this.#use === null) {
+      const pending = (this.#pending = new Map());
+      this.#use = {
+        applied: new Map(),
+        pending(approval) {
+          pending.set(approval.binding.callId, approval);
+        },
+      };
+    }
+    return this.#use;
   }
 
   /** A decision given on resume was put to the run's person when the run paused: the ask was announced then. */
@@ -311,12 +335,7 @@ export class RunRoute implements Route {
   /** Step 6: the store's tally (a cap ends the run), then the depth cap of a delegation. */
   async charge({ index, call, decision }: Attempt): Promise<Refusal | null> {
     const limits = this.#view.limits;
-    const cap = await spend(
-      this.#settings,
-      this.#run,
-      { ...NOTHING, attempts: 1, cost: costOf(this.#settings, call.name) },
-      limits,
-    );
+    const cap = await spend(this.#settings, this.#run, attemptOf(costOf(this.#settings, call.name)), limits);
     if (cap !== null) {
       this.end = { kind: 'cap', cap };
       return { stage: 'budget', reason: capReason(cap, limits), halt: true };
@@ -353,12 +372,15 @@ export class RunRoute implements Route {
           permitted: this.#permitted(),
         })
       : null;
-    this.#approvals.resolved(run, frame, call.id, decision, this.#use);
+    const events = this.#host.events;
+    this.#host.approvals.resolved(run, frame, call.id, decision, this.#use ?? NO_USE);
     run.decisions.push(decision);
-    emitRun(this.#events, run, frame, { type: 'tool_decided', decision });
-    if (decision.effect === 'deny') emitRun(this.#events, run, frame, { type: 'tool_refused', decision, error });
+    if (events.size > 0) {
+      emitRun(events, run, frame, { type: 'tool_decided', decision });
+      if (decision.effect === 'deny') emitRun(events, run, frame, { type: 'tool_refused', decision, error });
+    }
     if ((decision.asked === 'runner' || decision.asked === 'registry') && decision.by === 'handler')
-      this.#turn.answered.set(call.id, {
+      (this.#turn.answered ??= new Map()).set(call.id, {
         binding: answerBinding(decision),
         under: underOf(decision, this.#view.source),
         effect: decision.effect,
@@ -386,33 +408,24 @@ export class RunRoute implements Route {
     _signal: AbortSignal | undefined,
     proceed: () => Promise<ToolResult>,
   ): Promise<ToolResult | Halted> {
-    const { run, frame, turn } = { run: this.#run, frame: this.#frame, turn: this.#turn };
+    const run = this.#run;
+    const frame = this.#frame;
+    const turn = this.#turn;
     const call = this.#calls[decided.index]!;
     const key = ledgerKeyOf(run, frame, turn, call.id);
     const ledger = this.#settings.ledger;
     const prior = await ledger.claim(key, run.signal);
-    const answered = (): ToolResult => {
-      const message = turn.done.get(call.id)!;
-      return {
-        callId: call.id,
-        tool: call.name,
-        status: message.isError ? 'error' : 'ok',
-        isError: message.isError,
-        content: message.content,
-        decision: decided.decision,
-      };
-    };
     if (prior) {
       answerFromLedger(turn, call, prior);
-      return answered();
+      return answeredResult(turn, call, decided);
     }
     // Allowed by a decision given on resume: its nonce is used up now, together with the ledger claim.
-    const granted = this.#use.applied.get(call.id)?.problem === null ? frame.granted.get(call.id) : undefined;
-    if (granted && decided.decision.asked === 'runner' && !(await this.#approvals.useNonce(granted, key))) {
+    const granted = this.#use?.applied.get(call.id)?.problem === null ? frame.granted.get(call.id) : undefined;
+    if (granted && decided.decision.asked === 'runner' && !(await this.#host.approvals.useNonce(granted, key))) {
       const content = `Tool ${JSON.stringify(call.name)} was not run: the approval it was given was already used (replayed).`;
       await ledger.record(key, { content, isError: true });
       turn.done.set(call.id, toolMessage(call, content, true));
-      return answered();
+      return answeredResult(turn, call, decided);
     }
     const peer = this.#peerOf(decided.decision.canonical);
     if (peer !== undefined) {
@@ -424,7 +437,7 @@ export class RunRoute implements Route {
       );
       run.frames.push(inner);
       turn.active = call.id;
-      this.end = { kind: 'delegated', call, inner, outcome: await this.#runPeer(inner) };
+      this.end = { kind: 'delegated', call, inner, outcome: await this.#host.runPeer(run, inner) };
       return { halted: true, result: null };
     }
     const result = await proceed();
@@ -438,7 +451,7 @@ export class RunRoute implements Route {
     const ledger = this.#settings.ledger;
     // Settled already (another continuation of the run got there first): that outcome stands.
     if ((await ledger.claim(key, this.#run.signal)) !== null) return;
-    await this.#approvals.useNonce(this.#frame.granted.get(callId)!, key);
+    await this.#host.approvals.useNonce(this.#frame.granted.get(callId)!, key);
     await ledger.record(key, { content: refusalContent(decision as DenyDecision), isError: true });
   }
 
@@ -450,6 +463,25 @@ export class RunRoute implements Route {
     return this.#view.context.allowlist?.names ?? this.#settings.registry.allowlist(this.#view.context).names;
   }
 }
+
+/** The result of a call the turn answered without running it (from the ledger, or refused as replayed). */
+function answeredResult(turn: Turn, call: RunToolCall, decided: DecidedCall): ToolResult {
+  const message = turn.done.get(call.id)!;
+  return {
+    callId: call.id,
+    tool: call.name,
+    status: message.isError ? 'error' : 'ok',
+    isError: message.isError,
+    content: message.content,
+    decision: decided.decision,
+  };
+}
+
+/** One attempt's charge; the cost of 1 (the default `costOf`) is the same frozen object every time. */
+function attemptOf(cost: number): RunSpend {
+  return cost === 1 ? ATTEMPT : { ...NOTHING, attempts: 1, cost };
+}
+const ATTEMPT: RunSpend = Object.freeze({ ...NOTHING, attempts: 1, cost: 1 });
 
 function peersOf(run: Run, agent: string): PeerTools {
   let entry = run.peerTools.get(agent);

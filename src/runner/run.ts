@@ -38,10 +38,10 @@ export interface Turn {
    * Answers to asks made in this turn, by call id, with the binding they answered. A call decided again
    * after a delegation reuses its answer only for the same binding; everything else is decided afresh.
    */
-  readonly answered: Map<
+  answered: Map<
     string,
     { readonly binding: string; readonly under: readonly unknown[]; readonly effect: 'allow' | 'deny' }
-  >;
+  > | null;
 }
 
 /** One agent's place in the delegation stack. */
@@ -101,7 +101,8 @@ export function newFrame(agent: string, key: string, depth: number, input: strin
 }
 
 export function newTurn(index: number, calls: readonly RunToolCall[]): Turn {
-  return { index, calls, done: new Map(), active: null, answered: new Map() };
+  // `answered` is made at the first answer to an ask (most turns ask nobody).
+  return { index, calls, done: new Map(), active: null, answered: null };
 }
 
 /** Sends a run event with the run's base fields. */
@@ -127,12 +128,27 @@ export function ledgerKeyOf(run: Run, frame: Frame, turn: Turn, callId: string):
   // made once per frame (keys stored by earlier versions and other processes are the same strings).
   let head = ledgerHeads.get(frame);
   if (head === undefined || head.run !== run) {
-    head = { run, text: JSON.stringify([run.runId, run.tenant, run.caller.id, frame.key]).slice(0, -1) };
+    head = {
+      run,
+      text: JSON.stringify([run.runId, run.tenant, run.caller.id, frame.key]).slice(0, -1),
+      turn: null,
+      callId: '',
+      last: null,
+    };
     ledgerHeads.set(frame, head);
   }
-  return { key: `${head.text},${turn.index},${JSON.stringify(callId)}]`, scope: scopeOf(run) };
+  // The key asked for last is asked again (found before the dispatch, then claimed and recorded): the same
+  // object, so a store's map hashes its string once.
+  if (head.last !== null && head.turn === turn && head.callId === callId) return head.last;
+  head.turn = turn;
+  head.callId = callId;
+  head.last = { key: `${head.text},${turn.index},${JSON.stringify(callId)}]`, scope: scopeOf(run) };
+  return head.last;
 }
-const ledgerHeads = new WeakMap<Frame, { readonly run: Run; readonly text: string }>();
+const ledgerHeads = new WeakMap<
+  Frame,
+  { readonly run: Run; readonly text: string; turn: Turn | null; callId: string; last: CallKey | null }
+>();
 
 /** The tally store's key of a run: its run id, tenant, caller id and root agent (every continuation shares it). */
 export function tallyKeyOf(run: RunIdentity): string {
@@ -202,18 +218,20 @@ export function readResponse(response: unknown): { text: string | null; calls: r
   if (toolCalls !== undefined && !Array.isArray(toolCalls))
     throw new TypeError(`the model returned toolCalls ${describe(toolCalls)}; expected an array`);
   const calls: RunToolCall[] = [];
-  const ids = new Set<string>();
-  for (const raw of toolCalls ?? []) {
+  const raws = (toolCalls ?? []) as readonly unknown[];
+  // One call cannot repeat an id: the set is made for two or more.
+  const ids = raws.length > 1 ? new Set<string>() : null;
+  for (const raw of raws) {
     const call = readCall(raw);
     let id = call.id;
     let problem = 'problem' in call ? call.problem : undefined;
-    if (ids.has(id)) {
+    if (ids?.has(id)) {
       let n = 2;
       while (ids.has(`${call.id}~${n}`)) n++;
       id = `${call.id}~${n}`;
       problem = `the call id ${JSON.stringify(call.id)} is used twice in one turn`;
     }
-    ids.add(id);
+    ids?.add(id);
     const args = 'arguments' in call ? (call.arguments as unknown) : null;
     calls.push(
       Object.freeze(
@@ -227,11 +245,49 @@ export function readResponse(response: unknown): { text: string | null; calls: r
 }
 
 /** The raw arguments as JSON carries them (the transcript goes into the RunState). */
-function jsonSafe(value: unknown): unknown {
+export function jsonSafe(value: unknown): unknown {
   if (typeof value === 'string') return value;
+  if (value === undefined || value === null) return {};
   try {
+    // A getter or proxy trap that throws lands in the catch, as it did in the round trip.
+    const copy = plainCopy(value, 0);
+    if (copy !== NOT_PLAIN) return copy;
     return JSON.parse(JSON.stringify(value ?? {})) as unknown;
   } catch {
     return String(value);
   }
+}
+
+const NOT_PLAIN = Symbol('not plain');
+const MAX_PLAIN_DEPTH = 8;
+
+/**
+ * What `JSON.parse(JSON.stringify(value))` gives, without the text, for plain data: objects and arrays of their
+ * own prototypes (no `toJSON`, no `__proto__` key), strings, booleans, null and finite numbers (-0 as 0), at
+ * most 8 deep. Anything else (undefined, functions, bigints, NaN, class instances, deeper data, a cycle) is
+ * NOT_PLAIN, and the JSON round trip decides it.
+ */
+function plainCopy(value: unknown, depth: number): unknown {
+  if (value === null || typeof value === 'string' || typeof value === 'boolean') return value;
+  if (typeof value === 'number') return Number.isFinite(value) ? value + 0 : NOT_PLAIN;
+  if (typeof value !== 'object' || depth >= MAX_PLAIN_DEPTH || 'toJSON' in value) return NOT_PLAIN;
+  if (Array.isArray(value)) {
+    if (Object.getPrototypeOf(value) !== Array.prototype) return NOT_PLAIN;
+    const out: unknown[] = [];
+    for (let i = 0; i < value.length; i++) {
+      const item = plainCopy(value[i], depth + 1);
+      if (item === NOT_PLAIN) return NOT_PLAIN;
+      out.push(item);
+    }
+    return out;
+  }
+  if (Object.getPrototypeOf(value) !== Object.prototype) return NOT_PLAIN;
+  const out: Record<string, unknown> = {};
+  for (const key of Object.keys(value)) {
+    if (key === '__proto__') return NOT_PLAIN;
+    const item = plainCopy((value as Record<string, unknown>)[key], depth + 1);
+    if (item === NOT_PLAIN) return NOT_PLAIN;
+    out[key] = item;
+  }
+  return out;
 }

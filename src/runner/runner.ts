@@ -72,10 +72,19 @@ export class AgentRunner {
   readonly #settings: RunnerSettings;
   readonly #events = new Emitter<RunEvent>();
   readonly #approvals: DurableApprovals;
+  /** What every pass over a turn shares (route.ts). */
+  readonly #host: route.RouteHost;
 
   constructor(options: AgentRunnerOptions) {
     this.#settings = runnerSettings(options);
     this.#approvals = new DurableApprovals(this.#settings, this.#events);
+    this.#host = {
+      settings: this.#settings,
+      events: this.#events,
+      approvals: this.#approvals,
+      person: Object.freeze({ secret: this.#settings.secret, ttlMs: this.#settings.approvalTtlMs }),
+      runPeer: (run, inner) => this.#runFrame(run, inner),
+    };
   }
 
   /**
@@ -113,7 +122,10 @@ export class AgentRunner {
       }
     }
     const run: Run = {
-      ...identity,
+      runId: identity.runId,
+      tenant: identity.tenant,
+      caller: identity.caller,
+      session: identity.session,
       root: agent.name,
       agents,
       input,
@@ -342,21 +354,11 @@ export class AgentRunner {
     }
     const limits = await limitsOf(this.#settings, run.tenant);
     const view = route.viewOf(this.#settings, run, frame, limits);
-    const pass = new route.RunRoute(
-      this.#settings,
-      this.#events,
-      this.#approvals,
-      run,
-      frame,
-      turn,
-      open,
-      view,
-      (inner) => this.#runFrame(run, inner),
-    );
+    const pass = new route.RunRoute(this.#host, run, frame, turn, open, view);
     const results = await dispatchCalls(open.map(readable), view.context, view.source, pass);
     const pending = pass.pendingOf(results);
     if (pending.length > 0) {
-      run.pending = pending;
+      run.pending = [...pending];
       for (const approval of pending) emitRun(this.#events, run, frame, { type: 'approval_requested', approval });
       return { kind: 'paused' };
     }

@@ -206,7 +206,19 @@ export class MemoryLedger implements Ledger {
     const value = outcomeRow(outcome);
     const row = this.#rows.get(key);
     if (!row || row.owner !== owner || row.outcome !== null) return false;
-    this.#rows.set(key, Object.freeze({ ...row, outcome: value, recordedAt: this.#now() }));
+    // Field by field, not a spread of the frozen row (a row not recorded yet has no settlement).
+    const { reservedAt, leaseUntil } = row;
+    this.#rows.set(
+      key,
+      Object.freeze({
+        key: row.key,
+        owner: row.owner,
+        reservedAt,
+        leaseUntil,
+        outcome: value,
+        recordedAt: this.#now(),
+      }),
+    );
     return true;
   }
 
