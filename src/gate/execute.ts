@@ -123,10 +123,10 @@ function watch(value: PromiseLike<unknown>, deadline: Deadline): void {
   }
 }
 
-function finish(deadline: Deadline, result: ToolResult): void {
+function finish(deadline: Deadline, result: ToolResult, spare = true): void {
   if (!deadline.queued) return;
   deadlines.remove(deadline);
-  deadline.execution.unfollow();
+  deadline.execution.unfollow(spare);
   const shape = deadline.shape;
   if (shape === null) deadline.resolve(result);
   else
@@ -267,15 +267,15 @@ class Execution implements ToolExecution {
     outer.addEventListener('abort', this.#listener, { once: true });
   }
 
-  /** The call settled: no longer aborted with the dispatch, and a gateway call's controller kept for the next. */
-  unfollow(): void {
+  /** Settled: not aborted with the dispatch; a gateway call's controller kept for the next unless `spare` is false. */
+  unfollow(spare = true): void {
     if (this.#outer && this.#listener) this.#outer.removeEventListener('abort', this.#listener);
     this.#outer = undefined;
     this.#listener = undefined;
     const controller = this.#controller;
-    if (!this.#reuse || controller === undefined || this.#aborted || spareControllers.length >= SPARE_CONTROLLERS)
+    if (!spare || !this.#reuse || controller === undefined || this.#aborted || controller.signal.aborted) return;
+    if (spareControllers.length >= SPARE_CONTROLLERS || getEventListeners(controller.signal, 'abort').length > 0)
       return;
-    if (controller.signal.aborted || getEventListeners(controller.signal, 'abort').length > 0) return;
     this.#controller = undefined;
     spareControllers.push(controller);
   }
@@ -474,8 +474,8 @@ export class Deadlines {
       let head = queue.head;
       while (head !== null && head.at <= now) {
         const error = new Error(`the tool did not finish within ${timeoutMs} ms`);
-        // Settled before the tool is aborted: a tool that settles on abort must not win and look successful.
-        finish(head, failed(head.decision, head.env, head.started, error));
+        // Settled before the tool is aborted (a tool that settles on abort must not win), its controller not kept.
+        finish(head, failed(head.decision, head.env, head.started, error), false);
         head.execution.abort(error);
         head = queue.head;
       }
