@@ -7,7 +7,8 @@
  *
  * Arguments that arrived as JSON text are the one exception to copying: `JSON.parse` made them, nobody
  * else holds them, and they hold nothing but plain data, so they are frozen where they are
- * (`freezeParsedArguments`) — the same guarantees at no copy.
+ * (`freezeParsedArguments`) — the same guarantees at no copy. Short text met again gets the object its first
+ * parse made (`snapshotText`): calls with equal text share one frozen object, which nobody can change.
  *
  * On the sync path of every call (issue 12): leaves (strings, numbers, booleans) are copied inline,
  * without a call; the objects being read (for cycles) sit on one module-level stack rather than an array
