@@ -104,7 +104,10 @@ function memoMiss(text: string, snapshot: Readonly<Record<string, unknown>>): vo
     hits = 0;
     if (resting > 0) return;
   }
-  texts.set(text, snapshot);
+  // A short string V8 cut from a longer one (slice, substring, a regex capture: a call cut out of a completion
+  // or a stream buffer) holds the whole longer one alive; kept as it is, each text could keep megabytes. The
+  // key is a flat copy (slice flattens `' ' + text` into a new string): what is kept is what the bound counts.
+  texts.set((' ' + text).slice(1), snapshot);
 }
 
 /** @internal The memo's state (the tests): how many texts it keeps, and whether it is set aside. */

@@ -1,0 +1,56 @@
+/**
+ * Attack on the memo of JSON argument text (src/gate/snapshot.ts `snapshotText`): its bound counts the
+ * text's UTF-16 units (at most 256 a text, 1024 texts: "about half a megabyte"), but a short string V8 made
+ * by slicing a longer one (substring, slice, a regex capture: a tool call cut out of a model's completion
+ * or a stream buffer) holds its whole parent alive. Kept as a Map key, each short text retained its parent:
+ * 32 calls of 200-character texts cut from 2 MB completions kept 64 MB after they were answered.
+ */
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import { describe, expect, it } from 'vitest';
+import { snapshotText, textMemo } from '../../src/gate/snapshot.js';
+import { defineTool, PermissionPolicy, ToolRegistry } from '../../src/index.js';
+
+setFlagsFromString('--expose-gc');
+const gc = runInNewContext('gc') as () => void;
+
+function heapAfterGc(): number {
+  gc();
+  gc();
+  return process.memoryUsage().heapUsed;
+}
+
+describe('the memo of argument text keeps only the texts, not what they were cut from', () => {
+  it('32 short texts sliced from 2 MB completions retain far less than the completions', async () => {
+    while (textMemo().resting) snapshotText('{}');
+    const registry = new ToolRegistry();
+    registry.register(
+      defineTool({
+        name: 'lookup',
+        parameters: { type: 'object', properties: { q: { type: 'string' } }, required: ['q'] },
+        execute: () => 'ok',
+      }),
+    );
+    registry.setPermissionPolicy(
+      new PermissionPolicy({ rules: [{ name: 'all', tools: ['lookup'], result: 'allow' }] }),
+    );
+    const before = heapAfterGc();
+    const sizes: number[] = [];
+    for (let i = 0; i < 32; i++) {
+      // A model's long completion with a tool call in it; the host cuts the call's arguments out of it.
+      const completion =
+        `{"q":"${String(i).padStart(4, '0')}${'a'.repeat(180)}"}` + ' '.repeat(2 * 1024 * 1024) + String(i);
+      const args = /^(\{[^}]*\})/.exec(completion)![1]!;
+      sizes.push(args.length);
+      const [result] = await registry.dispatch([
+        { id: `c${i}`, type: 'function', function: { name: 'lookup', arguments: args } },
+      ]);
+      expect(result!.status).toBe('ok');
+    }
+    expect(Math.max(...sizes)).toBeLessThanOrEqual(256);
+    expect(textMemo().size).toBeGreaterThanOrEqual(32);
+    const retained = heapAfterGc() - before;
+    // The texts themselves are 32 x ~200 units; the completions 64 MB. Anything near the latter is the leak.
+    expect(retained).toBeLessThan(16 * 1024 * 1024);
+  });
+});
