@@ -4,21 +4,19 @@
 // must not stop the request now holding its controller; a cancellation of the new request must stop it
 // (and only it); a cancelled request's controller must never serve another; ids reused one after another
 // name the latest. Run with the fast path on and off: the answers and what the upstream saw are the same.
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import type { ChildProcessWithoutNullStreams } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, describe, expect, it } from 'vitest';
-import { RECORDING, ROOT, stdioUpstream, tempDir, writePolicy } from '../harness.js';
+import { RECORDING, stdioUpstream, tempDir, writePolicy } from '../harness.js';
+import { jsonLine as line, rawStdioGateway } from './fixtures/spawn.js';
 
-const MAIN = join(ROOT, 'src/cli/main.ts');
 const children: ChildProcessWithoutNullStreams[] = [];
 afterAll(() => {
   for (const child of children) child.kill();
 });
 
-const line = (message: Record<string, unknown>): string => `${JSON.stringify(message)}\n`;
 const call = (id: string | number, name: string, args: Record<string, unknown> = {}) =>
   line({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } });
 const cancel = (id: string | number) =>
@@ -35,50 +33,14 @@ async function session(fast: boolean) {
     },
     rules: [{ name: 'rest', result: 'allow' }],
   });
-  const child = spawn(process.execPath, ['--import', 'tsx', MAIN, 'gateway', '--policy', policy], {
-    stdio: ['pipe', 'pipe', 'pipe'],
-    env: { ...process.env, ...(fast ? {} : { TOOLGATE_GATEWAY_FAST_PATH: 'off' }) },
-  });
-  children.push(child);
-  const messages: Record<string, unknown>[] = [];
-  let stderr = '';
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
-  createInterface({ input: child.stdout }).on('line', (text) =>
-    messages.push(JSON.parse(text) as Record<string, unknown>),
-  );
-  const write = (data: string): void => void child.stdin.write(data);
-  const answers = (id: string | number) => messages.filter((m) => m['id'] === id && ('result' in m || 'error' in m));
-  const answer = async (id: string | number, ms = 8000) => {
-    for (let waited = 0; waited < ms; waited += 25) {
-      const found = answers(id);
-      if (found.length > 0) return found;
-      await sleep(25);
-    }
-    return [];
-  };
-  write(
-    line({
-      jsonrpc: '2.0',
-      id: 'init',
-      method: 'initialize',
-      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'attacker', version: '1' } },
-    }),
-  );
-  if ((await answer('init', 60_000)).length === 0) throw new Error(`no initialize answer:\n${stderr}`);
-  write(line({ jsonrpc: '2.0', method: 'notifications/initialized' }));
   // The upstream's tools listed (it starts in the background).
-  for (let tries = 0; tries < 200; tries++) {
-    write(line({ jsonrpc: '2.0', id: `list-${tries}`, method: 'tools/list' }));
-    const listed = await answer(`list-${tries}`);
-    if (JSON.stringify(listed).includes('rec:slow')) break;
-    await sleep(100);
-  }
+  const gateway = await rawStdioGateway(policy, { fast, children, listed: (text) => text.includes('rec:slow') });
   const received = () =>
     readFileSync(record, 'utf8')
       .split('\n')
       .filter(Boolean)
       .map((l) => JSON.parse(l) as { name?: string; completed?: boolean; text?: string });
-  return { write, answer, answers, received, close: () => child.kill() };
+  return { ...gateway, received };
 }
 
 const text = (messages: Record<string, unknown>[]): string => JSON.stringify(messages);
