@@ -8,6 +8,7 @@ import { SdkError, SdkHttpError, type JSONRPCMessage } from '@modelcontextprotoc
 import { describe, expect, it } from 'vitest';
 import { MAX_RAW_ANSWER, rawHttpTransport } from '../../src/gateway/upstream-raw-http.js';
 import { cleanupsAfterEach, loopbackServer, modernMeta } from '../harness.js';
+import { floodPast } from './fixtures/raw-recorder.js';
 
 const cleanups = cleanupsAfterEach();
 
@@ -154,15 +155,7 @@ describe('RawHttpTransport: 2026-07-28 requests of the SDK Client', () => {
   it('an answer over MAX_RAW_ANSWER fails the call and closes the request', async () => {
     const { url, seen } = await upstream((_body, res) => {
       res.writeHead(200, { 'content-type': 'application/json' });
-      const piece = Buffer.alloc(1024 * 1024, ' ');
-      let sent = 0;
-      const more = (): void => {
-        while (!res.destroyed && sent <= MAX_RAW_ANSWER + piece.length) {
-          sent += piece.length;
-          if (!res.write(piece)) return void res.once('drain', more);
-        }
-      };
-      more();
+      floodPast(res, MAX_RAW_ANSWER, ' ');
     });
     const { outcome } = await send(url, call('echo'));
     expect(outcome).toBeInstanceOf(SdkError);

@@ -8,6 +8,7 @@ import { SdkError, SdkHttpError, type JSONRPCMessage } from '@modelcontextprotoc
 import { describe, expect, it } from 'vitest';
 import { MAX_RAW_ANSWER, rawHttpTransport } from '../../src/gateway/upstream-raw-http.js';
 import { cleanupsAfterEach, loopbackServer } from '../harness.js';
+import { floodPast } from './fixtures/raw-recorder.js';
 
 const cleanups = cleanupsAfterEach();
 
@@ -169,16 +170,8 @@ describe('RawHttpTransport: the fast path’s requests to an HTTP upstream', () 
       const { url } = await upstream((_req, _body, res) => {
         res.on('close', () => (closed = true));
         res.writeHead(200, { 'content-type': type });
-        const piece = Buffer.alloc(1024 * 1024, type === 'application/json' ? ' ' : 'x');
         if (type === 'text/event-stream') res.write('data: ');
-        let sent = 0;
-        const more = (): void => {
-          while (!res.destroyed && sent <= MAX_RAW_ANSWER + piece.length) {
-            sent += piece.length;
-            if (!res.write(piece)) return void res.once('drain', more);
-          }
-        };
-        more();
+        floodPast(res, MAX_RAW_ANSWER, type === 'application/json' ? ' ' : 'x');
       });
       const { outcome, errors } = await sent(url);
       expect(outcome, type).toBeInstanceOf(SdkError);
