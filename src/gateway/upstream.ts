@@ -28,6 +28,7 @@ import {
   type McpConnection,
   type McpSession,
   type McpStdioServer,
+  type UpstreamServerOptions,
 } from '../mcp/index.js';
 import type { ToolRegistry } from '../registry.js';
 import type { JsonSchema } from '../schema.js';
@@ -206,14 +207,17 @@ export class Upstream {
           },
         });
         this.#prior = priorOf(this.#session);
-        return connectMcpServer(this.#registry, {
+        const upstreamOptions: UpstreamServerOptions = {
           client,
+          // GatewayClient drops a call's signal when the call settles: the gate may pool its controllers.
+          releasesSignal: true,
           prefix: this.prefixed ? this.namespace : null,
           output: 'result',
           ...(this.options.trusted !== undefined ? { trusted: this.options.trusted } : {}),
           ...(this.options.metadata ? { metadata: this.options.metadata } : {}),
           ...(this.options.parameters ? { parameters: this.options.parameters } : {}),
-        });
+        };
+        return connectMcpServer(this.#registry, upstreamOptions);
       })();
       const connection = await Promise.race([
         connecting,
