@@ -3,12 +3,12 @@
  * abort signal, and concurrency grouping (consecutive concurrency-safe calls together, any other call
  * alone). A throw or a timeout is an error result; nothing here throws. Only dispatch.ts calls it.
  */
-import { getEventListeners } from 'node:events';
 import type { AllowDecision, Decision, DenyDecision } from '../decision.js';
 import { errorText } from '../permissions/handler.js';
 import type { Tool, ToolExecution } from '../tool.js';
 import type { GateContext, GateEnvironment, ToolResult } from '../contracts/gate.js';
 import type { DecidedCall } from '../contracts/route.js';
+import { keepController, pools, takeController } from './controller-pool.js';
 import { refusalContent } from './precheck.js';
 
 /**
@@ -49,7 +49,7 @@ export function execute(
   shape: Shape | null = null,
 ): Promise<unknown> {
   const gateway = gatewayCalls.has(context);
-  const execution = new Execution(decision.callId, gateway);
+  const execution = new Execution(decision.callId, gateway && pools(tool));
   const outer = context.signal;
   const started = performance.now();
   let value: unknown;
@@ -167,16 +167,13 @@ function succeeded(decision: AllowDecision, env: GateEnvironment, started: numbe
   } satisfies ToolResult;
 }
 
-/** Controllers of finished gateway calls, never aborted, no listener left (a signal is ~3 µs to make on Node 20). */
-const spareControllers: AbortController[] = [];
-const SPARE_CONTROLLERS = 8;
 const gatewayCalls = new WeakSet<GateContext>();
 
 /**
  * Marks a gateway call's context: answered with a successful result's `value`, its `content` (a JSON.stringify
- * of the upstream's result) made only if read, then from the value as it is, never throwing; its tools keep no
- * hold of `signal` once finished, so a finished call's AbortController (never aborted, no listener left) serves
- * a later one. Every other route's results and signals are made as before.
+ * of the upstream's result) made only if read, then from the value as it is, never throwing; the tool of a
+ * gateway call, if marked by `releasesSignal` (controller-pool.ts), may be handed a finished call's signal.
+ * Every other route's results and signals are made as before.
  */
 export function gatewayCall(context: GateContext): GateContext {
   gatewayCalls.add(context);
@@ -253,7 +250,7 @@ class Execution implements ToolExecution {
   #aborted: { readonly reason: unknown } | undefined;
   #outer: AbortSignal | undefined;
   #listener: { handleEvent(): void } | undefined;
-  readonly #reuse: boolean; // a gateway call's ({@link gatewayCall}): a finished one's controller may serve it
+  readonly #reuse: boolean; // a gateway call of a pooling tool (controller-pool.ts): a finished one's controller may serve it
 
   constructor(callId: string, reuse: boolean) {
     this.callId = callId;
@@ -273,16 +270,13 @@ class Execution implements ToolExecution {
     this.#outer = undefined;
     this.#listener = undefined;
     const controller = this.#controller;
-    if (!spare || !this.#reuse || controller === undefined || this.#aborted || controller.signal.aborted) return;
-    if (spareControllers.length >= SPARE_CONTROLLERS || getEventListeners(controller.signal, 'abort').length > 0)
-      return;
-    this.#controller = undefined;
-    spareControllers.push(controller);
+    if (!spare || !this.#reuse || controller === undefined || this.#aborted) return;
+    if (keepController(controller)) this.#controller = undefined;
   }
 
   get signal(): AbortSignal {
     if (!this.#controller) {
-      this.#controller = (this.#reuse ? spareControllers.pop() : undefined) ?? new AbortController();
+      this.#controller = this.#reuse ? takeController() : new AbortController();
       if (this.#aborted) this.#controller.abort(this.#aborted.reason);
     }
     return this.#controller.signal;

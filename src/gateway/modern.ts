@@ -24,30 +24,16 @@ import {
   type ServerContext,
 } from '@modelcontextprotocol/server';
 import type { GateContext } from '../contracts/gate.js';
-import { readCall } from '../formats/index.js';
-import { previewCall, ruleAndReason } from '../gate/index.js';
-import { declaresTasks, MODERN_VERSION, TASKS_EXTENSION, upstreamTaskOf } from '../mcp/index.js';
+import { declaresTasks, MODERN_VERSION, TASKS_EXTENSION } from '../mcp/index.js';
 import { sessionSubject } from './auth.js';
 import type { GatewayInbox } from './inbox.js';
 import { challengeOf, type Exchange } from './stepup.js';
 import { attachRound, mrtrRound, type MrtrInbox, type MrtrRound, type MrtrWho } from './mrtr.js';
 import { requestHandlers, type GatewayCore, type GatewayRequestContext, type SessionRequest } from './session.js';
-import {
-  createdTask,
-  inputProblem,
-  serveTask,
-  TASK_METHODS,
-  TaskCalls,
-  TaskRefusal,
-  taskHandle,
-  taskKeyOf,
-  type TaskCall,
-  type TaskOwner,
-} from './tasks.js';
+import { inputProblem, taskKeyOf } from './tasks.js';
 import type { UpstreamInput } from './upstream.js';
 import { declaredBy, peer } from './modern-peer.js';
-import { objectSchema } from './upstream-client.js';
-import { upstreamClosedTo } from './tenancy.js';
+import { bindTaskHandlers, taskOrResult, type TaskRequests } from './modern-tasks.js';
 import {
   openUpstreamState,
   stateKindOf,
@@ -58,8 +44,6 @@ import {
 
 /** This process's name in the ledger, as the claimer of a 2026-07-28 retry's call. */
 const REPLICA = `${hostname()}:${process.pid}:${randomUUID()}`;
-/** The calls of the tasks this process handed out (tasks.ts): decided again on every read. */
-const TASK_CALLS = new TaskCalls();
 
 /** The gateway's inbox as a round asks it (without waiting), or null when it cannot be. */
 function inboxFor(inbox: GatewayInbox): MrtrInbox | null {
@@ -74,9 +58,6 @@ function paramsOf(body: unknown): unknown {
     ? (body as { params?: unknown }).params
     : undefined;
 }
-
-/** The params object as it came (the handlers check what they read). */
-const PARAMS = objectSchema('params must be an object');
 
 /** How long a 2026-07-28 client may keep a list or a read: short, and never shared with another caller. */
 export const PRIVATE_TTL_MS = 5000;
@@ -348,31 +329,9 @@ export function bindModern<S extends ModernHandlers>(
       exchange,
     };
   };
-  /** Who a task created or reached in this request belongs to. */
-  const ownerOf = (ctx: ServerContext, context: GateContext): TaskOwner => ({
-    subject: ctx.http?.authInfo ? sessionSubject(ctx.http.authInfo as never) : null,
-    caller: context.caller?.id ?? null,
-    tenant: context.tenant?.id ?? null,
-  });
-  const taskOrResult = (
-    result: Record<string, unknown>,
-    tool: string,
-    args: unknown,
-    ctx: ServerContext,
-  ): Record<string, unknown> => {
-    const task = upstreamTaskOf(result);
-    if (task === undefined) return result;
-    const upstream = core.router.ownerOfTool(tool);
-    if (tasksKey === undefined || upstream === undefined)
-      throw new ProtocolError(
-        ProtocolErrorCode.InternalError,
-        'toolgate gateway: an upstream task for a request that does not take one',
-      );
-    const owner = ownerOf(ctx, handlers.contextOf(of(ctx)));
-    const handle = taskHandle(tasksKey, { upstream, ttlMs: task.fields['ttlMs'] }, task.taskId, owner);
-    TASK_CALLS.remember(handle, { tool, arguments: args });
-    return createdTask(task, handle);
-  };
+  /** The tasks extension of this request (modern-tasks.ts), when it takes tasks. */
+  const tasks: TaskRequests | undefined =
+    tasksKey === undefined ? undefined : { core, key: tasksKey, peer: thePeer, of, contextOf: handlers.contextOf };
   // Results are the session handlers' (the SDK v1's types, the same JSON); the SDK adds resultType and the
   // cache fields. Only what the server advertises is served: another method is not found (-32601).
   if (capabilities.tools) {
@@ -380,7 +339,7 @@ export function bindModern<S extends ModernHandlers>(
     server.setRequestHandler('tools/call', async (r, ctx) => {
       const called = async () => {
         const result = (await handlers.callTool(r.params as never, of(ctx))) as unknown as Record<string, unknown>;
-        return tasksKey === undefined ? result : taskOrResult(result, r.params.name, r.params.arguments, ctx);
+        return tasks === undefined ? result : taskOrResult(tasks, result, r.params.name, r.params.arguments, ctx);
       };
       return (await rounded(
         ctx,
@@ -389,50 +348,7 @@ export function bindModern<S extends ModernHandlers>(
       )) as never;
     });
   }
-  if (tasksKey !== undefined) {
-    for (const method of TASK_METHODS)
-      server.setRequestHandler(
-        method,
-        { params: PARAMS } as never,
-        (async (params: Record<string, unknown>, ctx: ServerContext) => {
-          const context = handlers.contextOf(of(ctx));
-          const deps = {
-            key: tasksKey,
-            router: core.router,
-            audit: core.audit,
-            closedTo: (upstream: { readonly namespace: string }) =>
-              upstreamClosedTo(core.inForce.current.set, upstream.namespace, context.tenant?.id),
-            calls: TASK_CALLS,
-            // The gate's own precheck, as a tools/call is decided (no second rule check); an ask was
-            // answered when the task was created.
-            redecide: async (call: TaskCall) => {
-              const given = { id: `task-${randomUUID()}`, name: call.tool, arguments: call.arguments };
-              const pre = await previewCall(readCall(given), context, core.registry);
-              if (pre.kind !== 'decided' || pre.decision.effect !== 'deny') return null;
-              return `toolgate gateway: the task's tool call ${JSON.stringify(call.tool)} is refused now${ruleAndReason(pre.decision)}`;
-            },
-          };
-          try {
-            // The SDK lifts a request's inputResponses out of its params (the MRTR field): tasks/update's are there.
-            const given = method === 'tasks/update' ? { ...params, inputResponses: ctx.mcpReq.inputResponses } : params;
-            const envelope = ctx.mcpReq.envelope as Record<string, unknown> | undefined;
-            const declared = (envelope?.['io.modelcontextprotocol/clientCapabilities'] ?? {}) as Record<
-              string,
-              unknown
-            >;
-            return await serveTask(deps, method, given, ownerOf(ctx, context), declared, ctx.mcpReq.signal);
-          } catch (error) {
-            if (error instanceof TaskRefusal)
-              throw new ProtocolError(
-                error.code,
-                error.message,
-                error.needs ? { requiredCapabilities: { [error.needs]: {} } } : undefined,
-              );
-            throw error;
-          }
-        }) as never,
-      );
-  }
+  if (tasks !== undefined) bindTaskHandlers(server, tasks);
   if (capabilities.resources) {
     server.setRequestHandler(
       'resources/list',

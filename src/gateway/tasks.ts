@@ -19,7 +19,7 @@ import { macOf, sameMac } from '../crypto.js';
 import { TASK_STATUSES, type UpstreamTask } from '../mcp/index.js';
 import type { GatewayAuditRecord } from './audit.js';
 import type { Router } from './router.js';
-import type { Upstream } from './upstream.js';
+import type { CallScope, Upstream } from './upstream.js';
 
 /** Who a task belongs to. */
 export interface TaskOwner {
@@ -235,6 +235,11 @@ export interface TaskDeps {
    * request's caller): why it is refused now, or null.
    */
   readonly redecide: (call: TaskCall) => Promise<string | null>;
+  /**
+   * The scope of the client's request served (Relay.scopeOf): every request sent upstream for it carries
+   * it, so that what the upstream sends back meanwhile (a log line) reaches that client only.
+   */
+  readonly scope: CallScope;
 }
 
 /** A refusal of one of the extension's requests: the protocol error's message (-32602). */
@@ -308,7 +313,7 @@ export async function serveTask(
       refused = `toolgate gateway: the task's call could not be decided again (${error instanceof Error ? error.message : String(error)}); refused`;
     }
     if (refused !== null) {
-      await upstream.taskRequest('tasks/cancel', { taskId: opened.taskId }, signal).catch(() => undefined);
+      await upstream.taskRequest('tasks/cancel', { taskId: opened.taskId }, deps.scope, signal).catch(() => undefined);
       return refuse(`${refused}; the task was cancelled upstream and nothing of it is passed on`);
     }
   }
@@ -322,7 +327,7 @@ export async function serveTask(
   const record = (status: 'ok' | 'error', reason?: string) => note(upstream.namespace, status, reason);
   let answer: Record<string, unknown>;
   try {
-    answer = await upstream.taskRequest(method, sent, signal);
+    answer = await upstream.taskRequest(method, sent, deps.scope, signal);
   } catch (error) {
     record('error', error instanceof Error ? error.message : String(error));
     throw error;

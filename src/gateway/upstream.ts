@@ -28,6 +28,7 @@ import {
   type McpConnection,
   type McpSession,
   type McpStdioServer,
+  type UpstreamServerOptions,
 } from '../mcp/index.js';
 import type { ToolRegistry } from '../registry.js';
 import type { JsonSchema } from '../schema.js';
@@ -139,21 +140,27 @@ export class Upstream {
 
   /**
    * Sends one of the tasks extension's requests (`tasks/get`, `tasks/update`, `tasks/cancel`) for the
-   * upstream's own task id, declaring the extension; the answer as the upstream gave it (`resultType`
-   * removed by the SDK), checked by the caller.
+   * upstream's own task id, declaring the extension, on behalf of the client's request `scope` is of (as
+   * {@link Upstream.forward} runs every request: what the upstream sends meanwhile goes back there); the
+   * answer as the upstream gave it (`resultType` removed by the SDK), checked by the caller.
    */
   async taskRequest(
     method: 'tasks/get' | 'tasks/update' | 'tasks/cancel',
     params: Record<string, unknown>,
+    scope: CallScope,
     signal?: AbortSignal,
   ): Promise<Record<string, unknown>> {
     const client = this.#client;
     if (!client || !this.offersTasks) throw new Error(`upstream "${this.namespace}" does not offer tasks now`);
-    return client.request(
-      { method, params: { ...params, _meta: client.withTasks(undefined) } } as never,
-      ANY_OBJECT,
-      this.requestOptions(undefined, signal ? { signal } : {}),
-    ) as Promise<Record<string, unknown>>;
+    return this.forward(
+      scope,
+      (s) =>
+        client.request(
+          { method, params: { ...params, _meta: client.withTasks(undefined) } } as never,
+          ANY_OBJECT,
+          this.requestOptions(s, signal ? { signal } : {}),
+        ) as Promise<Record<string, unknown>>,
+    );
   }
 
   /** The upstream's era and protocol version, as negotiated at its last connect. */
@@ -200,14 +207,17 @@ export class Upstream {
           },
         });
         this.#prior = priorOf(this.#session);
-        return connectMcpServer(this.#registry, {
+        const upstreamOptions: UpstreamServerOptions = {
           client,
+          // GatewayClient drops a call's signal when the call settles: the gate may pool its controllers.
+          releasesSignal: true,
           prefix: this.prefixed ? this.namespace : null,
           output: 'result',
           ...(this.options.trusted !== undefined ? { trusted: this.options.trusted } : {}),
           ...(this.options.metadata ? { metadata: this.options.metadata } : {}),
           ...(this.options.parameters ? { parameters: this.options.parameters } : {}),
-        });
+        };
+        return connectMcpServer(this.#registry, upstreamOptions);
       })();
       const connection = await Promise.race([
         connecting,

@@ -285,13 +285,18 @@ export class Limiter {
     };
   }
 
-  /** `prefix:name:dimension=value…` (the limit's name and the values URI-encoded). */
+  /**
+   * `prefix:name:dimension=value…` (the limit's name and the values URI-encoded). No value (null) is nothing
+   * after `=`, as ever; the empty id `""` is `=""` (two quotes, which URI-encoding never gives: `%22`), so a
+   * party whose id is "" never shares the budget of calls with none. Every other key is as it was (counters
+   * in Redis or PostgreSQL carry over an upgrade).
+   */
   #key(c: Compiled, s: LimitSubject): string {
     let key = this.#heads.get(c);
     if (key === undefined) this.#heads.set(c, (key = `${this.#prefix}:${encodeURIComponent(c.rule.name)}`));
     for (const d of c.per) {
       const v = d === 'tenant' ? s.tenant : d === 'caller' ? s.caller : d === 'agent' ? s.agent : s.runId;
-      key += `:${d}=${v === null ? '' : encodeURIComponent(v)}`;
+      key += `:${d}=${v === null ? '' : v === '' ? '""' : encodeURIComponent(v)}`;
     }
     return key;
   }

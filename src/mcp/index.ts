@@ -4,7 +4,7 @@
  * file is the only one of src/mcp/ that others import.
  */
 export { connectMcpServer, annotationTags, contentText, McpToolError } from './tools.js';
-export type { McpServerOptions, McpConnection } from './tools.js';
+export type { McpServerOptions, McpConnection, UpstreamServerOptions } from './tools.js';
 export { connectClient, newClient, clientOptions, assertClient, priorOf, ToolIndexStore } from './client.js';
 export type { McpSession, ConnectClientOptions } from './client.js';
 export {

@@ -9,6 +9,7 @@ import type {
   Tool as McpTool,
   ToolAnnotations,
 } from '@modelcontextprotocol/client';
+import { releasesSignal } from '../gate/index.js';
 import { canonical, describe } from '../names.js';
 import { ToolRegistry } from '../registry.js';
 import { compileValidator, type JsonSchema, type ValidationResult, type Validator } from '../schema.js';
@@ -60,6 +61,16 @@ export interface McpServerOptions extends McpEndpoint {
    * a protocol error either way). @default a process warning `TOOLGATE_MCP_ERA`
    */
   readonly onEraViolation?: McpEraViolationListener;
+}
+
+/**
+ * {@link McpServerOptions} as the gateway gives them (not part of `toolgate/mcp`): `releasesSignal` says that
+ * `client` drops a call's signal once the call settled (the gateway's own upstream client), so its tools are
+ * marked for the gate's controller pool (gate/controller-pool.ts): a finished gateway call's AbortController
+ * may serve a later one. @default false
+ */
+export interface UpstreamServerOptions extends McpServerOptions {
+  readonly releasesSignal?: boolean;
 }
 
 /** A connected server whose tools are in the registry. */
@@ -122,6 +133,7 @@ export async function connectMcpServer(registry: ToolRegistry, options: McpServe
   const overrides = options.metadata ?? {};
   const metadataOf = byCanonicalName(overrides, 'metadata');
   const parametersOf = byCanonicalName(options.parameters ?? {}, 'parameters');
+  const releasing = (options as UpstreamServerOptions).releasesSignal === true;
 
   const client = options.client ?? newClient(options.clientName ?? 'toolgate', {}, options.connectTimeoutMs ?? 10_000);
   const connect: ConnectClientOptions = {
@@ -172,7 +184,8 @@ export async function connectMcpServer(registry: ToolRegistry, options: McpServe
         registered.delete(key);
       }
       try {
-        const tool = registry.register(mcpTool(client, definition, name, { trusted, output, override, extra }));
+        const made = mcpTool(client, definition, name, { trusted, output, override, extra });
+        const tool = registry.register(releasing ? releasesSignal(made) : made);
         registered.set(key, { tool, definition, fingerprint });
       } catch (error) {
         nextSkipped.push({ tool: definition.name, reason: error instanceof Error ? error.message : String(error) });

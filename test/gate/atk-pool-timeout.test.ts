@@ -7,7 +7,7 @@
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { readCall } from '../../src/formats/index.js';
-import { dispatchCalls, gatewayCall, type GateContext, type ToolResult } from '../../src/gate/index.js';
+import { dispatchCalls, gatewayCall, releasesSignal, type GateContext, type ToolResult } from '../../src/gate/index.js';
 import { defineTool, ToolRegistry } from '../../src/index.js';
 
 afterEach(() => {
@@ -27,27 +27,32 @@ describe('atk: a gateway call stopped by its timeout', () => {
     const seen: AbortSignal[] = [];
     const registry = new ToolRegistry({ toolTimeoutMs: 20 });
     let release: () => void = () => undefined;
-    // Keeps its signal and checks `aborted` (no listener): it runs past the gate's timeout.
+    // Keeps its signal and checks `aborted` (no listener): it runs past the gate's timeout. Both tools marked
+    // as the gateway's upstream tools are (the pool's only users): a tool stopped by the timeout is not finished.
     registry.register(
-      defineTool({
-        name: 'slow',
-        parameters: { type: 'object' },
-        execute: (_args, { signal }) => {
-          seen.push(signal);
-          return new Promise<string>((resolve) => (release = () => resolve(signal.aborted ? 'stopped' : 'ran')));
-        },
-      }),
+      releasesSignal(
+        defineTool({
+          name: 'slow',
+          parameters: { type: 'object' },
+          execute: (_args, { signal }) => {
+            seen.push(signal);
+            return new Promise<string>((resolve) => (release = () => resolve(signal.aborted ? 'stopped' : 'ran')));
+          },
+        }),
+      ),
     );
     let next: AbortSignal | undefined;
     registry.register(
-      defineTool({
-        name: 'next',
-        parameters: { type: 'object' },
-        execute: (_args, { signal }) => {
-          next = signal;
-          return new Promise<string>((resolve) => setTimeout(() => resolve('next'), 30));
-        },
-      }),
+      releasesSignal(
+        defineTool({
+          name: 'next',
+          parameters: { type: 'object' },
+          execute: (_args, { signal }) => {
+            next = signal;
+            return new Promise<string>((resolve) => setTimeout(() => resolve('next'), 30));
+          },
+        }),
+      ),
     );
     const timedOut = await run(registry, 'slow', gatewayCall({ agent: 'a' }));
     expect(timedOut.status).toBe('error');

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { readCall } from '../../src/formats/index.js';
-import { dispatchCalls, gatewayCall, type GateContext, type ToolResult } from '../../src/gate/index.js';
+import { dispatchCalls, gatewayCall, releasesSignal, type GateContext, type ToolResult } from '../../src/gate/index.js';
 import { defineTool, ToolRegistry } from '../../src/index.js';
 
 /** A registry whose `give` tool returns what `value()` makes, synchronously or as a promise. */
@@ -101,16 +101,20 @@ describe('gatewayCall: the text of a successful result made when read', () => {
     const seen: AbortSignal[] = [];
     let keep = false;
     const registry = new ToolRegistry();
+    // A tool that drops its signal when it settles, as the gateway's upstream tools do (atk-pool-user-tool:
+    // an unmarked tool never shares one).
     registry.register(
-      defineTool({
-        name: 'give',
-        parameters: { type: 'object' },
-        execute: async (_args, { signal }) => {
-          seen.push(signal);
-          if (keep) signal.addEventListener('abort', () => undefined);
-          return { ok: true };
-        },
-      }),
+      releasesSignal(
+        defineTool({
+          name: 'give',
+          parameters: { type: 'object' },
+          execute: async (_args, { signal }) => {
+            seen.push(signal);
+            if (keep) signal.addEventListener('abort', () => undefined);
+            return { ok: true };
+          },
+        }),
+      ),
     );
     const gateway = () => run(registry, gatewayCall({ agent: 'a' }));
     await gateway();
@@ -132,15 +136,17 @@ describe('gatewayCall: the text of a successful result made when read', () => {
     const controller = new AbortController();
     const aborting = new ToolRegistry();
     aborting.register(
-      defineTool({
-        name: 'give',
-        parameters: { type: 'object' },
-        execute: (_args, { signal }) => {
-          seen.push(signal);
-          controller.abort('stop');
-          return 'done';
-        },
-      }),
+      releasesSignal(
+        defineTool({
+          name: 'give',
+          parameters: { type: 'object' },
+          execute: (_args, { signal }) => {
+            seen.push(signal);
+            controller.abort('stop');
+            return 'done';
+          },
+        }),
+      ),
     );
     await run(aborting, gatewayCall({ agent: 'a', signal: controller.signal }));
     expect(seen.at(-1)!.aborted).toBe(true);

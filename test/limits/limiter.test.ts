@@ -130,6 +130,29 @@ describe('Limiter', () => {
     const b = limiter.applicable(subject({ tenant: 'a', caller: 'b' }))[0]!.key;
     expect(a).not.toBe(b);
   });
+
+  it('keys keep no id (null) and the empty id ("") apart, and every other key as it was (stores carry over)', async () => {
+    const counters = new MemoryCounterStore();
+    const limiter = new Limiter({
+      counters,
+      limits: [{ name: 'one', per: ['tenant', 'caller', 'agent', 'run'], max: 1, window: 1000 }],
+    });
+    const keyOf = (over: Partial<LimitSubject>) => limiter.applicable(subject(over))[0]!.key;
+    // Two parties: calls with no tenant, caller or run, and calls whose ids are "".
+    const none = { tenant: null, caller: null, runId: null };
+    const empty = { tenant: '', caller: '', runId: '' };
+    expect((await limiter.charge(subject(none))).allowed).toBe(true);
+    expect((await limiter.charge(subject(empty))).allowed).toBe(true);
+    expect((await limiter.charge(subject(none))).allowed).toBe(false);
+    expect((await limiter.charge(subject(empty))).allowed).toBe(false);
+    for (const d of ['tenant', 'caller', 'runId'] as const) expect(keyOf({ [d]: null })).not.toBe(keyOf({ [d]: '' }));
+    // The keys of existing counters are unchanged: no id, and ids that are not empty (URI-encoded).
+    expect(keyOf(none)).toBe('limit:one:tenant=:caller=:agent=support:run=');
+    expect(keyOf({ tenant: 'a b', caller: '"', runId: 'R:1' })).toBe(
+      'limit:one:tenant=a%20b:caller=%22:agent=support:run=R%3A1',
+    );
+    expect(keyOf({ ...empty, agent: '' })).toBe('limit:one:tenant="":caller="":agent="":run=""');
+  });
 });
 
 describe('limits in policy files', () => {
