@@ -455,7 +455,11 @@ async function complete(
   });
 }
 
-/** `logging/setLevel`: to every upstream that logs and serves the tenant; this client now hears their lines. */
+/**
+ * `logging/setLevel`: to every 2025-era upstream that logs and serves the tenant; this client now hears their
+ * lines. A 2026-07-28 upstream has no `logging/setLevel` (a level travels with each request there): it is not
+ * asked, so one such upstream does not fail the client's request.
+ */
 async function setLevel(session: Session, level: LoggingLevel, request: SessionRequest): Promise<object> {
   const hears = (u: Upstream): boolean => closedTo(session, request, u) === null;
   Object.assign(session.downstream, { hears, logging: true });
@@ -463,7 +467,7 @@ async function setLevel(session: Session, level: LoggingLevel, request: SessionR
   const scope = relay.scopeOf(session.server, request);
   await Promise.all(
     [...router.upstreams.values()]
-      .filter((u) => u.state === 'ready' && u.capabilities.logging && hears(u))
+      .filter((u) => u.state === 'ready' && u.session?.era !== 'modern' && u.capabilities.logging && hears(u))
       .map((u) => u.forward(scope, (s) => u.client!.setLoggingLevel(level, u.requestOptions(s)))),
   );
   return {};
