@@ -24,6 +24,7 @@ import {
   eraViolationMessage,
   openTransport,
   priorOf,
+  RELEASES_SIGNAL,
   TASKS_EXTENSION,
   type McpConnection,
   type McpSession,
@@ -210,7 +211,7 @@ export class Upstream {
         const upstreamOptions: UpstreamServerOptions = {
           client,
           // GatewayClient drops a call's signal when the call settles: the gate may pool its controllers.
-          releasesSignal: true,
+          [RELEASES_SIGNAL]: true,
           prefix: this.prefixed ? this.namespace : null,
           output: 'result',
           ...(this.options.trusted !== undefined ? { trusted: this.options.trusted } : {}),

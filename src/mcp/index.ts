@@ -3,7 +3,7 @@
  * `toolgate/mcp` (tools of MCP servers in a ToolRegistry) and by the gateway towards its upstreams. This
  * file is the only one of src/mcp/ that others import.
  */
-export { connectMcpServer, annotationTags, contentText, McpToolError } from './tools.js';
+export { connectMcpServer, annotationTags, contentText, McpToolError, RELEASES_SIGNAL } from './tools.js';
 export type { McpServerOptions, McpConnection, UpstreamServerOptions } from './tools.js';
 export { connectClient, newClient, clientOptions, assertClient, priorOf, ToolIndexStore } from './client.js';
 export type { McpSession, ConnectClientOptions } from './client.js';

@@ -64,13 +64,19 @@ export interface McpServerOptions extends McpEndpoint {
 }
 
 /**
- * {@link McpServerOptions} as the gateway gives them (not part of `toolgate/mcp`): `releasesSignal` says that
- * `client` drops a call's signal once the call settled (the gateway's own upstream client), so its tools are
- * marked for the gate's controller pool (gate/controller-pool.ts): a finished gateway call's AbortController
- * may serve a later one. @default false
+ * The key of {@link UpstreamServerOptions}' mark: a symbol of this module, which `toolgate/mcp` does not
+ * export, so no options object a user builds (or spreads from configuration) can carry it.
+ */
+export const RELEASES_SIGNAL: unique symbol = Symbol('toolgate.releasesSignal');
+
+/**
+ * {@link McpServerOptions} as the gateway gives them (not part of `toolgate/mcp`): `[RELEASES_SIGNAL]` says
+ * that `client` drops a call's signal once the call settled (the gateway's own upstream client), so its tools
+ * are marked for the gate's controller pool (gate/controller-pool.ts): a finished gateway call's
+ * AbortController may serve a later one. @default false
  */
 export interface UpstreamServerOptions extends McpServerOptions {
-  readonly releasesSignal?: boolean;
+  readonly [RELEASES_SIGNAL]?: boolean;
 }
 
 /** A connected server whose tools are in the registry. */
@@ -133,7 +139,7 @@ export async function connectMcpServer(registry: ToolRegistry, options: McpServe
   const overrides = options.metadata ?? {};
   const metadataOf = byCanonicalName(overrides, 'metadata');
   const parametersOf = byCanonicalName(options.parameters ?? {}, 'parameters');
-  const releasing = (options as UpstreamServerOptions).releasesSignal === true;
+  const releasing = (options as UpstreamServerOptions)[RELEASES_SIGNAL] === true;
 
   const client = options.client ?? newClient(options.clientName ?? 'toolgate', {}, options.connectTimeoutMs ?? 10_000);
   const connect: ConnectClientOptions = {
