@@ -12,12 +12,21 @@ import type { Attempt, GateContext, Meter, Refusal } from '../contracts/gate.js'
 import type { Tool } from '../tool.js';
 import type { Limiter, LimitSubject, LimitVerdict } from './limiter.js';
 
-/** Who is calling what, as a limit sees it. */
+/**
+ * Who is calling what, as a limit sees it. A caller id that is neither a string nor absent (a numeric claim
+ * mapped as is) throws — the call is refused, its limits uncheckable — rather than be keyed as no caller,
+ * which put every such caller on one counter with the calls of none.
+ */
 export function limitSubject(decision: Decision, tool: Tool | null, context: GateContext): LimitSubject {
   const tags = tool ? [...tool.metadata.allTags] : [];
+  const caller: unknown = context.caller?.id;
+  if (caller !== undefined && caller !== null && typeof caller !== 'string')
+    throw new TypeError(
+      `the context's caller.id is ${describe(caller)}, not a string: no limit can be kept per caller`,
+    );
   return {
     tenant: decision.tenant,
-    caller: typeof context.caller?.id === 'string' ? context.caller.id : null,
+    caller: caller ?? null,
     agent: decision.agent,
     runId: decision.runId,
     tool: decision.canonical,
