@@ -7,10 +7,17 @@
  * keyed by its text, a caller's as nothing. Also checked: the ids the brief names ("", '""', '%22%22', '=',
  * ':', NFC and NFD forms, "null", "undefined", lone surrogates) give distinct keys or refuse, never a shared one.
  */
-import { describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defineTool, ToolRegistry } from '../../src/index.js';
 import { Limiter, type LimitSubject } from '../../src/limits/limiter.js';
 import { MemoryCounterStore } from '../../src/stores/memory.js';
+import { PostgresStores } from '../../src/stores/postgres.js';
+import { RedisStores } from '../../src/stores/redis.js';
+import type { CounterStore } from '../../src/stores/types.js';
+import { PG_URL, REDIS_URL, uniqueName } from '../stores/servers.js';
+
+/** Ids that a careless encoding would fold together. */
+const IDS = ['', '""', '%22%22', '=', '==', ':', '%3A', 'null', 'undefined', 'caf\u00e9', 'cafe\u0301', 'a:caller=b'];
 
 function registryPerCaller() {
   const limiter = new Limiter({
@@ -41,20 +48,7 @@ describe('atk: limiter keys of distinct parties', () => {
       counters: new MemoryCounterStore(),
       limits: [{ name: 'one', per: ['tenant', 'caller', 'agent', 'run'], max: 1, window: 1000 }],
     });
-    const ids = [
-      '',
-      '""',
-      '%22%22',
-      '=',
-      '==',
-      ':',
-      '%3A',
-      'null',
-      'undefined',
-      'caf\u00e9',
-      'cafe\u0301',
-      'a:caller=b',
-    ];
+    const ids = IDS;
     const base: LimitSubject = { tenant: 't', caller: 'c', agent: 'g', runId: 'r', tool: 'x', tags: [] };
     for (const d of ['tenant', 'caller', 'agent', 'runId'] as const) {
       const keys = new Map<string, unknown>();
@@ -67,4 +61,41 @@ describe('atk: limiter keys of distinct parties', () => {
       expect(() => limiter.applicable({ ...base, [d]: '\ud800' })).toThrow();
     }
   });
+});
+
+describe('atk: tricky ids on the real counter stores each draw on their own counter', { timeout: 60_000 }, () => {
+  const prefix = uniqueName('keyids');
+  const redis = new RedisStores({ url: REDIS_URL, prefix });
+  const schema = uniqueName('keyids');
+  const pg = new PostgresStores({ connectionString: PG_URL, schema });
+  beforeAll(async () => {
+    await pg.migrate();
+  });
+  afterAll(async () => {
+    await redis.clear(prefix);
+    await redis.close();
+    await pg.dropSchema();
+    await pg.close();
+  });
+  const stores: [string, () => CounterStore][] = [
+    ['memory', () => new MemoryCounterStore()],
+    ['redis', () => redis.counters],
+    ['postgres', () => pg.counters],
+  ];
+  for (const [name, counters] of stores)
+    it(`${name}: max 1 per tenant and caller, one call of each party allowed`, async () => {
+      const limiter = new Limiter({
+        counters: counters(),
+        prefix: `${prefix}_${name}`,
+        limits: [{ name: 'one', per: ['tenant', 'caller'], max: 1, window: 60_000 }],
+      });
+      const parties: [string | null, string | null][] = [[null, null]];
+      for (const id of IDS) parties.push([id, null], [null, id], [id, id]);
+      const allowed: boolean[] = [];
+      for (const [tenant, caller] of parties)
+        allowed.push(
+          (await limiter.charge({ tenant, caller, agent: 'g', runId: null, tool: 'x', tags: [] })).allowed === true,
+        );
+      expect(allowed.every(Boolean), JSON.stringify(parties.filter((_, i) => !allowed[i]))).toBe(true);
+    });
 });
