@@ -4,7 +4,7 @@
  * gateway (`createGateway` on a policy file) with a client in memory or served over Streamable HTTP, and
  * hand-made 2026-07-28 requests. Spawned `toolgate gateway` processes are test/gateway/fixtures/spawn.ts.
  */
-import { mkdtempSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -111,6 +111,30 @@ export const lines = (file: string): string[] => readFileSync(file, 'utf8').spli
 /** A JSON-lines file, parsed. */
 export const jsonLines = <T = Record<string, unknown>>(file: string): T[] =>
   lines(file).map((line) => JSON.parse(line) as T);
+
+/**
+ * The records of a gateway's JSONL audit file once `ok(records)` holds. `toolgate gateway --audit` writes a
+ * call's line just after its answer, in the same turn of its event loop (gateway/audit.ts): a reader right
+ * after the answer may come first, so this waits for the lines it needs (checked at once, then every 10 ms
+ * for 10 s; a last line still being written is not read yet) instead of sleeping. Fails naming `what`.
+ */
+export async function auditLines<T = Record<string, unknown>>(
+  file: string,
+  ok: (records: T[]) => boolean = (records) => records.length > 0,
+  what = `the audit lines awaited in ${file}`,
+): Promise<T[]> {
+  for (let tries = 0; ; tries++) {
+    const written = existsSync(file) ? readFileSync(file, 'utf8') : '';
+    const records = written
+      .slice(0, written.lastIndexOf('\n') + 1)
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line) as T);
+    if (ok(records)) return records;
+    if (tries >= 1000) throw new Error(`${what}: the file holds ${JSON.stringify(records)}`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
 
 /** The text of a tool result's first content part. */
 export const text = (result: unknown): string => (result as { content: { text: string }[] }).content[0]!.text;

@@ -326,7 +326,9 @@ export async function runGateway(
     if (counters) probes.push({ name: 'counters', check: () => counters.peek('toolgate:readyz', 1000) });
     const config = gatewayConfigOf(set);
     lockFile = config.pins?.file ?? null;
-    const fileAudit = options.audit ? jsonlAuditSink(options.audit) : undefined;
+    // Over stdio, a call's line is written just after its answer (audit.ts); over HTTP before it, as it was.
+    const after = options.http === undefined ? 'answer' : 'record';
+    const fileAudit = options.audit ? jsonlAuditSink(options.audit, { after }) : undefined;
     if (fileAudit) closers.push(() => fileAudit.flush());
     // Over HTTP, /metrics counts what the audit records (after the file has it; a metric never blocks a call).
     const metrics = options.http !== undefined ? (await import('../gateway/metrics.js')).gatewayMetrics() : undefined;

@@ -195,21 +195,31 @@ export type GatewayAuditRecord =
 export type GatewayAuditSink = (record: GatewayAuditRecord) => void;
 
 /**
- * A JSONL file sink: each record is one line, written at once with one synchronous `write` on the file
- * (opened once, in append mode), so the line is in the file before the call's answer leaves (a reader of
- * the file right after an answer finds it). A write to the page cache costs a few microseconds; the
- * asynchronous write on libuv's pool it replaces woke a pool thread and then the loop again for every
- * record, on a busy machine the larger cost (issue 25.2). `flush()` resolves at once (nothing is held;
- * kept for the callers that await it when they stop). A failed write is reported (`TOOLGATE_AUDIT`) and the
- * file is opened again for the next line.
+ * A JSONL file sink: each record is one line, on a file opened once in append mode. By default each line is
+ * written at once with one synchronous `write`, so it is in the file before the call's answer leaves.
+ *
+ * With `{ after: 'answer' }` (what `toolgate gateway --audit` uses, issue 25.2) a record is held in memory
+ * (it is frozen by safeSink: nothing can change it meanwhile) and the lines held are serialised and written
+ * with one synchronous `write` on the next tick: after the microtasks that carry the call's answer to its
+ * client, in the same turn of the event loop (the gateway never waits for I/O between the record and the
+ * write), so the audit is off the request's critical path but for a buffered append. Nothing is lost at
+ * exit or close: `flush()` writes what is held at once, and the process's `exit` writes it too. A reader
+ * that needs a call's line must wait for it after the answer (the tests' `auditLines`). A failed write is
+ * reported (`TOOLGATE_AUDIT`, as ever) and the file is opened again for the next line.
+ *
+ * A write to the page cache costs a few microseconds; the asynchronous write on libuv's pool an earlier
+ * version made woke a pool thread and then the loop again for every record, on a busy machine the larger
+ * cost (issue 25.2).
  */
-export function jsonlAuditSink(file: string): GatewayAuditSink & { readonly flush: () => Promise<void> } {
+export function jsonlAuditSink(
+  file: string,
+  options: { readonly after?: 'record' | 'answer' } = {},
+): GatewayAuditSink & { readonly flush: () => Promise<void> } {
   appendFileSync(file, '');
   let fd: number | null = null;
-  const sink = (record: GatewayAuditRecord): void => {
-    const line = `${JSON.stringify(record)}\n`;
+  const write = (text: string): void => {
     try {
-      writeSync((fd ??= openSync(file, 'a')), line);
+      writeSync((fd ??= openSync(file, 'a')), text);
     } catch (error) {
       // Opened again at the next write (the file may have been rotated away).
       if (fd !== null) closeQuietly(fd);
@@ -217,7 +227,36 @@ export function jsonlAuditSink(file: string): GatewayAuditSink & { readonly flus
       reportAudit(error);
     }
   };
-  return Object.assign(sink, { flush: (): Promise<void> => Promise.resolve() });
+  if (options.after !== 'answer') {
+    const sink = (record: GatewayAuditRecord): void => write(`${JSON.stringify(record)}\n`);
+    return Object.assign(sink, { flush: (): Promise<void> => Promise.resolve() });
+  }
+  let held: GatewayAuditRecord[] = [];
+  const writeHeld = (): void => {
+    if (held.length === 0) return;
+    const records = held;
+    held = [];
+    let text = '';
+    for (const record of records) {
+      try {
+        text += `${JSON.stringify(record)}\n`;
+      } catch (error) {
+        // A record that cannot be serialised is reported, as when the sink wrote it at once; the others go on.
+        reportAudit(error);
+      }
+    }
+    if (text !== '') write(text);
+  };
+  process.on('exit', writeHeld);
+  const sink = (record: GatewayAuditRecord): void => {
+    if (held.push(record) === 1) process.nextTick(writeHeld);
+  };
+  return Object.assign(sink, {
+    flush: (): Promise<void> => {
+      writeHeld();
+      return Promise.resolve();
+    },
+  });
 }
 
 /** The second {@link auditTime} formatted last (ms since the epoch / 1000) and its ISO text up to the '.'. */

@@ -63,13 +63,13 @@ export async function runToolCall(deps: ToolCallDeps, call: ToolCallRequest): Pr
   // The definition the call is made against, bound into any approval it is asked for (issue 22).
   const definition = call.upstream?.connection?.definition(registry.get(call.name)?.name ?? call.name);
   const pin = definition ? listedDefinitionPin(definition) : null;
-  const route = gatewayRoute(people, registry, call.asker, (n) => (approval = n), 'tool', pin);
+  // A call that waited for a person is decided again under the context and policy in force then (a reload
+  // may have narrowed the agent's tools or changed the rules).
+  const refresh = (): GateContext => ({ ...call.refreshContext(), signal: call.request.signal });
+  const route = gatewayRoute(people, registry, call.asker, (n) => (approval = n), 'tool', pin, refresh);
   // The scope goes down to the upstream call by the call's id (upstream-client.ts), the gateway's own.
   const result = await inCallScope(given.id, scope, async () => {
-    // A call that waited for a person is decided again under the context and policy in force then (a
-    // reload may have narrowed the agent's tools or changed the rules).
-    const refresh = (): GateContext => ({ ...call.refreshContext(), signal: call.request.signal });
-    const [dispatched] = await dispatchCalls([readCall(given)], context, registry, { ...route, refresh });
+    const [dispatched] = await dispatchCalls([readCall(given)], context, registry, route);
     return dispatched as ToolResult;
   });
   const decision = result.decision;

@@ -83,14 +83,16 @@ export class Relay {
 
   /** The scope an upstream request runs in for one downstream request (its progress relayed back there). */
   scopeOf(server: Server, request: RelayedRequest): CallScope {
-    return {
+    const scope: { -readonly [K in keyof CallScope]: CallScope[K] } = {
       server,
       progressToken: request.progressToken,
       sendNotification: (n) => this.track(server, request.sendNotification(n as ServerNotification)),
       tasks: request.tasks === true,
-      ...(request.input ? { input: request.input } : {}),
-      ...(request.raw === true ? { raw: true } : {}),
     };
+    // Set on the new object, not spread from conditional ones (a slow define per call on the gateway's path).
+    if (request.input) scope.input = request.input;
+    if (request.raw === true) scope.raw = true;
+    return scope;
   }
 
   /**

@@ -141,17 +141,23 @@ function contextOf(session: Session, request: SessionRequest): GateContext {
 }
 
 /** Why this request's tenant may not use `upstream` (`gateway.upstreams.<ns>.tenants`), or null. */
-function closedTo(session: Session, request: SessionRequest, upstream: Upstream | undefined): string | null {
+function closedTo(
+  session: Session,
+  request: SessionRequest,
+  upstream?: Upstream,
+  context?: GateContext,
+): string | null {
   if (!upstream) return null;
-  return upstreamClosedTo(session.core.inForce.current.set, upstream.namespace, contextOf(session, request).tenant?.id);
+  const tenant = (context ?? contextOf(session, request)).tenant?.id;
+  return upstreamClosedTo(session.core.inForce.current.set, upstream.namespace, tenant);
 }
 
-function who(session: Session, request: SessionRequest): { caller: string | null; session: string | null } {
-  return { caller: contextOf(session, request).caller?.id ?? null, session: request.sessionId ?? null };
-}
-
-function now(): string {
-  return auditTime();
+function who(
+  session: Session,
+  request: SessionRequest,
+  context: GateContext = contextOf(session, request),
+): { caller: string | null; session: string | null } {
+  return { caller: context.caller?.id ?? null, session: request.sessionId ?? null };
 }
 
 /** `tools/list`: the upstreams' tools the allowlist permits, drifted ones hidden under `pin: refuse`. */
@@ -189,7 +195,7 @@ async function callTool(
   const refused = (reason: string): CallToolResult => {
     audit({
       type: 'tool',
-      time: now(),
+      time: auditTime(),
       ...who(session, request),
       upstream: upstream?.namespace ?? null,
       decision: null,
@@ -202,7 +208,7 @@ async function callTool(
     return refused(
       `toolgate gateway: the tool ${JSON.stringify(toolName)} is offered by upstream "${upstream.namespace}" under another upstream's namespace; refused`,
     );
-  const closed = closedTo(session, request, upstream);
+  const closed = closedTo(session, request, upstream, base);
   if (closed !== null) return refused(closed);
   if (upstream && upstream.state !== 'ready')
     return refused(unavailable(upstream, `the tool ${JSON.stringify(toolName)}`).message);
@@ -214,7 +220,7 @@ async function callTool(
       context: base,
       refreshContext: () => contextOf(session, request),
       asker: askingOf(session, request, base),
-      who: who(session, request),
+      who: who(session, request, base),
       upstream,
       name: toolName,
       arguments: params.arguments ?? {},
@@ -224,13 +230,13 @@ async function callTool(
 
 /** Who asks in one request, as the gateway's person binds and shows it. */
 function askingOf(session: Session, request: SessionRequest, base: GateContext): ItemAsker {
-  const scope = session.core.relay.scopeOf(session.server, request);
   return {
     server: session.server,
     signal: request.signal,
     progressToken: request.progressToken,
+    // The request's scope made only when progress is sent (an ask): not for every call.
     sendProgress: (message) =>
-      scope.sendNotification({
+      session.core.relay.scopeOf(session.server, request).sendNotification({
         method: 'notifications/progress',
         params: { progressToken: request.progressToken!, progress: 0, message },
       }),

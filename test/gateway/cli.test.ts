@@ -6,7 +6,7 @@ import { stringify } from 'yaml';
 import { run } from '../../src/cli/program.js';
 import { shadowReport } from '../../src/cli/report.js';
 import type { PinnedDefinition } from '../../src/gateway/pins.js';
-import { cleanupsAfterEach, DOCS, jsonLines, stdioUpstream, tempDir, writePolicy } from '../harness.js';
+import { auditLines, cleanupsAfterEach, DOCS, stdioUpstream, tempDir, writePolicy } from '../harness.js';
 import { stdioGateway } from './fixtures/spawn.js';
 
 const cleanups = cleanupsAfterEach();
@@ -153,7 +153,7 @@ describe('shadow mode', { timeout: 120_000 }, () => {
     expect(echoed.content).toEqual([{ type: 'text', text: 'echo: hi' }]); // not enforced
     await client.readResource({ uri: 'docs://public/readme' });
     await client.close();
-    const records = jsonLines(audit);
+    const records = await auditLines(audit, (all) => all.some((r) => r['type'] === 'resource'));
     expect(records[0]).toMatchObject({
       type: 'mode',
       event: 'start',

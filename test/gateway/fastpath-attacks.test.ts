@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, describe, expect, it } from 'vitest';
-import { RECORDING, ROOT, stdioUpstream, tempDir, writePolicy } from '../harness.js';
+import { auditLines, RECORDING, ROOT, stdioUpstream, tempDir, writePolicy } from '../harness.js';
 
 const MAIN = join(ROOT, 'src/cli/main.ts');
 
@@ -441,18 +441,18 @@ describe('attacks on the stdio fast path through the real toolgate gateway', { t
     expect(answers(fast)).toEqual(answers(sdk));
   });
 
-  it('a denied call on the fast path is audited as the denial it is', () => {
+  it('a denied call on the fast path is audited as the denial it is', async () => {
     const fast = runs[0]!;
-    const records = readFileSync(fast.box.audit, 'utf8')
-      .split('\n')
-      .filter(Boolean)
-      .map((l) => JSON.parse(l) as { type: string; decision?: { effect?: string; rule?: string | null } });
-    const denied = records.filter(
-      (r) => r.type === 'tool' && r.decision?.effect === 'deny' && r.decision.rule === 'big-refunds',
-    );
+    type Audited = { type: string; decision?: { effect?: string; rule?: string | null } };
+    const bigRefunds = (all: Audited[]) =>
+      all.filter((r) => r.type === 'tool' && r.decision?.effect === 'deny' && r.decision.rule === 'big-refunds');
+    const deniedRead = (all: Audited[]) => all.some((r) => r.type === 'resource' && r.decision?.effect === 'deny');
+    // Each line is written just after its answer: waited for.
+    const records = await auditLines<Audited>(fast.box.audit, (all) => bigRefunds(all).length >= 5 && deniedRead(all));
+    const denied = bigRefunds(records);
     // Every attack that named rec:refund with amount 500 in the plain shape was decided and recorded.
     expect(denied.length).toBeGreaterThanOrEqual(5);
-    expect(records.some((r) => r.type === 'resource' && r.decision?.effect === 'deny')).toBe(true);
+    expect(deniedRead(records)).toBe(true);
   });
 });
 

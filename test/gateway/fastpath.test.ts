@@ -16,6 +16,7 @@ import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { prng } from '../../bench/scenario.js';
+import { jsonLines, until } from '../harness.js';
 
 const ROOT = process.cwd();
 const MAIN = join(ROOT, 'src/cli/main.ts');
@@ -78,6 +79,18 @@ function sandbox() {
 
 type Box = ReturnType<typeof sandbox>;
 
+/** The gateway process of each box. */
+const gatewayPids = new WeakMap<Box, number>();
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 async function gateway(box: Box, fast: boolean): Promise<Client> {
   const transport = new StdioClientTransport({
     command: process.execPath,
@@ -94,6 +107,7 @@ async function gateway(box: Box, fast: boolean): Promise<Client> {
     content: { approve: request.params.message.includes('A-yes') },
   }));
   await client.connect(transport);
+  if (transport.pid !== null) gatewayPids.set(box, transport.pid);
   cleanups.push(() => client.close());
   // Progress is counted as it arrives on the wire: the SDK client hands a notification to its handler a
   // microtask after a response read with it, so its own onprogress misses progress sent just before a result.
@@ -178,12 +192,11 @@ function received(box: Box): Record<string, unknown>[] {
 }
 
 async function auditOf(box: Box): Promise<Record<string, unknown>[]> {
-  // Written right after each answer (buffered to the next turn of the gateway's event loop).
-  await new Promise((resolve) => setTimeout(resolve, 300));
-  return readFileSync(box.audit, 'utf8')
-    .split('\n')
-    .filter(Boolean)
-    .map((line) => JSON.parse(line) as Record<string, unknown>)
+  // Each line is written just after its answer, and whatever is held when the gateway stops: read once the
+  // gateway (its client closed) has exited.
+  const pid = gatewayPids.get(box);
+  await until('the gateway exited', () => pid === undefined || !alive(pid));
+  return jsonLines(box.audit)
     .filter((r) => r['type'] === 'tool' || r['type'] === 'resource')
     .map((r) => {
       const decision = r['decision'] as Record<string, unknown> | null | undefined;

@@ -6,6 +6,7 @@ import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import {
+  auditLines,
   cleanupsAfterEach,
   emptyFile,
   jsonLines,
@@ -21,6 +22,7 @@ import { jwksIssuer, runToExit, spawnGateway, stdioGateway as stdioGatewayOf } f
 
 const MAIN = join(ROOT, 'src/cli/main.ts');
 const cleanups = cleanupsAfterEach();
+const isTool = (r: Record<string, unknown>): boolean => r['type'] === 'tool';
 
 type Policy = Record<string, unknown>;
 
@@ -58,7 +60,7 @@ describe('issue 22 through the real toolgate gateway', { timeout: 180_000 }, () 
     expect(text(result)).toMatch(/[Cc]heck whether it took effect before any retry/);
     // The upstream did complete it, after the gateway stopped waiting: exactly what the text warns of.
     await until('the slow call completed upstream', () => box.received().some((r) => r['completed'] === true));
-    const record = jsonLines(box.audit).find((r) => r['type'] === 'tool');
+    const record = (await auditLines(box.audit, (all) => all.some(isTool))).find(isTool);
     expect(record).toMatchObject({ status: 'error', outcome: 'unknown' });
     expect(String(record!['reason'])).toMatch(/outcome of the call is unknown/);
   });
@@ -69,7 +71,7 @@ describe('issue 22 through the real toolgate gateway', { timeout: 180_000 }, () 
     const result = await client.callTool({ name: 'rec:slow', arguments: {} });
     expect(result.isError).toBe(true);
     expect(text(result)).toMatch(/outcome of the call is unknown/);
-    expect(jsonLines(box.audit).find((r) => r['type'] === 'tool')).toMatchObject({
+    expect((await auditLines(box.audit, (all) => all.some(isTool))).find(isTool)).toMatchObject({
       status: 'error',
       outcome: 'unknown',
     });

@@ -20,7 +20,16 @@ import { MemoryApprovalStore, MemoryNonceStore } from '../../src/stores/memory.j
 import { SqliteStores } from '../../src/stores/sqlite.js';
 import type { PendingRecord } from '../../src/stores/types.js';
 import { INBOX_SECRET, JWT_SECRET, answerAs } from '../inbox/fixture.js';
-import { cleanupsAfterEach, inMemoryClient, ROOT, stdioUpstream, tempDir, text, writePolicy } from '../harness.js';
+import {
+  auditLines,
+  cleanupsAfterEach,
+  inMemoryClient,
+  ROOT,
+  stdioUpstream,
+  tempDir,
+  text,
+  writePolicy,
+} from '../harness.js';
 
 const BANK = join(ROOT, 'test/gateway/fixtures/bank-server.ts');
 const MAIN = join(ROOT, 'src/cli/main.ts');
@@ -109,11 +118,10 @@ async function setup(approvals: Record<string, unknown> = {}): Promise<Setup> {
   };
 }
 
-function auditRecords(file: string): Record<string, unknown>[] {
-  return readFileSync(file, 'utf8')
-    .trim()
-    .split('\n')
-    .map((l) => JSON.parse(l) as Record<string, unknown>);
+/** The audit file's tool record (written just after the call's answer: waited for). */
+async function toolRecord(file: string): Promise<Record<string, unknown> | undefined> {
+  const isTool = (r: Record<string, unknown>) => r['type'] === 'tool';
+  return (await auditLines(file, (all) => all.some(isTool))).find(isTool);
 }
 
 describe('the gateway asks the inbox', { timeout: 180_000 }, () => {
@@ -139,7 +147,7 @@ describe('the gateway asks the inbox', { timeout: 180_000 }, () => {
     expect(seen).toEqual([
       expect.objectContaining({ mode: 'url', url: `${s.inboxUrl}/#a-${encodeURIComponent(record.id)}` }),
     ]);
-    const tool = auditRecords(s.audit).find((r) => r['type'] === 'tool');
+    const tool = await toolRecord(s.audit);
     expect(tool).toMatchObject({
       status: 'ok',
       decision: { effect: 'allow', asked: 'gateway' },
@@ -196,7 +204,7 @@ describe('the gateway asks the inbox', { timeout: 180_000 }, () => {
     expect(text(result)).toContain('timed out');
     expect(await answerAs(s.inboxUrl, record.id, 'alice@example.com', { effect: 'allow' })).toBe(410);
     expect(s.paid()).toEqual([]);
-    expect(auditRecords(s.audit).find((r) => r['type'] === 'tool')).toMatchObject({
+    expect(await toolRecord(s.audit)).toMatchObject({
       status: 'refused',
       approval: { id: record.id, state: 'denied' },
     });

@@ -11,6 +11,7 @@ import { stringify } from 'yaml';
 import { run } from '../../src/cli/program.js';
 import { gatewayConfigOf } from '../../src/gateway/index.js';
 import {
+  auditLines,
   cleanupsAfterEach,
   DOCS,
   gatewayOn,
@@ -100,7 +101,10 @@ describe('policy reload in a running gateway', { timeout: 180_000 }, () => {
     expect(stderr()).toContain('the new policy was refused');
 
     // The tool records name the verdict under each policy; report shows every mode change.
-    const tools = records(audit).filter((r) => r['type'] === 'tool') as { decision: { effect: string } }[];
+    // The last call's line is written just after its answer: waited for.
+    const isTool = (r: Record<string, unknown>) => r['type'] === 'tool';
+    const all = await auditLines(audit, (lines) => lines.filter(isTool).length >= 4);
+    const tools = all.filter(isTool) as { decision: { effect: string } }[];
     expect(tools.map((r) => r.decision.effect)).toEqual(['deny', 'allow', 'allow', 'deny']);
     const report = await cli(['report', audit]);
     expect(report.code).toBe(0);

@@ -4,7 +4,7 @@
 // what the upstream is sent, so none of these may read the refused file; each refusal is reported to the client
 // and in the audit trail.
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, realpathSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -13,6 +13,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
+import { auditLines } from '../harness.js';
 
 const ROOT = process.cwd();
 const MAIN = join(ROOT, 'src/cli/main.ts');
@@ -184,12 +185,12 @@ describe('attack 1 through `toolgate gateway` over stdio, in front of server-fil
 
   it("the refusals are the gate's: the audit trail records a denial for the refused path", async () => {
     await raw.call(q('fs:read_text_file'), `{"path":${q(secret)}}`);
-    const records = readFileSync(box.audit, 'utf8')
-      .trim()
-      .split('\n')
-      .map((l) => JSON.parse(l) as { type: string; decision?: { effect: string; rule: string | null } });
-    const tools = records.filter((r) => r.type === 'tool');
-    expect(tools.some((r) => r.decision?.effect === 'deny' && r.decision.rule === 'no-secrets')).toBe(true);
+    type Audited = { type: string; decision?: { effect: string; rule: string | null } };
+    const deniedSecret = (all: Audited[]) =>
+      all.some((r) => r.type === 'tool' && r.decision?.effect === 'deny' && r.decision.rule === 'no-secrets');
+    // The call's line is written just after its answer: waited for.
+    const records = await auditLines<Audited>(box.audit, deniedSecret);
+    expect(deniedSecret(records)).toBe(true);
     expect(JSON.stringify(records)).not.toContain(SECRET);
   });
 

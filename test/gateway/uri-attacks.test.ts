@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RECORDING, ROOT, stdioUpstream, tempDir, writePolicy } from '../harness.js';
+import { auditLines, RECORDING, ROOT, stdioUpstream, tempDir, writePolicy } from '../harness.js';
 
 const MAIN = join(ROOT, 'src/cli/main.ts');
 
@@ -121,12 +121,16 @@ describe(
       expect(JSON.stringify(received())).not.toContain('TOP SECRET');
     });
 
-    it('each refusal is an audit record carrying the Decision on the gate-level resource call', () => {
-      const records = readFileSync(audit, 'utf8')
-        .split('\n')
-        .filter(Boolean)
-        .map((line) => JSON.parse(line) as Record<string, unknown>);
-      const denied = records.filter((r) => r['type'] === 'resource' && r['effect'] === 'deny');
+    it('each refusal is an audit record carrying the Decision on the gate-level resource call', async () => {
+      const deniedOf = (all: Record<string, unknown>[]) =>
+        all.filter((r) => r['type'] === 'resource' && r['effect'] === 'deny');
+      // Each line is written just after its answer: waited for (the two refusals looked at below).
+      const records = await auditLines(audit, (all) =>
+        ['docs://kb/private/keyfile?raw=1', 'file:///R/secrets/key'].every((target) =>
+          deniedOf(all).some((r) => r['target'] === target),
+        ),
+      );
+      const denied = deniedOf(records);
       const keyfile = denied.find((r) => r['target'] === 'docs://kb/private/keyfile?raw=1');
       expect(keyfile).toMatchObject({
         rule: 'no-keyfile',
