@@ -461,11 +461,7 @@ async function complete(
   });
 }
 
-/**
- * `logging/setLevel`: to every 2025-era upstream that logs and serves the tenant; this client now hears their
- * lines. A 2026-07-28 upstream has no `logging/setLevel` (a level travels with each request there): it is not
- * asked, so one such upstream does not fail the client's request.
- */
+/** `logging/setLevel`: to every 2025-era upstream that logs and serves the tenant (2026-07-28 has no such method). */
 async function setLevel(session: Session, level: LoggingLevel, request: SessionRequest): Promise<object> {
   const hears = (u: Upstream): boolean => closedTo(session, request, u) === null;
   Object.assign(session.downstream, { hears, logging: true });
