@@ -54,7 +54,7 @@ describe('the memo of argument text keeps only the texts, not what they were cut
     expect(retained).toBeLessThan(16 * 1024 * 1024);
   });
 
-  it('a tool that keeps its arguments, read while the memo rests (no JSON.parse), keeps no completion alive', async () => {
+  it('a tool that keeps its arguments, read while the memo rests, keeps no completion alive', async () => {
     const who = { tenant: { id: 'keeper' }, caller: { id: 'c' } };
     for (let i = 0; i < 1024 * 2 + 2; i++) snapshotText(`{"unique":${i},"u":"${Math.random()}"}`, 'keeper', 'c');
     expect(textMemo('keeper', 'c').resting).toBe(true);
@@ -70,7 +70,7 @@ describe('the memo of argument text keeps only the texts, not what they were cut
     registry.setPermissionPolicy(new PermissionPolicy({ rules: [{ name: 'all', tools: ['note'], result: 'allow' }] }));
     const before = heapAfterGc();
     for (let i = 0; i < 32; i++) {
-      // A short flat text (read without JSON.parse) whose value is long enough to be a slice of the completion.
+      // A short text whose value is long enough that a slice of it would be a view of the completion.
       const completion =
         `{"q":"${String(i).padStart(4, '0')}${'b'.repeat(30)}"}` + ' '.repeat(2 * 1024 * 1024) + String(i);
       const args = /^(\{[^}]*\})/.exec(completion)![1]!;
