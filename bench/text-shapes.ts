@@ -1,8 +1,9 @@
 /**
  * executeToolCalls of one OpenAI-shaped call to an async no-op tool (README context, 1,000 tools and rules),
  * beside the floor (bench/floor.ts), in two shapes of `function.arguments`: texts that come back (the main
- * bench's mix cycles through 1,000 texts, so the gate's JSON-text memo, src/gate/snapshot.ts, hits on almost
- * every call) and texts never seen before (what a model's calls mostly are: the memo misses, then rests).
+ * bench's `asyncExecuteRepeated` cycles through 1,024 texts, so the gate's JSON-text memo,
+ * src/gate/snapshot-text.ts, hits on almost every call) and texts never seen before (what a model's calls mostly
+ * are, and what the main bench's `asyncExecute` target times: the memo misses, then rests).
  * Mean ns per call over sequential rounds, median of 5 rounds, each shape alternating; the argument text is
  * built per call in both shapes. `npx tsx bench/text-shapes.ts [calls per round]`.
  */

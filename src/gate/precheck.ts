@@ -14,7 +14,8 @@ import { errorText, type PermissionRequest } from '../permissions/handler.js';
 import type { PolicyEvaluation } from '../permissions/policy.js';
 import type { Tool } from '../tool.js';
 import { decisionOf, deny, fallbackText, issueText, quote, refusalText } from './decisions.js';
-import { freezeParsedArguments, snapshotArguments, snapshotText } from './snapshot.js';
+import { freezeParsedArguments, snapshotArguments } from './snapshot.js';
+import { snapshotText } from './snapshot-text.js';
 
 export { allow, deny, refusalContent, refusalText, ruleAndReason } from './decisions.js';
 
@@ -110,10 +111,10 @@ export function precheck(
   // them is part of validating them (a throwing getter fails as validation always has).
   let input: Readonly<Record<string, unknown>> | null = null;
   try {
-    // JSON text (a model's call): its object, frozen where JSON.parse made it (the same text, the same frozen
-    // object: snapshot.ts), without parseArguments' result object; text that does not parse into an object
-    // is parsed again there, for the problem to refuse it with.
-    if (typeof given === 'string') input = snapshotText(given);
+    // JSON text (a model's call): its object, frozen (snapshot-text.ts: the same text from the same tenant and
+    // caller, the same frozen object), without parseArguments' result object; text that does not parse into an
+    // object is parsed again there, for the problem to refuse it with.
+    if (typeof given === 'string') input = snapshotText(given, context.tenant?.id, context.caller?.id);
   } catch (error) {
     return unreadable(call, form, agent, context, env, tool, error);
   }

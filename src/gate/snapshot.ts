@@ -7,8 +7,8 @@
  *
  * Arguments that arrived as JSON text are the one exception to copying: `JSON.parse` made them, nobody
  * else holds them, and they hold nothing but plain data, so they are frozen where they are
- * (`freezeParsedArguments`) — the same guarantees at no copy. Short text met again gets the object its first
- * parse made (`snapshotText`): calls with equal text share one frozen object, which nobody can change.
+ * (`freezeParsedArguments`) — the same guarantees at no copy; snapshot-text.ts reads a model's JSON text into
+ * that same object (and gives a text its partition met again the object its first read made).
  *
  * On the sync path of every call (issue 12): leaves (strings, numbers, booleans) are copied inline,
  * without a call; the objects being read (for cycles) sit on one module-level stack rather than an array
@@ -47,72 +47,6 @@ export function snapshotArguments(value: Record<string, unknown>): Readonly<Reco
 export function freezeParsedArguments(value: Record<string, unknown>): Readonly<Record<string, unknown>> {
   freezeParsed(value, '');
   return value;
-}
-
-/**
- * The frozen snapshot of JSON text's object: JSON.parse's object frozen in place ({@link freezeParsedArguments}),
- * or null when the text is not JSON of an object (parseArguments refuses it, with its problem). Throws as
- * freezeParsedArguments does (a `"__proto__"` key).
- *
- * The same text always parses to an equal object (JSON.parse is a function of the text alone: duplicate keys,
- * numbers past a double, `"__proto__"` keys, escapes), and the snapshot is deep-frozen plain data that nothing
- * can change, so a text met again gets the object its first parse made: not parsed, walked and frozen again
- * (most of reading a model's call, issue 25). Short texts only, at most {@link TEXTS} of them; a full memo is
- * dropped whole. A memo that is not paying (few texts met twice: every call's arguments differ) is set aside
- * for a while, so such calls pay no insert each ({@link memoMiss}). Text that throws or is not an object is
- * never kept: it is parsed again each time, and refused as before.
- */
-export function snapshotText(text: string): Readonly<Record<string, unknown>> | null {
-  const kept = text.length <= TEXT_LENGTH && resting === 0;
-  if (kept) {
-    const hit = texts.get(text);
-    if (hit !== undefined) {
-      hits++;
-      return hit;
-    }
-  } else if (resting > 0) resting--;
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    return null;
-  }
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) return null;
-  freezeParsed(value, '');
-  if (kept) memoMiss(text, value as Readonly<Record<string, unknown>>);
-  return value as Readonly<Record<string, unknown>>;
-}
-
-/** The longest text kept (UTF-16 units) and how many are kept: at most about half a megabyte of text. */
-const TEXT_LENGTH = 256;
-const TEXTS = 1024;
-/** Calls a memo that is not paying is set aside for (their texts are parsed as if there were no memo). */
-const REST = TEXTS * 8;
-let texts = new Map<string, Readonly<Record<string, unknown>>>();
-/** Calls answered by `texts` since it was made. */
-let hits = 0;
-let resting = 0;
-
-/**
- * A text parsed and kept. When the memo is full it is dropped whole and begun again; if fewer than one in four
- * of its texts was met again meanwhile it was not paying, and is set aside for {@link REST} calls first.
- */
-function memoMiss(text: string, snapshot: Readonly<Record<string, unknown>>): void {
-  if (texts.size >= TEXTS) {
-    if (hits < TEXTS / 4) resting = REST;
-    texts = new Map();
-    hits = 0;
-    if (resting > 0) return;
-  }
-  // A short string V8 cut from a longer one (slice, substring, a regex capture: a call cut out of a completion
-  // or a stream buffer) holds the whole longer one alive; kept as it is, each text could keep megabytes. The
-  // key is a flat copy (slice flattens `' ' + text` into a new string): what is kept is what the bound counts.
-  texts.set((' ' + text).slice(1), snapshot);
-}
-
-/** @internal The memo's state (the tests): how many texts it keeps, and whether it is set aside. */
-export function textMemo(): { readonly size: number; readonly resting: boolean } {
-  return { size: texts.size, resting: resting > 0 };
 }
 
 function freezeParsed(value: object, key: string): void {

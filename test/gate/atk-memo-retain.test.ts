@@ -1,5 +1,5 @@
 /**
- * Attack on the memo of JSON argument text (src/gate/snapshot.ts `snapshotText`): its bound counts the
+ * Attack on the memo of JSON argument text (src/gate/snapshot-text.ts `snapshotText`): its bound counts the
  * text's UTF-16 units (at most 256 a text, 1024 texts: "about half a megabyte"), but a short string V8 made
  * by slicing a longer one (substring, slice, a regex capture: a tool call cut out of a model's completion
  * or a stream buffer) holds its whole parent alive. Kept as a Map key, each short text retained its parent:
@@ -8,7 +8,7 @@
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
-import { snapshotText, textMemo } from '../../src/gate/snapshot.js';
+import { snapshotText, textMemo } from '../../src/gate/snapshot-text.js';
 import { defineTool, PermissionPolicy, ToolRegistry } from '../../src/index.js';
 
 setFlagsFromString('--expose-gc');
@@ -52,5 +52,37 @@ describe('the memo of argument text keeps only the texts, not what they were cut
     const retained = heapAfterGc() - before;
     // The texts themselves are 32 x ~200 units; the completions 64 MB. Anything near the latter is the leak.
     expect(retained).toBeLessThan(16 * 1024 * 1024);
+  });
+
+  it('a tool that keeps its arguments, read while the memo rests, keeps no completion alive', async () => {
+    const who = { tenant: { id: 'keeper' }, caller: { id: 'c' } };
+    for (let i = 0; i < 1024 * 2 + 2; i++) snapshotText(`{"unique":${i},"u":"${Math.random()}"}`, 'keeper', 'c');
+    expect(textMemo('keeper', 'c').resting).toBe(true);
+    const kept: unknown[] = [];
+    const registry = new ToolRegistry();
+    registry.register(
+      defineTool({
+        name: 'note',
+        parameters: { type: 'object', properties: { q: { type: 'string' } }, required: ['q'] },
+        execute: (args) => (kept.push(args), 'ok'),
+      }),
+    );
+    registry.setPermissionPolicy(new PermissionPolicy({ rules: [{ name: 'all', tools: ['note'], result: 'allow' }] }));
+    const before = heapAfterGc();
+    for (let i = 0; i < 32; i++) {
+      // A short text whose value is long enough that a slice of it would be a view of the completion.
+      const completion =
+        `{"q":"${String(i).padStart(4, '0')}${'b'.repeat(30)}"}` + ' '.repeat(2 * 1024 * 1024) + String(i);
+      const args = /^(\{[^}]*\})/.exec(completion)![1]!;
+      expect(args.length).toBeLessThanOrEqual(64);
+      const [result] = await registry.dispatch(
+        [{ id: `k${i}`, type: 'function', function: { name: 'note', arguments: args } }],
+        who,
+      );
+      expect(result!.status).toBe('ok');
+    }
+    expect(kept).toHaveLength(32);
+    expect(textMemo('keeper', 'c').resting).toBe(true);
+    expect(heapAfterGc() - before).toBeLessThan(16 * 1024 * 1024);
   });
 });

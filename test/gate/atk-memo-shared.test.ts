@@ -1,12 +1,12 @@
 /**
- * Attacks on the memo of JSON argument text (src/gate/snapshot.ts `snapshotText`) that held: one text met by
+ * Attacks on the memo of JSON argument text (src/gate/snapshot-text.ts `snapshotText`) that held: one text met by
  * registries, tools and schemas that read it differently, by a tool, rule or listener that tries to change
  * the object it is handed, and by a refused call before an allowed one. Each call is decided and run on its
  * own text as the path without the memo (a text padded past the longest kept) decides and runs it.
  */
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { snapshotText, textMemo } from '../../src/gate/snapshot.js';
+import { snapshotText, textMemo } from '../../src/gate/snapshot-text.js';
 import { defineTool, PermissionPolicy, ToolRegistry } from '../../src/index.js';
 
 const call = (id: string, name: string, args: string) => ({

@@ -1,5 +1,5 @@
 /**
- * The memo of JSON argument text (src/gate/snapshot.ts `snapshotText`, issue 25): a text met again gets the
+ * The memo of JSON argument text (src/gate/snapshot-text.ts `snapshotText`, issue 25): a text met again gets the
  * frozen object its first parse made. On random texts the memoised snapshot deep-equals JSON.parse of the text
  * frozen in place (the path before the memo), is deep-frozen, and is only ever another call's object when the
  * texts are equal; the gate decides and runs a call whose text hits the memo as it does the same call read
@@ -7,7 +7,8 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { freezeParsedArguments, snapshotText, textMemo } from '../../src/gate/snapshot.js';
+import { freezeParsedArguments } from '../../src/gate/snapshot.js';
+import { snapshotText, textMemo } from '../../src/gate/snapshot-text.js';
 import { defineTool, PermissionPolicy, ToolRegistry } from '../../src/index.js';
 
 /** The path before the memo: JSON.parse, an object or nothing, frozen in place. */
