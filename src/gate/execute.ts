@@ -9,13 +9,15 @@ import type { Tool, ToolExecution } from '../tool.js';
 import type { GateContext, GateEnvironment, ToolResult } from '../contracts/gate.js';
 import type { DecidedCall } from '../contracts/route.js';
 import { keepController, pools, takeController } from './controller-pool.js';
+import { Deadlines, type Timed } from './deadlines.js';
 import { refusalContent } from './precheck.js';
 
 /**
  * Runs a decided call: its tool's execute with the frozen snapshot, under its timeout and the context's signal.
  * The tool is called before this returns (the fast path starts it without a microtask); a tool that returned
  * a plain value has finished, so its result is built at once and nothing is timed. A promise is watched under
- * the tool's deadline in the one shared {@link Deadlines} queue (no timer of its own per call).
+ * the tool's deadline in the one shared {@link Deadlines} queue (no timer of its own per call, no clock read per
+ * call: deadlines.ts).
  */
 export function executeDecided(decided: DecidedCall, context: GateContext, env: GateEnvironment): Promise<ToolResult> {
   return execute(decided.tool, decided.decision, decided.args, context, env);
@@ -51,7 +53,8 @@ export function execute(
   const gateway = gatewayCalls.has(context);
   const execution = new Execution(decision.callId, gateway && pools(tool));
   const outer = context.signal;
-  const started = performance.now();
+  // The clock is read for the `tool_executed` event's duration only; a deadline reads the coarse one of deadlines.ts.
+  const started = env.listening?.() === false ? -1 : performance.now();
   let value: unknown;
   if (outer) {
     if (outer.aborted)
@@ -74,15 +77,22 @@ export function execute(
   // The result's own promise, settled once: by the tool's outcome or, first, by its deadline. Returned as is,
   // so a caller's await is the one hop after the tool's (no promise chained between them).
   const result = new Promise<unknown>(capture);
-  const deadline = deadlines.add(
-    tool.metadata.timeoutMs ?? env.toolTimeoutMs,
-    started,
+  const deadline: Deadline = {
+    turn: null,
+    queue: null,
+    prev: null,
+    next: null,
+    queued: true,
     execution,
     decision,
     env,
+    started,
     shape,
     gateway,
-  );
+    resolve: capturedResolve,
+    reject: capturedReject,
+  };
+  deadlines.add(deadline, tool.metadata.timeoutMs ?? env.toolTimeoutMs);
   watch(value, deadline);
   return result;
 }
@@ -112,14 +122,14 @@ function watch(value: PromiseLike<unknown>, deadline: Deadline): void {
         // A deadline that fired already settled the result with its timeout: the late outcome is dropped, unannounced.
         if (!deadline.queued) return;
         if (isThenable(outcome)) watch(outcome, deadline);
-        else finish(deadline, succeeded(deadline.decision, deadline.env, deadline.started, outcome, deadline.gateway));
+        else finish(deadline, succeeded(deadline.decision, deadline.env, startOf(deadline), outcome, deadline.gateway));
       },
       (error: unknown) => {
-        if (deadline.queued) finish(deadline, failed(deadline.decision, deadline.env, deadline.started, error));
+        if (deadline.queued) finish(deadline, failed(deadline.decision, deadline.env, startOf(deadline), error));
       },
     );
   } catch (error) {
-    if (deadline.queued) finish(deadline, failed(deadline.decision, deadline.env, deadline.started, error));
+    if (deadline.queued) finish(deadline, failed(deadline.decision, deadline.env, startOf(deadline), error));
   }
 }
 
@@ -193,7 +203,8 @@ function executed(env: GateEnvironment, decision: AllowDecision, status: 'ok' | 
     callId: decision.callId,
     tool: decision.tool,
     status,
-    durationMs: performance.now() - started,
+    // A sync tool nobody timed (a listener came while it ran): 0; a running call's start is its turn's opening.
+    durationMs: started < 0 ? 0 : performance.now() - started,
   });
 }
 
@@ -317,25 +328,24 @@ function shownOf(value: unknown): string {
 }
 
 /**
- * One running call's deadline in the shared queue, with what its result is built from: settled with the tool's
- * outcome or, at `at`, the timeout (whichever comes first; `queued` false once it is settled).
+ * One running call's deadline in the shared queue (deadlines.ts), with what its result is built from: settled
+ * with the tool's outcome or, when it comes due, the timeout (whichever comes first; `queued` false once settled).
  */
-interface Deadline {
-  readonly at: number;
-  /** The queue of its timeout length. */
-  readonly queue: Queue;
+interface Deadline extends Timed<Deadline> {
   readonly execution: Execution;
   readonly decision: AllowDecision;
   readonly env: GateEnvironment;
+  /** When the call started (performance.now() time), or -1 when nobody listened then: its turn's opening. */
   readonly started: number;
   readonly shape: Shape | null;
   readonly gateway: boolean;
   readonly resolve: (result: unknown) => void;
   readonly reject: (reason: unknown) => void;
-  prev: Deadline | null;
-  next: Deadline | null;
-  /** Still in its queue: not settled yet. */
-  queued: boolean;
+}
+
+/** When a running call started, for its `tool_executed` event: exactly when timed, else its turn's opening. */
+function startOf(deadline: Deadline): number {
+  return deadline.started >= 0 ? deadline.started : deadline.turn!.opened;
 }
 
 let capturedResolve: (result: unknown) => void = () => {};
@@ -346,149 +356,14 @@ function capture(resolve: (result: unknown) => void, reject: (reason: unknown) =
   capturedReject = reject;
 }
 
-/** The deadlines of one timeout length, in the order they were set: their deadlines are in order too. */
-class Queue {
-  readonly timeoutMs: number;
-  constructor(timeoutMs: number) {
-    this.timeoutMs = timeoutMs;
-  }
-  head: Deadline | null = null;
-  tail: Deadline | null = null;
-}
-
-/**
- * Every running tool's deadline, in one structure with at most one timer: a queue per timeout length (its
- * deadlines come in order, so adding and removing cost O(1)), and one `setTimeout` armed for the earliest
- * head. The timer is left armed when a call finishes (it fires, finds the next deadline and is armed for it);
- * it holds the process open only while a deadline is queued, as a timer per call did: it is unref'd, and when
- * the event loop empties (`beforeExit`) with a deadline queued it is ref'd until the queue empties. Making it
- * ref'd when a call starts and unref'd when it ends cost two calls into Node's C++ per call where nothing else
- * holds a timer (issue 25).
- */
-export class Deadlines {
-  readonly #queues = new Map<number, Queue>();
-  /** The queue a deadline was last added to (most calls share one timeout length): no Map look-up for it. */
-  #last: Queue | null = null;
-  #size = 0;
-  #timer: NodeJS.Timeout | null = null;
-  /** When the armed timer fires (performance.now() time). */
-  #armedAt = Infinity;
-  readonly #fire = (): void => this.#expire();
-  /** The timer is ref'd: the loop emptied while a deadline was queued. */
-  #held = false;
-  #watching = false;
-  /** At `beforeExit` (nothing else keeps the process): a queued deadline keeps it until it fires or is settled. */
-  readonly #hold = (): void => {
-    if (this.#size === 0 || this.#timer === null) return;
-    this.#held = true;
-    this.#timer.ref();
-  };
-
-  /** How many deadlines are queued (the tests). */
-  get size(): number {
-    return this.#size;
-  }
-
-  add(
-    timeoutMs: number,
-    now: number,
-    execution: Execution,
-    decision: AllowDecision,
-    env: GateEnvironment,
-    shape: Shape | null,
-    gateway: boolean,
-  ): Deadline {
-    let queue = this.#last;
-    if (queue === null || queue.timeoutMs !== timeoutMs) {
-      let found = this.#queues.get(timeoutMs);
-      if (found === undefined) this.#queues.set(timeoutMs, (found = new Queue(timeoutMs)));
-      this.#last = queue = found;
-    }
-    const deadline: Deadline = {
-      at: now + timeoutMs,
-      queue,
-      execution,
-      decision,
-      env,
-      started: now,
-      shape,
-      gateway,
-      resolve: capturedResolve,
-      reject: capturedReject,
-      prev: null,
-      next: null,
-      queued: true,
-    };
-    const tail = queue.tail;
-    if (tail === null) queue.head = deadline;
-    else {
-      tail.next = deadline;
-      deadline.prev = tail;
-    }
-    queue.tail = deadline;
-    this.#size++;
-    if (!this.#watching) {
-      this.#watching = true;
-      process.on('beforeExit', this.#hold);
-    }
-    if (deadline.at < this.#armedAt) this.#arm(deadline.at, now);
-    return deadline;
-  }
-
-  remove(deadline: Deadline): void {
-    if (!deadline.queued) return;
-    deadline.queued = false;
-    const queue = deadline.queue;
-    const { prev, next } = deadline;
-    if (prev === null) queue.head = next;
-    else prev.next = next;
-    if (next === null) queue.tail = prev;
-    else next.prev = prev;
-    deadline.prev = deadline.next = null;
-    // The timer stays armed; with nothing queued it no longer holds the process open.
-    if (--this.#size === 0 && this.#held) {
-      this.#held = false;
-      this.#timer?.unref();
-    }
-  }
-
-  #arm(at: number, now: number): void {
-    if (this.#timer !== null) clearTimeout(this.#timer);
-    this.#armedAt = at;
-    // Never past Node's longest delay (2^31 - 1 ms): a longer one fires after 1 ms, and again, every millisecond.
-    this.#timer = setTimeout(this.#fire, Math.min(Math.max(1, Math.ceil(at - now)), 2 ** 31 - 1));
-    if (!this.#held) this.#timer.unref();
-  }
-
-  #expire(): void {
-    this.#timer = null;
-    this.#armedAt = Infinity;
-    const now = performance.now();
-    for (const [timeoutMs, queue] of this.#queues) {
-      let head = queue.head;
-      while (head !== null && head.at <= now) {
-        const error = new Error(`the tool did not finish within ${timeoutMs} ms`);
-        // Settled before the tool is aborted (a tool that settles on abort must not win), its controller not kept.
-        finish(head, failed(head.decision, head.env, head.started, error), false);
-        head.execution.abort(error);
-        head = queue.head;
-      }
-    }
-    // Read after every abort ran (an abort listener may have started another call).
-    let next = Infinity;
-    for (const [timeoutMs, queue] of this.#queues) {
-      if (queue.head === null) {
-        this.#queues.delete(timeoutMs);
-        if (this.#last === queue) this.#last = null;
-      } else if (queue.head.at < next) next = queue.head.at;
-    }
-    if (next !== Infinity && next < this.#armedAt) this.#arm(next, now);
-  }
-}
-
-const deadlines = new Deadlines();
+const deadlines = new Deadlines<Deadline>((head, timeoutMs) => {
+  const error = new Error(`the tool did not finish within ${timeoutMs} ms`);
+  // Settled before the tool is aborted (a tool that settles on abort must not win), its controller not kept.
+  finish(head, failed(head.decision, head.env, startOf(head), error), false);
+  head.execution.abort(error);
+});
 
 /** @internal The process's deadline queue (the tests count what it holds). */
-export function deadlineQueue(): Deadlines {
+export function deadlineQueue(): Deadlines<Deadline> {
   return deadlines;
 }

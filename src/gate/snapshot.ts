@@ -96,56 +96,72 @@ function read(value: unknown, key: string | number, base: number): unknown {
       return undefined; // undefined, functions, symbols
   }
   if (value === null) return null;
-  const isArray = Array.isArray(value);
+  if (Array.isArray(value)) return readArray(value as unknown[], key, base);
   // A plain object (most arguments) is no primitive wrapper: only another prototype is asked whether it is one.
   if (
-    !isArray &&
     Object.getPrototypeOf(value) !== Object.prototype &&
     (value instanceof Number || value instanceof String || value instanceof Boolean)
   )
     return value.valueOf();
+  return readRecord(value as Record<string, unknown>, key, base);
+}
+
+/** Throws when `value` is one of the objects being read (from `base` to `top`): the arguments hold a cycle. */
+function enter(value: object, base: number): void {
   for (let i = base; i < top; i++) if (reading[i] === value) throw new TypeError('the arguments contain a cycle');
-  reading[top++] = value;
-  let out: unknown[] | Record<string, unknown>;
-  if (isArray) {
-    const array = value as unknown[];
-    const length = array.length;
-    const items: unknown[] = new Array<unknown>(length);
-    for (let i = 0; i < length; i++) {
-      let item = array[i];
-      // Leaves inline; anything else (objects, BigInt, undefined, functions, symbols) through read().
-      if (typeof item === 'number') {
-        if (!Number.isFinite(item)) item = null;
-      } else if (typeof item !== 'string' && typeof item !== 'boolean') {
-        item = read(item, i, base);
-        if (item === undefined) item = null;
-      }
-      items[i] = item;
+}
+
+// An object goes on the stack only when one of its items is read in turn (an object, or what is not a leaf): an
+// object of leaves alone (most arguments) cannot be part of a cycle, and is copied without a push and a pop.
+
+function readArray(array: unknown[], key: string | number, base: number): readonly unknown[] {
+  enter(array, base);
+  const length = array.length;
+  const items: unknown[] = new Array<unknown>(length);
+  const at = top;
+  for (let i = 0; i < length; i++) {
+    let item = array[i];
+    // Leaves inline; anything else (objects, BigInt, undefined, functions, symbols) through read().
+    if (typeof item === 'number') {
+      if (!Number.isFinite(item)) item = null;
+    } else if (typeof item !== 'string' && typeof item !== 'boolean') {
+      if (top === at) reading[top++] = array;
+      item = read(item, i, base);
+      if (item === undefined) item = null;
     }
-    out = items;
-  } else {
-    const record = value as Record<string, unknown>;
-    const object: Record<string, unknown> = {};
-    const names = Object.keys(record);
-    for (let k = 0; k < names.length; k++) {
-      const name = names[k]!;
-      // A key named "__proto__" (JSON.parse makes one from {"__proto__": …}) is refused before its value is
-      // read: a tool or upstream that merges the arguments into an object would have that object's
-      // prototype replaced (issue 11).
-      if (name === '__proto__') throw protoKey(key);
-      let item = record[name];
-      if (typeof item === 'number') {
-        if (!Number.isFinite(item)) item = null;
-      } else if (typeof item !== 'string' && typeof item !== 'boolean') {
-        item = read(item, name, base);
-        if (item === undefined) continue;
-      }
-      object[name] = item; // "__proto__" never gets here (refused above), so assigning is safe
-    }
-    out = object;
+    items[i] = item;
   }
-  reading[--top] = undefined;
-  return Object.freeze(out);
+  if (top !== at) reading[--top] = undefined;
+  return Object.freeze(items);
+}
+
+function readRecord(
+  record: Record<string, unknown>,
+  key: string | number,
+  base: number,
+): Readonly<Record<string, unknown>> {
+  enter(record, base);
+  const object: Record<string, unknown> = {};
+  const names = Object.keys(record);
+  const at = top;
+  for (let k = 0; k < names.length; k++) {
+    const name = names[k]!;
+    // A key named "__proto__" (JSON.parse makes one from {"__proto__": …}) is refused before its value is
+    // read: a tool or upstream that merges the arguments into an object would have that object's
+    // prototype replaced (issue 11).
+    if (name === '__proto__') throw protoKey(key);
+    let item = record[name];
+    if (typeof item === 'number') {
+      if (!Number.isFinite(item)) item = null;
+    } else if (typeof item !== 'string' && typeof item !== 'boolean') {
+      if (top === at) reading[top++] = record;
+      item = read(item, name, base);
+      if (item === undefined) continue;
+    }
+    object[name] = item; // "__proto__" never gets here (refused above), so assigning is safe
+  }
+  if (top !== at) reading[--top] = undefined;
+  return Object.freeze(object);
 }
 
 function protoKey(key: string | number): TypeError {
