@@ -58,6 +58,12 @@ export class Relay {
   /** `namespace uri` → the downstream servers subscribed. */
   readonly #subscriptions = new Map<string, Set<Server>>();
   readonly #upstreams: ReadonlyMap<string, Upstream>;
+  /**
+   * Whether requests of several tenants may use `upstream` (tenancy.ts's sharedAcrossTenants under the
+   * policy in force, set by the gateway): its lines outside any request then reach no listener. Until set,
+   * every upstream is taken as shared.
+   */
+  sharedAcrossTenants: (upstream: Upstream) => boolean = () => true;
   /** The task owner of a 2026-07-28 request's server (one per request) that takes tasks. */
   readonly #owners = new WeakMap<Server, string>();
 
@@ -187,7 +193,8 @@ export class Relay {
    * running there between requests (task-owners.ts). With one client's request in flight, to that client,
    * if every unfinished task there is its owner's too (a request that owns none, with any task unfinished:
    * nobody); with several in flight, nobody. With none in flight, to the clients that asked for logging and
-   * hear that upstream, if no task is unfinished there (a listening 2025-era session owns no task).
+   * hear that upstream, if no task is unfinished there (a listening 2025-era session owns no task) and the
+   * upstream serves one tenant only (a line of another tenant's finished request may come late).
    */
   log(upstream: Upstream, params: LoggingMessageNotification['params']): void {
     const inflight = upstream.inflight;
@@ -199,7 +206,7 @@ export class Relay {
       if (owners.size > 1 || (owners.size === 1 && (owner === undefined || !owners.has(owner)))) return;
       targets = inflight;
     } else {
-      if (owners.size > 0) return;
+      if (owners.size > 0 || this.sharedAcrossTenants(upstream)) return;
       targets = [...this.downstreams].filter((d) => d.logging && (d.hears?.(upstream) ?? true)).map((d) => d.server);
     }
     for (const server of targets)

@@ -1,7 +1,7 @@
 /**
  * Relay.log's rule (relay.ts, task-owners.ts): an upstream's log line, which nothing ties to one request, goes
  * to the one client in flight only if every task unfinished on that upstream is that client's owner's, to the
- * listeners only with no task unfinished there, and otherwise to nobody. Fakes of an upstream (its requests in
+ * listeners only with no task unfinished there and an upstream of one tenant, and otherwise to nobody. Fakes of an upstream (its requests in
  * flight and its unfinished tasks) and of downstream servers (what each was sent); the end-to-end cases are
  * test/attacks/task-scope.test.ts and task-scope-background.test.ts.
  */
@@ -30,6 +30,7 @@ function setup() {
     tasks: UnfinishedTasks;
   };
   const relay = new Relay(new Map([['jobs', upstream]]));
+  relay.sharedAcrossTenants = () => false;
   const request = (owner?: string): RelayedRequest => ({
     signal: new AbortController().signal,
     progressToken: undefined,
@@ -79,6 +80,25 @@ describe("Relay.log: an upstream's log line goes only where whose it is is certa
     const session = inFlight();
     log('session in flight');
     expect(session.heard).toEqual([]);
+  });
+
+  it('with nothing in flight, an upstream several tenants share: to no listener (a default Relay takes every upstream as shared)', () => {
+    const { relay, listener, log, inFlight, inflight } = setup();
+    relay.sharedAcrossTenants = () => true;
+    log('whose tenant?');
+    expect(listener.heard).toEqual([]);
+    const alice = inFlight(ALICE);
+    log("alice's request");
+    expect(alice.heard).toEqual(["alice's request"]);
+    inflight.length = 0;
+    const fresh = new Relay(new Map());
+    const other = fakeServer();
+    fresh.add({ server: other, logging: true });
+    fresh.log({ namespace: 'x', inflight: [], tasks: new UnfinishedTasks() } as unknown as Upstream, {
+      level: 'info',
+      data: 'unset',
+    });
+    expect(other.heard).toEqual([]);
   });
 
   it('with tasks of two owners unfinished: to nobody, even to one of them', () => {
