@@ -35,6 +35,7 @@ import { Router } from './router.js';
 import { modernFastHandler } from './modern-fast.js';
 import type { MrtrStores } from './mrtr.js';
 import { openSession, type GatewayCore, type GatewayRequestContext } from './session.js';
+import { sharedAcrossTenants } from './tenancy.js';
 import { Upstream, type GatewayUpstreamOptions, type UpstreamEvents } from './upstream.js';
 
 export type { GatewayPinOptions, GatewayReloadOptions, GatewayReloadResult } from './reload.js';
@@ -224,6 +225,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     { registry, items, router, relay, contextOption: options.context, guard },
     inputs,
   );
+  relay.sharedAcrossTenants = (upstream) => sharedAcrossTenants(inForce.current.set, upstream.namespace);
   const core: GatewayCore = {
     name: options.name ?? 'toolgate-gateway',
     registry,

@@ -40,7 +40,7 @@ const TASK_CALLS = new TaskCalls();
 const PARAMS = objectSchema('params must be an object');
 
 /** Who a task created or reached in a request belongs to. */
-function ownerOf(ctx: ServerContext, context: GateContext): TaskOwner {
+export function ownerOf(ctx: ServerContext, context: GateContext): TaskOwner {
   return {
     subject: ctx.http?.authInfo ? sessionSubject(ctx.http.authInfo as never) : null,
     caller: context.caller?.id ?? null,

@@ -30,10 +30,10 @@ import type { GatewayInbox } from './inbox.js';
 import { challengeOf, type Exchange } from './stepup.js';
 import { attachRound, mrtrRound, type MrtrInbox, type MrtrRound, type MrtrWho } from './mrtr.js';
 import { requestHandlers, type GatewayCore, type GatewayRequestContext, type SessionRequest } from './session.js';
-import { inputProblem, taskKeyOf } from './tasks.js';
+import { inputProblem, ownerKey, taskKeyOf } from './tasks.js';
 import type { UpstreamInput } from './upstream.js';
 import { declaredBy, peer } from './modern-peer.js';
-import { bindTaskHandlers, taskOrResult, type TaskRequests } from './modern-tasks.js';
+import { bindTaskHandlers, ownerOf, taskOrResult, type TaskRequests } from './modern-tasks.js';
 import {
   openUpstreamState,
   stateKindOf,
@@ -318,7 +318,7 @@ export function bindModern<S extends ModernHandlers>(
   };
   const of = (ctx: ServerContext): SessionRequest => {
     current = ctx;
-    return {
+    const request: SessionRequest = {
       ...(relaying ? { input: relaying } : {}),
       signal: ctx.mcpReq.signal,
       progressToken: ctx.mcpReq._meta?.progressToken,
@@ -328,6 +328,10 @@ export function bindModern<S extends ModernHandlers>(
       tasks: tasksKey !== undefined,
       exchange,
     };
+    // A request that takes tasks names its owner: whose the upstream's log lines may be (Relay.log).
+    return tasksKey === undefined
+      ? request
+      : { ...request, owner: ownerKey(ownerOf(ctx, handlers.contextOf(request))) };
   };
   /** The tasks extension of this request (modern-tasks.ts), when it takes tasks. */
   const tasks: TaskRequests | undefined =

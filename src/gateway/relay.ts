@@ -2,7 +2,7 @@
  * What travels between the gateway's clients and its upstreams besides a request and its result: the
  * notifications of a request (progress, log lines) delivered before its result, list changes announced to
  * every client, resource subscriptions fanned out to the clients that hold them, and the upstream's log
- * lines to the one client they are about. One Relay per gateway; it decides nothing.
+ * lines to the one client they are certainly about (or to nobody). One Relay per gateway; it decides nothing.
  */
 import type { Client } from '@modelcontextprotocol/client';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
@@ -43,6 +43,8 @@ export interface RelayedRequest {
    * refused puts the step-up its HTTP answer carries (stepup.ts). Absent for a 2025-era request.
    */
   readonly exchange?: Exchange;
+  /** Who a task the request creates or reaches belongs to (task-owners.ts's ownerKey); absent when it takes none. */
+  readonly owner?: string;
 }
 
 const DELIVERED: Promise<void> = Promise.resolve();
@@ -56,6 +58,14 @@ export class Relay {
   /** `namespace uri` → the downstream servers subscribed. */
   readonly #subscriptions = new Map<string, Set<Server>>();
   readonly #upstreams: ReadonlyMap<string, Upstream>;
+  /**
+   * Whether requests of several tenants may use `upstream` (tenancy.ts's sharedAcrossTenants under the
+   * policy in force, set by the gateway): its lines outside any request then reach no listener. Until set,
+   * every upstream is taken as shared.
+   */
+  sharedAcrossTenants: (upstream: Upstream) => boolean = () => true;
+  /** The task owner of a 2026-07-28 request's server (one per request) that takes tasks. */
+  readonly #owners = new WeakMap<Server, string>();
 
   constructor(upstreams: ReadonlyMap<string, Upstream>) {
     this.#upstreams = upstreams;
@@ -83,6 +93,7 @@ export class Relay {
 
   /** The scope an upstream request runs in for one downstream request (its progress relayed back there). */
   scopeOf(server: Server, request: RelayedRequest): CallScope {
+    if (request.owner !== undefined) this.#owners.set(server, request.owner);
     const scope: { -readonly [K in keyof CallScope]: CallScope[K] } = {
       server,
       progressToken: request.progressToken,
@@ -92,6 +103,7 @@ export class Relay {
     // Set on the new object, not spread from conditional ones (a slow define per call on the gateway's path).
     if (request.input) scope.input = request.input;
     if (request.raw === true) scope.raw = true;
+    if (request.owner !== undefined) scope.owner = request.owner;
     return scope;
   }
 
@@ -178,17 +190,27 @@ export class Relay {
   }
 
   /**
-   * An upstream's log message: to the one client with a request in flight to that upstream (it is about
-   * their request); with none, to the clients that asked for logging. With several in flight it cannot be
-   * attributed, and a shared upstream's log line must not reach another tenant: it is not delivered.
+   * An upstream's log message, which nothing ties to one request (over stdio nothing can): delivered only
+   * where whose it is is certain, else to nobody. A line comes of a request in flight there or of a task
+   * running there between requests (task-owners.ts). With one client's request in flight, to that client,
+   * if every unfinished task there is its owner's too (a request that owns none, with any task unfinished:
+   * nobody); with several in flight, nobody. With none in flight, to the clients that asked for logging and
+   * hear that upstream, if no task is unfinished there (a listening 2025-era session owns no task) and the
+   * upstream serves one tenant only (a line of another tenant's finished request may come late).
    */
   log(upstream: Upstream, params: LoggingMessageNotification['params']): void {
     const inflight = upstream.inflight;
     if (inflight.length > 1) return;
-    const targets =
-      inflight.length === 1
-        ? inflight
-        : [...this.downstreams].filter((d) => d.logging && (d.hears?.(upstream) ?? true)).map((d) => d.server);
+    const owners = upstream.tasks.owners();
+    let targets: readonly Server[];
+    if (inflight.length === 1) {
+      const owner = this.#owners.get(inflight[0]!);
+      if (owners.size > 1 || (owners.size === 1 && (owner === undefined || !owners.has(owner)))) return;
+      targets = inflight;
+    } else {
+      if (owners.size > 0 || this.sharedAcrossTenants(upstream)) return;
+      targets = [...this.downstreams].filter((d) => d.logging && (d.hears?.(upstream) ?? true)).map((d) => d.server);
+    }
     for (const server of targets)
       void this.track(server, server.notification({ method: 'notifications/message', params }));
   }

@@ -19,6 +19,7 @@ import { macOf, sameMac } from '../crypto.js';
 import { TASK_STATUSES, type UpstreamTask } from '../mcp/index.js';
 import type { GatewayAuditRecord } from './audit.js';
 import type { Router } from './router.js';
+import { taskEnded, taskTtlMs } from './task-owners.js';
 import type { CallScope, Upstream } from './upstream.js';
 
 /** Who a task belongs to. */
@@ -46,9 +47,6 @@ export function taskKeyOf(secret: Uint8Array): Uint8Array {
  */
 const GATEWAY_BOOT = randomBytes(12).toString('base64url');
 
-/** The longest a handle is good for, whatever the upstream's `ttlMs` (24 hours). */
-export const TASK_HANDLE_MAX_TTL_MS = 86_400_000;
-
 /** What a handle binds, in its order on the wire. */
 type Bound = [
   version: 2,
@@ -61,7 +59,7 @@ type Bound = [
   boot: string,
   /** The upstream connection the task was created on ({@link Upstream.epoch}). */
   epoch: string,
-  /** When it stops being good (ms since the epoch): the task's ttlMs, capped by {@link TASK_HANDLE_MAX_TTL_MS}. */
+  /** When it stops being good (ms since the epoch): the task's ttlMs, capped (task-owners.ts's taskTtlMs). */
   expiresAt: number,
 ];
 
@@ -75,10 +73,7 @@ export interface TaskPlace {
 
 /** The handle a client is given for an upstream's task (see the file's comment). */
 export function taskHandle(key: Uint8Array, place: TaskPlace, taskId: string, owner: TaskOwner): string {
-  const ttl =
-    typeof place.ttlMs === 'number' && Number.isFinite(place.ttlMs) && place.ttlMs >= 0
-      ? Math.min(place.ttlMs, TASK_HANDLE_MAX_TTL_MS)
-      : TASK_HANDLE_MAX_TTL_MS;
+  const ttl = taskTtlMs(place.ttlMs);
   const bound: Bound = [
     2,
     place.upstream.namespace,
@@ -242,6 +237,11 @@ export interface TaskDeps {
   readonly scope: CallScope;
 }
 
+/** One key per owner (principal, caller, tenant): equal for exactly the requests a task's handle opens for. */
+export function ownerKey(owner: TaskOwner): string {
+  return JSON.stringify([owner.subject, owner.caller, owner.tenant]);
+}
+
 /** A refusal of one of the extension's requests: the protocol error's message (-32602). */
 export class TaskRefusal extends Error {
   override name = 'TaskRefusal';
@@ -313,7 +313,10 @@ export async function serveTask(
       refused = `toolgate gateway: the task's call could not be decided again (${error instanceof Error ? error.message : String(error)}); refused`;
     }
     if (refused !== null) {
-      await upstream.taskRequest('tasks/cancel', { taskId: opened.taskId }, deps.scope, signal).catch(() => undefined);
+      await upstream.taskRequest('tasks/cancel', { taskId: opened.taskId }, deps.scope, signal).then(
+        () => upstream.tasks.ended(opened.epoch, opened.taskId),
+        () => undefined,
+      );
       return refuse(`${refused}; the task was cancelled upstream and nothing of it is passed on`);
     }
   }
@@ -332,6 +335,9 @@ export async function serveTask(
     record('error', error instanceof Error ? error.message : String(error));
     throw error;
   }
+  // A task no longer running upstream no longer makes the upstream's log lines unattributable (Relay.log).
+  if (method === 'tasks/cancel' || (method === 'tasks/get' && taskEnded(answer['status'])))
+    upstream.tasks.ended(opened.epoch, opened.taskId);
   if (method !== 'tasks/get') {
     record('ok');
     return {};

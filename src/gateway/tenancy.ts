@@ -118,6 +118,16 @@ export function upstreamClosedTo(set: PolicySet, namespace: string, tenant: stri
   return `toolgate gateway: upstream "${namespace}" serves the tenants ${tenants.map((t) => JSON.stringify(t)).join(', ')} only${tenant !== undefined ? `, not ${JSON.stringify(tenant)}` : '; this request names no tenant'}`;
 }
 
+/**
+ * Whether requests of more than one tenant may use the upstream `namespace` under `set`: one limited to
+ * several tenants, or one open to all where the file declares any tenant (its requests with no tenant and
+ * each tenant's share it). What such an upstream logs outside any request is not given to listeners.
+ */
+export function sharedAcrossTenants(set: PolicySet, namespace: string): boolean {
+  const tenants = set.data.gateway?.upstreams?.[namespace]?.tenants;
+  return tenants !== undefined ? new Set(tenants).size > 1 : set.tenants.size > 0;
+}
+
 /** Refuses a policy whose `gateway.upstreams.<ns>.tenants` names a tenant `tenants:` does not declare. */
 export function checkUpstreamTenants(set: PolicySet): void {
   const problems: string[] = [];

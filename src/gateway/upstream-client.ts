@@ -16,7 +16,7 @@ import {
   type RequestOptions,
 } from '@modelcontextprotocol/client';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { clientOptions, TASKS_EXTENSION, upstreamTaskOf, type McpSession } from '../mcp/index.js';
+import { clientOptions, TASKS_EXTENSION, upstreamTaskOf, type McpSession, type UpstreamTask } from '../mcp/index.js';
 import { RawRequests } from './upstream-raw.js';
 import { RawHttpTransport } from './upstream-raw-http.js';
 
@@ -43,6 +43,8 @@ export interface ClientUpstream {
   forward<T>(scope: CallScope | undefined, request: (scope: CallScope | undefined) => Promise<T>): Promise<T>;
   relayProgress(scope: CallScope): { readonly id: string; done(): void };
   requestOptions(scope: CallScope | undefined, options?: RequestOptions): RequestOptions;
+  /** The upstream created a task for the request `scope` is of (tracked as unfinished: task-owners.ts). */
+  taskCreated(task: UpstreamTask, scope: CallScope | undefined): void;
 }
 
 /** The downstream request an upstream request was made for (progress, sampling and logging go back there). */
@@ -55,6 +57,11 @@ export interface CallScope {
   }) => Promise<void>;
   /** The upstream's own result of the call, kept so that an error result is forwarded as the upstream gave it. */
   result?: CallToolResult;
+  /**
+   * Who a task the request creates belongs to (task-owners.ts's ownerKey of a 2026-07-28 request that
+   * takes tasks), absent for any other request: whose the upstream's log lines may be (Relay.log).
+   */
+  readonly owner?: string;
   /**
    * The downstream request takes a task (see RelayedRequest.tasks): a modern upstream that offers the
    * extension is told so on this call, and may answer with a task (its `CreateTaskResult`, read by
@@ -307,6 +314,8 @@ export class GatewayClient extends Client {
         );
         const task = upstreamTaskOf(result);
         if (task !== undefined) {
+          // Tracked at once, while the creating request is still in flight: the task may log on its own now.
+          this.#upstream.taskCreated(task, scope);
           // Only a request that declared the extension can get one (the era check refuses it otherwise);
           // handed on as a success carrying the task (the gateway answers the client's task handle).
           if (!tasks) throw new Error(`upstream "${this.#upstream.namespace}" created a task the call did not take`);

@@ -30,10 +30,12 @@ import {
   type McpSession,
   type McpStdioServer,
   type UpstreamServerOptions,
+  type UpstreamTask,
 } from '../mcp/index.js';
 import type { ToolRegistry } from '../registry.js';
 import type { JsonSchema } from '../schema.js';
 import type { ToolMetadataInput } from '../tool.js';
+import { NO_OWNER, taskEnded, UnfinishedTasks } from './task-owners.js';
 import { httpUpstreamTransport } from './upstream-fetch.js';
 import { rawHttpTransport } from './upstream-raw-http.js';
 import { GatewayClient, objectSchema, SCOPE, type CallScope, type ScopedRequestOptions } from './upstream-client.js';
@@ -94,6 +96,8 @@ export class Upstream {
   #timer: NodeJS.Timeout | null = null;
   /** Downstream servers with requests in flight here, and how many. */
   readonly #inflight = new Map<Server, number>();
+  /** The tasks unfinished here and their owners (task-owners.ts): whose a log line may be. */
+  readonly tasks = new UnfinishedTasks();
   readonly #registry: ToolRegistry;
   readonly #events: UpstreamEvents;
   /** Every tool name this upstream ever registered (so a call to one of them while it is down is refused by name). */
@@ -337,6 +341,12 @@ export class Upstream {
         `toolgate gateway: the client behind the gateway does not support ${capability}`,
       );
     return server;
+  }
+
+  /** A task the upstream created for the request `scope` is of, tracked until it ends (task-owners.ts). */
+  taskCreated(task: UpstreamTask, scope: CallScope | undefined): void {
+    if (!taskEnded(task.status))
+      this.tasks.started(this.#epoch, task.taskId, task.fields['ttlMs'], scope?.owner ?? NO_OWNER);
   }
 
   /** Downstream servers with requests in flight here. */
