@@ -219,7 +219,9 @@ export function jsonlAuditSink(
   let fd: number | null = null;
   const write = (text: string): void => {
     try {
-      writeSync((fd ??= openSync(file, 'a')), text);
+      const wrote = writeSync((fd ??= openSync(file, 'a')), text);
+      // A short write (a file-size limit, a full disk): the rest written on; the error that stops it is reported.
+      if (wrote < Buffer.byteLength(text)) writeAll(fd, Buffer.from(text).subarray(wrote));
     } catch (error) {
       // Opened again at the next write (the file may have been rotated away).
       if (fd !== null) closeQuietly(fd);
@@ -287,6 +289,15 @@ function reportAudit(error: unknown): void {
     `toolgate: the gateway's audit sink threw: ${error instanceof Error ? error.message : String(error)}`,
     { code: 'TOOLGATE_AUDIT' },
   );
+}
+
+/** Writes all of `bytes` on `fd` (a write that writes nothing throws: the line would be lost unsaid). */
+function writeAll(fd: number, bytes: Buffer): void {
+  for (let done = 0; done < bytes.length;) {
+    const wrote = writeSync(fd, bytes, done);
+    if (wrote <= 0) throw new Error('the audit file took no more bytes');
+    done += wrote;
+  }
 }
 
 function closeQuietly(fd: number): void {

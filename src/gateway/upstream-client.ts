@@ -326,13 +326,15 @@ export class GatewayClient extends Client {
         if (scope) scope.result = result;
         return result;
       } catch (error) {
+        // A stopped call (the client, the gate's timeout, the gateway closing) rejects as a RequestTimeout too:
+        // its `stopped` reason stands, not a timeout that never ran out.
+        if (signal?.aborted === true && scope?.unanswered) throw new Error(scope.unanswered);
         if (error instanceof SdkError && error.code === SdkErrorCode.RequestTimeout) {
           const ms = this.#upstream.options.callTimeoutMs ?? 60_000;
           const text = unansweredText(this.#upstream.namespace, `did not answer within ${ms} ms`);
           if (scope) scope.unanswered = text;
           throw new Error(text);
         }
-        if (signal?.aborted === true && scope?.unanswered) throw new Error(scope.unanswered);
         throw error;
       } finally {
         signal?.removeEventListener('abort', stopped);
