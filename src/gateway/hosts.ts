@@ -36,6 +36,9 @@ interface Entry {
 
 const WILDCARD = new Set(['0.0.0.0', '::', '[::]', '']);
 
+/** How many Host texts one listener keeps the answer for. */
+const HOSTS_KEPT = 256;
+
 function parse(host: string): Entry | null {
   try {
     const url = new URL(`http://${host.trim()}`);
@@ -74,9 +77,17 @@ export function hostCheck(rules: HostRules): HostCheck {
     );
   const parsed = entries.map((e) => parse(e)!);
   const trusted = new Set(rules.trustedProxies.map((p) => peer(p.trim())));
+  // What each Host (or Origin host) text came to, for the few texts a listener sees (issue 25: a URL parsed
+  // per request); at most HOSTS_KEPT of up to 255 characters are kept, any other is parsed each time.
+  const seenHosts = new Map<string, boolean>();
   const matches = (host: string): boolean => {
+    const known = seenHosts.get(host);
+    if (known !== undefined) return known;
     const seen = parse(host);
-    return seen !== null && parsed.some((e) => e.hostname === seen.hostname && (e.port === '' || e.port === seen.port));
+    const allowed =
+      seen !== null && parsed.some((e) => e.hostname === seen.hostname && (e.port === '' || e.port === seen.port));
+    if (seenHosts.size < HOSTS_KEPT && host.length <= 255) seenHosts.set(host, allowed);
+    return allowed;
   };
   const fromProxy = (req: IncomingMessage): boolean => trusted.has(peer(req.socket.remoteAddress));
   const first = (value: string | string[] | undefined): string | undefined => {

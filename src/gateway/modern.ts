@@ -61,7 +61,6 @@ function paramsOf(body: unknown): unknown {
 
 /** How long a 2026-07-28 client may keep a list or a read: short, and never shared with another caller. */
 export const PRIVATE_TTL_MS = 5000;
-
 const PRIVATE: CacheHint = { ttlMs: PRIVATE_TTL_MS, cacheScope: 'private' };
 
 /**
@@ -200,7 +199,7 @@ export function bindModern<S extends ModernHandlers>(
    */
   const relayedInput = async (
     ctx: ServerContext,
-    bound: UpstreamRoundBinding,
+    bound: () => UpstreamRoundBinding,
     upstreams: boolean,
   ): Promise<UpstreamInput> => {
     const declared = declaredOf(ctx) as Record<string, unknown>;
@@ -218,7 +217,7 @@ export function bindModern<S extends ModernHandlers>(
       };
     const stores = core.people.requestState;
     const opened = stores
-      ? await openUpstreamState(stores, ctx.mcpReq.requestState(), bound)
+      ? await openUpstreamState(stores, ctx.mcpReq.requestState(), bound())
       : { problem: 'the gateway has no approval secret set by its owner to open it' };
     if ('problem' in opened)
       throw refusedRound(
@@ -245,7 +244,8 @@ export function bindModern<S extends ModernHandlers>(
     const who = whoOf(ctx);
     const kind = stateKindOf(ctx.mcpReq.requestState());
     const upstreams = kind === 'upstream';
-    const bound = upstreamRoundBinding(who, called.method, called.name, called.args);
+    let binding: UpstreamRoundBinding | undefined; // digested only when a round needs it (issue 25)
+    const bound = () => (binding ??= upstreamRoundBinding(who, called.method, called.name, called.args));
     const round = roundFor(ctx, who, upstreams);
     const input = await relayedInput(ctx, bound, upstreams);
     // Neither round's (an ask's round refuses it as its own; else the call is never sent upstream).
@@ -277,7 +277,7 @@ export function bindModern<S extends ModernHandlers>(
       await round.settle({ content: 'input_required', isError: false });
       return inputRequired({
         inputRequests: asked.inputRequests,
-        requestState: wrapUpstreamState(stores, bound, asked.upstream, asked.requestState),
+        requestState: wrapUpstreamState(stores, bound(), asked.upstream, asked.requestState),
       } as never) as T;
     };
     let result: T;

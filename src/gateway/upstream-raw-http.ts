@@ -21,8 +21,9 @@
  * closing the request's stream, result decoding and validation). A 400 whose body is a JSON-RPC error to
  * the request is handed on as that error, as the SDK's transport hands it on for a 2026-07-28 request.
  */
-import { request as httpRequest, type ClientRequest, type IncomingMessage } from 'node:http';
+import { request as httpRequest, type ClientRequest, type IncomingMessage, type RequestOptions } from 'node:http';
 import { request as httpsRequest } from 'node:https';
+import { urlToHttpOptions } from 'node:url';
 import {
   deserializeMessage,
   isJSONRPCErrorResponse,
@@ -49,14 +50,17 @@ export function rawHttpTransport(url: string | URL, headers?: Readonly<Record<st
 
 /** The SDK's Streamable HTTP client transport, with the fast path's requests sent and read raw. */
 export class RawHttpTransport extends StreamableHTTPClientTransport {
-  readonly #url: URL;
+  /** What `http.request(url, …)` makes of the URL, with the method and agent: made once (issue 25). */
+  readonly #target: RequestOptions;
+  readonly #send: typeof httpRequest;
   /** The headers every raw request carries (the configured ones, `Accept`, `Content-Type`), lower-cased. */
   readonly #headers: Record<string, string> = {};
   readonly #inflight = new Map<string | number, RawPost>();
 
   constructor(url: URL, headers?: Readonly<Record<string, string>>) {
     super(url, { fetch: upstreamFetch, ...(headers ? { requestInit: { headers: { ...headers } } } : {}) });
-    this.#url = url;
+    this.#target = { ...urlToHttpOptions(url), method: 'POST', agent: agents[url.protocol as 'http:' | 'https:'] };
+    this.#send = url.protocol === 'https:' ? httpsRequest : httpRequest;
     new Headers(headers ? { ...headers } : undefined).forEach((value, name) => (this.#headers[name] = value));
     // As the SDK's `_send`: the configured Accept's types, then JSON and SSE, once each.
     const types = [...(this.#headers['accept']?.split(',').map((s) => s.trim().toLowerCase()) ?? [])];
@@ -108,14 +112,9 @@ export class RawHttpTransport extends StreamableHTTPClientTransport {
     }
     const body = Buffer.from(JSON.stringify(message));
     headers['content-length'] = String(body.byteLength);
-    const url = this.#url;
     const id = request.id;
     return new Promise<void>((resolve, reject) => {
-      const request = (url.protocol === 'https:' ? httpsRequest : httpRequest)(url, {
-        method: 'POST',
-        headers,
-        agent: agents[url.protocol as 'http:' | 'https:'],
-      });
+      const request = this.#send({ ...this.#target, headers });
       const post = new RawPost(this, request, id, name !== undefined, signal, resolve, reject);
       this.#inflight.set(id, post);
       request.setNoDelay(true);

@@ -9,6 +9,7 @@
  */
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { hashOf } from '../../src/crypto.js';
 import type { GatewayAuditRecord } from '../../src/gateway/index.js';
 import { MemoryLedger, MemoryNonceStore } from '../../src/stores/memory.js';
 import {
@@ -175,6 +176,24 @@ describe("an upstream's input_required relayed to a 2026-07-28 client", { timeou
     expect(seen()).toHaveLength(1);
     // None of them used it up: alice's own retry still runs.
     expect((await retry('alice', state)).content?.[0]?.text).toMatch(/^state-ok/);
+    expect(seen()).toHaveLength(2);
+  });
+
+  it('the wrapper binds the arguments as the client sent them: a retry with others is refused upstream-unseen', async () => {
+    const { url, seen } = await start();
+    // The binding is digested only when the upstream's round is wrapped (after the call ran): still of
+    // the arguments as they came, whatever arguments they are.
+    for (const args of [{}, { zeta: [1, { b: 'x', a: null }], alpha: 'é' }]) {
+      const first = await send(url, 'alice', 'tools/call', STATEFUL, { arguments: args });
+      const wrapper = JSON.parse(Buffer.from(first.requestState!, 'base64url').toString('utf8'));
+      expect(wrapper.body.argsHash).toBe(hashOf(args));
+      const other = await send(url, 'alice', 'tools/call', STATEFUL, {
+        arguments: { ...args, more: 1 },
+        requestState: first.requestState,
+        inputResponses: confirm,
+      });
+      expect(refusal(other)).toMatch(/other arguments/);
+    }
     expect(seen()).toHaveLength(2);
   });
 
