@@ -303,6 +303,17 @@ export async function postMcp<T = Record<string, unknown>>(
   };
 }
 
+/** The headers of a 2026-07-28 request that agree with its body (`mcp-name` is the params' `name` or `taskId`). */
+function modernHeaders(method: string, params: Record<string, unknown>, token?: string): Record<string, string> {
+  const name = params['name'] ?? params['taskId'];
+  return {
+    ...(token === undefined ? {} : { authorization: `Bearer ${token}` }),
+    'mcp-protocol-version': '2026-07-28',
+    'mcp-method': method,
+    ...(typeof name === 'string' ? { 'mcp-name': name } : {}),
+  };
+}
+
 /**
  * One 2026-07-28 request as a client sends it: the headers agree with the body (`mcp-name` is the params'
  * `name` or `taskId`), its `_meta` declares `capabilities`, a bearer `token` when given.
@@ -313,17 +324,57 @@ export function modernRequest<T = Record<string, unknown>>(
   params: Record<string, unknown>,
   options: { readonly token?: string; readonly capabilities?: Record<string, unknown>; readonly id?: number } = {},
 ): Promise<Posted<T>> {
-  const name = params['name'] ?? params['taskId'];
   return postMcp<T>(
     url,
     { id: options.id ?? 1, method, params: { ...params, _meta: modernMeta(options.capabilities) } },
-    {
-      ...(options.token === undefined ? {} : { authorization: `Bearer ${options.token}` }),
-      'mcp-protocol-version': '2026-07-28',
-      'mcp-method': method,
-      ...(typeof name === 'string' ? { 'mcp-name': name } : {}),
-    },
+    modernHeaders(method, params, options.token),
   );
+}
+
+/** One message of an answer's stream (or its lone JSON body). */
+export interface StreamedMessage {
+  readonly method?: string;
+  readonly params?: { readonly data?: unknown };
+  readonly result?: unknown;
+  readonly error?: unknown;
+}
+
+/**
+ * {@link modernRequest} read whole: every message of the answer's SSE stream (or its JSON body), the log lines'
+ * data among them, and the answer. The request asks for log lines at `logLevel` (2026-07-28: per request).
+ */
+export async function modernExchange(
+  url: URL,
+  method: string,
+  params: Record<string, unknown>,
+  options: {
+    readonly token?: string;
+    readonly capabilities?: Record<string, unknown>;
+    readonly logLevel?: string;
+  } = {},
+): Promise<{ status: number; logs: string[]; answer: StreamedMessage | undefined }> {
+  const meta = {
+    ...modernMeta(options.capabilities),
+    ...(options.logLevel === undefined ? {} : { 'io.modelcontextprotocol/logLevel': options.logLevel }),
+  };
+  const response = await fetch(url, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      ...modernHeaders(method, params, options.token),
+    },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params: { ...params, _meta: meta } }),
+  });
+  const text = await response.text();
+  const messages = (text.startsWith('{') ? [text] : [...text.matchAll(/^data: (.*)$/gm)].map((m) => m[1]!)).map(
+    (line) => JSON.parse(line) as StreamedMessage,
+  );
+  return {
+    status: response.status,
+    logs: messages.filter((m) => m.method === 'notifications/message').map((m) => String(m.params?.data)),
+    answer: messages.find((m) => m.result !== undefined || m.error !== undefined),
+  };
 }
 
 /** The protocol error (-32602) a call of an SDK v2 client is refused with; a failure when it is not refused so. */

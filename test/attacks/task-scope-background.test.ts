@@ -17,7 +17,7 @@ import {
   cleanupsAfterEach,
   emptyFile,
   gatewayOverHttp,
-  modernMeta,
+  modernExchange,
   ROOT,
   stdioUpstream,
   tempDir,
@@ -57,36 +57,8 @@ async function start() {
 }
 
 /** One 2026-07-28 request of `who`'s that declares the tasks extension and asks for every log line. */
-async function request(url: URL, who: string, method: string, params: Record<string, unknown>) {
-  const name = params['name'] ?? params['taskId'];
-  const response = await fetch(url, {
-    method: 'POST',
-    headers: {
-      'content-type': 'application/json',
-      accept: 'application/json, text/event-stream',
-      authorization: `Bearer ${who}`,
-      'mcp-protocol-version': '2026-07-28',
-      'mcp-method': method,
-      ...(typeof name === 'string' ? { 'mcp-name': name } : {}),
-    },
-    body: JSON.stringify({
-      jsonrpc: '2.0',
-      id: 1,
-      method,
-      params: {
-        ...params,
-        _meta: { ...modernMeta({ extensions: { [TASKS]: {} } }), 'io.modelcontextprotocol/logLevel': 'debug' },
-      },
-    }),
-  });
-  const text = await response.text();
-  const messages = (text.startsWith('{') ? [text] : [...text.matchAll(/^data: (.*)$/gm)].map((m) => m[1]!)).map(
-    (line) => JSON.parse(line) as { method?: string; params?: { data?: unknown }; result?: unknown; error?: unknown },
-  );
-  const logs = messages.filter((m) => m.method === 'notifications/message').map((m) => String(m.params?.data));
-  const answer = messages.find((m) => m.result !== undefined || m.error !== undefined);
-  return { logs, answer };
-}
+const request = (url: URL, who: string, method: string, params: Record<string, unknown>) =>
+  modernExchange(url, method, params, { token: who, capabilities: { extensions: { [TASKS]: {} } }, logLevel: 'debug' });
 
 describe("an upstream's background log line of bob's task while alice polls her own task", { timeout: 120_000 }, () => {
   it("never reaches alice's tasks/get", async () => {

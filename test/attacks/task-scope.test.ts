@@ -19,7 +19,7 @@ import {
   emptyFile,
   gatewayOverHttp,
   jsonLines,
-  modernMeta,
+  modernExchange,
   ROOT,
   stdioUpstream,
   tempDir,
@@ -92,36 +92,12 @@ async function listener(url: URL, who: string) {
  * One 2026-07-28 request of bob's that declares the tasks extension and asks for log lines: every
  * JSON-RPC message of its answer (the log lines the gateway relayed to it, then its answer).
  */
-async function bobs(url: URL, method: string, params: Record<string, unknown>) {
-  const name = params['name'] ?? params['taskId'];
-  const response = await fetch(url, {
-    method: 'POST',
-    headers: {
-      'content-type': 'application/json',
-      accept: 'application/json, text/event-stream',
-      authorization: 'Bearer bob',
-      'mcp-protocol-version': '2026-07-28',
-      'mcp-method': method,
-      ...(typeof name === 'string' ? { 'mcp-name': name } : {}),
-    },
-    body: JSON.stringify({
-      jsonrpc: '2.0',
-      id: 1,
-      method,
-      params: {
-        ...params,
-        _meta: { ...modernMeta({ extensions: { [TASKS]: {} } }), 'io.modelcontextprotocol/logLevel': 'debug' },
-      },
-    }),
+const bobs = (url: URL, method: string, params: Record<string, unknown>) =>
+  modernExchange(url, method, params, {
+    token: 'bob',
+    capabilities: { extensions: { [TASKS]: {} } },
+    logLevel: 'debug',
   });
-  const text = await response.text();
-  const messages = (text.startsWith('{') ? [text] : [...text.matchAll(/^data: (.*)$/gm)].map((m) => m[1]!)).map(
-    (line) => JSON.parse(line) as { method?: string; params?: { data?: unknown }; result?: unknown; error?: unknown },
-  );
-  const logs = messages.filter((m) => m.method === 'notifications/message').map((m) => String(m.params?.data));
-  const answer = messages.find((m) => m.result !== undefined || m.error !== undefined);
-  return { status: response.status, logs, answer };
-}
 
 describe(
   "an upstream's log lines during a task request reach only the client whose request it is",
