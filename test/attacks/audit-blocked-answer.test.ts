@@ -7,15 +7,10 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
-import { RECORDING, stdioUpstream, tempDir, writePolicy } from '../harness.js';
+import { jsonLines, RECORDING, stdioUpstream, tempDir, writePolicy } from '../harness.js';
+import { jsonLine } from '../gateway/fixtures/spawn.js';
 
 const MAIN = join(process.cwd(), 'src/cli/main.ts');
-const line = (message: Record<string, unknown>): string => `${JSON.stringify(message)}\n`;
-const jsonl = (file: string): Record<string, unknown>[] =>
-  readFileSync(file, 'utf8')
-    .split('\n')
-    .filter(Boolean)
-    .map((l) => JSON.parse(l) as Record<string, unknown>);
 
 describe('a large answer the client does not read', { timeout: 120_000 }, () => {
   it('the line of a call the upstream ran is in the file even if the gateway is then killed', async () => {
@@ -36,17 +31,17 @@ describe('a large answer the client does not read', { timeout: 120_000 }, () => 
       const onData = (chunk: Buffer): void => void (out += chunk.toString('utf8'));
       child.stdout.on('data', onData);
       child.stdin.write(
-        line({
+        jsonLine({
           jsonrpc: '2.0',
           id: 'init',
           method: 'initialize',
           params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'atk', version: '1' } },
         }),
       );
-      child.stdin.write(line({ jsonrpc: '2.0', method: 'notifications/initialized' }));
+      child.stdin.write(jsonLine({ jsonrpc: '2.0', method: 'notifications/initialized' }));
       for (let tries = 0; !out.includes('rec:echo'); tries++) {
         if (tries > 600) throw new Error('never listed');
-        child.stdin.write(line({ jsonrpc: '2.0', id: `list-${tries}`, method: 'tools/list' }));
+        child.stdin.write(jsonLine({ jsonrpc: '2.0', id: `list-${tries}`, method: 'tools/list' }));
         await sleep(100);
       }
       // From now on the client reads nothing: the answer (4 MiB) fills the pipe and its write blocks.
@@ -54,7 +49,12 @@ describe('a large answer the client does not read', { timeout: 120_000 }, () => 
       child.stdout.pause();
       const text = 'x'.repeat(4 << 20);
       child.stdin.write(
-        line({ jsonrpc: '2.0', id: 'big', method: 'tools/call', params: { name: 'rec:echo', arguments: { text } } }),
+        jsonLine({
+          jsonrpc: '2.0',
+          id: 'big',
+          method: 'tools/call',
+          params: { name: 'rec:echo', arguments: { text } },
+        }),
       );
       for (let waited = 0; !readFileSync(record, 'utf8').includes('"echo"'); waited += 50) {
         if (waited > 60_000) throw new Error('the upstream never ran the call');
@@ -63,7 +63,7 @@ describe('a large answer the client does not read', { timeout: 120_000 }, () => 
       await sleep(3000);
       child.kill('SIGKILL');
       await new Promise((resolve) => child.once('exit', resolve));
-      const tools = jsonl(audit).filter((r) => r['type'] === 'tool');
+      const tools = jsonLines(audit).filter((r) => r['type'] === 'tool');
       expect(tools.map((r) => r['status'])).toEqual(['ok']);
     } finally {
       child.kill('SIGKILL');

@@ -2,20 +2,15 @@
 // process ends right after answers have gone out must still leave one line per call that ran upstream and per
 // answer the client got. Each ending is tried with 30 calls in flight, the ending sent at the first answer.
 import { spawn } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
-import { RECORDING, stdioUpstream, tempDir, writePolicy } from '../harness.js';
+import { jsonLines, RECORDING, stdioUpstream, tempDir, writePolicy } from '../harness.js';
+import { jsonLine } from '../gateway/fixtures/spawn.js';
 
 const MAIN = join(process.cwd(), 'src/cli/main.ts');
-const line = (message: Record<string, unknown>): string => `${JSON.stringify(message)}\n`;
-const jsonl = (file: string): Record<string, unknown>[] =>
-  readFileSync(file, 'utf8')
-    .split('\n')
-    .filter(Boolean)
-    .map((l) => JSON.parse(l) as Record<string, unknown>);
 
 type Ending =
   'SIGTERM' | 'SIGINT' | 'stdin end' | 'SIGTERM twice' | 'SIGHUP then SIGTERM' | 'SIGTERM, slow calls running';
@@ -56,7 +51,7 @@ async function run(ending: Ending) {
     throw new Error(`no answer to ${id}:\n${stderr}`);
   };
   child.stdin.write(
-    line({
+    jsonLine({
       jsonrpc: '2.0',
       id: 'init',
       method: 'initialize',
@@ -64,9 +59,9 @@ async function run(ending: Ending) {
     }),
   );
   await answer('init');
-  child.stdin.write(line({ jsonrpc: '2.0', method: 'notifications/initialized' }));
+  child.stdin.write(jsonLine({ jsonrpc: '2.0', method: 'notifications/initialized' }));
   for (let tries = 0; ; tries++) {
-    child.stdin.write(line({ jsonrpc: '2.0', id: `list-${tries}`, method: 'tools/list' }));
+    child.stdin.write(jsonLine({ jsonrpc: '2.0', id: `list-${tries}`, method: 'tools/list' }));
     if (JSON.stringify(await answer(`list-${tries}`)).includes('rec:echo')) break;
     if (tries > 300) throw new Error(`never listed:\n${stderr}`);
     await sleep(100);
@@ -91,9 +86,14 @@ async function run(ending: Ending) {
   let batch = '';
   const slow = ending === 'SIGTERM, slow calls running';
   for (let i = 0; i < (slow ? 5 : 0); i++)
-    batch += line({ jsonrpc: '2.0', id: `s${i}`, method: 'tools/call', params: { name: 'rec:slow', arguments: {} } });
+    batch += jsonLine({
+      jsonrpc: '2.0',
+      id: `s${i}`,
+      method: 'tools/call',
+      params: { name: 'rec:slow', arguments: {} },
+    });
   for (let i = 0; i < 30; i++)
-    batch += line({
+    batch += jsonLine({
       jsonrpc: '2.0',
       id: `c${i}`,
       method: 'tools/call',
@@ -104,14 +104,14 @@ async function run(ending: Ending) {
   if (how === 'timeout') child.kill('SIGKILL');
   const answered = messages.filter((m) => typeof m['id'] === 'string' && m['id'].startsWith('c') && 'result' in m);
   // A call ran upstream: noted when it began (echo); a slow one when it was cancelled there, or else when it ended.
-  const received = jsonl(record);
+  const received = jsonLines(record);
   const count = (ok: (r: Record<string, unknown>) => boolean) => received.filter(ok).length;
   const slowRan = Math.max(
     count((r) => r['name'] === 'slow:cancelled'),
     count((r) => r['completed'] === true),
   );
   const ran = { length: count((r) => r['name'] === 'echo') + slowRan };
-  const tools = jsonl(audit).filter((r) => r['type'] === 'tool');
+  const tools = jsonLines(audit).filter((r) => r['type'] === 'tool');
   // A line that says the upstream did not answer within its timeout (60 s) for a call stopped well before it.
   const untrue = tools.filter(
     (t) => String(t['reason'] ?? '').includes('did not answer within 60000 ms') && Number(t['durationMs']) < 60_000,
