@@ -62,10 +62,16 @@ export class Deadlines<D extends Timed<D>> {
   readonly #fire = (): void => this.#expire();
   /** The turn deadlines are added to now, or null. */
   #turn: Turn | null = null;
-  /** A `setImmediate` will close the open turn. */
-  #closing = false;
+  /**
+   * The `setImmediate` that will close the open turn, or null. Another than the global one now (fake timers
+   * installed or uninstalled since: its callback may never run) counts as none: the turn is closed at the next add.
+   */
+  #closing: typeof setImmediate | null = null;
+  /** The `clearTimeout` of the `setTimeout` the timer was armed with (a fake clock's, perhaps), and that setTimeout. */
+  #clear: typeof clearTimeout = clearTimeout;
+  #armedWith: typeof setTimeout | null = null;
   readonly #close = (): void => {
-    this.#closing = false;
+    this.#closing = null;
     if (this.#turn !== null) this.#closeTurn(performance.now(), true);
   };
   /** The timer is ref'd: the loop emptied while a deadline was queued. */
@@ -98,7 +104,7 @@ export class Deadlines<D extends Timed<D>> {
       this.#last = queue = found;
     }
     let turn = this.#turn;
-    if (turn === null || turn.count >= TURN_CALLS) turn = this.#open();
+    if (turn === null || turn.count >= TURN_CALLS || this.#closing !== setImmediate) turn = this.#open();
     turn.count++;
     if (timeoutMs < turn.shortest) turn.shortest = timeoutMs;
     deadline.turn = turn;
@@ -141,8 +147,8 @@ export class Deadlines<D extends Timed<D>> {
     if (this.#turn !== null) this.#closeTurn(now, true);
     const turn: Turn = { opened: now, closed: Infinity, shortest: Infinity, count: 0 };
     this.#turn = turn;
-    if (!this.#closing) {
-      this.#closing = true;
+    if (this.#closing !== setImmediate) {
+      this.#closing = setImmediate;
       setImmediate(this.#close);
     }
     return turn;
@@ -154,12 +160,17 @@ export class Deadlines<D extends Timed<D>> {
     this.#turn = null;
     turn.closed = now;
     const at = now + turn.shortest;
-    if (arm && at < this.#armedAt) this.#arm(at, now);
+    // A timer armed with another setTimeout than the global one now (a fake clock's) may never fire: armed again.
+    if (!arm) return;
+    if (this.#armedWith !== setTimeout && this.#timer !== null) this.#arm(Math.min(at, this.#armedAt), now);
+    else if (at < this.#armedAt) this.#arm(at, now);
   }
 
   #arm(at: number, now: number): void {
-    if (this.#timer !== null) clearTimeout(this.#timer);
+    if (this.#timer !== null) this.#clear(this.#timer);
     this.#armedAt = at;
+    this.#armedWith = setTimeout;
+    this.#clear = clearTimeout;
     // Never past Node's longest delay (2^31 - 1 ms): a longer one fires after 1 ms, and again, every millisecond.
     this.#timer = setTimeout(this.#fire, Math.min(Math.max(1, Math.ceil(at - now)), 2 ** 31 - 1));
     if (!this.#held) this.#timer.unref();
