@@ -70,6 +70,9 @@ export class Deadlines<D extends Timed<D>> {
   /** The `clearTimeout` of the `setTimeout` the timer was armed with (a fake clock's, perhaps), and that setTimeout. */
   #clear: typeof clearTimeout = clearTimeout;
   #armedWith: typeof setTimeout | null = null;
+  #armedFake = false;
+  /** The `performance` the queued turns' times were read on. */
+  #clock: typeof performance = performance;
   readonly #close = (): void => {
     this.#closing = null;
     if (this.#turn !== null) this.#closeTurn(performance.now(), true);
@@ -143,8 +146,10 @@ export class Deadlines<D extends Timed<D>> {
 
   /** A new turn, the open one (full) closed by the same clock read; closed in turn when the loop moves on. */
   #open(): Turn {
-    const now = performance.now();
+    const clock = performance;
+    const now = clock.now();
     if (this.#turn !== null) this.#closeTurn(now, true);
+    if (clock !== this.#clock) this.#rebase(clock, now);
     const turn: Turn = { opened: now, closed: Infinity, shortest: Infinity, count: 0 };
     this.#turn = turn;
     if (this.#closing !== setImmediate) {
@@ -166,10 +171,29 @@ export class Deadlines<D extends Timed<D>> {
     else if (at < this.#armedAt) this.#arm(at, now);
   }
 
+  /**
+   * `performance` is another object than the queued turns were read on (fake timers installed or uninstalled):
+   * their times mean nothing on it, and a queue would no longer be in order. Every queued deadline is due its
+   * whole timeout from now (never early), and the timer armed again on the clock of now.
+   */
+  #rebase(clock: typeof performance, now: number): void {
+    this.#clock = clock;
+    let next = Infinity;
+    for (const queue of this.#queues.values()) {
+      if (queue.head !== null && now + queue.timeoutMs < next) next = now + queue.timeoutMs;
+      for (let deadline = queue.head; deadline !== null; deadline = deadline.next) deadline.turn!.closed = now;
+    }
+    if (this.#timer !== null) this.#clear(this.#timer);
+    this.#timer = null;
+    this.#armedAt = Infinity;
+    if (next !== Infinity) this.#arm(next, now);
+  }
+
   #arm(at: number, now: number): void {
     if (this.#timer !== null) this.#clear(this.#timer);
     this.#armedAt = at;
     this.#armedWith = setTimeout;
+    this.#armedFake = 'clock' in setTimeout;
     this.#clear = clearTimeout;
     // Never past Node's longest delay (2^31 - 1 ms): a longer one fires after 1 ms, and again, every millisecond.
     this.#timer = setTimeout(this.#fire, Math.min(Math.max(1, Math.ceil(at - now)), 2 ** 31 - 1));
@@ -177,9 +201,11 @@ export class Deadlines<D extends Timed<D>> {
   }
 
   #expire(): void {
+    // A fake clock's timer fired (sinon's and vitest's carry their `clock`): its time has come on that clock,
+    // whatever `performance` says (only setTimeout faked). A real timer's firing is checked against the clock.
+    const now = this.#armedFake ? Math.max(performance.now(), this.#armedAt) : performance.now();
     this.#timer = null;
     this.#armedAt = Infinity;
-    const now = performance.now();
     // The loop moved on: the open turn's calls all started before now.
     if (this.#turn !== null) this.#closeTurn(now, false);
     for (const [timeoutMs, queue] of this.#queues) {

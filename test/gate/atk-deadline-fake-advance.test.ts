@@ -1,9 +1,9 @@
 /**
- * Attack on the deadlines' coarse clock (src/gate/deadlines.ts) under fake timers, NOT fixed: a tool's timeout
- * does not fire when the test advances the fake clock past it — with only `setTimeout` faked (the one timer
+ * Attack on the deadlines' coarse clock (src/gate/deadlines.ts) under fake timers: a tool's timeout
+ * did not fire when the test advances the fake clock past it — with only `setTimeout` faked (the one timer
  * fires on the fake clock, the deadline is judged on the real `performance.now()` and re-armed), or with every
  * timer faked after a call on the real clock queued at the same timeout length (its deadline, in real time,
- * heads the queue and the fake one waits behind it). A timer per call fired in both.
+ * headed the queue and the fake one waited behind it). A timer per call fired in both.
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { defineTool, ToolRegistry } from '../../src/index.js';
