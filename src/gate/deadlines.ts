@@ -62,10 +62,19 @@ export class Deadlines<D extends Timed<D>> {
   readonly #fire = (): void => this.#expire();
   /** The turn deadlines are added to now, or null. */
   #turn: Turn | null = null;
-  /** A `setImmediate` will close the open turn. */
-  #closing = false;
+  /**
+   * The `setImmediate` that will close the open turn, or null. Another than the global one now (fake timers
+   * installed or uninstalled since: its callback may never run) counts as none: the turn is closed at the next add.
+   */
+  #closing: typeof setImmediate | null = null;
+  /** The `clearTimeout` of the `setTimeout` the timer was armed with (a fake clock's, perhaps), and that setTimeout. */
+  #clear: typeof clearTimeout = clearTimeout;
+  #armedWith: typeof setTimeout | null = null;
+  #armedFake = false;
+  /** The `performance` the queued turns' times were read on. */
+  #clock: typeof performance = performance;
   readonly #close = (): void => {
-    this.#closing = false;
+    this.#closing = null;
     if (this.#turn !== null) this.#closeTurn(performance.now(), true);
   };
   /** The timer is ref'd: the loop emptied while a deadline was queued. */
@@ -98,7 +107,7 @@ export class Deadlines<D extends Timed<D>> {
       this.#last = queue = found;
     }
     let turn = this.#turn;
-    if (turn === null || turn.count >= TURN_CALLS) turn = this.#open();
+    if (turn === null || turn.count >= TURN_CALLS || this.#closing !== setImmediate) turn = this.#open();
     turn.count++;
     if (timeoutMs < turn.shortest) turn.shortest = timeoutMs;
     deadline.turn = turn;
@@ -137,12 +146,14 @@ export class Deadlines<D extends Timed<D>> {
 
   /** A new turn, the open one (full) closed by the same clock read; closed in turn when the loop moves on. */
   #open(): Turn {
-    const now = performance.now();
+    const clock = performance;
+    const now = clock.now();
     if (this.#turn !== null) this.#closeTurn(now, true);
+    if (clock !== this.#clock) this.#rebase(clock, now);
     const turn: Turn = { opened: now, closed: Infinity, shortest: Infinity, count: 0 };
     this.#turn = turn;
-    if (!this.#closing) {
-      this.#closing = true;
+    if (this.#closing !== setImmediate) {
+      this.#closing = setImmediate;
       setImmediate(this.#close);
     }
     return turn;
@@ -154,21 +165,47 @@ export class Deadlines<D extends Timed<D>> {
     this.#turn = null;
     turn.closed = now;
     const at = now + turn.shortest;
-    if (arm && at < this.#armedAt) this.#arm(at, now);
+    // A timer armed with another setTimeout than the global one now (a fake clock's) may never fire: armed again.
+    if (!arm) return;
+    if (this.#armedWith !== setTimeout && this.#timer !== null) this.#arm(Math.min(at, this.#armedAt), now);
+    else if (at < this.#armedAt) this.#arm(at, now);
+  }
+
+  /**
+   * `performance` is another object than the queued turns were read on (fake timers installed or uninstalled):
+   * their times mean nothing on it, and a queue would no longer be in order. Every queued deadline is due its
+   * whole timeout from now (never early), and the timer armed again on the clock of now.
+   */
+  #rebase(clock: typeof performance, now: number): void {
+    this.#clock = clock;
+    let next = Infinity;
+    for (const queue of this.#queues.values()) {
+      if (queue.head !== null && now + queue.timeoutMs < next) next = now + queue.timeoutMs;
+      for (let deadline = queue.head; deadline !== null; deadline = deadline.next) deadline.turn!.closed = now;
+    }
+    if (this.#timer !== null) this.#clear(this.#timer);
+    this.#timer = null;
+    this.#armedAt = Infinity;
+    if (next !== Infinity) this.#arm(next, now);
   }
 
   #arm(at: number, now: number): void {
-    if (this.#timer !== null) clearTimeout(this.#timer);
+    if (this.#timer !== null) this.#clear(this.#timer);
     this.#armedAt = at;
+    this.#armedWith = setTimeout;
+    this.#armedFake = 'clock' in setTimeout;
+    this.#clear = clearTimeout;
     // Never past Node's longest delay (2^31 - 1 ms): a longer one fires after 1 ms, and again, every millisecond.
     this.#timer = setTimeout(this.#fire, Math.min(Math.max(1, Math.ceil(at - now)), 2 ** 31 - 1));
     if (!this.#held) this.#timer.unref();
   }
 
   #expire(): void {
+    // A fake clock's timer fired (sinon's and vitest's carry their `clock`): its time has come on that clock,
+    // whatever `performance` says (only setTimeout faked). A real timer's firing is checked against the clock.
+    const now = this.#armedFake ? Math.max(performance.now(), this.#armedAt) : performance.now();
     this.#timer = null;
     this.#armedAt = Infinity;
-    const now = performance.now();
     // The loop moved on: the open turn's calls all started before now.
     if (this.#turn !== null) this.#closeTurn(now, false);
     for (const [timeoutMs, queue] of this.#queues) {

@@ -98,11 +98,16 @@ function read(value: unknown, key: string | number, base: number): unknown {
   if (value === null) return null;
   if (Array.isArray(value)) return readArray(value as unknown[], key, base);
   // A plain object (most arguments) is no primitive wrapper: only another prototype is asked whether it is one.
-  if (
-    Object.getPrototypeOf(value) !== Object.prototype &&
-    (value instanceof Number || value instanceof String || value instanceof Boolean)
-  )
-    return value.valueOf();
+  if (Object.getPrototypeOf(value) !== Object.prototype) {
+    // As JSON.stringify: ToNumber / ToString, always a primitive (an own valueOf answering an object is never
+    // handed on: it would reach the tool unread and unfrozen); a Boolean's own value, or a TypeError.
+    if (value instanceof Number) {
+      const number = Number(value);
+      return Number.isFinite(number) ? number : null;
+    }
+    if (value instanceof String) return String(value);
+    if (value instanceof Boolean) return Boolean.prototype.valueOf.call(value);
+  }
   return readRecord(value as Record<string, unknown>, key, base);
 }
 
