@@ -7,6 +7,8 @@
  */
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { hashOf } from '../../src/crypto.js';
+import { bindable } from '../../src/gateway/upstream-rounds.js';
 import { MemoryLedger, MemoryNonceStore } from '../../src/stores/memory.js';
 import {
   cleanupsAfterEach,
@@ -73,5 +75,30 @@ describe('the lazy upstream round binding on arguments it cannot digest', { time
     expect(answer.error, text).toBeDefined();
     // Nothing reached the upstream: the round could not be bound, so the call was not sent.
     expect(jsonLines(seenFile), text).toHaveLength(0);
+  });
+
+  it('bindable: a call it passes is one the digest carries (random values; else the digest is made first)', () => {
+    const leaves = [0, -0, 1.5, 1e308, Infinity, -Infinity, NaN, 'é', '', true, false, null];
+    let seed = 25;
+    const rand = (n: number): number => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) % n) | 0;
+    const make = (depth: number): unknown => {
+      const r = rand(depth > 3 ? 1 : 3);
+      if (r === 0) return leaves[rand(leaves.length)];
+      if (r === 1) return Array.from({ length: rand(4) }, () => make(depth + 1));
+      return Object.fromEntries(Array.from({ length: rand(4) }, (_, i) => [`k${i}`, make(depth + 1)]));
+    };
+    let refused = 0;
+    for (let i = 0; i < 2000; i++) {
+      const value = { a: make(0) };
+      let digests = true;
+      try {
+        hashOf(value);
+      } catch {
+        digests = false;
+      }
+      if (!digests) refused++;
+      expect(bindable(value), JSON.stringify(value)).toBe(digests);
+    }
+    expect(refused).toBeGreaterThan(0);
   });
 });
