@@ -35,6 +35,7 @@ import type { UpstreamInput } from './upstream.js';
 import { declaredBy, peer } from './modern-peer.js';
 import { bindTaskHandlers, ownerOf, taskOrResult, type TaskRequests } from './modern-tasks.js';
 import {
+  bindable,
   openUpstreamState,
   stateKindOf,
   upstreamRoundBinding,
@@ -246,6 +247,8 @@ export function bindModern<S extends ModernHandlers>(
     const upstreams = kind === 'upstream';
     let binding: UpstreamRoundBinding | undefined; // digested only when a round needs it (issue 25)
     const bound = () => (binding ??= upstreamRoundBinding(who, called.method, called.name, called.args));
+    // Arguments the digest could not carry: digested now, so the call fails before it runs, as it always did.
+    if (!bindable(called.args)) bound();
     const round = roundFor(ctx, who, upstreams);
     const input = await relayedInput(ctx, bound, upstreams);
     // Neither round's (an ask's round refuses it as its own; else the call is never sent upstream).

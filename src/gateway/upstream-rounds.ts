@@ -53,6 +53,38 @@ export function upstreamRoundBinding(
   };
 }
 
+/**
+ * Whether `args` is plain JSON data the binding's digest can carry (finite numbers, strings, booleans, null,
+ * arrays and plain objects of them): what is checked before a call runs when its binding is digested later
+ * (modern.ts), so a call whose binding could not be made is refused before anything is sent, as when the
+ * binding was made first. False for anything else (a non-finite number: JSON text's `1e400`).
+ */
+export function bindable(args: unknown, depth = 0): boolean {
+  if (args === null || args === undefined) return depth === 0 || args === null;
+  switch (typeof args) {
+    case 'string':
+    case 'boolean':
+      return true;
+    case 'number':
+      return Number.isFinite(args);
+    case 'object': {
+      if (depth > 512) return false;
+      if (Array.isArray(args)) {
+        for (let i = 0; i < args.length; i++) if (!bindable(args[i], depth + 1)) return false;
+        return true;
+      }
+      const proto: unknown = Object.getPrototypeOf(args);
+      if (proto !== Object.prototype && proto !== null) return false;
+      if (typeof (args as { toJSON?: unknown }).toJSON === 'function') return false;
+      for (const key of Object.keys(args))
+        if (!bindable((args as Record<string, unknown>)[key], depth + 1)) return false;
+      return true;
+    }
+    default:
+      return false;
+  }
+}
+
 /** The key an upstream round's wrapper is signed under: the owner's secret (bound to the boot, as a state). */
 function wrapperKeyOf(stores: MrtrStores): Uint8Array {
   return createHmac('sha256', stateKeyOf(stores.secret, stores.boot)).update('toolgate.mrtr-upstream').digest();
