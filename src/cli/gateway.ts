@@ -533,12 +533,18 @@ export function serveUntilStopped(
         : Promise.resolve();
       void drained.then(() =>
         setTimeout(() => {
-          void Promise.allSettled([http?.close(), gateway.close(), closeAlso?.()]).then(() => resolveExit(code));
+          void Promise.allSettled([http?.close(), gateway.close(), closeAlso?.()]).then(() => {
+            process.off('SIGINT', interrupted).off('SIGTERM', terminated);
+            resolveExit(code);
+          });
         }, 100),
       );
     };
-    process.once('SIGINT', () => shutdown(GATEWAY_EXIT.OK, 'interrupted'));
-    process.once('SIGTERM', () => shutdown(GATEWAY_EXIT.OK, 'terminated'));
+    // A signal while stopping is taken, not left to kill the process: the calls running are stopped and recorded
+    // by the close, and held audit lines written (SIGKILL is the way to force it).
+    const interrupted = (): void => shutdown(GATEWAY_EXIT.OK, 'interrupted');
+    const terminated = (): void => shutdown(GATEWAY_EXIT.OK, 'terminated');
+    process.on('SIGINT', interrupted).on('SIGTERM', terminated);
     stopWhen?.(shutdown);
     if (http) return;
     const server = gateway.createServer();
