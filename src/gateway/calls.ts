@@ -6,7 +6,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { CallToolResultSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { readCall } from '../formats/index.js';
 import { dispatchCalls, ruleAndReason, gatewayCall } from '../gate/index.js';
 import type { GateContext } from '../contracts/gate.js';
@@ -111,7 +111,7 @@ export async function runToolCall(deps: ToolCallDeps, call: ToolCallRequest): Pr
     shadow || drift ? { ...record, ...(shadow ? { shadow } : {}), ...(drift ? { drift: drift.diff } : {}) } : record,
   );
   await relay.delivered(server);
-  if (result.status === 'ok') return result.value as CallToolResult;
+  if (result.status === 'ok') return call.upstream ? (result.value as CallToolResult) : localResult(result);
   if (result.status === 'error' && call.upstream && call.upstream.state !== 'ready')
     return {
       isError: true,
@@ -142,4 +142,17 @@ export async function runToolCall(deps: ToolCallDeps, call: ToolCallRequest): Pr
   const drifts = decision.rule === PIN_RULE || decision.rule?.endsWith(' (drifted definition)') ? drift : undefined;
   const text = drifts ? `${result.content}\n${drifts.diff}` : result.content;
   return { isError: true, content: [{ type: 'text', text }] };
+}
+
+/**
+ * What a tool of the gateway's own registry (registered by hand on `gateway.registry`, not an upstream's)
+ * answered, as a `tools/call` result: its value when that is one already, else the text the gate made of it
+ * (a string as it is, anything else as JSON) — not the value as is, which the client's SDK refuses (-32602).
+ */
+function localResult(result: ToolResult): CallToolResult {
+  const value = result.value;
+  // The schema defaults `content` to [] and keeps unknown keys: any object would pass it without this.
+  const holds = typeof value === 'object' && value !== null && Array.isArray((value as CallToolResult).content);
+  const parsed = holds ? CallToolResultSchema.safeParse(value) : undefined;
+  return parsed?.success ? parsed.data : { content: [{ type: 'text', text: result.content }] };
 }
