@@ -217,12 +217,19 @@ export function jsonlAuditSink(
 ): GatewayAuditSink & { readonly flush: () => Promise<void> } {
   appendFileSync(file, '');
   let fd: number | null = null;
-  const write = (text: string): void => {
+  // A write stopped inside a line (a full disk): the next write starts on a new line, so that the torn line
+  // stands alone and the next records are whole lines, not glued to its end.
+  let torn = false;
+  const write = (lines: string): void => {
+    const text = torn ? `\n${lines}` : lines;
+    const wrote = { bytes: 0 };
     try {
-      const wrote = writeSync((fd ??= openSync(file, 'a')), text);
+      wrote.bytes = writeSync((fd ??= openSync(file, 'a')), text);
       // A short write (a file-size limit, a full disk): the rest written on; the error that stops it is reported.
-      if (wrote < Buffer.byteLength(text)) writeAll(fd, Buffer.from(text).subarray(wrote));
+      if (wrote.bytes < Buffer.byteLength(text)) writeAll(fd, Buffer.from(text), wrote);
+      torn = false;
     } catch (error) {
+      if (wrote.bytes > 0) torn = true;
       // Opened again at the next write (the file may have been rotated away).
       if (fd !== null) closeQuietly(fd);
       fd = null;
@@ -291,12 +298,15 @@ function reportAudit(error: unknown): void {
   );
 }
 
-/** Writes all of `bytes` on `fd` (a write that writes nothing throws: the line would be lost unsaid). */
-function writeAll(fd: number, bytes: Buffer): void {
-  for (let done = 0; done < bytes.length;) {
-    const wrote = writeSync(fd, bytes, done);
+/**
+ * Writes the rest of `bytes` on `fd` from `done.bytes` on, counting in `done` (a write that writes nothing
+ * throws: the line would be lost unsaid).
+ */
+function writeAll(fd: number, bytes: Buffer, done: { bytes: number }): void {
+  while (done.bytes < bytes.length) {
+    const wrote = writeSync(fd, bytes, done.bytes);
     if (wrote <= 0) throw new Error('the audit file took no more bytes');
-    done += wrote;
+    done.bytes += wrote;
   }
 }
 
