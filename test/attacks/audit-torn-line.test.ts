@@ -1,3 +1,4 @@
+import type * as nodeFs from 'node:fs';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -9,7 +10,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 // new line: the torn part stands alone and each later record is a whole line.
 const disk = vi.hoisted(() => ({ fullAfter: Number.POSITIVE_INFINITY }));
 vi.mock('node:fs', async (original) => {
-  const fs = await original<typeof import('node:fs')>();
+  const fs = await original<typeof nodeFs>();
   // The next write takes `fullAfter` bytes, then the disk is full (the kernel's short write, then ENOSPC).
   const writeSync = (fd: number, data: string | Uint8Array, offset?: number): number => {
     const bytes = typeof data === 'string' ? Buffer.from(data) : Buffer.from(data).subarray(offset ?? 0);
