@@ -110,7 +110,8 @@ export interface ConditionTrace {
   readonly detail: string;
 }
 
-function patternsOf(value: unknown): string[] {
+/** A `path` or `glob` test's patterns: one string or a list. */
+export function patternsOf(value: unknown): string[] {
   return typeof value === 'string' ? [value] : (value as string[]);
 }
 
