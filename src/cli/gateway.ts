@@ -14,12 +14,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { Command, CommanderError, InvalidArgumentError } from 'commander';
-import { approversOf } from '../gateway/answers.js';
-import { jsonlAuditSink, safeSink, type GatewayAuditSink } from '../gateway/audit.js';
-import { isLoopbackAddress } from '../gateway/auth.js';
-import { readiness, type StoreProbe } from '../gateway/health.js';
-import { adminApi } from '../gateway/admin.js';
+import { jsonlAuditSink, type GatewayAuditSink } from '../gateway/audit.js';
+import type { StoreProbe } from '../gateway/health.js';
 import type { GatewayReloadResult } from '../gateway/reload.js';
 import { gatewayConfigOf } from '../gateway/config.js';
 import type { GatewayApprovals } from '../gateway/approvals.js';
@@ -27,52 +23,17 @@ import { connectStdio } from '../gateway/fastpath.js';
 import { createGateway, type Gateway, type GatewayRequestState } from '../gateway/gateway.js';
 import { gatewayInbox, type GatewayInbox } from '../gateway/inbox.js';
 import type { GatewayHttpServer } from '../gateway/http.js';
-import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import type { GateContext } from '../contracts/gate.js';
 import type { PolicySet } from '../policy-file/policy-set.js';
 import { loadPolicyForProxy } from '../gateway/policy.js';
 import { enforcementText } from '../gateway/reload.js';
 import type { CounterStore } from '../stores/types.js';
-import { exitCodes } from './exit-codes.js';
+import { serveOverHttp } from './gateway-http.js';
+import { checkAskStores, checkClaims, checkListening, GATEWAY_EXIT, parseGatewayArgs } from './gateway-options.js';
 import { openStore } from './serve.js';
 import { watchFiles } from './watch-files.js';
 
-/** Exit codes: 0 clean shutdown, 1 the gateway failed, 2 bad usage or configuration. */
-export const GATEWAY_EXIT = { OK: 0, FAILED: 1, USAGE: 2 } as const;
-
-interface GatewayCliOptions {
-  policy: string;
-  agent?: string;
-  tenant?: string;
-  scopes?: string[];
-  audit?: string;
-  http?: number;
-  host: string;
-  allowedHost?: string[];
-  trustedProxy?: string[];
-  tlsCert?: string;
-  tlsKey?: string;
-  stateless?: boolean;
-  tenantClaim?: string;
-  agentClaim?: string;
-  adminScope?: string;
-  jwksUrl?: string;
-  jwtIssuer?: string;
-  jwtAllowNoExp?: boolean;
-  auth: boolean;
-  authorizationServer?: string[];
-  resource?: string;
-  approvalsPostgres?: string;
-  redis?: string;
-  countersPostgres?: string;
-  approvalSecretEnv: string;
-  watch: boolean;
-  inbox?: string;
-  inboxUrl?: string;
-  stateStore?: string;
-  reload: string;
-  allowUnrecordedShadow?: boolean;
-}
+export { GATEWAY_EXIT } from './gateway-options.js';
 
 /** Runs the gateway until the client disconnects or a signal stops it; resolves with the exit code. */
 export async function runGateway(
@@ -82,113 +43,9 @@ export async function runGateway(
   },
 ): Promise<number> {
   const log = (text: string): void => io.stderr(`toolgate gateway: ${text}\n`);
-  const program = new Command('toolgate gateway')
-    .description('A policy-enforcing MCP gateway in front of the upstream servers named in the policy file')
-    .requiredOption('--policy <file>', 'the toolgate policy file (YAML or JSON) with a gateway: section')
-    .option('--agent <name>', 'an agent declared in the policy file (default: every upstream tool)')
-    .option('--tenant <id>', 'a tenant declared in the policy file')
-    .option('--scopes <scopes>', "the caller's scopes (comma- or space-separated)", (v: string) =>
-      v.split(/[\s,]+/).filter(Boolean),
-    )
-    .option('--audit <file>', 'append every audit record to this JSONL file')
-    .option(
-      '--allow-unrecorded-shadow',
-      'serve a policy with shadow rules (or mode: shadow) without --audit (refused otherwise: nothing would record them)',
-    )
-    .option('--no-watch', 'do not reload when the policy or lock file changes (SIGHUP still reloads)')
-    .option('--http <port>', 'serve Streamable HTTP on this port instead of stdio', (v: string) => {
-      const n = Number(v);
-      if (!Number.isInteger(n) || n < 0 || n > 65535)
-        throw new InvalidArgumentError(`expected a port, got ${JSON.stringify(v)}`);
-      return n;
-    })
-    .option(
-      '--host <address>',
-      'the address to listen on with --http (0.0.0.0 for every interface; a non-loopback one needs authentication or --no-auth)',
-      '127.0.0.1',
-    )
-    .option(
-      '--allowed-host <host>',
-      "a Host (name, or name:port) requests may name besides the public URL's (DNS-rebinding allow-list); repeatable",
-      collect,
-    )
-    .option(
-      '--trusted-proxy <address>',
-      'a proxy (by its address) whose X-Forwarded-Host / X-Forwarded-For are believed; repeatable',
-      collect,
-    )
-    .option('--tls-cert <file>', 'serve HTTPS with this PEM certificate (with --tls-key)')
-    .option('--tls-key <file>', 'the PEM private key of --tls-cert')
-    .option('--stateless', 'no sessions: any replica serves any request (with --http)')
-    .option(
-      '--tenant-claim <claim>',
-      "many tenants on one gateway: each request's tenant is this claim of its verified token (declared in the policy's tenants:)",
-    )
-    .option(
-      '--admin-scope <scope>',
-      'serve the admin API under /admin/ (upstreams, pins, accept a pin, reload, drain) to tokens with this scope (needs --jwks-url)',
-    )
-    .option(
-      '--agent-claim <claim>',
-      "each request's agent is this claim of its verified token (default: the route /mcp/<agent>, else --agent)",
-    )
-    .option('--jwks-url <url>', 'verify bearer JWTs against this JWKS URL (with --http)')
-    .option('--jwt-issuer <iss>', 'require this token issuer')
-    .option('--jwt-allow-no-exp', 'accept bearer tokens without an exp claim (valid forever; not recommended)')
-    .option('--no-auth', 'serve --http without authentication (on a non-loopback --host: with a warning)')
-    .option(
-      '--authorization-server <url>',
-      'an OAuth authorization server for the protected resource metadata; repeatable',
-      collect,
-    )
-    .option('--resource <url>', 'the resource URL clients use (token audience; default: the listening URL)')
-    .option(
-      '--approvals-postgres <url>',
-      'put asks in the PostgreSQL stores at this URL (answered at /approvals on any replica)',
-    )
-    .option('--redis <url>', "count the policy's limits: in Redis at this URL (shared by every replica)")
-    .option(
-      '--counters-postgres <url>',
-      "count the policy's limits: in the PostgreSQL stores at this URL (shared by every replica)",
-    )
-    .option(
-      '--inbox <store>',
-      'put asks in the approval inbox at this store (sqlite:<file> or postgres://…, the one `toolgate serve --store` answers from); the call waits for the answer',
-    )
-    .option('--inbox-url <url>', "the inbox's address told to the client (toolgate serve's URL)")
-    .option(
-      '--state-store <store>',
-      "where 2026-07-28 retries are claimed once across replicas (sqlite:<file> or postgres://…: its nonces and ledger); needs the approval secret's variable",
-    )
-    .option(
-      '--reload <rule>',
-      'widen=hold: a reload that widens access waits for approval in the inbox; widen=allow: it takes effect (audited with its diff)',
-      'widen=hold',
-    )
-    .option(
-      '--approval-secret-env <name>',
-      'the environment variable holding the approval HMAC key',
-      'TOOLGATE_APPROVAL_SECRET',
-    )
-    .exitOverride()
-    // --help goes to stdout (it is asked for; nothing is served then); errors and logs to stderr.
-    .configureOutput({ writeOut: io.stdout ?? ((t) => process.stdout.write(t)), writeErr: io.stderr });
-  exitCodes(program, [
-    [GATEWAY_EXIT.OK, 'clean shutdown: the client disconnected, or SIGINT / SIGTERM'],
-    [GATEWAY_EXIT.FAILED, 'the gateway failed (the stdio transport closed in error)'],
-    [
-      GATEWAY_EXIT.USAGE,
-      'usage or configuration error: a bad option, a policy file that does not load (the gateway refuses to start)',
-    ],
-  ]);
-  let options: GatewayCliOptions;
-  try {
-    program.parse([...argv], { from: 'user' });
-    options = program.opts<GatewayCliOptions>();
-  } catch (error) {
-    if (error instanceof CommanderError) return error.exitCode === 0 ? GATEWAY_EXIT.OK : GATEWAY_EXIT.USAGE;
-    throw error;
-  }
+  const args = parseGatewayArgs(argv, io);
+  if (args.exitCode !== undefined) return args.exitCode;
+  const options = args.options;
 
   let gateway: Gateway;
   let contextOf: (policy: PolicySet) => GateContext;
@@ -203,25 +60,7 @@ export async function runGateway(
     await Promise.allSettled(closers.splice(0).map((close) => close()));
   };
   try {
-    if (
-      options.http === undefined &&
-      (options.stateless || options.jwksUrl || !options.auth || options.approvalsPostgres)
-    )
-      throw new Error('--stateless, --jwks-url, --no-auth and --approvals-postgres apply to --http only');
-    const loopback = isLoopbackAddress(options.host);
-    if (options.http !== undefined && options.auth && !options.jwksUrl)
-      throw new Error(
-        loopback
-          ? '--http needs --jwks-url (bearer JWTs) or --no-auth'
-          : `--host ${options.host} is not a loopback address: serving it without authentication is refused; give --jwks-url (bearer JWTs), or --no-auth to serve anyone who can reach it`,
-      );
-    if (
-      options.http === undefined &&
-      (options.allowedHost || options.trustedProxy || options.tlsCert || options.tlsKey || options.host !== '127.0.0.1')
-    )
-      throw new Error('--host, --allowed-host, --trusted-proxy, --tls-cert and --tls-key apply to --http only');
-    if ((options.tlsCert === undefined) !== (options.tlsKey === undefined))
-      throw new Error('--tls-cert and --tls-key go together: give both');
+    const loopback = checkListening(options);
     const tls =
       options.tlsCert !== undefined
         ? { cert: readFileSync(options.tlsCert), key: readFileSync(options.tlsKey!) }
@@ -230,28 +69,7 @@ export async function runGateway(
       log(
         `WARNING: --no-auth on the non-loopback address ${options.host}: anyone who can reach it calls the upstreams with the gateway's own context`,
       );
-    if (options.inbox !== undefined && options.approvalsPostgres !== undefined)
-      throw new Error('--inbox and --approvals-postgres exclude each other: give one place where asks wait');
-    if (options.inboxUrl !== undefined && options.inbox === undefined) throw new Error('--inbox-url needs --inbox');
-    if (options.reload !== 'widen=hold' && options.reload !== 'widen=allow')
-      throw new Error(`--reload must be widen=hold or widen=allow, got ${JSON.stringify(options.reload)}`);
-    if (options.inbox === 'memory')
-      throw new Error('--inbox memory cannot be answered from toolgate serve: give sqlite:<file> or postgres://…');
-    if (options.stateStore !== undefined && options.http === undefined)
-      throw new Error('--state-store applies to --http only');
-    if (options.stateStore !== undefined && (options.approvalsPostgres !== undefined || options.inbox !== undefined))
-      throw new Error('--state-store is for a gateway without --approvals-postgres or --inbox (their store is used)');
-    // The owner's approval key: the stores' with --approvals-postgres, the 2026-07-28 requestStates' always
-    // (the same on every replica; never a key of this process alone).
-    const secretGiven = process.env[options.approvalSecretEnv];
-    if (secretGiven !== undefined && secretGiven.length < 16)
-      throw new Error(
-        `the environment variable ${options.approvalSecretEnv} must hold the approval HMAC key (16+ characters)`,
-      );
-    if ((options.approvalsPostgres || options.stateStore) && secretGiven === undefined)
-      throw new Error(
-        `the environment variable ${options.approvalSecretEnv} must hold the approval HMAC key (16+ characters)`,
-      );
+    const secretGiven = checkAskStores(options, process.env[options.approvalSecretEnv]);
     let approvals: GatewayApprovals | undefined;
     let requestState: GatewayRequestState | undefined;
     if (options.approvalsPostgres) {
@@ -312,16 +130,7 @@ export async function runGateway(
         '2026-07-28 retries are claimed in this process only: a requestState is refused after a restart; give replicas one --state-store',
       );
     }
-    if ((options.tenantClaim !== undefined || options.agentClaim !== undefined) && !options.jwksUrl)
-      throw new Error('--tenant-claim and --agent-claim read verified tokens: they need --http with --jwks-url');
-    if (options.adminScope !== undefined && !options.jwksUrl)
-      throw new Error('--admin-scope needs --http with --jwks-url: admin calls are made with verified tokens');
-    if (options.tenantClaim !== undefined && options.tenant !== undefined)
-      throw new Error('--tenant and --tenant-claim exclude each other: one tenant for the gateway, or one per token');
-    if (options.agentClaim !== undefined && options.agent !== undefined)
-      throw new Error('--agent and --agent-claim exclude each other: one agent for the gateway, or one per token');
-    if (options.scopes && options.http !== undefined)
-      throw new Error('--scopes applies to stdio only: over HTTP the scopes come from the bearer token');
+    checkClaims(options);
     const counters = await openCounters(options, closers);
     if (counters) probes.push({ name: 'counters', check: () => counters.peek('toolgate:readyz', 1000) });
     const config = gatewayConfigOf(set);
@@ -367,68 +176,15 @@ export async function runGateway(
       reloadGuard: { widen: options.reload === 'widen=allow' ? 'allow' : 'hold' },
     });
     metrics?.bind(gateway);
-    if (options.http !== undefined) {
-      const { serveGatewayHttp } = await import('../gateway/http.js');
-      const { jwtAuthenticator } = await import('../gateway/auth.js');
-      const { requestContext, tenantOf } = await import('../gateway/tenancy.js');
-      const tenancy = {
-        ...(options.tenantClaim !== undefined ? { tenantClaim: options.tenantClaim } : {}),
-        ...(options.agentClaim !== undefined ? { agentClaim: options.agentClaim } : {}),
-      };
-      // Who may answer /approvals: the policy in force's approvers, for the gateway's tenant — or, with
-      // --tenant-claim, the approver token's own tenant (a token naming none acts for no tenant).
-      const approversFor = (auth: AuthInfo) => {
-        if (options.tenantClaim === undefined) return approversOf(gateway.policy, gateway.context.tenant?.id);
-        try {
-          return approversOf(gateway.policy, tenantOf(gateway.policy, auth, options.tenantClaim));
-        } catch {
-          return { ...approversOf(gateway.policy, undefined), tenants: [] };
-        }
-      };
-      http = await serveGatewayHttp(gateway, {
-        port: options.http,
-        host: options.host,
-        allowNonLoopback: true,
-        ...(options.allowedHost ? { allowedHosts: options.allowedHost } : {}),
-        ...(options.trustedProxy ? { trustedProxies: options.trustedProxy } : {}),
-        ...(tls ? { tls } : {}),
-        ...(audit ? { audit: safeSink(audit) } : {}),
-        readiness: readiness(gateway, probes),
-        ...(metrics ? { metrics: () => metrics.scrape() } : {}),
-        ...(options.adminScope !== undefined
-          ? {
-              admin: adminApi({
-                scope: options.adminScope,
-                gateway,
-                lockFile: () => gatewayConfigOf(gateway.policy).pins?.file ?? null,
-                reload: (who) => reloadNow(who),
-                audit: safeSink(audit),
-              }),
-            }
-          : {}),
-        authenticate: options.auth
-          ? jwtAuthenticator({
-              jwksUrl: options.jwksUrl!,
-              ...(options.jwtIssuer ? { issuer: options.jwtIssuer } : {}),
-              ...(options.jwtAllowNoExp ? { allowNoExp: true } : {}),
-            })
-          : null,
-        ...(options.stateless ? { stateless: true } : {}),
-        ...(options.resource ? { resource: options.resource } : {}),
-        ...(options.authorizationServer ? { authorizationServers: options.authorizationServer } : {}),
-        // RFC 9728 `scopes_supported`: the policy in force's scope map (a reload changes it).
-        scopesSupported: () => Object.keys(gateway.policy.scopes),
-        // Who may answer: the policy in force's approvers and the tenant (THE approver check).
-        ...(approvals ? { approvals: { store: approvals.store, approvers: approversFor } } : {}),
-        // The agent a route /mcp/<agent> names, unless the gateway serves one agent (--agent).
-        ...(options.agent === undefined && options.auth ? { routeAgents: true } : {}),
-        // The policy in force now: a reload changes what the scopes cover, and the tenants' plans.
-        context: (auth, route) => requestContext(gateway.policy, auth, route, tenancy, {}),
-      }).catch(async (error: unknown) => {
-        await gateway.close();
-        throw error;
+    if (options.http !== undefined)
+      http = await serveOverHttp(gateway, options.http, options, {
+        tls,
+        audit,
+        metrics,
+        probes,
+        approvals,
+        reload: (who) => reloadNow(who),
       });
-    }
   } catch (error) {
     await closeStores();
     log(`refusing to start: ${error instanceof Error ? error.message : String(error)}`);
@@ -476,11 +232,6 @@ export async function runGateway(
 
 /** How long a stopping gateway waits for the calls running to finish (SIGTERM: a container's stop grace is 30 s). */
 const DRAIN_GRACE_MS = 20_000;
-
-/** A repeatable option's values. */
-function collect(value: string, previous: string[] | undefined): string[] {
-  return [...(previous ?? []), value];
-}
 
 /**
  * The counter store of `--redis URL` or `--counters-postgres URL` (the policy's `limits:` counted across

@@ -25,8 +25,9 @@ export { lintPolicy, lintPolicyFile, lintPolicyText, LINT_CODES } from './lint.j
 export type { LintFinding, LintReport } from './lint.js';
 export { watchPolicyFile } from './watch.js';
 export type { WatchPolicyOptions, PolicyWatch } from './watch.js';
-export { resolvePath } from './matchers.js';
-export type { ResolvedPath, ConditionTrace } from './matchers.js';
+export { resolvePath } from './paths.js';
+export type { ResolvedPath } from './paths.js';
+export type { ConditionTrace } from './matchers.js';
 export { confusableFindings } from './confusable.js';
 export { skeleton, findConfusables, CONFUSABLES_VERSION } from '../unicode/confusables.js';
 export type { ConfusableFinding } from './confusable.js';

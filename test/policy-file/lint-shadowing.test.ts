@@ -2,7 +2,7 @@
 // is proved, and — checked by property over real matchers — never reported where it does not hold.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { implied } from '../../src/policy-file/lint.js';
+import { implied } from '../../src/policy-file/shadowing.js';
 import { lintPolicyText } from '../../src/policy-file/index.js';
 import { compileCondition } from '../../src/policy-file/matchers.js';
 import { fcParams } from '../reliability/size.js';
