@@ -388,7 +388,10 @@ function gatewayTargets(runs: readonly GatewayResult[]): Target[] {
 /** The gateway's pieces measured in process (medians of the runs), one line. */
 function gatewayPieces(runs: readonly GatewayResult[]): string {
   const m = (f: (r: GatewayResult) => number, digits = 1) => median(runs.map(f)).toFixed(digits);
-  return `parse ${m((r) => r.parseUs)} µs, SDK validation ${m((r) => r.validateUs)} µs per side, decide ${m((r) => r.decideUs)} µs, audit record ${m((r) => r.auditUs)} µs, definition pin ${m((r) => r.pinUs)} µs uncached / ${m((r) => r.pinCachedUs, 2)} µs cached, stdio pipe round trip ${m((r) => r.pipeUs, 0)} µs; CPU per tools/call: gateway --audit ${m((r) => r.cpu.gateway ?? NaN, 0)} µs, without audit ${m((r) => r.cpu.gatewayNoAudit ?? NaN, 0)} µs, the upstream itself ${m((r) => r.cpu.upstream ?? NaN, 0)} µs`;
+  const cpu = `CPU per tools/call: gateway --audit ${m((r) => r.cpu.gateway ?? NaN, 0)} µs, without audit ${m((r) => r.cpu.gatewayNoAudit ?? NaN, 0)} µs, the upstream itself ${m((r) => r.cpu.upstream ?? NaN, 0)} µs`;
+  // A stdio-only run (TOOLGATE_BENCH_GATEWAY=stdio) measured no pieces.
+  if (runs.some((r) => r.http === undefined)) return cpu;
+  return `parse ${m((r) => r.parseUs)} µs, SDK validation ${m((r) => r.validateUs)} µs per side, decide ${m((r) => r.decideUs)} µs, audit record ${m((r) => r.auditUs)} µs, definition pin ${m((r) => r.pinUs)} µs uncached / ${m((r) => r.pinCachedUs, 2)} µs cached, stdio pipe round trip ${m((r) => r.pipeUs, 0)} µs; ${cpu}`;
 }
 
 async function main(): Promise<void> {
