@@ -32,6 +32,9 @@
  * by this process, one RS256 token for the gateway's resource with an hour's `exp` for the whole run: verified once, then cached).
  * A fourth side is the floor of any HTTP hop on the machine: a bare relay process (node:http server, keep-alive
  * `http.request` to the upstream, the body read and parsed as JSON, the answer piped back) — no MCP in it.
+ *
+ * `TOOLGATE_BENCH_GATEWAY=stdio` runs the stdio shapes and their CPU alone (no HTTP, no pieces: those fields
+ * are absent or NaN), for work on the stdio path: `TOOLGATE_BENCH_GATEWAY=stdio npm run bench -- --only gateway`.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -66,8 +69,8 @@ export interface GatewayResult {
   readonly toolsCall: GatewaySide;
   readonly resourcesRead: GatewaySide;
   readonly toolsList: GatewaySide;
-  /** `tools/call` over Streamable HTTP: a 2025-11-25 session and a 2026-07-28 (stateless) client. */
-  readonly http: { readonly legacy: HttpSide; readonly modern: HttpSide };
+  /** `tools/call` over Streamable HTTP: a 2025-11-25 session and a 2026-07-28 (stateless) client; absent with `TOOLGATE_BENCH_GATEWAY=stdio`. */
+  readonly http?: { readonly legacy: HttpSide; readonly modern: HttpSide };
   /** µs per request, measured in this process on the real messages. */
   readonly parseUs: number;
   readonly decideUs: number;
@@ -225,6 +228,22 @@ export async function benchGateway(
     log(
       `gateway CPU per tools/call: --audit ${cpu.gateway?.toFixed(0)} µs, without audit ${cpu.gatewayNoAudit?.toFixed(0)} µs (the upstream itself, called directly: ${cpu.upstream?.toFixed(0)} µs)`,
     );
+    if (process.env['TOOLGATE_BENCH_GATEWAY'] === 'stdio') {
+      const none = Number.NaN;
+      return {
+        toolsCall: out['toolsCall']!,
+        resourcesRead: out['resourcesRead']!,
+        toolsList: out['toolsList']!,
+        parseUs: none,
+        decideUs: none,
+        validateUs: none,
+        auditUs: none,
+        pinUs: none,
+        pinCachedUs: none,
+        pipeUs: none,
+        cpu,
+      };
+    }
     // Over Streamable HTTP, per era: the upstream directly, the gateway, the gateway verifying a JWT.
     const legacyUp = await spawnListening(
       node,

@@ -16,6 +16,7 @@
  *   npm run bench -- --only policy-diff   (toolgate diff of 1,000- and 10,000-rule files alone; writes nothing)
  *   npm run bench -- --only stores        (the shared stores against the real servers alone; writes nothing)
  *   npm run bench -- --only gateway       (the gateway over stdio against the upstream directly; writes nothing)
+ *   TOOLGATE_BENCH_GATEWAY=stdio npm run bench -- --only gateway   (its stdio shapes alone: no HTTP, no pieces)
  *   npm run bench -- --only async [--sizes 1000,10000]   (the async tool beside the floor, toolgate alone; writes nothing)
  */
 import { spawn, spawnSync } from 'node:child_process';
@@ -366,11 +367,12 @@ function gatewayTargets(runs: readonly GatewayResult[]): Target[] {
       met: p50 <= 100 && p99 <= 1000,
     };
   }).concat(
-    (['legacy', 'modern'] as const).flatMap((era) =>
+    // Absent in a stdio-only run (TOOLGATE_BENCH_GATEWAY=stdio).
+    (runs.every((r) => r.http !== undefined) ? (['legacy', 'modern'] as const) : []).flatMap((era) =>
       (['gateway', 'gatewayJwt'] as const).map((side) => {
         const label = era === 'legacy' ? '2025-11-25 session' : '2026-07-28 (stateless)';
-        const p50 = median(runs.map((r) => r.http[era][side].p50 - r.http[era].direct.p50));
-        const m = runs.map((r) => r.http[era]);
+        const p50 = median(runs.map((r) => r.http![era][side].p50 - r.http![era].direct.p50));
+        const m = runs.map((r) => r.http![era]);
         return {
           id: `gateway-http-${era}${side === 'gatewayJwt' ? '-jwt' : ''}`,
           description: `the gateway over Streamable HTTP${side === 'gatewayJwt' ? ' verifying a JWT' : ''}, tools/call, ${label}, over the same upstream called directly over HTTP (sequential requests, p50)`,
@@ -386,7 +388,10 @@ function gatewayTargets(runs: readonly GatewayResult[]): Target[] {
 /** The gateway's pieces measured in process (medians of the runs), one line. */
 function gatewayPieces(runs: readonly GatewayResult[]): string {
   const m = (f: (r: GatewayResult) => number, digits = 1) => median(runs.map(f)).toFixed(digits);
-  return `parse ${m((r) => r.parseUs)} µs, SDK validation ${m((r) => r.validateUs)} µs per side, decide ${m((r) => r.decideUs)} µs, audit record ${m((r) => r.auditUs)} µs, definition pin ${m((r) => r.pinUs)} µs uncached / ${m((r) => r.pinCachedUs, 2)} µs cached, stdio pipe round trip ${m((r) => r.pipeUs, 0)} µs; CPU per tools/call: gateway --audit ${m((r) => r.cpu.gateway ?? NaN, 0)} µs, without audit ${m((r) => r.cpu.gatewayNoAudit ?? NaN, 0)} µs, the upstream itself ${m((r) => r.cpu.upstream ?? NaN, 0)} µs`;
+  const cpu = `CPU per tools/call: gateway --audit ${m((r) => r.cpu.gateway ?? NaN, 0)} µs, without audit ${m((r) => r.cpu.gatewayNoAudit ?? NaN, 0)} µs, the upstream itself ${m((r) => r.cpu.upstream ?? NaN, 0)} µs`;
+  // A stdio-only run (TOOLGATE_BENCH_GATEWAY=stdio) measured no pieces.
+  if (runs.some((r) => r.http === undefined)) return cpu;
+  return `parse ${m((r) => r.parseUs)} µs, SDK validation ${m((r) => r.validateUs)} µs per side, decide ${m((r) => r.decideUs)} µs, audit record ${m((r) => r.auditUs)} µs, definition pin ${m((r) => r.pinUs)} µs uncached / ${m((r) => r.pinCachedUs, 2)} µs cached, stdio pipe round trip ${m((r) => r.pipeUs, 0)} µs; ${cpu}`;
 }
 
 async function main(): Promise<void> {

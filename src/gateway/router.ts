@@ -59,10 +59,11 @@ export class Router {
     const form = canonical(registered);
     const colon = form.indexOf(':');
     if (colon < 0) return false;
-    const claimed = [...this.upstreams.values()].find(
-      (u) => u.prefixed && canonical(u.namespace) === form.slice(0, colon),
-    );
-    return claimed !== undefined && claimed !== owner;
+    // The first prefixed upstream of that namespace (a loop: no array per call; `tools/call` and every listed
+    // tool of `tools/list` ask).
+    const namespace = form.slice(0, colon);
+    for (const u of this.upstreams.values()) if (u.prefixed && canonical(u.namespace) === namespace) return u !== owner;
+    return false;
   }
 
   /**

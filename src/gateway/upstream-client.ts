@@ -17,7 +17,7 @@ import {
 } from '@modelcontextprotocol/client';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { clientOptions, TASKS_EXTENSION, upstreamTaskOf, type McpSession, type UpstreamTask } from '../mcp/index.js';
-import { RawRequests } from './upstream-raw.js';
+import { RawRequests, type RawOptions } from './upstream-raw.js';
 import { RawHttpTransport } from './upstream-raw-http.js';
 
 /** A Standard Schema that takes any JSON object as it came; anything else is refused with `message`. */
@@ -123,18 +123,20 @@ const INPUT_CAPABILITIES = ['elicitation', 'sampling', 'roots'] as const;
 const toolCalls = new Map<string, CallScope>();
 
 /**
- * Runs `run` (the gate's dispatch of one tool call) with `scope` as the scope of the call `callId`; the id is
- * the gateway's own (random, never a client's), one scope per id while it runs. Fail closed: an id already
- * in flight is refused, nothing runs.
+ * Makes `scope` the scope of the call `callId` (the gate's dispatch of one tool call) until
+ * {@link leaveCallScope}; the id is the gateway's own (random, never a client's), one scope per id while it
+ * runs. Fail closed: an id already in flight throws, and the caller runs nothing. Two plain calls around the
+ * caller's own await, not a wrapper taking the dispatch as a callback: that cost two async frames and four
+ * promise hops on every answer's way back (issue 25.2).
  */
-export async function inCallScope<T>(callId: string, scope: CallScope, run: () => Promise<T>): Promise<T> {
+export function enterCallScope(callId: string, scope: CallScope): void {
   if (toolCalls.has(callId)) throw new Error(`toolgate gateway: the call id ${JSON.stringify(callId)} is in flight`);
   toolCalls.set(callId, scope);
-  try {
-    return await run();
-  } finally {
-    toolCalls.delete(callId);
-  }
+}
+
+/** The call `callId` has settled: its scope is no longer found by the call's id. */
+export function leaveCallScope(callId: string): void {
+  toolCalls.delete(callId);
 }
 
 /** The request options a tool hands the client (mcp/tools.ts): the gate's call id besides the SDK's own. */
@@ -243,6 +245,16 @@ export class GatewayClient extends Client {
     return standIn;
   }
 
+  /**
+   * What a raw request reads of the request options `Upstream.requestOptions` would make: the upstream's
+   * timeout and the call's signal (made directly: that spread of the tool's options and the scope was the
+   * costliest step of sending a call raw).
+   */
+  #rawOptions(signal: AbortSignal | undefined): RawOptions {
+    const timeout = this.#upstream.options.callTimeoutMs ?? 60_000;
+    return signal === undefined ? { timeout } : { timeout, signal };
+  }
+
   override readResource(
     params: Parameters<Client['readResource']>[0],
     options?: RequestOptions,
@@ -304,7 +316,7 @@ export class GatewayClient extends Client {
         const definition = options?.toolDefinition;
         const result = this.#answered(
           await (definition !== undefined && this.#raw(scope)
-            ? this.raw.callTool(sent, definition, this.#upstream.requestOptions(scope, options))
+            ? this.raw.callTool(sent, definition, this.#rawOptions(signal))
             : super.callTool(sent, this.#upstream.requestOptions(scope, options))),
           scope?.input,
           {

@@ -35,6 +35,7 @@ import {
 import type { ToolRegistry } from '../registry.js';
 import type { JsonSchema } from '../schema.js';
 import type { ToolMetadataInput } from '../tool.js';
+import { extensibleCopy } from './copies.js';
 import { NO_OWNER, taskEnded, UnfinishedTasks } from './task-owners.js';
 import { httpUpstreamTransport } from './upstream-fetch.js';
 import { rawHttpTransport } from './upstream-raw-http.js';
@@ -376,12 +377,13 @@ export class Upstream {
   requestOptions(scope: CallScope | undefined, options: RequestOptions = {}): ScopedRequestOptions {
     // A request that relays the upstream's rounds takes its input_required as it is (not fulfilled here).
     const manual = scope?.input !== undefined && this.#session?.era === 'modern';
-    return {
-      ...options,
-      timeout: this.options.callTimeoutMs ?? 60_000,
-      ...(manual ? { allowInputRequired: true } : {}),
-      [SCOPE]: scope,
-    };
+    // As `{ ...options, timeout, allowInputRequired?, [SCOPE] }` in that order, without V8's slow path for keys
+    // added to a spread's copy (copies.ts).
+    const out: { -readonly [K in keyof ScopedRequestOptions]: ScopedRequestOptions[K] } = extensibleCopy(options);
+    out.timeout = this.options.callTimeoutMs ?? 60_000;
+    if (manual) out.allowInputRequired = true;
+    out[SCOPE] = scope;
+    return out;
   }
 
   /**
