@@ -100,12 +100,10 @@ export class Deadlines<D extends Timed<D>> {
 
   /** Queues `deadline` (its Timed fields are set here) to come due `timeoutMs` after the call started. */
   add(deadline: D, timeoutMs: number): void {
+    // The rare branches (another timeout length, the first deadline ever, a new turn) are methods of their own:
+    // add() and remove() stay small enough for V8 to inline them into execute.ts's hot path (callgrind, issue 25).
     let queue = this.#last;
-    if (queue === null || queue.timeoutMs !== timeoutMs) {
-      let found = this.#queues.get(timeoutMs);
-      if (found === undefined) this.#queues.set(timeoutMs, (found = new Queue<D>(timeoutMs)));
-      this.#last = queue = found;
-    }
+    if (queue === null || queue.timeoutMs !== timeoutMs) queue = this.#queueOf(timeoutMs);
     let turn = this.#turn;
     if (turn === null || turn.count >= TURN_CALLS || this.#closing !== setImmediate) turn = this.#open();
     turn.count++;
@@ -121,10 +119,21 @@ export class Deadlines<D extends Timed<D>> {
     }
     queue.tail = deadline;
     this.#size++;
-    if (!this.#watching) {
-      this.#watching = true;
-      process.on('beforeExit', this.#hold);
-    }
+    if (!this.#watching) this.#watch();
+  }
+
+  /** The queue of a timeout length other than the last one's (made when first needed). */
+  #queueOf(timeoutMs: number): Queue<D> {
+    let found = this.#queues.get(timeoutMs);
+    if (found === undefined) this.#queues.set(timeoutMs, (found = new Queue<D>(timeoutMs)));
+    this.#last = found;
+    return found;
+  }
+
+  /** From the first deadline on: a deadline queued when the event loop empties holds the process (`#hold`). */
+  #watch(): void {
+    this.#watching = true;
+    process.on('beforeExit', this.#hold);
   }
 
   remove(deadline: D): void {
@@ -138,10 +147,12 @@ export class Deadlines<D extends Timed<D>> {
     else next.prev = prev;
     deadline.prev = deadline.next = null;
     // The timer stays armed; with nothing queued it no longer holds the process open.
-    if (--this.#size === 0 && this.#held) {
-      this.#held = false;
-      this.#timer?.unref();
-    }
+    if (--this.#size === 0 && this.#held) this.#release();
+  }
+
+  #release(): void {
+    this.#held = false;
+    this.#timer?.unref();
   }
 
   /** A new turn, the open one (full) closed by the same clock read; closed in turn when the loop moves on. */

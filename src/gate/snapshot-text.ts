@@ -16,8 +16,17 @@ type Snapshot = Readonly<Record<string, unknown>>;
 const TEXT_LENGTH = 256;
 /** Texts kept across all partitions: at most about half a megabyte of text (TEXTS × TEXT_LENGTH × 2 bytes). */
 const TEXTS = 1024;
-/** Calls of a partition whose memo is not paying are parsed as if there were no memo, for this many of its calls. */
+/**
+ * Calls of a partition whose memo is not paying are parsed as if there were no memo, for this many of its calls;
+ * twice as many after each further judgement that it is still not paying, up to {@link LONGEST_REST}. A probe (the
+ * memo in use again until it is judged) keeps up to {@link TEXTS} texts and their snapshots alive, and those outlive
+ * the young generation: with every text new (a model's calls), one probe per 8,192 calls was ~12 % of a one-call
+ * executeToolCalls (same process, paired rounds, issue 25). Backing off makes that ~1 % for a partition that never
+ * pays, and a partition that pays again is back at the first rest length.
+ */
 const REST = TEXTS * 8;
+/** The longest rest: 16 times the first (131,072 of the partition's calls). */
+const LONGEST_REST = REST * 16;
 /** Partitions kept (the one emptied or made longest ago is forgotten first). */
 const PARTITIONS = 64;
 
@@ -29,6 +38,8 @@ interface Partition {
   hits: number;
   /** Calls of this partition left before its memo is used again (0: in use). */
   resting: number;
+  /** The length of its next rest: {@link REST}, doubled by each rest in a row (the memo judged not paying again). */
+  nextRest: number;
 }
 
 const partitions = new Map<string, Partition>();
@@ -108,7 +119,7 @@ function partitionOf(tenant: unknown, caller: unknown): Partition | null {
       kept -= forgotten.texts.size;
       partitions.delete(oldest);
     }
-    partition = { key, texts: new Map(), hits: 0, resting: 0 };
+    partition = { key, texts: new Map(), hits: 0, resting: 0, nextRest: REST };
     partitions.set(key, partition);
   }
   lastTenant = t;
@@ -138,11 +149,17 @@ function remember(partition: Partition, text: string, snapshot: Snapshot): void 
 
 /**
  * A partition's texts dropped. If it held enough texts to judge (a sixty-fourth of the bound) and fewer than one
- * in four was met again meanwhile, its memo was not paying, and is set aside for {@link REST} of its calls.
+ * in four was met again meanwhile, its memo was not paying, and is set aside for its next rest ({@link REST}, then
+ * twice as long each time in a row, up to {@link LONGEST_REST}); if it was paying, its next rest is {@link REST} again.
  */
 function empty(partition: Partition): void {
   const size = partition.texts.size;
-  if (size >= TEXTS / 64 && partition.hits < size / 4) partition.resting = REST;
+  if (size >= TEXTS / 64) {
+    if (partition.hits < size / 4) {
+      partition.resting = partition.nextRest;
+      partition.nextRest = Math.min(partition.nextRest * 2, LONGEST_REST);
+    } else partition.nextRest = REST;
+  }
   kept -= size;
   partition.texts = new Map();
   partition.hits = 0;

@@ -107,6 +107,40 @@ describe('the memo of JSON argument text', () => {
     expect(snapshotText('{"a":[1,{"b":2}]}')).toBe(three);
   });
 
+  it('rests twice as long each time in a row it is not paying, and the first length again once it pays', () => {
+    const who = ['backoff', 'b'] as const;
+    const unique = (): void => {
+      for (let i = 0; i < 1024 * 2 + 2; i++) snapshotText(`{"unique":${i},"u":"${Math.random()}"}`, ...who);
+    };
+    /** Calls until the memo is in use again (each text that would then be met is not sent). */
+    const restLength = (): number => {
+      let calls = 0;
+      for (; textMemo(...who).resting; calls++) snapshotText('{}', ...who);
+      return calls;
+    };
+    // Each rest starts inside `unique()`, which spends up to 1,024 + 2 of its calls resting.
+    unique();
+    const first = restLength();
+    expect(first).toBeGreaterThan(1024 * 7 - 2);
+    expect(first).toBeLessThanOrEqual(1024 * 8);
+    unique();
+    const second = restLength();
+    expect(second).toBeGreaterThan(1024 * 15 - 2);
+    expect(second).toBeLessThanOrEqual(1024 * 16);
+    unique();
+    expect(restLength()).toBeGreaterThan(1024 * 31 - 2);
+    // Paying (each text met twice): judged so when emptied, and its next rest is the first length again.
+    for (let i = 0; i < 1024 * 3; i++) snapshotText(`{"pair":${i >> 1},"u":"p"}`, ...who);
+    expect(textMemo(...who).resting).toBe(false);
+    unique();
+    expect(restLength()).toBeLessThanOrEqual(1024 * 8);
+    // Never longer than sixteen times the first.
+    for (let round = 0; round < 6; round++) {
+      unique();
+      expect(restLength()).toBeLessThanOrEqual(1024 * 8 * 16);
+    }
+  });
+
   it('the gate decides and runs a call whose text hits the memo as the same call read without it', async () => {
     const received: unknown[] = [];
     const registry = new ToolRegistry();
