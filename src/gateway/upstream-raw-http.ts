@@ -19,7 +19,9 @@
  * transport derives from its body (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`; a name the SDK would
  * base64-encode goes the SDK's way); the SDK Client still does the rest (envelope, timeout, cancellation by
  * closing the request's stream, result decoding and validation). A 400 whose body is a JSON-RPC error to
- * the request is handed on as that error, as the SDK's transport hands it on for a 2026-07-28 request.
+ * the request is handed on as that error, as the SDK's transport hands it on for a 2026-07-28 request. A raw
+ * request of the gateway's own carrying that envelope (upstream-raw-modern.ts) is POSTed with the same
+ * headers, and stopped by closing its POST (`stopRaw`).
  */
 import { request as httpRequest, type ClientRequest, type IncomingMessage, type RequestOptions } from 'node:http';
 import { request as httpsRequest } from 'node:https';
