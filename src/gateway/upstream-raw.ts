@@ -79,6 +79,7 @@ export class RawRequests {
   /** The output validator of each tool definition (compiled once per definition, as the SDK's cache does). */
   readonly #outputs = new WeakMap<McpTool, ReturnType<AjvJsonSchemaValidator['getValidator']>>();
   #next = 0;
+  #broken = false;
 
   constructor(transport: () => Transport | undefined) {
     this.#transport = transport;
@@ -89,9 +90,22 @@ export class RawRequests {
     const body = message as Record<string, unknown>;
     const id = body['id'];
     if (typeof id !== 'string' || !id.startsWith(RAW_ID) || 'method' in body) return false;
-    // An answer to a request no longer waited for (stopped, timed out) is dropped, as the SDK drops it.
-    this.#pending.get(id)?.answered(body);
+    // An answer to a request no longer waited for (stopped, timed out) is dropped, as the SDK drops it. After
+    // the upstream broke its era, a result fails its request as the closing connection fails the SDK's.
+    const answer =
+      this.#broken && !('error' in body)
+        ? { closed: new SdkError(SdkErrorCode.ConnectionClosed, 'Connection closed') }
+        : body;
+    this.#pending.get(id)?.answered(answer);
     return true;
+  }
+
+  /**
+   * The upstream broke its era (src/mcp/era.ts; it is being reconnected): no result is taken on this
+   * connection any more — an error answer (the era check's refusal among them) still fails its request.
+   */
+  broken(): void {
+    this.#broken = true;
   }
 
   /** Fails every request in flight: the connection closed (the SDK Client's error for it). */

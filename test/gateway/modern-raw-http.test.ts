@@ -191,6 +191,21 @@ const SHAPED = {
   outputSchema: { type: 'object', properties: { n: { type: 'number' } }, required: ['n'] },
 };
 
+/** Answers the era check refuses (the upstream is then reconnected): a task not asked for, 2025 shapes. */
+const ERA: readonly Shape[] = [
+  (id, res) =>
+    json(res, { jsonrpc: '2.0', id, result: { resultType: 'task', taskId: 't1', status: 'completed', content: [] } }),
+  (id, res) => json(res, { jsonrpc: '2.0', id, result: { content: [text('a 2025 answer')] } }),
+  (id, res) => json(res, { jsonrpc: '2.0', id, result: { resultType: 5, content: [text('odd type')] } }),
+  (id, res) => json(res, { jsonrpc: '2.0', id, error: { code: -32022, message: 'unsupported version' } }),
+  (id, res) =>
+    sse(
+      res,
+      { jsonrpc: '2.0', id: 'up-1', method: 'elicitation/create', params: { mode: 'form', message: 'x?' } },
+      { jsonrpc: '2.0', id, result: { resultType: 'complete', content: [text('after a request')] } },
+    ),
+];
+
 /** The index of the shape that never answers (the call's timeout answers it). */
 const SILENT = SHAPES.length;
 /** The index of the shape whose stream ends without the answer. */
@@ -215,13 +230,14 @@ async function scripted() {
         const body = Buffer.concat(chunks);
         const message = body.length > 0 ? (JSON.parse(body.toString('utf8')) as Record<string, unknown>) : {};
         const params = message['params'] as { name?: unknown; arguments?: { text?: unknown } } | undefined;
-        const asked = /^shape:(\d+)$/.exec(String(params?.arguments?.text));
+        const asked = /^(shape|era):(\d+)$/.exec(String(params?.arguments?.text));
         if (message['method'] === 'tools/list') return void listed(fixture.url, req, body, res);
         if (message['method'] === 'tools/call' && (params?.name === 'echo' || params?.name === 'shaped') && asked) {
           const one = { headers: req.headers, closed: false, body: message, length: body.length };
           seen.push(one);
           res.on('close', () => (one.closed = true));
-          const n = Number(asked[1]);
+          const n = Number(asked[2]);
+          if (asked[1] === 'era') return ERA[n]!(message['id'], res);
           if (n === SILENT) return;
           if (n === SHORT)
             return void sse(res, {
@@ -385,6 +401,26 @@ describe('raw POSTs to a 2026-07-28 HTTP upstream (the gateway’s fast path)', 
       '\\"n\\":2',
     ])
       expect(all).toContain(expected);
+  });
+
+  it('answers what the era check refuses as the SDK path does, never as a success', async () => {
+    const runs: unknown[][] = [];
+    for (const fast of [true, false]) {
+      const answers = [];
+      // One gateway per answer: each is a violation, after which the upstream is reconnected.
+      for (const n of ERA.keys()) {
+        const { url, seen } = await gateway(fast, 5_000);
+        answers.push(await call(url, `era:${n}`, 1));
+        expect(typeof seen[0]?.body['id']).toBe(fast ? 'string' : 'number');
+      }
+      runs.push(normal(answers) as unknown[]);
+    }
+    expect(runs[0]).toEqual(runs[1]);
+    for (const answer of runs[0]!) expect(JSON.stringify(answer)).toContain('isError\\":true');
+    expect(JSON.stringify(runs[0])).not.toContain('a 2025 answer');
+    expect(JSON.stringify(runs[0])).not.toContain('odd type');
+    // A result after the upstream's request in the same stream is not taken (the connection is going down).
+    expect(JSON.stringify(runs[0])).not.toContain('after a request');
   });
 
   it('fails closed, POSTed once, when the answer stream ends without the answer', async () => {
