@@ -184,17 +184,24 @@ export class GatewayClient extends Client {
   }
 
   /**
-   * Whether a `tools/call` in `scope` goes raw to a 2026-07-28 upstream (upstream-raw-modern.ts): the
-   * upstream is one over Streamable HTTP through the gateway's own transport (a stream per request), the
-   * call is a first round of a 2026-07-28 request (its input rounds relayed, taken manually: no retry
-   * material, nothing misrouted) that takes no task, and the SDK would send it as it is (its definition
-   * declares no `x-mcp-header`, its name needs no encoding: upstream-raw-http.ts). Anything else is the SDK's.
+   * Whether a `tools/call` (its definition) or `resources/read` (`null`) in `scope` goes raw to a 2026-07-28
+   * upstream (upstream-raw-modern.ts): the upstream is one over Streamable HTTP through the gateway's own
+   * transport (a stream per request), the call is a first round of a 2026-07-28 request (its input rounds
+   * relayed, taken manually: no retry material, nothing misrouted) that takes no task, and the SDK would send
+   * it as it is (a definition that declares no `x-mcp-header`, a name or URI that needs no encoding:
+   * upstream-raw-modern.ts's asIs). Anything else is the SDK's.
    */
-  #rawModern(scope: CallScope | undefined, definition: McpTool | undefined, tasks: boolean, name: string): boolean {
+  #rawModern(
+    scope: CallScope | undefined,
+    definition: McpTool | null | undefined,
+    tasks: boolean,
+    name: string,
+  ): boolean {
     const input = scope?.input;
     const transport = this.transport;
     return (
       definition !== undefined &&
+      (definition === null || sendsNoHeaders(definition)) &&
       !tasks &&
       input !== undefined &&
       input.given === null &&
@@ -204,7 +211,6 @@ export class GatewayClient extends Client {
       transport instanceof RawHttpTransport &&
       transport.hasPerRequestStream === true &&
       this.getNegotiatedProtocolVersion() === MODERN_VERSION &&
-      sendsNoHeaders(definition) &&
       asIs(name)
     );
   }
@@ -288,6 +294,12 @@ export class GatewayClient extends Client {
     const scope = scopeOf(options);
     const input = scope?.input;
     if (this.#raw(scope)) return this.raw.readResource({ ...params }, options ?? {});
+    // The Client's read cache never holds a read here (mcp/client.ts's ToolIndexStore keeps only tools/list):
+    // every read is a round trip, which a first round may make raw.
+    if (this.#rawModern(scope, null, false, params.uri))
+      return this.raw
+        .readResource(this.#withInput(params, input), options ?? {}, this.#modern)
+        .then((r) => this.#answered(r, input, { contents: [] }));
     return super
       .readResource(this.#withInput(params, input), options)
       .then((r) => this.#answered(r, input, { contents: [] }));

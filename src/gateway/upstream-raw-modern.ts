@@ -1,12 +1,13 @@
 /**
- * The gateway's fast path towards a 2026-07-28 Streamable HTTP upstream (issue 25.3): a `tools/call` of a
- * 2026-07-28 request is sent by upstream-raw.ts's RawRequests (an id of the gateway's own, the shared
+ * The gateway's fast path towards a 2026-07-28 Streamable HTTP upstream (issue 25.3): a `tools/call` or
+ * `resources/read` of a 2026-07-28 request is sent by upstream-raw.ts's RawRequests (an id of the gateway's own, the shared
  * deadlines, stopped by closing its POST as the SDK stops it) and POSTed by upstream-raw-http.ts, instead of
  * through the SDK Client's request funnel. What the Client does around the POST is done here with the
  * Client's own pieces: the message is enveloped by its `_outboundMetaEnvelope` (the same `_meta`, members in
  * the same order), and the answer's result is read as its funnel reads it — the era codec's `decodeResult`
  * (resultType, the wire schema), `input_required` kept as the manual mode keeps it, the era's result
- * schema — except that a result in the one plain shape ({@link plainModernCallResult}) is given the value
+ * schema — except that a result in the one plain shape ({@link plainModernCallResult},
+ * {@link plainModernReadResult}) is given the value
  * those schemas give it without running them. An answer that is an error, or that the era check (src/mcp/
  * era.ts, on the transport's tap) refused, fails the call as the Client fails it.
  */
@@ -55,6 +56,7 @@ function modernResult(
   options: RawOptions,
 ): unknown {
   if (method === 'tools/call' && plainModernCallResult(raw)) return asValidated(raw);
+  if (method === 'resources/read' && plainModernReadResult(raw)) return readAsValidated(raw);
   const decoded = codec.decodeResult(method, raw);
   if (decoded.kind === 'invalid') throw decoded.error;
   if (decoded.kind === 'input_required') {
@@ -113,13 +115,7 @@ export function plainModernCallResult(raw: unknown): raw is Record<string, unkno
   if (!Array.isArray(content)) return false;
   if (raw['isError'] !== undefined && typeof raw['isError'] !== 'boolean') return false;
   if (raw['structuredContent'] !== undefined && !ownPlain(raw['structuredContent'])) return false;
-  const meta = raw['_meta'];
-  if (meta !== undefined) {
-    if (!ownPlain(meta) || !only(meta, [SERVER_INFO])) return false;
-    const info = meta[SERVER_INFO];
-    if (!ownPlain(info) || !only(info, ['name', 'version'])) return false;
-    if (typeof info['name'] !== 'string' || typeof info['version'] !== 'string') return false;
-  }
+  if (!plainResultMeta(raw['_meta'])) return false;
   for (const block of content as unknown[])
     if (!ownPlain(block) || !only(block, ['type', 'text']) || block['type'] !== 'text') return false;
     else if (typeof block['text'] !== 'string') return false;
@@ -129,15 +125,68 @@ export function plainModernCallResult(raw: unknown): raw is Record<string, unkno
 /** A plain result as the era's result schema gives it back: `resultType` dropped, the schema's member order. */
 function asValidated(raw: Record<string, unknown>): Record<string, unknown> {
   const out: Record<string, unknown> = {};
-  const meta = raw['_meta'] as Record<string, { name: string; version: string }> | undefined;
-  if (meta !== undefined) {
-    const info = meta[SERVER_INFO];
-    out['_meta'] = info === undefined ? {} : { [SERVER_INFO]: { name: info.name, version: info.version } };
-  }
+  if (raw['_meta'] !== undefined) out['_meta'] = metaAsValidated(raw['_meta'] as Record<string, unknown>);
   out['content'] = (raw['content'] as { text: string }[]).map((block) => ({ type: 'text', text: block.text }));
   if (raw['structuredContent'] !== undefined) out['structuredContent'] = raw['structuredContent'];
   if (raw['isError'] !== undefined) out['isError'] = raw['isError'];
   return out;
+}
+
+/**
+ * Whether a `resources/read` result is `resultType: "complete"` and otherwise in the one shape the era's
+ * schemas take and give back member for member: its cache fields (`ttlMs` a safe integer ≥ 0, `cacheScope`
+ * public or private, both required in this revision), text contents of `uri`, `text` and perhaps `mimeType`
+ * (strings), a `_meta` as for {@link plainModernCallResult}, nothing else.
+ */
+export function plainModernReadResult(raw: unknown): raw is Record<string, unknown> {
+  if (!ownPlain(raw) || raw['resultType'] !== 'complete') return false;
+  if (!only(raw, ['resultType', 'contents', 'ttlMs', 'cacheScope', '_meta'])) return false;
+  const ttl = raw['ttlMs'];
+  if (typeof ttl !== 'number' || !Number.isSafeInteger(ttl) || ttl < 0) return false;
+  if (raw['cacheScope'] !== 'public' && raw['cacheScope'] !== 'private') return false;
+  if (!plainResultMeta(raw['_meta'])) return false;
+  const contents = raw['contents'];
+  if (!Array.isArray(contents)) return false;
+  for (const item of contents as unknown[]) {
+    if (!ownPlain(item) || !only(item, ['uri', 'text', 'mimeType'])) return false;
+    if (typeof item['uri'] !== 'string' || typeof item['text'] !== 'string') return false;
+    if (item['mimeType'] !== undefined && typeof item['mimeType'] !== 'string') return false;
+  }
+  return true;
+}
+
+/** A `_meta` absent, or only a serverInfo of a `name` and a `version` string. */
+function plainResultMeta(meta: unknown): boolean {
+  if (meta === undefined) return true;
+  if (!ownPlain(meta) || !only(meta, [SERVER_INFO])) return false;
+  const info = meta[SERVER_INFO];
+  if (info === undefined) return true;
+  return (
+    ownPlain(info) &&
+    only(info, ['name', 'version']) &&
+    typeof info['name'] === 'string' &&
+    typeof info['version'] === 'string'
+  );
+}
+
+/** A plain read result as the era's result schema gives it back: `resultType` dropped, the schema's order. */
+function readAsValidated(raw: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  if (raw['_meta'] !== undefined) out['_meta'] = metaAsValidated(raw['_meta'] as Record<string, unknown>);
+  out['ttlMs'] = raw['ttlMs'];
+  out['cacheScope'] = raw['cacheScope'];
+  out['contents'] = (raw['contents'] as Record<string, string>[]).map((item) =>
+    item['mimeType'] === undefined
+      ? { uri: item['uri'], text: item['text'] }
+      : { uri: item['uri'], mimeType: item['mimeType'], text: item['text'] },
+  );
+  return out;
+}
+
+/** A plain result `_meta` as the schemas give it back (the serverInfo's members in their order). */
+function metaAsValidated(meta: Record<string, unknown>): Record<string, unknown> {
+  const info = meta[SERVER_INFO] as { name: string; version: string } | undefined;
+  return info === undefined ? {} : { [SERVER_INFO]: { name: info.name, version: info.version } };
 }
 
 /** Tool definitions whose input schema declares `x-mcp-header` (the SDK mirrors them as headers): the SDK's way. */

@@ -153,9 +153,14 @@ export class RawRequests {
     return result;
   }
 
-  /** `resources/read` on the fast path. */
-  async readResource(params: Record<string, unknown>, options: RawOptions): Promise<ReadResourceResult> {
-    const raw = await this.#request('resources/read', params, options);
+  /** `resources/read` on the fast path (`modern`: a 2026-07-28 request, its result read by the Client's parts). */
+  async readResource(
+    params: Record<string, unknown>,
+    options: RawOptions,
+    modern?: ModernWire,
+  ): Promise<ReadResourceResult> {
+    const raw = await this.#request('resources/read', params, options, modern);
+    if (modern) return modern.result('resources/read', raw, options) as ReadResourceResult;
     if (plainReadResourceResult(raw)) return raw as ReadResourceResult;
     return checked(
       'resources/read',

@@ -7,7 +7,8 @@
 import { Client, SdkError } from '@modelcontextprotocol/client';
 import { describe, expect, it } from 'vitest';
 import { prng } from '../../bench/scenario.js';
-import { modernWire, plainModernCallResult } from '../../src/gateway/upstream-raw-modern.js';
+import { ToolIndexStore } from '../../src/mcp/index.js';
+import { modernWire, plainModernCallResult, plainModernReadResult } from '../../src/gateway/upstream-raw-modern.js';
 
 /** A Client on the 2026-07-28 era (set as a connect would set it), its parts handed over as GatewayClient does. */
 class Modern extends Client {
@@ -19,9 +20,9 @@ class Modern extends Client {
     return { envelope: () => this._outboundMetaEnvelope(), codec: () => this._wireCodec() };
   }
   /** What the SDK's funnel resolves for a raw result (manual input rounds), or its error's message. */
-  sdk(raw: unknown): unknown {
+  sdk(raw: unknown, method = 'tools/call'): unknown {
     const codec = this._wireCodec();
-    const decoded = codec.decodeResult('tools/call', raw);
+    const decoded = codec.decodeResult(method, raw);
     if (decoded.kind === 'invalid') return { error: decoded.error.message };
     if (decoded.kind === 'input_required')
       return {
@@ -32,10 +33,10 @@ class Modern extends Client {
           ...(decoded._meta !== undefined && { _meta: decoded._meta }),
         },
       };
-    const outcome = codec.validateResult('tools/call', decoded.result);
+    const outcome = codec.validateResult(method, decoded.result);
     return outcome.ok
       ? { value: outcome.value }
-      : { error: `Invalid result for tools/call: ${outcome.reason === 'invalid' ? outcome.message : ''}` };
+      : { error: `Invalid result for ${method}: ${outcome.reason === 'invalid' ? outcome.message : ''}` };
   }
 }
 
@@ -84,6 +85,72 @@ function randomResult(next: () => number): unknown {
   return next() < 0.02 ? pick([null, [], 'x']) : result;
 }
 
+/** A random resources/read result: mostly plain, often one step off it. */
+function randomRead(next: () => number): unknown {
+  const pick = <T>(xs: readonly T[]): T => xs[Math.floor(next() * xs.length)]!;
+  const item = (): Record<string, unknown> => {
+    const one: Record<string, unknown> =
+      next() < 0.5 ? { uri: pick(['docs://a', 'file:///x', 'not a uri', '']), text: 't' } : { text: 't', uri: 'a://b' };
+    if (next() < 0.4) one['mimeType'] = pick(['text/plain', 'text/plain', 5, '']);
+    const odd = next();
+    if (odd < 0.05) one['blob'] = 'AA==';
+    else if (odd < 0.1) one['_meta'] = { x: 1 };
+    else if (odd < 0.13) one['text'] = 5;
+    else if (odd < 0.15) delete one['uri'];
+    else if (odd < 0.17) Object.defineProperty(one, '__proto__', { value: { x: 1 }, enumerable: true });
+    return one;
+  };
+  const result: Record<string, unknown> = {};
+  const members = [
+    () => (result['resultType'] = pick(['complete', 'complete', 'complete', 'input_required', 5, undefined])),
+    () => (result['contents'] = next() < 0.95 ? Array.from({ length: Math.floor(next() * 3) }, item) : {}),
+    () => next() < 0.9 && (result['ttlMs'] = pick([0, 5, 60_000, 60_000, -1, 1.5, '5', 2 ** 60])),
+    () => next() < 0.9 && (result['cacheScope'] = pick(['private', 'public', 'private', 'shared', 5])),
+    () =>
+      next() < 0.6 &&
+      (result['_meta'] = pick([
+        { [INFO]: { name: 's', version: '1' } },
+        { [INFO]: { version: '1', name: 's' } },
+        { [INFO]: { name: 's', version: '1', title: 'T' } },
+        { x: 1 },
+        {},
+      ])),
+    () => next() < 0.05 && (result['extra'] = 1),
+  ];
+  for (let i = members.length - 1; i > 0; i--) {
+    const j = Math.floor(next() * (i + 1));
+    [members[i], members[j]] = [members[j]!, members[i]!];
+  }
+  for (const member of members) member();
+  if (result['resultType'] === undefined) delete result['resultType'];
+  return result;
+}
+
+describe('a 2026-07-28 resources/read result read raw, against the SDK Client’s funnel', () => {
+  it('gives the same value (member order included) or the same error on random results', () => {
+    const client = new Modern();
+    const wire = modernWire(client.parts());
+    const seed = Date.now() % 100_000;
+    const next = prng(seed);
+    let plain = 0;
+    for (let i = 0; i < 3000; i++) {
+      const raw = randomRead(next);
+      if (plainModernReadResult(raw)) plain++;
+      const expected = client.sdk(structuredClone(raw), 'resources/read');
+      let got: unknown;
+      try {
+        got = { value: wire.result('resources/read', raw, { allowInputRequired: true }) };
+      } catch (error) {
+        expect(error, `seed ${seed}, ${JSON.stringify(raw)}`).toBeInstanceOf(SdkError);
+        got = { error: (error as Error).message };
+      }
+      expect(JSON.stringify(got), `seed ${seed}, ${JSON.stringify(raw)}`).toBe(JSON.stringify(expected));
+    }
+    expect(plain).toBeGreaterThan(150);
+    expect(plain).toBeLessThan(2700);
+  });
+});
+
 describe('a 2026-07-28 tools/call result read raw, against the SDK Client’s funnel', () => {
   it('gives the same value (member order included) or the same error on random results', () => {
     const client = new Modern();
@@ -107,6 +174,14 @@ describe('a 2026-07-28 tools/call result read raw, against the SDK Client’s fu
     // Both readings were exercised.
     expect(plain).toBeGreaterThan(300);
     expect(plain).toBeLessThan(2700);
+  });
+
+  it('skips no cache of the Client: its store (ToolIndexStore) never holds a resources/read', () => {
+    // A raw read makes the round trip the SDK Client's readResource would make on a miss, every time.
+    const store = new ToolIndexStore();
+    const key = { method: 'resources/read', params: 'docs://public/readme' };
+    store.set(key, { value: '{"contents":[]}', expiresAt: Date.now() + 60_000, scope: 'public' });
+    expect(store.get(key)).toBeUndefined();
   });
 
   it('refuses an input_required it was not told to take manually (never fulfilled by a raw request)', () => {
