@@ -14,11 +14,20 @@ import {
   type ClientCapabilities,
   type ProgressToken,
   type RequestOptions,
+  type Tool as McpTool,
 } from '@modelcontextprotocol/client';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { clientOptions, TASKS_EXTENSION, upstreamTaskOf, type McpSession, type UpstreamTask } from '../mcp/index.js';
-import { RawRequests, type RawOptions } from './upstream-raw.js';
+import {
+  clientOptions,
+  MODERN_VERSION,
+  TASKS_EXTENSION,
+  upstreamTaskOf,
+  type McpSession,
+  type UpstreamTask,
+} from '../mcp/index.js';
+import { RawRequests, type ModernWire, type RawOptions } from './upstream-raw.js';
 import { RawHttpTransport } from './upstream-raw-http.js';
+import { asIs, modernWire, sendsNoHeaders } from './upstream-raw-modern.js';
 
 /** A Standard Schema that takes any JSON object as it came; anything else is refused with `message`. */
 export function objectSchema(message: string) {
@@ -166,11 +175,46 @@ export class GatewayClient extends Client {
   readonly declared: ClientCapabilities;
   /** The fast path's requests on this connection (their answers are taken off the wire by upstream.ts's tap). */
   readonly raw: RawRequests;
+  /** A 2026-07-28 raw request's envelope and result reading: this Client's own (upstream-raw-modern.ts). */
+  readonly #modern: ModernWire;
   constructor(upstream: ClientUpstream, capabilities: ClientCapabilities, probeTimeoutMs: number) {
     super({ name: 'toolgate-gateway', version: '0.2.0' }, clientOptions(capabilities, probeTimeoutMs));
     this.#upstream = upstream;
     this.declared = capabilities;
     this.raw = new RawRequests(() => this.transport);
+    this.#modern = modernWire({ envelope: () => this._outboundMetaEnvelope(), codec: () => this._wireCodec() });
+  }
+
+  /**
+   * Whether a `tools/call` (its definition) or `resources/read` (`null`) in `scope` goes raw to a 2026-07-28
+   * upstream (upstream-raw-modern.ts): the upstream is one over Streamable HTTP through the gateway's own
+   * transport (a stream per request), the call is a first round of a 2026-07-28 request (its input rounds
+   * relayed, taken manually: no retry material, nothing misrouted) that takes no task, and the SDK would send
+   * it as it is (a definition that declares no `x-mcp-header`, a name or URI that needs no encoding:
+   * upstream-raw-modern.ts's asIs). Anything else is the SDK's.
+   */
+  #rawModern(
+    scope: CallScope | undefined,
+    definition: McpTool | null | undefined,
+    tasks: boolean,
+    name: string,
+  ): boolean {
+    const input = scope?.input;
+    const transport = this.transport;
+    return (
+      definition !== undefined &&
+      (definition === null || sendsNoHeaders(definition)) &&
+      !tasks &&
+      input !== undefined &&
+      input.given === null &&
+      input.misrouted === undefined &&
+      this.#upstream.session?.era === 'modern' &&
+      this.#upstream.options.transport === undefined &&
+      transport instanceof RawHttpTransport &&
+      transport.hasPerRequestStream === true &&
+      this.getNegotiatedProtocolVersion() === MODERN_VERSION &&
+      asIs(name)
+    );
   }
 
   /**
@@ -262,6 +306,12 @@ export class GatewayClient extends Client {
     const scope = scopeOf(options);
     const input = scope?.input;
     if (this.#raw(scope)) return this.raw.readResource({ ...params }, options ?? {});
+    // The Client's read cache never holds a read here (mcp/client.ts's ToolIndexStore keeps only tools/list):
+    // every read is a round trip, which a first round may make raw.
+    if (this.#rawModern(scope, null, false, params.uri))
+      return this.raw
+        .readResource(this.#withInput(params, input), options ?? {}, this.#modern)
+        .then((r) => this.#answered(r, input, { contents: [] }));
     return super
       .readResource(this.#withInput(params, input), options)
       .then((r) => this.#answered(r, input, { contents: [] }));
@@ -317,7 +367,9 @@ export class GatewayClient extends Client {
         const result = this.#answered(
           await (definition !== undefined && this.#raw(scope)
             ? this.raw.callTool(sent, definition, this.#rawOptions(signal))
-            : super.callTool(sent, this.#upstream.requestOptions(scope, options))),
+            : this.#rawModern(scope, definition, tasks, sent.name)
+              ? this.raw.callTool(sent, definition!, this.#upstream.requestOptions(scope, options), this.#modern)
+              : super.callTool(sent, this.#upstream.requestOptions(scope, options))),
           scope?.input,
           {
             isError: true,

@@ -19,7 +19,9 @@
  * transport derives from its body (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`; a name the SDK would
  * base64-encode goes the SDK's way); the SDK Client still does the rest (envelope, timeout, cancellation by
  * closing the request's stream, result decoding and validation). A 400 whose body is a JSON-RPC error to
- * the request is handed on as that error, as the SDK's transport hands it on for a 2026-07-28 request.
+ * the request is handed on as that error, as the SDK's transport hands it on for a 2026-07-28 request. A raw
+ * request of the gateway's own carrying that envelope (upstream-raw-modern.ts) is POSTed with the same
+ * headers, and stopped by closing its POST (`stopRaw`).
  */
 import { request as httpRequest, type ClientRequest, type IncomingMessage, type RequestOptions } from 'node:http';
 import { request as httpsRequest } from 'node:https';
@@ -27,7 +29,6 @@ import { urlToHttpOptions } from 'node:url';
 import {
   deserializeMessage,
   isJSONRPCErrorResponse,
-  PROTOCOL_VERSION_META_KEY,
   SdkError,
   SdkErrorCode,
   SdkHttpError,
@@ -38,6 +39,7 @@ import {
 import { MODERN_VERSION } from '../mcp/index.js';
 import { agents, SILENT_MS, upstreamFetch, upstreamUrl } from './upstream-fetch.js';
 import { isPlainObject, isRawRequest, rawAnswer } from './upstream-raw.js';
+import { hasModernEnvelope, modernNameOf } from './upstream-raw-modern.js';
 import { contentTypeOf, essenceOf, SseEvents, textOf } from './upstream-sse.js';
 
 /** The SDK transport's first reconnection delay when the upstream names none (its default options). */
@@ -82,7 +84,20 @@ export class RawHttpTransport extends StreamableHTTPClientTransport {
       if (stopped !== undefined) this.#inflight.get(stopped)?.stop();
       return sent;
     }
+    // A raw request of the 2026-07-28 revision (its envelope in `_meta`) carries the headers the SDK's
+    // transport derives from its body; one whose name the SDK would not send as it is never leaves.
+    if (hasModernEnvelope(message)) {
+      const name = modernNameOf(message, undefined);
+      if (name === undefined)
+        return Promise.reject(new Error('toolgate gateway: a raw 2026-07-28 request the SDK would not send as it is'));
+      return this.#post(message, name, undefined);
+    }
     return this.#post(message, undefined, undefined);
+  }
+
+  /** Stops one raw request (a 2026-07-28 request is cancelled by closing its POST, as the SDK closes it). */
+  stopRaw(id: string): void {
+    this.#inflight.get(id)?.stop();
   }
 
   override async close(): Promise<void> {
@@ -409,42 +424,6 @@ async function readText(res: IncomingMessage): Promise<string> {
     chunks.push(chunk as Buffer);
   }
   return textOf(Buffer.concat(chunks));
-}
-
-/**
- * The `Mcp-Name` of a 2026-07-28 request the SDK Client sends that is POSTed raw: a `tools/call` or
- * `resources/read` carrying this version in its envelope, sent without headers of its own, resumption or
- * a resumption callback, whose name (or URI) the SDK sends as it is; else undefined (the SDK sends it).
- */
-function modernNameOf(
-  message: JSONRPCMessage,
-  options: Parameters<StreamableHTTPClientTransport['send']>[1],
-): string | undefined {
-  if (options?.headers !== undefined || options?.resumptionToken !== undefined) return undefined;
-  if (options?.onresumptiontoken !== undefined) return undefined;
-  const { jsonrpc, id, method, params } = message as {
-    jsonrpc?: unknown;
-    id?: unknown;
-    method?: unknown;
-    params?: unknown;
-  };
-  if (jsonrpc !== '2.0' || (method !== 'tools/call' && method !== 'resources/read')) return undefined;
-  if (typeof id !== 'string' && typeof id !== 'number') return undefined;
-  if (!isPlainObject(params) || !isPlainObject(params['_meta'])) return undefined;
-  if (params['_meta'][PROTOCOL_VERSION_META_KEY] !== MODERN_VERSION) return undefined;
-  const name = params[method === 'tools/call' ? 'name' : 'uri'];
-  return typeof name === 'string' && asIs(name) ? name : undefined;
-}
-
-/** Whether the SDK sends a header value as it is (its `encodeMcpParamValue` base64-encodes any other). */
-function asIs(value: string): boolean {
-  if (value.length === 0 || value !== value.trim()) return false;
-  if (value.startsWith('=?base64?') && value.endsWith('?=')) return false;
-  for (let i = 0; i < value.length; i++) {
-    const c = value.charCodeAt(i);
-    if (c !== 9 && (c < 32 || c > 126)) return false;
-  }
-  return true;
 }
 
 /**

@@ -49,6 +49,24 @@ interface Pending {
 export interface RawOptions {
   readonly timeout?: number;
   readonly signal?: AbortSignal;
+  /** A 2026-07-28 request: an `input_required` answer is the call's value (the SDK's manual mode). */
+  readonly allowInputRequired?: boolean;
+}
+
+/**
+ * What a 2026-07-28 raw request takes of the SDK Client (upstream-raw-modern.ts): the request as the Client
+ * would send it (its `_meta` envelope) and the answer's result read as the Client reads it.
+ */
+export interface ModernWire {
+  /** The message with the Client's per-request envelope, as its `_envelopeOutbound` makes it. */
+  envelope(message: { method: string; params: Record<string, unknown>; jsonrpc: '2.0'; id: string }): JSONRPCMessage;
+  /** The result as the Client's request funnel resolves it (decoded, validated); throws as it rejects. */
+  result(method: string, raw: unknown, options: RawOptions): unknown;
+}
+
+/** A transport that can stop one raw request's POST (upstream-raw-http.ts: a 2026-07-28 request is cancelled so). */
+interface StopsRaw {
+  stopRaw(id: string): void;
 }
 
 /** One upstream connection's requests in flight on the fast path. */
@@ -61,6 +79,7 @@ export class RawRequests {
   /** The output validator of each tool definition (compiled once per definition, as the SDK's cache does). */
   readonly #outputs = new WeakMap<McpTool, ReturnType<AjvJsonSchemaValidator['getValidator']>>();
   #next = 0;
+  #broken = false;
 
   constructor(transport: () => Transport | undefined) {
     this.#transport = transport;
@@ -71,9 +90,22 @@ export class RawRequests {
     const body = message as Record<string, unknown>;
     const id = body['id'];
     if (typeof id !== 'string' || !id.startsWith(RAW_ID) || 'method' in body) return false;
-    // An answer to a request no longer waited for (stopped, timed out) is dropped, as the SDK drops it.
-    this.#pending.get(id)?.answered(body);
+    // An answer to a request no longer waited for (stopped, timed out) is dropped, as the SDK drops it. After
+    // the upstream broke its era, a result fails its request as the closing connection fails the SDK's.
+    const answer =
+      this.#broken && !('error' in body)
+        ? { closed: new SdkError(SdkErrorCode.ConnectionClosed, 'Connection closed') }
+        : body;
+    this.#pending.get(id)?.answered(answer);
     return true;
+  }
+
+  /**
+   * The upstream broke its era (src/mcp/era.ts; it is being reconnected): no result is taken on this
+   * connection any more — an error answer (the era check's refusal among them) still fails its request.
+   */
+  broken(): void {
+    this.#broken = true;
   }
 
   /** Fails every request in flight: the connection closed (the SDK Client's error for it). */
@@ -87,13 +119,16 @@ export class RawRequests {
     params: { readonly name: string } & Record<string, unknown>,
     definition: McpTool,
     options: RawOptions,
+    modern?: ModernWire,
   ): Promise<CallToolResult> {
     // A tool whose output schema does not compile fails before anything is sent (the SDK's message).
     const validator = this.#outputValidator(definition, params.name);
-    const raw = await this.#request('tools/call', params, options);
-    const result = plainCallToolResult(raw)
-      ? (raw as CallToolResult)
-      : (checked('tools/call', specTypeSchemas.CallToolResult['~standard'].validate(raw)) as CallToolResult);
+    const raw = await this.#request('tools/call', params, options, modern);
+    const result = modern
+      ? (modern.result('tools/call', raw, options) as CallToolResult)
+      : plainCallToolResult(raw)
+        ? (raw as CallToolResult)
+        : (checked('tools/call', specTypeSchemas.CallToolResult['~standard'].validate(raw)) as CallToolResult);
     if (validator && !result.isError) {
       if (result.structuredContent === undefined)
         throw new ProtocolError(
@@ -118,9 +153,14 @@ export class RawRequests {
     return result;
   }
 
-  /** `resources/read` on the fast path. */
-  async readResource(params: Record<string, unknown>, options: RawOptions): Promise<ReadResourceResult> {
-    const raw = await this.#request('resources/read', params, options);
+  /** `resources/read` on the fast path (`modern`: a 2026-07-28 request, its result read by the Client's parts). */
+  async readResource(
+    params: Record<string, unknown>,
+    options: RawOptions,
+    modern?: ModernWire,
+  ): Promise<ReadResourceResult> {
+    const raw = await this.#request('resources/read', params, options, modern);
+    if (modern) return modern.result('resources/read', raw, options) as ReadResourceResult;
     if (plainReadResourceResult(raw)) return raw as ReadResourceResult;
     return checked(
       'resources/read',
@@ -148,9 +188,15 @@ export class RawRequests {
 
   /**
    * One request under an id of the gateway's own; resolves with its result (`resultType` removed, as the SDK's
-   * 2025 codec removes it), rejects as the SDK Client's request() does.
+   * 2025 codec removes it; a 2026-07-28 request's result as it came, for `modern` to read), rejects as the SDK
+   * Client's request() does.
    */
-  #request(method: string, params: Record<string, unknown>, options: RawOptions): Promise<unknown> {
+  #request(
+    method: string,
+    params: Record<string, unknown>,
+    options: RawOptions,
+    modern?: ModernWire,
+  ): Promise<unknown> {
     const { signal } = options;
     if (signal?.aborted) {
       const reason: unknown = signal.reason;
@@ -164,12 +210,17 @@ export class RawRequests {
     const timeout = options.timeout ?? 60_000;
     return new Promise<unknown>((resolve, reject) => {
       const pending = new PendingRequest(this.#pending, this.#deadlines.of(timeout), transport, id, timeout, signal);
+      pending.modern = modern !== undefined;
       pending.resolve = resolve;
       pending.reject = reject;
       this.#pending.set(id, pending);
       this.#deadlines.of(timeout).add(pending);
       signal?.addEventListener('abort', pending, { once: true });
-      transport.send({ jsonrpc: '2.0', id, method, params } as JSONRPCMessage).catch((error: unknown) => {
+      // A 2026-07-28 request as the SDK Client words it (its members' order, its envelope): only the id differs.
+      const message = modern
+        ? modern.envelope({ method, params, jsonrpc: '2.0', id })
+        : ({ jsonrpc: '2.0', id, method, params } as JSONRPCMessage);
+      transport.send(message).catch((error: unknown) => {
         if (!this.#pending.has(id)) return;
         pending.settle();
         reject(error);
@@ -185,6 +236,8 @@ export class RawRequests {
  */
 class PendingRequest implements Pending, Deadline {
   due = 0;
+  /** A 2026-07-28 request: its result is handed on as it came, and it is stopped by closing its POST. */
+  modern = false;
   resolve: (value: unknown) => void = () => undefined;
   reject: (reason: unknown) => void = () => undefined;
   readonly #all: Map<string, Pending>;
@@ -222,7 +275,7 @@ class PendingRequest implements Pending, Deadline {
     const error = message['error'] as { code?: unknown; message?: unknown; data?: unknown } | undefined;
     if (error !== undefined && error !== null && typeof error === 'object')
       return this.reject(ProtocolError.fromError(Number(error.code), String(error.message), error.data));
-    this.resolve(withoutResultType(message['result']));
+    this.resolve(this.modern ? message['result'] : withoutResultType(message['result']));
   }
 
   /** The deadline passed. */
@@ -238,13 +291,17 @@ class PendingRequest implements Pending, Deadline {
   #cancel(reason: unknown): void {
     if (!this.#all.has(this.#id)) return;
     this.settle();
-    this.#transport
-      .send({
-        jsonrpc: '2.0',
-        method: 'notifications/cancelled',
-        params: { requestId: this.#id, reason: String(reason) },
-      })
-      .catch(() => undefined);
+    // As the SDK Client stops a 2026-07-28 request on a transport with a stream per request: its stream is
+    // closed (no notifications/cancelled in that revision).
+    if (this.modern) (this.#transport as unknown as StopsRaw).stopRaw(this.#id);
+    else
+      this.#transport
+        .send({
+          jsonrpc: '2.0',
+          method: 'notifications/cancelled',
+          params: { requestId: this.#id, reason: String(reason) },
+        })
+        .catch(() => undefined);
     this.reject(reason instanceof SdkError ? reason : new SdkError(SdkErrorCode.RequestTimeout, String(reason)));
   }
 }

@@ -207,7 +207,9 @@ export class Upstream {
           ...(this.#prior ? { prior: this.#prior } : {}),
           inbound: (message) => this.#relay(message),
           onViolation: (violation) => {
-            // The answer was refused; the upstream is reconnected, which probes its era again.
+            // The answer was refused; the upstream is reconnected, which probes its era again. A raw request's
+            // result that comes after it is not taken (the SDK Client's requests fail as the connection closes).
+            client.raw.broken();
             this.#prior = undefined;
             queueMicrotask(() => this.#down(eraViolationMessage(violation)));
           },

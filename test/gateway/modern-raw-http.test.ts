@@ -101,8 +101,8 @@ const SHAPES: readonly Shape[] = [
       `\ufeff${JSON.stringify({ jsonrpc: '2.0', id, result: { resultType: 'complete', content: [text('bom')] } })}`,
     ),
   (id, res) => json(res, { jsonrpc: '2.0', id, error: { code: -32602, message: 'bad params, with a 400' } }, 400),
-  (id, res) =>
-    json(res, { jsonrpc: '2.0', id: `${String(id)}-other`, error: { code: -32602, message: 'another' } }, 400),
+  // Another request's error (an id that is none of the gateway's: the raw and SDK ids differ, not this text).
+  (_id, res) => json(res, { jsonrpc: '2.0', id: 'another-call', error: { code: -32602, message: 'another' } }, 400),
   (_id, res) => json(res, 'Bad Request', 400, 'text/plain'),
   (_id, res) => json(res, 'it broke', 500, 'text/plain'),
   (_id, res) => json(res, { error: 'Session not found' }, 404),
@@ -135,6 +135,75 @@ const SHAPES: readonly Shape[] = [
       200,
       'Application/JSON; charset=utf-8',
     ),
+  // Results the plain reading must leave to the SDK's schemas (raw 2026-07-28 tools/call, issue 25.3).
+  (id, res) =>
+    json(res, { jsonrpc: '2.0', id, result: { resultType: 'complete', content: [text('odd')], isError: 'yes' } }),
+  (id, res) =>
+    json(res, {
+      jsonrpc: '2.0',
+      id,
+      result: { resultType: 'complete', content: [text('[]')], structuredContent: [1] },
+    }),
+  (id, res) =>
+    json(res, {
+      jsonrpc: '2.0',
+      id,
+      result: { resultType: 'complete', content: [{ ...text('noted'), annotations: { audience: ['user'] } }] },
+    }),
+  (id, res) =>
+    json(res, {
+      jsonrpc: '2.0',
+      id,
+      result: { resultType: 'complete', content: [text('meta')], _meta: { ...INFO, 'example.com/x': 1 } },
+    }),
+  (id, res) =>
+    json(
+      res,
+      `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":{"resultType":"complete","content":[{"type":"text","text":"p","__proto__":{"x":1}}]}}`,
+    ),
+  (id, res) =>
+    json(res, {
+      jsonrpc: '2.0',
+      id,
+      result: { resultType: 'complete', content: [text('{}')], structuredContent: { n: 'not a number' } },
+    }),
+  (id, res) => json(res, { jsonrpc: '2.0', id, result: { resultType: 'complete', content: [text('ttl')], ttlMs: 5 } }),
+  (id, res) => json(res, { jsonrpc: '2.0', id, result: { resultType: 'input_required' } }),
+  (id, res) => json(res, { jsonrpc: '2.0', id, result: { resultType: 'input_required', requestState: 'upstream-s' } }),
+  (id, res) =>
+    json(
+      res,
+      `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":{"resultType":"complete","content":[],"isError":false,"isError":true}}`,
+    ),
+  (id, res) =>
+    json(res, {
+      jsonrpc: '2.0',
+      id,
+      result: { resultType: 'complete', content: [text('sc')], structuredContent: { n: 2 }, _meta: {} },
+    }),
+];
+
+/** A tool the scripted front adds to the fixture's list: `echo`'s input, an output schema (checked on both paths). */
+const SHAPED = {
+  name: 'shaped',
+  description: 'Answers with a scripted shape',
+  inputSchema: { type: 'object', properties: { text: { type: 'string' } }, required: ['text'] },
+  outputSchema: { type: 'object', properties: { n: { type: 'number' } }, required: ['n'] },
+};
+
+/** Answers the era check refuses (the upstream is then reconnected): a task not asked for, 2025 shapes. */
+const ERA: readonly Shape[] = [
+  (id, res) =>
+    json(res, { jsonrpc: '2.0', id, result: { resultType: 'task', taskId: 't1', status: 'completed', content: [] } }),
+  (id, res) => json(res, { jsonrpc: '2.0', id, result: { content: [text('a 2025 answer')] } }),
+  (id, res) => json(res, { jsonrpc: '2.0', id, result: { resultType: 5, content: [text('odd type')] } }),
+  (id, res) => json(res, { jsonrpc: '2.0', id, error: { code: -32022, message: 'unsupported version' } }),
+  (id, res) =>
+    sse(
+      res,
+      { jsonrpc: '2.0', id: 'up-1', method: 'elicitation/create', params: { mode: 'form', message: 'x?' } },
+      { jsonrpc: '2.0', id, result: { resultType: 'complete', content: [text('after a request')] } },
+    ),
 ];
 
 /** The index of the shape that never answers (the call's timeout answers it). */
@@ -146,7 +215,12 @@ const SHORT = SHAPES.length + 1;
 async function scripted() {
   const fixture = await httpFixture(MODERN);
   cleanups.push(() => fixture.stop());
-  const seen: { headers: IncomingMessage['headers']; closed: boolean }[] = [];
+  const seen: {
+    headers: IncomingMessage['headers'];
+    closed: boolean;
+    body: Record<string, unknown>;
+    length: number;
+  }[] = [];
   const url = await loopbackServer(
     cleanups,
     (req, res) => {
@@ -156,12 +230,14 @@ async function scripted() {
         const body = Buffer.concat(chunks);
         const message = body.length > 0 ? (JSON.parse(body.toString('utf8')) as Record<string, unknown>) : {};
         const params = message['params'] as { name?: unknown; arguments?: { text?: unknown } } | undefined;
-        const asked = /^shape:(\d+)$/.exec(String(params?.arguments?.text));
-        if (message['method'] === 'tools/call' && params?.name === 'echo' && asked) {
-          const one = { headers: req.headers, closed: false };
+        const asked = /^(shape|era):(\d+)$/.exec(String(params?.arguments?.text));
+        if (message['method'] === 'tools/list') return void listed(fixture.url, req, body, res);
+        if (message['method'] === 'tools/call' && (params?.name === 'echo' || params?.name === 'shaped') && asked) {
+          const one = { headers: req.headers, closed: false, body: message, length: body.length };
           seen.push(one);
           res.on('close', () => (one.closed = true));
-          const n = Number(asked[1]);
+          const n = Number(asked[2]);
+          if (asked[1] === 'era') return ERA[n]!(message['id'], res);
           if (n === SILENT) return;
           if (n === SHORT)
             return void sse(res, {
@@ -188,6 +264,25 @@ async function scripted() {
   return { url, seen };
 }
 
+/** The fixture's tools/list answer (JSON or one SSE event) with {@link SHAPED} added, as JSON. */
+function listed(to: URL, req: IncomingMessage, body: Buffer, res: ServerResponse): void {
+  const out = request(to, { method: 'POST', headers: { ...req.headers, host: to.host } }, (answer) => {
+    const chunks: Buffer[] = [];
+    answer.on('data', (c: Buffer) => chunks.push(c));
+    answer.on('end', () => {
+      const got = Buffer.concat(chunks).toString('utf8');
+      const data = String(answer.headers['content-type']).includes('event-stream')
+        ? /^data: (.*)$/m.exec(got)![1]!
+        : got;
+      const message = JSON.parse(data) as { result?: { tools?: unknown[] } };
+      message.result?.tools?.push(SHAPED);
+      json(res, message, answer.statusCode);
+    });
+  });
+  out.on('error', () => res.destroy());
+  out.end(body);
+}
+
 async function gateway(fast: boolean, callTimeoutMs: number) {
   const front = await scripted();
   const policy = writePolicy(tempDir('modern-raw-http'), {
@@ -210,7 +305,7 @@ async function gateway(fast: boolean, callTimeoutMs: number) {
 }
 
 /** A plain 2026-07-28 `mod:echo` of `text` to the gateway: its status, content type and body as sent. */
-async function call(url: URL, said: string, id: number, signal?: AbortSignal) {
+async function call(url: URL, said: string, id: number, signal?: AbortSignal, tool = 'echo') {
   const response = await fetch(url, {
     method: 'POST',
     headers: {
@@ -218,13 +313,13 @@ async function call(url: URL, said: string, id: number, signal?: AbortSignal) {
       accept: 'application/json, text/event-stream',
       'mcp-protocol-version': '2026-07-28',
       'mcp-method': 'tools/call',
-      'mcp-name': 'mod:echo',
+      'mcp-name': `mod:${tool}`,
     },
     body: JSON.stringify({
       jsonrpc: '2.0',
       id,
       method: 'tools/call',
-      params: { name: 'mod:echo', arguments: { text: said }, _meta: modernMeta() },
+      params: { name: `mod:${tool}`, arguments: { text: said }, _meta: modernMeta() },
     }),
     ...(signal ? { signal } : {}),
   });
@@ -247,21 +342,37 @@ describe('raw POSTs to a 2026-07-28 HTTP upstream (the gateway’s fast path)', 
     const seed = Date.now() % 100_000;
     const next = prng(seed);
     const plan = [...SHAPES.keys(), SILENT, ...Array.from({ length: 40 }, () => Math.floor(next() * SHAPES.length))];
+    // Each shape to `echo` and to `shaped` (its output schema), the rest of the mix to either.
+    plan.push(...SHAPES.keys());
+    const tools = plan.map((_, i) =>
+      i > SHAPES.length + 40 || (i > SHAPES.length && next() < 0.5) ? 'shaped' : 'echo',
+    );
     const runs = [];
     for (const fast of [true, false]) {
       const { url, records, seen } = await gateway(fast, 1_000);
       const answers = [];
-      for (const [i, shape] of plan.entries()) answers.push(await call(url, `shape:${shape}`, i + 1));
+      for (const [i, shape] of plan.entries())
+        answers.push(await call(url, `shape:${shape}`, i + 1, undefined, tools[i]));
       await new Promise((resolve) => setTimeout(resolve, 100));
-      const headers = seen.map((s) => HEADERS.map((name) => s.headers[name]));
+      // A Content-Length that is the body's (the raw request's id is longer than the SDK's number).
+      const headers = seen.map((s) =>
+        HEADERS.map((name) => (name === 'content-length' ? Number(s.headers[name]) === s.length : s.headers[name])),
+      );
       runs.push({
         answers: normal(answers) as unknown[],
         audit: auditOf(records),
         headers,
         closed: seen.map((s) => s.closed),
+        ids: seen.map((s) => s.body['id']),
+        // The request as sent, its id aside (the raw request's is the gateway's own), member order kept.
+        bodies: seen.map((s) => JSON.stringify({ ...s.body, id: 0 })),
       });
     }
     const [fast, sdk] = runs as [(typeof runs)[0], (typeof runs)[0]];
+    // The fast path sent every call raw (its own ids), the SDK path none; the same bytes but for the id.
+    expect(fast.ids.every((id) => typeof id === 'string' && id.startsWith('toolgate-raw:'))).toBe(true);
+    expect(sdk.ids.every((id) => typeof id === 'number')).toBe(true);
+    expect(fast.bodies, `seed ${seed}`).toEqual(sdk.bodies);
     for (const [i, answer] of fast.answers.entries())
       expect(answer, `seed ${seed}, call ${i} (shape ${plan[i]})`).toEqual(sdk.answers[i]);
     expect(fast.audit, `seed ${seed}`).toEqual(sdk.audit);
@@ -269,7 +380,7 @@ describe('raw POSTs to a 2026-07-28 HTTP upstream (the gateway’s fast path)', 
     expect(fast.headers[0]).toEqual([
       'application/json, text/event-stream',
       'application/json',
-      expect.any(String),
+      true,
       '2026-07-28',
       'tools/call',
       'echo',
@@ -284,8 +395,32 @@ describe('raw POSTs to a 2026-07-28 HTTP upstream (the gateway’s fast path)', 
       'upstream says no',
       'bad params, with a 400',
       'did not answer within 1000 ms',
+      'has an output schema but did not return structured content',
+      "does not match the tool's output schema",
+      'Invalid result for tools/call',
+      '\\"n\\":2',
     ])
       expect(all).toContain(expected);
+  });
+
+  it('answers what the era check refuses as the SDK path does, never as a success', async () => {
+    const runs: unknown[][] = [];
+    for (const fast of [true, false]) {
+      const answers = [];
+      // One gateway per answer: each is a violation, after which the upstream is reconnected.
+      for (const n of ERA.keys()) {
+        const { url, seen } = await gateway(fast, 5_000);
+        answers.push(await call(url, `era:${n}`, 1));
+        expect(typeof seen[0]?.body['id']).toBe(fast ? 'string' : 'number');
+      }
+      runs.push(normal(answers) as unknown[]);
+    }
+    expect(runs[0]).toEqual(runs[1]);
+    for (const answer of runs[0]!) expect(JSON.stringify(answer)).toContain('isError\\":true');
+    expect(JSON.stringify(runs[0])).not.toContain('a 2025 answer');
+    expect(JSON.stringify(runs[0])).not.toContain('odd type');
+    // A result after the upstream's request in the same stream is not taken (the connection is going down).
+    expect(JSON.stringify(runs[0])).not.toContain('after a request');
   });
 
   it('fails closed, POSTed once, when the answer stream ends without the answer', async () => {
