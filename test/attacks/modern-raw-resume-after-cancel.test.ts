@@ -5,8 +5,9 @@
 // resumes with a GET naming the Last-Event-ID under the request's signal: once the call is stopped (timed out
 // here) it resumes nothing, and a resuming GET already open is closed. The raw route resumed without any
 // signal: after the call had failed upstream of the client, the gateway still GET-resumed the stream and held
-// that GET open — the upstream, whose only cancellation signal is the stream closing, saw the request still
-// wanted (the tool kept running after the gateway gave up on it), and every such call left a GET open forever.
+// that GET open (also when the client went away) — the upstream, whose only cancellation signal is the stream
+// closing, saw the request still wanted (the tool kept running after the gateway gave up on it), and every
+// such call left a GET open forever.
 import { request, type IncomingMessage, type ServerResponse } from 'node:http';
 import { describe, expect, it } from 'vitest';
 import { httpFixture, MODERN } from '../mcp/fixtures/processes.js';
@@ -98,8 +99,9 @@ async function gateway(fast: boolean, callTimeoutMs: number) {
 
 /** A plain 2026-07-28 `mod:echo` of `text` to the gateway: its body as sent. */
 let ids = 0;
-async function call(url: URL, said: string): Promise<string> {
+async function call(url: URL, said: string, signal?: AbortSignal): Promise<string> {
   const response = await fetch(url, {
+    ...(signal ? { signal } : {}),
     method: 'POST',
     headers: {
       'content-type': 'application/json',
@@ -144,6 +146,23 @@ describe('attack: a raw 2026-07-28 call resumes its stream after it was stopped'
       expect(resumed[0]!.lastEventId).toBe('ev-1');
       for (let tries = 0; !resumed[0]!.closed && tries < 100; tries++) await sleep(10);
       expect(resumed[0]!.closed, 'the resuming GET of a stopped call was left open').toBe(true);
+    });
+
+    it(`${path}: a call its client went away from resumes nothing, and its resuming GET is closed`, async () => {
+      // The upstream's retry (50 ms) comes first: the GET is open when the client goes away (timeout 30 s).
+      const { url, posts, resumed } = await gateway(fast, 30_000);
+      const gone = new AbortController();
+      const pending = call(url, 'resume:50', gone.signal).catch((error: unknown) => error);
+      for (let tries = 0; resumed.length === 0 && tries < 300; tries++) await sleep(10);
+      expect(posts).toHaveLength(1);
+      expect(resumed).toHaveLength(1);
+      gone.abort();
+      await pending;
+      for (let tries = 0; !resumed[0]!.closed && tries < 200; tries++) await sleep(10);
+      expect(resumed[0]!.closed, 'the resuming GET of a call its client left was left open').toBe(true);
+      // Nothing resumed it again.
+      await sleep(300);
+      expect(resumed).toHaveLength(1);
     });
   }
 });
