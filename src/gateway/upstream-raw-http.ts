@@ -21,7 +21,7 @@
  * closing the request's stream, result decoding and validation). A 400 whose body is a JSON-RPC error to
  * the request is handed on as that error, as the SDK's transport hands it on for a 2026-07-28 request. A raw
  * request of the gateway's own carrying that envelope (upstream-raw-modern.ts) is POSTed with the same
- * headers, and stopped by closing its POST (`stopRaw`).
+ * headers, and stopped by its request signal (its POST closed, a resumption of its stream with it).
  */
 import { request as httpRequest, type ClientRequest, type IncomingMessage, type RequestOptions } from 'node:http';
 import { request as httpsRequest } from 'node:https';
@@ -85,19 +85,16 @@ export class RawHttpTransport extends StreamableHTTPClientTransport {
       return sent;
     }
     // A raw request of the 2026-07-28 revision (its envelope in `_meta`) carries the headers the SDK's
-    // transport derives from its body; one whose name the SDK would not send as it is never leaves.
+    // transport derives from its body; one whose name the SDK would not send as it is never leaves. It is
+    // stopped by its request signal, as the SDK's is: its POST closed, a resumption of it neither begun nor
+    // left open.
     if (hasModernEnvelope(message)) {
       const name = modernNameOf(message, undefined);
       if (name === undefined)
         return Promise.reject(new Error('toolgate gateway: a raw 2026-07-28 request the SDK would not send as it is'));
-      return this.#post(message, name, undefined);
+      return this.#post(message, name, options?.requestSignal);
     }
     return this.#post(message, undefined, undefined);
-  }
-
-  /** Stops one raw request (a 2026-07-28 request is cancelled by closing its POST, as the SDK closes it). */
-  stopRaw(id: string): void {
-    this.#inflight.get(id)?.stop();
   }
 
   override async close(): Promise<void> {

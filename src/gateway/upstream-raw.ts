@@ -64,11 +64,6 @@ export interface ModernWire {
   result(method: string, raw: unknown, options: RawOptions): unknown;
 }
 
-/** A transport that can stop one raw request's POST (upstream-raw-http.ts: a 2026-07-28 request is cancelled so). */
-interface StopsRaw {
-  stopRaw(id: string): void;
-}
-
 /** One upstream connection's requests in flight on the fast path. */
 export class RawRequests {
   readonly #transport: () => Transport | undefined;
@@ -210,7 +205,10 @@ export class RawRequests {
     const timeout = options.timeout ?? 60_000;
     return new Promise<unknown>((resolve, reject) => {
       const pending = new PendingRequest(this.#pending, this.#deadlines.of(timeout), transport, id, timeout, signal);
-      pending.modern = modern !== undefined;
+      // A 2026-07-28 request is stopped as the SDK Client stops it: its own signal, given to the transport as
+      // the request's (`requestSignal`), aborted — its POST closed, and a resumption of its stream (a GET
+      // naming the last event id) neither begun nor left open.
+      if (modern !== undefined) pending.stopper = new AbortController();
       pending.resolve = resolve;
       pending.reject = reject;
       this.#pending.set(id, pending);
@@ -220,7 +218,10 @@ export class RawRequests {
       const message = modern
         ? modern.envelope({ method, params, jsonrpc: '2.0', id })
         : ({ jsonrpc: '2.0', id, method, params } as JSONRPCMessage);
-      transport.send(message).catch((error: unknown) => {
+      const sent = pending.stopper
+        ? transport.send(message, { requestSignal: pending.stopper.signal })
+        : transport.send(message);
+      sent.catch((error: unknown) => {
         if (!this.#pending.has(id)) return;
         pending.settle();
         reject(error);
@@ -236,8 +237,11 @@ export class RawRequests {
  */
 class PendingRequest implements Pending, Deadline {
   due = 0;
-  /** A 2026-07-28 request: its result is handed on as it came, and it is stopped by closing its POST. */
-  modern = false;
+  /**
+   * A 2026-07-28 request's own signal (the transport's `requestSignal`): its result is handed on as it came,
+   * and it is stopped by aborting this (its POST and any resumption of its stream closed).
+   */
+  stopper: AbortController | undefined;
   resolve: (value: unknown) => void = () => undefined;
   reject: (reason: unknown) => void = () => undefined;
   readonly #all: Map<string, Pending>;
@@ -275,7 +279,7 @@ class PendingRequest implements Pending, Deadline {
     const error = message['error'] as { code?: unknown; message?: unknown; data?: unknown } | undefined;
     if (error !== undefined && error !== null && typeof error === 'object')
       return this.reject(ProtocolError.fromError(Number(error.code), String(error.message), error.data));
-    this.resolve(this.modern ? message['result'] : withoutResultType(message['result']));
+    this.resolve(this.stopper ? message['result'] : withoutResultType(message['result']));
   }
 
   /** The deadline passed. */
@@ -291,9 +295,10 @@ class PendingRequest implements Pending, Deadline {
   #cancel(reason: unknown): void {
     if (!this.#all.has(this.#id)) return;
     this.settle();
-    // As the SDK Client stops a 2026-07-28 request on a transport with a stream per request: its stream is
-    // closed (no notifications/cancelled in that revision).
-    if (this.modern) (this.#transport as unknown as StopsRaw).stopRaw(this.#id);
+    // As the SDK Client stops a 2026-07-28 request on a transport with a stream per request: its request
+    // signal is aborted, which closes its stream and any resumption of it (no notifications/cancelled in
+    // that revision).
+    if (this.stopper) this.stopper.abort(reason);
     else
       this.#transport
         .send({
