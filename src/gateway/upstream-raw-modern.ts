@@ -1,15 +1,14 @@
 /**
  * The gateway's fast path towards a 2026-07-28 Streamable HTTP upstream (issue 25.3): a `tools/call` or
- * `resources/read` of a 2026-07-28 request is sent by upstream-raw.ts's RawRequests (an id of the gateway's
- * own, the shared deadlines, stopped by its request signal as the SDK stops it) and POSTed by
- * upstream-raw-http.ts, instead of through the SDK Client's request funnel. What the Client does around the
- * POST is done here with the Client's own pieces: the message is enveloped by its `_outboundMetaEnvelope` (the same `_meta`, members in
- * the same order), and the answer's result is read as its funnel reads it — the era codec's `decodeResult`
- * (resultType, the wire schema), `input_required` kept as the manual mode keeps it, the era's result
- * schema — except that a result in the one plain shape ({@link plainModernCallResult},
- * {@link plainModernReadResult}) is given the value
- * those schemas give it without running them. An answer that is an error, or that the era check (src/mcp/
- * era.ts, on the transport's tap) refused, fails the call as the Client fails it.
+ * `resources/read` of a 2026-07-28 request is sent by upstream-raw.ts's RawRequests (an id of the gateway's own,
+ * the shared deadlines, stopped by its request signal as the SDK stops it) and POSTed by upstream-raw-http.ts,
+ * instead of through the SDK Client's request funnel. What the Client does around the POST is done here with the
+ * Client's own pieces: the message is enveloped by its `_outboundMetaEnvelope` (the same `_meta`, members in the
+ * same order), and the answer's result is read as its funnel reads it — the era codec's `decodeResult` (resultType,
+ * the wire schema), `input_required` kept as the manual mode keeps it, the era's result schema — except that a
+ * result in the one plain shape ({@link plainModernCallResult}, {@link plainModernReadResult}) is given the value
+ * those schemas give it without running them. An answer that is an error, or that the era check (src/mcp/ era.ts,
+ * on the transport's tap) refused, fails the call as the Client fails it.
  */
 import {
   PROTOCOL_VERSION_META_KEY,
