@@ -7,7 +7,7 @@
  * same order), and the answer's result is read as its funnel reads it — the era codec's `decodeResult` (resultType,
  * the wire schema), `input_required` kept as the manual mode keeps it, the era's result schema — except that a
  * result in the one plain shape ({@link plainModernCallResult}, {@link plainModernReadResult}) is given the value
- * those schemas give it without running them. An answer that is an error, or that the era check (src/mcp/ era.ts,
+ * those schemas give it without running them. An answer that is an error, or that the era check (src/mcp/era.ts,
  * on the transport's tap) refused, fails the call as the Client fails it.
  */
 import {
