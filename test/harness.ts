@@ -5,7 +5,7 @@
  * hand-made 2026-07-28 requests. Spawned `toolgate gateway` processes are test/gateway/fixtures/spawn.ts.
  */
 import { existsSync, mkdtempSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer, request, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -86,6 +86,21 @@ export async function loopbackServer(
       }),
   );
   return new URL(`http://127.0.0.1:${(server.address() as AddressInfo).port}${path}`);
+}
+
+/**
+ * Sends `req` on to `target` (its method and headers, `host` made the target's) and its answer back on `res`, as
+ * a front or a man in the middle in front of a fixture does: the body is `body` when the caller read it already,
+ * else `req` itself piped on. A failed hop closes `res`.
+ */
+export function forwardHttp(target: URL, req: IncomingMessage, res: ServerResponse, body?: string | Buffer): void {
+  const out = request(target, { method: req.method, headers: { ...req.headers, host: target.host } }, (answer) => {
+    res.writeHead(answer.statusCode ?? 502, answer.headers);
+    answer.pipe(res);
+  });
+  out.on('error', () => res.destroy());
+  if (body === undefined) req.pipe(out);
+  else out.end(body);
 }
 
 /** A new temporary directory, by its real path (the gateway resolves links). */

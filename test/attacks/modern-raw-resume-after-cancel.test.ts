@@ -8,10 +8,18 @@
 // that GET open (also when the client went away) — the upstream, whose only cancellation signal is the stream
 // closing, saw the request still wanted (the tool kept running after the gateway gave up on it), and every
 // such call left a GET open forever.
-import { request, type IncomingMessage, type ServerResponse } from 'node:http';
+import { type IncomingMessage, type ServerResponse } from 'node:http';
 import { describe, expect, it } from 'vitest';
 import { httpFixture, MODERN } from '../mcp/fixtures/processes.js';
-import { cleanupsAfterEach, gatewayOverHttp, loopbackServer, modernMeta, tempDir, writePolicy } from '../harness.js';
+import {
+  cleanupsAfterEach,
+  forwardHttp,
+  gatewayOverHttp,
+  loopbackServer,
+  modernMeta,
+  tempDir,
+  writePolicy,
+} from '../harness.js';
 
 const cleanups = cleanupsAfterEach();
 
@@ -54,16 +62,7 @@ async function front() {
           res.end(`id: ev-1\nretry: ${asked[1]}\nevent: message\ndata: ${JSON.stringify(log)}\n\n`);
           return;
         }
-        const out = request(
-          fixture.url,
-          { method: req.method, headers: { ...req.headers, host: fixture.url.host } },
-          (answer) => {
-            res.writeHead(answer.statusCode!, answer.headers);
-            answer.pipe(res);
-          },
-        );
-        out.on('error', () => res.destroy());
-        out.end(body);
+        forwardHttp(fixture.url, req, res, body);
       });
     },
     '/mcp',

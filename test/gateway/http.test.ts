@@ -1,5 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { createServer, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { UnauthorizedError, type OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
@@ -16,7 +16,15 @@ import { jwtAuthenticator } from '../../src/gateway/auth.js';
 import type { GatewayApprovals } from '../../src/gateway/index.js';
 import { PostgresStores } from '../../src/stores/postgres.js';
 import { PG_URL, uniqueName } from '../stores/servers.js';
-import { cleanupsAfterEach, DOCS, gatewayOverHttp, stdioUpstream, tempDir, writePolicy } from '../harness.js';
+import {
+  cleanupsAfterEach,
+  DOCS,
+  forwardHttp,
+  gatewayOverHttp,
+  stdioUpstream,
+  tempDir,
+  writePolicy,
+} from '../harness.js';
 const cleanups = cleanupsAfterEach();
 
 async function listen(handler: (req: IncomingMessage, res: ServerResponse) => void): Promise<string> {
@@ -252,20 +260,7 @@ describe('stateless HTTP', { timeout: 120_000 }, () => {
       const i = next++ % 2;
       served[i]!++;
       const target = backends[i]!;
-      const upstream = httpRequest(
-        {
-          host: target.hostname,
-          port: target.port,
-          path: target.pathname,
-          method: req.method,
-          headers: { ...req.headers, host: target.host },
-        },
-        (answer) => {
-          res.writeHead(answer.statusCode ?? 502, answer.headers);
-          answer.pipe(res);
-        },
-      );
-      req.pipe(upstream);
+      forwardHttp(new URL(target.pathname, target), req, res);
     });
     // Both replicas are the one resource the client knows: the front's URL.
     const a = await gatewayOver(file, as.issuer, { stateless: true, resource: `${front}/mcp` });
@@ -311,20 +306,7 @@ describe('stateless HTTP', { timeout: 120_000 }, () => {
       const i = next++ % 2;
       served.push(i);
       const target = backends[i]!;
-      const upstream = httpRequest(
-        {
-          host: target.hostname,
-          port: target.port,
-          path: req.url,
-          method: req.method,
-          headers: { ...req.headers, host: target.host },
-        },
-        (answer) => {
-          res.writeHead(answer.statusCode ?? 502, answer.headers);
-          answer.pipe(res);
-        },
-      );
-      req.pipe(upstream);
+      forwardHttp(new URL(req.url ?? '/', target), req, res);
     });
     const a = await gatewayOver(file, as.issuer, { stateless: true, resource: `${front}/mcp` }, approvals);
     const b = await gatewayOver(file, as.issuer, { stateless: true, resource: `${front}/mcp` }, approvals);

@@ -13,7 +13,15 @@ import { request, type IncomingMessage, type ServerResponse } from 'node:http';
 import { describe, expect, it } from 'vitest';
 import { prng } from '../../bench/scenario.js';
 import { httpFixture, MODERN } from '../mcp/fixtures/processes.js';
-import { cleanupsAfterEach, gatewayOverHttp, loopbackServer, modernMeta, tempDir, writePolicy } from '../harness.js';
+import {
+  cleanupsAfterEach,
+  forwardHttp,
+  gatewayOverHttp,
+  loopbackServer,
+  modernMeta,
+  tempDir,
+  writePolicy,
+} from '../harness.js';
 import { auditOf, normal } from './fixtures/modern-fast.js';
 
 const cleanups = cleanupsAfterEach();
@@ -247,16 +255,7 @@ async function scripted() {
             });
           return SHAPES[n]!(message['id'], res);
         }
-        const out = request(
-          fixture.url,
-          { method: req.method, headers: { ...req.headers, host: fixture.url.host } },
-          (answer) => {
-            res.writeHead(answer.statusCode!, answer.headers);
-            answer.pipe(res);
-          },
-        );
-        out.on('error', () => res.destroy());
-        out.end(body);
+        forwardHttp(fixture.url, req, res, body);
       });
     },
     '/mcp',

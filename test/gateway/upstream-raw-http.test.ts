@@ -3,11 +3,11 @@
 // (CRLF, a CR at a chunk's end, events split anywhere, multi-line data, comments, other event names), every
 // message handed to onmessage in order, and the SDK transport's failures: a non-2xx status, an unexpected
 // content type, a stream that ends without the answer. Anything but a raw request goes through the SDK.
-import { request, type IncomingMessage, type ServerResponse } from 'node:http';
+import { type IncomingMessage, type ServerResponse } from 'node:http';
 import { SdkError, SdkHttpError, type JSONRPCMessage } from '@modelcontextprotocol/client';
 import { describe, expect, it } from 'vitest';
 import { MAX_RAW_ANSWER, rawHttpTransport } from '../../src/gateway/upstream-raw-http.js';
-import { cleanupsAfterEach, loopbackServer } from '../harness.js';
+import { cleanupsAfterEach, forwardHttp, loopbackServer } from '../harness.js';
 import { floodPast } from './fixtures/raw-recorder.js';
 
 const cleanups = cleanupsAfterEach();
@@ -130,13 +130,7 @@ describe('RawHttpTransport: the fast path’s requests to an HTTP upstream', () 
             .end(`id: e2\ndata: ${JSON.stringify(ANSWER)}\n\n`);
           return;
         }
-        const forward = new URL(url);
-        req.pipe(
-          request(forward, { method: 'POST', headers: req.headers }, (answer) => {
-            res.writeHead(answer.statusCode!, answer.headers);
-            answer.pipe(res);
-          }),
-        );
+        forwardHttp(new URL(url), req, res);
       },
       '/mcp',
     );
