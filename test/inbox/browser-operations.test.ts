@@ -249,20 +249,28 @@ describe('a live list', () => {
   });
 
   it('a card that expires while open turns expired and loses its buttons', async () => {
-    const { inbox, url } = await start();
+    // The page's clock and the inbox's are the test's: a minute passes in both without waiting for it. (With
+    // the inbox's real clock, any refresh landing after the fast-forward — a new approval, or the one the event
+    // stream's `ready` asks for, late on a loaded machine — brought the card back from the inbox as pending and
+    // the page's skew back to the real time: the card did not expire for a real minute; the A-9 below forces it.)
+    let passed = 0;
+    const { inbox, url } = await start({ now: () => Date.now() + passed });
     ask(inbox, { tool: 'refund', tenant: 'acme', params: { order: 'A-8', amount: 150 }, ttlMs: 60_000 });
-    // The page's clock is the test's: a minute passes in the page without waiting for it.
     const page = await (await as('ana@acme.example')).newPage();
     await page.clock.install({ time: Date.now() });
     await page.goto(`${url}/`);
-    const card = page.locator('article.approval');
+    const card = page.locator('article.approval', { hasText: 'A-8' });
     await counted(card.locator('button.allow')).toBe(1);
     await see(card.locator('.countdown')).toMatch(/^in (1 min|\d+ s)$/);
+    passed = 61_000;
     await page.clock.fastForward(61_000);
+    // A refresh after the minute (a new approval arrives): the list from the inbox keeps the card expired.
+    ask(inbox, { tool: 'refund', tenant: 'acme', params: { order: 'A-9', amount: 20 }, ttlMs: 600_000 });
+    await counted(page.locator('article.approval', { hasText: 'A-9' }).locator('button.allow')).toBe(1);
     await expect.poll(() => card.getAttribute('class'), { timeout: 10_000 }).toContain('expired');
     await counted(card.locator('button')).toBe(0);
     await see(card.locator('.state')).toContain('Expired');
-    await expect.poll(() => page.title()).toBe('Approvals (0) · toolgate');
+    await expect.poll(() => page.title()).toBe('Approvals (1) · toolgate');
   });
 });
 
