@@ -13,6 +13,7 @@ import { describe, expect, it } from 'vitest';
 import { httpFixture, MODERN } from '../mcp/fixtures/processes.js';
 import {
   cleanupsAfterEach,
+  fastPathFor,
   forwardHttp,
   gatewayOverHttp,
   loopbackServer,
@@ -76,24 +77,17 @@ async function gateway(fast: boolean, callTimeoutMs: number) {
     gateway: { upstreams: { mod: { url: up.url.href, connectTimeoutMs: 30_000, callTimeoutMs } }, pin: 'off' },
     rules: [{ name: 'all', result: 'allow' }],
   });
-  const previous = process.env['TOOLGATE_GATEWAY_FAST_PATH'];
-  if (fast) delete process.env['TOOLGATE_GATEWAY_FAST_PATH'];
-  else process.env['TOOLGATE_GATEWAY_FAST_PATH'] = 'off';
-  try {
-    const on = await gatewayOverHttp(cleanups, policy);
-    // The modern handler (and whether it has a fast path) is made on the first 2026-07-28 request.
-    // The upstream's tools are listed once it is connected: wait for its echo.
-    let warm = '';
-    for (let tries = 0; !warm.includes('echo: warm') && tries < 100; tries++) {
-      warm = await call(on.url, 'warm');
-      if (!warm.includes('echo: warm')) await sleep(50);
-    }
-    expect(warm).toContain('echo: warm');
-    return { url: on.url, posts: up.posts, resumed: up.resumed };
-  } finally {
-    if (previous === undefined) delete process.env['TOOLGATE_GATEWAY_FAST_PATH'];
-    else process.env['TOOLGATE_GATEWAY_FAST_PATH'] = previous;
+  fastPathFor(cleanups, fast);
+  const on = await gatewayOverHttp(cleanups, policy);
+  // The modern handler (and whether it has a fast path) is made on the first 2026-07-28 request.
+  // The upstream's tools are listed once it is connected: wait for its echo.
+  let warm = '';
+  for (let tries = 0; !warm.includes('echo: warm') && tries < 100; tries++) {
+    warm = await call(on.url, 'warm');
+    if (!warm.includes('echo: warm')) await sleep(50);
   }
+  expect(warm).toContain('echo: warm');
+  return { url: on.url, posts: up.posts, resumed: up.resumed };
 }
 
 /** A plain 2026-07-28 `mod:echo` of `text` to the gateway: its body as sent. */

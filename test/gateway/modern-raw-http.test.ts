@@ -15,6 +15,7 @@ import { prng } from '../../bench/scenario.js';
 import { httpFixture, MODERN } from '../mcp/fixtures/processes.js';
 import {
   cleanupsAfterEach,
+  fastPathFor,
   forwardHttp,
   gatewayOverHttp,
   loopbackServer,
@@ -288,19 +289,12 @@ async function gateway(fast: boolean, callTimeoutMs: number) {
     gateway: { upstreams: { mod: { url: front.url.href, connectTimeoutMs: 30_000, callTimeoutMs } }, pin: 'off' },
     rules: [{ name: 'all', result: 'allow' }],
   });
-  const previous = process.env['TOOLGATE_GATEWAY_FAST_PATH'];
-  if (fast) delete process.env['TOOLGATE_GATEWAY_FAST_PATH'];
-  else process.env['TOOLGATE_GATEWAY_FAST_PATH'] = 'off';
-  try {
-    const on = await gatewayOverHttp(cleanups, policy);
-    // The modern handler (and whether it has a fast path) is made on the first 2026-07-28 request.
-    await call(on.url, 'warm', 0);
-    on.records.length = 0;
-    return { ...on, seen: front.seen };
-  } finally {
-    if (previous === undefined) delete process.env['TOOLGATE_GATEWAY_FAST_PATH'];
-    else process.env['TOOLGATE_GATEWAY_FAST_PATH'] = previous;
-  }
+  fastPathFor(cleanups, fast);
+  const on = await gatewayOverHttp(cleanups, policy);
+  // The modern handler (and whether it has a fast path) is made on the first 2026-07-28 request.
+  await call(on.url, 'warm', 0);
+  on.records.length = 0;
+  return { ...on, seen: front.seen };
 }
 
 /** A plain 2026-07-28 `mod:echo` of `text` to the gateway: its status, content type and body as sent. */
