@@ -9,7 +9,7 @@ import type { Tool, ToolExecution } from '../tool.js';
 import type { GateContext, GateEnvironment, ToolResult } from '../contracts/gate.js';
 import type { DecidedCall } from '../contracts/route.js';
 import { keepController, pools, takeController } from './controller-pool.js';
-import { Deadlines, type Timed } from './deadlines.js';
+import { Deadlines, type Timed } from '../deadlines.js';
 import { refusalContent } from './precheck.js';
 
 /**
@@ -17,7 +17,7 @@ import { refusalContent } from './precheck.js';
  * The tool is called before this returns (the fast path starts it without a microtask); a tool that returned
  * a plain value has finished, so its result is built at once and nothing is timed. A promise is watched under
  * the tool's deadline in the one shared {@link Deadlines} queue (no timer of its own per call, no clock read per
- * call: deadlines.ts).
+ * call: src/deadlines.ts).
  */
 export function executeDecided(decided: DecidedCall, context: GateContext, env: GateEnvironment): Promise<ToolResult> {
   return execute(decided.tool, decided.decision, decided.args, context, env);
@@ -53,7 +53,7 @@ export function execute(
   const gateway = gatewayCalls.has(context);
   const execution = new Execution(decision.callId, gateway && pools(tool));
   const outer = context.signal;
-  // The clock is read for the `tool_executed` event's duration only; a deadline reads the coarse one of deadlines.ts.
+  // The clock is read for the `tool_executed` event's duration only; a deadline reads the coarse one of src/deadlines.ts.
   const started = env.listening?.() === false ? -1 : performance.now();
   let value: unknown;
   if (outer) {
@@ -328,7 +328,7 @@ function shownOf(value: unknown): string {
 }
 
 /**
- * One running call's deadline in the shared queue (deadlines.ts), with what its result is built from: settled
+ * One running call's deadline in the shared queue (src/deadlines.ts), with what its result is built from: settled
  * with the tool's outcome or, when it comes due, the timeout (whichever comes first; `queued` false once settled).
  */
 interface Deadline extends Timed<Deadline> {

@@ -28,7 +28,7 @@ import {
   type RequestId,
   type ServerNotification,
 } from '@modelcontextprotocol/sdk/types.js';
-import { DeadlineQueue, type Deadline } from './deadlines.js';
+import { expiringDeadlines, type Expiring, type Queue, type Turn } from '../deadlines.js';
 import { fastPathOf, plainRequestOf, type FastPath, type FastReplies } from './fastpath.js';
 import { HEADERS_WITHIN_MS, type NodeStreamableHttp } from './http-session.js';
 
@@ -150,17 +150,21 @@ export function plainLegacyPost(req: IncomingMessage, body: unknown): boolean {
 }
 
 /**
- * The fast-path answers still waiting for their first event: ONE timer for all of them (deadlines.ts; issue
+ * The fast-path answers still waiting for their first event: ONE timer for all of them (src/deadlines.ts; issue
  * 25: no timer, and no `close` listener, per request; an answer that comes in time just leaves the queue).
  */
-const held = new DeadlineQueue(HEADERS_WITHIN_MS);
+const held = expiringDeadlines<SseReplies>();
 
 /** One fast-path request's answer on its own response: an SSE stream, as the SDK transport writes it. */
-class SseReplies implements FastReplies, Deadline {
+class SseReplies implements FastReplies, Expiring<SseReplies> {
   readonly sessionId: string;
   readonly authInfo: AuthInfo | undefined;
-  /** When the headers go without an event (performance.now() ms). */
-  due = 0;
+  /** Its place in {@link held} (src/deadlines.ts): the headers go without an event when it comes due. */
+  turn: Turn | null = null;
+  queue: Queue<SseReplies> | null = null;
+  prev: SseReplies | null = null;
+  next: SseReplies | null = null;
+  queued = false;
   readonly #res: ServerResponse;
   readonly #server: Server;
   #keepAlive: NodeJS.Timeout | undefined;
@@ -176,7 +180,7 @@ class SseReplies implements FastReplies, Deadline {
   /** The request was taken: a slow answer's headers go after {@link HEADERS_WITHIN_MS}, then keep-alives. */
   open(): void {
     if (this.#res.writableEnded) return;
-    held.add(this);
+    held.add(this, HEADERS_WITHIN_MS);
   }
 
   /** No event within {@link HEADERS_WITHIN_MS}: the headers go now, then a keep-alive comment every 15 s. */
@@ -234,7 +238,7 @@ class SseReplies implements FastReplies, Deadline {
   }
 
   #stop(): void {
-    held.delete(this);
+    held.remove(this);
     if (this.#keepAlive !== undefined) clearInterval(this.#keepAlive);
   }
 }

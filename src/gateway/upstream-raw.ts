@@ -25,7 +25,7 @@ import {
   type Transport,
 } from '@modelcontextprotocol/client';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/client/validators/ajv';
-import { Deadlines, type Deadline, type DeadlineQueue } from './deadlines.js';
+import { expiringDeadlines, type Expiring, type Queue, type Turn } from '../deadlines.js';
 
 /** The prefix of the gateway's own request ids towards an upstream. */
 const RAW_ID = 'toolgate-raw:';
@@ -69,8 +69,6 @@ export class RawRequests {
   readonly #transport: () => Transport | undefined;
   readonly #pending = new Map<string, Pending>();
   readonly #validator = new AjvJsonSchemaValidator();
-  /** The deadlines of this connection's requests, one queue (one timer) per timeout length. */
-  readonly #deadlines = new Deadlines();
   /** The output validator of each tool definition (compiled once per definition, as the SDK's cache does). */
   readonly #outputs = new WeakMap<McpTool, ReturnType<AjvJsonSchemaValidator['getValidator']>>();
   #next = 0;
@@ -204,7 +202,7 @@ export class RawRequests {
     const id = `${RAW_ID}${++this.#next}`;
     const timeout = options.timeout ?? 60_000;
     return new Promise<unknown>((resolve, reject) => {
-      const pending = new PendingRequest(this.#pending, this.#deadlines.of(timeout), transport, id, timeout, signal);
+      const pending = new PendingRequest(this.#pending, transport, id, timeout, signal);
       // A 2026-07-28 request is stopped as the SDK Client stops it: its own signal, given to the transport as
       // the request's (`requestSignal`), aborted — its POST closed, and a resumption of its stream (a GET
       // naming the last event id) neither begun nor left open.
@@ -212,7 +210,7 @@ export class RawRequests {
       pending.resolve = resolve;
       pending.reject = reject;
       this.#pending.set(id, pending);
-      this.#deadlines.of(timeout).add(pending);
+      deadlines.add(pending, timeout);
       signal?.addEventListener('abort', pending, { once: true });
       // A 2026-07-28 request as the SDK Client words it (its members' order, its envelope): only the id differs.
       const message = modern
@@ -231,12 +229,22 @@ export class RawRequests {
 }
 
 /**
- * One raw request waiting for its answer: its deadline in the connection's shared queue (deadlines.ts, no
- * timer per request) and its signal's abort listener (itself, no closure). Stopped or timed out, the
+ * The raw requests' deadlines, every connection's: one queue per timeout length, one timer (src/deadlines.ts;
+ * issue 25: no timer per request).
+ */
+const deadlines = expiringDeadlines<PendingRequest>();
+
+/**
+ * One raw request waiting for its answer: its deadline in the shared {@link deadlines} (no timer per request) and its signal's abort listener (itself, no closure). Stopped or timed out, the
  * upstream is told (the SDK's notification) and the call fails now.
  */
-class PendingRequest implements Pending, Deadline {
-  due = 0;
+class PendingRequest implements Pending, Expiring<PendingRequest> {
+  /** Its place in {@link deadlines}. */
+  turn: Turn | null = null;
+  queue: Queue<PendingRequest> | null = null;
+  prev: PendingRequest | null = null;
+  next: PendingRequest | null = null;
+  queued = false;
   /**
    * A 2026-07-28 request's own signal (the transport's `requestSignal`): its result is handed on as it came,
    * and it is stopped by aborting this (its POST and any resumption of its stream closed).
@@ -245,7 +253,6 @@ class PendingRequest implements Pending, Deadline {
   resolve: (value: unknown) => void = () => undefined;
   reject: (reason: unknown) => void = () => undefined;
   readonly #all: Map<string, Pending>;
-  readonly #queue: DeadlineQueue;
   readonly #transport: Transport;
   readonly #id: string;
   readonly #timeout: number;
@@ -253,14 +260,12 @@ class PendingRequest implements Pending, Deadline {
 
   constructor(
     all: Map<string, Pending>,
-    queue: DeadlineQueue,
     transport: Transport,
     id: string,
     timeout: number,
     signal: AbortSignal | undefined,
   ) {
     this.#all = all;
-    this.#queue = queue;
     this.#transport = transport;
     this.#id = id;
     this.#timeout = timeout;
@@ -268,7 +273,7 @@ class PendingRequest implements Pending, Deadline {
   }
 
   settle(): void {
-    this.#queue.delete(this);
+    deadlines.remove(this);
     this.#signal?.removeEventListener('abort', this);
     this.#all.delete(this.#id);
   }

@@ -1,5 +1,5 @@
 /**
- * Attack on the deadlines' one shared turn and timer (src/gate/deadlines.ts) across fake timers: a call started
+ * Attack on the deadlines' one shared turn and timer (src/deadlines.ts) across fake timers: a call started
  * under vitest's fake timers and left there (the test ends, `useRealTimers`) left the turn open with a fake
  * `setImmediate` that never runs, or the one timer armed on the fake clock: every later call in the process,
  * on real timers, then never timed out (no turn closed, no timer armed). A timer per call had no such state.

@@ -1,12 +1,12 @@
 /**
- * The deadlines' coarse clock (src/gate/deadlines.ts): one clock read per turn of the event loop, not per call.
+ * The deadlines' coarse clock (src/deadlines.ts): one clock read per turn of the event loop, not per call.
  * A deadline is never early (a call started late in a long turn still gets its whole timeout), is late by at most
  * the rest of its turn, a turn closes after TURN_CALLS deadlines, and `tool_executed` keeps an exact duration
  * when someone listened as the call started (else from its turn's opening: never shorter).
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { defineTool, ToolRegistry } from '../../src/index.js';
-import { TURN_CALLS } from '../../src/gate/deadlines.js';
+import { TURN_CALLS } from '../../src/deadlines.js';
 import { deadlineQueue } from '../../src/gate/execute.js';
 
 const hanging = (name: string, timeoutMs: number) =>

@@ -1,30 +1,55 @@
-// One timer for many deadlines (src/gateway/deadlines.ts, issue 25): entries expire in order, each about its
-// own time after it was added, a settled entry is never told; the raw requests' timeouts and aborts go
-// through it and still fail the call and tell the upstream (notifications/cancelled under the raw id).
+// One timer for many deadlines (src/deadlines.ts, the gateway's expiringDeadlines, issue 25): entries expire in
+// order, each about its own time after it was added, a settled entry is never told; the raw requests' timeouts
+// and aborts go through it and still fail the call and tell the upstream (notifications/cancelled under the raw id).
 import { SdkError, type JSONRPCMessage, type Transport } from '@modelcontextprotocol/client';
 import { describe, expect, it } from 'vitest';
-import { DeadlineQueue, type Deadline } from '../../src/gateway/deadlines.js';
+import { expiringDeadlines, type Expiring } from '../../src/deadlines.js';
 import { RawRequests } from '../../src/gateway/upstream-raw.js';
 
-describe('DeadlineQueue', () => {
+/** A test's deadline: its name, told with `expire`. */
+interface Entry extends Expiring<Entry> {
+  readonly name: string;
+}
+
+function entryOf(name: string, expire: () => void): Entry {
+  return { name, turn: null, queue: null, prev: null, next: null, queued: false, expire };
+}
+
+describe('expiringDeadlines', () => {
   it('tells each entry once, about its time after it was added, in order; a deleted entry never', async () => {
-    const queue = new DeadlineQueue(60);
+    const queue = expiringDeadlines<Entry>();
     const told: [string, number][] = [];
     const t0 = performance.now();
-    const entry = (name: string): Deadline => ({ due: 0, expire: () => told.push([name, performance.now() - t0]) });
+    const entry = (name: string): Entry => entryOf(name, () => void told.push([name, performance.now() - t0]));
     const a = entry('a');
     const b = entry('b');
     const c = entry('c');
-    queue.add(a);
+    queue.add(a, 60);
     await new Promise((r) => setTimeout(r, 30));
-    queue.add(b);
-    queue.add(c);
-    queue.delete(c);
+    queue.add(b, 60);
+    queue.add(c, 60);
+    queue.remove(c);
     await new Promise((r) => setTimeout(r, 150));
     expect(told.map(([name]) => name)).toEqual(['a', 'b']);
     expect(told[0]![1]).toBeGreaterThanOrEqual(55);
     expect(told[1]![1]).toBeGreaterThanOrEqual(85);
     expect(told[1]![1]).toBeLessThan(150);
+    expect(queue.size).toBe(0);
+  });
+
+  it('an entry whose expire throws does not keep the next from expiring', async () => {
+    const queue = expiringDeadlines<Entry>();
+    const told: string[] = [];
+    const entry = (name: string): Entry =>
+      entryOf(name, () => {
+        told.push(name);
+        throw new Error(name);
+      });
+    queue.add(entry('a'), 20);
+    queue.add(entry('b'), 20);
+    await new Promise((r) => setTimeout(r, 80));
+    expect(told).toEqual(['a', 'b']);
+    expect(queue.size).toBe(0);
   });
 });
 

@@ -1,7 +1,9 @@
 /**
- * Every running tool's deadline, in one structure with at most one timer (issue 25), for execute.ts: a queue per
- * timeout length (its deadlines come in order, so adding and removing cost O(1)), one `setTimeout` armed for the
- * earliest head, and a coarse clock — one clock read per turn of the event loop, not one per call.
+ * Every deadline of a kind, in one structure with at most one timer (issue 25): the gate's running tools
+ * (gate/execute.ts) and the gateway's held answers and raw requests (gateway/http-fast.ts, upstream-raw.ts) each
+ * keep one. A queue per timeout length (its deadlines come in order, so adding and removing cost O(1)), one
+ * `setTimeout` armed for the earliest head, and a coarse clock — one clock read per turn of the event loop, not one
+ * per call.
  *
  * The coarse clock: a deadline belongs to the turn it was added in. A turn opens with a clock read (the first
  * deadline of a turn of the event loop), and closes with another when the loop moves on (a `setImmediate`,
@@ -44,12 +46,23 @@ export class Queue<D> {
 /** How many deadlines a turn takes before it is closed and another opened (one clock read per this many). */
 export const TURN_CALLS = 1024;
 
+/** How a {@link Deadlines} treats the process. */
+export interface DeadlinesOptions {
+  /**
+   * A queued deadline keeps the process open when nothing else does, as a timer per call would (a tool's
+   * timeout must still fire and abort it). False: the timer never holds the process (the gateway's deadlines
+   * wait on a socket that holds it, or on nothing any more).
+   * @default true
+   */
+  readonly holdProcess?: boolean;
+}
+
 /**
  * The queues and their timer. The timer is left armed when a call finishes (it fires, finds the next deadline and
  * is armed for it); it holds the process open only while a deadline is queued, as a timer per call did: it is
  * unref'd, and when the event loop empties (`beforeExit`) with a deadline queued it is ref'd until the queue
- * empties. Making it ref'd when a call starts and unref'd when it ends cost two calls into Node's C++ per call
- * where nothing else holds a timer.
+ * empties (unless `holdProcess` is false). Making it ref'd when a call starts and unref'd when it ends cost two
+ * calls into Node's C++ per call where nothing else holds a timer.
  */
 export class Deadlines<D extends Timed<D>> {
   readonly #queues = new Map<number, Queue<D>>();
@@ -59,6 +72,11 @@ export class Deadlines<D extends Timed<D>> {
   #timer: NodeJS.Timeout | null = null;
   /** When the armed timer fires (performance.now() time). */
   #armedAt = Infinity;
+  /**
+   * When the armed timer fires on its own clock: `#armedAt`, or sooner when that is past Node's longest delay
+   * (the timer then fires early, finds nothing due, and is armed again for the rest).
+   */
+  #firesAt = Infinity;
   readonly #fire = (): void => this.#expire();
   /** The turn deadlines are added to now, or null. */
   #turn: Turn | null = null;
@@ -79,7 +97,9 @@ export class Deadlines<D extends Timed<D>> {
   };
   /** The timer is ref'd: the loop emptied while a deadline was queued. */
   #held = false;
+  /** Whether the first deadline was seen (the `beforeExit` listener added when `holdProcess`). */
   #watching = false;
+  readonly #holdProcess: boolean;
   /** At `beforeExit` (nothing else keeps the process): a queued deadline keeps it until it fires or is settled. */
   readonly #hold = (): void => {
     if (this.#size === 0 || this.#timer === null) return;
@@ -89,8 +109,10 @@ export class Deadlines<D extends Timed<D>> {
   /** Settles a deadline that came due (it is still queued; the callback removes it). */
   readonly #expired: (deadline: D, timeoutMs: number) => void;
 
-  constructor(expired: (deadline: D, timeoutMs: number) => void) {
+  /** `expired` is told of a deadline that came due while still queued: it must remove it (see {@link remove}). */
+  constructor(expired: (deadline: D, timeoutMs: number) => void, options: DeadlinesOptions = {}) {
     this.#expired = expired;
+    this.#holdProcess = options.holdProcess ?? true;
   }
 
   /** How many deadlines are queued (the tests). */
@@ -133,9 +155,10 @@ export class Deadlines<D extends Timed<D>> {
   /** From the first deadline on: a deadline queued when the event loop empties holds the process (`#hold`). */
   #watch(): void {
     this.#watching = true;
-    process.on('beforeExit', this.#hold);
+    if (this.#holdProcess) process.on('beforeExit', this.#hold);
   }
 
+  /** Takes `deadline` out of its queue (settled in time: it is never told); nothing when it left already. */
   remove(deadline: D): void {
     if (!deadline.queued) return;
     deadline.queued = false;
@@ -207,14 +230,17 @@ export class Deadlines<D extends Timed<D>> {
     this.#armedFake = 'clock' in setTimeout;
     this.#clear = clearTimeout;
     // Never past Node's longest delay (2^31 - 1 ms): a longer one fires after 1 ms, and again, every millisecond.
-    this.#timer = setTimeout(this.#fire, Math.min(Math.max(1, Math.ceil(at - now)), 2 ** 31 - 1));
+    const delay = Math.max(1, Math.ceil(at - now));
+    this.#firesAt = delay > 2 ** 31 - 1 ? now + 2 ** 31 - 1 : at;
+    this.#timer = setTimeout(this.#fire, Math.min(delay, 2 ** 31 - 1));
     if (!this.#held) this.#timer.unref();
   }
 
   #expire(): void {
     // A fake clock's timer fired (sinon's and vitest's carry their `clock`): its time has come on that clock,
-    // whatever `performance` says (only setTimeout faked). A real timer's firing is checked against the clock.
-    const now = this.#armedFake ? Math.max(performance.now(), this.#armedAt) : performance.now();
+    // whatever `performance` says (only setTimeout faked) — the time it was armed for, not the deadline beyond
+    // Node's longest delay. A real timer's firing is checked against the clock.
+    const now = this.#armedFake ? Math.max(performance.now(), this.#firesAt) : performance.now();
     this.#timer = null;
     this.#armedAt = Infinity;
     // The loop moved on: the open turn's calls all started before now.
@@ -237,4 +263,29 @@ export class Deadlines<D extends Timed<D>> {
     }
     if (next !== Infinity && next < this.#armedAt) this.#arm(next, now);
   }
+}
+
+/** A deadline told by its own `expire()` once it passes, unless removed before (the gateway's). */
+export interface Expiring<D> extends Timed<D> {
+  expire(): void;
+}
+
+/**
+ * A {@link Deadlines} whose deadlines are told with their own `expire()`, each taken out of its queue first,
+ * one's failure not keeping the others from expiring; its timer never holds the process (the gateway's held
+ * answers and raw requests wait on a socket, which does).
+ */
+export function expiringDeadlines<D extends Expiring<D>>(): Deadlines<D> {
+  const deadlines: Deadlines<D> = new Deadlines<D>(
+    (deadline) => {
+      deadlines.remove(deadline);
+      try {
+        deadline.expire();
+      } catch {
+        // one deadline's failure does not keep the others from expiring
+      }
+    },
+    { holdProcess: false },
+  );
+  return deadlines;
 }
