@@ -10,7 +10,7 @@ import { request } from 'node:http';
 import { describe, expect, it } from 'vitest';
 import type { GatewayAuditRecord } from '../../src/gateway/index.js';
 import { MemoryLedger, MemoryNonceStore } from '../../src/stores/memory.js';
-import { cleanupsAfterEach, gatewayOverHttp, modernMeta } from '../harness.js';
+import { cleanupsAfterEach, fastPathFor, gatewayOverHttp, modernMeta } from '../harness.js';
 import { modernUpstreamPolicy } from './fixtures/modern-fast.js';
 
 const cleanups = cleanupsAfterEach();
@@ -30,35 +30,28 @@ async function gateway(fast: boolean, extra: Record<string, unknown> = {}, token
     extra,
   );
   const records: GatewayAuditRecord[] = [];
-  const previous = process.env['TOOLGATE_GATEWAY_FAST_PATH'];
-  if (fast) delete process.env['TOOLGATE_GATEWAY_FAST_PATH'];
-  else process.env['TOOLGATE_GATEWAY_FAST_PATH'] = 'off';
-  try {
-    const on = await gatewayOverHttp(cleanups, policy, {
-      gateway: () => ({
-        requestState: { secret: SECRET, nonces: new MemoryNonceStore(), ledger: new MemoryLedger() },
-        audit: (record: GatewayAuditRecord) => {
-          records.push(record);
-          snapshots.push({ record, json: JSON.stringify(record) });
-        },
-      }),
-      http: () => ({
-        audience: false,
-        authenticate: async (token: string) => {
-          const scopes = tokens[token];
-          if (!scopes) throw new Error('unknown token');
-          return { token, clientId: token, scopes };
-        },
-      }),
-    });
-    // The modern handler (and whether it has a fast path) is made on the first 2026-07-28 request.
-    await send(on.url, { token: 'mallory', body: call(0, 'mod:echo', { text: 'warm' }) });
-    records.length = 0;
-    return { ...on, records, ledger };
-  } finally {
-    if (previous === undefined) delete process.env['TOOLGATE_GATEWAY_FAST_PATH'];
-    else process.env['TOOLGATE_GATEWAY_FAST_PATH'] = previous;
-  }
+  fastPathFor(cleanups, fast);
+  const on = await gatewayOverHttp(cleanups, policy, {
+    gateway: () => ({
+      requestState: { secret: SECRET, nonces: new MemoryNonceStore(), ledger: new MemoryLedger() },
+      audit: (record: GatewayAuditRecord) => {
+        records.push(record);
+        snapshots.push({ record, json: JSON.stringify(record) });
+      },
+    }),
+    http: () => ({
+      audience: false,
+      authenticate: async (token: string) => {
+        const scopes = tokens[token];
+        if (!scopes) throw new Error('unknown token');
+        return { token, clientId: token, scopes };
+      },
+    }),
+  });
+  // The modern handler (and whether it has a fast path) is made on the first 2026-07-28 request.
+  await send(on.url, { token: 'mallory', body: call(0, 'mod:echo', { text: 'warm' }) });
+  records.length = 0;
+  return { ...on, records, ledger };
 }
 
 function call(id: unknown, name: string, args?: Record<string, unknown>, meta = modernMeta()) {

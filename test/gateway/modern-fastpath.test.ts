@@ -14,7 +14,7 @@ import { describe, expect, it } from 'vitest';
 import { prng } from '../../bench/scenario.js';
 import { MemoryLedger, MemoryNonceStore } from '../../src/stores/memory.js';
 import { plainModernCallOf, plainModernResult } from '../../src/gateway/modern-fast.js';
-import { cleanupsAfterEach, gatewayOverHttp, modernMeta } from '../harness.js';
+import { cleanupsAfterEach, fastPathFor, gatewayOverHttp, modernMeta } from '../harness.js';
 import { auditOf, modernUpstreamPolicy, normal } from './fixtures/modern-fast.js';
 
 const cleanups = cleanupsAfterEach();
@@ -102,23 +102,16 @@ async function gateway(fast: boolean) {
     tool: 'mod:echo',
     max: 6,
   });
-  const previous = process.env['TOOLGATE_GATEWAY_FAST_PATH'];
-  if (fast) delete process.env['TOOLGATE_GATEWAY_FAST_PATH'];
-  else process.env['TOOLGATE_GATEWAY_FAST_PATH'] = 'off';
-  try {
-    const on = await gatewayOverHttp(cleanups, policy, {
-      gateway: () => ({
-        requestState: { secret: SECRET, nonces: new MemoryNonceStore(), ledger: new MemoryLedger() },
-      }),
-    });
-    // The modern handler (and whether it has a fast path) is made on the first 2026-07-28 request.
-    await post(on.url, { name: 'mod:era', args: {} }, 0);
-    on.records.length = 0;
-    return { ...on, ledger };
-  } finally {
-    if (previous === undefined) delete process.env['TOOLGATE_GATEWAY_FAST_PATH'];
-    else process.env['TOOLGATE_GATEWAY_FAST_PATH'] = previous;
-  }
+  fastPathFor(cleanups, fast);
+  const on = await gatewayOverHttp(cleanups, policy, {
+    gateway: () => ({
+      requestState: { secret: SECRET, nonces: new MemoryNonceStore(), ledger: new MemoryLedger() },
+    }),
+  });
+  // The modern handler (and whether it has a fast path) is made on the first 2026-07-28 request.
+  await post(on.url, { name: 'mod:era', args: {} }, 0);
+  on.records.length = 0;
+  return { ...on, ledger };
 }
 
 describe('the fast path of the 2026-07-28 downstream', { timeout: 120_000 }, () => {
