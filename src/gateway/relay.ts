@@ -102,10 +102,9 @@ export class Relay {
   readonly #owners = new WeakMap<Server, string>();
   /** Each 2025-era session's downstream by its server (the level its client set). */
   readonly #downstreamOf = new WeakMap<Server, Downstream>();
-  /**
-   * The log level of the requests a server has in flight (a 2026-07-28 request's own, one server per request;
-   * a 2025-era session's, the one its client set): what a 2026-07-28 upstream's lines are held to.
-   */
+  /** Some 2025-era client set a level ({@link Relay.setLevel}): until then no request looks its session's up. */
+  #sessionLevels = false;
+  /** The log level a 2026-07-28 request's server (one per request) asked for in its `_meta`. */
   readonly #levels = new WeakMap<Server, LoggingLevel>();
 
   constructor(upstreams: ReadonlyMap<string, Upstream>) {
@@ -138,9 +137,9 @@ export class Relay {
    */
   scopeOf(server: Server, request: RelayedRequest): CallScope {
     if (request.owner !== undefined) this.#owners.set(server, request.owner);
-    const level = request.logLevel ?? this.#downstreamOf.get(server)?.level;
-    if (level !== undefined) this.#levels.set(server, level);
-    else this.#levels.delete(server);
+    const own = request.logLevel;
+    if (own !== undefined) this.#levels.set(server, own);
+    const level = own ?? (this.#sessionLevels ? this.#downstreamOf.get(server)?.level : undefined);
     const scope: { -readonly [K in keyof CallScope]: CallScope[K] } = {
       server,
       progressToken: request.progressToken,
@@ -260,7 +259,7 @@ export class Relay {
       const server = inflight[0]!;
       const owner = this.#owners.get(server);
       if (owners.size > 1 || (owners.size === 1 && (owner === undefined || !owners.has(owner)))) return;
-      if (modern && !heardAt(params.level, this.#levels.get(server))) return;
+      if (modern && !heardAt(params.level, this.#levelOf(server))) return;
       targets = inflight;
     } else {
       if (modern || owners.size > 0 || this.sharedAcrossTenants(upstream)) return;
@@ -268,6 +267,17 @@ export class Relay {
     }
     for (const server of targets)
       void this.track(server, server.notification({ method: 'notifications/message', params }));
+  }
+
+  /** A 2025-era client set `level` (`logging/setLevel`): its session's requests carry it from now on. */
+  setLevel(downstream: Downstream, level: LoggingLevel): void {
+    downstream.level = level;
+    this.#sessionLevels = true;
+  }
+
+  /** The log level `server`'s requests asked for: a 2026-07-28 request's own, or what a 2025-era client set. */
+  #levelOf(server: Server): LoggingLevel | undefined {
+    return this.#levels.get(server) ?? this.#downstreamOf.get(server)?.level;
   }
 
   /** Adds a downstream server; its subscriptions are dropped (and released upstream) when it closes. */

@@ -142,7 +142,9 @@ describe("Relay.log: a 2026-07-28 upstream's line (per-request levels)", () => {
     const relay = new Relay(new Map([['mod', upstream]]));
     relay.sharedAcrossTenants = () => false;
     const listener = fakeServer();
-    relay.add({ server: listener, logging: true, level: 'debug' });
+    const session = { server: listener, logging: true };
+    relay.add(session);
+    relay.setLevel(session, 'debug');
     const log = (level: 'debug' | 'warning' | 'error', data: string) => relay.log(upstream, { level, data });
     const request = (logLevel?: 'warning'): RelayedRequest => ({
       signal: new AbortController().signal,
