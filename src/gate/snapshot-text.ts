@@ -33,6 +33,9 @@ const PARTITIONS = 64;
 /** What one (tenant, caller) brought: its texts met again. */
 interface Partition {
   readonly key: string;
+  /** Its ids, copies of the first call's ({@link ownString}): what the last call's are compared with. */
+  readonly tenant: string | undefined;
+  readonly caller: string | undefined;
   texts: Map<string, Snapshot>;
   /** Calls answered by `texts` since it was last emptied. */
   hits: number;
@@ -45,7 +48,8 @@ interface Partition {
 const partitions = new Map<string, Partition>();
 /** Texts kept by all partitions together (at most TEXTS). */
 let kept = 0;
-// The partition of the last call: a steady caller is found without building its key.
+// The partition of the last call: a steady caller is found without building its key. The ids are the
+// partition's own copies, never a caller's string (which may hold a larger one alive: see ownString).
 let lastTenant: string | undefined;
 let lastCaller: string | undefined;
 let last: Partition | null = null;
@@ -110,22 +114,39 @@ function partitionOf(tenant: unknown, caller: unknown): Partition | null {
   const c = caller === undefined || caller === null ? undefined : caller;
   if (last !== null && t === lastTenant && c === lastCaller) return last;
   if ((t !== undefined && typeof t !== 'string') || (c !== undefined && typeof c !== 'string')) return null;
-  // One key per pair, and only one pair per key: the tenant's length says where it ends.
-  const key = (t === undefined ? '-' : `${t.length}:${t}`) + (c === undefined ? '-' : `:${c}`);
-  let partition = partitions.get(key);
+  let partition = partitions.get(keyOf(t, c));
   if (partition === undefined) {
     if (partitions.size >= PARTITIONS) {
       const [oldest, forgotten] = partitions.entries().next().value as [string, Partition];
       kept -= forgotten.texts.size;
       partitions.delete(oldest);
     }
-    partition = { key, texts: new Map(), hits: 0, resting: 0, nextRest: REST };
+    // Kept under copies of the ids: an id V8 cut out of a longer string (a header, a token, a request body)
+    // is a view that holds the whole of it alive, for as long as the partition lives.
+    const tenant = t === undefined ? t : ownString(t);
+    const caller = c === undefined ? c : ownString(c);
+    const key = keyOf(tenant, caller);
+    partition = { key, tenant, caller, texts: new Map(), hits: 0, resting: 0, nextRest: REST };
     partitions.set(key, partition);
   }
-  lastTenant = t;
-  lastCaller = c;
+  lastTenant = partition.tenant;
+  lastCaller = partition.caller;
   last = partition;
   return partition;
+}
+
+/** One key per pair, and only one pair per key: the tenant's length says where it ends. */
+function keyOf(tenant: string | undefined, caller: string | undefined): string {
+  return (tenant === undefined ? '-' : `${tenant.length}:${tenant}`) + (caller === undefined ? '-' : `:${caller}`);
+}
+
+/**
+ * A copy of `id` that holds nothing else alive and is a flat string of its own (not {@link flatCopy}'s slice of
+ * one: comparing the last call's ids with a slice cost a steady caller ~70 ns a call, twice the memo hit).
+ * JSON.stringify and JSON.parse give back the same string, lone surrogates included.
+ */
+function ownString(id: string): string {
+  return JSON.parse(JSON.stringify(id)) as string;
 }
 
 /**

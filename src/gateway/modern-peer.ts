@@ -10,15 +10,24 @@ import {
   type ServerContext,
 } from '@modelcontextprotocol/server';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import type { LoggingLevel } from '@modelcontextprotocol/sdk/types.js';
 import { MODERN_VERSION } from '../mcp/index.js';
-
-/** The log levels, least severe first (RFC 5424 names). */
-const LEVELS = ['debug', 'info', 'notice', 'warning', 'error', 'critical', 'alert', 'emergency'] as const;
+import { heardAt, LOG_LEVELS } from './relay.js';
 
 /** The client capabilities a 2026-07-28 request declares in its `_meta` (none when it has no context). */
 export function declaredBy(ctx: ServerContext | undefined): ClientCapabilities {
   const envelope = ctx?.mcpReq.envelope as Record<string, unknown> | undefined;
   return (envelope?.['io.modelcontextprotocol/clientCapabilities'] as ClientCapabilities | undefined) ?? {};
+}
+
+/**
+ * The log level a 2026-07-28 request carried in its `_meta` (`io.modelcontextprotocol/logLevel`; the SDK's
+ * entry refuses one that is not a level), or undefined: it asked for no log line.
+ */
+export function logLevelOf(ctx: ServerContext | undefined): LoggingLevel | undefined {
+  const envelope = ctx?.mcpReq.envelope as Record<string, unknown> | undefined;
+  const level = envelope?.['io.modelcontextprotocol/logLevel'] as LoggingLevel | undefined;
+  return level !== undefined && LOG_LEVELS.includes(level) ? level : undefined;
 }
 
 /**
@@ -45,10 +54,7 @@ export function peer(
     async notification(notification: { method: string; params?: Record<string, unknown> }): Promise<void> {
       const ctx = context();
       if (!ctx || notification.method !== 'notifications/message') return;
-      const envelope = ctx.mcpReq.envelope as Record<string, unknown> | undefined;
-      const wanted = LEVELS.indexOf(envelope?.['io.modelcontextprotocol/logLevel'] as (typeof LEVELS)[number]);
-      const level = LEVELS.indexOf(notification.params?.['level'] as (typeof LEVELS)[number]);
-      if (wanted < 0 || level < wanted) return;
+      if (!heardAt(notification.params?.['level'], logLevelOf(ctx))) return;
       await ctx.mcpReq.notify(notification as never);
     },
     async elicitInput(): Promise<never> {

@@ -32,7 +32,7 @@ import { attachRound, mrtrRound, type MrtrInbox, type MrtrRound, type MrtrWho } 
 import { requestHandlers, type GatewayCore, type GatewayRequestContext, type SessionRequest } from './session.js';
 import { inputProblem, ownerKey, taskKeyOf } from './tasks.js';
 import type { UpstreamInput } from './upstream.js';
-import { declaredBy, peer } from './modern-peer.js';
+import { declaredBy, logLevelOf, peer } from './modern-peer.js';
 import { bindTaskHandlers, ownerOf, taskOrResult, type TaskRequests } from './modern-tasks.js';
 import {
   bindable,
@@ -321,6 +321,7 @@ export function bindModern<S extends ModernHandlers>(
   };
   const of = (ctx: ServerContext): SessionRequest => {
     current = ctx;
+    const level = logLevelOf(ctx);
     const request: SessionRequest = {
       ...(relaying ? { input: relaying } : {}),
       signal: ctx.mcpReq.signal,
@@ -330,6 +331,8 @@ export function bindModern<S extends ModernHandlers>(
       sessionId: undefined,
       tasks: tasksKey !== undefined,
       exchange,
+      // The request's own log level, passed on as it came to a 2026-07-28 upstream (Relay.scopeOf).
+      ...(level === undefined ? {} : { logLevel: level }),
     };
     // A request that takes tasks names its owner: whose the upstream's log lines may be (Relay.log).
     return tasksKey === undefined

@@ -7,7 +7,12 @@
 import type { Client } from '@modelcontextprotocol/client';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { RequestOptions } from '@modelcontextprotocol/sdk/shared/protocol.js';
-import type { LoggingMessageNotification, ProgressToken, ServerNotification } from '@modelcontextprotocol/sdk/types.js';
+import type {
+  LoggingLevel,
+  LoggingMessageNotification,
+  ProgressToken,
+  ServerNotification,
+} from '@modelcontextprotocol/sdk/types.js';
 import { normalResourceUri } from '../policy-file/uri.js';
 import type { Exchange } from './stepup.js';
 import type { CallScope, Upstream, UpstreamInput } from './upstream.js';
@@ -17,6 +22,11 @@ export interface Downstream {
   readonly server: Server;
   /** The client asked for log messages (`logging/setLevel`). */
   logging: boolean;
+  /**
+   * The level it asked for (`logging/setLevel`): what its requests to a 2026-07-28 upstream carry in their
+   * `_meta` (that revision has no setLevel), and the least severe line of theirs it is given.
+   */
+  level?: LoggingLevel;
   /**
    * Whether this client may hear `upstream`'s log lines that belong to no request of theirs (an upstream
    * limited to other tenants: no). Set with `logging`. @default every upstream
@@ -45,6 +55,30 @@ export interface RelayedRequest {
   readonly exchange?: Exchange;
   /** Who a task the request creates or reaches belongs to (task-owners.ts's ownerKey); absent when it takes none. */
   readonly owner?: string;
+  /**
+   * The log level a 2026-07-28 request carried in its `_meta` (`io.modelcontextprotocol/logLevel`), passed on
+   * as it came; absent, it asked for no line. A 2025-era session's requests take the level the client set.
+   */
+  readonly logLevel?: LoggingLevel;
+}
+
+/** The log levels, least severe first (RFC 5424 names, as MCP has them). */
+export const LOG_LEVELS: readonly LoggingLevel[] = [
+  'debug',
+  'info',
+  'notice',
+  'warning',
+  'error',
+  'critical',
+  'alert',
+  'emergency',
+];
+
+/** Whether a line at `level` is asked for by a request that asked for `wanted` (none asked: no line). */
+export function heardAt(level: unknown, wanted: LoggingLevel | undefined): boolean {
+  if (wanted === undefined) return false;
+  const at = LOG_LEVELS.indexOf(level as LoggingLevel);
+  return at >= 0 && at >= LOG_LEVELS.indexOf(wanted);
 }
 
 const DELIVERED: Promise<void> = Promise.resolve();
@@ -66,6 +100,12 @@ export class Relay {
   sharedAcrossTenants: (upstream: Upstream) => boolean = () => true;
   /** The task owner of a 2026-07-28 request's server (one per request) that takes tasks. */
   readonly #owners = new WeakMap<Server, string>();
+  /** Each 2025-era session's downstream by its server (the level its client set). */
+  readonly #downstreamOf = new WeakMap<Server, Downstream>();
+  /** Some 2025-era client set a level ({@link Relay.setLevel}): until then no request looks its session's up. */
+  #sessionLevels = false;
+  /** The log level a 2026-07-28 request's server (one per request) asked for in its `_meta`. */
+  readonly #levels = new WeakMap<Server, LoggingLevel>();
 
   constructor(upstreams: ReadonlyMap<string, Upstream>) {
     this.#upstreams = upstreams;
@@ -91,9 +131,15 @@ export class Relay {
     return Promise.all(inTransit).then(() => undefined);
   }
 
-  /** The scope an upstream request runs in for one downstream request (its progress relayed back there). */
+  /**
+   * The scope an upstream request runs in for one downstream request (its progress relayed back there; its
+   * log level, the request's own or its session's, carried to a 2026-07-28 upstream).
+   */
   scopeOf(server: Server, request: RelayedRequest): CallScope {
     if (request.owner !== undefined) this.#owners.set(server, request.owner);
+    const own = request.logLevel;
+    if (own !== undefined) this.#levels.set(server, own);
+    const level = own ?? (this.#sessionLevels ? this.#downstreamOf.get(server)?.level : undefined);
     const scope: { -readonly [K in keyof CallScope]: CallScope[K] } = {
       server,
       progressToken: request.progressToken,
@@ -104,6 +150,7 @@ export class Relay {
     if (request.input) scope.input = request.input;
     if (request.raw === true) scope.raw = true;
     if (request.owner !== undefined) scope.owner = request.owner;
+    if (level !== undefined) scope.logLevel = level;
     return scope;
   }
 
@@ -197,28 +244,47 @@ export class Relay {
    * nobody); with several in flight, nobody. With none in flight, to the clients that asked for logging and
    * hear that upstream, if no task is unfinished there (a listening 2025-era session owns no task) and the
    * upstream serves one tenant only (a line of another tenant's finished request may come late).
+   *
+   * A 2026-07-28 upstream logs only for a request that carried a level (logging.mdx), on that request's
+   * stream: its line goes to the one client in flight only if that client's request carried a level and the
+   * line is at or above it (an upstream that logs anyway is not believed), and with none in flight to nobody.
    */
   log(upstream: Upstream, params: LoggingMessageNotification['params']): void {
     const inflight = upstream.inflight;
     if (inflight.length > 1) return;
     const owners = upstream.tasks.owners();
+    const modern = upstream.session?.era === 'modern';
     let targets: readonly Server[];
     if (inflight.length === 1) {
-      const owner = this.#owners.get(inflight[0]!);
+      const server = inflight[0]!;
+      const owner = this.#owners.get(server);
       if (owners.size > 1 || (owners.size === 1 && (owner === undefined || !owners.has(owner)))) return;
+      if (modern && !heardAt(params.level, this.#levelOf(server))) return;
       targets = inflight;
     } else {
-      if (owners.size > 0 || this.sharedAcrossTenants(upstream)) return;
+      if (modern || owners.size > 0 || this.sharedAcrossTenants(upstream)) return;
       targets = [...this.downstreams].filter((d) => d.logging && (d.hears?.(upstream) ?? true)).map((d) => d.server);
     }
     for (const server of targets)
       void this.track(server, server.notification({ method: 'notifications/message', params }));
   }
 
+  /** A 2025-era client set `level` (`logging/setLevel`): its session's requests carry it from now on. */
+  setLevel(downstream: Downstream, level: LoggingLevel): void {
+    downstream.level = level;
+    this.#sessionLevels = true;
+  }
+
+  /** The log level `server`'s requests asked for: a 2026-07-28 request's own, or what a 2025-era client set. */
+  #levelOf(server: Server): LoggingLevel | undefined {
+    return this.#levels.get(server) ?? this.#downstreamOf.get(server)?.level;
+  }
+
   /** Adds a downstream server; its subscriptions are dropped (and released upstream) when it closes. */
   add(downstream: Downstream): void {
     this.downstreams.add(downstream);
     const server = downstream.server;
+    this.#downstreamOf.set(server, downstream);
     const previous = server.onclose;
     server.onclose = () => {
       previous?.();

@@ -461,11 +461,12 @@ async function complete(
   });
 }
 
-/** `logging/setLevel`: to every 2025-era upstream that logs and serves the tenant (2026-07-28 has no such method). */
+/** `logging/setLevel`: to the 2025-era upstreams that log and serve the tenant; kept for 2026-07-28 ones (Relay.scopeOf). */
 async function setLevel(session: Session, level: LoggingLevel, request: SessionRequest): Promise<object> {
   const hears = (u: Upstream): boolean => closedTo(session, request, u) === null;
   Object.assign(session.downstream, { hears, logging: true });
   const { router, relay } = session.core;
+  relay.setLevel(session.downstream, level);
   const scope = relay.scopeOf(session.server, request);
   await Promise.all(
     [...router.upstreams.values()]

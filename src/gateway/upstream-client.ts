@@ -6,14 +6,20 @@
  */
 import {
   Client,
+  LOG_LEVEL_META_KEY,
   SdkError,
   SdkErrorCode,
   type CallToolRequest,
   type CallToolRequestOptions,
   type CallToolResult,
   type ClientCapabilities,
+  type LoggingLevel,
   type ProgressToken,
+  type Request,
+  type RequestMethod,
   type RequestOptions,
+  type ResultTypeMap,
+  type StandardSchemaV1,
   type Tool as McpTool,
 } from '@modelcontextprotocol/client';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
@@ -71,6 +77,12 @@ export interface CallScope {
    * takes tasks), absent for any other request: whose the upstream's log lines may be (Relay.log).
    */
   readonly owner?: string;
+  /**
+   * The log level the downstream request asked for (a 2026-07-28 request's own, or the level a 2025-era
+   * client set): every request to a 2026-07-28 upstream in this scope carries it in its `_meta`
+   * (`io.modelcontextprotocol/logLevel`); absent, none is carried and the upstream sends no line.
+   */
+  readonly logLevel?: LoggingLevel;
   /**
    * The downstream request takes a task (see RelayedRequest.tasks): a modern upstream that offers the
    * extension is told so on this call, and may answer with a task (its `CreateTaskResult`, read by
@@ -233,6 +245,46 @@ export class GatewayClient extends Client {
   }
 
   /**
+   * `params` with the log level of `scope` in its `_meta`, towards a 2026-07-28 upstream (the revision's
+   * per-request level; a 2025-era upstream was told by `logging/setLevel`); as they are otherwise.
+   */
+  #leveled<P extends { _meta?: Record<string, unknown> | undefined }>(params: P, scope: CallScope | undefined): P {
+    const level = scope?.logLevel;
+    if (level === undefined || this.#upstream.session?.era !== 'modern') return params;
+    return { ...params, _meta: { ...params._meta, [LOG_LEVEL_META_KEY]: level } };
+  }
+
+  /**
+   * Every request the SDK Client sends in a downstream request's scope (its options made by
+   * `Upstream.requestOptions`) carries that request's log level to a 2026-07-28 upstream: calls, reads,
+   * prompts, completions, lists, subscriptions, the tasks extension's requests alike.
+   */
+  override request<M extends RequestMethod>(
+    request: { method: M; params?: Record<string, unknown> },
+    options?: RequestOptions,
+  ): Promise<ResultTypeMap[M]>;
+  override request<T extends StandardSchemaV1>(
+    request: Request,
+    resultSchema: T,
+    options?: RequestOptions,
+  ): Promise<StandardSchemaV1.InferOutput<T>>;
+  override request(
+    request: Request,
+    schemaOrOptions?: StandardSchemaV1 | RequestOptions,
+    maybeOptions?: RequestOptions,
+  ): Promise<unknown> {
+    const options =
+      maybeOptions ??
+      (schemaOrOptions !== undefined && !('~standard' in schemaOrOptions) ? schemaOrOptions : undefined);
+    const params: { _meta?: Record<string, unknown> | undefined } = request.params ?? {};
+    const leveled = this.#leveled(params, scopeOf(options));
+    const sent = leveled === params ? request : { ...request, params: leveled };
+    return maybeOptions === undefined
+      ? super.request(sent as { method: RequestMethod }, schemaOrOptions as RequestOptions | undefined)
+      : super.request(sent, schemaOrOptions as StandardSchemaV1, maybeOptions);
+  }
+
+  /**
    * The `_meta` of a request that declares the tasks extension (SEP-2663: per request, in its client
    * capabilities), merged over `meta`; the SDK's own envelope gives way to a request's `_meta`.
    */
@@ -310,7 +362,7 @@ export class GatewayClient extends Client {
     // every read is a round trip, which a first round may make raw.
     if (this.#rawModern(scope, null, false, params.uri))
       return this.raw
-        .readResource(this.#withInput(params, input), options ?? {}, this.#modern)
+        .readResource(this.#leveled(this.#withInput(params, input), scope), options ?? {}, this.#modern)
         .then((r) => this.#answered(r, input, { contents: [] }));
     return super
       .readResource(this.#withInput(params, input), options)
@@ -368,7 +420,12 @@ export class GatewayClient extends Client {
           await (definition !== undefined && this.#raw(scope)
             ? this.raw.callTool(sent, definition, this.#rawOptions(signal))
             : this.#rawModern(scope, definition, tasks, sent.name)
-              ? this.raw.callTool(sent, definition!, this.#upstream.requestOptions(scope, options), this.#modern)
+              ? this.raw.callTool(
+                  this.#leveled(sent, scope),
+                  definition!,
+                  this.#upstream.requestOptions(scope, options),
+                  this.#modern,
+                )
               : super.callTool(sent, this.#upstream.requestOptions(scope, options))),
           scope?.input,
           {

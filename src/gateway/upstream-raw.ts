@@ -201,6 +201,16 @@ export class RawRequests {
     if (!transport) return Promise.reject(new Error('Not connected'));
     const id = `${RAW_ID}${++this.#next}`;
     const timeout = options.timeout ?? 60_000;
+    // A 2026-07-28 request as the SDK Client words it (its envelope; only the id differs), made before anything
+    // waits for it: an envelope that cannot be made fails the call now, nothing sent, nothing left pending.
+    let message: JSONRPCMessage;
+    try {
+      message = modern
+        ? modern.envelope({ method, params, jsonrpc: '2.0', id })
+        : ({ jsonrpc: '2.0', id, method, params } as JSONRPCMessage);
+    } catch (error) {
+      return Promise.reject(error);
+    }
     return new Promise<unknown>((resolve, reject) => {
       const pending = new PendingRequest(this.#pending, transport, id, timeout, signal);
       // A 2026-07-28 request is stopped as the SDK Client stops it: its own signal, given to the transport as
@@ -212,13 +222,15 @@ export class RawRequests {
       this.#pending.set(id, pending);
       deadlines.add(pending, timeout);
       signal?.addEventListener('abort', pending, { once: true });
-      // A 2026-07-28 request as the SDK Client words it (its members' order, its envelope): only the id differs.
-      const message = modern
-        ? modern.envelope({ method, params, jsonrpc: '2.0', id })
-        : ({ jsonrpc: '2.0', id, method, params } as JSONRPCMessage);
-      const sent = pending.stopper
-        ? transport.send(message, { requestSignal: pending.stopper.signal })
-        : transport.send(message);
+      let sent: Promise<void>;
+      try {
+        sent = pending.stopper
+          ? transport.send(message, { requestSignal: pending.stopper.signal })
+          : transport.send(message);
+      } catch (error) {
+        pending.settle(); // a transport that throws rather than rejects: nothing waits for an answer
+        return reject(error);
+      }
       sent.catch((error: unknown) => {
         if (!this.#pending.has(id)) return;
         pending.settle();

@@ -54,6 +54,20 @@ describe('the memo of argument text keeps only the texts, not what they were cut
     expect(retained).toBeLessThan(16 * 1024 * 1024);
   });
 
+  it('ids cut out of long strings (a header, a token, a body) keep none of those alive', () => {
+    const before = heapAfterGc();
+    for (let i = 0; i < 16; i++) {
+      // A host that takes the tenant's and the caller's ids out of a 2 MB string it was sent.
+      const sent =
+        `tenant-${String(i).padStart(4, '0')}-abcdefghij caller-${i}-abcdefghijkl` + ' '.repeat(2 * 1024 * 1024);
+      const [tenant, caller] = /^(\S+) (\S+)/.exec(sent)!.slice(1) as [string, string];
+      expect(snapshotText('{"q":1}', tenant, caller)).toEqual({ q: 1 });
+      expect(textMemo(tenant, caller).size).toBe(1);
+    }
+    // 16 ids of ~20 units each against 32 MB of what they were cut from.
+    expect(heapAfterGc() - before).toBeLessThan(8 * 1024 * 1024);
+  });
+
   it('a tool that keeps its arguments, read while the memo rests, keeps no completion alive', async () => {
     const who = { tenant: { id: 'keeper' }, caller: { id: 'c' } };
     for (let i = 0; i < 1024 * 2 + 2; i++) snapshotText(`{"unique":${i},"u":"${Math.random()}"}`, 'keeper', 'c');

@@ -129,3 +129,48 @@ describe("Relay.log: an upstream's log line goes only where whose it is is certa
     expect(listener.heard).toEqual(['expired task']);
   });
 });
+
+describe("Relay.log: a 2026-07-28 upstream's line (per-request levels)", () => {
+  it('goes only to the one request in flight that carried a level, at or above it; with none in flight, nowhere', () => {
+    const inflight: Server[] = [];
+    const upstream = {
+      namespace: 'mod',
+      inflight,
+      tasks: new UnfinishedTasks(),
+      session: { era: 'modern' },
+    } as unknown as Upstream;
+    const relay = new Relay(new Map([['mod', upstream]]));
+    relay.sharedAcrossTenants = () => false;
+    const listener = fakeServer();
+    const session = { server: listener, logging: true };
+    relay.add(session);
+    relay.setLevel(session, 'debug');
+    const log = (level: 'debug' | 'warning' | 'error', data: string) => relay.log(upstream, { level, data });
+    const request = (logLevel?: 'warning'): RelayedRequest => ({
+      signal: new AbortController().signal,
+      progressToken: undefined,
+      sendNotification: async () => undefined,
+      ...(logLevel ? { logLevel } : {}),
+    });
+    // None in flight: a line of no request reaches no listener, whatever level it set.
+    log('error', 'of no request');
+    // One in flight that carried no level: it asked for no line.
+    const plain = fakeServer();
+    expect(relay.scopeOf(plain, request()).logLevel).toBeUndefined();
+    inflight.push(plain);
+    log('error', 'unasked');
+    // One that carried `warning`: lines at or above it, its scope carrying the level upstream.
+    inflight.length = 0;
+    const leveled = fakeServer();
+    expect(relay.scopeOf(leveled, request('warning')).logLevel).toBe('warning');
+    inflight.push(leveled);
+    log('debug', 'too low');
+    log('error', 'asked');
+    // A 2025-era session's requests carry the level its client set.
+    inflight.length = 0;
+    expect(relay.scopeOf(listener, request()).logLevel).toBe('debug');
+    inflight.push(listener);
+    log('debug', 'the session asked');
+    expect([listener.heard, plain.heard, leveled.heard]).toEqual([['the session asked'], [], ['asked']]);
+  });
+});

@@ -3,6 +3,7 @@
 // out as its own timer did — after its own timeout, in the order sent, with the SDK's error and a
 // cancellation upstream — and an answered or stopped request is never timed out; plus the line reader and
 // the two helpers the gateway's per-call path uses instead of the runtime's (auditTime, the URI memo).
+import { getEventListeners } from 'node:events';
 import { SdkError, SdkErrorCode, type JSONRPCMessage } from '@modelcontextprotocol/client';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { auditTime } from '../../src/gateway/audit.js';
@@ -94,6 +95,39 @@ describe('RawRequests: one deadline timer for the requests in flight', () => {
     await expect(open).rejects.toThrow('Connection closed');
     await vi.advanceTimersByTimeAsync(200);
     expect(cancelled(sent)).toEqual([idOf(sent[0]!)]);
+  });
+
+  it('a request whose envelope cannot be made, or whose send throws, fails at once and leaves nothing pending', async () => {
+    vi.useFakeTimers();
+    const { transport, sent } = recorder();
+    const raw = new RawRequests(() => transport);
+    const stop = new AbortController();
+    // A 2026-07-28 wire whose envelope throws (the Client has none): nothing is sent, nothing waits.
+    const wire = {
+      envelope: () => {
+        throw new Error('toolgate gateway: no 2026-07-28 envelope; nothing was sent');
+      },
+      result: () => ({}),
+    };
+    const enveloped = raw.callTool({ name: 'echo', arguments: {} }, TOOL, { timeout: 100, signal: stop.signal }, wire);
+    await expect(enveloped).rejects.toThrow('no 2026-07-28 envelope');
+    // A transport that throws rather than rejects: the call fails now; its deadline never stops it upstream.
+    const thrown = new RawRequests(() => ({
+      ...transport,
+      send: (message: JSONRPCMessage) => {
+        if ((message as { method?: string }).method === 'tools/call') throw new Error('the transport broke');
+        return transport.send(message);
+      },
+    }));
+    await expect(
+      thrown.callTool({ name: 'echo', arguments: {} }, TOOL, { timeout: 100, signal: stop.signal }),
+    ).rejects.toThrow('the transport broke');
+    // No abort listener left on the call's signal, no deadline left to fire: nothing sent, not even a cancel.
+    expect(getEventListeners(stop.signal, 'abort')).toHaveLength(0);
+    await vi.advanceTimersByTimeAsync(200);
+    stop.abort(new SdkError(SdkErrorCode.RequestTimeout, 'the client gave up'));
+    await vi.advanceTimersByTimeAsync(10);
+    expect(sent).toEqual([]);
   });
 });
 
