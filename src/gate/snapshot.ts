@@ -208,7 +208,10 @@ interface Shape {
 
 /** Shapes of more keys than this are copied key by key. */
 const SHAPE_KEYS = 16;
-/** At most this many copiers in the process, at most {@link SHAPES_PER_KEY} per first key: made once, never replaced. */
+/**
+ * At most this many copiers in the process, at most {@link SHAPES_PER_KEY} per first key, of keys of at most
+ * {@link SHAPE_TEXT} units together: made once, never replaced.
+ */
 const SHAPES = 1024;
 const SHAPES_PER_KEY = 4;
 const shapes = new Map<string, Shape[]>();
@@ -252,9 +255,15 @@ function sameNames(a: readonly string[], b: readonly string[]): boolean {
   return true;
 }
 
+/** The longest keys a shape is made for, all together (UTF-16 units): a copier's text stays small, kept for good. */
+const SHAPE_TEXT = 512;
+
 function makeShape(names: readonly string[]): Shape | null {
   // A quoted "__proto__" in a literal would set the prototype: never made (such a key is refused before).
   if (names.includes('__proto__')) return null;
+  let length = 0;
+  for (const name of names) length += name.length;
+  if (length > SHAPE_TEXT) return null;
   // Made from the keys' JSON text only (each a string literal, whatever it holds); a named load per key.
   const reads = names.map((name, i) => {
     const v = `v${i}`;

@@ -201,7 +201,9 @@ describe("a shape's copier reads as JSON does", () => {
     );
   });
 
-  it('records of more keys than a shape holds, and of more shapes than are made, are copied all the same', () => {
+  it('records of more keys than a shape holds, of longer keys, and of more shapes than are made, are copied all the same', () => {
+    const long = { ['k'.repeat(600)]: 1, short: 'x' };
+    for (let round = 0; round < 2; round++) expect(snapshotArguments(long)).toEqual(long);
     for (let n = 1; n <= 40; n++) {
       const given = Object.fromEntries(Array.from({ length: n }, (_, i) => [`k${i}`, i % 3 === 0 ? `s${i}` : i]));
       for (let round = 0; round < 2; round++) {
