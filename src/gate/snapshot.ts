@@ -146,16 +146,34 @@ function readRecord(
   base: number,
 ): Readonly<Record<string, unknown>> {
   enter(record, base);
-  const object: Record<string, unknown> = {};
   const names = Object.keys(record);
+  const count = names.length;
+  let k = 0;
+  let item: unknown;
+  let object: Record<string, unknown>;
+  // A record of a shape met before (its keys, in this order): read and copied by its shape's own code while its
+  // values are leaves; the first that is not ends it, and the copy goes on below from there, that value in hand.
+  const copy = copierOf(names);
+  if (copy !== null) {
+    const made = copy(record);
+    if (made !== null) return Object.freeze(made);
+    const values = stopped!;
+    stopped = null;
+    object = {};
+    k = values.length - 1;
+    for (let i = 0; i < k; i++) object[names[i]!] = values[i]; // a shape holds no "__proto__" key (makeShape)
+    item = values[k];
+  } else object = {};
   const at = top;
-  for (let k = 0; k < names.length; k++) {
+  for (let held = k < count && copy !== null; k < count; k++, held = false) {
     const name = names[k]!;
-    // A key named "__proto__" (JSON.parse makes one from {"__proto__": …}) is refused before its value is
-    // read: a tool or upstream that merges the arguments into an object would have that object's
-    // prototype replaced (issue 11).
-    if (name === '__proto__') throw protoKey(key);
-    let item = record[name];
+    if (!held) {
+      // A key named "__proto__" (JSON.parse makes one from {"__proto__": …}) is refused before its value is
+      // read: a tool or upstream that merges the arguments into an object would have that object's
+      // prototype replaced (issue 11).
+      if (name === '__proto__') throw protoKey(key);
+      item = record[name];
+    }
     if (typeof item === 'number') {
       if (!Number.isFinite(item)) item = null;
     } else if (typeof item !== 'string' && typeof item !== 'boolean') {
@@ -167,6 +185,104 @@ function readRecord(
   }
   if (top !== at) reading[--top] = undefined;
   return Object.freeze(object);
+}
+
+/**
+ * A shape's copier: reads each of its keys once, in order, and answers the object literal of those values
+ * (numbers that are not finite as null); null at the first value that is not a leaf, the values read so far
+ * (that one last) left in {@link stopped}.
+ */
+type Copier = (record: Record<string, unknown>) => Record<string, unknown> | null;
+
+/** What the last copier that stopped had read (taken at once by readRecord: no code runs in between). */
+let stopped: unknown[] | null = null;
+function stop(values: unknown[]): null {
+  stopped = values;
+  return null;
+}
+
+interface Shape {
+  readonly names: readonly string[];
+  readonly make: Copier;
+}
+
+/** Shapes of more keys than this are copied key by key. */
+const SHAPE_KEYS = 16;
+/**
+ * At most this many copiers in the process, at most {@link SHAPES_PER_KEY} per first key, of keys of at most
+ * {@link SHAPE_TEXT} units together: made once, never replaced.
+ */
+const SHAPES = 1024;
+const SHAPES_PER_KEY = 4;
+const shapes = new Map<string, Shape[]>();
+let shapeCount = 0;
+/** The shape met last (a server's calls to one tool come in runs): no look-up for it. */
+let lastShape: Shape | null = null;
+/** False once the runtime refused to make a function from text (a CSP, a Worker): every record copied key by key. */
+let codegen = true;
+
+/**
+ * The copier of a record of leaves with these keys, in this order, or null (copied key by key). An object literal
+ * gives every copy of one shape one map and stores its values without a look-up each (building the copy key by
+ * key went through the megamorphic store every time: ~140 ns of an async `invoke`, issue 25). Made from the keys'
+ * JSON text (a string literal for each, whatever it holds) the first time a shape is met, within the bounds above
+ * (a caller sending a new shape each call cannot make a function each call).
+ */
+function copierOf(names: readonly string[]): Copier | null {
+  const count = names.length;
+  if (count === 0 || count > SHAPE_KEYS) return null;
+  const last = lastShape;
+  if (last !== null && sameNames(last.names, names)) return last.make;
+  const first = names[0]!;
+  let list = shapes.get(first);
+  if (list !== undefined)
+    for (let i = 0; i < list.length; i++) {
+      const shape = list[i]!;
+      if (sameNames(shape.names, names)) return (lastShape = shape).make;
+    }
+  if (!codegen || shapeCount >= SHAPES || (list !== undefined && list.length >= SHAPES_PER_KEY)) return null;
+  const shape = makeShape(names);
+  if (shape === null) return null;
+  if (list === undefined) shapes.set(first, (list = []));
+  list.push(shape);
+  shapeCount++;
+  return (lastShape = shape).make;
+}
+
+function sameNames(a: readonly string[], b: readonly string[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+/** The longest keys a shape is made for, all together (UTF-16 units): a copier's text stays small, kept for good. */
+const SHAPE_TEXT = 512;
+
+function makeShape(names: readonly string[]): Shape | null {
+  // A quoted "__proto__" in a literal would set the prototype: never made (such a key is refused before).
+  if (names.includes('__proto__')) return null;
+  let length = 0;
+  for (const name of names) length += name.length;
+  if (length > SHAPE_TEXT) return null;
+  // Made from the keys' JSON text only (each a string literal, whatever it holds); a named load per key.
+  const reads = names.map((name, i) => {
+    const v = `v${i}`;
+    const held = names.slice(0, i + 1).map((_, j) => `v${j}`);
+    return (
+      `let ${v} = r[${JSON.stringify(name)}];\n` +
+      `if (typeof ${v} === 'number') { if (!Number.isFinite(${v})) ${v} = null; }\n` +
+      `else if (typeof ${v} !== 'string' && typeof ${v} !== 'boolean') return stop([${held.join(', ')}]);`
+    );
+  });
+  const fields = names.map((name, i) => `${JSON.stringify(name)}: v${i}`);
+  const body = `'use strict';\nreturn function copy(r) {\n${reads.join('\n')}\nreturn { ${fields.join(', ')} };\n};`;
+  try {
+    const make = new Function('stop', body) as (stopWith: typeof stop) => Copier;
+    return { names: names.slice(), make: make(stop) };
+  } catch {
+    codegen = false;
+    return null;
+  }
 }
 
 function protoKey(key: string | number): TypeError {

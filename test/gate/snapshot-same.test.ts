@@ -95,3 +95,123 @@ describe('the argument snapshot reads as JSON does', () => {
     expect(copy).toEqual({ counted: 1, inner: { v: 1 } });
   });
 });
+
+/**
+ * A record of a shape met before is read and copied by its shape's own code (snapshot.ts, issue 25), which hands
+ * over to the key-by-key copy at the first value that is not a leaf: these pin that both read the record as
+ * JSON.stringify does — the same reads (getters, Proxy traps, toJSON) in the same order, the same JSON.
+ */
+describe("a shape's copier reads as JSON does", () => {
+  /** What JSON.stringify and the snapshot each do to a record built by `make(log)`, and what they answer. */
+  function traced(make: (log: string[]) => Record<string, unknown>): { json: string[]; snapshot: string[] } {
+    const json: string[] = [];
+    const text = JSON.stringify(make(json));
+    const snapshot: string[] = [];
+    let copy: unknown;
+    try {
+      const taken = snapshotArguments(make(snapshot));
+      // JSON text writes a number that is not finite as null: the copy must hold that null itself.
+      if (!finiteOnly(taken)) snapshot.push('a number that is not finite was copied');
+      copy = JSON.stringify(taken);
+    } catch (error) {
+      copy = `threw ${String(error)}`;
+    }
+    json.push(`= ${text}`);
+    snapshot.push(`= ${String(copy)}`);
+    return { json, snapshot };
+  }
+
+  function finiteOnly(value: unknown): boolean {
+    if (typeof value === 'number') return Number.isFinite(value);
+    if (typeof value !== 'object' || value === null) return true;
+    return Object.values(value).every(finiteOnly);
+  }
+
+  /** A record of these keys whose every read (and every trap, when proxied) is logged. */
+  function logged(
+    entries: readonly (readonly [string, () => unknown])[],
+    proxied: boolean,
+  ): (log: string[]) => Record<string, unknown> {
+    return (log) => {
+      const target: Record<string, unknown> = {};
+      for (const [name, get] of entries)
+        Object.defineProperty(target, name, {
+          enumerable: true,
+          configurable: true,
+          get() {
+            log.push(`get ${name}`);
+            return get();
+          },
+        });
+      if (!proxied) return target;
+      return new Proxy(target, {
+        ownKeys(t) {
+          log.push('ownKeys');
+          return Reflect.ownKeys(t);
+        },
+        getOwnPropertyDescriptor(t, p) {
+          log.push(`gOPD ${String(p)}`);
+          return Reflect.getOwnPropertyDescriptor(t, p);
+        },
+      });
+    };
+  }
+
+  const item = fc.oneof(
+    fc.integer(),
+    fc.constantFrom(Infinity, -Infinity, NaN, -0),
+    fc.string({ maxLength: 3 }),
+    fc.boolean(),
+    fc.constant(null),
+    fc.constant(undefined),
+    fc.constant('fn'),
+    fc.constant('date'),
+    fc.constant('nested'),
+  );
+  const made = (kind: unknown, log: string[]): unknown =>
+    kind === 'fn'
+      ? () => 1
+      : kind === 'date'
+        ? { toJSON: (k: string) => (log.push(`toJSON ${k}`), 'd') }
+        : kind === 'nested'
+          ? { inner: 1, more: [2, 'x'] }
+          : kind;
+  const names = fc.uniqueArray(fc.constantFrom('a', 'b', 'c', '0', '7', 'x y', 'toJSON', 'ü'), {
+    minLength: 1,
+    maxLength: 6,
+  });
+
+  it('on random records met again and again (plain and proxied): the same reads in the same order, the same JSON', () => {
+    fc.assert(
+      fc.property(names, fc.array(item, { minLength: 6, maxLength: 6 }), fc.boolean(), (keys, kinds, proxied) => {
+        for (let round = 0; round < 3; round++) {
+          const { json, snapshot } = traced((log) =>
+            logged(
+              keys.map((name, i) => [name, () => made(kinds[i], log)] as const),
+              proxied,
+            )(log),
+          );
+          // A top-level "toJSON" key is called by both (a getter answering a string: JSON.stringify's text,
+          // the snapshot's refusal of a non-object): the reads before the answer are the same.
+          if (keys.includes('toJSON')) expect(snapshot.slice(0, -1)).toEqual(json.slice(0, -1));
+          else expect(snapshot).toEqual(json);
+        }
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('records of more keys than a shape holds, of longer keys, and of more shapes than are made, are copied all the same', () => {
+    const long = { ['k'.repeat(600)]: 1, short: 'x' };
+    for (let round = 0; round < 2; round++) expect(snapshotArguments(long)).toEqual(long);
+    for (let n = 1; n <= 40; n++) {
+      const given = Object.fromEntries(Array.from({ length: n }, (_, i) => [`k${i}`, i % 3 === 0 ? `s${i}` : i]));
+      for (let round = 0; round < 2; round++) {
+        const copy = snapshotArguments(given);
+        expect(copy).toEqual(given);
+        expect(copy).not.toBe(given);
+        expect(Object.isFrozen(copy)).toBe(true);
+      }
+    }
+  });
+});
