@@ -279,8 +279,11 @@ function makeShape(names: readonly string[]): Shape | null {
   try {
     const make = new Function('stop', body) as (stopWith: typeof stop) => Copier;
     return { names: names.slice(), make: make(stop) };
-  } catch {
-    codegen = false;
+  } catch (error) {
+    // Only a runtime that makes no function from text (a CSP, --disallow-code-generation-from-strings) switches the
+    // copiers off: it throws an EvalError. Anything else (V8's parser out of stack under arguments nested thousands
+    // deep) leaves this one shape without a copier, never every later caller's.
+    if (error instanceof EvalError) codegen = false;
     return null;
   }
 }
