@@ -3,6 +3,7 @@
  * nothing else, a rule `npm test` checks). Approvals, run states, pins, inbox links and sessions all bind
  * what they sign through these functions, so "the same value" means the same bytes everywhere.
  */
+import * as nodeCrypto from 'node:crypto';
 import { createHash, createHmac, randomFillSync, timingSafeEqual } from 'node:crypto';
 
 /**
@@ -49,9 +50,14 @@ function write(value: unknown, seen: Set<object>): string {
   }
 }
 
+/** `crypto.hash` where this Node has it. */
+const oneShot = (nodeCrypto as { hash?: (algorithm: string, data: string, encoding: 'hex') => string }).hash;
+
 /** SHA-256 (hex) of the canonical JSON of `value`. */
 export function hashOf(value: unknown): string {
-  return createHash('sha256').update(canonicalJson(value)).digest('hex');
+  const text = canonicalJson(value);
+  // The one-shot hash (Node ≥ 20.12) gives the same digest without a Hash object per call.
+  return oneShot !== undefined ? oneShot('sha256', text, 'hex') : createHash('sha256').update(text).digest('hex');
 }
 
 /** HMAC-SHA256 (hex) of the canonical JSON of `value` under `secret`. */

@@ -131,6 +131,7 @@ export function runnerSettings(options: AgentRunnerOptions): RunnerSettings {
       options.secret,
       stores,
       options.stores === undefined && options.approvals !== undefined ? 'approvals' : 'stores',
+      options.stores === undefined && options.approvals === undefined,
     ),
     handler: options.handler ?? null,
     onRefusal,
@@ -258,8 +259,16 @@ function tenantProvider(tenants: AgentRunnerOptions['tenants']): TenantProvider 
  * ConfigurationError: a random key per process would sign states and approvals no other process verifies,
  * so a run paused here could be resumed nowhere else and an answered approval would die with this process.
  */
-function runnerSecret(secret: AgentRunnerOptions['secret'], stores: RunnerStores, option: string): Uint8Array {
+function runnerSecret(
+  secret: AgentRunnerOptions['secret'],
+  stores: RunnerStores,
+  option: string,
+  own: boolean,
+): Uint8Array {
   if (secret !== undefined) return secretOf(secret, 'AgentRunner option "secret"');
+  // Memory stores made for this runner alone (no "stores" given): no other runner can share them, so no
+  // other runner needs their key — a random one, without a WeakMap entry per store for every runner made.
+  if (own) return randomKey();
   const used = NEEDS.map(([name]) => stores[name] as object);
   const memory = used.every((store) => MEMORY.some((kind) => store instanceof kind));
   if (!memory)

@@ -40,6 +40,7 @@ import {
   toolMessage,
   type Frame,
   type FrameOutcome,
+  type FrameView,
   type PeerTools,
   type Run,
   type Turn,
@@ -70,14 +71,6 @@ export interface RouteHost {
   readonly runPeer: (run: Run, inner: Frame) => Promise<FrameOutcome>;
 }
 
-/** What the gate is given for one dispatch of a frame: the context, the tools, and the run's limits. */
-export interface FrameView {
-  readonly context: GateContext;
-  /** The registry with this frame's `agent:<peer>` tools in front of it. */
-  readonly source: ToolSource;
-  readonly limits: Limits;
-}
-
 /**
  * The context and environment of a dispatch in `frame`. At the root the layers go to the gate as they are
  * (the registry's own allowlist step: indexed per layer, a layer changed in place is seen at the next call);
@@ -88,9 +81,9 @@ export function viewOf(settings: RunnerSettings, run: Run, frame: Frame, limits:
   // The same context object while the plan's array stays the same (the gate's allowlist step then answers
   // from its memo; the context names no registered tool, so a registry change keeps it); the limits' numbers
   // are read afresh every time.
-  const last = views.get(frame);
+  const last = frame.view;
   if (
-    last !== undefined &&
+    last !== null &&
     last.tenant === limits.tools &&
     // A list resolved below the root is a snapshot: reused only for a plan that cannot change in place.
     (frame.depth === 0 || limits.tools === null || Object.isFrozen(limits.tools))
@@ -98,7 +91,7 @@ export function viewOf(settings: RunnerSettings, run: Run, frame: Frame, limits:
     // The same limits (limitsOf answers the same object for the same fields) and source: the same view.
     if (last.view.limits === limits && last.view.source === source) return last.view;
     const view = { context: last.context, source, limits };
-    views.set(frame, { tenant: last.tenant, context: last.context, view });
+    frame.view = { tenant: last.tenant, context: last.context, view };
     return view;
   }
   const root = run.agents[run.frames[0]!.agent]!;
@@ -122,19 +115,9 @@ export function viewOf(settings: RunnerSettings, run: Run, frame: Frame, limits:
       : { agent: frame.agent, tenant, caller, allowlist: list, runId: run.runId };
   }
   const view = { context, source, limits };
-  views.set(frame, { tenant: limits.tools, context, view });
+  frame.view = { tenant: limits.tools, context, view };
   return view;
 }
-/**
- * The last context of each frame, kept while its tenant array (by identity) stays: the gate checks a plain
- * array's entries against its snapshot at every call, so a plan changed in place still applies at the next
- * call; a resolved allowlist below the root is resolved again only for a new array.
- */
-const views = new WeakMap<
-  Frame,
-  { readonly tenant: readonly string[] | null; readonly context: GateContext; readonly view: FrameView }
->();
-
 /** The caller layer: scopes mapped through the runner's scope map (once per run), or taken as tool names without one. */
 function callerToolsOf(settings: RunnerSettings, run: Run): readonly string[] | null {
   const scopes = run.caller.scopes;
@@ -145,10 +128,14 @@ function callerToolsOf(settings: RunnerSettings, run: Run): readonly string[] | 
 }
 const callerTools = new WeakMap<Run, readonly string[]>();
 
-/** The registry as it stands at each call, plus the `agent:<peer>` tools of this frame's agent. */
+/**
+ * The registry as it stands at each call, plus the `agent:<peer>` tools of this frame's agent. An agent with
+ * no peers has the registry itself: `withTools` with no tools finds what the registry finds and reads its
+ * environment as is, and made a source (closures, two WeakMap entries) per run for nothing.
+ */
 function sourceOf(settings: RunnerSettings, run: Run, frame: Frame): ToolSource {
   const peers = peersOf(run, frame.agent);
-  return (peers.source ??= withTools(settings.registry, peers.tools));
+  return (peers.source ??= peers.tools.size === 0 ? settings.registry : withTools(settings.registry, peers.tools));
 }
 
 /** What the model is shown: a projection of this dispatch's allowlist (a hidden tool called anyway is still refused). */

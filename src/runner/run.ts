@@ -6,7 +6,8 @@
 import { hashOf } from '../crypto.js';
 import type { Decision, DenyDecision } from '../decision.js';
 import type { Emitter } from '../events.js';
-import type { ToolSource } from '../contracts/gate.js';
+import type { GateContext, ToolSource } from '../contracts/gate.js';
+import type { Limits } from './options.js';
 import { readCall, type NormalizedCall, type UnreadableCall } from '../formats/index.js';
 import { describe } from '../names.js';
 import type { Tool } from '../tool.js';
@@ -56,6 +57,35 @@ export interface Frame {
   turn: Turn | null;
   /** Decisions given on resume and not yet used, by call id. */
   readonly granted: Map<string, GrantedAnswer>;
+  /**
+   * The frame's last context, kept while its tenant array (by identity) stays (`viewOf`, route.ts): the gate
+   * checks a plain array's entries against its snapshot at every call, so a plan changed in place still applies
+   * at the next call; a resolved allowlist below the root is resolved again only for a new array.
+   */
+  view: {
+    readonly tenant: readonly string[] | null;
+    readonly context: GateContext;
+    readonly view: FrameView;
+  } | null;
+  /** The constant head of this frame's ledger keys and the key asked for last (`ledgerKeyOf`), made at its first call. */
+  ledgerHead: LedgerHead | null;
+}
+
+/** What the gate is given for one dispatch of a frame: the context, the tools, and the run's limits. */
+export interface FrameView {
+  readonly context: GateContext;
+  /** The registry with this frame's `agent:<peer>` tools in front of it. */
+  readonly source: ToolSource;
+  readonly limits: Limits;
+}
+
+/** The ledger keys of a frame: the text of `[runId, tenant, callerId, frame.key` and the last key made. */
+interface LedgerHead {
+  readonly run: Run;
+  readonly text: string;
+  turn: Turn | null;
+  callId: string;
+  last: CallKey | null;
 }
 
 /** What a run has spent, as the run counts it (the store holds the tally every continuation shares). */
@@ -71,6 +101,11 @@ export interface Run extends RunIdentity {
   pending: PendingApproval[];
   /** The `agent:<peer>` tools of each agent, built once per run. */
   readonly peerTools: Map<string, PeerTools>;
+  /**
+   * The run's tally key and scope tag (`tallyKeyOf`, `scopeOf`), made at first use: fields of the run, not
+   * WeakMap entries (an entry keyed by a short-lived object costs every scavenge of the heap).
+   */
+  readonly keys: { tally: string | null; scope: string | null };
 }
 
 export interface PeerTools {
@@ -97,6 +132,8 @@ export function newFrame(agent: string, key: string, depth: number, input: strin
     turns: 0,
     turn: null,
     granted: new Map(),
+    view: null,
+    ledgerHead: null,
   };
 }
 
@@ -126,8 +163,8 @@ export function emitRun<T extends RunEventType>(
 export function ledgerKeyOf(run: Run, frame: Frame, turn: Turn, callId: string): CallKey {
   // The text of JSON.stringify([runId, tenant, callerId, frame.key, turn.index, callId]), its constant head
   // made once per frame (keys stored by earlier versions and other processes are the same strings).
-  let head = ledgerHeads.get(frame);
-  if (head === undefined || head.run !== run) {
+  let head = frame.ledgerHead;
+  if (head === null || head.run !== run) {
     head = {
       run,
       text: JSON.stringify([run.runId, run.tenant, run.caller.id, frame.key]).slice(0, -1),
@@ -135,7 +172,7 @@ export function ledgerKeyOf(run: Run, frame: Frame, turn: Turn, callId: string):
       callId: '',
       last: null,
     };
-    ledgerHeads.set(frame, head);
+    frame.ledgerHead = head;
   }
   // The key asked for last is asked again (found before the dispatch, then claimed and recorded): the same
   // object, so a store's map hashes its string once.
@@ -145,27 +182,16 @@ export function ledgerKeyOf(run: Run, frame: Frame, turn: Turn, callId: string):
   head.last = { key: `${head.text},${turn.index},${JSON.stringify(callId)}]`, scope: scopeOf(run) };
   return head.last;
 }
-const ledgerHeads = new WeakMap<
-  Frame,
-  { readonly run: Run; readonly text: string; turn: Turn | null; callId: string; last: CallKey | null }
->();
 
 /** The tally store's key of a run: its run id, tenant, caller id and root agent (every continuation shares it). */
-export function tallyKeyOf(run: RunIdentity): string {
-  let key = tallyKeys.get(run);
-  if (key === undefined) tallyKeys.set(run, (key = JSON.stringify([run.runId, run.tenant, run.caller.id, run.root])));
-  return key;
+export function tallyKeyOf(run: Run): string {
+  return (run.keys.tally ??= JSON.stringify([run.runId, run.tenant, run.caller.id, run.root]));
 }
-/** By run identity: its fields never change (a resumed run is a new object). */
-const tallyKeys = new WeakMap<RunIdentity, string>();
 
 /** A short tag of the run identity (run id, tenant, caller id, root agent), kept in each ledger row's owner. */
-export function scopeOf(run: RunIdentity): string {
-  let tag = scopes.get(run);
-  if (tag === undefined) scopes.set(run, (tag = hashOf(['toolgate.run-scope', tallyKeyOf(run)]).slice(0, 24)));
-  return tag;
+export function scopeOf(run: Run): string {
+  return (run.keys.scope ??= hashOf(['toolgate.run-scope', tallyKeyOf(run)]).slice(0, 24));
 }
-const scopes = new WeakMap<RunIdentity, string>();
 
 /** Answers a call from the ledger: the recorded outcome, or "unknown" for one that never settled. */
 export function answerFromLedger(turn: Turn, call: RunToolCall, found: Settled): void {

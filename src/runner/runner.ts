@@ -136,6 +136,7 @@ export class AgentRunner {
       frames: [newFrame(agent.name, agent.name, 0, input)],
       pending: [],
       peerTools: new Map(),
+      keys: { tally: null, scope: null },
     };
     emitRun(this.#events, run, run.frames[0]!, { type: 'run_started', input });
     return this.#drive(run);

@@ -92,9 +92,12 @@ export function restore(state: RunState, options: ResumeOptions, secret: Uint8Ar
         active: f.turn.active,
       },
       granted: new Map(Object.entries(f.granted)),
+      view: null,
+      ledgerHead: null,
     })),
     pending: [],
     peerTools: new Map(),
+    keys: { tally: null, scope: null },
   };
 }
 

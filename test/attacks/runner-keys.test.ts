@@ -22,9 +22,15 @@ const text = fc.oneof(
 );
 
 function runOf(runId: string, tenant: string, caller: string | null, root = 'root'): Run {
-  return { runId, tenant, caller: { id: caller, scopes: null }, root } as unknown as Run;
+  return {
+    runId,
+    tenant,
+    caller: { id: caller, scopes: null },
+    root,
+    keys: { tally: null, scope: null },
+  } as unknown as Run;
 }
-const frameOf = (key: string): Frame => ({ key }) as unknown as Frame;
+const frameOf = (key: string): Frame => ({ key, view: null, ledgerHead: null }) as unknown as Frame;
 const turnOf = (index: number): Turn => ({ index }) as unknown as Turn;
 
 describe('attack: ledger and tally keys from cached heads', () => {
