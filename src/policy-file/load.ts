@@ -419,10 +419,11 @@ function checkNameList(
  */
 function toPermissionRule(info: PolicyRuleInfo): PermissionRule {
   const { exact, globs, namespace, tags, tests } = info;
-  const exactSet = new Set(exact);
   const useIndex = globs.length === 0 && exact.length > 0;
+  // Only a `select` reads the set: a rule of exact names alone goes to the core's name index.
+  const exactSet = globs.length > 0 || namespace !== null ? new Set(exact) : null;
   const select =
-    globs.length > 0 || namespace !== null
+    exactSet !== null
       ? (tool: Tool): boolean => {
           if (namespace !== null && tool.namespace !== namespace) return false;
           if (globs.length === 0 && exact.length === 0) return true;
