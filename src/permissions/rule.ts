@@ -56,38 +56,43 @@ export interface CompiledRule {
 const RULE_KEYS: ReadonlySet<string> = new Set(['name', 'result', 'reason', 'tools', 'tags', 'match', 'select']);
 
 export function compileRule(rule: PermissionRule, index: number): CompiledRule {
-  const where = `permission rule #${index + 1}`;
+  const where = (): string => `permission rule #${index + 1}`;
   if (typeof rule !== 'object' || rule === null)
-    throw new ConfigurationError(`${where}: expected a rule object, got ${describe(rule)}`);
+    throw new ConfigurationError(`${where()}: expected a rule object, got ${describe(rule)}`);
   if (typeof rule.name !== 'string' || rule.name === '') {
-    throw new ConfigurationError(`${where}: "name" must be a non-empty string, got ${describe(rule.name)}`);
+    throw new ConfigurationError(`${where()}: "name" must be a non-empty string, got ${describe(rule.name)}`);
   }
-  const named = `permission rule ${JSON.stringify(rule.name)}`;
+  // Words for an error only: built when one is thrown (a policy file compiles 10,000 rules, issue 25).
+  const named = (): string => `permission rule ${JSON.stringify(rule.name)}`;
   // A key the gate does not read would be ignored — a misspelt or foreign condition (`when`, `if`, `args`)
   // would leave the rule matching every call of its tools: refused, naming it.
   for (const key of Object.keys(rule))
     if (!RULE_KEYS.has(key))
       throw new ConfigurationError(
-        `${named}: unknown key ${JSON.stringify(key)} (a rule has ${[...RULE_KEYS].join(', ')}; a condition on the arguments is "match")`,
+        `${named()}: unknown key ${JSON.stringify(key)} (a rule has ${[...RULE_KEYS].join(', ')}; a condition on the arguments is "match")`,
       );
   if (!isPermissionResult(rule.result)) {
-    throw new ConfigurationError(`${named}: "result" must be 'allow', 'deny' or 'ask', got ${describe(rule.result)}`);
+    throw new ConfigurationError(`${named()}: "result" must be 'allow', 'deny' or 'ask', got ${describe(rule.result)}`);
   }
   if (rule.match !== undefined && typeof rule.match !== 'function') {
-    throw new ConfigurationError(`${named}: "match" must be a function, got ${describe(rule.match)}`);
+    throw new ConfigurationError(`${named()}: "match" must be a function, got ${describe(rule.match)}`);
   }
   if (rule.select !== undefined && typeof rule.select !== 'function') {
-    throw new ConfigurationError(`${named}: "select" must be a function, got ${describe(rule.select)}`);
+    throw new ConfigurationError(`${named()}: "select" must be a function, got ${describe(rule.select)}`);
   }
-  const tools = selector(rule.tools, `${named}: "tools"`, canonical);
-  const tags = selector(rule.tags, `${named}: "tags"`, (t) => t);
+  const tools = selector(rule.tools, () => `${named()}: "tools"`, canonical);
+  const tags = selector(
+    rule.tags,
+    () => `${named()}: "tags"`,
+    (t) => t,
+  );
   if (rule.match === undefined && rule.select === undefined && tools === null && tags === null) {
     throw new ConfigurationError(
-      `${named}: give "match", "select", "tools" or "tags" (a rule with none would match every call)`,
+      `${named()}: give "match", "select", "tools" or "tags" (a rule with none would match every call)`,
     );
   }
   if (rule.reason !== undefined && typeof rule.reason !== 'string') {
-    throw new ConfigurationError(`${named}: "reason" must be a string, got ${describe(rule.reason)}`);
+    throw new ConfigurationError(`${named()}: "reason" must be a string, got ${describe(rule.reason)}`);
   }
   return Object.freeze({
     rule,
@@ -122,14 +127,14 @@ function keptSelect(select: (tool: Tool) => boolean, name: string): (tool: Tool)
   };
 }
 
-function selector(value: unknown, where: string, form: (s: string) => string): ReadonlySet<string> | null {
+function selector(value: unknown, where: () => string, form: (s: string) => string): ReadonlySet<string> | null {
   if (value === undefined) return null;
   if (!Array.isArray(value))
-    throw new ConfigurationError(`${where} must be an array of strings, got ${describe(value)}`);
+    throw new ConfigurationError(`${where()} must be an array of strings, got ${describe(value)}`);
   const set = new Set<string>();
   for (const item of value) {
     if (typeof item !== 'string' || item === '')
-      throw new ConfigurationError(`${where} must hold non-empty strings, got ${describe(item)}`);
+      throw new ConfigurationError(`${where()} must hold non-empty strings, got ${describe(item)}`);
     set.add(form(item));
   }
   return set;

@@ -230,6 +230,11 @@ function compileAlternative(pattern: string, names: boolean): { segments: Segmen
       if (segments[segments.length - 1]?.kind !== 'globstar') segments.push({ kind: 'globstar' });
       continue;
     }
+    // A part without `\`, `*`, `?` or `[` is its own text (tokenize would read it char by char).
+    if (!WILD_SYNTAX.test(part)) {
+      segments.push({ kind: 'literal', text: part });
+      continue;
+    }
     const tokens = tokenize(part);
     if (tokens.every((t) => t.kind === 'char')) {
       segments.push({ kind: 'literal', text: String.fromCodePoint(...tokens.map((t) => (t as { cp: number }).cp)) });
@@ -250,6 +255,8 @@ function compileAlternative(pattern: string, names: boolean): { segments: Segmen
   const folder = segments.slice(0, -1);
   return { segments: [...folder, { kind: 'one' }, { kind: 'globstar' }], folder: folder.length > 0 ? folder : null };
 }
+
+const WILD_SYNTAX = /[\\*?[]/;
 
 /** Splits on unescaped `/`. */
 function splitUnescaped(pattern: string): string[] {

@@ -267,15 +267,16 @@ function compile(data: PolicyFileData, locator: Locator, text: string): PolicyPa
     const globs: Glob[] = [];
     const patterns = rule.tools === undefined ? [] : typeof rule.tools === 'string' ? [rule.tools] : rule.tools;
     patterns.forEach((pattern, i) => {
-      const at = typeof rule.tools === 'string' ? [...path, 'tools'] : [...path, 'tools', i];
+      const at = (): Segment[] => (typeof rule.tools === 'string' ? [...path, 'tools'] : [...path, 'tools', i]);
       // Glob syntax is looked for after canonicalisation, so a full-width "＊" is the "*" it compares as.
-      if (isGlob(canonical(pattern))) {
+      const form = canonical(pattern);
+      if (isGlob(form)) {
         try {
-          globs.push(compileNameGlob(canonical(pattern)));
+          globs.push(compileNameGlob(form));
         } catch (error) {
           issues.push(
             locator.issue(
-              at,
+              at(),
               'invalid-pattern',
               `the glob ${JSON.stringify(pattern)} does not compile: ${(error as Error).message}`,
             ),
@@ -285,7 +286,7 @@ function compile(data: PolicyFileData, locator: Locator, text: string): PolicyPa
         try {
           exact.push(declaredName(pattern, 'tool'));
         } catch (error) {
-          issues.push(locator.issue(at, 'invalid-name', (error as Error).message));
+          issues.push(locator.issue(at(), 'invalid-name', (error as Error).message));
         }
       }
     });
@@ -418,10 +419,11 @@ function checkNameList(
  */
 function toPermissionRule(info: PolicyRuleInfo): PermissionRule {
   const { exact, globs, namespace, tags, tests } = info;
-  const exactSet = new Set(exact);
   const useIndex = globs.length === 0 && exact.length > 0;
+  // Only a `select` reads the set: a rule of exact names alone goes to the core's name index.
+  const exactSet = globs.length > 0 || namespace !== null ? new Set(exact) : null;
   const select =
-    globs.length > 0 || namespace !== null
+    exactSet !== null
       ? (tool: Tool): boolean => {
           if (namespace !== null && tool.namespace !== namespace) return false;
           if (globs.length === 0 && exact.length === 0) return true;

@@ -39,8 +39,13 @@ export function compileNameGlob(pattern: string): Glob {
   return { pattern, test: matcher.test };
 }
 
+const GLOB_SYNTAX = /[*?[{\\]/;
+
 /** True when `pattern` holds glob syntax (else it is an exact name). A pattern that does not compile counts as a glob. */
 export function isGlob(pattern: string): boolean {
+  // Without `*`, `?`, `[`, `{` or `\` a name pattern compiles to one literal (glob.ts reads no other
+  // character as syntax): known without building its matcher (an exact name per rule, issue 25).
+  if (!GLOB_SYNTAX.test(pattern)) return false;
   try {
     return compileGlobMatcher(pattern, { names: true }).isGlob;
   } catch {
