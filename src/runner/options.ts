@@ -108,9 +108,13 @@ export function runnerSettings(options: AgentRunnerOptions): RunnerSettings {
     throw new TypeError(
       `AgentRunner option "model" must have a generate(request) method, got ${describe(options.model)}`,
     );
-  if (options.stores !== undefined && options.approvals !== undefined)
+  // Each read once: a getter answering differently later cannot make stores given here read as the runner's own.
+  const givenStores = options.stores;
+  const givenApprovals = options.approvals;
+  if (givenStores !== undefined && givenApprovals !== undefined)
     throw new TypeError('AgentRunner takes "stores" or its 0.1 name "approvals", not both');
-  const stores = storesOf(options.stores ?? options.approvals, options.stores === undefined ? 'approvals' : 'stores');
+  const storesOption = givenStores === undefined && givenApprovals !== undefined ? 'approvals' : 'stores';
+  const stores = storesOf(givenStores ?? givenApprovals, givenStores === undefined ? 'approvals' : 'stores');
   if (options.handler !== undefined && !isPermissionHandler(options.handler))
     throw new TypeError(
       `AgentRunner option "handler" must be a function or an object with handle(request), got ${describe(options.handler)}`,
@@ -130,8 +134,8 @@ export function runnerSettings(options: AgentRunnerOptions): RunnerSettings {
     secret: runnerSecret(
       options.secret,
       stores,
-      options.stores === undefined && options.approvals !== undefined ? 'approvals' : 'stores',
-      options.stores === undefined && options.approvals === undefined,
+      storesOption,
+      givenStores === undefined && givenApprovals === undefined,
     ),
     handler: options.handler ?? null,
     onRefusal,
