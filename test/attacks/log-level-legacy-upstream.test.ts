@@ -2,7 +2,8 @@
 // (Downstream.level, Relay.setLevel), and holds a 2026-07-28 upstream's lines to it, but not a 2025-11-25
 // upstream's. That upstream has one level for the whole gateway connection — the last any client set — so a
 // client that never asked for lines, or asked for `error` only, is sent another client's `debug` level lines of
-// its own calls. A real 2025-11-25 stdio upstream (SDK v1, its own level filter), clients in memory.
+// its own calls; a listener (nothing in flight) is sent lines below the level it set. Real 2025-11-25 stdio
+// upstreams (SDK v1, their own level filter; test/gateway/fixtures/late-logger.ts), clients in memory.
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { describe, expect, it } from 'vitest';
@@ -21,11 +22,12 @@ import {
 
 const cleanups = cleanupsAfterEach();
 const LOGGER = `${ROOT}/test/attacks/fixtures/legacy-logger.ts`;
+const LATE = `${ROOT}/test/gateway/fixtures/late-logger.ts`;
 
 async function setup(fast: boolean) {
   fastPathFor(cleanups, fast);
   const policy = writePolicy(tempDir('log-legacy'), {
-    gateway: { upstreams: { legacy: stdioUpstream(LOGGER) }, pin: 'off' },
+    gateway: { upstreams: { legacy: stdioUpstream(LOGGER), late: stdioUpstream(LATE) }, pin: 'off' },
     rules: [{ name: 'rest', result: 'allow' }],
   });
   const on = await gatewayOn(cleanups, policy);
@@ -34,6 +36,7 @@ async function setup(fast: boolean) {
     const heard: string[] = [];
     c.setNotificationHandler(LoggingMessageNotificationSchema, (n) => void heard.push(String(n.params.data)));
     await untilListed(c, 'legacy:noise');
+    await untilListed(c, 'late:later');
     return { client: c, heard };
   };
   return client;
@@ -67,6 +70,19 @@ describe("a 2025-11-25 upstream's lines are held to each client's own level", { 
       expect(await noise(strict.client, 'strict')).toBe('noised');
       await settle();
       expect(strict.heard).toEqual(['strict error']);
+    });
+
+    it(`a listener that set error hears no info line of nobody's request (fast path ${fast ? 'on' : 'off'})`, async () => {
+      const client = await setup(fast);
+      const strict = await client();
+      const loud = await client();
+      await strict.client.setLoggingLevel('error');
+      await loud.client.setLoggingLevel('debug');
+      // An info line 300 ms after the answer, nothing in flight: to the listeners (one tenant), at their level.
+      expect(await loud.client.callTool({ name: 'late:later', arguments: {} }).then(text)).toBe('answered');
+      await new Promise((resolve) => setTimeout(resolve, 800));
+      expect(loud.heard).toEqual(['a line of no request']);
+      expect(strict.heard).toEqual([]);
     });
   }
 });
