@@ -246,8 +246,10 @@ export class Relay {
    * upstream serves one tenant only (a line of another tenant's finished request may come late).
    *
    * A 2026-07-28 upstream logs only for a request that carried a level (logging.mdx), on that request's
-   * stream: its line goes to the one client in flight only if that client's request carried a level and the
-   * line is at or above it (an upstream that logs anyway is not believed), and with none in flight to nobody.
+   * stream: its line goes to the one client in flight only if that client's request carried a level, the
+   * line is at or above it (an upstream that logs anyway is not believed) and the upstream is reached over
+   * HTTP (the line came on that request's stream; over stdio it may be a late line of another client's answered
+   * request), and with none in flight to nobody.
    */
   log(upstream: Upstream, params: LoggingMessageNotification['params']): void {
     const inflight = upstream.inflight;
@@ -260,6 +262,10 @@ export class Relay {
       const owner = this.#owners.get(server);
       if (owners.size > 1 || (owners.size === 1 && (owner === undefined || !owners.has(owner)))) return;
       if (modern && !heardAt(params.level, this.#levelOf(server))) return;
+      // Over stdio nothing ties a 2026-07-28 line to the request in flight: it may be a late line of a request
+      // already answered (another client's). Over HTTP a line comes on its request's own stream, which closes
+      // with the answer; a transport given as a factory is not known to do either.
+      if (modern && upstream.options.url === undefined) return;
       targets = inflight;
     } else {
       if (modern || owners.size > 0 || this.sharedAcrossTenants(upstream)) return;

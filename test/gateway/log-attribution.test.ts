@@ -138,6 +138,8 @@ describe("Relay.log: a 2026-07-28 upstream's line (per-request levels)", () => {
       inflight,
       tasks: new UnfinishedTasks(),
       session: { era: 'modern' },
+      // Over HTTP: a line comes on its request's stream (over stdio nothing ties it, see below).
+      options: { url: 'http://127.0.0.1/mcp' },
     } as unknown as Upstream;
     const relay = new Relay(new Map([['mod', upstream]]));
     relay.sharedAcrossTenants = () => false;
