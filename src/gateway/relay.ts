@@ -243,11 +243,15 @@ export class Relay {
    * if every unfinished task there is its owner's too (a request that owns none, with any task unfinished:
    * nobody); with several in flight, nobody. With none in flight, to the clients that asked for logging and
    * hear that upstream, if no task is unfinished there (a listening 2025-era session owns no task) and the
-   * upstream serves one tenant only (a line of another tenant's finished request may come late).
+   * upstream serves one tenant only (a line of another tenant's finished request may come late). Whatever
+   * the upstream's era, a client hears only lines at or above its own level (its request's, or what it set;
+   * none set, no line): another client's level, told to a 2025-era upstream, is not its own.
    *
    * A 2026-07-28 upstream logs only for a request that carried a level (logging.mdx), on that request's
-   * stream: its line goes to the one client in flight only if that client's request carried a level and the
-   * line is at or above it (an upstream that logs anyway is not believed), and with none in flight to nobody.
+   * stream: its line goes to the one client in flight only if that client's request carried a level, the
+   * line is at or above it (an upstream that logs anyway is not believed) and the upstream is reached over
+   * HTTP (the line came on that request's stream; over stdio it may be a late line of another client's answered
+   * request), and with none in flight to nobody.
    */
   log(upstream: Upstream, params: LoggingMessageNotification['params']): void {
     const inflight = upstream.inflight;
@@ -259,11 +263,17 @@ export class Relay {
       const server = inflight[0]!;
       const owner = this.#owners.get(server);
       if (owners.size > 1 || (owners.size === 1 && (owner === undefined || !owners.has(owner)))) return;
-      if (modern && !heardAt(params.level, this.#levelOf(server))) return;
+      if (!heardAt(params.level, this.#levelOf(server))) return;
+      // Over stdio nothing ties a 2026-07-28 line to the request in flight: it may be a late line of a request
+      // already answered (another client's). Over HTTP a line comes on its request's own stream, which closes
+      // with the answer; a transport given as a factory is not known to do either.
+      if (modern && upstream.options.url === undefined) return;
       targets = inflight;
     } else {
       if (modern || owners.size > 0 || this.sharedAcrossTenants(upstream)) return;
-      targets = [...this.downstreams].filter((d) => d.logging && (d.hears?.(upstream) ?? true)).map((d) => d.server);
+      targets = [...this.downstreams]
+        .filter((d) => d.logging && heardAt(params.level, d.level) && (d.hears?.(upstream) ?? true))
+        .map((d) => d.server);
     }
     for (const server of targets)
       void this.track(server, server.notification({ method: 'notifications/message', params }));

@@ -33,7 +33,7 @@ import {
 } from '../mcp/index.js';
 import { RawRequests, type ModernWire, type RawOptions } from './upstream-raw.js';
 import { RawHttpTransport } from './upstream-raw-http.js';
-import { asIs, modernWire, sendsNoHeaders } from './upstream-raw-modern.js';
+import { asIs, modernWire, sendsNoHeaders, withoutClientEnvelope } from './upstream-raw-modern.js';
 
 /** A Standard Schema that takes any JSON object as it came; anything else is refused with `message`. */
 export function objectSchema(message: string) {
@@ -250,8 +250,11 @@ export class GatewayClient extends Client {
    */
   #leveled<P extends { _meta?: Record<string, unknown> | undefined }>(params: P, scope: CallScope | undefined): P {
     const level = scope?.logLevel;
-    if (level === undefined || this.#upstream.session?.era !== 'modern') return params;
-    return { ...params, _meta: { ...params._meta, [LOG_LEVEL_META_KEY]: level } };
+    if (this.#upstream.session?.era !== 'modern') return params;
+    if (level !== undefined) return { ...params, _meta: { ...params._meta, [LOG_LEVEL_META_KEY]: level } };
+    // No level the gateway chose: none sent, whatever the params carried.
+    const { [LOG_LEVEL_META_KEY]: dropped, ...meta } = params._meta ?? {};
+    return dropped === undefined ? params : { ...params, _meta: meta };
   }
 
   /**
@@ -352,9 +355,10 @@ export class GatewayClient extends Client {
   }
 
   override readResource(
-    params: Parameters<Client['readResource']>[0],
+    given: Parameters<Client['readResource']>[0],
     options?: RequestOptions,
   ): ReturnType<Client['readResource']> {
+    const params = withoutClientEnvelope(given);
     const scope = scopeOf(options);
     const input = scope?.input;
     if (this.#raw(scope)) return this.raw.readResource({ ...params }, options ?? {});
@@ -375,8 +379,15 @@ export class GatewayClient extends Client {
   ): ReturnType<Client['getPrompt']> {
     const input = scopeOf(options)?.input;
     return super
-      .getPrompt(this.#withInput(params, input), options)
+      .getPrompt(this.#withInput(withoutClientEnvelope(params), input), options)
       .then((r) => this.#answered(r, input, { messages: [] }));
+  }
+
+  override complete(
+    params: Parameters<Client['complete']>[0],
+    options?: RequestOptions,
+  ): ReturnType<Client['complete']> {
+    return super.complete(withoutClientEnvelope(params), options);
   }
 
   override callTool(params: CallToolParams, options?: ToolCallOptions): Promise<CallToolResult> {
@@ -407,7 +418,8 @@ export class GatewayClient extends Client {
       };
       signal?.addEventListener('abort', stopped, { once: true });
       try {
-        const withToken = token ? { ...params, _meta: { ...params._meta, progressToken: token.id } } : params;
+        const own = withoutClientEnvelope(params);
+        const withToken = token ? { ...own, _meta: { ...own._meta, progressToken: token.id } } : own;
         // Told that the client takes tasks only for a request that does, and only a modern upstream that
         // offers them (the extension does not exist in 2025-11-25).
         const tasks = scope?.tasks === true && this.#upstream.offersTasks;

@@ -32,7 +32,8 @@ export interface ModernClientParts {
 export function modernWire(parts: ModernClientParts): ModernWire {
   return {
     envelope(message) {
-      // The Client's `_envelopeOutbound`: its envelope first, the request's own `_meta` keys after (they win).
+      // The Client's `_envelopeOutbound`: its envelope first, the request's own `_meta` keys after (they win;
+      // a client's own `io.modelcontextprotocol/…` keys were dropped on entry, upstream-client.ts).
       const envelope = parts.envelope();
       if (envelope === undefined) throw new Error('toolgate gateway: no 2026-07-28 envelope; nothing was sent');
       const params = message.params;
@@ -241,4 +242,19 @@ export function asIs(value: string): boolean {
     if (c !== 9 && (c < 32 || c > 126)) return false;
   }
   return true;
+}
+
+/**
+ * `params` without the `io.modelcontextprotocol/…` keys a client put in its request's `_meta` (the protocol's
+ * envelope: log level, clientInfo, capabilities, version are the gateway's to say upstream, never a client's);
+ * its other `_meta` (a progress token, trace context) goes on. As they are when there is none.
+ */
+export function withoutClientEnvelope<P extends { _meta?: Record<string, unknown> | undefined }>(params: P): P {
+  const meta = params._meta;
+  if (meta === undefined || meta === null || typeof meta !== 'object') return params;
+  const keys = Object.keys(meta).filter((key) => key.startsWith('io.modelcontextprotocol/'));
+  if (keys.length === 0) return params;
+  const kept: Record<string, unknown> = { ...meta };
+  for (const key of keys) delete kept[key];
+  return { ...params, _meta: kept };
 }

@@ -14,6 +14,7 @@ import { LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/type
 import { describe, expect, it } from 'vitest';
 import { MemoryLedger, MemoryNonceStore } from '../../src/stores/memory.js';
 import { loadPolicyFile } from '../../src/policy-file/index.js';
+import { httpFixture } from '../mcp/fixtures/processes.js';
 import {
   cleanupsAfterEach,
   emptyFile,
@@ -21,7 +22,6 @@ import {
   jsonLines,
   modernExchange,
   ROOT,
-  stdioUpstream,
   tempDir,
   until,
   untilListed,
@@ -36,13 +36,17 @@ const SECRET = 'the owner-set approval key of this test gateway';
 async function start() {
   const dir = tempDir('task-scope');
   const record = emptyFile(dir, 'received.jsonl');
+  // Over HTTP: a 2026-07-28 upstream's line comes on its request's stream (over stdio nothing ties it to the
+  // request in flight, and Relay.log drops it: test/attacks/log-late-line.test.ts).
+  const upstream = await httpFixture(TASKS_SERVER, { RECORD: record, LOG: '1' });
+  cleanups.push(() => upstream.stop());
   const policyWith = (rules: object[]) =>
     writePolicy(
       dir,
       {
         gateway: {
           upstreams: {
-            jobs: { ...stdioUpstream(TASKS_SERVER, { RECORD: record, LOG: '1' }), connectTimeoutMs: 30_000 },
+            jobs: { url: upstream.url.href, connectTimeoutMs: 30_000 },
           },
           pin: 'off',
         },

@@ -35,6 +35,8 @@ function setup() {
     signal: new AbortController().signal,
     progressToken: undefined,
     sendNotification: async () => undefined,
+    // Every client here asked for lines (a client that set no level, or asked for none, hears none).
+    logLevel: 'debug',
     ...(owner !== undefined ? { owner } : {}),
   });
   /** A 2026-07-28 request's server in flight, owning `owner`'s tasks (or none). */
@@ -45,7 +47,7 @@ function setup() {
     return server;
   };
   const listener = fakeServer();
-  relay.add({ server: listener, logging: true });
+  relay.add({ server: listener, logging: true, level: 'debug' });
   const log = (data: string) => relay.log(upstream, { level: 'info', data });
   return { relay, upstream, inflight, inFlight, listener, log };
 }
@@ -93,7 +95,7 @@ describe("Relay.log: an upstream's log line goes only where whose it is is certa
     inflight.length = 0;
     const fresh = new Relay(new Map());
     const other = fakeServer();
-    fresh.add({ server: other, logging: true });
+    fresh.add({ server: other, logging: true, level: 'debug' });
     fresh.log({ namespace: 'x', inflight: [], tasks: new UnfinishedTasks() } as unknown as Upstream, {
       level: 'info',
       data: 'unset',
@@ -138,6 +140,8 @@ describe("Relay.log: a 2026-07-28 upstream's line (per-request levels)", () => {
       inflight,
       tasks: new UnfinishedTasks(),
       session: { era: 'modern' },
+      // Over HTTP: a line comes on its request's stream (over stdio nothing ties it, see below).
+      options: { url: 'http://127.0.0.1/mcp' },
     } as unknown as Upstream;
     const relay = new Relay(new Map([['mod', upstream]]));
     relay.sharedAcrossTenants = () => false;
