@@ -35,7 +35,8 @@ import {
   type ServerNotification,
 } from '@modelcontextprotocol/sdk/types.js';
 import { requestHandlers, type GatewayCore, type GatewayRequestContext, type SessionRequest } from './session.js';
-import { fastPathOff, isPlainObject, plainCallToolResult, StdioLines } from './upstream-raw.js';
+import { isPlainObject, plainCallToolResult } from './raw-results.js';
+import { fastPathOff, StdioLines } from './upstream-raw.js';
 
 type Handlers = ReturnType<typeof requestHandlers>;
 

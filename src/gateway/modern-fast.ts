@@ -28,7 +28,8 @@ import { serveModern } from './http-wire.js';
 import { bindModern, modernHandler, PRIVATE_TTL_MS, type ModernHandlers } from './modern.js';
 import type { GatewayCore, GatewayRequestContext } from './session.js';
 import { challengeOf, type Exchange, type StepUp } from './stepup.js';
-import { fastPathOff, isPlainObject } from './upstream-raw.js';
+import { isPlainObject } from './raw-results.js';
+import { fastPathOff } from './upstream-raw.js';
 
 const VERSION_KEY = 'io.modelcontextprotocol/protocolVersion';
 const INFO_KEY = 'io.modelcontextprotocol/clientInfo';

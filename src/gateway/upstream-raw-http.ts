@@ -38,7 +38,8 @@ import {
 } from '@modelcontextprotocol/client';
 import { MODERN_VERSION } from '../mcp/index.js';
 import { agents, SILENT_MS, upstreamFetch, upstreamUrl } from './upstream-fetch.js';
-import { isPlainObject, isRawRequest, rawAnswer } from './upstream-raw.js';
+import { isPlainObject } from './raw-results.js';
+import { isRawRequest, rawAnswer } from './upstream-raw.js';
 import { hasModernEnvelope, modernNameOf } from './upstream-raw-modern.js';
 import { contentTypeOf, essenceOf, SseEvents, textOf } from './upstream-sse.js';
 

@@ -20,7 +20,8 @@ import {
   type Tool as McpTool,
 } from '@modelcontextprotocol/client';
 import { MODERN_VERSION } from '../mcp/index.js';
-import { isPlainObject, type ModernWire, type RawOptions } from './upstream-raw.js';
+import { isPlainObject } from './raw-results.js';
+import { type ModernWire, type RawOptions } from './upstream-raw.js';
 
 /** The Client's protected members a 2026-07-28 raw request uses (a subclass hands them over). */
 export interface ModernClientParts {
