@@ -15,6 +15,7 @@ import {
   StreamableHTTPClientTransport as ModernHttp,
 } from '@modelcontextprotocol/client';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { afterEach, expect } from 'vitest';
 import { stringify } from 'yaml';
@@ -230,6 +231,13 @@ export async function inMemoryClient(
   await client.connect(clientSide);
   cleanups.push(() => client.close());
   return client;
+}
+
+/** The data of every log line (`notifications/message`) `client` hears from now on, in order. */
+export function heardLines(client: Client): string[] {
+  const heard: string[] = [];
+  client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => void heard.push(String(n.params.data)));
+  return heard;
 }
 
 /**

@@ -4,7 +4,6 @@
 // in flight with a level. (Over stdio it does: log-late-line.test.ts.) A real 2026-07-28 upstream over HTTP
 // (fixtures/modern-late-logger.ts --http), 2025-11-25 clients in memory and a 2026-07-28 client over HTTP.
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { describe, expect, it } from 'vitest';
 import { httpFixture } from '../mcp/fixtures/processes.js';
 import {
@@ -18,6 +17,7 @@ import {
   text,
   untilListed,
   writePolicy,
+  heardLines,
 } from '../harness.js';
 
 const cleanups = cleanupsAfterEach();
@@ -34,8 +34,7 @@ async function setup(fast: boolean) {
   const on = await gatewayOverHttp(cleanups, policy);
   const client = async (): Promise<{ client: Client; heard: string[] }> => {
     const c = await inMemoryClient(cleanups, on.gateway);
-    const heard: string[] = [];
-    c.setNotificationHandler(LoggingMessageNotificationSchema, (n) => void heard.push(String(n.params.data)));
+    const heard = heardLines(c);
     await untilListed(c, 'late:later');
     await c.setLoggingLevel('debug');
     return { client: c, heard };

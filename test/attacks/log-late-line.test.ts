@@ -7,7 +7,6 @@
 // A real 2026-07-28 stdio upstream (fixtures/modern-late-logger.ts); alice and bob are 2025-11-25 clients in
 // memory that set a level (their level goes upstream per request), and a 2026-07-28 client over HTTP.
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { describe, expect, it } from 'vitest';
 import {
   cleanupsAfterEach,
@@ -21,6 +20,7 @@ import {
   text,
   untilListed,
   writePolicy,
+  heardLines,
 } from '../harness.js';
 
 const cleanups = cleanupsAfterEach();
@@ -35,8 +35,7 @@ async function setup(fast: boolean) {
   const on = await gatewayOverHttp(cleanups, policy);
   const client = async (): Promise<{ client: Client; heard: string[] }> => {
     const c = await inMemoryClient(cleanups, on.gateway);
-    const heard: string[] = [];
-    c.setNotificationHandler(LoggingMessageNotificationSchema, (n) => void heard.push(String(n.params.data)));
+    const heard = heardLines(c);
     await untilListed(c, 'late:later');
     await c.setLoggingLevel('debug');
     return { client: c, heard };

@@ -5,7 +5,6 @@
 // its own calls; a listener (nothing in flight) is sent lines below the level it set. Real 2025-11-25 stdio
 // upstreams (SDK v1, their own level filter; test/gateway/fixtures/late-logger.ts), clients in memory.
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { describe, expect, it } from 'vitest';
 import {
   cleanupsAfterEach,
@@ -18,6 +17,7 @@ import {
   text,
   untilListed,
   writePolicy,
+  heardLines,
 } from '../harness.js';
 
 const cleanups = cleanupsAfterEach();
@@ -33,8 +33,7 @@ async function setup(fast: boolean) {
   const on = await gatewayOn(cleanups, policy);
   const client = async (): Promise<{ client: Client; heard: string[] }> => {
     const c = await inMemoryClient(cleanups, on.gateway);
-    const heard: string[] = [];
-    c.setNotificationHandler(LoggingMessageNotificationSchema, (n) => void heard.push(String(n.params.data)));
+    const heard = heardLines(c);
     await untilListed(c, 'legacy:noise');
     await untilListed(c, 'late:later');
     return { client: c, heard };

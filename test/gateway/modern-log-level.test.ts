@@ -7,7 +7,6 @@
 // 2026-07-28 upstream over Streamable HTTP (fixtures/modern-logger.ts), both ways of the fast path.
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { describe, expect, it } from 'vitest';
 import { httpFixture, ROOT } from '../mcp/fixtures/processes.js';
 import {
@@ -22,6 +21,7 @@ import {
   until,
   untilListed,
   writePolicy,
+  heardLines,
 } from '../harness.js';
 
 const cleanups = cleanupsAfterEach();
@@ -45,8 +45,7 @@ async function gateway(fast: boolean) {
 /** A 2025-11-25 client of the gateway (SDK v1) and the log lines it heard. */
 async function legacyClient(on: Awaited<ReturnType<typeof gateway>>): Promise<{ client: Client; heard: string[] }> {
   const client = await inMemoryClient(cleanups, on.gateway);
-  const heard: string[] = [];
-  client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => void heard.push(String(n.params.data)));
+  const heard = heardLines(client);
   await untilListed(client, 'logs:note');
   return { client, heard };
 }
@@ -86,8 +85,7 @@ describe('log levels towards a 2026-07-28 upstream', { timeout: 120_000 }, () =>
     const client = new Client({ name: 'legacy-http', version: '1.0.0' });
     await client.connect(new StreamableHTTPClientTransport(on.url));
     cleanups.push(() => client.close());
-    const heard: string[] = [];
-    client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => void heard.push(String(n.params.data)));
+    const heard = heardLines(client);
     expect(await note(client, 'quiet', { obey: false })).toBe('level: none');
     await client.setLoggingLevel('error');
     expect(await note(client, 'h', { obey: false })).toBe('level: error');
