@@ -31,7 +31,9 @@
  * `toolgate gateway --http 0 --no-auth`, and through `toolgate gateway --http 0 --jwks-url …` (a JWKS served
  * by this process, one RS256 token for the gateway's resource with an hour's `exp` for the whole run: verified once, then cached).
  * A fourth side is the floor of any HTTP hop on the machine: a bare relay process (node:http server, keep-alive
- * `http.request` to the upstream, the body read and parsed as JSON, the answer piped back) — no MCP in it.
+ * `http.request` to the upstream, the body read and parsed as JSON, the answer piped back) — no MCP in it;
+ * its CPU per call is reported beside the gateway's (on the shared 2-core machine of 2026-12-05, ~700 µs: the
+ * floor the gateway's own CPU per call is to be read against, not zero).
  *
  * `TOOLGATE_BENCH_GATEWAY=stdio` runs the stdio shapes and their CPU alone (no HTTP, no pieces: those fields
  * are absent or NaN), for work on the stdio path: `TOOLGATE_BENCH_GATEWAY=stdio npm run bench -- --only gateway`.
@@ -95,8 +97,11 @@ export interface HttpSide {
   readonly gatewayJwt: LatencyUs;
   /** Through a bare HTTP relay process (no MCP: bytes in, bytes out, keep-alive): the floor of any HTTP hop here. */
   readonly relay: LatencyUs;
-  /** CPU µs per tools/call of the gateway process (no auth), and of the upstream called directly; null without /proc. */
-  readonly cpu: { readonly gateway: number | null; readonly upstream: number | null };
+  /**
+   * CPU µs per tools/call of the gateway process (no auth), of the upstream called directly, and of the bare
+   * relay process (the floor of any HTTP hop's CPU: one request in, one out, both keep-alive); null without /proc.
+   */
+  readonly cpu: { readonly gateway: number | null; readonly upstream: number | null; readonly relay: number | null };
 }
 
 const ROOT = process.env['TOOLGATE_BENCH_ROOT'] ?? process.cwd();
@@ -258,7 +263,9 @@ export async function benchGateway(
     );
     const modernUpChild = children.at(-1)!;
     const legacyRelay = await spawnListening(node, ['-e', RELAY, legacyUp.href], children);
+    const legacyRelayPid = children.at(-1)!.pid;
     const modernRelay = await spawnListening(node, ['-e', RELAY, modernUp.href], children);
+    const modernRelayPid = children.at(-1)!.pid;
     const httpPolicy = join(dir, 'http-policy.yaml');
     writeFileSync(
       httpPolicy,
@@ -334,11 +341,12 @@ export async function benchGateway(
         cpu: {
           gateway: await cpuPerCall(plainPid, sides[1]!, 1_000),
           upstream: await cpuPerCall(upstreamPid, sides[0]!, 1_000),
+          relay: await cpuPerCall(era === 'legacy' ? legacyRelayPid : modernRelayPid, sides[3]!, 1_000),
         },
       };
       http[era] = side;
       log(
-        `gateway tools/call over HTTP, ${era === 'legacy' ? '2025-11-25 session' : '2026-07-28'}: direct p50 ${side.direct.p50.toFixed(0)} µs p99 ${side.direct.p99.toFixed(0)} µs; gateway p50 ${side.gateway.p50.toFixed(0)} µs p99 ${side.gateway.p99.toFixed(0)} µs; with JWT p50 ${side.gatewayJwt.p50.toFixed(0)} µs; bare relay p50 ${side.relay.p50.toFixed(0)} µs; CPU per call: gateway ${side.cpu.gateway?.toFixed(0)} µs, the upstream itself ${side.cpu.upstream?.toFixed(0)} µs`,
+        `gateway tools/call over HTTP, ${era === 'legacy' ? '2025-11-25 session' : '2026-07-28'}: direct p50 ${side.direct.p50.toFixed(0)} µs p99 ${side.direct.p99.toFixed(0)} µs; gateway p50 ${side.gateway.p50.toFixed(0)} µs p99 ${side.gateway.p99.toFixed(0)} µs; with JWT p50 ${side.gatewayJwt.p50.toFixed(0)} µs; bare relay p50 ${side.relay.p50.toFixed(0)} µs; CPU per call: gateway ${side.cpu.gateway?.toFixed(0)} µs, the upstream itself ${side.cpu.upstream?.toFixed(0)} µs, the bare relay ${side.cpu.relay?.toFixed(0)} µs`,
       );
     }
     // parse: the request and the answer as JSON text through JSON.parse + JSON.stringify, both ways of the hop.

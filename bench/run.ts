@@ -377,7 +377,7 @@ function gatewayTargets(runs: readonly GatewayResult[]): Target[] {
           id: `gateway-http-${era}${side === 'gatewayJwt' ? '-jwt' : ''}`,
           description: `the gateway over Streamable HTTP${side === 'gatewayJwt' ? ' verifying a JWT' : ''}, tools/call, ${label}, over the same upstream called directly over HTTP (sequential requests, p50)`,
           target: '≤ +300 µs p50',
-          measured: `+${p50.toFixed(0)} µs p50 (direct ${median(m.map((x) => x.direct.p50)).toFixed(0)} µs, gateway ${median(m.map((x) => x[side].p50)).toFixed(0)} µs; the floor of any HTTP hop here, a bare relay process: +${median(m.map((x) => x.relay.p50 - x.direct.p50)).toFixed(0)} µs; gateway CPU ${median(m.map((x) => x.cpu.gateway ?? NaN)).toFixed(0)} µs per call, the upstream's own ${median(m.map((x) => x.cpu.upstream ?? NaN)).toFixed(0)} µs)`,
+          measured: `+${p50.toFixed(0)} µs p50 (direct ${median(m.map((x) => x.direct.p50)).toFixed(0)} µs, gateway ${median(m.map((x) => x[side].p50)).toFixed(0)} µs; the floor of any HTTP hop here, a bare relay process: +${median(m.map((x) => x.relay.p50 - x.direct.p50)).toFixed(0)} µs; gateway CPU ${median(m.map((x) => x.cpu.gateway ?? NaN)).toFixed(0)} µs per call, the upstream's own ${median(m.map((x) => x.cpu.upstream ?? NaN)).toFixed(0)} µs, the bare relay's ${median(m.map((x) => x.cpu.relay ?? NaN)).toFixed(0)} µs)`,
           met: p50 <= 300,
         };
       }),
