@@ -6,8 +6,9 @@
  * server (test/gateway/fixtures/docs-server.ts, under tsx) for `resources/read`. Requests go one at a time;
  * each side is timed in alternating rounds (direct, gateway, gateway without audit, a bare stdio relay
  * process, …), so the load of the machine falls on all of them alike; per-request percentiles over every
- * request of a side, after 2,500 warm-up calls per side (300 for tools/list). The bare relay (no MCP: lines
- * in, parsed, lines out) is the floor of the gateway's two extra pipe hops and third process here.
+ * request of a side, after 2,500 warm-up calls per side (300 for tools/list; 2,500 per side over HTTP too).
+ * The bare relay (no MCP: lines in, parsed, lines out) is the floor of the gateway's two extra pipe hops and
+ * third process here.
  *
  * The gateway's own cost is then split by what the bench can measure: `audit` is the gateway with --audit
  * against the gateway without it; `parse` is JSON.parse + JSON.stringify of the request and the answer as
@@ -331,7 +332,11 @@ export async function benchGateway(
         if (got.isError || got.content?.[0]?.text !== 'echo: bench')
           throw new Error(`bench gateway: ${era} over HTTP answered ${JSON.stringify(got)}`);
       }
-      const samples = await alternate(sides, rounds, perRound);
+      // Warmed as the stdio sides are, and for the same reason: the gateway's CPU per call over HTTP falls from
+      // ~1,600 µs over its first 2,000 calls (TurboFan still compiling its path, on the main thread and two
+      // more) to ~750 µs (2025-11-25) and ~900 µs (2026-07-28) from ~2,500 on, the bare relay's from ~1,100
+      // to ~550 µs (2026-12-05, load 10–12): with 50 warm-up calls, the CPU below was read mid-compilation.
+      const samples = await alternate(sides, rounds, perRound, HTTP_WARM);
       const upstreamPid = (era === 'legacy' ? legacyUpChild : modernUpChild).pid;
       const side: HttpSide = {
         direct: summary(samples[0]!),
@@ -504,6 +509,9 @@ const benchFetch = (input: string | URL | Request, init?: RequestInit): Promise<
 
 /** Warm-up calls per side of a stdio shape before it is timed (see benchGateway). */
 const STDIO_WARM = 2_500;
+
+/** Warm-up calls per side of an HTTP era before it is timed (see benchGateway): as many as over stdio. */
+const HTTP_WARM = STDIO_WARM;
 
 /** Samples of each side in alternating rounds (after `warm` warm-up calls each), µs per call. */
 async function alternate(
