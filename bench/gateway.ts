@@ -33,7 +33,7 @@
  * by this process, one RS256 token for the gateway's resource with an hour's `exp` for the whole run: verified once, then cached).
  * A fourth side is the floor of any HTTP hop on the machine: a bare relay process (node:http server, keep-alive
  * `http.request` to the upstream, the body read and parsed as JSON, the answer piped back) — no MCP in it;
- * its CPU per call is reported beside the gateway's (on the shared 2-core machine of 2026-12-05, ~700 µs: the
+ * its CPU per call is reported beside the gateway's (on the shared 2-core machine of 2026-12-05, ~550 µs warm: the
  * floor the gateway's own CPU per call is to be read against, not zero).
  *
  * `TOOLGATE_BENCH_GATEWAY=stdio` runs the stdio shapes and their CPU alone (no HTTP, no pieces: those fields
