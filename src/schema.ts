@@ -4,7 +4,7 @@
  * The Standard Schema interfaces are copied here, as the spec asks implementers to do, so the core
  * needs no dependency to accept them. JSON Schema is validated with Ajv, compiled once per tool.
  */
-import { Ajv, type ValidateFunction } from 'ajv';
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 
 /** The Standard Schema v1 interface (https://standardschema.dev), copied as the spec recommends. */
 export interface StandardSchemaV1<Input = unknown, Output = Input> {
@@ -127,16 +127,42 @@ export function compileValidator(parameters: ToolParameters): Validator {
   const check = ajvCompile(parameters);
   let validator = validators.get(check);
   if (validator === undefined) {
-    validator = (value) =>
-      check(value)
-        ? { ok: true, value }
-        : {
-            ok: false,
-            issues: (check.errors ?? []).map((e) => `${e.instancePath || '(root)'} ${e.message ?? 'is invalid'}`),
-          };
+    validator = (check as { $async?: unknown }).$async === true ? asyncValidator(check) : syncValidator(check);
     validators.set(check, validator);
   }
   return validator;
+}
+
+/**
+ * What a compiled check is called with: nothing of its own, so every field takes the default Ajv writes into the
+ * check's signature (`instancePath = ""`, `rootData = data`), as when called without one; Ajv only reads it. Called
+ * without it, the check made an empty object per call for its parameter's default (56 bytes of an `invoke`, issue 25).
+ */
+const NO_CONTEXT = Object.freeze({}) as Parameters<ValidateFunction>[1];
+
+function syncValidator(check: ValidateFunction): Validator {
+  return (value) =>
+    check(value, NO_CONTEXT) === true ? { ok: true, value } : { ok: false, issues: issuesOf(check.errors) };
+}
+
+/**
+ * A schema with `$async: true` compiles to a check that returns a promise (of the data, or rejected with Ajv's
+ * ValidationError): read as a truthy result it passed every call, invalid arguments included. It is awaited; any
+ * other rejection rejects the validation, which refuses the call.
+ */
+function asyncValidator(check: ValidateFunction): Validator {
+  return (value) =>
+    (check(value, NO_CONTEXT) as unknown as Promise<unknown>).then(
+      (): ValidationResult => ({ ok: true, value }),
+      (error: unknown): ValidationResult => {
+        if (error instanceof Ajv.ValidationError) return { ok: false, issues: issuesOf(error.errors as ErrorObject[]) };
+        throw error;
+      },
+    );
+}
+
+function issuesOf(errors: readonly ErrorObject[] | null | undefined): string[] {
+  return (errors ?? []).map((e) => `${e.instancePath || '(root)'} ${e.message ?? 'is invalid'}`);
 }
 
 // One validator per compiled check: tools with equal schemas (most of a large registry) share one function,

@@ -9,7 +9,7 @@ import type { Tool, ToolExecution } from '../tool.js';
 import type { GateContext, GateEnvironment, ToolResult } from '../contracts/gate.js';
 import type { DecidedCall } from '../contracts/route.js';
 import { keepController, pools, takeController } from './controller-pool.js';
-import { Deadlines, type Timed } from '../deadlines.js';
+import { Deadlines, type Timed, type Turn } from '../deadlines.js';
 import { refusalContent } from './precheck.js';
 
 /**
@@ -122,14 +122,20 @@ function watch(value: PromiseLike<unknown>, deadline: Deadline): void {
         // A deadline that fired already settled the result with its timeout: the late outcome is dropped, unannounced.
         if (!deadline.queued) return;
         if (isThenable(outcome)) watch(outcome, deadline);
-        else finish(deadline, succeeded(deadline.decision, deadline.env, startOf(deadline), outcome, deadline.gateway));
+        else
+          finish(
+            deadline,
+            succeeded(deadline.decision, deadline.env, deadline.started, outcome, deadline.gateway, deadline.turn),
+          );
       },
       (error: unknown) => {
-        if (deadline.queued) finish(deadline, failed(deadline.decision, deadline.env, startOf(deadline), error));
+        if (deadline.queued)
+          finish(deadline, failed(deadline.decision, deadline.env, deadline.started, error, deadline.turn));
       },
     );
   } catch (error) {
-    if (deadline.queued) finish(deadline, failed(deadline.decision, deadline.env, startOf(deadline), error));
+    if (deadline.queued)
+      finish(deadline, failed(deadline.decision, deadline.env, deadline.started, error, deadline.turn));
   }
 }
 
@@ -147,8 +153,15 @@ function finish(deadline: Deadline, result: ToolResult, spare = true): void {
     }
 }
 
-function succeeded(decision: AllowDecision, env: GateEnvironment, started: number, value: unknown, gateway: boolean) {
-  executed(env, decision, 'ok', started);
+function succeeded(
+  decision: AllowDecision,
+  env: GateEnvironment,
+  started: number,
+  value: unknown,
+  gateway: boolean,
+  turn: Turn | null = null,
+) {
+  executed(env, decision, 'ok', started, turn);
   const { callId, tool } = decision;
   if (!gateway || typeof value === 'string' || value === undefined)
     return {
@@ -190,13 +203,28 @@ export function gatewayCall(context: GateContext): GateContext {
   return context;
 }
 
-function failed(decision: AllowDecision, env: GateEnvironment, started: number, error: unknown): ToolResult {
-  executed(env, decision, 'error', started);
+function failed(
+  decision: AllowDecision,
+  env: GateEnvironment,
+  started: number,
+  error: unknown,
+  turn: Turn | null = null,
+): ToolResult {
+  executed(env, decision, 'error', started, turn);
   return errorResult(decision, 'error', `Tool ${JSON.stringify(decision.tool)} failed: ${errorText(error)}`);
 }
 
-/** The `tool_executed` event; not even built when nobody listens. */
-function executed(env: GateEnvironment, decision: AllowDecision, status: 'ok' | 'error', started: number): void {
+/**
+ * The `tool_executed` event; not even built when nobody listens. `started` is -1 for a call nobody timed: a running
+ * call's start is then its turn's opening (`turn`, read only here: a double read per call boxed a number, 16 bytes).
+ */
+function executed(
+  env: GateEnvironment,
+  decision: AllowDecision,
+  status: 'ok' | 'error',
+  started: number,
+  turn: Turn | null,
+): void {
   if (env.listening?.() === false) return;
   env.emit({
     type: 'tool_executed',
@@ -204,7 +232,7 @@ function executed(env: GateEnvironment, decision: AllowDecision, status: 'ok' | 
     tool: decision.tool,
     status,
     // A sync tool nobody timed (a listener came while it ran): 0; a running call's start is its turn's opening.
-    durationMs: started < 0 ? 0 : performance.now() - started,
+    durationMs: started >= 0 ? performance.now() - started : turn !== null ? performance.now() - turn.opened : 0,
   });
 }
 
@@ -343,11 +371,6 @@ interface Deadline extends Timed<Deadline> {
   readonly reject: (reason: unknown) => void;
 }
 
-/** When a running call started, for its `tool_executed` event: exactly when timed, else its turn's opening. */
-function startOf(deadline: Deadline): number {
-  return deadline.started >= 0 ? deadline.started : deadline.turn!.opened;
-}
-
 let capturedResolve: (result: unknown) => void = () => {};
 let capturedReject: (reason: unknown) => void = () => {};
 // One executor for every result's promise (no closure made per call); it rejects only when a shape throws.
@@ -359,7 +382,7 @@ function capture(resolve: (result: unknown) => void, reject: (reason: unknown) =
 const deadlines = new Deadlines<Deadline>((head, timeoutMs) => {
   const error = new Error(`the tool did not finish within ${timeoutMs} ms`);
   // Settled before the tool is aborted (a tool that settles on abort must not win), its controller not kept.
-  finish(head, failed(head.decision, head.env, startOf(head), error), false);
+  finish(head, failed(head.decision, head.env, head.started, error, head.turn), false);
   head.execution.abort(error);
 });
 
