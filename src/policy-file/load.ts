@@ -15,7 +15,7 @@ import { compileLimits } from '../limits/limiter.js';
 import { canonical, declaredName, describe } from '../names.js';
 import { PermissionPolicy } from '../permissions/policy.js';
 import type { PermissionRule } from '../permissions/rule.js';
-import { defineTool, type Tool } from '../tool.js';
+import { defineTool, type Tool, type ToolMetadataInput } from '../tool.js';
 import { jsonSyntaxError, lineColumn } from './json-syntax.js';
 import { compileCondition, compileNameGlob, isGlob, runTests, type ConditionTest, type Glob } from './matchers.js';
 import { FileRuleInfo, NONE, toPermissionRule } from './rule-info.js';
@@ -180,19 +180,18 @@ function compile(data: PolicyFileData, locator: Locator, text: string): PolicyPa
   const tools: Tool[] = [];
   const byForm = new Map<string, string>();
   for (const [name, spec] of Object.entries(data.tools ?? {})) {
-    const path = ['tools', name];
     let form: string;
     try {
       form = declaredName(name, 'tool');
     } catch (error) {
-      issues.push(locator.issue(path, 'invalid-name', (error as Error).message, true));
+      issues.push(locator.issue(['tools', name], 'invalid-name', (error as Error).message, true));
       continue;
     }
     const other = byForm.get(form);
     if (other !== undefined) {
       issues.push(
         locator.issue(
-          path,
+          ['tools', name],
           'canonical-collision',
           `tool ${JSON.stringify(name)} has the canonical form ${JSON.stringify(form)} of tool ${JSON.stringify(other)}; expected one spelling per tool`,
           true,
@@ -201,12 +200,14 @@ function compile(data: PolicyFileData, locator: Locator, text: string): PolicyPa
       continue;
     }
     byForm.set(form, name);
-    (spec.risk ?? []).forEach((threshold, i) => {
+    spec.risk?.forEach((threshold, i) => {
       for (const [arg, condition] of Object.entries(threshold.when))
         try {
           compileCondition(arg, condition as Record<string, unknown>);
         } catch (error) {
-          issues.push(locator.issue([...path, 'risk', i, 'when', arg], 'invalid-pattern', (error as Error).message));
+          issues.push(
+            locator.issue(['tools', name, 'risk', i, 'when', arg], 'invalid-pattern', (error as Error).message),
+          );
         }
     });
     try {
@@ -215,19 +216,17 @@ function compile(data: PolicyFileData, locator: Locator, text: string): PolicyPa
           name,
           description: spec.description ?? '',
           parameters: spec.parameters ?? { type: 'object' },
-          metadata: {
-            ...(spec.tags ? { tags: spec.tags } : {}),
-            ...(spec.customTags ? { customTags: spec.customTags } : {}),
-            ...(spec.timeoutMs !== undefined ? { timeoutMs: spec.timeoutMs } : {}),
-            ...(spec.concurrencySafe !== undefined ? { concurrencySafe: spec.concurrencySafe } : {}),
-            ...(spec.locality ? { locality: spec.locality } : {}),
-          },
+          metadata: toolMetadataOf(spec),
           execute: refuse,
         }),
       );
     } catch (error) {
       issues.push(
-        locator.issue(spec.parameters ? [...path, 'parameters'] : path, 'invalid-tool', (error as Error).message),
+        locator.issue(
+          spec.parameters ? ['tools', name, 'parameters'] : ['tools', name],
+          'invalid-tool',
+          (error as Error).message,
+        ),
       );
     }
   }
@@ -378,6 +377,17 @@ function compile(data: PolicyFileData, locator: Locator, text: string): PolicyPa
       positionOf: (p, key) => locator.at(p, key),
     }),
   };
+}
+
+/** A tool's metadata as the file states it (what it leaves out, defineTool defaults). */
+function toolMetadataOf(spec: PolicyToolData): ToolMetadataInput {
+  const metadata: { -readonly [K in keyof ToolMetadataInput]: ToolMetadataInput[K] } = {};
+  if (spec.tags) metadata.tags = spec.tags;
+  if (spec.customTags) metadata.customTags = spec.customTags;
+  if (spec.timeoutMs !== undefined) metadata.timeoutMs = spec.timeoutMs;
+  if (spec.concurrencySafe !== undefined) metadata.concurrencySafe = spec.concurrencySafe;
+  if (spec.locality) metadata.locality = spec.locality;
+  return metadata;
 }
 
 function checkNameList(
