@@ -15,13 +15,14 @@ import { compileLimits } from '../limits/limiter.js';
 import { canonical, declaredName, describe } from '../names.js';
 import { PermissionPolicy } from '../permissions/policy.js';
 import type { PermissionRule } from '../permissions/rule.js';
-import { defineTool, type Tool } from '../tool.js';
+import { defineTool, type Tool, type ToolMetadataInput } from '../tool.js';
 import { jsonSyntaxError, lineColumn } from './json-syntax.js';
 import { compileCondition, compileNameGlob, isGlob, runTests, type ConditionTest, type Glob } from './matchers.js';
+import { FileRuleInfo, NONE, toPermissionRule } from './rule-info.js';
 import { compileItemRules } from './items.js';
 import { Locator, schemaIssues, type Segment } from './locate.js';
 import { PolicySet, type PolicyRuleInfo } from './policy-set.js';
-import type { PolicyFileData, PolicyIssue, PolicyPosition, PolicyRisk, PolicyToolData } from './types.js';
+import type { PolicyFileData, PolicyIssue, PolicyRisk, PolicyToolData } from './types.js';
 
 /** Options of {@link parsePolicy}. */
 export interface ParsePolicyOptions {
@@ -179,19 +180,18 @@ function compile(data: PolicyFileData, locator: Locator, text: string): PolicyPa
   const tools: Tool[] = [];
   const byForm = new Map<string, string>();
   for (const [name, spec] of Object.entries(data.tools ?? {})) {
-    const path = ['tools', name];
     let form: string;
     try {
       form = declaredName(name, 'tool');
     } catch (error) {
-      issues.push(locator.issue(path, 'invalid-name', (error as Error).message, true));
+      issues.push(locator.issue(['tools', name], 'invalid-name', (error as Error).message, true));
       continue;
     }
     const other = byForm.get(form);
     if (other !== undefined) {
       issues.push(
         locator.issue(
-          path,
+          ['tools', name],
           'canonical-collision',
           `tool ${JSON.stringify(name)} has the canonical form ${JSON.stringify(form)} of tool ${JSON.stringify(other)}; expected one spelling per tool`,
           true,
@@ -200,12 +200,14 @@ function compile(data: PolicyFileData, locator: Locator, text: string): PolicyPa
       continue;
     }
     byForm.set(form, name);
-    (spec.risk ?? []).forEach((threshold, i) => {
+    spec.risk?.forEach((threshold, i) => {
       for (const [arg, condition] of Object.entries(threshold.when))
         try {
           compileCondition(arg, condition as Record<string, unknown>);
         } catch (error) {
-          issues.push(locator.issue([...path, 'risk', i, 'when', arg], 'invalid-pattern', (error as Error).message));
+          issues.push(
+            locator.issue(['tools', name, 'risk', i, 'when', arg], 'invalid-pattern', (error as Error).message),
+          );
         }
     });
     try {
@@ -214,19 +216,17 @@ function compile(data: PolicyFileData, locator: Locator, text: string): PolicyPa
           name,
           description: spec.description ?? '',
           parameters: spec.parameters ?? { type: 'object' },
-          metadata: {
-            ...(spec.tags ? { tags: spec.tags } : {}),
-            ...(spec.customTags ? { customTags: spec.customTags } : {}),
-            ...(spec.timeoutMs !== undefined ? { timeoutMs: spec.timeoutMs } : {}),
-            ...(spec.concurrencySafe !== undefined ? { concurrencySafe: spec.concurrencySafe } : {}),
-            ...(spec.locality ? { locality: spec.locality } : {}),
-          },
+          metadata: toolMetadataOf(spec),
           execute: refuse,
         }),
       );
     } catch (error) {
       issues.push(
-        locator.issue(spec.parameters ? [...path, 'parameters'] : path, 'invalid-tool', (error as Error).message),
+        locator.issue(
+          spec.parameters ? ['tools', name, 'parameters'] : ['tools', name],
+          'invalid-tool',
+          (error as Error).message,
+        ),
       );
     }
   }
@@ -250,12 +250,11 @@ function compile(data: PolicyFileData, locator: Locator, text: string): PolicyPa
   const infos: PolicyRuleInfo[] = [];
   const ruleNames = new Map<string, number>();
   (data.rules ?? []).forEach((rule, index) => {
-    const path: Segment[] = ['rules', index];
     const before = ruleNames.get(rule.name);
     if (before !== undefined) {
       issues.push(
         locator.issue(
-          [...path, 'name'],
+          ['rules', index, 'name'],
           'duplicate-rule',
           `rule name ${JSON.stringify(rule.name)} is already used by rules[${before}]; expected unique rule names`,
         ),
@@ -263,16 +262,17 @@ function compile(data: PolicyFileData, locator: Locator, text: string): PolicyPa
       return;
     }
     ruleNames.set(rule.name, index);
-    const exact: string[] = [];
-    const globs: Glob[] = [];
-    const patterns = rule.tools === undefined ? [] : typeof rule.tools === 'string' ? [rule.tools] : rule.tools;
-    patterns.forEach((pattern, i) => {
-      const at = (): Segment[] => (typeof rule.tools === 'string' ? [...path, 'tools'] : [...path, 'tools', i]);
+    // Lists and paths are made only where needed: a large file has a rule of one name and no condition
+    // thousands of times, and every object a load leaves behind is the scavenger's work.
+    let exact: string[] | undefined;
+    let globs: Glob[] | undefined;
+    const addPattern = (pattern: string, i: number | null): void => {
+      const at = (): Segment[] => (i === null ? ['rules', index, 'tools'] : ['rules', index, 'tools', i]);
       // Glob syntax is looked for after canonicalisation, so a full-width "＊" is the "*" it compares as.
       const form = canonical(pattern);
       if (isGlob(form)) {
         try {
-          globs.push(compileNameGlob(form));
+          (globs ??= []).push(compileNameGlob(form));
         } catch (error) {
           issues.push(
             locator.issue(
@@ -284,37 +284,34 @@ function compile(data: PolicyFileData, locator: Locator, text: string): PolicyPa
         }
       } else {
         try {
-          exact.push(declaredName(pattern, 'tool'));
+          (exact ??= []).push(declaredName(pattern, 'tool'));
         } catch (error) {
           issues.push(locator.issue(at(), 'invalid-name', (error as Error).message));
         }
       }
-    });
-    const tests: ConditionTest[] = [];
-    for (const [arg, condition] of Object.entries(rule.when ?? {})) {
-      try {
-        tests.push(...compileCondition(arg, condition as Record<string, unknown>));
-      } catch (error) {
-        issues.push(locator.issue([...path, 'when', arg], 'invalid-pattern', (error as Error).message));
+    };
+    if (typeof rule.tools === 'string') addPattern(rule.tools, null);
+    else if (rule.tools !== undefined) rule.tools.forEach(addPattern);
+    let tests: ConditionTest[] | undefined;
+    if (rule.when !== undefined)
+      for (const [arg, condition] of Object.entries(rule.when)) {
+        try {
+          (tests ??= []).push(...compileCondition(arg, condition as Record<string, unknown>));
+        } catch (error) {
+          issues.push(locator.issue(['rules', index, 'when', arg], 'invalid-pattern', (error as Error).message));
+        }
       }
-    }
-    const namespace = rule.namespace === undefined ? null : canonical(rule.namespace);
-    const info: PolicyRuleInfo = Object.freeze({
-      name: rule.name,
+    const info = new FileRuleInfo(
+      rule,
       index,
-      result: rule.result,
-      reason: rule.reason ?? null,
-      exact: Object.freeze(exact),
-      globs: Object.freeze(globs),
-      namespace,
-      tags: rule.tags ? Object.freeze([...rule.tags]) : null,
-      tests: Object.freeze(tests),
-      // Read on demand: a position costs the positioned Document, which a clean load does not build.
-      get position(): PolicyPosition {
-        return locator.at(path);
+      {
+        exact: exact ? Object.freeze(exact) : NONE,
+        globs: globs ? Object.freeze(globs) : NONE,
+        namespace: rule.namespace === undefined ? null : canonical(rule.namespace),
+        tests: tests ? Object.freeze(tests) : NONE,
       },
-      data: rule,
-    });
+      locator,
+    );
     infos.push(info);
     rules.push(toPermissionRule(info));
   });
@@ -382,6 +379,17 @@ function compile(data: PolicyFileData, locator: Locator, text: string): PolicyPa
   };
 }
 
+/** A tool's metadata as the file states it (what it leaves out, defineTool defaults). */
+function toolMetadataOf(spec: PolicyToolData): ToolMetadataInput {
+  const metadata: { -readonly [K in keyof ToolMetadataInput]: ToolMetadataInput[K] } = {};
+  if (spec.tags) metadata.tags = spec.tags;
+  if (spec.customTags) metadata.customTags = spec.customTags;
+  if (spec.timeoutMs !== undefined) metadata.timeoutMs = spec.timeoutMs;
+  if (spec.concurrencySafe !== undefined) metadata.concurrencySafe = spec.concurrencySafe;
+  if (spec.locality) metadata.locality = spec.locality;
+  return metadata;
+}
+
 function checkNameList(
   names: readonly string[],
   path: Segment[],
@@ -411,43 +419,6 @@ function checkNameList(
     }
     seen.set(form, name);
   });
-}
-
-/**
- * The core rule for a file rule. Exact names use the core's name index; tags its tag index; globs and
- * namespaces a `select` predicate the core asks once per tool and keeps with that tool's candidate list.
- */
-function toPermissionRule(info: PolicyRuleInfo): PermissionRule {
-  const { exact, globs, namespace, tags, tests } = info;
-  const useIndex = globs.length === 0 && exact.length > 0;
-  // Only a `select` reads the set: a rule of exact names alone goes to the core's name index.
-  const exactSet = globs.length > 0 || namespace !== null ? new Set(exact) : null;
-  const select =
-    exactSet !== null
-      ? (tool: Tool): boolean => {
-          if (namespace !== null && tool.namespace !== namespace) return false;
-          if (globs.length === 0 && exact.length === 0) return true;
-          return exactSet.has(tool.canonicalName) || globs.some((g) => g.test(tool.canonicalName));
-        }
-      : undefined;
-  const match =
-    tests.length > 0
-      ? (_tool: Tool, params: Readonly<Record<string, unknown>>): boolean => {
-          const verdict = runTests(tests, params);
-          if (typeof verdict === 'string') throw new Error(`${verdict}; the call cannot be judged safely`);
-          return verdict;
-        }
-      : undefined;
-  return {
-    name: info.name,
-    result: info.result,
-    ...(info.reason !== null ? { reason: info.reason } : {}),
-    ...(useIndex ? { tools: exact } : {}),
-    ...(tags ? { tags } : {}),
-    ...(select ? { select } : {}),
-    ...(match ? { match } : {}),
-    ...(!useIndex && !tags && !select && !match ? { match: () => true } : {}),
-  };
 }
 
 /** How the approval inbox shows one tool's calls: its summary template and its argument risk. */
