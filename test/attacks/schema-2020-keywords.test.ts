@@ -7,6 +7,7 @@
  * compiled by Ajv's 2020-12 class, which implements those keywords; a draft-07 schema compiles as before.
  */
 import { describe, expect, it } from 'vitest';
+import { Ajv } from 'ajv';
 import { defineTool, ToolRegistry } from '../../src/index.js';
 
 function registryWith(schema: Record<string, unknown>): { registry: ToolRegistry; ran: unknown[] } {
@@ -43,6 +44,12 @@ const CASES: [string, Record<string, unknown>, Record<string, unknown>, Record<s
   ],
   ['dependentRequired', obj({ dependentRequired: { card: ['cvv'] } }), { card: 1 }, { card: 1, cvv: 2 }],
   [
+    'dependentRequired, $async',
+    obj({ $async: true, dependentRequired: { card: ['cvv'] } }),
+    { card: 1 },
+    { card: 1, cvv: 2 },
+  ],
+  [
     'dependentSchemas',
     obj({ dependentSchemas: { card: { properties: { cvv: { type: 'string' } } } } }),
     { card: 1, cvv: 2 },
@@ -69,11 +76,11 @@ const CASES: [string, Record<string, unknown>, Record<string, unknown>, Record<s
   [
     '$dynamicRef',
     obj({
-      $defs: { amount: { $dynamicAnchor: 'amount', type: 'integer', maximum: 10 } },
-      properties: { n: { $dynamicRef: '#amount' } },
+      $dynamicAnchor: 'node',
+      properties: { n: { type: 'integer', maximum: 10 }, child: { $dynamicRef: '#node' } },
     }),
-    { n: 1000 },
-    { n: 5 },
+    { n: 1, child: { n: 1000 } },
+    { n: 1, child: { n: 2 } },
   ],
 ];
 
@@ -125,5 +132,36 @@ describe('a JSON Schema with 2019-09 / 2020-12 keywords', () => {
     );
     expect((await registry.invoke('pay', { prefixItems: ['x', 'y'] })).status).toBe('refused');
     expect(await registry.invoke('pay', { prefixItems: ['x'] })).toMatchObject({ status: 'ok' });
+  });
+});
+
+describe('a draft-07 schema decides as the draft-07 Ajv does (seeded random arguments)', () => {
+  const SCHEMAS: Record<string, unknown>[] = [
+    obj({ properties: { a: { type: 'array', items: [{ type: 'string' }], additionalItems: { type: 'integer' } } } }),
+    obj({ dependencies: { a: ['b'], c: { required: ['d'] } }, properties: { b: { type: 'integer', minimum: 0 } } }),
+    obj({
+      definitions: { n: { type: 'integer', maximum: 3 } },
+      properties: { a: { $ref: '#/definitions/n' }, b: { type: 'array', contains: { const: 1 } } },
+      additionalProperties: false,
+    }),
+    obj({ properties: { a: { enum: ['x', 1, null] }, b: { anyOf: [{ type: 'string' }, { minimum: 2 }] } } }),
+  ];
+  const VALUES: unknown[] = [0, 1, 2, 5, -1, 'x', 'y', null, true, [], [1], ['x'], ['x', 1], ['x', 'y'], [1, 2], {}];
+  const KEYS = ['a', 'b', 'c', 'd', 'e'];
+
+  it('gate and a fresh draft-07 Ajv agree on every call', async () => {
+    let seed = 7;
+    const rand = (n: number): number => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) % n) | 0;
+    const reference = new Ajv({ allErrors: true, strict: false, coerceTypes: false, useDefaults: false });
+    for (const schema of SCHEMAS) {
+      const { registry } = registryWith(schema);
+      const check = reference.compile(schema);
+      for (let i = 0; i < 150; i++) {
+        const args: Record<string, unknown> = {};
+        for (const key of KEYS) if (rand(2) === 0) args[key] = VALUES[rand(VALUES.length)];
+        const result = await registry.invoke('pay', args);
+        expect(result.status, `${JSON.stringify(schema)} ${JSON.stringify(args)}`).toBe(check(args) ? 'ok' : 'refused');
+      }
+    }
   });
 });
