@@ -165,3 +165,30 @@ describe('a draft-07 schema decides as the draft-07 Ajv does (seeded random argu
     }
   });
 });
+
+describe('$async: true with $dynamicRef / $recursiveRef', () => {
+  // Ajv calls the target of a $dynamicRef (the async root) as a synchronous check: its promise read as valid, a
+  // nested object the schema refuses passed, the root's rejection left unhandled.
+  const SCHEMAS: Record<string, unknown>[] = [
+    obj({
+      $async: true,
+      $dynamicAnchor: 'node',
+      properties: { n: { type: 'integer', maximum: 10 }, child: { $dynamicRef: '#node' } },
+    }),
+    obj({ $async: true, properties: { n: { type: 'integer', maximum: 10 }, child: { $recursiveRef: '#' } } }),
+  ];
+  for (const schema of SCHEMAS) {
+    it(`never runs a call its schema refuses (${Object.keys(schema).join(', ')})`, async () => {
+      let registered: { registry: ToolRegistry; ran: unknown[] } | null = null;
+      try {
+        registered = registryWith(schema);
+      } catch (error) {
+        expect(String(error)).toMatch(/does not compile/);
+      }
+      if (registered === null) return;
+      const { registry, ran } = registered;
+      expect((await registry.invoke('pay', { n: 1, child: { n: 1000 } })).status).toBe('refused');
+      expect(ran).toEqual([]);
+    });
+  }
+});
