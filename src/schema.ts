@@ -73,7 +73,9 @@ function ajvCompile(schema: JsonSchema): ValidateFunction {
   // refusing arguments with `prefixItems`, `dependentRequired` or `unevaluatedProperties` let them all through
   // (MCP's default dialect is 2020-12). A schema that uses one is compiled by the 2020-12 Ajv, which implements
   // them all; one it cannot read (draft-07 tuple `items` beside them) does not compile. Any other, as before.
-  const ajv = newerDialect(schema, 0) ? (ajv2020 ??= new Ajv2020(AJV_OPTIONS)) : (ajv07 ??= new Ajv(AJV_OPTIONS));
+  const ajv = usesKeyword(schema, NEWER_KEYWORDS, 0)
+    ? (ajv2020 ??= new Ajv2020(AJV_OPTIONS))
+    : (ajv07 ??= new Ajv(AJV_OPTIONS));
   // One Ajv serves every registry of the process, and Ajv keeps each `$id` it compiles: one registry's schema
   // answered another's `$ref` (a tenant's lax `amount` for a tool that never defined it), and a second schema
   // with that `$id` could not be registered at all. Each schema's ids are forgotten once it is compiled: a
@@ -81,6 +83,10 @@ function ajvCompile(schema: JsonSchema): ValidateFunction {
   const known = new Set(Object.keys(ajv.refs));
   try {
     const check = ajv.compile(schema);
+    // Ajv calls a `$dynamicRef`'s (or `$recursiveRef`'s) target, the root, as a synchronous check even when it is
+    // `$async`: its promise was read as valid, and a nested object the schema refuses passed. Not compiled.
+    if ((check as { $async?: unknown }).$async === true && usesKeyword(schema, DYNAMIC_REFS, 0))
+      throw new Error('$dynamicRef and $recursiveRef are not supported in a schema with $async: true');
     if (key !== undefined) compiled.set(key, check);
     return check;
   } finally {
@@ -112,6 +118,8 @@ const NEWER_KEYWORDS = [
   '$recursiveRef',
   '$recursiveAnchor',
 ];
+/** The references Ajv resolves at run time (to the root, whatever its `$async`). */
+const DYNAMIC_REFS = ['$dynamicRef', '$recursiveRef'];
 /** Keywords whose value is an object of subschemas by name (its keys are names, not keywords). */
 const NAMED_SUBSCHEMAS = new Set([
   'properties',
@@ -125,22 +133,24 @@ const NAMED_SUBSCHEMAS = new Set([
 const DATA_KEYWORDS = new Set(['enum', 'const', 'default', 'examples']);
 
 /**
- * Does `schema` use a keyword of 2019-09 / 2020-12 anywhere (read as Ajv reads it: inherited keys too)? Past 64
- * levels (or a cycle) it is taken to: the 2020-12 Ajv implements every keyword the draft-07 one does but tuple
- * `items`, which it refuses to compile, never ignores (and `additionalItems`, which means nothing without it).
+ * Does `schema` use one of `keywords` anywhere (read as Ajv reads it: inherited keys too)? Past 64 levels (or a
+ * cycle) it is taken to: for the 2019-09 / 2020-12 keywords, the 2020-12 Ajv implements every keyword the draft-07
+ * one does but tuple `items`, which it refuses to compile, never ignores (and `additionalItems`, which means
+ * nothing without it); for the dynamic references, such a schema does not compile.
  */
-function newerDialect(schema: unknown, depth: number): boolean {
+function usesKeyword(schema: unknown, keywords: readonly string[], depth: number): boolean {
   if (typeof schema !== 'object' || schema === null) return false;
   if (depth > 64) return true;
-  if (Array.isArray(schema)) return schema.some((item) => newerDialect(item, depth + 1));
+  if (Array.isArray(schema)) return schema.some((item) => usesKeyword(item, keywords, depth + 1));
   const record = schema as Record<string, unknown>;
-  for (const keyword of NEWER_KEYWORDS) if (record[keyword] !== undefined) return true;
+  for (const keyword of keywords) if (record[keyword] !== undefined) return true;
   for (const keyword in record) {
     if (DATA_KEYWORDS.has(keyword)) continue;
     const value = record[keyword];
     if (NAMED_SUBSCHEMAS.has(keyword) && typeof value === 'object' && value !== null && !Array.isArray(value)) {
-      for (const name in value) if (newerDialect((value as Record<string, unknown>)[name], depth + 1)) return true;
-    } else if (newerDialect(value, depth + 1)) return true;
+      for (const name in value)
+        if (usesKeyword((value as Record<string, unknown>)[name], keywords, depth + 1)) return true;
+    } else if (usesKeyword(value, keywords, depth + 1)) return true;
   }
   return false;
 }
