@@ -5,6 +5,7 @@
  * needs no dependency to accept them. JSON Schema is validated with Ajv, compiled once per tool.
  */
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import { Ajv2020 } from 'ajv/dist/2020.js';
 
 /** The Standard Schema v1 interface (https://standardschema.dev), copied as the spec recommends. */
 export interface StandardSchemaV1<Input = unknown, Output = Input> {
@@ -46,7 +47,9 @@ function isStandardSchema(value: unknown): value is StandardSchemaV1 {
   return typeof std === 'object' && std !== null && typeof std.validate === 'function';
 }
 
-let ajv: Ajv | undefined;
+const AJV_OPTIONS = { allErrors: true, strict: false, coerceTypes: false, useDefaults: false } as const;
+let ajv07: Ajv | undefined;
+let ajv2020: Ajv2020 | undefined;
 // Compiled validators by the schema's JSON text. Ajv caches by object identity, so ten thousand tools
 // declared with equal schemas (a policy file's stub tools: `{ type: 'object' }` each) were ten thousand
 // compilations — most of the time of loading such a file — and ten thousand entries Ajv keeps (issue 12).
@@ -66,7 +69,13 @@ function ajvCompile(schema: JsonSchema): ValidateFunction {
   }
   const hit = key === undefined ? undefined : compiled.get(key);
   if (hit) return hit;
-  ajv ??= new Ajv({ allErrors: true, strict: false, coerceTypes: false, useDefaults: false });
+  // The draft-07 Ajv ignores (strict: false) the keywords of 2019-09 and 2020-12 it does not implement: a schema
+  // refusing arguments with `prefixItems`, `dependentRequired` or `unevaluatedProperties` let them all through
+  // (MCP's default dialect is 2020-12). A schema that uses one is compiled by the 2020-12 Ajv, which implements
+  // them all; one it cannot read (draft-07 tuple `items` beside them) does not compile. Any other, as before.
+  const ajv = usesKeyword(schema, NEWER_KEYWORDS, 0)
+    ? (ajv2020 ??= new Ajv2020(AJV_OPTIONS))
+    : (ajv07 ??= new Ajv(AJV_OPTIONS));
   // One Ajv serves every registry of the process, and Ajv keeps each `$id` it compiles: one registry's schema
   // answered another's `$ref` (a tenant's lax `amount` for a tool that never defined it), and a second schema
   // with that `$id` could not be registered at all. Each schema's ids are forgotten once it is compiled: a
@@ -74,6 +83,10 @@ function ajvCompile(schema: JsonSchema): ValidateFunction {
   const known = new Set(Object.keys(ajv.refs));
   try {
     const check = ajv.compile(schema);
+    // Ajv calls a `$dynamicRef`'s (or `$recursiveRef`'s) target, the root, as a synchronous check even when it is
+    // `$async`: its promise was read as valid, and a nested object the schema refuses passed. Not compiled.
+    if ((check as { $async?: unknown }).$async === true && usesKeyword(schema, DYNAMIC_REFS, 0))
+      throw new Error('$dynamicRef and $recursiveRef are not supported in a schema with $async: true');
     if (key !== undefined) compiled.set(key, check);
     return check;
   } finally {
@@ -81,7 +94,7 @@ function ajvCompile(schema: JsonSchema): ValidateFunction {
   }
 }
 
-function forget(ajv: Ajv, schema: JsonSchema, known: ReadonlySet<string>): void {
+function forget(ajv: Ajv | Ajv2020, schema: JsonSchema, known: ReadonlySet<string>): void {
   try {
     ajv.removeSchema(schema);
   } catch {
@@ -89,6 +102,57 @@ function forget(ajv: Ajv, schema: JsonSchema, known: ReadonlySet<string>): void 
   }
   for (const id of Object.keys(ajv.refs)) if (!known.has(id)) ajv.removeSchema(id);
   for (const id of Object.keys(ajv.schemas)) if (!known.has(id)) ajv.removeSchema(id);
+}
+
+/** Keywords of JSON Schema 2019-09 / 2020-12 that constrain a value and that the draft-07 Ajv would ignore. */
+const NEWER_KEYWORDS = [
+  'prefixItems',
+  'dependentRequired',
+  'dependentSchemas',
+  'minContains',
+  'maxContains',
+  'unevaluatedProperties',
+  'unevaluatedItems',
+  '$dynamicRef',
+  '$dynamicAnchor',
+  '$recursiveRef',
+  '$recursiveAnchor',
+];
+/** The references Ajv resolves at run time (to the root, whatever its `$async`). */
+const DYNAMIC_REFS = ['$dynamicRef', '$recursiveRef'];
+/** Keywords whose value is an object of subschemas by name (its keys are names, not keywords). */
+const NAMED_SUBSCHEMAS = new Set([
+  'properties',
+  'patternProperties',
+  'definitions',
+  '$defs',
+  'dependentSchemas',
+  'dependencies',
+]);
+/** Keywords whose value is data, not a schema. */
+const DATA_KEYWORDS = new Set(['enum', 'const', 'default', 'examples']);
+
+/**
+ * Does `schema` use one of `keywords` anywhere (read as Ajv reads it: inherited keys too)? Past 64 levels (or a
+ * cycle) it is taken to: for the 2019-09 / 2020-12 keywords, the 2020-12 Ajv implements every keyword the draft-07
+ * one does but tuple `items`, which it refuses to compile, never ignores (and `additionalItems`, which means
+ * nothing without it); for the dynamic references, such a schema does not compile.
+ */
+function usesKeyword(schema: unknown, keywords: readonly string[], depth: number): boolean {
+  if (typeof schema !== 'object' || schema === null) return false;
+  if (depth > 64) return true;
+  if (Array.isArray(schema)) return schema.some((item) => usesKeyword(item, keywords, depth + 1));
+  const record = schema as Record<string, unknown>;
+  for (const keyword of keywords) if (record[keyword] !== undefined) return true;
+  for (const keyword in record) {
+    if (DATA_KEYWORDS.has(keyword)) continue;
+    const value = record[keyword];
+    if (NAMED_SUBSCHEMAS.has(keyword) && typeof value === 'object' && value !== null && !Array.isArray(value)) {
+      for (const name in value)
+        if (usesKeyword((value as Record<string, unknown>)[name], keywords, depth + 1)) return true;
+    } else if (usesKeyword(value, keywords, depth + 1)) return true;
+  }
+  return false;
 }
 
 /**
