@@ -5,7 +5,7 @@
  * valid ones run.
  */
 import { describe, expect, it } from 'vitest';
-import { defineTool, ToolRegistry } from '../../src/index.js';
+import { registryWith } from './fixtures/schema-tool.js';
 
 const SCHEMA = {
   $async: true,
@@ -13,22 +13,6 @@ const SCHEMA = {
   properties: { amount: { type: 'integer', minimum: 0 } },
   required: ['amount'],
 } as const;
-
-function registryWith(schema: Record<string, unknown>): { registry: ToolRegistry; ran: unknown[] } {
-  const ran: unknown[] = [];
-  const registry = new ToolRegistry();
-  registry.register(
-    defineTool({
-      name: 'pay',
-      parameters: schema,
-      execute: (args) => {
-        ran.push(args);
-        return 'paid';
-      },
-    }),
-  );
-  return { registry, ran };
-}
 
 describe('a JSON Schema with $async: true', () => {
   it('refuses arguments the schema refuses, and the tool does not run', async () => {

@@ -8,23 +8,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { Ajv } from 'ajv';
-import { defineTool, ToolRegistry } from '../../src/index.js';
-
-function registryWith(schema: Record<string, unknown>): { registry: ToolRegistry; ran: unknown[] } {
-  const ran: unknown[] = [];
-  const registry = new ToolRegistry();
-  registry.register(
-    defineTool({
-      name: 'pay',
-      parameters: schema,
-      execute: (args) => {
-        ran.push(args);
-        return 'paid';
-      },
-    }),
-  );
-  return { registry, ran };
-}
+import { defineTool, type ToolRegistry } from '../../src/index.js';
+import { registryWith } from './fixtures/schema-tool.js';
 
 const obj = (extra: Record<string, unknown>) => ({ type: 'object', ...extra });
 
