@@ -61,6 +61,10 @@ export class FileRuleInfo implements PolicyRuleInfo {
     return this.#positions.at(['rules', this.index]);
   }
 }
+// The prototype every rule of every loaded file shares is frozen as its instances are: a `position`
+// redefined there (or a field added) would change where lint and explain place every rule, past and future.
+Object.freeze(FileRuleInfo.prototype);
+Object.freeze(FileRuleInfo);
 
 type Mutable<T> = { -readonly [K in keyof T]: T[K] };
 
