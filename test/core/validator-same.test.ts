@@ -7,17 +7,7 @@
 import { Ajv } from 'ajv';
 import { describe, expect, it } from 'vitest';
 import { compileValidator, type JsonSchema, type ValidationResult } from '../../src/schema.js';
-
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { prng } from '../../bench/scenario.js';
 
 const SCHEMAS: readonly JsonSchema[] = [
   {

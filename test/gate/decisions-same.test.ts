@@ -11,19 +11,9 @@ import { createHash } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { defineTool, PermissionPolicy, ToolRegistry, type GateContext } from '../../src/index.js';
+import { prng } from '../../bench/scenario.js';
 
 const GOLDEN = new URL('./decisions-same.json', import.meta.url);
-
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const TOOLS = ['search', 'refund', 'delete_all', 'crm:read', 'notes'];
 const FORMS = [
