@@ -148,7 +148,10 @@ export function precheck(
   if (validation instanceof Promise) {
     const head: Head = { call, form, agent, context, env };
     return validation.then(
-      (result) => afterValidation(result, snapshot, tool, call, form, agent, context, env),
+      (result) =>
+        result.ok
+          ? validated(result.value, snapshot, tool, call, form, agent, context, env)
+          : mismatched(result.issues, tool, call, form, agent, context, env),
       (error: unknown) => validationFailed(head, tool, error),
     );
   }
@@ -193,20 +196,6 @@ function validationFailed(head: Head, tool: Tool, error: unknown): Precheck {
 /** What parseArguments passes through as is: an object that is not an array (its `isRecord`). */
 function isPlainRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-function afterValidation(
-  validation: Awaited<ReturnType<Tool['validate']>>,
-  input: Readonly<Record<string, unknown>>,
-  tool: Tool,
-  call: NormalizedCall | UnreadableCall,
-  form: string,
-  agent: string,
-  context: GateContext,
-  env: GateEnvironment,
-): Precheck {
-  if (!validation.ok) return mismatched(validation.issues, tool, call, form, agent, context, env);
-  return validated(validation.value, input, tool, call, form, agent, context, env);
 }
 
 /** A refusal at step 3: the arguments do not match the tool's schema. */
