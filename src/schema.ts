@@ -5,6 +5,7 @@
  * needs no dependency to accept them. JSON Schema is validated with Ajv, compiled once per tool.
  */
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import { Ajv2019 } from 'ajv/dist/2019.js';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 
 /** The Standard Schema v1 interface (https://standardschema.dev), copied as the spec recommends. */
@@ -28,7 +29,7 @@ type StandardResult<Output> =
       }>;
     };
 
-/** A JSON Schema object (draft-07 or 2020-12 keywords as Ajv understands them). */
+/** A JSON Schema object: draft-07, 2019-09 or 2020-12 (its `$schema`, or none: the keywords it uses tell). */
 export type JsonSchema = { readonly [keyword: string]: unknown };
 
 /** What a tool's `parameters` may be. */
@@ -49,6 +50,7 @@ function isStandardSchema(value: unknown): value is StandardSchemaV1 {
 
 const AJV_OPTIONS = { allErrors: true, strict: false, coerceTypes: false, useDefaults: false } as const;
 let ajv07: Ajv | undefined;
+let ajv2019: Ajv2019 | undefined;
 let ajv2020: Ajv2020 | undefined;
 // Compiled validators by the schema's JSON text. Ajv caches by object identity, so ten thousand tools
 // declared with equal schemas (a policy file's stub tools: `{ type: 'object' }` each) were ten thousand
@@ -69,13 +71,7 @@ function ajvCompile(schema: JsonSchema): ValidateFunction {
   }
   const hit = key === undefined ? undefined : compiled.get(key);
   if (hit) return hit;
-  // The draft-07 Ajv ignores (strict: false) the keywords of 2019-09 and 2020-12 it does not implement: a schema
-  // refusing arguments with `prefixItems`, `dependentRequired` or `unevaluatedProperties` let them all through
-  // (MCP's default dialect is 2020-12). A schema that uses one is compiled by the 2020-12 Ajv, which implements
-  // them all; one it cannot read (draft-07 tuple `items` beside them) does not compile. Any other, as before.
-  const ajv = usesKeyword(schema, NEWER_KEYWORDS, 0)
-    ? (ajv2020 ??= new Ajv2020(AJV_OPTIONS))
-    : (ajv07 ??= new Ajv(AJV_OPTIONS));
+  const ajv = ajvFor(schema);
   // One Ajv serves every registry of the process, and Ajv keeps each `$id` it compiles: one registry's schema
   // answered another's `$ref` (a tenant's lax `amount` for a tool that never defined it), and a second schema
   // with that `$id` could not be registered at all. Each schema's ids are forgotten once it is compiled: a
@@ -94,7 +90,7 @@ function ajvCompile(schema: JsonSchema): ValidateFunction {
   }
 }
 
-function forget(ajv: Ajv | Ajv2020, schema: JsonSchema, known: ReadonlySet<string>): void {
+function forget(ajv: Ajv | Ajv2019 | Ajv2020, schema: JsonSchema, known: ReadonlySet<string>): void {
   try {
     ajv.removeSchema(schema);
   } catch {
@@ -103,6 +99,46 @@ function forget(ajv: Ajv | Ajv2020, schema: JsonSchema, known: ReadonlySet<strin
   for (const id of Object.keys(ajv.refs)) if (!known.has(id)) ajv.removeSchema(id);
   for (const id of Object.keys(ajv.schemas)) if (!known.has(id)) ajv.removeSchema(id);
 }
+
+/**
+ * The Ajv that reads `schema`. One declaring its dialect (`$schema`: draft-07, 2019-09 or 2020-12) is read in it:
+ * a 2020-12 schema, what zod 4's `toJSONSchema` and OpenAPI 3.1 write, did not compile in the draft-07 Ajv ("no
+ * schema with key or ref"). Any other `$schema` does not compile (a dialect toolgate would half read), nor does one
+ * using a keyword that constrains a value in a later dialect but means nothing in its own (ignored, it let every
+ * value through: never half read). A schema declaring none: the draft-07 Ajv ignores (strict: false) the keywords
+ * of 2019-09 and 2020-12 it does not implement (a schema refusing arguments with `prefixItems`, `dependentRequired`
+ * or `unevaluatedProperties` let them all through; MCP's default dialect is 2020-12), so one that uses one is
+ * compiled by the 2020-12 Ajv, which implements them all; one it cannot read (draft-07 tuple `items` beside them)
+ * does not compile. Any other by the draft-07 Ajv.
+ */
+function ajvFor(schema: JsonSchema): Ajv | Ajv2019 | Ajv2020 {
+  const declared = schema['$schema'];
+  if (declared === undefined)
+    return usesKeyword(schema, NEWER_KEYWORDS, 0)
+      ? (ajv2020 ??= new Ajv2020(AJV_OPTIONS))
+      : (ajv07 ??= new Ajv(AJV_OPTIONS));
+  const dialect = typeof declared === 'string' ? DIALECTS.get(declared.replace(/#$/, '')) : undefined;
+  if (dialect === undefined)
+    throw new Error(
+      `$schema ${JSON.stringify(declared) ?? String(declared)} is not a dialect toolgate reads: declare draft-07, 2019-09 or 2020-12, or none`,
+    );
+  const later = LATER_KEYWORDS[dialect].find((keyword) => usesKeyword(schema, [keyword], 0));
+  if (later !== undefined)
+    throw new Error(`$schema declares ${dialect}, where ${later} means nothing (it would be ignored, never checked)`);
+  if (dialect === '2020-12') return (ajv2020 ??= new Ajv2020(AJV_OPTIONS));
+  if (dialect === '2019-09') return (ajv2019 ??= new Ajv2019(AJV_OPTIONS));
+  return (ajv07 ??= new Ajv(AJV_OPTIONS));
+}
+
+type Dialect = 'draft-07' | '2019-09' | '2020-12';
+
+/** The `$schema` URIs of the dialects read (a trailing `#` removed). */
+const DIALECTS = new Map<string, Dialect>([
+  ['http://json-schema.org/draft-07/schema', 'draft-07'],
+  ['https://json-schema.org/draft-07/schema', 'draft-07'],
+  ['https://json-schema.org/draft/2019-09/schema', '2019-09'],
+  ['https://json-schema.org/draft/2020-12/schema', '2020-12'],
+]);
 
 /** Keywords of JSON Schema 2019-09 / 2020-12 that constrain a value and that the draft-07 Ajv would ignore. */
 const NEWER_KEYWORDS = [
@@ -118,6 +154,12 @@ const NEWER_KEYWORDS = [
   '$recursiveRef',
   '$recursiveAnchor',
 ];
+/** Per declared dialect, the keywords of a later one that it does not have (its Ajv would ignore them). */
+const LATER_KEYWORDS: Readonly<Record<Dialect, readonly string[]>> = {
+  'draft-07': NEWER_KEYWORDS,
+  '2019-09': ['prefixItems', '$dynamicRef', '$dynamicAnchor'],
+  '2020-12': [],
+};
 /** The references Ajv resolves at run time (to the root, whatever its `$async`). */
 const DYNAMIC_REFS = ['$dynamicRef', '$recursiveRef'];
 /** Keywords whose value is an object of subschemas by name (its keys are names, not keywords). */

@@ -1,0 +1,99 @@
+/**
+ * A JSON Schema that declares its dialect (`$schema`) is read in it (src/schema.ts `ajvFor`). A 2020-12 schema —
+ * what zod 4's `z.toJSONSchema` writes by default, and OpenAPI 3.1 — did not compile at all ("no schema with key
+ * or ref"): the tool could not be registered. A dialect toolgate does not read, or a keyword of a later dialect
+ * that the declared one would ignore, does not compile: never half read.
+ */
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { defineTool } from '../../src/index.js';
+import { registryWith } from '../attacks/fixtures/schema-tool.js';
+
+const D07 = 'http://json-schema.org/draft-07/schema#';
+const D2019 = 'https://json-schema.org/draft/2019-09/schema';
+const D2020 = 'https://json-schema.org/draft/2020-12/schema';
+
+/** zod 4's JSON Schema as JSON text gives it (a file, a database, the wire): zod's own validator, a hidden `~standard`, left behind. */
+function jsonOf(schema: z.ZodType): Record<string, unknown> {
+  return JSON.parse(JSON.stringify(z.toJSONSchema(schema))) as Record<string, unknown>;
+}
+
+async function runs(schema: Record<string, unknown>, args: Record<string, unknown>): Promise<boolean> {
+  const { registry, ran } = registryWith(schema);
+  const result = await registry.invoke('pay', args);
+  expect(result.status === 'ok').toBe(ran.length === 1);
+  return result.status === 'ok';
+}
+
+describe('a schema declaring its dialect', () => {
+  it("reads zod 4's toJSONSchema output as JSON text (2020-12): refuses what the zod schema refuses", async () => {
+    const schema = jsonOf(
+      z.strictObject({
+        to: z.string().min(3),
+        amount: z.number().int().positive(),
+        email: z.string().max(40),
+        tags: z.tuple([z.string(), z.number()]),
+      }),
+    );
+    expect(schema['$schema']).toBe(D2020);
+    const ok = { to: 'alice', amount: 5, email: 'a@b.c', tags: ['a', 1] };
+    expect(await runs(schema, ok)).toBe(true);
+    expect(await runs(schema, { ...ok, to: 'al' })).toBe(false);
+    expect(await runs(schema, { ...ok, amount: -1 })).toBe(false);
+    expect(await runs(schema, { ...ok, email: 'x'.repeat(41) })).toBe(false);
+    expect(await runs(schema, { ...ok, tags: [1, 'a'] })).toBe(false);
+    expect(await runs(schema, { ...ok, admin: true })).toBe(false);
+  });
+
+  it('reads a 2020-12 schema that uses no keyword draft-07 lacks (the draft-07 Ajv could not compile it)', async () => {
+    const schema = jsonOf(z.strictObject({ to: z.string().min(3), amount: z.number().max(100) }));
+    expect(await runs(schema, { to: 'alice', amount: 5 })).toBe(true);
+    expect(await runs(schema, { to: 'alice', amount: 500 })).toBe(false);
+    expect(await runs(schema, { to: 'alice', amount: 5, admin: true })).toBe(false);
+  });
+
+  it('reads 2019-09: its tuple items, dependentRequired and unevaluatedProperties are enforced', async () => {
+    const schema = {
+      $schema: D2019,
+      type: 'object',
+      properties: { pair: { type: 'array', items: [{ type: 'string' }, { type: 'number' }] }, card: {} },
+      dependentRequired: { card: ['cvv'] },
+      allOf: [{ properties: { cvv: {} } }],
+      unevaluatedProperties: false,
+    };
+    expect(await runs(schema, { pair: ['a', 1], card: 1, cvv: 2 })).toBe(true);
+    expect(await runs(schema, { pair: [1, 'a'] })).toBe(false);
+    expect(await runs(schema, { card: 1 })).toBe(false);
+    expect(await runs(schema, { admin: true })).toBe(false);
+  });
+
+  it('reads draft-07 as before (tuple items), with or without the trailing #', async () => {
+    for (const $schema of [D07, D07.slice(0, -1)]) {
+      const schema = { $schema, type: 'object', properties: { pair: { items: [{ type: 'string' }] } } };
+      expect(await runs(schema, { pair: ['a'] })).toBe(true);
+      expect(await runs(schema, { pair: [1] })).toBe(false);
+    }
+  });
+
+  it.each([
+    ['draft-07', 'prefixItems', D07, { properties: { a: { prefixItems: [{ type: 'string' }] } } }],
+    ['draft-07', 'dependentRequired', D07, { dependentRequired: { card: ['cvv'] } }],
+    ['draft-07', 'unevaluatedProperties', D07, { allOf: [{ unevaluatedProperties: false }] }],
+    ['2019-09', 'prefixItems', D2019, { properties: { a: { prefixItems: [{ type: 'string' }] } } }],
+  ])('refuses to compile a %s schema using %s, a keyword its dialect ignores', (dialect, keyword, $schema, rest) => {
+    expect(() =>
+      defineTool({ name: 'pay', parameters: { $schema, type: 'object', ...rest }, execute: () => 'paid' }),
+    ).toThrow(new RegExp(`declares ${dialect}, where ${keyword} means nothing`));
+  });
+
+  it.each([
+    ['draft-04', 'http://json-schema.org/draft-04/schema#'],
+    ['draft-06', 'http://json-schema.org/draft-06/schema#'],
+    ['a custom meta-schema', 'https://example.com/my-meta'],
+    ['a number', 7],
+  ])('refuses to compile a schema declaring %s', (_label, $schema) => {
+    expect(() => defineTool({ name: 'pay', parameters: { $schema, type: 'object' }, execute: () => 'paid' })).toThrow(
+      /\$schema .* is not a dialect toolgate reads/,
+    );
+  });
+});
