@@ -7,6 +7,7 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { Ajv2019 } from 'ajv/dist/2019.js';
 import { Ajv2020 } from 'ajv/dist/2020.js';
+import formats from 'ajv-formats';
 
 /** The Standard Schema v1 interface (https://standardschema.dev), copied as the spec recommends. */
 export interface StandardSchemaV1<Input = unknown, Output = Input> {
@@ -49,6 +50,17 @@ function isStandardSchema(value: unknown): value is StandardSchemaV1 {
 }
 
 const AJV_OPTIONS = { allErrors: true, strict: false, coerceTypes: false, useDefaults: false } as const;
+
+/**
+ * An Ajv with the formats of JSON Schema checked (ajv-formats, full mode). Without them `format` was ignored: a
+ * tool whose schema says `format: "uuid"` or `"email"` (zod 4's `z.uuid()`, `z.email()`) ran with any string. A
+ * format Ajv does not know (a UI hint: `"textarea"`) is still ignored, with Ajv's warning.
+ */
+function withFormats<A extends Ajv | Ajv2019 | Ajv2020>(ajv: A): A {
+  // CommonJS: Node's default import is its module.exports, which carries the plugin as `default` too.
+  formats.default(ajv as Ajv);
+  return ajv;
+}
 let ajv07: Ajv | undefined;
 let ajv2019: Ajv2019 | undefined;
 let ajv2020: Ajv2020 | undefined;
@@ -115,8 +127,8 @@ function ajvFor(schema: JsonSchema): Ajv | Ajv2019 | Ajv2020 {
   const declared = schema['$schema'];
   if (declared === undefined)
     return usesKeyword(schema, NEWER_KEYWORDS, 0)
-      ? (ajv2020 ??= new Ajv2020(AJV_OPTIONS))
-      : (ajv07 ??= new Ajv(AJV_OPTIONS));
+      ? (ajv2020 ??= withFormats(new Ajv2020(AJV_OPTIONS)))
+      : (ajv07 ??= withFormats(new Ajv(AJV_OPTIONS)));
   const dialect = typeof declared === 'string' ? DIALECTS.get(declared.replace(/#$/, '')) : undefined;
   if (dialect === undefined)
     throw new Error(
@@ -125,9 +137,9 @@ function ajvFor(schema: JsonSchema): Ajv | Ajv2019 | Ajv2020 {
   const later = LATER_KEYWORDS[dialect].find((keyword) => usesKeyword(schema, [keyword], 0));
   if (later !== undefined)
     throw new Error(`$schema declares ${dialect}, where ${later} means nothing (it would be ignored, never checked)`);
-  if (dialect === '2020-12') return (ajv2020 ??= new Ajv2020(AJV_OPTIONS));
-  if (dialect === '2019-09') return (ajv2019 ??= new Ajv2019(AJV_OPTIONS));
-  return (ajv07 ??= new Ajv(AJV_OPTIONS));
+  if (dialect === '2020-12') return (ajv2020 ??= withFormats(new Ajv2020(AJV_OPTIONS)));
+  if (dialect === '2019-09') return (ajv2019 ??= withFormats(new Ajv2019(AJV_OPTIONS)));
+  return (ajv07 ??= withFormats(new Ajv(AJV_OPTIONS)));
 }
 
 type Dialect = 'draft-07' | '2019-09' | '2020-12';

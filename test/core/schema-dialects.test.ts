@@ -2,7 +2,8 @@
  * A JSON Schema that declares its dialect (`$schema`) is read in it (src/schema.ts `ajvFor`). A 2020-12 schema —
  * what zod 4's `z.toJSONSchema` writes by default, and OpenAPI 3.1 — did not compile at all ("no schema with key
  * or ref"): the tool could not be registered. A dialect toolgate does not read, or a keyword of a later dialect
- * that the declared one would ignore, does not compile: never half read.
+ * that the declared one would ignore, does not compile: never half read. And `format` is checked (ajv-formats): it was
+ * ignored, so a tool whose schema says `format: "uuid"` ran with any string.
  */
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
@@ -95,5 +96,27 @@ describe('a schema declaring its dialect', () => {
     expect(() => defineTool({ name: 'pay', parameters: { $schema, type: 'object' }, execute: () => 'paid' })).toThrow(
       /\$schema .* is not a dialect toolgate reads/,
     );
+  });
+});
+
+describe('formats', () => {
+  const schema = (format: string) => ({ type: 'object', properties: { v: { type: 'string', format } } });
+
+  it.each([
+    ['uuid', 'nope; drop table', '123e4567-e89b-12d3-a456-426614174000'],
+    ['email', 'not-an-address', 'a@example.com'],
+    ['uri', 'example.com/no-scheme', 'https://example.com/x'],
+    ['date-time', '2026-13-40', '2026-12-05T13:37:00Z'],
+    ['ipv4', '999.1.1.1', '10.0.0.1'],
+  ])('%s is checked: %j refused, %j runs', async (format, bad, good) => {
+    for (const dialect of [undefined, D2020, D2019, D07]) {
+      const s = dialect === undefined ? schema(format) : { $schema: dialect, ...schema(format) };
+      expect(await runs(s, { v: bad })).toBe(false);
+      expect(await runs(s, { v: good })).toBe(true);
+    }
+  });
+
+  it('a format Ajv does not know (a UI hint) is ignored, as before', async () => {
+    expect(await runs(schema('textarea'), { v: 'anything' })).toBe(true);
   });
 });
