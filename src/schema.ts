@@ -59,8 +59,14 @@ const AJV_OPTIONS = { allErrors: true, strict: false, coerceTypes: false, useDef
 function withFormats<A extends Ajv | Ajv2019 | Ajv2020>(ajv: A): A {
   // CommonJS: Node's default import is its module.exports, which carries the plugin as `default` too.
   formats.default(ajv as Ajv);
+  // ajv-formats' `url` (not a JSON Schema format: its own) is a regular expression whose time grows with the
+  // square of the text (80,000 characters 360 ms): arguments a model wrote would hold the gate. The same check in
+  // linear time: an http(s)/ftp URL without whitespace that the WHATWG parser reads.
+  ajv.addFormat('url', (text: string) => URL_START.test(text) && URL.canParse(text));
   return ajv;
 }
+
+const URL_START = /^(?:https?|ftp):\/\/\S+$/i;
 let ajv07: Ajv | undefined;
 let ajv2019: Ajv2019 | undefined;
 let ajv2020: Ajv2020 | undefined;
