@@ -63,10 +63,14 @@ function withFormats<A extends Ajv | Ajv2019 | Ajv2020>(ajv: A): A {
   // square of the text (80,000 characters 360 ms): arguments a model wrote would hold the gate. The same check in
   // linear time: an http(s)/ftp URL without whitespace that the WHATWG parser reads.
   ajv.addFormat('url', (text: string) => URL_START.test(text) && URL.canParse(text));
+  // ajv-formats' `byte` has the flags `gm`: `^` and `$` matched at every line, so a string was base64 when one of
+  // its lines (an empty one too) was: `"$(rm -rf /)\n"` passed. The same expression, of the whole string.
+  ajv.addFormat('byte', BASE64);
   return ajv;
 }
 
 const URL_START = /^(?:https?|ftp):\/\/\S+$/i;
+const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 let ajv07: Ajv | undefined;
 let ajv2019: Ajv2019 | undefined;
 let ajv2020: Ajv2020 | undefined;
