@@ -4,7 +4,7 @@
  * The Standard Schema interfaces are copied here, as the spec asks implementers to do, so the core
  * needs no dependency to accept them. JSON Schema is validated with Ajv, compiled once per tool.
  */
-import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import { Ajv, type ErrorObject, type FormatDefinition, type ValidateFunction } from 'ajv';
 import { Ajv2019 } from 'ajv/dist/2019.js';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import formats from 'ajv-formats';
@@ -66,8 +66,43 @@ function withFormats<A extends Ajv | Ajv2019 | Ajv2020>(ajv: A): A {
   // ajv-formats' `byte` has the flags `gm`: `^` and `$` matched at every line, so a string was base64 when one of
   // its lines (an empty one too) was: `"$(rm -rf /)\n"` passed. The same expression, of the whole string.
   ajv.addFormat('byte', BASE64);
+  // Its comparison for formatMinimum / formatMaximum (and the exclusive ones) read a date-time with `new Date`: a
+  // value the format accepts but Date does not parse (a leap second 23:59:60Z, an offset +01), or whose instant is 0
+  // (1970-01-01T00:00:00Z, read as false), was "not comparable", which no limit refuses; fractions past the
+  // millisecond were dropped. Compared exactly (ajv-formats' own check of the format, unchanged).
+  for (const name of ['date-time', 'iso-date-time', 'time'] as const) {
+    const own = formats.default.get(name) as FormatDefinition<string>;
+    ajv.addFormat(name, { validate: own.validate, compare: name === 'time' ? compareTimes : compareDateTimes });
+  }
   return ajv;
 }
+
+const DATE_TIME = /^(\d{4})-(\d\d)-(\d\d)[t\s]([^]*)$/i;
+const TIME = /^(\d\d):(\d\d):(\d\d)(?:\.(\d+))?(?:z|([+-])(\d\d)(?::?(\d\d))?)?$/i;
+
+/** A time's whole seconds from midnight UTC (a time without an offset: its own midnight) and fraction; undefined if none. */
+function timeOf(text: string, days: number): [number, string] | undefined {
+  const m = TIME.exec(text);
+  if (m === null) return undefined;
+  const offset = m[5] === undefined ? 0 : (Number(m[6]) * 60 + Number(m[7] ?? 0)) * (m[5] === '-' ? -60 : 60);
+  const seconds = days * 86_400 + Number(m[1]) * 3600 + Number(m[2]) * 60 + Number(m[3]) - offset;
+  return [seconds, (m[4] ?? '').replace(/0+$/, '')];
+}
+
+function dateTimeOf(text: string): [number, string] | undefined {
+  const m = DATE_TIME.exec(text);
+  if (m === null) return undefined;
+  // setUTCFullYear, not Date.UTC: that one reads the years 0 to 99 as 1900 to 1999.
+  const days = new Date(0).setUTCFullYear(Number(m[1]), Number(m[2]) - 1, Number(m[3])) / 86_400_000;
+  return Number.isInteger(days) ? timeOf(m[4]!, days) : undefined;
+}
+
+function compareAt(a: [number, string] | undefined, b: [number, string] | undefined): number | undefined {
+  if (a === undefined || b === undefined) return undefined;
+  return a[0] !== b[0] ? a[0] - b[0] : a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : 0;
+}
+const compareTimes = (a: string, b: string): number | undefined => compareAt(timeOf(a, 0), timeOf(b, 0));
+const compareDateTimes = (a: string, b: string): number | undefined => compareAt(dateTimeOf(a), dateTimeOf(b));
 
 const URL_START = /^(?:https?|ftp):\/\/\S+$/i;
 const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
