@@ -61,8 +61,10 @@ function withFormats<A extends Ajv | Ajv2019 | Ajv2020>(ajv: A): A {
   formats.default(ajv as Ajv);
   // ajv-formats' `url` (not a JSON Schema format: its own) is a regular expression whose time grows with the
   // square of the text (80,000 characters 360 ms): arguments a model wrote would hold the gate. The same check in
-  // linear time: an http(s)/ftp URL without whitespace that the WHATWG parser reads.
-  ajv.addFormat('url', (text: string) => URL_START.test(text) && URL.canParse(text));
+  // linear time (URL_HOST), and the URL one the WHATWG parser reads. Without URL_HOST (an http(s)/ftp URL without
+  // whitespace that the parser reads) it let through what ajv-formats' refuses: loopback, private and link-local
+  // addresses (http://169.254.169.254/, the cloud metadata service) and hosts without a top-level domain (localhost).
+  ajv.addFormat('url', (text: string) => URL_START.test(text) && URL_HOST.test(text) && URL.canParse(text));
   // ajv-formats' `byte` has the flags `gm`: `^` and `$` matched at every line, so a string was base64 when one of
   // its lines (an empty one too) was: `"$(rm -rf /)\n"` passed. The same expression, of the whole string.
   ajv.addFormat('byte', BASE64);
@@ -105,6 +107,11 @@ const compareTimes = (a: string, b: string): number | undefined => compareAt(tim
 const compareDateTimes = (a: string, b: string): number | undefined => compareAt(dateTimeOf(a), dateTimeOf(b));
 
 const URL_START = /^(?:https?|ftp):\/\/\S+$/i;
+// ajv-formats' `url` expression (dperini's), its user information `\S+(?::\S*)?@` written `\S+@` (the same strings:
+// `:` is not whitespace): the two ways to split it at each `:` were the square. Linear once URL_START has held (no
+// whitespace, so the path `[^\s]*` never backs off): each `@` is tried once, with the host that follows it.
+const URL_HOST =
+  /^(?:https?|ftp):\/\/(?:\S+@)?(?:(?!(?:10|127)(?:\.\d{1,3}){3})(?!(?:169\.254|192\.168)(?:\.\d{1,3}){2})(?!172\.(?:1[6-9]|2\d|3[0-1])(?:\.\d{1,3}){2})(?:[1-9]\d?|1\d\d|2[01]\d|22[0-3])(?:\.(?:1?\d{1,2}|2[0-4]\d|25[0-5])){2}(?:\.(?:[1-9]\d?|1\d\d|2[0-4]\d|25[0-4]))|(?:(?:[a-z0-9\u{00a1}-\u{ffff}]+-)*[a-z0-9\u{00a1}-\u{ffff}]+)(?:\.(?:[a-z0-9\u{00a1}-\u{ffff}]+-)*[a-z0-9\u{00a1}-\u{ffff}]+)*(?:\.(?:[a-z\u{00a1}-\u{ffff}]{2,})))(?::\d{2,5})?(?:\/[^\s]*)?$/iu;
 const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 let ajv07: Ajv | undefined;
 let ajv2019: Ajv2019 | undefined;
