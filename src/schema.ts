@@ -76,6 +76,13 @@ function withFormats<A extends Ajv | Ajv2019 | Ajv2020>(ajv: A): A {
     const own = formats.default.get(name) as FormatDefinition<string>;
     ajv.addFormat(name, { validate: own.validate, compare: name === 'time' ? compareTimes : compareDateTimes });
   }
+  // OpenAPI's int64 was any integer (1e300, 2^63: past a signed 64-bit integer) and float any number (1e39: past a
+  // 32-bit float's largest).
+  ajv.addFormat('int64', {
+    type: 'number',
+    validate: (n: number) => Number.isInteger(n) && n >= -(2 ** 63) && n < 2 ** 63,
+  });
+  ajv.addFormat('float', { type: 'number', validate: (n: number) => Number.isFinite(Math.fround(n)) });
   return ajv;
 }
 
