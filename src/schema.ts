@@ -72,9 +72,13 @@ function withFormats<A extends Ajv | Ajv2019 | Ajv2020>(ajv: A): A {
   // value the format accepts but Date does not parse (a leap second 23:59:60Z, an offset +01), or whose instant is 0
   // (1970-01-01T00:00:00Z, read as false), was "not comparable", which no limit refuses; fractions past the
   // millisecond were dropped. Compared exactly (ajv-formats' own check of the format, unchanged).
-  for (const name of ['date-time', 'iso-date-time', 'time'] as const) {
+  // Its iso-time compared the digits and ignored the offset: 11:00:00-05:00 (16:00 UTC) was before 12:00:00Z.
+  for (const name of ['date-time', 'iso-date-time', 'time', 'iso-time'] as const) {
     const own = formats.default.get(name) as FormatDefinition<string>;
-    ajv.addFormat(name, { validate: own.validate, compare: name === 'time' ? compareTimes : compareDateTimes });
+    ajv.addFormat(name, {
+      validate: own.validate,
+      compare: name.endsWith('date-time') ? compareDateTimes : compareTimes,
+    });
   }
   // OpenAPI's int64 was any integer (1e300, 2^63: past a signed 64-bit integer) and float any number (1e39: past a
   // 32-bit float's largest).

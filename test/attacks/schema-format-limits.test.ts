@@ -5,7 +5,8 @@
  * which no limit refuses) for a value the format itself accepts but `Date` does not parse — a leap second
  * (`23:59:60Z`), an offset of hours only (`+01`) — or whose instant is 0 (`1970-01-01T00:00:00Z`, read as false): a
  * tool whose schema allows dates from 2020 on ran with 1970, and one allowing times until noon ran at midnight.
- * These are compared exactly now.
+ * `iso-time` compared the digits, its offset ignored: 11:00:00-05:00 (16:00 UTC) was before noon UTC. These
+ * are compared exactly now.
  */
 import { describe, expect, it } from 'vitest';
 import { registryWith } from './fixtures/schema-tool.js';
@@ -43,6 +44,8 @@ const CASES: [string, Record<string, string>, string, string][] = [
   ['time', { formatMaximum: '12:00:00Z' }, '23:59:60Z', '11:59:59.5Z'],
   ['time', { formatMaximum: '12:00:00Z' }, '23:00:00+01', '12:30:00+01'],
   ['time', { formatMinimum: '12:00:00Z' }, '11:00:00Z', '13:00:00+01:00'],
+  ['iso-time', { formatMaximum: '12:00:00Z' }, '11:00:00-05:00', '11:00:00+00:00'],
+  ['iso-time', { formatMaximum: '12:00:00' }, '12:00:01', '11:59:59'],
   ['iso-date-time', { formatMaximum: '2000-01-01T12:00:00Z' }, '2000-01-01T23:59:60Z', '2000-01-01T11:00:00Z'],
   ['iso-date-time', { formatMaximum: '2000-01-01T12:00:00Z' }, '2000-01-01T15:00:00+01', '2000-01-01T12:00:00+01'],
 ];
