@@ -99,7 +99,14 @@ function timeOf(text: string, days: number): [number, string] | undefined {
   if (m === null) return undefined;
   const offset = m[5] === undefined ? 0 : (Number(m[6]) * 60 + Number(m[7] ?? 0)) * (m[5] === '-' ? -60 : 60);
   const seconds = days * 86_400 + Number(m[1]) * 3600 + Number(m[2]) * 60 + Number(m[3]) - offset;
-  return [seconds, (m[4] ?? '').replace(/0+$/, '')];
+  return [seconds, withoutTrailingZeros(m[4] ?? '')];
+}
+
+/** Not `/0+$/`: that one is tried at each zero, to the end (a million zeros then a 1: the square, minutes). */
+function withoutTrailingZeros(digits: string): string {
+  let end = digits.length;
+  while (end > 0 && digits.charCodeAt(end - 1) === 48) end--;
+  return digits.slice(0, end);
 }
 
 function dateTimeOf(text: string): [number, string] | undefined {

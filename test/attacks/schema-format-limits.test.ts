@@ -56,6 +56,14 @@ describe('formatMinimum / formatMaximum', () => {
     expect(await runs(schema(format, limits), accepted)).toBe(true);
   });
 
+  it('a fraction of a million digits is compared in linear time', async () => {
+    const zeros = '0'.repeat(1_000_000);
+    expect(await runs(schema('time', { formatMaximum: '12:00:00Z' }), `12:00:00.${zeros}1Z`)).toBe(false);
+    expect(await runs(schema('time', { formatMaximum: '12:00:00.1Z' }), `12:00:00.${zeros}1Z`)).toBe(true);
+    const at = `2000-01-01T00:00:00.${zeros}1Z`;
+    expect(await runs(schema('date-time', { formatMaximum: '2000-01-01T00:00:00Z' }), at)).toBe(false);
+  });
+
   it('a value that is not of the format is refused, limits or not', async () => {
     expect(await runs(schema('date-time', { formatMinimum: '2020-01-01T00:00:00Z' }), 'tomorrow')).toBe(false);
     expect(await runs(schema('time', { formatMaximum: '12:00:00Z' }), '25:00:00Z')).toBe(false);
