@@ -4,7 +4,7 @@
  * The Standard Schema interfaces are copied here, as the spec asks implementers to do, so the core
  * needs no dependency to accept them. JSON Schema is validated with Ajv, compiled once per tool.
  */
-import { Ajv, type ErrorObject, type FormatDefinition, type ValidateFunction } from 'ajv';
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { Ajv2019 } from 'ajv/dist/2019.js';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import formats from 'ajv-formats';
@@ -58,7 +58,8 @@ const AJV_OPTIONS = { allErrors: true, strict: false, coerceTypes: false, useDef
  */
 function withFormats<A extends Ajv | Ajv2019 | Ajv2020>(ajv: A): A {
   // CommonJS: Node's default import is its module.exports, which carries the plugin as `default` too.
-  formats.default(ajv as Ajv);
+  // Formats only: not ajv-formats' formatMinimum / formatMaximum (see NOT_READ).
+  formats.default(ajv as Ajv, { mode: 'full', keywords: false });
   // ajv-formats' `url` (not a JSON Schema format: its own) is a regular expression whose time grows with the
   // square of the text (80,000 characters 360 ms): arguments a model wrote would hold the gate. The same check in
   // linear time (URL_HOST), and the URL one the WHATWG parser reads. Without URL_HOST (an http(s)/ftp URL without
@@ -68,18 +69,6 @@ function withFormats<A extends Ajv | Ajv2019 | Ajv2020>(ajv: A): A {
   // ajv-formats' `byte` has the flags `gm`: `^` and `$` matched at every line, so a string was base64 when one of
   // its lines (an empty one too) was: `"$(rm -rf /)\n"` passed. The same expression, of the whole string.
   ajv.addFormat('byte', BASE64);
-  // Its comparison for formatMinimum / formatMaximum (and the exclusive ones) read a date-time with `new Date`: a
-  // value the format accepts but Date does not parse (a leap second 23:59:60Z, an offset +01), or whose instant is 0
-  // (1970-01-01T00:00:00Z, read as false), was "not comparable", which no limit refuses; fractions past the
-  // millisecond were dropped. Compared exactly (ajv-formats' own check of the format, unchanged).
-  // Its iso-time compared the digits and ignored the offset: 11:00:00-05:00 (16:00 UTC) was before 12:00:00Z.
-  for (const name of ['date-time', 'iso-date-time', 'time', 'iso-time'] as const) {
-    const own = formats.default.get(name) as FormatDefinition<string>;
-    ajv.addFormat(name, {
-      validate: own.validate,
-      compare: name.endsWith('date-time') ? compareDateTimes : compareTimes,
-    });
-  }
   // OpenAPI's int64 was any integer (1e300, 2^63: past a signed 64-bit integer) and float any number (1e39: past a
   // 32-bit float's largest).
   ajv.addFormat('int64', {
@@ -89,40 +78,6 @@ function withFormats<A extends Ajv | Ajv2019 | Ajv2020>(ajv: A): A {
   ajv.addFormat('float', { type: 'number', validate: (n: number) => Number.isFinite(Math.fround(n)) });
   return ajv;
 }
-
-const DATE_TIME = /^(\d{4})-(\d\d)-(\d\d)[t\s]([^]*)$/i;
-const TIME = /^(\d\d):(\d\d):(\d\d)(?:\.(\d+))?(?:z|([+-])(\d\d)(?::?(\d\d))?)?$/i;
-
-/** A time's whole seconds from midnight UTC (a time without an offset: its own midnight) and fraction; undefined if none. */
-function timeOf(text: string, days: number): [number, string] | undefined {
-  const m = TIME.exec(text);
-  if (m === null) return undefined;
-  const offset = m[5] === undefined ? 0 : (Number(m[6]) * 60 + Number(m[7] ?? 0)) * (m[5] === '-' ? -60 : 60);
-  const seconds = days * 86_400 + Number(m[1]) * 3600 + Number(m[2]) * 60 + Number(m[3]) - offset;
-  return [seconds, withoutTrailingZeros(m[4] ?? '')];
-}
-
-/** Not `/0+$/`: that one is tried at each zero, to the end (a million zeros then a 1: the square, minutes). */
-function withoutTrailingZeros(digits: string): string {
-  let end = digits.length;
-  while (end > 0 && digits.charCodeAt(end - 1) === 48) end--;
-  return digits.slice(0, end);
-}
-
-function dateTimeOf(text: string): [number, string] | undefined {
-  const m = DATE_TIME.exec(text);
-  if (m === null) return undefined;
-  // setUTCFullYear, not Date.UTC: that one reads the years 0 to 99 as 1900 to 1999.
-  const days = new Date(0).setUTCFullYear(Number(m[1]), Number(m[2]) - 1, Number(m[3])) / 86_400_000;
-  return Number.isInteger(days) ? timeOf(m[4]!, days) : undefined;
-}
-
-function compareAt(a: [number, string] | undefined, b: [number, string] | undefined): number | undefined {
-  if (a === undefined || b === undefined) return undefined;
-  return a[0] !== b[0] ? a[0] - b[0] : a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : 0;
-}
-const compareTimes = (a: string, b: string): number | undefined => compareAt(timeOf(a, 0), timeOf(b, 0));
-const compareDateTimes = (a: string, b: string): number | undefined => compareAt(dateTimeOf(a), dateTimeOf(b));
 
 const URL_START = /^(?:https?|ftp):\/\/\S+$/i;
 // ajv-formats' `url` expression (dperini's), its user information `\S+(?::\S*)?@` written `\S+@` (the same strings:
@@ -194,6 +149,9 @@ function forget(ajv: Ajv | Ajv2019 | Ajv2020, schema: JsonSchema, known: Readonl
  * does not compile. Any other by the draft-07 Ajv.
  */
 function ajvFor(schema: JsonSchema): Ajv | Ajv2019 | Ajv2020 {
+  const unread = NOT_READ.find((keyword) => usesKeyword(schema, [keyword], 0));
+  if (unread !== undefined)
+    throw new Error(`${unread} is not read by toolgate (Ajv's own keyword, in no JSON Schema dialect): never checked`);
   const declared = schema['$schema'];
   if (declared === undefined)
     return usesKeyword(schema, NEWER_KEYWORDS, 0)
@@ -236,6 +194,13 @@ const NEWER_KEYWORDS = [
   '$recursiveRef',
   '$recursiveAnchor',
 ];
+/**
+ * Ajv's own limits of a formatted value (ajv-formats' keywords, in no JSON Schema dialect): its comparison read a
+ * date-time with `new Date`, and a value Date does not parse (a leap second 23:59:60Z, an offset +01) or whose
+ * instant is 0 (1970-01-01T00:00:00Z, read as false) passed every limit. Not added; a schema using one does not
+ * compile (ignored, a tool allowing dates from 2020 on ran with 1970).
+ */
+const NOT_READ = ['formatMinimum', 'formatMaximum', 'formatExclusiveMinimum', 'formatExclusiveMaximum'];
 /** Per declared dialect, the keywords of a later one that it does not have (its Ajv would ignore them). */
 const LATER_KEYWORDS: Readonly<Record<Dialect, readonly string[]>> = {
   'draft-07': NEWER_KEYWORDS,
