@@ -186,15 +186,31 @@ function usesKeyword(schema: unknown, keywords: readonly string[], depth: number
   if (Array.isArray(schema)) return schema.some((item) => usesKeyword(item, keywords, depth + 1));
   const record = schema as Record<string, unknown>;
   for (const keyword of keywords) if (record[keyword] !== undefined) return true;
-  for (const keyword in record) {
+  for (const keyword of namesOf(record)) {
     if (DATA_KEYWORDS.has(keyword)) continue;
     const value = record[keyword];
     if (NAMED_SUBSCHEMAS.has(keyword) && typeof value === 'object' && value !== null && !Array.isArray(value)) {
-      for (const name in value)
+      for (const name of namesOf(value))
         if (usesKeyword((value as Record<string, unknown>)[name], keywords, depth + 1)) return true;
     } else if (usesKeyword(value, keywords, depth + 1)) return true;
   }
   return false;
+}
+
+/**
+ * Every name Ajv may read on `record`: it reads a keyword by name, so an inherited getter or a non-enumerable one
+ * too, where `for…in` sees neither (a `dependentRequired` under a class's `allOf` getter went unseen: the draft-07
+ * Ajv read the schema and ignored it). Own and inherited names up to Object.prototype, enumerable or not.
+ */
+function namesOf(record: object): string[] {
+  const names: string[] = [];
+  for (
+    let at: object | null = record;
+    at !== null && at !== Object.prototype;
+    at = Object.getPrototypeOf(at) as object | null
+  )
+    names.push(...Object.getOwnPropertyNames(at));
+  return names;
 }
 
 /**
