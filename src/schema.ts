@@ -112,11 +112,22 @@ function forget(ajv: Ajv | Ajv2019 | Ajv2020, schema: JsonSchema, known: Readonl
  * does not compile. Any other by the draft-07 Ajv.
  */
 function ajvFor(schema: JsonSchema): Ajv | Ajv2019 | Ajv2020 {
+  const dialect = dialectOf(schema);
+  if (dialect === 'draft-07') return (ajv07 ??= new Ajv(AJV_OPTIONS));
+  if (dialect === '2019-09') return (ajv2019 ??= new Ajv2019(AJV_OPTIONS));
+  // 2020-12 has no additionalItems (its Ajv ignores it): `prefixItems` closed with `additionalItems: false`, the
+  // draft-07 / 2019-09 way, let every extra item through. Refused by name, as a later dialect's keyword is.
+  if (usesKeyword(schema, ['additionalItems'], 0))
+    throw new Error(
+      `${schema['$schema'] === undefined ? 'a schema using a 2019-09 / 2020-12 keyword is read as 2020-12' : '$schema declares 2020-12'}, where additionalItems means nothing: close a prefixItems tuple with items: false (it would be ignored, never checked)`,
+    );
+  return (ajv2020 ??= new Ajv2020(AJV_OPTIONS));
+}
+
+/** The dialect `schema` is read in: its `$schema`, or none (2020-12 if it uses a 2019-09 / 2020-12 keyword). */
+function dialectOf(schema: JsonSchema): Dialect {
   const declared = schema['$schema'];
-  if (declared === undefined)
-    return usesKeyword(schema, NEWER_KEYWORDS, 0)
-      ? (ajv2020 ??= new Ajv2020(AJV_OPTIONS))
-      : (ajv07 ??= new Ajv(AJV_OPTIONS));
+  if (declared === undefined) return usesKeyword(schema, NEWER_KEYWORDS, 0) ? '2020-12' : 'draft-07';
   const dialect = typeof declared === 'string' ? DIALECTS.get(declared.replace(/#$/, '')) : undefined;
   if (dialect === undefined)
     throw new Error(
@@ -125,9 +136,7 @@ function ajvFor(schema: JsonSchema): Ajv | Ajv2019 | Ajv2020 {
   const later = LATER_KEYWORDS[dialect].find((keyword) => usesKeyword(schema, [keyword], 0));
   if (later !== undefined)
     throw new Error(`$schema declares ${dialect}, where ${later} means nothing (it would be ignored, never checked)`);
-  if (dialect === '2020-12') return (ajv2020 ??= new Ajv2020(AJV_OPTIONS));
-  if (dialect === '2019-09') return (ajv2019 ??= new Ajv2019(AJV_OPTIONS));
-  return (ajv07 ??= new Ajv(AJV_OPTIONS));
+  return dialect;
 }
 
 type Dialect = 'draft-07' | '2019-09' | '2020-12';
