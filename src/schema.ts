@@ -114,6 +114,8 @@ function forget(ajv: Ajv | Ajv2019 | Ajv2020, schema: JsonSchema, known: Readonl
 function ajvFor(schema: JsonSchema): Ajv | Ajv2019 | Ajv2020 {
   const dialect = dialectOf(schema);
   if (dialect === 'draft-07') return (ajv07 ??= new Ajv(AJV_OPTIONS));
+  const misread = dynamicMisread(schema);
+  if (misread !== undefined) throw new Error(misread);
   if (dialect === '2019-09') return (ajv2019 ??= new Ajv2019(AJV_OPTIONS));
   // 2020-12 has no additionalItems (its Ajv ignores it): `prefixItems` closed with `additionalItems: false`, the
   // draft-07 / 2019-09 way, let every extra item through. Refused by name, as a later dialect's keyword is.
@@ -171,6 +173,71 @@ const LATER_KEYWORDS: Readonly<Record<Dialect, readonly string[]>> = {
 };
 /** The references Ajv resolves at run time (to the root, whatever its `$async`). */
 const DYNAMIC_REFS = ['$dynamicRef', '$recursiveRef'];
+/** The dynamic scope's keywords: the references Ajv resolves at run time and the anchors they find. */
+const DYNAMIC_KEYWORDS = [...DYNAMIC_REFS, '$dynamicAnchor', '$recursiveAnchor'];
+
+/**
+ * Why Ajv would not resolve a `$dynamicRef` / `$recursiveRef` of `schema` as the spec does, or undefined. Ajv takes
+ * `$dynamicRef: "#X"` to the first `$dynamicAnchor: X` the call has run so far (whichever argument ran it), or else to
+ * the function it is compiling; the spec, to the outermost resource of the dynamic scope declaring X (or statically).
+ * An anchor under `$defs` was answered by the root, and a lax sibling resource the arguments ran first answered a
+ * strict one's reference. They agree when the root declares X (it runs first and is outermost), each `$dynamicAnchor`
+ * is on a resource's root (the root, or a subschema with an `$id`) and one the root declares, and the resource around
+ * each `$dynamicRef: "#X"` declares X on its root; `$recursiveRef` (`"#"` only) and `$recursiveAnchor: true` alike.
+ */
+function dynamicMisread(schema: JsonSchema): string | undefined {
+  if (!usesKeyword(schema, DYNAMIC_KEYWORDS, 0)) return undefined;
+  const declares = (at: Record<string, unknown>, anchor: unknown): boolean =>
+    anchor === '' ? at['$recursiveAnchor'] === true : typeof anchor === 'string' && at['$dynamicAnchor'] === anchor;
+  const walk = (node: unknown, resource: Record<string, unknown>, depth: number): string | undefined => {
+    if (typeof node !== 'object' || node === null) return undefined;
+    if (depth > 64) return 'a schema with $dynamicRef or $recursiveRef nested past 64 levels is not supported';
+    if (Array.isArray(node)) {
+      for (const item of node) {
+        const why = walk(item, resource, depth + 1);
+        if (why !== undefined) return why;
+      }
+      return undefined;
+    }
+    const record = node as Record<string, unknown>;
+    const own = record === schema || typeof record['$id'] === 'string' ? record : resource;
+    const anchors: [string, unknown][] = [
+      ['$dynamicAnchor', record['$dynamicAnchor']],
+      ['$recursiveAnchor', record['$recursiveAnchor'] === true ? '' : undefined],
+    ];
+    for (const [keyword, anchor] of anchors)
+      if (anchor !== undefined && (own !== record || !declares(schema, anchor)))
+        return `${keyword} only on the root, or on a resource's root ($id) beside the root's own: Ajv would resolve its references otherwise than the spec`;
+    const refs: [string, unknown][] = [
+      [
+        '$dynamicRef',
+        typeof record['$dynamicRef'] === 'string' ? record['$dynamicRef'].slice(1) : record['$dynamicRef'],
+      ],
+      ['$recursiveRef', record['$recursiveRef'] === '#' ? '' : record['$recursiveRef']],
+    ];
+    for (const [keyword, anchor] of refs) {
+      if (anchor === undefined) continue;
+      const value = record[keyword];
+      const fragment =
+        typeof value === 'string' && value.startsWith('#') && (keyword === '$recursiveRef') === (anchor === '');
+      if (!fragment || !declares(schema, anchor) || !declares(own, anchor))
+        return `${keyword} ${JSON.stringify(value)}: only to an anchor the root declares (and the resource around it, on its root), or Ajv would resolve it otherwise than the spec`;
+    }
+    for (const keyword of namesOf(record)) {
+      if (DATA_KEYWORDS.has(keyword)) continue;
+      const value = record[keyword];
+      const named =
+        NAMED_SUBSCHEMAS.has(keyword) && typeof value === 'object' && value !== null && !Array.isArray(value);
+      for (const sub of named ? namesOf(value).map((name) => (value as Record<string, unknown>)[name]) : [value]) {
+        const why = walk(sub, own, depth + 1);
+        if (why !== undefined) return why;
+      }
+    }
+    return undefined;
+  };
+  return walk(schema, schema, 0);
+}
+
 /** Keywords whose value is an object of subschemas by name (its keys are names, not keywords). */
 const NAMED_SUBSCHEMAS = new Set([
   'properties',
