@@ -76,7 +76,7 @@ function ajvCompile(schema: JsonSchema): ValidateFunction {
   // answered another's `$ref` (a tenant's lax `amount` for a tool that never defined it), and a second schema
   // with that `$id` could not be registered at all. Each schema's ids are forgotten once it is compiled: a
   // `$ref` resolves within its own schema (or to a meta-schema), never to another tool's.
-  const known = new Set(Object.keys(ajv.refs));
+  const known: Held = { refs: { ...ajv.refs }, schemas: { ...ajv.schemas } };
   try {
     const check = ajv.compile(schema);
     // Ajv calls a `$dynamicRef`'s (or `$recursiveRef`'s) target, the root, as a synchronous check even when it is
@@ -90,14 +90,22 @@ function ajvCompile(schema: JsonSchema): ValidateFunction {
   }
 }
 
-function forget(ajv: Ajv | Ajv2019 | Ajv2020, schema: JsonSchema, known: ReadonlySet<string>): void {
+/** What an Ajv holds by id before a schema compiles: its meta-schemas (each schema's own ids are forgotten). */
+type Held = { readonly refs: Ajv['refs']; readonly schemas: Ajv['schemas'] };
+
+function forget(ajv: Ajv | Ajv2019 | Ajv2020, schema: JsonSchema, known: Held): void {
   try {
     ajv.removeSchema(schema);
   } catch {
     // not added (a schema that did not compile)
   }
-  for (const id of Object.keys(ajv.refs)) if (!known.has(id)) ajv.removeSchema(id);
-  for (const id of Object.keys(ajv.schemas)) if (!known.has(id)) ajv.removeSchema(id);
+  for (const id of Object.keys(ajv.refs)) if (!Object.hasOwn(known.refs, id)) ajv.removeSchema(id);
+  for (const id of Object.keys(ajv.schemas)) if (!Object.hasOwn(known.schemas, id)) ajv.removeSchema(id);
+  // removeSchema(schema) drops whatever the Ajv holds under the schema's `$id`: one whose `$id` is a meta-schema's
+  // (it does not compile, "already exists") dropped the meta-schema, and no later schema of that dialect compiled in
+  // any registry of the process. What was held before is put back.
+  Object.assign(ajv.refs, known.refs);
+  Object.assign(ajv.schemas, known.schemas);
 }
 
 /**
