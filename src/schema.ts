@@ -138,11 +138,7 @@ function ajvFor(schema: JsonSchema): Ajv | Ajv2019 | Ajv2020 {
 function dialectOf(schema: JsonSchema): Dialect {
   const declared = schema['$schema'];
   if (declared === undefined) return usesKeyword(schema, NEWER_KEYWORDS, 0) ? '2020-12' : 'draft-07';
-  const dialect = typeof declared === 'string' ? DIALECTS.get(declared.replace(/#$/, '')) : undefined;
-  if (dialect === undefined)
-    throw new Error(
-      `$schema ${JSON.stringify(declared) ?? String(declared)} is not a dialect toolgate reads: declare draft-07, 2019-09 or 2020-12, or none`,
-    );
+  const dialect = declaredDialect(declared);
   const later = LATER_KEYWORDS[dialect].find((keyword) => usesKeyword(schema, [keyword], 0));
   if (later !== undefined)
     throw new Error(`$schema declares ${dialect}, where ${later} means nothing (it would be ignored, never checked)`);
@@ -150,6 +146,16 @@ function dialectOf(schema: JsonSchema): Dialect {
 }
 
 type Dialect = 'draft-07' | '2019-09' | '2020-12';
+
+/** The dialect a `$schema` declares: draft-07, 2019-09 or 2020-12; any other value throws (never half read). */
+export function declaredDialect(declared: unknown): Dialect {
+  const dialect = typeof declared === 'string' ? DIALECTS.get(declared.replace(/#$/, '')) : undefined;
+  if (dialect === undefined)
+    throw new Error(
+      `$schema ${JSON.stringify(declared) ?? String(declared)} is not a dialect toolgate reads: declare draft-07, 2019-09 or 2020-12, or none`,
+    );
+  return dialect;
+}
 
 /** The `$schema` URIs of the dialects read (a trailing `#` removed). */
 const DIALECTS = new Map<string, Dialect>([
