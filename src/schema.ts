@@ -124,6 +124,12 @@ function ajvFor(schema: JsonSchema): Ajv | Ajv2019 | Ajv2020 {
   if (dialect === 'draft-07') return (ajv07 ??= new Ajv(AJV_OPTIONS));
   const misread = dynamicMisread(schema);
   if (misread !== undefined) throw new Error(misread);
+  // Ajv's `contains` marks every item evaluated once it is there (2020-12: the items it matched; 2019-09: none): a
+  // tuple closed with `unevaluatedItems: false` beside one let any extra item through. Not compiled.
+  if (usesKeyword(schema, ['unevaluatedItems'], 0) && usesKeyword(schema, ['contains'], 0))
+    throw new Error(
+      'unevaluatedItems beside contains is not supported: Ajv counts every item evaluated once contains is there (it would let unevaluated items through)',
+    );
   if (dialect === '2019-09') return (ajv2019 ??= new Ajv2019(AJV_OPTIONS));
   // 2020-12 has no additionalItems (its Ajv ignores it): `prefixItems` closed with `additionalItems: false`, the
   // draft-07 / 2019-09 way, let every extra item through. Refused by name, as a later dialect's keyword is.
