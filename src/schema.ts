@@ -121,7 +121,7 @@ function forget(ajv: Ajv | Ajv2019 | Ajv2020, schema: JsonSchema, known: Held): 
  */
 function ajvFor(schema: JsonSchema): Ajv | Ajv2019 | Ajv2020 {
   const dialect = dialectOf(schema);
-  if (dialect === 'draft-07') return (ajv07 ??= new Ajv(AJV_OPTIONS));
+  if (dialect === 'draft-07') return (ajv07 ??= draft07());
   const misread = dynamicMisread(schema);
   if (misread !== undefined) throw new Error(misread);
   // Ajv's `contains` marks every item evaluated once it is there (2020-12: the items it matched; 2019-09: none): a
@@ -138,6 +138,16 @@ function ajvFor(schema: JsonSchema): Ajv | Ajv2019 | Ajv2020 {
       `${schema['$schema'] === undefined ? 'a schema using a 2019-09 / 2020-12 keyword is read as 2020-12' : '$schema declares 2020-12'}, where additionalItems means nothing: close a prefixItems tuple with items: false (it would be ignored, never checked)`,
     );
   return (ajv2020 ??= new Ajv2020(AJV_OPTIONS));
+}
+
+/**
+ * The draft-07 Ajv. Its meta-schema's id is http://; a schema declaring draft-07 by https:// (a spelling DIALECTS
+ * reads) did not compile ("no schema with key or ref"): that URI names the same meta-schema.
+ */
+function draft07(): Ajv {
+  const ajv = new Ajv(AJV_OPTIONS);
+  ajv.refs['https://json-schema.org/draft-07/schema'] = 'http://json-schema.org/draft-07/schema';
+  return ajv;
 }
 
 /** The dialect `schema` is read in: its `$schema`, or none (2020-12 if it uses a 2019-09 / 2020-12 keyword). */
