@@ -152,6 +152,14 @@ function draft07(): Ajv {
 
 /** The dialect `schema` is read in: its `$schema`, or none (2020-12 if it uses a 2019-09 / 2020-12 keyword). */
 function dialectOf(schema: JsonSchema): Dialect {
+  // A subschema (an embedded resource) may declare its own dialect: it is read in the root's, so one toolgate does
+  // not read was half read (a draft-03 `divisibleBy` ignored). Refused as the root's would be.
+  const nested = (record: Record<string, unknown>): boolean =>
+    record !== schema && record['$schema'] !== undefined && !readsDialect(record['$schema']);
+  if (someSchema(schema, nested, 0))
+    throw new Error(
+      'a subschema declares a $schema that is not a dialect toolgate reads (draft-07, 2019-09 or 2020-12), or the schema nests past 64 levels',
+    );
   const declared = schema['$schema'];
   if (declared === undefined) return usesKeyword(schema, NEWER_KEYWORDS, 0) ? '2020-12' : 'draft-07';
   const dialect = declaredDialect(declared);
@@ -162,6 +170,10 @@ function dialectOf(schema: JsonSchema): Dialect {
 }
 
 type Dialect = 'draft-07' | '2019-09' | '2020-12';
+
+function readsDialect(declared: unknown): boolean {
+  return typeof declared === 'string' && DIALECTS.has(declared.replace(/#$/, ''));
+}
 
 /** The dialect a `$schema` declares: draft-07, 2019-09 or 2020-12; any other value throws (never half read). */
 export function declaredDialect(declared: unknown): Dialect {
@@ -287,18 +299,23 @@ const DATA_KEYWORDS = new Set(['enum', 'const', 'default', 'examples']);
  * nothing without it); for the dynamic references, such a schema does not compile.
  */
 function usesKeyword(schema: unknown, keywords: readonly string[], depth: number): boolean {
+  return someSchema(schema, (record) => keywords.some((keyword) => record[keyword] !== undefined), depth);
+}
+
+/** Does `test` hold for `schema` or one of its subschemas (walked as `usesKeyword` walks; past 64 levels: taken to)? */
+function someSchema(schema: unknown, test: (record: Record<string, unknown>) => boolean, depth: number): boolean {
   if (typeof schema !== 'object' || schema === null) return false;
   if (depth > 64) return true;
-  if (Array.isArray(schema)) return schema.some((item) => usesKeyword(item, keywords, depth + 1));
+  if (Array.isArray(schema)) return schema.some((item) => someSchema(item, test, depth + 1));
   const record = schema as Record<string, unknown>;
-  for (const keyword of keywords) if (record[keyword] !== undefined) return true;
+  if (test(record)) return true;
   for (const keyword of namesOf(record)) {
     if (DATA_KEYWORDS.has(keyword)) continue;
     const value = record[keyword];
     if (NAMED_SUBSCHEMAS.has(keyword) && typeof value === 'object' && value !== null && !Array.isArray(value)) {
       for (const name of namesOf(value))
-        if (usesKeyword((value as Record<string, unknown>)[name], keywords, depth + 1)) return true;
-    } else if (usesKeyword(value, keywords, depth + 1)) return true;
+        if (someSchema((value as Record<string, unknown>)[name], test, depth + 1)) return true;
+    } else if (someSchema(value, test, depth + 1)) return true;
   }
   return false;
 }
