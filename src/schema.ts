@@ -113,7 +113,7 @@ function ajvCompile(schema: JsonSchema): ValidateFunction {
   // answered another's `$ref` (a tenant's lax `amount` for a tool that never defined it), and a second schema
   // with that `$id` could not be registered at all. Each schema's ids are forgotten once it is compiled: a
   // `$ref` resolves within its own schema (or to a meta-schema), never to another tool's.
-  const known = new Set(Object.keys(ajv.refs));
+  const known: Held = { refs: { ...ajv.refs }, schemas: { ...ajv.schemas } };
   try {
     const check = ajv.compile(schema);
     // Ajv calls a `$dynamicRef`'s (or `$recursiveRef`'s) target, the root, as a synchronous check even when it is
@@ -127,14 +127,22 @@ function ajvCompile(schema: JsonSchema): ValidateFunction {
   }
 }
 
-function forget(ajv: Ajv | Ajv2019 | Ajv2020, schema: JsonSchema, known: ReadonlySet<string>): void {
+/** What an Ajv holds by id before a schema compiles: its meta-schemas (each schema's own ids are forgotten). */
+type Held = { readonly refs: Ajv['refs']; readonly schemas: Ajv['schemas'] };
+
+function forget(ajv: Ajv | Ajv2019 | Ajv2020, schema: JsonSchema, known: Held): void {
   try {
     ajv.removeSchema(schema);
   } catch {
     // not added (a schema that did not compile)
   }
-  for (const id of Object.keys(ajv.refs)) if (!known.has(id)) ajv.removeSchema(id);
-  for (const id of Object.keys(ajv.schemas)) if (!known.has(id)) ajv.removeSchema(id);
+  for (const id of Object.keys(ajv.refs)) if (!Object.hasOwn(known.refs, id)) ajv.removeSchema(id);
+  for (const id of Object.keys(ajv.schemas)) if (!Object.hasOwn(known.schemas, id)) ajv.removeSchema(id);
+  // removeSchema(schema) drops whatever the Ajv holds under the schema's `$id`: one whose `$id` is a meta-schema's
+  // (it does not compile, "already exists") dropped the meta-schema, and no later schema of that dialect compiled in
+  // any registry of the process. What was held before is put back.
+  Object.assign(ajv.refs, known.refs);
+  Object.assign(ajv.schemas, known.schemas);
 }
 
 /**
@@ -152,25 +160,70 @@ function ajvFor(schema: JsonSchema): Ajv | Ajv2019 | Ajv2020 {
   const unread = NOT_READ.find((keyword) => usesKeyword(schema, [keyword], 0));
   if (unread !== undefined)
     throw new Error(`${unread} is not read by toolgate (Ajv's own keyword, in no JSON Schema dialect): never checked`);
+  const dialect = dialectOf(schema);
+  if (dialect === 'draft-07') return (ajv07 ??= draft07());
+  const misread = dynamicMisread(schema);
+  if (misread !== undefined) throw new Error(misread);
+  // Ajv's `contains` marks every item evaluated once it is there (2020-12: the items it matched; 2019-09: none): a
+  // tuple closed with `unevaluatedItems: false` beside one let any extra item through. Not compiled.
+  if (usesKeyword(schema, ['unevaluatedItems'], 0) && usesKeyword(schema, ['contains'], 0))
+    throw new Error(
+      'unevaluatedItems beside contains is not supported: Ajv counts every item evaluated once contains is there (it would let unevaluated items through)',
+    );
+  if (dialect === '2019-09') return (ajv2019 ??= withFormats(new Ajv2019(AJV_OPTIONS)));
+  // 2020-12 has no additionalItems (its Ajv ignores it): `prefixItems` closed with `additionalItems: false`, the
+  // draft-07 / 2019-09 way, let every extra item through. Refused by name, as a later dialect's keyword is.
+  if (usesKeyword(schema, ['additionalItems'], 0))
+    throw new Error(
+      `${schema['$schema'] === undefined ? 'a schema using a 2019-09 / 2020-12 keyword is read as 2020-12' : '$schema declares 2020-12'}, where additionalItems means nothing: close a prefixItems tuple with items: false (it would be ignored, never checked)`,
+    );
+  return (ajv2020 ??= withFormats(new Ajv2020(AJV_OPTIONS)));
+}
+
+/**
+ * The draft-07 Ajv. Its meta-schema's id is http://; a schema declaring draft-07 by https:// (a spelling DIALECTS
+ * reads) did not compile ("no schema with key or ref"): that URI names the same meta-schema.
+ */
+function draft07(): Ajv {
+  const ajv = withFormats(new Ajv(AJV_OPTIONS));
+  ajv.refs['https://json-schema.org/draft-07/schema'] = 'http://json-schema.org/draft-07/schema';
+  return ajv;
+}
+
+/** The dialect `schema` is read in: its `$schema`, or none (2020-12 if it uses a 2019-09 / 2020-12 keyword). */
+function dialectOf(schema: JsonSchema): Dialect {
+  // A subschema (an embedded resource) may declare its own dialect: it is read in the root's, so one toolgate does
+  // not read was half read (a draft-03 `divisibleBy` ignored). Refused as the root's would be.
+  const nested = (record: Record<string, unknown>): boolean =>
+    record !== schema && record['$schema'] !== undefined && !readsDialect(record['$schema']);
+  if (someSchema(schema, nested, 0))
+    throw new Error(
+      'a subschema declares a $schema that is not a dialect toolgate reads (draft-07, 2019-09 or 2020-12), or the schema nests past 64 levels',
+    );
   const declared = schema['$schema'];
-  if (declared === undefined)
-    return usesKeyword(schema, NEWER_KEYWORDS, 0)
-      ? (ajv2020 ??= withFormats(new Ajv2020(AJV_OPTIONS)))
-      : (ajv07 ??= withFormats(new Ajv(AJV_OPTIONS)));
+  if (declared === undefined) return usesKeyword(schema, NEWER_KEYWORDS, 0) ? '2020-12' : 'draft-07';
+  const dialect = declaredDialect(declared);
+  const later = LATER_KEYWORDS[dialect].find((keyword) => usesKeyword(schema, [keyword], 0));
+  if (later !== undefined)
+    throw new Error(`$schema declares ${dialect}, where ${later} means nothing (it would be ignored, never checked)`);
+  return dialect;
+}
+
+type Dialect = 'draft-07' | '2019-09' | '2020-12';
+
+function readsDialect(declared: unknown): boolean {
+  return typeof declared === 'string' && DIALECTS.has(declared.replace(/#$/, ''));
+}
+
+/** The dialect a `$schema` declares: draft-07, 2019-09 or 2020-12; any other value throws (never half read). */
+export function declaredDialect(declared: unknown): Dialect {
   const dialect = typeof declared === 'string' ? DIALECTS.get(declared.replace(/#$/, '')) : undefined;
   if (dialect === undefined)
     throw new Error(
       `$schema ${JSON.stringify(declared) ?? String(declared)} is not a dialect toolgate reads: declare draft-07, 2019-09 or 2020-12, or none`,
     );
-  const later = LATER_KEYWORDS[dialect].find((keyword) => usesKeyword(schema, [keyword], 0));
-  if (later !== undefined)
-    throw new Error(`$schema declares ${dialect}, where ${later} means nothing (it would be ignored, never checked)`);
-  if (dialect === '2020-12') return (ajv2020 ??= withFormats(new Ajv2020(AJV_OPTIONS)));
-  if (dialect === '2019-09') return (ajv2019 ??= withFormats(new Ajv2019(AJV_OPTIONS)));
-  return (ajv07 ??= withFormats(new Ajv(AJV_OPTIONS)));
+  return dialect;
 }
-
-type Dialect = 'draft-07' | '2019-09' | '2020-12';
 
 /** The `$schema` URIs of the dialects read (a trailing `#` removed). */
 const DIALECTS = new Map<string, Dialect>([
@@ -209,6 +262,71 @@ const LATER_KEYWORDS: Readonly<Record<Dialect, readonly string[]>> = {
 };
 /** The references Ajv resolves at run time (to the root, whatever its `$async`). */
 const DYNAMIC_REFS = ['$dynamicRef', '$recursiveRef'];
+/** The dynamic scope's keywords: the references Ajv resolves at run time and the anchors they find. */
+const DYNAMIC_KEYWORDS = [...DYNAMIC_REFS, '$dynamicAnchor', '$recursiveAnchor'];
+
+/**
+ * Why Ajv would not resolve a `$dynamicRef` / `$recursiveRef` of `schema` as the spec does, or undefined. Ajv takes
+ * `$dynamicRef: "#X"` to the first `$dynamicAnchor: X` the call has run so far (whichever argument ran it), or else to
+ * the function it is compiling; the spec, to the outermost resource of the dynamic scope declaring X (or statically).
+ * An anchor under `$defs` was answered by the root, and a lax sibling resource the arguments ran first answered a
+ * strict one's reference. They agree when the root declares X (it runs first and is outermost), each `$dynamicAnchor`
+ * is on a resource's root (the root, or a subschema with an `$id`) and one the root declares, and the resource around
+ * each `$dynamicRef: "#X"` declares X on its root; `$recursiveRef` (`"#"` only) and `$recursiveAnchor: true` alike.
+ */
+function dynamicMisread(schema: JsonSchema): string | undefined {
+  if (!usesKeyword(schema, DYNAMIC_KEYWORDS, 0)) return undefined;
+  const declares = (at: Record<string, unknown>, anchor: unknown): boolean =>
+    anchor === '' ? at['$recursiveAnchor'] === true : typeof anchor === 'string' && at['$dynamicAnchor'] === anchor;
+  const walk = (node: unknown, resource: Record<string, unknown>, depth: number): string | undefined => {
+    if (typeof node !== 'object' || node === null) return undefined;
+    if (depth > 64) return 'a schema with $dynamicRef or $recursiveRef nested past 64 levels is not supported';
+    if (Array.isArray(node)) {
+      for (const item of node) {
+        const why = walk(item, resource, depth + 1);
+        if (why !== undefined) return why;
+      }
+      return undefined;
+    }
+    const record = node as Record<string, unknown>;
+    const own = record === schema || typeof record['$id'] === 'string' ? record : resource;
+    const anchors: [string, unknown][] = [
+      ['$dynamicAnchor', record['$dynamicAnchor']],
+      ['$recursiveAnchor', record['$recursiveAnchor'] === true ? '' : undefined],
+    ];
+    for (const [keyword, anchor] of anchors)
+      if (anchor !== undefined && (own !== record || !declares(schema, anchor)))
+        return `${keyword} only on the root, or on a resource's root ($id) beside the root's own: Ajv would resolve its references otherwise than the spec`;
+    const refs: [string, unknown][] = [
+      [
+        '$dynamicRef',
+        typeof record['$dynamicRef'] === 'string' ? record['$dynamicRef'].slice(1) : record['$dynamicRef'],
+      ],
+      ['$recursiveRef', record['$recursiveRef'] === '#' ? '' : record['$recursiveRef']],
+    ];
+    for (const [keyword, anchor] of refs) {
+      if (anchor === undefined) continue;
+      const value = record[keyword];
+      const fragment =
+        typeof value === 'string' && value.startsWith('#') && (keyword === '$recursiveRef') === (anchor === '');
+      if (!fragment || !declares(schema, anchor) || !declares(own, anchor))
+        return `${keyword} ${JSON.stringify(value)}: only to an anchor the root declares (and the resource around it, on its root), or Ajv would resolve it otherwise than the spec`;
+    }
+    for (const keyword of namesOf(record)) {
+      if (DATA_KEYWORDS.has(keyword)) continue;
+      const value = record[keyword];
+      const named =
+        NAMED_SUBSCHEMAS.has(keyword) && typeof value === 'object' && value !== null && !Array.isArray(value);
+      for (const sub of named ? namesOf(value).map((name) => (value as Record<string, unknown>)[name]) : [value]) {
+        const why = walk(sub, own, depth + 1);
+        if (why !== undefined) return why;
+      }
+    }
+    return undefined;
+  };
+  return walk(schema, schema, 0);
+}
+
 /** Keywords whose value is an object of subschemas by name (its keys are names, not keywords). */
 const NAMED_SUBSCHEMAS = new Set([
   'properties',
@@ -228,20 +346,41 @@ const DATA_KEYWORDS = new Set(['enum', 'const', 'default', 'examples']);
  * nothing without it); for the dynamic references, such a schema does not compile.
  */
 function usesKeyword(schema: unknown, keywords: readonly string[], depth: number): boolean {
+  return someSchema(schema, (record) => keywords.some((keyword) => record[keyword] !== undefined), depth);
+}
+
+/** Does `test` hold for `schema` or one of its subschemas (walked as `usesKeyword` walks; past 64 levels: taken to)? */
+function someSchema(schema: unknown, test: (record: Record<string, unknown>) => boolean, depth: number): boolean {
   if (typeof schema !== 'object' || schema === null) return false;
   if (depth > 64) return true;
-  if (Array.isArray(schema)) return schema.some((item) => usesKeyword(item, keywords, depth + 1));
+  if (Array.isArray(schema)) return schema.some((item) => someSchema(item, test, depth + 1));
   const record = schema as Record<string, unknown>;
-  for (const keyword of keywords) if (record[keyword] !== undefined) return true;
-  for (const keyword in record) {
+  if (test(record)) return true;
+  for (const keyword of namesOf(record)) {
     if (DATA_KEYWORDS.has(keyword)) continue;
     const value = record[keyword];
     if (NAMED_SUBSCHEMAS.has(keyword) && typeof value === 'object' && value !== null && !Array.isArray(value)) {
-      for (const name in value)
-        if (usesKeyword((value as Record<string, unknown>)[name], keywords, depth + 1)) return true;
-    } else if (usesKeyword(value, keywords, depth + 1)) return true;
+      for (const name of namesOf(value))
+        if (someSchema((value as Record<string, unknown>)[name], test, depth + 1)) return true;
+    } else if (someSchema(value, test, depth + 1)) return true;
   }
   return false;
+}
+
+/**
+ * Every name Ajv may read on `record`: it reads a keyword by name, so an inherited getter or a non-enumerable one
+ * too, where `for…in` sees neither (a `dependentRequired` under a class's `allOf` getter went unseen: the draft-07
+ * Ajv read the schema and ignored it). Own and inherited names up to Object.prototype, enumerable or not.
+ */
+function namesOf(record: object): string[] {
+  const names: string[] = [];
+  for (
+    let at: object | null = record;
+    at !== null && at !== Object.prototype;
+    at = Object.getPrototypeOf(at) as object | null
+  )
+    names.push(...Object.getOwnPropertyNames(at));
+  return names;
 }
 
 /**

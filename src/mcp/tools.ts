@@ -12,7 +12,13 @@ import type {
 import { releasesSignal } from '../gate/index.js';
 import { canonical, describe } from '../names.js';
 import { ToolRegistry } from '../registry.js';
-import { compileValidator, type JsonSchema, type ValidationResult, type Validator } from '../schema.js';
+import {
+  compileValidator,
+  declaredDialect,
+  type JsonSchema,
+  type ValidationResult,
+  type Validator,
+} from '../schema.js';
 import { defineTool, ToolTag, type Tool, type ToolMetadataInput } from '../tool.js';
 import { connectClient, newClient, type ConnectClientOptions, type McpSession } from './client.js';
 import type { McpEraViolationListener } from './era.js';
@@ -336,7 +342,10 @@ function mcpToolOwn(
 ): Tool {
   const fromAnnotations = annotationTags(definition.annotations, options.trusted);
   // The MCP spec's default dialect is 2020-12; the registry's Ajv compiles the keywords, the $schema URI is dropped.
-  const { $schema: _dialect, ...schema } = definition.inputSchema as JsonSchema;
+  // Once it names a dialect toolgate reads: without it, a draft-03 schema was read as draft-07, its `divisibleBy`
+  // and `disallow` ignored (half read; the MCP spec: an unsupported dialect is an error). Such a tool is skipped.
+  const { $schema: dialect, ...schema } = definition.inputSchema as JsonSchema;
+  if (dialect !== undefined) declaredDialect(dialect);
   return defineTool({
     name,
     description: definition.description ?? definition.annotations?.title ?? '',

@@ -68,8 +68,13 @@ describe('a schema declaring its dialect', () => {
     expect(await runs(schema, { admin: true })).toBe(false);
   });
 
-  it('reads draft-07 as before (tuple items), with or without the trailing #', async () => {
-    for (const $schema of [D07, D07.slice(0, -1)]) {
+  it('reads draft-07 as before (tuple items), with or without the trailing #, by http:// or https://', async () => {
+    for (const $schema of [
+      D07,
+      D07.slice(0, -1),
+      D07.replace('http:', 'https:'),
+      D07.replace('http:', 'https:').slice(0, -1),
+    ]) {
       const schema = { $schema, type: 'object', properties: { pair: { items: [{ type: 'string' }] } } };
       expect(await runs(schema, { pair: ['a'] })).toBe(true);
       expect(await runs(schema, { pair: [1] })).toBe(false);
