@@ -6,11 +6,13 @@
  * per call.
  *
  * The coarse clock: a deadline belongs to the turn it was added in. A turn opens with a clock read (the first
- * deadline of a turn of the event loop), and closes with another when the loop moves on (a `setImmediate`,
- * once per turn), after {@link TURN_CALLS} deadlines, or when the timer fires. Each of its calls started between
- * its opening and its closing, so each is due at the turn's close plus its timeout: never early, and late by at
- * most the time between the call's start and its turn's close — the rest of that turn of the event loop (during
- * which no timer could fire anyway) and at most {@link TURN_CALLS} calls started after it. Reading the clock
+ * deadline of a turn of the event loop), and closes with another when the callback that opened it and its
+ * promise jobs are done (a `process.nextTick`, once per turn: Node runs it once the microtask queue is empty,
+ * before the loop moves on; not a `setImmediate`, which cost the gateway a pass of the loop's check phase into
+ * JS per `tools/call`, issue 25.2), after {@link TURN_CALLS} deadlines, or when the timer fires. Each of its
+ * calls started between its opening and its closing, so each is due at the turn's close plus its timeout: never
+ * early, and late by at most the time between the call's start and its turn's close — the rest of that turn of
+ * the event loop (during which no timer could fire anyway) and at most {@link TURN_CALLS} calls started after it. Reading the clock
  * once per call cost ~40 ns of a ~650 ns `invoke`, more on a machine without a vDSO clock.
  */
 
@@ -81,10 +83,10 @@ export class Deadlines<D extends Timed<D>> {
   /** The turn deadlines are added to now, or null. */
   #turn: Turn | null = null;
   /**
-   * The `setImmediate` that will close the open turn, or null. Another than the global one now (fake timers
+   * The `process.nextTick` that will close the open turn, or null. Another than the one now (fake timers
    * installed or uninstalled since: its callback may never run) counts as none: the turn is closed at the next add.
    */
-  #closing: typeof setImmediate | null = null;
+  #closing: typeof process.nextTick | null = null;
   /** The `clearTimeout` of the `setTimeout` the timer was armed with (a fake clock's, perhaps), and that setTimeout. */
   #clear: typeof clearTimeout = clearTimeout;
   #armedWith: typeof setTimeout | null = null;
@@ -127,7 +129,7 @@ export class Deadlines<D extends Timed<D>> {
     let queue = this.#last;
     if (queue === null || queue.timeoutMs !== timeoutMs) queue = this.#queueOf(timeoutMs);
     let turn = this.#turn;
-    if (turn === null || turn.count >= TURN_CALLS || this.#closing !== setImmediate) turn = this.#open();
+    if (turn === null || turn.count >= TURN_CALLS || this.#closing !== process.nextTick) turn = this.#open();
     turn.count++;
     if (timeoutMs < turn.shortest) turn.shortest = timeoutMs;
     deadline.turn = turn;
@@ -186,9 +188,9 @@ export class Deadlines<D extends Timed<D>> {
     if (clock !== this.#clock) this.#rebase(clock, now);
     const turn: Turn = { opened: now, closed: Infinity, shortest: Infinity, count: 0 };
     this.#turn = turn;
-    if (this.#closing !== setImmediate) {
-      this.#closing = setImmediate;
-      setImmediate(this.#close);
+    if (this.#closing !== process.nextTick) {
+      this.#closing = process.nextTick;
+      process.nextTick(this.#close);
     }
     return turn;
   }

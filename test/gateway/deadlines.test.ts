@@ -2,7 +2,7 @@
 // order, each about its own time after it was added, a settled entry is never told; the raw requests' timeouts
 // and aborts go through it and still fail the call and tell the upstream (notifications/cancelled under the raw id).
 import { SdkError, type JSONRPCMessage, type Transport } from '@modelcontextprotocol/client';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { expiringDeadlines, type Expiring } from '../../src/deadlines.js';
 import { RawRequests } from '../../src/gateway/upstream-raw.js';
 
@@ -50,6 +50,44 @@ describe('expiringDeadlines', () => {
     await new Promise((r) => setTimeout(r, 80));
     expect(told).toEqual(['a', 'b']);
     expect(queue.size).toBe(0);
+  });
+
+  it('queues opening turns in one turn of the loop close them without a setImmediate, none early', async () => {
+    // A gateway tools/call opens two turns in one turn of the loop (the gate's and the raw request's): they are
+    // closed by a process.nextTick, not an Immediate each, which cost a pass of the check phase into JS per call
+    // (issue 25.2); each deadline is still due its whole timeout after it was added.
+    const queues = [expiringDeadlines<Entry>(), expiringDeadlines<Entry>(), expiringDeadlines<Entry>()];
+    await new Promise((r) => setImmediate(r)); // no turn of these open from before
+    const told: [string, number][] = [];
+    const immediate = vi.spyOn(globalThis, 'setImmediate');
+    const added: number[] = [];
+    try {
+      queues.forEach((queue, i) => {
+        added.push(performance.now());
+        queue.add(
+          entryOf(`q${i}`, () => void told.push([`q${i}`, performance.now()])),
+          40,
+        );
+      });
+      await new Promise<void>((r) => process.nextTick(r));
+      expect(immediate).not.toHaveBeenCalled();
+    } finally {
+      immediate.mockRestore();
+    }
+    // The next turn opens its own, and its deadline too is never early.
+    await new Promise((r) => setImmediate(r));
+    queues[0]!.add(
+      entryOf('later', () => void told.push(['later', performance.now()])),
+      40,
+    );
+    const laterAdded = performance.now();
+    await new Promise((r) => setTimeout(r, 160));
+    expect(told.map(([name]) => name).sort()).toEqual(['later', 'q0', 'q1', 'q2']);
+    for (const [name, at] of told) {
+      const since = name === 'later' ? laterAdded : added[Number(name.slice(1))]!;
+      expect(at - since).toBeGreaterThanOrEqual(39); // its whole timeout (1 ms of timer rounding)
+    }
+    expect(queues.map((q) => q.size)).toEqual([0, 0, 0]);
   });
 });
 
