@@ -12,8 +12,8 @@
  * JS per `tools/call`, issue 25.2), after {@link TURN_CALLS} deadlines, or when the timer fires. Each of its
  * calls started between its opening and its closing, so each is due at the turn's close plus its timeout: never
  * early, and late by at most the time between the call's start and its turn's close — the rest of that turn of
- * the event loop (during which no timer could fire anyway) and at most {@link TURN_CALLS} calls started after it. Reading the clock
- * once per call cost ~40 ns of a ~650 ns `invoke`, more on a machine without a vDSO clock.
+ * the event loop (during which no timer could fire anyway) and at most {@link TURN_CALLS} calls started after it.
+ * Reading the clock once per call cost ~40 ns of a ~650 ns `invoke`, more on a machine without a vDSO clock.
  */
 
 /** A turn of deadlines: opened and closed (Infinity while open) in performance.now() time. */
