@@ -35,6 +35,8 @@ import {
 } from './allowlist.js';
 import type { RefusalLayer } from './errors.js';
 import type { GateContext, GateEnvironment } from './contracts/gate.js';
+import type { PolicyEvaluation } from './permissions/policy.js';
+import type { Tool } from './tool.js';
 import { canonical, canonicalIndex } from './names.js';
 
 /** One layer's canonical forms, indexed once per array (frozen) or per content (plain). */
@@ -176,16 +178,20 @@ export function allowlistRefusal(
   form: string,
   name: string,
   agent: string,
+  peeked: JointSlot | null = null,
 ): RefusalLayer | null {
+  answering = null;
   if (context.allowlist) return context.allowlist[REFUSAL_OF](form);
   const tenant = context.tenant?.tools;
   const caller = context.caller?.scopes;
   const declaration = declarationOf(context, env);
   const j = jointFor(declaration, tenant, caller);
   if (j !== null) {
-    const slot = j.slots.get(form);
+    // The slot {@link peekSlot} found for the call's name earlier is this form's in this joint: no second look-up.
+    const slot = peeked !== null && peeked.joint === j && form === name ? peeked : j.slots.get(form);
     if (slot !== undefined && jointHolds(j, slot)) {
       hitsSinceBuilt++;
+      answering = slot;
       return null;
     }
   }
@@ -212,7 +218,7 @@ export function allowlistRefusal(
  * (a layer indexed again drops its joints, in `remember`), a plain array only while it still holds the indexed
  * spelling at that position. Anything else (a form not in all three, a spelling moved) takes the three look-ups.
  */
-interface Joint {
+export interface Joint {
   readonly declared: unknown;
   readonly tenant: unknown;
   readonly caller: unknown;
@@ -224,6 +230,12 @@ interface Joint {
   readonly d: readonly unknown[] | null;
   readonly t: readonly unknown[] | null;
   readonly c: readonly unknown[] | null;
+  /**
+   * The environment the slots' memos were made under (precheck.ts; only one whose look-ups are fixed for its
+   * revision), and their epoch: a slot's memo holds while its epoch is the joint's and this is the call's environment.
+   */
+  env: GateEnvironment | null;
+  epoch: number;
 }
 
 /**
@@ -232,13 +244,50 @@ interface Joint {
  * spellings in three more arrays were four more cache lines per call, which at 10,000 tools were most of the
  * allowlist step's time, issue 25).
  */
-interface JointSlot {
+export interface JointSlot {
   readonly pd: number;
   readonly pt: number;
   readonly pc: number;
   readonly sd: unknown;
   readonly st: unknown;
   readonly sc: unknown;
+  /** The joint it is a slot of. */
+  joint: Joint;
+  /**
+   * precheck.ts's memo for this form under `joint.env` while `epoch` is the joint's: the tool the environment finds
+   * under it, and the policy's outcome for that tool whatever the arguments (null: its rules are tried per call;
+   * undefined: not asked yet). One look-up per call instead of three (the registry's, the joint's, the policy's).
+   */
+  epoch: number;
+  found: Tool | undefined;
+  outcome: PolicyEvaluation | null | undefined;
+}
+
+/** The slot that answered the last {@link allowlistRefusal} (every layer holds the form), else null. */
+let answering: JointSlot | null = null;
+
+/**
+ * @internal The joint slot that answered the last {@link allowlistRefusal} (every layer holds the form; null when
+ * the joint did not answer): read by its caller at once, with no code run between.
+ */
+export function answeringSlot(): JointSlot | null {
+  return answering;
+}
+
+/**
+ * @internal The slot of `form` in the joint kept for this context's layers, or null: a look at the joints, counted
+ * nowhere and checking nothing (whether the layers hold the form is {@link allowlistRefusal}'s, at step 4).
+ */
+export function peekSlot(context: GateContext, env: GateEnvironment, form: string): JointSlot | null {
+  if (context.allowlist) return null;
+  const tenant = context.tenant?.tools;
+  const caller = context.caller?.scopes;
+  const declaration = declarationOf(context, env);
+  for (let i = 0; i < joints.length; i++) {
+    const j = joints[i]!;
+    if (j.declared === declaration && j.tenant === tenant && j.caller === caller) return j.slots.get(form) ?? null;
+  }
+  return null;
 }
 
 // The joints of the last few steady contexts (a server taking turns between a few tenants keeps each one's).
@@ -307,6 +356,20 @@ function jointOf(declaration: unknown, tenant: unknown, caller: unknown): Joint 
   const ci = indexed(caller, 'caller');
   if (!di || ti === undefined || ci === undefined) return null;
   const slots = new Map<string, JointSlot>();
+  const plain = (layer: unknown, index: LayerIndex | null): readonly unknown[] | null =>
+    index === null || index.frozen ? null : (layer as readonly unknown[]);
+  const joint: Joint = {
+    declared: declaration,
+    tenant,
+    caller,
+    slots,
+    cost: di.forms.size,
+    d: plain(declaration, di),
+    t: plain(tenant, ti),
+    c: plain(caller, ci),
+    env: null,
+    epoch: 0,
+  };
   for (const [form, pd] of di.forms) {
     const pt = ti === null ? 0 : ti.forms.get(form);
     const pc = ci === null ? 0 : ci.forms.get(form);
@@ -318,20 +381,13 @@ function jointOf(declaration: unknown, tenant: unknown, caller: unknown): Joint 
       sd: di.spellings[pd],
       st: ti === null ? undefined : ti.spellings[pt],
       sc: ci === null ? undefined : ci.spellings[pc],
+      joint,
+      epoch: -1,
+      found: undefined,
+      outcome: undefined,
     });
   }
-  const plain = (layer: unknown, index: LayerIndex | null): readonly unknown[] | null =>
-    index === null || index.frozen ? null : (layer as readonly unknown[]);
-  return {
-    declared: declaration,
-    tenant,
-    caller,
-    slots,
-    cost: di.forms.size,
-    d: plain(declaration, di),
-    t: plain(tenant, ti),
-    c: plain(caller, ci),
-  };
+  return joint;
 }
 
 /** An index of the layer as it is now, and whether it is the cached one (a stable cache key). */

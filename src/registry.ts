@@ -282,6 +282,8 @@ export class ToolRegistry {
 
   #changed(): void {
     this.#revision++;
+    // The environment before no longer answers for the registry: its look-ups are not kept any more (precheck.ts).
+    if (this.#environment !== null) this.#environment.fixedLookup = false;
     this.#environment = null;
   }
 
@@ -293,6 +295,8 @@ export class ToolRegistry {
     const events = this.#events;
     const env: GateEnvironment = {
       lookup: (form) => tools.get(form),
+      // Every change makes a new environment and sets this false (#changed): until then, look-ups are this revision's.
+      fixedLookup: true,
       registeredNames: () => names,
       policy: this.#policy,
       handler: this.#handler,

@@ -138,6 +138,12 @@ export interface ToolSource {
  */
 export interface GateEnvironment {
   lookup(form: string): Tool | undefined;
+  /**
+   * True while `lookup` gives the same answer for a form call after call: the registry's own environment while it is
+   * the registry's current one (a change of tools makes a new one, and sets the old one's false). A copy with
+   * another `lookup` (withTools) sets it false. @default false
+   */
+  fixedLookup?: boolean;
   /** The registered names in registration order; a new frozen array after each change. */
   registeredNames(): readonly string[];
   readonly policy: PermissionPolicy | null;

@@ -53,6 +53,8 @@ export function withTools(registry: ToolSource, tools: ReadonlyMap<string, Tool>
     const wrapped: GateEnvironment = {
       ...env,
       lookup: (form) => tools.get(form) ?? env.lookup(form),
+      // `tools` is the route's, changed without a new environment: its look-ups are never kept (precheck.ts).
+      fixedLookup: false,
       current: () => wrap(env.current()),
     };
     last = { base: env, wrapped };

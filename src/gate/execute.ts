@@ -50,7 +50,7 @@ export function execute(
   env: GateEnvironment,
   shape: Shape | null = null,
 ): Promise<unknown> {
-  const gateway = gatewayCalls.has(context);
+  const gateway = gatewayMarked && gatewayCalls.has(context);
   const execution = new Execution(decision.callId, gateway && pools(tool));
   const outer = context.signal;
   // The clock is read for the `tool_executed` event's duration only; a deadline reads the coarse one of src/deadlines.ts.
@@ -191,6 +191,8 @@ function succeeded(
 }
 
 const gatewayCalls = new WeakSet<GateContext>();
+/** Whether any context was marked (no look-up per call in a process that never marked one). */
+let gatewayMarked = false;
 
 /**
  * Marks a gateway call's context: answered with a successful result's `value`, its `content` (a JSON.stringify
@@ -200,6 +202,7 @@ const gatewayCalls = new WeakSet<GateContext>();
  */
 export function gatewayCall(context: GateContext): GateContext {
   gatewayCalls.add(context);
+  gatewayMarked = true;
   return context;
 }
 

@@ -5,13 +5,13 @@
  * Decision is built by decisions.ts's one builder; nothing here emits an event or executes anything.
  */
 import type { ToolAllowlist } from '../allowlist.js';
-import { allowlistRefusal, cachedAllowlist } from '../allowlist-cache.js';
+import { allowlistRefusal, answeringSlot, cachedAllowlist, peekSlot, type JointSlot } from '../allowlist-cache.js';
 import type { GateContext, GateEnvironment } from '../contracts/gate.js';
 import type { Decision, DecisionBase } from '../decision.js';
 import { parseArguments, type NormalizedCall, type UnreadableCall } from '../formats/index.js';
 import { canonical } from '../names.js';
 import { errorText, type PermissionRequest } from '../permissions/handler.js';
-import type { PolicyEvaluation } from '../permissions/policy.js';
+import { FIXED_OUTCOME, type PermissionPolicy, type PolicyEvaluation } from '../permissions/policy.js';
 import type { Tool } from '../tool.js';
 import { decisionOf, deny, fallbackText, issueText, quote, refusalText } from './decisions.js';
 import { freezeParsedArguments, snapshotArguments } from './snapshot.js';
@@ -77,7 +77,9 @@ export function precheck(
 ): Precheck | Promise<Precheck> {
   // A name spelled as its tool's canonical name (most calls) is its own canonical form: found at once, and
   // not canonicalised again (canonical() is idempotent). Any other spelling is canonicalised and looked up.
-  const spelled = 'problem' in call ? undefined : env.lookup(call.name);
+  // The joint slot of the name (steady layers: src/allowlist-cache.ts) keeps what the registry found under it.
+  const slot = 'problem' in call ? null : peekSlot(context, env, call.name);
+  const spelled = 'problem' in call ? undefined : slot === null ? env.lookup(call.name) : toolIn(slot, env, call.name);
   const form = spelled !== undefined && spelled.canonicalName === call.name ? call.name : canonical(call.name);
   const agent = agentNameOf(context);
   if ('problem' in call)
@@ -150,7 +152,7 @@ export function precheck(
     return validation.then(
       (result) =>
         result.ok
-          ? validated(result.value, snapshot, tool, call, form, agent, context, env)
+          ? validated(result.value, snapshot, tool, call, form, agent, context, env, slot)
           : mismatched(result.issues, tool, call, form, agent, context, env),
       (error: unknown) => validationFailed(head, tool, error),
     );
@@ -158,7 +160,44 @@ export function precheck(
   // Its fields read here, not handed on: a synchronous schema's result object then does not outlive this call, and
   // V8 drops it once the validator is inlined (40 bytes of an `invoke`, issue 25).
   if (!validation.ok) return mismatched(validation.issues, tool, call, form, agent, context, env);
-  return validated(validation.value, snapshot, tool, call, form, agent, context, env);
+  return validated(validation.value, snapshot, tool, call, form, agent, context, env, slot);
+}
+
+/**
+ * `env.lookup(name)`, kept in the name's joint slot while the environment's look-ups are fixed (the registry's
+ * current one: a registry changed since has another environment, and the slot's epoch moves on to it).
+ */
+function toolIn(slot: JointSlot, env: GateEnvironment, name: string): Tool | undefined {
+  if (env.fixedLookup !== true) return env.lookup(name);
+  const joint = slot.joint;
+  if (joint.env === env && slot.epoch === joint.epoch) return slot.found;
+  const tool = env.lookup(name);
+  if (joint.env !== env) {
+    joint.env = env;
+    joint.epoch++;
+  }
+  slot.epoch = joint.epoch;
+  slot.found = tool;
+  slot.outcome = undefined;
+  return tool;
+}
+
+/**
+ * Step 5's evaluation: the policy's outcome for the tool whatever the arguments kept in the joint slot that answered
+ * step 4 (the slot's tool and environment are this call's), else the policy's evaluation.
+ */
+function evaluationOf(
+  policy: PermissionPolicy,
+  tool: Tool,
+  args: Readonly<Record<string, unknown>>,
+  env: GateEnvironment,
+): PolicyEvaluation {
+  const slot = answeringSlot();
+  if (slot === null || slot.found !== tool || slot.epoch !== slot.joint.epoch || slot.joint.env !== env)
+    return policy.evaluate(tool, args);
+  let outcome = slot.outcome;
+  if (outcome === undefined) outcome = slot.outcome = policy[FIXED_OUTCOME](tool);
+  return outcome ?? policy.evaluate(tool, args);
 }
 
 /** A refusal at step 3: the arguments could not be read or validated, or do not match the tool's schema. */
@@ -229,6 +268,7 @@ function validated(
   agent: string,
   context: GateContext,
   env: GateEnvironment,
+  slot: JointSlot | null,
 ): Precheck {
   // A schema that returns a new value (defaults, transforms) gets that value snapshotted in turn.
   let args: Readonly<Record<string, unknown>>;
@@ -247,7 +287,7 @@ function validated(
     );
   }
   // 4 allowlist: this call's verdict under the dispatch's layers (src/allowlist-cache.ts)
-  const layer = allowlistRefusal(context, env, form, call.name, agent);
+  const layer = allowlistRefusal(context, env, form, call.name, agent, slot);
   if (layer !== null)
     return decided(
       decisionOf(
@@ -288,7 +328,7 @@ function validated(
       tool,
       args,
     );
-  const evaluation = policy.evaluate(tool, args);
+  const evaluation = evaluationOf(policy, tool, args, env);
   const rule = evaluation.rule?.name ?? null;
   if (evaluation.by === 'rule_error')
     return decided(

@@ -6,6 +6,9 @@ import { errorText, isPermissionHandler, type PermissionHandler } from './handle
 import { isPermissionResult, PermissionResult } from './result.js';
 import { compileRule, selects, type CompiledRule, type PermissionRule } from './rule.js';
 
+/** @internal A policy's outcome for a tool whatever the arguments, or null (src/gate/precheck.ts keeps it per form). */
+export const FIXED_OUTCOME = Symbol('toolgate.policy.fixedOutcome');
+
 /** Options of {@link PermissionPolicy}. */
 export interface PermissionPolicyOptions {
   /** Evaluated in order; the first rule that matches decides. */
@@ -119,6 +122,14 @@ export class PermissionPolicy {
   /** The rules that can match `tool`, in policy order. */
   candidates(tool: Tool): readonly CompiledRule[] {
     return this.#candidatesOf(tool).list;
+  }
+
+  /**
+   * @internal What {@link evaluate} (untraced) answers for `tool` whatever the arguments — the same frozen object —
+   * or null when its rules must be tried on each call's arguments.
+   */
+  [FIXED_OUTCOME](tool: Tool): PolicyEvaluation | null {
+    return this.#candidatesOf(tool).fixed;
   }
 
   #candidatesOf(tool: Tool): Candidates {
