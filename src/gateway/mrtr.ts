@@ -140,16 +140,16 @@ export interface MrtrRound {
   settle(outcome: LedgerOutcome): Promise<void>;
 }
 
-const rounds = new WeakMap<object, MrtrRound>();
+/**
+ * The member by which a 2026-07-28 request's peer (modern-peer.ts) gives its request's round, made when first
+ * asked for (modern.ts): no round is made for a call that asks nothing (issue 25).
+ */
+export const PEER_ROUND: unique symbol = Symbol('toolgate.peerRound');
 
-/** Registers `round` as the person of the asks of requests served by `peer` (modern.ts's per-request peer). */
-export function attachRound(peer: object, round: MrtrRound): void {
-  rounds.set(peer, round);
-}
-
-/** The round of a 2026-07-28 request's peer, or undefined for a 2025-era server. */
+/** The round of a 2026-07-28 request's peer, or undefined for a 2025-era server (or outside a round). */
 export function roundOf(peer: object): MrtrRound | undefined {
-  return rounds.get(peer);
+  const round = (peer as { [PEER_ROUND]?: () => MrtrRound | undefined })[PEER_ROUND];
+  return typeof round === 'function' ? round.call(peer) : undefined;
 }
 
 /** The key of the states minted under `boot` (the owner's secret bound to it), or the secret itself. */
