@@ -104,6 +104,11 @@ export class ModernRequest implements PeerState {
     return this.#round;
   }
 
+  /** Whether the request is in a round (`rounded` began one), made or not yet. */
+  inRound(): boolean {
+    return this.#makeRound !== undefined;
+  }
+
   /** The round if something made it; else nothing asked, refused or claimed a call in it. */
   get made(): MrtrRound | undefined {
     return this.#round;

@@ -12,7 +12,7 @@ import {
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { LoggingLevel } from '@modelcontextprotocol/sdk/types.js';
 import { MODERN_VERSION } from '../mcp/index.js';
-import { PEER_ROUND, type MrtrRound } from './mrtr.js';
+import { PEER_IN_ROUND, PEER_ROUND, type MrtrRound } from './mrtr.js';
 import { heardAt, LOG_LEVELS } from './relay.js';
 
 /** The client capabilities a 2026-07-28 request declares in its `_meta` (none when it has no context). */
@@ -39,6 +39,8 @@ export interface PeerState {
   refused(what: 'sampling' | 'elicitation', declared: boolean): void;
   /** The round of the request's asks (mrtr.ts roundOf), or undefined outside one. */
   round(): MrtrRound | undefined;
+  /** Whether the request is in a round (its round made or not yet). */
+  inRound(): boolean;
 }
 
 /** The peer's own members (on its prototype: a peer per request is one object and its proxy, no closures). */
@@ -83,6 +85,10 @@ class PeerTarget {
 
   [PEER_ROUND](): MrtrRound | undefined {
     return this.state.round();
+  }
+
+  [PEER_IN_ROUND](): boolean {
+    return this.state.inRound();
   }
 }
 

@@ -7,7 +7,7 @@ import type { ServerContext } from '@modelcontextprotocol/server';
 import { describe, expect, it } from 'vitest';
 import type { GateContext } from '../../src/contracts/gate.js';
 import { ModernBinding, ModernRequest } from '../../src/gateway/modern-binding.js';
-import { roundOf, type MrtrRound } from '../../src/gateway/mrtr.js';
+import { inRound, roundOf, type MrtrRound } from '../../src/gateway/mrtr.js';
 import type { GatewayCore, GatewayRequestContext } from '../../src/gateway/session.js';
 
 const CAPABILITIES = 'io.modelcontextprotocol/clientCapabilities';
@@ -83,17 +83,23 @@ describe('2026-07-28 requests on one binding (modern-binding.ts)', () => {
     expect(a.undeclared).toBeUndefined();
     // Rounds: none outside a round (a 2025-era server has none either); each request's is its own, made once.
     expect(roundOf(a.peer)).toBeUndefined();
+    expect(inRound(a.peer)).toBe(false);
     let made = 0;
     const roundA = { name: 'a' } as unknown as MrtrRound;
     const roundB = { name: 'b' } as unknown as MrtrRound;
     a.begin(() => (made++, roundA));
     b.begin(() => (made++, roundB));
     expect(a.made).toBeUndefined();
+    // In a round, its round not made yet: only an ask (roundOf) makes it.
+    expect(inRound(a.peer)).toBe(true);
+    expect(inRound(b.peer)).toBe(true);
+    expect(made).toBe(0);
     expect(roundOf(b.peer)).toBe(roundB);
     expect(roundOf(a.peer)).toBe(roundA);
     expect(roundOf(a.peer)).toBe(roundA);
     expect(made).toBe(2);
     expect(roundOf({})).toBeUndefined();
+    expect(inRound({})).toBe(false);
   });
 
   it('concurrent rounds: each handler sees its own request throughout, an upstream refusal fails its own call only', async () => {
