@@ -12,7 +12,7 @@ import type { PermissionHandler, PermissionRequest } from '../permissions/handle
 import type { ToolRegistry } from '../registry.js';
 import { storePerson, type ApprovalNote, type GatewayApprovals } from './approvals.js';
 import { inboxRoute, type GatewayInbox } from './inbox.js';
-import { APPROVAL_FORM, roundOf, type MrtrStores } from './mrtr.js';
+import { APPROVAL_FORM, inRound, roundOf, type MrtrStores } from './mrtr.js';
 
 /** Where the gateway's asks go. */
 export interface GatewayPeople {
@@ -80,7 +80,8 @@ function personRoute(
   // count for the call once the definition changes (an accepted drift), on any of the routes below.
   const approvals = { secret: people.secret, pin };
   // A 2026-07-28 request asks in its own round (mrtr.ts): the inbox's page by URL elicitation, else a form.
-  const round = roundOf(request.server);
+  // The round itself is made only when the call asks (issue 25).
+  const round = inRound(request.server);
   if (people.inbox && !round) return inboxRoute(people.inbox, request, note, approvals);
   if (people.approvals) {
     const person = storePerson(people.approvals, { agent: request.agent }, note);
@@ -104,7 +105,11 @@ function personRoute(
   // elicitation; the stores, when configured, come first for both (their approvers answer, never the caller).
   const approver = round
     ? // An Answer (a deny nobody gave) passes approverRoute as it is.
-      (((ask: PermissionRequest) => round.ask(kind, ask, askText(kind, ask), note, pin)) as PermissionHandler)
+      (((ask: PermissionRequest) => {
+        const made = roundOf(request.server);
+        if (made === undefined) throw new Error('toolgate gateway: a 2026-07-28 ask outside its round; refused');
+        return made.ask(kind, ask, askText(kind, ask), note, pin);
+      }) as PermissionHandler)
     : elicitation(request.server, people.approvalTimeoutMs, kind);
   return approverRoute(registry, approver, approvals);
 }

@@ -15,7 +15,7 @@ import type { ApprovalNote } from './approvals.js';
 import { gatewayRoute, type AskingRequest, type GatewayPeople } from './approvers.js';
 import { auditTime, shadowOf, type GatewayAuditRecord, type ToolAuditRecord } from './audit.js';
 import { upstreamTaskOf } from '../mcp/index.js';
-import { roundOf } from './mrtr.js';
+import { inRound } from './mrtr.js';
 import { listedDefinitionPin, PIN_RULE } from './pins.js';
 import type { Relay, RelayedRequest } from './relay.js';
 import type { PolicyInForce } from './policy.js';
@@ -88,7 +88,7 @@ export async function runToolCall(deps: ToolCallDeps, call: ToolCallRequest): Pr
   // A 2026-07-28 request the caller layer refused, where a scope would cover the tool: HTTP 403 and
   // insufficient_scope (stepup.ts) instead of a flat refusal; the record says so.
   const stepUp =
-    decision.effect === 'deny' && decision.layer === 'caller' && roundOf(server) !== undefined
+    decision.effect === 'deny' && decision.layer === 'caller' && inRound(server)
       ? stepUpFor(decidedUnder.set.scopes, call.name)
       : undefined;
   if (stepUp) {

@@ -2,13 +2,13 @@
  * The fast path of the gateway's 2026-07-28 downstream (issue 25.3): a `tools/call` or `resources/read` in
  * the plain shape an SDK v2 client sends — one request, its `_meta` exactly the per-request envelope (this version, the client's
  * identity, its declared capabilities without extensions or a log level), no retry material, headers that
- * agree with the body — is run by the SAME handler as the SDK path (modern.ts's `bindModern`: rounds of an
+ * agree with the body — is run by the SAME handler as the SDK path (modern-binding.ts's `ModernBinding`: rounds of an
  * ask as input_required, the gate, limits, pins, audit, step-up) without the SDK's per-request HTTP entry
  * (web Request, classification, a server and transport per request, web Response). Its answer is written
  * as the SDK writes it: a result already in the form the SDK's schemas keep unchanged (text content, a
  * boolean `isError`, plain `structuredContent` and `_meta`) is encoded here exactly as the SDK encodes it
  * (`resultType`, the gateway's `serverInfo`, `{ result, jsonrpc, id }`, one JSON body; a read as it comes
- * from modern.ts's `privately`, which the SDK does not validate); any other outcome —
+ * from modern-binding.ts's `privately`, which the SDK does not validate); any other outcome —
  * an error, input_required, another result, a step-up — is handed to an SDK handler that answers it as the
  * SDK path would have (the same request, the handler's outcome replayed, nothing run twice). Whatever is not
  * in the plain shape goes to the SDK path unchanged. `TOOLGATE_GATEWAY_FAST_PATH=off` switches it off.
@@ -22,10 +22,12 @@ import {
   type McpHttpHandler,
   type ServerContext,
 } from '@modelcontextprotocol/server';
+import type { CallToolRequest, ReadResourceRequest } from '@modelcontextprotocol/sdk/types.js';
 import { MODERN_VERSION } from '../mcp/index.js';
 import { HEADERS_WITHIN_MS } from './http-session.js';
 import { serveModern } from './http-wire.js';
-import { bindModern, modernHandler, PRIVATE_TTL_MS, type ModernHandlers } from './modern.js';
+import { ModernBinding, ModernRequest } from './modern-binding.js';
+import { modernHandler, PRIVATE_TTL_MS } from './modern.js';
 import type { GatewayCore, GatewayRequestContext } from './session.js';
 import { challengeOf, type Exchange, type StepUp } from './stepup.js';
 import { isPlainObject } from './raw-results.js';
@@ -167,6 +169,9 @@ export function plainModernCallOf(req: IncomingMessage, body: unknown): PlainMod
   return { body, id, method, name, arguments: args, envelope };
 }
 
+/** A fast-path request's `requestState()`: it carries none. */
+const noState = (): undefined => undefined;
+
 /** What the handler gave: a result, or what it threw. */
 type Outcome = { readonly result: unknown } | { readonly error: unknown };
 
@@ -176,20 +181,10 @@ interface Replay {
   readonly stepUp: StepUp | undefined;
 }
 
-type CallHandler = (request: { method: string; params: Record<string, unknown> }, ctx: ServerContext) => unknown;
-
-/** The handlers one request binds, of which the fast path runs tools/call and resources/read. */
-class Table implements ModernHandlers {
-  readonly handlers = new Map<string, CallHandler>();
-  readonly setRequestHandler = ((method: string, ...rest: unknown[]) => {
-    if (method === 'tools/call' || method === 'resources/read') this.handlers.set(method, rest.at(-1) as CallHandler);
-  }) as ModernServer['setRequestHandler'];
-}
-
 /** One modern handler's fast path. */
 class ModernFastPath {
-  readonly #core: GatewayCore;
-  readonly #context: () => GatewayRequestContext;
+  /** The 2026-07-28 handlers, bound once (modern-binding.ts): the SDK path's, run without the SDK. */
+  readonly #binding: ModernBinding;
   readonly #serverInfo: { readonly name: string; readonly version: string };
   /** Answers an outcome as the SDK path does, for what is not encoded here. */
   readonly #replay: McpHttpHandler;
@@ -205,8 +200,7 @@ class ModernFastPath {
     onerror: ((error: Error) => void) | undefined,
     resourceMetadata: (() => string | undefined) | undefined,
   ) {
-    this.#core = core;
-    this.#context = context;
+    this.#binding = new ModernBinding(core, context);
     this.#serverInfo = { name: core.name, version: '0.2.0' };
     const sdk = createMcpHandler(
       ({ requestInfo }) => {
@@ -245,15 +239,18 @@ class ModernFastPath {
   /** Runs `call` and answers it on `res`; false (nothing done) when the caller is shown no tools. */
   serve(call: PlainModernCall, req: IncomingMessage, res: ServerResponse, auth: AuthInfo | undefined): boolean {
     // Nothing has run yet: a throw here (the context refused, say) is the SDK path's to answer, as it would.
-    let handle: CallHandler | undefined;
+    const binding = this.#binding;
     // This request's own exchange (the fast path takes no extension: no tasks); a refused call's step-up lands here.
     const exchange: Exchange = { tasks: false };
+    let state: ModernRequest;
     try {
-      handle = bindModern(this.#core, this.#context, auth, exchange, () => new Table()).handlers.get(call.method);
+      // Served only where the SDK path would bind the handler: tools shown to this caller, resources offered.
+      const caller = binding.callerOf(auth);
+      if (call.method === 'tools/call' ? !binding.showsTools(caller) : !binding.offers('resources')) return false;
+      state = new ModernRequest(binding, exchange, undefined);
     } catch {
       return false;
     }
-    if (handle === undefined) return false;
     const cancelled = new AbortController();
     res.on('close', () => {
       if (!res.writableFinished) cancelled.abort();
@@ -266,7 +263,7 @@ class ModernFastPath {
         method: call.method,
         _meta: undefined,
         envelope: call.envelope,
-        requestState: () => undefined,
+        requestState: noState,
         signal: cancelled.signal,
         notify: (notification: Record<string, unknown>) => answer.notify(notification),
       },
@@ -280,7 +277,12 @@ class ModernFastPath {
           : { name: call.name, arguments: call.arguments };
     void (async (): Promise<Outcome> => {
       try {
-        return { result: await handle({ method: call.method, params }, ctx) };
+        return {
+          result:
+            call.method === 'tools/call'
+              ? await binding.callTool(state, params as CallToolRequest['params'], ctx)
+              : await binding.readResource(state, params as ReadResourceRequest['params'], ctx),
+        };
       } catch (error) {
         return { error };
       }
@@ -306,7 +308,7 @@ class ModernFastPath {
 
   /**
    * A resources/read result as the SDK encodes it (no schema runs on it there): `resultType` stamped, the
-   * cache fields kept (modern.ts's `privately` set them; valid, else undefined), the gateway's `serverInfo`
+   * cache fields kept (modern-binding.ts's `privately` set them; valid, else undefined), the gateway's `serverInfo`
    * added to a plain `_meta` that names none; undefined for anything else (a `resultType`, another member).
    */
   #encodedRead(result: unknown): Record<string, unknown> | undefined {

@@ -48,7 +48,7 @@ export function ownerOf(ctx: ServerContext, context: GateContext): TaskOwner {
   };
 }
 
-/** What the extension needs of one request's server (modern.ts's bindModern). */
+/** What the extension needs of one request's server (modern-binding.ts). */
 export interface TaskRequests {
   readonly core: GatewayCore;
   /** The key of the handles (tasks.ts taskKeyOf). */

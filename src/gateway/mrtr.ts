@@ -140,16 +140,24 @@ export interface MrtrRound {
   settle(outcome: LedgerOutcome): Promise<void>;
 }
 
-const rounds = new WeakMap<object, MrtrRound>();
+/**
+ * The members by which a 2026-07-28 request's peer (modern-peer.ts) gives its request's round, made when first
+ * asked for (modern-binding.ts), and tells whether it is in one: no round is made for a call that asks nothing
+ * (issue 25).
+ */
+export const PEER_ROUND: unique symbol = Symbol('toolgate.peerRound');
+export const PEER_IN_ROUND: unique symbol = Symbol('toolgate.peerInRound');
 
-/** Registers `round` as the person of the asks of requests served by `peer` (modern.ts's per-request peer). */
-export function attachRound(peer: object, round: MrtrRound): void {
-  rounds.set(peer, round);
+/** The round of a 2026-07-28 request's peer (made now), or undefined for a 2025-era server (or outside a round). */
+export function roundOf(peer: object): MrtrRound | undefined {
+  const round = (peer as { [PEER_ROUND]?: () => MrtrRound | undefined })[PEER_ROUND];
+  return typeof round === 'function' ? round.call(peer) : undefined;
 }
 
-/** The round of a 2026-07-28 request's peer, or undefined for a 2025-era server. */
-export function roundOf(peer: object): MrtrRound | undefined {
-  return rounds.get(peer);
+/** Whether {@link roundOf} gives `peer` a round, without making it: false for a 2025-era server. */
+export function inRound(peer: object): boolean {
+  const inside = (peer as { [PEER_IN_ROUND]?: () => boolean })[PEER_IN_ROUND];
+  return typeof inside === 'function' && inside.call(peer) === true;
 }
 
 /** The key of the states minted under `boot` (the owner's secret bound to it), or the secret itself. */

@@ -135,7 +135,7 @@ export function openSession(core: GatewayCore, contextOption: () => GatewayReque
 }
 
 /** The context of a request, from the session's option (read per request: a reload changes the gateway's own). */
-function contextOf(session: Session, request: SessionRequest): GateContext {
+function contextOf(session: Session, request: Pick<SessionRequest, 'authInfo' | 'sessionId'>): GateContext {
   const option = session.contextOption();
   return typeof option === 'function' ? option({ authInfo: request.authInfo, sessionId: request.sessionId }) : option;
 }
@@ -495,6 +495,6 @@ export function requestHandlers(core: GatewayCore, contextOption: () => GatewayR
     getPrompt: (params: GetPromptRequest['params'], request: SessionRequest) => getPrompt(session, params, request),
     complete: (params: CompleteRequest['params'], request: SessionRequest) => complete(session, params, request),
     /** The context a request is decided under (the factory computes what it may be shown). */
-    contextOf: (request: SessionRequest) => contextOf(session, request),
+    contextOf: (request: Pick<SessionRequest, 'authInfo' | 'sessionId'>) => contextOf(session, request),
   };
 }
