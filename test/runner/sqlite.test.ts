@@ -92,7 +92,12 @@ describe('SqliteApprovalStore (toolgate/sqlite)', () => {
     };
     visit(join(root, 'index.ts'));
     expect(seen.has(join(root, 'runner/runner.ts'))).toBe(true);
-    expect([...external].filter((s) => !s.startsWith('node:'))).toEqual(['ajv', 'ajv/dist/2019.js', 'ajv/dist/2020.js', 'ajv-formats']);
+    expect([...external].filter((s) => !s.startsWith('node:'))).toEqual([
+      'ajv',
+      'ajv/dist/2019.js',
+      'ajv/dist/2020.js',
+      'ajv-formats',
+    ]);
     const pkg = JSON.parse(readFileSync(resolve(root, '../package.json'), 'utf8')) as Record<
       string,
       Record<string, unknown>
