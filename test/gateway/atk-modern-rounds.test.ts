@@ -16,11 +16,11 @@ import { modernUpstreamPolicy } from './fixtures/modern-fast.js';
 const cleanups = cleanupsAfterEach();
 const SECRET = 'atk-modern-rounds-secret-0123456789abcdef';
 
-/** alice may echo; mallory and bob may echo and pay. */
+/** alice may echo; mallory and bob may echo, pay and confirm. */
 const TOKENS: Record<string, string[]> = {
   alice: ['mod:echo'],
-  mallory: ['mod:echo', 'mod:pay'],
-  bob: ['mod:echo', 'mod:pay'],
+  mallory: ['mod:echo', 'mod:pay', 'mod:confirm'],
+  bob: ['mod:echo', 'mod:pay', 'mod:confirm'],
 };
 
 async function gateway(fast: boolean, extra: Record<string, unknown> = {}) {
@@ -214,7 +214,11 @@ describe('attacks on the 2026-07-28 rounds bound once per route', { timeout: 180
             `fast ${fast}`,
           ).toEqual(['mod:echo']);
         if (kind === 'mallory')
-          expect(result?.tools?.map((t) => t.name).sort(), `fast ${fast}`).toEqual(['mod:echo', 'mod:pay']);
+          expect(result?.tools?.map((t) => t.name).sort(), `fast ${fast}`).toEqual([
+            'mod:confirm',
+            'mod:echo',
+            'mod:pay',
+          ]);
         if (kind === 'ask') expect(result?.resultType, `fast ${fast}`).toBe('input_required');
         if (kind === 'refused') expect(JSON.stringify(a)).not.toContain('paid');
         if (kind === 'resources') {
@@ -268,6 +272,41 @@ describe('attacks on the 2026-07-28 rounds bound once per route', { timeout: 180
       expect(JSON.stringify(ran), `fast ${fast}`).toContain('TOP SECRET');
       const again = await read('mallory', 'docs://secret/keys', { requestState: mine, inputResponses: accept });
       expect(JSON.stringify(again), `fast ${fast}`).not.toContain('TOP SECRET');
+    }
+  });
+
+  it('an upstream’s own round, relayed: its wrapped state answers only its own caller’s same call', async () => {
+    for (const fast of [true, false]) {
+      const { url, records } = await gateway(fast);
+      const confirm = async (token: string, args: Record<string, unknown>, retry?: Record<string, unknown>) =>
+        (
+          await modernRequest<{ result?: Answer['result']; error?: Answer['error'] }>(
+            url,
+            'tools/call',
+            { name: 'mod:confirm', arguments: args, ...(retry ?? {}) },
+            { token, capabilities: FORM, id: ids++ },
+          )
+        ).body;
+      const asked = await Promise.all([confirm('mallory', {}), confirm('bob', {})]);
+      const [mine, bobs] = asked.map((a) => {
+        expect(a.result?.resultType, `fast ${fast}: ${JSON.stringify(a)}`).toBe('input_required');
+        return a.result!.requestState!;
+      });
+      const answers = { ok: { action: 'accept', content: { ok: true } } };
+      const moved = await Promise.all([
+        confirm('bob', {}, { requestState: mine, inputResponses: answers }),
+        confirm('mallory', {}, { requestState: bobs, inputResponses: answers }),
+        confirm('alice', {}, { requestState: mine, inputResponses: answers }),
+        confirm('mallory', { extra: 1 }, { requestState: mine, inputResponses: answers }),
+        pay(url, 'mallory', { to: 'confirm', amount: 1 }, { requestState: mine, inputResponses: answers }),
+      ]);
+      for (const [i, answer] of moved.entries()) {
+        expect(JSON.stringify(answer), `fast ${fast}, try ${i}`).not.toContain('user said');
+        expect(JSON.stringify(answer), `fast ${fast}, try ${i}`).not.toContain('paid');
+      }
+      const own = await confirm('mallory', {}, { requestState: mine, inputResponses: answers });
+      expect(JSON.stringify(own), `fast ${fast}`).toContain('user said: accept');
+      expect(records.some((r) => r.type === 'protocol')).toBe(true);
     }
   });
 });
