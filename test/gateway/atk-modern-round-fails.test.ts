@@ -26,6 +26,7 @@ vi.mock('../../src/gateway/mrtr.js', async (importOriginal) => {
 });
 
 const { ModernBinding, ModernRequest } = await import('../../src/gateway/modern-binding.js');
+const { roundOf } = await import('../../src/gateway/mrtr.js');
 
 const cleanups = cleanupsAfterEach();
 const SECRET = 'atk-modern-round-fails-secret-0123456789';
@@ -139,5 +140,97 @@ describe('a 2026-07-28 round that cannot be made', { timeout: 180_000 }, () => {
     // The handler is shared, the target is not: one request's peer never reads another's state.
     expect((a.peer as unknown as { state: unknown }).state).toBe(a);
     expect((b.peer as unknown as { state: unknown }).state).toBe(b);
+  });
+
+  it('a round made at the ask binds the policy in force when its request began: a reload before the ask spends nothing', async () => {
+    failing.on = false;
+    const inForce = { current: { policy: { version: 'v1' } } };
+    const stores = { secret: Buffer.from(SECRET), nonces: new MemoryNonceStore(), ledger: new MemoryLedger() };
+    const core = {
+      name: 'gw',
+      people: { requestState: stores, inbox: undefined },
+      inForce,
+      audit: () => undefined,
+    } as never;
+    const binding = new ModernBinding(
+      core,
+      () =>
+        ((r: { authInfo?: { clientId: string } }) => ({
+          caller: { id: r.authInfo?.clientId ?? 'nobody' },
+        })) as never,
+    );
+    const ask = {
+      toolName: 'mod:pay',
+      parameters: { to: 'x', amount: 70 },
+      reason: 'a person approves',
+      ruleName: 'ask',
+      metadata: {} as never,
+      callId: 'c',
+      agent: 'agent',
+      tenant: null,
+      runId: null,
+    };
+    const ctxOf = (requestState?: string, inputResponses?: Record<string, unknown>) =>
+      ({
+        sessionId: undefined,
+        mcpReq: {
+          id: 1,
+          method: 'tools/call',
+          envelope: { 'io.modelcontextprotocol/clientCapabilities': FORM },
+          requestState: () => requestState,
+          inputResponses,
+          signal: new AbortController().signal,
+          notify: async () => undefined,
+        },
+        http: { authInfo: { clientId: 'mallory', token: 'mallory', scopes: [] } },
+      }) as never;
+    const asked: string[] = [];
+    // The policy reloads after the request began, before its ask: the round, made at the ask, binds v1.
+    const first = new ModernRequest(binding, { tasks: false }, undefined);
+    const answer = (await binding.rounded(
+      first,
+      ctxOf(),
+      { method: 'tools/call', name: 'mod:pay', args: ask.parameters },
+      async () => {
+        inForce.current = { policy: { version: 'v2' } };
+        asked.push(String(await roundOf(first.peer)!.ask('tool', ask, 'Allow?', () => undefined)));
+        return { content: [{ type: 'text', text: 'refused: asked' }] };
+      },
+    )) as { requestState?: string };
+    expect(asked).toEqual(['deny']);
+    const state = answer.requestState!;
+    const bound = JSON.parse(Buffer.from(state, 'base64url').toString('utf8')) as {
+      binding: { policyVersion: string };
+    };
+    expect(bound.binding.policyVersion).toBe('v1');
+    // Its retry under v2 is refused before anything runs, and its nonce is not spent by the refusal.
+    const retry = new ModernRequest(binding, { tasks: false }, undefined);
+    const accepted = { 'toolgate.approval': { action: 'accept', content: { approve: true } } };
+    let ran = false;
+    await expect(
+      binding.rounded(
+        retry,
+        ctxOf(state, accepted),
+        { method: 'tools/call', name: 'mod:pay', args: ask.parameters },
+        async () => {
+          if ((await roundOf(retry.peer)!.ask('tool', ask, 'Allow?', () => undefined)) === 'allow') ran = true;
+          return { content: [{ type: 'text', text: ran ? 'ran' : 'refused' }] };
+        },
+      ),
+    ).rejects.toThrow(/policy version "v1" and "v2"/);
+    expect(ran).toBe(false);
+    // Back under v1 (the same policy again), the same state runs its call once: the refusal spent nothing.
+    inForce.current = { policy: { version: 'v1' } };
+    const again = new ModernRequest(binding, { tasks: false }, undefined);
+    await binding.rounded(
+      again,
+      ctxOf(state, accepted),
+      { method: 'tools/call', name: 'mod:pay', args: ask.parameters },
+      async () => {
+        if ((await roundOf(again.peer)!.ask('tool', ask, 'Allow?', () => undefined)) === 'allow') ran = true;
+        return { content: [{ type: 'text', text: ran ? 'ran' : 'refused' }] };
+      },
+    );
+    expect(ran).toBe(true);
   });
 });
