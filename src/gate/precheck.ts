@@ -11,7 +11,7 @@ import type { Decision, DecisionBase } from '../decision.js';
 import { parseArguments, type NormalizedCall, type UnreadableCall } from '../formats/index.js';
 import { canonical } from '../names.js';
 import { errorText, type PermissionRequest } from '../permissions/handler.js';
-import { FIXED_OUTCOME, type PermissionPolicy, type PolicyEvaluation } from '../permissions/policy.js';
+import { FIXED_OUTCOME, PermissionPolicy, type PolicyEvaluation } from '../permissions/policy.js';
 import type { Tool } from '../tool.js';
 import { decisionOf, deny, fallbackText, issueText, quote, refusalText } from './decisions.js';
 import { freezeParsedArguments, snapshotArguments } from './snapshot.js';
@@ -183,8 +183,16 @@ function toolIn(slot: JointSlot, env: GateEnvironment, name: string): Tool | und
 }
 
 /**
+ * PermissionPolicy's own `evaluate`, which the kept outcome stands for: a subclass's (a kill switch refusing more)
+ * or one wrapped on the prototype since is asked on every call, as before the memo (it was skipped, and ran a call
+ * it refused).
+ */
+const OWN_EVALUATE = Object.getOwnPropertyDescriptor(PermissionPolicy.prototype, 'evaluate')!.value as unknown;
+
+/**
  * Step 5's evaluation: the policy's outcome for the tool whatever the arguments kept in the joint slot that answered
- * step 4 (the slot's tool and environment are this call's), else the policy's evaluation.
+ * step 4 (the slot's tool and environment are this call's, the policy's `evaluate` its own), else the policy's
+ * evaluation.
  */
 function evaluationOf(
   policy: PermissionPolicy,
@@ -193,7 +201,13 @@ function evaluationOf(
   env: GateEnvironment,
 ): PolicyEvaluation {
   const slot = answeringSlot();
-  if (slot === null || slot.found !== tool || slot.epoch !== slot.joint.epoch || slot.joint.env !== env)
+  if (
+    slot === null ||
+    slot.found !== tool ||
+    slot.epoch !== slot.joint.epoch ||
+    slot.joint.env !== env ||
+    policy.evaluate !== OWN_EVALUATE
+  )
     return policy.evaluate(tool, args);
   let outcome = slot.outcome;
   if (outcome === undefined) outcome = slot.outcome = policy[FIXED_OUTCOME](tool);
