@@ -5,17 +5,14 @@
  * `"$(rm -rf /)\n"` or `"not base64\nAAAA"`. The check is now of the whole string.
  */
 import { describe, expect, it } from 'vitest';
-import { registryWith } from './fixtures/schema-tool.js';
+import { runsWith } from './fixtures/schema-tool.js';
 
 const D2020 = 'https://json-schema.org/draft/2020-12/schema';
 const D2019 = 'https://json-schema.org/draft/2019-09/schema';
 const schema = { type: 'object', properties: { blob: { type: 'string', format: 'byte' } } };
 
-async function runs(s: Record<string, unknown>, blob: string): Promise<boolean> {
-  const { registry, ran } = registryWith(s);
-  const result = await registry.invoke('pay', { blob });
-  expect(result.status === 'ok').toBe(ran.length === 1);
-  return result.status === 'ok';
+function runs(s: Record<string, unknown>, blob: string): Promise<boolean> {
+  return runsWith(s, { blob });
 }
 
 describe('format byte', () => {

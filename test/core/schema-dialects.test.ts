@@ -8,7 +8,7 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineTool } from '../../src/index.js';
-import { registryWith } from '../attacks/fixtures/schema-tool.js';
+import { runsWith } from '../attacks/fixtures/schema-tool.js';
 
 const D07 = 'http://json-schema.org/draft-07/schema#';
 const D2019 = 'https://json-schema.org/draft/2019-09/schema';
@@ -19,12 +19,7 @@ function jsonOf(schema: z.ZodType): Record<string, unknown> {
   return JSON.parse(JSON.stringify(z.toJSONSchema(schema))) as Record<string, unknown>;
 }
 
-async function runs(schema: Record<string, unknown>, args: Record<string, unknown>): Promise<boolean> {
-  const { registry, ran } = registryWith(schema);
-  const result = await registry.invoke('pay', args);
-  expect(result.status === 'ok').toBe(ran.length === 1);
-  return result.status === 'ok';
-}
+const runs = runsWith;
 
 describe('a schema declaring its dialect', () => {
   it("reads zod 4's toJSONSchema output as JSON text (2020-12): refuses what the zod schema refuses", async () => {
