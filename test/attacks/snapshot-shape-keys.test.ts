@@ -129,7 +129,8 @@ describe('shape copiers made from hostile key names', () => {
           const text = JSON.stringify(proxied(given, order, jsonReads));
           const reads: string[] = [];
           const again = snapshotArguments(proxied(given, order, reads));
-          expect(again).toEqual(JSON.parse(text));
+          // As text: the snapshot keeps a value as given (-0 stays -0), which JSON.parse of the text would not.
+          expect(JSON.stringify(again)).toBe(text);
           expect(reads).toEqual(jsonReads);
         }
         expect(Object.getOwnPropertyNames(Object.prototype).sort()).toEqual(
