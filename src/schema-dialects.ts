@@ -104,7 +104,7 @@ function dialectOf(schema: JsonSchema): Dialect {
   // A subschema (an embedded resource) may declare its own dialect: it is read in the root's, so one toolgate does
   // not read was half read (a draft-03 `divisibleBy` ignored). Refused as the root's would be.
   const nested = (record: Record<string, unknown>): boolean =>
-    record !== schema && record['$schema'] !== undefined && !readsDialect(record['$schema']);
+    record !== schema && record['$schema'] !== undefined && dialectNamed(record['$schema']) === undefined;
   if (someSchema(schema, nested, 0))
     throw new Error(
       'a subschema declares a $schema that is not a dialect toolgate reads (draft-07, 2019-09 or 2020-12), or the schema nests past 64 levels',
@@ -120,13 +120,14 @@ function dialectOf(schema: JsonSchema): Dialect {
 
 type Dialect = 'draft-07' | '2019-09' | '2020-12';
 
-function readsDialect(declared: unknown): boolean {
-  return typeof declared === 'string' && DIALECTS.has(declared.replace(/#$/, ''));
+/** The dialect a `$schema` value names (its URI, a trailing `#` removed), or undefined: one toolgate does not read. */
+function dialectNamed(declared: unknown): Dialect | undefined {
+  return typeof declared === 'string' ? DIALECTS.get(declared.replace(/#$/, '')) : undefined;
 }
 
 /** The dialect a `$schema` declares: draft-07, 2019-09 or 2020-12; any other value throws (never half read). */
 export function declaredDialect(declared: unknown): Dialect {
-  const dialect = typeof declared === 'string' ? DIALECTS.get(declared.replace(/#$/, '')) : undefined;
+  const dialect = dialectNamed(declared);
   if (dialect === undefined)
     throw new Error(
       `$schema ${JSON.stringify(declared) ?? String(declared)} is not a dialect toolgate reads: declare draft-07, 2019-09 or 2020-12, or none`,
