@@ -167,11 +167,39 @@ export function toolMetadata(input: ToolMetadataInput | undefined, where: string
     throw new ConfigurationError(`${where}: "concurrencySafe" must be a boolean, got ${describe(concurrencySafe)}`);
   }
   return Object.freeze({
-    tags,
-    customTags,
-    allTags: new Set<string>([...tags, ...customTags]),
+    tags: new SealedSet(tags),
+    customTags: new SealedSet(customTags),
+    allTags: new SealedSet<string>([...tags, ...customTags]),
     timeoutMs,
     concurrencySafe,
     locality,
   });
+}
+
+/**
+ * A tool's tags, fixed once the tool is defined: policies and limiters keep what they found per tool, so a
+ * tag added later would be seen by some and not others. `add`, `delete` and `clear` throw a TypeError.
+ */
+class SealedSet<T> extends Set<T> {
+  constructor(values: Iterable<T>) {
+    super();
+    for (const value of values) super.add(value);
+    Object.freeze(this);
+  }
+
+  override add(value: T): never {
+    throw new TypeError(
+      `a tool's tags are fixed once it is defined; cannot add ${describe(value)} (define the tool again)`,
+    );
+  }
+
+  override delete(value: T): never {
+    throw new TypeError(
+      `a tool's tags are fixed once it is defined; cannot delete ${describe(value)} (define the tool again)`,
+    );
+  }
+
+  override clear(): never {
+    throw new TypeError("a tool's tags are fixed once it is defined; cannot clear them (define the tool again)");
+  }
 }

@@ -147,6 +147,37 @@ describe('PermissionPolicy evaluation', () => {
   });
 });
 
+describe("a tool's tags", () => {
+  it('are fixed once the tool is defined: a policy that found its rules by tag keeps deciding the same', () => {
+    const tool = defineTool({
+      name: 'refund',
+      parameters: { type: 'object' },
+      metadata: { tags: ['destructive'], customTags: ['billing'] },
+      execute: () => 0,
+    });
+    const policy = new PermissionPolicy({
+      rules: [
+        rule('net', 'deny', undefined, { tags: ['network'] }),
+        rule('billing', 'allow', undefined, { tags: ['billing'] }),
+      ],
+    });
+    expect(policy.evaluate(tool, {}).rule?.name).toBe('billing');
+    const { tags, customTags, allTags } = tool.metadata as unknown as {
+      tags: Set<string>;
+      customTags: Set<string>;
+      allTags: Set<string>;
+    };
+    for (const set of [tags, customTags, allTags]) {
+      expect(() => set.add('network')).toThrow(/fixed once it is defined; cannot add "network"/);
+      expect(() => set.delete('billing')).toThrow(/cannot delete "billing"/);
+      expect(() => set.clear()).toThrow(/cannot clear/);
+    }
+    expect([...allTags]).toEqual(['destructive', 'billing']);
+    expect(allTags.has('billing') && tags.has('destructive') && customTags.size === 1).toBe(true);
+    expect(policy.evaluate(tool, {}).rule?.name).toBe('billing');
+  });
+});
+
 describe('built-in rules', () => {
   it('select by tag', async () => {
     const { registry, add } = fixture();
