@@ -40,6 +40,13 @@ export interface ApprovalOwner {
 export interface ApprovalBinding {
   readonly kind: ApprovalKind;
   readonly owner: ApprovalOwner;
+  /**
+   * The agent that made the call: the gate context's agent (in process), the route's agent (the gateway's
+   * `/mcp/<agent>`); null for an ask no agent made (a held policy reload). An answer for one agent's call
+   * never counts for another agent's, even in one session under one rule. A binding stored without it
+   * (asked before the agent was bound) matches no call.
+   */
+  readonly agent: string | null;
   /** The call's id (the model's tool-call id, a gateway request's minted id). */
   readonly callId: string;
   /** The canonical tool name; for `resource` the normalised URI, for `prompt` the prompt's canonical name. */

@@ -2,7 +2,7 @@
  * The approval model's binding and proof (its types are src/contracts/approval.ts): how a binding and a
  * request id are minted, the one `sameBinding`, the one sign/verify of an answer and the one strict reader
  * of an Answer. An approval that does not verify (its MAC, its expiry, a nonce already used, or a binding
- * that names another owner, call, tool, arguments, rule, policy version, pin, caller or tenant) is
+ * that names another owner, agent, call, tool, arguments, rule, policy version, pin, caller or tenant) is
  * `{ effect: 'invalid', reason }`, the reason naming what failed.
  *
  * A route with a person binds its requests under the secret its OWNER sets (`ApprovalSettings.secret`):
@@ -34,6 +34,8 @@ export interface BindingParts {
   /** @default 'tool' */
   readonly kind?: ApprovalKind;
   readonly owner: ApprovalOwner;
+  /** The agent that made the call (the context's, the gateway route's); null for an ask no agent made (a reload). */
+  readonly agent: string | null;
   readonly callId: string;
   /** The canonical tool name (for `resource` the normalised URI, for `prompt` the canonical prompt name). */
   readonly tool: string;
@@ -65,6 +67,7 @@ export function bindingOf(parts: BindingParts, now = Date.now()): ApprovalBindin
   return Object.freeze({
     kind: parts.kind ?? 'tool',
     owner: Object.freeze({ kind: parts.owner.kind, id: parts.owner.id }),
+    agent: parts.agent,
     callId: parts.callId,
     tool: parts.tool,
     argsHash: hashOf(parts.args),
@@ -103,7 +106,7 @@ export function requestOf(secret: Uint8Array, binding: ApprovalBinding, shown: R
 }
 
 /** The fields of a Decision (or of an ask's base) a call's binding is made of. */
-type BoundCall = Pick<DecisionBase, 'callId' | 'canonical' | 'tenant' | 'runId' | 'policyVersion' | 'rule'>;
+type BoundCall = Pick<DecisionBase, 'agent' | 'callId' | 'canonical' | 'tenant' | 'runId' | 'policyVersion' | 'rule'>;
 
 /**
  * The binding of a call of this dispatch: the gate's ask, or a call decided earlier whose answer is checked
@@ -120,6 +123,7 @@ export function callBinding(
     {
       kind: settings?.kind ?? 'tool',
       owner: settings?.owner ?? defaultOwner(context, call),
+      agent: call.agent,
       callId: call.callId,
       tool: settings?.target ?? call.canonical,
       args,
@@ -174,9 +178,10 @@ function callerOf(context: GateContext): string | null {
 }
 
 /**
- * THE comparison of two bindings: null when `given` binds the very call `want` binds (kind, owner, call,
- * tool, arguments, rule, policy version, pin, caller, tenant), else the reason it does not, worded for the
- * person and the model. Expiry and the nonce are not compared here: {@link verifyAnswer} checks them.
+ * THE comparison of two bindings: null when `given` binds the very call `want` binds (kind, owner, agent,
+ * call, tool, arguments, rule, policy version, pin, caller, tenant), else the reason it does not, worded for
+ * the person and the model. Expiry and the nonce are not compared here: {@link verifyAnswer} checks them.
+ * A `given` without an `agent` (stored before the agent was bound) matches no call: fail closed.
  *
  * @example
  * const problem = sameBinding(stored.binding, request.binding);
@@ -189,6 +194,10 @@ export function sameBinding(given: unknown, want: ApprovalBinding): string | nul
   const owner = b.owner as Partial<ApprovalOwner> | null | undefined;
   if (typeof owner !== 'object' || owner === null || owner.kind !== want.owner.kind || owner.id !== want.owner.id)
     return 'the approval was given for another run or session';
+  if (b.agent === undefined)
+    return 'the approval was asked before approvals were bound to their agent; it counts for no call: ask again';
+  if (b.agent !== want.agent)
+    return `the approval was given for ${agentText(b.agent)} and ${agentText(want.agent)} asks now`;
   if (b.callId !== want.callId) return 'the approval was given for another call';
   if (b.tool !== want.tool) return 'the approval was given for another tool';
   if (b.argsHash !== want.argsHash) return 'the approval was given for other arguments';
@@ -201,6 +210,10 @@ export function sameBinding(given: unknown, want: ApprovalBinding): string | nul
   if ((b.caller ?? null) !== want.caller) return 'the approval was given for another caller';
   if ((b.tenant ?? null) !== want.tenant) return 'the approval was given for another tenant';
   return null;
+}
+
+function agentText(agent: unknown): string {
+  return agent === null ? 'no agent' : `agent ${describe(agent)}`;
 }
 
 /** Signs `answer` for `request` under `secret` (the route owner's approval key). */

@@ -5,7 +5,7 @@
  *   the policy's own handler → the route's person (`route.person`) → the registry's handler → the fallback
  *
  * An approval that does not verify (its MAC, its expiry, a nonce already used, or a binding that names
- * another owner, call, tool, arguments, rule, policy version, pin, caller or tenant) is handled one way: the
+ * another owner, agent, call, tool, arguments, rule, policy version, pin, caller or tenant) is handled one way: the
  * call is denied at stage `handler`, by `approval_invalid`, with a reason naming what failed.
  *
  * A route with a person binds its requests under the secret its OWNER sets (`ApprovalSettings.secret`):

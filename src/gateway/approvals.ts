@@ -3,8 +3,9 @@
  * gateway of several stateless replicas can ask on one replica and run on another, exactly once:
  *
  * 1. a call a rule asks for is refused for now (worded as waiting), and the request the gate bound to the
- *    exact call (kind, the caller's subject, tool, SHA-256 of the validated arguments, rule, policy version,
- *    pin, expiry, a single-use nonce) is put in the ApprovalStore; the refusal names its id;
+ *    exact call (kind, the caller's subject, the route's agent, tool, SHA-256 of the validated arguments,
+ *    rule, policy version, pin, expiry, a single-use nonce) is put in the ApprovalStore; the refusal names
+ *    its id;
  * 2. a person answers it on any replica (`POST /approvals/<id>`, the inbox, or `ApprovalStore.answer`);
  *    the store keeps the first answer only;
  * 3. the client asks again (any replica): the answered request for that exact call is found, its nonce is
@@ -62,10 +63,12 @@ export function checkApprovals(approvals: GatewayApprovals): { secret: Uint8Arra
 /**
  * The gateway's person when approvals live in the stores: given the request the gate bound to this call
  * (under the stores' secret, owned by the caller's subject), it answers with the first answer a person gave
- * to the same call made earlier — same kind, owner, tool, arguments, rule, policy version, pin, caller and
- * tenant (THE `sameBinding`, the call id aside: a retry is a new call) — once its nonce is consumed here, so
- * it counts on one replica once; otherwise it puts the request in the store (unless one waits already) and
- * answers a deny that `waiting` words as waiting, not as an approver's no. `note` hears what happened.
+ * to the same call made earlier — same kind, owner, agent, tool, arguments, rule, policy version, pin,
+ * caller and tenant (THE `sameBinding`, the call id aside: a retry is a new call) — once its nonce is
+ * consumed here, so it counts on one replica once; otherwise it puts the request in the store (unless one
+ * waits already) and answers a deny that `waiting` words as waiting, not as an approver's no. `note` hears
+ * what happened. `shown.agent` is the route's agent (`/mcp/<agent>`): a request bound to any other agent is
+ * refused (a throw: the call is denied), so a stored approval is always the route's own agent's.
  */
 export function storePerson(
   approvals: GatewayApprovals,
@@ -76,6 +79,10 @@ export function storePerson(
   return {
     async ask(request) {
       const want = request.binding;
+      if (want.agent !== shown.agent)
+        throw new Error(
+          `the approval request is bound to the agent ${describe(want.agent)}, not to this route's agent ${describe(shown.agent)}; refused`,
+        );
       // Minted by a replica (its id is the MAC of its binding under the shared key), and for this very call.
       const same = (r: PendingRecord): boolean =>
         r.source === 'gateway' &&

@@ -7,8 +7,8 @@
  *
  * - the state is one a replica minted (its id is the MAC of its binding under the owner's secret: an
  *   edited state fails; every replica given the same secret verifies it),
- * - it binds the call of the retry (`sameBinding`: the same principal, tenant, tool, arguments digest, rule,
- *   policy version — a state moved to another principal, tenant or call fails),
+ * - it binds the call of the retry (`sameBinding`: the same principal, agent, tenant, tool, arguments digest,
+ *   rule, policy version — a state moved to another principal, agent (route), tenant or call fails),
  * - it has not expired,
  * - the retry answers this request (its `inputResponses` hold the approval's key), and
  * - the call is claimed now: the ledger's reservation of the state's nonce (held by one replica, once) and
@@ -260,6 +260,7 @@ export function mrtrRound(request: MrtrRequest): MrtrRound {
       {
         kind,
         owner,
+        agent: ask.agent,
         callId,
         tool: targetOf(kind, ask),
         args: ask.parameters,

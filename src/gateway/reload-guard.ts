@@ -67,6 +67,8 @@ export function reloadRequest(
   const binding = bindingOf({
     kind: 'reload',
     owner: { kind: 'session', id: 'gateway' },
+    // No agent asked for it: a reload is the gateway's own (its card is shown as the agent `gateway`).
+    agent: null,
     callId: `reload:${current.version}:${next.version}`,
     tool: next.version,
     args: { from: current.version, to: next.version },

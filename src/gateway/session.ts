@@ -41,6 +41,7 @@ import {
   type Tool as McpTool,
 } from '@modelcontextprotocol/sdk/types.js';
 import type { GateContext } from '../contracts/gate.js';
+import { agentNameOf } from '../gate/index.js';
 import { canonical } from '../names.js';
 import type { ToolRegistry } from '../registry.js';
 import type { GatewayPeople } from './approvers.js';
@@ -152,11 +153,7 @@ function closedTo(
   return upstreamClosedTo(session.core.inForce.current.set, upstream.namespace, tenant);
 }
 
-function who(
-  session: Session,
-  request: SessionRequest,
-  context: GateContext = contextOf(session, request),
-): { caller: string | null; session: string | null } {
+function who(session: Session, request: SessionRequest, context = contextOf(session, request)) {
   return { caller: context.caller?.id ?? null, session: request.sessionId ?? null };
 }
 
@@ -242,7 +239,7 @@ function askingOf(session: Session, request: SessionRequest, base: GateContext):
       }),
     caller: base.caller?.id ?? null,
     subject: request.authInfo ? sessionSubject(request.authInfo) : null,
-    agent: typeof base.agent === 'string' ? base.agent : (base.agent?.name ?? 'agent'),
+    agent: agentNameOf(base),
     tenant: base.tenant?.id ?? null,
     policyVersion: session.core.inForce.current.policy.version,
     session: request.sessionId ?? null,

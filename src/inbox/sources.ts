@@ -204,6 +204,7 @@ export function inboxHandler(inbox: ApprovalSink, options: InboxHandlerOptions =
             binding: bindingOf(
               {
                 owner: { kind: 'run', id: request.runId ?? id },
+                agent: request.agent,
                 callId: request.callId,
                 tool: canonical,
                 args: request.parameters,

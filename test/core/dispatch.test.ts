@@ -480,6 +480,7 @@ describe('the one binding: minted one way, compared by one sameBinding', () => {
   it('sameBinding names what differs, or answers null for the very call', () => {
     const want = bindingOf({
       owner: { kind: 'run', id: 'R1' },
+      agent: 'agent',
       callId: 'c1',
       tool: 'refund',
       args: { order: 'o-1' },
@@ -492,6 +493,7 @@ describe('the one binding: minted one way, compared by one sameBinding', () => {
     expect(sameBinding({ ...want, nonce: 'other', expiresAt: 1 }, want)).toBeNull();
     expect(sameBinding({ ...want, kind: 'resource' }, want)).toMatch(/resource request/);
     expect(sameBinding({ ...want, owner: { kind: 'session', id: 'R1' } }, want)).toMatch(/another run or session/);
+    expect(sameBinding({ ...want, agent: 'other' }, want)).toMatch(/for agent "other" and agent "agent" asks now/);
     expect(sameBinding({ ...want, callId: 'c2' }, want)).toMatch(/another call/);
     expect(sameBinding({ ...want, tool: 'search' }, want)).toMatch(/another tool/);
     expect(sameBinding({ ...want, argsHash: hashOf({ order: 'o-2' }) }, want)).toMatch(/other arguments/);

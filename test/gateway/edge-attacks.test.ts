@@ -218,6 +218,7 @@ describe('attacks on the gateway edges', { timeout: 120_000 }, () => {
       binding: {
         kind: 'tool',
         owner: { kind: 'run', id: 'run-1' },
+        agent: 'support',
         callId: 'c1',
         tool: 'refund',
         argsHash: 'x'.repeat(64),

@@ -256,6 +256,7 @@ describe('attacks on the approval paths', { timeout: 120_000 }, () => {
         new TextEncoder().encode(secret),
         bindingOf({
           owner: { kind: 'session', id: 'cy' },
+          agent: 'a',
           callId,
           tool: 'bank:pay',
           args: { to: 'eve', amount: 900 },

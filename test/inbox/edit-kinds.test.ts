@@ -19,6 +19,7 @@ async function submitted(kind: ApprovalKind, id: string, parameters: Record<stri
   const binding = bindingOf({
     kind,
     owner: { kind: 'session', id: 'gw' },
+    agent: kind === 'reload' ? null : 'gateway',
     callId: `c-${id}`,
     tool,
     args: parameters,

@@ -304,6 +304,7 @@ export function approvalRequest(request: {
     binding: {
       kind: 'tool',
       owner: { kind: 'session', id: caller },
+      agent: request.agent ?? 'concierge',
       callId: request.id,
       tool: canonical,
       argsHash: `h-${request.id}`,

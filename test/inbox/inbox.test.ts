@@ -270,6 +270,7 @@ describe('a route of your own', () => {
       binding: {
         kind: 'tool',
         owner: { kind: 'session', id: 'acme/cy' },
+        agent: 'gateway',
         callId: 'c1',
         tool: 'refund',
         argsHash: 'h',

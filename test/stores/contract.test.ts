@@ -79,6 +79,7 @@ function pending(id: string, overrides: Partial<PendingRecord> = {}): PendingRec
     binding: {
       kind: 'tool',
       owner: { kind: 'run', id: 'R1' },
+      agent: 'support',
       callId: `call-${id}`,
       tool: 'refund',
       argsHash: 'ab'.repeat(32),
