@@ -237,14 +237,19 @@ export class Drain {
     return this.#inflight;
   }
 
-  /** A call started: it is in flight until its response closes. */
+  /**
+   * A call started: it is in flight until its response closes. One listener for every response (a response
+   * closes once): no closure and no `once` wrapper per request (issue 25).
+   */
   started(res: ServerResponse): void {
     this.#inflight++;
-    res.once('close', () => {
-      this.#inflight--;
-      if (this.#inflight === 0) for (const wake of this.#idle) wake();
-    });
+    res.on('close', this.#ended);
   }
+
+  readonly #ended = (): void => {
+    this.#inflight--;
+    if (this.#inflight === 0) for (const wake of this.#idle) wake();
+  };
 
   async drain(): Promise<void> {
     this.#draining = true;

@@ -62,7 +62,7 @@ export class RawHttpTransport extends StreamableHTTPClientTransport {
 
   constructor(url: URL, headers?: Readonly<Record<string, string>>) {
     super(url, { fetch: upstreamFetch, ...(headers ? { requestInit: { headers: { ...headers } } } : {}) });
-    this.#target = { ...urlToHttpOptions(url), method: 'POST', agent: agents[url.protocol as 'http:' | 'https:'] };
+    this.#target = requestTarget(url);
     this.#send = url.protocol === 'https:' ? httpsRequest : httpRequest;
     new Headers(headers ? { ...headers } : undefined).forEach((value, name) => (this.#headers[name] = value));
     // As the SDK's `_send`: the configured Accept's types, then JSON and SSE, once each.
@@ -173,6 +173,25 @@ export class RawHttpTransport extends StreamableHTTPClientTransport {
       return (this as unknown as SseOpener)._startOrAuthSse({ resumptionToken: lastId, requestSignal: signal });
     });
   }
+}
+
+/**
+ * What `http.request(url, …)` makes of the URL (`urlToHttpOptions`), less what the request never reads (`href`,
+ * `pathname`, `search`, `hash`: the request line is `path`), with the method and the agent: fewer keys for
+ * every request to copy (issue 25).
+ */
+export function requestTarget(url: URL): RequestOptions {
+  const { protocol, hostname, port, path, auth } = urlToHttpOptions(url);
+  const target: RequestOptions = {
+    protocol,
+    hostname,
+    path,
+    method: 'POST',
+    agent: agents[url.protocol as 'http:' | 'https:'],
+  };
+  if (port !== undefined) target.port = port;
+  if (auth !== undefined) target.auth = auth;
+  return target;
 }
 
 /** The SDK transport's GET (`resumeStream` without the request's signal). */
