@@ -42,7 +42,8 @@ export interface ApprovalBinding {
   readonly owner: ApprovalOwner;
   /**
    * The agent that made the call: the gate context's agent (in process), the route's agent (the gateway's
-   * `/mcp/<agent>`); null for an ask no agent made (a held policy reload). An answer for one agent's call
+   * `/mcp/<agent>`); null for an ask no agent made (a held policy reload, a call whose context names no agent:
+   * shown as the default `agent`, never bound as an agent declared under that name). An answer for one agent's call
    * never counts for another agent's, even in one session under one rule. A binding stored without it
    * (asked before the agent was bound) matches no call.
    */

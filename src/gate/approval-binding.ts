@@ -25,7 +25,7 @@ import type { NonceStore } from '../contracts/stores.js';
 import { hashOf, macOf, MIN_SECRET_BYTES, sameMac } from '../crypto.js';
 import type { DecisionBase } from '../decision.js';
 import { describe } from '../names.js';
-import type { Precheck } from './precheck.js';
+import { boundAgentOf, type Precheck } from './precheck.js';
 
 const DAY = 86_400_000;
 
@@ -34,7 +34,7 @@ export interface BindingParts {
   /** @default 'tool' */
   readonly kind?: ApprovalKind;
   readonly owner: ApprovalOwner;
-  /** The agent that made the call (the context's, the gateway route's); null for an ask no agent made (a reload). */
+  /** The agent that made the call (the context's, the gateway route's); null for a call naming none, or a reload. */
   readonly agent: string | null;
   readonly callId: string;
   /** The canonical tool name (for `resource` the normalised URI, for `prompt` the canonical prompt name). */
@@ -106,7 +106,7 @@ export function requestOf(secret: Uint8Array, binding: ApprovalBinding, shown: R
 }
 
 /** The fields of a Decision (or of an ask's base) a call's binding is made of. */
-type BoundCall = Pick<DecisionBase, 'agent' | 'callId' | 'canonical' | 'tenant' | 'runId' | 'policyVersion' | 'rule'>;
+type BoundCall = Pick<DecisionBase, 'callId' | 'canonical' | 'tenant' | 'runId' | 'policyVersion' | 'rule'>;
 
 /**
  * The binding of a call of this dispatch: the gate's ask, or a call decided earlier whose answer is checked
@@ -123,7 +123,8 @@ export function callBinding(
     {
       kind: settings?.kind ?? 'tool',
       owner: settings?.owner ?? defaultOwner(context, call),
-      agent: call.agent,
+      // The agent the context names, or null (none named: shown as `agent`, never bound as a declared one).
+      agent: boundAgentOf(context),
       callId: call.callId,
       tool: settings?.target ?? call.canonical,
       args,

@@ -9,7 +9,15 @@
 export { decideCalls, dispatchCalls, isRegistry, previewCall, withTools } from './environment.js';
 export { gatewayCall } from './execute.js';
 export { releasesSignal } from './controller-pool.js';
-export { agentNameOf, allowlistFor, deny, refusalContent, ruleAndReason, type Precheck } from './precheck.js';
+export {
+  agentNameOf,
+  allowlistFor,
+  boundAgentOf,
+  deny,
+  refusalContent,
+  ruleAndReason,
+  type Precheck,
+} from './precheck.js';
 export {
   approvalRequest,
   bindingOf,

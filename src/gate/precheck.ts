@@ -50,10 +50,20 @@ export function allowlistFor(context: GateContext, env: GateEnvironment): ToolAl
 }
 
 export function agentNameOf(context: GateContext): string {
+  return boundAgentOf(context) ?? 'agent';
+}
+
+/**
+ * The agent a context names (its agent's name, or a resolved allowlist's agent), or null when it names none.
+ * What an approval binds (`ApprovalBinding.agent`): a call that names no agent is shown as the default
+ * `agent` ({@link agentNameOf}) but bound to no agent, so an answer for a declared agent named `agent`
+ * never counts for it, nor the other way round.
+ */
+export function boundAgentOf(context: GateContext): string | null {
   const agent = context.agent;
   if (typeof agent === 'string') return agent;
   if (agent && typeof agent.name === 'string') return agent.name;
-  return context.allowlist?.agent ?? 'agent';
+  return context.allowlist?.agent ?? null;
 }
 
 /** Who a call is and what it is about: what every Decision of it carries besides its verdict. */

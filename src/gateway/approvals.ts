@@ -72,7 +72,7 @@ export function checkApprovals(approvals: GatewayApprovals): { secret: Uint8Arra
  */
 export function storePerson(
   approvals: GatewayApprovals,
-  shown: { readonly agent: string },
+  shown: { readonly agent: string | null },
   note: (n: ApprovalNote) => void,
 ): { ask(request: ApprovalRequest): Promise<AskOutcome> } {
   const { secret, ttlMs } = checkApprovals(approvals);
@@ -119,7 +119,7 @@ export function storePerson(
       }
       await approvals.store.put({
         ...request,
-        agent: shown.agent,
+        agent: shown.agent ?? request.agent,
         source: 'gateway',
         createdAt: now,
         expiresAt: want.expiresAt,

@@ -35,7 +35,8 @@ export interface AskingRequest {
   readonly caller: string | null;
   /** The authenticated subject the approval is bound to (issuer, claim, value), or null. */
   readonly subject: string | null;
-  readonly agent: string;
+  /** The agent the request's context names (the route's), or null when it names none (`boundAgentOf`). */
+  readonly agent: string | null;
   readonly tenant: string | null;
   readonly policyVersion: string | null;
 }

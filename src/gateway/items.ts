@@ -114,7 +114,8 @@ export class ItemGate {
     }
     // Allowed and run, the access is answered with the upstream's own result (`value`): its text is never read.
     // Its optional parts set on it, not spread from conditional objects (a slow define per read; issue 25.2).
-    const given: { -readonly [K in keyof GateContext]: GateContext[K] } = { agent: asker.agent, signal: asker.signal };
+    const given: { -readonly [K in keyof GateContext]: GateContext[K] } = { signal: asker.signal };
+    if (asker.agent !== null) given.agent = asker.agent;
     if (asker.tenant !== null) given.tenant = { id: asker.tenant };
     if (asker.caller !== null) given.caller = { id: asker.caller };
     const context: GateContext = gatewayCall(given);

@@ -19,6 +19,7 @@ import {
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { CallToolRequest, ReadResourceRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { GateContext } from '../contracts/gate.js';
+import { boundAgentOf } from '../gate/index.js';
 import { MODERN_VERSION } from '../mcp/index.js';
 import { sessionSubject } from './auth.js';
 import type { GatewayInbox } from './inbox.js';
@@ -172,6 +173,7 @@ export class ModernBinding {
     return {
       subject: authInfo ? sessionSubject(authInfo as never) : null,
       caller: context.caller?.id ?? null,
+      agent: boundAgentOf(context),
       tenant: context.tenant?.id ?? null,
       policyVersion: this.core.inForce.current.policy.version,
     };

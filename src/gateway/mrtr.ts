@@ -55,6 +55,8 @@ export interface MrtrWho {
   /** The authenticated subject (issuer, claim, value) the approval belongs to, or null. */
   readonly subject: string | null;
   readonly caller: string | null;
+  /** The agent the request's context names (its route's), or null when it names none (`boundAgentOf`). */
+  readonly agent: string | null;
   readonly tenant: string | null;
   readonly policyVersion: string | null;
 }
@@ -260,7 +262,7 @@ export function mrtrRound(request: MrtrRequest): MrtrRound {
       {
         kind,
         owner,
-        agent: ask.agent,
+        agent: request.who.agent,
         callId,
         tool: targetOf(kind, ask),
         args: ask.parameters,

@@ -41,7 +41,7 @@ import {
   type Tool as McpTool,
 } from '@modelcontextprotocol/sdk/types.js';
 import type { GateContext } from '../contracts/gate.js';
-import { agentNameOf } from '../gate/index.js';
+import { boundAgentOf } from '../gate/index.js';
 import { canonical } from '../names.js';
 import type { ToolRegistry } from '../registry.js';
 import type { GatewayPeople } from './approvers.js';
@@ -239,7 +239,7 @@ function askingOf(session: Session, request: SessionRequest, base: GateContext):
       }),
     caller: base.caller?.id ?? null,
     subject: request.authInfo ? sessionSubject(request.authInfo) : null,
-    agent: agentNameOf(base),
+    agent: boundAgentOf(base),
     tenant: base.tenant?.id ?? null,
     policyVersion: session.core.inForce.current.policy.version,
     session: request.sessionId ?? null,

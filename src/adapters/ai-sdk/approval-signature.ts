@@ -80,7 +80,7 @@ export function signApproval(secret: Uint8Array, approval: SignedApproval): stri
  */
 export function approvalKeys(
   secret: Uint8Array,
-  context: { readonly tenant: string | null; readonly caller: string | null; readonly agent: string },
+  context: { readonly tenant: string | null; readonly caller: string | null; readonly agent: string | null },
   policyVersion: () => string | null,
 ): () => Uint8Array {
   let last: { readonly version: string | null; readonly key: Uint8Array } | null = null;

@@ -25,7 +25,7 @@ import {
 import type { Decision } from '../../decision.js';
 import { readCall, type NormalizedCall, type UnreadableCall } from '../../formats/index.js';
 import {
-  agentNameOf,
+  boundAgentOf,
   decideCalls,
   dispatchCalls,
   previewCall,
@@ -113,7 +113,7 @@ export function createAiSdkTools(registry: ToolRegistry, options: AiSdkToolsOpti
       ? undefined
       : approvalKeys(
           master,
-          { tenant: context.tenant?.id ?? null, caller: context.caller?.id ?? null, agent: agentNameOf(context) },
+          { tenant: context.tenant?.id ?? null, caller: context.caller?.id ?? null, agent: boundAgentOf(context) },
           () => registry.getPermissionPolicy()?.version ?? null,
         );
 
