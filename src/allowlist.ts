@@ -94,7 +94,7 @@ export class ToolAllowlist {
     for (const at of forms.values())
       // Where both would cut a name, the tenant is named: it is the broader, standing reason.
       reasons[at] = tenant && !tenant[at] ? 'tenant' : caller && !caller[at] ? 'caller' : null;
-    return new ToolAllowlist(agent, forms, spellings, reasons);
+    return unnamedUnless(options.agent, new ToolAllowlist(agent, forms, spellings, reasons));
   }
 
   /**
@@ -151,7 +151,7 @@ export class ToolAllowlist {
       const parent = this[REFUSAL_OF](form);
       reasons[at] = parent === null ? null : parent === 'not_declared' ? 'caller' : parent;
     }
-    return new ToolAllowlist(agent, forms, spellings, reasons);
+    return unnamedUnless(options.agent, new ToolAllowlist(agent, forms, spellings, reasons));
   }
 
   /** The declared spelling of a canonical form, or undefined when the agent does not declare it. */
@@ -248,6 +248,23 @@ export class ToolAllowlistGuard {
   delegating(peerDeclared: Iterable<string>, options?: { readonly agent?: string }): ToolAllowlistGuard {
     return new ToolAllowlistGuard(this.allowlist.narrowed(peerDeclared, options));
   }
+}
+
+/** Allowlists resolved without an agent's name: they show the default `agent` and name no agent. */
+const UNNAMED = new WeakSet<ToolAllowlist>();
+
+function unnamedUnless(agent: unknown, list: ToolAllowlist): ToolAllowlist {
+  if (agent === undefined) UNNAMED.add(list);
+  return list;
+}
+
+/**
+ * @internal The agent an allowlist was resolved for, or null when none was named (its `agent` then shows
+ * the default `agent`): what an approval binds, so a list naming no agent never shares a binding with the
+ * agent named `agent`.
+ */
+export function namedAgentOf(list: ToolAllowlist): string | null {
+  return UNNAMED.has(list) ? null : list.agent;
 }
 
 function agentName(agent: unknown): string {

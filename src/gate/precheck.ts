@@ -4,7 +4,7 @@
  * policy on the validated snapshot. A final Decision, or an `ask` for dispatch.ts to resolve. Every
  * Decision is built by decisions.ts's one builder; nothing here emits an event or executes anything.
  */
-import type { ToolAllowlist } from '../allowlist.js';
+import { namedAgentOf, type ToolAllowlist } from '../allowlist.js';
 import { allowlistRefusal, answeringSlot, cachedAllowlist, peekSlot, type JointSlot } from '../allowlist-cache.js';
 import type { GateContext, GateEnvironment } from '../contracts/gate.js';
 import type { Decision, DecisionBase } from '../decision.js';
@@ -63,7 +63,7 @@ export function boundAgentOf(context: GateContext): string | null {
   const agent = context.agent;
   if (typeof agent === 'string') return agent;
   if (agent && typeof agent.name === 'string') return agent.name;
-  return context.allowlist?.agent ?? null;
+  return context.allowlist ? namedAgentOf(context.allowlist) : null;
 }
 
 /** Who a call is and what it is about: what every Decision of it carries besides its verdict. */

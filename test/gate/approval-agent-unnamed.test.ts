@@ -16,7 +16,7 @@ import { signAnswer, verifyAnswer } from '../../src/gate/approval.js';
 import { dispatchCalls } from '../../src/gate/dispatch.js';
 import { environmentOf } from '../../src/gate/environment.js';
 import { agentNameOf, boundAgentOf } from '../../src/gate/index.js';
-import { PermissionPolicy, ToolRegistry, type ToolResult } from '../../src/index.js';
+import { PermissionPolicy, ToolAllowlist, ToolRegistry, type ToolResult } from '../../src/index.js';
 import { MemoryNonceStore } from '../../src/stores/memory.js';
 
 const SECRET = new TextEncoder().encode('the route owner secret, 16+');
@@ -109,5 +109,43 @@ describe('the bound agent of a call that names none', () => {
       Buffer.from(approvalKeys(SECRET, { tenant: 'acme', caller: 'cy', agent }, () => 'p1')()).toString('hex');
     expect(key(null)).not.toBe(key('agent'));
     expect(key('agent')).toBe(key('agent'));
+  });
+});
+
+describe('a resolved allowlist made without an agent', () => {
+  it('binds no agent: an answer signed for the agent named "agent" does not run its call, nor the other way round', async () => {
+    const unnamed = ToolAllowlist.resolve(['refund']);
+    const named = ToolAllowlist.resolve(['refund'], { agent: 'agent' });
+    const narrowed = named.narrowed(['refund']);
+    expect([unnamed.agent, named.agent, narrowed.agent]).toEqual(['agent', 'agent', 'agent']);
+    expect([unnamed, named, narrowed].map((allowlist) => boundAgentOf({ ...who, allowlist }))).toEqual([
+      null,
+      'agent',
+      null,
+    ]);
+    for (const [from, to] of [
+      [unnamed, named],
+      [named, unnamed],
+      [named, narrowed],
+    ] as const) {
+      const { registry, ran } = setUp();
+      let asked: ApprovalRequest | undefined;
+      await refund(registry, { ...who, allowlist: from }, (r) => {
+        asked = r;
+        return { effect: 'pending' };
+      });
+      expect(asked!.agent).toBe('agent');
+      const signed = signAnswer(SECRET, asked!, { effect: 'allow' });
+      const result = await refund(registry, { ...who, allowlist: to }, (r) =>
+        verifyAnswer(SECRET, signed, r, new MemoryNonceStore()),
+      );
+      expect(result.status).not.toBe('ok');
+      expect(ran).toEqual([]);
+      const again = await refund(registry, { ...who, allowlist: from }, (r) =>
+        verifyAnswer(SECRET, signed, r, new MemoryNonceStore()),
+      );
+      expect(again.status).toBe('ok');
+      expect(ran).toEqual(['o-1']);
+    }
   });
 });
