@@ -2,39 +2,18 @@
 // text), so the stores' person finds the answered request for that call's retry (it runs once) and for no
 // call of the agent named `agent`.
 import { describe, expect, it } from 'vitest';
-import { bindingOf, requestOf } from '../../src/gate/index.js';
 import { storePerson } from '../../src/gateway/approvals.js';
 import type { ApprovalStore, NonceStore } from '../../src/stores/types.js';
 import { PostgresStores } from '../../src/stores/postgres.js';
 import { SqliteStores } from '../../src/stores/sqlite.js';
 import { PG_URL, uniqueName } from '../stores/servers.js';
+import { refundRequest } from '../gateway/fixtures/approval-routes.js';
 import { cleanupsAfterEach } from '../harness.js';
 
 const cleanups = cleanupsAfterEach();
 const secret = 'a-secret-of-sixteen-bytes';
 const key = new TextEncoder().encode(secret);
-const request = (agent: string | null, callId: string) =>
-  requestOf(
-    key,
-    bindingOf({
-      owner: { kind: 'session', id: 'alice' },
-      agent,
-      callId,
-      tool: 'rec:refund',
-      args: { order: 'A-1', amount: 5000 },
-      rule: 'refunds',
-      policyVersion: 'v1',
-      caller: 'alice',
-      tenant: null,
-    }),
-    {
-      toolName: 'rec:refund',
-      parameters: { order: 'A-1', amount: 5000 },
-      agent: agent ?? 'agent',
-      runId: null,
-      reason: 'asks',
-    },
-  );
+const request = (agent: string | null, callId: string) => refundRequest(key, agent, callId, agent ?? 'agent');
 
 const backends: Record<string, () => Promise<{ approvals: ApprovalStore; nonces: NonceStore }>> = {
   postgres: async () => {

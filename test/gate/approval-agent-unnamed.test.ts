@@ -6,48 +6,14 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { z } from 'zod';
 import type { ApprovalRequest } from '../../src/contracts/approval.js';
 import type { GateContext } from '../../src/contracts/gate.js';
-import type { Route, RoutePerson } from '../../src/contracts/route.js';
 import { approvalKeys } from '../../src/adapters/ai-sdk/approval-signature.js';
-import { readCall } from '../../src/formats/index.js';
 import { signAnswer, verifyAnswer } from '../../src/gate/approval.js';
-import { dispatchCalls } from '../../src/gate/dispatch.js';
-import { environmentOf } from '../../src/gate/environment.js';
 import { agentNameOf, boundAgentOf } from '../../src/gate/index.js';
-import { PermissionPolicy, ToolAllowlist, ToolRegistry, type ToolResult } from '../../src/index.js';
+import { ToolAllowlist } from '../../src/index.js';
 import { MemoryNonceStore } from '../../src/stores/memory.js';
-
-const SECRET = new TextEncoder().encode('the route owner secret, 16+');
-
-function setUp() {
-  const ran: string[] = [];
-  const registry = new ToolRegistry({ confusables: 'off' });
-  registry.register({
-    name: 'refund',
-    parameters: z.object({ order: z.string() }),
-    execute: ({ order }) => void ran.push(String(order)),
-  });
-  registry.setPermissionPolicy(
-    new PermissionPolicy({
-      rules: [{ name: 'refunds', tools: ['refund'], result: 'ask', reason: 'asks' }],
-      version: 'p1',
-    }),
-  );
-  return { registry, ran };
-}
-
-async function refund(registry: ToolRegistry, context: GateContext, ask: RoutePerson['ask']): Promise<ToolResult> {
-  const route: Route = { name: 'adapter', grouped: false, person: { approvals: { secret: SECRET }, ask } };
-  const [result] = (await dispatchCalls(
-    [readCall({ id: 'c1', name: 'refund', arguments: { order: 'o-1' } })],
-    context,
-    environmentOf(registry),
-    route,
-  )) as ToolResult[];
-  return result as ToolResult;
-}
+import { refundAs, refundRegistry, SECRET } from './fixtures/refund.js';
 
 const who = { tenant: { id: 'acme' }, caller: { id: 'cy' } };
 const name = fc.constantFrom('agent', 'ops', 'Agent', 'agent ', '');
@@ -64,11 +30,11 @@ describe('the bound agent of a call that names none', () => {
   it('old and new decide the same on random contexts, except a call naming none against the agent named "agent"', async () => {
     await fc.assert(
       fc.asyncProperty(agentOf, agentOf, async (a, b) => {
-        const { registry, ran } = setUp();
+        const { registry, ran } = refundRegistry();
         const ca = contextOf(a);
         const cb = contextOf(b);
         let asked: ApprovalRequest | undefined;
-        await refund(registry, ca, (r) => {
+        await refundAs(registry, ca, (r) => {
           asked = r;
           return { effect: 'pending' };
         });
@@ -76,7 +42,7 @@ describe('the bound agent of a call that names none', () => {
         expect(asked!.agent).toBe(agentNameOf(ca));
         expect(asked!.binding.agent).toBe(boundAgentOf(ca));
         const signed = signAnswer(SECRET, asked!, { effect: 'allow' });
-        const result = await refund(registry, cb, (r) => verifyAnswer(SECRET, signed, r, new MemoryNonceStore()));
+        const result = await refundAs(registry, cb, (r) => verifyAnswer(SECRET, signed, r, new MemoryNonceStore()));
         const oldRuns = agentNameOf(ca) === agentNameOf(cb);
         const unnamedVsAgent = (boundAgentOf(ca) === null) !== (boundAgentOf(cb) === null) && oldRuns; // one names none, the other `agent`
         expect(result.status === 'ok').toBe(oldRuns && !unnamedVsAgent);
@@ -87,9 +53,9 @@ describe('the bound agent of a call that names none', () => {
   });
 
   it('a context naming no agent binds null, and its own retry runs once', async () => {
-    const { registry, ran } = setUp();
+    const { registry, ran } = refundRegistry();
     let asked: ApprovalRequest | undefined;
-    await refund(registry, who, (r) => {
+    await refundAs(registry, who, (r) => {
       asked = r;
       return { effect: 'pending' };
     });
@@ -97,11 +63,11 @@ describe('the bound agent of a call that names none', () => {
     const nonces = new MemoryNonceStore();
     const signed = signAnswer(SECRET, asked!, { effect: 'allow' });
     const replay = (r: ApprovalRequest) => verifyAnswer(SECRET, signed, r, nonces);
-    const atAgent = await refund(registry, { ...who, agent: 'agent' }, replay);
+    const atAgent = await refundAs(registry, { ...who, agent: 'agent' }, replay);
     expect(atAgent.content).toMatch(/the approval was given for no agent and agent "agent" asks now/);
-    expect((await refund(registry, who, replay)).status).toBe('ok');
-    expect((await refund(registry, who, replay)).content).toMatch(/already used/);
-    expect(ran).toEqual(['o-1']);
+    expect((await refundAs(registry, who, replay)).status).toBe('ok');
+    expect((await refundAs(registry, who, replay)).content).toMatch(/already used/);
+    expect(ran).toEqual(['refund:o-1']);
   });
 
   it('the AI SDK\'s approval key of a context naming none is not that of the agent named "agent"', () => {
@@ -128,24 +94,24 @@ describe('a resolved allowlist made without an agent', () => {
       [named, unnamed],
       [named, narrowed],
     ] as const) {
-      const { registry, ran } = setUp();
+      const { registry, ran } = refundRegistry();
       let asked: ApprovalRequest | undefined;
-      await refund(registry, { ...who, allowlist: from }, (r) => {
+      await refundAs(registry, { ...who, allowlist: from }, (r) => {
         asked = r;
         return { effect: 'pending' };
       });
       expect(asked!.agent).toBe('agent');
       const signed = signAnswer(SECRET, asked!, { effect: 'allow' });
-      const result = await refund(registry, { ...who, allowlist: to }, (r) =>
+      const result = await refundAs(registry, { ...who, allowlist: to }, (r) =>
         verifyAnswer(SECRET, signed, r, new MemoryNonceStore()),
       );
       expect(result.status).not.toBe('ok');
       expect(ran).toEqual([]);
-      const again = await refund(registry, { ...who, allowlist: from }, (r) =>
+      const again = await refundAs(registry, { ...who, allowlist: from }, (r) =>
         verifyAnswer(SECRET, signed, r, new MemoryNonceStore()),
       );
       expect(again.status).toBe('ok');
-      expect(ran).toEqual(['o-1']);
+      expect(ran).toEqual(['refund:o-1']);
     }
   });
 });

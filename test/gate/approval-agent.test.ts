@@ -6,57 +6,21 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { z } from 'zod';
 import type { ApprovalBinding, ApprovalOwner, ApprovalRequest } from '../../src/contracts/approval.js';
 import type { GateContext } from '../../src/contracts/gate.js';
-import type { Route, RoutePerson } from '../../src/contracts/route.js';
 import { hashOf } from '../../src/crypto.js';
-import { readCall } from '../../src/formats/index.js';
 import { bindingOf, requestIdOf, sameBinding, signAnswer, verifyAnswer } from '../../src/gate/approval.js';
-import { dispatchCalls } from '../../src/gate/dispatch.js';
-import { environmentOf } from '../../src/gate/environment.js';
 import { describe as describeValue } from '../../src/names.js';
-import { PermissionPolicy, ToolRegistry, type ToolResult } from '../../src/index.js';
 import { MemoryNonceStore } from '../../src/stores/memory.js';
-
-const SECRET = new TextEncoder().encode('the route owner secret, 16+');
-
-function setUp() {
-  const ran: string[] = [];
-  const registry = new ToolRegistry({ confusables: 'off' });
-  registry.register({
-    name: 'refund',
-    parameters: z.object({ order: z.string() }),
-    execute: ({ order }) => void ran.push(`refund:${String(order)}`),
-  });
-  registry.setPermissionPolicy(
-    new PermissionPolicy({
-      rules: [{ name: 'refunds', tools: ['refund'], result: 'ask', reason: 'refunds need a person' }],
-      version: 'p1',
-    }),
-  );
-  return { registry, ran };
-}
+import { refundAs, refundRegistry, SECRET } from './fixtures/refund.js';
 
 const context = (agent: string): GateContext => ({ agent, tenant: { id: 'acme' }, caller: { id: 'cy' } });
 
-/** Dispatches refund(o-1) as call c1 of `agent`, its ask answered by `ask`. */
-async function refundAs(registry: ToolRegistry, agent: string, ask: RoutePerson['ask']): Promise<ToolResult> {
-  const route: Route = { name: 'adapter', grouped: false, person: { approvals: { secret: SECRET }, ask } };
-  const [result] = (await dispatchCalls(
-    [readCall({ id: 'c1', name: 'refund', arguments: { order: 'o-1' } })],
-    context(agent),
-    environmentOf(registry),
-    route,
-  )) as ToolResult[];
-  return result as ToolResult;
-}
-
 describe('in process: an approval counts for the agent it was asked for only', () => {
   it("an answer signed for agent a's call is refused for agent b's identical call, and counts once for a's", async () => {
-    const { registry, ran } = setUp();
+    const { registry, ran } = refundRegistry();
     let asked: ApprovalRequest | undefined;
-    await refundAs(registry, 'a', (r) => {
+    await refundAs(registry, context('a'), (r) => {
       asked = r;
       return { effect: 'pending' };
     });
@@ -64,25 +28,25 @@ describe('in process: an approval counts for the agent it was asked for only', (
     const nonces = new MemoryNonceStore();
     const replay = (r: ApprovalRequest) => verifyAnswer(SECRET, signed, r, nonces);
 
-    const atB = await refundAs(registry, 'b', replay);
+    const atB = await refundAs(registry, context('b'), replay);
     expect(atB.status).toBe('refused');
     expect(atB.decision).toMatchObject({ effect: 'deny', stage: 'handler', by: 'approval_invalid', agent: 'b' });
     expect(atB.content).toMatch(/the approval was given for agent "a" and agent "b" asks now/);
     expect(ran).toEqual([]);
 
     // b's refusal used nothing up: a's own retry runs, once.
-    expect((await refundAs(registry, 'a', replay)).status).toBe('ok');
+    expect((await refundAs(registry, context('a'), replay)).status).toBe('ok');
     expect(ran).toEqual(['refund:o-1']);
-    const again = await refundAs(registry, 'a', replay);
+    const again = await refundAs(registry, context('a'), replay);
     expect(again.content).toMatch(/the approval was already used/);
     expect(ran).toEqual(['refund:o-1']);
   });
 
   it("each agent's request binds its own agent, and the request id covers it", async () => {
-    const { registry } = setUp();
+    const { registry } = refundRegistry();
     const asked: ApprovalRequest[] = [];
     for (const agent of ['a', 'b'])
-      await refundAs(registry, agent, (r) => {
+      await refundAs(registry, context(agent), (r) => {
         asked.push(r);
         return { effect: 'pending' };
       });
