@@ -76,7 +76,14 @@ export function execute(
   }
   // The result's own promise, settled once: by the tool's outcome or, first, by its deadline. Returned as is,
   // so a caller's await is the one hop after the tool's (no promise chained between them).
-  const result = new Promise<unknown>(capture);
+  let resolve!: (result: unknown) => void;
+  let reject!: (reason: unknown) => void;
+  // Its resolving functions taken by an executor of this call's own: a shared one storing them in module variables
+  // cost more (two old-space stores of new objects per call, and its call was not inlined; issue 25).
+  const result = new Promise<unknown>((yes, no) => {
+    resolve = yes;
+    reject = no;
+  });
   const deadline: Deadline = {
     turn: null,
     queue: null,
@@ -89,8 +96,8 @@ export function execute(
     started,
     shape,
     gateway,
-    resolve: capturedResolve,
-    reject: capturedReject,
+    resolve,
+    reject,
   };
   deadlines.add(deadline, tool.metadata.timeoutMs ?? env.toolTimeoutMs);
   watch(value, deadline);
@@ -372,14 +379,6 @@ interface Deadline extends Timed<Deadline> {
   readonly gateway: boolean;
   readonly resolve: (result: unknown) => void;
   readonly reject: (reason: unknown) => void;
-}
-
-let capturedResolve: (result: unknown) => void = () => {};
-let capturedReject: (reason: unknown) => void = () => {};
-// One executor for every result's promise (no closure made per call); it rejects only when a shape throws.
-function capture(resolve: (result: unknown) => void, reject: (reason: unknown) => void): void {
-  capturedResolve = resolve;
-  capturedReject = reject;
 }
 
 const deadlines = new Deadlines<Deadline>((head, timeoutMs) => {
