@@ -45,6 +45,12 @@ export class Queue<D> {
   tail: D | null = null;
 }
 
+/**
+ * The process's own `process.nextTick`, read when this module loads; null when a fake clock's was installed then (it
+ * carries its `clock`, as @sinonjs/fake-timers' and vitest's fakes do): every turn's closer is then compared.
+ */
+const OWN_NEXT_TICK: typeof process.nextTick | null = 'clock' in process.nextTick ? null : process.nextTick;
+
 /** How many deadlines a turn takes before it is closed and another opened (one clock read per this many). */
 export const TURN_CALLS = 1024;
 
@@ -84,7 +90,8 @@ export class Deadlines<D extends Timed<D>> {
   #turn: Turn | null = null;
   /**
    * The `process.nextTick` that will close the open turn, or null. Another than the one now (fake timers
-   * installed or uninstalled since: its callback may never run) counts as none: the turn is closed at the next add.
+   * installed or uninstalled since: its callback may never run) counts as none: the turn is closed at the next add —
+   * unless it is the process's own ({@link OWN_NEXT_TICK}), which calls back whatever was installed since.
    */
   #closing: typeof process.nextTick | null = null;
   /** The `clearTimeout` of the `setTimeout` the timer was armed with (a fake clock's, perhaps), and that setTimeout. */
@@ -129,7 +136,11 @@ export class Deadlines<D extends Timed<D>> {
     let queue = this.#last;
     if (queue === null || queue.timeoutMs !== timeoutMs) queue = this.#queueOf(timeoutMs);
     let turn = this.#turn;
-    if (turn === null || turn.count >= TURN_CALLS || this.#closing !== process.nextTick) turn = this.#open();
+    // The process's own nextTick always calls back: `process` (a dictionary-mode object) is read only when the turn's
+    // closer is another (a fake clock's), whose callback may never run once it is uninstalled.
+    const closing = this.#closing;
+    if (turn === null || turn.count >= TURN_CALLS || (closing !== OWN_NEXT_TICK && closing !== process.nextTick))
+      turn = this.#open();
     turn.count++;
     if (timeoutMs < turn.shortest) turn.shortest = timeoutMs;
     deadline.turn = turn;

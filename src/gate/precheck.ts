@@ -14,7 +14,7 @@ import { errorText, type PermissionRequest } from '../permissions/handler.js';
 import { FIXED_OUTCOME, PermissionPolicy, type PolicyEvaluation } from '../permissions/policy.js';
 import type { Tool } from '../tool.js';
 import { decisionOf, deny, fallbackText, issueText, quote, refusalText } from './decisions.js';
-import { freezeParsedArguments, snapshotArguments } from './snapshot.js';
+import { freezeParsedArguments, snapshotArguments, snapshotRecord } from './snapshot.js';
 import { snapshotText } from './snapshot-text.js';
 
 export { allow, deny, refusalContent, refusalText, ruleAndReason } from './decisions.js';
@@ -141,7 +141,7 @@ export function precheck(
     try {
       input =
         parsed === null
-          ? snapshotArguments(given as Record<string, unknown>)
+          ? snapshotRecord(given as Record<string, unknown>) // isPlainRecord: no array, nothing run since
           : typeof given === 'string'
             ? freezeParsedArguments(parsed.value)
             : snapshotArguments(parsed.value);

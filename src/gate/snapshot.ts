@@ -40,6 +40,35 @@ export function snapshotArguments(value: Record<string, unknown>): Readonly<Reco
 }
 
 /**
+ * {@link snapshotArguments} of an object the caller found to be no array (`Array.isArray` false, nothing run since):
+ * the same reads in the same order (`toJSON`, then the prototype, then the keys), read without `read`'s first steps.
+ * Its prototype is asked right after `toJSON` is read, with nothing between that could move the object's map: the
+ * JIT then knows it from that read, and a plain object's prototype costs no call into the runtime (in `read`,
+ * `Array.isArray` came between; issue 25).
+ */
+export function snapshotRecord(value: Record<string, unknown>): Readonly<Record<string, unknown>> {
+  const base = top;
+  let copy: unknown;
+  try {
+    const toJSON = (value as { toJSON?: unknown }).toJSON;
+    copy =
+      typeof toJSON === 'function'
+        ? readJSON((toJSON as (key: string) => unknown).call(value, ''), '', base)
+        : Object.getPrototypeOf(value) === Object.prototype
+          ? readRecord(value, '', base)
+          : readOther(value, '', base);
+  } catch (error) {
+    reading.length = top = base;
+    throw error;
+  }
+  if (typeof copy !== 'object' || copy === null || Array.isArray(copy))
+    throw new TypeError(
+      `the arguments read as ${copy === null ? 'null' : Array.isArray(copy) ? 'an array' : typeof copy}, not an object`,
+    );
+  return copy as Readonly<Record<string, unknown>>;
+}
+
+/**
  * Arguments `JSON.parse` just made from the call's JSON text (nobody else holds them), frozen in place,
  * deeply: the snapshot without the copy. JSON text cannot carry a getter, a Proxy, a function, a cycle,
  * a BigInt or a non-finite number; a `"__proto__"` key is refused as in {@link snapshotArguments}.
@@ -82,6 +111,11 @@ function read(value: unknown, key: string | number, base: number): unknown {
     if (typeof toJSON === 'function')
       value = (toJSON as (key: string) => unknown).call(value, typeof key === 'number' ? String(key) : key);
   }
+  return readJSON(value, key, base);
+}
+
+/** {@link read} of a value whose `toJSON` was applied (or that has none). */
+function readJSON(value: unknown, key: string | number, base: number): unknown {
   switch (typeof value) {
     case 'string':
     case 'boolean':
@@ -98,16 +132,20 @@ function read(value: unknown, key: string | number, base: number): unknown {
   if (value === null) return null;
   if (Array.isArray(value)) return readArray(value as unknown[], key, base);
   // A plain object (most arguments) is no primitive wrapper: only another prototype is asked whether it is one.
-  if (Object.getPrototypeOf(value) !== Object.prototype) {
-    // As JSON.stringify: ToNumber / ToString, always a primitive (an own valueOf answering an object is never
-    // handed on: it would reach the tool unread and unfrozen); a Boolean's own value, or a TypeError.
-    if (value instanceof Number) {
-      const number = Number(value);
-      return Number.isFinite(number) ? number : null;
-    }
-    if (value instanceof String) return String(value);
-    if (value instanceof Boolean) return Boolean.prototype.valueOf.call(value);
+  if (Object.getPrototypeOf(value) !== Object.prototype) return readOther(value, key, base);
+  return readRecord(value as Record<string, unknown>, key, base);
+}
+
+/** An object that is no array, of another prototype than Object.prototype (asked already): a wrapper's primitive, or a record. */
+function readOther(value: object, key: string | number, base: number): unknown {
+  // As JSON.stringify: ToNumber / ToString, always a primitive (an own valueOf answering an object is never
+  // handed on: it would reach the tool unread and unfrozen); a Boolean's own value, or a TypeError.
+  if (value instanceof Number) {
+    const number = Number(value);
+    return Number.isFinite(number) ? number : null;
   }
+  if (value instanceof String) return String(value);
+  if (value instanceof Boolean) return Boolean.prototype.valueOf.call(value);
   return readRecord(value as Record<string, unknown>, key, base);
 }
 

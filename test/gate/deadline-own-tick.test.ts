@@ -1,0 +1,99 @@
+/**
+ * The turn's closer (src/deadlines.ts): a turn closed by the process's own `process.nextTick` is not compared with
+ * `process.nextTick` on every add (it calls back whatever was installed since); a turn closed by a fake clock's
+ * nextTick (it carries its `clock`) is, and once that fake is gone the next add opens a turn of its own, so a
+ * timeout still fires. A module loaded while a fake nextTick was installed compares every turn's closer.
+ */
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { Deadlines, type Timed } from '../../src/deadlines.js';
+
+interface Node extends Timed<Node> {
+  readonly label: string;
+}
+
+const node = (label: string): Node => ({ label, turn: null, queue: null, prev: null, next: null, queued: false });
+
+const realNextTick = process.nextTick;
+
+/** A fake clock's nextTick that never calls back (as one uninstalled before its clock ran): counts its calls. */
+function installFakeNextTick(): { calls: number } {
+  const seen = { calls: 0 };
+  const fake = Object.assign(
+    (..._args: unknown[]): void => {
+      seen.calls++;
+    },
+    { clock: {} },
+  );
+  process.nextTick = fake as unknown as typeof process.nextTick;
+  return seen;
+}
+
+function queueOf(): { deadlines: Deadlines<Node>; expired: string[] } {
+  const expired: string[] = [];
+  const deadlines: Deadlines<Node> = new Deadlines<Node>((deadline) => {
+    deadlines.remove(deadline);
+    expired.push(deadline.label);
+  });
+  return { deadlines, expired };
+}
+
+/** Resolves once `expired` holds `count` labels, or after `ms` (then the test fails on what it holds). */
+async function waitFor(expired: string[], count: number, ms: number): Promise<void> {
+  const until = performance.now() + ms;
+  while (expired.length < count && performance.now() < until) await new Promise((r) => setTimeout(r, 5));
+}
+
+afterEach(() => {
+  process.nextTick = realNextTick;
+  vi.resetModules();
+});
+
+describe("the deadlines' turn closer", () => {
+  it('a turn closed by a fake nextTick that never called back: the next add, after the fake is gone, opens its own', async () => {
+    const { deadlines, expired } = queueOf();
+    await new Promise((r) => setImmediate(r));
+    const fake = installFakeNextTick();
+    deadlines.add(node('under the fake'), 20);
+    expect(fake.calls).toBeGreaterThan(0); // the turn's closer is the fake: it never calls back
+    process.nextTick = realNextTick;
+    deadlines.add(node('after'), 20);
+    await waitFor(expired, 2, 2_000);
+    expect(expired.sort()).toEqual(['after', 'under the fake']);
+    expect(deadlines.size).toBe(0);
+  });
+
+  it("a fake nextTick installed while the process's own closes the turn: the add joins that turn, which still closes", async () => {
+    const { deadlines, expired } = queueOf();
+    await new Promise((r) => setImmediate(r));
+    deadlines.add(node('first'), 20); // the turn's closer: the process's own nextTick
+    const fake = installFakeNextTick();
+    deadlines.add(node('second'), 20);
+    process.nextTick = realNextTick;
+    expect(fake.calls).toBe(0); // no turn of its own behind a closer that may never call back
+    await waitFor(expired, 2, 2_000);
+    expect(expired).toEqual(['first', 'second']);
+    expect(deadlines.size).toBe(0);
+  });
+
+  it('loaded while a fake nextTick was installed: that fake is not taken for the own one', async () => {
+    vi.resetModules();
+    const fake = installFakeNextTick();
+    const loadedUnder = process.nextTick;
+    const loaded = await import('../../src/deadlines.js');
+    process.nextTick = realNextTick;
+    expect(loaded.Deadlines).not.toBe(Deadlines); // a fresh module, read under the fake
+    const expired: string[] = [];
+    const deadlines: Deadlines<Node> = new loaded.Deadlines<Node>((deadline) => {
+      deadlines.remove(deadline);
+      expired.push(deadline.label);
+    });
+    await new Promise((r) => setImmediate(r));
+    process.nextTick = loadedUnder; // the same fake again: the turn's closer, which never calls back
+    deadlines.add(node('under the fake'), 20);
+    expect(fake.calls).toBeGreaterThan(0);
+    process.nextTick = realNextTick;
+    deadlines.add(node('after'), 20);
+    await waitFor(expired, 2, 2_000);
+    expect(expired.sort()).toEqual(['after', 'under the fake']);
+  });
+});
