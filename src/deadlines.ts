@@ -102,7 +102,9 @@ export class Deadlines<D extends Timed<D>> {
   #clock: typeof performance = performance;
   readonly #close = (): void => {
     this.#closing = null;
-    if (this.#turn !== null) this.#closeTurn(performance.now(), true);
+    // Read on the clock the queued turns were read on: a fake clock's `performance` installed since (and advanced)
+    // would close the turn at a time the queue is never rebased from (#open rebases only a turn opened under it).
+    if (this.#turn !== null) this.#closeTurn(this.#clock.now(), true);
   };
   /** The timer is ref'd: the loop emptied while a deadline was queued. */
   #held = false;
