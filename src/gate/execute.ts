@@ -64,13 +64,16 @@ export function execute(
       );
     execution.follow(outer);
   }
+  let thenable: boolean;
   try {
     value = tool.execute(args as Record<string, unknown>, execution);
+    // Its `then` asked in here too: a value whose `then` getter throws is the tool's failure, never a throw of ours.
+    thenable = isThenable(value);
   } catch (error) {
     execution.unfollow();
     return settled(failed(decision, env, started, error), shape);
   }
-  if (!isThenable(value)) {
+  if (!thenable) {
     execution.unfollow();
     return settled(succeeded(decision, env, started, value, gateway), shape);
   }
@@ -100,7 +103,7 @@ export function execute(
     reject,
   };
   deadlines.add(deadline, tool.metadata.timeoutMs ?? env.toolTimeoutMs);
-  watch(value, deadline);
+  watch(value as PromiseLike<unknown>, deadline);
   return result;
 }
 
