@@ -102,7 +102,9 @@ export class Deadlines<D extends Timed<D>> {
   #clock: typeof performance = performance;
   readonly #close = (): void => {
     this.#closing = null;
-    if (this.#turn !== null) this.#closeTurn(performance.now(), true);
+    // Read on the clock the queued turns were read on: a fake clock's `performance` installed since (and advanced)
+    // would close the turn at a time the queue is never rebased from (#open rebases only a turn opened under it).
+    if (this.#turn !== null) this.#closeTurn(this.#clock.now(), true);
   };
   /** The timer is ref'd: the loop emptied while a deadline was queued. */
   #held = false;
@@ -140,7 +142,7 @@ export class Deadlines<D extends Timed<D>> {
     // closer is another (a fake clock's), whose callback may never run once it is uninstalled.
     const closing = this.#closing;
     if (turn === null || turn.count >= TURN_CALLS || (closing !== OWN_NEXT_TICK && closing !== process.nextTick))
-      turn = this.#open();
+      turn = this.#open(timeoutMs);
     turn.count++;
     if (timeoutMs < turn.shortest) turn.shortest = timeoutMs;
     deadline.turn = turn;
@@ -192,7 +194,7 @@ export class Deadlines<D extends Timed<D>> {
   }
 
   /** A new turn, the open one (full) closed by the same clock read; closed in turn when the loop moves on. */
-  #open(): Turn {
+  #open(timeoutMs: number): Turn {
     const clock = performance;
     const now = clock.now();
     if (this.#turn !== null) this.#closeTurn(now, true);
@@ -203,6 +205,9 @@ export class Deadlines<D extends Timed<D>> {
       this.#closing = process.nextTick;
       process.nextTick(this.#close);
     }
+    // No timer armed (the first turn after the queue emptied): armed now for this deadline, so a turn whose closer
+    // never calls back (a nextTick replaced, taken for the process's own) is still closed when it fires (#expire).
+    if (this.#timer === null) this.#arm(now + timeoutMs, now);
     return turn;
   }
 

@@ -64,13 +64,16 @@ export function execute(
       );
     execution.follow(outer);
   }
+  let thenable: boolean;
   try {
     value = tool.execute(args as Record<string, unknown>, execution);
+    // Its `then` asked in here too: a value whose `then` getter throws is the tool's failure, never a throw of ours.
+    thenable = isThenable(value);
   } catch (error) {
     execution.unfollow();
     return settled(failed(decision, env, started, error), shape);
   }
-  if (!isThenable(value)) {
+  if (!thenable) {
     execution.unfollow();
     return settled(succeeded(decision, env, started, value, gateway), shape);
   }
@@ -100,7 +103,7 @@ export function execute(
     reject,
   };
   deadlines.add(deadline, tool.metadata.timeoutMs ?? env.toolTimeoutMs);
-  watch(value, deadline);
+  watch(value as PromiseLike<unknown>, deadline);
   return result;
 }
 
@@ -126,25 +129,30 @@ export function settled(result: ToolResult, shape: Shape | null): Promise<unknow
  */
 function watch(value: PromiseLike<unknown>, deadline: Deadline): void {
   try {
-    value.then(fulfilled.bind(deadline), rejected.bind(deadline));
+    value.then(callbacks.fulfilled.bind(deadline), callbacks.rejected.bind(deadline));
   } catch (error) {
     if (deadline.queued)
       finish(deadline, failed(deadline.decision, deadline.env, deadline.started, error, deadline.turn));
   }
 }
 
-/** {@link watch}'s fulfilment callback, bound to its deadline. */
-function fulfilled(this: Deadline, outcome: unknown): void {
-  // A deadline that fired already settled the result with its timeout: the late outcome is dropped, unannounced.
-  if (!this.queued) return;
-  if (isThenable(outcome)) watch(outcome, this);
-  else finish(this, succeeded(this.decision, this.env, this.started, outcome, this.gateway, this.turn));
-}
-
-/** {@link watch}'s rejection callback, bound to its deadline. */
-function rejected(this: Deadline, error: unknown): void {
-  if (this.queued) finish(this, failed(this.decision, this.env, this.started, error, this.turn));
-}
+/**
+ * {@link watch}'s callbacks, bound to its deadline. Methods, not function declarations: a method is no constructor
+ * and has no `prototype`, nor has its bound function, so a tool's thenable calling `new onFulfilled()` gets a
+ * TypeError, never an object whose `constructor` is the shared, unbound callback (which it could call on an object of
+ * its making, taking deadlines out of the process's queue).
+ */
+const callbacks = {
+  fulfilled(this: Deadline, outcome: unknown): void {
+    // A deadline that fired already settled the result with its timeout: the late outcome is dropped, unannounced.
+    if (!this.queued) return;
+    if (isThenable(outcome)) watch(outcome, this);
+    else finish(this, succeeded(this.decision, this.env, this.started, outcome, this.gateway, this.turn));
+  },
+  rejected(this: Deadline, error: unknown): void {
+    if (this.queued) finish(this, failed(this.decision, this.env, this.started, error, this.turn));
+  },
+};
 
 function finish(deadline: Deadline, result: ToolResult, spare = true): void {
   if (!deadline.queued) return;
