@@ -32,6 +32,11 @@ export function snapshotArguments(value: Record<string, unknown>): Readonly<Reco
     reading.length = top = base;
     throw error;
   }
+  return argumentsRecord(copy);
+}
+
+/** The snapshot read, if it is an object (no array, not null): what the arguments of a call must read as. */
+function argumentsRecord(copy: unknown): Readonly<Record<string, unknown>> {
   if (typeof copy !== 'object' || copy === null || Array.isArray(copy))
     throw new TypeError(
       `the arguments read as ${copy === null ? 'null' : Array.isArray(copy) ? 'an array' : typeof copy}, not an object`,
@@ -61,11 +66,7 @@ export function snapshotRecord(value: Record<string, unknown>): Readonly<Record<
     reading.length = top = base;
     throw error;
   }
-  if (typeof copy !== 'object' || copy === null || Array.isArray(copy))
-    throw new TypeError(
-      `the arguments read as ${copy === null ? 'null' : Array.isArray(copy) ? 'an array' : typeof copy}, not an object`,
-    );
-  return copy as Readonly<Record<string, unknown>>;
+  return argumentsRecord(copy);
 }
 
 /**
