@@ -23,7 +23,7 @@
  * listed definition since issue 25: `pinCached`); `pipe` one round trip of the request line through a child
  * process that echoes stdin to stdout (the floor of the gateway's second stdio hop, no MCP in it); `cpu` the
  * gateway process's own CPU time per `tools/call` over 2,000 calls (utime + stime from /proc), beside the
- * upstream's own when called directly.
+ * upstream's own when called directly and the bare stdio relay's (the floor the gateway's CPU is read against).
  *
  * Over Streamable HTTP (issue 25.3, and the 2026-07-28 path of issue 23): the test fixtures'
  * `legacy-server.ts --http` (SDK v1, 2025-11-25 sessions) and `modern-server.ts --http` (SDK v2,
@@ -83,11 +83,16 @@ export interface GatewayResult {
   readonly pinCachedUs: number;
   /** p50 of one line's round trip through an echoing child process (µs). */
   readonly pipeUs: number;
-  /** CPU µs per tools/call of the gateway process (with and without --audit) and of the upstream called directly; null without /proc. */
+  /**
+   * CPU µs per tools/call of the gateway process (with and without --audit), of the upstream called directly,
+   * and of the bare stdio relay process (the floor of the gateway's own CPU: two lines in, two out, each
+   * parsed; absent in results from before it was measured); null without /proc.
+   */
   readonly cpu: {
     readonly gateway: number | null;
     readonly gatewayNoAudit: number | null;
     readonly upstream: number | null;
+    readonly relay?: number | null;
   };
 }
 
@@ -225,14 +230,16 @@ export async function benchGateway(
         `gateway ${shape}: direct p50 ${o.direct.p50.toFixed(0)} µs p99 ${o.direct.p99.toFixed(0)} µs; gateway --audit p50 ${o.gateway.p50.toFixed(0)} µs p99 ${o.gateway.p99.toFixed(0)} µs; without audit p50 ${o.gatewayNoAudit.p50.toFixed(0)} µs; bare stdio relay p50 ${o.relay.p50.toFixed(0)} µs p99 ${o.relay.p99.toFixed(0)} µs`,
       );
     }
-    // cpu: what the gateway process itself spends per tools/call (and the upstream, called directly, for scale).
+    // cpu: what the gateway process itself spends per tools/call (and the upstream, called directly, for scale;
+    // the bare relay's own, the floor of any process that reads, parses and writes both lines).
     const cpu = {
       gateway: await cpuPerCall(pids.get(gateway), shapes.toolsCall[1], 2_000),
       gatewayNoAudit: await cpuPerCall(pids.get(bare), shapes.toolsCall[2], 2_000),
       upstream: await cpuPerCall(pids.get(fsDirect), shapes.toolsCall[0], 2_000),
+      relay: await cpuPerCall(pids.get(fsRelay), shapes.toolsCall[3], 2_000),
     };
     log(
-      `gateway CPU per tools/call: --audit ${cpu.gateway?.toFixed(0)} µs, without audit ${cpu.gatewayNoAudit?.toFixed(0)} µs (the upstream itself, called directly: ${cpu.upstream?.toFixed(0)} µs)`,
+      `gateway CPU per tools/call: --audit ${cpu.gateway?.toFixed(0)} µs, without audit ${cpu.gatewayNoAudit?.toFixed(0)} µs, the bare stdio relay ${cpu.relay?.toFixed(0)} µs (the upstream itself, called directly: ${cpu.upstream?.toFixed(0)} µs)`,
     );
     if (process.env['TOOLGATE_BENCH_GATEWAY'] === 'stdio') {
       const none = Number.NaN;
