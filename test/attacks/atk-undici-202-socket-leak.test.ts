@@ -1,0 +1,55 @@
+/**
+ * Attack (atk-undici): an upstream answers each raw POST `202 Accepted` and then trickles its body forever.
+ * The call settles at the head (202: no answer), but nothing stops the POST: undici goes on reading the body
+ * (each byte resets its SILENT_MS body timeout), so the connection stays busy for good and the Pool (no
+ * connection limit) opens a new one for every call — sockets held without bound, one per call. Same with a
+ * 2xx of an unexpected Content-Type (failed at the head, body left running).
+ */
+import { createServer, type Server, type Socket } from 'node:net';
+import type { JSONRPCMessage } from '@modelcontextprotocol/client';
+import { afterEach, describe, expect, it } from 'vitest';
+import { rawHttpTransport } from '../../src/gateway/upstream-raw-http.js';
+
+const servers: Server[] = [];
+const timers: NodeJS.Timeout[] = [];
+afterEach(() => {
+  for (const t of timers.splice(0)) clearInterval(t);
+  for (const s of servers.splice(0)) s.close();
+});
+
+describe('atk-undici: a settled raw POST whose body never ends', () => {
+  it('does not keep its connection open (no socket held per call)', async () => {
+    const open = new Set<Socket>();
+    const server = createServer((socket) => {
+      open.add(socket);
+      socket.on('close', () => open.delete(socket));
+      socket.on('error', () => {});
+      let held = '';
+      socket.on('data', (chunk: Buffer) => {
+        held += chunk.toString('latin1');
+        if (!held.includes('\r\n\r\n')) return;
+        held = '';
+        socket.write('HTTP/1.1 202 Accepted\r\nTransfer-Encoding: chunked\r\n\r\n');
+        timers.push(setInterval(() => socket.write('1\r\n \r\n'), 50));
+      });
+    });
+    servers.push(server);
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const port = (server.address() as { port: number }).port;
+    const transport = rawHttpTransport(new URL(`http://127.0.0.1:${port}/mcp`));
+    transport.onerror = () => {};
+    await transport.start();
+    for (let i = 1; i <= 5; i++)
+      await transport.send({
+        jsonrpc: '2.0',
+        id: `toolgate-raw:${i}`,
+        method: 'tools/call',
+        params: { name: 'echo' },
+      } as JSONRPCMessage);
+    await new Promise((r) => setTimeout(r, 500));
+    const held = open.size;
+    await transport.close();
+    // Every call settled: at most one idle keep-alive connection may remain, not one busy socket per call.
+    expect(held).toBeLessThanOrEqual(1);
+  });
+});
