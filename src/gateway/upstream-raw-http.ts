@@ -59,6 +59,8 @@ export class RawHttpTransport extends StreamableHTTPClientTransport {
   /** The headers every raw request carries (the configured ones, `Accept`, `Content-Type`), lower-cased. */
   readonly #headers: Record<string, string> = {};
   readonly #inflight = new Map<string | number, RawPost>();
+  /** Closed: no raw POST is sent any more (the SDK's transport refuses a send after close too). */
+  #closed = false;
 
   constructor(url: URL, headers?: Readonly<Record<string, string>>) {
     super(url, { fetch: upstreamFetch, ...(headers ? { requestInit: { headers: { ...headers } } } : {}) });
@@ -99,6 +101,7 @@ export class RawHttpTransport extends StreamableHTTPClientTransport {
   }
 
   override async close(): Promise<void> {
+    this.#closed = true;
     for (const post of this.#inflight.values()) post.request.destroy();
     this.#inflight.clear();
     return super.close();
@@ -111,6 +114,9 @@ export class RawHttpTransport extends StreamableHTTPClientTransport {
   #post(message: JSONRPCMessage, name: string | undefined, signal: AbortSignal | undefined): Promise<void> {
     // Stopped before it was sent (the SDK's fetch would not send it either; its caller has given up on it).
     if (signal?.aborted) return Promise.resolve();
+    // After close nothing reaches the upstream: the tool must not run for a call nobody can answer.
+    if (this.#closed)
+      return Promise.reject(new SdkError(SdkErrorCode.ConnectionClosed, 'the transport to the upstream is closed'));
     const headers: Record<string, string> = { ...this.#headers };
     const session = this.sessionId;
     if (session) headers['mcp-session-id'] = session;
@@ -312,6 +318,9 @@ class RawPost {
       return;
     }
     if (status === 202) {
+      // No answer (MCP: a 202 has no body): a body byte means the connection is not to be kept — closed, so a
+      // body that trickles on does not hold a socket after the call settled.
+      res.once('data', () => res.destroy());
       res.resume();
       return this.#done();
     }
@@ -321,7 +330,8 @@ class RawPost {
     if (essence === 'text/event-stream') this.#events = new SseEvents(this.#each);
     else if (essence === 'application/json') this.#json = true;
     else {
-      res.resume();
+      // The call fails here: its body is not read on (a body that never ends would hold the socket for good).
+      res.destroy();
       return this.failed(
         new SdkError(SdkErrorCode.ClientHttpUnexpectedContent, `Unexpected content type: ${contentType}`, {
           contentType,

@@ -1,7 +1,7 @@
 /**
- * Attack (atk-undici): a raw tools/call sent on a RawHttpTransport after close() is still POSTed to the
- * upstream (the tool runs), on a fresh undici Pool made lazily by `#post` that nothing ever destroys. The SDK
- * path refuses the same send (its abort controller is aborted by close(): fetch never sends it).
+ * Attack (atk-undici, 2026-12-05; it held on node:http too): a raw tools/call sent on a RawHttpTransport after
+ * close() was still POSTed to the upstream (the tool ran) — the SDK path refuses the same send (close() aborts
+ * its fetch). Fixed: a raw POST after close is refused and never sent.
  */
 import { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { JSONRPCMessage } from '@modelcontextprotocol/client';
@@ -11,7 +11,7 @@ import { cleanupsAfterEach, loopbackServer } from '../harness.js';
 
 const cleanups = cleanupsAfterEach();
 
-describe('atk-undici: a raw POST after the transport closed', () => {
+describe('a raw POST after the transport closed', () => {
   it('never reaches the upstream (the tool does not run after close)', async () => {
     const seen: unknown[] = [];
     const url = await loopbackServer(
@@ -38,10 +38,7 @@ describe('atk-undici: a raw POST after the transport closed', () => {
       method: 'tools/call',
       params: { name: 'delete_everything' },
     } as JSONRPCMessage;
-    await transport.send(call).then(
-      () => undefined,
-      () => undefined,
-    );
+    await expect(transport.send(call)).rejects.toThrow(/closed/);
     await new Promise((r) => setTimeout(r, 100));
     cleanups.push(() => transport.close());
     expect(seen).toEqual([]);

@@ -1,9 +1,9 @@
 /**
- * Attack (atk-undici): an upstream answers each raw POST `202 Accepted` and then trickles its body forever.
- * The call settles at the head (202: no answer), but nothing stops the POST: undici goes on reading the body
- * (each byte resets its SILENT_MS body timeout), so the connection stays busy for good and the Pool (no
- * connection limit) opens a new one for every call — sockets held without bound, one per call. Same with a
- * 2xx of an unexpected Content-Type (failed at the head, body left running).
+ * Attack (atk-undici, 2026-12-05; it held on node:http too): an upstream answers each raw POST `202 Accepted`
+ * (or a 2xx of an unexpected Content-Type) and then trickles its body forever. The call settles at the head,
+ * but the body was read on (`res.resume()`), so the connection stayed busy for good and the keep-alive agent
+ * opened a new one for every call: one socket held per settled call, without bound. Fixed: a 202's body byte,
+ * or a failed head, closes the response.
  */
 import { createServer, type Server, type Socket } from 'node:net';
 import type { JSONRPCMessage } from '@modelcontextprotocol/client';
@@ -17,8 +17,11 @@ afterEach(() => {
   for (const s of servers.splice(0)) s.close();
 });
 
-describe('atk-undici: a settled raw POST whose body never ends', () => {
-  it('does not keep its connection open (no socket held per call)', async () => {
+describe('a settled raw POST whose body never ends', () => {
+  it.each([
+    ['202 Accepted', 'HTTP/1.1 202 Accepted\r\nTransfer-Encoding: chunked\r\n\r\n'],
+    ['200 of an unexpected type', 'HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n'],
+  ])('%s: does not keep its connection open (no socket held per call)', async (_, head) => {
     const open = new Set<Socket>();
     const server = createServer((socket) => {
       open.add(socket);
@@ -29,7 +32,7 @@ describe('atk-undici: a settled raw POST whose body never ends', () => {
         held += chunk.toString('latin1');
         if (!held.includes('\r\n\r\n')) return;
         held = '';
-        socket.write('HTTP/1.1 202 Accepted\r\nTransfer-Encoding: chunked\r\n\r\n');
+        socket.write(head);
         timers.push(setInterval(() => socket.write('1\r\n \r\n'), 50));
       });
     });
@@ -40,12 +43,14 @@ describe('atk-undici: a settled raw POST whose body never ends', () => {
     transport.onerror = () => {};
     await transport.start();
     for (let i = 1; i <= 5; i++)
-      await transport.send({
-        jsonrpc: '2.0',
-        id: `toolgate-raw:${i}`,
-        method: 'tools/call',
-        params: { name: 'echo' },
-      } as JSONRPCMessage);
+      await transport
+        .send({
+          jsonrpc: '2.0',
+          id: `toolgate-raw:${i}`,
+          method: 'tools/call',
+          params: { name: 'echo' },
+        } as JSONRPCMessage)
+        .catch(() => undefined);
     await new Promise((r) => setTimeout(r, 500));
     const held = open.size;
     await transport.close();
