@@ -329,15 +329,13 @@ class RawPost {
     const essence = essenceOf(contentType);
     if (essence === 'text/event-stream') this.#events = new SseEvents(this.#each);
     else if (essence === 'application/json') this.#json = true;
-    else {
-      // The call fails here: its body is not read on (a body that never ends would hold the socket for good).
-      res.destroy();
-      return this.failed(
+    // The call fails here, its body not read on (#fail closes it: a body that never ends holds no socket).
+    else
+      return this.#fail(
         new SdkError(SdkErrorCode.ClientHttpUnexpectedContent, `Unexpected content type: ${contentType}`, {
           contentType,
         }),
       );
-    }
     res.on('data', this.#data);
     res.once('end', this.#end);
     res.once('error', this.#fail);
