@@ -40,7 +40,6 @@ describe('a raw POST after the transport closed', () => {
     } as JSONRPCMessage;
     await expect(transport.send(call)).rejects.toThrow(/closed/);
     await new Promise((r) => setTimeout(r, 100));
-    cleanups.push(() => transport.close());
     expect(seen).toEqual([]);
   });
 });

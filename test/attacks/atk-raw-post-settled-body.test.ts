@@ -5,17 +5,13 @@
  * opened a new one for every call: one socket held per settled call, without bound. Fixed: a 202's body byte,
  * or a failed head, closes the response.
  */
-import { createServer, type Server, type Socket } from 'node:net';
+import { createServer, type Socket } from 'node:net';
 import type { JSONRPCMessage } from '@modelcontextprotocol/client';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { rawHttpTransport } from '../../src/gateway/upstream-raw-http.js';
+import { cleanupsAfterEach } from '../harness.js';
 
-const servers: Server[] = [];
-const timers: NodeJS.Timeout[] = [];
-afterEach(() => {
-  for (const t of timers.splice(0)) clearInterval(t);
-  for (const s of servers.splice(0)) s.close();
-});
+const cleanups = cleanupsAfterEach();
 
 describe('a settled raw POST whose body never ends', () => {
   it.each([
@@ -23,6 +19,7 @@ describe('a settled raw POST whose body never ends', () => {
     ['200 of an unexpected type', 'HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n'],
   ])('%s: does not keep its connection open (no socket held per call)', async (_, head) => {
     const open = new Set<Socket>();
+    let heads = 0;
     const server = createServer((socket) => {
       open.add(socket);
       socket.on('close', () => open.delete(socket));
@@ -32,12 +29,17 @@ describe('a settled raw POST whose body never ends', () => {
         held += chunk.toString('latin1');
         if (!held.includes('\r\n\r\n')) return;
         held = '';
+        heads++;
         socket.write(head);
-        timers.push(setInterval(() => socket.write('1\r\n \r\n'), 50));
+        const trickle = setInterval(() => socket.write('1\r\n \r\n'), 50);
+        cleanups.push(() => clearInterval(trickle));
       });
     });
-    servers.push(server);
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    cleanups.push(() => {
+      for (const socket of open) socket.destroy();
+      return new Promise<void>((r) => server.close(() => r()));
+    });
     const port = (server.address() as { port: number }).port;
     const transport = rawHttpTransport(new URL(`http://127.0.0.1:${port}/mcp`));
     transport.onerror = () => {};
@@ -54,7 +56,9 @@ describe('a settled raw POST whose body never ends', () => {
     await new Promise((r) => setTimeout(r, 500));
     const held = open.size;
     await transport.close();
-    // Every call settled: at most one idle keep-alive connection may remain, not one busy socket per call.
+    // Every call reached the upstream and settled: at most one idle keep-alive connection may remain, not one
+    // busy socket per call.
+    expect(heads).toBe(5);
     expect(held).toBeLessThanOrEqual(1);
   });
 });
