@@ -363,7 +363,7 @@ function gatewayTargets(runs: readonly GatewayResult[]): Target[] {
       id: `gateway-stdio-${label.replace('/', '-')}`,
       description: `the gateway over stdio with --audit, ${label}, over the same upstream called directly (sequential requests, p50 / p99)`,
       target: '≤ +100 µs p50, ≤ +1 ms p99',
-      measured: `+${p50.toFixed(0)} µs p50, +${(p99 / 1000).toFixed(2)} ms p99 (direct ${median(m.map((x) => x.direct.p50)).toFixed(0)} µs, gateway ${median(m.map((x) => x.gateway.p50)).toFixed(0)} µs, without audit ${median(m.map((x) => x.gatewayNoAudit.p50)).toFixed(0)} µs; the floor of two stdio hops here, a bare relay process: +${median(m.map((x) => (x.relay?.p50 ?? NaN) - x.direct.p50)).toFixed(0)} µs${key === 'toolsCall' ? stdioCpu(runs) : ''})`,
+      measured: `+${p50.toFixed(0)} µs p50, +${(p99 / 1000).toFixed(2)} ms p99 (direct ${median(m.map((x) => x.direct.p50)).toFixed(0)} µs, gateway ${median(m.map((x) => x.gateway.p50)).toFixed(0)} µs, without audit ${median(m.map((x) => x.gatewayNoAudit.p50)).toFixed(0)} µs; the floor of two stdio hops here, a bare relay process: +${median(m.map((x) => (x.relay?.p50 ?? NaN) - x.direct.p50)).toFixed(0)} µs${key === 'toolsCall' ? `; ${stdioCpu(runs)}` : ''})`,
       met: p50 <= 100 && p99 <= 1000,
     };
   }).concat(
@@ -388,13 +388,13 @@ function gatewayTargets(runs: readonly GatewayResult[]): Target[] {
 /** The stdio tools/call row's CPU per call: the gateway's (--audit), the upstream's own and the bare relay's (the floor), medians of the runs. */
 function stdioCpu(runs: readonly GatewayResult[]): string {
   const m = (f: (r: GatewayResult) => number | null | undefined) => median(runs.map((r) => f(r) ?? NaN)).toFixed(0);
-  return `; gateway CPU ${m((r) => r.cpu.gateway)} µs per call (without audit ${m((r) => r.cpu.gatewayNoAudit)}), the upstream's own ${m((r) => r.cpu.upstream)} µs, the bare relay's ${m((r) => r.cpu.relay)} µs`;
+  return `gateway CPU ${m((r) => r.cpu.gateway)} µs per tools/call (without audit ${m((r) => r.cpu.gatewayNoAudit)}), the upstream's own ${m((r) => r.cpu.upstream)} µs, the bare relay's ${m((r) => r.cpu.relay)} µs`;
 }
 
 /** The gateway's pieces measured in process (medians of the runs), one line. */
 function gatewayPieces(runs: readonly GatewayResult[]): string {
   const m = (f: (r: GatewayResult) => number, digits = 1) => median(runs.map(f)).toFixed(digits);
-  const cpu = `CPU per tools/call: gateway --audit ${m((r) => r.cpu.gateway ?? NaN, 0)} µs, without audit ${m((r) => r.cpu.gatewayNoAudit ?? NaN, 0)} µs, the bare stdio relay ${m((r) => r.cpu.relay ?? NaN, 0)} µs, the upstream itself ${m((r) => r.cpu.upstream ?? NaN, 0)} µs`;
+  const cpu = `stdio ${stdioCpu(runs)}`;
   // A stdio-only run (TOOLGATE_BENCH_GATEWAY=stdio) measured no pieces.
   if (runs.some((r) => r.http === undefined)) return cpu;
   return `parse ${m((r) => r.parseUs)} µs, SDK validation ${m((r) => r.validateUs)} µs per side, decide ${m((r) => r.decideUs)} µs, audit record ${m((r) => r.auditUs)} µs, definition pin ${m((r) => r.pinUs)} µs uncached / ${m((r) => r.pinCachedUs, 2)} µs cached, stdio pipe round trip ${m((r) => r.pipeUs, 0)} µs; ${cpu}`;
