@@ -21,17 +21,11 @@ export function noteAnswerLine(result: unknown, line: string): void {
   if (typeof result === 'object' && result !== null) lines.set(result, line);
 }
 
-/**
- * A string in the form `JSON.stringify` writes: no raw control character, escapes only `\"`, `\\`, `\b`,
- * `\f`, `\n`, `\r`, `\t` and `\u00XX` (lowercase) for the other control characters. A `\u` escape of
- * anything else (a lone surrogate among them) is left to `JSON.stringify`.
- */
-// eslint-disable-next-line no-control-regex -- the control characters JSON.stringify escapes
-const STRING = /"[^"\\\u0000-\u001f]*(?:\\(?:["\\bfnrt]|u00(?:0[0-7bef]|1[0-9a-f]))[^"\\\u0000-\u001f]*)*"/y;
 /** A JSON number, checked against its shortest round-trip form when not a short integer. */
 const NUMBER = /-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?/y;
 
 const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
 const COLON = 0x3a;
 const COMMA = 0x2c;
 const OPEN_BRACE = 0x7b;
@@ -58,9 +52,8 @@ function scanValue(text: string, start: number, counted: { keys: number }): numb
   while (i < end) {
     const c = text.charCodeAt(i);
     if (c === QUOTE) {
-      STRING.lastIndex = i;
-      if (!STRING.test(text)) return -1;
-      const after = STRING.lastIndex;
+      const after = stringEnd(text, i);
+      if (after < 0) return -1;
       if (text.charCodeAt(after) === COLON) {
         // A key: one that may be an integer index is left to JSON.stringify (V8 orders those first).
         const first = text.charCodeAt(i + 1);
@@ -89,6 +82,57 @@ function scanValue(text: string, start: number, counted: { keys: number }): numb
   return -1;
 }
 
+/**
+ * The index after the string whose opening quote is at `i` (its closing quote: the next quote after an even run
+ * of backslashes, as JSON text is read), or -1.
+ */
+function stringEnd(text: string, i: number): number {
+  for (let j = i + 1; ;) {
+    const q = text.indexOf('"', j);
+    if (q < 0) return -1;
+    if (text.charCodeAt(q - 1) !== BACKSLASH || evenRunBefore(text, q)) return q + 1;
+    j = q + 1;
+  }
+}
+
+/** Whether the run of backslashes just before `at` in `text` is of even length (then `at` is not escaped). */
+function evenRunBefore(text: string, at: number): boolean {
+  let k = at;
+  while (k > 0 && text.charCodeAt(k - 1) === BACKSLASH) k--;
+  return (at - k) % 2 === 0;
+}
+
+/**
+ * Whether every escape in `text` (JSON text JSON.parse accepted: it has no raw control character in a string,
+ * no escape but `\"`, `\\`, `\/`, `\b`, `\f`, `\n`, `\r`, `\t`, `\uXXXX`) is one JSON.stringify writes: no
+ * `\/`, and a `\u` escape only for a control character without a short form, in lower case (`\u001f`; a lone
+ * surrogate's escape, which JSON.stringify also writes, is left to it). An escape starts at a backslash
+ * after an even run of backslashes; found with indexOf, so a text without such escapes is not read in JavaScript.
+ */
+function escapesAsStringify(text: string): boolean {
+  // Most texts have no `\/` or `\u` at all: one native pass says so (two indexOf searches cost more).
+  if (!MAYBE_ODD_ESCAPE.test(text)) return true;
+  for (let p = text.indexOf('\\/'); p >= 0; p = text.indexOf('\\/', p + 1)) if (evenRunBefore(text, p)) return false;
+  for (let p = text.indexOf('\\u'); p >= 0; p = text.indexOf('\\u', p + 1)) {
+    if (!evenRunBefore(text, p)) continue; // an escaped backslash, then a letter u
+    if (text.charCodeAt(p + 2) !== ZERO || text.charCodeAt(p + 3) !== ZERO) return false;
+    const high = text.charCodeAt(p + 4);
+    const low = text.charCodeAt(p + 5);
+    const digit = low >= ZERO && low <= NINE;
+    const letter = low >= 0x61 && low <= 0x66; // a-f
+    if (
+      high === ZERO
+        ? !((low >= ZERO && low <= 0x37) || low === 0x62 || low === 0x65 || low === 0x66)
+        : high !== 0x31 || !(digit || letter)
+    )
+      return false;
+  }
+  return true;
+}
+
+/** A backslash before a slash or a `u`: an escape JSON.stringify may not write, or an escaped backslash before one. */
+const MAYBE_ODD_ESCAPE = /\\[/u]/;
+
 /** The index after the number at `i` when `JSON.stringify` writes it so; -1 otherwise. */
 function scanNumber(text: string, i: number): number {
   NUMBER.lastIndex = i;
@@ -110,7 +154,7 @@ const RESULT = '"result":';
  */
 function resultSpan(line: string): { start: number; end: number; keys: number } | undefined {
   if (line.charCodeAt(0) !== OPEN_BRACE || line.charCodeAt(line.length - 1) !== CLOSE_BRACE) return undefined;
-  if (!line.isWellFormed()) return undefined;
+  if (!line.isWellFormed() || !escapesAsStringify(line)) return undefined;
   let i = 1;
   let seen = 0;
   let start = -1;

@@ -263,7 +263,7 @@ describe('answer-lines: the upstream line spliced under the client id', () => {
     }
     // And their JSON.stringify forms are spliced (the fallback above is for the form, not the values).
     const fine = both(
-      '{"jsonrpc":"2.0","id":"toolgate-raw:1","result":{"a":1e+21,"b":0.1,"c":-5,"d":"\\u001f\\n"}}',
+      '{"jsonrpc":"2.0","id":"toolgate-raw:1","result":{"a":1e+21,"b":0.1,"c":-5,"d":"\\u001f\\n\\u000b\\u0000\\u0007\\u000e\\u000f\\u0010\\\\u0041\\\\/"}}',
       'c',
     )!;
     expect(fine.spliced).toBe(true);
