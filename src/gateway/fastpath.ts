@@ -35,6 +35,7 @@ import {
   type ServerNotification,
 } from '@modelcontextprotocol/sdk/types.js';
 import { requestHandlers, type GatewayCore, type GatewayRequestContext, type SessionRequest } from './session.js';
+import { answerLineOf } from './answer-lines.js';
 import { isPlainObject, plainCallToolResult } from './raw-results.js';
 import { fastPathOff, StdioLines } from './upstream-raw.js';
 
@@ -367,6 +368,7 @@ export class FastStdioTransport implements Transport {
 
   /** {@link send} for a caller that does not wait for the line to drain (a fast-path answer): one write, no promise. */
   write(message: JSONRPCMessage): void {
-    this.#stdout.write(serializeMessage(message));
+    // The upstream's result written from its own line where that is provably the same bytes (answer-lines.ts).
+    this.#stdout.write(answerLineOf(message) ?? serializeMessage(message));
   }
 }

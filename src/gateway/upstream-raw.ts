@@ -26,6 +26,7 @@ import {
 } from '@modelcontextprotocol/client';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/client/validators/ajv';
 import { expiringDeadlines, type Expiring, type Queue, type Turn } from '../deadlines.js';
+import { noteAnswerLine } from './answer-lines.js';
 import { isPlainObject, plainCallToolResult, plainReadResourceResult } from './raw-results.js';
 
 /** The prefix of the gateway's own request ids towards an upstream. */
@@ -418,7 +419,11 @@ class RawReadBuffer extends StdioLines {
       try {
         if (line.includes(`"${RAW_ID}`)) {
           const parsed: unknown = JSON.parse(line);
-          if (rawAnswer(parsed)) return parsed;
+          if (rawAnswer(parsed)) {
+            // The line kept for the answer to be written from it where that is the same bytes (answer-lines.ts).
+            noteAnswerLine((parsed as { result?: unknown }).result, line);
+            return parsed;
+          }
         }
         return deserializeMessage(line);
       } catch (error) {

@@ -1,0 +1,272 @@
+// Issue 25.2: a fast-path answer written from the upstream's own line (src/gateway/answer-lines.ts) must be
+// byte for byte what JSON.stringify of the message writes (the fast path's serializeMessage), on random
+// results written by an upstream in random ways: whitespace, escapes JSON.stringify does not make (`\/`,
+// `\u0041`, upper-case hex, escaped pairs, literal lone surrogates), numbers not in their shortest form
+// (`1.0`, `1e2`, `-0`, long digits), duplicate keys, integer keys in any order, the envelope's members in any
+// order. Where the text is already JSON.stringify's, the splice must be taken (else it would save nothing).
+import { serializeMessage } from '@modelcontextprotocol/sdk/shared/stdio.js';
+import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { answerLineOf, noteAnswerLine } from '../../src/gateway/answer-lines.js';
+import { rawAnswer } from '../../src/gateway/upstream-raw.js';
+
+/** A JSON value as an upstream writes it: object members in text order (keys may repeat, may be integers). */
+type Tree =
+  | { readonly kind: 'leaf'; readonly value: string | number | boolean | null }
+  | { readonly kind: 'array'; readonly items: readonly Tree[] }
+  | { readonly kind: 'object'; readonly entries: readonly (readonly [string, Tree])[] };
+
+const trickyString = fc.oneof(
+  fc.string({ unit: 'binary', maxLength: 12 }),
+  fc.string({ unit: 'grapheme', maxLength: 12 }),
+  fc.constantFrom(
+    '',
+    '/',
+    '"',
+    '\\',
+    '\u2028',
+    '\u2029',
+    '\ud800',
+    '\udfff',
+    '\ud83d\ude00',
+    '\u007f',
+    '\b\f\n\r\t\u0000\u001f',
+  ),
+);
+const trickyKey = fc.oneof(
+  { weight: 4, arbitrary: trickyString },
+  {
+    weight: 1,
+    arbitrary: fc.constantFrom('0', '1', '10', '01', '-1', '4294967294', '4294967295', '1.5', '__proto__', 'toJSON'),
+  },
+);
+const trickyNumber = fc.oneof(
+  fc.integer(),
+  fc.double({ noNaN: true, noDefaultInfinity: true }),
+  fc.constantFrom(0, -0, 1e21, 1e-7, 2 ** 53, 2 ** 53 + 2, 0.1, 123.456, -1.5e-300),
+);
+
+const { tree } = fc.letrec<{ tree: Tree; leaf: Tree; array: Tree; object: Tree }>((tie) => ({
+  tree: fc.oneof({ depthSize: 'small', withCrossShrink: true }, tie('leaf'), tie('array'), tie('object')),
+  leaf: fc
+    .oneof(trickyString, trickyNumber, fc.boolean(), fc.constant(null))
+    .map((value): Tree => ({ kind: 'leaf', value })),
+  array: fc.array(tie('tree'), { maxLength: 4 }).map((items): Tree => ({ kind: 'array', items })),
+  object: fc
+    .array(fc.tuple(trickyKey, tie('tree')), { maxLength: 5 })
+    .map((entries): Tree => ({ kind: 'object', entries })),
+}));
+
+const rootObject = fc
+  .array(fc.tuple(trickyKey, tree), { maxLength: 5 })
+  .map((entries): Tree => ({ kind: 'object', entries }));
+
+/** Writes JSON text; with `rate` > 0, each choice may take a form JSON.stringify does not write. */
+class Writer {
+  #i = 0;
+  readonly choices: readonly number[];
+  readonly rate: number;
+  constructor(choices: readonly number[], rate: number) {
+    this.choices = choices;
+    this.rate = rate;
+  }
+  /** A number in [0, 1). */
+  #next(): number {
+    const n = this.choices[this.#i++ % this.choices.length]!;
+    return (n % 1000) / 1000;
+  }
+  #odd(): boolean {
+    return this.rate > 0 && this.#next() < this.rate;
+  }
+  ws(): string {
+    return this.#odd() ? [' ', '\t', '\r', '  '][Math.floor(this.#next() * 4)]! : '';
+  }
+  string(s: string): string {
+    if (!this.#odd()) return JSON.stringify(s);
+    let out = '"';
+    for (let i = 0; i < s.length; i++) {
+      const c = s.charCodeAt(i);
+      const pair = c >= 0xd800 && c <= 0xdbff && i + 1 < s.length && (s.charCodeAt(i + 1) & 0xfc00) === 0xdc00;
+      const lone = !pair && c >= 0xd800 && c <= 0xdfff;
+      const [escape, slash, literal] = [this.#odd(), this.#odd(), this.#odd()];
+      if (escape) {
+        const hex = c.toString(16).padStart(4, '0');
+        out += `\\u${this.#next() < 0.5 ? hex : hex.toUpperCase()}`;
+      } else if (c === 0x2f && slash) out += '\\/';
+      else if (lone && literal)
+        out += s[i]; // literal: JSON.parse takes it, JSON.stringify escapes it
+      else if (pair) {
+        out += s.slice(i, i + 2);
+        i++;
+      } else out += JSON.stringify(s[i]).slice(1, -1);
+    }
+    return `${out}"`;
+  }
+  number(n: number): string {
+    if (!this.#odd()) return JSON.stringify(n);
+    const forms = [n.toExponential(), n.toPrecision(21), Object.is(n, 0) || Object.is(n, -0) ? '-0' : `${n}`];
+    if (Number.isInteger(n) && Math.abs(n) < 1e21) forms.push(`${n}.0`, `${n}E+00`, BigInt(n).toString());
+    return forms[Math.floor(this.#next() * forms.length)]!;
+  }
+  value(t: Tree): string {
+    const w = () => this.ws();
+    if (t.kind === 'leaf') {
+      const v = t.value;
+      return typeof v === 'string' ? this.string(v) : typeof v === 'number' ? this.number(v) : JSON.stringify(v);
+    }
+    if (t.kind === 'array') return `[${w()}${t.items.map((x) => `${this.value(x)}${w()}`).join(`,${w()}`)}]`;
+    const parts: string[] = [];
+    for (const [k, v] of t.entries) {
+      // A duplicate key: an entry of the same key before this one (the parse keeps the later value, first place).
+      if (this.#odd()) parts.push(`${this.string(k)}${w()}:${w()}${this.value({ kind: 'leaf', value: 1 })}`);
+      parts.push(`${this.string(k)}${w()}:${w()}${this.value(v)}${w()}`);
+    }
+    return `{${w()}${parts.join(`,${w()}`)}}`;
+  }
+}
+
+/** An upstream's answer line for `result`, its three members in the given order. */
+function upstreamLine(writer: Writer, result: Tree, order: readonly number[], n: number): string {
+  const w = () => writer.ws();
+  const members = [
+    `"jsonrpc"${w()}:${w()}"2.0"`,
+    `"id"${w()}:${w()}${writer.string(`toolgate-raw:${n}`)}`,
+    `"result"${w()}:${w()}${writer.value(result)}${w()}`,
+  ];
+  return `{${w()}${order.map((i) => members[i]!).join(`,${w()}`)}}`;
+}
+
+/** What the fast path wrote before (JSON.stringify) and what it writes now, for one upstream line. */
+function both(line: string, id: string | number): { old: string; now: string; spliced: boolean } | undefined {
+  const parsed: unknown = JSON.parse(line);
+  if (!rawAnswer(parsed)) return undefined;
+  const result = (parsed as { result: unknown }).result;
+  noteAnswerLine(result, line);
+  const message = { jsonrpc: '2.0', id, result } as JSONRPCMessage;
+  const old = serializeMessage(message);
+  const spliced = answerLineOf(message);
+  return { old, now: spliced ?? old, spliced: spliced !== undefined };
+}
+
+/** Whether `value` holds a key that begins with a digit (the splice leaves those to JSON.stringify). */
+function digitKey(value: unknown): boolean {
+  if (typeof value !== 'object' || value === null) return false;
+  if (Array.isArray(value)) return value.some(digitKey);
+  return Object.entries(value).some(([k, v]) => /^[0-9]/.test(k) || digitKey(v));
+}
+
+const orders = fc.constantFrom([0, 1, 2], [2, 0, 1], [1, 2, 0], [0, 2, 1], [2, 1, 0], [1, 0, 2]);
+const clientId = fc.oneof(fc.string({ unit: 'binary', maxLength: 8 }), fc.maxSafeInteger(), fc.integer());
+
+describe('answer-lines: the upstream line spliced under the client id', () => {
+  it('writes the same bytes as JSON.stringify on random results written in random ways', () => {
+    let spliced = 0;
+    let total = 0;
+    fc.assert(
+      fc.property(
+        rootObject,
+        fc.array(fc.nat(), { minLength: 32, maxLength: 64 }),
+        fc.constantFrom(0, 0, 0.02, 0.1, 0.4),
+        orders,
+        fc.nat(),
+        clientId,
+        (result, choices, rate, order, n, id) => {
+          const line = upstreamLine(new Writer(choices, rate), result, order, n);
+          const out = both(line, id);
+          if (!out) return;
+          total++;
+          if (out.spliced) spliced++;
+          expect(out.now).toBe(out.old);
+        },
+      ),
+      { numRuns: 4000 },
+    );
+    // Both ways were taken often.
+    expect(spliced).toBeGreaterThan(total / 10);
+    expect(total - spliced).toBeGreaterThan(total / 10);
+  });
+
+  it("takes the splice wherever the upstream's text is already JSON.stringify's", () => {
+    fc.assert(
+      fc.property(
+        fc.dictionary(
+          fc.string({ unit: 'grapheme', maxLength: 8 }).filter((k) => !/^[0-9]/.test(k) && k !== '__proto__'),
+          fc.jsonValue({ maxDepth: 4 }),
+        ),
+        orders,
+        fc.nat(),
+        clientId,
+        (result, order, n, id) => {
+          // As an SDK's serializeMessage writes the upstream's answer (its members in any order).
+          const members = [`"jsonrpc":"2.0"`, `"id":"toolgate-raw:${n}"`, `"result":${JSON.stringify(result)}`];
+          const keysOk = !digitKey(result);
+          const out = both(`{${order.map((i) => members[i]!).join(',')}}`, id);
+          expect(out).toBeDefined();
+          expect(out!.now).toBe(out!.old);
+          if (keysOk) expect(out!.spliced).toBe(true);
+        },
+      ),
+      { numRuns: 2000 },
+    );
+  });
+
+  it('the bench-shaped answer of server-filesystem is spliced; its message key order matters', () => {
+    const text = 'line one\nline "two"\t\\ end\u2028é😀';
+    const line = JSON.stringify({
+      result: { content: [{ type: 'text', text }], structuredContent: { content: text } },
+      jsonrpc: '2.0',
+      id: 'toolgate-raw:7',
+    });
+    const out = both(line, 3)!;
+    expect(out.spliced).toBe(true);
+    expect(out.now).toBe(out.old);
+    // Another key order of the client's message: JSON.stringify writes another line; no splice.
+    const parsed = JSON.parse(line) as { result: object };
+    noteAnswerLine(parsed.result, line);
+    expect(answerLineOf({ id: 3, jsonrpc: '2.0', result: parsed.result })).toBeUndefined();
+    expect(answerLineOf({ jsonrpc: '2.0', id: 3, result: parsed.result, extra: 1 })).toBeUndefined();
+    // A key added to the result after the parse (nothing on the fast path does): counted, not spliced.
+    (parsed.result as Record<string, unknown>)['_meta'] = {};
+    expect(answerLineOf({ jsonrpc: '2.0', id: 3, result: parsed.result })).toBeUndefined();
+    // An object not parsed from a noted line: not spliced.
+    expect(answerLineOf({ jsonrpc: '2.0', id: 3, result: { content: [] } })).toBeUndefined();
+  });
+
+  it('leaves to JSON.stringify what it cannot prove: dups, whitespace, escapes, numbers, depth, trailing members', () => {
+    const cases = [
+      '{"jsonrpc":"2.0","id":"toolgate-raw:1","result":{"a":1,"a":1}}',
+      '{"jsonrpc":"2.0","id":"toolgate-raw:1","result":{"a":{"b":1,"b":2}}}',
+      '{"jsonrpc":"2.0","id":"toolgate-raw:1","result":{"a":1},"result":{"a":1}}',
+      '{"jsonrpc":"2.0","id":"toolgate-raw:1","result":{"a":1} }',
+      '{"jsonrpc":"2.0","id":"toolgate-raw:1","result":{"a": 1}}',
+      '{"jsonrpc":"2.0","id":"toolgate-raw:1","result":{"a":"\\u0041"}}',
+      '{"jsonrpc":"2.0","id":"toolgate-raw:1","result":{"a":"\\/"}}',
+      '{"jsonrpc":"2.0","id":"toolgate-raw:1","result":{"a":"\\u001F"}}',
+      '{"jsonrpc":"2.0","id":"toolgate-raw:1","result":{"a":"\\u000a"}}',
+      '{"jsonrpc":"2.0","id":"toolgate-raw:1","result":{"a":"\\ud800"}}',
+      '{"jsonrpc":"2.0","id":"toolgate-raw:1","result":{"a":"\ud800"}}',
+      '{"jsonrpc":"2.0","id":"toolgate-raw:1","result":{"a":1.0}}',
+      '{"jsonrpc":"2.0","id":"toolgate-raw:1","result":{"a":1e2}}',
+      '{"jsonrpc":"2.0","id":"toolgate-raw:1","result":{"a":-0}}',
+      '{"jsonrpc":"2.0","id":"toolgate-raw:1","result":{"a":12345678901234567890}}',
+      '{"jsonrpc":"2.0","id":"toolgate-raw:1","result":{"b":1,"1":2}}',
+      '{"jsonrpc":"2.0","id":"toolgate-raw:01","result":{"a":1},"jsonrpc":"2.0"}',
+      `{"jsonrpc":"2.0","id":"toolgate-raw:1","result":${'['.repeat(70)}${']'.repeat(70)}}`,
+      `{"jsonrpc":"2.0","id":"toolgate-raw:1","result":{"a":${'['.repeat(70)}${']'.repeat(70)}}}`,
+    ];
+    for (const line of cases) {
+      const out = both(line, 'c');
+      if (!out) continue;
+      expect([line, out.spliced]).toEqual([line, false]);
+      expect(out.now).toBe(out.old);
+    }
+    // And their JSON.stringify forms are spliced (the fallback above is for the form, not the values).
+    const fine = both(
+      '{"jsonrpc":"2.0","id":"toolgate-raw:1","result":{"a":1e+21,"b":0.1,"c":-5,"d":"\\u001f\\n\\u000b\\u0000\\u0007\\u000e\\u000f\\u0010\\\\u0041\\\\/"}}',
+      'c',
+    )!;
+    expect(fine.spliced).toBe(true);
+    expect(fine.now).toBe(fine.old);
+  });
+});
