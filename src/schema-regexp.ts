@@ -26,18 +26,33 @@ export function linearRegExp(pattern: string, flags: string): LinearRegExp {
   if (flags !== 'u') throw new Error(`pattern ${JSON.stringify(pattern)}: only the u flag is read (got "${flags}")`);
   // Refused as before when ECMAScript refuses it (a syntax error): the parser below reads valid patterns only.
   new RegExp(pattern, 'u');
-  let re2: RE2JS;
+  let translated: Conjunction;
+  let re2: RE2JS, must: RE2JS[], mustNot: RE2JS[];
   try {
-    re2 = RE2JS.compile(new Translation(pattern).run());
+    translated = new Translation(pattern).run();
+    re2 = RE2JS.compile(translated.rest);
+    must = translated.must.map((text) => RE2JS.compile(text));
+    mustNot = translated.mustNot.map((text) => RE2JS.compile(text));
   } catch (error) {
     throw new Error(
       `pattern ${JSON.stringify(pattern)} is not supported: ${(error as Error).message} (patterns are matched in linear time, by RE2)`,
     );
   }
   const key = `re2:${JSON.stringify(pattern)}`;
-  return { test: (text: string) => re2.test(text), toString: () => key };
+  if (must.length === 0 && mustNot.length === 0) return { test: (text: string) => re2.test(text), toString: () => key };
+  return {
+    test: (text: string) => must.every((re) => re.test(text)) && !mustNot.some((re) => re.test(text)) && re2.test(text),
+    toString: () => key,
+  };
 }
 linearRegExp.code = 'linearRegExp';
+
+/** A pattern as RE2 expressions: the text matches it when it matches each of `must` and `rest`, none of `mustNot`. */
+interface Conjunction {
+  readonly must: readonly string[];
+  readonly mustNot: readonly string[];
+  readonly rest: string;
+}
 
 /** A set of code points: sorted, disjoint, non-adjacent inclusive ranges [lo, hi, lo, hi, …]. */
 type Ranges = readonly number[];
@@ -102,11 +117,33 @@ class Translation {
     this.#cps = Array.from(pattern, (c) => c.codePointAt(0)!);
   }
 
-  run(): string {
-    const out = this.#disjunction();
+  /**
+   * The pattern as RE2 expressions. `^(?=A)(?!B)R` (lookaheads at the start of an anchored pattern without a
+   * top-level `|`, as zod's `hostname()` writes) holds at the start only: the text matches `^A`, not `^B`, and `^R`.
+   * Any other lookaround is refused.
+   */
+  run(): Conjunction {
+    const must: string[] = [];
+    const mustNot: string[] = [];
+    if (this.#peek() === '^') {
+      this.#at++;
+      while (this.#peek() === '(' && this.#peek(1) === '?' && (this.#peek(2) === '=' || this.#peek(2) === '!')) {
+        const positive = this.#peek(2) === '=';
+        this.#at += 3;
+        const inner = `^(?:${this.#disjunction()})`;
+        if (this.#next() !== ')') throw new Error('unclosed group');
+        (positive ? must : mustNot).push(inner);
+      }
+      this.#at = must.length + mustNot.length === 0 ? 0 : this.#at;
+    }
+    const rest = this.#disjunction();
     if (this.#at !== this.#cps.length) throw new Error(`unexpected ${this.#peekChar()}`);
-    return out;
+    if (must.length + mustNot.length > 0 && this.#topLevelAlternatives > 1) throw new Error('lookaround');
+    return { must, mustNot, rest: must.length + mustNot.length > 0 ? `^(?:${rest})` : rest };
   }
+
+  /** How many alternatives the last top-level disjunction read had. */
+  #topLevelAlternatives = 0;
 
   #peek(offset = 0): string {
     const c = this.#cps[this.#at + offset];
@@ -129,6 +166,7 @@ class Translation {
       this.#at++;
       alternatives.push(this.#alternative());
     }
+    this.#topLevelAlternatives = alternatives.length;
     return alternatives.join('|');
   }
 

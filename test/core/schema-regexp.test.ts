@@ -53,6 +53,14 @@ const pattern = fc.letrec<{ disjunction: string; alternative: string; term: stri
   ),
 }));
 
+/** `^(?=A)(?!B)R`: lookaheads at the start of an anchored pattern, R without a top-level `|`. */
+const leading = fc
+  .tuple(
+    fc.array(fc.tuple(fc.constantFrom('(?=', '(?!'), pattern.disjunction), { minLength: 1, maxLength: 2 }),
+    pattern.alternative,
+  )
+  .map(([lookaheads, rest]) => `^${lookaheads.map(([open, inner]) => `${open}${inner})`).join('')}${rest}`);
+
 const CHARS = [...LITERALS, 'B', 'c', 'z', '\r', '\t', '\v', '\f', '\u0000', '\u2029', '\u3000', '\ufeff', '\u1680'];
 const text = fc
   .array(fc.constantFrom(...CHARS, '\uD83D', '\uDE00', '\uD83D\uDE00', '😁', 'Ω', '\u2009'), { maxLength: 12 })
@@ -72,24 +80,28 @@ function compiles(p: string): boolean {
 describe('linearRegExp', () => {
   it('accepts exactly what new RegExp(p, "u") accepts, on random patterns and strings', () => {
     fc.assert(
-      fc.property(pattern.disjunction, fc.array(text, { minLength: 1, maxLength: 8 }), (p, texts) => {
-        fc.pre(compiles(p));
-        let linear;
-        try {
-          linear = linearRegExp(p, 'u');
-        } catch (error) {
-          // RE2's own limit only (a repeat count nested past 1000): refused, never checked otherwise.
-          expect(String(error)).toMatch(/invalid repeat count|too large/);
-          return;
-        }
-        const native = new RegExp(p, 'u');
-        for (const t of texts) {
-          // V8 also tries \B between the halves of a surrogate pair (two non-word units), where the spec reads code
-          // points (and RE2 does): there, the translation only refuses more (see the test below).
-          if (p.includes('\\B') && ASTRAL.test(t) && native.test(t)) continue;
-          expect([p, t, linear.test(t)]).toEqual([p, t, native.test(t)]);
-        }
-      }),
+      fc.property(
+        fc.oneof(pattern.disjunction, leading),
+        fc.array(text, { minLength: 1, maxLength: 8 }),
+        (p, texts) => {
+          fc.pre(compiles(p));
+          let linear;
+          try {
+            linear = linearRegExp(p, 'u');
+          } catch (error) {
+            // RE2's own limit only (a repeat count nested past 1000): refused, never checked otherwise.
+            expect(String(error)).toMatch(/invalid repeat count|too large/);
+            return;
+          }
+          const native = new RegExp(p, 'u');
+          for (const t of texts) {
+            // V8 also tries \B between the halves of a surrogate pair (two non-word units), where the spec reads code
+            // points (and RE2 does): there, the translation only refuses more (see the test below).
+            if (p.includes('\\B') && ASTRAL.test(t) && native.test(t)) continue;
+            expect([p, t, linear.test(t)]).toEqual([p, t, native.test(t)]);
+          }
+        },
+      ),
       { numRuns: 3000 },
     );
   });
@@ -109,6 +121,10 @@ describe('linearRegExp', () => {
 
   it.each([
     ['(?=a)b', /lookaround/],
+    ['a(?=b)', /lookaround/],
+    ['^(?=a)b|c', /lookaround/],
+    ['^(?=(?=a))', /lookaround/],
+    ['^(?:(?=a)b)', /lookaround/],
     ['(?!a)b', /lookaround/],
     ['(?<=a)b', /lookaround/],
     ['(?<!a)b', /lookaround/],
