@@ -30,22 +30,33 @@ export function linearRegExp(pattern: string, flags: string): LinearRegExp {
   let re2: RE2JS, must: RE2JS[], mustNot: RE2JS[];
   try {
     translated = new Translation(pattern).run();
-    re2 = RE2JS.compile(translated.rest);
-    must = translated.must.map((text) => RE2JS.compile(text));
-    mustNot = translated.mustNot.map((text) => RE2JS.compile(text));
+    re2 = anywhere(translated.rest);
+    must = translated.must.map(anywhere);
+    mustNot = translated.mustNot.map(anywhere);
   } catch (error) {
     throw new Error(
       `pattern ${JSON.stringify(pattern)} is not supported: ${(error as Error).message} (patterns are matched in linear time, by RE2)`,
     );
   }
   const key = `re2:${JSON.stringify(pattern)}`;
-  if (must.length === 0 && mustNot.length === 0) return { test: (text: string) => re2.test(text), toString: () => key };
+  if (must.length === 0 && mustNot.length === 0)
+    return { test: (text: string) => re2.testExact(text), toString: () => key };
   return {
-    test: (text: string) => must.every((re) => re.test(text)) && !mustNot.some((re) => re.test(text)) && re2.test(text),
+    test: (text: string) =>
+      must.every((re) => re.testExact(text)) && !mustNot.some((re) => re.testExact(text)) && re2.testExact(text),
     toString: () => key,
   };
 }
 linearRegExp.code = 'linearRegExp';
+
+/**
+ * `expression` found anywhere in a text (RegExp's `test`), as a match of the whole text: any code points around it.
+ * re2js' `testExact` runs its DFA; its unanchored `test` took 2.5 times as long (885 against 345 ns on `^[a-z ]+$`
+ * and a 16-character text; 46 against 17 µs on 1,000 characters).
+ */
+function anywhere(expression: string): RE2JS {
+  return RE2JS.compile(`${ANY}*(?:${expression})${ANY}*`);
+}
 
 /** A pattern as RE2 expressions: the text matches it when it matches each of `must` and `rest`, none of `mustNot`. */
 interface Conjunction {
@@ -58,6 +69,7 @@ interface Conjunction {
 type Ranges = readonly number[];
 
 const MAX = 0x10ffff;
+const ANY = '[\\x{0}-\\x{10ffff}]';
 const DIGIT: Ranges = [0x30, 0x39];
 const WORD: Ranges = [0x30, 0x39, 0x41, 0x5a, 0x5f, 0x5f, 0x61, 0x7a];
 /** ECMAScript's WhiteSpace and LineTerminator (`\s`); RE2's `\s` is only [\t\n\f\r ]. */

@@ -3,7 +3,7 @@
  * compiled by Ajv into a backtracking RegExp. A schema's `^(a+)+$` (a registered tool's, or an MCP upstream's
  * `inputSchema`: the upstream writes it) and an argument a model wrote, `"aaaa…a!"`, held the event loop: on main,
  * 26 characters 0.4 s of CPU, each two more ×4 (30: ~7 s, 40: hours), every call of every tenant waiting. Patterns
- * are matched by RE2 in linear time; one RE2 cannot match as ECMAScript does (a lookahead) is refused, by name.
+ * are matched by RE2 in linear time; one RE2 cannot match as ECMAScript does (a lookbehind) is refused, by name.
  */
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
@@ -84,14 +84,14 @@ describe("an MCP upstream's inputSchema with a catastrophic pattern", () => {
     expect(calls).toEqual([{ to: 'aaa' }]);
   });
 
-  it('a pattern RE2 cannot match as ECMAScript does (a lookahead) is not served, the pattern named', async () => {
+  it('a pattern RE2 cannot match as ECMAScript does (a lookbehind) is not served, the pattern named', async () => {
     const registry = new ToolRegistry();
-    const { connection } = await upstream(registry, '^(?!admin)[a-z]+$');
+    const { connection } = await upstream(registry, '^[a-z]+(?<!admin)$');
     expect(connection.tools).not.toContain('evil:pay');
     expect(connection.skipped).toEqual([
       {
         tool: 'pay',
-        reason: expect.stringMatching(/pattern "\^\(\?!admin\)\[a-z\]\+\$" is not supported: lookaround/),
+        reason: expect.stringMatching(/pattern "\^\[a-z\]\+\(\?<!admin\)\$" is not supported: lookaround/),
       },
     ]);
   });
