@@ -25,7 +25,10 @@ export interface LinearRegExp {
 export function linearRegExp(pattern: string, flags: string): LinearRegExp {
   if (flags !== 'u') throw new Error(`pattern ${JSON.stringify(pattern)}: only the u flag is read (got "${flags}")`);
   // Refused as before when ECMAScript refuses it (a syntax error): the parser below reads valid patterns only.
-  new RegExp(pattern, 'u');
+  const native = new RegExp(pattern, 'u');
+  // `^[a-z ]+$` and the like (each quantified character followed by none it could be): ECMAScript's own RegExp, in
+  // linear time (RE2 took 4 times as long, 300 against 60 ns on 16 characters).
+  if (linearAsIs(pattern)) return native;
   let translated: Conjunction;
   let re2: RE2JS, must: RE2JS[], mustNot: RE2JS[];
   try {
@@ -49,6 +52,15 @@ export function linearRegExp(pattern: string, flags: string): LinearRegExp {
 }
 linearRegExp.code = 'linearRegExp';
 
+function linearAsIs(pattern: string): boolean {
+  try {
+    const terms = new Translation(pattern).singleCharacterTerms();
+    return terms !== undefined && backtracksLinearly(terms);
+  } catch {
+    return false; // read by RE2, or refused there
+  }
+}
+
 /**
  * `expression` found anywhere in a text (RegExp's `test`), as a match of the whole text: any code points around it.
  * re2js' `testExact` runs its DFA; its unanchored `test` took 2.5 times as long (885 against 345 ns on `^[a-z ]+$`
@@ -64,6 +76,40 @@ interface Conjunction {
   readonly mustNot: readonly string[];
   readonly rest: string;
 }
+
+/** One character of `set`, `min` to `max` times. */
+interface Term {
+  readonly set: Ranges;
+  readonly min: number;
+  readonly max: number;
+  readonly lazy: boolean;
+}
+
+/**
+ * Does a backtracking engine match `^` + `terms` in time linear in the text? Each term whose count varies (greedy)
+ * shares no character with what may follow it (the next terms up to the first that must match once; `$` none): a
+ * character it gives back fails whatever follows at once, so no count is ever tried twice against the same text.
+ * Anchored at the start, other starts fail at once.
+ */
+function backtracksLinearly(terms: readonly Term[]): boolean {
+  for (const [i, term] of terms.entries()) {
+    if (term.lazy) return false;
+    if (term.min === term.max) continue;
+    for (const next of terms.slice(i + 1)) {
+      if (intersects(term.set, next.set)) return false;
+      if (next.min >= 1) break;
+    }
+  }
+  return true;
+}
+
+function intersects(a: Ranges, b: Ranges): boolean {
+  for (let i = 0; i < a.length; i += 2)
+    for (let j = 0; j < b.length; j += 2) if (a[i]! <= b[j + 1]! && b[j]! <= a[i + 1]!) return true;
+  return false;
+}
+
+const point = (c: number): Ranges => [c, c];
 
 /** A set of code points: sorted, disjoint, non-adjacent inclusive ranges [lo, hi, lo, hi, …]. */
 type Ranges = readonly number[];
@@ -152,6 +198,49 @@ class Translation {
     if (this.#at !== this.#cps.length) throw new Error(`unexpected ${this.#peekChar()}`);
     if (must.length + mustNot.length > 0 && this.#topLevelAlternatives > 1) throw new Error('lookaround');
     return { must, mustNot, rest: must.length + mustNot.length > 0 ? `^(?:${rest})` : rest };
+  }
+
+  /** `^`, then terms each one character of a set (quantified or not), then `$` or nothing: those terms, else undefined. */
+  singleCharacterTerms(): Term[] | undefined {
+    this.#at = 0;
+    if (this.#next() !== '^') return undefined;
+    const terms: Term[] = [];
+    while (this.#at < this.#cps.length) {
+      const c = this.#next();
+      if (c === '$' && this.#at === this.#cps.length) terms.push({ set: [], min: 1, max: 1, lazy: false });
+      else if ('^$|()'.includes(c) || (c === '\\' && /^[bB1-9kpP]$/.test(this.#peek()))) return undefined;
+      else {
+        const set =
+          c === '.'
+            ? DOT
+            : c === '['
+              ? this.#classSet()
+              : c === '\\'
+                ? (this.#classEscape() ?? point(this.#characterEscape()))
+                : point(c.codePointAt(0)!);
+        terms.push({ set, ...this.#bounds() });
+      }
+    }
+    return terms;
+  }
+
+  /** The bounds of the quantifier here (consumed), {1, 1} without one. */
+  #bounds(): { min: number; max: number; lazy: boolean } {
+    const c = this.#peek();
+    let [min, max] = [1, 1];
+    if (c === '*' || c === '+' || c === '?') {
+      this.#at++;
+      [min, max] = [c === '+' ? 1 : 0, c === '?' ? 1 : Infinity];
+    } else if (c === '{') {
+      let text = '';
+      while (this.#peek() !== '}') text += this.#next();
+      this.#at++;
+      const [lo, hi] = text.slice(1).split(',');
+      [min, max] = [Number(lo), hi === undefined ? Number(lo) : hi === '' ? Infinity : Number(hi)];
+    } else return { min, max, lazy: false };
+    const lazy = this.#peek() === '?';
+    if (lazy) this.#at++;
+    return { min, max, lazy };
   }
 
   /** How many alternatives the last top-level disjunction read had. */
@@ -317,6 +406,11 @@ class Translation {
 
   /** After `[`: the class, up to its `]`, as an RE2 class of code points. */
   #class(): string {
+    return classOf(this.#classSet());
+  }
+
+  /** After `[`: the class, up to its `]`, as a set. */
+  #classSet(): Ranges {
     const negated = this.#peek() === '^';
     if (negated) this.#at++;
     let set: Ranges = [];
@@ -331,7 +425,7 @@ class Translation {
       } else set = union(set, typeof from === 'number' ? [from, from] : from);
     }
     this.#at++;
-    return classOf(negated ? complement(set) : set);
+    return negated ? complement(set) : set;
   }
 
   /** One member of a class: a code point, or a set (`\d`…). */

@@ -170,3 +170,62 @@ describe('linearRegExp', () => {
     expect(user + system).toBeLessThan(2_000_000);
   });
 });
+
+describe("ECMAScript's own RegExp where it backtracks linearly", () => {
+  it.each([
+    '^[a-z ]+$',
+    '^[A-Za-z0-9_-]+$',
+    '^\\d{4}-\\d{2}-\\d{2}$',
+    '^[a-z]+[0-9]*$',
+    '^a*ba*$',
+    '^[^/]+',
+    '^.{1,64}$',
+  ])('%s: as is', (p) => expect(linearRegExp(p, 'u')).toBeInstanceOf(RegExp));
+
+  it.each([
+    '^(a+)+$',
+    '^a*a*$',
+    '^\\d+\\d+$',
+    '^a*b?a*$',
+    '^[a-z]+\\w$',
+    '[a-z]+$',
+    '^a+?$',
+    '^a*\\b$',
+    '^a|b*$',
+    '^\\p{L}+$',
+  ])('%s: by RE2, or refused', (p) => {
+    let compiled;
+    try {
+      compiled = linearRegExp(p, 'u');
+    } catch {
+      return;
+    }
+    expect(compiled).not.toBeInstanceOf(RegExp);
+  });
+
+  const SET = ['a', 'b', '0', ' ', '[ab]', '[a-z]', '[^a]', '\\d', '\\w', '\\s', '.', '\\D'];
+  const simple = fc
+    .tuple(
+      fc.array(fc.tuple(fc.constantFrom(...SET), fc.constantFrom('', '*', '+', '?', '{2}', '{1,3}', '{2,}')), {
+        minLength: 1,
+        maxLength: 5,
+      }),
+      fc.boolean(),
+    )
+    .map(([terms, end]) => `^${terms.map(([a, q]) => a + q).join('')}${end ? '$' : ''}`);
+
+  it('those it keeps take linear time on runs of one character (30,000 of them)', () => {
+    const texts = ['a', 'b', '0', ' ', 'é'].flatMap((x) => ['!', 'a', 'b', '0', ''].map((y) => x.repeat(30_000) + y));
+    fc.assert(
+      fc.property(simple, (p) => {
+        const compiled = linearRegExp(p, 'u');
+        if (!(compiled instanceof RegExp)) return;
+        const start = process.cpuUsage();
+        for (const t of texts) compiled.test(t);
+        const { user, system } = process.cpuUsage(start);
+        expect([p, (user + system) / 1000 < 200]).toEqual([p, true]);
+      }),
+      { numRuns: 300 },
+    );
+  });
+});
