@@ -55,7 +55,8 @@ linearRegExp.code = 'linearRegExp';
 function linearAsIs(pattern: string): boolean {
   try {
     const terms = new Translation(pattern).singleCharacterTerms();
-    return terms !== undefined && backtracksLinearly(terms);
+    // Past 64 terms, RE2 (the check looks at pairs of terms: its own time must not grow with the square).
+    return terms !== undefined && terms.length <= 64 && backtracksLinearly(terms);
   } catch {
     return false; // read by RE2, or refused there
   }
@@ -103,9 +104,13 @@ function backtracksLinearly(terms: readonly Term[]): boolean {
   return true;
 }
 
+/** Do the two sets share a code point? One walk of both (each sorted). */
 function intersects(a: Ranges, b: Ranges): boolean {
-  for (let i = 0; i < a.length; i += 2)
-    for (let j = 0; j < b.length; j += 2) if (a[i]! <= b[j + 1]! && b[j]! <= a[i + 1]!) return true;
+  for (let i = 0, j = 0; i < a.length && j < b.length;) {
+    if (a[i]! <= b[j + 1]! && b[j]! <= a[i + 1]!) return true;
+    if (a[i + 1]! < b[j + 1]!) i += 2;
+    else j += 2;
+  }
   return false;
 }
 
@@ -413,7 +418,8 @@ class Translation {
   #classSet(): Ranges {
     const negated = this.#peek() === '^';
     if (negated) this.#at++;
-    let set: Ranges = [];
+    // Its members' ranges, unioned once at the end (a class of 100,000 members is not 100,000 unions).
+    const set: number[] = [];
     while (this.#peek() !== ']') {
       if (this.#at >= this.#cps.length) throw new Error('unclosed class');
       const from = this.#classAtom();
@@ -421,11 +427,12 @@ class Translation {
         this.#at++;
         const to = this.#classAtom();
         if (typeof to !== 'number' || to < from) throw new Error('a class range out of order');
-        set = union(set, [from, to]);
-      } else set = union(set, typeof from === 'number' ? [from, from] : from);
+        set.push(from, to);
+      } else set.push(...(typeof from === 'number' ? [from, from] : from));
     }
     this.#at++;
-    return negated ? complement(set) : set;
+    const members = union(set, []);
+    return negated ? complement(members) : members;
   }
 
   /** One member of a class: a code point, or a set (`\d`…). */

@@ -229,3 +229,14 @@ describe("ECMAScript's own RegExp where it backtracks linearly", () => {
     );
   });
 });
+
+describe('compiling takes time linear in the pattern', () => {
+  it('a class of 50,000 members, 20,000 optional terms', () => {
+    const members = Array.from({ length: 50_000 }, (_, i) => String.fromCodePoint(0x4e00 + 2 * i)).join('');
+    const start = process.cpuUsage();
+    expect(linearRegExp(`^[${members}]+$`, 'u').test('\u4e00\u4e02')).toBe(true);
+    expect(linearRegExp(`^${'a?'.repeat(20_000)}$`, 'u').test('aaa')).toBe(true);
+    const { user, system } = process.cpuUsage(start);
+    expect(user + system).toBeLessThan(5_000_000);
+  });
+});
