@@ -154,6 +154,29 @@ function complement(set: Ranges): Ranges {
   return out;
 }
 
+/**
+ * The code points of the Unicode property `name` (`L`, `Script=Greek`…) as this ECMAScript engine reads it: each
+ * one tested by its own RegExp (RE2's tables are another Unicode version's), ~60 ms a property. Kept for the
+ * process, at most MAX_PROPERTIES of them: more does not compile (what a schema can cost the event loop is bounded).
+ */
+function propertySet(name: string): Ranges {
+  let set = properties.get(name);
+  if (set !== undefined) return set;
+  if (properties.size >= MAX_PROPERTIES)
+    throw new Error(`a Unicode property escape past the first ${MAX_PROPERTIES} distinct ones of the process`);
+  const re = new RegExp(`\\p{${name}}`, 'u');
+  const out: number[] = [];
+  for (let c = 0; c <= MAX; c++) {
+    if (!re.test(String.fromCodePoint(c))) continue;
+    if (out.length > 0 && out[out.length - 1] === c - 1) out[out.length - 1] = c;
+    else out.push(c, c);
+  }
+  properties.set(name, (set = out));
+  return set;
+}
+const MAX_PROPERTIES = 32;
+const properties = new Map<string, Ranges>();
+
 const hex = (c: number): string => `\\x{${c.toString(16)}}`;
 
 /** A class in RE2 syntax, every range written as code points; the empty set as a class that matches nothing. */
@@ -358,7 +381,12 @@ class Translation {
     const c = this.#peek();
     const sets: Readonly<Record<string, Ranges>> = { d: DIGIT, w: WORD, s: SPACE };
     const lower = c.toLowerCase();
-    if (lower === 'p') throw new Error('a Unicode property escape (its tables differ between engines)');
+    if (lower === 'p') {
+      let name = '';
+      for (this.#at += 2; this.#peek() !== '}';) name += this.#next();
+      this.#at++;
+      return c === lower ? propertySet(name) : complement(propertySet(name));
+    }
     const set = sets[lower];
     if (set === undefined) return undefined;
     this.#at++;
