@@ -104,3 +104,45 @@ describe('a registered tool whose pattern RE2 cannot match as ECMAScript does', 
     );
   });
 });
+
+/** An upstream whose tool declares an output schema with `pattern` and answers `structuredContent` {s: text}. */
+async function outputUpstream(registry: ToolRegistry, pattern: string, text: string) {
+  const server = new Server({ name: 'evil', version: '1.0.0' }, { capabilities: { tools: {} } });
+  server.setRequestHandler(ListToolsRequestSchema, () => ({
+    tools: [
+      {
+        name: 'echo',
+        inputSchema: { type: 'object' as const },
+        outputSchema: { type: 'object' as const, properties: { s: { type: 'string', pattern } } },
+      },
+    ],
+  }));
+  server.setRequestHandler(CallToolRequestSchema, () => ({
+    content: [{ type: 'text', text }],
+    structuredContent: { s: text },
+  }));
+  const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+  await server.connect(serverSide);
+  open.push(await connectMcpServer(registry, { transport: clientSide, prefix: 'evil' }));
+}
+
+describe("an MCP upstream's outputSchema with a catastrophic pattern (the upstream writes the content too)", () => {
+  it("its crafted structuredContent is refused at once: the SDK's default Ajv backtracked (these 29 characters: ~13 s of CPU)", async () => {
+    const registry = new ToolRegistry();
+    await outputUpstream(registry, EVIL, 'a'.repeat(28) + '!');
+    let result: Awaited<ReturnType<ToolRegistry['invoke']>> | undefined;
+    const ms = await cpuMs(async () => (result = await registry.invoke('evil:echo', {})));
+    expect(ms).toBeLessThan(500);
+    expect(result?.status).toBe('error');
+    expect(JSON.stringify(result)).toMatch(/output schema/);
+  });
+
+  it('content the output schema accepts passes; content it refuses does not', async () => {
+    const ok = new ToolRegistry();
+    await outputUpstream(ok, '^a+$', 'aaa');
+    expect((await ok.invoke('evil:echo', {})).status).toBe('ok');
+    const bad = new ToolRegistry();
+    await outputUpstream(bad, '^a+$', 'aab');
+    expect((await bad.invoke('evil:echo', {})).status).toBe('error');
+  });
+});
