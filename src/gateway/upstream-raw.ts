@@ -27,7 +27,7 @@ import {
   type Transport,
 } from '@modelcontextprotocol/client';
 import { expiringDeadlines, type Expiring, type Queue, type Turn } from '../deadlines.js';
-import { outputSchemaValidator } from '../mcp/output-schemas.js';
+import { outputSchemaValidator } from '../mcp/index.js';
 import { isPlainObject, plainCallToolResult, plainReadResourceResult } from './raw-results.js';
 
 /** The prefix of the gateway's own request ids towards an upstream. */
