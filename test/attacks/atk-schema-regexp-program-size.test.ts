@@ -12,6 +12,8 @@
  *   - `^(?=…)(?=…)(?=…)` with that body thrice (9 KB): 4.1 s to compile, 594 MB kept, test("ab") 3.9 s;
  *     eight of them (24 KB) ran out of a 1 GB heap (node aborts: the whole gateway, every tenant). With the default
  *     heap (4.3 GB here) ~22 lookaheads (66 KB of one tools/list) crash it.
+ *   - `[ab]{999}a[ab]{999}` (19 characters) on 100,000 random a/b: 3.8 s (main's V8: 0.17 ms, it stops at the
+ *     first match; RE2's testExact reads all of `.*(?:P).*`, its DFA over budget, the NFA ~2,000 threads a character).
  * The MCP upstream writes the pattern (its tools/list); the model writes the argument.
  * These tests fail on redos5: a pattern must compile, and be matched, in bounded time and memory, or be refused.
  */
@@ -79,6 +81,24 @@ describe('a pattern RE2 compiles to a million instructions', () => {
     const seen = `compile ${Math.round(compileMs)} ms, the call ${Math.round(ms)} ms of CPU`;
     expect(compileMs, seen).toBeLessThan(500);
     expect(ms, seen).toBeLessThan(500);
+  }, 300_000);
+
+  it('a 19-character pattern: a 100,000-character argument costs seconds (main: under a millisecond)', async () => {
+    // Counting ambiguity: RE2's DFA meets a new state at every character, gives up (its 8 MB budget), and the NFA
+    // steps ~2,000 threads a character; testExact reads the whole text (`.*(?:P).*`), where a backtracking search
+    // stops at the first match. redos5: ~3.8 s of CPU; main (V8): 0.17 ms. The MCP gateway takes 4 MB bodies (~150 s).
+    const pattern = '[ab]{999}a[ab]{999}';
+    const { registry, ran } = registryWith({ type: 'object', properties: { to: { type: 'string', pattern } } });
+    let seed = 1;
+    const random = (): number => (seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff;
+    const text = Array.from({ length: 100_000 }, () => (random() < 0.5 ? 'a' : 'b')).join('');
+    expect(new RegExp(pattern, 'u').test(text)).toBe(true);
+    await registry.invoke('pay', { to: 'ab' });
+    const ms = await asyncCpuMs(async () => {
+      expect((await registry.invoke('pay', { to: text })).status).toBe('ok');
+    });
+    expect(ran).toHaveLength(1);
+    expect(ms, `the call: ${Math.round(ms)} ms of CPU`).toBeLessThan(500);
   }, 300_000);
 
   it("an upstream's tools/list: one 9 KB pattern keeps hundreds of MB for the process (a few crash it)", async () => {
