@@ -14,6 +14,8 @@
  *     heap (4.3 GB here) ~22 lookaheads (66 KB of one tools/list) crash it.
  *   - `[ab]{999}a[ab]{999}` (19 characters) on 100,000 random a/b: 3.8 s (main's V8: 0.17 ms, it stops at the
  *     first match; RE2's testExact reads all of `.*(?:P).*`, its DFA over budget, the NFA ~2,000 threads a character).
+ *   - RE2's lazily built DFA (8 MB budget a pattern) is kept with the pattern: 50 patterns `a[ab]{17}<i>` and one
+ *     call with 50 random strings of 20,000 characters keep ~195 MB (~4 MB a pattern) for the process, 1.7 s.
  * The MCP upstream writes the pattern (its tools/list); the model writes the argument.
  * These tests fail on redos5: a pattern must compile, and be matched, in bounded time and memory, or be refused.
  */
@@ -99,6 +101,29 @@ describe('a pattern RE2 compiles to a million instructions', () => {
     });
     expect(ran).toHaveLength(1);
     expect(ms, `the call: ${Math.round(ms)} ms of CPU`).toBeLessThan(500);
+  }, 300_000);
+
+  it("RE2's DFA caches (8 MB each) are kept for the process: one call's arguments pin hundreds of MB", async () => {
+    // 50 small patterns (`a[ab]{17}0` …), one call with 50 random a/b strings of 20,000 characters (1 MB; the MCP
+    // gateway takes 4 MB): each pattern's lazily built DFA grows to its budget and stays (Ajv's scope and the schema
+    // cache keep every compiled pattern). redos5: ~4 MB a pattern, ~195 MB for this call; ~1,100 patterns hit once
+    // each exhaust a 4.3 GB heap (the process aborts).
+    const properties: Record<string, unknown> = {};
+    for (let i = 0; i < 50; i++) properties[`p${i}`] = { type: 'string', pattern: `a[ab]{17}${i}` };
+    const { registry } = registryWith({ type: 'object', properties });
+    let seed = 7;
+    const random = (): number => (seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff;
+    const args: Record<string, string> = {};
+    for (let i = 0; i < 50; i++)
+      args[`p${i}`] = Array.from({ length: 20_000 }, () => (random() < 0.5 ? 'a' : 'b')).join('');
+    await registry.invoke('pay', { p0: 'x' });
+    const before = heapMb();
+    const ms = await asyncCpuMs(async () => {
+      expect((await registry.invoke('pay', args)).status).toBe('refused'); // no pattern's digit: refused, as on main
+    });
+    const keptMb = heapMb() - before;
+    const seen = `the call ${Math.round(ms)} ms of CPU, ${Math.round(keptMb)} MB kept after it`;
+    expect(keptMb, seen).toBeLessThan(64);
   }, 300_000);
 
   it("an upstream's tools/list: one 9 KB pattern keeps hundreds of MB for the process (a few crash it)", async () => {
