@@ -10,6 +10,7 @@
  * naming the pattern, never checked otherwise than ECMAScript would (nor with a backtracking engine).
  */
 import { RE2JS } from 're2js';
+import { MAX_PROGRAM, MAX_WORK, programBound } from './schema-regexp-size.js';
 
 /** What Ajv calls a pattern with (its `code.regExp` option): returns an object with `test`. */
 export interface LinearRegExp {
@@ -33,20 +34,30 @@ export function linearRegExp(pattern: string, flags: string): LinearRegExp {
   let re2: RE2JS, must: RE2JS[], mustNot: RE2JS[];
   try {
     translated = new Translation(pattern).run();
-    re2 = anywhere(translated.rest);
-    must = translated.must.map(anywhere);
-    mustNot = translated.mustNot.map(anywhere);
+    const expressions = [translated.rest, ...translated.must, ...translated.mustNot].map(anywhere);
+    const bound = expressions.reduce((sum, expression) => sum + programBound(expression), 0);
+    if (bound > MAX_PROGRAM)
+      throw new Error(`too large: up to ${bound} RE2 instructions, at most ${MAX_PROGRAM} (src/schema-regexp-size.ts)`);
+    const compiled = expressions.map((expression) => RE2JS.compile(expression));
+    re2 = compiled[0]!;
+    must = compiled.slice(1, 1 + translated.must.length);
+    mustNot = compiled.slice(1 + translated.must.length);
   } catch (error) {
     throw new Error(
       `pattern ${JSON.stringify(pattern)} is not supported: ${(error as Error).message} (patterns are matched in linear time, by RE2)`,
     );
   }
   const key = `re2:${JSON.stringify(pattern)}`;
+  // A text RE2 would take longer than MAX_WORK allows fails the pattern: refused, not tested for seconds.
+  const longest = Math.floor(MAX_WORK / [re2, ...must, ...mustNot].reduce((sum, re) => sum + re.programSize(), 0));
   if (must.length === 0 && mustNot.length === 0)
-    return { test: (text: string) => re2.testExact(text), toString: () => key };
+    return { test: (text: string) => text.length <= longest && re2.testExact(text), toString: () => key };
   return {
     test: (text: string) =>
-      must.every((re) => re.testExact(text)) && !mustNot.some((re) => re.testExact(text)) && re2.testExact(text),
+      text.length <= longest &&
+      must.every((re) => re.testExact(text)) &&
+      !mustNot.some((re) => re.testExact(text)) &&
+      re2.testExact(text),
     toString: () => key,
   };
 }
@@ -67,8 +78,8 @@ function linearAsIs(pattern: string): boolean {
  * re2js' `testExact` runs its DFA; its unanchored `test` took 2.5 times as long (885 against 345 ns on `^[a-z ]+$`
  * and a 16-character text; 46 against 17 µs on 1,000 characters).
  */
-function anywhere(expression: string): RE2JS {
-  return RE2JS.compile(`${ANY}*(?:${expression})${ANY}*`);
+function anywhere(expression: string): string {
+  return `${ANY}*(?:${expression})${ANY}*`;
 }
 
 /** A pattern as RE2 expressions: the text matches it when it matches each of `must` and `rest`, none of `mustNot`. */

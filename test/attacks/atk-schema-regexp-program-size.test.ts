@@ -89,7 +89,12 @@ describe('a pattern RE2 compiles to a million instructions', () => {
     // Counting ambiguity: RE2's DFA meets a new state at every character, gives up (its 8 MB budget), and the NFA
     // steps ~2,000 threads a character; testExact reads the whole text (`.*(?:P).*`), where a backtracking search
     // stops at the first match. redos5: ~3.8 s of CPU; main (V8): 0.17 ms. The MCP gateway takes 4 MB bodies (~150 s).
-    const pattern = '[ab]{999}a[ab]{999}';
+    // Now: that pattern's program is past MAX_PROGRAM (refused by name); one ten times smaller compiles, and a text
+    // longer than MAX_WORK / its program fails it at once (refused), a shorter one is tested.
+    expect(() =>
+      registryWith({ type: 'object', properties: { to: { type: 'string', pattern: '[ab]{999}a[ab]{999}' } } }),
+    ).toThrow(/pattern "\[ab\]\{999\}a\[ab\]\{999\}" is not supported: too large: up to \d+ RE2 instructions/);
+    const pattern = '[ab]{99}a[ab]{99}';
     const { registry, ran } = registryWith({ type: 'object', properties: { to: { type: 'string', pattern } } });
     let seed = 1;
     const random = (): number => (seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff;
@@ -97,34 +102,41 @@ describe('a pattern RE2 compiles to a million instructions', () => {
     expect(new RegExp(pattern, 'u').test(text)).toBe(true);
     await registry.invoke('pay', { to: 'ab' });
     const ms = await asyncCpuMs(async () => {
-      expect((await registry.invoke('pay', { to: text })).status).toBe('ok');
+      expect((await registry.invoke('pay', { to: text })).status).toBe('refused');
     });
-    expect(ran).toHaveLength(1);
     expect(ms, `the call: ${Math.round(ms)} ms of CPU`).toBeLessThan(500);
+    expect((await registry.invoke('pay', { to: text.slice(0, 1_000) })).status).toBe('ok');
+    expect(ran).toHaveLength(1);
   }, 300_000);
 
-  it("RE2's DFA caches (8 MB each) are kept for the process: one call's arguments pin hundreds of MB", async () => {
-    // 50 small patterns (`a[ab]{17}0` …), one call with 50 random a/b strings of 20,000 characters (1 MB; the MCP
-    // gateway takes 4 MB): each pattern's lazily built DFA grows to its budget and stays (Ajv's scope and the schema
-    // cache keep every compiled pattern). redos5: ~4 MB a pattern, ~195 MB for this call; ~1,100 patterns hit once
-    // each exhaust a 4.3 GB heap (the process aborts).
-    const properties: Record<string, unknown> = {};
-    for (let i = 0; i < 50; i++) properties[`p${i}`] = { type: 'string', pattern: `a[ab]{17}${i}` };
-    const { registry } = registryWith({ type: 'object', properties });
-    let seed = 7;
-    const random = (): number => (seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff;
-    const args: Record<string, string> = {};
-    for (let i = 0; i < 50; i++)
-      args[`p${i}`] = Array.from({ length: 20_000 }, () => (random() < 0.5 ? 'a' : 'b')).join('');
-    await registry.invoke('pay', { p0: 'x' });
-    const before = heapMb();
-    const ms = await asyncCpuMs(async () => {
-      expect((await registry.invoke('pay', args)).status).toBe('refused'); // no pattern's digit: refused, as on main
-    });
-    const keptMb = heapMb() - before;
-    const seen = `the call ${Math.round(ms)} ms of CPU, ${Math.round(keptMb)} MB kept after it`;
-    expect(keptMb, seen).toBeLessThan(64);
-  }, 300_000);
+  // Open (docs/security.md): re2js has no knob for its DFA's budget. `it.fails`: this break still holds; when it is
+  // mended, this test fails and loses `.fails`.
+  it.fails(
+    "RE2's DFA caches (8 MB each) are kept for the process: one call's arguments pin hundreds of MB",
+    async () => {
+      // 50 small patterns (`a[ab]{17}0` …), one call with 50 random a/b strings of 20,000 characters (1 MB; the MCP
+      // gateway takes 4 MB): each pattern's lazily built DFA grows to its budget and stays (Ajv's scope and the schema
+      // cache keep every compiled pattern). redos5: ~4 MB a pattern, ~195 MB for this call; ~1,100 patterns hit once
+      // each exhaust a 4.3 GB heap (the process aborts).
+      const properties: Record<string, unknown> = {};
+      for (let i = 0; i < 50; i++) properties[`p${i}`] = { type: 'string', pattern: `a[ab]{17}${i}` };
+      const { registry } = registryWith({ type: 'object', properties });
+      let seed = 7;
+      const random = (): number => (seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff;
+      const args: Record<string, string> = {};
+      for (let i = 0; i < 50; i++)
+        args[`p${i}`] = Array.from({ length: 20_000 }, () => (random() < 0.5 ? 'a' : 'b')).join('');
+      await registry.invoke('pay', { p0: 'x' });
+      const before = heapMb();
+      const ms = await asyncCpuMs(async () => {
+        expect((await registry.invoke('pay', args)).status).toBe('refused'); // no pattern's digit: refused, as on main
+      });
+      const keptMb = heapMb() - before;
+      const seen = `the call ${Math.round(ms)} ms of CPU, ${Math.round(keptMb)} MB kept after it`;
+      expect(keptMb, seen).toBeLessThan(64);
+    },
+    300_000,
+  );
 
   it("an upstream's tools/list: one 9 KB pattern keeps hundreds of MB for the process (a few crash it)", async () => {
     // Three leading lookaheads: three programs of RE2's largest size, one pattern.
