@@ -7,6 +7,7 @@ import { Ajv } from 'ajv';
 import { Ajv2019 } from 'ajv/dist/2019.js';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import formats from 'ajv-formats';
+import { linearRegExp } from './schema-regexp.js';
 
 /** A JSON Schema object: draft-07, 2019-09 or 2020-12 (its `$schema`, or none: the keywords it uses tell). */
 export type JsonSchema = { readonly [keyword: string]: unknown };
@@ -14,7 +15,14 @@ export type JsonSchema = { readonly [keyword: string]: unknown };
 /** The Ajv a schema is compiled by. */
 export type SchemaAjv = Ajv | Ajv2019 | Ajv2020;
 
-const AJV_OPTIONS = { allErrors: true, strict: false, coerceTypes: false, useDefaults: false } as const;
+// `pattern` and `patternProperties` are matched in linear time (src/schema-regexp.ts), not by a backtracking RegExp.
+const AJV_OPTIONS = {
+  allErrors: true,
+  strict: false,
+  coerceTypes: false,
+  useDefaults: false,
+  code: { regExp: linearRegExp },
+} as const;
 
 /**
  * An Ajv with the formats of JSON Schema checked (ajv-formats, full mode). Without them `format` was ignored: a

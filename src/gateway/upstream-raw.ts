@@ -20,12 +20,14 @@ import {
   STDIO_DEFAULT_MAX_BUFFER_SIZE,
   type CallToolResult,
   type JSONRPCMessage,
+  type JsonSchemaType,
+  type JsonSchemaValidator,
   type ReadResourceResult,
   type Tool as McpTool,
   type Transport,
 } from '@modelcontextprotocol/client';
-import { AjvJsonSchemaValidator } from '@modelcontextprotocol/client/validators/ajv';
 import { expiringDeadlines, type Expiring, type Queue, type Turn } from '../deadlines.js';
+import { outputSchemaValidator } from '../mcp/index.js';
 import { noteAnswerLine } from './answer-lines.js';
 import { isPlainObject, plainCallToolResult, plainReadResourceResult } from './raw-results.js';
 
@@ -70,9 +72,8 @@ export interface ModernWire {
 export class RawRequests {
   readonly #transport: () => Transport | undefined;
   readonly #pending = new Map<string, Pending>();
-  readonly #validator = new AjvJsonSchemaValidator();
   /** The output validator of each tool definition (compiled once per definition, as the SDK's cache does). */
-  readonly #outputs = new WeakMap<McpTool, ReturnType<AjvJsonSchemaValidator['getValidator']>>();
+  readonly #outputs = new WeakMap<McpTool, JsonSchemaValidator<unknown>>();
   #next = 0;
   #broken = false;
 
@@ -163,13 +164,13 @@ export class RawRequests {
     ) as ReadResourceResult;
   }
 
-  #outputValidator(definition: McpTool, name: string): ReturnType<AjvJsonSchemaValidator['getValidator']> | undefined {
+  #outputValidator(definition: McpTool, name: string): JsonSchemaValidator<unknown> | undefined {
     const schema = definition.outputSchema;
     if (!schema) return undefined;
     let validator = this.#outputs.get(definition);
     if (validator) return validator;
     try {
-      validator = this.#validator.getValidator(schema as Parameters<AjvJsonSchemaValidator['getValidator']>[0]);
+      validator = outputSchemaValidator.getValidator(schema as JsonSchemaType);
     } catch (error) {
       const message = (error instanceof Error ? error.message : String(error)).slice(0, 200);
       throw new ProtocolError(

@@ -19,6 +19,7 @@ import {
 } from '@modelcontextprotocol/client';
 import { describe } from '../names.js';
 import { eraCheck, trackRequests, type EraState, type McpEra, type McpEraViolationListener } from './era.js';
+import { outputSchemaValidator } from './output-schemas.js';
 import { openTransport, tapTransport, type InboundTap, type McpEndpoint } from './transport.js';
 
 /** A connected client and what the server announced. */
@@ -65,6 +66,7 @@ export function clientOptions(capabilities: ClientCapabilities = {}, probeTimeou
     capabilities,
     versionNegotiation: { mode: 'auto', probe: { timeoutMs: probeTimeoutMs } },
     responseCacheStore: new ToolIndexStore(),
+    jsonSchemaValidator: outputSchemaValidator,
   };
 }
 
