@@ -2,7 +2,6 @@
  * The readers of the gateway's raw requests to a Streamable HTTP upstream (upstream-raw-http.ts): an answer's
  * Content-Type and text as the SDK's transport reads them, and its SSE stream.
  */
-import type { IncomingMessage } from 'node:http';
 import { StringDecoder } from 'node:string_decoder';
 import { mediaTypeEssence } from '@modelcontextprotocol/sdk/shared/mediaType.js';
 
@@ -103,7 +102,7 @@ export function essenceOf(contentType: string | undefined): string | undefined {
 }
 
 /** An answer's Content-Type as the web Headers give it: several joined (Node's `headers` keeps the first). */
-export function contentTypeOf(res: IncomingMessage): string | undefined {
+export function contentTypeOf(res: { readonly rawHeaders: readonly string[] }): string | undefined {
   const raw = res.rawHeaders;
   let found: string | undefined;
   for (let i = 0; i < raw.length; i += 2)
