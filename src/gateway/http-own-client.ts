@@ -111,7 +111,10 @@ export class OwnHttpClient {
 
   /** Sends a request's bytes ({@link request}) on an idle connection or a new one. */
   send(bytes: Buffer, handler: RawHandler): RawExchange {
-    const conn = this.#idle.pop() ?? new Conn(this, connect({ host: this.#host, port: this.#port }));
+    let conn = this.#idle.pop();
+    // A connection closed and not yet told (its close event to come) is not taken.
+    while (conn !== undefined && (conn.socket.destroyed || !conn.socket.writable)) conn = this.#idle.pop();
+    conn ??= new Conn(this, connect({ host: this.#host, port: this.#port }));
     return conn.send(bytes, handler, this.#silentMs);
   }
 
@@ -175,7 +178,7 @@ class Conn {
   readonly #data = (chunk: Buffer): void => {
     const exchange = this.#exchange;
     // Bytes nobody asked for (on an idle connection): it is not reused.
-    if (exchange === undefined) return void this.socket.destroy();
+    if (exchange === undefined) return this.#drop();
     const reader = exchange.reader;
     reader.push(chunk);
     if (!reader.done || this.#exchange !== exchange) return;
@@ -184,6 +187,12 @@ class Conn {
     if (!reader.keepAlive || reader.extra) return void this.socket.destroy();
     this.#client.release(this, keepFor(exchange.rawHeaders));
   };
+
+  /** An idle connection closed: out of the pool now, not when its close event comes. */
+  #drop(): void {
+    this.#client.gone(this);
+    this.socket.destroy();
+  }
 
   readonly #end = (): void => {
     const exchange = this.#exchange;
@@ -207,7 +216,7 @@ class Conn {
 
   readonly #timeout = (): void => {
     const exchange = this.#exchange;
-    if (exchange === undefined) return void this.socket.destroy();
+    if (exchange === undefined) return this.#drop();
     exchange.failed(new Error(`the upstream sent nothing for ${this.socket.timeout! / 1000} s`));
   };
 }

@@ -57,8 +57,9 @@ export class ResponseFramingError extends Error {
 export class ResponseReader {
   readonly #sink: ResponseSink;
   #state: State = State.Head;
-  /** Bytes of an unfinished line (head, chunk size, trailers) held from earlier chunks. */
-  #held: Buffer | undefined;
+  /** Bytes of an unfinished line (head, chunk size, trailers) held from earlier chunks, joined at its end. */
+  #held: Buffer[] | undefined;
+  #heldSize = 0;
   /** Bytes of the head (or trailers) read so far. */
   #headSize = 0;
   #lines: string[] = [];
@@ -121,6 +122,7 @@ export class ResponseReader {
     this.#state = State.Failed;
     this.keepAlive = false;
     this.#held = undefined;
+    this.#heldSize = 0;
   }
 
   /** The connection ended: the end of a body read until close, an error anywhere else. */
@@ -137,18 +139,20 @@ export class ResponseReader {
   #lineBytes(chunk: Buffer, at: number): number {
     const lf = chunk.indexOf(10, at);
     const end = lf === -1 ? chunk.length : lf + 1;
-    const size = (this.#held?.length ?? 0) + end - at;
+    const size = this.#heldSize + end - at;
     const bound = this.#state === State.ChunkSize || this.#state === State.ChunkEnd ? MAX_CHUNK_LINE : MAX_HEAD;
     if (this.#headSize + size > bound) {
       this.#failed(this.#state === State.ChunkSize ? 'a chunk-size line too long' : `a head over ${MAX_HEAD} bytes`);
       return chunk.length;
     }
     if (lf === -1) {
-      this.#held = this.#held ? Buffer.concat([this.#held, chunk.subarray(at)]) : Buffer.from(chunk.subarray(at));
+      (this.#held ??= []).push(Buffer.from(chunk.subarray(at)));
+      this.#heldSize += chunk.length - at;
       return chunk.length;
     }
-    const bytes = this.#held ? Buffer.concat([this.#held, chunk.subarray(at, end)]) : chunk.subarray(at, end);
+    const bytes = this.#held ? Buffer.concat([...this.#held, chunk.subarray(at, end)]) : chunk.subarray(at, end);
     this.#held = undefined;
+    this.#heldSize = 0;
     if (bytes.length < 2 || bytes[bytes.length - 2] !== 13) {
       this.#failed('a bare LF');
       return chunk.length;
@@ -276,6 +280,7 @@ export class ResponseReader {
     this.#state = State.Failed;
     this.keepAlive = false;
     this.#held = undefined;
+    this.#heldSize = 0;
     this.#sink.fail(framing ? new ResponseFramingError(what) : new Error(what));
   }
 }
