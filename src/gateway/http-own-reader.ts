@@ -6,9 +6,10 @@
  * well-formed: it fails on a bare LF or CR, a folded header line, a header name that is not a token or a value with
  * a control character, a Content-Length that is not digits or comes twice, a Transfer-Encoding other than exactly
  * one `chunked` (any case), both Content-Length and Transfer-Encoding, a chunk size of more than 13 hex digits
- * (leading zeros aside) or a chunk extension with whitespace, a version other than HTTP/1.0 and HTTP/1.1, and
- * `101 Switching Protocols` (never asked). Every other 1xx (100 Continue asked or not, 103 Early Hints, …) is
- * skipped before the final response, as RFC 9110 asks of a client. A head (and a chunked body's trailers) over
+ * (leading zeros aside) or a chunk extension with whitespace, a version other than HTTP/1.0 and HTTP/1.1,
+ * `101 Switching Protocols` (never asked), and a 1xx that closes its connection (`Connection: close`, HTTP/1.0).
+ * Every other 1xx (100 Continue asked or not, 103 Early Hints, …) is skipped before the final response, as
+ * RFC 9110 asks of a client. A head (and a chunked body's trailers) over
  * {@link MAX_HEAD} bytes fails, as Node's 16 KiB header bound does.
  */
 
@@ -238,6 +239,8 @@ export class ResponseReader {
     if (code < 200) {
       // An interim answer: skipped (RFC 9110 §15.2: a client accepts one it did not ask for); 101 never asked.
       if (code === 101) return this.#failed('101 Switching Protocols, never asked');
+      // As Node: an interim answer closing its connection (or of HTTP/1.0) has no final answer after it.
+      if (close) return this.#failed('an interim answer that closes its connection');
       return;
     }
     this.keepAlive = !close;

@@ -240,11 +240,28 @@ describe('the own HTTP/1.1 reader against node:http', () => {
       'X : y\r\n',
       'ffffffffffffffffff\r\n',
     ];
+    const HEAD_LINES = [
+      'Content-Length: 0\r\n',
+      'Content-Length: 3\r\n',
+      'Content-Length: 300\r\n',
+      'Content-Length: +3\r\n',
+      'Content-Length: 3 \r\n',
+      'Transfer-Encoding: chunked\r\n',
+      'Transfer-Encoding: Chunked\r\n',
+      'Transfer-Encoding: chunked, chunked\r\n',
+      'Transfer-Encoding: identity\r\n',
+      'Connection: close\r\n',
+      'X: a\n',
+      ' folded\r\n',
+      'X : y\r\n',
+    ];
     const damage = fc.array(
       fc.oneof(
         fc.record({ op: fc.constant('insert' as const), at: fc.nat(2_000), text: fc.constantFrom(...SPLICES) }),
         fc.record({ op: fc.constant('delete' as const), at: fc.nat(2_000), n: fc.integer({ min: 1, max: 3 }) }),
         fc.record({ op: fc.constant('replace' as const), at: fc.nat(2_000), byte: fc.nat(255) }),
+        // A header line of the framing's after the final status line (where it frames the body).
+        fc.record({ op: fc.constant('head' as const), text: fc.constantFrom(...HEAD_LINES) }),
       ),
       { minLength: 1, maxLength: 3 },
     );
@@ -255,6 +272,12 @@ describe('the own HTTP/1.1 reader against node:http', () => {
       fc.asyncProperty(response, damage, cuts, async (r, ops, at) => {
         let text = wire(r).bytes.toString('latin1');
         for (const op of ops) {
+          if (op.op === 'head') {
+            const status = text.lastIndexOf('HTTP/1.1 ');
+            const line = text.indexOf('\r\n', status) + 2;
+            text = text.slice(0, line) + op.text + text.slice(line);
+            continue;
+          }
           const i = op.at % (text.length + 1);
           if (op.op === 'insert') text = text.slice(0, i) + op.text + text.slice(i);
           else if (op.op === 'delete') text = text.slice(0, i) + text.slice(i + op.n);
