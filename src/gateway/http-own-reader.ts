@@ -58,8 +58,11 @@ export class ResponseFramingError extends Error {
 export class ResponseReader {
   readonly #sink: ResponseSink;
   #state: State = State.Head;
-  /** Bytes of an unfinished line (head, chunk size, trailers) held from earlier chunks, joined at its end. */
-  #held: Buffer[] | undefined;
+  /**
+   * Bytes of an unfinished line (head, chunk size, trailers) held from earlier chunks: one buffer, its capacity
+   * doubled as it fills (never past the line's bound), so a line trickled a byte per read holds about its bytes.
+   */
+  #held: Buffer | undefined;
   #heldSize = 0;
   /** Bytes of the head (or trailers) read so far. */
   #headSize = 0;
@@ -147,11 +150,14 @@ export class ResponseReader {
       return chunk.length;
     }
     if (lf === -1) {
-      (this.#held ??= []).push(Buffer.from(chunk.subarray(at)));
-      this.#heldSize += chunk.length - at;
+      this.#hold(chunk, at, chunk.length, bound);
       return chunk.length;
     }
-    const bytes = this.#held ? Buffer.concat([...this.#held, chunk.subarray(at, end)]) : chunk.subarray(at, end);
+    let bytes = chunk.subarray(at, end);
+    if (this.#held !== undefined) {
+      this.#hold(chunk, at, end, bound);
+      bytes = this.#held.subarray(0, this.#heldSize);
+    }
     this.#held = undefined;
     this.#heldSize = 0;
     if (bytes.length < 2 || bytes[bytes.length - 2] !== 13) {
@@ -166,6 +172,20 @@ export class ResponseReader {
     if (this.#state === State.Head || this.#state === State.Trailers) this.#headSize += bytes.length;
     this.#line(line);
     return this.#state === State.Failed ? chunk.length : end;
+  }
+
+  /** Appends `chunk[from, to)` to the held bytes (the bound checked before: the size stays within it). */
+  #hold(chunk: Buffer, from: number, to: number, bound: number): void {
+    const size = this.#heldSize + to - from;
+    let held = this.#held;
+    if (held === undefined || held.length < size) {
+      // Not from Node's shared pool: a held slice of it would keep its whole slab.
+      const grown = Buffer.allocUnsafeSlow(Math.min(Math.max(256, size, 2 * (held?.length ?? 0)), bound));
+      if (held !== undefined) held.copy(grown, 0, 0, this.#heldSize);
+      this.#held = held = grown;
+    }
+    chunk.copy(held, this.#heldSize, from, to);
+    this.#heldSize = size;
   }
 
   #line(line: string): void {
