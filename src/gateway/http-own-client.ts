@@ -29,6 +29,8 @@ export interface RawResponse {
   readonly statusCode: number;
   readonly statusMessage: string;
   readonly rawHeaders: readonly string[];
+  /** Whether the whole answer (its body's framing too: a chunked body's last chunk and trailers) has been read. */
+  readonly complete: boolean;
   /** Reads the body (called in the head's handler, before it returns): a connection closed mid-answer is an error. */
   read(sink: BodySink): void;
   /** Reads no more of it; its connection is closed, not kept. */
@@ -248,6 +250,10 @@ class Exchange implements RawExchange, RawResponse, ResponseSink {
   constructor(conn: Conn, handler: RawHandler) {
     this.#conn = conn;
     this.#handler = handler;
+  }
+
+  get complete(): boolean {
+    return this.reader.done;
   }
 
   /** @internal The connection no longer carries it (its answer ended: the connection kept or closed). */

@@ -145,8 +145,13 @@ export class RawPost implements RawHandler, BodySink {
     }
     if (status === 202) {
       // No answer (MCP: a 202 has no body): a body byte means the connection is not to be kept — closed, so a
-      // body that trickles on does not hold a socket after the call settled.
+      // body that trickles on does not hold a socket after the call settled. Nor does a body's framing (a
+      // chunk extension or trailers trickled a byte at a time): an answer not complete once the bytes that
+      // brought its head are read is closed, its connection not kept.
       res.read({ data: () => res.destroy(), end: noop, error: noop });
+      queueMicrotask(() => {
+        if (!res.complete) res.destroy();
+      });
       return this.#done();
     }
     // As the SDK's transport reads it: the web Headers join several (Node keeps the first), then the media type.
@@ -285,6 +290,9 @@ export function nodeResponse(res: IncomingMessage): RawResponse {
     statusCode: res.statusCode ?? 500,
     statusMessage: res.statusMessage ?? '',
     rawHeaders: res.rawHeaders,
+    get complete(): boolean {
+      return res.complete;
+    },
     read(sink: BodySink): void {
       res.on('data', (chunk: Buffer) => sink.data(chunk));
       res.once('end', () => sink.end());
