@@ -14,6 +14,7 @@ import {
   STDIO_DEFAULT_MAX_BUFFER_SIZE,
   type JSONRPCMessage,
 } from '@modelcontextprotocol/client';
+import { GrowingBytes } from './growing-bytes.js';
 import type { BodySink, RawExchange, RawHandler, RawResponse } from './http-own-client.js';
 import { isPlainObject } from './raw-results.js';
 import { rawAnswer } from './upstream-raw.js';
@@ -65,8 +66,8 @@ export class RawPost implements RawHandler, BodySink {
   #answered = false;
   #res: RawResponse | undefined;
   #events: SseEvents | undefined;
-  #chunks: Buffer[] = [];
-  #size = 0;
+  /** A JSON answer's body so far (one growing buffer: an answer in one-byte chunks holds about its bytes). */
+  #body: GrowingBytes | undefined;
   #json = false;
 
   constructor(
@@ -205,9 +206,9 @@ export class RawPost implements RawHandler, BodySink {
       if (this.#events.held > MAX_RAW_ANSWER) this.#tooLarge();
       return;
     }
-    this.#size += chunk.length;
-    if (this.#size > MAX_RAW_ANSWER) return this.#tooLarge();
-    this.#chunks.push(chunk);
+    const body = (this.#body ??= new GrowingBytes(MAX_RAW_ANSWER));
+    if (body.size + chunk.length > MAX_RAW_ANSWER) return this.#tooLarge();
+    body.push(chunk);
   }
 
   #tooLarge(): void {
@@ -226,11 +227,11 @@ export class RawPost implements RawHandler, BodySink {
     if (this.#json) {
       let data: unknown;
       try {
-        data = JSON.parse(textOf(this.#chunks.length === 1 ? this.#chunks[0]! : Buffer.concat(this.#chunks)));
+        data = JSON.parse(textOf(this.#body?.bytes() ?? Buffer.alloc(0)));
       } catch (error) {
         return this.failed(error as Error);
       }
-      this.#chunks = [];
+      this.#body = undefined;
       // As the SDK's transport: every message of a JSON answer is read before any is handed on; one it
       // cannot read fails the send, and none of the batch is handed on.
       let messages: JSONRPCMessage[];
@@ -266,19 +267,17 @@ export class RawPost implements RawHandler, BodySink {
 /** An error answer's text (at most {@link MAX_RAW_ANSWER} bytes of it; more closes the answer). */
 function readText(res: RawResponse): Promise<string> {
   return new Promise<string>((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
+    const body = new GrowingBytes(MAX_RAW_ANSWER);
     let over = false;
     res.read({
       data(chunk) {
         if (over) return;
-        size += chunk.length;
-        if (size <= MAX_RAW_ANSWER) return void chunks.push(chunk);
+        if (body.size + chunk.length <= MAX_RAW_ANSWER) return void body.push(chunk);
         over = true;
         res.destroy();
-        resolve(textOf(Buffer.concat(chunks)));
+        resolve(textOf(body.bytes()));
       },
-      end: () => resolve(textOf(Buffer.concat(chunks))),
+      end: () => resolve(textOf(body.bytes())),
       error: reject,
     });
   });
