@@ -56,11 +56,15 @@ export class SseEvents {
       if (text.charCodeAt(0) === 10) start = 1;
       this.#line(this.#take(''));
     }
-    // Only the new text is searched for a line end (the held pieces have none): linear in what comes.
+    // Only the new text is searched for a line end (the held pieces have none), the next LF and the next CR
+    // each found again only once passed: linear in what comes.
+    let lf = -2;
+    let cr = -2;
     for (;;) {
-      let end = start;
-      while (end < text.length && text.charCodeAt(end) !== 10 && text.charCodeAt(end) !== 13) end++;
-      if (end === text.length) break;
+      if (lf !== -1 && lf < start) lf = text.indexOf('\n', start);
+      if (cr !== -1 && cr < start) cr = text.indexOf('\r', start);
+      const end = lf === -1 ? cr : cr === -1 || lf < cr ? lf : cr;
+      if (end === -1) break;
       if (text.charCodeAt(end) === 13 && end + 1 === text.length) {
         // A CR last in the chunk may be the first half of a CRLF: the line ends with the next character.
         this.#hold(text.slice(start, end));
