@@ -4,7 +4,8 @@
  * chunks. An upstream sends it chunked in one-byte chunks (`1\r\n \r\n` …, six bytes on the wire for each, in a
  * few large writes, never ended): every byte is a Buffer of its own in the gateway. Measured: 1 MB of it holds
  * ~100 MB of heap on http5 (~186 MB on main), so the 10 MiB bound lets one call hold ~1 GB and a few
- * concurrent calls exhaust the heap (the process dies). Asserted: 1 MB held costs under 8 MB.
+ * concurrent calls exhaust the heap (the process dies). Asserted: 1 MB held costs under 24 MB (held in one growing buffer: ~1.2 MiB; the test's own server's 6 MB write
+ * may still be on the heap when it is measured: up to ~7.7 MiB seen; a Buffer per chunk: ~100 MB).
  */
 import { createServer, type Socket } from 'node:net';
 import { setFlagsFromString } from 'node:v8';
@@ -19,7 +20,7 @@ const gc = runInNewContext('gc') as () => void;
 const cleanups = cleanupsAfterEach();
 
 describe('a JSON answer in one-byte chunks', () => {
-  it('holds not much more than its bytes (1 MB held: under 8 MB of memory)', async () => {
+  it('holds not much more than its bytes (1 MB held: under 24 MB of memory)', async () => {
     const open = new Set<Socket>();
     let sent = false;
     const server = createServer((socket) => {
@@ -55,6 +56,6 @@ describe('a JSON answer in one-byte chunks', () => {
     const after = process.memoryUsage();
     expect(written).toBe(true);
     const held = after.heapUsed - before.heapUsed + after.arrayBuffers - before.arrayBuffers;
-    expect(held / 2 ** 20).toBeLessThan(8);
+    expect(held / 2 ** 20).toBeLessThan(24);
   }, 60_000);
 });
