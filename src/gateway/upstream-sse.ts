@@ -2,7 +2,6 @@
  * The readers of the gateway's raw requests to a Streamable HTTP upstream (upstream-raw-http.ts): an answer's
  * Content-Type and text as the SDK's transport reads them, and its SSE stream.
  */
-import type { IncomingMessage } from 'node:http';
 import { StringDecoder } from 'node:string_decoder';
 import { mediaTypeEssence } from '@modelcontextprotocol/sdk/shared/mediaType.js';
 
@@ -16,7 +15,13 @@ import { mediaTypeEssence } from '@modelcontextprotocol/sdk/shared/mediaType.js'
 export class SseEvents {
   readonly #each: (data: string) => void;
   readonly #decoder = new StringDecoder('utf8');
-  #text = '';
+  /** The unfinished line, in pieces (joined once, at its end: never re-copied per chunk). */
+  #parts: string[] = [];
+  /** How many of {@link #parts} (from the first) are already joins of many small pieces. */
+  #joined = 0;
+  #partsSize = 0;
+  /** The unfinished line ended in a CR (perhaps the first half of a CRLF): it ends with the next character. */
+  #cr = false;
   #data: string[] = [];
   #dataSize = 0;
   #event = '';
@@ -33,29 +38,66 @@ export class SseEvents {
 
   /** What is held now (the unfinished line and the data of the unfinished event), in characters. */
   get held(): number {
-    return this.#text.length + this.#dataSize;
+    return this.#partsSize + (this.#cr ? 1 : 0) + this.#dataSize;
   }
 
   push(chunk: Buffer): void {
-    // The held text has no line end in it (but perhaps a last CR): the search starts where it ended.
-    const from = Math.max(0, this.#text.length - 1);
-    let text = this.#text + this.#decoder.write(chunk);
+    let text = this.#decoder.write(chunk);
+    if (text === '') return;
     // A BOM opening the stream is dropped, as the SDK's TextDecoderStream drops it.
-    if (!this.#begun && text !== '') {
+    if (!this.#begun) {
       this.#begun = true;
       if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
     }
     let start = 0;
+    if (this.#cr) {
+      // The held line ended in a CR: it ends there (a LF right after it is the second half of a CRLF).
+      this.#cr = false;
+      if (text.charCodeAt(0) === 10) start = 1;
+      this.#line(this.#take(''));
+    }
+    // Only the new text is searched for a line end (the held pieces have none), the next LF and the next CR
+    // each found again only once passed: linear in what comes.
+    let lf = -2;
+    let cr = -2;
     for (;;) {
-      let end = start === 0 ? Math.min(from, text.length) : start;
-      while (end < text.length && text.charCodeAt(end) !== 10 && text.charCodeAt(end) !== 13) end++;
-      if (end === text.length) break;
-      // A CR last in the chunk may be the first half of a CRLF: wait for the next one.
-      if (text.charCodeAt(end) === 13 && end + 1 === text.length) break;
-      this.#line(text.slice(start, end));
+      if (lf !== -1 && lf < start) lf = text.indexOf('\n', start);
+      if (cr !== -1 && cr < start) cr = text.indexOf('\r', start);
+      const end = lf === -1 ? cr : cr === -1 || lf < cr ? lf : cr;
+      if (end === -1) break;
+      if (text.charCodeAt(end) === 13 && end + 1 === text.length) {
+        // A CR last in the chunk may be the first half of a CRLF: the line ends with the next character.
+        this.#hold(text.slice(start, end));
+        this.#cr = true;
+        return;
+      }
+      this.#line(this.#take(text.slice(start, end)));
       start = end + (text.charCodeAt(end) === 13 && text.charCodeAt(end + 1) === 10 ? 2 : 1);
     }
-    this.#text = text.slice(start);
+    this.#hold(text.slice(start));
+  }
+
+  /** Holds a piece of the unfinished line (every 256 small pieces joined into one: the array stays short). */
+  #hold(piece: string): void {
+    if (piece === '') return;
+    this.#parts.push(piece);
+    this.#partsSize += piece.length;
+    if (this.#parts.length - this.#joined >= 256) {
+      const tail = this.#parts.splice(this.#joined).join('');
+      this.#parts.push(tail);
+      this.#joined++;
+    }
+  }
+
+  /** The held line's pieces and `last` joined (the line ends): nothing is held after. */
+  #take(last: string): string {
+    if (this.#parts.length === 0) return last;
+    this.#parts.push(last);
+    const line = this.#parts.join('');
+    this.#parts = [];
+    this.#joined = 0;
+    this.#partsSize = 0;
+    return line;
   }
 
   #line(line: string): void {
@@ -103,7 +145,7 @@ export function essenceOf(contentType: string | undefined): string | undefined {
 }
 
 /** An answer's Content-Type as the web Headers give it: several joined (Node's `headers` keeps the first). */
-export function contentTypeOf(res: IncomingMessage): string | undefined {
+export function contentTypeOf(res: { readonly rawHeaders: readonly string[] }): string | undefined {
   const raw = res.rawHeaders;
   let found: string | undefined;
   for (let i = 0; i < raw.length; i += 2)

@@ -1,0 +1,202 @@
+// The gateway's own client of its raw POSTs to a plain http: upstream (src/gateway/http-own-client.ts, issue
+// 25.3): the bytes of a request are node:http's own (random configured headers and URLs), an unasked
+// `100 Continue` and a `103 Early Hints` before the answer are skipped (RFC 9110: a client accepts a 1xx it did
+// not expect; undici failed the call here), a connection is reused and dropped as node:http's agent does, and a
+// connection closed or an answer malformed mid-answer fails the call, never sending it twice.
+import { request } from 'node:http';
+import { createServer, type Socket } from 'node:net';
+import type { JSONRPCMessage } from '@modelcontextprotocol/client';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { OwnHttpClient } from '../../src/gateway/http-own-client.js';
+import { rawHttpTransport, requestTarget } from '../../src/gateway/upstream-raw-http.js';
+import { cleanupsAfterEach } from '../harness.js';
+
+const cleanups = cleanupsAfterEach();
+
+/** A raw TCP upstream: `answer` writes what it likes for each request (its head and body as text), in order. */
+async function upstream(answer: (socket: Socket, request: string, n: number) => void) {
+  const seen: { conn: number; text: string }[] = [];
+  const open = new Set<Socket>();
+  let conns = 0;
+  const server = createServer((socket) => {
+    const conn = ++conns;
+    open.add(socket);
+    socket.on('close', () => open.delete(socket));
+    socket.on('error', () => {});
+    let held = '';
+    socket.on('data', (chunk: Buffer) => {
+      held += chunk.toString('latin1');
+      for (;;) {
+        const end = held.indexOf('\r\n\r\n');
+        if (end === -1) return;
+        const length = Number(/\r\ncontent-length: (\d+)/i.exec(held.slice(0, end))?.[1] ?? 0);
+        if (held.length < end + 4 + length) return;
+        const text = held.slice(0, end + 4 + length);
+        held = held.slice(end + 4 + length);
+        seen.push({ conn, text });
+        answer(socket, text, seen.length);
+      }
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  cleanups.push(() => {
+    for (const socket of open) socket.destroy();
+    return new Promise<void>((r) => server.close(() => r()));
+  });
+  const url = new URL(`http://127.0.0.1:${(server.address() as { port: number }).port}/mcp`);
+  return { url, seen, conns: () => conns };
+}
+
+const call = (i: number): JSONRPCMessage =>
+  ({ jsonrpc: '2.0', id: `toolgate-raw:${i}`, method: 'tools/call', params: { name: 'echo' } }) as JSONRPCMessage;
+
+const idIn = (text: string): string => /"id":"([^"]+)"/.exec(text)![1]!;
+
+function json(socket: Socket, text: string, extra = ''): void {
+  const body = JSON.stringify({ jsonrpc: '2.0', id: idIn(text), result: { content: [] } });
+  socket.write(
+    `HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n${extra}Content-Length: ${body.length}\r\n\r\n${body}`,
+  );
+}
+
+async function transportTo(url: URL) {
+  const transport = rawHttpTransport(url);
+  const messages: JSONRPCMessage[] = [];
+  transport.onmessage = (m) => messages.push(m);
+  transport.onerror = () => {};
+  await transport.start();
+  cleanups.push(() => transport.close());
+  const send = (i: number) =>
+    transport.send(call(i)).then(
+      () => 'resolved',
+      (error: unknown) => (error as Error).message,
+    );
+  return { transport, messages, send };
+}
+
+describe('the own HTTP/1.1 client of the raw POSTs', () => {
+  it('writes the bytes node:http writes (random headers, URLs with a port, a user, a path)', () => {
+    const name = fc
+      .string({ unit: fc.constantFrom(...'abcdefghijklmnopqrstuvwxyz-_0123456789'), minLength: 1, maxLength: 10 })
+      .filter((n) => !['connection', 'expect', 'te', 'trailer', 'upgrade', 'keep-alive', 'content-length'].includes(n));
+    const value = fc.string({ unit: fc.integer({ min: 0x20, max: 0x7e }).map((c) => String.fromCharCode(c)) });
+    fc.assert(
+      fc.property(
+        fc.dictionary(name, value, { maxKeys: 6 }),
+        fc.constantFrom('127.0.0.1', 'localhost', '[::1]', 'upstream.example'),
+        fc.constantFrom('', ':80', ':8080', ':1'),
+        fc.constantFrom('', 'u@', 'u:p@', 'us%20er:p%C3%A4ss@'),
+        fc.constantFrom('/', '/mcp', '/a/b?x=1&y=%20', '/é'),
+        fc.boolean(),
+        (headers, host, port, user, path, withHost) => {
+          const url = new URL(`http://${user}${host}${port}${path}`);
+          const target = requestTarget(url);
+          const all = { ...headers, ...(withHost ? { host: 'other.example' } : {}), 'content-length': '2' };
+          const req = request({ ...target, headers: all });
+          req.on('error', () => {});
+          req.end('{}');
+          const nodeHead = (req as unknown as { _header: string })._header;
+          req.destroy();
+          const own = new OwnHttpClient(target, 1_000).request(all, Buffer.from('{}')).toString('latin1');
+          expect(own).toBe(`${nodeHead}{}`);
+        },
+      ),
+      { numRuns: 200 },
+    );
+  });
+
+  it('skips an unasked 100 Continue and a 103 Early Hints before the answer, in one write or in pieces', async () => {
+    const interim = 'HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\n';
+    for (const pieces of [false, true]) {
+      const { url } = await upstream((socket, text) => {
+        if (!pieces) {
+          // The 1xx answers and the answer in one write.
+          socket.cork();
+          socket.write(interim);
+          json(socket, text);
+          return void socket.uncork();
+        }
+        socket.write(interim.slice(0, 30));
+        setTimeout(() => {
+          socket.write(interim.slice(30));
+          setTimeout(() => json(socket, text), 5);
+        }, 5);
+      });
+      const { messages, send } = await transportTo(url);
+      expect(await send(1), `pieces: ${pieces}`).toBe('resolved');
+      expect(messages.map((m) => (m as { id?: unknown }).id)).toEqual(['toolgate-raw:1']);
+    }
+    const { url, seen } = await upstream((socket, text) => {
+      socket.write('HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\n');
+      json(socket, text);
+    });
+    const { messages, send } = await transportTo(url);
+    expect(await send(1)).toBe('resolved');
+    expect(await send(2)).toBe('resolved');
+    expect(messages).toHaveLength(2);
+    expect(seen).toHaveLength(2);
+  });
+
+  it('keeps one connection for calls in turn; a Connection: close answer or an idle close opens a new one', async () => {
+    const { url, seen, conns } = await upstream((socket, text, n) => {
+      json(socket, text, n === 3 ? 'Connection: close\r\n' : '');
+      if (n === 3) socket.end();
+      // After the fifth answer the upstream closes the idle connection.
+      if (n === 5) setTimeout(() => socket.end(), 20);
+    });
+    const { send } = await transportTo(url);
+    for (let i = 1; i <= 5; i++) expect(await send(i)).toBe('resolved');
+    expect(conns()).toBe(2);
+    await new Promise((r) => setTimeout(r, 100));
+    expect(await send(6)).toBe('resolved');
+    expect(conns()).toBe(3);
+    expect(seen.map((s) => s.conn)).toEqual([1, 1, 1, 2, 2, 3]);
+  });
+
+  it('a connection closed mid-answer, or an answer not well-formed, fails the call: sent once, never again', async () => {
+    const cases: [string, (socket: Socket, text: string) => void, RegExp][] = [
+      [
+        'closed mid-body',
+        (socket) => socket.end('HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 50\r\n\r\n{"js'),
+        /mid-answer/,
+      ],
+      ['closed before any byte', (socket) => socket.destroy(), /mid-answer|ECONNRESET|socket/],
+      [
+        'two Content-Lengths',
+        (socket) =>
+          socket.write(
+            'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{}',
+          ),
+        /Content-Length.*outcome is unknown/,
+      ],
+      [
+        'a folded header',
+        (socket) =>
+          socket.write('HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n x\r\nContent-Length: 2\r\n\r\n{}'),
+        /folded/,
+      ],
+      [
+        'Transfer-Encoding and Content-Length',
+        (socket) =>
+          socket.write(
+            'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n',
+          ),
+        /both Content-Length and Transfer-Encoding/,
+      ],
+      ['101 never asked', (socket) => socket.write('HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\n\r\n'), /101/],
+    ];
+    for (const [what, answer, error] of cases) {
+      let closed = false;
+      const { url, seen } = await upstream((socket, text) => {
+        socket.on('close', () => (closed = true));
+        answer(socket, text);
+      });
+      const { send } = await transportTo(url);
+      expect(await send(1), what).toMatch(error);
+      await new Promise((r) => setTimeout(r, 50));
+      expect(seen, what).toHaveLength(1);
+      expect(closed, what).toBe(true);
+    }
+  });
+});
