@@ -8,65 +8,23 @@
  * connection is closed (its late answer is never read). The race is real: with the copy 1 ms later, 15 of 30
  * calls failed on http5 (23 on main's node:http) — each a tool that ran, reported outcome unknown — none misread.
  */
-import { createServer, type Socket } from 'node:net';
+import type { Socket } from 'node:net';
 import type { JSONRPCMessage } from '@modelcontextprotocol/client';
 import { describe, expect, it } from 'vitest';
-import { rawHttpTransport } from '../../src/gateway/upstream-raw-http.js';
 import { cleanupsAfterEach } from '../harness.js';
+import { rawCaller, rawTcpUpstream, requestIdOf } from '../gateway/fixtures/raw-tcp-upstream.js';
 
 const cleanups = cleanupsAfterEach();
 
 async function upstream(answer: (socket: Socket, id: string | undefined, n: number) => void) {
   const seen: { conn: number; id: string | undefined }[] = [];
-  const open = new Set<Socket>();
-  let conns = 0;
-  const server = createServer((socket) => {
-    const conn = ++conns;
-    open.add(socket);
-    socket.on('close', () => open.delete(socket));
-    socket.on('error', () => {});
-    let held = '';
-    socket.on('data', (chunk: Buffer) => {
-      held += chunk.toString('latin1');
-      for (;;) {
-        const end = held.indexOf('\r\n\r\n');
-        if (end === -1) return;
-        const length = Number(/\r\ncontent-length: (\d+)/i.exec(held.slice(0, end))?.[1] ?? 0);
-        if (held.length < end + 4 + length) return;
-        const text = held.slice(0, end + 4 + length);
-        held = held.slice(end + 4 + length);
-        const id = /"id":"([^"]+)"/.exec(text)?.[1];
-        seen.push({ conn, id });
-        if (id === undefined) socket.write('HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n');
-        else answer(socket, id, seen.length);
-      }
-    });
+  const { url, connections } = await rawTcpUpstream(cleanups, (socket, text, _, conn) => {
+    const id = requestIdOf(text);
+    seen.push({ conn, id });
+    if (id === undefined) socket.write('HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n');
+    else answer(socket, id, seen.length);
   });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  cleanups.push(() => {
-    for (const socket of open) socket.destroy();
-    return new Promise<void>((r) => server.close(() => r()));
-  });
-  const url = new URL(`http://127.0.0.1:${(server.address() as { port: number }).port}/mcp`);
-  const transport = rawHttpTransport(url);
-  const messages: JSONRPCMessage[] = [];
-  transport.onmessage = (m) => messages.push(m);
-  transport.onerror = () => {};
-  await transport.start();
-  cleanups.push(() => transport.close());
-  const send = (i: number) =>
-    transport
-      .send({
-        jsonrpc: '2.0',
-        id: `toolgate-raw:${i}`,
-        method: 'tools/call',
-        params: { name: 'echo' },
-      } as JSONRPCMessage)
-      .then(
-        () => 'resolved',
-        (error: unknown) => (error as Error).message,
-      );
-  return { transport, messages, send, seen, conns: () => conns };
+  return { ...(await rawCaller(cleanups, url)), seen, conns: connections };
 }
 
 const answerOf = (id: string): string => {

@@ -7,13 +7,12 @@
  * concurrent calls exhaust the heap (the process dies). Asserted: 1 MB held costs under 24 MB (held in one growing buffer: ~1.2 MiB; the test's own server's 6 MB write
  * may still be on the heap when it is measured: up to ~7.7 MiB seen; a Buffer per chunk: ~100 MB).
  */
-import { createServer, type Socket } from 'node:net';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import type { JSONRPCMessage } from '@modelcontextprotocol/client';
 import { describe, expect, it } from 'vitest';
-import { rawHttpTransport } from '../../src/gateway/upstream-raw-http.js';
 import { cleanupsAfterEach } from '../harness.js';
+import { rawCaller, rawTcpUpstream } from '../gateway/fixtures/raw-tcp-upstream.js';
 
 setFlagsFromString('--expose-gc');
 const gc = runInNewContext('gc') as () => void;
@@ -21,29 +20,17 @@ const cleanups = cleanupsAfterEach();
 
 describe('a JSON answer in one-byte chunks', () => {
   it('holds not much more than its bytes (1 MB held: under 24 MB of memory)', async () => {
-    const open = new Set<Socket>();
-    let sent = false;
-    const server = createServer((socket) => {
-      open.add(socket);
-      socket.on('close', () => open.delete(socket));
-      socket.on('error', () => {});
-      socket.on('data', () => {
-        if (sent) return;
-        sent = true;
+    let written = false;
+    const { url } = await rawTcpUpstream(
+      cleanups,
+      (socket, _, n) => {
+        if (n > 1) return;
         socket.write('HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n');
         socket.write(Buffer.from('1\r\n \r\n'.repeat(1_000_000)), () => (written = true));
-      });
-    });
-    let written = false;
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    cleanups.push(() => {
-      for (const socket of open) socket.destroy();
-      return new Promise<void>((r) => server.close(() => r()));
-    });
-    const transport = rawHttpTransport(new URL(`http://127.0.0.1:${(server.address() as { port: number }).port}/mcp`));
-    transport.onerror = () => {};
-    await transport.start();
-    cleanups.push(() => transport.close());
+      },
+      { framing: 'data' },
+    );
+    const { transport } = await rawCaller(cleanups, url);
     gc();
     const before = process.memoryUsage();
     void transport

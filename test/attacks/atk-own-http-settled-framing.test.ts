@@ -8,11 +8,9 @@
  * byte per 299 s). Same on main's node:http (its 'data' is body bytes only too); the own client could close a
  * settled 202 at its head instead.
  */
-import { createServer, type Socket } from 'node:net';
-import type { JSONRPCMessage } from '@modelcontextprotocol/client';
 import { describe, expect, it } from 'vitest';
-import { rawHttpTransport } from '../../src/gateway/upstream-raw-http.js';
 import { cleanupsAfterEach } from '../harness.js';
+import { rawCaller, rawTcpUpstream } from '../gateway/fixtures/raw-tcp-upstream.js';
 
 const cleanups = cleanupsAfterEach();
 
@@ -21,53 +19,23 @@ describe('a settled 202 whose chunked framing trickles on', () => {
     ['a chunk extension', 'HTTP/1.1 202 Accepted\r\nTransfer-Encoding: chunked\r\n\r\n0;x=', 'a'],
     ['trailer lines', 'HTTP/1.1 202 Accepted\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n', 'x: y\r\n'],
   ])('%s: does not keep its connection open (no socket held per settled call)', async (_, head, drip) => {
-    const open = new Set<Socket>();
-    let heads = 0;
-    const server = createServer((socket) => {
-      open.add(socket);
-      socket.on('close', () => open.delete(socket));
-      socket.on('error', () => {});
-      let held = '';
-      socket.on('data', (chunk: Buffer) => {
-        held += chunk.toString('latin1');
-        if (!held.includes('\r\n\r\n')) return;
-        held = '';
-        heads++;
+    const { url, open, requests } = await rawTcpUpstream(
+      cleanups,
+      (socket) => {
         socket.write(head);
         const trickle = setInterval(() => socket.write(drip), 50);
         socket.on('close', () => clearInterval(trickle));
         cleanups.push(() => clearInterval(trickle));
-      });
-    });
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    cleanups.push(() => {
-      for (const socket of open) socket.destroy();
-      return new Promise<void>((r) => server.close(() => r()));
-    });
-    const port = (server.address() as { port: number }).port;
-    const transport = rawHttpTransport(new URL(`http://127.0.0.1:${port}/mcp`));
-    transport.onerror = () => {};
-    await transport.start();
-    cleanups.push(() => transport.close());
+      },
+      { framing: 'head' },
+    );
+    const { send } = await rawCaller(cleanups, url);
     const settled: string[] = [];
-    for (let i = 1; i <= 5; i++)
-      settled.push(
-        await transport
-          .send({
-            jsonrpc: '2.0',
-            id: `toolgate-raw:${i}`,
-            method: 'tools/call',
-            params: { name: 'echo' },
-          } as JSONRPCMessage)
-          .then(
-            () => 'resolved',
-            (error: unknown) => (error as Error).message,
-          ),
-      );
+    for (let i = 1; i <= 5; i++) settled.push(await send(i));
     await new Promise((r) => setTimeout(r, 500));
     const held = open.size;
     // Every call reached the upstream and settled (resolved: a 202 is the upstream's acceptance).
-    expect(heads).toBe(5);
+    expect(requests).toHaveLength(5);
     expect(settled).toEqual(['resolved', 'resolved', 'resolved', 'resolved', 'resolved']);
     // At most one idle keep-alive connection may remain, not one busy socket per settled call.
     expect(held).toBeLessThanOrEqual(1);

@@ -8,13 +8,12 @@
  * for ~1.6 s at a time (every caller and tenant stalls); the held bound (MAX_RAW_ANSWER, 10 MiB of text) allows
  * 50 times more, hours of CPU for one answer. Asserted: reading grows about linearly with the chunks.
  */
-import { createServer, type Socket } from 'node:net';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import type { JSONRPCMessage } from '@modelcontextprotocol/client';
 import { describe, expect, it } from 'vitest';
-import { rawHttpTransport } from '../../src/gateway/upstream-raw-http.js';
 import { SseEvents } from '../../src/gateway/upstream-sse.js';
 import { cleanupsAfterEach } from '../harness.js';
+import { rawCaller, rawTcpUpstream } from '../gateway/fixtures/raw-tcp-upstream.js';
 
 const cleanups = cleanupsAfterEach();
 
@@ -39,30 +38,20 @@ describe('an SSE answer in one-byte chunks', () => {
   }, 120_000);
 
   it('through the own client: 200 000 one-byte chunks (1.2 MB on the wire) cost the gateway under 2 s of CPU', async () => {
-    const open = new Set<Socket>();
-    const server = createServer((socket) => {
-      open.add(socket);
-      socket.on('close', () => open.delete(socket));
-      socket.on('error', () => {});
-      let started = false;
-      socket.on('data', () => {
-        if (started) return;
-        started = true;
+    const started = new Set<number>();
+    const { url } = await rawTcpUpstream(
+      cleanups,
+      (socket, _, __, connection) => {
+        if (started.has(connection)) return;
+        started.add(connection);
         socket.write(
           'HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n6\r\ndata: \r\n',
         );
         socket.write(Buffer.from('1\r\na\r\n'.repeat(200_000)));
-      });
-    });
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    cleanups.push(() => {
-      for (const socket of open) socket.destroy();
-      return new Promise<void>((r) => server.close(() => r()));
-    });
-    const transport = rawHttpTransport(new URL(`http://127.0.0.1:${(server.address() as { port: number }).port}/mcp`));
-    transport.onerror = () => {};
-    await transport.start();
-    cleanups.push(() => transport.close());
+      },
+      { framing: 'data' },
+    );
+    const { transport } = await rawCaller(cleanups, url);
     const delay = monitorEventLoopDelay({ resolution: 10 });
     delay.enable();
     const before = process.cpuUsage();

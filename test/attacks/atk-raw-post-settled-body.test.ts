@@ -5,11 +5,11 @@
  * opened a new one for every call: one socket held per settled call, without bound. Fixed: a 202's body byte,
  * or a failed head, closes the response.
  */
-import { createServer, type Socket } from 'node:net';
 import type { JSONRPCMessage } from '@modelcontextprotocol/client';
 import { describe, expect, it } from 'vitest';
 import { rawHttpTransport } from '../../src/gateway/upstream-raw-http.js';
 import { cleanupsAfterEach } from '../harness.js';
+import { rawTcpUpstream } from '../gateway/fixtures/raw-tcp-upstream.js';
 
 const cleanups = cleanupsAfterEach();
 
@@ -18,30 +18,16 @@ describe('a settled raw POST whose body never ends', () => {
     ['202 Accepted', 'HTTP/1.1 202 Accepted\r\nTransfer-Encoding: chunked\r\n\r\n'],
     ['200 of an unexpected type', 'HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n'],
   ])('%s: does not keep its connection open (no socket held per call)', async (_, head) => {
-    const open = new Set<Socket>();
-    let heads = 0;
-    const server = createServer((socket) => {
-      open.add(socket);
-      socket.on('close', () => open.delete(socket));
-      socket.on('error', () => {});
-      let held = '';
-      socket.on('data', (chunk: Buffer) => {
-        held += chunk.toString('latin1');
-        if (!held.includes('\r\n\r\n')) return;
-        held = '';
-        heads++;
+    const { url, open, requests } = await rawTcpUpstream(
+      cleanups,
+      (socket) => {
         socket.write(head);
         const trickle = setInterval(() => socket.write('1\r\n \r\n'), 50);
         cleanups.push(() => clearInterval(trickle));
-      });
-    });
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    cleanups.push(() => {
-      for (const socket of open) socket.destroy();
-      return new Promise<void>((r) => server.close(() => r()));
-    });
-    const port = (server.address() as { port: number }).port;
-    const transport = rawHttpTransport(new URL(`http://127.0.0.1:${port}/mcp`));
+      },
+      { framing: 'head' },
+    );
+    const transport = rawHttpTransport(url);
     transport.onerror = () => {};
     await transport.start();
     for (let i = 1; i <= 5; i++)
@@ -58,7 +44,7 @@ describe('a settled raw POST whose body never ends', () => {
     await transport.close();
     // Every call reached the upstream and settled: at most one idle keep-alive connection may remain, not one
     // busy socket per call.
-    expect(heads).toBe(5);
+    expect(requests).toHaveLength(5);
     expect(held).toBeLessThanOrEqual(1);
   });
 });

@@ -6,10 +6,12 @@
 // either fails or reads what Node reads. Where it fails and Node reads something is the reader's strictness,
 // counted by reason (docs/security.md lists it).
 import { request } from 'node:http';
-import { createServer, type Server, type Socket } from 'node:net';
+import type { Socket } from 'node:net';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ResponseReader } from '../../src/gateway/http-own-reader.js';
+import type { Cleanups } from '../harness.js';
+import { rawTcpUpstream } from './fixtures/raw-tcp-upstream.js';
 
 interface Read {
   readonly ok: boolean;
@@ -42,10 +44,10 @@ function ours(bytes: Buffer, cuts: readonly number[]): Read & { extra?: boolean 
   return out?.ok && reader.extra ? { ...out, extra: true } : (out ?? { ok: false, error: 'no end' });
 }
 
-let server: Server;
+/** The upstream's cleanups, run after all the tests. */
+const cleanups: Cleanups = [];
 let port = 0;
 const next: Buffer[] = [];
-const open = new Set<Socket>();
 
 /** Node's client reading `bytes` as the answer to a GET (the server writes them once the request came, then ends). */
 function nodes(bytes: Buffer): Promise<Read> {
@@ -84,25 +86,11 @@ function nodes(bytes: Buffer): Promise<Read> {
 }
 
 beforeAll(async () => {
-  server = createServer((socket) => {
-    open.add(socket);
-    socket.on('close', () => open.delete(socket));
-    socket.on('error', () => {});
-    let held = '';
-    socket.on('data', (chunk: Buffer) => {
-      held += chunk.toString('latin1');
-      if (!held.includes('\r\n\r\n')) return;
-      held = '';
-      socket.end(next.shift()!);
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  port = (server.address() as { port: number }).port;
+  ({ port } = await rawTcpUpstream(cleanups, (socket) => void socket.end(next.shift()!), { framing: 'head' }));
 });
 
 afterAll(async () => {
-  for (const socket of open) socket.destroy();
-  await new Promise<void>((r) => server.close(() => r()));
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
 const TCHAR = "!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";

@@ -4,52 +4,15 @@
 // not expect; undici failed the call here), a connection is reused and dropped as node:http's agent does, and a
 // connection closed or an answer malformed mid-answer fails the call, never sending it twice.
 import { request } from 'node:http';
-import { createServer, type Socket } from 'node:net';
-import type { JSONRPCMessage } from '@modelcontextprotocol/client';
+import type { Socket } from 'node:net';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { OwnHttpClient } from '../../src/gateway/http-own-client.js';
-import { rawHttpTransport, requestTarget } from '../../src/gateway/upstream-raw-http.js';
+import { requestTarget } from '../../src/gateway/upstream-raw-http.js';
 import { cleanupsAfterEach } from '../harness.js';
+import { rawCaller, rawTcpUpstream } from './fixtures/raw-tcp-upstream.js';
 
 const cleanups = cleanupsAfterEach();
-
-/** A raw TCP upstream: `answer` writes what it likes for each request (its head and body as text), in order. */
-async function upstream(answer: (socket: Socket, request: string, n: number) => void) {
-  const seen: { conn: number; text: string }[] = [];
-  const open = new Set<Socket>();
-  let conns = 0;
-  const server = createServer((socket) => {
-    const conn = ++conns;
-    open.add(socket);
-    socket.on('close', () => open.delete(socket));
-    socket.on('error', () => {});
-    let held = '';
-    socket.on('data', (chunk: Buffer) => {
-      held += chunk.toString('latin1');
-      for (;;) {
-        const end = held.indexOf('\r\n\r\n');
-        if (end === -1) return;
-        const length = Number(/\r\ncontent-length: (\d+)/i.exec(held.slice(0, end))?.[1] ?? 0);
-        if (held.length < end + 4 + length) return;
-        const text = held.slice(0, end + 4 + length);
-        held = held.slice(end + 4 + length);
-        seen.push({ conn, text });
-        answer(socket, text, seen.length);
-      }
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  cleanups.push(() => {
-    for (const socket of open) socket.destroy();
-    return new Promise<void>((r) => server.close(() => r()));
-  });
-  const url = new URL(`http://127.0.0.1:${(server.address() as { port: number }).port}/mcp`);
-  return { url, seen, conns: () => conns };
-}
-
-const call = (i: number): JSONRPCMessage =>
-  ({ jsonrpc: '2.0', id: `toolgate-raw:${i}`, method: 'tools/call', params: { name: 'echo' } }) as JSONRPCMessage;
 
 const idIn = (text: string): string => /"id":"([^"]+)"/.exec(text)![1]!;
 
@@ -58,21 +21,6 @@ function json(socket: Socket, text: string, extra = ''): void {
   socket.write(
     `HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n${extra}Content-Length: ${body.length}\r\n\r\n${body}`,
   );
-}
-
-async function transportTo(url: URL) {
-  const transport = rawHttpTransport(url);
-  const messages: JSONRPCMessage[] = [];
-  transport.onmessage = (m) => messages.push(m);
-  transport.onerror = () => {};
-  await transport.start();
-  cleanups.push(() => transport.close());
-  const send = (i: number) =>
-    transport.send(call(i)).then(
-      () => 'resolved',
-      (error: unknown) => (error as Error).message,
-    );
-  return { transport, messages, send };
 }
 
 describe('the own HTTP/1.1 client of the raw POSTs', () => {
@@ -109,7 +57,7 @@ describe('the own HTTP/1.1 client of the raw POSTs', () => {
   it('skips an unasked 100 Continue and a 103 Early Hints before the answer, in one write or in pieces', async () => {
     const interim = 'HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\n';
     for (const pieces of [false, true]) {
-      const { url } = await upstream((socket, text) => {
+      const { url } = await rawTcpUpstream(cleanups, (socket, text) => {
         if (!pieces) {
           // The 1xx answers and the answer in one write.
           socket.cork();
@@ -123,35 +71,35 @@ describe('the own HTTP/1.1 client of the raw POSTs', () => {
           setTimeout(() => json(socket, text), 5);
         }, 5);
       });
-      const { messages, send } = await transportTo(url);
+      const { messages, send } = await rawCaller(cleanups, url);
       expect(await send(1), `pieces: ${pieces}`).toBe('resolved');
       expect(messages.map((m) => (m as { id?: unknown }).id)).toEqual(['toolgate-raw:1']);
     }
-    const { url, seen } = await upstream((socket, text) => {
+    const { url, requests } = await rawTcpUpstream(cleanups, (socket, text) => {
       socket.write('HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\n');
       json(socket, text);
     });
-    const { messages, send } = await transportTo(url);
+    const { messages, send } = await rawCaller(cleanups, url);
     expect(await send(1)).toBe('resolved');
     expect(await send(2)).toBe('resolved');
     expect(messages).toHaveLength(2);
-    expect(seen).toHaveLength(2);
+    expect(requests).toHaveLength(2);
   });
 
   it('keeps one connection for calls in turn; a Connection: close answer or an idle close opens a new one', async () => {
-    const { url, seen, conns } = await upstream((socket, text, n) => {
+    const { url, requests, connections } = await rawTcpUpstream(cleanups, (socket, text, n) => {
       json(socket, text, n === 3 ? 'Connection: close\r\n' : '');
       if (n === 3) socket.end();
       // After the fifth answer the upstream closes the idle connection.
       if (n === 5) setTimeout(() => socket.end(), 20);
     });
-    const { send } = await transportTo(url);
+    const { send } = await rawCaller(cleanups, url);
     for (let i = 1; i <= 5; i++) expect(await send(i)).toBe('resolved');
-    expect(conns()).toBe(2);
+    expect(connections()).toBe(2);
     await new Promise((r) => setTimeout(r, 100));
     expect(await send(6)).toBe('resolved');
-    expect(conns()).toBe(3);
-    expect(seen.map((s) => s.conn)).toEqual([1, 1, 1, 2, 2, 3]);
+    expect(connections()).toBe(3);
+    expect(requests.map((r) => r.connection)).toEqual([1, 1, 1, 2, 2, 3]);
   });
 
   it('a connection closed mid-answer, or an answer not well-formed, fails the call: sent once, never again', async () => {
@@ -188,14 +136,14 @@ describe('the own HTTP/1.1 client of the raw POSTs', () => {
     ];
     for (const [what, answer, error] of cases) {
       let closed = false;
-      const { url, seen } = await upstream((socket, text) => {
+      const { url, requests } = await rawTcpUpstream(cleanups, (socket, text) => {
         socket.on('close', () => (closed = true));
         answer(socket, text);
       });
-      const { send } = await transportTo(url);
+      const { send } = await rawCaller(cleanups, url);
       expect(await send(1), what).toMatch(error);
       await new Promise((r) => setTimeout(r, 50));
-      expect(seen, what).toHaveLength(1);
+      expect(requests, what).toHaveLength(1);
       expect(closed, what).toBe(true);
     }
   });

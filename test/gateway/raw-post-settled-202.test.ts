@@ -5,11 +5,9 @@
  * trailers) holds no socket; a complete empty body (`Content-Length: 0`, or `0\r\n\r\n` with the head) keeps its
  * connection for the next call.
  */
-import { createServer, type Socket } from 'node:net';
-import type { JSONRPCMessage } from '@modelcontextprotocol/client';
 import { describe, expect, it } from 'vitest';
-import { rawHttpTransport } from '../../src/gateway/upstream-raw-http.js';
 import { cleanupsAfterEach } from '../harness.js';
+import { rawCaller, rawTcpUpstream } from './fixtures/raw-tcp-upstream.js';
 
 const cleanups = cleanupsAfterEach();
 
@@ -24,51 +22,21 @@ async function fiveCalls(
   answer: string,
   drip: string | undefined,
 ): Promise<{ settled: string[]; connections: number; held: number }> {
-  const open = new Set<Socket>();
-  let connections = 0;
-  const server = createServer((socket) => {
-    connections++;
-    open.add(socket);
-    socket.on('close', () => open.delete(socket));
-    socket.on('error', () => {});
-    let held = '';
-    socket.on('data', (chunk: Buffer) => {
-      held += chunk.toString('latin1');
-      // The request's head and its body (a Content-Length's worth after the head).
-      const at = held.indexOf('\r\n\r\n');
-      const length = Number(/content-length: (\d+)/i.exec(held)?.[1] ?? 0);
-      if (at === -1 || held.length < at + 4 + length) return;
-      held = held.slice(at + 4 + length);
-      socket.write(answer);
-      if (drip === undefined) return;
-      const trickle = setInterval(() => socket.write(drip), 50);
-      socket.on('close', () => clearInterval(trickle));
-      cleanups.push(() => clearInterval(trickle));
-    });
+  const { url, open, connections } = await rawTcpUpstream(cleanups, (socket) => {
+    socket.write(answer);
+    if (drip === undefined) return;
+    const trickle = setInterval(() => socket.write(drip), 50);
+    socket.on('close', () => clearInterval(trickle));
+    cleanups.push(() => clearInterval(trickle));
   });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  cleanups.push(() => {
-    for (const socket of open) socket.destroy();
-    return new Promise<void>((r) => server.close(() => r()));
-  });
-  const port = (server.address() as { port: number }).port;
-  const transport = rawHttpTransport(new URL(`http://127.0.0.1:${port}/mcp`), headers);
-  transport.onerror = () => {};
-  await transport.start();
-  cleanups.push(() => transport.close());
+  const { send } = await rawCaller(cleanups, url, headers);
   const settled: string[] = [];
   for (let i = 1; i <= 5; i++) {
-    const message = { jsonrpc: '2.0', id: `toolgate-raw:${i}`, method: 'tools/call', params: { name: 'echo' } };
-    settled.push(
-      await transport.send(message as JSONRPCMessage).then(
-        () => 'resolved',
-        (error: unknown) => (error as Error).message,
-      ),
-    );
+    settled.push(await send(i));
     await new Promise((r) => setTimeout(r, 20));
   }
   await new Promise((r) => setTimeout(r, 300));
-  return { settled, connections, held: open.size };
+  return { settled, connections: connections(), held: open.size };
 }
 
 const resolved = ['resolved', 'resolved', 'resolved', 'resolved', 'resolved'];
