@@ -97,6 +97,7 @@ describe('SqliteApprovalStore (toolgate/sqlite)', () => {
       'ajv/dist/2019.js',
       'ajv/dist/2020.js',
       'ajv-formats',
+      're2js',
     ]);
     const pkg = JSON.parse(readFileSync(resolve(root, '../package.json'), 'utf8')) as Record<
       string,
