@@ -7,9 +7,9 @@
 // the upstream's text at all.
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { afterEach, describe, expect, it } from 'vitest';
 import { emptyFile, stdioUpstream, tempDir, writePolicy } from '../harness.js';
+import { onLines } from '../lines.js';
 
 const MAIN = join(process.cwd(), 'src/cli/main.ts');
 const SERVER = join(process.cwd(), 'test/attacks/fixtures/atk-splice-server.ts');
@@ -37,7 +37,7 @@ async function rawGateway(env: NodeJS.ProcessEnv = process.env) {
   child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
   const all: string[] = [];
   const waiting = new Map<number, (line: string) => void>();
-  createInterface({ input: child.stdout }).on('line', (line) => {
+  onLines(child.stdout, (line) => {
     all.push(line);
     const id = (JSON.parse(line) as { id?: unknown }).id;
     if (typeof id === 'number') waiting.get(id)?.(line);

@@ -6,10 +6,10 @@
 // `{ jsonrpc, id, result }` with `result` the upstream's result as JSON.parse reads it.
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ANSWER_FORMS, WORDING_TEXT } from './fixtures/answer-forms.js';
 import { emptyFile, stdioUpstream, tempDir, writePolicy } from '../harness.js';
+import { onLines } from '../lines.js';
 
 const MAIN = join(process.cwd(), 'src/cli/main.ts');
 const WORDING = join(process.cwd(), 'test/gateway/fixtures/wording-server.ts');
@@ -28,7 +28,7 @@ function rawGateway(policy: string, audit: string) {
   let stderr = '';
   child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
   const waiting = new Map<number, (line: string) => void>();
-  createInterface({ input: child.stdout }).on('line', (line) => {
+  onLines(child.stdout, (line) => {
     const id = (JSON.parse(line) as { id?: unknown }).id;
     if (typeof id === 'number') waiting.get(id)?.(line);
   });

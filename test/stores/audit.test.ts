@@ -64,6 +64,29 @@ describe('JSONL audit', () => {
     await expect(new JsonlAuditSink(join(dir, 'missing.jsonl')).query()).rejects.toThrow(/no audit file/);
   });
 
+  it('reads back a record whose arguments hold U+2028, U+2029 or CR (Node 24 readline split at them: the call was hidden)', async () => {
+    const file = join(dir, 'separators.jsonl');
+    const sink = new JsonlAuditSink(file);
+    sink.write(record(0, { parameters: { note: 'a\u2028b' } }));
+    sink.write(record(1, { parameters: { note: 'c\u2029d' }, tool: 'Wire' }));
+    sink.write(record(2, { parameters: { note: 'e\rf' } }));
+    // Lines ending CRLF (a file copied through Windows) read as before.
+    appendFileSync(file, `${JSON.stringify(record(3))}\r\n`);
+    const found = await sink.query({});
+    expect(found.map((r) => r.decision.callId)).toEqual(['c0', 'c1', 'c2', 'c3']);
+    expect(found.map((r) => (r.decision.parameters as { note?: string }).note)).toEqual([
+      'a\u2028b',
+      'c\u2029d',
+      'e\rf',
+      undefined,
+    ]);
+    // A large file in many chunks: every line whole.
+    const big = join(dir, 'big.jsonl');
+    const many = new JsonlAuditSink(big);
+    for (let i = 0; i < 2_000; i++) many.write(record(i, { parameters: { note: `x\u2028${'y'.repeat(i % 97)}` } }));
+    expect((await many.query({ limit: 5_000 })).length).toBe(2_000);
+  });
+
   it('fanOut writes to every sink; a failing sink is reported and does not stop the others', async () => {
     const memory = new MemoryAuditSink();
     const warn = vi.spyOn(process, 'emitWarning').mockImplementation(() => undefined);
