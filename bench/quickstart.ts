@@ -62,6 +62,12 @@ export interface QuickstartResult {
   /** The same with the mix's 1,024 argument texts in turn: texts that come back (the JSON-text memo hits). */
   readonly asyncExecuteRepeated: Timing;
   /**
+   * The floor handed a model's call as a host receives it: `JSON.parse` of an argument text never seen before
+   * (built per call as `asyncExecute`'s), then the floor's invoke. The same work as `asyncExecute`'s before the gate
+   * begins: reported beside it, never the target's floor (the issue's is `floor`, handed a parsed object).
+   */
+  readonly floorParsing?: Timing;
+  /**
    * Where an async invoke's time goes, each a p50 measured here (ns): `decide` steps 1–5 alone (precheck, README
    * context); `noLayers` the same with no layer given (the agent declares every registered tool); `noRules` that
    * without a policy. So allowlist ≈ decide − noLayers, rules ≈ noLayers − noRules, find + parse + snapshot +
@@ -273,6 +279,16 @@ export async function benchQuickstart(size: number, options: QuickstartOptions =
     }
     return ok;
   }, timing);
+  const floorParsing = await measureAsync(async (from, count) => {
+    let ok = 0;
+    for (let k = 0; k < count; k++) {
+      const call = freshCall(calls[(from + k) & mask]!);
+      const args = JSON.parse(call.function.arguments) as Record<string, unknown>;
+      const result = await floor.invoke(call.id, call.function.name, args);
+      if (result.status === 'ok') ok++;
+    }
+    return ok;
+  }, timing);
   const floorAfter = await floorRun();
   const floorTiming = floorBefore.p50 <= floorAfter.p50 ? floorBefore : floorAfter;
   // The breakdown: steps 1–5 alone, without the layers, without the policy (a registry of the same tools, no policy).
@@ -306,7 +322,8 @@ export async function benchQuickstart(size: number, options: QuickstartOptions =
     `quickstart ${size}: invoke ${us(invoke)}, plan of 50 per request ${us(plan50)}, executeToolCalls ${us(executeTiming)}; ` +
       `async tool: floor ${us(floorBefore)} / ${us(floorAfter)}, invoke ${us(asyncInvoke)} (${(asyncInvoke.p50 / floorTiming.p50).toFixed(2)}×), ` +
       `executeToolCalls ${us(asyncExecute)} (${(asyncExecute.p50 / floorTiming.p50).toFixed(2)}×; ` +
-      `texts that come back ${us(asyncExecuteRepeated)}, ${(asyncExecuteRepeated.p50 / floorTiming.p50).toFixed(2)}×)` +
+      `texts that come back ${us(asyncExecuteRepeated)}, ${(asyncExecuteRepeated.p50 / floorTiming.p50).toFixed(2)}×; ` +
+      `the floor parsing the fresh text ${us(floorParsing)}, executeToolCalls ${(asyncExecute.p50 / floorParsing.p50).toFixed(2)}× it)` +
       (options.toolgateOnly ? '' : `; casbin ${us(casbin!)}, cedar ${us(cedar!)}`),
   );
   return {
@@ -321,6 +338,7 @@ export async function benchQuickstart(size: number, options: QuickstartOptions =
     asyncInvoke,
     asyncExecute,
     asyncExecuteRepeated,
+    floorParsing,
     setupMs,
   };
 }
