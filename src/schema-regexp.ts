@@ -10,6 +10,7 @@
  * naming the pattern, never checked otherwise than ECMAScript would (nor with a backtracking engine).
  */
 import { RE2JS } from 're2js';
+import { boundedTest } from './schema-regexp-dfa.js';
 import { MAX_PROGRAM, MAX_WORK, programBound } from './schema-regexp-size.js';
 
 /** What Ajv calls a pattern with (its `code.regExp` option): returns an object with `test`. */
@@ -50,14 +51,14 @@ export function linearRegExp(pattern: string, flags: string): LinearRegExp {
   const key = `re2:${JSON.stringify(pattern)}`;
   // A text RE2 would take longer than MAX_WORK allows fails the pattern: refused, not tested for seconds.
   const longest = Math.floor(MAX_WORK / [re2, ...must, ...mustNot].reduce((sum, re) => sum + re.programSize(), 0));
+  // Each test charges its DFA's growth to the process's budget (schema-regexp-dfa.ts).
+  const testRest = boundedTest(re2);
+  const [testMust, testMustNot] = [must.map(boundedTest), mustNot.map(boundedTest)];
   if (must.length === 0 && mustNot.length === 0)
-    return { test: (text: string) => text.length <= longest && re2.testExact(text), toString: () => key };
+    return { test: (text: string) => text.length <= longest && testRest(text), toString: () => key };
   return {
     test: (text: string) =>
-      text.length <= longest &&
-      must.every((re) => re.testExact(text)) &&
-      !mustNot.some((re) => re.testExact(text)) &&
-      re2.testExact(text),
+      text.length <= longest && testMust.every((t) => t(text)) && !testMustNot.some((t) => t(text)) && testRest(text),
     toString: () => key,
   };
 }
