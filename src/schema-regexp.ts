@@ -5,11 +5,13 @@
  * hours) held the event loop, every call of every tenant with it. Each pattern is read as ECMAScript reads it (the `u`
  * flag, Ajv's), translated to an RE2 expression that means the same, and matched by RE2 (re2js: an automaton, linear
  * in the text). Every literal and class is written out as code points (`\x{…}`): RE2's own meaning of `.`, `\s`,
- * `[^…]` or an escape is never relied on. What RE2 cannot match (lookaround, backreferences) or what its meaning
- * could differ for (Unicode properties, whose tables differ by version) does not compile: the schema is refused,
- * naming the pattern, never checked otherwise than ECMAScript would (nor with a backtracking engine).
+ * `[^…]` or an escape is never relied on, nor its Unicode tables (a `\p{…}` is read from this engine's own RegExp:
+ * schema-regexp-properties.ts). What RE2 cannot match (lookaround, backreferences) does not compile: the schema is
+ * refused, naming the pattern, never checked otherwise than ECMAScript would (nor with a backtracking engine).
  */
 import { RE2JS } from 're2js';
+import { boundedTest } from './schema-regexp-dfa.js';
+import { propertySet, type Ranges } from './schema-regexp-properties.js';
 import { MAX_PROGRAM, MAX_WORK, programBound } from './schema-regexp-size.js';
 
 /** What Ajv calls a pattern with (its `code.regExp` option): returns an object with `test`. */
@@ -50,14 +52,14 @@ export function linearRegExp(pattern: string, flags: string): LinearRegExp {
   const key = `re2:${JSON.stringify(pattern)}`;
   // A text RE2 would take longer than MAX_WORK allows fails the pattern: refused, not tested for seconds.
   const longest = Math.floor(MAX_WORK / [re2, ...must, ...mustNot].reduce((sum, re) => sum + re.programSize(), 0));
+  // Each test charges its DFA's growth to the process's budget (schema-regexp-dfa.ts).
+  const testRest = boundedTest(re2);
+  const [testMust, testMustNot] = [must.map(boundedTest), mustNot.map(boundedTest)];
   if (must.length === 0 && mustNot.length === 0)
-    return { test: (text: string) => text.length <= longest && re2.testExact(text), toString: () => key };
+    return { test: (text: string) => text.length <= longest && testRest(text), toString: () => key };
   return {
     test: (text: string) =>
-      text.length <= longest &&
-      must.every((re) => re.testExact(text)) &&
-      !mustNot.some((re) => re.testExact(text)) &&
-      re2.testExact(text),
+      text.length <= longest && testMust.every((t) => t(text)) && !testMustNot.some((t) => t(text)) && testRest(text),
     toString: () => key,
   };
 }
@@ -127,9 +129,6 @@ function intersects(a: Ranges, b: Ranges): boolean {
 
 const point = (c: number): Ranges => [c, c];
 
-/** A set of code points: sorted, disjoint, non-adjacent inclusive ranges [lo, hi, lo, hi, …]. */
-type Ranges = readonly number[];
-
 const MAX = 0x10ffff;
 const ANY = '[\\x{0}-\\x{10ffff}]';
 const DIGIT: Ranges = [0x30, 0x39];
@@ -164,29 +163,6 @@ function complement(set: Ranges): Ranges {
   if (next <= MAX) out.push(next, MAX);
   return out;
 }
-
-/**
- * The code points of the Unicode property `name` (`L`, `Script=Greek`…) as this ECMAScript engine reads it: each
- * one tested by its own RegExp (RE2's tables are another Unicode version's), ~60 ms a property. Kept for the
- * process, at most MAX_PROPERTIES of them: more does not compile (what a schema can cost the event loop is bounded).
- */
-function propertySet(name: string): Ranges {
-  let set = properties.get(name);
-  if (set !== undefined) return set;
-  if (properties.size >= MAX_PROPERTIES)
-    throw new Error(`a Unicode property escape past the first ${MAX_PROPERTIES} distinct ones of the process`);
-  const re = new RegExp(`\\p{${name}}`, 'u');
-  const out: number[] = [];
-  for (let c = 0; c <= MAX; c++) {
-    if (!re.test(String.fromCodePoint(c))) continue;
-    if (out.length > 0 && out[out.length - 1] === c - 1) out[out.length - 1] = c;
-    else out.push(c, c);
-  }
-  properties.set(name, (set = out));
-  return set;
-}
-const MAX_PROPERTIES = 32;
-const properties = new Map<string, Ranges>();
 
 const hex = (c: number): string => `\\x{${c.toString(16)}}`;
 

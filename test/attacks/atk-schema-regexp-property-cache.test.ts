@@ -6,7 +6,9 @@
  * registered tool) spends seconds of the event loop once, and from then on every other tenant's, upstream's or the
  * operator's schema using a property not yet read (`^\p{Lu}\p{Ll}+$`, zod's `emoji()`) does not compile: its tool is
  * not registered, not served. Fail closed, but a denial of service across tenants that outlives the upstream.
- * This test fails on redos5.
+ * This test fails on redos5. Mended (re2mem, src/schema-regexp-properties.ts): a set is read in a few ms (two V8
+ * searches a range, per block of code points), kept by a canonical name (`gc=L` is `L`, `Script=` is `sc=`) in an
+ * LRU of 1,024 names whose sets are shared by content; never refused.
  */
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
@@ -33,48 +35,43 @@ afterEach(async () => {
 });
 
 describe("an upstream's tools/list spelling properties 32 ways", () => {
-  // Open (docs/security.md): the property sets are kept per spelling, 32 a process. `it.fails`: this break still
-  // holds; when it is mended, this test fails and loses `.fails`.
-  it.fails(
-    "a later tenant's schema with a property escape still registers",
-    async () => {
-      expect(new Set(NAMES).size).toBe(32);
-      for (const name of NAMES) new RegExp(`\\p{${name}}`, 'u'); // every name is valid ECMAScript
-      const server = new Server({ name: 'evil', version: '1.0.0' }, { capabilities: { tools: {} } });
-      server.setRequestHandler(ListToolsRequestSchema, () => ({
-        tools: NAMES.map((name, i) => ({
-          name: `t${i}`,
-          inputSchema: { type: 'object' as const, properties: { x: { type: 'string', pattern: `\\p{${name}}` } } },
-        })),
-      }));
-      server.setRequestHandler(CallToolRequestSchema, () => ({ content: [{ type: 'text', text: 'ok' }] }));
-      const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
-      await server.connect(serverSide);
-      const upstream = new ToolRegistry();
-      const start = process.cpuUsage();
-      const connection = await connectMcpServer(upstream, { transport: clientSide, prefix: 'evil' });
-      open.push(connection);
-      // Compiled at connect or at first call: touch each tool once.
-      for (const tool of connection.tools) await upstream.invoke(tool, { x: 'a' });
-      const { user, system } = process.cpuUsage(start);
-      const upstreamMs = (user + system) / 1000;
+  it("a later tenant's schema with a property escape still registers", async () => {
+    expect(new Set(NAMES).size).toBe(32);
+    for (const name of NAMES) new RegExp(`\\p{${name}}`, 'u'); // every name is valid ECMAScript
+    const server = new Server({ name: 'evil', version: '1.0.0' }, { capabilities: { tools: {} } });
+    server.setRequestHandler(ListToolsRequestSchema, () => ({
+      tools: NAMES.map((name, i) => ({
+        name: `t${i}`,
+        inputSchema: { type: 'object' as const, properties: { x: { type: 'string', pattern: `\\p{${name}}` } } },
+      })),
+    }));
+    server.setRequestHandler(CallToolRequestSchema, () => ({ content: [{ type: 'text', text: 'ok' }] }));
+    const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+    await server.connect(serverSide);
+    const upstream = new ToolRegistry();
+    const start = process.cpuUsage();
+    const connection = await connectMcpServer(upstream, { transport: clientSide, prefix: 'evil' });
+    open.push(connection);
+    // Compiled at connect or at first call: touch each tool once.
+    for (const tool of connection.tools) await upstream.invoke(tool, { x: 'a' });
+    const { user, system } = process.cpuUsage(start);
+    const upstreamMs = (user + system) / 1000;
 
-      // Another tenant, afterwards: an ordinary schema (a capitalised name), one property not read yet.
-      let error: unknown;
-      try {
-        const { registry } = registryWith({
-          type: 'object',
-          properties: { name: { type: 'string', pattern: '^\\p{Lt}?\\p{Lo}*$' } },
-        });
-        expect((await registry.invoke('pay', { name: 'ǅ' })).status).toBe('ok');
-      } catch (caught) {
-        error = caught;
-      }
-      // redos5: "pattern … is not supported: a Unicode property escape past the first 32 distinct ones of the process".
-      expect(String(error ?? 'registered'), `the upstream's tools/list cost ${Math.round(upstreamMs)} ms of CPU`).toBe(
-        'registered',
-      );
-    },
-    120_000,
-  );
+    // Another tenant, afterwards: an ordinary schema (a capitalised name), one property not read yet.
+    let error: unknown;
+    try {
+      const { registry } = registryWith({
+        type: 'object',
+        properties: { name: { type: 'string', pattern: '^\\p{Lt}?\\p{Lo}*$' } },
+      });
+      expect((await registry.invoke('pay', { name: 'ǅ' })).status).toBe('ok');
+    } catch (caught) {
+      error = caught;
+    }
+    // redos5: "pattern … is not supported: a Unicode property escape past the first 32 distinct ones of the process".
+    const seen = `the upstream's tools/list cost ${Math.round(upstreamMs)} ms of CPU`;
+    expect(String(error ?? 'registered'), seen).toBe('registered');
+    // redos5: ~2.5 s (32 sets read code point by code point); re2mem: 0.46–0.64 s at load 8 (the reads ~0.2 s).
+    expect(upstreamMs, seen).toBeLessThan(1_500);
+  }, 120_000);
 });

@@ -1,0 +1,73 @@
+/**
+ * What RE2's DFA caches may hold, together, for the process. re2js builds each compiled expression's DFA lazily,
+ * state by state as texts meet it, up to 8 MB (its own count) and keeps it with the expression: Ajv keeps every
+ * compiled pattern, so 50 small patterns and one call of 1 MB of arguments kept ~180 MB, and ~1,100 patterns hit once
+ * each a 4 GB heap. re2js has no option for that budget, and none for a budget across expressions. So each test
+ * charges what its DFA grew (or shrank) to one ledger; past MAX_DFA_BYTES, the DFAs grown least recently are emptied
+ * (re2js' own `clearCache`: the states are built again when needed; the answers never change).
+ */
+import type { RE2JS } from 're2js';
+
+/**
+ * The most the DFAs may hold together, by re2js' count (within a few % of the heap it takes): 4 of re2js' per-DFA
+ * budgets. A short text against a pattern already used builds no state and is never charged.
+ */
+export const MAX_DFA_BYTES = 32 * 2 ** 20;
+
+/** What the ledger counts for each DFA it holds, above its states (the entry itself; a DFA collected before it is dropped). */
+const ENTRY_BYTES = 512;
+
+type Dfa = ReturnType<RE2JS['re2']>['lazyDFA'];
+
+/** A DFA charged to the ledger: held weakly (a pattern dropped with its schema takes its DFA with it). */
+interface Charge {
+  readonly dfa: WeakRef<Dfa>;
+  /** Its bytes by re2js' count when last charged (0: not in the ledger). */
+  used: number;
+}
+
+/** Insertion order: the least recently grown first. */
+const ledger = new Set<Charge>();
+let total = 0;
+
+/**
+ * `re.testExact`, charging what it grew `re`'s DFA to the ledger. re2js 2.10.0's RE2 keeps its DFA in `lazyDFA`
+ * (null until a test needs it), which counts its bytes as `stateBudget - memBudget`.
+ */
+export function boundedTest(re: RE2JS): (text: string) => boolean {
+  const inner = re.re2();
+  if (!('lazyDFA' in inner)) throw new Error('re2js without the DFA this version of toolgate bounds');
+  let charge: Charge | undefined;
+  return (text: string): boolean => {
+    const matched = re.testExact(text);
+    const dfa = inner.lazyDFA as Dfa | null;
+    if (dfa === null) return matched;
+    const used = dfa.stateBudget - dfa.memBudget;
+    charge ??= { dfa: new WeakRef(dfa), used: 0 };
+    if (used !== charge.used) account(charge, used);
+    return matched;
+  };
+}
+
+function account(charge: Charge, used: number): void {
+  if (charge.used > 0) {
+    ledger.delete(charge);
+    total -= charge.used + ENTRY_BYTES;
+  }
+  charge.used = used;
+  if (used === 0) return;
+  ledger.add(charge);
+  total += used + ENTRY_BYTES;
+  for (const oldest of ledger) {
+    if (total <= MAX_DFA_BYTES || oldest === charge) break;
+    oldest.dfa.deref()?.clearCache();
+    ledger.delete(oldest);
+    total -= oldest.used + ENTRY_BYTES;
+    oldest.used = 0;
+  }
+}
+
+/** What the ledger counts now (tests). */
+export function dfaBytes(): number {
+  return total;
+}

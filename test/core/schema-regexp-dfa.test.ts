@@ -1,0 +1,52 @@
+/**
+ * src/schema-regexp-dfa.ts: RE2's DFA caches charged to one ledger for the process, the least recently grown emptied
+ * past MAX_DFA_BYTES; the answers never change.
+ */
+import { RE2JS } from 're2js';
+import { describe, expect, it } from 'vitest';
+import { boundedTest, dfaBytes, MAX_DFA_BYTES } from '../../src/schema-regexp-dfa.js';
+import { linearRegExp } from '../../src/schema-regexp.js';
+
+let seed = 11;
+const random = (): number => (seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff;
+const randomAb = (length: number): string => Array.from({ length }, () => (random() < 0.5 ? 'a' : 'b')).join('');
+
+describe('boundedTest', () => {
+  it("reads re2js' DFA where re2js 2.10.0 keeps it (a newer re2js must be checked again)", () => {
+    const re = RE2JS.compile('a+b');
+    const test = boundedTest(re);
+    expect(re.re2().lazyDFA).toBeNull();
+    const before = dfaBytes();
+    expect(test('aaab')).toBe(true);
+    const dfa = re.re2().lazyDFA;
+    expect(dfa.stateBudget - dfa.memBudget).toBeGreaterThan(0);
+    expect(dfaBytes() - before).toBe(dfa.stateBudget - dfa.memBudget + 512);
+  });
+
+  it('keeps what the DFAs hold together within MAX_DFA_BYTES, and answers as before', () => {
+    // Each pattern's DFA grows ~4 MB on 20,000 random a/b (re2js' budget: 8 MB; redos5 kept all of it).
+    const patterns = Array.from({ length: 10 }, (_, i) => `a[ab]{16}b${String.fromCharCode(0x61 + (i % 2))}${i}`);
+    const tests = patterns.map((p) => linearRegExp(p, 'u'));
+    let grown = 0;
+    for (const [i, test] of tests.entries()) {
+      const before = dfaBytes();
+      const text = randomAb(20_000) + (i % 3 === 0 ? patterns[i]!.slice(-1) : '');
+      expect(test.test(text)).toBe(new RegExp(patterns[i]!, 'u').test(text));
+      grown += Math.max(0, dfaBytes() - before);
+      expect(dfaBytes()).toBeLessThanOrEqual(MAX_DFA_BYTES);
+    }
+    expect(grown).toBeGreaterThan(MAX_DFA_BYTES); // the DFAs did grow past the budget: some were emptied
+    // An emptied DFA is built again as needed: the same answers.
+    for (const [i, test] of tests.entries())
+      for (const t of ['', `a${'b'.repeat(17)}a${i}`, `xxa${'ab'.repeat(8)}bb${i}yy`, `a${'b'.repeat(16)}${i}`])
+        expect([patterns[i], t, test.test(t)]).toEqual([patterns[i], t, new RegExp(patterns[i]!, 'u').test(t)]);
+  });
+
+  it('charges nothing for a short text against a pattern already used (no state built)', () => {
+    const test = boundedTest(RE2JS.compile('[\\x{0}-\\x{10ffff}]*(?:a[bc]+d)[\\x{0}-\\x{10ffff}]*'));
+    expect(test('xxabcbd')).toBe(true);
+    const held = dfaBytes();
+    for (let i = 0; i < 1000; i++) expect(test('xxabcbd')).toBe(true);
+    expect(dfaBytes()).toBe(held);
+  });
+});
