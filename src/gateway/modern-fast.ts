@@ -410,7 +410,10 @@ class FastAnswer {
     const res = this.#res;
     this.#stop();
     if (!this.streaming) {
-      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(message));
+      // Framed by its length, as the upstream frames its own (not chunked: one write of two pieces, and the
+      // client reads one body instead of a chunk and the last chunk).
+      const text = JSON.stringify(message);
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) }).end(text);
       return;
     }
     res.end(`event: message\ndata: ${JSON.stringify(message)}\n\n`);

@@ -138,6 +138,38 @@ describe('the fast path of the 2026-07-28 downstream', { timeout: 120_000 }, () 
     expect(fast.paid).not.toMatch(/big|asked/);
   });
 
+  it('frames a plain JSON answer by its length, not in chunks (one body for the client to read)', async () => {
+    const { url } = await gateway(true);
+    const body = JSON.stringify({
+      jsonrpc: '2.0',
+      id: 5,
+      method: 'tools/call',
+      params: { name: 'mod:echo', arguments: { text: 'framed é' }, _meta: modernMeta() },
+    });
+    const answer = await new Promise<{ headers: IncomingMessage['headers']; bytes: Buffer }>((resolve, reject) => {
+      const req = request(url, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          'mcp-protocol-version': '2026-07-28',
+          'mcp-method': 'tools/call',
+          'mcp-name': 'mod:echo',
+        },
+      });
+      req.once('error', reject);
+      req.once('response', (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.once('end', () => resolve({ headers: res.headers, bytes: Buffer.concat(chunks) }));
+      });
+      req.end(body);
+    });
+    expect(answer.bytes.toString('utf8')).toContain('echo: framed é');
+    expect(answer.headers['transfer-encoding']).toBeUndefined();
+    expect(answer.headers['content-length']).toBe(String(answer.bytes.length));
+  });
+
   it('answers odd headers and shapes as the SDK path does (duplicates, encodings, envelopes, ids)', async () => {
     const meta = modernMeta();
     const call = (params: Record<string, unknown> = {}, extra: Record<string, unknown> = {}) =>
