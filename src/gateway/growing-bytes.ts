@@ -1,18 +1,23 @@
 /**
  * Bytes that come in chunks, held in one buffer whose capacity doubles as it fills (never past a bound): an
  * answer sent in one-byte chunks holds about its bytes, not an object per chunk. A single chunk is held as it
- * came (no copy: the common answer in one read).
+ * came (no copy: the common answer in one read); a part of one ({@link GrowingBytes.pushPart}) is copied.
  */
 export class GrowingBytes {
   readonly #bound: number;
+  readonly #least: number;
   #buffer: Buffer | undefined;
   /** Whether {@link #buffer} is a chunk as it came (not ours to write into). */
   #borrowed = false;
   #size = 0;
 
-  /** `bound`: the most bytes ever held (the caller refuses more before {@link push}). */
-  constructor(bound: number) {
+  /**
+   * `bound`: the most bytes ever held (the caller refuses more before {@link push}); `least`: the first capacity
+   * allocated (a reader of short lines holds less than an answer's body).
+   */
+  constructor(bound: number, least = 4096) {
     this.#bound = bound;
+    this.#least = least;
   }
 
   get size(): number {
@@ -22,23 +27,35 @@ export class GrowingBytes {
   /** Appends a chunk (the size after it at most the bound). */
   push(chunk: Buffer): void {
     if (chunk.length === 0) return;
-    const size = this.#size + chunk.length;
-    let buffer = this.#buffer;
-    if (buffer === undefined) {
+    if (this.#buffer === undefined) {
       this.#buffer = chunk;
       this.#borrowed = true;
-      this.#size = size;
+      this.#size = chunk.length;
       return;
     }
-    if (this.#borrowed || buffer.length < size) {
+    this.#append(chunk, 0, chunk.length);
+  }
+
+  /**
+   * Appends a copy of `chunk[from, to)` (the size after it at most the bound): a view would keep the whole
+   * chunk, and the rest of it is not ours to hold.
+   */
+  pushPart(chunk: Buffer, from: number, to = chunk.length): void {
+    if (to > from) this.#append(chunk, from, to);
+  }
+
+  #append(chunk: Buffer, from: number, to: number): void {
+    const size = this.#size + to - from;
+    let buffer = this.#buffer;
+    if (buffer === undefined || this.#borrowed || buffer.length < size) {
       // Not from Node's shared pool: a held slice of it would keep its whole slab.
-      const capacity = Math.min(Math.max(size, 2 * this.#size, 4096), Math.max(this.#bound, size));
+      const capacity = Math.min(Math.max(size, 2 * this.#size, this.#least), Math.max(this.#bound, size));
       const grown = Buffer.allocUnsafeSlow(capacity);
-      buffer.copy(grown, 0, 0, this.#size);
+      if (buffer !== undefined) buffer.copy(grown, 0, 0, this.#size);
       this.#buffer = buffer = grown;
       this.#borrowed = false;
     }
-    chunk.copy(buffer, this.#size);
+    chunk.copy(buffer, this.#size, from, to);
     this.#size = size;
   }
 

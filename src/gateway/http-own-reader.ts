@@ -12,12 +12,16 @@
  * RFC 9110 asks of a client. A head (and a chunked body's trailers) over
  * {@link MAX_HEAD} bytes fails, as Node's 16 KiB header bound does.
  */
+import { GrowingBytes } from './growing-bytes.js';
 
 /** The largest response head (or trailer section) read: Node's default `--max-http-header-size`. */
 export const MAX_HEAD = 16 * 1024;
 
 /** The longest chunk-size line (size and extensions) read. */
 const MAX_CHUNK_LINE = 4 * 1024;
+
+/** The first capacity of an unfinished line's buffer (most lines of a head are shorter). */
+const HELD_LEAST = 256;
 
 /** What a reader hands on: the final head, the body's bytes as they come, its end, or why it cannot be read. */
 export interface ResponseSink {
@@ -59,11 +63,10 @@ export class ResponseReader {
   readonly #sink: ResponseSink;
   #state: State = State.Head;
   /**
-   * Bytes of an unfinished line (head, chunk size, trailers) held from earlier chunks: one buffer, its capacity
-   * doubled as it fills (never past the line's bound), so a line trickled a byte per read holds about its bytes.
+   * Bytes of an unfinished line (head, chunk size, trailers) held from earlier chunks, within the line's bound: a
+   * line trickled a byte per read holds about its bytes.
    */
-  #held: Buffer | undefined;
-  #heldSize = 0;
+  #held: GrowingBytes | undefined;
   /** Bytes of the head (or trailers) read so far. */
   #headSize = 0;
   #lines: string[] = [];
@@ -126,7 +129,6 @@ export class ResponseReader {
     this.#state = State.Failed;
     this.keepAlive = false;
     this.#held = undefined;
-    this.#heldSize = 0;
   }
 
   /** The connection ended: the end of a body read until close, an error anywhere else. */
@@ -143,23 +145,24 @@ export class ResponseReader {
   #lineBytes(chunk: Buffer, at: number): number {
     const lf = chunk.indexOf(10, at);
     const end = lf === -1 ? chunk.length : lf + 1;
-    const size = this.#heldSize + end - at;
+    const held = this.#held;
+    const size = (held?.size ?? 0) + end - at;
     const bound = this.#state === State.ChunkSize || this.#state === State.ChunkEnd ? MAX_CHUNK_LINE : MAX_HEAD;
     if (this.#headSize + size > bound) {
       this.#failed(this.#state === State.ChunkSize ? 'a chunk-size line too long' : `a head over ${MAX_HEAD} bytes`);
       return chunk.length;
     }
     if (lf === -1) {
-      this.#hold(chunk, at, chunk.length, bound);
+      // The bound checked above: the size stays within it.
+      (this.#held ??= new GrowingBytes(bound, HELD_LEAST)).pushPart(chunk, at);
       return chunk.length;
     }
     let bytes = chunk.subarray(at, end);
-    if (this.#held !== undefined) {
-      this.#hold(chunk, at, end, bound);
-      bytes = this.#held.subarray(0, this.#heldSize);
+    if (held !== undefined) {
+      held.pushPart(chunk, at, end);
+      bytes = held.bytes();
+      this.#held = undefined;
     }
-    this.#held = undefined;
-    this.#heldSize = 0;
     if (bytes.length < 2 || bytes[bytes.length - 2] !== 13) {
       this.#failed('a bare LF');
       return chunk.length;
@@ -172,20 +175,6 @@ export class ResponseReader {
     if (this.#state === State.Head || this.#state === State.Trailers) this.#headSize += bytes.length;
     this.#line(line);
     return this.#state === State.Failed ? chunk.length : end;
-  }
-
-  /** Appends `chunk[from, to)` to the held bytes (the bound checked before: the size stays within it). */
-  #hold(chunk: Buffer, from: number, to: number, bound: number): void {
-    const size = this.#heldSize + to - from;
-    let held = this.#held;
-    if (held === undefined || held.length < size) {
-      // Not from Node's shared pool: a held slice of it would keep its whole slab.
-      const grown = Buffer.allocUnsafeSlow(Math.min(Math.max(256, size, 2 * (held?.length ?? 0)), bound));
-      if (held !== undefined) held.copy(grown, 0, 0, this.#heldSize);
-      this.#held = held = grown;
-    }
-    chunk.copy(held, this.#heldSize, from, to);
-    this.#heldSize = size;
   }
 
   #line(line: string): void {
@@ -303,7 +292,6 @@ export class ResponseReader {
     this.#state = State.Failed;
     this.keepAlive = false;
     this.#held = undefined;
-    this.#heldSize = 0;
     this.#sink.fail(framing ? new ResponseFramingError(what) : new Error(what));
   }
 }

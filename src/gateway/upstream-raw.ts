@@ -27,6 +27,7 @@ import {
   type Transport,
 } from '@modelcontextprotocol/client';
 import { expiringDeadlines, type Expiring, type Queue, type Turn } from '../deadlines.js';
+import { Lines } from '../lines.js';
 import { outputSchemaValidator } from '../mcp/index.js';
 import { noteAnswerLine } from './answer-lines.js';
 import { isPlainObject, plainCallToolResult, plainReadResourceResult } from './raw-results.js';
@@ -383,33 +384,17 @@ export function rawAnswer(message: unknown): message is JSONRPCMessage {
  * answer to the fast path's own request is parsed once and not run through the SDK's zod schema.
  */
 /**
- * The lines of a stdio peer, split as the SDK's ReadBuffer splits them: at each newline, a trailing `\r`
- * dropped, at most STDIO_DEFAULT_MAX_BUFFER_SIZE bytes held (more throws, and what was held is dropped).
- * Both sides of the gateway's fast path read through it.
+ * The lines of a stdio peer, split as the SDK's ReadBuffer splits them (src/lines.ts), at most
+ * STDIO_DEFAULT_MAX_BUFFER_SIZE bytes held (more throws, and what was held is dropped). Both sides of the
+ * gateway's fast path read through it.
  */
-export class StdioLines {
-  #buffer: Buffer | undefined;
-
-  append(chunk: Buffer): void {
-    if ((this.#buffer?.length ?? 0) + chunk.length > STDIO_DEFAULT_MAX_BUFFER_SIZE) {
+export class StdioLines extends Lines {
+  override append(chunk: Buffer): void {
+    if (this.size + chunk.length > STDIO_DEFAULT_MAX_BUFFER_SIZE) {
       this.clear();
       throw new Error(`ReadBuffer exceeded maximum size of ${STDIO_DEFAULT_MAX_BUFFER_SIZE} bytes`);
     }
-    this.#buffer = this.#buffer ? Buffer.concat([this.#buffer, chunk]) : chunk;
-  }
-
-  /** The next whole line, or null until a newline comes. */
-  next(): string | null {
-    const buffer = this.#buffer;
-    const index = buffer ? buffer.indexOf(10) : -1;
-    if (!buffer || index === -1) return null;
-    this.#buffer = index + 1 < buffer.length ? buffer.subarray(index + 1) : undefined;
-    // A trailing `\r` dropped (the SDK's `replace(/\r$/, '')`, without a regular expression per line).
-    return buffer.toString('utf8', 0, index > 0 && buffer[index - 1] === 13 ? index - 1 : index);
-  }
-
-  clear(): void {
-    this.#buffer = undefined;
+    super.append(chunk);
   }
 }
 

@@ -5,6 +5,7 @@
  */
 import { appendFileSync, createReadStream, existsSync } from 'node:fs';
 import { freezeEvent } from '../events.js';
+import { linesOf } from '../lines.js';
 import { describe } from '../names.js';
 import type { ToolRegistry } from '../registry.js';
 import { auditBounds, auditMatches } from './shared.js';
@@ -43,7 +44,9 @@ export async function queryJsonl(file: string, query?: AuditQuery): Promise<Audi
   const bounds = auditBounds(query);
   if (!existsSync(file)) throw new Error(`no audit file at ${file}`);
   const out: AuditRecord[] = [];
-  for await (const line of linesOf(createReadStream(file, 'utf8'))) {
+  // Split at LF only (src/lines.ts): node:readline also splits at U+2028 and U+2029 from Node 24, which
+  // JSON.stringify leaves unescaped: a record whose arguments held one was skipped, a call hidden from its readers.
+  for await (const line of linesOf(createReadStream(file))) {
     if (line.trim() === '') continue;
     let record: AuditRecord;
     try {
@@ -63,25 +66,6 @@ export async function queryJsonl(file: string, query?: AuditQuery): Promise<Audi
     if (out.length > bounds.limit) out.shift();
   }
   return out;
-}
-
-/**
- * The lines of a text stream, split at LF only (a CR before it is JSON whitespace). node:readline also splits at a
- * lone CR and, from Node 24, at U+2028 and U+2029, which JSON.stringify leaves unescaped: a record whose arguments
- * held one came out in two pieces, neither JSON, and was skipped — a call hidden from the audit's readers.
- */
-async function* linesOf(input: AsyncIterable<string>): AsyncGenerator<string> {
-  let held = '';
-  for await (const chunk of input) {
-    let start = 0;
-    for (let at = chunk.indexOf('\n'); at !== -1; at = chunk.indexOf('\n', start)) {
-      yield held + chunk.slice(start, at);
-      held = '';
-      start = at + 1;
-    }
-    held += chunk.slice(start);
-  }
-  if (held !== '') yield held;
 }
 
 /** Writes each record to every sink; one sink's failure is reported and does not stop the others. */

@@ -4,11 +4,11 @@
 import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import { jsonLines, RECORDING, stdioUpstream, tempDir, writePolicy } from '../harness.js';
 import { jsonLine } from '../gateway/fixtures/spawn.js';
+import { onLines } from '../lines.js';
 
 const MAIN = join(process.cwd(), 'src/cli/main.ts');
 
@@ -37,7 +37,7 @@ async function run(ending: Ending) {
   );
   const messages: Record<string, unknown>[] = [];
   let onMessage: (m: Record<string, unknown>) => void = () => {};
-  createInterface({ input: child.stdout }).on('line', (text) => {
+  onLines(child.stdout, (text) => {
     const m = JSON.parse(text) as Record<string, unknown>;
     messages.push(m);
     onMessage(m);

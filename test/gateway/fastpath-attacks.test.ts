@@ -9,10 +9,10 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, describe, expect, it } from 'vitest';
 import { auditLines, RECORDING, ROOT, stdioUpstream, tempDir, writePolicy } from '../harness.js';
+import { onLines } from '../lines.js';
 
 const MAIN = join(ROOT, 'src/cli/main.ts');
 
@@ -57,7 +57,7 @@ class Wire {
       },
     );
     this.#child.stderr.on('data', (chunk: Buffer) => (this.stderr += chunk.toString('utf8')));
-    createInterface({ input: this.#child.stdout }).on('line', (line) => {
+    onLines(this.#child.stdout, (line) => {
       try {
         this.messages.push(JSON.parse(line) as Record<string, unknown>);
       } catch {

@@ -11,7 +11,7 @@ import { describe, expect, it } from 'vitest';
 import { prng } from '../../bench/scenario.js';
 import type { GatewayAuditRecord } from '../../src/gateway/index.js';
 import { cleanupsAfterEach } from '../harness.js';
-import { httpGateway, sessionClient } from './fixtures/http-fast.js';
+import { httpGateway, normal, sessionClient } from './fixtures/http-fast.js';
 import { recordingHttpUpstream } from './fixtures/recording-http.js';
 
 const cleanups = cleanupsAfterEach();
@@ -60,19 +60,6 @@ const OPS: readonly Op[] = [
   read('docs://secret/keys'),
   read('nope://where/ever'),
 ];
-
-/** What may differ between two runs: times, random ids. */
-function normal(value: unknown): unknown {
-  return JSON.parse(
-    JSON.stringify(value)
-      .replace(/policy-file-[0-9a-f]+/g, '<policy>')
-      .replace(/127\.0\.0\.1:\d+/g, '<host>')
-      .replace(/\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z/g, '<time>')
-      // A limit's "(in 3599 s)" counts from the call's time: the two runs may straddle a second under load.
-      .replace(/\(in \d+ s\)/g, '(in <n> s)')
-      .replace(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g, '<uuid>'),
-  );
-}
 
 /** The audit records of calls and reads, without what differs between runs. */
 function auditOf(records: readonly GatewayAuditRecord[]): unknown[] {

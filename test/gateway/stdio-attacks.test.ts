@@ -7,13 +7,13 @@ import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { mkdirSync, mkdtempSync, realpathSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { auditLines } from '../harness.js';
+import { onLines } from '../lines.js';
 
 const ROOT = process.cwd();
 const MAIN = join(ROOT, 'src/cli/main.ts');
@@ -71,7 +71,7 @@ class RawSession {
   constructor() {
     this.#child = spawn(process.execPath, args, { stdio: ['pipe', 'pipe', 'pipe'] });
     this.#child.stderr.resume();
-    createInterface({ input: this.#child.stdout }).on('line', (line) => {
+    onLines(this.#child.stdout, (line) => {
       const message = JSON.parse(line) as Record<string, unknown>;
       const id = message['id'];
       if (typeof id === 'number') this.#waiting.get(id)?.(message);

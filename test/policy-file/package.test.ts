@@ -1,9 +1,10 @@
 import { readFileSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { Ajv } from 'ajv';
 import { parse } from 'yaml';
 import { describe, expect, it } from 'vitest';
 import { policySchema } from '../../src/policy-file/index.js';
+import { importGraph } from '../import-graph.js';
 
 const root = join(import.meta.dirname, '..', '..');
 const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
@@ -11,23 +12,6 @@ const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
   dependencies: Record<string, string>;
   files: string[];
 };
-
-/** Every module the root entry reaches through relative imports, and every package it imports. */
-function importGraph(entry: string): { files: Set<string>; packages: Set<string> } {
-  const files = new Set<string>();
-  const packages = new Set<string>();
-  const visit = (file: string): void => {
-    if (files.has(file)) return;
-    files.add(file);
-    const text = readFileSync(file, 'utf8');
-    for (const [, spec] of text.matchAll(/(?:^|\n)\s*(?:import|export)\s[^'"]*?from\s+'([^']+)'/g)) {
-      if (spec!.startsWith('.')) visit(resolve(dirname(file), spec!.replace(/\.js$/, '.ts')));
-      else packages.add(spec!);
-    }
-  };
-  visit(entry);
-  return { files, packages };
-}
 
 describe('the package', () => {
   it('keeps policy files and the CLI out of the root entry (no yaml, js-yaml, commander or picocolors): Ajv and re2js only', () => {

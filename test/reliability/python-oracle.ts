@@ -2,8 +2,8 @@
  * A client for scripts/canonical-oracle.py: one python3 process for a whole run, JSON lines both ways.
  */
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { createInterface, type Interface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { linesOf } from '../lines.js';
 
 const SCRIPT = fileURLToPath(new URL('../../scripts/canonical-oracle.py', import.meta.url));
 
@@ -18,17 +18,10 @@ export interface OracleGreeting {
 export class PythonOracle {
   readonly greeting: OracleGreeting;
   readonly #child: ChildProcessWithoutNullStreams;
-  readonly #lines: AsyncIterator<string>;
-  readonly #rl: Interface;
+  readonly #lines: AsyncGenerator<string>;
 
-  private constructor(
-    child: ChildProcessWithoutNullStreams,
-    rl: Interface,
-    lines: AsyncIterator<string>,
-    greeting: OracleGreeting,
-  ) {
+  private constructor(child: ChildProcessWithoutNullStreams, lines: AsyncGenerator<string>, greeting: OracleGreeting) {
     this.#child = child;
-    this.#rl = rl;
     this.#lines = lines;
     this.greeting = greeting;
   }
@@ -38,13 +31,12 @@ export class PythonOracle {
     const child = spawn('python3', [SCRIPT], { stdio: ['pipe', 'pipe', 'pipe'] });
     let stderr = '';
     child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    const rl = createInterface({ input: child.stdout, crlfDelay: Infinity });
-    const lines = rl[Symbol.asyncIterator]();
+    const lines = linesOf(child.stdout);
     const first = await lines.next();
     if (first.done) throw new Error(`the python oracle did not start: ${stderr}`);
     const greeting = JSON.parse(first.value) as OracleGreeting;
     child.stdin.write(`${JSON.stringify({ whiteSpace })}\n`);
-    return new PythonOracle(child, rl, lines, greeting);
+    return new PythonOracle(child, lines, greeting);
   }
 
   /** Python's canonical forms of a batch of strings, in order. */
@@ -59,6 +51,6 @@ export class PythonOracle {
     const exited = new Promise<void>((resolve) => this.#child.once('exit', () => resolve()));
     this.#child.stdin.end('[]\n');
     await exited;
-    this.#rl.close();
+    await this.#lines.return(undefined);
   }
 }

@@ -7,6 +7,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { AgentRunner, type RunState } from '../../src/index.js';
 import { ScriptedModel } from '../../src/runner/index.js';
 import { SqliteApprovalStore, SqliteStores } from '../../src/stores/sqlite.js';
+import { importGraph } from '../import-graph.js';
 import { SECRET, shop } from './fixtures.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'toolgate-sqlite-'));
@@ -79,18 +80,7 @@ describe('SqliteApprovalStore (toolgate/sqlite)', () => {
 
   it('the root entry never imports better-sqlite3 (it is an optional peer behind toolgate/sqlite)', () => {
     const root = resolve(dirname(fileURLToPath(import.meta.url)), '../../src');
-    const seen = new Set<string>();
-    const external = new Set<string>();
-    const visit = (file: string): void => {
-      if (seen.has(file)) return;
-      seen.add(file);
-      const text = readFileSync(file, 'utf8');
-      for (const [, spec] of text.matchAll(/(?:import|export)\s[^'"]*?from\s+'([^']+)'/g)) {
-        if (spec!.startsWith('.')) visit(resolve(dirname(file), spec!.replace(/\.js$/, '.ts')));
-        else external.add(spec!);
-      }
-    };
-    visit(join(root, 'index.ts'));
+    const { files: seen, packages: external } = importGraph(join(root, 'index.ts'));
     expect(seen.has(join(root, 'runner/runner.ts'))).toBe(true);
     expect([...external].filter((s) => !s.startsWith('node:'))).toEqual([
       'ajv',

@@ -8,10 +8,10 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PostgresStores } from '../../src/stores/postgres.js';
 import { answer } from '../inbox/fixture.js';
+import { linesOf } from '../lines.js';
 import { PG_URL, uniqueName } from './servers.js';
 import type { WorkerJob } from './worker.js';
 
@@ -38,7 +38,7 @@ function start(job: WorkerJob): { next(): Promise<Record<string, unknown>>; exit
       resolve(code);
     }),
   );
-  const lines = createInterface({ input: child.stdout! })[Symbol.asyncIterator]();
+  const lines = linesOf(child.stdout!);
   return {
     async next() {
       const line = await lines.next();
