@@ -20,6 +20,15 @@ export const MAX_PROGRAM = 3_000;
 export const MAX_WORK = 10_000_000;
 
 /**
+ * The most code point ranges a pattern's property escapes may write out together. A class is one RE2 instruction
+ * however many ranges it holds, and `\p{Lu}` writes 655 in six characters of pattern (other members cost the pattern
+ * a character or more a range: linear in it): 2,900 of them (17 KB of pattern, 2,913 instructions) were 17 million
+ * characters of translation, 2.3 s and ~18 MB a pattern. `\p{L}` is ~660 ranges: ~30 of them pass, at about what a
+ * pattern at MAX_PROGRAM costs (~20 ms and ~0.2 MB to compile).
+ */
+export const MAX_PROPERTY_RANGES = 20_000;
+
+/**
  * An upper bound of the instructions RE2 compiles `expression` to: `expression` is the translation's output (code
  * points as `\x{…}`, classes `[…]` of them, `(?:` groups, `|`, `^ $ \b \B`, quantifiers `* + ?` and `{n}`, `{n,}`,
  * `{n,m}`). A counted repeat copies its atom as many times as its largest count (or its least, when unbounded) plus one.

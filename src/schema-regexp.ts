@@ -12,7 +12,7 @@
 import { RE2JS } from 're2js';
 import { boundedTest } from './schema-regexp-dfa.js';
 import { propertySet, type Ranges } from './schema-regexp-properties.js';
-import { MAX_PROGRAM, MAX_WORK, programBound } from './schema-regexp-size.js';
+import { MAX_PROGRAM, MAX_PROPERTY_RANGES, MAX_WORK, programBound } from './schema-regexp-size.js';
 
 /** What Ajv calls a pattern with (its `code.regExp` option): returns an object with `test`. */
 export interface LinearRegExp {
@@ -185,6 +185,8 @@ const CONTROL: Readonly<Record<string, number>> = { f: 0x0c, n: 0x0a, r: 0x0d, t
 class Translation {
   readonly #cps: number[];
   #at = 0;
+  /** The ranges its property escapes have written so far (at most MAX_PROPERTY_RANGES, checked as they are read). */
+  #propertyRanges = 0;
 
   constructor(pattern: string) {
     this.#cps = Array.from(pattern, (c) => c.codePointAt(0)!);
@@ -372,7 +374,11 @@ class Translation {
       let name = '';
       for (this.#at += 2; this.#peek() !== '}';) name += this.#next();
       this.#at++;
-      return c === lower ? propertySet(name) : complement(propertySet(name));
+      const set = propertySet(name);
+      this.#propertyRanges += set.length / 2 + 1;
+      if (this.#propertyRanges > MAX_PROPERTY_RANGES)
+        throw new Error(`too large: its property escapes write more than ${MAX_PROPERTY_RANGES} ranges of code points`);
+      return c === lower ? set : complement(set);
     }
     const set = sets[lower];
     if (set === undefined) return undefined;
