@@ -4,7 +4,11 @@
  * compiled pattern, so 50 small patterns and one call of 1 MB of arguments kept ~180 MB, and ~1,100 patterns hit once
  * each a 4 GB heap. re2js has no option for that budget, and none for a budget across expressions. So each test
  * charges what its DFA grew (or shrank) to one ledger; past MAX_DFA_BYTES, the DFAs grown least recently are emptied
- * (re2js' own `clearCache`: the states are built again when needed; the answers never change).
+ * (re2js' own `clearCache`: the states are built again when needed; the answers never change). A DFA emptied a
+ * second time is thrashing (the DFAs the calls need do not fit together, and least-recently-grown misses on every
+ * turn of a cycle: each call built them all again, ~2 s of CPU a call for 50 patterns and 1 MB of arguments): it is
+ * left to re2js' NFA from then on (its `failed`, as re2js marks a DFA it cannot use), as RE2 falls back to the NFA
+ * when its DFA cache keeps filling. The NFA is linear too, and slower only on long texts.
  */
 import type { RE2JS } from 're2js';
 
@@ -24,6 +28,8 @@ interface Charge {
   readonly dfa: WeakRef<Dfa>;
   /** Its bytes by re2js' count when last charged (0: not in the ledger). */
   used: number;
+  /** Whether the ledger has emptied it before. */
+  emptied: boolean;
 }
 
 /** Insertion order: the least recently grown first. */
@@ -43,7 +49,7 @@ export function boundedTest(re: RE2JS): (text: string) => boolean {
     const dfa = inner.lazyDFA as Dfa | null;
     if (dfa === null) return matched;
     const used = dfa.stateBudget - dfa.memBudget;
-    charge ??= { dfa: new WeakRef(dfa), used: 0 };
+    charge ??= { dfa: new WeakRef(dfa), used: 0, emptied: false };
     if (used !== charge.used) account(charge, used);
     return matched;
   };
@@ -60,7 +66,10 @@ function account(charge: Charge, used: number): void {
   total += used + ENTRY_BYTES;
   for (const oldest of ledger) {
     if (total <= MAX_DFA_BYTES || oldest === charge) break;
-    oldest.dfa.deref()?.clearCache();
+    const emptied = oldest.dfa.deref();
+    emptied?.clearCache();
+    if (emptied !== undefined && oldest.emptied) emptied.failed = true;
+    oldest.emptied = true;
     ledger.delete(oldest);
     total -= oldest.used + ENTRY_BYTES;
     oldest.used = 0;

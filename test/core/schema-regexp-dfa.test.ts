@@ -42,6 +42,28 @@ describe('boundedTest', () => {
         expect([patterns[i], t, test.test(t)]).toEqual([patterns[i], t, new RegExp(patterns[i]!, 'u').test(t)]);
   });
 
+  it('leaves a DFA emptied twice to the NFA (a thrashing cycle), which answers the same', () => {
+    const patterns = Array.from({ length: 12 }, (_, i) => `a[ab]{16}b${String.fromCharCode(0x61 + (i % 2))}${i}`);
+    // Unanchored, as linearRegExp compiles a pattern for RE2's whole-text test.
+    const res = patterns.map((p) => RE2JS.compile(`[\\x{0}-\\x{10ffff}]*(?:${p})[\\x{0}-\\x{10ffff}]*`));
+    const tests = res.map((re) => boundedTest(re));
+    const texts = patterns.map(() => randomAb(20_000));
+    for (let round = 0; round < 3; round++)
+      for (const [i, test] of tests.entries()) {
+        expect(test(texts[i]!)).toBe(new RegExp(patterns[i]!, 'u').test(texts[i]!));
+        expect(dfaBytes()).toBeLessThanOrEqual(MAX_DFA_BYTES);
+      }
+    const failed = res.filter((re) => re.re2().lazyDFA?.failed === true).length;
+    expect(failed).toBeGreaterThan(0); // ~4 MB each, 12 do not fit in 32 MB: the cycle thrashed
+    for (const [i, test] of tests.entries())
+      for (const t of [
+        `a${'b'.repeat(16)}b${patterns[i]!.slice(-2)}`,
+        `a${'ab'.repeat(8)}b${patterns[i]!.slice(-2)}`,
+        'ab',
+      ])
+        expect([patterns[i], t, test(t)]).toEqual([patterns[i], t, new RegExp(patterns[i]!, 'u').test(t)]);
+  });
+
   it('charges nothing for a short text against a pattern already used (no state built)', () => {
     const test = boundedTest(RE2JS.compile('[\\x{0}-\\x{10ffff}]*(?:a[bc]+d)[\\x{0}-\\x{10ffff}]*'));
     expect(test('xxabcbd')).toBe(true);
