@@ -10,13 +10,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { registryWith } from './fixtures/schema-tool.js';
-
-function cpuMs(run: () => void): number {
-  const start = process.cpuUsage();
-  run();
-  const { user, system } = process.cpuUsage(start);
-  return (user + system) / 1000;
-}
+import { cpuMs } from '../cpu.js';
 
 /** Registers `pattern`: refused is fine (fail closed), the CPU it took is what is asked. */
 function registerMs(pattern: string): number {
@@ -26,7 +20,7 @@ function registerMs(pattern: string): number {
     } catch (error) {
       expect(String(error)).toMatch(/not supported: too large/);
     }
-  });
+  })[1];
 }
 
 describe('classes written out by property escapes', () => {

@@ -14,13 +14,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { registryWith } from './fixtures/schema-tool.js';
-
-async function asyncCpuMs(run: () => Promise<unknown>): Promise<number> {
-  const start = process.cpuUsage();
-  await run();
-  const { user, system } = process.cpuUsage(start);
-  return (user + system) / 1000;
-}
+import { asyncCpuMs } from '../cpu.js';
 
 describe('DFAs that do not fit the ledger together', () => {
   it('a repeated 1 MB call does not cost what its first did, every time', async () => {

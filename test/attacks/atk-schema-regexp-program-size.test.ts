@@ -28,6 +28,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { connectMcpServer, type McpConnection } from '../../src/adapters/mcp/index.js';
 import { ToolRegistry } from '../../src/index.js';
 import { registryWith } from './fixtures/schema-tool.js';
+import { asyncCpuMs, cpuMs } from '../cpu.js';
 
 /** 3,011 characters: 600 optional classes, the group repeated 1,000 times (RE2's largest repeat count). */
 const BODY = `(?:${'[ab]?'.repeat(600)}){1000}`;
@@ -35,20 +36,6 @@ const WIDE = `${BODY}c`;
 
 setFlagsFromString('--expose-gc');
 const gc = runInNewContext('gc') as () => void;
-
-function cpuMs<T>(run: () => T): [T, number] {
-  const start = process.cpuUsage();
-  const value = run();
-  const { user, system } = process.cpuUsage(start);
-  return [value, (user + system) / 1000];
-}
-
-async function asyncCpuMs(run: () => Promise<unknown>): Promise<number> {
-  const start = process.cpuUsage();
-  await run();
-  const { user, system } = process.cpuUsage(start);
-  return (user + system) / 1000;
-}
 
 function heapMb(): number {
   gc();

@@ -12,16 +12,9 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { connectMcpServer, type McpConnection } from '../../src/adapters/mcp/index.js';
 import { ToolRegistry } from '../../src/index.js';
 import { registryWith } from './fixtures/schema-tool.js';
+import { asyncCpuMs } from '../cpu.js';
 
 const EVIL = '^(a+)+$';
-
-/** CPU milliseconds `run` took (user + system). */
-async function cpuMs(run: () => Promise<unknown>): Promise<number> {
-  const start = process.cpuUsage();
-  await run();
-  const { user, system } = process.cpuUsage(start);
-  return (user + system) / 1000;
-}
 
 describe('a catastrophic pattern and a crafted argument', () => {
   it.each([
@@ -35,7 +28,7 @@ describe('a catastrophic pattern and a crafted argument', () => {
     const { registry, ran } = registryWith(schema);
     // 28: seconds of CPU on main (it grew ×4 each two characters); 100,000: linear.
     for (const n of [28, 100_000]) {
-      const ms = await cpuMs(async () =>
+      const ms = await asyncCpuMs(async () =>
         expect((await registry.invoke('pay', args('a'.repeat(n) + '!'))).status).toBe('refused'),
       );
       expect(ms).toBeLessThan(500);
@@ -76,7 +69,7 @@ describe("an MCP upstream's inputSchema with a catastrophic pattern", () => {
   it('the crafted call is refused at once and never reaches the upstream', async () => {
     const registry = new ToolRegistry();
     const { calls } = await upstream(registry, EVIL);
-    const ms = await cpuMs(async () =>
+    const ms = await asyncCpuMs(async () =>
       expect((await registry.invoke('evil:pay', { to: 'a'.repeat(28) + '!' })).status).toBe('refused'),
     );
     expect(ms).toBeLessThan(500);
@@ -131,7 +124,7 @@ describe("an MCP upstream's outputSchema with a catastrophic pattern (the upstre
     const registry = new ToolRegistry();
     await outputUpstream(registry, EVIL, 'a'.repeat(28) + '!');
     let result: Awaited<ReturnType<ToolRegistry['invoke']>> | undefined;
-    const ms = await cpuMs(async () => (result = await registry.invoke('evil:echo', {})));
+    const ms = await asyncCpuMs(async () => (result = await registry.invoke('evil:echo', {})));
     expect(ms).toBeLessThan(500);
     expect(result?.status).toBe('error');
     expect(JSON.stringify(result)).toMatch(/output schema/);
