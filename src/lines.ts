@@ -12,7 +12,7 @@
  */
 const SMALL = 1024;
 
-/** The most a stage grows to: a full one becomes a piece, and the next small chunks start another. */
+/** The most a stage grows to: a full one becomes a piece, and the next small chunks start another of this size. */
 const STAGE = 65_536;
 
 /**
@@ -63,14 +63,16 @@ export class Lines {
       return;
     }
     let stage = this.#stage;
+    let least = 256;
     if (stage !== undefined && this.#staged + bytes.length > STAGE) {
       this.#unstage();
       stage = undefined;
+      least = STAGE;
     }
     const staged = this.#staged + bytes.length;
     if (stage === undefined || stage.length < staged) {
       // Not from Node's shared pool: a held slice of it would keep its whole slab.
-      const grown = Buffer.allocUnsafeSlow(Math.min(Math.max(2 * staged, 256), STAGE));
+      const grown = Buffer.allocUnsafeSlow(Math.min(Math.max(2 * staged, least), STAGE));
       if (stage !== undefined) stage.copy(grown, 0, 0, this.#staged);
       this.#stage = stage = grown;
     }
