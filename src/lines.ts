@@ -7,6 +7,15 @@
  */
 
 /**
+ * A chunk of an unfinished line shorter than this is copied into a buffer with the small chunks next to it (a
+ * Buffer kept costs ~200 bytes of heap besides its bytes); a longer one is kept as it came.
+ */
+const SMALL = 1024;
+
+/** The most a stage grows to: a full one becomes a piece, and the next small chunks start another of this size. */
+const STAGE = 65_536;
+
+/**
  * The lines of chunks of bytes as they come ({@link Lines.append}), read one at a time ({@link Lines.next}).
  *
  * @example
@@ -19,9 +28,15 @@ export class Lines {
   #buffer: Buffer | undefined;
   /**
    * Earlier bytes of the unfinished line, none of them a newline: joined once, when its end comes (a line in
-   * many chunks costs its bytes, not a copy of what came before per chunk).
+   * many chunks costs its bytes, not a copy of what came before per chunk). Chunks shorter than SMALL are copied
+   * together into {@link #stage} first: a peer writing a byte at a time makes every byte a chunk of its own, and
+   * a Buffer kept per chunk costs ~200 bytes of heap (10 MiB of them ~2 GB); held so, they cost at most about
+   * twice their bytes.
    */
   #pieces: Buffer[] | undefined;
+  /** The last piece while small chunks come (`[0, #staged)` written), its capacity doubled as it fills, to STAGE. */
+  #stage: Buffer | undefined;
+  #staged = 0;
   #size = 0;
 
   /** The bytes held: an unfinished line, and whole lines not read yet. */
@@ -35,9 +50,42 @@ export class Lines {
     if (buffer === undefined) this.#buffer = chunk;
     else if (buffer.indexOf(10) !== -1) this.#buffer = Buffer.concat([buffer, chunk]);
     else {
-      (this.#pieces ??= []).push(buffer);
+      this.#hold(buffer);
       this.#buffer = chunk;
     }
+  }
+
+  /** Adds `bytes` (no newline in them) to the unfinished line's earlier bytes. */
+  #hold(bytes: Buffer): void {
+    if (bytes.length >= SMALL) {
+      this.#unstage();
+      (this.#pieces ??= []).push(bytes);
+      return;
+    }
+    let stage = this.#stage;
+    let least = 256;
+    if (stage !== undefined && this.#staged + bytes.length > STAGE) {
+      this.#unstage();
+      stage = undefined;
+      least = STAGE;
+    }
+    const staged = this.#staged + bytes.length;
+    if (stage === undefined || stage.length < staged) {
+      // Not from Node's shared pool: a held slice of it would keep its whole slab.
+      const grown = Buffer.allocUnsafeSlow(Math.min(Math.max(2 * staged, least), STAGE));
+      if (stage !== undefined) stage.copy(grown, 0, 0, this.#staged);
+      this.#stage = stage = grown;
+    }
+    bytes.copy(stage, this.#staged);
+    this.#staged = staged;
+  }
+
+  /** The stage's bytes made a piece. */
+  #unstage(): void {
+    if (this.#stage === undefined) return;
+    (this.#pieces ??= []).push(this.#stage.subarray(0, this.#staged));
+    this.#stage = undefined;
+    this.#staged = 0;
   }
 
   /** The next whole line, or null until a newline comes. */
@@ -47,6 +95,7 @@ export class Lines {
     if (!buffer || index === -1) return null;
     let line = buffer;
     let end = index;
+    this.#unstage();
     const pieces = this.#pieces;
     if (pieces !== undefined) {
       pieces.push(buffer.subarray(0, index));
@@ -62,6 +111,7 @@ export class Lines {
 
   /** What is held after the last newline, as it is (a last line without one), and nothing held after. */
   rest(): string {
+    this.#unstage();
     const pieces = this.#pieces ?? [];
     if (this.#buffer !== undefined) pieces.push(this.#buffer);
     this.clear();
@@ -71,6 +121,8 @@ export class Lines {
   clear(): void {
     this.#buffer = undefined;
     this.#pieces = undefined;
+    this.#stage = undefined;
+    this.#staged = 0;
     this.#size = 0;
   }
 }

@@ -67,6 +67,31 @@ describe('Lines', () => {
     );
   });
 
+  it('reads long lines in chunks of any size (small ones copied together, across the 64 KiB stage too)', () => {
+    const line = fc
+      .array(fc.constantFrom('a', 'é', '😀', '\r', '\u2028'), { minLength: 1, maxLength: 8 })
+      .chain((unit) => fc.nat({ max: 60_000 }).map((n) => unit.join('').repeat(n + 1)));
+    const sizes = fc.array(fc.constantFrom(1, 7, 1023, 1024, 5000, 70_000), { minLength: 1, maxLength: 20 });
+    fc.assert(
+      fc.property(fc.array(line, { minLength: 1, maxLength: 3 }), sizes, (texts, size) => {
+        const bytes = Buffer.from(texts.map((t) => `${t}\n`).join('') + texts[0]);
+        const lines = new Lines();
+        const got: string[] = [];
+        for (let from = 0, i = 0; from < bytes.length; i++) {
+          const to = Math.min(bytes.length, from + size[i % size.length]!);
+          lines.append(Buffer.from(bytes.subarray(from, to)));
+          for (let l = lines.next(); l !== null; l = lines.next()) got.push(l);
+          from = to;
+        }
+        const want = expected(bytes);
+        expect(got).toEqual(want.lines);
+        expect(lines.size).toBe(Buffer.byteLength(want.rest));
+        expect(lines.rest()).toBe(want.rest);
+      }),
+      { numRuns: 60 },
+    );
+  });
+
   it('linesOf: the lines of a stream, the last one also without a newline', async () => {
     await fc.assert(
       fc.asyncProperty(cuts, async ({ bytes, chunks }) => {
