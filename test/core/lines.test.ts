@@ -90,7 +90,7 @@ describe('Lines', () => {
       }),
       { numRuns: 60 },
     );
-  });
+  }, 120_000); // up to ~240 KB a case: ~8 s alone, 18 s at load 7
 
   it('linesOf: the lines of a stream, the last one also without a newline', async () => {
     await fc.assert(
