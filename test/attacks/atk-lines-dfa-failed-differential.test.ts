@@ -10,6 +10,7 @@ import fc from 'fast-check';
 import { RE2JS } from 're2js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { linearRegExp } from '../../src/schema-regexp.js';
+import { ASTRAL, native } from './fixtures/native-regexp.js';
 
 const TOKENS = [
   ...['a', 'b', 'A', '_', '0', '9', ' ', '-', ',', '.', '^', '$', '|', '(', ')', '(?:', '(?=', '(?!', '(?<n>'],
@@ -28,15 +29,6 @@ const text = fc.oneof(
   piece,
   fc.tuple(piece, piece).map(([a, b]) => a + b.repeat(b === '' ? 0 : 20_000 / b.length)),
 );
-const ASTRAL = /[\u{10000}-\u{10FFFF}]/u;
-
-function native(p: string): RegExp | undefined {
-  try {
-    return new RegExp(p, 'u');
-  } catch {
-    return undefined;
-  }
-}
 
 type DfaProto = { match: (...a: unknown[]) => unknown; matchSet: (...a: unknown[]) => unknown };
 const proto = Object.getPrototypeOf((RE2JS.compile('a').re2() as unknown as { dfa: object }).dfa) as DfaProto;

@@ -13,6 +13,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { compileValidator } from '../../src/schema.js';
 import { linearRegExp } from '../../src/schema-regexp.js';
+import { ASTRAL, native } from './fixtures/native-regexp.js';
 
 const TOKENS = [
   ...['a', 'b', 'A', '_', '0', '9', ' ', '-', ',', '.', '^', '$', '|', '(', ')', '(?:', '(?=', '(?!', '(?<n>'],
@@ -30,15 +31,6 @@ const CHARS = [
 ];
 const pattern = fc.array(fc.constantFrom(...TOKENS), { minLength: 1, maxLength: 16 }).map((t) => t.join(''));
 const text = fc.array(fc.constantFrom(...CHARS), { maxLength: 8 }).map((c) => c.join(''));
-const ASTRAL = /[\u{10000}-\u{10FFFF}]/u;
-
-function native(p: string): RegExp | undefined {
-  try {
-    return new RegExp(p, 'u');
-  } catch {
-    return undefined;
-  }
-}
 
 describe('the translation against new RegExp(p, "u"), token soup', () => {
   it('accepts exactly what V8 accepts (or refuses the pattern by name)', () => {
