@@ -5,6 +5,7 @@
  * splitter of the stdio gateway (both sides of its fast path), the JSONL audit file's reader and the tests' JSON
  * lines.
  */
+import { GrowingBytes } from './growing-bytes.js';
 
 /**
  * A chunk of an unfinished line shorter than this is copied into a buffer with the small chunks next to it (a
@@ -34,9 +35,8 @@ export class Lines {
    * twice their bytes.
    */
   #pieces: Buffer[] | undefined;
-  /** The last piece while small chunks come (`[0, #staged)` written), its capacity doubled as it fills, to STAGE. */
-  #stage: Buffer | undefined;
-  #staged = 0;
+  /** The last piece while small chunks come, its capacity doubled as it fills, to STAGE. */
+  #stage: GrowingBytes | undefined;
   #size = 0;
 
   /** The bytes held: an unfinished line, and whole lines not read yet. */
@@ -64,28 +64,19 @@ export class Lines {
     }
     let stage = this.#stage;
     let least = 256;
-    if (stage !== undefined && this.#staged + bytes.length > STAGE) {
+    if (stage !== undefined && stage.size + bytes.length > STAGE) {
       this.#unstage();
       stage = undefined;
       least = STAGE;
     }
-    const staged = this.#staged + bytes.length;
-    if (stage === undefined || stage.length < staged) {
-      // Not from Node's shared pool: a held slice of it would keep its whole slab.
-      const grown = Buffer.allocUnsafeSlow(Math.min(Math.max(2 * staged, least), STAGE));
-      if (stage !== undefined) stage.copy(grown, 0, 0, this.#staged);
-      this.#stage = stage = grown;
-    }
-    bytes.copy(stage, this.#staged);
-    this.#staged = staged;
+    (this.#stage = stage ?? new GrowingBytes(STAGE, least)).pushPart(bytes, 0);
   }
 
-  /** The stage's bytes made a piece. */
+  /** The stage's bytes made a piece (its buffer is not written again: the next small chunks start another). */
   #unstage(): void {
     if (this.#stage === undefined) return;
-    (this.#pieces ??= []).push(this.#stage.subarray(0, this.#staged));
+    (this.#pieces ??= []).push(this.#stage.bytes());
     this.#stage = undefined;
-    this.#staged = 0;
   }
 
   /** The next whole line, or null until a newline comes. */
@@ -122,7 +113,6 @@ export class Lines {
     this.#buffer = undefined;
     this.#pieces = undefined;
     this.#stage = undefined;
-    this.#staged = 0;
     this.#size = 0;
   }
 }

@@ -12,7 +12,7 @@
  * RFC 9110 asks of a client. A head (and a chunked body's trailers) over
  * {@link MAX_HEAD} bytes fails, as Node's 16 KiB header bound does.
  */
-import { GrowingBytes } from './growing-bytes.js';
+import { GrowingBytes } from '../growing-bytes.js';
 
 /** The largest response head (or trailer section) read: Node's default `--max-http-header-size`. */
 export const MAX_HEAD = 16 * 1024;

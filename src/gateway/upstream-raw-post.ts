@@ -14,7 +14,7 @@ import {
   STDIO_DEFAULT_MAX_BUFFER_SIZE,
   type JSONRPCMessage,
 } from '@modelcontextprotocol/client';
-import { GrowingBytes } from './growing-bytes.js';
+import { GrowingBytes } from '../growing-bytes.js';
 import type { BodySink, RawExchange, RawHandler, RawResponse } from './http-own-client.js';
 import { isPlainObject } from './raw-results.js';
 import { rawAnswer } from './upstream-raw.js';

@@ -1,12 +1,12 @@
 /**
- * GrowingBytes (src/gateway/growing-bytes.ts), which holds a raw POST's JSON (or error) answer as it comes: the
+ * GrowingBytes (src/growing-bytes.ts), which holds a raw POST's JSON (or error) answer as it comes: the
  * same bytes as the chunks joined (as upstream-raw-post.ts's `Buffer.concat` of its chunks gave), on random
  * chunks; a chunk changed after it was pushed changes nothing held once a second came; one-byte chunks hold about
  * their bytes. And the unfinished line of the own client's reader (http-own-reader.ts): parts of chunks, copied.
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { GrowingBytes } from '../../src/gateway/growing-bytes.js';
+import { GrowingBytes } from '../../src/growing-bytes.js';
 
 describe('GrowingBytes', () => {
   it('holds the chunks joined', () => {

@@ -1,7 +1,9 @@
 /**
  * Bytes that come in chunks, held in one buffer whose capacity doubles as it fills (never past a bound): an
  * answer sent in one-byte chunks holds about its bytes, not an object per chunk. A single chunk is held as it
- * came (no copy: the common answer in one read); a part of one ({@link GrowingBytes.pushPart}) is copied.
+ * came (no copy: the common answer in one read); a part of one ({@link GrowingBytes.pushPart}) is copied. The
+ * gateway's raw answers and its HTTP client's unfinished line, and the small chunks of an unfinished line in
+ * `Lines` (src/lines.ts).
  */
 export class GrowingBytes {
   readonly #bound: number;
