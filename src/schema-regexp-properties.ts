@@ -32,9 +32,10 @@ export interface PropertySets {
 
 /**
  * A cache of property sets: past `capacity` names the least recently used is dropped (read again if it comes
- * back), never refused; names of one content share one set, dropped with the last of them.
+ * back), never refused; names of one content share one set, dropped with the last of them. `runs`: read as runs
+ * (this engine has the `v` flag) or code point by code point (an engine without it; tests read both ways).
  */
-export function propertySets(capacity: number): PropertySets {
+export function propertySets(capacity: number, runs = V_FLAG): PropertySets {
   /** Canonical name → its set (insertion order: least recently used first). */
   const byName = new Map<string, Ranges>();
   /** Content → the one set of that content and how many names hold it. */
@@ -60,7 +61,7 @@ export function propertySets(capacity: number): PropertySets {
         byName.set(key, set);
         return set;
       }
-      set = intern(V_FLAG ? readByRuns(name) : readByCodePoint(name));
+      set = intern(runs ? readByRuns(name) : readByCodePoint(name));
       byName.set(key, set);
       if (byName.size > capacity) {
         const [oldest, dropped] = byName.entries().next().value!;
@@ -74,8 +75,6 @@ export function propertySets(capacity: number): PropertySets {
     },
   };
 }
-
-const processSets = propertySets(MAX_NAMES);
 
 /**
  * The name without the spelling of its property (ECMAScript's fixed table: `General_Category`/`gc`, `Script`/`sc`,
@@ -100,6 +99,8 @@ const V_FLAG = ((): boolean => {
     return false;
   }
 })();
+
+const processSets = propertySets(MAX_NAMES);
 
 /**
  * The code points in blocks whose text is read alone: the BMP's (lone surrogates apart: high ones, then low ones,

@@ -41,6 +41,18 @@ describe('propertySet', () => {
     for (const name of NAMES) expect([name, propertySet(name)]).toEqual([name, byCodePoint(name)]);
   }, 120_000);
 
+  it('an engine without the `v` flag reads code point by code point: the same sets, the same sharing', () => {
+    const runs = propertySets(16, true);
+    const codePoints = propertySets(16, false);
+    for (const name of ['L', 'Lu', 'Cs', 'Co', 'sc=Greek', 'scx=Han', 'Emoji', 'White_Space']) {
+      const set = codePoints.get(name);
+      expect([name, set]).toEqual([name, runs.get(name)]);
+      expect([name, set]).toEqual([name, byCodePoint(name)]);
+    }
+    expect(codePoints.get('General_Category=L')).toBe(codePoints.get('L'));
+    expect(codePoints.get('Script=Greek')).toBe(codePoints.get('sc=Grek'));
+  }, 60_000);
+
   it('reads a property in a few ms (redos5: ~60 ms, code point by code point)', () => {
     const sets = propertySets(8);
     sets.get('ASCII'); // the texts the reads share, built once
