@@ -30,6 +30,12 @@ export interface MeasureOptions {
   readonly maxSamples?: number;
   /** Warm-up time. @default 300 */
   readonly warmupMs?: number;
+  /**
+   * Called before each batch, outside its time, with the batch's `from` and `count` (measureAsync): builds the
+   * batch's input as a host holds it when it calls (e.g. argument texts a model's response gave), so the time is
+   * the call's, not the input's making.
+   */
+  readonly prepare?: (from: number, count: number) => void;
 }
 
 let sink = 0;
@@ -105,6 +111,7 @@ export async function measureAsync(
   let batch = 1;
   const warmEnd = now() + BigInt(Math.round((options.warmupMs ?? 300) * 1e6));
   do {
+    options.prepare?.(from, batch);
     const t0 = now();
     sink += await run(from, batch);
     const took = Number(now() - t0);
@@ -115,6 +122,7 @@ export async function measureAsync(
   const samples: number[] = [];
   const start = now();
   while (samples.length < maxSamples && (samples.length < minSamples || now() - start < budgetNs)) {
+    options.prepare?.(from, batch);
     const t0 = now();
     sink += await run(from, batch);
     const t1 = now();

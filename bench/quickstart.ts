@@ -168,12 +168,28 @@ export async function benchQuickstart(size: number, options: QuickstartOptions =
     return JSON.stringify([...picked].sort());
   });
   const plans: string[][] = planJson.map((json) => JSON.parse(json) as string[]);
-  /** An OpenAI chat call with an argument text never seen before (a new amount each call), built as a host receives it. */
+  /** An OpenAI chat call with an argument text never seen before (a new amount each call): the agreement check's. */
   const freshCall = (call: BenchCall): OpenAIChatToolCall => ({
     id: call.id,
     type: 'function',
     function: { name: call.name, arguments: `{"amount":${freshAmount++},"mode":"read"}` },
   });
+  /**
+   * The calls of a timed batch with argument texts never seen before, as a host holds them when it calls: the
+   * texts out of JSON.parse of a response body (flat strings, not the template's joined pieces), built before the
+   * batch is timed (`prepare`), each used once.
+   */
+  let freshBatch: OpenAIChatToolCall[] = [];
+  const freshTiming: MeasureOptions = {
+    ...timing,
+    prepare: (from, count) => {
+      const texts = Array.from({ length: count }, () => `{"amount":${freshAmount++},"mode":"read"}`);
+      freshBatch = (JSON.parse(JSON.stringify(texts)) as string[]).map((text, k) => {
+        const call = calls[(from + k) & mask]!;
+        return { id: call.id, type: 'function', function: { name: call.name, arguments: text } };
+      });
+    },
+  };
   const chat = calls.map((call) => ({
     id: call.id,
     type: 'function' as const,
@@ -267,11 +283,10 @@ export async function benchQuickstart(size: number, options: QuickstartOptions =
   const asyncExecute = await measureAsync(async (from, count) => {
     let ok = 0;
     for (let k = 0; k < count; k++) {
-      const call = freshCall(calls[(from + k) & mask]!);
-      ok += (await asyncRegistry.executeToolCalls([call], contextFor(plan.tools))).length;
+      ok += (await asyncRegistry.executeToolCalls([freshBatch[k]!], contextFor(plan.tools))).length;
     }
     return ok;
-  }, timing);
+  }, freshTiming);
   const asyncExecuteRepeated = await measureAsync(async (from, count) => {
     let ok = 0;
     for (let k = 0; k < count; k++) {
@@ -282,13 +297,13 @@ export async function benchQuickstart(size: number, options: QuickstartOptions =
   const floorParsing = await measureAsync(async (from, count) => {
     let ok = 0;
     for (let k = 0; k < count; k++) {
-      const call = freshCall(calls[(from + k) & mask]!);
+      const call = freshBatch[k]!;
       const args = JSON.parse(call.function.arguments) as Record<string, unknown>;
       const result = await floor.invoke(call.id, call.function.name, args);
       if (result.status === 'ok') ok++;
     }
     return ok;
-  }, timing);
+  }, freshTiming);
   const floorAfter = await floorRun();
   const floorTiming = floorBefore.p50 <= floorAfter.p50 ? floorBefore : floorAfter;
   // The breakdown: steps 1–5 alone, without the layers, without the policy (a registry of the same tools, no policy).
