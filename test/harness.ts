@@ -296,6 +296,16 @@ export const modernMeta = (capabilities: Record<string, unknown> = {}, version =
   'io.modelcontextprotocol/clientInfo': { name: 'raw', version: '1' },
 });
 
+/** The headers of a plain 2026-07-28 `tools/call` POST of `tool`, with `extra` (an authorization, say). */
+export const modernCallHeaders = (tool: string, extra: Record<string, string> = {}): Record<string, string> => ({
+  'content-type': 'application/json',
+  accept: 'application/json, text/event-stream',
+  'mcp-protocol-version': '2026-07-28',
+  'mcp-method': 'tools/call',
+  'mcp-name': tool,
+  ...extra,
+});
+
 /** What an MCP endpoint answered one POST: the HTTP status, its challenge, the JSON-RPC answer. */
 export interface Posted<T> {
   readonly status: number;

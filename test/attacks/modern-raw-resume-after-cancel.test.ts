@@ -17,6 +17,7 @@ import {
   forwardHttp,
   gatewayOverHttp,
   loopbackServer,
+  modernCallHeaders,
   modernMeta,
   tempDir,
   writePolicy,
@@ -96,13 +97,7 @@ async function call(url: URL, said: string, signal?: AbortSignal): Promise<strin
   const response = await fetch(url, {
     ...(signal ? { signal } : {}),
     method: 'POST',
-    headers: {
-      'content-type': 'application/json',
-      accept: 'application/json, text/event-stream',
-      'mcp-protocol-version': '2026-07-28',
-      'mcp-method': 'tools/call',
-      'mcp-name': 'mod:echo',
-    },
+    headers: modernCallHeaders('mod:echo'),
     body: JSON.stringify({
       jsonrpc: '2.0',
       id: ++ids,

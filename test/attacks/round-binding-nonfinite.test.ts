@@ -15,6 +15,7 @@ import {
   emptyFile,
   gatewayOverHttp,
   jsonLines,
+  modernCallHeaders,
   modernMeta,
   ROOT,
   tempDir,
@@ -57,14 +58,7 @@ describe('the lazy upstream round binding on arguments it cannot digest', { time
     }).replace('"INF"', '1e400');
     const response = await fetch(url, {
       method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        accept: 'application/json, text/event-stream',
-        authorization: 'Bearer alice',
-        'mcp-protocol-version': '2026-07-28',
-        'mcp-method': 'tools/call',
-        'mcp-name': STATEFUL,
-      },
+      headers: modernCallHeaders(STATEFUL, { authorization: 'Bearer alice' }),
       body,
     });
     const text = await response.text();

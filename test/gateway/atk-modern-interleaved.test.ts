@@ -7,7 +7,15 @@
 // FAILS when one request sees or acts with another's.
 import { describe, expect, it } from 'vitest';
 import { httpFixture, ROOT } from '../mcp/fixtures/processes.js';
-import { cleanupsAfterEach, fastPathFor, gatewayOverHttp, modernMeta, tempDir, writePolicy } from '../harness.js';
+import {
+  cleanupsAfterEach,
+  fastPathFor,
+  gatewayOverHttp,
+  modernCallHeaders,
+  modernMeta,
+  tempDir,
+  writePolicy,
+} from '../harness.js';
 
 const cleanups = cleanupsAfterEach();
 const LOGGER = `${ROOT}/test/gateway/fixtures/modern-logger.ts`;
@@ -52,14 +60,7 @@ async function note(
     const response = await fetch(url, {
       method: 'POST',
       signal: controller.signal,
-      headers: {
-        'content-type': 'application/json',
-        accept: 'application/json, text/event-stream',
-        authorization: `Bearer ${who}`,
-        'mcp-protocol-version': '2026-07-28',
-        'mcp-method': 'tools/call',
-        'mcp-name': 'logs:note',
-      },
+      headers: modernCallHeaders('logs:note', { authorization: `Bearer ${who}` }),
       body: JSON.stringify({
         jsonrpc: '2.0',
         id,

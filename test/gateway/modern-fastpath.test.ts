@@ -14,7 +14,7 @@ import { describe, expect, it } from 'vitest';
 import { prng } from '../../bench/scenario.js';
 import { MemoryLedger, MemoryNonceStore } from '../../src/stores/memory.js';
 import { plainModernCallOf, plainModernResult } from '../../src/gateway/modern-fast.js';
-import { cleanupsAfterEach, fastPathFor, gatewayOverHttp, modernMeta } from '../harness.js';
+import { cleanupsAfterEach, fastPathFor, gatewayOverHttp, modernCallHeaders, modernMeta } from '../harness.js';
 import { auditOf, modernUpstreamPolicy, normal } from './fixtures/modern-fast.js';
 
 const cleanups = cleanupsAfterEach();
@@ -149,13 +149,7 @@ describe('the fast path of the 2026-07-28 downstream', { timeout: 120_000 }, () 
     const answer = await new Promise<{ headers: IncomingMessage['headers']; bytes: Buffer }>((resolve, reject) => {
       const req = request(url, {
         method: 'POST',
-        headers: {
-          'content-type': 'application/json',
-          accept: 'application/json, text/event-stream',
-          'mcp-protocol-version': '2026-07-28',
-          'mcp-method': 'tools/call',
-          'mcp-name': 'mod:echo',
-        },
+        headers: modernCallHeaders('mod:echo'),
       });
       req.once('error', reject);
       req.once('response', (res) => {

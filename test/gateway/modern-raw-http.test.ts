@@ -19,6 +19,7 @@ import {
   forwardHttp,
   gatewayOverHttp,
   loopbackServer,
+  modernCallHeaders,
   modernMeta,
   tempDir,
   writePolicy,
@@ -301,13 +302,7 @@ async function gateway(fast: boolean, callTimeoutMs: number) {
 async function call(url: URL, said: string, id: number, signal?: AbortSignal, tool = 'echo') {
   const response = await fetch(url, {
     method: 'POST',
-    headers: {
-      'content-type': 'application/json',
-      accept: 'application/json, text/event-stream',
-      'mcp-protocol-version': '2026-07-28',
-      'mcp-method': 'tools/call',
-      'mcp-name': `mod:${tool}`,
-    },
+    headers: modernCallHeaders(`mod:${tool}`),
     body: JSON.stringify({
       jsonrpc: '2.0',
       id,
