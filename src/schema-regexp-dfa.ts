@@ -7,8 +7,10 @@
  * (re2js' own `clearCache`: the states are built again when needed; the answers never change). A DFA emptied a
  * second time is thrashing (the DFAs the calls need do not fit together, and least-recently-grown misses on every
  * turn of a cycle: each call built them all again, ~2 s of CPU a call for 50 patterns and 1 MB of arguments): it is
- * left to re2js' NFA from then on (its `failed`, as re2js marks a DFA it cannot use), as RE2 falls back to the NFA
- * when its DFA cache keeps filling. The NFA is linear too, and slower only on long texts.
+ * left to re2js' NFA (its `failed`, as re2js marks a DFA it cannot use), as RE2 falls back to the NFA when its DFA
+ * cache keeps filling. The NFA is linear too, and slower only on long texts (~4× on 1 MB). Not for good: after
+ * {@link REST} tests on the NFA the DFA is tried again (a flood of other patterns that pushed it out may be over),
+ * and a DFA that thrashes again rests twice as long, up to {@link LONGEST_REST}: at worst one rebuild per rest.
  */
 import type { RE2JS } from 're2js';
 
@@ -17,6 +19,11 @@ import type { RE2JS } from 're2js';
  * budgets. A short text against a pattern already used builds no state and is never charged.
  */
 export const MAX_DFA_BYTES = 32 * 2 ** 20;
+
+/** The tests a DFA left to the NFA waits before it is tried again (doubled each time it thrashes again). */
+export const REST = 4096;
+/** The longest rest: 64 times the first (262,144 tests). */
+const LONGEST_REST = REST * 64;
 
 /** What the ledger counts for each DFA it holds, above its states (the entry itself; a DFA collected before it is dropped). */
 const ENTRY_BYTES = 512;
@@ -28,8 +35,12 @@ interface Charge {
   readonly dfa: WeakRef<Dfa>;
   /** Its bytes by re2js' count when last charged (0: not in the ledger). */
   used: number;
-  /** Whether the ledger has emptied it before. */
+  /** Whether the ledger has emptied it before (since it was last tried again). */
   emptied: boolean;
+  /** Tests left on the NFA before the DFA is tried again (0: not left to the NFA by the ledger). */
+  resting: number;
+  /** The rest after its next thrash. */
+  nextRest: number;
 }
 
 /** Insertion order: the least recently grown first. */
@@ -48,8 +59,15 @@ export function boundedTest(re: RE2JS): (text: string) => boolean {
     const matched = re.testExact(text);
     const dfa = inner.lazyDFA as Dfa | null;
     if (dfa === null) return matched;
+    if (charge !== undefined && charge.resting > 0) {
+      if (--charge.resting === 0) {
+        dfa.failed = false; // tried again: emptied, its states built as texts need them
+        charge.emptied = false;
+      }
+      return matched;
+    }
     const used = dfa.stateBudget - dfa.memBudget;
-    charge ??= { dfa: new WeakRef(dfa), used: 0, emptied: false };
+    charge ??= { dfa: new WeakRef(dfa), used: 0, emptied: false, resting: 0, nextRest: REST };
     if (used !== charge.used) account(charge, used);
     return matched;
   };
@@ -68,7 +86,11 @@ function account(charge: Charge, used: number): void {
     if (total <= MAX_DFA_BYTES || oldest === charge) break;
     const emptied = oldest.dfa.deref();
     emptied?.clearCache();
-    if (emptied !== undefined && oldest.emptied) emptied.failed = true;
+    if (emptied !== undefined && oldest.emptied && !emptied.failed) {
+      emptied.failed = true;
+      oldest.resting = oldest.nextRest;
+      oldest.nextRest = Math.min(2 * oldest.nextRest, LONGEST_REST);
+    }
     oldest.emptied = true;
     ledger.delete(oldest);
     total -= oldest.used + ENTRY_BYTES;

@@ -4,7 +4,7 @@
  */
 import { RE2JS } from 're2js';
 import { describe, expect, it } from 'vitest';
-import { boundedTest, dfaBytes, MAX_DFA_BYTES } from '../../src/schema-regexp-dfa.js';
+import { boundedTest, dfaBytes, MAX_DFA_BYTES, REST } from '../../src/schema-regexp-dfa.js';
 import { linearRegExp } from '../../src/schema-regexp.js';
 
 let seed = 11;
@@ -63,6 +63,56 @@ describe('boundedTest', () => {
       ])
         expect([patterns[i], t, test(t)]).toEqual([patterns[i], t, new RegExp(patterns[i]!, 'u').test(t)]);
   });
+
+  it('tries a DFA left to the NFA again after REST tests, and rests twice as long when it thrashes again', () => {
+    const patterns = Array.from({ length: 12 }, (_, i) => `a[ab]{16}a${String.fromCharCode(0x61 + (i % 2))}${i}`);
+    const res = patterns.map((p) => RE2JS.compile(`[\\x{0}-\\x{10ffff}]*(?:${p})[\\x{0}-\\x{10ffff}]*`));
+    const tests = res.map((re) => boundedTest(re));
+    const texts = patterns.map(() => randomAb(20_000));
+    const thrash = (): void => {
+      for (let round = 0; round < 3; round++)
+        for (const [i, test] of tests.entries())
+          expect(test(texts[i]!)).toBe(new RegExp(patterns[i]!, 'u').test(texts[i]!));
+    };
+    const failed = (): number[] => res.flatMap((re, i) => (re.re2().lazyDFA?.failed === true ? [i] : []));
+    thrash();
+    const left = failed();
+    expect(left.length).toBeGreaterThan(0);
+    const k = left[0]!;
+    const hit = (i: number): string => `a${'b'.repeat(16)}a${String.fromCharCode(0x61 + (i % 2))}${i}`;
+    /** Short tests of pattern `i` (answered as V8 answers) until its DFA is tried again: how many. */
+    const testsUntilTried = (i: number): number => {
+      let n = 0;
+      for (; res[i]!.re2().lazyDFA.failed === true && n <= 4 * REST; n++)
+        expect(tests[i]!(n % 2 === 0 ? hit(i) : 'ab')).toBe(n % 2 === 0);
+      return n;
+    };
+    const first = testsUntilTried(k); // it was left to the NFA in the 2nd or 3rd round: a test or two already made
+    expect(first).toBeLessThanOrEqual(REST);
+    expect(first).toBeGreaterThan(REST - 4);
+    expect(tests[k]!(texts[k]!)).toBe(new RegExp(patterns[k]!, 'u').test(texts[k]!));
+    const dfa = res[k]!.re2().lazyDFA;
+    expect(dfa.stateBudget - dfa.memBudget).toBeGreaterThan(2 ** 20); // its DFA built again on the long text
+    expect(dfaBytes()).toBeLessThanOrEqual(MAX_DFA_BYTES); // and charged: others emptied for it
+    // Cycles again, every DFA tried again before each: one that thrashes again rests twice as long as before.
+    const times = new Map<number, number>(left.map((i) => [i, 1]));
+    for (const i of left) if (i !== k) testsUntilTried(i);
+    let doubled = 0;
+    for (let cycle = 0; cycle < 4 && doubled === 0; cycle++) {
+      thrash();
+      const again = failed();
+      expect(again.length).toBeGreaterThan(0);
+      for (const i of again) {
+        const rest = Math.min(REST * 2 ** (times.get(i) ?? 0), REST * 64);
+        const n = testsUntilTried(i); // left in one of the cycle's 3 rounds: up to 3 tests already made
+        expect([i, n <= rest && n > rest - 4, n]).toEqual([i, true, n]);
+        if (times.has(i)) doubled++;
+        times.set(i, (times.get(i) ?? 0) + 1);
+      }
+    }
+    expect(doubled).toBeGreaterThan(0);
+    expect(dfaBytes()).toBeLessThanOrEqual(MAX_DFA_BYTES);
+  }, 120_000);
 
   it('charges nothing for a short text against a pattern already used (no state built)', () => {
     const test = boundedTest(RE2JS.compile('[\\x{0}-\\x{10ffff}]*(?:a[bc]+d)[\\x{0}-\\x{10ffff}]*'));
