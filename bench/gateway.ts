@@ -256,7 +256,7 @@ export async function benchGateway(
     // the bare relay's own, the floor of any process that reads, parses and writes both lines).
     // Read in 8 alternating rounds of 250 calls a side (2,000 each, as before): one 2,000-call read a side after
     // the other put whatever else the machine did in that stretch on one side only (2026-12-06: --audit 200 µs
-    // against 145 without, one run; alternated, the two are 7-17 µs apart, the audit's own instructions ~20k).
+    // against 145 without, one run; alternated, the two are 7-17 µs apart: ~25-42k instructions and one write).
     const [gatewayCpu, gatewayNoAuditCpu, upstreamCpu, relayCpu] = await cpuPerCallAlternated(
       [
         [pids.get(gateway), shapes.toolsCall[1]],
