@@ -139,20 +139,14 @@ function cpuOf(pid: number | undefined): number | null {
   }
 }
 
-/** A process's CPU µs per request over `n` sequential requests (null where /proc is missing). */
-async function cpuPerCall(pid: number | undefined, run: () => Promise<unknown>, n: number): Promise<number | null> {
-  const before = cpuOf(pid);
-  for (let i = 0; i < n; i++) await run();
-  const after = cpuOf(pid);
-  return before === null || after === null ? null : (after - before) / n;
-}
-
 /**
- * {@link cpuPerCall} of several sides read in `rounds` alternating rounds of `perRound` requests each: each
- * side's CPU µs per request over all its rounds (null where /proc is missing).
+ * The CPU µs per request of each side's process (null where /proc is missing), read in `rounds` alternating rounds
+ * of `perRound` sequential requests a side: one long read a side after the other put whatever else the machine
+ * did in that stretch on one side only (2026-12-06: --audit 200 µs against 145 without in one run; alternated the
+ * two are 7–17 µs apart, ~25–42k instructions and one write).
  */
-async function cpuPerCallAlternated(
-  sides: readonly (readonly [number | undefined, () => Promise<unknown>])[],
+async function cpuPerCall(
+  sides: readonly (readonly [pid: number | undefined, run: () => Promise<unknown>])[],
   rounds: number,
   perRound: number,
 ): Promise<(number | null)[]> {
@@ -162,9 +156,8 @@ async function cpuPerCallAlternated(
       const before = cpuOf(pid);
       for (let i = 0; i < perRound; i++) await run();
       const after = cpuOf(pid);
-      const sofar = spent[k];
-      spent[k] =
-        sofar === null || sofar === undefined || before === null || after === null ? null : sofar + (after - before);
+      const sofar = spent[k]!;
+      spent[k] = sofar === null || before === null || after === null ? null : sofar + (after - before);
     }
   return spent.map((total) => (total === null ? null : total / (rounds * perRound)));
 }
@@ -254,10 +247,7 @@ export async function benchGateway(
     }
     // cpu: what the gateway process itself spends per tools/call (and the upstream, called directly, for scale;
     // the bare relay's own, the floor of any process that reads, parses and writes both lines).
-    // Read in 8 alternating rounds of 250 calls a side (2,000 each, as before): one 2,000-call read a side after
-    // the other put whatever else the machine did in that stretch on one side only (2026-12-06: --audit 200 µs
-    // against 145 without, one run; alternated, the two are 7-17 µs apart: ~25-42k instructions and one write).
-    const [gatewayCpu, gatewayNoAuditCpu, upstreamCpu, relayCpu] = await cpuPerCallAlternated(
+    const [gatewayCpu, gatewayNoAuditCpu, upstreamCpu, relayCpu] = await cpuPerCall(
       [
         [pids.get(gateway), shapes.toolsCall[1]],
         [pids.get(bare), shapes.toolsCall[2]],
@@ -268,10 +258,10 @@ export async function benchGateway(
       250,
     );
     const cpu = {
-      gateway: gatewayCpu ?? null,
-      gatewayNoAudit: gatewayNoAuditCpu ?? null,
-      upstream: upstreamCpu ?? null,
-      relay: relayCpu ?? null,
+      gateway: gatewayCpu!,
+      gatewayNoAudit: gatewayNoAuditCpu!,
+      upstream: upstreamCpu!,
+      relay: relayCpu!,
     };
     log(
       `gateway CPU per tools/call: --audit ${cpu.gateway?.toFixed(0)} µs, without audit ${cpu.gatewayNoAudit?.toFixed(0)} µs, the bare stdio relay ${cpu.relay?.toFixed(0)} µs (the upstream itself, called directly: ${cpu.upstream?.toFixed(0)} µs)`,
@@ -380,16 +370,22 @@ export async function benchGateway(
       // to ~550 µs (2026-12-05, load 10–12): with 50 warm-up calls, the CPU below was read mid-compilation.
       const samples = await alternate(sides, rounds, perRound, HTTP_WARM);
       const upstreamPid = (era === 'legacy' ? legacyUpChild : modernUpChild).pid;
+      const relayPid = era === 'legacy' ? legacyRelayPid : modernRelayPid;
+      const cpu = await cpuPerCall(
+        [
+          [plainPid, sides[1]!],
+          [upstreamPid, sides[0]!],
+          [relayPid, sides[3]!],
+        ],
+        4,
+        250,
+      );
       const side: HttpSide = {
         direct: summary(samples[0]!),
         gateway: summary(samples[1]!),
         gatewayJwt: summary(samples[2]!),
         relay: summary(samples[3]!),
-        cpu: {
-          gateway: await cpuPerCall(plainPid, sides[1]!, 1_000),
-          upstream: await cpuPerCall(upstreamPid, sides[0]!, 1_000),
-          relay: await cpuPerCall(era === 'legacy' ? legacyRelayPid : modernRelayPid, sides[3]!, 1_000),
-        },
+        cpu: { gateway: cpu[0]!, upstream: cpu[1]!, relay: cpu[2]! },
       };
       http[era] = side;
       log(
