@@ -25,6 +25,18 @@ export const REST = 4096;
 /** The longest rest: 64 times the first (262,144 tests). */
 const LONGEST_REST = REST * 64;
 
+/**
+ * The most table entries a test's text may make the DFA fill: its length × its rune classes (+1). re2js gives each
+ * state it steps from a table of one entry per class, and empties and rebuilds its DFA as long as it reaches new
+ * states no faster than one every 10 characters: a text may fill up to its length ÷ 10 tables, ~10 ns an entry with
+ * its allocation. A class is one instruction however many ranges it holds: one of 100,000 code points (19
+ * instructions, 200,007 classes) cost 5.8–7.4 s on 100,000 characters, past ~0.2 s of MAX_WORK. A longer text is
+ * tested by re2js' NFA (the DFA set aside for that test only): at most ~0.2 s of tables a test (2^27 entries ÷ 10).
+ */
+const MAX_TABLE_ENTRIES = 2 ** 27;
+/** Texts this short never pass MAX_TABLE_ENTRIES: a table of 2^20 entries is past re2js' 8 MB per DFA. */
+const SHORT_TEXT = MAX_TABLE_ENTRIES / 2 ** 20;
+
 /** What the ledger counts for each DFA it holds, above its states (the entry itself; a DFA collected before it is dropped). */
 const ENTRY_BYTES = 512;
 
@@ -55,8 +67,20 @@ export function boundedTest(re: RE2JS): (text: string) => boolean {
   const inner = re.re2();
   if (!('lazyDFA' in inner)) throw new Error('re2js without the DFA this version of toolgate bounds');
   let charge: Charge | undefined;
+  /** `re.testExact(text)`, by the NFA when the DFA's tables could cost more than MAX_TABLE_ENTRIES on `text`. */
+  const testExact = (text: string): boolean => {
+    if (text.length <= SHORT_TEXT) return re.testExact(text);
+    const dfa = inner.dfa; // built here if not yet: its classes are counted when it is built
+    if (dfa.failed || text.length * (dfa.numClasses + 1) <= MAX_TABLE_ENTRIES) return re.testExact(text);
+    dfa.failed = true; // as re2js marks a DFA it cannot use: its NFA answers
+    try {
+      return re.testExact(text);
+    } finally {
+      dfa.failed = false;
+    }
+  };
   return (text: string): boolean => {
-    const matched = re.testExact(text);
+    const matched = testExact(text);
     const dfa = inner.lazyDFA as Dfa | null;
     if (dfa === null) return matched;
     if (charge !== undefined && charge.resting > 0) {
