@@ -26,16 +26,24 @@ export const REST = 4096;
 const LONGEST_REST = REST * 64;
 
 /**
- * The most table entries a test's text may make the DFA fill: its length × its rune classes (+1). re2js gives each
- * state it steps from a table of one entry per class, and empties and rebuilds its DFA as long as it reaches new
- * states no faster than one every 10 characters: a text may fill up to its length ÷ 10 tables, ~10 ns an entry with
- * its allocation. A class is one instruction however many ranges it holds: one of 100,000 code points (19
- * instructions, 200,007 classes) cost 5.8–7.4 s on 100,000 characters, past ~0.2 s of MAX_WORK. A longer text is
- * tested by re2js' NFA (the DFA set aside for that test only): at most ~0.2 s of tables a test (2^27 entries ÷ 10).
+ * The most rune classes (table entries a state, 8 bytes each by re2js' count) a DFA may have: 2,048, or 128 for
+ * each instruction of its program. re2js gives each state it steps from a table of one entry per class, and a class
+ * is one instruction however many ranges it holds: one class of 100,000 code points (19 instructions, 200,007
+ * classes) made each table 1.6 MB, five filled the DFA's 8 MB, and each test of 60 characters filled it twice before
+ * re2js bailed to its NFA (~10.7 ms a test; 5.8 s one test of 100,000 characters, where MAX_WORK states ~0.2 s).
+ * A DFA with more classes is left to the NFA for good, as re2js leaves one it cannot use (`failed`), never charged
+ * nor tried again. `^\p{L}+(?: \p{L}+)*$`: 1,371 classes, 14 instructions (kept).
+ */
+const MAX_CLASSES = 2048;
+const MAX_CLASSES_PER_INSTRUCTION = 128;
+/**
+ * The most table entries a test's text may make a kept DFA fill: its length × its classes (+1). re2js empties and
+ * rebuilds its DFA as long as it reaches new states no faster than one every 10 characters: a text may fill up to
+ * its length ÷ 10 tables. A longer text is tested by the NFA (the DFA set aside for that test only).
  */
 const MAX_TABLE_ENTRIES = 2 ** 27;
-/** Texts this short never pass MAX_TABLE_ENTRIES: a table of 2^20 entries is past re2js' 8 MB per DFA. */
-const SHORT_TEXT = MAX_TABLE_ENTRIES / 2 ** 20;
+/** Texts this short never pass MAX_TABLE_ENTRIES with MAX_CLASSES_PER_INSTRUCTION × MAX_PROGRAM classes or fewer. */
+const SHORT_TEXT = 128;
 
 /** What the ledger counts for each DFA it holds, above its states (the entry itself; a DFA collected before it is dropped). */
 const ENTRY_BYTES = 512;
@@ -67,12 +75,19 @@ export function boundedTest(re: RE2JS): (text: string) => boolean {
   const inner = re.re2();
   if (!('lazyDFA' in inner)) throw new Error('re2js without the DFA this version of toolgate bounds');
   let charge: Charge | undefined;
-  /** `re.testExact(text)`, by the NFA when the DFA's tables could cost more than MAX_TABLE_ENTRIES on `text`. */
+  const mostClasses = Math.max(MAX_CLASSES, MAX_CLASSES_PER_INSTRUCTION * re.programSize());
+  let checked = false;
+  /** `re.testExact(text)`, by the NFA when the DFA's tables could cost more than its program would. */
   const testExact = (text: string): boolean => {
+    if (!checked) {
+      const dfa = inner.dfa; // built here (its classes counted), as the test would
+      if (dfa.numClasses + 1 > mostClasses) dfa.failed = true; // for good: its NFA answers
+      checked = true;
+    }
     if (text.length <= SHORT_TEXT) return re.testExact(text);
-    const dfa = inner.dfa; // built here if not yet: its classes are counted when it is built
+    const dfa = inner.dfa;
     if (dfa.failed || text.length * (dfa.numClasses + 1) <= MAX_TABLE_ENTRIES) return re.testExact(text);
-    dfa.failed = true; // as re2js marks a DFA it cannot use: its NFA answers
+    dfa.failed = true; // for this text
     try {
       return re.testExact(text);
     } finally {
