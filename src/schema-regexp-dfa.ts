@@ -11,6 +11,7 @@
  * cache keeps filling. The NFA is linear too, and slower only on long texts (~4× on 1 MB). Not for good: after
  * {@link REST} tests on the NFA the DFA is tried again (a flood of other patterns that pushed it out may be over),
  * and a DFA that thrashes again rests twice as long, up to {@link LONGEST_REST}: at worst one rebuild per rest.
+ * re2js empties a DFA itself when its states pass its 8 MB: that counts as the ledger's emptying.
  */
 import type { RE2JS } from 're2js';
 
@@ -77,11 +78,19 @@ export function boundedTest(re: RE2JS): (text: string) => boolean {
   let charge: Charge | undefined;
   const mostClasses = Math.max(MAX_CLASSES, MAX_CLASSES_PER_INSTRUCTION * re.programSize());
   let checked = false;
+  /** How many times re2js emptied the DFA itself (its 8 MB full) in the test being made. */
+  let selfEmptied = 0;
   /** `re.testExact(text)`, by the NFA when the DFA's tables could cost more than its program would. */
   const testExact = (text: string): boolean => {
     if (!checked) {
       const dfa = inner.dfa; // built here (its classes counted), as the test would
       if (dfa.numClasses + 1 > mostClasses) dfa.failed = true; // for good: its NFA answers
+      // re2js empties its DFA itself when its states pass its 8 MB (clearCache, in resetCache and start): counted.
+      const clearCache = dfa.clearCache;
+      dfa.clearCache = (): void => {
+        selfEmptied++;
+        clearCache.call(dfa);
+      };
       checked = true;
     }
     if (text.length <= SHORT_TEXT) return re.testExact(text);
@@ -95,6 +104,7 @@ export function boundedTest(re: RE2JS): (text: string) => boolean {
     }
   };
   return (text: string): boolean => {
+    selfEmptied = 0;
     const matched = testExact(text);
     const dfa = inner.lazyDFA as Dfa | null;
     if (dfa === null) return matched;
@@ -105,8 +115,10 @@ export function boundedTest(re: RE2JS): (text: string) => boolean {
       }
       return matched;
     }
-    const used = dfa.stateBudget - dfa.memBudget;
     charge ??= { dfa: new WeakRef(dfa), used: 0, emptied: false, resting: 0, nextRest: REST };
+    // Emptied by re2js itself (its states for the texts do not fit its 8 MB): thrashing as when the ledger empties it.
+    if (selfEmptied > 0) emptied(charge, dfa);
+    const used = dfa.stateBudget - dfa.memBudget;
     if (used !== charge.used) account(charge, used);
     return matched;
   };
@@ -123,18 +135,28 @@ function account(charge: Charge, used: number): void {
   total += used + ENTRY_BYTES;
   for (const oldest of ledger) {
     if (total <= MAX_DFA_BYTES || oldest === charge) break;
-    const emptied = oldest.dfa.deref();
-    emptied?.clearCache();
-    if (emptied !== undefined && oldest.emptied && !emptied.failed) {
-      emptied.failed = true;
-      oldest.resting = oldest.nextRest;
-      oldest.nextRest = Math.min(2 * oldest.nextRest, LONGEST_REST);
-    }
+    const dfa = oldest.dfa.deref();
+    dfa?.clearCache();
+    if (dfa !== undefined) emptied(oldest, dfa);
     oldest.emptied = true;
     ledger.delete(oldest);
     total -= oldest.used + ENTRY_BYTES;
     oldest.used = 0;
   }
+}
+
+/**
+ * `charge`'s DFA was emptied (by the ledger or by re2js): a second time since it was last tried, it is left to the
+ * NFA (emptied, its rest set, the next doubled).
+ */
+function emptied(charge: Charge, dfa: Dfa): void {
+  if (charge.emptied && !dfa.failed) {
+    dfa.failed = true;
+    dfa.clearCache();
+    charge.resting = charge.nextRest;
+    charge.nextRest = Math.min(2 * charge.nextRest, LONGEST_REST);
+  }
+  charge.emptied = true;
 }
 
 /** What the ledger counts now (tests). */
