@@ -11,6 +11,7 @@
  * cache keeps filling. The NFA is linear too, and slower only on long texts (~4× on 1 MB). Not for good: after
  * {@link REST} tests on the NFA the DFA is tried again (a flood of other patterns that pushed it out may be over),
  * and a DFA that thrashes again rests twice as long, up to {@link LONGEST_REST}: at worst one rebuild per rest.
+ * re2js empties a DFA itself when its states pass its 8 MB: that counts as the ledger's emptying.
  */
 import type { RE2JS } from 're2js';
 
@@ -24,6 +25,26 @@ export const MAX_DFA_BYTES = 32 * 2 ** 20;
 export const REST = 4096;
 /** The longest rest: 64 times the first (262,144 tests). */
 const LONGEST_REST = REST * 64;
+
+/**
+ * The most rune classes (table entries a state, 8 bytes each by re2js' count) a DFA may have: 2,048, or 128 for
+ * each instruction of its program. re2js gives each state it steps from a table of one entry per class, and a class
+ * is one instruction however many ranges it holds: one class of 100,000 code points (19 instructions, 200,007
+ * classes) made each table 1.6 MB, five filled the DFA's 8 MB, and each test of 60 characters filled it twice before
+ * re2js bailed to its NFA (~10.7 ms a test; 5.8 s one test of 100,000 characters, where MAX_WORK states ~0.2 s).
+ * A DFA with more classes is left to the NFA for good, as re2js leaves one it cannot use (`failed`), never charged
+ * nor tried again. `^\p{L}+(?: \p{L}+)*$`: 1,371 classes, 14 instructions (kept).
+ */
+const MAX_CLASSES = 2048;
+const MAX_CLASSES_PER_INSTRUCTION = 128;
+/**
+ * The most table entries a test's text may make a kept DFA fill: its length × its classes (+1). re2js empties and
+ * rebuilds its DFA as long as it reaches new states no faster than one every 10 characters: a text may fill up to
+ * its length ÷ 10 tables. A longer text is tested by the NFA (the DFA set aside for that test only).
+ */
+const MAX_TABLE_ENTRIES = 2 ** 27;
+/** Texts this short never pass MAX_TABLE_ENTRIES with MAX_CLASSES_PER_INSTRUCTION × MAX_PROGRAM classes or fewer. */
+const SHORT_TEXT = 128;
 
 /** What the ledger counts for each DFA it holds, above its states (the entry itself; a DFA collected before it is dropped). */
 const ENTRY_BYTES = 512;
@@ -55,8 +76,36 @@ export function boundedTest(re: RE2JS): (text: string) => boolean {
   const inner = re.re2();
   if (!('lazyDFA' in inner)) throw new Error('re2js without the DFA this version of toolgate bounds');
   let charge: Charge | undefined;
+  const mostClasses = Math.max(MAX_CLASSES, MAX_CLASSES_PER_INSTRUCTION * re.programSize());
+  let checked = false;
+  /** How many times re2js emptied the DFA itself (its 8 MB full) in the test being made. */
+  let selfEmptied = 0;
+  /** `re.testExact(text)`, by the NFA when the DFA's tables could cost more than its program would. */
+  const testExact = (text: string): boolean => {
+    if (!checked) {
+      const dfa = inner.dfa; // built here (its classes counted), as the test would
+      if (dfa.numClasses + 1 > mostClasses) dfa.failed = true; // for good: its NFA answers
+      // re2js empties its DFA itself when its states pass its 8 MB (clearCache, in resetCache and start): counted.
+      const clearCache = dfa.clearCache;
+      dfa.clearCache = (): void => {
+        selfEmptied++;
+        clearCache.call(dfa);
+      };
+      checked = true;
+    }
+    if (text.length <= SHORT_TEXT) return re.testExact(text);
+    const dfa = inner.dfa;
+    if (dfa.failed || text.length * (dfa.numClasses + 1) <= MAX_TABLE_ENTRIES) return re.testExact(text);
+    dfa.failed = true; // for this text
+    try {
+      return re.testExact(text);
+    } finally {
+      dfa.failed = false;
+    }
+  };
   return (text: string): boolean => {
-    const matched = re.testExact(text);
+    selfEmptied = 0;
+    const matched = testExact(text);
     const dfa = inner.lazyDFA as Dfa | null;
     if (dfa === null) return matched;
     if (charge !== undefined && charge.resting > 0) {
@@ -66,8 +115,10 @@ export function boundedTest(re: RE2JS): (text: string) => boolean {
       }
       return matched;
     }
-    const used = dfa.stateBudget - dfa.memBudget;
     charge ??= { dfa: new WeakRef(dfa), used: 0, emptied: false, resting: 0, nextRest: REST };
+    // Emptied by re2js itself (its states for the texts do not fit its 8 MB): thrashing as when the ledger empties it.
+    if (selfEmptied > 0) emptied(charge, dfa);
+    const used = dfa.stateBudget - dfa.memBudget;
     if (used !== charge.used) account(charge, used);
     return matched;
   };
@@ -84,18 +135,28 @@ function account(charge: Charge, used: number): void {
   total += used + ENTRY_BYTES;
   for (const oldest of ledger) {
     if (total <= MAX_DFA_BYTES || oldest === charge) break;
-    const emptied = oldest.dfa.deref();
-    emptied?.clearCache();
-    if (emptied !== undefined && oldest.emptied && !emptied.failed) {
-      emptied.failed = true;
-      oldest.resting = oldest.nextRest;
-      oldest.nextRest = Math.min(2 * oldest.nextRest, LONGEST_REST);
-    }
+    const dfa = oldest.dfa.deref();
+    dfa?.clearCache();
+    if (dfa !== undefined) emptied(oldest, dfa);
     oldest.emptied = true;
     ledger.delete(oldest);
     total -= oldest.used + ENTRY_BYTES;
     oldest.used = 0;
   }
+}
+
+/**
+ * `charge`'s DFA was emptied (by the ledger or by re2js): a second time since it was last tried, it is left to the
+ * NFA (emptied, its rest set, the next doubled).
+ */
+function emptied(charge: Charge, dfa: Dfa): void {
+  if (charge.emptied && !dfa.failed) {
+    dfa.failed = true;
+    dfa.clearCache();
+    charge.resting = charge.nextRest;
+    charge.nextRest = Math.min(2 * charge.nextRest, LONGEST_REST);
+  }
+  charge.emptied = true;
 }
 
 /** What the ledger counts now (tests). */
