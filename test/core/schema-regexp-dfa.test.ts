@@ -21,6 +21,11 @@ describe('boundedTest', () => {
     const dfa = re.re2().lazyDFA;
     expect(dfa.stateBudget - dfa.memBudget).toBeGreaterThan(0);
     expect(dfaBytes() - before).toBe(dfa.stateBudget - dfa.memBudget + 512);
+    // What the bounds on rune classes and re2js' own emptying read: its getter, its classes, its emptying method.
+    expect(re.re2().dfa).toBe(dfa);
+    expect(dfa.numClasses).toBe(dfa.classBounds.length + 1);
+    expect(typeof Object.getPrototypeOf(dfa).clearCache).toBe('function');
+    expect(re.programSize()).toBeGreaterThan(0);
   });
 
   it('keeps what the DFAs hold together within MAX_DFA_BYTES, and answers as before', () => {
