@@ -35,7 +35,7 @@ import {
 import { MODERN_VERSION } from '../mcp/index.js';
 import { FRAMING_HEADERS, OwnHttpClient, type FixedHead } from './http-own-client.js';
 import { agents, SILENT_MS, upstreamFetch, upstreamUrl } from './upstream-fetch.js';
-import { isRawRequest } from './upstream-raw.js';
+import { isRawRequest, RAW_SETTLED, STOP_RAW, type RawStopping } from './upstream-raw.js';
 import { hasModernEnvelope, modernNameOf } from './upstream-raw-modern.js';
 import { nodeResponse, RawPost, readMessage } from './upstream-raw-post.js';
 
@@ -53,7 +53,7 @@ export function rawHttpTransport(url: string | URL, headers?: Readonly<Record<st
 }
 
 /** The SDK's Streamable HTTP client transport, with the fast path's requests sent and read raw. */
-export class RawHttpTransport extends StreamableHTTPClientTransport {
+export class RawHttpTransport extends StreamableHTTPClientTransport implements RawStopping {
   /** What `http.request(url, …)` makes of the URL, with the method and agent: made once (issue 25). */
   readonly #target: RequestOptions;
   readonly #send: typeof httpRequest;
@@ -68,6 +68,8 @@ export class RawHttpTransport extends StreamableHTTPClientTransport {
   /** The headers every raw request carries (the configured ones, `Accept`, `Content-Type`), lower-cased. */
   readonly #headers: Record<string, string> = {};
   readonly #inflight = new Map<string | number, RawPost>();
+  /** What stops the resumption of a raw request sent with no signal (stopped by id), until it settles. */
+  readonly #resumptions = new Map<string | number, AbortController>();
   /** Closed: no raw POST is sent any more (the SDK's transport refuses a send after close too). */
   #closed = false;
 
@@ -116,6 +118,7 @@ export class RawHttpTransport extends StreamableHTTPClientTransport {
     this.#closed = true;
     for (const post of this.#inflight.values()) post.request?.destroy();
     this.#inflight.clear();
+    this.#resumptions.clear();
     this.#own?.close();
     return super.close();
   }
@@ -178,6 +181,34 @@ export class RawHttpTransport extends StreamableHTTPClientTransport {
       }
       this.#inflight.set(id, post);
     });
+  }
+
+  /**
+   * Stops one of the gateway's raw requests sent with no signal (upstream-raw.ts, a 2026-07-28 request): as
+   * aborting its request signal would, its POST closed and a resumption of its stream neither begun nor left
+   * open; nothing for a request no longer in flight.
+   */
+  [STOP_RAW](id: string): void {
+    this.#inflight.get(id)?.stop();
+    const resumption = this.#resumptions.get(id);
+    if (resumption === undefined) return;
+    this.#resumptions.delete(id);
+    resumption.abort();
+  }
+
+  [RAW_SETTLED](id: string): void {
+    if (this.#resumptions.size !== 0) this.#resumptions.delete(id);
+  }
+
+  /**
+   * @internal The signal of a resumption of the stream of a 2026-07-28 request sent with no signal: for one of
+   * the gateway's raw requests (stopped by id), one that {@link STOP_RAW} aborts until the request settles.
+   */
+  resumption(id: string | number): AbortSignal | undefined {
+    if (typeof id !== 'string' || !isRawRequest({ jsonrpc: '2.0', id, method: '' } as JSONRPCMessage)) return undefined;
+    const stopper = new AbortController();
+    this.#resumptions.set(id, stopper);
+    return stopper.signal;
   }
 
   /**
