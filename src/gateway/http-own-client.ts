@@ -60,6 +60,12 @@ export const FRAMING_HEADERS = new Set([
   'upgrade',
 ]);
 
+/** The parts of a request's head that are the same on every request of a transport ({@link OwnHttpClient.fixedHead}). */
+export interface FixedHead {
+  readonly start: string;
+  readonly end: string;
+}
+
 /** The pool of one upstream's connections (host and port of its URL) and the requests sent on them. */
 export class OwnHttpClient {
   readonly #host: string;
@@ -94,20 +100,46 @@ export class OwnHttpClient {
    * refuse throws as it throws), written as node:http writes them.
    */
   request(headers: Readonly<Record<string, string>>, body: Buffer): Buffer {
-    let head = this.#line;
+    const { start, end } = this.fixedHead(headers);
+    const head = start + end;
+    // Every name and value node:http lets through is Latin-1: the head's byte length is its length.
+    const bytes = Buffer.allocUnsafe(head.length + body.length);
+    const at = bytes.write(head, 0, 'latin1');
+    body.copy(bytes, at);
+    return bytes;
+  }
+
+  /**
+   * The head every request with `headers` first begins with (the request line and those headers) and ends with
+   * (Host, Authorization, Connection, the blank line), as {@link request} writes them around headers added after
+   * `headers`, none named `host` or `authorization`: validated once (a name or value node:http would refuse
+   * throws here, as {@link request} throws).
+   */
+  fixedHead(headers: Readonly<Record<string, string>>): FixedHead {
+    let start = this.#line;
     for (const name in headers) {
       const value = headers[name]!;
       validateHeaderName(name);
       validateHeaderValue(name, value);
-      head += `${name}: ${value}\r\n`;
+      start += `${name}: ${value}\r\n`;
     }
-    if (headers['host'] === undefined) head += `Host: ${this.#hostHeader}\r\n`;
-    if (this.#basic !== undefined && headers['authorization'] === undefined)
-      head += `Authorization: ${this.#basic}\r\n`;
-    head += 'Connection: keep-alive\r\n\r\n';
-    const bytes = Buffer.allocUnsafe(Buffer.byteLength(head, 'latin1') + body.length);
+    let end = '';
+    if (headers['host'] === undefined) end += `Host: ${this.#hostHeader}\r\n`;
+    if (this.#basic !== undefined && headers['authorization'] === undefined) end += `Authorization: ${this.#basic}\r\n`;
+    end += 'Connection: keep-alive\r\n\r\n';
+    return { start, end };
+  }
+
+  /**
+   * {@link request}'s bytes for the headers of `fixed` then `added` (lines `name: value\r\n` already checked as
+   * node:http checks them, no `host` or `authorization`), and `body` as UTF-8 (`length` its byte length):
+   * the body copied once, into the request's own buffer.
+   */
+  requestWith(fixed: FixedHead, added: string, body: string, length: number): Buffer {
+    const head = fixed.start + added + fixed.end;
+    const bytes = Buffer.allocUnsafe(head.length + length);
     const at = bytes.write(head, 0, 'latin1');
-    body.copy(bytes, at);
+    bytes.write(body, at, length, 'utf8');
     return bytes;
   }
 

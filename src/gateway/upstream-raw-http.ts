@@ -23,7 +23,7 @@
  * request of the gateway's own carrying that envelope (upstream-raw-modern.ts) is POSTed with the same
  * headers, and stopped by its request signal (its POST closed, a resumption of its stream with it).
  */
-import { request as httpRequest, type RequestOptions } from 'node:http';
+import { request as httpRequest, validateHeaderValue, type RequestOptions } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { urlToHttpOptions } from 'node:url';
 import {
@@ -33,13 +33,16 @@ import {
   type JSONRPCMessage,
 } from '@modelcontextprotocol/client';
 import { MODERN_VERSION } from '../mcp/index.js';
-import { FRAMING_HEADERS, OwnHttpClient } from './http-own-client.js';
+import { FRAMING_HEADERS, OwnHttpClient, type FixedHead } from './http-own-client.js';
 import { agents, SILENT_MS, upstreamFetch, upstreamUrl } from './upstream-fetch.js';
-import { isRawRequest } from './upstream-raw.js';
+import { isRawRequest, RAW_SETTLED, STOP_RAW, type RawStopping } from './upstream-raw.js';
 import { hasModernEnvelope, modernNameOf } from './upstream-raw-modern.js';
 import { nodeResponse, RawPost, readMessage } from './upstream-raw-post.js';
 
 export { MAX_RAW_ANSWER } from './upstream-raw-post.js';
+
+/** The headers a raw POST adds to the configured ones (they come after them on the wire, none among them). */
+const ADDED_HEADERS = ['mcp-session-id', 'mcp-protocol-version', 'mcp-method', 'mcp-name', 'content-length'];
 
 /** The SDK transport's first reconnection delay when the upstream names none (its default options). */
 const FIRST_RECONNECTION_MS = 1000;
@@ -50,15 +53,23 @@ export function rawHttpTransport(url: string | URL, headers?: Readonly<Record<st
 }
 
 /** The SDK's Streamable HTTP client transport, with the fast path's requests sent and read raw. */
-export class RawHttpTransport extends StreamableHTTPClientTransport {
+export class RawHttpTransport extends StreamableHTTPClientTransport implements RawStopping {
   /** What `http.request(url, …)` makes of the URL, with the method and agent: made once (issue 25). */
   readonly #target: RequestOptions;
   readonly #send: typeof httpRequest;
   /** The gateway's own client (a plain `http:` upstream whose configured headers frame nothing), else node:http. */
   readonly #own: OwnHttpClient | undefined;
+  /**
+   * With {@link #own}: the head every raw POST begins and ends with (the configured headers, `Accept`, `Content-Type`
+   * checked once, issue 25.3), when none of them is one a POST adds; else each POST's headers are checked and
+   * written whole, as before.
+   */
+  readonly #fixed: FixedHead | undefined;
   /** The headers every raw request carries (the configured ones, `Accept`, `Content-Type`), lower-cased. */
   readonly #headers: Record<string, string> = {};
   readonly #inflight = new Map<string | number, RawPost>();
+  /** What stops the resumption of a raw request sent with no signal (stopped by id), until it settles. */
+  readonly #resumptions = new Map<string | number, AbortController>();
   /** Closed: no raw POST is sent any more (the SDK's transport refuses a send after close too). */
   #closed = false;
 
@@ -73,6 +84,7 @@ export class RawHttpTransport extends StreamableHTTPClientTransport {
     this.#headers['content-type'] = 'application/json';
     const own = url.protocol === 'http:' && !Object.keys(this.#headers).some((name) => FRAMING_HEADERS.has(name));
     this.#own = own ? new OwnHttpClient(this.#target, SILENT_MS) : undefined;
+    this.#fixed = this.#own && fixedHeadOf(this.#own, this.#headers);
   }
 
   override send(
@@ -106,6 +118,7 @@ export class RawHttpTransport extends StreamableHTTPClientTransport {
     this.#closed = true;
     for (const post of this.#inflight.values()) post.request?.destroy();
     this.#inflight.clear();
+    this.#resumptions.clear();
     this.#own?.close();
     return super.close();
   }
@@ -120,12 +133,27 @@ export class RawHttpTransport extends StreamableHTTPClientTransport {
     // After close nothing reaches the upstream: the tool must not run for a call nobody can answer.
     if (this.#closed)
       return Promise.reject(new SdkError(SdkErrorCode.ConnectionClosed, 'the transport to the upstream is closed'));
+    const request = message as { id: string | number; method: string };
+    const id = request.id;
+    const fixed = this.#fixed;
+    if (fixed !== undefined) {
+      // The own client with the fixed head: the added headers checked and written, the body copied once.
+      const body = JSON.stringify(message);
+      const length = Buffer.byteLength(body);
+      const own = this.#own!;
+      return new Promise<void>((resolve, reject) => {
+        // A header node:http would refuse throws here, before anything is sent or listened to (as its request does).
+        const bytes = own.requestWith(fixed, this.#added(request.method, name, length), body, length);
+        const post = new RawPost(this, id, name !== undefined, signal, resolve, reject);
+        post.request = own.send(bytes, post);
+        this.#inflight.set(id, post);
+      });
+    }
     const headers: Record<string, string> = { ...this.#headers };
     const session = this.sessionId;
     if (session) headers['mcp-session-id'] = session;
     const version = this.protocolVersion;
     if (version) headers['mcp-protocol-version'] = version;
-    const request = message as { id: string | number; method: string };
     if (name !== undefined) {
       // As the SDK's `_applyBodyDerivedHeaders`: the envelope's version, the method, the name (plain here).
       headers['mcp-protocol-version'] = MODERN_VERSION;
@@ -134,7 +162,6 @@ export class RawHttpTransport extends StreamableHTTPClientTransport {
     }
     const body = Buffer.from(JSON.stringify(message));
     headers['content-length'] = String(body.byteLength);
-    const id = request.id;
     const own = this.#own;
     return new Promise<void>((resolve, reject) => {
       // A header node:http would refuse throws here, before anything is sent or listened to (as its request does).
@@ -154,6 +181,49 @@ export class RawHttpTransport extends StreamableHTTPClientTransport {
       }
       this.#inflight.set(id, post);
     });
+  }
+
+  /**
+   * Stops one of the gateway's raw requests sent with no signal (upstream-raw.ts, a 2026-07-28 request): as
+   * aborting its request signal would, its POST closed and a resumption of its stream neither begun nor left
+   * open; nothing for a request no longer in flight.
+   */
+  [STOP_RAW](id: string): void {
+    this.#inflight.get(id)?.stop();
+    const resumption = this.#resumptions.get(id);
+    if (resumption === undefined) return;
+    this.#resumptions.delete(id);
+    resumption.abort();
+  }
+
+  [RAW_SETTLED](id: string): void {
+    if (this.#resumptions.size !== 0) this.#resumptions.delete(id);
+  }
+
+  /**
+   * @internal The signal of a resumption of the stream of a 2026-07-28 request sent with no signal: for one of
+   * the gateway's raw requests (stopped by id), one that {@link STOP_RAW} aborts until the request settles.
+   */
+  resumption(id: string | number): AbortSignal | undefined {
+    if (typeof id !== 'string' || !isRawRequest({ jsonrpc: '2.0', id, method: '' } as JSONRPCMessage)) return undefined;
+    const stopper = new AbortController();
+    this.#resumptions.set(id, stopper);
+    return stopper.signal;
+  }
+
+  /**
+   * The header lines a raw POST adds after the fixed ones, in the order the generic path sets them (the session,
+   * the protocol version — a 2026-07-28 request's own in its place —, the method and name, the length), each
+   * value checked as node:http checks it (a refused one throws).
+   */
+  #added(method: string, name: string | undefined, length: number): string {
+    let added = '';
+    const session = this.sessionId;
+    if (session) added += headerLine('mcp-session-id', session);
+    const version = name !== undefined ? MODERN_VERSION : this.protocolVersion;
+    if (version) added += headerLine('mcp-protocol-version', version);
+    if (name !== undefined) added += headerLine('mcp-method', method) + headerLine('mcp-name', name);
+    return `${added}content-length: ${length}\r\n`;
   }
 
   /** @internal A raw POST settled: it is no longer in flight. */
@@ -208,6 +278,23 @@ export function requestTarget(url: URL): RequestOptions {
   if (port !== undefined) target.port = port;
   if (auth !== undefined) target.auth = auth;
   return target;
+}
+
+/** The fixed head of the own client's POSTs, or undefined (a configured header a POST adds, or one refused). */
+function fixedHeadOf(own: OwnHttpClient, headers: Readonly<Record<string, string>>): FixedHead | undefined {
+  if (ADDED_HEADERS.some((name) => headers[name] !== undefined)) return undefined;
+  try {
+    return own.fixedHead(headers);
+  } catch {
+    // Refused on every POST, as before: each one's headers checked whole, the first refused one thrown.
+    return undefined;
+  }
+}
+
+/** One header line as node:http writes it, its value checked as it checks it (the name is one of ours). */
+function headerLine(name: string, value: string): string {
+  validateHeaderValue(name, value);
+  return `${name}: ${value}\r\n`;
 }
 
 /** The SDK transport's GET (`resumeStream` without the request's signal). */

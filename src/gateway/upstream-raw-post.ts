@@ -38,6 +38,8 @@ export interface RawPostOwner {
   deliver(data: unknown, id: string | number): JSONRPCMessage | undefined;
   /** A resumable stream closed before its answer: resumed with a GET naming its last event id. */
   resume(lastId: string, retry: number | undefined, signal: AbortSignal | undefined): Promise<void>;
+  /** The signal of the resumption of a 2026-07-28 request sent with no signal of its own (or none). */
+  resumption(id: string | number): AbortSignal | undefined;
 }
 
 /**
@@ -252,7 +254,8 @@ export class RawPost implements RawHandler, BodySink {
     // a GET naming the last event id; the answer comes through onmessage as on the SDK path.
     const lastId = this.#events?.lastId;
     if (lastId !== undefined) {
-      this.#transport.resume(lastId, this.#events?.retry, this.#signal).then(() => this.#done(), this.#fail);
+      const signal = this.#modern && this.#signal === undefined ? this.#transport.resumption(this.#id) : this.#signal;
+      this.#transport.resume(lastId, this.#events?.retry, signal).then(() => this.#done(), this.#fail);
       return;
     }
     this.failed(

@@ -50,6 +50,29 @@ interface Pending {
   readonly answered: (message: Record<string, unknown>) => void;
 }
 
+/**
+ * A transport that stops one of its raw 2026-07-28 requests by id (upstream-raw-http.ts's: its POST closed, and
+ * any resumption of its stream neither begun nor left open), as aborting the request's signal stops it: such a
+ * request is sent with no signal of its own, and no AbortController is made for it (issue 25.3: ~25k
+ * instructions a call on Node 20).
+ */
+export const STOP_RAW: unique symbol = Symbol('toolgate.stopRaw');
+
+/** Tells a {@link RawStopping} transport that one of its raw requests settled: nothing of it is to be stopped any more. */
+export const RAW_SETTLED: unique symbol = Symbol('toolgate.rawSettled');
+
+/** A transport that stops its raw requests by id ({@link STOP_RAW}). */
+export interface RawStopping {
+  /** Stops the request (its POST closed, a resumption of its stream neither begun nor left open). */
+  [STOP_RAW](id: string): void;
+  /** The request settled (answered, failed, stopped): what would stop a resumption of its stream is dropped. */
+  [RAW_SETTLED](id: string): void;
+}
+
+function stopsRaw(transport: Transport): transport is Transport & RawStopping {
+  return typeof (transport as Partial<RawStopping>)[STOP_RAW] === 'function';
+}
+
 /** What a raw request needs: its timeout and the signal that stops it. */
 export interface RawOptions {
   readonly timeout?: number;
@@ -219,8 +242,12 @@ export class RawRequests {
       const pending = new PendingRequest(this.#pending, transport, id, timeout, signal);
       // A 2026-07-28 request is stopped as the SDK Client stops it: its own signal, given to the transport as
       // the request's (`requestSignal`), aborted — its POST closed, and a resumption of its stream (a GET
-      // naming the last event id) neither begun nor left open.
-      if (modern !== undefined) pending.stopper = new AbortController();
+      // naming the last event id) neither begun nor left open. A transport that stops it by id does the same
+      // without a signal ({@link STOP_RAW}).
+      if (modern !== undefined) {
+        pending.modern = true;
+        if (!stopsRaw(transport)) pending.stopper = new AbortController();
+      }
       pending.resolve = resolve;
       pending.reject = reject;
       this.#pending.set(id, pending);
@@ -266,6 +293,8 @@ class PendingRequest implements Pending, Expiring<PendingRequest> {
    * and it is stopped by aborting this (its POST and any resumption of its stream closed).
    */
   stopper: AbortController | undefined;
+  /** A 2026-07-28 request: its result is handed on as it came, and it is stopped, not cancelled by notification. */
+  modern = false;
   resolve: (value: unknown) => void = () => undefined;
   reject: (reason: unknown) => void = () => undefined;
   readonly #all: Map<string, Pending>;
@@ -292,6 +321,7 @@ class PendingRequest implements Pending, Expiring<PendingRequest> {
     deadlines.remove(this);
     this.#signal?.removeEventListener('abort', this);
     this.#all.delete(this.#id);
+    if (this.modern && this.stopper === undefined) (this.#transport as Transport & RawStopping)[RAW_SETTLED](this.#id);
   }
 
   answered(message: Record<string, unknown>): void {
@@ -300,7 +330,7 @@ class PendingRequest implements Pending, Expiring<PendingRequest> {
     const error = message['error'] as { code?: unknown; message?: unknown; data?: unknown } | undefined;
     if (error !== undefined && error !== null && typeof error === 'object')
       return this.reject(ProtocolError.fromError(Number(error.code), String(error.message), error.data));
-    this.resolve(this.stopper ? message['result'] : withoutResultType(message['result']));
+    this.resolve(this.modern ? message['result'] : withoutResultType(message['result']));
   }
 
   /** The deadline passed. */
@@ -315,12 +345,15 @@ class PendingRequest implements Pending, Expiring<PendingRequest> {
 
   #cancel(reason: unknown): void {
     if (!this.#all.has(this.#id)) return;
-    this.settle();
     // As the SDK Client stops a 2026-07-28 request on a transport with a stream per request: its request
     // signal is aborted, which closes its stream and any resumption of it (no notifications/cancelled in
-    // that revision).
+    // that revision). A transport that stops it by id does so before it is settled (settling drops what
+    // stops a resumption of its stream).
+    const byId = this.modern && this.stopper === undefined;
+    if (byId) (this.#transport as Transport & RawStopping)[STOP_RAW](this.#id);
+    this.settle();
     if (this.stopper) this.stopper.abort(reason);
-    else
+    else if (!byId)
       this.#transport
         .send({
           jsonrpc: '2.0',

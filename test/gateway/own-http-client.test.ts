@@ -54,6 +54,52 @@ describe('the own HTTP/1.1 client of the raw POSTs', () => {
     );
   });
 
+  it('writes the same bytes from a fixed head and added lines as from the whole headers (random headers, bodies)', () => {
+    const name = fc
+      .string({ unit: fc.constantFrom(...'abcdefghijklmnopqrstuvwxyz-_0123456789'), minLength: 1, maxLength: 10 })
+      .filter((n) => !['connection', 'expect', 'te', 'trailer', 'upgrade', 'keep-alive', 'content-length'].includes(n));
+    // What node:http lets through: visible ASCII, space, Latin-1 past DEL.
+    const value = fc.string({
+      unit: fc.integer({ min: 0x20, max: 0xfe }).map((c) => String.fromCharCode(c < 0x7f ? c : c + 1)),
+    });
+    const added = fc.dictionary(
+      fc.constantFrom('mcp-session-id', 'mcp-protocol-version', 'mcp-method', 'mcp-name'),
+      value,
+      {
+        maxKeys: 4,
+      },
+    );
+    fc.assert(
+      fc.property(
+        fc.dictionary(name, value, { maxKeys: 6 }).map((h) => {
+          for (const key of ['mcp-session-id', 'mcp-protocol-version', 'mcp-method', 'mcp-name']) delete h[key];
+          return h;
+        }),
+        added,
+        fc.constantFrom('127.0.0.1', 'upstream.example'),
+        fc.constantFrom('', ':8080'),
+        fc.constantFrom('', 'u:p@'),
+        fc.boolean(),
+        fc.jsonValue(),
+        fc.string({ unit: 'binary' }),
+        (fixed, extra, host, port, user, withHost, json, text) => {
+          const client = new OwnHttpClient(requestTarget(new URL(`http://${user}${host}${port}/mcp`)), 1_000);
+          const configured = { ...fixed, ...(withHost ? { host: 'other.example' } : {}) };
+          const body = JSON.stringify({ json, text });
+          const length = Buffer.byteLength(body);
+          const all = { ...configured, ...extra, 'content-length': String(length) };
+          const lines = Object.entries({ ...extra, 'content-length': String(length) })
+            .map(([n, v]) => `${n}: ${v}\r\n`)
+            .join('');
+          const whole = client.request(all, Buffer.from(body));
+          const parts = client.requestWith(client.fixedHead(configured), lines, body, length);
+          expect(parts.equals(whole)).toBe(true);
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
   it('skips an unasked 100 Continue and a 103 Early Hints before the answer, in one write or in pieces', async () => {
     const interim = 'HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\n';
     for (const pieces of [false, true]) {
