@@ -9,7 +9,7 @@
 import { describe, expect, it } from 'vitest';
 import { cleanupsAfterEach } from '../harness.js';
 import { recordingHttpUpstream } from './fixtures/recording-http.js';
-import { httpGateway, open, post, type Answer } from './fixtures/http-fast.js';
+import { httpGateway, normal, open, post } from './fixtures/http-fast.js';
 
 const cleanups = cleanupsAfterEach();
 
@@ -109,14 +109,6 @@ const ODD: readonly { readonly name: string; readonly body: string; readonly hea
   },
   { name: 'a limit past its max', body: callOf(20, 'rec:echo', { text: 'l' }) },
 ];
-
-const normal = (answer: Answer): unknown =>
-  JSON.parse(
-    JSON.stringify(answer)
-      .replace(/"mcp-[0-9a-f-]{36}"/g, '"<call>"')
-      .replace(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g, '<uuid>')
-      .replace(/\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z/g, '<time>'),
-  );
 
 const withoutId = (r: Record<string, unknown>) => {
   const { id: _id, ...rest } = r;
