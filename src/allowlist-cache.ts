@@ -185,14 +185,7 @@ export function allowlistRefusal(
   const tenant = context.tenant?.tools;
   const caller = context.caller?.scopes;
   const declaration = declarationOf(context, env);
-  // The joint the peeked slot is of, when it is still the first kept and these layers are still its own: the one
-  // jointFor would find first, without its loop (and a call of its own; issue 25).
-  const pj = peeked === null ? null : peeked.joint;
-  let j: Joint | null;
-  if (pj !== null && joints[0] === pj && pj.declared === declaration && pj.tenant === tenant && pj.caller === caller) {
-    sinceBuilt++;
-    j = pj;
-  } else j = jointFor(declaration, tenant, caller);
+  const j = jointFor(declaration, tenant, caller);
   if (j !== null) {
     // The slot {@link peekSlot} found for the call's name earlier is this form's in this joint: no second look-up.
     const slot = peeked !== null && peeked.joint === j && form === name ? peeked : j.slots.get(form);
