@@ -185,7 +185,14 @@ export function allowlistRefusal(
   const tenant = context.tenant?.tools;
   const caller = context.caller?.scopes;
   const declaration = declarationOf(context, env);
-  const j = jointFor(declaration, tenant, caller);
+  // The first joint kept, when it is these layers' (a steady server's): what jointFor would find first, without its
+  // call and loop. The layers' own look-ups are a function of their own, so this stays small enough to be inlined.
+  const first = joints.length === 0 ? null : joints[0]!;
+  let j: Joint | null;
+  if (first !== null && first.declared === declaration && first.tenant === tenant && first.caller === caller) {
+    sinceBuilt++;
+    j = first;
+  } else j = jointFor(declaration, tenant, caller);
   if (j !== null) {
     // The slot {@link peekSlot} found for the call's name earlier is this form's in this joint: no second look-up.
     const slot = peeked !== null && peeked.joint === j && form === name ? peeked : j.slots.get(form);
@@ -195,6 +202,19 @@ export function allowlistRefusal(
       return null;
     }
   }
+  return layersRefusal(declaration, tenant, caller, j, form, name, agent);
+}
+
+/** {@link allowlistRefusal} where no joint answered: each layer's own look-up. */
+function layersRefusal(
+  declaration: unknown,
+  tenant: AllowlistLayer | undefined,
+  caller: AllowlistLayer | undefined,
+  j: Joint | null,
+  form: string,
+  name: string,
+  agent: string,
+): RefusalLayer | null {
   // Every layer given is read (and checked) even when an earlier one refuses: a broken layer is reported
   // whichever call meets it first.
   const declared = holds(declaration, 'declared', form, name, agent);

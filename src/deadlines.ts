@@ -16,13 +16,21 @@
  * Reading the clock once per call cost ~40 ns of a ~650 ns `invoke`, more on a machine without a vDSO clock.
  */
 
-/** A turn of deadlines: opened and closed (Infinity while open) in performance.now() time. */
+/**
+ * A turn of deadlines: opened and closed (Infinity while open) in performance.now() time. While it is open its
+ * deadlines still running are linked in it (`head` to `tail`, in the order they were added), not in their queues:
+ * they move there when it closes. A turn is a young object, a queue an old one: linking each call's deadline into
+ * the queue cost two write barriers' slow path per call (issue 25).
+ */
 export interface Turn {
   readonly opened: number;
   closed: number;
   /** The shortest timeout of a deadline added in it: the first of them is due at `closed + shortest`. */
   shortest: number;
   count: number;
+  /** The first and last of its deadlines still running while it is open (a Timed of the queue's kind). */
+  head: unknown;
+  tail: unknown;
 }
 
 /** What the queue keeps of a deadline (the caller's object carries its own fields besides). */
@@ -131,7 +139,10 @@ export class Deadlines<D extends Timed<D>> {
     return this.#size;
   }
 
-  /** Queues `deadline` (its Timed fields are set here) to come due `timeoutMs` after the call started. */
+  /**
+   * Queues `deadline` (its Timed fields are set here) to come due `timeoutMs` after the call started: linked in the
+   * open turn until it closes, then in the queue of its timeout length.
+   */
   add(deadline: D, timeoutMs: number): void {
     // The rare branches (another timeout length, the first deadline ever, a new turn) are methods of their own:
     // add() and remove() stay small enough for V8 to inline them into execute.ts's hot path (callgrind, issue 25).
@@ -148,13 +159,13 @@ export class Deadlines<D extends Timed<D>> {
     deadline.turn = turn;
     deadline.queue = queue;
     deadline.queued = true;
-    const tail = queue.tail;
-    if (tail === null) queue.head = deadline;
+    const tail = turn.tail as D | null;
+    if (tail === null) turn.head = deadline;
     else {
       tail.next = deadline;
       deadline.prev = tail;
     }
-    queue.tail = deadline;
+    turn.tail = deadline;
     this.#size++;
     if (!this.#watching) this.#watch();
   }
@@ -177,11 +188,13 @@ export class Deadlines<D extends Timed<D>> {
   remove(deadline: D): void {
     if (!deadline.queued) return;
     deadline.queued = false;
-    const queue = deadline.queue!;
     const { prev, next } = deadline;
-    if (prev === null) queue.head = next;
+    const turn = deadline.turn!;
+    // Still linked in its turn (open: only the open one is), else in its queue.
+    const list: { head: unknown; tail: unknown } = turn.closed === Infinity ? turn : deadline.queue!;
+    if (prev === null) list.head = next;
     else prev.next = next;
-    if (next === null) queue.tail = prev;
+    if (next === null) list.tail = prev;
     else next.prev = prev;
     deadline.prev = deadline.next = null;
     // The timer stays armed; with nothing queued it no longer holds the process open.
@@ -199,7 +212,7 @@ export class Deadlines<D extends Timed<D>> {
     const now = clock.now();
     if (this.#turn !== null) this.#closeTurn(now, true);
     if (clock !== this.#clock) this.#rebase(clock, now);
-    const turn: Turn = { opened: now, closed: Infinity, shortest: Infinity, count: 0 };
+    const turn: Turn = { opened: now, closed: Infinity, shortest: Infinity, count: 0, head: null, tail: null };
     this.#turn = turn;
     if (this.#closing !== process.nextTick) {
       this.#closing = process.nextTick;
@@ -216,6 +229,21 @@ export class Deadlines<D extends Timed<D>> {
     const turn = this.#turn!;
     this.#turn = null;
     turn.closed = now;
+    // Its deadlines still running go to their queues, in the order they were added (after every deadline of the turns
+    // before: the queues stay in order of when their deadlines are due).
+    let deadline = turn.head as D | null;
+    turn.head = turn.tail = null;
+    while (deadline !== null) {
+      const next = deadline.next;
+      const queue = deadline.queue!;
+      const tail = queue.tail;
+      deadline.next = null;
+      deadline.prev = tail;
+      if (tail === null) queue.head = deadline;
+      else tail.next = deadline;
+      queue.tail = deadline;
+      deadline = next;
+    }
     const at = now + turn.shortest;
     // A timer armed with another setTimeout than the global one now (a fake clock's) may never fire: armed again.
     if (!arm) return;
@@ -265,7 +293,7 @@ export class Deadlines<D extends Timed<D>> {
     if (this.#turn !== null) this.#closeTurn(now, false);
     for (const [timeoutMs, queue] of this.#queues) {
       let head = queue.head;
-      // A deadline of a turn opened meanwhile (an abort listener started a call) is due at Infinity until it closes.
+      // A deadline of a turn opened meanwhile (an abort listener started a call) is in its turn until it closes.
       while (head !== null && head.turn!.closed + timeoutMs <= now) {
         this.#expired(head, timeoutMs);
         head = queue.head;
@@ -273,8 +301,13 @@ export class Deadlines<D extends Timed<D>> {
     }
     // Read after every abort ran (an abort listener may have started another call).
     let next = Infinity;
+    // An empty queue is dropped, unless a turn opened meanwhile holds deadlines (they may be of its length, and move to
+    // it when the turn closes).
+    const open = this.#turn;
+    const keep = open !== null && open.head !== null;
     for (const [timeoutMs, queue] of this.#queues) {
       if (queue.head === null) {
+        if (keep) continue;
         this.#queues.delete(timeoutMs);
         if (this.#last === queue) this.#last = null;
       } else if (queue.head.turn!.closed + timeoutMs < next) next = queue.head.turn!.closed + timeoutMs;

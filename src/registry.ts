@@ -243,7 +243,8 @@ export class ToolRegistry {
   invoke(name: string, args: unknown, context: GateContext = {}): Promise<ToolResult> {
     // Not an async function: the result is the call's own promise, with no hop of ours after the tool's.
     try {
-      return dispatchOwnCall(readNamedCall(name, args), context, this.#env(), REGISTRY_ROUTE);
+      // The environment read here while it stands (#env makes one only after a change): no call of its own per invoke.
+      return dispatchOwnCall(readNamedCall(name, args), context, this.#environment ?? this.#env(), REGISTRY_ROUTE);
     } catch (error) {
       return Promise.reject(error as Error);
     }

@@ -82,20 +82,19 @@ export interface UnreadableCall {
   readonly problem: string;
 }
 
-let generated = 0;
 // `call_` and the count in base 36: its last digit from a table, `call_` and the digits before it made once per 36
-// ids (a radix conversion per call was a tenth of the cost of reading a call; a second concatenation, issue 25).
+// ids (a radix conversion per call was a tenth of the cost of reading a call; a second concatenation, issue 25). The
+// count is kept as its last digit and the digits before it (no division and remainder per call).
 const DIGITS36 = '0123456789abcdefghijklmnopqrstuvwxyz';
+let lowDigit = 0;
 let highCount = 0;
 let highPrefix = 'call_';
 function nextId(): string {
-  const n = ++generated;
-  const high = Math.floor(n / 36);
-  if (high !== highCount) {
-    highCount = high;
-    highPrefix = `call_${high.toString(36)}`;
+  if (++lowDigit === 36) {
+    lowDigit = 0;
+    highPrefix = `call_${(++highCount).toString(36)}`;
   }
-  return highPrefix + DIGITS36[n % 36]!;
+  return highPrefix + DIGITS36[lowDigit]!;
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {

@@ -70,7 +70,8 @@ export function dispatchOwnCall(
   if (route.person || route.observe || route.meter)
     throw new TypeError('toolgate internal error: dispatchOwnCall is for a route with no person, observer or meter');
   let pre: Precheck | Promise<Precheck> | undefined;
-  if (fastRoute(env, route)) {
+  // fastRoute(env, route), its route.meter and route.observe known false above (not a call of its own; issue 25).
+  if (!route.execute && !env.meter && env.listening?.() === false) {
     pre = precheck(call, context, env);
     if (!(pre instanceof Promise) && pre.kind === 'decided') {
       const decision = pre.decision;

@@ -90,7 +90,8 @@ export function precheck(
   // The joint slot of the name (steady layers: src/allowlist-cache.ts) keeps what the registry found under it.
   const slot = 'problem' in call ? null : peekSlot(context, env, call.name);
   const spelled = 'problem' in call ? undefined : slot === null ? env.lookup(call.name) : toolIn(slot, env, call.name);
-  const form = spelled !== undefined && spelled.canonicalName === call.name ? call.name : canonical(call.name);
+  const ownForm = spelled !== undefined && spelled.canonicalName === call.name;
+  const form = ownForm ? call.name : canonical(call.name);
   const agent = agentNameOf(context);
   if ('problem' in call)
     return decided(
@@ -99,7 +100,8 @@ export function precheck(
       null,
     );
   // 1 find tool
-  const tool = form === call.name && spelled !== undefined ? spelled : env.lookup(form);
+  // (form is call.name when ownForm: the name is not compared again.)
+  const tool = ownForm || (form === call.name && spelled !== undefined) ? spelled : env.lookup(form);
   if (!tool) {
     return decided(
       refusedBefore(

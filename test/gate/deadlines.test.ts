@@ -128,6 +128,37 @@ describe('tool deadlines in one shared queue', () => {
     expect(deadlineQueue().size).toBe(0);
   });
 
+  it("a call started by an abort as its length's last deadline expires still times out (the queue is not dropped under it)", async () => {
+    // The abort of the first deadline starts a second call of the same timeout length while the timer's pass runs: the
+    // queue of that length is then empty, the second deadline still in its open turn (src/deadlines.ts).
+    const registry = new ToolRegistry();
+    let second: Promise<unknown> | undefined;
+    registry.register(
+      defineTool({
+        name: 'first',
+        parameters: { type: 'object' },
+        metadata: { timeoutMs: 20 },
+        execute: (_args, { signal }) =>
+          new Promise(() => {
+            signal.addEventListener('abort', () => {
+              second = registry.invoke('second', {});
+            });
+          }),
+      }),
+    );
+    registry.register(hanging('second', 20));
+    expect(await registry.invoke('first', {})).toMatchObject({
+      status: 'error',
+      content: expect.stringMatching(/20 ms/),
+    });
+    expect(second).toBeDefined();
+    expect(await second).toMatchObject({
+      status: 'error',
+      content: expect.stringMatching(/did not finish within 20 ms/),
+    });
+    expect(deadlineQueue().size).toBe(0);
+  });
+
   it('a tool that throws or returns a plain value is never queued', async () => {
     const registry = new ToolRegistry();
     registry.register(defineTool({ name: 'plain', parameters: { type: 'object' }, execute: () => 'ok' }));
