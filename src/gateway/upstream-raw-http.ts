@@ -197,6 +197,8 @@ export class RawHttpTransport extends StreamableHTTPClientTransport implements R
   }
 
   [RAW_SETTLED](id: string): void {
+    // A POST still open for it (its answer read now, or come on another stream) asks nothing to be kept any more.
+    this.#inflight.get(id)?.unwanted();
     if (this.#resumptions.size !== 0) this.#resumptions.delete(id);
   }
 

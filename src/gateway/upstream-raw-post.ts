@@ -66,6 +66,8 @@ export class RawPost implements RawHandler, BodySink {
   readonly #reject: (error: Error) => void;
   #settled = false;
   #answered = false;
+  /** The request settled without this POST (its answer came on another stream): nothing kept to stop its resumption. */
+  #unwanted = false;
   #res: RawResponse | undefined;
   #events: SseEvents | undefined;
   /** A JSON answer's body so far (one growing buffer: an answer in one-byte chunks holds about its bytes). */
@@ -106,6 +108,14 @@ export class RawPost implements RawHandler, BodySink {
     this.request?.destroy();
     this.#res?.destroy();
     this.#resolve();
+  }
+
+  /**
+   * The gateway's request settled (answered, failed, stopped) while this POST is open: a resumption of its stream is
+   * not one the transport keeps anything to stop for (RAW_SETTLED dropped it; a later one would never be dropped).
+   */
+  unwanted(): void {
+    this.#unwanted = true;
   }
 
   /** Fails the request (once: a connection reset mid-answer fails both the request and the answer's read). */
@@ -254,7 +264,15 @@ export class RawPost implements RawHandler, BodySink {
     // a GET naming the last event id; the answer comes through onmessage as on the SDK path.
     const lastId = this.#events?.lastId;
     if (lastId !== undefined) {
-      const signal = this.#modern && this.#signal === undefined ? this.#transport.resumption(this.#id) : this.#signal;
+      // A request settled already (answered on another stream) is resumed as before it was stopped by id: with a
+      // signal of its own that nobody aborts (as nobody aborted its own after it settled), nothing kept for it.
+      // (Not with none: each GET held would listen on the transport's own signal, Node's warning past ten.)
+      const byId = this.#modern && this.#signal === undefined;
+      const signal = !byId
+        ? this.#signal
+        : this.#unwanted
+          ? new AbortController().signal
+          : this.#transport.resumption(this.#id);
       this.#transport.resume(lastId, this.#events?.retry, signal).then(() => this.#done(), this.#fail);
       return;
     }
