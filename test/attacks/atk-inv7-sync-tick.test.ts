@@ -57,6 +57,23 @@ describe('a nextTick that calls back at once', () => {
     expect(deadlines.size).toBe(0);
   });
 
+  it('with queueMicrotask calling back at once too, a deadline added under both still comes due', async () => {
+    const { deadlines, expired } = queueOf();
+    const realQueueMicrotask = globalThis.queueMicrotask;
+    installSyncNextTick();
+    globalThis.queueMicrotask = (callback: () => void): void => callback();
+    try {
+      deadlines.add(node('a'), 20);
+      deadlines.add(node('b'), 30);
+    } finally {
+      globalThis.queueMicrotask = realQueueMicrotask;
+      process.nextTick = realNextTick;
+    }
+    await until(expired, 2);
+    expect(expired).toEqual(['a', 'b']);
+    expect(deadlines.size).toBe(0);
+  });
+
   it('removing a deadline added under it leaves the deadlines queued before it in their queue', async () => {
     const { deadlines, expired } = queueOf();
     const h = node('h');
