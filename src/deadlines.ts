@@ -217,11 +217,31 @@ export class Deadlines<D extends Timed<D>> {
     if (this.#closing !== process.nextTick) {
       this.#closing = process.nextTick;
       process.nextTick(this.#close);
+      if (this.#turn !== turn) this.#reopen(turn, timeoutMs, now);
     }
     // No timer armed (the first turn after the queue emptied): armed now for this deadline, so a turn whose closer
     // never calls back (a nextTick replaced, taken for the process's own) is still closed when it fires (#expire).
     if (this.#timer === null) this.#arm(now + timeoutMs, now);
     return turn;
+  }
+
+  /**
+   * A nextTick that called back at once (user code's) closed `turn` before its first deadline was linked in it, and a
+   * deadline linked in a closed turn would never reach its queue: it is opened again, to be closed by a microtask
+   * (still this turn of the event loop). Were that at once too, nothing closes it but the next add or the timer.
+   */
+  #reopen(turn: Turn, timeoutMs: number, now: number): void {
+    this.#turn = turn;
+    turn.closed = Infinity;
+    queueMicrotask(this.#close);
+    if (this.#turn === turn) {
+      this.#closing = process.nextTick;
+      return;
+    }
+    this.#turn = turn;
+    turn.closed = Infinity;
+    this.#closing = null;
+    if (now + timeoutMs < this.#armedAt) this.#arm(now + timeoutMs, now);
   }
 
   /** Closes the open turn at `now`: its deadlines are due from now on; the timer armed for its first if sooner. */
