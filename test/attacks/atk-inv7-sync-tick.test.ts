@@ -8,14 +8,8 @@
  * went to its queue at once and both fired.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { Deadlines, type Timed } from '../../src/deadlines.js';
+import { node, queueOf, waitFor } from '../gate/fixtures/deadline-nodes.js';
 import { defineTool, ToolRegistry } from '../../src/index.js';
-
-interface Node extends Timed<Node> {
-  readonly label: string;
-}
-
-const node = (label: string): Node => ({ label, turn: null, queue: null, prev: null, next: null, queued: false });
 
 const realNextTick = process.nextTick;
 
@@ -24,21 +18,6 @@ function installSyncNextTick(): void {
   process.nextTick = ((callback: (...args: unknown[]) => void, ...args: unknown[]) => {
     callback(...args);
   }) as typeof process.nextTick;
-}
-
-function queueOf(): { deadlines: Deadlines<Node>; expired: string[] } {
-  const expired: string[] = [];
-  const deadlines: Deadlines<Node> = new Deadlines<Node>((deadline) => {
-    deadlines.remove(deadline);
-    expired.push(deadline.label);
-  });
-  return { deadlines, expired };
-}
-
-/** Resolves once `expired` holds `count` labels, or after `ms`. */
-async function until(expired: string[], count: number, ms = 1_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (expired.length < count && Date.now() < end) await new Promise((resolve) => setTimeout(resolve, 5));
 }
 
 afterEach(() => {
@@ -52,7 +31,7 @@ describe('a nextTick that calls back at once', () => {
     const a = node('a');
     deadlines.add(a, 20);
     process.nextTick = realNextTick;
-    await until(expired, 1);
+    await waitFor(expired, 1);
     expect(expired).toEqual(['a']);
     expect(deadlines.size).toBe(0);
   });
@@ -69,7 +48,7 @@ describe('a nextTick that calls back at once', () => {
       globalThis.queueMicrotask = realQueueMicrotask;
       process.nextTick = realNextTick;
     }
-    await until(expired, 2);
+    await waitFor(expired, 2);
     expect(expired).toEqual(['a', 'b']);
     expect(deadlines.size).toBe(0);
   });
@@ -84,7 +63,7 @@ describe('a nextTick that calls back at once', () => {
     deadlines.add(q, 20);
     deadlines.remove(q); // settled in time
     process.nextTick = realNextTick;
-    await until(expired, 1);
+    await waitFor(expired, 1);
     expect(expired).toEqual(['h']);
     expect(deadlines.size).toBe(0);
   });

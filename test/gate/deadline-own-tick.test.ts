@@ -5,13 +5,8 @@
  * timeout still fires. A module loaded while a fake nextTick was installed compares every turn's closer.
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { Deadlines, type Timed } from '../../src/deadlines.js';
-
-interface Node extends Timed<Node> {
-  readonly label: string;
-}
-
-const node = (label: string): Node => ({ label, turn: null, queue: null, prev: null, next: null, queued: false });
+import { Deadlines } from '../../src/deadlines.js';
+import { node, queueOf, waitFor, type Node } from './fixtures/deadline-nodes.js';
 
 const realNextTick = process.nextTick;
 
@@ -26,21 +21,6 @@ function installFakeNextTick(): { calls: number } {
   );
   process.nextTick = fake as unknown as typeof process.nextTick;
   return seen;
-}
-
-function queueOf(): { deadlines: Deadlines<Node>; expired: string[] } {
-  const expired: string[] = [];
-  const deadlines: Deadlines<Node> = new Deadlines<Node>((deadline) => {
-    deadlines.remove(deadline);
-    expired.push(deadline.label);
-  });
-  return { deadlines, expired };
-}
-
-/** Resolves once `expired` holds `count` labels, or after `ms` (then the test fails on what it holds). */
-async function waitFor(expired: string[], count: number, ms: number): Promise<void> {
-  const until = performance.now() + ms;
-  while (expired.length < count && performance.now() < until) await new Promise((r) => setTimeout(r, 5));
 }
 
 afterEach(() => {
