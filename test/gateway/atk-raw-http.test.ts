@@ -1,35 +1,15 @@
 // Attacks on the raw POST of a 2026-07-28 request (src/gateway/upstream-raw-http.ts), each compared with the
 // SDK's transport on the same node:http fetch (TOOLGATE_GATEWAY_FAST_PATH=off: httpUpstreamTransport).
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { JSONRPCMessage, Transport } from '@modelcontextprotocol/client';
 import { describe, expect, it } from 'vitest';
 import { httpUpstreamTransport } from '../../src/gateway/upstream-fetch.js';
 import { rawHttpTransport } from '../../src/gateway/upstream-raw-http.js';
-import { cleanupsAfterEach, loopbackServer, modernMeta } from '../harness.js';
+import { cleanupsAfterEach, modernMeta } from '../harness.js';
+import { seenUpstream } from './fixtures/seen-upstream.js';
 
 const cleanups = cleanupsAfterEach();
 
-interface Seen {
-  method: string;
-  headers: IncomingMessage['headers'];
-  closed: boolean;
-}
-
-async function upstream(answer: (req: IncomingMessage, res: ServerResponse) => void) {
-  const seen: Seen[] = [];
-  const url = await loopbackServer(
-    cleanups,
-    (req, res) => {
-      const one: Seen = { method: req.method ?? '', headers: req.headers, closed: false };
-      seen.push(one);
-      res.on('close', () => (one.closed = true));
-      req.resume();
-      req.on('end', () => answer(req, res));
-    },
-    '/mcp',
-  );
-  return { url, seen };
-}
+const upstream = (answer: Parameters<typeof seenUpstream>[1]) => seenUpstream(cleanups, answer);
 
 const CALL = {
   jsonrpc: '2.0',

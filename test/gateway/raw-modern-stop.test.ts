@@ -3,36 +3,17 @@
 // signal it had before stopped it: the caller's signal aborting or its timeout closes its POST, and a stream it
 // resumes is neither begun nor left open. Each case is run both ways: the transport as it is (stopped by id), and
 // the same transport seen without STOP_RAW (a plain `send`: its own AbortController as the request's signal).
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { JSONRPCMessage, Transport } from '@modelcontextprotocol/client';
 import { describe, expect, it, vi } from 'vitest';
 import { RawRequests, type ModernWire } from '../../src/gateway/upstream-raw.js';
 import { rawHttpTransport } from '../../src/gateway/upstream-raw-http.js';
-import { cleanupsAfterEach, loopbackServer, modernMeta } from '../harness.js';
+import { cleanupsAfterEach, modernMeta } from '../harness.js';
+import { seenUpstream } from './fixtures/seen-upstream.js';
 import { RAW_TOOL } from './fixtures/raw-recorder.js';
 
 const cleanups = cleanupsAfterEach();
 
-interface Seen {
-  method: string;
-  closed: boolean;
-}
-
-async function upstream(answer: (req: IncomingMessage, res: ServerResponse) => void) {
-  const seen: Seen[] = [];
-  const url = await loopbackServer(
-    cleanups,
-    (req, res) => {
-      const one: Seen = { method: req.method ?? '', closed: false };
-      seen.push(one);
-      res.on('close', () => (one.closed = true));
-      req.resume();
-      req.on('end', () => answer(req, res));
-    },
-    '/mcp',
-  );
-  return { url, seen };
-}
+const upstream = (answer: Parameters<typeof seenUpstream>[1]) => seenUpstream(cleanups, answer);
 
 /** The envelope a 2026-07-28 request carries (its version key is what makes it one), the result as it came. */
 const WIRE: ModernWire = {
