@@ -9,7 +9,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { node, queueOf, waitFor } from '../gate/fixtures/deadline-nodes.js';
-import { defineTool, ToolRegistry } from '../../src/index.js';
+import { hangingTool } from './fixtures/hanging-tool.js';
 
 const realNextTick = process.nextTick;
 
@@ -69,21 +69,7 @@ describe('a nextTick that calls back at once', () => {
   });
 
   it('a hanging tool invoked under it is refused after its timeout and aborted', async () => {
-    let aborted = false;
-    const registry = new ToolRegistry();
-    registry.register(
-      defineTool({
-        name: 'hang',
-        parameters: { type: 'object' },
-        metadata: { timeoutMs: 30 },
-        execute: (_args, { signal }) =>
-          new Promise(() => {
-            signal.addEventListener('abort', () => {
-              aborted = true;
-            });
-          }),
-      }),
-    );
+    const { registry, aborted } = hangingTool(30);
     installSyncNextTick();
     const call = registry.invoke('hang', {});
     process.nextTick = realNextTick;
@@ -92,6 +78,6 @@ describe('a nextTick that calls back at once', () => {
       new Promise((resolve) => setTimeout(resolve, 1_500, 'hung')),
     ]);
     expect(outcome).toMatch(/within 30 ms/);
-    expect(aborted).toBe(true);
+    expect(aborted()).toBe(true);
   });
 });
