@@ -7,7 +7,7 @@
  * ~11 days, though a later call times out. (Also at 412494d: not invoke3's.)
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { defineTool, ToolRegistry } from '../../src/index.js';
+import { hangingTool } from './fixtures/hanging-tool.js';
 
 afterEach(() => {
   vi.useRealTimers();
@@ -15,21 +15,7 @@ afterEach(() => {
 
 describe("a turn closed while a fake clock's performance is installed", () => {
   it('a call started on real timers is still refused after its timeout once they are back', async () => {
-    let aborted = false;
-    const registry = new ToolRegistry();
-    registry.register(
-      defineTool({
-        name: 'hang',
-        parameters: { type: 'object' },
-        metadata: { timeoutMs: 50 },
-        execute: (_args, { signal }) =>
-          new Promise(() => {
-            signal.addEventListener('abort', () => {
-              aborted = true;
-            });
-          }),
-      }),
-    );
+    const { registry, aborted } = hangingTool(50);
     await new Promise((resolve) => setImmediate(resolve));
     const first = registry.invoke('hang', {}).then((result) => result.content); // its turn: the real clock's
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance'] });
@@ -42,6 +28,6 @@ describe("a turn closed while a fake clock's performance is installed", () => {
     const hung = (): Promise<unknown> => new Promise((resolve) => setTimeout(resolve, 2_000, 'hung'));
     expect(await Promise.race([later, hung()])).toMatch(/within 50 ms/);
     expect(await Promise.race([first, hung()])).toMatch(/within 50 ms/);
-    expect(aborted).toBe(true);
+    expect(aborted()).toBe(true);
   });
 });
