@@ -170,7 +170,8 @@ function declarationOf(context: GateContext, env: GateEnvironment): unknown {
 
 /**
  * @internal The allowlist step for one call: the layer that refuses `form` under this dispatch's
- * context, or null when every layer given holds it. Costs the layers given, not the registry.
+ * context, or null when every layer given holds it. Costs the layers given, not the registry. `peeked`: the slot
+ * {@link peekSlot} found under `form` itself (a slot found under another spelling of it is never handed on), or null.
  */
 export function allowlistRefusal(
   context: GateContext,
@@ -194,8 +195,9 @@ export function allowlistRefusal(
     j = first;
   } else j = jointFor(declaration, tenant, caller);
   if (j !== null) {
-    // The slot {@link peekSlot} found for the call's name earlier is this form's in this joint: no second look-up.
-    const slot = peeked !== null && peeked.joint === j && form === name ? peeked : j.slots.get(form);
+    // The slot {@link peekSlot} found earlier, handed on only as `form`'s (precheck knows the call's name to be its form
+    // without comparing the strings again), is this form's in this joint when it is this joint's: no second look-up.
+    const slot = peeked !== null && peeked.joint === j ? peeked : j.slots.get(form);
     if (slot !== undefined && jointHolds(j, slot)) {
       hitsSinceBuilt++;
       answering = slot;
@@ -280,6 +282,12 @@ export interface JointSlot {
    */
   epoch: number;
   found: Tool | undefined;
+  /**
+   * `found` is a frozen tool whose `canonicalName`, a data property, is this slot's form (the name it was found under
+   * spelled as its canonical name): it cannot become false for that object, so precheck does not compare the strings
+   * per call (a `===` of two equal strings not known to be internalized calls V8's StringEqual, ~30 instructions).
+   */
+  own: boolean;
   outcome: PolicyEvaluation | null | undefined;
 }
 
@@ -404,6 +412,7 @@ function jointOf(declaration: unknown, tenant: unknown, caller: unknown): Joint 
       joint,
       epoch: -1,
       found: undefined,
+      own: false,
       outcome: undefined,
     });
   }

@@ -90,7 +90,11 @@ export function precheck(
   // The joint slot of the name (steady layers: src/allowlist-cache.ts) keeps what the registry found under it.
   const slot = 'problem' in call ? null : peekSlot(context, env, call.name);
   const spelled = 'problem' in call ? undefined : slot === null ? env.lookup(call.name) : toolIn(slot, env, call.name);
-  const ownForm = spelled !== undefined && spelled.canonicalName === call.name;
+  // The slot's memo answers for the tool it holds (slot.own: a frozen tool's data property, read once); any other
+  // tool (a look-up not kept: toolIn) has its name compared.
+  const ownForm =
+    spelled !== undefined &&
+    ((slot !== null && slot.own && spelled === slot.found) || spelled.canonicalName === call.name);
   const form = ownForm ? call.name : canonical(call.name);
   const agent = agentNameOf(context);
   if ('problem' in call)
@@ -152,6 +156,9 @@ export function precheck(
     }
   }
   const snapshot = input;
+  // The slot peeked under the call's name is `form`'s only when the name is its own form (the strings compared only
+  // when ownForm did not already say so): allowlistRefusal takes it as form's without comparing them.
+  const formSlot = ownForm || form === call.name ? slot : null;
   // 3 validate against the tool's schema
   let validation;
   try {
@@ -164,7 +171,7 @@ export function precheck(
     return validation.then(
       (result) =>
         result.ok
-          ? validated(result.value, snapshot, tool, call, form, agent, context, env, slot)
+          ? validated(result.value, snapshot, tool, call, form, agent, context, env, formSlot)
           : mismatched(result.issues, tool, call, form, agent, context, env),
       (error: unknown) => validationFailed(head, tool, error),
     );
@@ -172,7 +179,7 @@ export function precheck(
   // Its fields read here, not handed on: a synchronous schema's result object then does not outlive this call, and
   // V8 drops it once the validator is inlined (40 bytes of an `invoke`, issue 25).
   if (!validation.ok) return mismatched(validation.issues, tool, call, form, agent, context, env);
-  return validated(validation.value, snapshot, tool, call, form, agent, context, env, slot);
+  return validated(validation.value, snapshot, tool, call, form, agent, context, env, formSlot);
 }
 
 /**
@@ -190,8 +197,20 @@ function toolIn(slot: JointSlot, env: GateEnvironment, name: string): Tool | und
   }
   slot.epoch = joint.epoch;
   slot.found = tool;
+  slot.own = tool !== undefined && ownFormOf(tool, name);
   slot.outcome = undefined;
   return tool;
+}
+
+/**
+ * Whether `tool` is found under `name` spelled as its canonical name, for good: frozen, its `canonicalName` a data
+ * property equal to `name` (defineTool's tools are; a tool of the caller's making with a getter, or not frozen, is
+ * compared on every call, as before).
+ */
+function ownFormOf(tool: Tool, name: string): boolean {
+  if (!Object.isFrozen(tool)) return false;
+  const own = Object.getOwnPropertyDescriptor(tool, 'canonicalName');
+  return own !== undefined && 'value' in own && own.value === name;
 }
 
 /**
