@@ -59,6 +59,30 @@ export class Queue<D> {
  */
 const OWN_NEXT_TICK: typeof process.nextTick | null = 'clock' in process.nextTick ? null : process.nextTick;
 
+/**
+ * The turn closers of every {@link Deadlines} whose turn opened in this turn of the event loop, run by one
+ * `process.nextTick` (issue 25.2: a gateway `tools/call` opens a turn in two queues, the gate's and its raw
+ * request's, and each tick cost ~3.8k instructions on Node 20, whose tick object has computed symbol keys). In the
+ * order they were added, each once; a closer added while another nextTick than the one scheduled is installed (fake
+ * timers) schedules its own, which runs those still waiting too.
+ */
+const closers: (() => void)[] = [];
+let closersTick: typeof process.nextTick | null = null;
+
+function closeAfterTurn(close: () => void): void {
+  closers.push(close);
+  const tick = process.nextTick;
+  if (closersTick === tick) return;
+  closersTick = tick;
+  tick(runClosers);
+}
+
+function runClosers(): void {
+  closersTick = null;
+  const due = closers.splice(0, closers.length);
+  for (const close of due) close();
+}
+
 /** How many deadlines a turn takes before it is closed and another opened (one clock read per this many). */
 export const TURN_CALLS = 1024;
 
@@ -216,7 +240,7 @@ export class Deadlines<D extends Timed<D>> {
     this.#turn = turn;
     if (this.#closing !== process.nextTick) {
       this.#closing = process.nextTick;
-      process.nextTick(this.#close);
+      closeAfterTurn(this.#close);
       if (this.#turn !== turn) this.#reopen(turn, timeoutMs, now);
     }
     // No timer armed (the first turn after the queue emptied): armed now for this deadline, so a turn whose closer

@@ -42,6 +42,20 @@ export function dispatchCalls(
 }
 
 /**
+ * {@link dispatchCalls} of one call, its one result: the same path (the fast one, else a Batch), without the array
+ * around it nor the hop that makes one (the gateway's `tools/call`; issue 25.2).
+ */
+export function dispatchCall(
+  call: Call,
+  context: GateContext,
+  env: GateEnvironment,
+  route: Route,
+): Promise<DispatchResult> {
+  if (route.person) settingsSecret(route.person.approvals);
+  return alone(call, context, env, route) ?? new Batch([call], context, env, route).run().then(first);
+}
+
+/**
  * One call through the path on a route that never leaves a call pending or not run (no person, no observer,
  * no meter of its own: the registry's), its ToolResult alone (what `invoke` and a one-call batch want). On the
  * fast path that is the execution's own promise, settled one hop after the tool's (none of ours between, no

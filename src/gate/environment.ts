@@ -6,7 +6,7 @@
  * {@link withTools} — and resolve its environment here, so no caller can get the emitter or forge a
  * Decision event.
  */
-import type { GateContext, GateEnvironment, ToolSource } from '../contracts/gate.js';
+import type { DispatchResult, GateContext, GateEnvironment, ToolSource } from '../contracts/gate.js';
 import type { Route } from '../contracts/route.js';
 import type { NormalizedCall, UnreadableCall } from '../formats/index.js';
 import { canonical } from '../names.js';
@@ -79,6 +79,16 @@ function underSource<R>(
 
 /** Runs a batch through the path on `route`, under `source` as it stands now; one result per call, in order. */
 export const dispatchCalls = underSource(path.dispatchCalls);
+
+/** {@link dispatchCalls} of one call under `source`: its one result, no array made around it. */
+export function dispatchCall(
+  call: Call,
+  context: GateContext,
+  source: ToolSource,
+  route: Route,
+): Promise<DispatchResult> {
+  return path.dispatchCall(call, context, environmentOf(source), route);
+}
 
 /** Steps 1–5 and the ask for each call under `source`, announced as if it ran, executing nothing. */
 export const decideCalls = underSource(path.decideCalls);

@@ -6,7 +6,7 @@
  * have, a registry (a `ToolSource`; `withTools` adds a route's own tools in front of it): no file outside
  * src/gate/ reaches a registry's GateEnvironment. The types a route implements live in src/contracts/.
  */
-export { decideCalls, dispatchCalls, isRegistry, previewCall, withTools } from './environment.js';
+export { decideCalls, dispatchCall, dispatchCalls, isRegistry, previewCall, withTools } from './environment.js';
 export { gatewayCall } from './execute.js';
 export { releasesSignal } from './controller-pool.js';
 export {

@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { CallToolResultSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { readCall } from '../formats/index.js';
-import { dispatchCalls, ruleAndReason, gatewayCall } from '../gate/index.js';
+import { dispatchCall, ruleAndReason, gatewayCall } from '../gate/index.js';
 import type { GateContext } from '../contracts/gate.js';
 import type { ToolRegistry, ToolResult } from '../registry.js';
 import type { ApprovalNote } from './approvals.js';
@@ -17,7 +17,7 @@ import { auditTime, shadowOf, type GatewayAuditRecord, type ToolAuditRecord } fr
 import { upstreamTaskOf } from '../mcp/index.js';
 import { inRound } from './mrtr.js';
 import { listedDefinitionPin, PIN_RULE } from './pins.js';
-import type { Relay, RelayedRequest } from './relay.js';
+import { DELIVERED, type Relay, type RelayedRequest } from './relay.js';
 import type { PolicyInForce } from './policy.js';
 import { stepUpFor } from './stepup.js';
 import type { Upstream } from './upstream.js';
@@ -75,7 +75,7 @@ export async function runToolCall(deps: ToolCallDeps, call: ToolCallRequest): Pr
   enterCallScope(given.id, scope);
   let result: ToolResult;
   try {
-    [result] = (await dispatchCalls([readCall(given)], context, registry, route)) as [ToolResult];
+    result = (await dispatchCall(readCall(given), context, registry, route)) as ToolResult;
   } finally {
     leaveCallScope(given.id);
   }
@@ -123,7 +123,9 @@ export async function runToolCall(deps: ToolCallDeps, call: ToolCallRequest): Pr
   audit(
     shadow || drift ? { ...record, ...(shadow ? { shadow } : {}), ...(drift ? { drift: drift.diff } : {}) } : record,
   );
-  await relay.delivered(server);
+  // Notifications still on their way to the client go before the answer (none in transit: no hop to wait).
+  const delivering = relay.delivered(server);
+  if (delivering !== DELIVERED) await delivering;
   if (result.status === 'ok') return call.upstream ? (result.value as CallToolResult) : localResult(result);
   if (result.status === 'error' && call.upstream && call.upstream.state !== 'ready')
     return {

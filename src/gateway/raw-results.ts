@@ -3,6 +3,17 @@
  * one of them is handed on as parsed, anything else is validated by the SDK's spec schema (upstream-raw.ts,
  * upstream-raw-modern.ts, fastpath.ts).
  */
+import {
+  ProtocolError,
+  ProtocolErrorCode,
+  SdkError,
+  SdkErrorCode,
+  specTypeSchemas,
+  type CallToolResult,
+  type JsonSchemaValidator,
+} from '@modelcontextprotocol/client';
+
+/** A plain object: its prototype Object.prototype or null, not an array. */
 export function isPlainObject(value: unknown): value is Record<string, unknown> {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) return false;
   const proto: unknown = Object.getPrototypeOf(value);
@@ -65,4 +76,66 @@ export function plainReadResourceResult(result: unknown): boolean {
         return false;
   }
   return true;
+}
+
+/**
+ * A 2025-era `tools/call` answer's result as the SDK Client hands it on: validated by the SDK's spec schema
+ * unless already in the form that validation returns unchanged, then its structured content checked against the
+ * tool's output schema ({@link outputChecked}). Throws the SDK's errors.
+ */
+export function rawToolResult(
+  raw: unknown,
+  validator: JsonSchemaValidator<unknown> | undefined,
+  name: string,
+): CallToolResult {
+  const result = plainCallToolResult(raw)
+    ? (raw as CallToolResult)
+    : (checked('tools/call', specTypeSchemas.CallToolResult['~standard'].validate(raw)) as CallToolResult);
+  return outputChecked(result, validator, name);
+}
+
+/** `result` when its structured content passes the tool's output schema (`validator`); else the SDK's error. */
+export function outputChecked(
+  result: CallToolResult,
+  validator: JsonSchemaValidator<unknown> | undefined,
+  name: string,
+): CallToolResult {
+  if (!validator || result.isError) return result;
+  if (result.structuredContent === undefined)
+    throw new ProtocolError(
+      ProtocolErrorCode.InvalidRequest,
+      `Tool ${name} has an output schema but did not return structured content`,
+    );
+  let outcome: ReturnType<typeof validator>;
+  try {
+    outcome = validator(result.structuredContent);
+  } catch (error) {
+    throw new ProtocolError(
+      ProtocolErrorCode.InvalidParams,
+      `Failed to validate structured content: ${error instanceof Error ? error.message : String(error)}`,
+    );
+  }
+  if (!outcome.valid)
+    throw new ProtocolError(
+      ProtocolErrorCode.InvalidParams,
+      `Structured content does not match the tool's output schema: ${outcome.errorMessage}`,
+    );
+  return result;
+}
+
+/** The output of one of the SDK's spec schemas, or the SDK's InvalidResult error. */
+export function checked(method: string, outcome: unknown): unknown {
+  const result = outcome as { value?: unknown; issues?: readonly { message: string; path?: readonly unknown[] }[] };
+  if (outcome instanceof Promise) throw new SdkError(SdkErrorCode.InvalidResult, `Invalid result for ${method}`);
+  if (result.issues && result.issues.length > 0) {
+    const error = result.issues
+      .map((i) =>
+        i.path?.length
+          ? `${i.path.map((p) => String(typeof p === 'object' && p !== null ? (p as { key: unknown }).key : p)).join('.')}: ${i.message}`
+          : i.message,
+      )
+      .join(', ');
+    throw new SdkError(SdkErrorCode.InvalidResult, `Invalid result for ${method}: ${error}`);
+  }
+  return result.value;
 }

@@ -81,7 +81,8 @@ export function heardAt(level: unknown, wanted: LoggingLevel | undefined): boole
   return at >= 0 && at >= LOG_LEVELS.indexOf(wanted);
 }
 
-const DELIVERED: Promise<void> = Promise.resolve();
+/** What {@link Relay.delivered} answers when no notification is in transit (the same promise each time). */
+export const DELIVERED: Promise<void> = Promise.resolve();
 
 /** The gateway's relay: downstream servers, notifications in transit, subscriptions. */
 export class Relay {

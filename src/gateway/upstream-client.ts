@@ -7,14 +7,10 @@
 import {
   Client,
   LOG_LEVEL_META_KEY,
-  SdkError,
-  SdkErrorCode,
   type CallToolRequest,
   type CallToolRequestOptions,
   type CallToolResult,
   type ClientCapabilities,
-  type LoggingLevel,
-  type ProgressToken,
   type Request,
   type RequestMethod,
   type RequestOptions,
@@ -22,18 +18,23 @@ import {
   type StandardSchemaV1,
   type Tool as McpTool,
 } from '@modelcontextprotocol/client';
-import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { clientOptions, MODERN_VERSION, TASKS_EXTENSION } from '../mcp/index.js';
 import {
-  clientOptions,
-  MODERN_VERSION,
-  TASKS_EXTENSION,
-  upstreamTaskOf,
-  type McpSession,
-  type UpstreamTask,
-} from '../mcp/index.js';
+  answeredCall,
+  failedCall,
+  inputStandIn,
+  RawToolCall,
+  relayedInput,
+  stoppedCall,
+  type CallScope,
+  type ClientUpstream,
+  type UpstreamInput,
+} from './upstream-call.js';
 import { RawRequests, type ModernWire, type RawOptions } from './upstream-raw.js';
 import { RawHttpTransport } from './upstream-raw-http.js';
 import { asIs, modernWire, sendsNoHeaders, withoutClientEnvelope } from './upstream-raw-modern.js';
+
+export type { CallScope, ClientUpstream, UpstreamInput } from './upstream-call.js';
 
 /** A Standard Schema that takes any JSON object as it came; anything else is refused with `message`. */
 export function objectSchema(message: string) {
@@ -47,88 +48,6 @@ export function objectSchema(message: string) {
           : { issues: [{ message }] },
     },
   } as const;
-}
-
-/** What the client needs of the upstream it belongs to (upstream.ts's Upstream). */
-export interface ClientUpstream {
-  readonly namespace: string;
-  readonly options: { readonly callTimeoutMs?: number; readonly stdio?: unknown; readonly transport?: unknown };
-  readonly session: McpSession | null;
-  readonly offersTasks: boolean;
-  forward<T>(scope: CallScope | undefined, request: (scope: CallScope | undefined) => Promise<T>): Promise<T>;
-  relayProgress(scope: CallScope): { readonly id: string; done(): void };
-  requestOptions(scope: CallScope | undefined, options?: RequestOptions): RequestOptions;
-  /** The upstream created a task for the request `scope` is of (tracked as unfinished: task-owners.ts). */
-  taskCreated(task: UpstreamTask, scope: CallScope | undefined): void;
-}
-
-/** The downstream request an upstream request was made for (progress, sampling and logging go back there). */
-export interface CallScope {
-  readonly server: Server;
-  readonly progressToken: ProgressToken | undefined;
-  readonly sendNotification: (notification: {
-    method: 'notifications/progress';
-    params: Record<string, unknown>;
-  }) => Promise<void>;
-  /** The upstream's own result of the call, kept so that an error result is forwarded as the upstream gave it. */
-  result?: CallToolResult;
-  /**
-   * Who a task the request creates belongs to (task-owners.ts's ownerKey of a 2026-07-28 request that
-   * takes tasks), absent for any other request: whose the upstream's log lines may be (Relay.log).
-   */
-  readonly owner?: string;
-  /**
-   * The log level the downstream request asked for (a 2026-07-28 request's own, or the level a 2025-era
-   * client set): every request to a 2026-07-28 upstream in this scope carries it in its `_meta`
-   * (`io.modelcontextprotocol/logLevel`); absent, none is carried and the upstream sends no line.
-   */
-  readonly logLevel?: LoggingLevel;
-  /**
-   * The downstream request takes a task (see RelayedRequest.tasks): a modern upstream that offers the
-   * extension is told so on this call, and may answer with a task (its `CreateTaskResult`, read by
-   * `upstreamTaskOf` from the result). @default false
-   */
-  readonly tasks?: boolean;
-  /**
-   * Set when the call was sent upstream and no answer came back (it timed out, or was stopped while the
-   * upstream ran it): the upstream may have completed it, so its outcome is unknown (issue 22).
-   */
-  unanswered?: string;
-  /**
-   * The upstream's own rounds of a 2026-07-28 request (multi round-trip requests): set, a modern upstream
-   * may answer `input_required`, which is kept here for the gateway to relay (the call returns a stand-in
-   * error result), and the retry's answers and the upstream's own state go back to it.
-   */
-  readonly input?: UpstreamInput;
-  /**
-   * The downstream request came by the gateway's fast path (fastpath.ts, http-fast.ts): to a 2025-era stdio
-   * or HTTP upstream the call is sent raw (upstream-raw.ts, upstream-raw-http.ts) instead of through the SDK
-   * Client. @default false
-   */
-  readonly raw?: boolean;
-}
-
-/** An upstream's own input round, as one 2026-07-28 request relays it (mrtr.ts wraps and opens its state). */
-export interface UpstreamInput {
-  /** What the client's retry gives back: the upstream it is for, the upstream's own state, the answers. */
-  readonly given: {
-    readonly upstream: string | undefined;
-    readonly requestState: string | undefined;
-    readonly inputResponses: Readonly<Record<string, unknown>>;
-  } | null;
-  /** What of elicitation, sampling and roots the client declared (passed on, so the upstream asks only for those). */
-  readonly declared: Readonly<Record<string, unknown>>;
-  /** Set by the call: the upstream answered `input_required`. */
-  asked?: {
-    readonly upstream: string;
-    readonly inputRequests: Record<string, unknown>;
-    readonly requestState: string | undefined;
-  };
-  /**
-   * Why the retry's state cannot go upstream (malformed, or for another upstream than the one the call went
-   * to): set, nothing is sent.
-   */
-  misrouted?: string;
 }
 
 /** The client capabilities an upstream's input requests need (MRTR's three). */
@@ -330,20 +249,6 @@ export class GatewayClient extends Client {
     };
   }
 
-  /** Keeps an upstream's `input_required` for the gateway to relay; anything else as it came. */
-  #answered<T>(result: T, input: UpstreamInput | undefined, standIn: T): T {
-    const r = result as { resultType?: unknown; inputRequests?: unknown; requestState?: unknown };
-    if (r?.resultType !== 'input_required') return result;
-    if (!input || r.inputRequests === null || typeof r.inputRequests !== 'object' || Array.isArray(r.inputRequests))
-      throw new Error(`upstream "${this.#upstream.namespace}" answered input_required the call cannot relay`);
-    input.asked = {
-      upstream: this.#upstream.namespace,
-      inputRequests: r.inputRequests as Record<string, unknown>,
-      requestState: typeof r.requestState === 'string' ? r.requestState : undefined,
-    };
-    return standIn;
-  }
-
   /**
    * What a raw request reads of the request options `Upstream.requestOptions` would make: the upstream's
    * timeout and the call's signal (made directly: that spread of the tool's options and the scope was the
@@ -367,10 +272,10 @@ export class GatewayClient extends Client {
     if (this.#rawModern(scope, null, false, params.uri))
       return this.raw
         .readResource(this.#leveled(this.#withInput(params, input), scope), options ?? {}, this.#modern)
-        .then((r) => this.#answered(r, input, { contents: [] }));
+        .then((r) => relayedInput(r, input, this.#upstream.namespace, () => ({ contents: [] })));
     return super
       .readResource(this.#withInput(params, input), options)
-      .then((r) => this.#answered(r, input, { contents: [] }));
+      .then((r) => relayedInput(r, input, this.#upstream.namespace, () => ({ contents: [] })));
   }
 
   override getPrompt(
@@ -380,7 +285,7 @@ export class GatewayClient extends Client {
     const input = scopeOf(options)?.input;
     return super
       .getPrompt(this.#withInput(withoutClientEnvelope(params), input), options)
-      .then((r) => this.#answered(r, input, { messages: [] }));
+      .then((r) => relayedInput(r, input, this.#upstream.namespace, () => ({ messages: [] })));
   }
 
   override complete(
@@ -401,89 +306,72 @@ export class GatewayClient extends Client {
           `toolgate gateway: a call of ${JSON.stringify(params.name)} to upstream "${this.#upstream.namespace}" outside a client's request; refused, nothing was sent`,
         ),
       );
+    const definition = options?.toolDefinition;
+    const signal = options?.signal;
+    // Raw to a 2025-era upstream: one promise for the whole call (upstream-call.ts's RawToolCall), the same steps.
+    if (definition !== undefined && this.#raw(called))
+      return new Promise<CallToolResult>((resolve, reject) => {
+        const tasks = this.#tasks(called);
+        const call = new RawToolCall(this.#upstream, called, { signal, name: params.name, tasks }, resolve, reject);
+        try {
+          call.token = called.progressToken !== undefined ? this.#upstream.relayProgress(called) : undefined;
+          const sent = this.#sent(params, called, call.token, tasks);
+          // A tool whose output schema does not compile fails before anything is sent (the SDK's message).
+          call.validator = this.raw.outputValidator(definition, sent.name);
+          this.raw.send('tools/call', sent, this.#rawOptions(signal), call);
+        } catch (error) {
+          call.rejected(error);
+        }
+      });
     return this.#upstream.forward(called, async (scope) => {
       const token = scope?.progressToken !== undefined ? this.#upstream.relayProgress(scope) : undefined;
-      // The request leaves for the upstream now; an answer (a result, or a JSON-RPC error: McpError) makes
-      // its outcome known. No answer — a timeout (a cancellation is sent), or the call stopped by the gate's
-      // tool timeout or the client while the upstream ran it — leaves it unknown: the upstream may have
-      // completed it, and "cancelled upstream" made a model retry it and run it twice (issue 22). Set
-      // synchronously on abort, before the gate's own timeout result reaches the gateway.
-      const signal = options?.signal;
-      const stopped = (): void => {
-        if (scope && scope.result === undefined)
-          scope.unanswered ??= unansweredText(
-            this.#upstream.namespace,
-            'was still running the call when it was stopped',
-          );
-      };
+      // The request leaves for the upstream now: its outcome is known once answered, unknown if it is stopped
+      // meanwhile (stoppedCall, set synchronously on abort) or times out (failedCall).
+      const stopped = (): void => stoppedCall(this.#upstream, scope);
       signal?.addEventListener('abort', stopped, { once: true });
       try {
-        const own = withoutClientEnvelope(params);
-        const withToken = token ? { ...own, _meta: { ...own._meta, progressToken: token.id } } : own;
-        // Told that the client takes tasks only for a request that does, and only a modern upstream that
-        // offers them (the extension does not exist in 2025-11-25).
-        const tasks = scope?.tasks === true && this.#upstream.offersTasks;
-        const sent = this.#withInput(
-          tasks ? { ...withToken, _meta: this.withTasks(withToken._meta) } : withToken,
+        const tasks = this.#tasks(scope);
+        const sent = this.#sent(params, scope, token, tasks);
+        const result = relayedInput(
+          await (this.#rawModern(scope, definition, tasks, sent.name)
+            ? this.raw.callTool(
+                this.#leveled(sent, scope),
+                definition!,
+                this.#upstream.requestOptions(scope, options),
+                this.#modern,
+              )
+            : super.callTool(sent, this.#upstream.requestOptions(scope, options))),
           scope?.input,
+          this.#upstream.namespace,
+          inputStandIn,
         );
-        const definition = options?.toolDefinition;
-        const result = this.#answered(
-          await (definition !== undefined && this.#raw(scope)
-            ? this.raw.callTool(sent, definition, this.#rawOptions(signal))
-            : this.#rawModern(scope, definition, tasks, sent.name)
-              ? this.raw.callTool(
-                  this.#leveled(sent, scope),
-                  definition!,
-                  this.#upstream.requestOptions(scope, options),
-                  this.#modern,
-                )
-              : super.callTool(sent, this.#upstream.requestOptions(scope, options))),
-          scope?.input,
-          {
-            isError: true,
-            content: [{ type: 'text', text: 'toolgate: the upstream asked for input; relayed to the client' }],
-          } as CallToolResult,
-        );
-        const task = upstreamTaskOf(result);
-        if (task !== undefined) {
-          // Tracked at once, while the creating request is still in flight: the task may log on its own now.
-          this.#upstream.taskCreated(task, scope);
-          // Only a request that declared the extension can get one (the era check refuses it otherwise);
-          // handed on as a success carrying the task (the gateway answers the client's task handle).
-          if (!tasks) throw new Error(`upstream "${this.#upstream.namespace}" created a task the call did not take`);
-          const created = { content: [], _meta: result._meta } as CallToolResult;
-          if (scope) scope.result = created;
-          return created;
-        }
-        if (scope) scope.result = result;
-        return result;
+        return answeredCall(result, this.#upstream, scope, tasks);
       } catch (error) {
-        // A stopped call (the client, the gate's timeout, the gateway closing) rejects as a RequestTimeout too:
-        // its `stopped` reason stands, not a timeout that never ran out.
-        if (signal?.aborted === true && scope?.unanswered) throw new Error(scope.unanswered);
-        if (error instanceof SdkError && error.code === SdkErrorCode.RequestTimeout) {
-          const ms = this.#upstream.options.callTimeoutMs ?? 60_000;
-          const text = unansweredText(this.#upstream.namespace, `did not answer within ${ms} ms`);
-          if (scope) scope.unanswered = text;
-          throw new Error(text);
-        }
-        throw error;
+        throw failedCall(error, this.#upstream, scope, signal);
       } finally {
         signal?.removeEventListener('abort', stopped);
         token?.done();
       }
     });
   }
-}
 
-/**
- * What the client and the audit are told about a call sent upstream that got no answer: its outcome is
- * unknown, and it must be checked before any retry.
- */
-export function unansweredText(namespace: string, why: string): string {
-  return (
-    `upstream ${JSON.stringify(namespace)} ${why}: the outcome of the call is unknown — the upstream may have ` +
-    'completed it. Check whether it took effect before any retry; do not simply call it again'
-  );
+  /**
+   * Whether the call tells the upstream that the client takes tasks: only for a request that does, and only a
+   * modern upstream that offers them (the extension does not exist in 2025-11-25).
+   */
+  #tasks(scope: CallScope | undefined): boolean {
+    return scope?.tasks === true && this.#upstream.offersTasks;
+  }
+
+  /** The params a call sends: the client's envelope dropped, the gateway's progress token, tasks and input rounds. */
+  #sent(
+    params: CallToolParams,
+    scope: CallScope | undefined,
+    token: { readonly id: string } | undefined,
+    tasks: boolean,
+  ): CallToolParams {
+    const own = withoutClientEnvelope(params);
+    const withToken = token ? { ...own, _meta: { ...own._meta, progressToken: token.id } } : own;
+    return this.#withInput(tasks ? { ...withToken, _meta: this.withTasks(withToken._meta) } : withToken, scope?.input);
+  }
 }

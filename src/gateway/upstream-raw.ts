@@ -30,7 +30,7 @@ import { expiringDeadlines, type Expiring, type Queue, type Turn } from '../dead
 import { Lines } from '../lines.js';
 import { outputSchemaValidator } from '../mcp/index.js';
 import { noteAnswerLine } from './answer-lines.js';
-import { isPlainObject, plainCallToolResult, plainReadResourceResult } from './raw-results.js';
+import { checked, isPlainObject, outputChecked, plainReadResourceResult, rawToolResult } from './raw-results.js';
 
 /** The prefix of the gateway's own request ids towards an upstream. */
 const RAW_ID = 'toolgate-raw:';
@@ -48,6 +48,19 @@ export function fastPathOff(): boolean {
 
 interface Pending {
   readonly answered: (message: Record<string, unknown>) => void;
+}
+
+/**
+ * Where a raw request's outcome goes: a promise's resolving functions, or the caller's own object (the
+ * gateway client's `tools/call`, upstream-call.ts: no promise of ours per request). Each is called once.
+ */
+export interface RawOutcome {
+  /** The answer's result (`resultType` removed from a 2025-era one). */
+  resolved(value: unknown): void;
+  /** The request failed: the SDK Client's error for it (a JSON-RPC error, a timeout, a closed connection, a stop). */
+  rejected(reason: unknown): void;
+  /** The request's signal aborted, while it waited: called first, before it is cancelled and rejected. */
+  aborted?(): void;
 }
 
 /**
@@ -142,35 +155,11 @@ export class RawRequests {
     modern?: ModernWire,
   ): Promise<CallToolResult> {
     // A tool whose output schema does not compile fails before anything is sent (the SDK's message).
-    const validator = this.#outputValidator(definition, params.name);
+    const validator = this.outputValidator(definition, params.name);
     const raw = await this.#request('tools/call', params, options, modern);
-    const result = modern
-      ? (modern.result('tools/call', raw, options) as CallToolResult)
-      : plainCallToolResult(raw)
-        ? (raw as CallToolResult)
-        : (checked('tools/call', specTypeSchemas.CallToolResult['~standard'].validate(raw)) as CallToolResult);
-    if (validator && !result.isError) {
-      if (result.structuredContent === undefined)
-        throw new ProtocolError(
-          ProtocolErrorCode.InvalidRequest,
-          `Tool ${params.name} has an output schema but did not return structured content`,
-        );
-      let outcome: ReturnType<typeof validator>;
-      try {
-        outcome = validator(result.structuredContent);
-      } catch (error) {
-        throw new ProtocolError(
-          ProtocolErrorCode.InvalidParams,
-          `Failed to validate structured content: ${error instanceof Error ? error.message : String(error)}`,
-        );
-      }
-      if (!outcome.valid)
-        throw new ProtocolError(
-          ProtocolErrorCode.InvalidParams,
-          `Structured content does not match the tool's output schema: ${outcome.errorMessage}`,
-        );
-    }
-    return result;
+    return modern
+      ? outputChecked(modern.result('tools/call', raw, options) as CallToolResult, validator, params.name)
+      : rawToolResult(raw, validator, params.name);
   }
 
   /** `resources/read` on the fast path (`modern`: a 2026-07-28 request, its result read by the Client's parts). */
@@ -188,7 +177,11 @@ export class RawRequests {
     ) as ReadResourceResult;
   }
 
-  #outputValidator(definition: McpTool, name: string): JsonSchemaValidator<unknown> | undefined {
+  /**
+   * The output validator of a tool's definition (compiled once per definition), or undefined without an output
+   * schema; a schema that does not compile throws the SDK's error.
+   */
+  outputValidator(definition: McpTool, name: string): JsonSchemaValidator<unknown> | undefined {
     const schema = definition.outputSchema;
     if (!schema) return undefined;
     let validator = this.#outputs.get(definition);
@@ -217,15 +210,31 @@ export class RawRequests {
     options: RawOptions,
     modern?: ModernWire,
   ): Promise<unknown> {
+    return new Promise<unknown>((resolve, reject) =>
+      this.send(method, params, options, { resolved: resolve, rejected: reject }, modern),
+    );
+  }
+
+  /**
+   * Sends one request under an id of the gateway's own; its outcome goes to `out`, once (at once when it fails
+   * before anything is sent: a stopped signal, no transport, an envelope that cannot be made, a send that throws).
+   */
+  send(
+    method: string,
+    params: Record<string, unknown>,
+    options: RawOptions,
+    out: RawOutcome,
+    modern?: ModernWire,
+  ): void {
     const { signal } = options;
     if (signal?.aborted) {
       const reason: unknown = signal.reason;
-      return Promise.reject(
+      return out.rejected(
         reason instanceof SdkError ? reason : new SdkError(SdkErrorCode.RequestTimeout, String(reason)),
       );
     }
     const transport = this.#transport();
-    if (!transport) return Promise.reject(new Error('Not connected'));
+    if (!transport) return out.rejected(new Error('Not connected'));
     const id = `${RAW_ID}${++this.#next}`;
     const timeout = options.timeout ?? 60_000;
     // A 2026-07-28 request as the SDK Client words it (its envelope; only the id differs), made before anything
@@ -236,37 +245,33 @@ export class RawRequests {
         ? modern.envelope({ method, params, jsonrpc: '2.0', id })
         : ({ jsonrpc: '2.0', id, method, params } as JSONRPCMessage);
     } catch (error) {
-      return Promise.reject(error);
+      return out.rejected(error);
     }
-    return new Promise<unknown>((resolve, reject) => {
-      const pending = new PendingRequest(this.#pending, transport, id, timeout, signal);
-      // A 2026-07-28 request is stopped as the SDK Client stops it: its own signal, given to the transport as
-      // the request's (`requestSignal`), aborted — its POST closed, and a resumption of its stream (a GET
-      // naming the last event id) neither begun nor left open. A transport that stops it by id does the same
-      // without a signal ({@link STOP_RAW}).
-      if (modern !== undefined) {
-        pending.modern = true;
-        if (!stopsRaw(transport)) pending.stopper = new AbortController();
-      }
-      pending.resolve = resolve;
-      pending.reject = reject;
-      this.#pending.set(id, pending);
-      deadlines.add(pending, timeout);
-      signal?.addEventListener('abort', pending, { once: true });
-      let sent: Promise<void>;
-      try {
-        sent = pending.stopper
-          ? transport.send(message, { requestSignal: pending.stopper.signal })
-          : transport.send(message);
-      } catch (error) {
-        pending.settle(); // a transport that throws rather than rejects: nothing waits for an answer
-        return reject(error);
-      }
-      sent.catch((error: unknown) => {
-        if (!this.#pending.has(id)) return;
-        pending.settle();
-        reject(error);
-      });
+    const pending = new PendingRequest(this.#pending, transport, id, timeout, signal, out);
+    // A 2026-07-28 request is stopped as the SDK Client stops it: its own signal, given to the transport as
+    // the request's (`requestSignal`), aborted — its POST closed, and a resumption of its stream (a GET
+    // naming the last event id) neither begun nor left open. A transport that stops it by id does the same
+    // without a signal ({@link STOP_RAW}).
+    if (modern !== undefined) {
+      pending.modern = true;
+      if (!stopsRaw(transport)) pending.stopper = new AbortController();
+    }
+    this.#pending.set(id, pending);
+    deadlines.add(pending, timeout);
+    signal?.addEventListener('abort', pending, { once: true });
+    let sent: Promise<void>;
+    try {
+      sent = pending.stopper
+        ? transport.send(message, { requestSignal: pending.stopper.signal })
+        : transport.send(message);
+    } catch (error) {
+      pending.settle(); // a transport that throws rather than rejects: nothing waits for an answer
+      return out.rejected(error);
+    }
+    sent.catch((error: unknown) => {
+      if (!this.#pending.has(id)) return;
+      pending.settle();
+      out.rejected(error);
     });
   }
 }
@@ -295,8 +300,7 @@ class PendingRequest implements Pending, Expiring<PendingRequest> {
   stopper: AbortController | undefined;
   /** A 2026-07-28 request: its result is handed on as it came, and it is stopped, not cancelled by notification. */
   modern = false;
-  resolve: (value: unknown) => void = () => undefined;
-  reject: (reason: unknown) => void = () => undefined;
+  readonly #out: RawOutcome;
   readonly #all: Map<string, Pending>;
   readonly #transport: Transport;
   readonly #id: string;
@@ -309,12 +313,14 @@ class PendingRequest implements Pending, Expiring<PendingRequest> {
     id: string,
     timeout: number,
     signal: AbortSignal | undefined,
+    out: RawOutcome,
   ) {
     this.#all = all;
     this.#transport = transport;
     this.#id = id;
     this.#timeout = timeout;
     this.#signal = signal;
+    this.#out = out;
   }
 
   settle(): void {
@@ -326,11 +332,11 @@ class PendingRequest implements Pending, Expiring<PendingRequest> {
 
   answered(message: Record<string, unknown>): void {
     this.settle();
-    if ('closed' in message) return this.reject(message['closed']);
+    if ('closed' in message) return this.#out.rejected(message['closed']);
     const error = message['error'] as { code?: unknown; message?: unknown; data?: unknown } | undefined;
     if (error !== undefined && error !== null && typeof error === 'object')
-      return this.reject(ProtocolError.fromError(Number(error.code), String(error.message), error.data));
-    this.resolve(this.modern ? message['result'] : withoutResultType(message['result']));
+      return this.#out.rejected(ProtocolError.fromError(Number(error.code), String(error.message), error.data));
+    this.#out.resolved(this.modern ? message['result'] : withoutResultType(message['result']));
   }
 
   /** The deadline passed. */
@@ -338,8 +344,9 @@ class PendingRequest implements Pending, Expiring<PendingRequest> {
     this.#cancel(new SdkError(SdkErrorCode.RequestTimeout, 'Request timed out', { timeout: this.#timeout }));
   }
 
-  /** The signal aborted (an EventListener object). */
+  /** The signal aborted (an EventListener object): the caller's note of it first (RawOutcome.aborted). */
   handleEvent(): void {
+    this.#out.aborted?.();
     this.#cancel(this.#signal?.reason);
   }
 
@@ -361,7 +368,7 @@ class PendingRequest implements Pending, Expiring<PendingRequest> {
           params: { requestId: this.#id, reason: String(reason) },
         })
         .catch(() => undefined);
-    this.reject(reason instanceof SdkError ? reason : new SdkError(SdkErrorCode.RequestTimeout, String(reason)));
+    this.#out.rejected(reason instanceof SdkError ? reason : new SdkError(SdkErrorCode.RequestTimeout, String(reason)));
   }
 }
 
@@ -370,23 +377,6 @@ function withoutResultType(result: unknown): unknown {
   if (!isPlainObject(result) || !('resultType' in result)) return result;
   const { resultType: _dropped, ...rest } = result;
   return rest;
-}
-
-/** The output of one of the SDK's spec schemas, or the SDK's InvalidResult error. */
-function checked(method: string, outcome: unknown): unknown {
-  const result = outcome as { value?: unknown; issues?: readonly { message: string; path?: readonly unknown[] }[] };
-  if (outcome instanceof Promise) throw new SdkError(SdkErrorCode.InvalidResult, `Invalid result for ${method}`);
-  if (result.issues && result.issues.length > 0) {
-    const error = result.issues
-      .map((i) =>
-        i.path?.length
-          ? `${i.path.map((p) => String(typeof p === 'object' && p !== null ? (p as { key: unknown }).key : p)).join('.')}: ${i.message}`
-          : i.message,
-      )
-      .join(', ');
-    throw new SdkError(SdkErrorCode.InvalidResult, `Invalid result for ${method}: ${error}`);
-  }
-  return result.value;
 }
 
 /**

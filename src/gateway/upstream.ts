@@ -72,7 +72,7 @@ export interface GatewayUpstreamOptions {
 /** Any JSON object (the tasks extension's answers are checked by tasks.ts). */
 const ANY_OBJECT = objectSchema('the answer is not a JSON object');
 
-export { unansweredText, type CallScope, type UpstreamInput } from './upstream-client.js';
+export { unansweredText, type CallScope, type UpstreamInput } from './upstream-call.js';
 
 /** `down`: crashed or unreachable, retried with a growing delay; `closed`: stopped by the gateway. */
 export type UpstreamState = 'connecting' | 'ready' | 'down' | 'closed';
@@ -362,16 +362,27 @@ export class Upstream {
    * undefined: a request of the gateway's own.
    */
   async forward<T>(scope: CallScope | undefined, request: (scope: CallScope | undefined) => Promise<T>): Promise<T> {
-    const server = scope?.server;
-    if (server) this.#inflight.set(server, (this.#inflight.get(server) ?? 0) + 1);
+    this.requestBegan(scope);
     try {
       return await request(scope);
     } finally {
-      if (server) {
-        const n = (this.#inflight.get(server) ?? 1) - 1;
-        if (n <= 0) this.#inflight.delete(server);
-        else this.#inflight.set(server, n);
-      }
+      this.requestEnded(scope);
+    }
+  }
+
+  /** A request on behalf of the downstream request `scope` is of begins: in flight until {@link requestEnded}. */
+  requestBegan(scope: CallScope | undefined): void {
+    const server = scope?.server;
+    if (server) this.#inflight.set(server, (this.#inflight.get(server) ?? 0) + 1);
+  }
+
+  /** The request {@link requestBegan} counted has settled. */
+  requestEnded(scope: CallScope | undefined): void {
+    const server = scope?.server;
+    if (server) {
+      const n = (this.#inflight.get(server) ?? 1) - 1;
+      if (n <= 0) this.#inflight.delete(server);
+      else this.#inflight.set(server, n);
     }
   }
 

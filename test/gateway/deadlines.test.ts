@@ -37,6 +37,32 @@ describe('expiringDeadlines', () => {
     expect(queue.size).toBe(0);
   });
 
+  it('closes the turns of two queues opened in one turn of the event loop with one nextTick (a tools/call opens both)', async () => {
+    const gate = expiringDeadlines<Entry>();
+    const raw = expiringDeadlines<Entry>();
+    const told: string[] = [];
+    // Settled first: the turns opened below are each queue's first of this turn of the event loop.
+    await new Promise((r) => setImmediate(r));
+    const ticks = vi.spyOn(process, 'nextTick');
+    try {
+      gate.add(
+        entryOf('g', () => void told.push('g')),
+        40,
+      );
+      raw.add(
+        entryOf('r', () => void told.push('r')),
+        20,
+      );
+      expect(ticks).toHaveBeenCalledTimes(1);
+    } finally {
+      ticks.mockRestore();
+    }
+    // Both turns were closed (their deadlines in their queues) and each comes due after its own timeout.
+    await new Promise((r) => setTimeout(r, 100));
+    expect(told).toEqual(['r', 'g']);
+    expect(gate.size + raw.size).toBe(0);
+  });
+
   it('an entry whose expire throws does not keep the next from expiring', async () => {
     const queue = expiringDeadlines<Entry>();
     const told: string[] = [];
