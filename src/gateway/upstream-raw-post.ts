@@ -27,8 +27,9 @@ import { contentTypeOf, essenceOf, SseEvents, textOf } from './upstream-sse.js';
  */
 export function readMessage(data: unknown, id: string | number): JSONRPCMessage {
   const parsed: unknown = typeof data === 'string' ? parseJsonText(data) : data;
-  // (A batch's message was copied as text for the SDK's parse before; the schema's output is a copy anyway.)
-  return rawAnswer(parsed) || plainAnswerTo(parsed, id) ? (parsed as JSONRPCMessage) : parseJSONRPCMessage(parsed);
+  if (rawAnswer(parsed) || plainAnswerTo(parsed, id)) return parsed as JSONRPCMessage;
+  // A message of a JSON body goes through a copy as JSON first, as before (a -0 in it is 0).
+  return parseJSONRPCMessage(typeof data === 'string' ? parsed : parseJsonText(JSON.stringify(data)));
 }
 
 /** What a raw POST reports to: its transport (upstream-raw-http.ts's RawHttpTransport). */
