@@ -36,19 +36,31 @@ export function parseJsonText(text: string): unknown {
 
 /**
  * Whether a key of `text` (JSON text: backslashes only inside strings) holds an escape, `first` being the text's
- * first backslash. Only the strings holding a backslash are looked at: the first backslash after a string's end
- * is the first of the next string holding one, so it starts an escape, and that string ends at the next quote
- * after an even run of backslashes. Doubt (no end) says yes: the strict reader then decides.
+ * first backslash (no key ending before it can hold one). Only the colons are looked at (`indexOf`, natively):
+ * one after whitespace and a quote not escaped ends a key (in a string, such a quote can only be the string's
+ * opening one, and then nothing lies between it and the quote before it). The key starts at the nearest quote
+ * before that is not escaped; it holds an escape if a backslash lies between. What values hold costs a look at
+ * each colon in them, nothing more (the escapes of code, Windows paths).
  */
 function escapedKeyFrom(text: string, first: number): boolean {
-  for (let b = first; b !== -1;) {
-    const end = closingQuote(text, b);
-    if (end === -1) return true;
-    const after = skipSpace(text, end + 1);
-    if (text.charCodeAt(after) === COLON) return true;
-    b = text.indexOf('\\', after);
+  for (let colon = text.indexOf(':', first); colon !== -1; colon = text.indexOf(':', colon + 1)) {
+    const end = skipSpaceBack(text, colon - 1);
+    if (text.charCodeAt(end) !== QUOTE) continue;
+    if (text.charCodeAt(end - 1) === BACKSLASH && !evenRunBefore(text, end)) continue; // `\"` inside a value
+    let start = text.lastIndexOf('"', end - 1);
+    while (start > 0 && text.charCodeAt(start - 1) === BACKSLASH && !evenRunBefore(text, start))
+      start = text.lastIndexOf('"', start - 1);
+    if (text.lastIndexOf('\\', end) > start) return true;
   }
   return false;
+}
+
+/** The index of the last character at or before `i` that is not JSON whitespace (-1: none). */
+function skipSpaceBack(text: string, i: number): number {
+  for (; ; i--) {
+    const c = text.charCodeAt(i);
+    if (c !== 0x20 && c !== 0x0a && c !== 0x0d && c !== 0x09) return i;
+  }
 }
 
 /**

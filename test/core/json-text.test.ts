@@ -3,7 +3,7 @@
 // left (nodejs/node#63785): here the process is poisoned on purpose, and by the random texts themselves (keys from
 // a small alphabet collide), and the keys must still be the text's. Run on Node 20 and Node 24 (CI runs 20/22/24).
 import fc from 'fast-check';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { parseJsonText } from '../../src/json-text.js';
 import { trickyKey, tree, Writer, type Tree } from '../json-writer.js';
 
@@ -45,6 +45,14 @@ function differs(got: unknown, want: unknown, exact: boolean, at = '$'): string 
     if (inner !== null) return inner;
   }
   return null;
+}
+
+/** Whether a key of JSON `text` holds a backslash: its strings walked from the start, whole (the reference). */
+function hasEscapedKey(text: string): boolean {
+  const string = /"(?:[^"\\]|\\[^])*"/g;
+  for (let m = string.exec(text); m !== null; m = string.exec(text))
+    if (m[0].includes('\\') && /^[ \t\n\r]*:/.test(text.slice(string.lastIndex))) return true;
+  return false;
 }
 
 /** Keys from a small alphabet, escaped or not by the writer: they collide, so the parses poison each other. */
@@ -111,6 +119,28 @@ describe('parseJsonText', () => {
     // Where V8 misreads, these texts poisoned it for each other (the test has teeth on Node 24).
     if (NATIVE_RIGHT) expect(misread).toBe(0);
     else expect(misread).toBeGreaterThan(0);
+  });
+
+  it('reads strictly exactly the texts with an escaped key (a reference tokenizer says which)', () => {
+    // The strict reader decodes each token with JSON.parse: more than one call is the strict path.
+    const calls = vi.spyOn(JSON, 'parse');
+    try {
+      let strict = 0;
+      fc.assert(
+        fc.property(texts, ([t, choices, rate]) => {
+          const text = new Writer(choices, rate).value(t);
+          calls.mockClear();
+          parseJsonText(text);
+          const escapedKey = hasEscapedKey(text);
+          if (escapedKey) strict++;
+          expect([text, calls.mock.calls.length > 1]).toEqual([text, escapedKey]);
+        }),
+        { numRuns: 3000, seed: 20261207 },
+      );
+      expect(strict).toBeGreaterThan(300);
+    } finally {
+      calls.mockRestore();
+    }
   });
 
   it('makes `__proto__` an own property and calls no setter of Object.prototype', () => {
