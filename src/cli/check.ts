@@ -14,6 +14,7 @@ import {
   type ContextOptions,
 } from './context.js';
 import { EXIT, exitCodes, USAGE_LINE } from './exit-codes.js';
+import { parseJsonText } from '../json-text.js';
 import { byText, effectText, table } from './render.js';
 
 interface CheckOptions extends ContextOptions {
@@ -132,7 +133,7 @@ async function checkLine(
   });
   let value: unknown;
   try {
-    value = JSON.parse(line);
+    value = parseJsonText(line);
   } catch (error) {
     return [refused(`line ${number} is not JSON: ${(error as Error).message}`)];
   }

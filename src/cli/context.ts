@@ -8,6 +8,7 @@ import { lintPolicy } from '../policy-file/lint.js';
 import { readPolicyFile } from '../policy-file/load.js';
 import type { PolicyContextInput, PolicySet } from '../policy-file/policy-set.js';
 import type { PolicyIssue } from '../policy-file/types.js';
+import { parseJsonText } from '../json-text.js';
 import { EXIT } from './exit-codes.js';
 import { findingText, issuesText, type Colors } from './render.js';
 
@@ -42,7 +43,7 @@ export class UsageError extends Error {}
 
 export function parseJson(text: string, what: string): unknown {
   try {
-    return JSON.parse(text);
+    return parseJsonText(text);
   } catch (error) {
     throw new UsageError(`${what} is not valid JSON: ${(error as Error).message}`);
   }

@@ -4,6 +4,7 @@
  */
 import { describe } from '../names.js';
 import type { JsonSchema } from '../schema.js';
+import { parseJsonText } from '../json-text.js';
 import type { Tool } from '../tool.js';
 
 /** The call shapes understood. */
@@ -188,7 +189,7 @@ export function parseArguments(
     };
   if (typeof raw === 'string') {
     try {
-      value = JSON.parse(raw);
+      value = parseJsonText(raw);
     } catch (error) {
       // Blank text is never JSON: asked only of text that did not parse (a trim per call cost as much as a look-up).
       if (raw.trim() === '')

@@ -24,6 +24,7 @@ import type { GateContext } from '../contracts/gate.js';
 import type { NonceStore } from '../contracts/stores.js';
 import { hashOf, macOf, MIN_SECRET_BYTES, sameMac } from '../crypto.js';
 import type { DecisionBase } from '../decision.js';
+import { parseJsonText } from '../json-text.js';
 import { describe } from '../names.js';
 import { boundAgentOf, type Precheck } from './precheck.js';
 
@@ -221,8 +222,8 @@ function agentText(agent: unknown): string {
 export function signAnswer(secret: Uint8Array, request: ApprovalRequest, answer: Answer): SignedAnswer {
   const checked = readAnswer(answer);
   if ('invalid' in checked) throw new TypeError(`signAnswer(): ${checked.invalid}`);
-  // JSON drops `settle` (a function): what is signed is the plain answer.
-  const plain = JSON.parse(JSON.stringify(checked)) as Answer;
+  // JSON drops `settle` (a function): what is signed is the plain answer (edited arguments' keys as written).
+  const plain = parseJsonText(JSON.stringify(checked)) as Answer;
   return Object.freeze({
     requestId: request.id,
     binding: request.binding,

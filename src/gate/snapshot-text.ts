@@ -1,5 +1,5 @@
 /**
- * The snapshot of arguments that arrived as JSON text (a model's call, issue 25): JSON.parse's object frozen in
+ * The snapshot of arguments that arrived as JSON text (a model's call, issue 25): parseJsonText's object frozen in
  * place (snapshot.ts `freezeParsedArguments`: nobody else holds it and it holds only plain data), and a text met
  * again gets the object its first parse made ({@link snapshotText}'s memo).
  *
@@ -8,6 +8,7 @@
  * exactly a text it guessed (another tenant's query, path or account number). A partition is only ever answered
  * from the texts its own calls brought.
  */
+import { parseJsonText } from '../json-text.js';
 import { freezeParsedArguments } from './snapshot.js';
 
 type Snapshot = Readonly<Record<string, unknown>>;
@@ -55,11 +56,11 @@ let lastCaller: string | undefined;
 let last: Partition | null = null;
 
 /**
- * The frozen snapshot of JSON text's object (JSON.parse's object frozen in place), or null when the text is not
+ * The frozen snapshot of JSON text's object (parseJsonText's object frozen in place), or null when the text is not
  * JSON of an object (parseArguments refuses it, with its problem). Throws as freezeParsedArguments does (a
  * `"__proto__"` key).
  *
- * The same text always parses to an equal object (JSON.parse is a function of the text alone: duplicate keys,
+ * The same text always parses to an equal object (parseJsonText is a function of the text alone: duplicate keys,
  * numbers past a double, `"__proto__"` keys, escapes), and the snapshot is deep-frozen plain data that nothing
  * can change, so a text met again by the same tenant and caller gets the object its first parse made: not parsed
  * and frozen again. Short texts only, at most {@link TEXTS} of them across every partition: a full partition is
@@ -87,11 +88,14 @@ export function snapshotText(text: string, tenant?: unknown, caller?: unknown): 
   return snapshot;
 }
 
-/** JSON.parse's object frozen in place, or null when the text is not JSON of an object. */
+/**
+ * parseJsonText's object frozen in place, or null when the text is not JSON of an object. (Not `JSON.parse`: on
+ * Node 24 it reads an escaped key as whatever an earlier parse of the process left, src/json-text.ts.)
+ */
 function parsed(text: string): Snapshot | null {
   let value: unknown;
   try {
-    value = JSON.parse(text);
+    value = parseJsonText(text);
   } catch {
     return null;
   }

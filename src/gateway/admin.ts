@@ -18,6 +18,7 @@ import type { Gateway } from './gateway.js';
 import type { AdminEndpoint } from './http.js';
 import { definitionDiff, PinStore } from './pins.js';
 import { canonical } from '../names.js';
+import { parseJsonText } from '../json-text.js';
 import type { GatewayReloadResult } from './reload.js';
 
 /** What the admin API acts on. */
@@ -183,7 +184,7 @@ async function reviewedHash(req: IncomingMessage): Promise<string | null> {
     if (text.length > 4096) return null;
   }
   try {
-    const sha256 = (JSON.parse(text) as { sha256?: unknown } | null)?.sha256;
+    const sha256 = (parseJsonText(text) as { sha256?: unknown } | null)?.sha256;
     return typeof sha256 === 'string' && sha256 !== '' ? sha256 : null;
   } catch {
     return null;

@@ -10,8 +10,13 @@
  * is what `JSON.stringify` writes for its parse — one value, no whitespace, strings escaped exactly as
  * `JSON.stringify` escapes them, numbers in their shortest round-trip form, no key that is an integer index
  * (V8 would reorder it), and as many keys in the text as in the object (a duplicate key counts twice in the
- * text, once in the object). Anything else, or any doubt, is written by `JSON.stringify` as before.
+ * text, once in the object). Anything else, or any doubt, is written by `JSON.stringify` as before. The object is
+ * read from the line by parseJsonText (upstream-raw.ts): with Node 24's `JSON.parse`, which can read an escaped key
+ * as another key an earlier parse of the process left (src/json-text.ts), the gateway checked (the output schema)
+ * other keys than the line's, which this splice then wrote to the client.
  */
+
+import { closingQuote, evenRunBefore } from '../json-text.js';
 
 /** The line each raw result was parsed from (set by the upstream's reader, upstream-raw.ts). */
 const lines = new WeakMap<object, string>();
@@ -25,7 +30,6 @@ export function noteAnswerLine(result: unknown, line: string): void {
 const NUMBER = /-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?/y;
 
 const QUOTE = 0x22;
-const BACKSLASH = 0x5c;
 const COLON = 0x3a;
 const COMMA = 0x2c;
 const OPEN_BRACE = 0x7b;
@@ -82,24 +86,10 @@ function scanValue(text: string, start: number, counted: { keys: number }): numb
   return -1;
 }
 
-/**
- * The index after the string whose opening quote is at `i` (its closing quote: the next quote after an even run
- * of backslashes, as JSON text is read), or -1.
- */
+/** The index after the string whose opening quote is at `i` (after its closing quote), or -1. */
 function stringEnd(text: string, i: number): number {
-  for (let j = i + 1; ;) {
-    const q = text.indexOf('"', j);
-    if (q < 0) return -1;
-    if (text.charCodeAt(q - 1) !== BACKSLASH || evenRunBefore(text, q)) return q + 1;
-    j = q + 1;
-  }
-}
-
-/** Whether the run of backslashes just before `at` in `text` is of even length (then `at` is not escaped). */
-function evenRunBefore(text: string, at: number): boolean {
-  let k = at;
-  while (k > 0 && text.charCodeAt(k - 1) === BACKSLASH) k--;
-  return (at - k) % 2 === 0;
+  const q = closingQuote(text, i + 1);
+  return q < 0 ? -1 : q + 1;
 }
 
 /**

@@ -10,6 +10,7 @@ import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import type { ApproverIdentity, ApproverRules } from '../contracts/approval.js';
 import { approverVerdict } from '../gate/index.js';
 import type { PolicySet } from '../policy-file/policy-set.js';
+import { parseJsonText } from '../json-text.js';
 import type { ApprovalStore, PendingRecord } from '../stores/types.js';
 import { reply, sessionSubject } from './auth.js';
 
@@ -97,7 +98,7 @@ export async function answerApproval(
   }
   let body: { effect?: unknown; reason?: unknown };
   try {
-    body = JSON.parse(text) as typeof body;
+    body = parseJsonText(text) as typeof body;
   } catch {
     return reply(res, 400, {
       error: 'invalid_request',

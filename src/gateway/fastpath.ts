@@ -34,6 +34,7 @@ import {
   type RequestId,
   type ServerNotification,
 } from '@modelcontextprotocol/sdk/types.js';
+import { parseJsonText } from '../json-text.js';
 import { requestHandlers, type GatewayCore, type GatewayRequestContext, type SessionRequest } from './session.js';
 import { answerLineOf } from './answer-lines.js';
 import { isPlainObject, plainCallToolResult } from './raw-results.js';
@@ -330,7 +331,7 @@ export class FastStdioTransport implements Transport {
     }
     for (let line = this.#lines.next(); line !== null; line = this.#lines.next()) {
       try {
-        const parsed: unknown = JSON.parse(line);
+        const parsed: unknown = parseJsonText(line);
         if (this.fast?.take(parsed) === true) continue;
         this.onmessage?.(JSONRPCMessageSchema.parse(parsed) as JSONRPCMessage);
       } catch (error) {

@@ -6,6 +6,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isIP } from 'node:net';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import { classifyInboundRequest, type McpHttpHandler } from '@modelcontextprotocol/server';
+import { parseJsonText } from '../json-text.js';
 import { reply } from './auth.js';
 import { writeResponse } from './http-session.js';
 
@@ -49,7 +50,7 @@ export function readJson(req: IncomingMessage): Promise<ReadJson> {
       stop();
       const bytes = chunks ? Buffer.concat(chunks) : (first ?? Buffer.alloc(0));
       try {
-        resolve({ ok: true, body: JSON.parse(bytes.toString('utf8')) });
+        resolve({ ok: true, body: parseJsonText(bytes.toString('utf8')) });
       } catch {
         resolve({
           ok: false,

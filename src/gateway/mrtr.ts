@@ -34,6 +34,7 @@ import {
 import type { Answer } from '../contracts/approval.js';
 import { canonical } from '../names.js';
 import type { PermissionRequest } from '../permissions/handler.js';
+import { parseJsonText } from '../json-text.js';
 import type { Ledger, LedgerOutcome, NonceStore, PendingRecord } from '../stores/types.js';
 import type { ApprovalNote } from './approvals.js';
 
@@ -192,7 +193,7 @@ export function decodeState(
     return { problem: 'the requestState is malformed (not a string the gateway minted)' };
   let parsed: { v?: unknown; id?: unknown; binding?: unknown; boot?: unknown };
   try {
-    parsed = JSON.parse(Buffer.from(state, 'base64url').toString('utf8')) as typeof parsed;
+    parsed = parseJsonText(Buffer.from(state, 'base64url').toString('utf8')) as typeof parsed;
   } catch {
     return { problem: 'the requestState is malformed' };
   }

@@ -19,6 +19,7 @@ import { macOf, sameMac } from '../crypto.js';
 import { TASK_STATUSES, type UpstreamTask } from '../mcp/index.js';
 import type { GatewayAuditRecord } from './audit.js';
 import type { Router } from './router.js';
+import { parseJsonText } from '../json-text.js';
 import { taskEnded, taskTtlMs } from './task-owners.js';
 import type { CallScope, Upstream } from './upstream.js';
 
@@ -104,7 +105,7 @@ export class TaskCalls {
   remember(handle: string, call: TaskCall, now = Date.now()): void {
     for (const [key, held] of this.#calls) if (!(now < held.expiresAt)) this.#calls.delete(key);
     const expiresAt = (
-      JSON.parse(Buffer.from(handle.slice(PREFIX.length).split('.')[0]!, 'base64url').toString()) as Bound
+      parseJsonText(Buffer.from(handle.slice(PREFIX.length).split('.')[0]!, 'base64url').toString()) as Bound
     )[8];
     this.#calls.set(handle, { ...call, expiresAt });
   }
@@ -133,7 +134,7 @@ export function openTaskHandle(key: Uint8Array, handle: unknown, owner: TaskOwne
     return refuse('is not a task handle this gateway issued (malformed or edited)');
   let bound: unknown;
   try {
-    bound = JSON.parse(Buffer.from(body, 'base64url').toString('utf8'));
+    bound = parseJsonText(Buffer.from(body, 'base64url').toString('utf8'));
   } catch {
     return refuse('is not a task handle this gateway issued (malformed)');
   }

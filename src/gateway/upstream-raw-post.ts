@@ -6,8 +6,8 @@
  */
 import type { IncomingMessage } from 'node:http';
 import {
-  deserializeMessage,
   isJSONRPCErrorResponse,
+  parseJSONRPCMessage,
   SdkError,
   SdkErrorCode,
   SdkHttpError,
@@ -15,17 +15,21 @@ import {
   type JSONRPCMessage,
 } from '@modelcontextprotocol/client';
 import { GrowingBytes } from '../growing-bytes.js';
+import { parseJsonText } from '../json-text.js';
 import type { BodySink, RawExchange, RawHandler, RawResponse } from './http-own-client.js';
 import { isPlainObject } from './raw-results.js';
 import { rawAnswer } from './upstream-raw.js';
 import { contentTypeOf, essenceOf, SseEvents, textOf } from './upstream-sse.js';
 
-/** A message of an answer (its text, or as JSON.parse gave it) as the SDK's schema gives it; throws as it throws. */
+/**
+ * A message of an answer (its text, or as parseJsonText gave it) as the SDK's schema gives it; throws as it
+ * throws. Read with its keys as written (the SDK's `deserializeMessage` is `JSON.parse` and the schema).
+ */
 export function readMessage(data: unknown, id: string | number): JSONRPCMessage {
-  const parsed: unknown = typeof data === 'string' ? JSON.parse(data) : data;
-  return rawAnswer(parsed) || plainAnswerTo(parsed, id)
-    ? (parsed as JSONRPCMessage)
-    : deserializeMessage(typeof data === 'string' ? data : JSON.stringify(data));
+  const parsed: unknown = typeof data === 'string' ? parseJsonText(data) : data;
+  if (rawAnswer(parsed) || plainAnswerTo(parsed, id)) return parsed as JSONRPCMessage;
+  // A message of a JSON body goes through a copy as JSON first, as before (a -0 in it is 0).
+  return parseJSONRPCMessage(typeof data === 'string' ? parsed : parseJsonText(JSON.stringify(data)));
 }
 
 /** What a raw POST reports to: its transport (upstream-raw-http.ts's RawHttpTransport). */
@@ -186,7 +190,7 @@ export class RawPost implements RawHandler, BodySink {
   #errorAnswer(text: string): boolean {
     let message: JSONRPCMessage;
     try {
-      message = deserializeMessage(text);
+      message = parseJSONRPCMessage(parseJsonText(text));
     } catch {
       return false;
     }
@@ -239,7 +243,7 @@ export class RawPost implements RawHandler, BodySink {
     if (this.#json) {
       let data: unknown;
       try {
-        data = JSON.parse(textOf(this.#body?.bytes() ?? Buffer.alloc(0)));
+        data = parseJsonText(textOf(this.#body?.bytes() ?? Buffer.alloc(0)));
       } catch (error) {
         return this.failed(error as Error);
       }

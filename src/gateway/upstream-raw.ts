@@ -11,7 +11,7 @@
  * {@link plainReadResourceResult}); any other result goes through the SDK's spec schema.
  */
 import {
-  deserializeMessage,
+  parseJSONRPCMessage,
   ProtocolError,
   ProtocolErrorCode,
   SdkError,
@@ -27,6 +27,7 @@ import {
   type Transport,
 } from '@modelcontextprotocol/client';
 import { expiringDeadlines, type Expiring, type Queue, type Turn } from '../deadlines.js';
+import { parseJsonText } from '../json-text.js';
 import { Lines } from '../lines.js';
 import { outputSchemaValidator } from '../mcp/index.js';
 import { noteAnswerLine } from './answer-lines.js';
@@ -421,20 +422,22 @@ export class StdioLines extends Lines {
   }
 }
 
-/** The SDK's ReadBuffer for an upstream: the fast path's answers read without the SDK's schema. */
+/**
+ * The SDK's ReadBuffer for an upstream: the fast path's answers read without the SDK's schema, every line read
+ * with its keys as written (parseJsonText: the SDK's `JSON.parse` would misread escaped keys on Node 24, and a
+ * raw answer's own text may be written to the client, answer-lines.ts).
+ */
 class RawReadBuffer extends StdioLines {
   readMessage(): JSONRPCMessage | null {
     for (let line = this.next(); line !== null; line = this.next()) {
       try {
-        if (line.includes(`"${RAW_ID}`)) {
-          const parsed: unknown = JSON.parse(line);
-          if (rawAnswer(parsed)) {
-            // The line kept for the answer to be written from it where that is the same bytes (answer-lines.ts).
-            noteAnswerLine((parsed as { result?: unknown }).result, line);
-            return parsed;
-          }
+        const parsed: unknown = parseJsonText(line);
+        if (rawAnswer(parsed)) {
+          // The line kept for the answer to be written from it where that is the same bytes (answer-lines.ts).
+          noteAnswerLine((parsed as { result?: unknown }).result, line);
+          return parsed;
         }
-        return deserializeMessage(line);
+        return parseJSONRPCMessage(parsed);
       } catch (error) {
         // As the SDK's reader: a line that is not JSON is skipped, one its schema refuses is an error.
         if (error instanceof SyntaxError) continue;

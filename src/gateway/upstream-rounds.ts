@@ -9,6 +9,7 @@ import { createHmac, randomUUID } from 'node:crypto';
 import { hashOf, macOf, sameMac } from '../crypto.js';
 import { consumeNonce } from '../gate/index.js';
 import { canonical } from '../names.js';
+import { parseJsonText } from '../json-text.js';
 import { MRTR_TTL_MS, stateKeyOf, type MrtrStores, type MrtrWho } from './mrtr.js';
 
 /**
@@ -100,7 +101,7 @@ export function stateKindOf(state: unknown): 'none' | 'upstream' | 'gateway' | '
   if (typeof state !== 'string' || state.length === 0 || state.length > 65_536) return 'malformed';
   let parsed: { kind?: unknown; binding?: unknown } | null;
   try {
-    parsed = JSON.parse(Buffer.from(state, 'base64url').toString('utf8')) as typeof parsed;
+    parsed = parseJsonText(Buffer.from(state, 'base64url').toString('utf8')) as typeof parsed;
   } catch {
     return 'malformed';
   }
@@ -143,7 +144,7 @@ export async function openUpstreamState(
 ): Promise<{ upstream: string; state: string | undefined } | { problem: string }> {
   if (stateKindOf(wrapped) !== 'upstream')
     return { problem: 'the requestState is malformed (not one the gateway issued)' };
-  const parsed = JSON.parse(Buffer.from(wrapped as string, 'base64url').toString('utf8')) as {
+  const parsed = parseJsonText(Buffer.from(wrapped as string, 'base64url').toString('utf8')) as {
     v?: unknown;
     body?: UpstreamWrapperBody;
     mac?: unknown;

@@ -13,6 +13,7 @@ import { approverVerdict } from '../gate/index.js';
 import { describe } from '../names.js';
 import { canonicalJson } from '../crypto.js';
 import type { Answer, PendingRecord } from '../stores/types.js';
+import { parseJsonText } from '../json-text.js';
 import { writeAudit, type InboxContext, type InboxIdentity } from './context.js';
 import type { ApprovalQueue } from './queue.js';
 
@@ -42,7 +43,7 @@ export function parseArguments(raw: string): Record<string, unknown> | string {
   if (raw.length > MAX_ARGUMENTS) return `The arguments are longer than ${MAX_ARGUMENTS} characters.`;
   let value: unknown;
   try {
-    value = JSON.parse(raw);
+    value = parseJsonText(raw);
   } catch (error) {
     return `The arguments are not valid JSON: ${error instanceof Error ? error.message : describe(error)}.`;
   }

@@ -6,6 +6,7 @@
 import type { ApproverIdentity } from '../contracts/approval.js';
 import { jwtVerifier, type JwtKeyOptions } from '../jwt.js';
 import { describe } from '../names.js';
+import { parseJsonText } from '../json-text.js';
 import { macOf, sameMac } from '../crypto.js';
 
 /**
@@ -112,7 +113,7 @@ function verifyValue(secret: Uint8Array, purpose: string, value: unknown): Recor
   const body = value.slice(0, dot);
   if (!sameMac(value.slice(dot + 1), macOf(secret, [purpose, body]))) return null;
   try {
-    const parsed: unknown = JSON.parse(Buffer.from(body, 'base64url').toString('utf8'));
+    const parsed: unknown = parseJsonText(Buffer.from(body, 'base64url').toString('utf8'));
     return typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed)
       ? (parsed as Record<string, unknown>)
       : null;

@@ -6,6 +6,7 @@
 import { hashOf } from '../crypto.js';
 import type { Decision, DenyDecision } from '../decision.js';
 import type { Emitter } from '../events.js';
+import { parseJsonText } from '../json-text.js';
 import type { GateContext, ToolSource } from '../contracts/gate.js';
 import type { Limits } from './options.js';
 import { readCall, type NormalizedCall, type UnreadableCall } from '../formats/index.js';
@@ -278,7 +279,7 @@ export function jsonSafe(value: unknown): unknown {
     // A getter or proxy trap that throws lands in the catch, as it did in the round trip.
     const copy = plainCopy(value, 0);
     if (copy !== NOT_PLAIN) return copy;
-    return JSON.parse(JSON.stringify(value ?? {})) as unknown;
+    return parseJsonText(JSON.stringify(value ?? {}));
   } catch {
     return String(value);
   }

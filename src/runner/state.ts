@@ -10,6 +10,7 @@ import { agentGraph } from './agents.js';
 import { stringList } from '../config.js';
 import { newTurn, type Run } from './run.js';
 import { macOf, sameMac } from '../crypto.js';
+import { parseJsonText } from '../json-text.js';
 import type { AgentSpec, FrameState, ResumeOptions, RunState } from './types.js';
 
 const VERSION = 3;
@@ -45,8 +46,9 @@ export function snapshot(run: Run, secret: Uint8Array): RunState {
     frames,
     pending: run.pending,
   };
-  // Signed as JSON will carry it, so a state that went through JSON.stringify/parse verifies.
-  const plain = JSON.parse(JSON.stringify(body)) as Omit<RunState, 'mac'>;
+  // Signed as JSON will carry it, so a state that went through JSON.stringify/parse verifies (read back with the
+  // keys as written: a call's arguments may hold escaped keys, src/json-text.ts).
+  const plain = parseJsonText(JSON.stringify(body)) as Omit<RunState, 'mac'>;
   return { ...plain, mac: macOf(secret, ['toolgate.state', plain]) };
 }
 

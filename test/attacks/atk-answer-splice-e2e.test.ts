@@ -5,71 +5,11 @@
 // result as JSON.parse read the upstream's line (`resultType` dropped, as the 2025 codec drops it) — or, where
 // the gateway refuses or alters the result (output schema, a result for another request, a cancelled call), not
 // the upstream's text at all.
-import { spawn } from 'node:child_process';
-import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import { emptyFile, stdioUpstream, tempDir, writePolicy } from '../harness.js';
-import { onLines } from '../lines.js';
+import { describe, expect, it } from 'vitest';
+import { spliceGateway } from './fixtures/splice-gateway.js';
 
-const MAIN = join(process.cwd(), 'src/cli/main.ts');
-const SERVER = join(process.cwd(), 'test/attacks/fixtures/atk-splice-server.ts');
-
-const stops: (() => void)[] = [];
-afterEach(() => {
-  while (stops.length) stops.pop()!();
-});
-
-/** A raw JSON-lines client of `toolgate gateway` over stdio: every line it received, requests by id. */
-async function rawGateway(env: NodeJS.ProcessEnv = process.env) {
-  const dir = tempDir('atk-splice');
-  const policy = writePolicy(dir, {
-    gateway: { upstreams: { a: stdioUpstream(SERVER) } },
-    rules: [{ name: 'all', result: 'allow' }],
-    resources: [{ name: 'all', result: 'allow' }],
-  });
-  const child = spawn(
-    process.execPath,
-    ['--import', 'tsx', MAIN, 'gateway', '--policy', policy, '--audit', emptyFile(dir, 'audit.jsonl')],
-    { stdio: ['pipe', 'pipe', 'pipe'], env },
-  );
-  stops.push(() => child.kill());
-  let stderr = '';
-  child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
-  const all: string[] = [];
-  const waiting = new Map<number, (line: string) => void>();
-  onLines(child.stdout, (line) => {
-    all.push(line);
-    const id = (JSON.parse(line) as { id?: unknown }).id;
-    if (typeof id === 'number') waiting.get(id)?.(line);
-  });
-  let next = 0;
-  const send = (message: Record<string, unknown>): void => void child.stdin.write(`${JSON.stringify(message)}\n`);
-  const request = (method: string, params: Record<string, unknown>, timeoutMs = 30_000) => {
-    const id = ++next;
-    const answered = new Promise<string>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`no answer to ${method} ${id}:\n${stderr}`)), timeoutMs);
-      waiting.set(id, (line) => {
-        clearTimeout(timer);
-        resolve(line);
-      });
-    });
-    send({ jsonrpc: '2.0', id, method, params });
-    return { id, answered };
-  };
-  await request('initialize', {
-    protocolVersion: '2025-11-25',
-    capabilities: {},
-    clientInfo: { name: 'raw', version: '1' },
-  }).answered;
-  send({ jsonrpc: '2.0', method: 'notifications/initialized' });
-  for (let tries = 0; ; tries++) {
-    const listed = await request('tools/list', {}).answered;
-    if (listed.includes('"a:typed"')) break;
-    if (tries > 100) throw new Error(listed);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  return { request, send, all };
-}
+/** The gateway in front of the hand-written upstream, all allowed. */
+const rawGateway = (env?: NodeJS.ProcessEnv) => spliceGateway(env === undefined ? {} : { env });
 
 /** What the fast path wrote before the splice for a result the upstream wrote as `upstreamLine`. */
 function before(id: number, upstreamLine: string): string {
@@ -234,7 +174,7 @@ describe('answer-lines splice through the gateway (attacks)', () => {
         values.push([result, rest]);
       }
       runs.push(values);
-      while (stops.length) stops.pop()!();
+      gw.stop();
     }
     expect(runs[0]).toEqual(runs[1]);
   }, 180_000);
