@@ -289,9 +289,12 @@ export class Deadlines<D extends Timed<D>> {
       deadline = next;
     }
     const at = now + turn.shortest;
-    // A timer armed with another setTimeout than the global one now (a fake clock's) may never fire: armed again.
+    // A timer armed with another setTimeout than the global one now (a fake clock's), or with a fake clock's (whose
+    // timers a test may clear, vi.clearAllTimers: the timer is gone, the queue would wait for it), may never fire:
+    // armed again. The real clock's timer is left as it is.
     if (!arm) return;
-    if (this.#armedWith !== setTimeout && this.#timer !== null) this.#arm(Math.min(at, this.#armedAt), now);
+    if ((this.#armedFake || this.#armedWith !== setTimeout) && this.#timer !== null)
+      this.#arm(Math.min(at, this.#armedAt), now);
     else if (at < this.#armedAt) this.#arm(at, now);
   }
 
