@@ -63,15 +63,18 @@ const OWN_NEXT_TICK: typeof process.nextTick | null = 'clock' in process.nextTic
  * The turn closers of every {@link Deadlines} whose turn opened in this turn of the event loop, run by one
  * `process.nextTick` (issue 25.2: a gateway `tools/call` opens a turn in two queues, the gate's and its raw
  * request's, and each tick cost ~3.8k instructions on Node 20, whose tick object has computed symbol keys). In the
- * order they were added, each once; a closer added while another nextTick than the one scheduled is installed (fake
- * timers) schedules its own, which runs those still waiting too.
+ * order they were added, each once; a closer added while another nextTick than the one scheduled is installed
+ * schedules its own, which runs those still waiting too; a fake clock's nextTick is handed each closer on its own.
  */
 const closers: (() => void)[] = [];
 let closersTick: typeof process.nextTick | null = null;
 
 function closeAfterTurn(close: () => void): void {
-  closers.push(close);
   const tick = process.nextTick;
+  // A fake clock's nextTick (it carries its `clock`) may drop what it holds while it stays installed (its reset,
+  // vi.clearAllTimers): a closer sharing a tick handed to it before would never run. Each is handed its own.
+  if (tick !== OWN_NEXT_TICK && 'clock' in tick) return tick(close);
+  closers.push(close);
   if (closersTick === tick) return;
   closersTick = tick;
   tick(runClosers);
@@ -289,9 +292,12 @@ export class Deadlines<D extends Timed<D>> {
       deadline = next;
     }
     const at = now + turn.shortest;
-    // A timer armed with another setTimeout than the global one now (a fake clock's) may never fire: armed again.
+    // A timer armed with another setTimeout than the global one now (a fake clock's), or with a fake clock's (whose
+    // timers a test may clear, vi.clearAllTimers: the timer is gone, the queue would wait for it), may never fire:
+    // armed again. The real clock's timer is left as it is.
     if (!arm) return;
-    if (this.#armedWith !== setTimeout && this.#timer !== null) this.#arm(Math.min(at, this.#armedAt), now);
+    if ((this.#armedFake || this.#armedWith !== setTimeout) && this.#timer !== null)
+      this.#arm(Math.min(at, this.#armedAt), now);
     else if (at < this.#armedAt) this.#arm(at, now);
   }
 
