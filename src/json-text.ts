@@ -43,6 +43,10 @@ export function parseJsonText(text: string): unknown {
  * each colon in them, nothing more (the escapes of code, Windows paths).
  */
 function escapedKeyFrom(text: string, first: number): boolean {
+  // The first backslash at or after the last key's start: the keys' starts only grow, so each backslash is found
+  // once (a `lastIndexOf` from each key's end went back to the previous backslash: a text with one backslash in a
+  // value and many keys after it cost the square of its length, seconds for a megabyte).
+  let backslash = first;
   for (let colon = text.indexOf(':', first); colon !== -1; colon = text.indexOf(':', colon + 1)) {
     const end = skipSpaceBack(text, colon - 1);
     if (text.charCodeAt(end) !== QUOTE) continue;
@@ -50,7 +54,9 @@ function escapedKeyFrom(text: string, first: number): boolean {
     let start = text.lastIndexOf('"', end - 1);
     while (start > 0 && text.charCodeAt(start - 1) === BACKSLASH && !evenRunBefore(text, start))
       start = text.lastIndexOf('"', start - 1);
-    if (text.lastIndexOf('\\', end) > start) return true;
+    if (backslash < start) backslash = text.indexOf('\\', start);
+    if (backslash !== -1 && backslash < end) return true;
+    if (backslash === -1) return false;
   }
   return false;
 }

@@ -15,6 +15,7 @@ import { basename, dirname, extname, join } from 'node:path';
 import { createPatch } from 'diff';
 import { ConfigurationError } from '../errors.js';
 import { canonical } from '../names.js';
+import { parseJsonText } from '../json-text.js';
 import { PermissionPolicy } from '../permissions/policy.js';
 import type { PermissionRule } from '../permissions/rule.js';
 import { canonicalJson, hashOf } from '../crypto.js';
@@ -139,7 +140,7 @@ export function listedDefinitionPin(definition: Parameters<typeof pinnedDefiniti
 
 /** A readable unified diff between two definitions (canonical JSON, pretty-printed). */
 export function definitionDiff(name: string, pinned: PinnedDefinition, offered: PinnedDefinition): string {
-  const pretty = (d: PinnedDefinition): string => `${JSON.stringify(JSON.parse(canonicalJson(d)), null, 2)}\n`;
+  const pretty = (d: PinnedDefinition): string => `${JSON.stringify(parseJsonText(canonicalJson(d)), null, 2)}\n`;
   return createPatch(name, pretty(pinned), pretty(offered), 'pinned', 'offered now').replace(/^Index: .*\n=+\n/, '');
 }
 
@@ -166,7 +167,7 @@ export function readLockFile(file: string): LockFileData {
   if (!existsSync(file)) return emptyLock();
   let data: unknown;
   try {
-    data = JSON.parse(readFileSync(file, 'utf8'));
+    data = parseJsonText(readFileSync(file, 'utf8')); // keys as written (Node 24: src/json-text.ts)
   } catch (error) {
     throw new ConfigurationError(`the lock file ${JSON.stringify(file)} cannot be read: ${(error as Error).message}`);
   }

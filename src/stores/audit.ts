@@ -5,6 +5,7 @@
  */
 import { appendFileSync, createReadStream, existsSync } from 'node:fs';
 import { freezeEvent } from '../events.js';
+import { parseJsonText } from '../json-text.js';
 import { linesOf } from '../lines.js';
 import { describe } from '../names.js';
 import type { ToolRegistry } from '../registry.js';
@@ -50,7 +51,7 @@ export async function queryJsonl(file: string, query?: AuditQuery): Promise<Audi
     if (line.trim() === '') continue;
     let record: AuditRecord;
     try {
-      record = JSON.parse(line) as AuditRecord;
+      record = parseJsonText(line) as AuditRecord;
     } catch {
       continue;
     }

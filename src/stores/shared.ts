@@ -2,6 +2,7 @@
  * What every store implementation shares: argument checks, the status of a pending request, reading rows
  * back, the audit query's bounds. Internal: not exported from an entry point.
  */
+import { parseJsonText } from '../json-text.js';
 import { MAX_WINDOW_MS } from '../limits/rules.js';
 import { describe } from '../names.js';
 import type {
@@ -219,12 +220,12 @@ type Row = Readonly<Record<string, unknown>>;
 /** A pending record from a stored row (any SQL store); undefined when the row cannot be read. */
 export function pendingOf(row: Row, now: number): PendingRecord | undefined {
   try {
-    const record = (typeof row['record'] === 'string' ? JSON.parse(row['record']) : row['record']) as Omit<
+    const record = (typeof row['record'] === 'string' ? parseJsonText(row['record']) : row['record']) as Omit<
       PendingRecord,
       'status' | 'answer' | 'answeredAt'
     >;
     const rawAnswer = row['answer'];
-    const answer = (typeof rawAnswer === 'string' ? JSON.parse(rawAnswer) : (rawAnswer ?? null)) as Answer | null;
+    const answer = (typeof rawAnswer === 'string' ? parseJsonText(rawAnswer) : (rawAnswer ?? null)) as Answer | null;
     const answeredAt =
       row['answered_at'] === null || row['answered_at'] === undefined ? null : Number(row['answered_at']);
     const expiresAt = Number(row['expires_at']);

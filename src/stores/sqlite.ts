@@ -5,6 +5,7 @@
  * write lock before it reads, so two processes on one file (WAL mode) cannot both win.
  */
 import Database from 'better-sqlite3';
+import { parseJsonText } from '../json-text.js';
 import { describe } from '../names.js';
 import {
   auditBounds,
@@ -404,7 +405,7 @@ function auditIn(db: Database.Database, table: string): AuditSink & AuditReader 
       add('at < ?', q.until);
       const sql = `SELECT record FROM ${table}${where.length ? ` WHERE ${where.join(' AND ')}` : ''} ORDER BY at DESC, id DESC LIMIT ?`;
       const rows = db.prepare(sql).all(...params, q.limit) as { record: string }[];
-      return rows.reverse().map((r) => JSON.parse(r.record) as AuditRecord);
+      return rows.reverse().map((r) => parseJsonText(r.record) as AuditRecord);
     },
   };
 }

@@ -194,6 +194,23 @@ describe('parseJsonText', () => {
     expect(o.a).toBe(1);
   });
 
+  it('costs time linear in the text: one backslash in a value, then many keys (atk-json24)', () => {
+    // The escaped-key search looked back from each key's end to the nearest backslash: with one early in a value
+    // and 80,000 keys after it (870 kB, a fifth of an HTTP body's bound), seconds of the event loop.
+    const keys = Array.from({ length: 80_000 }, (_, i) => `"k${i}":1`).join(',');
+    const text = `{"v":"\\\\",${keys}}`;
+    let start = performance.now();
+    JSON.parse(text);
+    const native = performance.now() - start;
+    start = performance.now();
+    expect(Object.keys(parseJsonText(text) as object)).toHaveLength(80_001);
+    // Wall clock on a loaded machine: a wide margin (the quadratic search took ~20 s here, JSON.parse ~90 ms).
+    expect(performance.now() - start).toBeLessThan(20 * native + 1000);
+    // Keys as written after the value: an escaped one late in the text is still found.
+    const late = `{"v":"\\\\",${keys},"\\u0061":2}`;
+    expect(Object.keys(parseJsonText(late) as object).at(-1)).toBe('a');
+  });
+
   it('throws what JSON.parse throws for text that is not JSON', () => {
     for (const text of [
       '',
