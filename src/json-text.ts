@@ -12,14 +12,15 @@
  * each string (keys included) by `JSON.parse` of that one string token as a value.
  */
 
-const QUOTE = 0x22;
+/** The character codes of JSON's structure (answer-lines.ts reads them too). */
+export const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
-const COLON = 0x3a;
-const COMMA = 0x2c;
-const OPEN_BRACE = 0x7b;
-const CLOSE_BRACE = 0x7d;
-const OPEN_BRACKET = 0x5b;
-const CLOSE_BRACKET = 0x5d;
+export const COLON = 0x3a;
+export const COMMA = 0x2c;
+export const OPEN_BRACE = 0x7b;
+export const CLOSE_BRACE = 0x7d;
+export const OPEN_BRACKET = 0x5b;
+export const CLOSE_BRACKET = 0x5d;
 
 /**
  * `JSON.parse(text)` with every object key as the text writes it, whatever keys the process's earlier parses
@@ -102,6 +103,12 @@ function skipSpace(text: string, i: number): number {
 
 const NUMBER = /-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?/y;
 
+/** The index after the JSON number token at `i` of `text`, or -1 when none starts there. */
+export function numberEnd(text: string, i: number): number {
+  NUMBER.lastIndex = i;
+  return NUMBER.test(text) ? NUMBER.lastIndex : -1;
+}
+
 /**
  * An object or array being read, the key its next value goes under (an object's), and the one it is in (a
  * linked list, not an array: no prototype's index setter can touch it).
@@ -156,10 +163,10 @@ function readStrictly(text: string): unknown {
       value = null;
       i += 4;
     } else {
-      NUMBER.lastIndex = i;
-      if (!NUMBER.test(text)) refuse(i);
-      value = JSON.parse(text.slice(i, NUMBER.lastIndex));
-      i = NUMBER.lastIndex;
+      const end = numberEnd(text, i);
+      if (end === -1) refuse(i);
+      value = JSON.parse(text.slice(i, end));
+      i = end;
     }
     // A value read: it goes into the containers it ends, each then a value of the one around it.
     for (;;) {

@@ -16,7 +16,18 @@
  * other keys than the line's, which this splice then wrote to the client.
  */
 
-import { closingQuote, evenRunBefore } from '../json-text.js';
+import {
+  CLOSE_BRACE,
+  CLOSE_BRACKET,
+  closingQuote,
+  COLON,
+  COMMA,
+  evenRunBefore,
+  numberEnd,
+  OPEN_BRACE,
+  OPEN_BRACKET,
+  QUOTE,
+} from '../json-text.js';
 
 /** The line each raw result was parsed from (set by the upstream's reader, upstream-raw.ts). */
 const lines = new WeakMap<object, string>();
@@ -26,16 +37,6 @@ export function noteAnswerLine(result: unknown, line: string): void {
   if (typeof result === 'object' && result !== null) lines.set(result, line);
 }
 
-/** A JSON number, checked against its shortest round-trip form when not a short integer. */
-const NUMBER = /-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?/y;
-
-const QUOTE = 0x22;
-const COLON = 0x3a;
-const COMMA = 0x2c;
-const OPEN_BRACE = 0x7b;
-const CLOSE_BRACE = 0x7d;
-const OPEN_BRACKET = 0x5b;
-const CLOSE_BRACKET = 0x5d;
 const MINUS = 0x2d;
 const ZERO = 0x30;
 const NINE = 0x39;
@@ -125,9 +126,8 @@ const MAYBE_ODD_ESCAPE = /\\[/u]/;
 
 /** The index after the number at `i` when `JSON.stringify` writes it so; -1 otherwise. */
 function scanNumber(text: string, i: number): number {
-  NUMBER.lastIndex = i;
-  if (!NUMBER.test(text)) return -1;
-  const after = NUMBER.lastIndex;
+  const after = numberEnd(text, i);
+  if (after === -1) return -1;
   const token = text.slice(i, after);
   // -0 is written 0; 1.0, 1e2, 0.10 and integers past 2^53 are not in their shortest form.
   return String(Number(token)) === token ? after : -1;
