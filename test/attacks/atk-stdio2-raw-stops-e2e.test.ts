@@ -7,85 +7,25 @@
  * client request must get at most one answer, its own (no other call's result nor progress), a stopped call never a
  * success, and the fast path must answer and audit what the SDK path does.
  */
-import { spawn } from 'node:child_process';
-import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import { emptyFile, jsonLines, stdioUpstream, tempDir, until, writePolicy } from '../harness.js';
-import { onLines } from '../lines.js';
+import { describe, expect, it } from 'vitest';
+import { spliceGateway } from './fixtures/splice-gateway.js';
 
-const MAIN = join(process.cwd(), 'src/cli/main.ts');
-const SERVER = join(process.cwd(), 'test/attacks/fixtures/atk-splice-server.ts');
 const CALL_TIMEOUT_MS = 600;
 const TOOL_TIMEOUT_MS = 300;
 
-const stops: (() => void)[] = [];
-afterEach(() => {
-  while (stops.length) stops.pop()!();
-});
-
+/** The gateway with the fast path or without; a request gives its id. */
 async function gateway(fast: boolean) {
-  const dir = tempDir('atk-stdio2-stops');
-  const audit = emptyFile(dir, 'audit.jsonl');
-  const policy = writePolicy(dir, {
-    gateway: { upstreams: { a: { ...stdioUpstream(SERVER), callTimeoutMs: CALL_TIMEOUT_MS } } },
+  const g = await spliceGateway({
+    callTimeoutMs: CALL_TIMEOUT_MS,
     tools: { 'a:say': { timeoutMs: TOOL_TIMEOUT_MS } },
-    rules: [{ name: 'all', result: 'allow' }],
+    ...(fast ? {} : { env: { ...process.env, TOOLGATE_GATEWAY_FAST_PATH: 'off' } }),
   });
-  const env = { ...process.env, ...(fast ? {} : { TOOLGATE_GATEWAY_FAST_PATH: 'off' }) };
-  const child = spawn(process.execPath, ['--import', 'tsx', MAIN, 'gateway', '--policy', policy, '--audit', audit], {
-    stdio: ['pipe', 'pipe', 'pipe'],
-    env,
-  });
-  stops.push(() => child.kill());
-  let stderr = '';
-  child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
-  const answers = new Map<number, Record<string, unknown>[]>();
-  const progress = new Map<string, unknown[]>();
-  onLines(child.stdout, (line) => {
-    const message = JSON.parse(line) as Record<string, unknown>;
-    if (message['method'] === 'notifications/progress') {
-      const params = message['params'] as { progressToken?: unknown; progress?: unknown };
-      const token = String(params.progressToken);
-      progress.set(token, [...(progress.get(token) ?? []), params.progress]);
-    }
-    const id = message['id'];
-    if (typeof id === 'number' && !('method' in message)) answers.set(id, [...(answers.get(id) ?? []), message]);
-  });
-  let next = 0;
-  const send = (message: Record<string, unknown>): void => void child.stdin.write(`${JSON.stringify(message)}\n`);
   const request = (method: string, params: Record<string, unknown>): number => {
-    const id = ++next;
-    send({ jsonrpc: '2.0', id, method, params });
+    const { id, answered } = g.request(method, params);
+    answered.catch(() => {}); // a stopped call may get no answer: `answers` and `answered(id)` are what count here
     return id;
   };
-  const answered = async (id: number): Promise<Record<string, unknown>> => {
-    await until(
-      `an answer to ${id}`,
-      () => answers.has(id),
-      () => stderr,
-    );
-    return answers.get(id)![0]!;
-  };
-  await answered(
-    request('initialize', {
-      protocolVersion: '2025-11-25',
-      capabilities: {},
-      clientInfo: { name: 'raw', version: '1' },
-    }),
-  );
-  send({ jsonrpc: '2.0', method: 'notifications/initialized' });
-  for (let tries = 0; ; tries++) {
-    const listed = JSON.stringify(await answered(request('tools/list', {})));
-    if (listed.includes('"a:typed"')) break;
-    if (tries > 100) throw new Error(listed);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  const stop = async (): Promise<Record<string, unknown>[]> => {
-    child.stdin.end();
-    await until('the gateway exited', () => child.exitCode !== null || child.signalCode !== null);
-    return jsonLines(audit).filter((r) => r['type'] === 'tool');
-  };
-  return { request, send, answered, answers, progress, stop };
+  return { ...g, request, stop: g.finish };
 }
 
 const result = (r: unknown): string => `{"jsonrpc":"2.0","id":__ID__,"result":${JSON.stringify(r)}}`;

@@ -5,81 +5,22 @@
 // progress before the result, and no answer at all (the upstream's call timeout: an unknown outcome). The same
 // seeded cases go through `toolgate gateway` with the fast path and with it off (TOOLGATE_GATEWAY_FAST_PATH=off);
 // the client's answers, the progress it hears and the audit trail must be the same.
-import { spawn } from 'node:child_process';
-import { join } from 'node:path';
 import fc from 'fast-check';
-import { afterEach, describe, expect, it } from 'vitest';
-import { emptyFile, jsonLines, stdioUpstream, tempDir, until, writePolicy } from '../harness.js';
-import { onLines } from '../lines.js';
+import { describe, expect, it } from 'vitest';
+import { spliceGateway } from '../attacks/fixtures/splice-gateway.js';
 
-const MAIN = join(process.cwd(), 'src/cli/main.ts');
-const SERVER = join(process.cwd(), 'test/attacks/fixtures/atk-splice-server.ts');
 const CALL_TIMEOUT_MS = 400;
-
-const stops: (() => void)[] = [];
-afterEach(() => {
-  while (stops.length) stops.pop()!();
-});
 
 /** A raw JSON-lines client of `toolgate gateway` over stdio; progress lines counted per request. */
 async function rawGateway(fast: boolean) {
-  const dir = tempDir('raw-diff');
-  const audit = emptyFile(dir, 'audit.jsonl');
-  const policy = writePolicy(dir, {
-    gateway: { upstreams: { a: { ...stdioUpstream(SERVER), callTimeoutMs: CALL_TIMEOUT_MS } } },
-    rules: [{ name: 'all', result: 'allow' }],
+  const g = await spliceGateway({
+    callTimeoutMs: CALL_TIMEOUT_MS,
+    ...(fast ? {} : { env: { ...process.env, TOOLGATE_GATEWAY_FAST_PATH: 'off' } }),
   });
-  const env = { ...process.env, ...(fast ? {} : { TOOLGATE_GATEWAY_FAST_PATH: 'off' }) };
-  const child = spawn(process.execPath, ['--import', 'tsx', MAIN, 'gateway', '--policy', policy, '--audit', audit], {
-    stdio: ['pipe', 'pipe', 'pipe'],
-    env,
-  });
-  stops.push(() => child.kill());
-  let stderr = '';
-  child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
-  const waiting = new Map<number, (message: Record<string, unknown>) => void>();
-  const progress = new Map<string, number>();
-  onLines(child.stdout, (line) => {
-    const message = JSON.parse(line) as Record<string, unknown>;
-    if (message['method'] === 'notifications/progress') {
-      const token = String((message['params'] as { progressToken?: unknown }).progressToken);
-      progress.set(token, (progress.get(token) ?? 0) + 1);
-    }
-    const id = message['id'];
-    if (typeof id === 'number') waiting.get(id)?.(message);
-  });
-  let next = 0;
-  const send = (message: Record<string, unknown>): void => void child.stdin.write(`${JSON.stringify(message)}\n`);
-  const request = (method: string, params: Record<string, unknown>) => {
-    const id = ++next;
-    const answered = new Promise<Record<string, unknown>>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`no answer to ${method} ${id}:\n${stderr}`)), 30_000);
-      waiting.set(id, (message) => {
-        clearTimeout(timer);
-        resolve(message);
-      });
-    });
-    send({ jsonrpc: '2.0', id, method, params });
-    return answered;
-  };
-  await request('initialize', {
-    protocolVersion: '2025-11-25',
-    capabilities: {},
-    clientInfo: { name: 'raw', version: '1' },
-  });
-  send({ jsonrpc: '2.0', method: 'notifications/initialized' });
-  for (let tries = 0; ; tries++) {
-    const listed = JSON.stringify(await request('tools/list', {}));
-    if (listed.includes('"a:typed"')) break;
-    if (tries > 100) throw new Error(listed);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  const stop = async (): Promise<Record<string, unknown>[]> => {
-    child.stdin.end();
-    await until('the gateway exited', () => child.exitCode !== null || child.signalCode !== null);
-    return jsonLines(audit).filter((r) => r['type'] === 'tool');
-  };
-  return { request, progress, stop };
+  const request = async (method: string, params: Record<string, unknown>): Promise<Record<string, unknown>> =>
+    JSON.parse(await g.request(method, params).answered) as Record<string, unknown>;
+  const progress = { get: (token: string): number | undefined => g.progress.get(token)?.length };
+  return { request, progress, stop: g.finish };
 }
 
 /**
