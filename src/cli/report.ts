@@ -8,6 +8,7 @@ import type { GatewayAuditRecord } from '../gateway/audit.js';
 import { readInput, type Cli } from './context.js';
 import { EXIT, exitCodes, USAGE_LINE } from './exit-codes.js';
 import { table, terminalSafe } from './render.js';
+import { parseJsonText } from '../json-text.js';
 
 /** The summary `toolgate report` prints. */
 export interface ShadowReport {
@@ -55,7 +56,7 @@ export function shadowReport(lines: readonly string[]): ShadowReport {
     if (line.trim() === '') continue;
     let record: GatewayAuditRecord;
     try {
-      record = JSON.parse(line) as GatewayAuditRecord;
+      record = parseJsonText(line) as GatewayAuditRecord;
       if (typeof record !== 'object' || record === null || typeof record.type !== 'string')
         throw new Error('not a record');
     } catch {

@@ -6,6 +6,7 @@
  */
 import { describe } from '../names.js';
 import type { InboxAuditEntry, InboxAuditLog, InboxAuditRecord } from './context.js';
+import { parseJsonText } from '../json-text.js';
 
 /** An audit log that can be read back, and closed. */
 export interface InboxAuditStore extends Required<InboxAuditLog> {
@@ -17,7 +18,7 @@ const TYPES = new Set(['approval_answered', 'approval_answer_refused', 'approval
 
 function entryOf(seq: string | number, json: unknown): InboxAuditEntry | null {
   try {
-    const record = (typeof json === 'string' ? JSON.parse(json) : json) as InboxAuditRecord;
+    const record = (typeof json === 'string' ? parseJsonText(json) : json) as InboxAuditRecord;
     if (typeof record !== 'object' || record === null || !TYPES.has(record.type)) return null;
     return { ...record, seq: String(seq) };
   } catch {

@@ -92,7 +92,7 @@ export function rememberedRow(answer: RememberedAnswer): RememberedAnswer {
 export function readOutcome(value: unknown): LedgerOutcome | null {
   if (typeof value === 'string') {
     try {
-      value = JSON.parse(value);
+      value = parseJsonText(value);
     } catch {
       return null;
     }
@@ -314,7 +314,7 @@ export function settledOutcome(
 function readSettlement(value: unknown, at: number): LedgerSettlementRecord | null {
   if (typeof value === 'string') {
     try {
-      value = JSON.parse(value);
+      value = parseJsonText(value);
     } catch {
       return null;
     }

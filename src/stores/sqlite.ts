@@ -231,7 +231,7 @@ function rememberedIn(db: Database.Database, table: string, now: () => number): 
       const row = select.get(key) as { answer: string; until: number | null } | undefined;
       if (!row || (row.until !== null && row.until <= now())) return undefined;
       try {
-        return readRemembered(JSON.parse(row.answer));
+        return readRemembered(parseJsonText(row.answer));
       } catch {
         return undefined;
       }
