@@ -133,10 +133,31 @@ export function outputChecked(
 export function eraResult(codec: WireCodec, method: string, raw: unknown): unknown {
   const outcome = codec.validateResult(method, raw);
   if (outcome.ok) return outcome.value;
-  throw new SdkError(
-    SdkErrorCode.InvalidResult,
-    `Invalid result for ${method}: ${outcome.reason === 'invalid' ? outcome.message : `not-in-era: ${method}`}`,
+  throw boundedRefusal(
+    new SdkError(
+      SdkErrorCode.InvalidResult,
+      `Invalid result for ${method}: ${outcome.reason === 'invalid' ? outcome.message : `not-in-era: ${method}`}`,
+    ),
   );
+}
+
+/** The most characters of a refused result's message that reach the client ({@link boundedRefusal}). */
+export const REFUSAL_MAX_CHARS = 16_384;
+
+/**
+ * `error` with its message cut to {@link REFUSAL_MAX_CHARS} characters (the cut said, within them) when it is the
+ * SDK's refusal of an upstream's result (InvalidResult); any other error as it is. The SDK words a refusal as its
+ * zod error's text, pretty-printed JSON of every issue with every union branch's: ~3.3k characters for one text
+ * block without `text` (16 bytes), so a 320 KB answer of such blocks made a 73.7 MB answer to the client (its
+ * own stdio reader takes lines of at most 10 MiB). Cut the same way on every path (upstream-call.ts's failedCall,
+ * upstream-client.ts's reads, and here): a message of one cut again is left as it is.
+ */
+export function boundedRefusal(error: unknown): unknown {
+  if (!(error instanceof SdkError) || error.code !== SdkErrorCode.InvalidResult) return error;
+  const message = error.message;
+  if (message.length <= REFUSAL_MAX_CHARS) return error;
+  const note = ` … (cut: ${message.length} characters)`;
+  return new SdkError(SdkErrorCode.InvalidResult, message.slice(0, REFUSAL_MAX_CHARS - note.length) + note, error.data);
 }
 
 /**

@@ -89,6 +89,7 @@ const reads: readonly (readonly string[])[] = [
   [answer({ contents: [], _meta: 'm' })],
   [answer({})],
   [answer({ contents: [], resultType: 'complete' })],
+  [answer({ contents: Array.from({ length: 40 }, () => ({ uri: 'atk://x' })) })],
   ['{"jsonrpc":"2.0","id":__ID__,"error":{"code":-32002,"message":"not found","data":{"uri":"atk://x"}}}'],
 ];
 
@@ -110,6 +111,8 @@ describe('the fast path to a 2025-era stdio upstream answers as the SDK path doe
       { tool: 'say', lines: [answer({ requestState: 's' })], token: false },
       { tool: 'say', lines: [answer({ task: { taskId: 't' } })], token: false },
       { tool: 'say', lines: [answer({ structuredContent: { n: 1 } })], token: false },
+      // A refusal longer than REFUSAL_MAX_CHARS (raw-results.ts): cut the same way on both paths.
+      { tool: 'say', lines: [answer({ content: Array.from({ length: 40 }, () => ({ type: 'text' })) })], token: false },
     );
     const runs = [];
     for (const fast of [true, false]) {
