@@ -1,17 +1,20 @@
 /**
  * The shapes of an upstream's result that the SDKs' zod schemas give back unchanged (issue 25.2): a raw answer in
- * one of them is handed on as parsed, anything else is validated by the SDK's spec schema (upstream-raw.ts,
- * upstream-raw-modern.ts, fastpath.ts).
+ * one of them is handed on as parsed, anything else is validated as the SDK Client validates it — its wire codec's
+ * result schema, its error ({@link eraResult}; upstream-raw.ts, upstream-raw-modern.ts, fastpath.ts).
  */
 import {
+  Client,
   ProtocolError,
   ProtocolErrorCode,
   SdkError,
   SdkErrorCode,
-  specTypeSchemas,
   type CallToolResult,
   type JsonSchemaValidator,
 } from '@modelcontextprotocol/client';
+
+/** The SDK Client's wire codec of one protocol era (its `_wireCodec()`). */
+export type WireCodec = ReturnType<Client['_wireCodec']>;
 
 /** A plain object: its prototype Object.prototype or null, not an array. */
 export function isPlainObject(value: unknown): value is Record<string, unknown> {
@@ -79,9 +82,9 @@ export function plainReadResourceResult(result: unknown): boolean {
 }
 
 /**
- * A 2025-era `tools/call` answer's result as the SDK Client hands it on: validated by the SDK's spec schema
- * unless already in the form that validation returns unchanged, then its structured content checked against the
- * tool's output schema ({@link outputChecked}). Throws the SDK's errors.
+ * A 2025-era `tools/call` answer's result as the SDK Client hands it on: validated by the Client's 2025-era codec
+ * ({@link legacyResult}) unless already in the form that validation returns unchanged, then its structured
+ * content checked against the tool's output schema ({@link outputChecked}). Throws the SDK's errors.
  */
 export function rawToolResult(
   raw: unknown,
@@ -90,7 +93,7 @@ export function rawToolResult(
 ): CallToolResult {
   const result = plainCallToolResult(raw)
     ? (raw as CallToolResult)
-    : (checked('tools/call', specTypeSchemas.CallToolResult['~standard'].validate(raw)) as CallToolResult);
+    : (legacyResult('tools/call', raw) as CallToolResult);
   return outputChecked(result, validator, name);
 }
 
@@ -123,19 +126,63 @@ export function outputChecked(
   return result;
 }
 
-/** The output of one of the SDK's spec schemas, or the SDK's InvalidResult error. */
-export function checked(method: string, outcome: unknown): unknown {
-  const result = outcome as { value?: unknown; issues?: readonly { message: string; path?: readonly unknown[] }[] };
-  if (outcome instanceof Promise) throw new SdkError(SdkErrorCode.InvalidResult, `Invalid result for ${method}`);
-  if (result.issues && result.issues.length > 0) {
-    const error = result.issues
-      .map((i) =>
-        i.path?.length
-          ? `${i.path.map((p) => String(typeof p === 'object' && p !== null ? (p as { key: unknown }).key : p)).join('.')}: ${i.message}`
-          : i.message,
-      )
-      .join(', ');
-    throw new SdkError(SdkErrorCode.InvalidResult, `Invalid result for ${method}: ${error}`);
+/**
+ * A result as the SDK Client's request funnel resolves it once decoded: the value the era codec's result schema
+ * gives, or the funnel's error — `Invalid result for <method>: ` and the codec's message (the zod error's text).
+ */
+export function eraResult(codec: WireCodec, method: string, raw: unknown): unknown {
+  const outcome = codec.validateResult(method, raw);
+  if (outcome.ok) return outcome.value;
+  throw boundedRefusal(
+    new SdkError(
+      SdkErrorCode.InvalidResult,
+      `Invalid result for ${method}: ${outcome.reason === 'invalid' ? outcome.message : `not-in-era: ${method}`}`,
+    ),
+  );
+}
+
+/** The most characters of a refused result's message that reach the client ({@link boundedRefusal}). */
+export const REFUSAL_MAX_CHARS = 16_384;
+
+/**
+ * `error` with its message cut to {@link REFUSAL_MAX_CHARS} characters (the cut said, within them) when it is the
+ * SDK's refusal of an upstream's result (InvalidResult); any other error as it is. The SDK words a refusal as its
+ * zod error's text, pretty-printed JSON of every issue with every union branch's: ~3.3k characters for one text
+ * block without `text` (16 bytes), so a 320 KB answer of such blocks made a 73.7 MB answer to the client (its
+ * own stdio reader takes lines of at most 10 MiB). Cut the same way on every path (upstream-call.ts's failedCall,
+ * upstream-client.ts's reads, and here): a message of one cut again is left as it is.
+ */
+export function boundedRefusal(error: unknown): unknown {
+  if (!(error instanceof SdkError) || error.code !== SdkErrorCode.InvalidResult) return error;
+  const message = error.message;
+  if (message.length <= REFUSAL_MAX_CHARS) return error;
+  const note = ` … (cut: ${message.length} characters)`;
+  return new SdkError(SdkErrorCode.InvalidResult, message.slice(0, REFUSAL_MAX_CHARS - note.length) + note, error.data);
+}
+
+/**
+ * A 2025-era upstream's result (its `resultType` removed) as the SDK Client resolves it: {@link eraResult} with
+ * the Client's 2025-era codec — the SDK path's own schema (`structuredContent` a record, `content` required beside
+ * another result family's keys) and wording, where the SDK's neutral spec schema (`specTypeSchemas`) takes more
+ * and words its issues otherwise.
+ */
+export function legacyResult(method: string, raw: unknown): unknown {
+  return eraResult(LegacyCodec.get(), method, raw);
+}
+
+/**
+ * Where the 2025-era codec is taken from: a Client's `_wireCodec()` before any 2026-07-28 revision is negotiated
+ * is the SDK's one 2025-era codec, the one a 2025-era upstream's Client uses (taken once, on the first result that
+ * is not plain; anything else fails closed).
+ */
+class LegacyCodec extends Client {
+  static #codec: WireCodec | undefined;
+
+  static get(): WireCodec {
+    if (LegacyCodec.#codec !== undefined) return LegacyCodec.#codec;
+    const codec = new LegacyCodec({ name: 'toolgate-legacy-codec', version: '0' })._wireCodec();
+    if (codec.era !== '2025-11-25')
+      throw new Error(`toolgate gateway: the SDK's first codec is ${codec.era}, not 2025-11-25`);
+    return (LegacyCodec.#codec = codec);
   }
-  return result.value;
 }

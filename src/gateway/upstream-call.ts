@@ -17,7 +17,7 @@ import {
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { upstreamTaskOf, type McpSession, type UpstreamTask } from '../mcp/index.js';
 import type { RawOutcome } from './upstream-raw.js';
-import { rawToolResult } from './raw-results.js';
+import { boundedRefusal, rawToolResult } from './raw-results.js';
 
 /** What the client needs of the upstream it belongs to (upstream.ts's Upstream). */
 export interface ClientUpstream {
@@ -194,7 +194,8 @@ export function failedCall(
     if (scope) scope.unanswered = text;
     return new Error(text);
   }
-  return error;
+  // A refused result's message at most REFUSAL_MAX_CHARS characters, on every path (the SDK's is unbounded).
+  return boundedRefusal(error);
 }
 
 /**

@@ -30,6 +30,7 @@ import {
   type ClientUpstream,
   type UpstreamInput,
 } from './upstream-call.js';
+import { boundedRefusal } from './raw-results.js';
 import { RawRequests, type ModernWire, type RawOptions } from './upstream-raw.js';
 import { RawHttpTransport } from './upstream-raw-http.js';
 import { asIs, modernWire, sendsNoHeaders, withoutClientEnvelope } from './upstream-raw-modern.js';
@@ -48,6 +49,14 @@ export function objectSchema(message: string) {
           : { issues: [{ message }] },
     },
   } as const;
+}
+
+/**
+ * A read that failed, its error as every path gives it (a refused result's message bounded: raw-results.ts's
+ * boundedRefusal; the raw 2025-era read bounds its own).
+ */
+function refusedRead(error: unknown): never {
+  throw boundedRefusal(error);
 }
 
 /** The client capabilities an upstream's input requests need (MRTR's three). */
@@ -272,10 +281,10 @@ export class GatewayClient extends Client {
     if (this.#rawModern(scope, null, false, params.uri))
       return this.raw
         .readResource(this.#leveled(this.#withInput(params, input), scope), options ?? {}, this.#modern)
-        .then((r) => relayedInput(r, input, this.#upstream.namespace, () => ({ contents: [] })));
+        .then((r) => relayedInput(r, input, this.#upstream.namespace, () => ({ contents: [] })), refusedRead);
     return super
       .readResource(this.#withInput(params, input), options)
-      .then((r) => relayedInput(r, input, this.#upstream.namespace, () => ({ contents: [] })));
+      .then((r) => relayedInput(r, input, this.#upstream.namespace, () => ({ contents: [] })), refusedRead);
   }
 
   override getPrompt(

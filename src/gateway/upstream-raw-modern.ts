@@ -20,7 +20,7 @@ import {
   type Tool as McpTool,
 } from '@modelcontextprotocol/client';
 import { MODERN_VERSION } from '../mcp/index.js';
-import { isPlainObject } from './raw-results.js';
+import { eraResult, isPlainObject } from './raw-results.js';
 import { type ModernWire, type RawOptions } from './upstream-raw.js';
 
 /** The Client's protected members a 2026-07-28 raw request uses (a subclass hands them over). */
@@ -82,12 +82,7 @@ function modernResult(
       `Unsupported result type '${(decoded as { kind: string }).kind}' for ${method}`,
       { resultType: (decoded as { kind: string }).kind, method },
     );
-  const outcome = codec.validateResult(method, decoded.result);
-  if (outcome.ok) return outcome.value;
-  throw new SdkError(
-    SdkErrorCode.InvalidResult,
-    `Invalid result for ${method}: ${outcome.reason === 'invalid' ? outcome.message : `not-in-era: ${method}`}`,
-  );
+  return eraResult(codec, method, decoded.result);
 }
 
 const SERVER_INFO = 'io.modelcontextprotocol/serverInfo';

@@ -8,7 +8,8 @@
  * error answer (ProtocolError) or a closed connection, the same output-schema check of a tool's structured
  * content (the SDK's Ajv validator, its messages). The zod validation of the result is skipped only for a
  * result already in the form that validation would return unchanged ({@link plainCallToolResult},
- * {@link plainReadResourceResult}); any other result goes through the SDK's spec schema.
+ * {@link plainReadResourceResult}); any other result goes through the SDK Client's 2025-era codec, as on the
+ * SDK path (raw-results.ts's legacyResult: its schema, its error).
  */
 import {
   parseJSONRPCMessage,
@@ -16,7 +17,6 @@ import {
   ProtocolErrorCode,
   SdkError,
   SdkErrorCode,
-  specTypeSchemas,
   STDIO_DEFAULT_MAX_BUFFER_SIZE,
   type CallToolResult,
   type JSONRPCMessage,
@@ -31,7 +31,7 @@ import { parseJsonText } from '../json-text.js';
 import { Lines } from '../lines.js';
 import { outputSchemaValidator } from '../mcp/index.js';
 import { noteAnswerLine } from './answer-lines.js';
-import { checked, isPlainObject, outputChecked, plainReadResourceResult, rawToolResult } from './raw-results.js';
+import { isPlainObject, legacyResult, outputChecked, plainReadResourceResult, rawToolResult } from './raw-results.js';
 
 /** The prefix of the gateway's own request ids towards an upstream. */
 const RAW_ID = 'toolgate-raw:';
@@ -172,10 +172,7 @@ export class RawRequests {
     const raw = await this.#request('resources/read', params, options, modern);
     if (modern) return modern.result('resources/read', raw, options) as ReadResourceResult;
     if (plainReadResourceResult(raw)) return raw as ReadResourceResult;
-    return checked(
-      'resources/read',
-      specTypeSchemas.ReadResourceResult['~standard'].validate(raw),
-    ) as ReadResourceResult;
+    return legacyResult('resources/read', raw) as ReadResourceResult;
   }
 
   /**
