@@ -7,6 +7,11 @@
 //    issue (allErrors), each with its path and the schema's words. 100 required property names of 200 characters
 //    and an answer of 200 empty objects (681 bytes) made a 4,807,169-byte answer to the client on both paths
 //    (~24 KB per empty object: by arithmetic, 437 pass the 10 MiB line a v2 SDK client reads).
+// 2. A result's `_meta` with a malformed `io.modelcontextprotocol/serverInfo` (not an Implementation, or one with
+//    keys of its own) reached the client as the upstream wrote it on the fast path: the raw answer skips the SDK's
+//    JSON-RPC schema, whose result `_meta` drops an invalid serverInfo (`.catch(undefined)`) and strips an
+//    Implementation's unknown keys, and the 2025-era codec's result schema checks neither. The SDK path answered
+//    `_meta: {}` (or the serverInfo without the extra key), the fast path the upstream's bytes.
 import { describe, expect, it } from 'vitest';
 import { issuesText, OUTPUT_ISSUES_MAX_CHARS } from '../../src/mcp/output-schemas.js';
 import { spliceGateway } from './fixtures/splice-gateway.js';
@@ -83,6 +88,15 @@ describe('an upstream against the fast path’s refusals (real gateway, both pat
     }
     expect(fast.refused.answer).toEqual(sdk.refused.answer);
     expect(fast.audit).toEqual(sdk.audit);
+  });
+
+  it('a result’s serverInfo reaches the client as the SDK path reads it (tools/call and resources/read)', async () => {
+    const [fast, sdk] = await runs();
+    metas.forEach((meta, i) => {
+      expect(fast.metaCalls[i], `tools/call _meta ${JSON.stringify(meta)}`).toEqual(sdk.metaCalls[i]);
+      expect(fast.metaReads[i], `resources/read _meta ${JSON.stringify(meta)}`).toEqual(sdk.metaReads[i]);
+    });
+    expect(JSON.stringify([fast.metaCalls, fast.metaReads])).not.toContain('kept by the fast path');
   });
 });
 
