@@ -12,7 +12,9 @@
 //    JSON-RPC schema, whose result `_meta` drops an invalid serverInfo (`.catch(undefined)`) and strips an
 //    Implementation's unknown keys, and the 2025-era codec's result schema checks neither. The SDK path answered
 //    `_meta: {}` (or the serverInfo without the extra key), the fast path the upstream's bytes.
+import { parseJSONRPCMessage } from '@modelcontextprotocol/client';
 import { describe, expect, it } from 'vitest';
+import { readMessage } from '../../src/gateway/upstream-raw-post.js';
 import { issuesText, OUTPUT_ISSUES_MAX_CHARS } from '../../src/mcp/output-schemas.js';
 import { spliceGateway } from './fixtures/splice-gateway.js';
 
@@ -112,5 +114,19 @@ describe('issuesText (src/mcp/output-schemas.ts)', () => {
     const one = 'x'.repeat(OUTPUT_ISSUES_MAX_CHARS * 4);
     expect(issuesText([one])).toHaveLength(OUTPUT_ISSUES_MAX_CHARS);
     expect(issuesText(['x'.repeat(OUTPUT_ISSUES_MAX_CHARS)])).toHaveLength(OUTPUT_ISSUES_MAX_CHARS);
+  });
+});
+
+describe('readMessage (upstream-raw-post.ts: the raw HTTP answers, the same rawAnswer as stdio)', () => {
+  it("hands on a raw answer whose result _meta holds a serverInfo as the SDK's JSON-RPC schema gives it", () => {
+    for (const meta of metas)
+      for (const result of [
+        { content: block, _meta: meta },
+        { contents: [{ uri: 'atk://x', text: 'a' }], _meta: meta },
+      ])
+        for (const id of ['toolgate-raw:1', 7]) {
+          const text = JSON.stringify({ jsonrpc: '2.0', id, result });
+          expect(readMessage(text, id), text).toEqual(parseJSONRPCMessage(JSON.parse(text)));
+        }
   });
 });
