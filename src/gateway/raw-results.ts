@@ -28,6 +28,28 @@ function plainRecord(value: unknown): value is Record<string, unknown> {
   return isPlainObject(value) && !Object.hasOwn(value, '__proto__');
 }
 
+const SERVER_INFO = 'io.modelcontextprotocol/serverInfo';
+
+/**
+ * A result's `_meta` the SDK's JSON-RPC schema keeps as it is: absent, or none of the keys the schemas check but a
+ * well-formed serverInfo (a `name` and a `version`, nothing else). The schema drops a serverInfo that is not an
+ * Implementation (`.catch(undefined)`) and strips an Implementation's keys of its own, which the 2025-era codec's
+ * result schema checks neither: a raw answer whose `_meta` is anything else is parsed by the SDK's schema
+ * (upstream-raw.ts's rawAnswer, upstream-raw-post.ts's plainAnswerTo).
+ */
+export function plainResultMeta(meta: unknown): boolean {
+  if (meta === undefined) return true;
+  if (!plainRecord(meta)) return false;
+  for (const key of Object.keys(meta)) {
+    if (key === SERVER_INFO) {
+      const info = meta[key];
+      if (!plainRecord(info) || Object.keys(info).length !== 2) return false;
+      if (typeof info['name'] !== 'string' || typeof info['version'] !== 'string') return false;
+    } else if (key === 'progressToken' || key.startsWith('io.modelcontextprotocol/')) return false;
+  }
+  return true;
+}
+
 /**
  * A result's `_meta` that every schema passes through unchanged: absent, or a plain object with none of the
  * keys the SDKs' schemas check (`progressToken`, `io.modelcontextprotocol/…`).

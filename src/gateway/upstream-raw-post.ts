@@ -17,7 +17,7 @@ import {
 import { GrowingBytes } from '../growing-bytes.js';
 import { parseJsonText } from '../json-text.js';
 import type { BodySink, RawExchange, RawHandler, RawResponse } from './http-own-client.js';
-import { isPlainObject } from './raw-results.js';
+import { isPlainObject, plainResultMeta } from './raw-results.js';
 import { rawAnswer } from './upstream-raw.js';
 import { contentTypeOf, essenceOf, SseEvents, textOf } from './upstream-sse.js';
 
@@ -358,20 +358,4 @@ function plainAnswerTo(message: unknown, id: string | number): boolean {
 /** A plain object without an own `__proto__` (which a schema's copy would not keep). */
 function ownPlain(value: unknown): value is Record<string, unknown> {
   return isPlainObject(value) && !Object.hasOwn(value, '__proto__');
-}
-
-const SERVER_INFO = 'io.modelcontextprotocol/serverInfo';
-
-/** A result's `_meta` the JSON-RPC schema keeps as it is (see {@link plainAnswerTo}). */
-function plainResultMeta(meta: unknown): boolean {
-  if (meta === undefined) return true;
-  if (!ownPlain(meta)) return false;
-  for (const key of Object.keys(meta)) {
-    if (key === SERVER_INFO) {
-      const info = meta[key];
-      if (!ownPlain(info) || Object.keys(info).length !== 2) return false;
-      if (typeof info['name'] !== 'string' || typeof info['version'] !== 'string') return false;
-    } else if (key === 'progressToken' || key.startsWith('io.modelcontextprotocol/')) return false;
-  }
-  return true;
 }

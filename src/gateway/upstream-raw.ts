@@ -31,7 +31,14 @@ import { parseJsonText } from '../json-text.js';
 import { Lines } from '../lines.js';
 import { outputSchemaValidator } from '../mcp/index.js';
 import { noteAnswerLine } from './answer-lines.js';
-import { isPlainObject, legacyResult, outputChecked, plainReadResourceResult, rawToolResult } from './raw-results.js';
+import {
+  isPlainObject,
+  legacyResult,
+  outputChecked,
+  plainReadResourceResult,
+  plainResultMeta,
+  rawToolResult,
+} from './raw-results.js';
 
 /** The prefix of the gateway's own request ids towards an upstream. */
 const RAW_ID = 'toolgate-raw:';
@@ -389,8 +396,8 @@ export function rawAnswer(message: unknown): message is JSONRPCMessage {
   const keys = Object.keys(message);
   if (keys.length !== 3) return false;
   const result = message['result'];
-  if (result !== undefined)
-    return isPlainObject(result) && (result['_meta'] === undefined || isPlainObject(result['_meta']));
+  // A `_meta` the SDK's schema would change (a serverInfo it drops or trims) is left to it.
+  if (result !== undefined) return isPlainObject(result) && plainResultMeta(result['_meta']);
   const error = message['error'];
   return (
     isPlainObject(error) &&

@@ -5,6 +5,9 @@
  * `{"pattern":"^(a+)+$"}` and a content of 28 crafted characters held the gateway's event loop for seconds, every
  * tenant's calls with it. Here a pattern is matched in linear time (schema-regexp.ts), a schema is read in its
  * declared dialect (schema-dialects.ts), and an `$async` schema, whose answer would come later, fails the check.
+ * The refusal's text is cut at {@link OUTPUT_ISSUES_MAX_CHARS} ({@link issuesText}): the upstream writes the schema
+ * too, and every issue is reported with its path and the schema's words — 100 required names of 200 characters
+ * made an answer of 200 empty objects (681 bytes) a 4.8 MB refusal to the client, on the SDK path as on the raw one.
  */
 import type { JsonSchemaType, JsonSchemaValidator, jsonSchemaValidator } from '@modelcontextprotocol/client';
 import { compileValidator, type JsonSchema } from '../schema.js';
@@ -20,7 +23,28 @@ export const outputSchemaValidator: jsonSchemaValidator = {
         return { valid: false, data: undefined, errorMessage: 'an output schema with $async: true is not checked' };
       }
       if (result.ok) return { valid: true, data: input as T, errorMessage: undefined };
-      return { valid: false, data: undefined, errorMessage: result.issues.join('; ') };
+      return { valid: false, data: undefined, errorMessage: issuesText(result.issues) };
     };
   },
 };
+
+/** The most characters of an output-schema refusal's issues that are said (the gateway's REFUSAL_MAX_CHARS). */
+export const OUTPUT_ISSUES_MAX_CHARS = 16_384;
+
+/**
+ * The issues joined by `; `, cut at {@link OUTPUT_ISSUES_MAX_CHARS} characters with the cut said within them
+ * (as raw-results.ts's boundedRefusal says it): the whole text is never made, only its length counted.
+ */
+export function issuesText(issues: readonly string[]): string {
+  let total = issues.length > 0 ? 2 * (issues.length - 1) : 0;
+  for (const issue of issues) total += issue.length;
+  if (total <= OUTPUT_ISSUES_MAX_CHARS) return issues.join('; ');
+  const note = ` … (cut: ${total} characters)`;
+  const room = OUTPUT_ISSUES_MAX_CHARS - note.length;
+  let text = '';
+  for (const issue of issues) {
+    text += text === '' ? issue : `; ${issue}`;
+    if (text.length >= room) break;
+  }
+  return text.slice(0, room) + note;
+}
