@@ -12,6 +12,7 @@ import {
   type CallToolResult,
   type JsonSchemaValidator,
 } from '@modelcontextprotocol/client';
+import { cutSaid, OUTPUT_ISSUES_MAX_CHARS } from '../mcp/index.js';
 
 /** The SDK Client's wire codec of one protocol era (its `_wireCodec()`). */
 export type WireCodec = ReturnType<Client['_wireCodec']>;
@@ -163,11 +164,8 @@ export function eraResult(codec: WireCodec, method: string, raw: unknown): unkno
   );
 }
 
-/** The most characters of a refused result's message that reach the client ({@link boundedRefusal}). */
-export const REFUSAL_MAX_CHARS = 16_384;
-
 /**
- * `error` with its message cut to {@link REFUSAL_MAX_CHARS} characters (the cut said, within them) when it is the
+ * `error` with its message cut to OUTPUT_ISSUES_MAX_CHARS characters (mcp's `cutSaid`, as an output schema's issues are) when it is the
  * SDK's refusal of an upstream's result (InvalidResult); any other error as it is. The SDK words a refusal as its
  * zod error's text, pretty-printed JSON of every issue with every union branch's: ~3.3k characters for one text
  * block without `text` (16 bytes), so a 320 KB answer of such blocks made a 73.7 MB answer to the client (its
@@ -177,9 +175,8 @@ export const REFUSAL_MAX_CHARS = 16_384;
 export function boundedRefusal(error: unknown): unknown {
   if (!(error instanceof SdkError) || error.code !== SdkErrorCode.InvalidResult) return error;
   const message = error.message;
-  if (message.length <= REFUSAL_MAX_CHARS) return error;
-  const note = ` … (cut: ${message.length} characters)`;
-  return new SdkError(SdkErrorCode.InvalidResult, message.slice(0, REFUSAL_MAX_CHARS - note.length) + note, error.data);
+  if (message.length <= OUTPUT_ISSUES_MAX_CHARS) return error;
+  return new SdkError(SdkErrorCode.InvalidResult, cutSaid(message, message.length), error.data);
 }
 
 /**

@@ -194,7 +194,7 @@ export function failedCall(
     if (scope) scope.unanswered = text;
     return new Error(text);
   }
-  // A refused result's message at most REFUSAL_MAX_CHARS characters, on every path (the SDK's is unbounded).
+  // A refused result's message at most OUTPUT_ISSUES_MAX_CHARS characters, on every path (the SDK's is unbounded).
   return boundedRefusal(error);
 }
 

@@ -7,7 +7,7 @@ export { connectMcpServer, annotationTags, contentText, McpToolError, RELEASES_S
 export type { McpServerOptions, McpConnection, UpstreamServerOptions } from './tools.js';
 export { connectClient, newClient, clientOptions, assertClient, priorOf, ToolIndexStore } from './client.js';
 export type { McpSession, ConnectClientOptions } from './client.js';
-export { outputSchemaValidator } from './output-schemas.js';
+export { cutSaid, OUTPUT_ISSUES_MAX_CHARS, outputSchemaValidator } from './output-schemas.js';
 export {
   eraViolationMessage,
   MODERN_VERSION,

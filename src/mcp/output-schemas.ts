@@ -28,7 +28,7 @@ export const outputSchemaValidator: jsonSchemaValidator = {
   },
 };
 
-/** The most characters of an output-schema refusal's issues that are said (the gateway's REFUSAL_MAX_CHARS). */
+/** The most characters of an output-schema refusal's issues that are said (every refusal of an upstream's result: raw-results.ts's boundedRefusal too). */
 export const OUTPUT_ISSUES_MAX_CHARS = 16_384;
 
 /**
@@ -39,12 +39,19 @@ export function issuesText(issues: readonly string[]): string {
   let total = issues.length > 0 ? 2 * (issues.length - 1) : 0;
   for (const issue of issues) total += issue.length;
   if (total <= OUTPUT_ISSUES_MAX_CHARS) return issues.join('; ');
-  const note = ` … (cut: ${total} characters)`;
-  const room = OUTPUT_ISSUES_MAX_CHARS - note.length;
   let text = '';
   for (const issue of issues) {
     text += text === '' ? issue : `; ${issue}`;
-    if (text.length >= room) break;
+    if (text.length >= OUTPUT_ISSUES_MAX_CHARS) break;
   }
-  return text.slice(0, room) + note;
+  return cutSaid(text, total);
+}
+
+/**
+ * The first characters of `text` (whose whole length is `total`) and the cut said, {@link OUTPUT_ISSUES_MAX_CHARS}
+ * characters in all: how every refusal of an upstream's result is cut (here and raw-results.ts's boundedRefusal).
+ */
+export function cutSaid(text: string, total: number): string {
+  const note = ` … (cut: ${total} characters)`;
+  return text.slice(0, OUTPUT_ISSUES_MAX_CHARS - note.length) + note;
 }

@@ -2,7 +2,8 @@
 // 2025-era codec's schema and words, the message bounded (the SDK's own is pretty-printed JSON of every issue).
 import { SdkError, SdkErrorCode } from '@modelcontextprotocol/client';
 import { describe, expect, it } from 'vitest';
-import { boundedRefusal, legacyResult, REFUSAL_MAX_CHARS } from '../../src/gateway/raw-results.js';
+import { boundedRefusal, legacyResult } from '../../src/gateway/raw-results.js';
+import { OUTPUT_ISSUES_MAX_CHARS as REFUSAL_MAX_CHARS } from '../../src/mcp/index.js';
 
 const refusal = (method: string, raw: unknown): SdkError => {
   try {
