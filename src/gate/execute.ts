@@ -50,7 +50,7 @@ export function execute(
   env: GateEnvironment,
   shape: Shape | null = null,
 ): Promise<unknown> {
-  const gateway = gatewayMarked && gatewayCalls.has(context);
+  const gateway = gatewayMarked && GatewayMark.has(context);
   const execution = new Execution(decision.callId, gateway && pools(tool));
   const outer = context.signal;
   // The clock is read for the `tool_executed` event's duration only; a deadline reads the coarse one of src/deadlines.ts.
@@ -205,7 +205,34 @@ function succeeded(
   } satisfies ToolResult;
 }
 
-const gatewayCalls = new WeakSet<GateContext>();
+/**
+ * The base of {@link GatewayMark}: its constructor returns the object it is given, so a subclass's fields are
+ * stamped on that object (its own keys, prototype and key order unchanged).
+ */
+class Stamped {
+  constructor(target: object) {
+    return target as Stamped;
+  }
+}
+
+/**
+ * The mark of a gateway call's context: a private field (`#gateway`) stamped on the context object, where a
+ * WeakSet of contexts held each call's young context in an ephemeron table (a write barrier and a hash insert
+ * per call, issue 25.2). It cannot be forged: a private name is reachable only from inside this class's body
+ * (this module, which stamps only in {@link gatewayCall}); no reflection sees or copies it (`Object.keys`,
+ * `Reflect.ownKeys`, `getOwnPropertySymbols`, spread, `Object.assign`, `structuredClone`, a Proxy's traps), and a
+ * Proxy or an object whose prototype is a marked context answers false (`#gateway in o` reads own fields only).
+ * So a rule, handler or tool that sees a marked context can hand on that very object (marked, as the WeakSet
+ * answered for it), never make a marked copy or mark an object of its own.
+ */
+class GatewayMark extends Stamped {
+  readonly #gateway = true;
+
+  static has(context: GateContext): boolean {
+    return typeof context === 'object' && context !== null && #gateway in context;
+  }
+}
+
 /** Whether any context was marked (no look-up per call in a process that never marked one). */
 let gatewayMarked = false;
 
@@ -213,10 +240,16 @@ let gatewayMarked = false;
  * Marks a gateway call's context: answered with a successful result's `value`, its `content` (a JSON.stringify
  * of the upstream's result) made only if read, then from the value as it is, never throwing; the tool of a
  * gateway call, if marked by `releasesSignal` (controller-pool.ts), may be handed a finished call's signal.
- * Every other route's results and signals are made as before.
+ * Every other route's results and signals are made as before. A context marked already is left as it is.
  */
 export function gatewayCall(context: GateContext): GateContext {
-  gatewayCalls.add(context);
+  if (!GatewayMark.has(context))
+    try {
+      new GatewayMark(context);
+    } catch {
+      // A context that takes no field (were V8 to refuse one on a non-extensible object): unmarked, as any route's.
+      return context;
+    }
   gatewayMarked = true;
   return context;
 }

@@ -72,6 +72,26 @@ describe('gatewayCall: the text of a successful result made when read', () => {
     });
   }
 
+  it('marks only the context it was given: no copy, Proxy or heir of it is a gateway call', async () => {
+    let serialised = 0;
+    const counted = () => ({ toJSON: () => (serialised++, { n: 1 }) });
+    const marked = gatewayCall({ agent: 'a' });
+    expect(Reflect.ownKeys(marked)).toEqual(['agent']);
+    expect(Object.getPrototypeOf(marked)).toBe(Object.prototype);
+    expect(gatewayCall(marked)).toBe(marked);
+    await run(registryOf(counted, true), marked);
+    expect(serialised).toBe(0);
+    const copies: GateContext[] = [
+      { ...marked },
+      Object.assign({}, marked),
+      structuredClone(marked),
+      new Proxy(marked, {}),
+      Object.create(marked) as GateContext,
+    ];
+    for (const copy of copies) await run(registryOf(counted, true), copy);
+    expect(serialised).toBe(copies.length);
+  });
+
   it('keeps a string or no value as it was, and an assigned content', async () => {
     expect(
       (
