@@ -188,32 +188,63 @@ function succeeded(
       value,
       decision,
     } satisfies ToolResult;
-  let text: string | undefined;
-  return {
-    callId,
-    tool,
-    status: 'ok',
-    isError: false,
-    get content(): string {
-      return (text ??= shownOf(value));
-    },
-    set content(given: string) {
-      text = given;
-    },
-    value,
-    decision,
-  } satisfies ToolResult;
+  // `content` an own enumerable accessor, between `isError` and `value` as in every other result, defined with one
+  // shared getter and setter: the object keeps one map (a literal's getter and setter, new closures each call, gave
+  // each result a dictionary of its own, ~4k instructions a call; issue 25.2). Its text and value are private.
+  const result = { callId, tool, status: 'ok', isError: false } as { -readonly [K in keyof ToolResult]: ToolResult[K] };
+  Object.defineProperty(result, 'content', lazyContent);
+  result.value = value;
+  result.decision = decision;
+  new LazyContent(result, value);
+  return result as ToolResult & { readonly status: 'ok' };
 }
 
 /**
- * The base of {@link GatewayMark}: its constructor returns the object it is given, so a subclass's fields are
- * stamped on that object (its own keys, prototype and key order unchanged).
+ * The base of {@link GatewayMark} and {@link LazyContent}: its constructor returns the object it is given, so a
+ * subclass's fields are stamped on that object (its own keys, prototype and key order unchanged).
  */
 class Stamped {
   constructor(target: object) {
     return target as Stamped;
   }
 }
+
+/** A gateway result's text made when first read (never throwing), or as assigned; private to this module. */
+class LazyContent extends Stamped {
+  readonly #value: unknown;
+  #text: string | undefined = undefined;
+
+  constructor(result: object, value: unknown) {
+    super(result);
+    this.#value = value;
+  }
+
+  static read(result: unknown): string {
+    if (typeof result !== 'object' || result === null || !(#text in result))
+      // The shared getter on another object (its descriptor copied): that object's own value, shown as text.
+      return typeof result === 'object' && result !== null ? shownOf((result as { value?: unknown }).value) : '';
+    return (result.#text ??= shownOf(result.#value));
+  }
+
+  static write(result: unknown, given: string): void {
+    if (typeof result === 'object' && result !== null && #text in result) result.#text = given;
+    // The shared setter on another object: the text becomes its own plain `content`.
+    else if (typeof result === 'object' && result !== null)
+      Object.defineProperty(result, 'content', { value: given, writable: true, enumerable: true, configurable: true });
+  }
+}
+
+/** The one accessor of every gateway result's `content` (as a literal's `get`/`set`: enumerable, configurable). */
+const lazyContent: PropertyDescriptor = {
+  get(this: unknown): string {
+    return LazyContent.read(this);
+  },
+  set(this: unknown, given: string): void {
+    LazyContent.write(this, given);
+  },
+  enumerable: true,
+  configurable: true,
+};
 
 /**
  * The mark of a gateway call's context: a private field (`#gateway`) stamped on the context object, where a

@@ -115,6 +115,17 @@ describe('gatewayCall: the text of a successful result made when read', () => {
     );
     (result as { content: string }).content = 'given';
     expect(result.content).toBe('given');
+    // An own enumerable, configurable accessor, as a literal's; a copy of its descriptors reads the same text.
+    const other = await run(
+      registryOf(() => ({ a: 2 }), true),
+      gatewayCall({ agent: 'a' }),
+    );
+    const descriptor = Object.getOwnPropertyDescriptor(other, 'content');
+    expect(descriptor).toMatchObject({ enumerable: true, configurable: true });
+    expect(typeof descriptor?.get).toBe('function');
+    const clone = Object.defineProperties({}, Object.getOwnPropertyDescriptors(other)) as ToolResult;
+    expect(clone.content).toBe('{"a":2}');
+    expect(other.content).toBe('{"a":2}');
   });
 
   it("reuses a finished gateway call's AbortController only when nothing can tell, never another route's", async () => {
