@@ -14,7 +14,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { outputSchemaValidator } from '../../src/mcp/output-schemas.js';
 import { compileValidator, type JsonSchema, type ValidationResult } from '../../src/schema.js';
-import { countValues, ISSUE_VALUES } from '../../src/schema-issues.js';
+import { countValues, ISSUE_VALUES, ISSUE_WORK } from '../../src/schema-issues.js';
 import { linearRegExp } from '../../src/schema-regexp.js';
 import { registryWith } from './fixtures/schema-tool.js';
 
@@ -24,6 +24,9 @@ const ITEMS = {
 } as const;
 const empties = (n: number): Record<string, unknown> => ({ items: Array.from({ length: n }, () => ({})) });
 const FIRST = "/items/0 must have required property 'a'";
+const NOTE = /^further issues are not listed: the value holds more than (\d+) values$/;
+const limitOf = (note: string): number => Number(NOTE.exec(note)![1]);
+const LIMIT = Math.min(ISSUE_VALUES, Math.floor(ISSUE_WORK / 11));
 
 function sync(result: ValidationResult | Promise<ValidationResult>): ValidationResult {
   if (result instanceof Promise) throw new Error('expected a synchronous result');
@@ -35,18 +38,21 @@ describe('a failing check on a large value', () => {
     const result = sync(compileValidator({ ...ITEMS })(empties(300_000)));
     expect(result).toEqual({
       ok: false,
-      issues: [FIRST, `further issues are not listed: the value holds more than ${ISSUE_VALUES} values`],
+      issues: [FIRST, `further issues are not listed: the value holds more than ${LIMIT} values`],
     });
   });
 
   it('lists every issue up to the limit of values, and none past it (the allErrors check is not run)', () => {
     const validate = compileValidator({ ...ITEMS });
+    const limit = limitOf(sync(validate(empties(300_000))).issues![1]!);
+    // The schema's weight: 11 values in its JSON tree.
+    expect(limit).toBe(Math.min(ISSUE_VALUES, Math.floor(ISSUE_WORK / 11)));
     // 1 (root) + 1 (the array) + n objects.
-    const at = sync(validate(empties(ISSUE_VALUES - 2)));
-    expect(at.issues).toHaveLength(3 * (ISSUE_VALUES - 2));
+    const at = sync(validate(empties(limit - 2)));
+    expect(at.issues).toHaveLength(3 * (limit - 2));
     expect(at.issues![1]).toBe("/items/0 must have required property 'b'");
-    const past = sync(validate(empties(ISSUE_VALUES - 1)));
-    expect(past.issues).toHaveLength(2);
+    const past = sync(validate(empties(limit - 1)));
+    expect(past.issues).toEqual([FIRST, `further issues are not listed: the value holds more than ${limit} values`]);
   });
 
   it('a large schema lowers the limit: values × schema weight stays bounded', () => {
@@ -55,17 +61,21 @@ describe('a failing check on a large value', () => {
     // 600 empty objects were 600,000 issues under allErrors.
     const large = sync(validate(Array.from({ length: 600 }, () => ({})) as unknown as Record<string, unknown>));
     expect(large.issues).toHaveLength(2);
-    expect(large.issues![1]).toMatch(/^further issues are not listed: the value holds more than \d+ values$/);
-    const small = sync(validate(Array.from({ length: 3 }, () => ({})) as unknown as Record<string, unknown>));
-    expect(small.issues).toHaveLength(3000);
+    const limit = limitOf(large.issues![1]!);
+    // The errors listed in full stay under ISSUE_WORK: 1,000 per object.
+    expect(limit * 1000).toBeLessThanOrEqual(ISSUE_WORK);
+    const small = sync(validate(Array.from({ length: limit - 1 }, () => ({})) as unknown as Record<string, unknown>));
+    expect(small.issues).toHaveLength(1000 * (limit - 1));
   });
 
   it('an $async schema is bounded the same way, and a small value gets every issue', async () => {
     const validate = compileValidator({ ...ITEMS, $async: true });
-    expect(await validate(empties(300_000))).toEqual({
-      ok: false,
-      issues: [FIRST, `further issues are not listed: the value holds more than ${ISSUE_VALUES} values`],
-    });
+    const large = await validate(empties(300_000));
+    expect(large.ok).toBe(false);
+    expect(large.issues).toHaveLength(2);
+    expect(large.issues![0]).toBe(FIRST);
+    // Its weight is 12 (`$async: true` counted).
+    expect(limitOf(large.issues![1]!)).toBe(Math.min(ISSUE_VALUES, Math.floor(ISSUE_WORK / 12)));
     expect((await validate(empties(2))).issues).toEqual(sync(compileValidator({ ...ITEMS })(empties(2))).issues);
   });
 
@@ -85,7 +95,9 @@ describe('a failing check on a large value', () => {
     expect(result.status).toBe('refused');
     expect(result.decision).toMatchObject({ effect: 'deny', stage: 'validation', by: 'invalid_arguments' });
     expect(result.decision.reason).toContain(FIRST);
-    expect(result.decision.reason).toContain('further issues are not listed: the value holds more than 10000 values');
+    expect(result.decision.reason).toContain(
+      `further issues are not listed: the value holds more than ${LIMIT} values`,
+    );
     expect(result.decision.reason).not.toContain('more;');
     expect(ran).toEqual([]);
   });
