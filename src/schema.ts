@@ -84,9 +84,9 @@ function ajvCompile(schema: JsonSchema): { check: ValidateFunction; key: string 
  * text when it has one (what its verdict's check was compiled from, whatever became of the object since), else from
  * the object. Undefined when it does not compile or its schema is not plain data (a getter: not counted, not read).
  */
-function allErrorsOf(schema: JsonSchema, key: string | undefined): AllErrors {
+function allErrorsOf(schema: JsonSchema | string): AllErrors {
   try {
-    const source = key === undefined ? schema : (JSON.parse(key) as JsonSchema);
+    const source = typeof schema === 'string' ? (JSON.parse(schema) as JsonSchema) : schema;
     const weight = valuesIn(source, ISSUE_WORK);
     if (weight === 'unread') return undefined;
     return { check: compileIn(ajvFor(source, true), source), weight: weight === 'large' ? ISSUE_WORK : weight };
@@ -168,8 +168,10 @@ export function compileValidator(parameters: ToolParameters): Validator {
   let validator = validators.get(check);
   if (validator === undefined) {
     // The every-error check: compiled on the first failure (nothing until then), kept beside the verdict's.
+    // Its source: the schema's JSON text when it has one (the object is then not kept), else the object.
+    const source = key ?? parameters;
     let every: AllErrors | null = null;
-    const all = (): AllErrors => (every === null ? (every = allErrorsOf(parameters, key)) : every);
+    const all = (): AllErrors => (every === null ? (every = allErrorsOf(source)) : every);
     validator =
       (check as { $async?: unknown }).$async === true ? asyncValidator(check, all) : syncValidator(check, all);
     validators.set(check, validator);
