@@ -5,7 +5,6 @@
  * needs no dependency to accept them. JSON Schema is validated with Ajv, compiled once per tool.
  */
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
-import { parseJsonText } from './json-text.js';
 import { ajvFor, DYNAMIC_REFS, usesKeyword, type JsonSchema, type SchemaAjv } from './schema-dialects.js';
 import {
   issuesFor,
@@ -87,8 +86,7 @@ function ajvCompile(schema: JsonSchema): { check: ValidateFunction; key: string 
  */
 function allErrorsOf(schema: JsonSchema | string): AllErrors {
   try {
-    // parseJsonText: Node 24's JSON.parse may read an escaped key as another (src/json-text.ts).
-    const source = typeof schema === 'string' ? (parseJsonText(schema) as JsonSchema) : schema;
+    const source = typeof schema === 'string' ? (JSON.parse(schema) as JsonSchema) : schema;
     const weight = valuesIn(source, ISSUE_WORK);
     if (weight === 'unread') return undefined;
     return { check: compileIn(ajvFor(source, true), source), weight: weight === 'large' ? ISSUE_WORK : weight };
