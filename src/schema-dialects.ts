@@ -16,19 +16,13 @@ export type JsonSchema = { readonly [keyword: string]: unknown };
 export type SchemaAjv = Ajv | Ajv2019 | Ajv2020;
 
 // `pattern` and `patternProperties` are matched in linear time (src/schema-regexp.ts), not by a backtracking RegExp.
-// The verdict's Ajv stops at a value's first error: with allErrors the cost of a failing check grew with the number
-// of errors (300,000 empty objects against a `required` of three, 900,000 errors in one call: the event loop held
-// for most of a second; Ajv's own security notes warn of it). allErrors changes only which errors are collected,
-// never the verdict, as nothing here changes the value (no coercion, no defaults, no removeAdditional). The issues'
-// Ajv (allErrors) lists every problem of a small failing value (src/schema.ts `issuesFor`).
 const AJV_OPTIONS = {
-  allErrors: false,
+  allErrors: true,
   strict: false,
   coerceTypes: false,
   useDefaults: false,
   code: { regExp: linearRegExp },
 } as const;
-const ALL_ERRORS = { ...AJV_OPTIONS, allErrors: true } as const;
 
 /**
  * An Ajv with the formats of JSON Schema checked (ajv-formats, full mode). Without them `format` was ignored: a
@@ -65,15 +59,9 @@ const URL_START = /^(?:https?|ftp):\/\/\S+$/i;
 const URL_HOST =
   /^(?:https?|ftp):\/\/(?:\S+@)?(?:(?!(?:10|127)(?:\.\d{1,3}){3})(?!(?:169\.254|192\.168)(?:\.\d{1,3}){2})(?!172\.(?:1[6-9]|2\d|3[0-1])(?:\.\d{1,3}){2})(?:[1-9]\d?|1\d\d|2[01]\d|22[0-3])(?:\.(?:1?\d{1,2}|2[0-4]\d|25[0-5])){2}(?:\.(?:[1-9]\d?|1\d\d|2[0-4]\d|25[0-4]))|(?:(?:[a-z0-9\u{00a1}-\u{ffff}]+-)*[a-z0-9\u{00a1}-\u{ffff}]+)(?:\.(?:[a-z0-9\u{00a1}-\u{ffff}]+-)*[a-z0-9\u{00a1}-\u{ffff}]+)*(?:\.(?:[a-z\u{00a1}-\u{ffff}]{2,})))(?::\d{2,5})?(?:\/[^\s]*)?$/iu;
 const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
-/** The Ajvs of one mode: the verdict's (first error) or the issues' (every error). */
-type Ajvs = {
-  ajv07?: Ajv;
-  ajv2019?: Ajv2019;
-  ajv2020?: Ajv2020;
-  readonly options: typeof AJV_OPTIONS | typeof ALL_ERRORS;
-};
-const VERDICT: Ajvs = { options: AJV_OPTIONS };
-const ALL: Ajvs = { options: ALL_ERRORS };
+let ajv07: Ajv | undefined;
+let ajv2019: Ajv2019 | undefined;
+let ajv2020: Ajv2020 | undefined;
 /**
  * The Ajv that reads `schema`. One declaring its dialect (`$schema`: draft-07, 2019-09 or 2020-12) is read in it:
  * a 2020-12 schema, what zod 4's `toJSONSchema` and OpenAPI 3.1 write, did not compile in the draft-07 Ajv ("no
@@ -83,16 +71,14 @@ const ALL: Ajvs = { options: ALL_ERRORS };
  * of 2019-09 and 2020-12 it does not implement (a schema refusing arguments with `prefixItems`, `dependentRequired`
  * or `unevaluatedProperties` let them all through; MCP's default dialect is 2020-12), so one that uses one is
  * compiled by the 2020-12 Ajv, which implements them all; one it cannot read (draft-07 tuple `items` beside them)
- * does not compile. Any other by the draft-07 Ajv. `allErrors`: the Ajv of that dialect that collects every error
- * (the issues of a failing value), not the verdict's, which stops at the first.
+ * does not compile. Any other by the draft-07 Ajv.
  */
-export function ajvFor(schema: JsonSchema, allErrors = false): SchemaAjv {
-  const ajvs = allErrors ? ALL : VERDICT;
+export function ajvFor(schema: JsonSchema): SchemaAjv {
   const unread = NOT_READ.find((keyword) => usesKeyword(schema, [keyword], 0));
   if (unread !== undefined)
     throw new Error(`${unread} is not read by toolgate (Ajv's own keyword, in no JSON Schema dialect): never checked`);
   const dialect = dialectOf(schema);
-  if (dialect === 'draft-07') return (ajvs.ajv07 ??= draft07(ajvs.options));
+  if (dialect === 'draft-07') return (ajv07 ??= draft07());
   const misread = dynamicMisread(schema);
   if (misread !== undefined) throw new Error(misread);
   // Ajv's `contains` marks every item evaluated once it is there (2020-12: the items it matched; 2019-09: none): a
@@ -101,22 +87,22 @@ export function ajvFor(schema: JsonSchema, allErrors = false): SchemaAjv {
     throw new Error(
       'unevaluatedItems beside contains is not supported: Ajv counts every item evaluated once contains is there (it would let unevaluated items through)',
     );
-  if (dialect === '2019-09') return (ajvs.ajv2019 ??= withFormats(new Ajv2019(ajvs.options)));
+  if (dialect === '2019-09') return (ajv2019 ??= withFormats(new Ajv2019(AJV_OPTIONS)));
   // 2020-12 has no additionalItems (its Ajv ignores it): `prefixItems` closed with `additionalItems: false`, the
   // draft-07 / 2019-09 way, let every extra item through. Refused by name, as a later dialect's keyword is.
   if (usesKeyword(schema, ['additionalItems'], 0))
     throw new Error(
       `${schema['$schema'] === undefined ? 'a schema using a 2019-09 / 2020-12 keyword is read as 2020-12' : '$schema declares 2020-12'}, where additionalItems means nothing: close a prefixItems tuple with items: false (it would be ignored, never checked)`,
     );
-  return (ajvs.ajv2020 ??= withFormats(new Ajv2020(ajvs.options)));
+  return (ajv2020 ??= withFormats(new Ajv2020(AJV_OPTIONS)));
 }
 
 /**
  * The draft-07 Ajv. Its meta-schema's id is http://; a schema declaring draft-07 by https:// (a spelling DIALECTS
  * reads) did not compile ("no schema with key or ref"): that URI names the same meta-schema.
  */
-function draft07(options: Ajvs['options']): Ajv {
-  const ajv = withFormats(new Ajv(options));
+function draft07(): Ajv {
+  const ajv = withFormats(new Ajv(AJV_OPTIONS));
   ajv.refs['https://json-schema.org/draft-07/schema'] = 'http://json-schema.org/draft-07/schema';
   return ajv;
 }

@@ -6,15 +6,6 @@
  */
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { ajvFor, DYNAMIC_REFS, usesKeyword, type JsonSchema, type SchemaAjv } from './schema-dialects.js';
-import {
-  issuesFor,
-  issuesOf,
-  issuesOrCheck,
-  ISSUE_WORK,
-  NO_CONTEXT,
-  valuesIn,
-  type AllErrors,
-} from './schema-issues.js';
 
 export { declaredDialect, type JsonSchema } from './schema-dialects.js';
 
@@ -61,7 +52,7 @@ function isStandardSchema(value: unknown): value is StandardSchemaV1 {
 // A validator is shared safely: it is called and its `errors` read synchronously, never across an await.
 const compiled = new Map<string, ValidateFunction>();
 
-function ajvCompile(schema: JsonSchema): { check: ValidateFunction; key: string | undefined } {
+function ajvCompile(schema: JsonSchema): ValidateFunction {
   let key: string | undefined;
   try {
     // Only a schema its JSON text describes exactly is shared by that text: Ajv reads the object itself, and
@@ -73,29 +64,8 @@ function ajvCompile(schema: JsonSchema): { check: ValidateFunction; key: string 
     key = undefined; // not JSON (a cycle, a BigInt): compiled on its own, as before
   }
   const hit = key === undefined ? undefined : compiled.get(key);
-  if (hit) return { check: hit, key };
-  const check = compileIn(ajvFor(schema), schema);
-  if (key !== undefined) compiled.set(key, check);
-  return { check, key };
-}
-
-/**
- * The every-error check of a schema (allErrors: src/schema-issues.ts), compiled on its first failure from its JSON
- * text when it has one (what its verdict's check was compiled from, whatever became of the object since), else from
- * the object. Undefined when it does not compile or its schema is not plain data (a getter: not counted, not read).
- */
-function allErrorsOf(schema: JsonSchema | string): AllErrors {
-  try {
-    const source = typeof schema === 'string' ? (JSON.parse(schema) as JsonSchema) : schema;
-    const weight = valuesIn(source, ISSUE_WORK);
-    if (weight === 'unread') return undefined;
-    return { check: compileIn(ajvFor(source, true), source), weight: weight === 'large' ? ISSUE_WORK : weight };
-  } catch {
-    return undefined;
-  }
-}
-
-function compileIn(ajv: SchemaAjv, schema: JsonSchema): ValidateFunction {
+  if (hit) return hit;
+  const ajv = ajvFor(schema);
   // One Ajv serves every registry of the process, and Ajv keeps each `$id` it compiles: one registry's schema
   // answered another's `$ref` (a tenant's lax `amount` for a tool that never defined it), and a second schema
   // with that `$id` could not be registered at all. Each schema's ids are forgotten once it is compiled: a
@@ -107,6 +77,7 @@ function compileIn(ajv: SchemaAjv, schema: JsonSchema): ValidateFunction {
     // `$async`: its promise was read as valid, and a nested object the schema refuses passed. Not compiled.
     if ((check as { $async?: unknown }).$async === true && usesKeyword(schema, DYNAMIC_REFS, 0))
       throw new Error('$dynamicRef and $recursiveRef are not supported in a schema with $async: true');
+    if (key !== undefined) compiled.set(key, check);
     return check;
   } finally {
     forget(ajv, schema, known);
@@ -164,31 +135,25 @@ export function compileValidator(parameters: ToolParameters): Validator {
       return result instanceof Promise ? result.then(fromStandard) : fromStandard(result);
     };
   }
-  const { check, key } = ajvCompile(parameters);
+  const check = ajvCompile(parameters);
   let validator = validators.get(check);
   if (validator === undefined) {
-    // The every-error check: compiled on the first failure (nothing until then), kept beside the verdict's.
-    // Its source: the schema's JSON text when it has one (the object is then not kept), else the object.
-    const source = key ?? parameters;
-    let every: AllErrors | null = null;
-    const all = (): AllErrors => (every === null ? (every = allErrorsOf(source)) : every);
-    validator =
-      (check as { $async?: unknown }).$async === true ? asyncValidator(check, all) : syncValidator(check, all);
+    validator = (check as { $async?: unknown }).$async === true ? asyncValidator(check) : syncValidator(check);
     validators.set(check, validator);
   }
   return validator;
 }
 
-// What a compiled check is called with (NO_CONTEXT, src/schema-issues.ts): nothing of its own, so every field takes
-// the default Ajv writes into the check's signature (`instancePath = ""`, `rootData = data`), as when called without
-// one; Ajv only reads it. Called without it, the check made an empty object per call for its parameter's default (56
-// bytes of an `invoke`, issue 25).
+/**
+ * What a compiled check is called with: nothing of its own, so every field takes the default Ajv writes into the
+ * check's signature (`instancePath = ""`, `rootData = data`), as when called without one; Ajv only reads it. Called
+ * without it, the check made an empty object per call for its parameter's default (56 bytes of an `invoke`, issue 25).
+ */
+const NO_CONTEXT = Object.freeze({}) as Parameters<ValidateFunction>[1];
 
-function syncValidator(check: ValidateFunction, all: () => AllErrors): Validator {
+function syncValidator(check: ValidateFunction): Validator {
   return (value) =>
-    check(value, NO_CONTEXT) === true
-      ? { ok: true, value }
-      : { ok: false, issues: issuesFor(check.errors, value, all) };
+    check(value, NO_CONTEXT) === true ? { ok: true, value } : { ok: false, issues: issuesOf(check.errors) };
 }
 
 /**
@@ -196,37 +161,19 @@ function syncValidator(check: ValidateFunction, all: () => AllErrors): Validator
  * ValidationError): read as a truthy result it passed every call, invalid arguments included. It is awaited; any
  * other rejection rejects the validation, which refuses the call.
  */
-function asyncValidator(check: ValidateFunction, all: () => AllErrors): Validator {
+function asyncValidator(check: ValidateFunction): Validator {
   return (value) =>
     (check(value, NO_CONTEXT) as unknown as Promise<unknown>).then(
       (): ValidationResult => ({ ok: true, value }),
-      (error: unknown): ValidationResult | Promise<ValidationResult> => {
-        if (!(error instanceof Ajv.ValidationError)) throw error;
-        const first = error.errors as ErrorObject[];
-        return everyIssue(first, value, all).then((issues): ValidationResult => ({ ok: false, issues }));
+      (error: unknown): ValidationResult => {
+        if (error instanceof Ajv.ValidationError) return { ok: false, issues: issuesOf(error.errors as ErrorObject[]) };
+        throw error;
       },
     );
 }
 
-/**
- * The issues of a value an `$async` schema refused: as a synchronous schema's (src/schema-issues.ts), its every-error
- * check awaited — it is `$async` too, its errors those of the ValidationError it rejects with. Anything else it
- * rejects with refuses the validation, as the verdict's own rejection does.
- */
-async function everyIssue(
-  first: readonly ErrorObject[],
-  value: Record<string, unknown>,
-  all: () => AllErrors,
-): Promise<string[]> {
-  const every = issuesOrCheck(first, value, all);
-  if (Array.isArray(every)) return every;
-  try {
-    await (every(value, NO_CONTEXT) as unknown as Promise<unknown>);
-  } catch (error) {
-    if (error instanceof Ajv.ValidationError) return issuesOf(error.errors as ErrorObject[]);
-    throw error;
-  }
-  return issuesOf(first);
+function issuesOf(errors: readonly ErrorObject[] | null | undefined): string[] {
+  return (errors ?? []).map((e) => `${e.instancePath || '(root)'} ${e.message ?? 'is invalid'}`);
 }
 
 // One validator per compiled check: tools with equal schemas (most of a large registry) share one function,
