@@ -1,7 +1,9 @@
 /**
- * Attack (fail open, src/schema-dialects.ts `allErrors: false`): the verdict's Ajv now stops at the first error, on
- * the claim that allErrors "changes only which errors are collected, never the verdict". Ajv 8.20's code for two
- * keywords is wrong in that mode only, and skips the keywords that follow them in the same schema object:
+ * Attack (fail open) on branch `ajvdos` (2026-12-06; merged, then reverted for this): a verdict by an Ajv that stops at
+ * the first error (`allErrors: false`, to bound a failing check's work), on the claim that allErrors "changes only
+ * which errors are collected, never the verdict". Ajv 8.20's code for two keywords is wrong in that mode only, and
+ * skips the keywords that follow them in the same schema object (main keeps `allErrors: true` in
+ * src/schema-dialects.ts; these cases guard the verdict against a switch):
  *
  * - `$dynamicRef` / `$recursiveRef` (lib/vocabularies/dynamic/dynamicRef.ts): `let valid = false; { callRef…;
  *   let valid = true }; if (valid) { …the rest… }` — the inner `let` shadows the outer, so `valid` stays false and

@@ -1,5 +1,6 @@
 /**
- * Attack (fail open, src/schema-dialects.ts `allErrors: false`): a seeded differential of the gate's verdict against
+ * Attack (fail open) on branch `ajvdos`'s first-error verdict (`allErrors: false`; reverted, main keeps `allErrors:
+ * true`, so this passes on main and guards a switch): a seeded differential of the gate's verdict against
  * an allErrors Ajv of the same dialect and options (main's verdict), over draft-07, 2019-09 and 2020-12 schemas with
  * tuples (`items: [...]`, `prefixItems`), `contains` / `minContains` / `maxContains`, `uniqueItems`, `unevaluated*`,
  * `dependentSchemas`, `propertyNames`, `if` / `then` / `else`, `$ref` with siblings and a root-anchored `$dynamicRef`
