@@ -50,7 +50,7 @@ export function execute(
   env: GateEnvironment,
   shape: Shape | null = null,
 ): Promise<unknown> {
-  const gateway = gatewayMarked && GatewayMark.has(context);
+  const gateway = gatewayMarked && gatewayCalls.has(context);
   const execution = new Execution(decision.callId, gateway && pools(tool));
   const outer = context.signal;
   // The clock is read for the `tool_executed` event's duration only; a deadline reads the coarse one of src/deadlines.ts.
@@ -188,82 +188,24 @@ function succeeded(
       value,
       decision,
     } satisfies ToolResult;
-  // `content` an own enumerable accessor, between `isError` and `value` as in every other result, defined with one
-  // shared getter and setter: the object keeps one map (a literal's getter and setter, new closures each call, gave
-  // each result a dictionary of its own, ~4k instructions a call; issue 25.2). Its text and value are private.
-  const result = { callId, tool, status: 'ok', isError: false } as { -readonly [K in keyof ToolResult]: ToolResult[K] };
-  Object.defineProperty(result, 'content', lazyContent);
-  result.value = value;
-  result.decision = decision;
-  new LazyContent(result, value);
-  return result as ToolResult & { readonly status: 'ok' };
+  let text: string | undefined;
+  return {
+    callId,
+    tool,
+    status: 'ok',
+    isError: false,
+    get content(): string {
+      return (text ??= shownOf(value));
+    },
+    set content(given: string) {
+      text = given;
+    },
+    value,
+    decision,
+  } satisfies ToolResult;
 }
 
-/**
- * The base of {@link GatewayMark} and {@link LazyContent}: its constructor returns the object it is given, so a
- * subclass's fields are stamped on that object (its own keys, prototype and key order unchanged).
- */
-class Stamped {
-  constructor(target: object) {
-    return target as Stamped;
-  }
-}
-
-/** A gateway result's text made when first read (never throwing), or as assigned; private to this module. */
-class LazyContent extends Stamped {
-  readonly #value: unknown;
-  #text: string | undefined = undefined;
-
-  constructor(result: object, value: unknown) {
-    super(result);
-    this.#value = value;
-  }
-
-  static read(result: unknown): string {
-    if (typeof result !== 'object' || result === null || !(#text in result))
-      // The shared getter on another object (its descriptor copied): that object's own value, shown as text.
-      return typeof result === 'object' && result !== null ? shownOf((result as { value?: unknown }).value) : '';
-    return (result.#text ??= shownOf(result.#value));
-  }
-
-  static write(result: unknown, given: string): void {
-    if (typeof result === 'object' && result !== null && #text in result) result.#text = given;
-    // The shared setter on another object: the text becomes its own plain `content`.
-    else if (typeof result === 'object' && result !== null)
-      Object.defineProperty(result, 'content', { value: given, writable: true, enumerable: true, configurable: true });
-  }
-}
-
-/** The one accessor of every gateway result's `content` (as a literal's `get`/`set`: enumerable, configurable). */
-const lazyContent: PropertyDescriptor = {
-  get(this: unknown): string {
-    return LazyContent.read(this);
-  },
-  set(this: unknown, given: string): void {
-    LazyContent.write(this, given);
-  },
-  enumerable: true,
-  configurable: true,
-};
-
-/**
- * The mark of a gateway call's context: a private field (`#gateway`) stamped on the context object, where a
- * WeakSet of contexts held each call's young context in an ephemeron table (a write barrier and a hash insert
- * per call, issue 25.2). It cannot be forged: a private name is reachable only from inside this class's body
- * (this module, which stamps only in {@link gatewayCall}); no reflection sees or copies it (`Object.keys`,
- * `Reflect.ownKeys`, `getOwnPropertySymbols`, spread, `Object.assign`, `structuredClone`, a Proxy's traps), and a
- * Proxy or an object whose prototype is a marked context answers false (`#gateway in o` reads own fields only).
- * So a rule, handler or tool that sees a marked context can hand on that very object (marked, as the WeakSet
- * answered for it), never make a marked copy or mark an object of its own.
- */
-class GatewayMark extends Stamped {
-  readonly #gateway = true;
-
-  static has(context: GateContext): boolean {
-    return typeof context === 'object' && context !== null && #gateway in context;
-  }
-}
-
+const gatewayCalls = new WeakSet<GateContext>();
 /** Whether any context was marked (no look-up per call in a process that never marked one). */
 let gatewayMarked = false;
 
@@ -271,16 +213,10 @@ let gatewayMarked = false;
  * Marks a gateway call's context: answered with a successful result's `value`, its `content` (a JSON.stringify
  * of the upstream's result) made only if read, then from the value as it is, never throwing; the tool of a
  * gateway call, if marked by `releasesSignal` (controller-pool.ts), may be handed a finished call's signal.
- * Every other route's results and signals are made as before. A context marked already is left as it is.
+ * Every other route's results and signals are made as before.
  */
 export function gatewayCall(context: GateContext): GateContext {
-  if (!GatewayMark.has(context))
-    try {
-      new GatewayMark(context);
-    } catch {
-      // A context that takes no field (were V8 to refuse one on a non-extensible object): unmarked, as any route's.
-      return context;
-    }
+  gatewayCalls.add(context);
   gatewayMarked = true;
   return context;
 }
