@@ -195,7 +195,7 @@ function succeeded(
     status: 'ok',
     isError: false,
     get content(): string {
-      return (text ??= shownOf(value));
+      return (text ??= contentOf(value));
     },
     set content(given: string) {
       text = given;
@@ -354,22 +354,20 @@ function isThenable(value: unknown): value is PromiseLike<unknown> {
   );
 }
 
+/** A tool's value as the text a model is shown: a string as it is, anything else as JSON (else String); never throws. */
 function contentOf(value: unknown): string {
   if (typeof value === 'string') return value;
   if (value === undefined) return '';
   try {
     return JSON.stringify(value) ?? String(value);
   } catch {
-    return String(value);
-  }
-}
-
-/** {@link contentOf} made later, where a throw would reach a reader that never expected one: never throws. */
-function shownOf(value: unknown): string {
-  try {
-    return contentOf(value);
-  } catch {
-    return '[a value that cannot be shown as text]';
+    // Never throws: a value neither JSON nor String can show (a null-prototype object holding a BigInt, a toJSON and
+    // a toString that throw) threw out of a call whose tool had run — an async tool's as an unhandled rejection.
+    try {
+      return String(value);
+    } catch {
+      return '[a value that cannot be shown as text]';
+    }
   }
 }
 

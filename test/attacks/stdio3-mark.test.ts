@@ -1,8 +1,10 @@
 /**
- * Attack on merge cf5941a (stdio3): the gateway mark as a private field stamped through `Stamped`, and a gateway
- * result's `content` as one shared accessor defined with `Object.defineProperty` (src/gate/execute.ts).
- * Before the merge a gateway result was an object literal: its `content`, `value` and `decision` were defined
- * (CreateDataProperty / a literal accessor), never looked up on Object.prototype.
+ * Attack on merge cf5941a (stdio3, 2026-12-06; reverted for what this found): the gateway mark as a private field
+ * stamped through a constructor that returned its argument, and a gateway result's `content` as one shared accessor
+ * defined with `Object.defineProperty` from an ordinary descriptor object — which inherits a polluted
+ * Object.prototype's `value` / `writable`: the define threw, an async tool's then-callback with it (an unhandled
+ * rejection ended the process). A gateway result is an object literal again: its `content`, `value` and `decision`
+ * are defined (CreateDataProperty / a literal accessor), never looked up on Object.prototype. These guard that.
  */
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
@@ -73,7 +75,7 @@ describe('stdio3: a polluted Object.prototype and a gateway result', () => {
   it('a gateway process outlives the pollution: the call settles ok, nothing left unhandled', () => {
     const child = spawnSync(
       process.execPath,
-      ['--import', 'tsx', join(import.meta.dirname, 'stdio3-crash-worker.ts')],
+      ['--import', 'tsx', join(import.meta.dirname, 'fixtures', 'stdio3-crash-worker.ts')],
       {
         encoding: 'utf8',
         timeout: 30_000,
@@ -144,28 +146,5 @@ describe('stdio3: the mark on contexts of every kind', () => {
       await run(registryOf(counted, true), forged);
       expect(serialised).toBe(before + 1);
     }
-  });
-});
-
-describe("stdio3: a result's content", () => {
-  it("one result never shows another call's value, and a getter borrowed onto an object of one's own reads that object", async () => {
-    const one = await run(
-      registryOf(() => ({ a: 1 }), true),
-      gatewayCall({ agent: 'a' }),
-    );
-    const two = await run(
-      registryOf(() => ({ b: 2 }), true),
-      gatewayCall({ agent: 'a' }),
-    );
-    const get = Object.getOwnPropertyDescriptor(one, 'content')?.get as (this: unknown) => string;
-    expect(get.call(two)).toBe('{"b":2}');
-    expect(one.content).toBe('{"a":1}');
-    expect(get.call(null)).toBe('');
-    expect(get.call(new Proxy(one, {}))).toBe('{"a":1}');
-    // structuredClone and JSON see the text, as the literal's getter gave it.
-    expect(structuredClone({ ...one }).content).toBe('{"a":1}');
-    (one as { content: string }).content = 'given';
-    expect(JSON.parse(JSON.stringify(one)).content).toBe('given');
-    expect(two.content).toBe('{"b":2}');
   });
 });

@@ -54,7 +54,7 @@ describe('atk: a value no text can show, on registry.dispatch', () => {
   it('the process outlives an async tool that returns one', () => {
     const child = spawnSync(
       process.execPath,
-      ['--import', 'tsx', join(import.meta.dirname, 'stdio3-unprintable-worker.ts')],
+      ['--import', 'tsx', join(import.meta.dirname, 'fixtures', 'stdio3-unprintable-worker.ts')],
       { encoding: 'utf8', timeout: 30_000 },
     );
     expect({ status: child.status, stdout: child.stdout }).toMatchObject({
