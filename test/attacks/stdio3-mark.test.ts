@@ -9,29 +9,8 @@
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { readCall } from '../../src/formats/index.js';
-import { dispatchCalls, gatewayCall, type GateContext, type ToolResult } from '../../src/gate/index.js';
-import { defineTool, ToolRegistry } from '../../src/index.js';
-
-function registryOf(value: () => unknown, async: boolean): ToolRegistry {
-  const registry = new ToolRegistry();
-  registry.register(
-    defineTool({
-      name: 'give',
-      parameters: { type: 'object' },
-      execute: () => (async ? Promise.resolve(value()) : value()),
-    }),
-  );
-  return registry;
-}
-
-async function run(registry: ToolRegistry, context: GateContext): Promise<ToolResult> {
-  const [result] = await dispatchCalls([readCall({ id: 'c1', name: 'give', arguments: {} })], context, registry, {
-    name: 'gateway',
-    grouped: false,
-  });
-  return result as ToolResult;
-}
+import { gatewayCall, type GateContext, type ToolResult } from '../../src/gate/index.js';
+import { registryOf, run } from '../gate/fixtures/give-tool.js';
 
 const proto = Object.prototype as Record<string, unknown>;
 afterEach(() => {

@@ -4,30 +4,9 @@
  * never throws. Unmarked contexts (invoke, executeToolCalls, the runner, the adapters) make it as before.
  */
 import { describe, expect, it } from 'vitest';
-import { readCall } from '../../src/formats/index.js';
-import { dispatchCalls, gatewayCall, releasesSignal, type GateContext, type ToolResult } from '../../src/gate/index.js';
+import { gatewayCall, releasesSignal } from '../../src/gate/index.js';
 import { defineTool, ToolRegistry } from '../../src/index.js';
-
-/** A registry whose `give` tool returns what `value()` makes, synchronously or as a promise. */
-function registryOf(value: () => unknown, async: boolean): ToolRegistry {
-  const registry = new ToolRegistry();
-  registry.register(
-    defineTool({
-      name: 'give',
-      parameters: { type: 'object' },
-      execute: () => (async ? Promise.resolve(value()) : value()),
-    }),
-  );
-  return registry;
-}
-
-async function run(registry: ToolRegistry, context: GateContext): Promise<ToolResult> {
-  const [result] = await dispatchCalls([readCall({ id: 'c1', name: 'give', arguments: {} })], context, registry, {
-    name: 'gateway',
-    grouped: false,
-  });
-  return result as ToolResult;
-}
+import { registryOf, run } from './fixtures/give-tool.js';
 
 describe('gatewayCall: the text of a successful result made when read', () => {
   for (const async of [false, true]) {
