@@ -21,19 +21,13 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import { describe, expect, it } from 'vitest';
 import { outputSchemaValidator } from '../../src/mcp/output-schemas.js';
 import { compileValidator, type JsonSchema } from '../../src/schema.js';
-import { linearRegExp } from '../../src/schema-regexp.js';
+import { ALL_ERRORS_OPTIONS, DIALECT_URI } from './fixtures/allerrors-reference.js';
 import { neverRuns } from './fixtures/schema-tool.js';
 
-const D07 = 'http://json-schema.org/draft-07/schema#';
-const D2019 = 'https://json-schema.org/draft/2019-09/schema';
-const D2020 = 'https://json-schema.org/draft/2020-12/schema';
-const OPTIONS = {
-  allErrors: true,
-  strict: false,
-  coerceTypes: false,
-  useDefaults: false,
-  code: { regExp: linearRegExp },
-};
+const D07 = DIALECT_URI['draft-07'];
+const D2019 = DIALECT_URI['2019-09'];
+const D2020 = DIALECT_URI['2020-12'];
+const OPTIONS = ALL_ERRORS_OPTIONS;
 // A schema this mend may refuse to compile instead of checking it right.
 const REFUSED = /dynamicRef|recursiveRef|prefixItems|items|tuple/i;
 

@@ -16,29 +16,23 @@ import formats from 'ajv-formats';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { compileValidator, type JsonSchema, type ValidationResult } from '../../src/schema.js';
-import { linearRegExp } from '../../src/schema-regexp.js';
+import { ALL_ERRORS_OPTIONS, DIALECT_URI } from './fixtures/allerrors-reference.js';
 
-const OPTIONS = {
-  allErrors: true,
-  strict: false,
-  coerceTypes: false,
-  useDefaults: false,
-  code: { regExp: linearRegExp },
-};
+const OPTIONS = ALL_ERRORS_OPTIONS;
 const withFormats = (ajv: Ajv): Ajv => formats.default(ajv as never, { mode: 'full', keywords: false }) as never;
 const DIALECTS = {
   'draft-07': {
-    uri: 'http://json-schema.org/draft-07/schema#',
+    uri: DIALECT_URI['draft-07'],
     ajv: withFormats(new Ajv(OPTIONS)),
     tuple: 'items',
   },
   '2019-09': {
-    uri: 'https://json-schema.org/draft/2019-09/schema',
+    uri: DIALECT_URI['2019-09'],
     ajv: withFormats(new Ajv2019(OPTIONS) as unknown as Ajv),
     tuple: 'items',
   },
   '2020-12': {
-    uri: 'https://json-schema.org/draft/2020-12/schema',
+    uri: DIALECT_URI['2020-12'],
     ajv: withFormats(new Ajv2020(OPTIONS) as unknown as Ajv),
     tuple: 'prefixItems',
   },
