@@ -80,10 +80,24 @@ function closeAfterTurn(close: () => void): void {
   tick(runClosers);
 }
 
+/**
+ * Runs the closers due, each even when one before it threw (a closer not run leaves its Deadlines' turn open: its
+ * deadlines reach their queues only when the timer fires). What they threw is thrown once all ran, from this tick,
+ * as an uncaught exception is when each has a tick of its own: the one error as it is, several in an AggregateError.
+ */
 function runClosers(): void {
   closersTick = null;
   const due = closers.splice(0, closers.length);
-  for (const close of due) close();
+  let errors: unknown[] | null = null;
+  for (const close of due) {
+    try {
+      close();
+    } catch (error) {
+      (errors ??= []).push(error);
+    }
+  }
+  if (errors !== null)
+    throw errors.length === 1 ? errors[0] : new AggregateError(errors, `${errors.length} turn closers threw`);
 }
 
 /** How many deadlines a turn takes before it is closed and another opened (one clock read per this many). */

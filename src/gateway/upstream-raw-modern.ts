@@ -111,7 +111,7 @@ export function plainModernCallResult(raw: unknown): raw is Record<string, unkno
   if (!Array.isArray(content)) return false;
   if (raw['isError'] !== undefined && typeof raw['isError'] !== 'boolean') return false;
   if (raw['structuredContent'] !== undefined && !ownPlain(raw['structuredContent'])) return false;
-  if (!plainResultMeta(raw['_meta'])) return false;
+  if (!serverInfoOnlyMeta(raw['_meta'])) return false;
   for (const block of content as unknown[])
     if (!ownPlain(block) || !only(block, ['type', 'text']) || block['type'] !== 'text') return false;
     else if (typeof block['text'] !== 'string') return false;
@@ -140,7 +140,7 @@ export function plainModernReadResult(raw: unknown): raw is Record<string, unkno
   const ttl = raw['ttlMs'];
   if (typeof ttl !== 'number' || !Number.isSafeInteger(ttl) || ttl < 0) return false;
   if (raw['cacheScope'] !== 'public' && raw['cacheScope'] !== 'private') return false;
-  if (!plainResultMeta(raw['_meta'])) return false;
+  if (!serverInfoOnlyMeta(raw['_meta'])) return false;
   const contents = raw['contents'];
   if (!Array.isArray(contents)) return false;
   for (const item of contents as unknown[]) {
@@ -151,8 +151,12 @@ export function plainModernReadResult(raw: unknown): raw is Record<string, unkno
   return true;
 }
 
-/** A `_meta` absent, or only a serverInfo of a `name` and a `version` string. */
-function plainResultMeta(meta: unknown): boolean {
+/**
+ * Whether a 2026-07-28 result's `_meta` is absent or only a serverInfo of a `name` and a `version` string: the one
+ * `_meta` the modern raw path takes as it is (any other goes through the SDK's codec). Stricter than raw-results.ts's
+ * `plainResultMeta`, the 2025-era rule, which also keeps keys outside `io.modelcontextprotocol/`.
+ */
+function serverInfoOnlyMeta(meta: unknown): boolean {
   if (meta === undefined) return true;
   if (!ownPlain(meta) || !only(meta, [SERVER_INFO])) return false;
   const info = meta[SERVER_INFO];

@@ -20,16 +20,15 @@ import {
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import {
   connectClient,
-  connectMcpServer,
+  connectUpstreamServer,
   eraViolationMessage,
   openTransport,
   priorOf,
-  RELEASES_SIGNAL,
   TASKS_EXTENSION,
   type McpConnection,
   type McpSession,
   type McpStdioServer,
-  type UpstreamServerOptions,
+  type McpServerOptions,
   type UpstreamTask,
 } from '../mcp/index.js';
 import type { ToolRegistry } from '../registry.js';
@@ -215,17 +214,16 @@ export class Upstream {
           },
         });
         this.#prior = priorOf(this.#session);
-        const upstreamOptions: UpstreamServerOptions = {
+        const upstreamOptions: McpServerOptions = {
           client,
-          // GatewayClient drops a call's signal when the call settles: the gate may pool its controllers.
-          [RELEASES_SIGNAL]: true,
           prefix: this.prefixed ? this.namespace : null,
           output: 'result',
           ...(this.options.trusted !== undefined ? { trusted: this.options.trusted } : {}),
           ...(this.options.metadata ? { metadata: this.options.metadata } : {}),
           ...(this.options.parameters ? { parameters: this.options.parameters } : {}),
         };
-        return connectMcpServer(this.#registry, upstreamOptions);
+        // GatewayClient drops a call's signal when the call settles: the gate may pool its controllers.
+        return connectUpstreamServer(this.#registry, upstreamOptions);
       })();
       const connection = await Promise.race([
         connecting,

@@ -3,8 +3,8 @@
  * `toolgate/mcp` (tools of MCP servers in a ToolRegistry) and by the gateway towards its upstreams. This
  * file is the only one of src/mcp/ that others import.
  */
-export { connectMcpServer, annotationTags, contentText, McpToolError, RELEASES_SIGNAL } from './tools.js';
-export type { McpServerOptions, McpConnection, UpstreamServerOptions } from './tools.js';
+export { connectMcpServer, connectUpstreamServer, annotationTags, contentText, McpToolError } from './tools.js';
+export type { McpServerOptions, McpConnection } from './tools.js';
 export { connectClient, newClient, clientOptions, assertClient, priorOf, ToolIndexStore } from './client.js';
 export type { McpSession, ConnectClientOptions } from './client.js';
 export { cutSaid, OUTPUT_ISSUES_MAX_CHARS, outputSchemaValidator } from './output-schemas.js';

@@ -69,22 +69,6 @@ export interface McpServerOptions extends McpEndpoint {
   readonly onEraViolation?: McpEraViolationListener;
 }
 
-/**
- * The key of {@link UpstreamServerOptions}' mark: a symbol of this module, which `toolgate/mcp` does not
- * export, so no options object a user builds (or spreads from configuration) can carry it.
- */
-export const RELEASES_SIGNAL: unique symbol = Symbol('toolgate.releasesSignal');
-
-/**
- * {@link McpServerOptions} as the gateway gives them (not part of `toolgate/mcp`): `[RELEASES_SIGNAL]` says
- * that `client` drops a call's signal once the call settled (the gateway's own upstream client), so its tools
- * are marked for the gate's controller pool (gate/controller-pool.ts): a finished gateway call's
- * AbortController may serve a later one. @default false
- */
-export interface UpstreamServerOptions extends McpServerOptions {
-  readonly [RELEASES_SIGNAL]?: boolean;
-}
-
 /** A connected server whose tools are in the registry. */
 export interface McpConnection {
   readonly client: Client;
@@ -123,7 +107,26 @@ export class McpToolError extends Error {
  * const github = await connectMcpServer(registry, { stdio: { command: 'github-mcp' }, prefix: 'github' });
  * await registry.invoke('github:search', { q: 'toolgate' }, { agent: { name: 'dev', tools: ['github:search'] } });
  */
-export async function connectMcpServer(registry: ToolRegistry, options: McpServerOptions): Promise<McpConnection> {
+export function connectMcpServer(registry: ToolRegistry, options: McpServerOptions): Promise<McpConnection> {
+  return connectTools(registry, options, false);
+}
+
+/**
+ * {@link connectMcpServer} for the gateway's own upstream client (not part of `toolgate/mcp`), which drops a
+ * call's signal once the call settled: its tools are marked for the gate's controller pool
+ * (gate/controller-pool.ts), so a finished gateway call's AbortController may serve a later one. The mark is this
+ * entry, never a key read off `options`: no options object a user builds (a Proxy included) can carry it.
+ */
+export function connectUpstreamServer(registry: ToolRegistry, options: McpServerOptions): Promise<McpConnection> {
+  return connectTools(registry, options, true);
+}
+
+/** Both entries: `releasing` marks the tools for the controller pool (the gateway's only). */
+async function connectTools(
+  registry: ToolRegistry,
+  options: McpServerOptions,
+  releasing: boolean,
+): Promise<McpConnection> {
   if (!(registry instanceof ToolRegistry))
     throw new TypeError(`connectMcpServer expects a ToolRegistry, got ${describe(registry)}`);
   if (typeof options !== 'object' || options === null)
@@ -145,7 +148,6 @@ export async function connectMcpServer(registry: ToolRegistry, options: McpServe
   const overrides = options.metadata ?? {};
   const metadataOf = byCanonicalName(overrides, 'metadata');
   const parametersOf = byCanonicalName(options.parameters ?? {}, 'parameters');
-  const releasing = (options as UpstreamServerOptions)[RELEASES_SIGNAL] === true;
 
   const client = options.client ?? newClient(options.clientName ?? 'toolgate', {}, options.connectTimeoutMs ?? 10_000);
   const connect: ConnectClientOptions = {

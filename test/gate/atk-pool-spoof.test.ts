@@ -5,6 +5,10 @@
  * of any client given to it, an options object spread from configuration included: a client whose callTool
  * keeps its signal (a dependent AbortSignal.any, as a tool registered by hand may) is then pooled, and a later
  * gateway call's cancel aborts the finished call's signal — what 6a1483c set out to stop.
+ *
+ * The mark was then a symbol key (`RELEASES_SIGNAL`) read off the same options object: a Proxy whose `get` answers
+ * `true` for every symbol it does not hold carried it just as well. The gateway now says so through an entry of its
+ * own (`connectUpstreamServer`); nothing read off the options of `connectMcpServer` marks a tool.
  */
 import { Client } from '@modelcontextprotocol/client';
 import { describe, expect, it } from 'vitest';
@@ -50,6 +54,31 @@ describe('atk: connectMcpServer from toolgate/mcp with a "releasesSignal" option
     expect(pools(registry.get('user:echo')!)).toBe(false);
 
     // What the mark does: the finished call's controller serves the next, whose cancel reaches the first.
+    expect((await run(registry, 'user:rug_pull', gatewayCall({ agent: 'a' }))).status).toBe('ok');
+    const cancel = new AbortController();
+    const later = run(registry, 'user:slow', gatewayCall({ agent: 'a', signal: cancel.signal }));
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    cancel.abort(new Error('the client cancelled the later call'));
+    await later;
+    expect(client.kept[1]!.aborted).toBe(true);
+    expect(client.kept[0]!.aborted).toBe(false);
+  });
+
+  it('never marks them for options given as a Proxy that answers true for every symbol key it does not hold', async () => {
+    const client = new KeepingClient({ name: 'user', version: '1' });
+    await client.connect(openTransport({ stdio: stdioUpstream(DOCS) }));
+    const registry = new ToolRegistry();
+    const own = { client, prefix: 'user' };
+    // Its options' own keys as they are; any other symbol (a mark the library might read) answered true. Unknown
+    // string keys are left undefined: answered true, `stdio`, `url` and `metadata` would be refused before any mark.
+    const options = new Proxy(own, {
+      get: (target, key, receiver) =>
+        typeof key === 'symbol' && !Reflect.has(target, key) ? true : Reflect.get(target, key, receiver),
+    });
+    const connection = await connectMcpServer(registry, options);
+    cleanups.push(() => connection.close());
+    expect(pools(registry.get('user:echo')!)).toBe(false);
+
     expect((await run(registry, 'user:rug_pull', gatewayCall({ agent: 'a' }))).status).toBe('ok');
     const cancel = new AbortController();
     const later = run(registry, 'user:slow', gatewayCall({ agent: 'a', signal: cancel.signal }));

@@ -77,3 +77,88 @@ describe("the deadlines' turn closer", () => {
     expect(expired.sort()).toEqual(['after', 'under the fake']);
   });
 });
+
+describe('the turn closers sharing one tick (runClosers), one of them throwing', () => {
+  const realPerformance = Object.getOwnPropertyDescriptor(globalThis, 'performance')!;
+  const realClock = performance;
+
+  afterEach(() => {
+    Object.defineProperty(globalThis, 'performance', realPerformance);
+  });
+
+  /**
+   * A nextTick of the process's own kind (no `clock`: the closers share one call of it) whose callback's throw is
+   * kept here, not left to reach the test runner as an uncaught exception.
+   */
+  function installCatchingNextTick(): unknown[] {
+    const caught: unknown[] = [];
+    process.nextTick = ((callback: (...args: unknown[]) => void, ...args: unknown[]): void =>
+      realNextTick(() => {
+        try {
+          callback(...args);
+        } catch (error) {
+          caught.push(error);
+        }
+      })) as typeof process.nextTick;
+    return caught;
+  }
+
+  /** Adds `deadline` while `performance` is a clock that throws once `broken` is set: its turn's closer then throws. */
+  function addOnBreakingClock(deadlines: Deadlines<Node>, deadline: Node, broken: Error): () => void {
+    let broke = false;
+    const clock = {
+      now: (): number => {
+        if (broke) throw broken;
+        return realClock.now();
+      },
+    };
+    Object.defineProperty(globalThis, 'performance', { value: clock, configurable: true, writable: true });
+    try {
+      deadlines.add(deadline, 60_000);
+    } finally {
+      Object.defineProperty(globalThis, 'performance', realPerformance);
+    }
+    return () => (broke = true);
+  }
+
+  it('the closers after a throwing one still run (their turns close); its error is thrown from the tick', async () => {
+    await new Promise((r) => setImmediate(r));
+    const throwing = new Deadlines<Node>(() => undefined, { holdProcess: false });
+    const other = new Deadlines<Node>(() => undefined, { holdProcess: false });
+    const caught = installCatchingNextTick();
+    const broken = new Error('the clock broke');
+    const first = node('first');
+    const second = node('second');
+    const breakClock = addOnBreakingClock(throwing, first, broken);
+    other.add(second, 60_000);
+    breakClock();
+    process.nextTick = realNextTick;
+    await new Promise((r) => setImmediate(r));
+    expect(first.turn!.closed).toBe(Infinity); // its closer threw
+    expect(second.turn!.closed).not.toBe(Infinity);
+    expect(caught).toHaveLength(1);
+    expect(caught[0]).toBe(broken);
+    throwing.remove(first);
+    other.remove(second);
+  });
+
+  it('two closers throwing: every closer still runs, and both errors are thrown together (an AggregateError)', async () => {
+    await new Promise((r) => setImmediate(r));
+    const queues = [0, 1, 2].map(() => new Deadlines<Node>(() => undefined, { holdProcess: false }));
+    const caught = installCatchingNextTick();
+    const errors = [new Error('the first clock broke'), new Error('the second clock broke')];
+    const nodes = [node('first'), node('second'), node('third')];
+    const breakFirst = addOnBreakingClock(queues[0]!, nodes[0]!, errors[0]!);
+    const breakSecond = addOnBreakingClock(queues[1]!, nodes[1]!, errors[1]!);
+    queues[2]!.add(nodes[2]!, 60_000);
+    breakFirst();
+    breakSecond();
+    process.nextTick = realNextTick;
+    await new Promise((r) => setImmediate(r));
+    expect(nodes.map((n) => n.turn!.closed === Infinity)).toEqual([true, true, false]);
+    expect(caught).toHaveLength(1);
+    expect(caught[0]).toBeInstanceOf(AggregateError);
+    expect((caught[0] as AggregateError).errors).toEqual(errors);
+    queues.forEach((deadlines, i) => deadlines.remove(nodes[i]!));
+  });
+});
