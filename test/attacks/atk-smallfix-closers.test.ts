@@ -8,7 +8,14 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { Deadlines } from '../../src/deadlines.js';
-import { node, queueOf, waitFor, type Node } from '../gate/fixtures/deadline-nodes.js';
+import {
+  addOnBreakingClock,
+  installCatchingNextTick,
+  node,
+  queueOf,
+  waitFor,
+  type Node,
+} from '../gate/fixtures/deadline-nodes.js';
 
 const realNextTick = process.nextTick;
 const realPerformance = Object.getOwnPropertyDescriptor(globalThis, 'performance')!;
@@ -18,38 +25,6 @@ afterEach(() => {
   process.nextTick = realNextTick;
   Object.defineProperty(globalThis, 'performance', realPerformance);
 });
-
-/** Own-kind nextTick (no `clock`) whose callback's throw is kept here. */
-function installCatchingNextTick(): unknown[] {
-  const caught: unknown[] = [];
-  process.nextTick = ((callback: (...args: unknown[]) => void, ...args: unknown[]): void =>
-    realNextTick(() => {
-      try {
-        callback(...args);
-      } catch (error) {
-        caught.push(error);
-      }
-    })) as typeof process.nextTick;
-  return caught;
-}
-
-/** Adds under a `performance` that throws once the returned function is called. */
-function addOnBreakingClock(deadlines: Deadlines<Node>, deadline: Node, ms: number, broken: Error): () => void {
-  let broke = false;
-  const clock = {
-    now: (): number => {
-      if (broke) throw broken;
-      return realClock.now();
-    },
-  };
-  Object.defineProperty(globalThis, 'performance', { value: clock, configurable: true, writable: true });
-  try {
-    deadlines.add(deadline, ms);
-  } finally {
-    Object.defineProperty(globalThis, 'performance', realPerformance);
-  }
-  return () => (broke = true);
-}
 
 describe('atk-smallfix: runClosers with a throwing closer', () => {
   it('a closer added while the loop runs (after the throw) still closes its turn, and its deadline fires', async () => {

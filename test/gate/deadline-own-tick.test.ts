@@ -6,7 +6,14 @@
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { Deadlines } from '../../src/deadlines.js';
-import { node, queueOf, waitFor, type Node } from './fixtures/deadline-nodes.js';
+import {
+  addOnBreakingClock,
+  installCatchingNextTick,
+  node,
+  queueOf,
+  waitFor,
+  type Node,
+} from './fixtures/deadline-nodes.js';
 
 const realNextTick = process.nextTick;
 
@@ -80,46 +87,10 @@ describe("the deadlines' turn closer", () => {
 
 describe('the turn closers sharing one tick (runClosers), one of them throwing', () => {
   const realPerformance = Object.getOwnPropertyDescriptor(globalThis, 'performance')!;
-  const realClock = performance;
 
   afterEach(() => {
     Object.defineProperty(globalThis, 'performance', realPerformance);
   });
-
-  /**
-   * A nextTick of the process's own kind (no `clock`: the closers share one call of it) whose callback's throw is
-   * kept here, not left to reach the test runner as an uncaught exception.
-   */
-  function installCatchingNextTick(): unknown[] {
-    const caught: unknown[] = [];
-    process.nextTick = ((callback: (...args: unknown[]) => void, ...args: unknown[]): void =>
-      realNextTick(() => {
-        try {
-          callback(...args);
-        } catch (error) {
-          caught.push(error);
-        }
-      })) as typeof process.nextTick;
-    return caught;
-  }
-
-  /** Adds `deadline` while `performance` is a clock that throws once `broken` is set: its turn's closer then throws. */
-  function addOnBreakingClock(deadlines: Deadlines<Node>, deadline: Node, broken: Error): () => void {
-    let broke = false;
-    const clock = {
-      now: (): number => {
-        if (broke) throw broken;
-        return realClock.now();
-      },
-    };
-    Object.defineProperty(globalThis, 'performance', { value: clock, configurable: true, writable: true });
-    try {
-      deadlines.add(deadline, 60_000);
-    } finally {
-      Object.defineProperty(globalThis, 'performance', realPerformance);
-    }
-    return () => (broke = true);
-  }
 
   it('the closers after a throwing one still run (their turns close); its error is thrown from the tick', async () => {
     await new Promise((r) => setImmediate(r));
@@ -129,7 +100,7 @@ describe('the turn closers sharing one tick (runClosers), one of them throwing',
     const broken = new Error('the clock broke');
     const first = node('first');
     const second = node('second');
-    const breakClock = addOnBreakingClock(throwing, first, broken);
+    const breakClock = addOnBreakingClock(throwing, first, 60_000, broken);
     other.add(second, 60_000);
     breakClock();
     process.nextTick = realNextTick;
@@ -148,8 +119,8 @@ describe('the turn closers sharing one tick (runClosers), one of them throwing',
     const caught = installCatchingNextTick();
     const errors = [new Error('the first clock broke'), new Error('the second clock broke')];
     const nodes = [node('first'), node('second'), node('third')];
-    const breakFirst = addOnBreakingClock(queues[0]!, nodes[0]!, errors[0]!);
-    const breakSecond = addOnBreakingClock(queues[1]!, nodes[1]!, errors[1]!);
+    const breakFirst = addOnBreakingClock(queues[0]!, nodes[0]!, 60_000, errors[0]!);
+    const breakSecond = addOnBreakingClock(queues[1]!, nodes[1]!, 60_000, errors[1]!);
     queues[2]!.add(nodes[2]!, 60_000);
     breakFirst();
     breakSecond();
