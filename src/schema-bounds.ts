@@ -51,7 +51,10 @@ export function boundErrors(code: string): string {
   let out = '';
   for (const [part, literal] of segments(code)) {
     if (literal) {
-      out += part;
+      // Ajv writes a schema's `$id` into a comment (`/*# sourceURL="…" */`) once `code.process` is set, and a JSON
+      // string does not escape `*/`: `$id: "x*/return!0;/*"` ended the comment and became the check's first
+      // statement (every value passed; any code ran). `\/` is `/` in a string literal, and closes no comment.
+      out += part.replaceAll('*/', '*\\/');
       continue;
     }
     const bounded = part
@@ -92,14 +95,17 @@ function* segments(code: string): Generator<[string, boolean]> {
 }
 
 /**
- * `uniqueItems` as Ajv decides and words it, found in linear time. Items whose schema allows only scalar types (Ajv's
- * own fast case): the items of those types, by their JSON text, named as Ajv names them (the last item equal to a
- * later one, and the first such later one); Ajv kept them as keys of an object, where `"__proto__"` is no key: two of
- * them passed. Any other: each item that is plain JSON data (null, a boolean, a string, a finite number, an array of
- * such, an object of Object.prototype whose keys are own enumerable data properties, none named `constructor`,
- * `valueOf` or `toString`) by an id of its structure (equal ids: equal as Ajv's `equal` compares them, keys in any
- * order, -0 as 0), any other item by Ajv's `equal` against every item; named as Ajv's pairwise loop names them (the
- * last item equal to an earlier one, and the latest such earlier one).
+ * `uniqueItems` as JSON Schema decides it, worded as Ajv words it, found in linear time. Items whose schema allows
+ * only scalar types (Ajv's own fast case; not beside `prefixItems`, whose items `items` does not type): the items of
+ * those types, by their JSON text, named as Ajv names them (the last item equal to a later one, and the first such
+ * later one); Ajv kept them as keys of an object, where `"__proto__"` is no key: two of them passed. Any other: each
+ * item that is plain data (null, a boolean, a string, a number, an array of such, an object of Object.prototype whose
+ * keys are own enumerable data properties: all JSON text makes) by an id of its structure (equal ids: equal as JSON
+ * Schema compares them, keys in any order, -0 as 0), any other item by Ajv's `equal` against every item; named as
+ * Ajv's pairwise loop names them (the last item equal to an earlier one, and the latest such earlier one). Ajv's
+ * `equal` compared an own `constructor` key by identity (two equal `{"constructor": {…}}` passed) and called an own
+ * `valueOf` or `toString` key; and with a `constructor` key or a number past a double (`1e999`) an item was compared
+ * with every other: quadratic again.
  */
 export const uniqueItems: CodeKeywordDefinition = {
   keyword: 'uniqueItems',
@@ -113,7 +119,8 @@ export const uniqueItems: CodeKeywordDefinition = {
   code(cxt: KeywordCxt) {
     if (cxt.schema !== true) return;
     const items: unknown = cxt.parentSchema['items'];
-    const types = items ? getSchemaTypes(items as AnySchemaObject) : [];
+    const types =
+      items && cxt.parentSchema['prefixItems'] === undefined ? getSchemaTypes(items as AnySchemaObject) : [];
     const scalar = types.length > 0 && !types.some((type) => type === 'object' || type === 'array');
     const find = cxt.gen.scopeValue('func', {
       ref: scalar ? (data: readonly unknown[]) => duplicateScalar(data, types) : duplicatePair,
@@ -187,10 +194,9 @@ export function duplicatePair(items: readonly unknown[]): readonly [number, numb
 function idOf(value: unknown, ids: Map<string, number>): number | undefined {
   let text: string;
   if (value === null || typeof value === 'boolean' || typeof value === 'string') text = JSON.stringify(value);
-  else if (typeof value === 'number') {
-    if (!Number.isFinite(value)) return undefined;
-    text = JSON.stringify(value);
-  } else if (typeof value === 'object') {
+  // -0 is "0"; NaN, Infinity (JSON.parse's 1e999) their own words, each equal only to itself as Ajv's `equal` has it.
+  else if (typeof value === 'number') text = String(value);
+  else if (typeof value === 'object') {
     const proto: unknown = Object.getPrototypeOf(value);
     if (Array.isArray(value)) {
       if (proto !== Array.prototype) return undefined;
@@ -205,7 +211,6 @@ function idOf(value: unknown, ids: Map<string, number>): number | undefined {
       if (proto !== Object.prototype) return undefined;
       const members: [string, number][] = [];
       for (const key of Object.keys(value)) {
-        if (key === 'constructor' || key === 'valueOf' || key === 'toString') return undefined;
         const own = Object.getOwnPropertyDescriptor(value, key);
         if (own === undefined || !('value' in own)) return undefined;
         const id = idOf(own.value, ids);
