@@ -5,6 +5,7 @@
  * needs no dependency to accept them. JSON Schema is validated with Ajv, compiled once per tool.
  */
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import { STOPPED_ISSUE, stoppedErrors } from './schema-bounds.js';
 import { ajvFor, DYNAMIC_REFS, usesKeyword, type JsonSchema, type SchemaAjv } from './schema-dialects.js';
 
 export { declaredDialect, type JsonSchema } from './schema-dialects.js';
@@ -152,9 +153,26 @@ export function compileValidator(parameters: ToolParameters): Validator {
 const NO_CONTEXT = Object.freeze({}) as Parameters<ValidateFunction>[1];
 
 function syncValidator(check: ValidateFunction): Validator {
-  return (value) =>
-    check(value, NO_CONTEXT) === true ? { ok: true, value } : { ok: false, issues: issuesOf(check.errors) };
+  return (value) => {
+    let valid: unknown;
+    try {
+      valid = check(value, NO_CONTEXT);
+    } catch (error) {
+      return stopped(error);
+    }
+    return valid === true ? { ok: true, value } : { ok: false, issues: issuesOf(check.errors) };
+  };
 }
+
+/** A check that stopped at its bound of errors (src/schema-bounds.ts): refused, its first errors and why; any other throw is rethrown. */
+function stopped(error: unknown): ValidationResult {
+  const errors = stoppedErrors(error);
+  if (errors === undefined) throw error;
+  return { ok: false, issues: [STOPPED_ISSUE, ...issuesOf(errors.slice(0, STOPPED_SHOWN))] };
+}
+
+/** How many of a stopped check's errors its issues show, after why it stopped (a Decision shows ten issues). */
+const STOPPED_SHOWN = 9;
 
 /**
  * A schema with `$async: true` compiles to a check that returns a promise (of the data, or rejected with Ajv's
@@ -167,7 +185,7 @@ function asyncValidator(check: ValidateFunction): Validator {
       (): ValidationResult => ({ ok: true, value }),
       (error: unknown): ValidationResult => {
         if (error instanceof Ajv.ValidationError) return { ok: false, issues: issuesOf(error.errors as ErrorObject[]) };
-        throw error;
+        return stopped(error);
       },
     );
 }

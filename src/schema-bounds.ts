@@ -1,0 +1,227 @@
+/**
+ * What one JSON Schema check may cost on a value from outside (src/schema-dialects.ts gives both to every Ajv).
+ *
+ * Every check runs with Ajv's `allErrors` (its verdict: Ajv's first-error code skips keywords in places, see
+ * docs/security.md), and such a check builds one error object per problem: 300,000 empty objects against a
+ * `required` of three were 900,000 errors (0.5 s, ~1 GB), a failing `$ref` or `anyOf` chain of a 1 KB schema a
+ * million. {@link boundErrors} stops a check once it holds more than {@link SCHEMA_ERRORS_MAX} errors at once: the
+ * value is refused (src/schema.ts), never let through. Below the bound the check is Ajv's own, verdict and errors.
+ * `uniqueItems` compared every pair of items that are objects or arrays (20,000 objects 6 s, passing values too):
+ * {@link uniqueItems} finds a duplicate by each item's structure, in time linear in the items.
+ */
+import { _, str, type AnySchemaObject, type CodeKeywordDefinition, type ErrorObject, type KeywordCxt } from 'ajv';
+import { getSchemaTypes } from 'ajv/dist/compile/validate/dataType.js';
+import ajvEqual from 'ajv/dist/runtime/equal.js';
+
+// CommonJS: Node's default import is its module.exports, which carries Ajv's `equal` as `default` (a bundler's or
+// vitest's default import is `equal` itself).
+type Equal = (a: unknown, b: unknown) => boolean;
+const equal: Equal =
+  typeof ajvEqual === 'function' ? (ajvEqual as Equal) : (ajvEqual as unknown as { readonly default: Equal }).default;
+
+/**
+ * How many errors one check may hold at once. An `anyOf` branch that fails holds its errors until another branch
+ * passes: a valid value may pass through more than this many in one branch (a union of arrays, 10,000 items of the
+ * second kind), and is refused, saying so.
+ */
+export const SCHEMA_ERRORS_MAX = 10_000;
+
+const TOO_MANY = `the check stopped at more than ${SCHEMA_ERRORS_MAX.toLocaleString('en-US')} errors at once (the value, or a branch of its schema, fails in more places): refused without finishing`;
+
+/**
+ * The errors a check held when it stopped at {@link SCHEMA_ERRORS_MAX} (the value is refused), or undefined when
+ * `error` is another (a check's own failure: it rejects the validation, which refuses the call).
+ */
+export function stoppedErrors(error: unknown): readonly ErrorObject[] | undefined {
+  if (!(error instanceof RangeError) || error.message !== TOO_MANY) return undefined;
+  return Array.isArray(error.cause) ? (error.cause as ErrorObject[]) : [];
+}
+
+/** Why a check stopped, as an issue. */
+export const STOPPED_ISSUE = TOO_MANY;
+
+/**
+ * Ajv's generated code (its `code.process` hook) with every place its error count grows checked against
+ * {@link SCHEMA_ERRORS_MAX}: an error added (`errors++`) and a called check's errors appended (`errors =
+ * vErrors.length`). Only code is changed, never a string literal (a property named `errors++;`). Any other change of
+ * the count this does not know (another Ajv's code) throws: the schema does not compile, rather than be unbounded.
+ */
+export function boundErrors(code: string): string {
+  const stop = `throw new RangeError(${JSON.stringify(TOO_MANY)},{cause:vErrors});`;
+  let out = '';
+  for (const [part, literal] of segments(code)) {
+    if (literal) {
+      // Ajv writes a schema's `$id` into a comment (`/*# sourceURL="…" */`) once `code.process` is set, and a JSON
+      // string does not escape `*/`: `$id: "x*/return!0;/*"` ended the comment and became the check's first
+      // statement (every value passed; any code ran). `\/` is `/` in a string literal, and closes no comment.
+      out += part.replaceAll('*/', '*\\/');
+      continue;
+    }
+    const bounded = part
+      .replace(/(?<![\w$.])errors\+\+;/g, `if(++errors>${SCHEMA_ERRORS_MAX}){${stop}}`)
+      .replace(
+        /(?<![\w$.])errors = vErrors\.length;/g,
+        `errors = vErrors.length;if(errors>${SCHEMA_ERRORS_MAX}){${stop}}`,
+      );
+    for (const change of bounded.matchAll(/(?<![\w$.])errors\s*(\+\+|--|[-+*]?=(?!=))\s*([^;]*);/g))
+      if (change[1] !== '=' || !/^(?:0|_errs\d+|vErrors\.length)$/.test(change[2]!))
+        throw new Error(
+          `toolgate cannot bound this schema's check (Ajv's code changes its error count as "${change[0]}")`,
+        );
+    if (/(?<![\w$.+])\+\+errors(?!>)/.test(bounded))
+      throw new Error("toolgate cannot bound this schema's check (Ajv's code counts its errors otherwise)");
+    out += bounded;
+  }
+  return out;
+}
+
+/** `code` cut into code and double-quoted string literals (Ajv writes every string so), in order. */
+function* segments(code: string): Generator<[string, boolean]> {
+  let at = 0;
+  while (at < code.length) {
+    const open = code.indexOf('"', at);
+    if (open === -1) {
+      yield [code.slice(at), false];
+      return;
+    }
+    yield [code.slice(at, open), false];
+    let close = open + 1;
+    while (close < code.length && code[close] !== '"') close += code[close] === '\\' ? 2 : 1;
+    if (close >= code.length)
+      throw new Error("toolgate cannot bound this schema's check (a string of its code is not closed)");
+    yield [code.slice(open, close + 1), true];
+    at = close + 1;
+  }
+}
+
+/**
+ * `uniqueItems` as JSON Schema decides it, worded as Ajv words it, found in linear time. Items whose schema allows
+ * only scalar types (Ajv's own fast case; not beside `prefixItems`, whose items `items` does not type): the items of
+ * those types, by their JSON text, named as Ajv names them (the last item equal to a later one, and the first such
+ * later one); Ajv kept them as keys of an object, where `"__proto__"` is no key: two of them passed. Any other: each
+ * item that is plain data (null, a boolean, a string, a number, an array of such, an object of Object.prototype whose
+ * keys are own enumerable data properties: all JSON text makes) by an id of its structure (equal ids: equal as JSON
+ * Schema compares them, keys in any order, -0 as 0), any other item by Ajv's `equal` against every item; named as
+ * Ajv's pairwise loop names them (the last item equal to an earlier one, and the latest such earlier one). Ajv's
+ * `equal` compared an own `constructor` key by identity (two equal `{"constructor": {…}}` passed) and called an own
+ * `valueOf` or `toString` key; and with a `constructor` key or a number past a double (`1e999`) an item was compared
+ * with every other: quadratic again.
+ */
+export const uniqueItems: CodeKeywordDefinition = {
+  keyword: 'uniqueItems',
+  type: 'array',
+  schemaType: 'boolean',
+  error: {
+    message: ({ params }) =>
+      str`must NOT have duplicate items (items ## ${params['j']} and ${params['i']} are identical)`,
+    params: ({ params }) => _`{i: ${params['i']}, j: ${params['j']}}`,
+  },
+  code(cxt: KeywordCxt) {
+    if (cxt.schema !== true) return;
+    const items: unknown = cxt.parentSchema['items'];
+    const types =
+      items && cxt.parentSchema['prefixItems'] === undefined ? getSchemaTypes(items as AnySchemaObject) : [];
+    const scalar = types.length > 0 && !types.some((type) => type === 'object' || type === 'array');
+    const find = cxt.gen.scopeValue('func', {
+      ref: scalar ? (data: readonly unknown[]) => duplicateScalar(data, types) : duplicatePair,
+    });
+    const pair = cxt.gen.const('pair', _`${find}(${cxt.data})`);
+    cxt.setParams({ i: _`${pair}[0]`, j: _`${pair}[1]` });
+    cxt.fail(_`${pair} !== undefined`);
+  },
+};
+
+/**
+ * Ajv's scalar case: among the items of `types` (others are the `items` keyword's errors), the pair `[i, j]` (i < j)
+ * Ajv names, or undefined.
+ */
+export function duplicateScalar(
+  items: readonly unknown[],
+  types: readonly string[],
+): readonly [number, number] | undefined {
+  const seen = new Map<string, number>();
+  for (let i = items.length - 1; i >= 0; i--) {
+    const item = items[i];
+    if (!types.some((type) => ofType(item, type))) continue;
+    const text = JSON.stringify(item);
+    const later = seen.get(text);
+    if (later !== undefined) return [i, later];
+    seen.set(text, i);
+  }
+  return undefined;
+}
+
+/** Ajv's type check of a scalar item (its `strictNumbers`: a number is finite). */
+function ofType(item: unknown, type: string): boolean {
+  if (type === 'null') return item === null;
+  if (type === 'number') return typeof item === 'number' && Number.isFinite(item);
+  if (type === 'integer') return typeof item === 'number' && Number.isInteger(item);
+  return typeof item === type;
+}
+
+/** The pair `[i, j]` (j < i) of equal items Ajv's pairwise loop would name, or undefined: all items differ. */
+export function duplicatePair(items: readonly unknown[]): readonly [number, number] | undefined {
+  if (items.length < 2) return undefined;
+  const ids = new Map<string, number>();
+  const last = new Map<number, number>();
+  const other: number[] = [];
+  let found: [number, number] | undefined;
+  for (let i = 0; i < items.length; i++) {
+    const id = idOf(items[i], ids);
+    if (id === undefined) {
+      other.push(i);
+      continue;
+    }
+    const before = last.get(id);
+    if (before !== undefined) found = [i, before];
+    last.set(id, i);
+  }
+  // An item that is not plain data is compared by Ajv's own `equal` with every other item.
+  for (const i of other)
+    for (let j = 0; j < items.length; j++)
+      if (j !== i && equal(items[i], items[j])) {
+        const pair: [number, number] = i > j ? [i, j] : [j, i];
+        if (found === undefined || pair[0] > found[0] || (pair[0] === found[0] && pair[1] > found[1])) found = pair;
+      }
+  return found;
+}
+
+/**
+ * The id of `value`'s structure when it is plain JSON data (see {@link uniqueItems}), or undefined. `ids` interns
+ * each structure's text once, its members by their ids: linear in the value. As deep as the value (a value too deep
+ * for the stack throws, and the check with it: the call is refused).
+ */
+function idOf(value: unknown, ids: Map<string, number>): number | undefined {
+  let text: string;
+  if (value === null || typeof value === 'boolean' || typeof value === 'string') text = JSON.stringify(value);
+  // -0 is "0"; NaN, Infinity (JSON.parse's 1e999) their own words, each equal only to itself as Ajv's `equal` has it.
+  else if (typeof value === 'number') text = String(value);
+  else if (typeof value === 'object') {
+    const proto: unknown = Object.getPrototypeOf(value);
+    if (Array.isArray(value)) {
+      if (proto !== Array.prototype) return undefined;
+      text = '[';
+      for (let i = 0; i < value.length; i++) {
+        if (!Object.hasOwn(value, i)) return undefined;
+        const id = idOf(value[i], ids);
+        if (id === undefined) return undefined;
+        text += `${id},`;
+      }
+    } else {
+      if (proto !== Object.prototype) return undefined;
+      const members: [string, number][] = [];
+      for (const key of Object.keys(value)) {
+        const own = Object.getOwnPropertyDescriptor(value, key);
+        if (own === undefined || !('value' in own)) return undefined;
+        const id = idOf(own.value, ids);
+        if (id === undefined) return undefined;
+        members.push([key, id]);
+      }
+      members.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+      text = `{${members.map(([key, id]) => `${JSON.stringify(key)}:${id}`).join(',')}`;
+    }
+  } else return undefined;
+  let id = ids.get(text);
+  if (id === undefined) ids.set(text, (id = ids.size));
+  return id;
+}
