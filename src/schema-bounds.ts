@@ -9,8 +9,7 @@
  * `uniqueItems` compared every pair of items that are objects or arrays (20,000 objects 6 s, passing values too):
  * {@link uniqueItems} finds a duplicate by each item's structure, in time linear in the items.
  */
-import { _, str, type AnySchemaObject, type CodeKeywordDefinition, type ErrorObject, type KeywordCxt } from 'ajv';
-import { getSchemaTypes } from 'ajv/dist/compile/validate/dataType.js';
+import { _, str, type CodeKeywordDefinition, type ErrorObject, type KeywordCxt } from 'ajv';
 import ajvEqual from 'ajv/dist/runtime/equal.js';
 
 // CommonJS: Node's default import is its module.exports, which carries Ajv's `equal` as `default` (a bundler's or
@@ -119,8 +118,7 @@ export const uniqueItems: CodeKeywordDefinition = {
   code(cxt: KeywordCxt) {
     if (cxt.schema !== true) return;
     const items: unknown = cxt.parentSchema['items'];
-    const types =
-      items && cxt.parentSchema['prefixItems'] === undefined ? getSchemaTypes(items as AnySchemaObject) : [];
+    const types = cxt.parentSchema['prefixItems'] === undefined ? typesOf(items) : [];
     const scalar = types.length > 0 && !types.some((type) => type === 'object' || type === 'array');
     const find = cxt.gen.scopeValue('func', {
       ref: scalar ? (data: readonly unknown[]) => duplicateScalar(data, types) : duplicatePair,
@@ -130,6 +128,22 @@ export const uniqueItems: CodeKeywordDefinition = {
     cxt.fail(_`${pair} !== undefined`);
   },
 };
+
+/**
+ * The types an `items` schema allows, as Ajv reads them for its scalar case (its `getSchemaTypes`: `type`, a name or
+ * a list, and OpenAPI's `nullable: true` adding null); none for a tuple, a boolean or a schema without `type`.
+ */
+function typesOf(items: unknown): string[] {
+  if (typeof items !== 'object' || items === null || Array.isArray(items)) return [];
+  const { type, nullable } = items as { type?: unknown; nullable?: unknown };
+  const types = Array.isArray(type)
+    ? type.filter((t): t is string => typeof t === 'string')
+    : typeof type === 'string'
+      ? [type]
+      : [];
+  if (nullable === true && !types.includes('null')) types.push('null');
+  return types;
+}
 
 /**
  * Ajv's scalar case: among the items of `types` (others are the `items` keyword's errors), the pair `[i, j]` (i < j)

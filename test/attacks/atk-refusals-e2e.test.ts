@@ -5,7 +5,9 @@
 // 1. A refusal by the tool's output schema was not cut (raw-results.ts boundedRefusal cuts only the SDK's
 //    InvalidResult): the upstream writes the schema (tools/list) and the content, and the check reports every
 //    issue (allErrors), each with its path and the schema's words. 100 required property names of 200 characters
-//    and an answer of 200 empty objects (681 bytes) made a 4,807,169-byte answer to the client on both paths
+//    and an answer of 200 empty objects (681 bytes) made a 4,807,169-byte answer to the client on both paths (90
+//    objects here: 9,000 issues, below the check's bound of 10,000 errors held, src/schema-bounds.ts, past which the
+//    refusal is ten issues and never long)
 //    (~24 KB per empty object: by arithmetic, 437 pass the 10 MiB line a v2 SDK client reads).
 // 2. A result's `_meta` with a malformed `io.modelcontextprotocol/serverInfo` (not an Implementation, or one with
 //    keys of its own) reached the client as the upstream wrote it on the fast path: the raw answer skips the SDK's
@@ -52,7 +54,7 @@ async function run(fast: boolean) {
   };
   const refused = await ask('tools/call', {
     name: 'a:amp',
-    arguments: { lines: [answer({ content: [], structuredContent: { x: Array.from({ length: 200 }, () => ({})) } })] },
+    arguments: { lines: [answer({ content: [], structuredContent: { x: Array.from({ length: 90 }, () => ({})) } })] },
   });
   const metaCalls = [];
   for (const meta of metas)
