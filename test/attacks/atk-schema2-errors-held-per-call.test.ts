@@ -6,8 +6,9 @@
  * to a `required`, 920 bytes) and then recurses into `properties.a: {$ref: '#'}` holds 8,192 errors in every frame
  * of the recursion: a value nested 1,000 deep (6 KB of JSON arguments) holds 8.2 million errors before the deepest
  * frame returns and the first caller stops (~0.9 GB heap, 3–5 s of one core); 4,000 deep (24 KB) 3.4 GB and 32 s
- * (`npx tsx tmp/deep2.mts 4000 13`, scratch, load ~7); a little deeper and the heap limit (4.3 GB) ends the process
- * (a tool's schema, or an upstream's output schema and its answer: the gateway). The errors made are all held:
+ * (`npx tsx tmp/deep2.mts 4000 13`, scratch, load ~7); 5,500 deep (33 KB) reached the heap limit (4.3 GB) after
+ * 198 s and Node aborted ("JavaScript heap out of memory"): the process ends (a tool's schema, or an upstream's
+ * output schema and its answer: the gateway). The errors made are all held:
  * counting the reads of `x` (one per `required` error made) shows it without a clock.
  * Without data nesting, a chain of `$defs` (each an `allOf` of the failing chain and a ref to the next) holds
  * 8,192 per schema frame: 200 frames (14 KB schema) and the value `{}` hold 1.6 million.
