@@ -13,6 +13,7 @@ import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it } from 'vitest';
+import { asyncCpuMs } from '../cpu.js';
 import { connectMcpServer, type McpConnection } from '../../src/adapters/mcp/index.js';
 import { ToolRegistry } from '../../src/index.js';
 import { compileValidator, type JsonSchema } from '../../src/schema.js';
@@ -28,15 +29,15 @@ function blowup(width: number, refs: number): JsonSchema {
 
 const SCHEMA = blowup(200, 200);
 
-async function cpuMs(run: () => unknown): Promise<number> {
-  const before = process.cpuUsage();
-  try {
-    await run();
-  } catch {
-    // not compiled: refused, which is fine; only the cost is asked
-  }
-  const used = process.cpuUsage(before);
-  return (used.user + used.system) / 1000;
+/** The CPU milliseconds of `run`; a schema it finds too costly to compile may throw (refused: only the cost is asked). */
+function cpuMs(run: () => unknown): Promise<number> {
+  return asyncCpuMs(async () => {
+    try {
+      await run();
+    } catch {
+      // not compiled: refused
+    }
+  });
 }
 
 const open: McpConnection[] = [];
