@@ -157,7 +157,8 @@ export function duplicateScalar(
   for (let i = items.length - 1; i >= 0; i--) {
     const item = items[i];
     if (!types.some((type) => ofType(item, type))) continue;
-    const text = JSON.stringify(item);
+    // A number by its own words (JSON writes Infinity, a number past a double here, as null).
+    const text = typeof item === 'number' ? String(item) : JSON.stringify(item);
     const later = seen.get(text);
     if (later !== undefined) return [i, later];
     seen.set(text, i);
@@ -165,18 +166,21 @@ export function duplicateScalar(
   return undefined;
 }
 
-/** Ajv's type check of a scalar item (its `strictNumbers`: a number is finite). */
+/**
+ * Ajv's type check of a scalar item, as the gate's Ajv has it (`strict: false` turns its `strictNumbers` off:
+ * Infinity, an upstream's `1e400`, is a number and an integer). Checked as finite, two `1e400` passed `uniqueItems`.
+ */
 function ofType(item: unknown, type: string): boolean {
   if (type === 'null') return item === null;
-  if (type === 'number') return typeof item === 'number' && Number.isFinite(item);
-  if (type === 'integer') return typeof item === 'number' && Number.isInteger(item);
+  if (type === 'number') return typeof item === 'number';
+  if (type === 'integer') return typeof item === 'number' && !(item % 1) && !Number.isNaN(item);
   return typeof item === type;
 }
 
 /** The pair `[i, j]` (j < i) of equal items Ajv's pairwise loop would name, or undefined: all items differ. */
 export function duplicatePair(items: readonly unknown[]): readonly [number, number] | undefined {
   if (items.length < 2) return undefined;
-  const ids = new Map<string, number>();
+  const ids = (memo ??= { ids: new Map(), of: new WeakMap() });
   const last = new Map<number, number>();
   const other: number[] = [];
   let found: [number, number] | undefined;
@@ -200,42 +204,75 @@ export function duplicatePair(items: readonly unknown[]): readonly [number, numb
   return found;
 }
 
+/** The structural ids of one check: each text interned once, each array's and object's id (or none) kept. */
+interface Ids {
+  readonly ids: Map<string, number>;
+  readonly of: WeakMap<object, number | null>;
+}
+
+/**
+ * The ids of the check running now, made by the first `uniqueItems` it runs: a recursive schema checks `uniqueItems`
+ * at every level of a tree, and each level walked its whole subtree again (1,000 levels over 50,000 numbers, 293 KB,
+ * 15.7 s). Dropped before each check (src/schema.ts {@link newCheck}): a value changed between checks is read anew.
+ */
+let memo: Ids | undefined;
+
+/** Drops the structural ids of the check before (src/schema.ts calls it before each check). */
+export function newCheck(): void {
+  memo = undefined;
+}
+
 /**
  * The id of `value`'s structure when it is plain JSON data (see {@link uniqueItems}), or undefined. `ids` interns
- * each structure's text once, its members by their ids: linear in the value. As deep as the value (a value too deep
- * for the stack throws, and the check with it: the call is refused).
+ * each structure's text once, its members by their ids, and keeps each array's and object's: linear in the value
+ * for the whole check. As deep as the value (a value too deep for the stack throws, and the check with it: the call
+ * is refused).
  */
-function idOf(value: unknown, ids: Map<string, number>): number | undefined {
-  let text: string;
-  if (value === null || typeof value === 'boolean' || typeof value === 'string') text = JSON.stringify(value);
+function idOf(value: unknown, ids: Ids): number | undefined {
   // -0 is "0"; NaN, Infinity (JSON.parse's 1e999) their own words, each equal only to itself as Ajv's `equal` has it.
-  else if (typeof value === 'number') text = String(value);
-  else if (typeof value === 'object') {
-    const proto: unknown = Object.getPrototypeOf(value);
-    if (Array.isArray(value)) {
-      if (proto !== Array.prototype) return undefined;
-      text = '[';
-      for (let i = 0; i < value.length; i++) {
-        if (!Object.hasOwn(value, i)) return undefined;
-        const id = idOf(value[i], ids);
-        if (id === undefined) return undefined;
-        text += `${id},`;
-      }
-    } else {
-      if (proto !== Object.prototype) return undefined;
-      const members: [string, number][] = [];
-      for (const key of Object.keys(value)) {
-        const own = Object.getOwnPropertyDescriptor(value, key);
-        if (own === undefined || !('value' in own)) return undefined;
-        const id = idOf(own.value, ids);
-        if (id === undefined) return undefined;
-        members.push([key, id]);
-      }
-      members.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-      text = `{${members.map(([key, id]) => `${JSON.stringify(key)}:${id}`).join(',')}`;
+  if (typeof value === 'number') return interned(String(value), ids);
+  if (value === null || typeof value === 'boolean' || typeof value === 'string')
+    return interned(JSON.stringify(value), ids);
+  if (typeof value !== 'object') return undefined;
+  const known = ids.of.get(value);
+  if (known !== undefined) return known ?? undefined;
+  const id = structureId(value, ids);
+  ids.of.set(value, id ?? null);
+  return id;
+}
+
+/** The id of an array's or object's structure (plain data: see {@link uniqueItems}), or undefined. */
+function structureId(value: object, ids: Ids): number | undefined {
+  const proto: unknown = Object.getPrototypeOf(value);
+  let text: string;
+  if (Array.isArray(value)) {
+    if (proto !== Array.prototype) return undefined;
+    text = '[';
+    for (let i = 0; i < value.length; i++) {
+      if (!Object.hasOwn(value, i)) return undefined;
+      const id = idOf(value[i], ids);
+      if (id === undefined) return undefined;
+      text += `${id},`;
     }
-  } else return undefined;
-  let id = ids.get(text);
-  if (id === undefined) ids.set(text, (id = ids.size));
+  } else {
+    if (proto !== Object.prototype) return undefined;
+    const members: [string, number][] = [];
+    for (const key of Object.keys(value)) {
+      const own = Object.getOwnPropertyDescriptor(value, key);
+      if (own === undefined || !('value' in own)) return undefined;
+      const id = idOf(own.value, ids);
+      if (id === undefined) return undefined;
+      members.push([key, id]);
+    }
+    members.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    text = `{${members.map(([key, id]) => `${JSON.stringify(key)}:${id}`).join(',')}`;
+  }
+  return interned(text, ids);
+}
+
+/** The id of a structure's text, interned. */
+function interned(text: string, ids: Ids): number {
+  let id = ids.ids.get(text);
+  if (id === undefined) ids.ids.set(text, (id = ids.ids.size));
   return id;
 }

@@ -5,7 +5,7 @@
  * needs no dependency to accept them. JSON Schema is validated with Ajv, compiled once per tool.
  */
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
-import { STOPPED_ISSUE, stoppedErrors } from './schema-bounds.js';
+import { newCheck, STOPPED_ISSUE, stoppedErrors } from './schema-bounds.js';
 import { ajvFor, DYNAMIC_REFS, usesKeyword, type JsonSchema, type SchemaAjv } from './schema-dialects.js';
 
 export { declaredDialect, type JsonSchema } from './schema-dialects.js';
@@ -73,6 +73,7 @@ function ajvCompile(schema: JsonSchema): ValidateFunction {
   // `$ref` resolves within its own schema (or to a meta-schema), never to another tool's.
   const known: Held = { refs: { ...ajv.refs }, schemas: { ...ajv.schemas } };
   try {
+    newCheck(); // the meta-schema's checks (its uniqueItems) run here too: nothing kept from before
     const check = ajv.compile(schema);
     // Ajv calls a `$dynamicRef`'s (or `$recursiveRef`'s) target, the root, as a synchronous check even when it is
     // `$async`: its promise was read as valid, and a nested object the schema refuses passed. Not compiled.
@@ -156,6 +157,7 @@ function syncValidator(check: ValidateFunction): Validator {
   return (value) => {
     let valid: unknown;
     try {
+      newCheck();
       valid = check(value, NO_CONTEXT);
     } catch (error) {
       return stopped(error);
@@ -180,14 +182,16 @@ const STOPPED_SHOWN = 9;
  * other rejection rejects the validation, which refuses the call.
  */
 function asyncValidator(check: ValidateFunction): Validator {
-  return (value) =>
-    (check(value, NO_CONTEXT) as unknown as Promise<unknown>).then(
+  return (value) => {
+    newCheck();
+    return (check(value, NO_CONTEXT) as unknown as Promise<unknown>).then(
       (): ValidationResult => ({ ok: true, value }),
       (error: unknown): ValidationResult => {
         if (error instanceof Ajv.ValidationError) return { ok: false, issues: issuesOf(error.errors as ErrorObject[]) };
         return stopped(error);
       },
     );
+  };
 }
 
 function issuesOf(errors: readonly ErrorObject[] | null | undefined): string[] {

@@ -176,6 +176,17 @@ describe('uniqueItems in linear time', () => {
     ]);
   });
 
+  it('an array changed between two checks is read anew (the ids a check keeps are its own)', () => {
+    const validate = compileValidator({ type: 'object', properties: { list: { type: 'array', uniqueItems: true } } });
+    const inner = [{ a: 1 }, { a: 2 }];
+    const value = { list: [inner, [{ a: 1 }, { a: 1 }]] };
+    expect(sync(validate(value)).ok).toBe(true);
+    inner[1] = { a: 1 }; // now equal to the second item
+    expect(sync(validate(value)).issues).toEqual([
+      '/list must NOT have duplicate items (items ## 0 and 1 are identical)',
+    ]);
+  });
+
   it("items that are not plain data are compared by Ajv's equal", () => {
     const validate = compileValidator({ type: 'object', properties: { list: { type: 'array', uniqueItems: true } } });
     expect(sync(validate({ list: [new Date(5), { a: 1 }, new Date(5)] })).issues).toEqual([
