@@ -9,7 +9,7 @@
  * `uniqueItems` compared every pair of items that are objects or arrays (20,000 objects 6 s, passing values too):
  * {@link uniqueItems} finds a duplicate by each item's structure, in time linear in the items.
  */
-import { _, str, type CodeKeywordDefinition, type ErrorObject, type KeywordCxt } from 'ajv';
+import { _, Name, str, type CodeKeywordDefinition, type ErrorObject, type KeywordCxt } from 'ajv';
 import ajvEqual from 'ajv/dist/runtime/equal.js';
 
 // CommonJS: Node's default import is its module.exports, which carries Ajv's `equal` as `default` (a bundler's or
@@ -163,7 +163,8 @@ export const uniqueItems: CodeKeywordDefinition = {
     const find = cxt.gen.scopeValue('func', {
       ref: scalar ? (data: readonly unknown[]) => duplicateScalar(data, types) : duplicatePair,
     });
-    const pair = cxt.gen.const('pair', _`${find}(${cxt.data})`);
+    // The check's root value (`rootData`, in every function Ajv writes) keys the structural ids the check keeps.
+    const pair = cxt.gen.const('pair', _`${find}(${cxt.data}, ${ROOT})`);
     cxt.setParams({ i: _`${pair}[0]`, j: _`${pair}[1]` });
     cxt.fail(_`${pair} !== undefined`);
   },
@@ -218,9 +219,9 @@ function ofType(item: unknown, type: string): boolean {
 }
 
 /** The pair `[i, j]` (j < i) of equal items Ajv's pairwise loop would name, or undefined: all items differ. */
-export function duplicatePair(items: readonly unknown[]): readonly [number, number] | undefined {
+export function duplicatePair(items: readonly unknown[], root?: unknown): readonly [number, number] | undefined {
   if (items.length < 2) return undefined;
-  const ids = (memo ??= { ids: new Map(), of: new WeakMap() });
+  const ids = idsOf(root);
   const last = new Map<number, number>();
   const other: number[] = [];
   let found: [number, number] | undefined;
@@ -250,21 +251,37 @@ interface Ids {
   readonly of: WeakMap<object, number | null>;
 }
 
-/**
- * The ids of the check running now, made by the first `uniqueItems` it runs: a recursive schema checks `uniqueItems`
- * at every level of a tree, and each level walked its whole subtree again (1,000 levels over 50,000 numbers, 293 KB,
- * 15.7 s). Dropped before each check (src/schema.ts {@link newCheck}): a value changed between checks is read anew.
- */
-let memo: Ids | undefined;
+const ROOT = new Name('rootData');
 
 /**
- * Starts a check (src/schema.ts, before each check and each compilation, whose meta-schema checks count too): no
- * calls counted, no structural ids kept from the one before. A synchronous check runs alone; an `$async` check's
- * count restarts when another check starts while it awaits.
+ * The ids kept for each root value being checked, made by the first `uniqueItems` its check runs: a recursive schema
+ * checks `uniqueItems` at every level of a tree, and each level walked its whole subtree again (1,000 levels over
+ * 50,000 numbers, 293 KB, 15.7 s). Keyed by the root value, they go when it goes (one process-wide memo outlived its
+ * check: 2.6 MB of arguments left ~34 MB held until the next check), and an `$async` check keeps its own while
+ * another starts (a shared one was dropped by each: depth × payload again). Dropped when a check of the same value
+ * starts (src/schema.ts {@link newCheck}): a value changed between checks is read anew.
  */
-export function newCheck(): void {
+const memos = new WeakMap<object, Ids>();
+
+/** The ids kept for `root`'s check (a root that is not an object: ids of this call alone). */
+function idsOf(root: unknown): Ids {
+  const keyed = typeof root === 'object' && root !== null;
+  let ids = keyed ? memos.get(root) : undefined;
+  if (ids === undefined) {
+    ids = { ids: new Map(), of: new WeakMap() };
+    if (keyed) memos.set(root, ids);
+  }
+  return ids;
+}
+
+/**
+ * Starts a check of `root` (src/schema.ts: before each check, and each compilation with its schema, whose
+ * meta-schema checks count too): no calls counted, no structural ids kept from before. A synchronous check runs
+ * alone; an `$async` check's count of calls restarts when another check starts while it awaits.
+ */
+export function newCheck(root: unknown): void {
   work.calls = 0;
-  memo = undefined;
+  if (typeof root === 'object' && root !== null) memos.delete(root);
 }
 
 /**

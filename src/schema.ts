@@ -73,7 +73,7 @@ function ajvCompile(schema: JsonSchema): ValidateFunction {
   // `$ref` resolves within its own schema (or to a meta-schema), never to another tool's.
   const known: Held = { refs: { ...ajv.refs }, schemas: { ...ajv.schemas } };
   try {
-    newCheck(); // the meta-schema's checks (its uniqueItems) run here too: nothing kept from before
+    newCheck(schema); // the meta-schema's checks (its uniqueItems) run on the schema here: nothing kept from before
     const check = ajv.compile(schema);
     // Ajv calls a `$dynamicRef`'s (or `$recursiveRef`'s) target, the root, as a synchronous check even when it is
     // `$async`: its promise was read as valid, and a nested object the schema refuses passed. Not compiled.
@@ -157,7 +157,7 @@ function syncValidator(check: ValidateFunction): Validator {
   return (value) => {
     let valid: unknown;
     try {
-      newCheck();
+      newCheck(value);
       valid = check(value, NO_CONTEXT);
     } catch (error) {
       return stopped(error);
@@ -183,7 +183,7 @@ const STOPPED_SHOWN = 9;
  */
 function asyncValidator(check: ValidateFunction): Validator {
   return (value) => {
-    newCheck();
+    newCheck(value);
     return (check(value, NO_CONTEXT) as unknown as Promise<unknown>).then(
       (): ValidationResult => ({ ok: true, value }),
       (error: unknown): ValidationResult => {
