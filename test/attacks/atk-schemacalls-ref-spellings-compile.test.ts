@@ -20,10 +20,10 @@ import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it } from 'vitest';
-import { asyncCpuMs } from '../cpu.js';
 import { connectMcpServer, type McpConnection } from '../../src/adapters/mcp/index.js';
 import { ToolRegistry } from '../../src/index.js';
 import { compileValidator, type JsonSchema } from '../../src/schema.js';
+import { codeWritten, SCHEMA_CODE_MAX } from '../../src/schema-bounds.js';
 
 const NAME = '$$$$$$$$';
 
@@ -55,15 +55,18 @@ function nested(depth: number, width: number): JsonSchema {
   };
 }
 
-/** The CPU milliseconds of `run`; a schema it finds too costly to compile may throw (refused: only the cost is asked). */
-function cpuMs(run: () => unknown): Promise<number> {
-  return asyncCpuMs(async () => {
-    try {
-      await run();
-    } catch {
-      // not compiled: refused
-    }
-  });
+/**
+ * The characters of code Ajv wrote compiling `schema` through the gate (counted by `code.process`), and whether it
+ * compiled: the cost of a compilation is the code it writes, counted without a clock.
+ */
+function written(schema: JsonSchema): { compiled: boolean; code: number } {
+  try {
+    compileValidator(schema);
+    return { compiled: true, code: codeWritten() };
+  } catch (error) {
+    expect(String(error)).toMatch(/characters of code/);
+    return { compiled: false, code: codeWritten() };
+  }
 }
 
 const open: McpConnection[] = [];
@@ -71,38 +74,39 @@ afterEach(async () => {
   for (const connection of open.splice(0)) await connection.close();
 });
 
-describe("a schema's compiled code grows with the schema, however its references are spelled or nested", () => {
-  it('a 13 KB schema of 200 differently spelled references to one 200-property leaf compiles (or is refused) in well under a second', async () => {
+describe("a schema's compiled code is bounded, however its references are spelled or nested", () => {
+  it('a 13 KB schema of 200 differently spelled references to one 200-property leaf: refused once its code passes the bound', () => {
     const schema = spelled(200, 200);
     expect(JSON.stringify(schema).length).toBeLessThan(14_000);
-    const ms = await cpuMs(() => {
-      const check = compileValidator(schema);
-      // still checked as written: a leaf's property of the wrong type is refused
-      expect(check({ r7: { p3: 1 } })).toMatchObject({ ok: false });
-      expect(check({ r7: { p3: 'x' } })).toMatchObject({ ok: true });
-    });
-    expect(ms).toBeLessThan(1_000);
+    const { compiled, code } = written(schema);
+    expect(compiled).toBe(false);
+    expect(code).toBeLessThan(SCHEMA_CODE_MAX + 200_000); // the bound and the one function that passed it
+    // Fewer references compile, and check as written.
+    const check = compileValidator(spelled(200, 20));
+    expect(check({ r7: { p3: 1 } })).toMatchObject({ ok: false });
+    expect(check({ r7: { p3: 'x' } })).toMatchObject({ ok: true });
   });
 
-  it('a 17 KB schema of 62 nested levels (300 properties at the bottom), each level referred to, compiles (or is refused) in well under a second', async () => {
+  it('a 17 KB schema of 62 nested levels (300 properties at the bottom), each level referred to: its code bounded', () => {
     const schema = nested(62, 300);
     expect(JSON.stringify(schema).length).toBeLessThan(18_000);
-    const ms = await cpuMs(() => compileValidator(schema));
-    expect(ms).toBeLessThan(1_000);
+    expect(written(schema).code).toBeLessThan(SCHEMA_CODE_MAX + 2_000_000);
   });
 
-  it("an MCP upstream's tools/list with the spelled input schema: connecting costs well under a second", async () => {
+  it("an MCP upstream's tools/list with the spelled input schema: the tool is not offered, the others are", async () => {
     const server = new Server({ name: 'forms', version: '1.0.0' }, { capabilities: { tools: {} } });
     server.setRequestHandler(ListToolsRequestSchema, () => ({
-      tools: [{ name: 'fill', description: 'Fill', inputSchema: spelled(200, 199) as never }],
+      tools: [
+        { name: 'fill', description: 'Fill', inputSchema: spelled(200, 199) as never },
+        { name: 'ping', description: 'Ping', inputSchema: { type: 'object' } },
+      ],
     }));
     server.setRequestHandler(CallToolRequestSchema, () => ({ content: [{ type: 'text', text: 'ok' }] }));
     const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
     await server.connect(serverSide);
     const registry = new ToolRegistry();
-    const ms = await cpuMs(async () => {
-      open.push(await connectMcpServer(registry, { transport: clientSide, prefix: 'forms' }));
-    });
-    expect(ms).toBeLessThan(1_000);
+    const connection = await connectMcpServer(registry, { transport: clientSide, prefix: 'forms' });
+    open.push(connection);
+    expect(connection.tools).toEqual(['forms:ping']);
   });
 });
