@@ -25,29 +25,79 @@ const equal: Equal =
  */
 export const SCHEMA_ERRORS_MAX = 10_000;
 
+/**
+ * How many compiled checks one check may call: its own, a `$ref`'s, a dynamic reference's (Ajv writes a function for
+ * each `$ref` target, `inlineRefs: false` in src/schema-dialects.ts). Under `allErrors` a union's failing branch goes
+ * on into the value's children, so a tree of a recursive union (zod's discriminated union of nodes, 367 bytes of
+ * schema) called 2^depth checks for a passing value (26 levels, 778 bytes of arguments: 5 s); a `$ref` chain of k
+ * `allOf` pairs calls 2^k. An ordinary value calls one check per node a `$ref` types (a million of them pass).
+ */
+export const SCHEMA_CALLS_MAX = 1_000_000;
+
 const TOO_MANY = `the check stopped at more than ${SCHEMA_ERRORS_MAX.toLocaleString('en-US')} errors at once (the value, or a branch of its schema, fails in more places): refused without finishing`;
+const TOO_LONG = `the check stopped at more than ${SCHEMA_CALLS_MAX.toLocaleString('en-US')} calls of its schema's references (its branches and references, applied to the value): refused without finishing`;
 
 /**
- * The errors a check held when it stopped at {@link SCHEMA_ERRORS_MAX} (the value is refused), or undefined when
+ * Why a check stopped at one of its bounds (the value is refused) and the errors it held then, or undefined when
  * `error` is another (a check's own failure: it rejects the validation, which refuses the call).
  */
-export function stoppedErrors(error: unknown): readonly ErrorObject[] | undefined {
-  if (!(error instanceof RangeError) || error.message !== TOO_MANY) return undefined;
-  return Array.isArray(error.cause) ? (error.cause as ErrorObject[]) : [];
+export function stoppedCheck(
+  error: unknown,
+): { readonly why: string; readonly errors: readonly ErrorObject[] } | undefined {
+  if (!(error instanceof RangeError) || (error.message !== TOO_MANY && error.message !== TOO_LONG)) return undefined;
+  return { why: error.message, errors: Array.isArray(error.cause) ? (error.cause as ErrorObject[]) : [] };
 }
 
-/** Why a check stopped, as an issue. */
+/** Why a check stopped, as an issue: at its bound of errors held, or of calls. */
 export const STOPPED_ISSUE = TOO_MANY;
+export const STOPPED_CALLS_ISSUE = TOO_LONG;
+
+/**
+ * How much code one compilation may write: Ajv writes a function for each reference URI, each holding its target's
+ * subtree, so references spelled apart (`#/$defs/x`, `#/%24defs/x`) or pointing into nested levels multiply the
+ * code (a 28 KB schema, 60 MB of code, 7.2 s). Past it the schema does not compile (~0.5–1 s of writing code; an ordinary
+ * schema writes 15–30 times its text: a 130 KB schema compiles).
+ */
+export const SCHEMA_CODE_MAX = 4_000_000;
+
+/**
+ * The calls of the check running now, counted by every compiled check (through its Ajv, {@link withBounds}); the
+ * code written by the compilation running now.
+ */
+const work = { calls: 0, code: 0 };
+const WORK_KEY = '$toolgateWork';
+
+/** An Ajv with this module's bounds: the count of calls its checks keep, the linear `uniqueItems`. */
+export function withBounds<
+  A extends { removeKeyword(keyword: string): unknown; addKeyword(definition: CodeKeywordDefinition): unknown },
+>(ajv: A): A {
+  Object.defineProperty(ajv, WORK_KEY, { value: work });
+  // Ajv's `uniqueItems` compared every pair of object or array items (20,000 objects 6 s, a passing value too).
+  ajv.removeKeyword('uniqueItems');
+  ajv.addKeyword(uniqueItems);
+  return ajv;
+}
 
 /**
  * Ajv's generated code (its `code.process` hook) with every place its error count grows checked against
- * {@link SCHEMA_ERRORS_MAX}: an error added (`errors++`) and a called check's errors appended (`errors =
- * vErrors.length`). Only code is changed, never a string literal (a property named `errors++;`). Any other change of
- * the count this does not know (another Ajv's code) throws: the schema does not compile, rather than be unbounded.
+ * {@link SCHEMA_ERRORS_MAX} — an error added (`errors++`), a called check's errors appended (`errors =
+ * vErrors.length`) — and every compiled check's start (`let errors = 0`, once in each function Ajv writes) counted
+ * against {@link SCHEMA_CALLS_MAX}. Only code is changed; in a string literal only `*\/` (see below). Any other
+ * change of the count this does not know, or a function whose start it does not find (another Ajv's code), throws:
+ * the schema does not compile, rather than be unbounded.
  */
 export function boundErrors(code: string): string {
+  work.code += code.length;
+  if (work.code > SCHEMA_CODE_MAX)
+    throw new Error(
+      `the schema compiles to more than ${SCHEMA_CODE_MAX.toLocaleString('en-US')} characters of code (its references multiply its subschemas): not compiled`,
+    );
   const stop = `throw new RangeError(${JSON.stringify(TOO_MANY)},{cause:vErrors});`;
+  const call = `let errors = 0;if(++self.${WORK_KEY}.calls>${SCHEMA_CALLS_MAX}){throw new RangeError(${JSON.stringify(TOO_LONG)},{cause:vErrors});}`;
   let out = '';
+  let starts = 0;
+  let functions = 0;
+  let trivial = 0;
   for (const [part, literal] of segments(code)) {
     if (literal) {
       // Ajv writes a schema's `$id` into a comment (`/*# sourceURL="…" */`) once `code.process` is set, and a JSON
@@ -56,7 +106,14 @@ export function boundErrors(code: string): string {
       out += part.replaceAll('*/', '*\\/');
       continue;
     }
+    // A check of a schema that constrains nothing (`{}`, annotations only) counts no errors and calls nothing.
+    functions += [...part.matchAll(/(?<![\w$.])function\s*[\w$]*\s*\(/g)].length;
+    trivial += [...part.matchAll(/\{(?:[\w$]+\.errors = null;return true;|return data;)\}/g)].length;
     const bounded = part
+      .replace(/(?<![\w$.])let errors = 0;/g, () => {
+        starts++;
+        return call;
+      })
       .replace(/(?<![\w$.])errors\+\+;/g, `if(++errors>${SCHEMA_ERRORS_MAX}){${stop}}`)
       .replace(
         /(?<![\w$.])errors = vErrors\.length;/g,
@@ -71,6 +128,8 @@ export function boundErrors(code: string): string {
       throw new Error("toolgate cannot bound this schema's check (Ajv's code counts its errors otherwise)");
     out += bounded;
   }
+  if (starts + trivial === 0 || starts < functions - trivial)
+    throw new Error("toolgate cannot bound this schema's check (a compiled check whose start it cannot count)");
   return out;
 }
 
@@ -234,8 +293,19 @@ function idsOf(root: unknown): Ids {
   return ids;
 }
 
-/** Starts a check of `root` (src/schema.ts: before each check, and each compilation with its schema): no ids kept from before. */
+/** The characters of code the last compilation wrote (test/attacks: a compilation's cost, without a clock). */
+export function codeWritten(): number {
+  return work.code;
+}
+
+/**
+ * Starts a check of `root` (src/schema.ts: before each check, and each compilation with its schema, whose
+ * meta-schema checks count too): no calls counted, no structural ids kept from before. A synchronous check runs
+ * alone; an `$async` check's count of calls restarts when another check starts while it awaits.
+ */
 export function newCheck(root: unknown): void {
+  work.calls = 0;
+  work.code = 0;
   if (typeof root === 'object' && root !== null) memos.delete(root);
 }
 

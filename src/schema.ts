@@ -5,7 +5,7 @@
  * needs no dependency to accept them. JSON Schema is validated with Ajv, compiled once per tool.
  */
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
-import { newCheck, STOPPED_ISSUE, stoppedErrors } from './schema-bounds.js';
+import { newCheck, stoppedCheck } from './schema-bounds.js';
 import { ajvFor, DYNAMIC_REFS, usesKeyword, type JsonSchema, type SchemaAjv } from './schema-dialects.js';
 
 export { declaredDialect, type JsonSchema } from './schema-dialects.js';
@@ -168,9 +168,9 @@ function syncValidator(check: ValidateFunction): Validator {
 
 /** A check that stopped at its bound of errors (src/schema-bounds.ts): refused, its first errors and why; any other throw is rethrown. */
 function stopped(error: unknown): ValidationResult {
-  const errors = stoppedErrors(error);
-  if (errors === undefined) throw error;
-  return { ok: false, issues: [STOPPED_ISSUE, ...issuesOf(errors.slice(0, STOPPED_SHOWN))] };
+  const stop = stoppedCheck(error);
+  if (stop === undefined) throw error;
+  return { ok: false, issues: [stop.why, ...issuesOf(stop.errors.slice(0, STOPPED_SHOWN))] };
 }
 
 /** How many of a stopped check's errors its issues show, after why it stopped (a Decision shows ten issues). */
