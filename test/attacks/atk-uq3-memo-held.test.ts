@@ -12,20 +12,10 @@
  * Fails on main (416b1c9); passes with the memo dropped when its check ends (syncValidator's `finally`, and asyncValidator's once its
  * promise settles: the `$async` case fails with the first alone).
  */
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
+import { heapAfterGc } from '../heap.js';
 import { outputSchemaValidator } from '../../src/mcp/output-schemas.js';
 import { registryWith } from './fixtures/schema-tool.js';
-
-setFlagsFromString('--expose-gc');
-const gc = runInNewContext('gc') as () => void;
-
-function heapAfterGc(): number {
-  gc();
-  gc();
-  return process.memoryUsage().heapUsed;
-}
 
 const SCHEMA = { type: 'object', properties: { l: { type: 'array', uniqueItems: true } } } as const;
 const COUNT = 200_000;

@@ -11,19 +11,9 @@
  * over the gateway, a 4 MB body of a plain ASCII key keeps ~12 MB a request, 1,024 requests ~12 GB: the process
  * dies for every tenant). Making each function also parses its whole key twice, ~30 ms a call here.
  */
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
+import { heapAfterGc } from '../heap.js';
 import { defineTool, PermissionPolicy, ToolRegistry } from '../../src/index.js';
-
-setFlagsFromString('--expose-gc');
-const gc = runInNewContext('gc') as () => void;
-
-function heapAfterGc(): number {
-  gc();
-  gc();
-  return process.memoryUsage().heapUsed;
-}
 
 describe('the shape copiers keep nothing a refused call brought', () => {
   it('16 refused calls with one 256 K-character key each retain far less than their keys', async () => {

@@ -5,20 +5,10 @@
  * or a stream buffer) holds its whole parent alive. Kept as a Map key, each short text retained its parent:
  * 32 calls of 200-character texts cut from 2 MB completions kept 64 MB after they were answered.
  */
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
+import { heapAfterGc } from '../heap.js';
 import { snapshotText, textMemo } from '../../src/gate/snapshot-text.js';
 import { defineTool, PermissionPolicy, ToolRegistry } from '../../src/index.js';
-
-setFlagsFromString('--expose-gc');
-const gc = runInNewContext('gc') as () => void;
-
-function heapAfterGc(): number {
-  gc();
-  gc();
-  return process.memoryUsage().heapUsed;
-}
 
 describe('the memo of argument text keeps only the texts, not what they were cut from', () => {
   it('32 short texts sliced from 2 MB completions retain far less than the completions', async () => {
