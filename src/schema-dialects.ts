@@ -7,7 +7,7 @@ import { Ajv } from 'ajv';
 import { Ajv2019 } from 'ajv/dist/2019.js';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import formats from 'ajv-formats';
-import { boundErrors, withBounds } from './schema-bounds.js';
+import { ajvLogger, boundErrors, withBounds } from './schema-bounds.js';
 import { linearRegExp } from './schema-regexp.js';
 
 /** A JSON Schema object: draft-07, 2019-09 or 2020-12 (its `$schema`, or none: the keywords it uses tell). */
@@ -24,6 +24,7 @@ const AJV_OPTIONS = {
   coerceTypes: false,
   useDefaults: false,
   inlineRefs: false,
+  logger: ajvLogger,
   code: { regExp: linearRegExp, process: boundErrors },
 } as const;
 

@@ -19,7 +19,7 @@
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { connectMcpServer, type McpConnection } from '../../src/adapters/mcp/index.js';
 import { ToolRegistry } from '../../src/index.js';
 import { compileValidator, type JsonSchema } from '../../src/schema.js';
@@ -78,8 +78,18 @@ describe("a schema's compiled code is bounded, however its references are spelle
   it('a 13 KB schema of 200 differently spelled references to one 200-property leaf: refused once its code passes the bound', () => {
     const schema = spelled(200, 200);
     expect(JSON.stringify(schema).length).toBeLessThan(14_000);
-    const { compiled, code } = written(schema);
+    const printed: unknown[][] = [];
+    const spy = vi.spyOn(console, 'error').mockImplementation((...args: unknown[]) => void printed.push(args));
+    let result: { compiled: boolean; code: number };
+    try {
+      result = written(schema);
+    } finally {
+      spy.mockRestore();
+    }
+    const { compiled, code } = result;
     expect(compiled).toBe(false);
+    // Ajv printed the whole function it had written (megabytes) for each refused schema; a line now.
+    expect(JSON.stringify(printed).length).toBeLessThan(1_000);
     expect(code).toBeLessThan(SCHEMA_CODE_MAX + 200_000); // the bound and the one function that passed it
     // Fewer references compile, and check as written.
     const check = compileValidator(spelled(200, 20));
