@@ -180,7 +180,7 @@ function* segments(code: string): Generator<[string, boolean]> {
  * `valueOf` or `toString` key; and with a `constructor` key or a number past a double (`1e999`) an item was compared
  * with every other: quadratic again.
  */
-export const uniqueItems: CodeKeywordDefinition = {
+const uniqueItems: CodeKeywordDefinition = {
   keyword: 'uniqueItems',
   type: 'array',
   schemaType: 'boolean',
@@ -224,10 +224,7 @@ function typesOf(items: unknown): string[] {
  * Ajv's scalar case: among the items of `types` (others are the `items` keyword's errors), the pair `[i, j]` (i < j)
  * Ajv names, or undefined.
  */
-export function duplicateScalar(
-  items: readonly unknown[],
-  types: readonly string[],
-): readonly [number, number] | undefined {
+function duplicateScalar(items: readonly unknown[], types: readonly string[]): readonly [number, number] | undefined {
   const seen = new Map<string, number>();
   for (let i = items.length - 1; i >= 0; i--) {
     const item = items[i];
