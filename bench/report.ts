@@ -14,6 +14,8 @@ interface Results {
   readonly node: string;
   readonly cpu: string;
   readonly loadAverage: { readonly start: readonly number[]; readonly end: readonly number[] };
+  /** How the machine's cores idle (absent in results written before 2026-12-06 22:30). */
+  readonly idle?: string;
   readonly repeat: number;
   /** The README quick-start shape, end to end (absent in results written before issue 12). */
   readonly quickstart?: readonly QuickstartResult[];
@@ -103,7 +105,7 @@ export function markdown(results: Results): string {
     ...results.targets.map((t) => `| ${t.description}: ${t.target} | ${t.measured} | ${t.met ? 'yes' : '**no**'} |`),
     '',
     `Measured ${results.generated.slice(0, 16).replace('T', ' ')} UTC, Node ${results.node}, ${results.cpu}, load average ${results.loadAverage.start.map((l) => l.toFixed(1)).join(' / ')} at the start and ` +
-      `${results.loadAverage.end.map((l) => l.toFixed(1)).join(' / ')} at the end${results.repeat > 1 ? `; each figure is the median of ${results.repeat} runs` : ''}.`,
+      `${results.loadAverage.end.map((l) => l.toFixed(1)).join(' / ')} at the end${results.idle === undefined ? '' : `; ${results.idle}`}${results.repeat > 1 ? `; each figure is the median of ${results.repeat} runs` : ''}.`,
   );
   return out.join('\n');
 }
