@@ -6,6 +6,7 @@
  */
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { newCheck, stoppedCheck } from './schema-bounds.js';
+import { refuseCostly } from './schema-cost.js';
 import { ajvFor, DYNAMIC_REFS, usesKeyword, type JsonSchema, type SchemaAjv } from './schema-dialects.js';
 
 export { declaredDialect, type JsonSchema } from './schema-dialects.js';
@@ -74,6 +75,8 @@ function ajvCompile(schema: JsonSchema): ValidateFunction {
   const known: Held = { refs: { ...ajv.refs }, schemas: { ...ajv.schemas } };
   try {
     newCheck(schema); // the meta-schema's checks (its uniqueItems) run on the schema here: nothing kept from before
+    // A schema that surely compiles past the bound of code is refused before Ajv writes any (src/schema-cost.ts).
+    refuseCostly(schema);
     const check = ajv.compile(schema);
     // Ajv calls a `$dynamicRef`'s (or `$recursiveRef`'s) target, the root, as a synchronous check even when it is
     // `$async`: its promise was read as valid, and a nested object the schema refuses passed. Not compiled.

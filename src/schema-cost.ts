@@ -1,0 +1,205 @@
+/**
+ * A lower bound of the code Ajv writes for a schema, from the schema alone, before it compiles (src/schema.ts).
+ *
+ * src/schema-bounds.ts counts the code Ajv has written against SCHEMA_CODE_MAX, but only once Ajv has written a whole
+ * function, and a schema without `$ref` is one function: 24,000 properties of `{type: "string", minLength: 1}`
+ * (973 KB) had Ajv write 15 M characters (~4.5 s) before the refusal, and one property key of 10,000 characters above
+ * 10,000 properties 400 M (~2 s, ~0.8 GB). A refused schema is not kept: each relisting paid it again.
+ *
+ * Under `allErrors` each place a keyword reports an error writes an error object whose `schemaPath` is the literal
+ * JSON Pointer of the keyword from its function's root (`"#/properties/<key>/minLength"`, each key escaped, never
+ * shorter), whose `instancePath` repeats the property keys on the way (`instancePath+"/<key>"`), and around it the
+ * same statements every time (see {@link SITE}). Summed over the places surely written, the code is at least that.
+ * Only what Ajv surely writes is counted, in a walk linear in the schema:
+ * - a function for the root, and one for each local `$ref` target (`#/…`, resolved as Ajv resolves it; `inlineRefs:
+ *   false` in src/schema-dialects.ts), each target once whatever its spellings (Ajv writes one per spelling); none
+ *   for the root itself, a boolean, a target reached through or inside a nested `$id` (another base), or one that is
+ *   only a `$ref` (Ajv compiles what it points to);
+ * - in each, the keywords below (a subschema only under `properties`, `items` and `additionalProperties` as a
+ *   schema, `allOf`, `oneOf`, and `anyOf` whose every branch has a keyword counted here: Ajv skips an `anyOf` with an
+ *   always-valid branch, and writes no error object under `not` and `if`); `$defs` / `definitions` only as `$ref`
+ *   targets. Any other keyword counts nothing: the bound undercounts, never overcounts (test/core/schema-cost.test.ts
+ *   compares it with the code Ajv writes).
+ */
+import { SCHEMA_CODE_MAX } from './schema-bounds.js';
+
+/**
+ * The statements Ajv writes for each error it may report, without its paths, keyword and parameters (shortest names:
+ * `err0`; `params:{}`; an empty message).
+ */
+const SITE =
+  'const err0 = {instancePath,schemaPath:"#",keyword:"",params:{},message:""};if(vErrors === null){vErrors = [err0];}else {vErrors.push(err0);}errors++;'
+    .length;
+/** The shortest function Ajv writes (its name, parameters and braces). */
+const FUNCTION = 'function validate0(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){}'
+  .length;
+/** Keywords that report one error when their value is a number. */
+const NUMBER_LIMITS = new Set([
+  'minLength',
+  'maxLength',
+  'minItems',
+  'maxItems',
+  'minProperties',
+  'maxProperties',
+  'minimum',
+  'maximum',
+  'exclusiveMinimum',
+  'exclusiveMaximum',
+  'multipleOf',
+]);
+/** Keywords this bound counts (each a rule of every Ajv: a schema with one of them is not always valid). */
+const COUNTED = new Set([
+  ...NUMBER_LIMITS,
+  'type',
+  'pattern',
+  'required',
+  'enum',
+  'const',
+  'uniqueItems',
+  'additionalProperties',
+  'not',
+  'anyOf',
+  'oneOf',
+  'allOf',
+  'properties',
+  'items',
+  '$ref',
+]);
+/** Ajv's `loopRequired` default: from this many names on, `required` is one loop reporting from one place. */
+const LOOP_REQUIRED = 200;
+/** Deeper than src/schema-dialects.ts lets a schema nest: not walked (counted as nothing). */
+const DEPTH_MAX = 200;
+
+interface Walk {
+  readonly root: object;
+  total: number;
+  /** The `$ref` targets counted (or queued), each once. */
+  readonly targets: Set<object>;
+  readonly queue: object[];
+}
+
+/** Characters of code Ajv surely writes for `schema` (a lower bound: see above). */
+export function codeAtLeast(schema: object): number {
+  const walk: Walk = { root: schema, total: FUNCTION, targets: new Set(), queue: [] };
+  const rootId = own(schema, '$id');
+  walkSchema(walk, schema, 0, 0, 0, typeof rootId === 'string' && rootId.includes('#'));
+  for (let next = walk.queue.pop(); next !== undefined; next = walk.queue.pop()) {
+    if (own(next, '$ref') === undefined) walk.total += FUNCTION;
+    walkSchema(walk, next, 0, 0, 0, false);
+  }
+  return walk.total;
+}
+
+/** Throws, as src/schema-bounds.ts does past its bound, when `schema` surely compiles to more than SCHEMA_CODE_MAX. */
+export function refuseCostly(schema: object): void {
+  const least = codeAtLeast(schema);
+  if (least > SCHEMA_CODE_MAX)
+    throw new Error(
+      `the schema compiles to more than ${SCHEMA_CODE_MAX.toLocaleString('en-US')} characters of code (at least ${least.toLocaleString('en-US')} by its keywords' error paths alone): not compiled`,
+    );
+}
+
+/** An own data property's value (Ajv reads the same), or undefined. */
+function own(record: object, key: string): unknown {
+  const property = Object.getOwnPropertyDescriptor(record, key);
+  return property !== undefined && 'value' in property ? property.value : undefined;
+}
+
+function isRecord(value: unknown): value is object {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** Does `value` hold a keyword this bound counts (then Ajv compiles it: not always valid)? */
+function counted(value: unknown): boolean {
+  return isRecord(value) && Object.keys(value).some((key) => COUNTED.has(key) && own(value, key) !== undefined);
+}
+
+/**
+ * Counts the error places of `schema`, compiled in a function whose error paths reach it by `path` characters (after
+ * `#`) and `instance` characters of property keys; `scoped`: under a nested `$id`, where `#/…` means another base.
+ */
+function walkSchema(walk: Walk, schema: unknown, path: number, instance: number, depth: number, scoped: boolean): void {
+  if (!isRecord(schema) || depth > DEPTH_MAX) return;
+  if (schema !== walk.root && own(schema, '$id') !== undefined) scoped = true;
+  const site = (keyword: string, times = 1): void => {
+    walk.total += times * (SITE + path + 1 + 2 * keyword.length + instance);
+  };
+  const sub = (keyword: string, value: unknown, key?: string | number, dataKey?: string): void => {
+    const at = path + 1 + keyword.length + (key === undefined ? 0 : 1 + String(key).length);
+    walkSchema(walk, value, at, dataKey === undefined ? instance : instance + 1 + dataKey.length, depth + 1, scoped);
+  };
+  for (const keyword of Object.keys(schema)) {
+    const value = own(schema, keyword);
+    if (value === undefined) continue;
+    if (NUMBER_LIMITS.has(keyword)) {
+      if (typeof value === 'number') site(keyword);
+      continue;
+    }
+    switch (keyword) {
+      case 'type':
+        if (typeof value === 'string' || (Array.isArray(value) && value.length > 0)) site(keyword);
+        break;
+      case 'pattern':
+        if (typeof value === 'string') site(keyword);
+        break;
+      case 'required':
+        if (Array.isArray(value) && value.length > 0) site(keyword, value.length < LOOP_REQUIRED ? value.length : 1);
+        break;
+      case 'enum':
+        if (Array.isArray(value) && value.length > 0) site(keyword);
+        break;
+      case 'const':
+        site(keyword);
+        break;
+      case 'uniqueItems':
+        if (value === true) site(keyword);
+        break;
+      case 'not':
+        if (typeof value === 'boolean' || isRecord(value)) site(keyword);
+        break;
+      case 'additionalProperties':
+        if (value === false) site(keyword);
+        else sub(keyword, value);
+        break;
+      case 'items':
+        sub(keyword, value);
+        break;
+      case 'properties':
+        if (isRecord(value))
+          for (const key of Object.keys(value)) if (key !== '__proto__') sub(keyword, own(value, key), key, key);
+        break;
+      case 'allOf':
+      case 'oneOf':
+      case 'anyOf':
+        if (!Array.isArray(value) || value.length === 0) break;
+        if (keyword === 'anyOf' && !value.every((branch, i) => Object.hasOwn(value, i) && counted(branch))) break;
+        if (keyword !== 'allOf') site(keyword);
+        for (let i = 0; i < value.length; i++) sub(keyword, own(value, String(i)), i);
+        break;
+      case '$ref':
+        if (!scoped && typeof value === 'string') target(walk, value);
+        break;
+    }
+  }
+}
+
+/** Queues the local target of `ref` (a JSON Pointer fragment of the root's document), unless already counted. */
+function target(walk: Walk, ref: string): void {
+  if (!ref.startsWith('#/')) return;
+  let at: unknown = walk.root;
+  for (const part of ref.slice(2).split('/')) {
+    if (typeof at !== 'object' || at === null) return;
+    let key: string;
+    try {
+      key = decodeURIComponent(part).replace(/~1/g, '/').replace(/~0/g, '~');
+    } catch {
+      return;
+    }
+    at = own(at, key);
+    // Ajv resolves what follows from that `$id`'s base: not followed.
+    if (isRecord(at) && own(at, '$id') !== undefined) return;
+  }
+  if (!isRecord(at) || at === walk.root || walk.targets.has(at)) return;
+  walk.targets.add(at);
+  walk.queue.push(at);
+}
