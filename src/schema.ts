@@ -52,7 +52,42 @@ function isStandardSchema(value: unknown): value is StandardSchemaV1 {
 // declared with equal schemas (a policy file's stub tools: `{ type: 'object' }` each) were ten thousand
 // compilations — most of the time of loading such a file — and ten thousand entries Ajv keeps (issue 12).
 // A validator is shared safely: it is called and its `errors` read synchronously, never across an await.
+// Bounded (an upstream relisting new schemas grew it without end, each kept by its whole text): the least recently
+// used go first past COMPILED_MAX entries or COMPILED_TEXT_MAX characters of text; a text past that alone is not kept.
+// A tool keeps the validator it was given; an equal schema compiled after its entry went is compiled anew.
 const compiled = new Map<string, ValidateFunction>();
+let compiledText = 0;
+
+/** How many compiled validators are kept by their schema's text, and how many characters of text keep them. */
+export const COMPILED_MAX = 10_000;
+export const COMPILED_TEXT_MAX = 16_000_000;
+
+/** What the compiled validators kept hold now: their number and the characters of their schemas' text. */
+export function compiledKept(): { readonly entries: number; readonly text: number } {
+  return { entries: compiled.size, text: compiledText };
+}
+
+/** The validator kept for `key`, now the most recently used; or undefined. */
+function keptCheck(key: string): ValidateFunction | undefined {
+  const hit = compiled.get(key);
+  if (hit !== undefined) {
+    compiled.delete(key);
+    compiled.set(key, hit);
+  }
+  return hit;
+}
+
+/** Keeps `check` for `key`, dropping the least recently used past the bounds. */
+function keepCheck(key: string, check: ValidateFunction): void {
+  if (key.length > COMPILED_TEXT_MAX) return;
+  compiled.set(key, check);
+  compiledText += key.length;
+  for (const old of compiled.keys()) {
+    if (compiled.size <= COMPILED_MAX && compiledText <= COMPILED_TEXT_MAX) break;
+    compiled.delete(old);
+    compiledText -= old.length;
+  }
+}
 
 function ajvCompile(schema: JsonSchema): ValidateFunction {
   let key: string | undefined;
@@ -65,7 +100,7 @@ function ajvCompile(schema: JsonSchema): ValidateFunction {
   } catch {
     key = undefined; // not JSON (a cycle, a BigInt): compiled on its own, as before
   }
-  const hit = key === undefined ? undefined : compiled.get(key);
+  const hit = key === undefined ? undefined : keptCheck(key);
   if (hit) return hit;
   const ajv = ajvFor(schema);
   // One Ajv serves every registry of the process, and Ajv keeps each `$id` it compiles: one registry's schema
@@ -82,7 +117,7 @@ function ajvCompile(schema: JsonSchema): ValidateFunction {
     // `$async`: its promise was read as valid, and a nested object the schema refuses passed. Not compiled.
     if ((check as { $async?: unknown }).$async === true && usesKeyword(schema, DYNAMIC_REFS, 0))
       throw new Error('$dynamicRef and $recursiveRef are not supported in a schema with $async: true');
-    if (key !== undefined) compiled.set(key, check);
+    if (key !== undefined) keepCheck(key, check);
     return check;
   } finally {
     forget(ajv, schema, known);
