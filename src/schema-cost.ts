@@ -14,7 +14,8 @@
  * - a function for the root, and one for each local `$ref` target (`#/…`, resolved as Ajv resolves it; `inlineRefs:
  *   false` in src/schema-dialects.ts), each target once whatever its spellings (Ajv writes one per spelling); none
  *   for the root itself, a boolean, a target reached through or inside a nested `$id` (another base), or one that is
- *   only a `$ref` (Ajv compiles what it points to);
+ *   only a `$ref` (Ajv compiles what it points to); none at all when an `$id` holds a fragment (a name Ajv may
+ *   resolve a `#/…` reference to instead);
  * - in each, the keywords below (a subschema only under `properties`, `items` and `additionalProperties` as a
  *   schema, `allOf`, `oneOf`, and `anyOf` whose every branch has a keyword counted here: Ajv skips an `anyOf` with an
  *   always-valid branch, and writes no error object under `not` and `if`); `$defs` / `definitions` only as `$ref`
@@ -81,8 +82,7 @@ interface Walk {
 /** Characters of code Ajv surely writes for `schema` (a lower bound: see above). */
 export function codeAtLeast(schema: object): number {
   const walk: Walk = { root: schema, total: FUNCTION, targets: new Set(), queue: [] };
-  const rootId = own(schema, '$id');
-  walkSchema(walk, schema, 0, 0, 0, typeof rootId === 'string' && rootId.includes('#'));
+  walkSchema(walk, schema, 0, 0, 0, fragmentIds(schema));
   for (let next = walk.queue.pop(); next !== undefined; next = walk.queue.pop()) {
     if (own(next, '$ref') === undefined) walk.total += FUNCTION;
     walkSchema(walk, next, 0, 0, 0, false);
@@ -97,6 +97,30 @@ export function refuseCostly(schema: object): void {
     throw new Error(
       `the schema compiles to more than ${SCHEMA_CODE_MAX.toLocaleString('en-US')} characters of code (at least ${least.toLocaleString('en-US')} by its keywords' error paths alone): not compiled`,
     );
+}
+
+/**
+ * Does an `$id` of `schema` (the root's too) hold a fragment? Ajv keeps such an id as a name a `#/…` reference may
+ * find before its JSON Pointer: no reference is followed then. Looked for everywhere, data included (linear).
+ */
+function fragmentIds(schema: object): boolean {
+  const nodes: object[] = [schema];
+  const depths: number[] = [0];
+  while (nodes.length > 0) {
+    const at = nodes.pop()!;
+    const depth = depths.pop()!;
+    if (depth > DEPTH_MAX) return true;
+    const id = Array.isArray(at) ? undefined : own(at, '$id');
+    if (typeof id === 'string' && id.includes('#')) return true;
+    for (const key of Object.keys(at)) {
+      const value = own(at, key);
+      if (typeof value === 'object' && value !== null) {
+        nodes.push(value);
+        depths.push(depth + 1);
+      }
+    }
+  }
+  return false;
 }
 
 /** An own data property's value (Ajv reads the same), or undefined. */

@@ -84,6 +84,13 @@ describe('the lower bound of the code a schema compiles to', () => {
     expect(spelled).toBe(once);
     expect(codeAtLeast({ $ref: '#', $defs: { x: leaf } })).toBeLessThan(alone);
     expect(codeAtLeast({ $defs: { x: leaf } })).toBeLessThan(alone); // unreferenced: no code
+    // An `$id` with a fragment is a name Ajv may resolve `#/…` to instead of the pointer: no reference followed.
+    const named = { $ref: '#/$defs/x', $defs: { x: leaf, y: { $id: 'http://example.com/s#/$defs/x' } } };
+    expect(codeAtLeast(named)).toBeLessThan(alone);
+    // Nor through or under a nested `$id` (another base).
+    expect(codeAtLeast({ $ref: '#/$defs/x', $defs: { x: { ...leaf, $id: 'http://example.com/x' } } })).toBeLessThan(
+      alone,
+    );
   });
 });
 
