@@ -16,10 +16,10 @@
  *   for the root itself, a boolean, a target reached through or inside a nested `$id` (another base), or one that is
  *   only a `$ref` (Ajv compiles what it points to); none at all when an `$id` holds a fragment (a name Ajv may
  *   resolve a `#/…` reference to instead);
- * - in each, the keywords below (a subschema only under `properties`, `items` and `additionalProperties` as a
- *   schema, `allOf`, `oneOf`, and `anyOf` whose every branch has a keyword counted here: Ajv skips an `anyOf` with an
- *   always-valid branch, and writes no error object under `not` and `if`); `$defs` / `definitions` only as `$ref`
- *   targets. Any other keyword counts nothing: the bound undercounts, never overcounts (test/core/schema-cost.test.ts
+ * - in each, the keywords below (a subschema only under `properties`, `patternProperties`, `items`, `prefixItems`,
+ *   `additionalProperties`, `dependencies`, `dependentSchemas`, `propertyNames`, `then` / `else` beside `if`, `allOf`,
+ *   `oneOf`, and `anyOf` whose every branch has a keyword counted here: Ajv skips an `anyOf` with an always-valid
+ *   branch, and writes no error object under `not` and `if`); `$defs` / `definitions` only as `$ref` targets. Any other keyword counts nothing: the bound undercounts, never overcounts (test/core/schema-cost.test.ts
  *   compares it with the code Ajv writes).
  */
 import { SCHEMA_CODE_MAX } from './schema-bounds.js';
@@ -64,6 +64,12 @@ const COUNTED = new Set([
   'allOf',
   'properties',
   'items',
+  'prefixItems',
+  'patternProperties',
+  'dependencies',
+  'dependentSchemas',
+  'propertyNames',
+  'if',
   '$ref',
 ]);
 /** Ajv's `loopRequired` default: from this many names on, `required` is one loop reporting from one place. */
@@ -186,12 +192,35 @@ function walkSchema(walk: Walk, schema: unknown, path: number, instance: number,
         else sub(keyword, value);
         break;
       case 'items':
-        sub(keyword, value);
+      case 'prefixItems':
+        // A tuple (draft-07 `items` as an array, `prefixItems`): each item's schema at its index.
+        if (Array.isArray(value)) for (let i = 0; i < value.length; i++) sub(keyword, own(value, String(i)), i);
+        else sub(keyword, value);
         break;
       case 'properties':
         if (isRecord(value))
           for (const key of Object.keys(value)) if (key !== '__proto__') sub(keyword, own(value, key), key, key);
         break;
+      case 'patternProperties':
+      case 'dependencies':
+      case 'dependentSchemas':
+        // Each schema by its name (a pattern, a property present), on the same value or on each matching property.
+        if (isRecord(value))
+          for (const key of Object.keys(value)) if (key !== '__proto__') sub(keyword, own(value, key), key);
+        break;
+      case 'propertyNames':
+        if (counted(value)) {
+          site(keyword);
+          sub(keyword, value);
+        }
+        break;
+      case 'if': {
+        // `then` and `else` apply (errors made) only beside `if`, and report the `if` when one fails.
+        const clauses = ['then', 'else'].filter((clause) => counted(own(schema, clause)));
+        if (clauses.length > 0) site(keyword);
+        for (const clause of clauses) sub(clause, own(schema, clause));
+        break;
+      }
       case 'allOf':
       case 'oneOf':
       case 'anyOf':

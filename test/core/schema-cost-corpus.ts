@@ -134,10 +134,18 @@ export function randomSchemas(seed: number, count: number): [string, JsonSchema]
         if (random() < 0.5) s['required'] = Object.keys(properties).slice(0, 2);
         if (random() < 0.3) s['additionalProperties'] = pick([false, true, { type: 'number' }, {}]);
         if (random() < 0.1) s['$id'] = `http://example.com/${n}/${pointers.length}`;
+        if (random() < 0.15) s['patternProperties'] = { '^a': node(depth + 1, undefined), 'b+': leaf() };
+        if (random() < 0.1) s['dependencies'] = { a: node(depth + 1, undefined), b: ['a'] };
+        if (modern && random() < 0.1) s['dependentSchemas'] = { [key()]: node(depth + 1, undefined) };
+        if (random() < 0.1) s['propertyNames'] = pick([leaf(), { maxLength: 3 }, {}]);
         return s;
       }
-      if (r < 0.6)
+      if (r < 0.55)
         return { type: 'array', items: node(depth + 1, at('items')), minItems: 1, uniqueItems: random() < 0.3 };
+      if (r < 0.6) {
+        const tuple = [node(depth + 1, undefined), node(depth + 1, undefined)];
+        return modern ? { prefixItems: tuple, items: pick([false, leaf()]) } : { items: tuple, additionalItems: false };
+      }
       if (r < 0.8) {
         const branches = Array.from({ length: 1 + Math.floor(random() * 3) }, () =>
           random() < 0.1 ? pick([{}, true, { description: 'x' }]) : node(depth + 1, undefined),
@@ -145,7 +153,11 @@ export function randomSchemas(seed: number, count: number): [string, JsonSchema]
         return { [pick(['anyOf', 'oneOf', 'allOf'])]: branches };
       }
       if (r < 0.85) return { not: node(depth + 1, undefined) };
-      if (r < 0.9) return { if: leaf(), then: leaf(), else: leaf() };
+      if (r < 0.9) {
+        const clauses: Record<string, unknown> = { then: node(depth + 1, undefined), else: node(depth + 1, undefined) };
+        if (random() < 0.3) delete clauses[pick(['then', 'else'])];
+        return { if: pick([leaf(), true, {}]), ...clauses };
+      }
       return { $ref: ref(), ...(random() < 0.3 ? { description: 'sibling', type: 'object' } : {}) };
     };
     const leaf = (): Record<string, unknown> => {

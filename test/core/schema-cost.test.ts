@@ -109,10 +109,28 @@ describe('a schema that surely compiles past the bound of code', () => {
     expect(codeWritten()).toBe(0);
   });
 
-  it('the same shapes behind a $ref are refused the same way', () => {
-    const schema = { $ref: '#/$defs/big', $defs: { big: longKey(3_000, 3_000) } };
-    expect(() => compileValidator(schema)).toThrow(/characters of code \(at least/);
-    expect(codeWritten()).toBe(0);
+  it('the same shapes behind a $ref or under any applicator counted are refused the same way', () => {
+    const big = longKey(3_000, 3_000);
+    const wrapped: JsonSchema[] = [
+      { $ref: '#/$defs/big', $defs: { big } },
+      { type: 'array', items: big },
+      { items: [{}, big] },
+      { $schema: 'https://json-schema.org/draft/2020-12/schema', prefixItems: [big] },
+      { additionalProperties: big },
+      { patternProperties: { '^x': big } },
+      { dependencies: { a: big } },
+      { dependentSchemas: { a: big } },
+      { propertyNames: big },
+      { if: {}, then: big },
+      { if: { type: 'string' }, else: big },
+      { allOf: [big] },
+      { oneOf: [{ type: 'string' }, big] },
+      { anyOf: [{ type: 'string' }, big] },
+    ];
+    for (const schema of wrapped) {
+      expect(() => compileValidator(schema)).toThrow(/characters of code \(at least/);
+      expect(codeWritten()).toBe(0);
+    }
   });
 
   it('a smaller one of the same shapes still compiles', () => {
