@@ -18,9 +18,11 @@
  *   resolve a `#/…` reference to instead);
  * - in each, the keywords below (a subschema only under `properties`, `patternProperties`, `items`, `prefixItems`,
  *   `additionalProperties`, `dependencies`, `dependentSchemas`, `propertyNames`, `then` / `else` beside `if`, `allOf`,
- *   `oneOf`, and `anyOf` whose every branch has a keyword counted here: Ajv skips an `anyOf` with an always-valid
- *   branch, and writes no error object under `not` and `if`); `$defs` / `definitions` only as `$ref` targets. Any other keyword counts nothing: the bound undercounts, never overcounts (test/core/schema-cost.test.ts
- *   compares it with the code Ajv writes).
+ *   `oneOf`, `anyOf` whose every branch has a keyword counted here (Ajv skips an `anyOf` with an always-valid
+ *   branch), and `not` and `if`, where Ajv writes empty error objects and no paths (nothing in a subschema there with
+ *   a `not`: see {@link walkSchema}); `$defs` / `definitions` only as `$ref` targets. Any other keyword counts
+ *   nothing: the bound undercounts, never overcounts (test/core/schema-cost.test.ts compares it with the code Ajv
+ *   writes).
  */
 import { SCHEMA_CODE_MAX } from './schema-bounds.js';
 
@@ -31,6 +33,8 @@ import { SCHEMA_CODE_MAX } from './schema-bounds.js';
 const SITE =
   'const err0 = {instancePath,schemaPath:"#",keyword:"",params:{},message:""};if(vErrors === null){vErrors = [err0];}else {vErrors.push(err0);}errors++;'
     .length;
+/** The statements of an error under `not` or `if` (Ajv makes empty objects there). */
+const QUIET_SITE = 'const err0 = {};if(vErrors === null){vErrors = [err0];}else {vErrors.push(err0);}errors++;'.length;
 /** The shortest function Ajv writes (its name, parameters and braces). */
 const FUNCTION = 'function validate0(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){}'
   .length;
@@ -88,10 +92,11 @@ interface Walk {
 /** Characters of code Ajv surely writes for `schema` (a lower bound: see above). */
 export function codeAtLeast(schema: object): number {
   const walk: Walk = { root: schema, total: FUNCTION, targets: new Set(), queue: [] };
-  walkSchema(walk, schema, 0, 0, 0, fragmentIds(schema));
+  const start = { path: 0, instance: 0, depth: 0, quiet: false };
+  walkSchema(walk, schema, { ...start, scoped: fragmentIds(schema) });
   for (let next = walk.queue.pop(); next !== undefined; next = walk.queue.pop()) {
     if (own(next, '$ref') === undefined) walk.total += FUNCTION;
-    walkSchema(walk, next, 0, 0, 0, false);
+    walkSchema(walk, next, { ...start, scoped: false });
   }
   return walk.total;
 }
@@ -144,19 +149,38 @@ function counted(value: unknown): boolean {
   return isRecord(value) && Object.keys(value).some((key) => COUNTED.has(key) && own(value, key) !== undefined);
 }
 
-/**
- * Counts the error places of `schema`, compiled in a function whose error paths reach it by `path` characters (after
- * `#`) and `instance` characters of property keys; `scoped`: under a nested `$id`, where `#/…` means another base.
- */
-function walkSchema(walk: Walk, schema: unknown, path: number, instance: number, depth: number, scoped: boolean): void {
-  if (!isRecord(schema) || depth > DEPTH_MAX) return;
-  if (schema !== walk.root && own(schema, '$id') !== undefined) scoped = true;
+/** Where a subschema is compiled: see {@link walkSchema}. */
+interface Place {
+  /** Characters of its error paths after `#`, from its function's root. */
+  readonly path: number;
+  /** Characters of the property keys its errors' `instancePath` repeats. */
+  readonly instance: number;
+  readonly depth: number;
+  /** Under a nested `$id`, where `#/…` means another base: no reference followed. */
+  readonly scoped: boolean;
+  /** Under `not` or `if` (Ajv's `createErrors: false, allErrors: false`): each error an empty object. */
+  readonly quiet: boolean;
+}
+
+/** Counts the error places of `schema`, compiled at `place`. */
+function walkSchema(walk: Walk, schema: unknown, place: Place): void {
+  if (!isRecord(schema) || place.depth > DEPTH_MAX) return;
+  // Without allErrors an always-valid `not` fails unconditionally, and Ajv drops the code after it: none counted.
+  if (place.quiet && ['not', 'contains', 'minContains', 'maxContains'].some((k) => own(schema, k) !== undefined))
+    return;
+  const { path, instance, quiet } = place;
+  const scoped = place.scoped || (schema !== walk.root && own(schema, '$id') !== undefined);
   const site = (keyword: string, times = 1): void => {
-    walk.total += times * (SITE + path + 1 + 2 * keyword.length + instance);
+    walk.total += times * (quiet ? QUIET_SITE : SITE + path + 1 + 2 * keyword.length + instance);
   };
-  const sub = (keyword: string, value: unknown, key?: string | number, dataKey?: string): void => {
-    const at = path + 1 + keyword.length + (key === undefined ? 0 : 1 + String(key).length);
-    walkSchema(walk, value, at, dataKey === undefined ? instance : instance + 1 + dataKey.length, depth + 1, scoped);
+  const sub = (keyword: string, value: unknown, key?: string | number, dataKey?: string, hushed = quiet): void => {
+    walkSchema(walk, value, {
+      path: path + 1 + keyword.length + (key === undefined ? 0 : 1 + String(key).length),
+      instance: dataKey === undefined ? instance : instance + 1 + dataKey.length,
+      depth: place.depth + 1,
+      scoped,
+      quiet: hushed,
+    });
   };
   for (const keyword of Object.keys(schema)) {
     const value = own(schema, keyword);
@@ -173,7 +197,9 @@ function walkSchema(walk: Walk, schema: unknown, path: number, instance: number,
         if (typeof value === 'string') site(keyword);
         break;
       case 'required':
-        if (Array.isArray(value) && value.length > 0) site(keyword, value.length < LOOP_REQUIRED ? value.length : 1);
+        // Under allErrors one place a name (a loop from LOOP_REQUIRED names on); without, one.
+        if (Array.isArray(value) && value.length > 0)
+          site(keyword, value.length < LOOP_REQUIRED && !quiet ? value.length : 1);
         break;
       case 'enum':
         if (Array.isArray(value) && value.length > 0) site(keyword);
@@ -186,6 +212,7 @@ function walkSchema(walk: Walk, schema: unknown, path: number, instance: number,
         break;
       case 'not':
         if (typeof value === 'boolean' || isRecord(value)) site(keyword);
+        sub(keyword, value, undefined, undefined, true);
         break;
       case 'additionalProperties':
         if (value === false) site(keyword);
@@ -217,7 +244,9 @@ function walkSchema(walk: Walk, schema: unknown, path: number, instance: number,
       case 'if': {
         // `then` and `else` apply (errors made) only beside `if`, and report the `if` when one fails.
         const clauses = ['then', 'else'].filter((clause) => counted(own(schema, clause)));
-        if (clauses.length > 0) site(keyword);
+        if (clauses.length === 0) break;
+        site(keyword);
+        sub(keyword, value, undefined, undefined, true);
         for (const clause of clauses) sub(clause, own(schema, clause));
         break;
       }

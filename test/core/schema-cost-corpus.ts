@@ -156,7 +156,7 @@ export function randomSchemas(seed: number, count: number): [string, JsonSchema]
       if (r < 0.9) {
         const clauses: Record<string, unknown> = { then: node(depth + 1, undefined), else: node(depth + 1, undefined) };
         if (random() < 0.3) delete clauses[pick(['then', 'else'])];
-        return { if: pick([leaf(), true, {}]), ...clauses };
+        return { if: pick([leaf(), true, {}, node(depth + 1, undefined)]), ...clauses };
       }
       return { $ref: ref(), ...(random() < 0.3 ? { description: 'sibling', type: 'object' } : {}) };
     };
@@ -189,4 +189,48 @@ export function randomSchemas(seed: number, count: number): [string, JsonSchema]
     out.push([`random ${seed}/${n}`, JSON.parse(JSON.stringify(schema)) as JsonSchema]);
   }
   return out;
+}
+
+const MODERN = 'https://json-schema.org/draft/2020-12/schema';
+
+/** Hand-made edge cases of Ajv's code: always-valid branches, `not` inside `not`, long `required`, odd keys. */
+export function edgeSchemas(): [string, JsonSchema][] {
+  const schemas: unknown[] = [
+    { not: { not: {}, type: 'string', minLength: 1 } },
+    { not: { not: true, properties: { a: { type: 'string' } } } },
+    { if: { not: {}, required: ['a', 'b'] }, then: { type: 'object' } },
+    { if: { required: ['a', 'b'], properties: { a: { minLength: 1 } } }, else: { type: 'object' } },
+    { not: { required: ['a', 'b', 'c'] } },
+    { anyOf: [{}, { type: 'string' }] },
+    { anyOf: [true, { minLength: 1 }] },
+    { $schema: MODERN, anyOf: [{}, { type: 'string', minLength: 1 }] },
+    { $schema: MODERN, anyOf: [{ title: 'x' }, { type: 'string', minLength: 1 }] },
+    { required: Array.from({ length: 250 }, (_, i) => `r${i}`) },
+    { required: Array.from({ length: 199 }, (_, i) => `r${i}`) },
+    JSON.parse('{"properties": {"__proto__": {"type": "string", "minLength": 1}, "b": {"type": "string"}}}'),
+    { $ref: '#/$defs/a', $defs: { a: { $ref: '#/$defs/b' }, b: { type: 'string' } } },
+    { $ref: '#/$defs/a', $defs: { a: { $ref: '#' } }, type: 'object' },
+    { $id: 'http://example.com/s', $ref: '#/$defs/a', $defs: { a: { type: 'string' } } },
+    { $id: 'http://example.com/s', properties: { a: { $ref: '#/properties/b' }, b: { type: 'string' } } },
+    { properties: { a: false, b: true, c: {} } },
+    { type: ['string', 'number'], minLength: 1, minimum: 1 },
+    { type: 'integer', minimum: 0 },
+    { nullable: true, type: 'string', minLength: 1 },
+    { const: null },
+    { enum: [null] },
+    { additionalProperties: { type: 'string' }, properties: { a: { type: 'number' } } },
+    { propertyNames: { maxLength: 2 } },
+    { $schema: MODERN, contains: { type: 'string' }, minContains: 0 },
+    { $schema: MODERN, not: { contains: { type: 'string' }, minContains: 2, maxContains: 1, minLength: 1 } },
+    { if: { type: 'string' }, then: { minLength: 1 } },
+    { then: { minLength: 1 }, else: { maxLength: 1 } },
+    { items: [{ type: 'string' }], additionalItems: { type: 'number' } },
+    { dependencies: { a: ['b'], c: { required: ['d'] } } },
+    { patternProperties: { '^a': {}, '^b': { type: 'string' } } },
+    { $schema: MODERN, prefixItems: [{ type: 'string' }, true], items: false },
+    { $schema: MODERN, dependentSchemas: { a: { required: ['b'] } }, dependentRequired: { c: ['d'] } },
+    { allOf: [{ $ref: '#/allOf/1' }, { type: 'object', properties: { x: { $ref: '#/allOf/1' } } }] },
+    { properties: { 'a/b': { $ref: '#/properties/a~1b/properties/c' }, c: {} } },
+  ];
+  return schemas.map((schema, i) => [`edge ${i}`, schema as JsonSchema]);
 }
