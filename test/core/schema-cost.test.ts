@@ -51,7 +51,7 @@ function longKey(length: number, count: number): JsonSchema {
 
 describe('the lower bound of the code a schema compiles to', () => {
   it('is at most the code Ajv writes, for every schema of the corpus that compiles', () => {
-    const corpus = [...realSchemas(10), ...zodSchemas(), ...edgeSchemas(), ...randomSchemas(7, 300)];
+    const corpus = [...realSchemas(20), ...zodSchemas(), ...edgeSchemas(), ...randomSchemas(7, 250)];
     let compiled = 0;
     const over: string[] = [];
     for (const [name, schema] of corpus) {
@@ -63,7 +63,7 @@ describe('the lower bound of the code a schema compiles to', () => {
       if (least > actual) over.push(`${name}: ${least} > ${actual}`);
     }
     expect(over).toEqual([]);
-    expect(compiled).toBeGreaterThan(250);
+    expect(compiled).toBeGreaterThan(200);
   });
 
   it('is tight enough to count the error paths: within 3 × of the code for a flat object of checked strings', () => {
