@@ -10,7 +10,7 @@
  * {@link uniqueItems} finds a duplicate by each item's structure, in time linear in the items.
  */
 import { _, Name, str, type CodeKeywordDefinition, type ErrorObject, type KeywordCxt } from 'ajv';
-import { enumKeyword, equal, forgetLookups } from './schema-enum.js';
+import { constKeyword, enumKeyword, equal, forgetLookups } from './schema-enum.js';
 
 /**
  * How many errors one check may hold at once. An `anyOf` branch that fails holds its errors until another branch
@@ -84,8 +84,8 @@ interface Keywords {
 }
 
 /**
- * An Ajv with this module's bounds: the count of calls its checks keep, the linear `uniqueItems`, `enum` looked up
- * (src/schema-enum.ts).
+ * An Ajv with this module's bounds: the count of calls its checks keep, the linear `uniqueItems`, `enum` and `const`
+ * looked up (src/schema-enum.ts).
  */
 export function withBounds<A extends Keywords>(ajv: A): A {
   Object.defineProperty(ajv, WORK_KEY, { value: work });
@@ -94,6 +94,7 @@ export function withBounds<A extends Keywords>(ajv: A): A {
   ajv.addKeyword(uniqueItems);
   // Ajv's `enum` compared the value with every member (20,000 object members × 100,000 items: ~51 s).
   replaceKeyword(ajv, enumKeyword);
+  replaceKeyword(ajv, constKeyword);
   return ajv;
 }
 

@@ -76,7 +76,10 @@ describe('enum membership costs the value, not members × value', () => {
     expect(equalCalls).toBe(0);
   });
 
-  it.each([['enum', (member: unknown) => ({ enum: [member, 'x'] })]])(
+  it.each([
+    ['enum', (member: unknown) => ({ enum: [member, 'x'] })],
+    ['const', (member: unknown) => ({ const: member })],
+  ])(
     'a deep member of %s applied at every level of a deep value (a recursive schema): each level read once',
     (_keyword, keyword) => {
       const depth = 500;
@@ -108,7 +111,7 @@ describe('enum membership costs the value, not members × value', () => {
   });
 });
 
-describe('enum as JSON Schema compares, where Ajv did not', () => {
+describe('enum and const as JSON Schema compares, where Ajv did not', () => {
   const parsed = (text: string): unknown => JSON.parse(text);
 
   it('an own __proto__ key is data: equal in any key order, refused when it differs', () => {
@@ -123,6 +126,8 @@ describe('enum as JSON Schema compares, where Ajv did not', () => {
     const validate = compileValidator({ enum: [parsed(member), 'x'] } as JsonSchema);
     expect(sync(validate(parsed('{"b":1,"constructor":{"a":[1]}}') as never)).ok).toBe(true);
     expect(sync(validate(parsed('{"b":1,"constructor":{"a":[2]}}') as never)).ok).toBe(false);
+    const konst = compileValidator({ const: parsed(member) } as JsonSchema);
+    expect(sync(konst(parsed(member) as never)).ok).toBe(true);
   });
 
   it("own valueOf and toString keys are data (Ajv's equal called them, and threw)", () => {
