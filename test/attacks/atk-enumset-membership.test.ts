@@ -98,6 +98,21 @@ describe('enum membership costs the value, not members × value', () => {
     },
   );
 
+  it("a value made of parts of a member, bigger than every member: read up to the members' size, at each of 20 keywords", () => {
+    // The member: an array of 200 zeros and 199 zeros beside it. The value: 200 arrays of 200 zeros, each part found.
+    const w = 200;
+    const zeros = (): number[] => Array.from({ length: w }, () => 0);
+    const member = [zeros(), ...zeros().slice(1)];
+    const validate = compileValidator({
+      allOf: Array.from({ length: 20 }, () => ({ enum: [member, 'x'] })),
+    } as JsonSchema);
+    const count = { n: 0 };
+    const result = sync(validate(counted(Array.from({ length: w }, zeros), count) as never));
+    expect(result.issues).toHaveLength(20);
+    // Ajv's equal compared the last items first (one read each); each part of the value found: w² reads a keyword.
+    expect(count.n).toBeLessThan(20 * 10 * w);
+  });
+
   it("the gateway's output-schema path refuses a non-member and passes a member with its keys in another order", () => {
     const validate = outputSchemaValidator.getValidator({
       type: 'object',
