@@ -58,8 +58,11 @@ interface Members {
   readonly objects: readonly object[];
   /** The parts of each structure in the table (itself included), by id. */
   readonly sizes: number[];
-  /** The most parts of a member: a value of more is none. */
+  /** The levels of each structure in the table (a scalar none, an array or object one more than its deepest part). */
+  readonly depths: number[];
+  /** The most parts of a member, and its most levels: a value of more is none. */
   size: number;
+  depth: number;
 }
 
 /** The value of a part found in no member (plain data so far). */
@@ -101,7 +104,16 @@ function lookUp(cxt: KeywordCxt, members: Members): void {
 
 /** `list` as looked up, or undefined: a member that is not plain data (Ajv's own code compares them). */
 function membersOf(list: readonly unknown[], nan: boolean): Members | undefined {
-  const members: Members = { scalars: new Set(), table: new Map(), tops: new Set(), objects: [], sizes: [], size: 0 };
+  const members: Members = {
+    scalars: new Set(),
+    table: new Map(),
+    tops: new Set(),
+    objects: [],
+    sizes: [],
+    depths: [],
+    size: 0,
+    depth: 0,
+  };
   const seen = new WeakMap<object, number>();
   for (const member of list) {
     if (typeof member === 'number' || typeof member === 'string' || typeof member === 'boolean' || member === null) {
@@ -109,10 +121,11 @@ function membersOf(list: readonly unknown[], nan: boolean): Members | undefined 
       continue;
     }
     if (typeof member !== 'object') return undefined;
-    const id = idIn(member, members, Infinity, seen);
+    const id = idIn(member, members, Infinity, Infinity, seen);
     if (id < 0) return undefined;
     members.tops.add(id);
     members.size = Math.max(members.size, members.sizes[id]!);
+    members.depth = Math.max(members.depth, members.depths[id]!);
     (members.objects as object[]).push(member);
   }
   return members;
@@ -133,7 +146,7 @@ export function forgetLookups(root: unknown): void {
 function isMember(members: Members, data: unknown, root: unknown): boolean {
   if (typeof data !== 'object' || data === null) return members.scalars.has(data);
   if (members.objects.length === 0) return false;
-  const id = idIn(data, members, members.size, keptFor(root, members));
+  const id = idIn(data, members, members.size, members.depth, keptFor(root, members));
   if (id === OTHER) return members.objects.some((member) => equal(data, member));
   return members.tops.has(id);
 }
@@ -150,30 +163,38 @@ function keptFor(root: unknown, members: Members): WeakMap<object, number> {
 
 /**
  * The id of `value` in `members`' table: interned at compile time (the members: `most` Infinity), else looked up in
- * at most `most` parts ({@link NONE} when found in no member, {@link LARGER} past `most`: a value of more parts than
- * a member is none, and its walk stops there), {@link OTHER} when it is not plain data. Each answer is kept but
- * LARGER below the whole budget (the same part may be found where more is left).
+ * at most `most` parts and `deep` levels ({@link NONE} when found in no member, {@link LARGER} past either: a value
+ * of more parts or levels than every member is none, and its walk stops there — a value 20,000 levels deep went as
+ * deep as the stack), {@link OTHER} when it is not plain data. Each answer is kept but LARGER below the whole budget
+ * (the same part may be found where more is left).
  */
-function idIn(value: unknown, members: Members, most: number, kept: WeakMap<object, number>): number {
+function idIn(value: unknown, members: Members, most: number, deep: number, kept: WeakMap<object, number>): number {
   const add = most === Infinity;
   // -0 is "0"; NaN and Infinity their own words, each equal only to itself as Ajv's `equal` has them.
-  if (typeof value === 'number') return textId(String(value), members, add, 1);
+  if (typeof value === 'number') return textId(String(value), members, add, 1, 0);
   if (value === null || typeof value === 'boolean' || typeof value === 'string')
-    return textId(JSON.stringify(value), members, add, 1);
+    return textId(JSON.stringify(value), members, add, 1, 0);
   if (typeof value !== 'object') return OTHER;
   let id = kept.get(value);
-  if (id !== undefined) return id >= 0 && members.sizes[id]! > most ? LARGER : id;
-  id = structureId(value, members, most, kept);
+  if (id !== undefined) return id >= 0 && (members.sizes[id]! > most || members.depths[id]! > deep) ? LARGER : id;
+  id = structureId(value, members, most, deep, kept);
   if (id !== LARGER) kept.set(value, id);
-  else if (most >= members.size) kept.set(value, NONE);
+  else if (most >= members.size && deep >= members.depth) kept.set(value, NONE);
   return id;
 }
 
 /** The id of an array's or object's structure in `members`' table (see {@link idIn}). */
-function structureId(value: object, members: Members, most: number, kept: WeakMap<object, number>): number {
+function structureId(
+  value: object,
+  members: Members,
+  most: number,
+  deep: number,
+  kept: WeakMap<object, number>,
+): number {
   const add = most === Infinity;
   const array = Array.isArray(value);
   if (Object.getPrototypeOf(value) !== (array ? Array.prototype : Object.prototype)) return OTHER;
+  if (deep < 1) return LARGER;
   if (array && value.length >= most) return LARGER; // its items not even listed
   const keys = Object.keys(value);
   if (array && keys.length !== value.length) return OTHER; // holes, or keys of its own
@@ -187,11 +208,13 @@ function structureId(value: object, members: Members, most: number, kept: WeakMa
   }
   const ids: number[] = [];
   let size = 1;
+  let depth = 1;
   for (const child of children) {
-    const id = idIn(child, members, most - size, kept);
+    const id = idIn(child, members, most - size, deep - 1, kept);
     if (id < 0) return id;
     ids.push(id);
     size += members.sizes[id]!;
+    depth = Math.max(depth, members.depths[id]! + 1);
     if (size > most) return LARGER;
   }
   let text: string;
@@ -200,19 +223,20 @@ function structureId(value: object, members: Members, most: number, kept: WeakMa
     const order = keys.map((_key, i) => i).sort((a, b) => (keys[a]! < keys[b]! ? -1 : keys[a]! > keys[b]! ? 1 : 0));
     text = `{${order.map((i) => `${JSON.stringify(keys[i])}:${ids[i]}`).join(',')}`;
   }
-  return textId(text, members, add, size);
+  return textId(text, members, add, size, depth);
 }
 
 /**
- * The id of a text (of `size` parts) in `members`' table: interned (`add`), or looked up ({@link NONE} when
- * absent).
+ * The id of a text (of `size` parts, `depth` levels) in `members`' table: interned (`add`), or looked up
+ * ({@link NONE} when absent).
  */
-function textId(text: string, members: Members, add: boolean, size: number): number {
+function textId(text: string, members: Members, add: boolean, size: number, depth: number): number {
   let id = members.table.get(text);
   if (id === undefined) {
     if (!add) return NONE;
     members.table.set(text, (id = members.table.size));
     members.sizes.push(size);
+    members.depths.push(depth);
   }
   return id;
 }

@@ -113,6 +113,15 @@ describe('enum membership costs the value, not members × value', () => {
     expect(count.n).toBeLessThan(20 * 10 * w);
   });
 
+  it("a value deeper than every member is none, its walk stopped at the members' depth (not the stack)", () => {
+    // A wide member (10,002 parts) two levels deep; a value 20,000 levels deep, an array as the other branch allows.
+    const member = [...Array.from({ length: 10_000 }, () => 0), [[]]];
+    const validate = compileValidator({ anyOf: [{ enum: [member] }, { type: 'array' }] } as JsonSchema);
+    let data: unknown = [];
+    for (let i = 0; i < 20_000; i++) data = [data];
+    expect(sync(validate(data as never)).ok).toBe(true);
+  });
+
   it("the gateway's output-schema path refuses a non-member and passes a member with its keys in another order", () => {
     const validate = outputSchemaValidator.getValidator({
       type: 'object',
