@@ -5,7 +5,8 @@
  * K keywords whose members are small objects, and a value of one object holding a string (or a key) of S
  * characters, cost K · S: Ajv's `equal` compared the string with the member's by `===` (different lengths: no
  * character read), the key by a property look-up. 2,000 keywords `{enum: [{"k<i>": "v"}]}` (~50 KB of schema) and a
- * 1 MB string: ~2·10^9 characters written and hashed. Counted here: the characters `JSON.stringify` writes during
+ * 1 MB string: ~2·10^9 characters written and hashed, 3.4 s CPU for one check (tsx, this machine; Ajv's own `enum`:
+ * 24 ms). Counted here: the characters `JSON.stringify` writes during
  * the check. Fails on `schemaround` af4cceb.
  */
 import { afterEach, describe, expect, it } from 'vitest';
