@@ -63,6 +63,8 @@ interface Members {
   /** The most parts of a member, and its most levels: a value of more is none. */
   size: number;
   depth: number;
+  /** The longest string or key in a member: a value's longer one is in none (not written out, nor hashed). */
+  longest: number;
 }
 
 /** The value of a part found in no member (plain data so far). */
@@ -79,7 +81,7 @@ export const enumKeyword: CodeKeywordDefinition = {
     const schema: unknown = cxt.schema;
     const members =
       !cxt.$data && Array.isArray(schema) && schema.length > 0
-        ? membersOf(schema, schema.length >= cxt.it.opts.loopEnum)
+        ? tableOf(enumTables, schema, () => membersOf(schema, schema.length >= cxt.it.opts.loopEnum))
         : undefined;
     if (members === undefined) AJV_ENUM.code(cxt);
     else lookUp(cxt, members);
@@ -90,11 +92,31 @@ export const enumKeyword: CodeKeywordDefinition = {
 export const constKeyword: CodeKeywordDefinition = {
   ...AJV_CONST,
   code(cxt: KeywordCxt) {
-    const members = cxt.$data ? undefined : membersOf([cxt.schema], false);
+    const schema: unknown = cxt.schema;
+    const members = cxt.$data
+      ? undefined
+      : typeof schema === 'object' && schema !== null
+        ? tableOf(constTables, schema, () => membersOf([schema], false))
+        : membersOf([schema], false);
     if (members === undefined) AJV_CONST.code(cxt);
     else lookUp(cxt, members);
   },
 };
+
+/**
+ * The tables built, by the schema's `enum` list (or `const` value) itself: Ajv writes a `$ref` target's code once for
+ * each spelling of its URI, and each wrote its own table (64 spellings of a target of 80,000 members: 1.46 GB while
+ * the schema compiled; 4,096 ran the process out of its heap). Ajv's loop from `loopEnum` members on is the same in
+ * every Ajv here (its default), so the list decides the table.
+ */
+const enumTables = new WeakMap<object, Members | null>();
+const constTables = new WeakMap<object, Members | null>();
+
+function tableOf(tables: WeakMap<object, Members | null>, key: object, build: () => Members | undefined) {
+  let members = tables.get(key);
+  if (members === undefined) tables.set(key, (members = build() ?? null));
+  return members ?? undefined;
+}
 
 /** The check's code: the value (with the check's root, which keys the ids kept) looked up in `members`. */
 function lookUp(cxt: KeywordCxt, members: Members): void {
@@ -113,6 +135,7 @@ function membersOf(list: readonly unknown[], nan: boolean): Members | undefined 
     depths: [],
     size: 0,
     depth: 0,
+    longest: 0,
   };
   const seen = new WeakMap<object, number>();
   for (const member of list) {
@@ -139,16 +162,126 @@ const lookups = new WeakMap<object, WeakMap<Members, WeakMap<object, number>>>()
 
 /** Drops the ids kept for `root` (a check of it starts: a value changed between checks is read anew). */
 export function forgetLookups(root: unknown): void {
-  if (typeof root === 'object' && root !== null) lookups.delete(root);
+  if (typeof root === 'object' && root !== null) {
+    lookups.delete(root);
+    measured.delete(root);
+  }
 }
+
+/** The parts and levels of an array or object that is plain data (as a member's: a scalar one part, no level). */
+interface Measure {
+  readonly size: number;
+  readonly depth: number;
+}
+
+/**
+ * The measures of each root value's arrays and objects, for every table: a value deeper (or larger) than every member
+ * is none, said without walking it. Walked down to the members' depth at each level where a recursive schema applies
+ * the keyword, a value deeper than the members cost (L − D)·D reads (174 KB of arguments: 6.5 s).
+ */
+const measured = new WeakMap<object, WeakMap<object, Measure | null>>();
+/** An array or object whose measure is being taken (met again: a cycle, not plain data). */
+const MEASURING: Measure = { size: Infinity, depth: Infinity };
 
 /** Is `data` one of `members`, as Ajv's `enum` decides. */
 function isMember(members: Members, data: unknown, root: unknown): boolean {
   if (typeof data !== 'object' || data === null) return members.scalars.has(data);
   if (members.objects.length === 0) return false;
+  const measure = measureOf(data, measuresFor(root));
+  if (measure !== null && (measure.size > members.size || measure.depth > members.depth)) return false;
   const id = idIn(data, members, members.size, members.depth, keptFor(root, members));
   if (id === OTHER) return members.objects.some((member) => equal(data, member));
   return members.tops.has(id);
+}
+
+/** The measures kept for `root`'s check (a root that is not an object: this call's alone). */
+function measuresFor(root: unknown): WeakMap<object, Measure | null> {
+  if (typeof root !== 'object' || root === null) return new WeakMap();
+  let kept = measured.get(root);
+  if (kept === undefined) measured.set(root, (kept = new WeakMap()));
+  return kept;
+}
+
+/**
+ * The children of an array or object that is plain data, or undefined (a prototype but Array's or Object's, holes or
+ * keys of an array's own, a getter, a function: compared by Ajv's `equal`). An array's index keys come first, in
+ * order: a hole leaves fewer, and an own key beside it filled the count (`[1, <hole>]` with `x: 2` was `[1, 2]`).
+ */
+function childrenOf(value: object): { readonly keys: readonly string[]; readonly values: unknown[] } | undefined {
+  const array = Array.isArray(value);
+  if (Object.getPrototypeOf(value) !== (array ? Array.prototype : Object.prototype)) return undefined;
+  const keys = Object.keys(value);
+  if (array && (keys.length !== value.length || (keys.length > 0 && keys[keys.length - 1] !== String(keys.length - 1))))
+    return undefined;
+  const values: unknown[] = [];
+  for (const key of keys) {
+    const property = Object.getOwnPropertyDescriptor(value, key);
+    if (property === undefined || !('value' in property) || typeof property.value === 'function') return undefined;
+    values.push(property.value);
+  }
+  return { keys, values };
+}
+
+/**
+ * The measure of `value` when it is plain data, else null; each array and object measured once for the check (kept in
+ * `kept`), in a loop (a value 20,000 levels deep is no deeper for the stack).
+ */
+function measureOf(value: object, kept: WeakMap<object, Measure | null>): Measure | null {
+  interface Open {
+    readonly node: object;
+    readonly values: readonly unknown[];
+    at: number;
+    size: number;
+    depth: number;
+  }
+  const open = (node: object): Open | null => {
+    const children = childrenOf(node);
+    if (children === undefined) return null;
+    kept.set(node, MEASURING);
+    return { node, values: children.values, at: 0, size: 1, depth: 1 };
+  };
+  const before = kept.get(value);
+  if (before !== undefined) return before === MEASURING ? null : before;
+  const first = open(value);
+  const stack: Open[] = first === null ? [] : [first];
+  let answer: Measure | null = null;
+  while (stack.length > 0) {
+    const top = stack[stack.length - 1]!;
+    if (top.at < top.values.length) {
+      const child = top.values[top.at++];
+      if (typeof child !== 'object' || child === null) {
+        top.size += 1;
+        continue;
+      }
+      const known = kept.get(child);
+      if (known === undefined) {
+        const next = open(child);
+        if (next !== null) {
+          stack.push(next);
+          continue;
+        }
+      }
+      if (known === undefined || known === null || known === MEASURING) {
+        // Not plain data (or a cycle): nor is any array or object holding it.
+        for (const held of stack) kept.set(held.node, null);
+        if (known === undefined) kept.set(child, null);
+        return null;
+      }
+      top.size += known.size;
+      top.depth = Math.max(top.depth, known.depth + 1);
+      continue;
+    }
+    stack.pop();
+    answer = { size: top.size, depth: top.depth };
+    kept.set(top.node, answer);
+    const parent = stack[stack.length - 1];
+    if (parent !== undefined) {
+      parent.size += answer.size;
+      parent.depth = Math.max(parent.depth, answer.depth + 1);
+    }
+  }
+  if (first === null) kept.set(value, null);
+  return first === null ? null : answer;
 }
 
 /** The ids kept for `root`'s check in `members`' table (a root that is not an object: this call's alone). */
@@ -172,8 +305,12 @@ function idIn(value: unknown, members: Members, most: number, deep: number, kept
   const add = most === Infinity;
   // -0 is "0"; NaN and Infinity their own words, each equal only to itself as Ajv's `equal` has them.
   if (typeof value === 'number') return textId(String(value), members, add, 1, 0);
-  if (value === null || typeof value === 'boolean' || typeof value === 'string')
+  if (typeof value === 'string') {
+    if (add) members.longest = Math.max(members.longest, value.length);
+    else if (value.length > members.longest) return NONE;
     return textId(JSON.stringify(value), members, add, 1, 0);
+  }
+  if (value === null || typeof value === 'boolean') return textId(JSON.stringify(value), members, add, 1, 0);
   if (typeof value !== 'object') return OTHER;
   let id = kept.get(value);
   if (id !== undefined) return id >= 0 && (members.sizes[id]! > most || members.depths[id]! > deep) ? LARGER : id;
@@ -196,16 +333,15 @@ function structureId(
   if (Object.getPrototypeOf(value) !== (array ? Array.prototype : Object.prototype)) return OTHER;
   if (deep < 1) return LARGER;
   if (array && value.length >= most) return LARGER; // its items not even listed
-  const keys = Object.keys(value);
-  if (array && keys.length !== value.length) return OTHER; // holes, or keys of its own
-  if (keys.length >= most) return LARGER;
+  if (!array && Object.keys(value).length >= most) return LARGER;
   // This level's keys all data properties (no getter, no function) before any child is read.
-  const children: unknown[] = [];
-  for (const key of keys) {
-    const property = Object.getOwnPropertyDescriptor(value, key);
-    if (property === undefined || !('value' in property) || typeof property.value === 'function') return OTHER;
-    children.push(property.value);
-  }
+  const read = childrenOf(value);
+  if (read === undefined) return OTHER;
+  const { keys, values: children } = read;
+  if (!array)
+    for (const key of keys)
+      if (add) members.longest = Math.max(members.longest, key.length);
+      else if (key.length > members.longest) return NONE;
   const ids: number[] = [];
   let size = 1;
   let depth = 1;
