@@ -104,13 +104,20 @@ export const constKeyword: CodeKeywordDefinition = {
 };
 
 /**
- * The tables built, by the schema's `enum` list (or `const` value) itself: Ajv writes a `$ref` target's code once for
- * each spelling of its URI, and each wrote its own table (64 spellings of a target of 80,000 members: 1.46 GB while
- * the schema compiled; 4,096 ran the process out of its heap). Ajv's loop from `loopEnum` members on is the same in
- * every Ajv here (its default), so the list decides the table.
+ * The tables built in the compilation running now, by the schema's `enum` list (or `const` value) itself: Ajv writes
+ * a `$ref` target's code once for each spelling of its URI, and each wrote its own table (64 spellings of a target of
+ * 80,000 members: 1.46 GB while the schema compiled; 4,096 ran the process out of its heap). Ajv's loop from
+ * `loopEnum` members on is the same in every Ajv here (its default), so the list decides the table. Dropped when a
+ * compilation starts ({@link newCompile}): a list changed in place since (an allowlist's entry revoked) is read anew.
  */
-const enumTables = new WeakMap<object, Members | null>();
-const constTables = new WeakMap<object, Members | null>();
+let enumTables = new WeakMap<object, Members | null>();
+let constTables = new WeakMap<object, Members | null>();
+
+/** Starts a compilation (src/schema.ts): no table kept from an earlier one. */
+export function newCompile(): void {
+  enumTables = new WeakMap();
+  constTables = new WeakMap();
+}
 
 function tableOf(tables: WeakMap<object, Members | null>, key: object, build: () => Members | undefined) {
   let members = tables.get(key);
