@@ -7,16 +7,11 @@
  * million. {@link boundErrors} stops a check once it holds more than {@link SCHEMA_ERRORS_MAX} errors at once: the
  * value is refused (src/schema.ts), never let through. Below the bound the check is Ajv's own, verdict and errors.
  * `uniqueItems` compared every pair of items that are objects or arrays (20,000 objects 6 s, passing values too):
- * {@link uniqueItems} finds a duplicate by each item's structure, in time linear in the items.
+ * {@link uniqueItems} finds a duplicate by each item's structure, in time linear in the items. `enum` compared the
+ * value with every member (20,000 object members × 100,000 items: 51–63 s): src/schema-enum.ts looks it up.
  */
 import { _, Name, str, type CodeKeywordDefinition, type ErrorObject, type KeywordCxt } from 'ajv';
-import ajvEqual from 'ajv/dist/runtime/equal.js';
-
-// CommonJS: Node's default import is its module.exports, which carries Ajv's `equal` as `default` (a bundler's or
-// vitest's default import is `equal` itself).
-type Equal = (a: unknown, b: unknown) => boolean;
-const equal: Equal =
-  typeof ajvEqual === 'function' ? (ajvEqual as Equal) : (ajvEqual as unknown as { readonly default: Equal }).default;
+import { constKeyword, enumKeyword, equal, forgetLookups } from './schema-enum.js';
 
 /**
  * How many errors one check may hold at once. An `anyOf` branch that fails holds its errors until another branch
@@ -82,15 +77,34 @@ export const ajvLogger = {
   },
 };
 
-/** An Ajv with this module's bounds: the count of calls its checks keep, the linear `uniqueItems`. */
-export function withBounds<
-  A extends { removeKeyword(keyword: string): unknown; addKeyword(definition: CodeKeywordDefinition): unknown },
->(ajv: A): A {
+/** What {@link withBounds} reads and changes of an Ajv. */
+interface Keywords {
+  removeKeyword(keyword: string): unknown;
+  addKeyword(definition: CodeKeywordDefinition): unknown;
+  readonly RULES: { readonly rules: readonly { readonly rules: readonly { readonly keyword: string }[] }[] };
+}
+
+/**
+ * An Ajv with this module's bounds: the count of calls its checks keep, the linear `uniqueItems`, `enum` and `const`
+ * looked up (src/schema-enum.ts).
+ */
+export function withBounds<A extends Keywords>(ajv: A): A {
   Object.defineProperty(ajv, WORK_KEY, { value: work });
   // Ajv's `uniqueItems` compared every pair of object or array items (20,000 objects 6 s, a passing value too).
-  ajv.removeKeyword('uniqueItems');
-  ajv.addKeyword(uniqueItems);
+  replaceKeyword(ajv, uniqueItems);
+  // Ajv's `enum` compared the value with every member (20,000 object members × 100,000 items: ~51 s).
+  replaceKeyword(ajv, enumKeyword);
+  replaceKeyword(ajv, constKeyword);
   return ajv;
+}
+
+/** Ajv's keyword replaced by `definition` where it stood among its type's keywords (its errors in Ajv's order). */
+function replaceKeyword(ajv: Keywords, definition: CodeKeywordDefinition): void {
+  const group = ajv.RULES.rules.find(({ rules }) => rules.some(({ keyword }) => keyword === definition.keyword));
+  const at = group?.rules.findIndex(({ keyword }) => keyword === definition.keyword) ?? -1;
+  const before = group?.rules[at + 1]?.keyword;
+  ajv.removeKeyword(definition.keyword as string);
+  ajv.addKeyword(before === undefined ? definition : { ...definition, before });
 }
 
 /**
@@ -319,6 +333,7 @@ export function newCheck(root: unknown): void {
   work.calls = 0;
   work.code = 0;
   if (typeof root === 'object' && root !== null) memos.delete(root);
+  forgetLookups(root);
 }
 
 /**

@@ -5,7 +5,10 @@
  * needs no dependency to accept them. JSON Schema is validated with Ajv, compiled once per tool.
  */
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
-import { newCheck, stoppedCheck } from './schema-bounds.js';
+import { codeWritten, newCheck, stoppedCheck } from './schema-bounds.js';
+import { parseJsonText } from './json-text.js';
+import { refuseCostly } from './schema-cost.js';
+import { newCompile } from './schema-enum.js';
 import { ajvFor, DYNAMIC_REFS, usesKeyword, type JsonSchema, type SchemaAjv } from './schema-dialects.js';
 
 export { declaredDialect, type JsonSchema } from './schema-dialects.js';
@@ -51,21 +54,63 @@ function isStandardSchema(value: unknown): value is StandardSchemaV1 {
 // declared with equal schemas (a policy file's stub tools: `{ type: 'object' }` each) were ten thousand
 // compilations — most of the time of loading such a file — and ten thousand entries Ajv keeps (issue 12).
 // A validator is shared safely: it is called and its `errors` read synchronously, never across an await.
-const compiled = new Map<string, ValidateFunction>();
+// Bounded (an upstream relisting new schemas grew it without end, each kept by its whole text): the least recently
+// used go first past COMPILED_MAX entries or COMPILED_SIZE_MAX characters of text and code (a 14 KB schema compiles to
+// ~3.7M characters of code, ~3.7 MB kept: counted by its text alone, 16M characters kept ~4 GB); one past that alone
+// is not kept. A tool keeps the validator it was given; an equal schema compiled after its entry went is compiled anew.
+const compiled = new Map<string, { readonly check: ValidateFunction; readonly size: number }>();
+let compiledSize = 0;
 
-function ajvCompile(schema: JsonSchema): ValidateFunction {
+/** How many compiled validators are kept by their schema's text, and how many characters of text and code keep them. */
+export const COMPILED_MAX = 10_000;
+export const COMPILED_SIZE_MAX = 64_000_000;
+
+/** What the compiled validators kept hold now: their number and the characters of their text and code. */
+export function compiledKept(): { readonly entries: number; readonly size: number } {
+  return { entries: compiled.size, size: compiledSize };
+}
+
+/** The validator kept for `key`, now the most recently used; or undefined. */
+function keptCheck(key: string): ValidateFunction | undefined {
+  const hit = compiled.get(key);
+  if (hit === undefined) return undefined;
+  compiled.delete(key);
+  compiled.set(key, hit);
+  return hit.check;
+}
+
+/** Keeps `check` for `key` (`code` characters of code written), dropping the least recently used past the bounds. */
+function keepCheck(key: string, check: ValidateFunction, code: number): void {
+  const size = key.length + code;
+  if (size > COMPILED_SIZE_MAX) return;
+  compiled.set(key, { check, size });
+  compiledSize += size;
+  for (const [old, entry] of compiled) {
+    if (compiled.size <= COMPILED_MAX && compiledSize <= COMPILED_SIZE_MAX) break;
+    compiled.delete(old);
+    compiledSize -= entry.size;
+  }
+}
+
+function ajvCompile(given: JsonSchema): ValidateFunction {
   let key: string | undefined;
   try {
     // Only a schema its JSON text describes exactly is shared by that text: Ajv reads the object itself, and
     // JSON.stringify writes ±Infinity and NaN as null, drops undefined and functions, calls toJSON and does
     // not see inherited or non-enumerable keywords (a schema of { minimum: Infinity } shared the check of
     // { minimum: -Infinity }: every number passed a schema that refuses them all).
-    key = plainJson(schema, 0) ? JSON.stringify(schema) : undefined;
+    key = plainJson(given, 0) ? JSON.stringify(given) : undefined;
   } catch {
     key = undefined; // not JSON (a cycle, a BigInt): compiled on its own, as before
   }
-  const hit = key === undefined ? undefined : compiled.get(key);
+  const hit = key === undefined ? undefined : keptCheck(key);
   if (hit) return hit;
+  // A check kept by its text is compiled from that text, not from the caller's object: Ajv's code reads parts of the
+  // schema again at every check (`required` from 200 names, `properties` beside `additionalProperties: false`), so a
+  // caller's object changed after it compiled (or a Proxy answering one thing to JSON.stringify and another to Ajv)
+  // changed the check every later tool of that text was given (a required name missing passed; a closed object took
+  // an extra `command`).
+  const schema = key === undefined ? given : (parseJsonText(key) as JsonSchema);
   const ajv = ajvFor(schema);
   // One Ajv serves every registry of the process, and Ajv keeps each `$id` it compiles: one registry's schema
   // answered another's `$ref` (a tenant's lax `amount` for a tool that never defined it), and a second schema
@@ -74,12 +119,15 @@ function ajvCompile(schema: JsonSchema): ValidateFunction {
   const known: Held = { refs: { ...ajv.refs }, schemas: { ...ajv.schemas } };
   try {
     newCheck(schema); // the meta-schema's checks (its uniqueItems) run on the schema here: nothing kept from before
+    newCompile(); // enum and const tables built anew (a list changed in place since the last compilation)
+    // A schema that surely compiles past the bound of code is refused before Ajv writes any (src/schema-cost.ts).
+    refuseCostly(schema);
     const check = ajv.compile(schema);
     // Ajv calls a `$dynamicRef`'s (or `$recursiveRef`'s) target, the root, as a synchronous check even when it is
     // `$async`: its promise was read as valid, and a nested object the schema refuses passed. Not compiled.
     if ((check as { $async?: unknown }).$async === true && usesKeyword(schema, DYNAMIC_REFS, 0))
       throw new Error('$dynamicRef and $recursiveRef are not supported in a schema with $async: true');
-    if (key !== undefined) compiled.set(key, check);
+    if (key !== undefined) keepCheck(key, check, codeWritten());
     return check;
   } finally {
     forget(ajv, schema, known);

@@ -256,6 +256,19 @@ describe('uniqueItems in linear time', () => {
     ]);
   });
 
+  it("2020-12: its error before unevaluatedItems's, where Ajv has it (it was added after every array keyword)", () => {
+    const schema = {
+      $schema: 'https://json-schema.org/draft/2020-12/schema',
+      prefixItems: [{}],
+      unevaluatedItems: false,
+      uniqueItems: true,
+    };
+    expect(sync(compileValidator(schema)([1, 1] as never)).issues).toEqual([
+      '(root) must NOT have duplicate items (items ## 0 and 1 are identical)',
+      '(root) must NOT have more than 1 items',
+    ]);
+  });
+
   it("items that are not plain data are compared by Ajv's equal", () => {
     const validate = compileValidator({ type: 'object', properties: { list: { type: 'array', uniqueItems: true } } });
     expect(sync(validate({ list: [new Date(5), { a: 1 }, new Date(5)] })).issues).toEqual([

@@ -18,7 +18,9 @@ describe('the package', () => {
     const { files, packages } = importGraph(join(root, 'src', 'index.ts'));
     expect([...packages].filter((p) => !p.startsWith('node:'))).toEqual([
       'ajv',
-      'ajv/dist/runtime/equal.js', // uniqueItems: Ajv's equal for an item that is not plain data
+      'ajv/dist/runtime/equal.js', // uniqueItems, enum, const: Ajv's equal for a value that is not plain data
+      'ajv/dist/vocabularies/validation/const.js', // Ajv's const, its error and its code for $data
+      'ajv/dist/vocabularies/validation/enum.js', // Ajv's enum, likewise
       'ajv/dist/2019.js',
       'ajv/dist/2020.js',
       'ajv-formats',
