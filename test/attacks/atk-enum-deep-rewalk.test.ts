@@ -14,27 +14,13 @@
  * `schemaround` af4cceb.
  */
 import { describe, expect, it } from 'vitest';
+import { counted } from './fixtures/counted-reads.js';
 import { outputSchemaValidator } from '../../src/mcp/output-schemas.js';
 import { compileValidator, type JsonSchema, type ValidationResult } from '../../src/schema.js';
 
 function sync(result: ValidationResult | Promise<ValidationResult>): ValidationResult {
   if (result instanceof Promise) throw new Error('expected a synchronous result');
   return result;
-}
-
-/** `value`'s objects and arrays behind Proxies counting every operation on them (as atk-enumset-membership does). */
-function counted(value: unknown, count: { n: number }): unknown {
-  if (typeof value !== 'object' || value === null) return value;
-  const target: unknown = Array.isArray(value)
-    ? value.map((item) => counted(item, count))
-    : Object.fromEntries(Object.entries(value).map(([key, item]) => [key, counted(item, count)]));
-  const traps: ProxyHandler<object> = {};
-  for (const trap of ['get', 'has', 'ownKeys', 'getOwnPropertyDescriptor', 'getPrototypeOf'] as const)
-    (traps as Record<string, unknown>)[trap] = (...args: unknown[]) => {
-      count.n++;
-      return (Reflect[trap] as (...a: unknown[]) => unknown)(...args);
-    };
-  return new Proxy(target as object, traps);
 }
 
 /** `levels` nested arrays, each holding `width` zeros before the next level (the innermost: the zeros alone). */

@@ -11,6 +11,7 @@ import { Ajv, type ErrorObject } from 'ajv';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { counted } from './fixtures/counted-reads.js';
 import { outputSchemaValidator } from '../../src/mcp/output-schemas.js';
 import { compileValidator, type JsonSchema, type ValidationResult } from '../../src/schema.js';
 import { newCheck } from '../../src/schema-bounds.js';
@@ -28,21 +29,6 @@ equalModule.default = Object.assign((a: unknown, b: unknown) => (equalCalls++, a
 function sync(result: ValidationResult | Promise<ValidationResult>): ValidationResult {
   if (result instanceof Promise) throw new Error('expected a synchronous result');
   return result;
-}
-
-/** `value`'s objects and arrays behind Proxies counting every operation on them (reads, keys, descriptors). */
-function counted(value: unknown, count: { n: number }): unknown {
-  if (typeof value !== 'object' || value === null) return value;
-  const target: unknown = Array.isArray(value)
-    ? value.map((item) => counted(item, count))
-    : Object.fromEntries(Object.entries(value).map(([key, item]) => [key, counted(item, count)]));
-  const traps: ProxyHandler<object> = {};
-  for (const trap of ['get', 'has', 'ownKeys', 'getOwnPropertyDescriptor', 'getPrototypeOf'] as const)
-    (traps as Record<string, unknown>)[trap] = (...args: unknown[]) => {
-      count.n++;
-      return (Reflect[trap] as (...a: unknown[]) => unknown)(...args);
-    };
-  return new Proxy(target as object, traps);
 }
 
 describe('enum membership costs the value, not members × value', () => {

@@ -5,6 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
+import { prng } from '../../bench/scenario.js';
 import type { JsonSchema } from '../../src/schema.js';
 
 /** A JSON file of the repository (its node_modules too). */
@@ -68,18 +69,6 @@ export function zodSchemas(): [string, JsonSchema][] {
   ]);
 }
 
-/** A seeded generator (mulberry32). */
-function generator(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 const KEYS = [
   'a',
   'b',
@@ -102,7 +91,7 @@ const KEYS = [
 
 /** `count` random schemas from `seed`: nested keywords, `$defs` and `$ref`s (spelled several ways), odd keys. */
 export function randomSchemas(seed: number, count: number): [string, JsonSchema][] {
-  const random = generator(seed);
+  const random = prng(seed);
   const pick = <T>(xs: readonly T[]): T => xs[Math.floor(random() * xs.length)]!;
   const out: [string, JsonSchema][] = [];
   for (let n = 0; n < count; n++) {
