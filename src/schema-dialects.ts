@@ -7,7 +7,7 @@ import { Ajv } from 'ajv';
 import { Ajv2019 } from 'ajv/dist/2019.js';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import formats from 'ajv-formats';
-import { ajvLogger, boundErrors, withBounds } from './schema-bounds.js';
+import { ajvLogger, boundErrors, newCheck, withBounds } from './schema-bounds.js';
 import { linearRegExp } from './schema-regexp.js';
 
 /** A JSON Schema object: draft-07, 2019-09 or 2020-12 (its `$schema`, or none: the keywords it uses tell). */
@@ -84,7 +84,12 @@ const ajv2020: Serving<Ajv2020> = { ajv: undefined, handed: 0 };
 /** The dialect's Ajv for one more compilation: a fresh one past AJV_COMPILATIONS. */
 function serving<A>(serving: Serving<A>, make: () => A): A {
   if (serving.ajv === undefined || serving.handed >= AJV_COMPILATIONS) {
-    serving.ajv = make();
+    const ajv = make();
+    // Its meta-schema compiled now, its code counted alone, not inside the first schema it is handed (whose bound of
+    // code it took 24–58K characters of: a schema near the bound compiled or not by how many came before it).
+    newCheck(undefined);
+    (ajv as SchemaAjv).validateSchema({});
+    serving.ajv = ajv;
     serving.handed = 0;
   }
   serving.handed++;
