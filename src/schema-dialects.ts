@@ -7,7 +7,7 @@ import { Ajv } from 'ajv';
 import { Ajv2019 } from 'ajv/dist/2019.js';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import formats from 'ajv-formats';
-import { ajvLogger, boundErrors, withBounds } from './schema-bounds.js';
+import { ajvLogger, boundErrors, newCheck, withBounds } from './schema-bounds.js';
 import { linearRegExp } from './schema-regexp.js';
 
 /** A JSON Schema object: draft-07, 2019-09 or 2020-12 (its `$schema`, or none: the keywords it uses tell). */
@@ -63,9 +63,38 @@ const URL_START = /^(?:https?|ftp):\/\/\S+$/i;
 const URL_HOST =
   /^(?:https?|ftp):\/\/(?:\S+@)?(?:(?!(?:10|127)(?:\.\d{1,3}){3})(?!(?:169\.254|192\.168)(?:\.\d{1,3}){2})(?!172\.(?:1[6-9]|2\d|3[0-1])(?:\.\d{1,3}){2})(?:[1-9]\d?|1\d\d|2[01]\d|22[0-3])(?:\.(?:1?\d{1,2}|2[0-4]\d|25[0-5])){2}(?:\.(?:[1-9]\d?|1\d\d|2[0-4]\d|25[0-4]))|(?:(?:[a-z0-9\u{00a1}-\u{ffff}]+-)*[a-z0-9\u{00a1}-\u{ffff}]+)(?:\.(?:[a-z0-9\u{00a1}-\u{ffff}]+-)*[a-z0-9\u{00a1}-\u{ffff}]+)*(?:\.(?:[a-z\u{00a1}-\u{ffff}]{2,})))(?::\d{2,5})?(?:\/[^\s]*)?$/iu;
 const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
-let ajv07: Ajv | undefined;
-let ajv2019: Ajv2019 | undefined;
-let ajv2020: Ajv2020 | undefined;
+/**
+ * How many schemas one Ajv compiles before a fresh one takes its place. An Ajv keeps in its `scope` every function,
+ * schema, RE2 matcher and `enum` table any compilation added (the compiled code reads them there; removeSchema takes
+ * none out), so a check the gate dropped (past the bound of kept checks, never kept, its tool gone) lived as long as
+ * the process: an upstream relisting new schemas grew it without end. A retired Ajv goes with the last of its checks.
+ * A fresh one costs ~25 ms (its formats, its meta-schema compiled at its first schema).
+ */
+export const AJV_COMPILATIONS = 1_000;
+
+/** The Ajv of a dialect now, and how many schemas it was handed. */
+interface Serving<A> {
+  ajv: A | undefined;
+  handed: number;
+}
+const ajv07: Serving<Ajv> = { ajv: undefined, handed: 0 };
+const ajv2019: Serving<Ajv2019> = { ajv: undefined, handed: 0 };
+const ajv2020: Serving<Ajv2020> = { ajv: undefined, handed: 0 };
+
+/** The dialect's Ajv for one more compilation: a fresh one past AJV_COMPILATIONS. */
+function serving<A>(serving: Serving<A>, make: () => A): A {
+  if (serving.ajv === undefined || serving.handed >= AJV_COMPILATIONS) {
+    const ajv = make();
+    // Its meta-schema compiled now, its code counted alone, not inside the first schema it is handed (whose bound of
+    // code it took 24–58K characters of: a schema near the bound compiled or not by how many came before it).
+    newCheck(undefined);
+    (ajv as SchemaAjv).validateSchema({});
+    serving.ajv = ajv;
+    serving.handed = 0;
+  }
+  serving.handed++;
+  return serving.ajv;
+}
 /**
  * The Ajv that reads `schema`. One declaring its dialect (`$schema`: draft-07, 2019-09 or 2020-12) is read in it:
  * a 2020-12 schema, what zod 4's `toJSONSchema` and OpenAPI 3.1 write, did not compile in the draft-07 Ajv ("no
@@ -82,7 +111,7 @@ export function ajvFor(schema: JsonSchema): SchemaAjv {
   if (unread !== undefined)
     throw new Error(`${unread} is not read by toolgate (Ajv's own keyword, in no JSON Schema dialect): never checked`);
   const dialect = dialectOf(schema);
-  if (dialect === 'draft-07') return (ajv07 ??= draft07());
+  if (dialect === 'draft-07') return serving(ajv07, draft07);
   const misread = dynamicMisread(schema);
   if (misread !== undefined) throw new Error(misread);
   // Ajv's `contains` marks every item evaluated once it is there (2020-12: the items it matched; 2019-09: none): a
@@ -91,14 +120,14 @@ export function ajvFor(schema: JsonSchema): SchemaAjv {
     throw new Error(
       'unevaluatedItems beside contains is not supported: Ajv counts every item evaluated once contains is there (it would let unevaluated items through)',
     );
-  if (dialect === '2019-09') return (ajv2019 ??= withFormats(new Ajv2019(AJV_OPTIONS)));
+  if (dialect === '2019-09') return serving(ajv2019, () => withFormats(new Ajv2019(AJV_OPTIONS)));
   // 2020-12 has no additionalItems (its Ajv ignores it): `prefixItems` closed with `additionalItems: false`, the
   // draft-07 / 2019-09 way, let every extra item through. Refused by name, as a later dialect's keyword is.
   if (usesKeyword(schema, ['additionalItems'], 0))
     throw new Error(
       `${schema['$schema'] === undefined ? 'a schema using a 2019-09 / 2020-12 keyword is read as 2020-12' : '$schema declares 2020-12'}, where additionalItems means nothing: close a prefixItems tuple with items: false (it would be ignored, never checked)`,
     );
-  return (ajv2020 ??= withFormats(new Ajv2020(AJV_OPTIONS)));
+  return serving(ajv2020, () => withFormats(new Ajv2020(AJV_OPTIONS)));
 }
 
 /**
