@@ -8,12 +8,15 @@ import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { answerLineOf, noteAnswerLine } from '../../src/gateway/answer-lines.js';
+import { parseJsonText } from '../../src/json-text.js';
 
 /** The client's line for an upstream `line` (parsed as the upstream's reader parses it), and JSON.stringify's. */
 function both(line: string, id: string | number = 7): { spliced: string | undefined; before: string } | undefined {
   let parsed: { result?: unknown };
   try {
-    parsed = JSON.parse(line) as { result?: unknown };
+    // As the upstream's reader parses it (src/json-text.ts): JSON.parse misreads an escaped key on Node 24 once an
+    // earlier parse in the process (another test file of the worker) poisoned V8's transitions.
+    parsed = parseJsonText(line) as { result?: unknown };
   } catch {
     return undefined; // not JSON: the upstream's reader skips it
   }
@@ -214,7 +217,7 @@ describe('answer-lines: the splice only where the bytes are JSON.stringify', () 
 
   it('an object changed after the parse (the known risk): a key added or removed is caught by the count', () => {
     const line = wrap('{"content":[],"structuredContent":{"a":1,"b":{"c":2}}}');
-    const parsed = JSON.parse(line) as { result: { structuredContent: Record<string, unknown> } };
+    const parsed = parseJsonText(line) as { result: { structuredContent: Record<string, unknown> } };
     noteAnswerLine(parsed.result, line);
     const send = () => {
       const message = { jsonrpc: '2.0', id: 1, result: parsed.result } as JSONRPCMessage;
