@@ -11,7 +11,7 @@
  * value with every member (20,000 object members × 100,000 items: 51–63 s): src/schema-enum.ts looks it up.
  */
 import { _, Name, str, type CodeKeywordDefinition, type ErrorObject, type KeywordCxt } from 'ajv';
-import { constKeyword, enumKeyword, equal, forgetLookups } from './schema-enum.js';
+import { childrenOf, constKeyword, enumKeyword, equal, forgetLookups } from './schema-enum.js';
 
 /**
  * How many errors one check may hold at once. An `anyOf` branch that fails holds its errors until another branch
@@ -355,33 +355,23 @@ function idOf(value: unknown, ids: Ids): number | undefined {
   return id;
 }
 
-/** The id of an array's or object's structure (plain data: see {@link uniqueItems}), or undefined. */
+/**
+ * The id of an array's or object's structure (plain data as src/schema-enum.ts `childrenOf` reads it, the one reader
+ * of both keywords; any other item is compared by Ajv's `equal`), or undefined.
+ */
 function structureId(value: object, ids: Ids): number | undefined {
-  const proto: unknown = Object.getPrototypeOf(value);
-  let text: string;
-  if (Array.isArray(value)) {
-    if (proto !== Array.prototype) return undefined;
-    text = '[';
-    for (let i = 0; i < value.length; i++) {
-      if (!Object.hasOwn(value, i)) return undefined;
-      const id = idOf(value[i], ids);
-      if (id === undefined) return undefined;
-      text += `${id},`;
-    }
-  } else {
-    if (proto !== Object.prototype) return undefined;
-    const members: [string, number][] = [];
-    for (const key of Object.keys(value)) {
-      const own = Object.getOwnPropertyDescriptor(value, key);
-      if (own === undefined || !('value' in own)) return undefined;
-      const id = idOf(own.value, ids);
-      if (id === undefined) return undefined;
-      members.push([key, id]);
-    }
-    members.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    text = `{${members.map(([key, id]) => `${JSON.stringify(key)}:${id}`).join(',')}`;
+  const read = childrenOf(value);
+  if (read === undefined) return undefined;
+  const childIds: number[] = [];
+  for (const child of read.values) {
+    const id = idOf(child, ids);
+    if (id === undefined) return undefined;
+    childIds.push(id);
   }
-  return interned(text, ids);
+  if (Array.isArray(value)) return interned(`[${childIds.map((id) => `${id},`).join('')}`, ids);
+  const members = read.keys.map((key, i): [string, number] => [key, childIds[i]!]);
+  members.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  return interned(`{${members.map(([key, id]) => `${JSON.stringify(key)}:${id}`).join(',')}`, ids);
 }
 
 /** The id of a structure's text, interned. */

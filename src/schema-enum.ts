@@ -214,7 +214,9 @@ function measuresFor(root: unknown): WeakMap<object, Measure | null> {
  * keys of an array's own, a getter, a function: compared by Ajv's `equal`). An array's index keys come first, in
  * order: a hole leaves fewer, and an own key beside it filled the count (`[1, <hole>]` with `x: 2` was `[1, 2]`).
  */
-function childrenOf(value: object): { readonly keys: readonly string[]; readonly values: unknown[] } | undefined {
+export function childrenOf(
+  value: object,
+): { readonly keys: readonly string[]; readonly values: unknown[] } | undefined {
   const array = Array.isArray(value);
   if (Object.getPrototypeOf(value) !== (array ? Array.prototype : Object.prototype)) return undefined;
   const keys = Object.keys(value);
