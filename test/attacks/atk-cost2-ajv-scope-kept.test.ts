@@ -31,13 +31,22 @@ function schema(i: number): JsonSchema {
   } as JsonSchema;
 }
 
+/**
+ * How many of `refs` are freed after full collections (up to ten, stopping once all are). One or two may outlive
+ * them on a loaded machine (V8's concurrent compiler jobs hold the functions they optimise: CI's Node 20 run once
+ * freed 19 of the control's 20), so the tests ask for most, not all; held by the Ajv's scope, none are freed.
+ */
 async function collected(refs: readonly WeakRef<object>[]): Promise<number> {
-  for (let round = 0; round < 4; round++) {
-    await new Promise((resolve) => setImmediate(resolve));
+  const freed = (): number => refs.filter((ref) => ref.deref() === undefined).length;
+  for (let round = 0; round < 10 && freed() < refs.length; round++) {
+    await new Promise((resolve) => setTimeout(resolve, round * 10));
     gc();
   }
-  return refs.filter((ref) => ref.deref() === undefined).length;
+  return freed();
 }
+
+/** Most of twenty: a check held for the life of the process is never freed (0 of 20 before the mend). */
+const MOST = 17;
 
 describe('a compiled check the gate no longer holds is freed', () => {
   it('control: the same checks compiled by an Ajv of their own are freed', async () => {
@@ -45,13 +54,13 @@ describe('a compiled check the gate no longer holds is freed', () => {
       { length: 20 },
       (_, i) => new WeakRef(new Ajv({ allErrors: true, strict: false }).compile(schema(i))),
     );
-    expect(await collected(refs)).toBe(20);
+    expect(await collected(refs)).toBeGreaterThanOrEqual(MOST);
   });
 
   it('the gate: a check not kept (nor its tool) is freed, not held by the Ajv for the life of the process', async () => {
     const refs = Array.from({ length: 20 }, (_, i) => new WeakRef(compileValidator(schema(1000 + i))));
     // As many schemas again as one Ajv compiles: the Ajv that compiled the twenty is retired by then.
     for (let i = 0; i < AJV_COMPILATIONS; i++) compileValidator(schema(10_000 + i));
-    expect(await collected(refs)).toBe(20);
+    expect(await collected(refs)).toBeGreaterThanOrEqual(MOST);
   });
 });
