@@ -248,13 +248,16 @@ export function readResponse(response: unknown): { text: string | null; calls: r
   const raws = (toolCalls ?? []) as readonly unknown[];
   // One call cannot repeat an id: the set is made for two or more.
   const ids = raws.length > 1 ? new Set<string>() : null;
+  // The next suffix to try for each repeated id: k repeats of one id take ~k look-ups, not k²/2 (atk-longkeys).
+  const suffixes = new Map<string, number>();
   for (const raw of raws) {
     const call = readCall(raw);
     let id = call.id;
     let problem = 'problem' in call ? call.problem : undefined;
     if (ids?.has(id)) {
-      let n = 2;
+      let n = suffixes.get(call.id) ?? 2;
       while (ids.has(`${call.id}~${n}`)) n++;
+      suffixes.set(call.id, n + 1);
       id = `${call.id}~${n}`;
       problem = `the call id ${JSON.stringify(call.id)} is used twice in one turn`;
     }
