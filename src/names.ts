@@ -13,6 +13,16 @@ const EDGE_WHITE_SPACE = /^\p{White_Space}+|\p{White_Space}+$/gu;
 const CANONICAL_ASCII = /^[\x21-\x40\x5b-\x7e]*$/;
 const PRINTABLE_ASCII = /^[\x21-\x7e]*$/;
 
+/**
+ * The longest tool name declared (and its canonical form): a longer one is a ConfigurationError. Names key the
+ * registry, the allowlists, the policy's rules, the confusables' skeletons, the router's and an upstream's tables, and
+ * V8 hashes a string past 16,383 characters by its length alone: an upstream listing 2,000 tools of 16,400-character
+ * names differing at their end took 13.7 s to register (each name compared with every other). At 1,024 a name's
+ * UTS #39 skeleton stays below that too (at most 7 units for each of the name's or its canonical form's: U+AF66); MCP
+ * asks for at most 128, OpenAI's and Anthropic's APIs allow 64 and 128.
+ */
+export const NAME_LENGTH_MAX = 1_024;
+
 /** The most names the canonical-form cache keeps; callers that send endless unique names cannot grow it past this. */
 export const CANONICAL_CACHE_LIMIT = 4096;
 /** Longer names are canonicalised every time rather than cached, so a megabyte name is not retained. */
@@ -96,6 +106,7 @@ export function declaredName(name: unknown, where: string): string {
   if (typeof name !== 'string') {
     throw new ConfigurationError(`${where}: a tool name must be a string, got ${describe(name)}`);
   }
+  if (name.length > NAME_LENGTH_MAX) throw tooLong(name, name.length, where);
   // Printable ASCII holds no surrogate, control or format character: only emptiness is left to check.
   // Already canonical (the common case): one test, no cache (bulk declarations, issue 12).
   if (name !== '' && CANONICAL_ASCII.test(name)) return name;
@@ -112,10 +123,18 @@ export function declaredName(name: unknown, where: string): string {
     );
   }
   const form = canonical(name);
+  if (form.length > NAME_LENGTH_MAX) throw tooLong(name, form.length, where);
   if (form === '') {
     throw new ConfigurationError(`${where}: tool name ${JSON.stringify(name)} is empty once trimmed and normalised`);
   }
   return form;
+}
+
+function tooLong(name: string, length: number, where: string): ConfigurationError {
+  return new ConfigurationError(
+    `${where}: tool name ${describe(name)} is ${length.toLocaleString('en-US')} characters long${length === name.length ? '' : ' once normalised'}; ` +
+      `at most ${NAME_LENGTH_MAX.toLocaleString('en-US')} are allowed`,
+  );
 }
 
 /**

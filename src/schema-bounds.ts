@@ -12,6 +12,7 @@
  */
 import { _, Name, str, type CodeKeywordDefinition, type ErrorObject, type KeywordCxt } from 'ajv';
 import { childrenOf, constKeyword, enumKeyword, equal, forgetLookups } from './schema-enum.js';
+import { safeKey } from './crypto.js';
 
 /**
  * How many errors one check may hold at once. An `anyOf` branch that fails holds its errors until another branch
@@ -245,9 +246,10 @@ function duplicateScalar(items: readonly unknown[], types: readonly string[]): r
     if (!types.some((type) => ofType(item, type))) continue;
     // A number by its own words (JSON writes Infinity, a number past a double here, as null).
     const text = typeof item === 'number' ? String(item) : JSON.stringify(item);
-    const later = seen.get(text);
+    const key = safeKey(text); // a text past 16,383 characters by its digest (src/crypto.ts)
+    const later = seen.get(key);
     if (later !== undefined) return [i, later];
-    seen.set(text, i);
+    seen.set(key, i);
   }
   return undefined;
 }
@@ -376,7 +378,8 @@ function structureId(value: object, ids: Ids): number | undefined {
 
 /** The id of a structure's text, interned. */
 function interned(text: string, ids: Ids): number {
-  let id = ids.ids.get(text);
-  if (id === undefined) ids.ids.set(text, (id = ids.ids.size));
+  const key = safeKey(text); // a text past 16,383 characters by its digest (src/crypto.ts)
+  let id = ids.ids.get(key);
+  if (id === undefined) ids.ids.set(key, (id = ids.ids.size));
   return id;
 }

@@ -1,4 +1,7 @@
 /**
+ * What a schema costs Ajv to compile, from the schema alone, before it compiles (src/schema.ts `refuseCostly`): the JSON
+ * Pointers Ajv keys each subschema by ({@link pointerWork}), and a lower bound of the code it writes ({@link codeAtLeast}).
+ *
  * A lower bound of the code Ajv writes for a schema, from the schema alone, before it compiles (src/schema.ts).
  *
  * src/schema-bounds.ts counts the code Ajv has written against SCHEMA_CODE_MAX, but only once Ajv has written a whole
@@ -24,6 +27,7 @@
  *   nothing: the bound undercounts, never overcounts (test/core/schema-cost.test.ts compares it with the code Ajv
  *   writes).
  */
+import { HASHED_LENGTH_MAX } from './crypto.js';
 import { SCHEMA_CODE_MAX } from './schema-bounds.js';
 
 /**
@@ -102,13 +106,154 @@ export function codeAtLeast(schema: object): number {
   return walk.total;
 }
 
-/** Throws, as src/schema-bounds.ts does past its bound, when `schema` surely compiles to more than SCHEMA_CODE_MAX. */
+/**
+ * Throws, as src/schema-bounds.ts does past its bound, when `schema` surely compiles to more than SCHEMA_CODE_MAX, or
+ * when the JSON Pointers Ajv keys its subschemas by would cost past {@link POINTER_COMPARED_MAX} or
+ * {@link POINTER_CHARACTERS_MAX} (see {@link pointerWork}).
+ */
 export function refuseCostly(schema: object): void {
   const least = codeAtLeast(schema);
   if (least > SCHEMA_CODE_MAX)
     throw new Error(
       `the schema compiles to more than ${SCHEMA_CODE_MAX.toLocaleString('en-US')} characters of code (at least ${least.toLocaleString('en-US')} by its keywords' error paths alone): not compiled`,
     );
+  const pointers = pointerWork(schema);
+  if (pointers.compared > POINTER_COMPARED_MAX)
+    throw new Error(
+      `the schema's subschemas sit at JSON Pointers longer than ${HASHED_LENGTH_MAX.toLocaleString('en-US')} characters of equal lengths (at least ${pointers.colliding.toLocaleString('en-US')}, under a long property name), which Ajv's compilation compares with each other: more than ${POINTER_COMPARED_MAX.toLocaleString('en-US')} characters compared, not compiled`,
+    );
+  if (pointers.characters > POINTER_CHARACTERS_MAX)
+    throw new Error(
+      `the schema's subschemas sit at JSON Pointers of more than ${POINTER_CHARACTERS_MAX.toLocaleString('en-US')} characters in all (a long property name above many subschemas), which Ajv's compilation builds and holds: not compiled`,
+    );
+}
+
+/**
+ * The most characters Ajv's compilation may compare between the JSON Pointers of a schema's subschemas that share a
+ * length past {@link HASHED_LENGTH_MAX} (see {@link pointerWork}): 2^28, ~40–60 ms here (0.15–0.23 ns a character
+ * compared, measured on shapes of 100 to 1,200 such pointers; 180 pointers of 16,400 characters compare ~2^28). No
+ * schema of test/core/schema-cost-corpus.ts (vega, vega-lite, zod's) has a pointer that long.
+ */
+export const POINTER_COMPARED_MAX = 2 ** 28;
+/**
+ * The most characters of JSON Pointers Ajv's compilation may build (and hold at once, internalised) for a schema's
+ * subschemas: 2^26 (~500K for the corpus' largest). A 2.4 MB schema of 2,000 names of distinct lengths under one of
+ * 400,000 characters had Ajv build 800M characters (0.95 s, 920 MB resident).
+ */
+export const POINTER_CHARACTERS_MAX = 2 ** 26;
+
+/** json-schema-traverse 1.0.0's keyword tables (read with `in`: Object.prototype's names are in each of them). */
+const TRAVERSED = new Set([
+  'additionalItems',
+  'items',
+  'contains',
+  'additionalProperties',
+  'propertyNames',
+  'not',
+  'if',
+  'then',
+  'else',
+]);
+const TRAVERSED_ARRAYS = new Set(['items', 'allOf', 'anyOf', 'oneOf']);
+const TRAVERSED_PROPERTIES = new Set(['$defs', 'definitions', 'properties', 'patternProperties', 'dependencies']);
+const SKIPPED = new Set([
+  'default',
+  'enum',
+  'const',
+  'required',
+  'maximum',
+  'minimum',
+  'exclusiveMaximum',
+  'exclusiveMinimum',
+  'multipleOf',
+  'maxLength',
+  'minLength',
+  'pattern',
+  'format',
+  'maxItems',
+  'minItems',
+  'uniqueItems',
+  'maxProperties',
+  'minProperties',
+]);
+
+/** `key in table` as json-schema-traverse reads its tables (plain objects: inherited names are in them too). */
+function inTable(table: ReadonlySet<string>, key: string): boolean {
+  return table.has(key) || key in Object.prototype;
+}
+
+/** What Ajv's compilation does with a schema's JSON Pointers: see {@link pointerWork}. */
+export interface PointerWork {
+  /** Characters of all the pointers (each built, flattened and internalised). */
+  readonly characters: number;
+  /** Pointers longer than HASHED_LENGTH_MAX that share their length with another. */
+  readonly colliding: number;
+  /** Characters compared at worst: Σ over each length past HASHED_LENGTH_MAX of (pointers of it choose 2) × length. */
+  readonly compared: number;
+}
+
+/**
+ * The JSON Pointers Ajv builds for a schema's subschemas before it compiles any code: `getSchemaRefs`
+ * (ajv/dist/compile/resolve.js) walks the schema with json-schema-traverse (`allKeys: true`) and keys an object by
+ * each subschema's pointer (`baseIds[jsonPtr]`), which internalises it: each pointer built, flattened and kept while
+ * the walk lasts, and each one longer than {@link HASHED_LENGTH_MAX} compared with every pointer of its length before it
+ * (they differ after the long key they share). A property name of 100,000 characters above 600 subschemas under
+ * `not` (122 KB, little code) compared ~2.6 × 10^10 characters: 3.9 s. The pointers' lengths are counted here as
+ * json-schema-traverse 1.0.0 builds them (a property name escaped, `~` → `~0` and `/` → `~1`; a keyword's own name
+ * under `allKeys` not), without building one; the walk stops once past either bound (a schema whose objects are shared
+ * or cyclic is refused, not walked without end).
+ */
+export function pointerWork(schema: object): PointerWork {
+  let characters = 0;
+  const lengths = new Map<number, number>();
+  let compared = 0;
+  let colliding = 0;
+  const nodes: unknown[] = [schema];
+  const pointers: number[] = [0];
+  while (nodes.length > 0) {
+    const node = nodes.pop();
+    const length = pointers.pop()!;
+    if (!isRecord(node)) continue;
+    if (node !== schema || length > 0) {
+      characters += length;
+      if (length > HASHED_LENGTH_MAX) {
+        const before = lengths.get(length) ?? 0;
+        lengths.set(length, before + 1);
+        compared += before * length;
+        if (before > 0) colliding += before === 1 ? 2 : 1;
+      }
+      if (characters > POINTER_CHARACTERS_MAX || compared > POINTER_COMPARED_MAX) break;
+    }
+    for (const key of Object.keys(node)) {
+      const value = own(node, key);
+      const at = length + 1 + key.length;
+      if (Array.isArray(value)) {
+        if (!inTable(TRAVERSED_ARRAYS, key)) continue;
+        for (let i = 0; i < value.length; i++) {
+          nodes.push(own(value, String(i)));
+          pointers.push(at + 1 + String(i).length);
+        }
+      } else if (inTable(TRAVERSED_PROPERTIES, key)) {
+        if (!isRecord(value)) continue;
+        for (const name of Object.keys(value)) {
+          nodes.push(own(value, name));
+          pointers.push(at + 1 + escapedLength(name));
+        }
+      } else if (inTable(TRAVERSED, key) || !inTable(SKIPPED, key)) {
+        nodes.push(value);
+        pointers.push(at);
+      }
+    }
+  }
+  return { characters, colliding, compared };
+}
+
+/** The length of `name` in a JSON Pointer (`~` → `~0`, `/` → `~1`). */
+function escapedLength(name: string): number {
+  let length = name.length;
+  for (let at = name.indexOf('~'); at !== -1; at = name.indexOf('~', at + 1)) length++;
+  for (let at = name.indexOf('/'); at !== -1; at = name.indexOf('/', at + 1)) length++;
+  return length;
 }
 
 /**

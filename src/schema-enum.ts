@@ -30,6 +30,7 @@ import { _, Name, type CodeKeywordDefinition, type KeywordCxt } from 'ajv';
 import ajvEqual from 'ajv/dist/runtime/equal.js';
 import ajvConst from 'ajv/dist/vocabularies/validation/const.js';
 import ajvEnum from 'ajv/dist/vocabularies/validation/enum.js';
+import { safeKey } from './crypto.js';
 
 // CommonJS: Node's default import is its module.exports, which carries the module's value as `default` (a
 // bundler's or vitest's default import is the value itself).
@@ -49,6 +50,7 @@ const ROOT = new Name('rootData');
 /** The members of one `enum` (or the value of one `const`), as looked up. */
 interface Members {
   /** The scalar members (NaN only where Ajv's loop compares it: from 200 members). */
+  /** The scalar members, a string by its {@link scalarKey}. */
   readonly scalars: Set<unknown>;
   /** Every member structure and each of its parts by its text (children by their ids), interned. */
   readonly table: Map<string, number>;
@@ -147,7 +149,7 @@ function membersOf(list: readonly unknown[], nan: boolean): Members | undefined 
   const seen = new WeakMap<object, number>();
   for (const member of list) {
     if (typeof member === 'number' || typeof member === 'string' || typeof member === 'boolean' || member === null) {
-      if (nan || !Number.isNaN(member)) members.scalars.add(member);
+      if (nan || !Number.isNaN(member)) members.scalars.add(scalarKey(member));
       continue;
     }
     if (typeof member !== 'object') return undefined;
@@ -190,9 +192,17 @@ const measured = new WeakMap<object, WeakMap<object, Measure | null>>();
 /** An array or object whose measure is being taken (met again: a cycle, not plain data). */
 const MEASURING: Measure = { size: Infinity, depth: Infinity };
 
+/**
+ * A scalar as the table of scalars holds it: a string by its safeKey (one past 16,383 characters by its digest: V8
+ * hashes it by its length alone, and a lookup compared it with every member of that length), anything else itself.
+ */
+function scalarKey(value: unknown): unknown {
+  return typeof value === 'string' ? safeKey(value) : value;
+}
+
 /** Is `data` one of `members`, as Ajv's `enum` decides. */
 function isMember(members: Members, data: unknown, root: unknown): boolean {
-  if (typeof data !== 'object' || data === null) return members.scalars.has(data);
+  if (typeof data !== 'object' || data === null) return members.scalars.has(scalarKey(data));
   if (members.objects.length === 0) return false;
   const measure = measureOf(data, measuresFor(root));
   if (measure !== null && (measure.size > members.size || measure.depth > members.depth)) return false;
@@ -376,10 +386,11 @@ function structureId(
  * ({@link NONE} when absent).
  */
 function textId(text: string, members: Members, add: boolean, size: number, depth: number): number {
-  let id = members.table.get(text);
+  const key = safeKey(text); // a text past 16,383 characters by its digest (src/crypto.ts)
+  let id = members.table.get(key);
   if (id === undefined) {
     if (!add) return NONE;
-    members.table.set(text, (id = members.table.size));
+    members.table.set(key, (id = members.table.size));
     members.sizes.push(size);
     members.depths.push(depth);
   }

@@ -5,6 +5,7 @@
  * needs no dependency to accept them. JSON Schema is validated with Ajv, compiled once per tool.
  */
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import { safeKey } from './crypto.js';
 import { codeWritten, newCheck, stoppedCheck } from './schema-bounds.js';
 import { parseJsonText } from './json-text.js';
 import { refuseCostly } from './schema-cost.js';
@@ -58,6 +59,8 @@ function isStandardSchema(value: unknown): value is StandardSchemaV1 {
 // used go first past COMPILED_MAX entries or COMPILED_SIZE_MAX characters of text and code (a 14 KB schema compiles to
 // ~3.7M characters of code, ~3.7 MB kept: counted by its text alone, 16M characters kept ~4 GB); one past that alone
 // is not kept. A tool keeps the validator it was given; an equal schema compiled after its entry went is compiled anew.
+// Keyed by safeKey(text): a text past 16,383 characters by its digest (V8 hashes such a string by its length alone, and
+// 3,900 schemas of 16,400 characters differing at their end each compared every other at each look-up).
 const compiled = new Map<string, { readonly check: ValidateFunction; readonly size: number }>();
 let compiledSize = 0;
 
@@ -70,7 +73,7 @@ export function compiledKept(): { readonly entries: number; readonly size: numbe
   return { entries: compiled.size, size: compiledSize };
 }
 
-/** The validator kept for `key`, now the most recently used; or undefined. */
+/** The validator kept for `key` (a schema text's safeKey), now the most recently used; or undefined. */
 function keptCheck(key: string): ValidateFunction | undefined {
   const hit = compiled.get(key);
   if (hit === undefined) return undefined;
@@ -79,9 +82,12 @@ function keptCheck(key: string): ValidateFunction | undefined {
   return hit.check;
 }
 
-/** Keeps `check` for `key` (`code` characters of code written), dropping the least recently used past the bounds. */
-function keepCheck(key: string, check: ValidateFunction, code: number): void {
-  const size = key.length + code;
+/**
+ * Keeps `check` for `key` (the safeKey of a schema's text of `length` characters; `code` characters of code written),
+ * dropping the least recently used past the bounds.
+ */
+function keepCheck(key: string, length: number, check: ValidateFunction, code: number): void {
+  const size = length + code;
   if (size > COMPILED_SIZE_MAX) return;
   compiled.set(key, { check, size });
   compiledSize += size;
@@ -93,16 +99,17 @@ function keepCheck(key: string, check: ValidateFunction, code: number): void {
 }
 
 function ajvCompile(given: JsonSchema): ValidateFunction {
-  let key: string | undefined;
+  let text: string | undefined;
   try {
     // Only a schema its JSON text describes exactly is shared by that text: Ajv reads the object itself, and
     // JSON.stringify writes ±Infinity and NaN as null, drops undefined and functions, calls toJSON and does
     // not see inherited or non-enumerable keywords (a schema of { minimum: Infinity } shared the check of
     // { minimum: -Infinity }: every number passed a schema that refuses them all).
-    key = plainJson(given, 0) ? JSON.stringify(given) : undefined;
+    text = plainJson(given, 0) ? JSON.stringify(given) : undefined;
   } catch {
-    key = undefined; // not JSON (a cycle, a BigInt): compiled on its own, as before
+    text = undefined; // not JSON (a cycle, a BigInt): compiled on its own, as before
   }
+  const key = text === undefined ? undefined : safeKey(text);
   const hit = key === undefined ? undefined : keptCheck(key);
   if (hit) return hit;
   // A check kept by its text is compiled from that text, not from the caller's object: Ajv's code reads parts of the
@@ -110,7 +117,7 @@ function ajvCompile(given: JsonSchema): ValidateFunction {
   // caller's object changed after it compiled (or a Proxy answering one thing to JSON.stringify and another to Ajv)
   // changed the check every later tool of that text was given (a required name missing passed; a closed object took
   // an extra `command`).
-  const schema = key === undefined ? given : (parseJsonText(key) as JsonSchema);
+  const schema = text === undefined ? given : (parseJsonText(text) as JsonSchema);
   const ajv = ajvFor(schema);
   // One Ajv serves every registry of the process, and Ajv keeps each `$id` it compiles: one registry's schema
   // answered another's `$ref` (a tenant's lax `amount` for a tool that never defined it), and a second schema
@@ -127,7 +134,7 @@ function ajvCompile(given: JsonSchema): ValidateFunction {
     // `$async`: its promise was read as valid, and a nested object the schema refuses passed. Not compiled.
     if ((check as { $async?: unknown }).$async === true && usesKeyword(schema, DYNAMIC_REFS, 0))
       throw new Error('$dynamicRef and $recursiveRef are not supported in a schema with $async: true');
-    if (key !== undefined) keepCheck(key, check, codeWritten());
+    if (key !== undefined && text !== undefined) keepCheck(key, text.length, check, codeWritten());
     return check;
   } finally {
     forget(ajv, schema, known);

@@ -34,6 +34,7 @@ import {
   type RequestId,
   type ServerNotification,
 } from '@modelcontextprotocol/sdk/types.js';
+import { safeKey } from '../crypto.js';
 import { parseJsonText } from '../json-text.js';
 import { requestHandlers, type GatewayCore, type GatewayRequestContext, type SessionRequest } from './session.js';
 import { answerLineOf } from './answer-lines.js';
@@ -147,12 +148,20 @@ export function plainRequestOf(message: unknown): PlainRequest | undefined {
   return { id, method, params, progressToken };
 }
 
+/** A request id as the fast path's requests in flight are kept by it (a string by its safeKey). */
+function inflightKey(id: RequestId): RequestId {
+  return typeof id === 'string' ? safeKey(id) : id;
+}
+
 /** The requests of one client connection that take the fast path. */
 export class FastPath {
   readonly #handlers: Handlers;
   readonly #server: Server;
   readonly #replies: FastReplies;
-  /** The fast-path requests a cancellation can name, by the client's id (the latest request under each id). */
+  /**
+   * The fast-path requests a cancellation can name, by the client's id (the latest request under each id; a string id
+   * by its safeKey: one past 16,383 characters by its digest, as V8 hashes a longer string by its length alone).
+   */
   readonly #inflight = new Map<RequestId, AbortController>();
   /** Every fast-path request in flight (stopped when the connection closes). */
   readonly #running = new Set<AbortController>();
@@ -181,7 +190,7 @@ export class FastPath {
     const id = message['id'];
     // A later request under the id of one in flight here (a client that reuses ids) is the one a
     // cancellation of that id names, as in the SDK's Protocol (one controller per id, the latest).
-    if (typeof method === 'string' && isId(id)) this.#inflight.delete(id);
+    if (typeof method === 'string' && isId(id)) this.#inflight.delete(inflightKey(id));
     const plain = plainRequestOf(message);
     // Before `initialize` the SDK path answers (the client's capabilities are not known yet).
     if (plain === undefined || this.#server.getClientVersion() === undefined) return false;
@@ -214,7 +223,7 @@ export class FastPath {
     const parsed = CancelledNotificationSchema.safeParse(message);
     const requestId = parsed.data?.params.requestId;
     if (!requestId) return false;
-    const controller = this.#inflight.get(requestId);
+    const controller = this.#inflight.get(inflightKey(requestId));
     if (!controller) return false;
     controller.abort(parsed.data?.params.reason);
     return true;
@@ -240,7 +249,8 @@ export class FastPath {
     handle: (request: SessionRequest) => Promise<unknown>,
   ): void {
     const controller = this.#spare.pop() ?? new AbortController();
-    this.#inflight.set(id, controller);
+    const key = inflightKey(id);
+    this.#inflight.set(key, controller);
     this.#running.add(controller);
     const request: SessionRequest = {
       signal: controller.signal,
@@ -261,7 +271,7 @@ export class FastPath {
     }
     const done = (): void => {
       this.#running.delete(controller);
-      if (this.#inflight.get(id) === controller) this.#inflight.delete(id);
+      if (this.#inflight.get(key) === controller) this.#inflight.delete(key);
     };
     const send = (message: JSONRPCMessage): void => {
       done();

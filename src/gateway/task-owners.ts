@@ -9,6 +9,8 @@
  * to an owner is tracked under {@link NO_OWNER}, which no request has: it blocks every attribution. The
  * handle's lifetime ({@link taskTtlMs}) is defined here too, so that tasks.ts and upstream.ts share it.
  */
+import { safeKey } from '../crypto.js';
+
 /** The owner of a task created by a request that names none (nobody's: no client's request is its). */
 export const NO_OWNER = '\u0000no owner';
 
@@ -30,18 +32,21 @@ export function taskEnded(status: unknown): boolean {
   return ENDED.has(status);
 }
 
-/** An upstream's unfinished tasks, by the connection they were created on and the upstream's own id. */
+/**
+ * An upstream's unfinished tasks, by the connection they were created on and the upstream's own id (its safeKey: an
+ * upstream's id past 16,383 characters by its digest, as V8 hashes a longer string by its length alone).
+ */
 export class UnfinishedTasks {
   readonly #tasks = new Map<string, { readonly owner: string; readonly expiresAt: number }>();
 
   /** A task the upstream created on connection `epoch` for `owner` (an ownerKey, or NO_OWNER). */
   started(epoch: string, taskId: string, ttlMs: unknown, owner: string, now = Date.now()): void {
-    this.#tasks.set(`${epoch} ${taskId}`, { owner, expiresAt: now + taskTtlMs(ttlMs) });
+    this.#tasks.set(safeKey(`${epoch} ${taskId}`), { owner, expiresAt: now + taskTtlMs(ttlMs) });
   }
 
   /** The task ended (or was cancelled): no longer tracked. */
   ended(epoch: string, taskId: string): void {
-    this.#tasks.delete(`${epoch} ${taskId}`);
+    this.#tasks.delete(safeKey(`${epoch} ${taskId}`));
   }
 
   /** The owners of the tasks still unfinished (the expired dropped). */

@@ -10,7 +10,7 @@ import type {
   ToolAnnotations,
 } from '@modelcontextprotocol/client';
 import { releasesSignal } from '../gate/index.js';
-import { canonical, describe } from '../names.js';
+import { canonical, declaredName, describe } from '../names.js';
 import { ToolRegistry } from '../registry.js';
 import {
   compileValidator,
@@ -182,7 +182,9 @@ async function connectTools(
       const name = prefix === null ? definition.name : `${prefix}:${definition.name}`;
       let key: string;
       try {
-        key = canonical(name);
+        // A declared name's checks first (its length: a name past NAME_LENGTH_MAX is not kept in `seen`, whose
+        // names V8 compares with each other past 16,383 characters), as registering it would.
+        key = declaredName(name, 'MCP tool');
       } catch (error) {
         nextSkipped.push({ tool: String(definition.name), reason: (error as Error).message });
         continue;
@@ -212,7 +214,7 @@ async function connectTools(
     }
     skipped = nextSkipped;
     for (const problem of nextSkipped) {
-      process.emitWarning(`toolgate: MCP tool ${JSON.stringify(problem.tool)} was not registered: ${problem.reason}`, {
+      process.emitWarning(`toolgate: MCP tool ${describe(problem.tool)} was not registered: ${problem.reason}`, {
         code: 'TOOLGATE_MCP_TOOL_SKIPPED',
       });
     }

@@ -3,6 +3,10 @@
  * (no await between the check and the write), which is what makes `answer`, `consume`, `reserve` atomic
  * here. Share one instance between the runners and gates of a process; use `toolgate/sqlite` for one
  * machine whose processes restart, `toolgate/postgres` + `toolgate/redis` for many workers.
+ *
+ * Each Map is keyed by its key's safeKey (src/crypto.ts): a ledger key holds the caller's run id, a counter's the
+ * tenant's, caller's and run's ids, and V8 hashes a string past 16,383 characters by its length alone (a run of 2,000
+ * calls under a run id of 16,400 characters compared each ledger key with all the others).
  */
 import {
   auditBounds,
@@ -21,6 +25,7 @@ import {
   settledOutcome,
   statusAt,
 } from './shared.js';
+import { safeKey } from '../crypto.js';
 import type {
   Answer,
   ApprovalStore,
@@ -72,13 +77,14 @@ export class MemoryApprovalStore implements ApprovalStore {
 
   async put(pending: PendingRecord): Promise<void> {
     checkPending(pending);
-    if (this.#records.has(pending.id)) return;
-    this.#records.set(pending.id, Object.freeze({ ...pending }));
+    const key = safeKey(pending.id);
+    if (this.#records.has(key)) return;
+    this.#records.set(key, Object.freeze({ ...pending }));
     this.#tell(pending.id);
   }
 
   async get(id: string): Promise<PendingRecord | undefined> {
-    const record = this.#records.get(id);
+    const record = this.#records.get(safeKey(id));
     return record && this.#current(record);
   }
 
@@ -95,11 +101,12 @@ export class MemoryApprovalStore implements ApprovalStore {
 
   async answer(id: string, answer: Answer): Promise<boolean> {
     checkAnswer(answer);
-    const record = this.#records.get(id);
+    const key = safeKey(id);
+    const record = this.#records.get(key);
     const now = this.#now();
     if (!record || statusAt(record.status, record.expiresAt, now) !== 'pending') return false;
     this.#records.set(
-      id,
+      key,
       Object.freeze({ ...record, status: 'answered', answer: Object.freeze({ ...answer }), answeredAt: now }),
     );
     this.#tell(id);
@@ -140,9 +147,10 @@ export class MemoryNonceStore implements NonceStore {
     requireKey(nonce, 'nonce');
     requireNumber(ttlMs, 'ttlMs');
     const now = this.#now();
-    const until = this.#used.get(nonce);
+    const key = safeKey(nonce);
+    const until = this.#used.get(key);
     if (until !== undefined && until > now) return false;
-    this.#used.set(nonce, now + Math.max(ttlMs, 1));
+    this.#used.set(key, now + Math.max(ttlMs, 1));
     if (this.#used.size % 1024 === 0) for (const [n, t] of this.#used) if (t <= now) this.#used.delete(n);
     return true;
   }
@@ -158,10 +166,11 @@ export class MemoryRememberStore implements RememberStore {
   }
 
   async recall(key: string): Promise<RememberedAnswer | undefined> {
-    const row = this.#answers.get(key);
+    const at = safeKey(key);
+    const row = this.#answers.get(at);
     if (!row) return undefined;
     if (row.until <= this.#now()) {
-      this.#answers.delete(key);
+      this.#answers.delete(at);
       return undefined;
     }
     return row.answer;
@@ -170,7 +179,7 @@ export class MemoryRememberStore implements RememberStore {
   async remember(key: string, answer: RememberedAnswer, ttlMs?: number): Promise<void> {
     requireKey(key, 'key');
     if (ttlMs !== undefined) requireNumber(ttlMs, 'ttlMs');
-    this.#answers.set(key, {
+    this.#answers.set(safeKey(key), {
       answer: rememberedRow(answer),
       until: ttlMs === undefined ? Infinity : this.#now() + ttlMs,
     });
@@ -191,10 +200,11 @@ export class MemoryLedger implements Ledger {
     requireKey(owner, 'owner');
     requireNumber(leaseMs, 'leaseMs');
     const now = this.#now();
-    const row = this.#rows.get(key);
+    const at = safeKey(key);
+    const row = this.#rows.get(at);
     if (!row) {
       this.#rows.set(
-        key,
+        at,
         Object.freeze({ key, owner, reservedAt: now, leaseUntil: now + leaseMs, outcome: null, recordedAt: null }),
       );
       return { state: 'reserved' };
@@ -204,12 +214,13 @@ export class MemoryLedger implements Ledger {
 
   async record(key: string, owner: string, outcome: LedgerOutcome): Promise<boolean> {
     const value = outcomeRow(outcome);
-    const row = this.#rows.get(key);
+    const at = safeKey(key);
+    const row = this.#rows.get(at);
     if (!row || row.owner !== owner || row.outcome !== null) return false;
     // Field by field, not a spread of the frozen row (a row not recorded yet has no settlement).
     const { reservedAt, leaseUntil } = row;
     this.#rows.set(
-      key,
+      at,
       Object.freeze({
         key: row.key,
         owner: row.owner,
@@ -223,14 +234,15 @@ export class MemoryLedger implements Ledger {
   }
 
   async release(key: string, owner: string): Promise<boolean> {
-    const row = this.#rows.get(key);
+    const at = safeKey(key);
+    const row = this.#rows.get(at);
     if (!row || row.owner !== owner || row.recordedAt !== null) return false;
-    this.#rows.delete(key);
+    this.#rows.delete(at);
     return true;
   }
 
   async inspect(key: string): Promise<LedgerEntry | undefined> {
-    return this.#rows.get(key);
+    return this.#rows.get(safeKey(key));
   }
 
   async list(query?: LedgerQuery): Promise<LedgerEntry[]> {
@@ -248,11 +260,12 @@ export class MemoryLedger implements Ledger {
   async settle(key: string, settlement: LedgerSettlement): Promise<boolean> {
     const { settlement: verdict, ...outcome } = settledOutcome(settlement);
     requireKey(key, 'key');
-    const row = this.#rows.get(key);
+    const at = safeKey(key);
+    const row = this.#rows.get(at);
     const now = this.#now();
     if (!row || row.recordedAt !== null || now < row.leaseUntil) return false;
     this.#rows.set(
-      key,
+      at,
       Object.freeze({
         ...row,
         outcome: Object.freeze(outcome),
@@ -270,8 +283,9 @@ export class MemoryTallyStore implements TallyStore {
 
   async spend(run: string, add: RunSpend, caps: RunCaps, floor: RunSpend): Promise<SpendVerdict> {
     requireKey(run, 'run');
-    const { total, cap } = charged(this.#tallies.get(run), add, caps, floor);
-    this.#tallies.set(run, total);
+    const at = safeKey(run);
+    const { total, cap } = charged(this.#tallies.get(at), add, caps, floor);
+    this.#tallies.set(at, total);
     return cap === null ? { ok: true } : { ok: false, cap };
   }
 }
@@ -325,7 +339,8 @@ export class MemoryCounterStore implements CounterStore {
     checkCharges(charges);
     const now = this.#now();
     this.#sweepSome(now);
-    const windows = charges.map((c) => this.#window(c.key, c.windowMs, now, true)!);
+    const keys = charges.map((c) => safeKey(c.key));
+    const windows = charges.map((c, i) => this.#window(keys[i]!, c.windowMs, now, true)!);
     try {
       for (const [i, c] of charges.entries()) {
         const w = windows[i]!;
@@ -349,19 +364,20 @@ export class MemoryCounterStore implements CounterStore {
       }
       return { allowed: true, used: windows.map((w) => w.total) };
     } finally {
-      for (const [i, w] of windows.entries()) if (w.entries.length === 0) this.#windows.delete(charges[i]!.key);
+      for (const [i, w] of windows.entries()) if (w.entries.length === 0) this.#windows.delete(keys[i]!);
     }
   }
 
   async peek(key: string, windowMs: number): Promise<number> {
     requireKey(key, 'key');
     requireNumber(windowMs, 'windowMs', 1);
-    const w = this.#window(key, windowMs, this.#now(), false);
-    if (w?.entries.length === 0) this.#windows.delete(key);
+    const at = safeKey(key);
+    const w = this.#window(at, windowMs, this.#now(), false);
+    if (w?.entries.length === 0) this.#windows.delete(at);
     return w?.total ?? 0;
   }
 
-  /** The key's counter with what has left `windowMs` dropped; a new one only when `create`. */
+  /** The counter of `key` (a charge's safeKey) with what has left `windowMs` dropped; a new one only when `create`. */
   #window(key: string, windowMs: number, now: number, create: boolean): Window | undefined {
     let w = this.#windows.get(key);
     if (!w) {

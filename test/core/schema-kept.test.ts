@@ -4,7 +4,7 @@
  * it without end. It now keeps at most COMPILED_MAX entries and COMPILED_SIZE_MAX characters of text and code, the least
  * recently used dropped first.
  */
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { COMPILED_MAX, COMPILED_SIZE_MAX, compiledKept, compileValidator } from '../../src/schema.js';
 
 describe('the compiled validators kept by schema text', () => {
@@ -38,5 +38,26 @@ describe('the compiled validators kept by schema text', () => {
     const again = compileValidator({ type: 'object', maxProperties: 0 });
     expect(again).not.toBe(oldest);
     expect(compileValidator({ type: 'object', maxProperties: 0 })).toBe(again);
+  });
+
+  it('keys a text past 16,383 characters by its digest (no Map is given it), equal texts sharing one check', () => {
+    // V8 hashes a longer string by its length alone: 3,000 texts of 16,400 characters differing at their end made each
+    // look-up compare every kept text of that length (docs/security.md).
+    const long = (i: number) => ({ type: 'object', description: `${i}`.padStart(20_000, '.') });
+    const set = vi.spyOn(Map.prototype, 'set');
+    let first;
+    try {
+      first = compileValidator(long(1));
+      expect(compileValidator(long(1))).toBe(first);
+      expect(compileValidator({ ...long(1) })).toBe(first);
+      const keys = set.mock.calls.map(([key]) => (typeof key === 'string' ? key.length : 0));
+      expect(Math.max(...keys)).toBeLessThan(16_384);
+    } finally {
+      set.mockRestore();
+    }
+    const second = compileValidator(long(2)); // the same length, another text: its own check
+    expect(second).not.toBe(first);
+    expect(compileValidator(long(2))).toBe(second);
+    expect(compileValidator(long(1))).toBe(first);
   });
 });
