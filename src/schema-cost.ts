@@ -122,6 +122,10 @@ export function refuseCostly(schema: object): void {
     throw new Error(
       `the schema's subschemas sit at JSON Pointers longer than ${HASHED_LENGTH_MAX.toLocaleString('en-US')} characters of equal lengths (at least ${pointers.colliding.toLocaleString('en-US')}, under a long property name), which Ajv's compilation compares with each other: more than ${POINTER_COMPARED_MAX.toLocaleString('en-US')} characters compared, not compiled`,
     );
+  if (pointers.uri > HASHED_LENGTH_MAX)
+    throw new Error(
+      `the schema's $id, $ref or $anchor URIs may resolve past ${HASHED_LENGTH_MAX.toLocaleString('en-US')} characters (at least ${pointers.uri.toLocaleString('en-US')} with the $ids around them), which Ajv keys its references by and compares with each other when they share a length: not compiled`,
+    );
   if (pointers.characters > POINTER_CHARACTERS_MAX)
     throw new Error(
       `the schema's subschemas sit at JSON Pointers of more than ${POINTER_CHARACTERS_MAX.toLocaleString('en-US')} characters in all (a long property name above many subschemas), which Ajv's compilation builds and holds: not compiled`,
@@ -190,6 +194,11 @@ export interface PointerWork {
   readonly colliding: number;
   /** Characters compared at worst: Σ over each length past HASHED_LENGTH_MAX of (pointers of it choose 2) × length. */
   readonly compared: number;
+  /**
+   * The longest a URI Ajv keys may resolve to, at most: a nested `$id`, or a `$ref`/`$anchor`/… with the `$id`s
+   * around it, their lengths added (the walk stops past HASHED_LENGTH_MAX).
+   */
+  readonly uri: number;
 }
 
 /**
@@ -208,12 +217,23 @@ export function pointerWork(schema: object): PointerWork {
   const lengths = new Map<number, number>();
   let compared = 0;
   let colliding = 0;
+  let uri = 0;
   const nodes: unknown[] = [schema];
   const pointers: number[] = [0];
+  const bases: number[] = [0];
   while (nodes.length > 0) {
     const node = nodes.pop();
     const length = pointers.pop()!;
+    const base = bases.pop()!;
     if (!isRecord(node)) continue;
+    const id = own(node, '$id');
+    // A URI resolved against its base is no longer than the base and itself (and a separator).
+    const here = typeof id === 'string' ? base + id.length + 1 : base;
+    if (node !== schema && typeof id === 'string') uri = Math.max(uri, here);
+    for (const keyword of URI_KEYWORDS) {
+      const value = own(node, keyword);
+      if (typeof value === 'string') uri = Math.max(uri, here + value.length + 1);
+    }
     if (node !== schema || length > 0) {
       characters += length;
       if (length > HASHED_LENGTH_MAX) {
@@ -224,6 +244,7 @@ export function pointerWork(schema: object): PointerWork {
       }
       if (characters > POINTER_CHARACTERS_MAX || compared > POINTER_COMPARED_MAX) break;
     }
+    if (uri > HASHED_LENGTH_MAX) break;
     for (const key of Object.keys(node)) {
       const value = own(node, key);
       const at = length + 1 + key.length;
@@ -232,21 +253,30 @@ export function pointerWork(schema: object): PointerWork {
         for (let i = 0; i < value.length; i++) {
           nodes.push(own(value, String(i)));
           pointers.push(at + 1 + String(i).length);
+          bases.push(here);
         }
       } else if (inTable(TRAVERSED_PROPERTIES, key)) {
         if (!isRecord(value)) continue;
         for (const name of Object.keys(value)) {
           nodes.push(own(value, name));
           pointers.push(at + 1 + escapedLength(name));
+          bases.push(here);
         }
       } else if (inTable(TRAVERSED, key) || !inTable(SKIPPED, key)) {
         nodes.push(value);
         pointers.push(at);
+        bases.push(here);
       }
     }
   }
-  return { characters, colliding, compared };
+  return { characters, colliding, compared, uri };
 }
+
+/**
+ * The keywords whose URI Ajv resolves against the `$id`s around it and keys its references by (`$id` apart):
+ * `getSchemaRefs` keys anchors, the compilation each reference it resolves.
+ */
+const URI_KEYWORDS = ['$ref', '$anchor', '$dynamicAnchor', '$dynamicRef', '$recursiveRef'] as const;
 
 /** The length of `name` in a JSON Pointer (`~` → `~0`, `/` → `~1`). */
 function escapedLength(name: string): number {
