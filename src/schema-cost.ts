@@ -126,9 +126,17 @@ export function refuseCostly(schema: object): void {
     throw new Error(
       `the schema's $id, $ref or $anchor URIs may resolve past ${HASHED_LENGTH_MAX.toLocaleString('en-US')} characters (at least ${pointers.uri.toLocaleString('en-US')} with the $ids around them), which Ajv keys its references by and compares with each other when they share a length: not compiled`,
     );
+  if (pointers.uris > URI_CHARACTERS_MAX)
+    throw new Error(
+      `the schema's $id, $ref and $anchor URIs may resolve to more than ${URI_CHARACTERS_MAX.toLocaleString('en-US')} characters in all (many references under a long $id), which Ajv's compilation resolves one by one: not compiled`,
+    );
   if (pointers.characters > POINTER_CHARACTERS_MAX)
     throw new Error(
       `the schema's subschemas sit at JSON Pointers of more than ${POINTER_CHARACTERS_MAX.toLocaleString('en-US')} characters in all (a long property name above many subschemas), which Ajv's compilation builds and holds: not compiled`,
+    );
+  if (longKeyIn(schema))
+    throw new Error(
+      `the schema holds an object key of more than ${HASHED_LENGTH_MAX.toLocaleString('en-US')} characters, which V8 keeps in its table of strings while the check lives and compares with every later key of that length (it hashes them by their length alone): not compiled`,
     );
 }
 
@@ -145,6 +153,13 @@ export const POINTER_COMPARED_MAX = 2 ** 28;
  * 400,000 characters had Ajv build 800M characters (0.95 s, 920 MB resident).
  */
 export const POINTER_CHARACTERS_MAX = 2 ** 26;
+
+/**
+ * The most characters a schema's `$id`, `$ref` and `$anchor` URIs may resolve to in all, each bounded by the `$id`s
+ * around it (see {@link pointerWork}): 2^20. 1,000 `$ref`s under a 16,000-character `$id` (82 KB) took 4.5 s of Ajv's
+ * compilation, fast-uri resolving each against the base (atk-longkeys).
+ */
+export const URI_CHARACTERS_MAX = 2 ** 20;
 
 /** json-schema-traverse 1.0.0's keyword tables (read with `in`: Object.prototype's names are in each of them). */
 const TRAVERSED = new Set([
@@ -199,6 +214,8 @@ export interface PointerWork {
    * around it, their lengths added (the walk stops past HASHED_LENGTH_MAX).
    */
   readonly uri: number;
+  /** The characters of all those URIs at most: each resolved by fast-uri, character by character (stops past the bound). */
+  readonly uris: number;
 }
 
 /**
@@ -218,6 +235,7 @@ export function pointerWork(schema: object): PointerWork {
   let compared = 0;
   let colliding = 0;
   let uri = 0;
+  let uris = 0;
   const nodes: unknown[] = [schema];
   const pointers: number[] = [0];
   const bases: number[] = [0];
@@ -229,10 +247,15 @@ export function pointerWork(schema: object): PointerWork {
     const id = own(node, '$id');
     // A URI resolved against its base is no longer than the base and itself (and a separator).
     const here = typeof id === 'string' ? base + id.length + 1 : base;
-    if (node !== schema && typeof id === 'string') uri = Math.max(uri, here);
+    if (node !== schema && typeof id === 'string') {
+      uri = Math.max(uri, here);
+      uris += here;
+    }
     for (const keyword of URI_KEYWORDS) {
       const value = own(node, keyword);
-      if (typeof value === 'string') uri = Math.max(uri, here + value.length + 1);
+      if (typeof value !== 'string') continue;
+      uri = Math.max(uri, here + value.length + 1);
+      uris += here + value.length + 1;
     }
     if (node !== schema || length > 0) {
       characters += length;
@@ -244,7 +267,7 @@ export function pointerWork(schema: object): PointerWork {
       }
       if (characters > POINTER_CHARACTERS_MAX || compared > POINTER_COMPARED_MAX) break;
     }
-    if (uri > HASHED_LENGTH_MAX) break;
+    if (uri > HASHED_LENGTH_MAX || uris > URI_CHARACTERS_MAX) break;
     for (const key of Object.keys(node)) {
       const value = own(node, key);
       const at = length + 1 + key.length;
@@ -269,7 +292,7 @@ export function pointerWork(schema: object): PointerWork {
       }
     }
   }
-  return { characters, colliding, compared, uri };
+  return { characters, colliding, compared, uri, uris };
 }
 
 /**
@@ -277,6 +300,27 @@ export function pointerWork(schema: object): PointerWork {
  * `getSchemaRefs` keys anchors, the compilation each reference it resolves.
  */
 const URI_KEYWORDS = ['$ref', '$anchor', '$dynamicAnchor', '$dynamicRef', '$recursiveRef'] as const;
+
+/**
+ * Does any object of `schema` (data under `default`, `enum` or `const` included) have a key past HASHED_LENGTH_MAX?
+ * Each such key, kept alive by a check, slows every later internalisation of a key of its length: an upstream's
+ * pages of tools of one long property name each (one pointer per schema) made each page slower than the last
+ * (atk-longkeys: the 31st 3.8 MB page 14.5 s). Linear; each object read once (a cycle too).
+ */
+function longKeyIn(schema: object): boolean {
+  const seen = new Set<object>();
+  const nodes: object[] = [schema];
+  for (let at = nodes.pop(); at !== undefined; at = nodes.pop()) {
+    if (seen.has(at)) continue;
+    seen.add(at);
+    for (const key of Object.keys(at)) {
+      if (key.length > HASHED_LENGTH_MAX) return true;
+      const value = own(at, key);
+      if (typeof value === 'object' && value !== null) nodes.push(value);
+    }
+  }
+  return false;
+}
 
 /** The length of `name` in a JSON Pointer (`~` → `~0`, `/` → `~1`). */
 function escapedLength(name: string): number {

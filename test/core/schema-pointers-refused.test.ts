@@ -74,11 +74,25 @@ describe('a long property name above many subschemas', () => {
   });
 
   it('a long property name above a few subschemas, or many short ones, still compile', () => {
-    const few = { not: under(100_000, 20, () => ({ properties: { x: { minLength: 1 } } })) };
+    // Not past 16,383 characters: a key that long is refused wherever it is (atk-longkeys, below).
+    const few = { not: under(16_000, 20, () => ({ properties: { x: { minLength: 1 } } })) };
     const validate = compileValidator(few);
     expect(compile).toHaveBeenCalledTimes(1);
-    expect((validate({ ['x'.repeat(100_000)]: { p_0: { x: '' } } }) as { ok: boolean }).ok).toBe(true);
-    expect((validate({ ['x'.repeat(100_000)]: { p_0: { x: 'y' } } }) as { ok: boolean }).ok).toBe(false);
+    expect((validate({ ['x'.repeat(16_000)]: { p_0: { x: '' } } }) as { ok: boolean }).ok).toBe(true);
+    expect((validate({ ['x'.repeat(16_000)]: { p_0: { x: 'y' } } }) as { ok: boolean }).ok).toBe(false);
     expect(() => compileValidator({ not: under(100, 1_000, () => ({ minLength: 1 })) })).not.toThrow();
+  });
+
+  it('a key past 16,383 characters anywhere (a property name, under default or enum) is refused before Ajv compiles', () => {
+    const long = 'k'.repeat(16_384);
+    for (const schema of [
+      { type: 'object', properties: { [long]: { type: 'string' } } },
+      { type: 'object', default: { [long]: 1 } },
+      { enum: [{ a: { [long]: true } }] },
+    ]) {
+      expect(() => compileValidator(schema as JsonSchema)).toThrow(/an object key of more than 16,383 characters/);
+    }
+    expect(compile).not.toHaveBeenCalled();
+    expect(() => compileValidator({ type: 'object', properties: { [long.slice(1)]: {} } })).not.toThrow();
   });
 });

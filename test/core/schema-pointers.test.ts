@@ -13,11 +13,11 @@ import traverse from 'json-schema-traverse';
 import { describe, expect, it } from 'vitest';
 import type { JsonSchema } from '../../src/schema.js';
 import { HASHED_LENGTH_MAX } from '../../src/crypto.js';
-import { pointerWork, POINTER_CHARACTERS_MAX, type PointerWork } from '../../src/schema-cost.js';
+import { pointerWork, POINTER_CHARACTERS_MAX, URI_CHARACTERS_MAX, type PointerWork } from '../../src/schema-cost.js';
 import { edgeSchemas, randomSchemas, realSchemas, zodSchemas } from './schema-cost-corpus.js';
 
 /** What json-schema-traverse builds for `schema`, as Ajv's getSchemaRefs walks it, counted from its pointers. */
-function traversed(schema: object): Omit<PointerWork, 'uri'> {
+function traversed(schema: object): Omit<PointerWork, 'uri' | 'uris'> {
   const lengths = new Map<number, number>();
   let characters = 0;
   traverse(schema, { allKeys: true }, (_sch, pointer, _root, parent) => {
@@ -62,14 +62,17 @@ describe('the JSON Pointers of a schema, counted before Ajv compiles it', () => 
   it('no schema of the corpus comes near either bound (none has a pointer past 16,383 characters)', () => {
     const corpus = [...realSchemas(1), ...zodSchemas(), ...edgeSchemas(), ...randomSchemas(7, 250)];
     let most = 0;
+    let mostUris = 0;
     for (const [name, schema] of corpus) {
       const work = pointerWork(schema);
       expect(work.compared, name).toBe(0);
       // Nor a URI near the length V8 stops hashing strings by (the $ids around a $ref or $anchor added).
       expect(work.uri, name).toBeLessThan(HASHED_LENGTH_MAX / 16);
+      mostUris = Math.max(mostUris, work.uris);
       most = Math.max(most, work.characters);
     }
     expect(most).toBeGreaterThan(0);
     expect(most * 16).toBeLessThan(POINTER_CHARACTERS_MAX);
+    expect(mostUris * 8).toBeLessThan(URI_CHARACTERS_MAX);
   });
 });
