@@ -3,7 +3,7 @@
  * around it (a Set `schemaRefs`, the object `this.refs` or `localRefs`). Under a root `$id` of 16,400 characters every
  * nested `$id: "a000123"` (or `#a000123`, or a 2020-12 `$anchor`) resolves to a URI past 16,383 characters, all of
  * one length: V8 hashes them by their length alone and each is compared with all the others. The long string is
- * written once; pointerWork (src/schema-cost.ts) counts JSON Pointers only, so nothing bounds it.
+ * written once; pointerWork (src/schema-pointers.ts) counts JSON Pointers only, so nothing bounds it.
  * Measured (`nice npx tsx tmp/ids.mts K P MODE`, scratch): K = 16,400, P = 1,200 (46 KB): 7.0 s of CPU to compile
  * (8.9 s on main); P = 2,400 (78 KB): 47.3 s; K = 16,000, P = 2,400: 1.7 s. `$anchor` (P = 1,200, 51 KB) 7.9 s,
  * `#a…` ids 8.6 s.

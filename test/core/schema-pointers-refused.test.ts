@@ -1,6 +1,6 @@
 /**
  * A schema whose subschemas' JSON Pointers Ajv's compilation would compare with each other is refused before Ajv
- * compiles it (src/schema-cost.ts `pointerWork`, checked in src/schema.ts before `ajv.compile`).
+ * compiles it (src/schema-pointers.ts `pointerWork`, checked in src/schema.ts before `ajv.compile`).
  *
  * Ajv's `getSchemaRefs` keys an object by each subschema's pointer; V8 hashes a string past 16,383 characters by its
  * length alone, so the pointers under a long property name, of a few lengths each, are compared with each other as

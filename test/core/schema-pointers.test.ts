@@ -1,5 +1,5 @@
 /**
- * src/schema-cost.ts `pointerWork`: the JSON Pointers Ajv's compilation builds for a schema's subschemas
+ * src/schema-pointers.ts `pointerWork`: the JSON Pointers Ajv's compilation builds for a schema's subschemas
  * (`getSchemaRefs` keys an object by each, through json-schema-traverse), counted before Ajv compiles.
  *
  * V8 hashes a string past 16,383 characters by its length alone, so pointers of one length past it (a long property
@@ -13,7 +13,12 @@ import traverse from 'json-schema-traverse';
 import { describe, expect, it } from 'vitest';
 import type { JsonSchema } from '../../src/schema.js';
 import { HASHED_LENGTH_MAX } from '../../src/crypto.js';
-import { pointerWork, POINTER_CHARACTERS_MAX, URI_CHARACTERS_MAX, type PointerWork } from '../../src/schema-cost.js';
+import {
+  pointerWork,
+  POINTER_CHARACTERS_MAX,
+  URI_CHARACTERS_MAX,
+  type PointerWork,
+} from '../../src/schema-pointers.js';
 import { edgeSchemas, randomSchemas, realSchemas, zodSchemas } from './schema-cost-corpus.js';
 
 /** What json-schema-traverse builds for `schema`, as Ajv's getSchemaRefs walks it, counted from its pointers. */
