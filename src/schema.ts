@@ -6,6 +6,7 @@
  */
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { codeWritten, newCheck, stoppedCheck } from './schema-bounds.js';
+import { endAsyncCheck, endCheck, startAsyncCheck } from './schema-check.js';
 import { parseJsonText } from './json-text.js';
 import { refuseCostly } from './schema-cost.js';
 import { newCompile } from './schema-enum.js';
@@ -130,6 +131,7 @@ function ajvCompile(given: JsonSchema): ValidateFunction {
     if (key !== undefined) keepCheck(key, check, codeWritten());
     return check;
   } finally {
+    endCheck(); // nothing of the meta-schema's checks held
     forget(ajv, schema, known);
   }
 }
@@ -209,6 +211,8 @@ function syncValidator(check: ValidateFunction): Validator {
       valid = check(value, NO_CONTEXT);
     } catch (error) {
       return stopped(error);
+    } finally {
+      endCheck(); // nothing of the value held once it is decided (src/schema-check.ts)
     }
     return valid === true ? { ok: true, value } : { ok: false, issues: issuesOf(check.errors) };
   };
@@ -232,9 +236,12 @@ const STOPPED_SHOWN = 9;
 function asyncValidator(check: ValidateFunction): Validator {
   return (value) => {
     newCheck(value);
+    // Its state kept by its value while it awaits, other checks running meanwhile (src/schema-check.ts).
+    const state = startAsyncCheck(value);
     return (check(value, NO_CONTEXT) as unknown as Promise<unknown>).then(
-      (): ValidationResult => ({ ok: true, value }),
+      (): ValidationResult => (endAsyncCheck(value, state), { ok: true, value }),
       (error: unknown): ValidationResult => {
+        endAsyncCheck(value, state);
         if (error instanceof Ajv.ValidationError) return { ok: false, issues: issuesOf(error.errors as ErrorObject[]) };
         return stopped(error);
       },
