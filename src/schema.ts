@@ -210,10 +210,11 @@ function syncValidator(check: ValidateFunction): Validator {
       newCheck(value);
       valid = check(value, NO_CONTEXT);
     } catch (error) {
+      endCheck();
       return stopped(error);
-    } finally {
-      endCheck(); // nothing of the value held once it is decided (src/schema-check.ts)
     }
+    // Nothing of the value held once it is decided (src/schema-check.ts). Not in a `finally`: ~3 ns more a check.
+    endCheck();
     return valid === true ? { ok: true, value } : { ok: false, issues: issuesOf(check.errors) };
   };
 }
