@@ -11,8 +11,9 @@
  * value with every member (20,000 object members × 100,000 items: 51–63 s): src/schema-enum.ts looks it up.
  */
 import { _, Name, str, type CodeKeywordDefinition, type ErrorObject, type KeywordCxt } from 'ajv';
-import { childrenOf, constKeyword, enumKeyword, equal, forgetLookups } from './schema-enum.js';
 import { safeKey } from './crypto.js';
+import { stateOf, startCheck, type CheckState } from './schema-check.js';
+import { childrenOf, constKeyword, enumKeyword, equal } from './schema-enum.js';
 
 /**
  * How many errors one check may hold at once. An `anyOf` branch that fails holds its errors until another branch
@@ -293,32 +294,18 @@ export function duplicatePair(items: readonly unknown[], root?: unknown): readon
 }
 
 /** The structural ids of one check: each text interned once, each array's and object's id (or none) kept. */
-interface Ids {
-  readonly ids: Map<string, number>;
-  readonly of: WeakMap<object, number | null>;
-}
+type Ids = NonNullable<CheckState['ids']>;
 
 const ROOT = new Name('rootData');
 
 /**
- * The ids kept for each root value being checked, made by the first `uniqueItems` its check runs: a recursive schema
+ * The ids kept for `root`'s check, made by the first `uniqueItems` it runs (src/schema-check.ts): a recursive schema
  * checks `uniqueItems` at every level of a tree, and each level walked its whole subtree again (1,000 levels over
- * 50,000 numbers, 293 KB, 15.7 s). Keyed by the root value, they go when it goes (one process-wide memo outlived its
- * check: 2.6 MB of arguments left ~34 MB held until the next check), and an `$async` check keeps its own while
- * another starts (a shared one was dropped by each: depth × payload again). Dropped when a check of the same value
- * starts (src/schema.ts {@link newCheck}): a value changed between checks is read anew.
+ * 50,000 numbers, 293 KB, 15.7 s). Made afresh for each check: a value changed between checks is read anew.
  */
-const memos = new WeakMap<object, Ids>();
-
-/** The ids kept for `root`'s check (a root that is not an object: ids of this call alone). */
 function idsOf(root: unknown): Ids {
-  const keyed = typeof root === 'object' && root !== null;
-  let ids = keyed ? memos.get(root) : undefined;
-  if (ids === undefined) {
-    ids = { ids: new Map(), of: new WeakMap() };
-    if (keyed) memos.set(root, ids);
-  }
-  return ids;
+  const state = stateOf(root);
+  return (state.ids ??= { ids: new Map(), of: new WeakMap() });
 }
 
 /** The characters of code the last compilation wrote (test/attacks: a compilation's cost, without a clock). */
@@ -328,14 +315,14 @@ export function codeWritten(): number {
 
 /**
  * Starts a check of `root` (src/schema.ts: before each check, and each compilation with its schema, whose
- * meta-schema checks count too): no calls counted, no structural ids kept from before. A synchronous check runs
- * alone; an `$async` check's count of calls restarts when another check starts while it awaits.
+ * meta-schema checks count too): no calls counted, nothing kept from before (src/schema-check.ts; an `$async` check
+ * starts its state there itself). A synchronous check runs alone; an `$async` check's count of calls restarts when
+ * another check starts while it awaits.
  */
 export function newCheck(root: unknown): void {
   work.calls = 0;
   work.code = 0;
-  if (typeof root === 'object' && root !== null) memos.delete(root);
-  forgetLookups(root);
+  startCheck(root);
 }
 
 /**

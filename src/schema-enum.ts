@@ -13,8 +13,10 @@
  * (object keys sorted). The value is only looked up, never interned: a part found in no member ends the walk (the
  * value is no member), and so does a value of more parts than the largest member (made of members' parts, 200 arrays
  * of 200 zeros against a member of 400 parts read 40,000 at each keyword; Ajv's `equal`, from the last item, one):
- * each place the keyword applies reads at most the largest member's parts, and the ids found are kept for the check's
- * root value (each part read once per keyword, however often the schema applies it).
+ * each place the keyword applies reads at most the largest member's parts, and the ids found are kept for the check
+ * (src/schema-check.ts: each part read once per keyword, however often the schema applies it). A few scalar members
+ * (below `loopEnum`, strings of at most {@link INLINE_TEXT_MAX} characters in all) are Ajv's own `===` chain: a
+ * value costs at most the members' text at each place, as Ajv's did.
  *
  * Equal as JSON Schema and Ajv's `equal` have it: keys in any order, 1 and 1.0 one number, -0 equal to 0, Infinity
  * (an upstream's `1e400`) equal to itself, NaN equal to NaN inside a member and, as a member itself, only from 200
@@ -31,6 +33,7 @@ import ajvEqual from 'ajv/dist/runtime/equal.js';
 import ajvConst from 'ajv/dist/vocabularies/validation/const.js';
 import ajvEnum from 'ajv/dist/vocabularies/validation/enum.js';
 import { safeKey } from './crypto.js';
+import { stateOf, type Measure } from './schema-check.js';
 
 // CommonJS: Node's default import is its module.exports, which carries the module's value as `default` (a
 // bundler's or vitest's default import is the value itself).
@@ -76,30 +79,58 @@ const OTHER = -2;
 /** The value of a part of more parts than it may have where it is (see {@link idIn}). */
 const LARGER = -3;
 
-/** `enum`: Ajv's keyword, its schema's members looked up (see the module's comment). */
+/**
+ * The most characters of strings a list of scalar members below Ajv's `loopEnum` (or a `const` string) may have to be
+ * decided by Ajv's own code, `data === m1 || …`, as Ajv wrote it: no call, no table (a call and a Set look-up cost ~6
+ * ns of a ~10 ns check, issue 25). Each place the keyword applies then compares the value with each member: a number,
+ * a boolean or null at once, a string only when of the same length, character by character (V8), so at most these
+ * many characters a place, however long the value's string; and the code Ajv writes holds each member once.
+ */
+export const INLINE_TEXT_MAX = 4_096;
+
+/** Are `list`'s members all scalars (strings of at most {@link INLINE_TEXT_MAX} characters in all), fewer than `loop`? */
+function inlined(list: readonly unknown[], loop: number): boolean {
+  if (list.length >= loop) return false;
+  let text = 0;
+  for (const member of list) {
+    if (typeof member === 'string') text += member.length;
+    else if (typeof member !== 'number' && typeof member !== 'boolean' && member !== null) return false;
+  }
+  return text <= INLINE_TEXT_MAX;
+}
+
+/**
+ * `enum`: Ajv's keyword, its schema's members looked up (see the module's comment); a few scalar members
+ * ({@link inlined}) compared by Ajv's own code (its `===`: -0 is 0, a NaN member matches nothing, as in the table).
+ */
 export const enumKeyword: CodeKeywordDefinition = {
   ...AJV_ENUM,
   code(cxt: KeywordCxt) {
     const schema: unknown = cxt.schema;
+    const loop = cxt.it.opts.loopEnum;
     const members =
-      !cxt.$data && Array.isArray(schema) && schema.length > 0
-        ? tableOf(enumTables, schema, () => membersOf(schema, schema.length >= cxt.it.opts.loopEnum))
+      !cxt.$data && Array.isArray(schema) && schema.length > 0 && !inlined(schema, loop)
+        ? tableOf(enumTables, schema, () => membersOf(schema, schema.length >= loop))
         : undefined;
     if (members === undefined) AJV_ENUM.code(cxt);
     else lookUp(cxt, members);
   },
 };
 
-/** `const`: Ajv's keyword, its value looked up as an `enum` of one (whose NaN Ajv's `!==` never matched). */
+/**
+ * `const`: Ajv's keyword, its value looked up as an `enum` of one (whose NaN Ajv's `!==` never matched); a scalar
+ * ({@link inlined}) compared by Ajv's own code.
+ */
 export const constKeyword: CodeKeywordDefinition = {
   ...AJV_CONST,
   code(cxt: KeywordCxt) {
     const schema: unknown = cxt.schema;
-    const members = cxt.$data
-      ? undefined
-      : typeof schema === 'object' && schema !== null
-        ? tableOf(constTables, schema, () => membersOf([schema], false))
-        : membersOf([schema], false);
+    const members =
+      cxt.$data || inlined([schema], 2)
+        ? undefined
+        : typeof schema === 'object' && schema !== null
+          ? tableOf(constTables, schema, () => membersOf([schema], false))
+          : membersOf([schema], false);
     if (members === undefined) AJV_CONST.code(cxt);
     else lookUp(cxt, members);
   },
@@ -163,32 +194,6 @@ function membersOf(list: readonly unknown[], nan: boolean): Members | undefined 
   return members;
 }
 
-/**
- * The ids of the parts of each root value being checked, by table: a recursive schema applies its keyword at every
- * level. Dropped when a check of the same value starts (src/schema-bounds.ts newCheck, {@link forgetLookups}).
- */
-const lookups = new WeakMap<object, WeakMap<Members, WeakMap<object, number>>>();
-
-/** Drops the ids kept for `root` (a check of it starts: a value changed between checks is read anew). */
-export function forgetLookups(root: unknown): void {
-  if (typeof root === 'object' && root !== null) {
-    lookups.delete(root);
-    measured.delete(root);
-  }
-}
-
-/** The parts and levels of an array or object that is plain data (as a member's: a scalar one part, no level). */
-interface Measure {
-  readonly size: number;
-  readonly depth: number;
-}
-
-/**
- * The measures of each root value's arrays and objects, for every table: a value deeper (or larger) than every member
- * is none, said without walking it. Walked down to the members' depth at each level where a recursive schema applies
- * the keyword, a value deeper than the members cost (L − D)·D reads (174 KB of arguments: 6.5 s).
- */
-const measured = new WeakMap<object, WeakMap<object, Measure | null>>();
 /** An array or object whose measure is being taken (met again: a cycle, not plain data). */
 const MEASURING: Measure = { size: Infinity, depth: Infinity };
 
@@ -211,12 +216,15 @@ function isMember(members: Members, data: unknown, root: unknown): boolean {
   return members.tops.has(id);
 }
 
-/** The measures kept for `root`'s check (a root that is not an object: this call's alone). */
+/**
+ * The measures of the arrays and objects of `root`'s value, kept for its check (src/schema-check.ts), for every table:
+ * a value deeper (or larger) than every member is none, said without walking it. Walked down to the members' depth at
+ * each level where a recursive schema applies the keyword, a value deeper than the members cost (L − D)·D reads
+ * (174 KB of arguments: 6.5 s).
+ */
 function measuresFor(root: unknown): WeakMap<object, Measure | null> {
-  if (typeof root !== 'object' || root === null) return new WeakMap();
-  let kept = measured.get(root);
-  if (kept === undefined) measured.set(root, (kept = new WeakMap()));
-  return kept;
+  const state = stateOf(root);
+  return (state.measures ??= new WeakMap());
 }
 
 /**
@@ -303,11 +311,12 @@ function measureOf(value: object, kept: WeakMap<object, Measure | null>): Measur
   return first === null ? null : answer;
 }
 
-/** The ids kept for `root`'s check in `members`' table (a root that is not an object: this call's alone). */
+/**
+ * The ids of the parts of `root`'s value found in `members`' table, kept for its check (src/schema-check.ts): a
+ * recursive schema applies its keyword at every level.
+ */
 function keptFor(root: unknown, members: Members): WeakMap<object, number> {
-  if (typeof root !== 'object' || root === null) return new WeakMap();
-  let tables = lookups.get(root);
-  if (tables === undefined) lookups.set(root, (tables = new WeakMap()));
+  const tables = (stateOf(root).lookups ??= new WeakMap());
   let kept = tables.get(members);
   if (kept === undefined) tables.set(members, (kept = new WeakMap()));
   return kept;
