@@ -114,3 +114,16 @@ describe('atk-longkeys: $refs under a long base', () => {
     expect(check({ p1: 1 })).toMatchObject({ ok: false });
   });
 });
+
+describe('atk-longkeys: a base of characters a URI percent-encodes', () => {
+  it('200 nested $ids under a base of 3,000 "é" (18,000 characters once encoded): not keyed past 16,383', () => {
+    const properties: Record<string, unknown> = {};
+    for (let i = 0; i < 200; i++) properties[`p${i}`] = { $id: `a${String(i).padStart(6, '0')}` };
+    try {
+      compileValidator({ $id: `http://e.example/${'é'.repeat(3_000)}/`, type: 'object', properties });
+    } catch {
+      // refused: fail-closed
+    }
+    expect(longKeys()).toBeLessThan(16);
+  });
+});
