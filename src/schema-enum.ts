@@ -86,11 +86,20 @@ const LARGER = -3;
  * a boolean or null at once, a string only when of the same length, character by character (V8), so at most these
  * many characters a place, however long the value's string; and the code Ajv writes holds each member once.
  */
-export const INLINE_TEXT_MAX = 4_096;
+export const INLINE_TEXT_MAX = 64;
+/**
+ * The most members decided by Ajv's own `===` chain: each place the keyword applies compares the value with each, and
+ * a `$ref` chain applies one leaf up to 2^20 times within a check's bound of calls (atk-round: 199 strings inlined,
+ * 755 ms a 25-byte check against 29 ms by the table's one look-up a place).
+ */
+export const INLINE_MEMBERS_MAX = 8;
 
-/** Are `list`'s members all scalars (strings of at most {@link INLINE_TEXT_MAX} characters in all), fewer than `loop`? */
+/**
+ * Are `list`'s members all scalars (strings of at most {@link INLINE_TEXT_MAX} characters in all), at most
+ * {@link INLINE_MEMBERS_MAX} of them and fewer than `loop`?
+ */
 function inlined(list: readonly unknown[], loop: number): boolean {
-  if (list.length >= loop) return false;
+  if (list.length >= loop || list.length > INLINE_MEMBERS_MAX) return false;
   let text = 0;
   for (const member of list) {
     if (typeof member === 'string') text += member.length;

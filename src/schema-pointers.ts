@@ -80,7 +80,7 @@ export interface PointerWork {
    * around it, their lengths added (the walk stops past HASHED_LENGTH_MAX).
    */
   readonly uri: number;
-  /** The characters of all those URIs at most: each resolved by fast-uri, character by character (stops past the bound). */
+  /** The characters of those URIs past 1,024 characters, at most: each resolved by fast-uri character by character. */
   readonly uris: number;
 }
 
@@ -115,13 +115,14 @@ export function pointerWork(schema: object): PointerWork {
     const here = typeof id === 'string' ? base + uriLength(id) + 1 : base;
     if (node !== schema && typeof id === 'string') {
       uri = Math.max(uri, here);
-      uris += here;
+      if (here > URI_SHORT) uris += here;
     }
     for (const keyword of URI_KEYWORDS) {
       const value = own(node, keyword);
       if (typeof value !== 'string') continue;
-      uri = Math.max(uri, here + uriLength(value) + 1);
-      uris += here + uriLength(value) + 1;
+      const resolved = here + uriLength(value) + 1;
+      uri = Math.max(uri, resolved);
+      if (resolved > URI_SHORT) uris += resolved;
     }
     if (node !== schema || length > 0) {
       characters += length;
@@ -160,6 +161,12 @@ export function pointerWork(schema: object): PointerWork {
   }
   return { characters, colliding, compared, uri, uris };
 }
+
+/**
+ * A URI no longer than this is not counted in the bound of all of them (URI_CHARACTERS_MAX): 11,000 ordinary `$ref`s
+ * under a 66-character root `$id` (594 KB) were refused as many references under a long one (atk-round).
+ */
+const URI_SHORT = 1_024;
 
 /**
  * The most characters `text` may become in a URI fast-uri resolves: a character of RFC 3986's sets itself, any other
