@@ -5,26 +5,13 @@
  * 0.52 s to compile and 0.14 s to check 600 of them; 0.17 s and 0.03 s by digest: `npx tsx tmp/misc.mts enum 600`).
  * Counted, not timed: no Map or Set is given a string that long, and membership and uniqueness are as before.
  */
-import { afterEach, beforeEach, describe, expect, it, vi, type MockInstance } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { compileValidator } from '../../src/schema.js';
+import { HASHED_LENGTH_MAX, watchLongestKey } from '../long-keys.js';
 
-/** The longest string V8 hashes by its characters (String::kMaxHashCalcLength). */
-const HASHED_LENGTH_MAX = 16_383;
 const long = (i: number) => `${'m'.repeat(20_000)}${String(i).padStart(3, '0')}`;
 const members = Array.from({ length: 50 }, (_, i) => long(i));
-let set: MockInstance;
-let add: MockInstance;
-beforeEach(() => {
-  set = vi.spyOn(Map.prototype, 'set');
-  add = vi.spyOn(Set.prototype, 'add');
-});
-afterEach(() => {
-  set.mockRestore();
-  add.mockRestore();
-});
-/** The longest string key any Map or Set was given since the test began. */
-const longestKey = () =>
-  Math.max(0, ...[...set.mock.calls, ...add.mock.calls].map(([key]) => (typeof key === 'string' ? key.length : 0)));
+const longestKey = watchLongestKey({ sets: true });
 const ok = (result: unknown) => (result as { ok: boolean }).ok;
 
 describe('long strings in enum, const and uniqueItems', () => {

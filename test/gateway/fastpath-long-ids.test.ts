@@ -6,22 +6,13 @@
  */
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
-import { afterEach, beforeEach, describe, expect, it, vi, type MockInstance } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { FastPath, type FastReplies } from '../../src/gateway/fastpath.js';
 import type { SessionRequest } from '../../src/gateway/session.js';
+import { HASHED_LENGTH_MAX, watchLongestKey } from '../long-keys.js';
 
-/** The longest string V8 hashes by its characters (String::kMaxHashCalcLength). */
-const HASHED_LENGTH_MAX = 16_383;
 const long = (last: string) => `${'i'.repeat(20_000)}${last}`;
-let set: MockInstance;
-beforeEach(() => {
-  set = vi.spyOn(Map.prototype, 'set');
-});
-afterEach(() => {
-  set.mockRestore();
-});
-/** The longest string key any Map was given since the test began. */
-const longestKey = () => Math.max(0, ...set.mock.calls.map(([key]) => (typeof key === 'string' ? key.length : 0)));
+const longestKey = watchLongestKey();
 
 describe("the fast path's requests in flight, by ids past 16,383 characters", () => {
   it('a cancellation stops exactly the request it names; no Map is given the id', async () => {

@@ -5,21 +5,12 @@
  * and each id still has its own owner. (The relay's subscriptions need no such key: a resource URI is at most 4,096
  * characters, src/policy-file/uri.ts.)
  */
-import { afterEach, beforeEach, describe, expect, it, vi, type MockInstance } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { UnfinishedTasks } from '../../src/gateway/task-owners.js';
+import { HASHED_LENGTH_MAX, watchLongestKey } from '../long-keys.js';
 
-/** The longest string V8 hashes by its characters (String::kMaxHashCalcLength). */
-const HASHED_LENGTH_MAX = 16_383;
 const long = (last: string) => `${'t'.repeat(20_000)}${last}`;
-let set: MockInstance;
-beforeEach(() => {
-  set = vi.spyOn(Map.prototype, 'set');
-});
-afterEach(() => {
-  set.mockRestore();
-});
-/** The longest string key any Map was given since the test began. */
-const longestKey = () => Math.max(0, ...set.mock.calls.map(([key]) => (typeof key === 'string' ? key.length : 0)));
+const longestKey = watchLongestKey();
 
 describe("an upstream's task ids past 16,383 characters", () => {
   it("an upstream's unfinished tasks: each id its own owner, an ended one forgotten", () => {

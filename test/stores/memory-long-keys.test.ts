@@ -5,7 +5,7 @@
  * others; 0.16 s keyed by digest: `npx tsx tmp/misc.mts ledger 2000`). Counted, not timed: no Map is given a key that
  * long, and keys still mean what they meant (equal keys one row, keys differing in their last character two).
  */
-import { afterEach, beforeEach, describe, expect, it, vi, type MockInstance } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   MemoryCounterStore,
   MemoryLedger,
@@ -13,19 +13,10 @@ import {
   MemoryRememberStore,
   MemoryTallyStore,
 } from '../../src/stores/memory.js';
+import { HASHED_LENGTH_MAX, watchLongestKey } from '../long-keys.js';
 
-/** The longest string V8 hashes by its characters (String::kMaxHashCalcLength). */
-const HASHED_LENGTH_MAX = 16_383;
 const long = (last: string) => `${'k'.repeat(20_000)}${last}`;
-let set: MockInstance;
-beforeEach(() => {
-  set = vi.spyOn(Map.prototype, 'set');
-});
-afterEach(() => {
-  set.mockRestore();
-});
-/** The longest string key any Map was given since the test began. */
-const longestKey = () => Math.max(0, ...set.mock.calls.map(([key]) => (typeof key === 'string' ? key.length : 0)));
+const longestKey = watchLongestKey();
 
 describe('the memory stores, keyed by texts past 16,383 characters', () => {
   it('the ledger: one row a key, none given to a Map whole', async () => {
