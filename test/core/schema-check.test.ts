@@ -53,6 +53,20 @@ const README = {
   required: ['amount', 'mode'],
 } as const;
 
+/** An `$async` check of a tree of unique items (each level a `$ref`: an await), and a synchronous one of its top. */
+function asyncTree() {
+  const tree = { $async: true, uniqueItems: true, items: { $ref: '#/$defs/tree' } };
+  return {
+    validate: compileValidator({
+      $async: true,
+      type: 'object',
+      $defs: { tree },
+      properties: { t: tree },
+    } as JsonSchema),
+    other: compileValidator({ type: 'object', properties: { t: { uniqueItems: true } } } as JsonSchema),
+  };
+}
+
 describe('a passing check of a schema without uniqueItems or a structured enum', () => {
   it("looks nothing up and deletes nothing in a keyed collection (0f199a9: three WeakMap deletes and a Set's has)", () => {
     const validate = compileValidator(README as JsonSchema);
@@ -128,14 +142,7 @@ describe('a value changed between two checks is read anew', () => {
   });
 
   it('a synchronous check of the same value while its $async check awaits: each verdict its value at its time', async () => {
-    const tree = { $async: true, uniqueItems: true, items: { $ref: '#/$defs/tree' } };
-    const validate = compileValidator({
-      $async: true,
-      type: 'object',
-      $defs: { tree },
-      properties: { t: tree },
-    } as JsonSchema);
-    const syncValidate = compileValidator({ type: 'object', properties: { t: { uniqueItems: true } } } as JsonSchema);
+    const { validate, other: syncValidate } = asyncTree();
     const value = JSON.parse('{"t":[[{"a":1},{"a":2}],[{"a":3}]]}') as { t: { a: number }[][] };
     const pending = validate(value);
     expect(sync(syncValidate(value)).ok).toBe(true);
@@ -149,14 +156,7 @@ describe('a value changed between two checks is read anew', () => {
 
 describe('an $async check keeps its state while other checks run between its awaits', () => {
   it('a tree 100 levels over an object of 1,000 keys, a synchronous check between each of its steps: each part read a bounded number of times', async () => {
-    const tree = { $async: true, uniqueItems: true, items: { $ref: '#/$defs/tree' } };
-    const validate = compileValidator({
-      $async: true,
-      type: 'object',
-      $defs: { tree },
-      properties: { t: tree },
-    } as JsonSchema);
-    const other = compileValidator({ type: 'object', properties: { t: { uniqueItems: true } } } as JsonSchema);
+    const { validate, other } = asyncTree();
     const depth = 100;
     const width = 1_000;
     let data: unknown = [Object.fromEntries(Array.from({ length: width }, (_, i) => [`k${i}`, 0])), 1];
