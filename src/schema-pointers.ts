@@ -105,6 +105,10 @@ export function pointerWork(schema: object): PointerWork {
   const nodes: unknown[] = [schema];
   const pointers: number[] = [0];
   const bases: number[] = [0];
+  // What the walk of subschemas passes by (data keywords, arrays it does not traverse), and the base around each: a
+  // `$ref`'s JSON Pointer may pass through them, resolving each `$id` on its way (atk-round).
+  const data: unknown[] = [];
+  const dataBases: number[] = [];
   while (nodes.length > 0) {
     const node = nodes.pop();
     const length = pointers.pop()!;
@@ -139,7 +143,11 @@ export function pointerWork(schema: object): PointerWork {
       const value = own(node, key);
       const at = length + 1 + key.length;
       if (Array.isArray(value)) {
-        if (!inTable(TRAVERSED_ARRAYS, key)) continue;
+        if (!inTable(TRAVERSED_ARRAYS, key)) {
+          data.push(value);
+          dataBases.push(here);
+          continue;
+        }
         for (let i = 0; i < value.length; i++) {
           nodes.push(own(value, String(i)));
           pointers.push(at + 1 + String(i).length);
@@ -156,6 +164,34 @@ export function pointerWork(schema: object): PointerWork {
         nodes.push(value);
         pointers.push(at);
         bases.push(here);
+      } else {
+        data.push(value);
+        dataBases.push(here);
+      }
+    }
+  }
+  // The data: its URIs only (Ajv builds no pointer for it), each object once (shared or cyclic ones too).
+  const seen = new Set<object>();
+  while (data.length > 0 && uri <= HASHED_LENGTH_MAX && uris <= URI_CHARACTERS_MAX) {
+    const value = data.pop(); // an object or an array
+    const base = dataBases.pop()!;
+    if (typeof value !== 'object' || value === null || seen.has(value)) continue;
+    seen.add(value);
+    const id = Array.isArray(value) ? undefined : own(value, '$id');
+    const here = typeof id === 'string' ? base + uriLength(id) + 1 : base;
+    if (typeof id === 'string') {
+      uri = Math.max(uri, here);
+      if (here > URI_SHORT) uris += here;
+    }
+    for (const key of Object.keys(value)) {
+      const child = own(value, key);
+      if (typeof child === 'string' && (URI_KEYWORDS as readonly string[]).includes(key)) {
+        const resolved = here + uriLength(child) + 1;
+        uri = Math.max(uri, resolved);
+        if (resolved > URI_SHORT) uris += resolved;
+      } else if (typeof child === 'object' && child !== null) {
+        data.push(child);
+        dataBases.push(here);
       }
     }
   }
