@@ -58,7 +58,12 @@ const oneShot = (nodeCrypto as { hash?: (algorithm: string, data: string | Uint8
 export function hashOf(value: unknown): string {
   const text = canonicalJson(value);
   // The one-shot hash (Node ≥ 20.12) gives the same digest without a Hash object per call.
-  return oneShot !== undefined ? oneShot('sha256', text, 'hex') : createHash('sha256').update(text).digest('hex');
+  return sha256Hex(text);
+}
+
+/** SHA-256 (hex) of `data`, by `crypto.hash` where this Node has it. */
+function sha256Hex(data: string | Uint8Array): string {
+  return oneShot !== undefined ? oneShot('sha256', data, 'hex') : createHash('sha256').update(data).digest('hex');
 }
 
 /**
@@ -82,7 +87,7 @@ export function safeKey(text: string): string {
   if (text.length <= HASHED_LENGTH_MAX && text.charCodeAt(0) !== 0) return text;
   // UTF-16 code units (not UTF-8, which writes every lone surrogate as U+FFFD): one text, one digest.
   const units = Buffer.from(text, 'utf16le');
-  return `\u0000${oneShot !== undefined ? oneShot('sha256', units, 'hex') : createHash('sha256').update(units).digest('hex')}`;
+  return `\u0000${sha256Hex(units)}`;
 }
 
 /** HMAC-SHA256 (hex) of the canonical JSON of `value` under `secret`. */

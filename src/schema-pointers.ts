@@ -100,8 +100,7 @@ export function pointerWork(schema: object): PointerWork {
   const lengths = new Map<number, number>();
   let compared = 0;
   let colliding = 0;
-  let uri = 0;
-  let uris = 0;
+  const found: Uris = { longest: 0, all: 0 };
   const nodes: unknown[] = [schema];
   const pointers: number[] = [0];
   const bases: number[] = [0];
@@ -114,20 +113,7 @@ export function pointerWork(schema: object): PointerWork {
     const length = pointers.pop()!;
     const base = bases.pop()!;
     if (!isRecord(node)) continue;
-    const id = own(node, '$id');
-    // A URI resolved against its base is no longer than the base and itself (and a separator).
-    const here = typeof id === 'string' ? base + uriLength(id) + 1 : base;
-    if (node !== schema && typeof id === 'string') {
-      uri = Math.max(uri, here);
-      if (here > URI_SHORT) uris += here;
-    }
-    for (const keyword of URI_KEYWORDS) {
-      const value = own(node, keyword);
-      if (typeof value !== 'string') continue;
-      const resolved = here + uriLength(value) + 1;
-      uri = Math.max(uri, resolved);
-      if (resolved > URI_SHORT) uris += resolved;
-    }
+    const here = urisOf(node, base, node === schema, found);
     if (node !== schema || length > 0) {
       characters += length;
       if (length > HASHED_LENGTH_MAX) {
@@ -138,7 +124,7 @@ export function pointerWork(schema: object): PointerWork {
       }
       if (characters > POINTER_CHARACTERS_MAX || compared > POINTER_COMPARED_MAX) break;
     }
-    if (uri > HASHED_LENGTH_MAX || uris > URI_CHARACTERS_MAX) break;
+    if (found.longest > HASHED_LENGTH_MAX || found.all > URI_CHARACTERS_MAX) break;
     for (const key of Object.keys(node)) {
       const value = own(node, key);
       const at = length + 1 + key.length;
@@ -172,30 +158,48 @@ export function pointerWork(schema: object): PointerWork {
   }
   // The data: its URIs only (Ajv builds no pointer for it), each object once (shared or cyclic ones too).
   const seen = new Set<object>();
-  while (data.length > 0 && uri <= HASHED_LENGTH_MAX && uris <= URI_CHARACTERS_MAX) {
+  while (data.length > 0 && found.longest <= HASHED_LENGTH_MAX && found.all <= URI_CHARACTERS_MAX) {
     const value = data.pop(); // an object or an array
     const base = dataBases.pop()!;
     if (typeof value !== 'object' || value === null || seen.has(value)) continue;
     seen.add(value);
-    const id = Array.isArray(value) ? undefined : own(value, '$id');
-    const here = typeof id === 'string' ? base + uriLength(id) + 1 : base;
-    if (typeof id === 'string') {
-      uri = Math.max(uri, here);
-      if (here > URI_SHORT) uris += here;
-    }
+    const here = urisOf(value, base, false, found);
     for (const key of Object.keys(value)) {
       const child = own(value, key);
-      if (typeof child === 'string' && (URI_KEYWORDS as readonly string[]).includes(key)) {
-        const resolved = here + uriLength(child) + 1;
-        uri = Math.max(uri, resolved);
-        if (resolved > URI_SHORT) uris += resolved;
-      } else if (typeof child === 'object' && child !== null) {
+      if (typeof child === 'object' && child !== null) {
         data.push(child);
         dataBases.push(here);
       }
     }
   }
-  return { characters, colliding, compared, uri, uris };
+  return { characters, colliding, compared, uri: found.longest, uris: found.all };
+}
+
+/** The URIs found so far: the longest one may resolve to, and the characters of those past URI_SHORT. */
+interface Uris {
+  longest: number;
+  all: number;
+}
+
+/**
+ * Notes in `found` the URIs of `node` (its `$id` unless the root's, its `$ref`, `$anchor`, …), each resolved against
+ * a base of `base` characters; returns the base inside it. A URI resolved against its base is no longer than the base
+ * and itself and a separator.
+ */
+function urisOf(node: object, base: number, root: boolean, found: Uris): number {
+  const id = own(node, '$id');
+  const here = typeof id === 'string' ? base + uriLength(id) + 1 : base;
+  if (!root && typeof id === 'string') note(found, here);
+  for (const keyword of URI_KEYWORDS) {
+    const value = own(node, keyword);
+    if (typeof value === 'string') note(found, here + uriLength(value) + 1);
+  }
+  return here;
+}
+
+function note(found: Uris, length: number): void {
+  found.longest = Math.max(found.longest, length);
+  if (length > URI_SHORT) found.all += length;
 }
 
 /**

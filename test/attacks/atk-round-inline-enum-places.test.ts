@@ -32,7 +32,7 @@ afterEach(() => {
 });
 
 describe('an inlined enum of 199 strings applied at 2^20 places', () => {
-  it('is not 2^20 × 199 comparisons: refused at the bound of work, or one look-up a place (main: 0 look-ups, passes)', () => {
+  it('is not 2^20 × 199 comparisons: refused at the bound of work, or one look-up a place (199 members inlined, ce7c69a: 0 look-ups, fails)', () => {
     const members = Array.from({ length: 199 }, (_, i) => `m${i}`.padStart(20, 'x'));
     const schema = chain(20, { enum: members });
     expect(JSON.stringify(schema).length).toBeLessThan(7_000);
