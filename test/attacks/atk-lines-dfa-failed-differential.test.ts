@@ -47,7 +47,9 @@ describe('every DFA failed (left to the NFA), against new RegExp(p, "u")', () =>
   it('accepts exactly what V8 accepts', () => {
     fc.assert(
       fc.property(pattern, fc.array(text, { minLength: 1, maxLength: 4 }), (p, texts) => expectAsV8(p, ['', ...texts])),
-      { numRuns: 600 },
+      // Seeded: V8's own RegExp (the reference) backtracks without end on some random pattern over 20,000 units (an
+      // unseeded run held a worker 13 minutes, 2026-12-07); this seed runs in seconds.
+      { numRuns: 600, seed: 20_261_207 },
     );
     expect(asked).toBeGreaterThan(1000);
   }, 300_000);
