@@ -10,10 +10,9 @@
  * load; an entry of that shape is compared on those parts, and a tool that still matches is re-pinned with
  * its whole definition as offered then (with a process warning saying so); the file is written as version 2.
  */
-import { existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { statSync } from 'node:fs';
 import { basename, dirname, extname, join } from 'node:path';
 import { createPatch } from 'diff';
-import { ConfigurationError } from '../errors.js';
 import { canonical } from '../names.js';
 import { parseJsonText } from '../json-text.js';
 import { PermissionPolicy } from '../permissions/policy.js';
@@ -22,51 +21,19 @@ import { canonicalJson, hashOf } from '../crypto.js';
 import type { Tool } from '../tool.js';
 import type { GatewayAuditRecord } from './audit.js';
 import type { Upstream } from './upstream.js';
+import {
+  readLockFile,
+  warnLegacy,
+  writeLockFile,
+  type LockEntry,
+  type LockFileData,
+  type PinnedDefinition,
+} from './lock-file.js';
+
+export { readLockFile, type LockEntry, type LockFileData, type PinnedDefinition };
 
 /** The rule that refuses a tool whose definition drifted from its pin. */
 export const PIN_RULE = 'pinned-definition';
-
-/**
- * A pinned tool definition: the whole definition as the upstream offers it (every field; the ones named
- * here are the ones toolgate reads).
- */
-export interface PinnedDefinition {
-  readonly name: string;
-  readonly title?: string;
-  readonly description?: string;
-  readonly inputSchema: unknown;
-  readonly outputSchema?: unknown;
-  readonly annotations?: unknown;
-  readonly _meta?: unknown;
-  readonly [field: string]: unknown;
-}
-
-/** A pinned (or drifted) definition in the lock file. */
-export interface LockEntry {
-  readonly sha256: string;
-  readonly definition: PinnedDefinition;
-  /** When it was pinned (or, under `drift`, first seen). */
-  readonly at: string;
-  /**
-   * 1: pinned by a lock file of version 1, over the name, description, input schema and annotations only;
-   * compared on those parts until it is re-pinned whole. Absent: the whole definition.
-   */
-  readonly shape?: 1;
-}
-
-/** The lock file's content. */
-export interface LockFileData {
-  /** 2: whole definitions; 1 (read, never written): the older shape of four parts. */
-  readonly version: 1 | 2;
-  /**
-   * The accepted definitions, by the canonical form of the name the gateway shows (namespace:name), as
-   * the registry, rules and calls name tools: `gh:Delete_Repo` offered later is `gh:delete_repo`'s drift,
-   * not a new tool. The definition keeps the upstream's spelling.
-   */
-  readonly tools: Readonly<Record<string, LockEntry>>;
-  /** Definitions offered that differ from the pinned ones, waiting for `toolgate pin --accept`. */
-  readonly drift?: Readonly<Record<string, LockEntry>>;
-}
 
 /** What pinning says about one tool offered now. */
 export type PinCheck =
@@ -144,97 +111,6 @@ export function definitionDiff(name: string, pinned: PinnedDefinition, offered: 
   return createPatch(name, pretty(pinned), pretty(offered), 'pinned', 'offered now').replace(/^Index: .*\n=+\n/, '');
 }
 
-function emptyLock(): LockFileData {
-  return { version: 2, tools: {} };
-}
-
-const warnedLegacy = new Set<string>();
-
-/** Once per lock file and process: its version-1 pins are being re-pinned whole. */
-function warnLegacy(file: string): void {
-  if (warnedLegacy.has(file)) return;
-  warnedLegacy.add(file);
-  process.emitWarning(
-    `toolgate: the lock file ${JSON.stringify(file)} was written by an older toolgate (version 1: it pins each tool's name, description, input schema and annotations only). ` +
-      'A tool that still matches on those parts is re-pinned with its whole definition (title, output schema, _meta, …) as its upstream offers it now, and the file is rewritten as version 2; ' +
-      'a tool that differs on them is drifted as before. Review what was re-pinned with `git diff` on the lock file.',
-    { code: 'TOOLGATE_LOCK_V1' },
-  );
-}
-
-/** Reads a lock file; a missing one is empty; a broken one is a ConfigurationError (fail closed). */
-export function readLockFile(file: string): LockFileData {
-  if (!existsSync(file)) return emptyLock();
-  let data: unknown;
-  try {
-    data = parseJsonText(readFileSync(file, 'utf8')); // keys as written (Node 24: src/json-text.ts)
-  } catch (error) {
-    throw new ConfigurationError(`the lock file ${JSON.stringify(file)} cannot be read: ${(error as Error).message}`);
-  }
-  const version = (data as { version?: unknown } | null)?.version;
-  const ok =
-    typeof data === 'object' &&
-    data !== null &&
-    (version === 1 || version === 2) &&
-    typeof (data as { tools?: unknown }).tools === 'object' &&
-    (data as { tools?: unknown }).tools !== null;
-  if (!ok)
-    throw new ConfigurationError(
-      `the lock file ${JSON.stringify(file)} is not a toolgate lock file (expected { "version": 2, "tools": {…} }, or version 1 of an older toolgate)`,
-    );
-  const lock = data as LockFileData;
-  for (const [name, entry] of [...Object.entries(lock.tools), ...Object.entries(lock.drift ?? {})]) {
-    if (typeof entry?.sha256 !== 'string' || hashOf(entry.definition) !== entry.sha256)
-      throw new ConfigurationError(
-        `the lock file ${JSON.stringify(file)}: the entry for ${JSON.stringify(name)} does not match its sha256 (edited by hand?)`,
-      );
-  }
-  // Keys by canonical form (a lock written before was keyed by spelling); two spellings of one name
-  // would leave it open which definition is pinned, so they refuse the file.
-  const byForm = (record: Readonly<Record<string, LockEntry>>, part: string): Record<string, LockEntry> => {
-    const out: Record<string, LockEntry> = {};
-    // A version-1 file's entries are of the four-part shape, whatever they say.
-    const shaped = (entry: LockEntry): LockEntry =>
-      version === 1 ? { ...entry, shape: 1 } : entry.shape === 1 ? { ...entry, shape: 1 } : withoutShape(entry);
-    const spelled = new Map<string, string>();
-    for (const [name, entry] of Object.entries(record)) {
-      const form = canonical(name);
-      const other = spelled.get(form);
-      if (other !== undefined)
-        throw new ConfigurationError(
-          `the lock file ${JSON.stringify(file)}: ${part} ${JSON.stringify(other)} and ${JSON.stringify(name)} are one tool name (canonical form ${JSON.stringify(form)})`,
-        );
-      spelled.set(form, name);
-      out[form] = shaped(entry);
-    }
-    return out;
-  };
-  return {
-    version: 2,
-    tools: byForm(lock.tools, 'tools'),
-    ...(lock.drift ? { drift: byForm(lock.drift, 'drift') } : {}),
-  };
-}
-
-function withoutShape(entry: LockEntry): LockEntry {
-  const { shape: _shape, ...rest } = entry;
-  return rest;
-}
-
-function writeLockFile(file: string, lock: LockFileData): void {
-  mkdirSync(dirname(file), { recursive: true });
-  const sorted = (record: Readonly<Record<string, LockEntry>>): Record<string, LockEntry> =>
-    Object.fromEntries(Object.entries(record).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
-  const out: LockFileData = {
-    version: 2,
-    tools: sorted(lock.tools),
-    ...(lock.drift && Object.keys(lock.drift).length > 0 ? { drift: sorted(lock.drift) } : {}),
-  };
-  const tmp = `${file}.${process.pid}.tmp`;
-  writeFileSync(tmp, `${JSON.stringify(out, null, 2)}\n`);
-  renameSync(tmp, file); // atomic: a reader sees the old file or the new one, never half of one
-}
-
 /**
  * The pins of one lock file. `check` pins a tool seen for the first time and records a drifted one;
  * `accept` makes drifted definitions the pinned ones. The file is re-read when it changes on disk, so a
@@ -246,6 +122,10 @@ export class PinStore {
   #mtime: number;
   /** False when the file cannot be written: pins are then kept in memory only. */
   #writable = true;
+  /** True while {@link batch} runs: the file is read once at its start and written once at its end. */
+  #batching = false;
+  /** A change made within the batch and not written yet. */
+  #unsaved = false;
 
   constructor(file: string) {
     this.file = file;
@@ -262,6 +142,7 @@ export class PinStore {
   }
 
   #fresh(): LockFileData {
+    if (this.#batching) return this.#lock;
     const mtime = this.#statMtime();
     if (mtime !== this.#mtime) {
       this.#lock = readLockFile(this.file);
@@ -272,6 +153,11 @@ export class PinStore {
 
   #save(lock: LockFileData): void {
     this.#lock = lock;
+    // Within a listing (batch): written once, when it ends.
+    if (this.#batching) {
+      this.#unsaved = true;
+      return;
+    }
     if (!this.#writable) return;
     try {
       writeLockFile(this.file, lock);
@@ -290,6 +176,53 @@ export class PinStore {
     return this.#fresh();
   }
 
+  /**
+   * Runs `checks` (the {@link check}s of one listing) with the file read once before them and written once after
+   * them, if they changed it. Each tool's first sight wrote the whole file (sorted, pretty-printed, renamed into
+   * place) and copied the lock: an upstream of n new tools wrote n files of up to n entries (2,000 tools, ~3.4 GB).
+   * Within it, the lock is this store's own copy, changed in place.
+   */
+  batch<T>(checks: () => T): T {
+    if (this.#batching) return checks();
+    let lock: LockFileData;
+    try {
+      lock = this.#fresh();
+    } catch {
+      // The file cannot be read: each check meets that itself (its caller counts the tool as drifted).
+      return checks();
+    }
+    this.#lock = { ...lock, tools: { ...lock.tools }, ...(lock.drift ? { drift: { ...lock.drift } } : {}) };
+    this.#batching = true;
+    try {
+      return checks();
+    } finally {
+      this.#batching = false;
+      if (this.#unsaved) {
+        this.#unsaved = false;
+        this.#save(this.#lock);
+      }
+    }
+  }
+
+  /** The lock with `name` pinned as `entry` (in place within a {@link batch}: the lock is this store's copy). */
+  #withTool(lock: LockFileData, name: string, entry: LockEntry): LockFileData {
+    if (!this.#batching) return { ...lock, tools: { ...lock.tools, [name]: entry } };
+    (lock.tools as Record<string, LockEntry>)[name] = entry;
+    return lock;
+  }
+
+  /** The lock with the drift of `name` recorded as `entry`, or dropped (undefined). */
+  #withDrift(lock: LockFileData, name: string, entry: LockEntry | undefined): LockFileData {
+    if (!this.#batching || lock.drift === undefined) {
+      const { [name]: _gone, ...drift } = lock.drift ?? {};
+      return { ...lock, drift: entry === undefined ? drift : { ...drift, [name]: entry } };
+    }
+    const drift = lock.drift as Record<string, LockEntry>;
+    if (entry === undefined) delete drift[name];
+    else drift[name] = entry;
+    return lock;
+  }
+
   /** Checks a tool offered now against its pin; pins it when it has none, records it when it drifted. */
   check(registered: string, definition: PinnedDefinition): PinCheck {
     const name = canonical(registered);
@@ -297,21 +230,20 @@ export class PinStore {
     const offered: LockEntry = { sha256: hashOf(definition), definition, at: new Date().toISOString() };
     const pinned = lock.tools[name];
     if (!pinned) {
-      this.#save({ ...lock, tools: { ...lock.tools, [name]: offered } });
+      this.#save(this.#withTool(lock, name, offered));
       return { state: 'new' };
     }
     if (samePin(pinned, definition)) {
-      const { [name]: _gone, ...drift } = lock.drift ?? {};
       if (pinned.shape === 1) {
         // Matches on the four parts a version-1 file pinned: re-pinned whole, as offered now.
         warnLegacy(this.file);
-        this.#save({ ...lock, tools: { ...lock.tools, [name]: { ...offered, at: pinned.at } }, drift });
-      } else if (lock.drift?.[name]) this.#save({ ...lock, drift });
+        this.#save(this.#withDrift(this.#withTool(lock, name, { ...offered, at: pinned.at }), name, undefined));
+      } else if (lock.drift?.[name]) this.#save(this.#withDrift(lock, name, undefined));
       return { state: 'pinned' };
     }
     const known = lock.drift?.[name];
     const entry = known?.sha256 === offered.sha256 ? known : offered;
-    if (known?.sha256 !== offered.sha256) this.#save({ ...lock, drift: { ...(lock.drift ?? {}), [name]: entry } });
+    if (known?.sha256 !== offered.sha256) this.#save(this.#withDrift(lock, name, entry));
     const diff = definitionDiff(registered, pinned.definition, comparable(pinned, definition));
     return { state: 'drift', diff, pinned, offered: entry };
   }
@@ -425,6 +357,11 @@ export class PinTracker {
   check(upstream: Upstream): void {
     const connection = upstream.connection;
     if (!connection) return;
+    // One read and at most one write of the lock file for the whole listing.
+    this.store.batch(() => this.#checkAll(upstream, connection));
+  }
+
+  #checkAll(upstream: Upstream, connection: NonNullable<Upstream['connection']>): void {
     const time = (): string => new Date().toISOString();
     for (const registered of connection.tools) {
       const definition = connection.definition(registered);

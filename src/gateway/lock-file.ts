@@ -1,0 +1,143 @@
+/**
+ * The lock file of pinned tool definitions (src/gateway/pins.ts): its content, read (a missing file is empty, a
+ * broken one refused) and written whole (sorted, then renamed into place: a reader sees the old file or the new
+ * one, never half of one).
+ */
+import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { hashOf } from '../crypto.js';
+import { ConfigurationError } from '../errors.js';
+import { parseJsonText } from '../json-text.js';
+import { canonical } from '../names.js';
+/**
+ * A pinned tool definition: the whole definition as the upstream offers it (every field; the ones named
+ * here are the ones toolgate reads).
+ */
+export interface PinnedDefinition {
+  readonly name: string;
+  readonly title?: string;
+  readonly description?: string;
+  readonly inputSchema: unknown;
+  readonly outputSchema?: unknown;
+  readonly annotations?: unknown;
+  readonly _meta?: unknown;
+  readonly [field: string]: unknown;
+}
+
+/** A pinned (or drifted) definition in the lock file. */
+export interface LockEntry {
+  readonly sha256: string;
+  readonly definition: PinnedDefinition;
+  /** When it was pinned (or, under `drift`, first seen). */
+  readonly at: string;
+  /**
+   * 1: pinned by a lock file of version 1, over the name, description, input schema and annotations only;
+   * compared on those parts until it is re-pinned whole. Absent: the whole definition.
+   */
+  readonly shape?: 1;
+}
+
+/** The lock file's content. */
+export interface LockFileData {
+  /** 2: whole definitions; 1 (read, never written): the older shape of four parts. */
+  readonly version: 1 | 2;
+  /**
+   * The accepted definitions, by the canonical form of the name the gateway shows (namespace:name), as
+   * the registry, rules and calls name tools: `gh:Delete_Repo` offered later is `gh:delete_repo`'s drift,
+   * not a new tool. The definition keeps the upstream's spelling.
+   */
+  readonly tools: Readonly<Record<string, LockEntry>>;
+  /** Definitions offered that differ from the pinned ones, waiting for `toolgate pin --accept`. */
+  readonly drift?: Readonly<Record<string, LockEntry>>;
+}
+
+export function emptyLock(): LockFileData {
+  return { version: 2, tools: {} };
+}
+
+const warnedLegacy = new Set<string>();
+
+/** Once per lock file and process: its version-1 pins are being re-pinned whole. */
+export function warnLegacy(file: string): void {
+  if (warnedLegacy.has(file)) return;
+  warnedLegacy.add(file);
+  process.emitWarning(
+    `toolgate: the lock file ${JSON.stringify(file)} was written by an older toolgate (version 1: it pins each tool's name, description, input schema and annotations only). ` +
+      'A tool that still matches on those parts is re-pinned with its whole definition (title, output schema, _meta, …) as its upstream offers it now, and the file is rewritten as version 2; ' +
+      'a tool that differs on them is drifted as before. Review what was re-pinned with `git diff` on the lock file.',
+    { code: 'TOOLGATE_LOCK_V1' },
+  );
+}
+
+/** Reads a lock file; a missing one is empty; a broken one is a ConfigurationError (fail closed). */
+export function readLockFile(file: string): LockFileData {
+  if (!existsSync(file)) return emptyLock();
+  let data: unknown;
+  try {
+    data = parseJsonText(readFileSync(file, 'utf8')); // keys as written (Node 24: src/json-text.ts)
+  } catch (error) {
+    throw new ConfigurationError(`the lock file ${JSON.stringify(file)} cannot be read: ${(error as Error).message}`);
+  }
+  const version = (data as { version?: unknown } | null)?.version;
+  const ok =
+    typeof data === 'object' &&
+    data !== null &&
+    (version === 1 || version === 2) &&
+    typeof (data as { tools?: unknown }).tools === 'object' &&
+    (data as { tools?: unknown }).tools !== null;
+  if (!ok)
+    throw new ConfigurationError(
+      `the lock file ${JSON.stringify(file)} is not a toolgate lock file (expected { "version": 2, "tools": {…} }, or version 1 of an older toolgate)`,
+    );
+  const lock = data as LockFileData;
+  for (const [name, entry] of [...Object.entries(lock.tools), ...Object.entries(lock.drift ?? {})]) {
+    if (typeof entry?.sha256 !== 'string' || hashOf(entry.definition) !== entry.sha256)
+      throw new ConfigurationError(
+        `the lock file ${JSON.stringify(file)}: the entry for ${JSON.stringify(name)} does not match its sha256 (edited by hand?)`,
+      );
+  }
+  // Keys by canonical form (a lock written before was keyed by spelling); two spellings of one name
+  // would leave it open which definition is pinned, so they refuse the file.
+  const byForm = (record: Readonly<Record<string, LockEntry>>, part: string): Record<string, LockEntry> => {
+    const out: Record<string, LockEntry> = {};
+    // A version-1 file's entries are of the four-part shape, whatever they say.
+    const shaped = (entry: LockEntry): LockEntry =>
+      version === 1 ? { ...entry, shape: 1 } : entry.shape === 1 ? { ...entry, shape: 1 } : withoutShape(entry);
+    const spelled = new Map<string, string>();
+    for (const [name, entry] of Object.entries(record)) {
+      const form = canonical(name);
+      const other = spelled.get(form);
+      if (other !== undefined)
+        throw new ConfigurationError(
+          `the lock file ${JSON.stringify(file)}: ${part} ${JSON.stringify(other)} and ${JSON.stringify(name)} are one tool name (canonical form ${JSON.stringify(form)})`,
+        );
+      spelled.set(form, name);
+      out[form] = shaped(entry);
+    }
+    return out;
+  };
+  return {
+    version: 2,
+    tools: byForm(lock.tools, 'tools'),
+    ...(lock.drift ? { drift: byForm(lock.drift, 'drift') } : {}),
+  };
+}
+
+function withoutShape(entry: LockEntry): LockEntry {
+  const { shape: _shape, ...rest } = entry;
+  return rest;
+}
+
+export function writeLockFile(file: string, lock: LockFileData): void {
+  mkdirSync(dirname(file), { recursive: true });
+  const sorted = (record: Readonly<Record<string, LockEntry>>): Record<string, LockEntry> =>
+    Object.fromEntries(Object.entries(record).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+  const out: LockFileData = {
+    version: 2,
+    tools: sorted(lock.tools),
+    ...(lock.drift && Object.keys(lock.drift).length > 0 ? { drift: sorted(lock.drift) } : {}),
+  };
+  const tmp = `${file}.${process.pid}.tmp`;
+  writeFileSync(tmp, `${JSON.stringify(out, null, 2)}\n`);
+  renameSync(tmp, file); // atomic: a reader sees the old file or the new one, never half of one
+}
