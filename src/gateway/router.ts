@@ -7,8 +7,8 @@
 import type { Client } from '@modelcontextprotocol/client';
 import type { RequestOptions } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import type { UriTemplate } from '@modelcontextprotocol/sdk/shared/uriTemplate.js';
-import { ErrorCode, McpError, type Resource } from '@modelcontextprotocol/sdk/types.js';
-import { canonical } from '../names.js';
+import { ErrorCode, McpError, type Prompt, type Resource } from '@modelcontextprotocol/sdk/types.js';
+import { canonical, NAME_LENGTH_MAX } from '../names.js';
 import { normalResourceUri } from '../policy-file/uri.js';
 import type { CallScope, Upstream } from './upstream.js';
 
@@ -132,9 +132,21 @@ export class Router {
     this.#templatesOf.set(namespace, templates);
   }
 
-  /** Records the prompt names an upstream listed (routing an unprefixed upstream's prompts). */
-  notePrompts(namespace: string, names: ReadonlySet<string>): void {
-    this.#promptsOf.set(namespace, names);
+  /**
+   * Records the prompt names an upstream listed (routing an unprefixed upstream's prompts) and returns the prompts
+   * kept: one named past NAME_LENGTH_MAX (1,024) characters, as a tool's, is neither listed nor kept (V8 hashes a
+   * string past 16,383 characters by its length: 4,000 such names in one Set compared each with every other, ~20 s),
+   * with one warning a listing.
+   */
+  notePrompts(namespace: string, prompts: readonly Prompt[]): Prompt[] {
+    const kept = prompts.filter((prompt) => prompt.name.length <= NAME_LENGTH_MAX);
+    if (kept.length !== prompts.length)
+      process.emitWarning(
+        `toolgate gateway: upstream "${namespace}" listed ${prompts.length - kept.length} prompts named past ${NAME_LENGTH_MAX.toLocaleString('en-US')} characters (NAME_LENGTH_MAX); not listed`,
+        { code: 'TOOLGATE_GATEWAY_PROMPT_SKIPPED' },
+      );
+    this.#promptsOf.set(namespace, new Set(kept.map((prompt) => prompt.name)));
+    return kept;
   }
 
   /**

@@ -366,8 +366,7 @@ async function listPrompts(session: Session, cursor: unknown, request: SessionRe
   );
   const prompts: Prompt[] = [];
   for (const [upstream, list] of all) {
-    router.notePrompts(upstream.namespace, new Set(list.map((p) => p.name)));
-    for (const prompt of list)
+    for (const prompt of router.notePrompts(upstream.namespace, list))
       if (inForce.set.prompts.visible(upstream.namespace, prompt.name) && closedTo(session, request, upstream) === null)
         prompts.push({ ...prompt, name: upstream.shown(prompt.name) });
   }
