@@ -273,7 +273,7 @@ async function listResourceTemplates(session: Session, cursor: unknown, request:
   const inForce = session.core.inForce.current;
   const all = await router.listAll(
     relay.scopeOf(session.server, request),
-    'resources',
+    'resources/templates/list',
     (client, params, options) => client.listResourceTemplates(params, options),
     (page): ResourceTemplate[] => page.resourceTemplates,
   );
@@ -360,7 +360,7 @@ async function listPrompts(session: Session, cursor: unknown, request: SessionRe
   const inForce = session.core.inForce.current;
   const all = await router.listAll(
     relay.scopeOf(session.server, request),
-    'prompts',
+    'prompts/list',
     (client, params, options) => client.listPrompts(params, options),
     (page): Prompt[] => page.prompts,
   );
