@@ -13,6 +13,12 @@ import { linearRegExp } from './schema-regexp.js';
 /** A JSON Schema object: draft-07, 2019-09 or 2020-12 (its `$schema`, or none: the keywords it uses tell). */
 export type JsonSchema = { readonly [keyword: string]: unknown };
 
+/**
+ * How deep the walks below read a schema: levels of subschemas and arrays (the data of `enum`, `const`, `default`
+ * and `examples` aside). A schema nested deeper, or holding a cycle, is refused by {@link ajvFor} first, naming it.
+ */
+export const SCHEMA_DEPTH_MAX = 64;
+
 /** The Ajv a schema is compiled by. */
 export type SchemaAjv = Ajv | Ajv2019 | Ajv2020;
 
@@ -107,6 +113,11 @@ function serving<A>(serving: Serving<A>, make: () => A): A {
  * does not compile. Any other by the draft-07 Ajv.
  */
 export function ajvFor(schema: JsonSchema): SchemaAjv {
+  // First: past the bound every walk below answers yes to whatever it is asked (a wrong reason, or none).
+  if (someSchema(schema, () => false, 0))
+    throw new Error(
+      `the schema nests past ${SCHEMA_DEPTH_MAX} levels of subschemas and arrays (SCHEMA_DEPTH_MAX), or holds a cycle: not read`,
+    );
   const unread = NOT_READ.find((keyword) => usesKeyword(schema, [keyword], 0));
   if (unread !== undefined)
     throw new Error(`${unread} is not read by toolgate (Ajv's own keyword, in no JSON Schema dialect): never checked`);
@@ -148,7 +159,7 @@ function dialectOf(schema: JsonSchema): Dialect {
     record !== schema && record['$schema'] !== undefined && dialectNamed(record['$schema']) === undefined;
   if (someSchema(schema, nested, 0))
     throw new Error(
-      'a subschema declares a $schema that is not a dialect toolgate reads (draft-07, 2019-09 or 2020-12), or the schema nests past 64 levels',
+      'a subschema declares a $schema that is not a dialect toolgate reads (draft-07, 2019-09 or 2020-12)',
     );
   const declared = schema['$schema'];
   if (declared === undefined) return usesKeyword(schema, NEWER_KEYWORDS, 0) ? '2020-12' : 'draft-07';
@@ -231,7 +242,8 @@ function dynamicMisread(schema: JsonSchema): string | undefined {
     anchor === '' ? at['$recursiveAnchor'] === true : typeof anchor === 'string' && at['$dynamicAnchor'] === anchor;
   const walk = (node: unknown, resource: Record<string, unknown>, depth: number): string | undefined => {
     if (typeof node !== 'object' || node === null) return undefined;
-    if (depth > 64) return 'a schema with $dynamicRef or $recursiveRef nested past 64 levels is not supported';
+    if (depth > SCHEMA_DEPTH_MAX)
+      return `a schema with $dynamicRef or $recursiveRef nested past ${SCHEMA_DEPTH_MAX} levels is not supported`;
     if (Array.isArray(node)) {
       for (const item of node) {
         const why = walk(item, resource, depth + 1);
@@ -291,8 +303,8 @@ const NAMED_SUBSCHEMAS = new Set([
 const DATA_KEYWORDS = new Set(['enum', 'const', 'default', 'examples']);
 
 /**
- * Does `schema` use one of `keywords` anywhere (read as Ajv reads it: inherited keys too)? Past 64 levels (or a
- * cycle) it is taken to: for the 2019-09 / 2020-12 keywords, the 2020-12 Ajv implements every keyword the draft-07
+ * Does `schema` use one of `keywords` anywhere (read as Ajv reads it: inherited keys too)? Past SCHEMA_DEPTH_MAX
+ * levels (or a cycle) it is taken to: for the 2019-09 / 2020-12 keywords, the 2020-12 Ajv implements every keyword the draft-07
  * one does but tuple `items`, which it refuses to compile, never ignores (and `additionalItems`, which means
  * nothing without it); for the dynamic references, such a schema does not compile.
  */
@@ -300,10 +312,10 @@ export function usesKeyword(schema: unknown, keywords: readonly string[], depth:
   return someSchema(schema, (record) => keywords.some((keyword) => record[keyword] !== undefined), depth);
 }
 
-/** Does `test` hold for `schema` or one of its subschemas (walked as `usesKeyword` walks; past 64 levels: taken to)? */
+/** Does `test` hold for `schema` or one of its subschemas (walked as `usesKeyword` walks; past SCHEMA_DEPTH_MAX: taken to)? */
 function someSchema(schema: unknown, test: (record: Record<string, unknown>) => boolean, depth: number): boolean {
   if (typeof schema !== 'object' || schema === null) return false;
-  if (depth > 64) return true;
+  if (depth > SCHEMA_DEPTH_MAX) return true;
   if (Array.isArray(schema)) return schema.some((item) => someSchema(item, test, depth + 1));
   const record = schema as Record<string, unknown>;
   if (test(record)) return true;

@@ -7,12 +7,11 @@
 import type { Client } from '@modelcontextprotocol/client';
 import type { RequestOptions } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import type { UriTemplate } from '@modelcontextprotocol/sdk/shared/uriTemplate.js';
-import { ErrorCode, McpError, type Resource } from '@modelcontextprotocol/sdk/types.js';
-import { canonical } from '../names.js';
+import { ErrorCode, McpError, type Prompt, type Resource } from '@modelcontextprotocol/sdk/types.js';
+import { listBounded } from '../mcp/index.js';
+import { canonical, NAME_LENGTH_MAX } from '../names.js';
 import { normalResourceUri } from '../policy-file/uri.js';
 import type { CallScope, Upstream } from './upstream.js';
-
-const MAX_LISTED = 10_000;
 
 /** One gateway's routing tables, filled as upstreams connect and list. */
 export class Router {
@@ -67,36 +66,38 @@ export class Router {
   }
 
   /**
-   * Every item of one list method from every ready upstream that serves it, page by page, each page asked
-   * in `scope` (the downstream request's; undefined: the gateway's own): `list` is the client's method,
-   * `itemsOf` a page's list.
+   * Every item of one list method from every ready upstream that serves it (the method's capability), page by
+   * page, each page asked in `scope` (the downstream request's; undefined: the gateway's own): `list` is the
+   * client's method, `itemsOf` a page's list. An upstream past MAX_LIST_PAGES pages or MAX_LIST_ITEMS items
+   * (src/mcp/listing.ts) lists nothing, with a warning, as one whose listing failed.
    */
   async listAll<P extends { nextCursor?: string | undefined }, T>(
     scope: CallScope | undefined,
-    capability: 'resources' | 'prompts',
+    method: 'resources/list' | 'resources/templates/list' | 'prompts/list',
     list: (client: Client, params: { cursor?: string }, options: RequestOptions) => Promise<P>,
     itemsOf: (page: P) => T[],
   ): Promise<Map<Upstream, T[]>> {
     const out = new Map<Upstream, T[]>();
     await Promise.all(
       [...this.upstreams.values()].map(async (upstream) => {
+        const capability = method === 'prompts/list' ? 'prompts' : 'resources';
         if (upstream.state !== 'ready' || !upstream.capabilities[capability]) return;
-        const items: T[] = [];
-        let cursor: string | undefined;
         try {
-          do {
-            const params = cursor === undefined ? {} : { cursor };
-            const page = await upstream.forward(scope, () =>
-              list(upstream.client!, params, upstream.requestOptions(scope)),
-            );
-            items.push(...itemsOf(page));
-            cursor = page.nextCursor;
-          } while (cursor !== undefined && items.length < MAX_LISTED);
+          // At most MAX_LIST_PAGES pages and MAX_LIST_ITEMS items (src/mcp/listing.ts), else this upstream's
+          // listing fails as any other: nothing of it listed, a warning.
+          const items = await listBounded(
+            method,
+            (cursor) =>
+              upstream.forward(scope, () =>
+                list(upstream.client!, cursor === undefined ? {} : { cursor }, upstream.requestOptions(scope)),
+              ),
+            itemsOf,
+          );
           out.set(upstream, items);
         } catch (error) {
           // One upstream failing its listing does not fail the others' (it is reported once per listing).
           process.emitWarning(
-            `toolgate gateway: listing ${capability} of upstream "${upstream.namespace}" failed: ${error instanceof Error ? error.message : String(error)}`,
+            `toolgate gateway: ${method} of upstream "${upstream.namespace}" failed: ${error instanceof Error ? error.message : String(error)}`,
             { code: 'TOOLGATE_GATEWAY_LIST' },
           );
         }
@@ -109,7 +110,7 @@ export class Router {
   async listResources(scope?: CallScope): Promise<{ upstream: Upstream; resource: Resource; uri: string }[]> {
     const all = await this.listAll(
       scope,
-      'resources',
+      'resources/list',
       (client, params, options) => client.listResources(params, options),
       (page) => page.resources,
     );
@@ -132,9 +133,21 @@ export class Router {
     this.#templatesOf.set(namespace, templates);
   }
 
-  /** Records the prompt names an upstream listed (routing an unprefixed upstream's prompts). */
-  notePrompts(namespace: string, names: ReadonlySet<string>): void {
-    this.#promptsOf.set(namespace, names);
+  /**
+   * Records the prompt names an upstream listed (routing an unprefixed upstream's prompts) and returns the prompts
+   * kept: one named past NAME_LENGTH_MAX (1,024) characters, as a tool's, is neither listed nor kept (V8 hashes a
+   * string past 16,383 characters by its length: 4,000 such names in one Set compared each with every other, ~20 s),
+   * with one warning a listing.
+   */
+  notePrompts(namespace: string, prompts: readonly Prompt[]): Prompt[] {
+    const kept = prompts.filter((prompt) => prompt.name.length <= NAME_LENGTH_MAX);
+    if (kept.length !== prompts.length)
+      process.emitWarning(
+        `toolgate gateway: upstream "${namespace}" listed ${prompts.length - kept.length} prompts named past ${NAME_LENGTH_MAX.toLocaleString('en-US')} characters (NAME_LENGTH_MAX); not listed`,
+        { code: 'TOOLGATE_GATEWAY_PROMPT_SKIPPED' },
+      );
+    this.#promptsOf.set(namespace, new Set(kept.map((prompt) => prompt.name)));
+    return kept;
   }
 
   /**

@@ -273,7 +273,7 @@ async function listResourceTemplates(session: Session, cursor: unknown, request:
   const inForce = session.core.inForce.current;
   const all = await router.listAll(
     relay.scopeOf(session.server, request),
-    'resources',
+    'resources/templates/list',
     (client, params, options) => client.listResourceTemplates(params, options),
     (page): ResourceTemplate[] => page.resourceTemplates,
   );
@@ -360,14 +360,13 @@ async function listPrompts(session: Session, cursor: unknown, request: SessionRe
   const inForce = session.core.inForce.current;
   const all = await router.listAll(
     relay.scopeOf(session.server, request),
-    'prompts',
+    'prompts/list',
     (client, params, options) => client.listPrompts(params, options),
     (page): Prompt[] => page.prompts,
   );
   const prompts: Prompt[] = [];
   for (const [upstream, list] of all) {
-    router.notePrompts(upstream.namespace, new Set(list.map((p) => p.name)));
-    for (const prompt of list)
+    for (const prompt of router.notePrompts(upstream.namespace, list))
       if (inForce.set.prompts.visible(upstream.namespace, prompt.name) && closedTo(session, request, upstream) === null)
         prompts.push({ ...prompt, name: upstream.shown(prompt.name) });
   }

@@ -19,6 +19,7 @@ import {
 } from '@modelcontextprotocol/client';
 import { describe } from '../names.js';
 import { eraCheck, trackRequests, type EraState, type McpEra, type McpEraViolationListener } from './era.js';
+import { MAX_LIST_PAGES } from './listing.js';
 import { outputSchemaValidator } from './output-schemas.js';
 import { openTransport, tapTransport, type InboundTap, type McpEndpoint } from './transport.js';
 
@@ -67,6 +68,8 @@ export function clientOptions(capabilities: ClientCapabilities = {}, probeTimeou
     versionNegotiation: { mode: 'auto', probe: { timeoutMs: probeTimeoutMs } },
     responseCacheStore: new ToolIndexStore(),
     jsonSchemaValidator: outputSchemaValidator,
+    // The SDK walks a listing asked without a cursor itself: at most toolgate's bound of pages (listing.ts).
+    listMaxPages: MAX_LIST_PAGES,
   };
 }
 

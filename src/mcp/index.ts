@@ -6,6 +6,7 @@
 export { connectMcpServer, connectUpstreamServer, annotationTags, contentText, McpToolError } from './tools.js';
 export type { McpServerOptions, McpConnection } from './tools.js';
 export { connectClient, newClient, clientOptions, assertClient, priorOf, ToolIndexStore } from './client.js';
+export { listBounded, MAX_LIST_ITEMS, MAX_LIST_PAGES } from './listing.js';
 export type { McpSession, ConnectClientOptions } from './client.js';
 export { cutSaid, OUTPUT_ISSUES_MAX_CHARS, outputSchemaValidator } from './output-schemas.js';
 export {

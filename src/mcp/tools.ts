@@ -22,6 +22,7 @@ import {
 import { defineTool, ToolTag, type Tool, type ToolMetadataInput } from '../tool.js';
 import { connectClient, newClient, type ConnectClientOptions, type McpSession } from './client.js';
 import type { McpEraViolationListener } from './era.js';
+import { listBounded } from './listing.js';
 import type { McpEndpoint } from './transport.js';
 
 /** Options of {@link connectMcpServer}; give exactly one of `client`, `transport`, `stdio`, `url`. */
@@ -166,15 +167,14 @@ async function connectTools(
   let syncing: Promise<void> = Promise.resolve();
 
   const sync = async (): Promise<void> => {
-    const offered: McpTool[] = [];
-    let cursor: string | undefined;
-    do {
-      // Without a cursor the SDK walks every page itself and keeps the list as its tool index (for
-      // `x-mcp-header` mirroring and output validation); 'refresh' always asks the server.
-      const page = await client.listTools(cursor === undefined ? undefined : { cursor }, { cacheMode: 'refresh' });
-      offered.push(...page.tools);
-      cursor = page.nextCursor;
-    } while (cursor !== undefined);
+    // Without a cursor the SDK walks every page itself and keeps the list as its tool index (for `x-mcp-header`
+    // mirroring and output validation); 'refresh' always asks the server. At most MAX_LIST_PAGES pages and
+    // MAX_LIST_ITEMS tools (listing.ts), else an Error: at connect the server is refused, on a refresh the tools stay.
+    const offered = await listBounded(
+      'tools/list',
+      (cursor) => client.listTools(cursor === undefined ? undefined : { cursor }, { cacheMode: 'refresh' }),
+      (page) => page.tools,
+    );
     if (closed) return;
     const nextSkipped: { tool: string; reason: string }[] = [];
     const seen = new Set<string>();

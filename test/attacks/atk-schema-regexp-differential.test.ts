@@ -30,10 +30,18 @@ const CHARS = [
 ];
 const pattern = fc.array(fc.constantFrom(...TOKENS), { minLength: 1, maxLength: 16 }).map((t) => t.join(''));
 const text = fc.array(fc.constantFrom(...CHARS), { maxLength: 8 }).map((c) => c.join(''));
+/** fast-check's seed for both properties (V8's RegExp, the reference, may backtrack without end on a random one). */
+const SEED = 20_261_207;
 
 describe('the translation against new RegExp(p, "u"), token soup', () => {
   it('accepts exactly what V8 accepts (or refuses the pattern by name)', () => {
-    fc.assert(fc.property(pattern, fc.array(text, { minLength: 1, maxLength: 8 }), expectAsV8), { numRuns: 10_000 });
+    // Seeded, as every property with V8's own RegExp as the reference: one unlucky random pattern can make it
+    // backtrack for minutes (atk-lines-dfa-failed-differential's unseeded run held a worker 13 minutes); this seed
+    // runs in seconds on Node 20 and 24.
+    fc.assert(fc.property(pattern, fc.array(text, { minLength: 1, maxLength: 8 }), expectAsV8), {
+      numRuns: 10_000,
+      seed: SEED,
+    });
   });
 });
 
@@ -68,7 +76,7 @@ describe('through Ajv: pattern, patternProperties, propertyNames', () => {
           }
         }
       }),
-      { numRuns: 1500 },
+      { numRuns: 1500, seed: SEED }, // seeded: Ajv runs V8's RegExp on each pattern (see above)
     );
   });
 });

@@ -8,6 +8,7 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineTool } from '../../src/index.js';
+import { SCHEMA_DEPTH_MAX } from '../../src/schema-dialects.js';
 import { runsWith } from '../attacks/fixtures/schema-tool.js';
 
 const D07 = 'http://json-schema.org/draft-07/schema#';
@@ -126,5 +127,32 @@ describe('formats', () => {
 
   it('a format Ajv does not know (a UI hint) is ignored, as before', async () => {
     expect(await runs(schema('textarea'), { v: 'anything' })).toBe(true);
+  });
+});
+
+describe('nesting', () => {
+  /** `levels` objects nested by `properties: { a: … }` around a string. */
+  const nested = (levels: number): Record<string, unknown> => {
+    let schema: Record<string, unknown> = { type: 'string' };
+    for (let i = 0; i < levels; i++) schema = { type: 'object', properties: { a: schema } };
+    return schema;
+  };
+  const tool = (parameters: Record<string, unknown>) => defineTool({ name: 'deep', parameters, execute: () => 'ran' });
+
+  it('past SCHEMA_DEPTH_MAX (64) levels is refused as nested too deep (it was "formatMinimum is not read")', () => {
+    expect(SCHEMA_DEPTH_MAX).toBe(64);
+    expect(() => tool(nested(64))).not.toThrow();
+    for (const parameters of [nested(65), nested(200), { type: 'object', allOf: [nested(70)] }]) {
+      expect(() => tool(parameters)).toThrow(
+        /the schema nests past 64 levels of subschemas and arrays \(SCHEMA_DEPTH_MAX\)/,
+      );
+      expect(() => tool(parameters)).not.toThrow(/formatMinimum/);
+    }
+  });
+
+  it('a cyclic schema is refused by the same name', () => {
+    const cyclic: Record<string, unknown> = { type: 'object', properties: {} };
+    (cyclic['properties'] as Record<string, unknown>)['self'] = cyclic;
+    expect(() => tool(cyclic)).toThrow(/nests past 64 levels .*, or holds a cycle/);
   });
 });
