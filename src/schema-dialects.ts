@@ -17,7 +17,7 @@ export type JsonSchema = { readonly [keyword: string]: unknown };
 export type SchemaAjv = Ajv | Ajv2019 | Ajv2020;
 
 // `pattern` and `patternProperties` are matched in linear time (src/schema-regexp.ts), not by a backtracking RegExp;
-// a check stops at a bounded number of errors (src/schema-bounds.ts).
+// a check stops at a bounded number of errors held and of steps of work (src/schema-bounds.ts).
 const AJV_OPTIONS = {
   allErrors: true,
   strict: false,
