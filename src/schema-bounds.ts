@@ -13,7 +13,14 @@
 import { _, Name, str, type CodeKeywordDefinition, type ErrorObject, type KeywordCxt } from 'ajv';
 import { safeKey } from './crypto.js';
 import { stateOf, startCheck, type CheckState } from './schema-check.js';
+import { countSteps, segments } from './schema-steps.js';
 import { childrenOf, constKeyword, enumKeyword, equal } from './schema-enum.js';
+
+/**
+ * The steps of an error made (held or dropped): ~40 ns (10^8 errors made and dropped by a passing union: 4.1 s). A
+ * called check's errors appended (`vErrors.concat`) copy all held: as many steps as errors held then.
+ */
+const ERROR_STEPS = 30;
 
 /**
  * How many errors one check may hold at once. An `anyOf` branch that fails holds its errors until another branch
@@ -23,18 +30,24 @@ import { childrenOf, constKeyword, enumKeyword, equal } from './schema-enum.js';
 export const SCHEMA_ERRORS_MAX = 10_000;
 
 /**
- * How many compiled checks one check may call: its own, a `$ref`'s, a dynamic reference's (Ajv writes a function for
- * each `$ref` target, `inlineRefs: false` in src/schema-dialects.ts). Under `allErrors` a union's failing branch goes
- * on into the value's children, so a tree of a recursive union (zod's discriminated union of nodes, 367 bytes of
- * schema) called 2^depth checks for a passing value (26 levels, 778 bytes of arguments: 5 s); a `$ref` chain of k
- * `allOf` pairs calls 2^k. An ordinary value calls one check per node a `$ref` types, and under `allErrors` each
- * `$ref` variant of a union on each item: 1,000,000 refused 20,000 events of a ten-variant union (760 KB, 50 calls an
- * item); 4,000,000 take ~0.4 s and let ~80,000 through.
+ * How many steps of work one check may do (src/schema-steps.ts): each compiled check's start weighs its statements
+ * (Ajv writes a function for each `$ref` target, `inlineRefs: false` in src/schema-dialects.ts, and a dynamic
+ * reference's), each iteration of a loop Ajv writes the statements of its body, `uniqueItems` its items. Counted as
+ * calls alone, a `$ref` chain of k `allOf` pairs called 2^k checks and a tree of a recursive union (zod's
+ * discriminated union of nodes, 367 bytes of schema) 2^depth for a passing value (26 levels, 778 bytes: 5 s); and
+ * the work inside a call was not counted: the chain of 20 pairs with a leaf `{items: {type: string}}` over 10,000
+ * strings (40 KB) took 9 s under a bound of 4,000,000 calls. A step is ~0.3–2 ns of a loop or a passing keyword,
+ * an error made 30 ({@link ERROR_STEPS}), a key of a `for…in` 100, an item `uniqueItems` reads 400: the shapes of
+ * atk-round-ref-chain-loops stop within ~0.1–0.5 s. Ordinary large values, counted (`npx tsx` of the test's shapes,
+ * one check each): 1,000,000 strings in an array 4M steps, a map of 200,000 keys 21M, 100,000 rows of a
+ * three-variant `anyOf` of `$ref`s (6.3 MB) 122M (~0.15 s), 80,000 events of a ten-variant `oneOf` of `$ref`s with
+ * four `$ref` fields each (9.6 MB; the 4,000,000 calls let ~80,000 smaller ones through) 197M (~0.7–1 s: each
+ * failing variant makes errors). 4 MB of any of these is under 80M.
  */
-export const SCHEMA_CALLS_MAX = 4_000_000;
+export const SCHEMA_STEPS_MAX = 250_000_000;
 
 const TOO_MANY = `the check stopped at more than ${SCHEMA_ERRORS_MAX.toLocaleString('en-US')} errors at once (the value, or a branch of its schema, fails in more places): refused without finishing`;
-const TOO_LONG = `the check stopped at more than ${SCHEMA_CALLS_MAX.toLocaleString('en-US')} calls of its schema's references (its branches and references, applied to the value): refused without finishing`;
+const TOO_LONG = `the check stopped at more than ${SCHEMA_STEPS_MAX.toLocaleString('en-US')} steps of work (its schema's branches, references and loops, applied to the value): refused without finishing`;
 
 /**
  * Why a check stopped at one of its bounds (the value is refused) and the errors it held then, or undefined when
@@ -47,9 +60,9 @@ export function stoppedCheck(
   return { why: error.message, errors: Array.isArray(error.cause) ? (error.cause as ErrorObject[]) : [] };
 }
 
-/** Why a check stopped, as an issue: at its bound of errors held, or of calls. */
+/** Why a check stopped, as an issue: at its bound of errors held, or of steps. */
 export const STOPPED_ISSUE = TOO_MANY;
-export const STOPPED_CALLS_ISSUE = TOO_LONG;
+export const STOPPED_STEPS_ISSUE = TOO_LONG;
 
 /**
  * How much code one compilation may write: Ajv writes a function for each reference URI, each holding its target's
@@ -60,10 +73,10 @@ export const STOPPED_CALLS_ISSUE = TOO_LONG;
 export const SCHEMA_CODE_MAX = 4_000_000;
 
 /**
- * The calls of the check running now, counted by every compiled check (through its Ajv, {@link withBounds}); the
+ * The steps of the check running now, counted by every compiled check (through its Ajv, {@link withBounds}); the
  * code written by the compilation running now.
  */
-const work = { calls: 0, code: 0 };
+const work = { steps: 0, code: 0 };
 const WORK_KEY = '$toolgateWork';
 
 /**
@@ -87,7 +100,7 @@ interface Keywords {
 }
 
 /**
- * An Ajv with this module's bounds: the count of calls its checks keep, the linear `uniqueItems`, `enum` and `const`
+ * An Ajv with this module's bounds: the count of steps its checks keep, the linear `uniqueItems`, `enum` and `const`
  * looked up (src/schema-enum.ts).
  */
 export function withBounds<A extends Keywords>(ajv: A): A {
@@ -112,10 +125,10 @@ function replaceKeyword(ajv: Keywords, definition: CodeKeywordDefinition): void 
 /**
  * Ajv's generated code (its `code.process` hook) with every place its error count grows checked against
  * {@link SCHEMA_ERRORS_MAX} — an error added (`errors++`), a called check's errors appended (`errors =
- * vErrors.length`) — and every compiled check's start (`let errors = 0`, once in each function Ajv writes) counted
- * against {@link SCHEMA_CALLS_MAX}. Only code is changed; in a string literal only `*\/` (see below). Any other
- * change of the count this does not know, or a function whose start it does not find (another Ajv's code), throws:
- * the schema does not compile, rather than be unbounded.
+ * vErrors.length`) — and the steps of every compiled check's start and of every iteration of its loops
+ * (src/schema-steps.ts) counted against {@link SCHEMA_STEPS_MAX}. Only code is changed; in a string literal only
+ * `*\/` (see below). Any other change of the count this does not know, a loop it does not know, or a function whose
+ * start it does not find (another Ajv's code), throws: the schema does not compile, rather than be unbounded.
  */
 export function boundErrors(code: string): string {
   work.code += code.length;
@@ -124,12 +137,17 @@ export function boundErrors(code: string): string {
       `the schema compiles to more than ${SCHEMA_CODE_MAX.toLocaleString('en-US')} characters of code (its references multiply its subschemas): not compiled`,
     );
   const stop = `throw new RangeError(${JSON.stringify(TOO_MANY)},{cause:vErrors});`;
-  const call = `let errors = 0;if(++self.${WORK_KEY}.calls>${SCHEMA_CALLS_MAX}){throw new RangeError(${JSON.stringify(TOO_LONG)},{cause:vErrors});}`;
+  const long = `throw new RangeError(${JSON.stringify(TOO_LONG)},{cause:vErrors});`;
+  const counted = countSteps(code, (weight) =>
+    weight === 1
+      ? `if(++self.${WORK_KEY}.steps>${SCHEMA_STEPS_MAX}){${long}}`
+      : `if((self.${WORK_KEY}.steps+=${weight})>${SCHEMA_STEPS_MAX}){${long}}`,
+  );
+  const starts = counted.starts;
   let out = '';
-  let starts = 0;
   let functions = 0;
   let trivial = 0;
-  for (const [part, literal] of segments(code)) {
+  for (const [part, literal] of segments(counted.code)) {
     if (literal) {
       // Ajv writes a schema's `$id` into a comment (`/*# sourceURL="…" */`) once `code.process` is set, and a JSON
       // string does not escape `*/`: `$id: "x*/return!0;/*"` ended the comment and became the check's first
@@ -141,14 +159,13 @@ export function boundErrors(code: string): string {
     functions += [...part.matchAll(/(?<![\w$.])function\s*[\w$]*\s*\(/g)].length;
     trivial += [...part.matchAll(/\{(?:[\w$]+\.errors = null;return true;|return data;)\}/g)].length;
     const bounded = part
-      .replace(/(?<![\w$.])let errors = 0;/g, () => {
-        starts++;
-        return call;
-      })
-      .replace(/(?<![\w$.])errors\+\+;/g, `if(++errors>${SCHEMA_ERRORS_MAX}){${stop}}`)
+      .replace(
+        /(?<![\w$.])errors\+\+;/g,
+        `if(++errors>${SCHEMA_ERRORS_MAX}){${stop}}self.${WORK_KEY}.steps+=${ERROR_STEPS};`,
+      )
       .replace(
         /(?<![\w$.])errors = vErrors\.length;/g,
-        `errors = vErrors.length;if(errors>${SCHEMA_ERRORS_MAX}){${stop}}`,
+        `errors = vErrors.length;if(errors>${SCHEMA_ERRORS_MAX}){${stop}}self.${WORK_KEY}.steps+=errors;`,
       );
     for (const change of bounded.matchAll(/(?<![\w$.])errors\s*(\+\+|--|[-+*]?=(?!=))\s*([^;]*);/g))
       if (change[1] !== '=' || !/^(?:0|_errs\d+|vErrors\.length)$/.test(change[2]!))
@@ -162,25 +179,6 @@ export function boundErrors(code: string): string {
   if (starts + trivial === 0 || starts < functions - trivial)
     throw new Error("toolgate cannot bound this schema's check (a compiled check whose start it cannot count)");
   return out;
-}
-
-/** `code` cut into code and double-quoted string literals (Ajv writes every string so), in order. */
-function* segments(code: string): Generator<[string, boolean]> {
-  let at = 0;
-  while (at < code.length) {
-    const open = code.indexOf('"', at);
-    if (open === -1) {
-      yield [code.slice(at), false];
-      return;
-    }
-    yield [code.slice(at, open), false];
-    let close = open + 1;
-    while (close < code.length && code[close] !== '"') close += code[close] === '\\' ? 2 : 1;
-    if (close >= code.length)
-      throw new Error("toolgate cannot bound this schema's check (a string of its code is not closed)");
-    yield [code.slice(open, close + 1), true];
-    at = close + 1;
-  }
 }
 
 /**
@@ -241,6 +239,7 @@ function typesOf(items: unknown): string[] {
  * Ajv names, or undefined.
  */
 function duplicateScalar(items: readonly unknown[], types: readonly string[]): readonly [number, number] | undefined {
+  spend(items.length * ITEM_STEPS);
   const seen = new Map<string, number>();
   for (let i = items.length - 1; i >= 0; i--) {
     const item = items[i];
@@ -269,6 +268,7 @@ function ofType(item: unknown, type: string): boolean {
 /** The pair `[i, j]` (j < i) of equal items Ajv's pairwise loop would name, or undefined: all items differ. */
 export function duplicatePair(items: readonly unknown[], root?: unknown): readonly [number, number] | undefined {
   if (items.length < 2) return undefined;
+  spend(items.length * ITEM_STEPS);
   const ids = idsOf(root);
   const last = new Map<number, number>();
   const other: number[] = [];
@@ -293,6 +293,16 @@ export function duplicatePair(items: readonly unknown[], root?: unknown): readon
   return found;
 }
 
+/**
+ * `n` steps of this module's own loops over a value (`uniqueItems` reads each item), counted as Ajv's loops are: at
+ * 2^20 places, a keyword over 10,000 items is 10^10 reads.
+ */
+/** The steps of an item `uniqueItems` reads: ~430 ns (10,000 numbers read 1,024 times: 4.3 s). */
+const ITEM_STEPS = 400;
+function spend(n: number): void {
+  if ((work.steps += n) > SCHEMA_STEPS_MAX) throw new RangeError(TOO_LONG, { cause: [] });
+}
+
 /** The structural ids of one check: each text interned once, each array's and object's id (or none) kept. */
 type Ids = NonNullable<CheckState['ids']>;
 
@@ -313,14 +323,19 @@ export function codeWritten(): number {
   return work.code;
 }
 
+/** The steps the last check counted (tests: a check's work, without a clock). */
+export function stepsCounted(): number {
+  return work.steps;
+}
+
 /**
  * Starts a check of `root` (src/schema.ts: before each check, and each compilation with its schema, whose
- * meta-schema checks count too): no calls counted, nothing kept from before (src/schema-check.ts; an `$async` check
- * starts its state there itself). A synchronous check runs alone; an `$async` check's count of calls restarts when
+ * meta-schema checks count too): no steps counted, nothing kept from before (src/schema-check.ts; an `$async` check
+ * starts its state there itself). A synchronous check runs alone; an `$async` check's count of steps restarts when
  * another check starts while it awaits.
  */
 export function newCheck(root: unknown): void {
-  work.calls = 0;
+  work.steps = 0;
   work.code = 0;
   startCheck(root);
 }

@@ -23,7 +23,7 @@ export const SCHEMA_DEPTH_MAX = 64;
 export type SchemaAjv = Ajv | Ajv2019 | Ajv2020;
 
 // `pattern` and `patternProperties` are matched in linear time (src/schema-regexp.ts), not by a backtracking RegExp;
-// a check stops at a bounded number of errors (src/schema-bounds.ts).
+// a check stops at a bounded number of errors held and of steps of work (src/schema-bounds.ts).
 const AJV_OPTIONS = {
   allErrors: true,
   strict: false,

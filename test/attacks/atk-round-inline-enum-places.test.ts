@@ -17,7 +17,7 @@
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { compileValidator, type ValidationResult } from '../../src/schema.js';
-import { STOPPED_CALLS_ISSUE } from '../../src/schema-bounds.js';
+import { STOPPED_STEPS_ISSUE } from '../../src/schema-bounds.js';
 
 function chain(depth: number, leaf: object): object {
   const definitions: Record<string, unknown> = {};
@@ -42,6 +42,6 @@ describe('an inlined enum of 199 strings applied at 2^20 places', () => {
     const lookUps = has.mock.calls.length;
     has.mockRestore();
     if (result.ok) expect(lookUps).toBeGreaterThanOrEqual(2 ** 20);
-    else expect(result.issues[0]).toBe(STOPPED_CALLS_ISSUE);
+    else expect(result.issues[0]).toBe(STOPPED_STEPS_ISSUE);
   });
 });

@@ -16,9 +16,9 @@ import { outputSchemaValidator } from '../../src/mcp/output-schemas.js';
 import { compileValidator, type JsonSchema, type ValidationResult } from '../../src/schema.js';
 import {
   boundErrors,
-  SCHEMA_CALLS_MAX,
+  SCHEMA_STEPS_MAX,
   SCHEMA_ERRORS_MAX,
-  STOPPED_CALLS_ISSUE,
+  STOPPED_STEPS_ISSUE,
   STOPPED_ISSUE,
 } from '../../src/schema-bounds.js';
 import { ALL_ERRORS_OPTIONS } from './fixtures/allerrors-reference.js';
@@ -132,7 +132,7 @@ describe('a failing check stops at its bound of errors', () => {
   });
 });
 
-describe('a check stops at its bound of calls of compiled checks', () => {
+describe('a check stops at its bound of steps (calls of compiled checks, weighed by their statements)', () => {
   /** A node of a tree as zod writes a discriminated union: `group` or `list`, each with children of the node. */
   const node = (kind: string) => ({
     type: 'object',
@@ -150,24 +150,24 @@ describe('a check stops at its bound of calls of compiled checks', () => {
   it("a tree of a recursive union: each level's failing branch goes on into the children (2^depth calls); past the bound, refused", async () => {
     const validate = compileValidator(TREE);
     expect(sync(validate({ t: tree(14) })).ok).toBe(true);
-    expect(sync(validate({ t: tree(26) }))).toEqual({ ok: false, issues: [STOPPED_CALLS_ISSUE] });
+    expect(sync(validate({ t: tree(26) }))).toEqual({ ok: false, issues: [STOPPED_STEPS_ISSUE] });
     // 778 bytes of arguments held the gate ~5 s on main; now refused, and the tool does not run.
     const { registry, ran } = registryWith(TREE);
     const result = await registry.invoke('pay', { t: tree(26) } as never);
     expect(result.status).toBe('refused');
-    expect(result.decision.reason).toContain(STOPPED_CALLS_ISSUE);
+    expect(result.decision.reason).toContain(STOPPED_STEPS_ISSUE);
     expect(ran).toEqual([]);
   });
 
-  it('a passing value through a $ref chain of 2^22 calls: refused; the count starts again at each check', () => {
-    const validate = compileValidator(chain(22, 'allOf'));
-    expect(sync(validate({ x: 'a' }))).toEqual({ ok: false, issues: [STOPPED_CALLS_ISSUE] });
+  it('a passing value through a $ref chain of 2^26 calls: refused; the count starts again at each check', () => {
+    const validate = compileValidator(chain(25, 'allOf'));
+    expect(sync(validate({ x: 'a' }))).toEqual({ ok: false, issues: [STOPPED_STEPS_ISSUE] });
     const under = compileValidator(chain(18, 'allOf')); // 2^19 calls in all: under the bound
     expect(sync(under({ x: 'a' })).ok).toBe(true);
     expect(sync(under({ x: 'a' })).ok).toBe(true);
   });
 
-  it('errors held in every frame of a recursion (each frame under the bound of errors held): stopped by the calls', () => {
+  it('errors held in every frame of a recursion (each frame under the bound of errors held): stopped by the steps', () => {
     const defs: Record<string, unknown> = {};
     for (let i = 0; i < 13; i++)
       defs[`c${i}`] = { allOf: [{ $ref: `#/$defs/c${i + 1}` }, { $ref: `#/$defs/c${i + 1}` }] };
@@ -177,12 +177,12 @@ describe('a check stops at its bound of calls of compiled checks', () => {
     for (let i = 0; i < 1000; i++) value = { a: value };
     const result = sync(compileValidator(schema)(value));
     expect(result.ok).toBe(false);
-    expect(result.issues![0]).toBe(STOPPED_CALLS_ISSUE);
+    expect(result.issues![0]).toBe(STOPPED_STEPS_ISSUE);
   });
 
   it('an $async schema: refused, not a rejected validation', async () => {
     const result = await compileValidator({ ...TREE, $async: true })({ t: tree(26) });
-    expect(result).toEqual({ ok: false, issues: [STOPPED_CALLS_ISSUE] });
+    expect(result).toEqual({ ok: false, issues: [STOPPED_STEPS_ISSUE] });
   });
 });
 
@@ -205,7 +205,7 @@ describe("the bound is put into Ajv's code, never into its strings", () => {
     expect(() => boundErrors('let errors = 0;errors += 2;return errors === 0;')).toThrow(/cannot bound/);
     expect(() => boundErrors('let errors = 0;errors = 5;')).toThrow(/cannot bound/);
     expect(() => boundErrors('let errors = 0;const s = "open;')).toThrow(/cannot bound/);
-    // A function whose start (its count of calls) is not found.
+    // A function whose start (its count of steps) is not found.
     expect(() => boundErrors('function validate0(data){let vErrors = null;return true;}')).toThrow(/cannot bound/);
     const bounded = boundErrors(
       'function validate0(data){let vErrors = null;let errors = 0;errors++;const s = "errors++;*/";}',
@@ -214,7 +214,7 @@ describe("the bound is put into Ajv's code, never into its strings", () => {
       `if(++errors>${SCHEMA_ERRORS_MAX}){throw new RangeError(${JSON.stringify(STOPPED_ISSUE)}`,
     );
     expect(bounded).toContain(
-      `.calls>${SCHEMA_CALLS_MAX}){throw new RangeError(${JSON.stringify(STOPPED_CALLS_ISSUE)}`,
+      `.steps+=4)>${SCHEMA_STEPS_MAX}){throw new RangeError(${JSON.stringify(STOPPED_STEPS_ISSUE)}`,
     );
     expect(bounded).toContain('const s = "errors++;*\\/";');
   });
