@@ -105,10 +105,33 @@ export function listedDefinitionPin(definition: Parameters<typeof pinnedDefiniti
   return pin;
 }
 
+/**
+ * The most lines a readable diff changes: jsdiff's Myers diff costs about the square of the lines changed, and a
+ * drifted tool is diffed at each listing of its upstream (an upstream that pins 4,000 lines of `_meta` and offers
+ * 4,000 others cost 3.1 s of CPU per `tools/list_changed`, atk-gwlist). Past it the offered definition is shown whole.
+ */
+const DIFF_EDITS_MAX = 200;
+
 /** A readable unified diff between two definitions (canonical JSON, pretty-printed). */
 export function definitionDiff(name: string, pinned: PinnedDefinition, offered: PinnedDefinition): string {
   const pretty = (d: PinnedDefinition): string => `${JSON.stringify(parseJsonText(canonicalJson(d)), null, 2)}\n`;
-  return createPatch(name, pretty(pinned), pretty(offered), 'pinned', 'offered now').replace(/^Index: .*\n=+\n/, '');
+  const after = pretty(offered);
+  const patch = createPatch(name, pretty(pinned), after, 'pinned', 'offered now', { maxEditLength: DIFF_EDITS_MAX });
+  if (patch !== undefined) return patch.replace(/^Index: .*\n=+\n/, '');
+  return `the definition of ${JSON.stringify(name)} changed in more than ${DIFF_EDITS_MAX} lines (not shown line by line); offered now:\n${after}`;
+}
+
+/**
+ * The lock file as read now, with the pins held in memory only (`held`: pinned while the file could not be written)
+ * of every tool it does not pin. A re-read replaced the lock whole and dropped them: a tool first seen while the file
+ * could not be written was unpinned again by any later change of the file (a read-only mount updated, another tool
+ * pinned), and its next definition, whatever it offered, was pinned as new — a rug pull ran (atk-gwlist).
+ */
+function withHeldPins(read: LockFileData, held: LockFileData): LockFileData {
+  let tools: Record<string, LockEntry> | undefined;
+  for (const [name, entry] of Object.entries(held.tools))
+    if (read.tools[name] === undefined) (tools ??= { ...read.tools })[name] = entry;
+  return tools === undefined ? read : { ...read, tools };
 }
 
 /**
@@ -145,7 +168,8 @@ export class PinStore {
     if (this.#batching) return this.#lock;
     const mtime = this.#statMtime();
     if (mtime !== this.#mtime) {
-      this.#lock = readLockFile(this.file);
+      const read = readLockFile(this.file);
+      this.#lock = this.#writable ? read : withHeldPins(read, this.#lock);
       this.#mtime = mtime;
     }
     return this.#lock;
