@@ -19,7 +19,7 @@ import {
 } from '@modelcontextprotocol/client';
 import { describe } from '../names.js';
 import { eraCheck, trackRequests, type EraState, type McpEra, type McpEraViolationListener } from './era.js';
-import { MAX_LIST_PAGES } from './listing.js';
+import { listingTap, MAX_LIST_PAGES } from './listing.js';
 import { outputSchemaValidator } from './output-schemas.js';
 import { openTransport, tapTransport, type InboundTap, type McpEndpoint } from './transport.js';
 
@@ -68,7 +68,8 @@ export function clientOptions(capabilities: ClientCapabilities = {}, probeTimeou
     versionNegotiation: { mode: 'auto', probe: { timeoutMs: probeTimeoutMs } },
     responseCacheStore: new ToolIndexStore(),
     jsonSchemaValidator: outputSchemaValidator,
-    // The SDK walks a listing asked without a cursor itself: at most toolgate's bound of pages (listing.ts).
+    // The SDK walks a listing asked without a cursor itself: at most toolgate's bound of pages, and of items by
+    // connectClient's listingTap (listing.ts).
     listMaxPages: MAX_LIST_PAGES,
   };
 }
@@ -97,22 +98,29 @@ export async function connectClient(
     throw new TypeError(`option "timeoutMs" must be a positive number, got ${describe(timeoutMs)}`);
   const state: { negotiated: EraState['negotiated'] } = { negotiated: undefined };
   const requests = trackRequests();
+  const listing = listingTap();
+  const outbound = (message: JSONRPCMessage): void => {
+    requests.outbound(message);
+    listing.outbound(message);
+  };
   const check = eraCheck(state, requests, (violation) => options.onViolation?.(violation));
   const inbound = (message: JSONRPCMessage): JSONRPCMessage | null | undefined => {
     const checked = check(message);
     if (checked === null) return null;
-    const seen = checked ?? message;
+    // A listing's page past MAX_LIST_ITEMS, within the SDK's own walk, is answered by an error (listing.ts).
+    const bounded = listing.inbound(checked ?? message) ?? checked;
+    const seen = bounded ?? message;
     requests.answered(seen);
     const tapped = options.inbound?.(seen);
-    return tapped === undefined ? checked : tapped;
+    return tapped === undefined ? bounded : tapped;
   };
   const connected = client.getProtocolEra() !== undefined;
   if (connected) {
     const transport = client.transport;
     if (!transport) throw new TypeError('the MCP client given is connected but has no transport');
-    tapTransport(transport, { inbound, outbound: requests.outbound });
+    tapTransport(transport, { inbound, outbound });
   } else {
-    await client.connect(tapTransport(openTransport(endpoint), { inbound, outbound: requests.outbound }), {
+    await client.connect(tapTransport(openTransport(endpoint), { inbound, outbound }), {
       timeout: timeoutMs,
       ...(options.prior ? { prior: options.prior } : {}),
     });

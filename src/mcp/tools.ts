@@ -169,7 +169,8 @@ async function connectTools(
   const sync = async (): Promise<void> => {
     // Without a cursor the SDK walks every page itself and keeps the list as its tool index (for `x-mcp-header`
     // mirroring and output validation); 'refresh' always asks the server. At most MAX_LIST_PAGES pages and
-    // MAX_LIST_ITEMS tools (listing.ts), else an Error: at connect the server is refused, on a refresh the tools stay.
+    // MAX_LIST_ITEMS tools (listing.ts; within the SDK's walk, connectClient's listingTap refuses the page past the
+    // items), else an Error: at connect the server is refused, on a refresh the tools stay.
     const offered = await listBounded(
       'tools/list',
       (cursor) => client.listTools(cursor === undefined ? undefined : { cursor }, { cacheMode: 'refresh' }),

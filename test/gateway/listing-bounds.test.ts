@@ -79,4 +79,28 @@ describe("an upstream's listings", { timeout: 120_000 }, () => {
       ]);
     },
   );
+
+  it.each(['prompts', 'resources'] as const)(
+    "%s: the SDK's own walk stops at the page past MAX_LIST_ITEMS, not at its 64th page",
+    async (capability) => {
+      // Pages of 2,000 without end: pages 0…5 (12,000) served, then the refusal; on main 64 pages, 128,000 items.
+      const item = (i: number) =>
+        capability === 'prompts' ? { name: `p${i}` } : { uri: `docs://kb/${i}`, name: `r${i}` };
+      const page = (n: number) => ({ items: Array.from({ length: 2_000 }, (_, i) => item(n * 2_000 + i)), next: true });
+      const served = { pages: 0 };
+      const { client } = await gatewayBefore(cleanups, () => pagedUpstream(capability, page, served));
+      const method = `${capability}/list`;
+      const warnings = heardWarnings();
+      expect(
+        capability === 'prompts' ? (await client.listPrompts()).prompts : (await client.listResources()).resources,
+      ).toEqual([]);
+      expect(served.pages).toBe(6);
+      expect(warnings.map((w) => [w.code, w.message])).toEqual([
+        [
+          'TOOLGATE_GATEWAY_LIST',
+          `toolgate gateway: ${method} of upstream "up" failed: ${method}: the server listed more than 10,000 items (MAX_LIST_ITEMS); none is kept`,
+        ],
+      ]);
+    },
+  );
 });
