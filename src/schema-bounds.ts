@@ -10,11 +10,13 @@
  * {@link uniqueItems} finds a duplicate by each item's structure, in time linear in the items. `enum` compared the
  * value with every member (20,000 object members × 100,000 items: 51–63 s): src/schema-enum.ts looks it up.
  */
+import type { AddedKeywordDefinition } from 'ajv/dist/types/index.js';
 import { _, Name, str, type CodeKeywordDefinition, type ErrorObject, type KeywordCxt } from 'ajv';
 import { safeKey } from './crypto.js';
 import { stateOf, startCheck, type CheckState } from './schema-check.js';
 import { countSteps, segments } from './schema-steps.js';
 import { childrenOf, constKeyword, enumKeyword, equal } from './schema-enum.js';
+import { weighedRegExp, weighKeywords } from './schema-weights.js';
 
 /**
  * The steps of an error made (held or dropped): ~40 ns (10^8 errors made and dropped by a passing union: 4.1 s). A
@@ -43,6 +45,7 @@ export const SCHEMA_ERRORS_MAX = 10_000;
  * three-variant `anyOf` of `$ref`s (6.3 MB) 122M (~0.15 s), 80,000 events of a ten-variant `oneOf` of `$ref`s with
  * four `$ref` fields each (9.6 MB; the 4,000,000 calls let ~80,000 smaller ones through) 197M (~0.7–1 s: each
  * failing variant makes errors). 4 MB of any of these is under 80M.
+ * Keywords that read a whole string or an object's keys add steps by what they read (src/schema-weights.ts).
  */
 export const SCHEMA_STEPS_MAX = 250_000_000;
 
@@ -94,6 +97,7 @@ export const ajvLogger = {
 
 /** What {@link withBounds} reads and changes of an Ajv. */
 interface Keywords {
+  getKeyword(keyword: string): AddedKeywordDefinition | boolean;
   removeKeyword(keyword: string): unknown;
   addKeyword(definition: CodeKeywordDefinition): unknown;
   readonly RULES: { readonly rules: readonly { readonly rules: readonly { readonly keyword: string }[] }[] };
@@ -110,8 +114,13 @@ export function withBounds<A extends Keywords>(ajv: A): A {
   // Ajv's `enum` compared the value with every member (20,000 object members × 100,000 items: ~51 s).
   replaceKeyword(ajv, enumKeyword);
   replaceKeyword(ajv, constKeyword);
+  // Keywords whose one statement reads a whole string or object's keys count that work (src/schema-weights.ts).
+  weighKeywords(ajv, (definition) => replaceKeyword(ajv, definition), spend);
   return ajv;
 }
+
+/** Ajv's `code.regExp` (src/schema-dialects.ts): linear-time patterns, each test counting its steps. */
+export const regExpWeighed = weighedRegExp(spend);
 
 /** Ajv's keyword replaced by `definition` where it stood among its type's keywords (its errors in Ajv's order). */
 function replaceKeyword(ajv: Keywords, definition: CodeKeywordDefinition): void {

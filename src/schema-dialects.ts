@@ -7,8 +7,7 @@ import { Ajv } from 'ajv';
 import { Ajv2019 } from 'ajv/dist/2019.js';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import formats from 'ajv-formats';
-import { ajvLogger, boundErrors, newCheck, withBounds } from './schema-bounds.js';
-import { linearRegExp } from './schema-regexp.js';
+import { ajvLogger, boundErrors, newCheck, regExpWeighed, withBounds } from './schema-bounds.js';
 
 /** A JSON Schema object: draft-07, 2019-09 or 2020-12 (its `$schema`, or none: the keywords it uses tell). */
 export type JsonSchema = { readonly [keyword: string]: unknown };
@@ -31,7 +30,7 @@ const AJV_OPTIONS = {
   useDefaults: false,
   inlineRefs: false,
   logger: ajvLogger,
-  code: { regExp: linearRegExp, process: boundErrors },
+  code: { regExp: regExpWeighed, process: boundErrors },
 } as const;
 
 /**

@@ -19,6 +19,8 @@ export interface LinearRegExp {
   test(text: string): boolean;
   /** Ajv keys a compiled pattern by it (one per Ajv): distinct for distinct patterns. */
   toString(): string;
+  /** The RE2 programs a test runs (src/schema-weights.ts weighs a test by them). */
+  readonly programs?: number;
 }
 
 /**
@@ -56,11 +58,12 @@ export function linearRegExp(pattern: string, flags: string): LinearRegExp {
   const testRest = boundedTest(re2);
   const [testMust, testMustNot] = [must.map(boundedTest), mustNot.map(boundedTest)];
   if (must.length === 0 && mustNot.length === 0)
-    return { test: (text: string) => text.length <= longest && testRest(text), toString: () => key };
+    return { test: (text: string) => text.length <= longest && testRest(text), toString: () => key, programs: 1 };
   return {
     test: (text: string) =>
       text.length <= longest && testMust.every((t) => t(text)) && !testMustNot.some((t) => t(text)) && testRest(text),
     toString: () => key,
+    programs: 1 + must.length + mustNot.length,
   };
 }
 linearRegExp.code = 'linearRegExp';
