@@ -13,21 +13,11 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
+import { diffWork } from './fixtures/count-diff.js';
 
-const work = vi.hoisted(() => ({ comparisons: 0, patches: 0 }));
-vi.mock('diff', async (importOriginal) => {
-  const diff = await importOriginal<typeof Diff>();
-  const comparator = (left: string, right: string): boolean => {
-    work.comparisons++;
-    return left === right;
-  };
-  const createPatch = ((...args: Parameters<typeof diff.createPatch>) => {
-    work.patches++;
-    const [name, a, b, oldHeader, newHeader, options] = args;
-    return diff.createPatch(name, a, b, oldHeader, newHeader, { ...(options ?? {}), comparator } as never);
-  }) as typeof diff.createPatch;
-  return { ...diff, default: { ...diff, createPatch }, createPatch };
-});
+vi.mock('diff', async (importOriginal) =>
+  (await import('./fixtures/count-diff.js')).countingDiff(await importOriginal<typeof Diff>()),
+);
 
 const { PinStore, PinTracker } = await import('../../src/gateway/pins.js');
 type Upstream = Parameters<InstanceType<typeof PinTracker>['check']>[0];
@@ -55,12 +45,14 @@ describe('atk-gwlist: the diff of a drifted tool', () => {
     const file = join(mkdtempSync(join(tmpdir(), 'toolgate-atk-gwlist-')), 'policy.lock.json');
     const tracker = new PinTracker(new PinStore(file), () => undefined);
     tracker.check(upstreamOf(definitionOf(1, lines))); // pinned at first sight
-    expect(work.patches).toBe(0);
+    expect(diffWork.patches).toBe(0);
     // The rug pull, then two more `tools/list_changed` with nothing changed.
     for (let listing = 0; listing < 3; listing++) tracker.check(upstreamOf(definitionOf(2, lines)));
     expect(tracker.drift('up:t')?.diff).toContain('2-0');
     // Linear in the definitions' size would be a few times 2,000 comparisons a listing; on main each of the three
     // listings diffs again (3 patches) at ~4.0 million comparisons each (12,095,886 in all).
-    expect(work.comparisons).toBeLessThanOrEqual(100 * lines);
+    expect(diffWork.patches).toBeGreaterThan(0);
+    expect(diffWork.comparisons).toBeGreaterThan(0);
+    expect(diffWork.comparisons).toBeLessThanOrEqual(100 * lines);
   });
 });

@@ -15,21 +15,9 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { compileValidator, type ValidationResult } from '../../src/schema.js';
+import { refChain, syncResult } from './fixtures/schema-tool.js';
 import { KEY_STEPS } from '../../src/schema-steps.js';
 import { SCHEMA_STEPS_MAX, stepsCounted, STOPPED_STEPS_ISSUE } from '../../src/schema-bounds.js';
-
-function sync(result: ValidationResult | Promise<ValidationResult>): ValidationResult {
-  if (result instanceof Promise) throw new Error('expected a synchronous result');
-  return result;
-}
-
-/** `$defs` d0 … dn, each an `allOf` of two references to the next; dn the leaf (applied 2^n times). */
-function chain(leaf: object, n: number): Record<string, unknown> {
-  const defs: Record<string, unknown> = { [`d${n}`]: leaf };
-  for (let i = n - 1; i >= 0; i--)
-    defs[`d${i}`] = { allOf: [{ $ref: `#/$defs/d${i + 1}` }, { $ref: `#/$defs/d${i + 1}` }] };
-  return { $defs: defs, type: 'object', properties: { x: { $ref: '#/$defs/d0' } } };
-}
 
 const keysOf = (n: number): Record<string, number> =>
   Object.fromEntries(Array.from({ length: n }, (_, i) => [`k${i}`, i]));
@@ -60,11 +48,11 @@ describe('minProperties / maxProperties collect every key at each place: their w
     ['minProperties', { minProperties: 1 }],
     ['maxProperties', { maxProperties: 1_000_000 }],
   ])('%s at 2^6 places over 10,000 keys: a step at least for each key collected', (_, leaf) => {
-    const check = compileValidator(chain(leaf, 6));
+    const check = compileValidator(refChain(leaf, 6));
     const x = keysOf(10_000);
     let result: ValidationResult | undefined;
     const keys = keysCollected(() => {
-      result = sync(check({ x }));
+      result = syncResult(check({ x }));
     });
     expect(keys).toBe(64 * 10_000);
     expect(result?.ok).toBe(true);
@@ -79,7 +67,7 @@ describe('minProperties / maxProperties collect every key at each place: their w
     });
     const x = keysOf(10_000);
     const keys = keysCollected(() => {
-      expect(sync(check({ x })).ok).toBe(true);
+      expect(syncResult(check({ x })).ok).toBe(true);
     });
     expect(keys).toBe(64 * 10_000);
     expect(stepsCounted()).toBeGreaterThanOrEqual(keys);
@@ -87,8 +75,8 @@ describe('minProperties / maxProperties collect every key at each place: their w
 
   it('2^8 places × 12,000 keys (3.1M keys collected, past the bound at a for…in key’s weight): refused', () => {
     expect(256 * 12_000 * KEY_STEPS).toBeGreaterThan(SCHEMA_STEPS_MAX);
-    const check = compileValidator(chain({ minProperties: 1 }, 8));
-    const result = sync(check({ x: keysOf(12_000) }));
+    const check = compileValidator(refChain({ minProperties: 1 }, 8));
+    const result = syncResult(check({ x: keysOf(12_000) }));
     expect({ ok: result.ok, issues: result.issues }).toEqual({ ok: false, issues: [STOPPED_STEPS_ISSUE] });
   });
 });

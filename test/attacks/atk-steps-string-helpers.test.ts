@@ -17,6 +17,7 @@
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { compileValidator, type ValidationResult } from '../../src/schema.js';
+import { refChain, syncResult } from './fixtures/schema-tool.js';
 import type * as Crypto from '../../src/crypto.js';
 import type * as Dfa from '../../src/schema-regexp-dfa.js';
 import { SCHEMA_STEPS_MAX, stepsCounted, STOPPED_STEPS_ISSUE } from '../../src/schema-bounds.js';
@@ -47,19 +48,6 @@ vi.mock('../../src/schema-regexp-dfa.js', async (importOriginal) => {
     },
   };
 });
-
-function sync(result: ValidationResult | Promise<ValidationResult>): ValidationResult {
-  if (result instanceof Promise) throw new Error('expected a synchronous result');
-  return result;
-}
-
-/** `$defs` d0 … dn, each an `allOf` of two references to the next; dn the leaf (applied 2^n times). */
-function chain(leaf: object, n: number): Record<string, unknown> {
-  const defs: Record<string, unknown> = { [`d${n}`]: leaf };
-  for (let i = n - 1; i >= 0; i--)
-    defs[`d${i}`] = { allOf: [{ $ref: `#/$defs/d${i + 1}` }, { $ref: `#/$defs/d${i + 1}` }] };
-  return { $defs: defs, type: 'object', properties: { x: { $ref: '#/$defs/d0' } } };
-}
 
 // The originals, put back after each test.
 const charCodeAt = String.prototype.charCodeAt;
@@ -105,10 +93,10 @@ describe('a string keyword reads the whole string at each place: its reading is 
     ['const of a long string (hashed likewise)', { const: 'q'.repeat(100) }, TEXT],
     ['propertyNames: {pattern}, RE2, over one long key', { propertyNames: { pattern: '^(a|b)*c?$' } }, { [TEXT]: 1 }],
   ])('%s at 2^6 places over 20,000 characters: a step at least for each character read', (_, leaf, x) => {
-    const check = compileValidator(chain(leaf, 6));
+    const check = compileValidator(refChain(leaf, 6));
     let result: ValidationResult | undefined;
     const characters = charactersRead(() => {
-      result = sync(check({ x }));
+      result = syncResult(check({ x }));
     });
     expect(result).toBeDefined();
     expect(characters).toBeGreaterThanOrEqual(64 * 20_000);
@@ -117,8 +105,8 @@ describe('a string keyword reads the whole string at each place: its reading is 
 
   it('format: uri at 2^10 places over 260,000 characters (2.7 × 10^8 read, past the bound at a step each): refused', () => {
     expect(1_024 * 260_000).toBeGreaterThan(SCHEMA_STEPS_MAX);
-    const check = compileValidator(chain({ format: 'uri' }, 10));
-    const result = sync(check({ x: `http://a/${'a'.repeat(260_000)}` }));
+    const check = compileValidator(refChain({ format: 'uri' }, 10));
+    const result = syncResult(check({ x: `http://a/${'a'.repeat(260_000)}` }));
     expect({ ok: result.ok, issues: result.issues }).toEqual({ ok: false, issues: [STOPPED_STEPS_ISSUE] });
   });
 });
