@@ -10,8 +10,7 @@
  * {@link uniqueItems} finds a duplicate by each item's structure, in time linear in the items. `enum` compared the
  * value with every member (20,000 object members × 100,000 items: 51–63 s): src/schema-enum.ts looks it up.
  */
-import type { AddedKeywordDefinition } from 'ajv/dist/types/index.js';
-import { _, Name, str, type CodeKeywordDefinition, type ErrorObject, type KeywordCxt } from 'ajv';
+import { _, type Ajv, Name, str, type CodeKeywordDefinition, type ErrorObject, type KeywordCxt } from 'ajv';
 import { safeKey } from './crypto.js';
 import { stateOf, startCheck, type CheckState } from './schema-check.js';
 import { countSteps, segments } from './schema-steps.js';
@@ -97,7 +96,7 @@ export const ajvLogger = {
 
 /** What {@link withBounds} reads and changes of an Ajv. */
 interface Keywords {
-  getKeyword(keyword: string): AddedKeywordDefinition | boolean;
+  getKeyword(keyword: string): ReturnType<Ajv['getKeyword']>;
   removeKeyword(keyword: string): unknown;
   addKeyword(definition: CodeKeywordDefinition): unknown;
   readonly RULES: { readonly rules: readonly { readonly rules: readonly { readonly keyword: string }[] }[] };

@@ -10,8 +10,7 @@
  * shared 2-core machine, 2026-12-07). Ajv's own code, errors and messages run unchanged after the charge; only
  * `maxProperties` / `minProperties` are written anew (their count is the work), with Ajv's own errors.
  */
-import type { AddedKeywordDefinition } from 'ajv/dist/types/index.js';
-import { _, type CodeKeywordDefinition, type KeywordCxt } from 'ajv';
+import { _, type Ajv, type CodeKeywordDefinition, type KeywordCxt } from 'ajv';
 import { linearRegExp, type LinearRegExp } from './schema-regexp.js';
 
 /** Adds steps to the running check's count (src/schema-bounds.ts): throws past its bound. */
@@ -82,7 +81,7 @@ const SMALL_OBJECT = 1_020;
 
 /** What {@link weighKeywords} reads of an Ajv. */
 interface Keywords {
-  getKeyword(keyword: string): AddedKeywordDefinition | boolean;
+  getKeyword(keyword: string): ReturnType<Ajv['getKeyword']>;
 }
 
 /**
