@@ -21,3 +21,18 @@ export function importGraph(entry: string): { files: Set<string>; packages: Set<
   visit(entry);
   return { files, packages };
 }
+
+/**
+ * The packages the root entry (`toolgate`) may import, sorted: Ajv, its dialects and formats, and re2js — no policy
+ * file parser, no CLI, no optional peer (better-sqlite3, the stores' clients).
+ */
+export const ROOT_ENTRY_PACKAGES: readonly string[] = [
+  'ajv',
+  'ajv/dist/runtime/equal.js', // uniqueItems, enum, const: Ajv's equal for a value that is not plain data
+  'ajv/dist/vocabularies/validation/const.js', // Ajv's const, its error and its code for $data
+  'ajv/dist/vocabularies/validation/enum.js', // Ajv's enum, likewise
+  'ajv/dist/2019.js',
+  'ajv/dist/2020.js',
+  'ajv-formats',
+  're2js',
+].sort();

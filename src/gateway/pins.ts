@@ -177,11 +177,6 @@ export class PinStore {
 
   #save(lock: LockFileData): void {
     this.#lock = lock;
-    // Within a listing (batch): written once, when it ends.
-    if (this.#batching) {
-      this.#unsaved = true;
-      return;
-    }
     if (!this.#writable) return;
     try {
       writeLockFile(this.file, lock);
@@ -228,46 +223,52 @@ export class PinStore {
     }
   }
 
-  /** The lock with `name` pinned as `entry` (in place within a {@link batch}: the lock is this store's copy). */
-  #withTool(lock: LockFileData, name: string, entry: LockEntry): LockFileData {
-    if (!this.#batching) return { ...lock, tools: { ...lock.tools, [name]: entry } };
-    (lock.tools as Record<string, LockEntry>)[name] = entry;
-    return lock;
+  /** Pins `name` as `entry` in the batch's own copy of the lock ({@link batch}), written when it ends. */
+  #setTool(name: string, entry: LockEntry): void {
+    (this.#lock.tools as Record<string, LockEntry>)[name] = entry;
+    this.#unsaved = true;
   }
 
-  /** The lock with the drift of `name` recorded as `entry`, or dropped (undefined). */
-  #withDrift(lock: LockFileData, name: string, entry: LockEntry | undefined): LockFileData {
-    if (!this.#batching || lock.drift === undefined) {
-      const { [name]: _gone, ...drift } = lock.drift ?? {};
-      return { ...lock, drift: entry === undefined ? drift : { ...drift, [name]: entry } };
-    }
-    const drift = lock.drift as Record<string, LockEntry>;
+  /** Records the drift of `name` as `entry`, or drops it (undefined), in the batch's own copy of the lock. */
+  #setDrift(name: string, entry: LockEntry | undefined): void {
+    const drift = (this.#lock.drift ?? {}) as Record<string, LockEntry>;
     if (entry === undefined) delete drift[name];
     else drift[name] = entry;
-    return lock;
+    this.#lock = { ...this.#lock, drift };
+    this.#unsaved = true;
   }
 
-  /** Checks a tool offered now against its pin; pins it when it has none, records it when it drifted. */
+  /**
+   * Checks a tool offered now against its pin; pins it when it has none, records it when it drifted. A lone check
+   * is a batch of one (the file read, and written if it changed); a listing's are one batch ({@link PinTracker}).
+   */
   check(registered: string, definition: PinnedDefinition): PinCheck {
+    return this.batch(() => this.#check(registered, definition));
+  }
+
+  #check(registered: string, definition: PinnedDefinition): PinCheck {
     const name = canonical(registered);
     const lock = this.#fresh();
+    // Reached only within a batch: a lock file that cannot be read threw just above.
+    if (!this.#batching) throw new Error('toolgate: a pin check outside its batch');
     const offered: LockEntry = { sha256: hashOf(definition), definition, at: new Date().toISOString() };
     const pinned = lock.tools[name];
     if (!pinned) {
-      this.#save(this.#withTool(lock, name, offered));
+      this.#setTool(name, offered);
       return { state: 'new' };
     }
     if (samePin(pinned, definition)) {
       if (pinned.shape === 1) {
         // Matches on the four parts a version-1 file pinned: re-pinned whole, as offered now.
         warnLegacy(this.file);
-        this.#save(this.#withDrift(this.#withTool(lock, name, { ...offered, at: pinned.at }), name, undefined));
-      } else if (lock.drift?.[name]) this.#save(this.#withDrift(lock, name, undefined));
+        this.#setTool(name, { ...offered, at: pinned.at });
+        this.#setDrift(name, undefined);
+      } else if (lock.drift?.[name]) this.#setDrift(name, undefined);
       return { state: 'pinned' };
     }
     const known = lock.drift?.[name];
     const entry = known?.sha256 === offered.sha256 ? known : offered;
-    if (known?.sha256 !== offered.sha256) this.#save(this.#withDrift(lock, name, entry));
+    if (known?.sha256 !== offered.sha256) this.#setDrift(name, entry);
     const diff = definitionDiff(registered, pinned.definition, comparable(pinned, definition));
     return { state: 'drift', diff, pinned, offered: entry };
   }
