@@ -12,8 +12,8 @@
  */
 import { _, type Ajv, Name, str, type CodeKeywordDefinition, type ErrorObject, type KeywordCxt } from 'ajv';
 import { safeKey } from './crypto.js';
-import { stateOf, startCheck, type CheckState } from './schema-check.js';
-import { countSteps, segments } from './schema-steps.js';
+import { startAsyncCheck, stateOf, startCheck, type CheckState } from './schema-check.js';
+import { countSteps, resumes, segments } from './schema-steps.js';
 import { childrenOf, constKeyword, enumKeyword, equal } from './schema-enum.js';
 import { weighedRegExp, weighKeywords } from './schema-weights.js';
 
@@ -44,7 +44,9 @@ export const SCHEMA_ERRORS_MAX = 10_000;
  * three-variant `anyOf` of `$ref`s (6.3 MB) 122M (~0.15 s), 80,000 events of a ten-variant `oneOf` of `$ref`s with
  * four `$ref` fields each (9.6 MB; the 4,000,000 calls let ~80,000 smaller ones through) 197M (~0.7–1 s: each
  * failing variant makes errors). 4 MB of any of these is under 80M.
- * Keywords that read a whole string or an object's keys add steps by what they read (src/schema-weights.ts).
+ * Keywords that read a whole string or an object's keys add steps by what they read (src/schema-weights.ts). Each
+ * check counts its own steps: an `$async` check, which other checks run beside while it awaits, a count of its own
+ * ({@link newAsyncCheck}).
  */
 export const SCHEMA_STEPS_MAX = 250_000_000;
 
@@ -74,12 +76,26 @@ export const STOPPED_STEPS_ISSUE = TOO_LONG;
  */
 export const SCHEMA_CODE_MAX = 4_000_000;
 
+/** A check's count of steps. */
+interface Count {
+  steps: number;
+}
+
 /**
- * The steps of the check running now, counted by every compiled check (through its Ajv, {@link withBounds}); the
- * code written by the compilation running now.
+ * `cur`, the count of the check running now, read by every compiled check (through its Ajv, {@link withBounds}) at
+ * its start, and by {@link spend}: `sync`, the one count of the synchronous checks, each starting it at zero (a check
+ * runs alone, from start to end: no count made for it), or an `$async` check's own (see {@link newAsyncCheck}); and
+ * the code written by the compilation running now.
  */
-const work = { steps: 0, code: 0 };
+const sync: Count = { steps: 0 };
+const work: { cur: Count; readonly sync: Count; code: number } = { cur: sync, sync, code: 0 };
 const WORK_KEY = '$toolgateWork';
+
+/**
+ * The count a compiled function counts into: `self.$toolgateWork.cur` read at its start (src/schema-steps.ts
+ * `countSteps`), its own local, so an `$async` check's function counts into its check's count after an await too.
+ */
+const COUNT = '$toolgateCount';
 
 /**
  * Ajv's logger without its code: on a failed compilation (a schema past the bound of code, above) Ajv printed the
@@ -146,16 +162,21 @@ export function boundErrors(code: string): string {
     );
   const stop = `throw new RangeError(${JSON.stringify(TOO_MANY)},{cause:vErrors});`;
   const long = `throw new RangeError(${JSON.stringify(TOO_LONG)},{cause:vErrors});`;
-  const counted = countSteps(code, (weight) =>
-    weight === 1
-      ? `if(++self.${WORK_KEY}.steps>${SCHEMA_STEPS_MAX}){${long}}`
-      : `if((self.${WORK_KEY}.steps+=${weight})>${SCHEMA_STEPS_MAX}){${long}}`,
+  const counted = countSteps(
+    code,
+    (weight, start) =>
+      (start ? `const ${COUNT}=self.${WORK_KEY}.cur;` : '') +
+      (weight === 1
+        ? `if(++${COUNT}.steps>${SCHEMA_STEPS_MAX}){${long}}`
+        : `if((${COUNT}.steps+=${weight})>${SCHEMA_STEPS_MAX}){${long}}`),
   );
   const starts = counted.starts;
+  // After each await of an `$async` check, its count is the one running again (see newAsyncCheck).
+  const resumed = resumes(counted.code, `self.${WORK_KEY}.cur=${COUNT};`);
   let out = '';
   let functions = 0;
   let trivial = 0;
-  for (const [part, literal] of segments(counted.code)) {
+  for (const [part, literal] of segments(resumed)) {
     if (literal) {
       // Ajv writes a schema's `$id` into a comment (`/*# sourceURL="…" */`) once `code.process` is set, and a JSON
       // string does not escape `*/`: `$id: "x*/return!0;/*"` ended the comment and became the check's first
@@ -167,13 +188,10 @@ export function boundErrors(code: string): string {
     functions += [...part.matchAll(/(?<![\w$.])function\s*[\w$]*\s*\(/g)].length;
     trivial += [...part.matchAll(/\{(?:[\w$]+\.errors = null;return true;|return data;)\}/g)].length;
     const bounded = part
-      .replace(
-        /(?<![\w$.])errors\+\+;/g,
-        `if(++errors>${SCHEMA_ERRORS_MAX}){${stop}}self.${WORK_KEY}.steps+=${ERROR_STEPS};`,
-      )
+      .replace(/(?<![\w$.])errors\+\+;/g, `if(++errors>${SCHEMA_ERRORS_MAX}){${stop}}${COUNT}.steps+=${ERROR_STEPS};`)
       .replace(
         /(?<![\w$.])errors = vErrors\.length;/g,
-        `errors = vErrors.length;if(errors>${SCHEMA_ERRORS_MAX}){${stop}}self.${WORK_KEY}.steps+=errors;`,
+        `errors = vErrors.length;if(errors>${SCHEMA_ERRORS_MAX}){${stop}}${COUNT}.steps+=errors;`,
       );
     for (const change of bounded.matchAll(/(?<![\w$.])errors\s*(\+\+|--|[-+*]?=(?!=))\s*([^;]*);/g))
       if (change[1] !== '=' || !/^(?:0|_errs\d+|vErrors\.length)$/.test(change[2]!))
@@ -309,7 +327,7 @@ const ITEM_STEPS = 400;
  * counted as Ajv's loops are: at 2^20 places, a keyword over 10,000 items is 10^10 reads.
  */
 function spend(n: number): void {
-  if ((work.steps += n) > SCHEMA_STEPS_MAX) throw new RangeError(TOO_LONG, { cause: [] });
+  if ((work.cur.steps += n) > SCHEMA_STEPS_MAX) throw new RangeError(TOO_LONG, { cause: [] });
 }
 
 /** The structural ids of one check: each text interned once, each array's and object's id (or none) kept. */
@@ -332,21 +350,40 @@ export function codeWritten(): number {
   return work.code;
 }
 
-/** The steps the last check counted (tests: a check's work, without a clock). */
+/**
+ * The steps the check running now counted, or the last to run (tests: a check's work, without a clock; read inside an
+ * `$async` check, by a getter of its value, its own).
+ */
 export function stepsCounted(): number {
-  return work.steps;
+  return work.cur.steps;
 }
 
 /**
- * Starts a check of `root` (src/schema.ts: before each check, and each compilation with its schema, whose
- * meta-schema checks count too): no steps counted, nothing kept from before (src/schema-check.ts; an `$async` check
- * starts its state there itself). A synchronous check runs alone; an `$async` check's count of steps restarts when
- * another check starts while it awaits.
+ * Starts a synchronous check of `root` (src/schema.ts: before each check, and each compilation with its schema, whose
+ * meta-schema checks count too): no steps counted, nothing kept from before (src/schema-check.ts). It runs alone,
+ * from start to end: it counts into the one count of synchronous checks, set to zero (no object made for it).
  */
 export function newCheck(root: unknown): void {
-  work.steps = 0;
+  work.sync.steps = 0;
+  work.cur = work.sync;
   work.code = 0;
   startCheck(root);
+}
+
+/**
+ * Starts an `$async` check of `root` and gives its state (src/schema-check.ts `startAsyncCheck`). It awaits at each
+ * `$ref` to an `$async` schema, and other checks start and run meanwhile: it counts into a count of its own, made
+ * now. Each of its compiled functions reads that count at its start (the running one's, `cur`: its caller's) and
+ * counts into it to its end, across its awaits; after each await (resolved or rejected) it makes it the running one
+ * again before any other code of the check runs (src/schema-steps.ts `resumes`), for the functions it calls and the
+ * keywords' {@link spend}. So no other check's start sets its count to zero (each did: one such check did 65 times
+ * the bound and passed), and no other check stopped at the bound leaves its count above it for this one (a valid
+ * check resuming then was refused). A function of it that ends before its caller resumes counted into the same count.
+ */
+export function newAsyncCheck(root: unknown): CheckState | undefined {
+  work.cur = { steps: 0 };
+  work.code = 0;
+  return startAsyncCheck(root);
 }
 
 /**

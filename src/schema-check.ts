@@ -10,7 +10,8 @@
  * made afresh when the next starts. Starting and ending a check costs no look-up: three WeakMap deletes, one per memo
  * keyed by the root value, cost ~12 ns of a ~10 ns check (issue 25). An `$async` check awaits at each `$ref` to an
  * `$async` schema, and other checks run meanwhile: its state is kept by its root value (a WeakMap) while it runs, so a
- * check starting meanwhile does not drop it (depth × payload again: atk-uq3-async-interleave).
+ * check starting meanwhile does not drop it (depth × payload again: atk-uq3-async-interleave). Its count of steps is
+ * its own too, beside this state (src/schema-bounds.ts `newAsyncCheck`: each check's start set a shared one to zero).
  */
 
 /** The parts and levels of an array or object that is plain data (as a member's: a scalar one part, no level). */

@@ -6,7 +6,9 @@
  * checks at each. So every block of code that runs again and again counts what it runs, each time it runs: a
  * function's body at its start (`let errors = 0;`), a loop's body at each iteration; by its weight, the statements
  * (`;`) it holds outside the loops within it (which count themselves). A block runs each of its statements at most
- * once (Ajv writes no other jumps back), so the steps a check counts bound the statements it runs.
+ * once (Ajv writes no other jumps back), so the steps a check counts bound the statements it runs. Each function counts
+ * into the count of the check that called it, read at its start; an `$async` check's function makes that count the
+ * running one again after each of its awaits ({@link resumes}; src/schema-bounds.ts `newAsyncCheck`).
  */
 
 /**
@@ -33,19 +35,23 @@ interface Block {
   /** Its statements, those of the blocks within it that do not count themselves. */
   statements: number;
   counts: boolean;
+  /** A function's body (its count starts it), not a loop's. */
+  start: boolean;
   /** Steps beside its statements: an iteration over keys ({@link KEY_STEPS}). */
   extra: number;
 }
 
 /**
- * `code` (Ajv's, one compilation) with `step(weight)` put where each function starts and where each loop's body
- * starts, `weight` its statements (and a key's, {@link KEY_STEPS}); and how many functions start. A loop it does not know (`while`, `do`, another
- * header, a body that is not a block), a function start outside a function or inside a loop, or braces that do not
- * pair throw: the schema does not compile, rather than be unbounded.
+ * `code` (Ajv's, one compilation) with `step(weight, start)` put where each function starts (`start` true) and where
+ * each loop's body starts, `weight` its statements (and a key's, {@link KEY_STEPS}); and how many functions start. A
+ * loop it does not know (`while`, `do`, another header, a body that is not a block), a function start outside a
+ * function or inside a loop, or braces that do not pair throw: the schema does not compile, rather than be unbounded.
  */
-export function countSteps(code: string, step: (weight: number) => string): { code: string; starts: number } {
-  let masked = '';
-  for (const [part, literal] of segments(code)) masked += literal ? `"${' '.repeat(part.length - 2)}"` : part;
+export function countSteps(
+  code: string,
+  step: (weight: number, start: boolean) => string,
+): { code: string; starts: number } {
+  const masked = maskedOf(code);
   const open: Block[] = [];
   const counted: { at: number; block: Block }[] = [];
   let starts = 0;
@@ -56,7 +62,7 @@ export function countSteps(code: string, step: (weight: number) => string): { co
     if (text === ';') {
       if (top) top.statements++;
     } else if (text === '{') {
-      open.push({ at: token.index + 1, statements: 0, counts: false, extra: 0 });
+      open.push({ at: token.index + 1, statements: 0, counts: false, start: false, extra: 0 });
     } else if (text === '}') {
       const block = open.pop();
       if (block === undefined) throw cannot('its braces do not pair');
@@ -66,11 +72,12 @@ export function countSteps(code: string, step: (weight: number) => string): { co
       if (top === undefined || top.counts) throw cannot('a compiled check starts outside a function of its own');
       starts++;
       top.counts = true;
+      top.start = true;
       top.at = token.index + text.length;
       top.statements++;
     } else if (text === 'for') {
       const { body, keys } = loopBody(masked, token.index + text.length);
-      open.push({ at: body, statements: 0, counts: true, extra: keys ? KEY_STEPS : 0 });
+      open.push({ at: body, statements: 0, counts: true, start: false, extra: keys ? KEY_STEPS : 0 });
       TOKENS.lastIndex = body;
     } else throw cannot(`a loop it does not know, "${text}"`);
   }
@@ -79,7 +86,7 @@ export function countSteps(code: string, step: (weight: number) => string): { co
   let out = '';
   let from = 0;
   for (const { at, block } of counted) {
-    out += code.slice(from, at) + step(Math.max(1, block.extra + block.statements));
+    out += code.slice(from, at) + step(Math.max(1, block.extra + block.statements), block.start);
     from = at;
   }
   return { code: out + code.slice(from), starts };
@@ -105,6 +112,69 @@ function loopBody(masked: string, at: number): { body: number; keys: boolean } {
   brace.lastIndex = close;
   if (!brace.test(masked)) throw cannot(`a loop whose body is not a block, "for(${header})"`);
   return { body: brace.lastIndex, keys: / in [^;]+$/.test(header) };
+}
+
+/** An `await` in code (not a property's name). */
+const AWAIT = /(?<![\w$.])await(?![\w$])/g;
+
+/** What may stand before an `await` Ajv writes: the start of a `try` block, or an assignment first in it. */
+const AWAIT_AFTER = /try\{(?:[\w$]+ = )?$/;
+
+/** A `catch` and its block's opening, right after a `try` block. */
+const CATCH = /catch\([\w$]+\)\{/y;
+
+/**
+ * `code` (Ajv's) with `resume` put where an `$async` check's function continues after each of its `await`s, before
+ * any other code of it runs: after the awaited statement (it resolved) and first in the `catch` of its `try` block (it
+ * rejected). Ajv writes an `await` as the first statement of a `try` block: a reference to an `$async` schema
+ * (`try{await validate1(…);}catch(e0){…}`, ajv/dist/vocabularies/core/ref.js `callAsyncRef`) and an `async` keyword
+ * (`try{valid0 = await …;}catch(e0){…}`, ajv/dist/compile/validate/keyword.js, none in toolgate's Ajvs). An `await`
+ * anywhere else (an async format's, in a condition: ajv/dist/vocabularies/format/format.js, none in toolgate's Ajvs)
+ * throws: the schema does not compile, rather than run on another check's count.
+ */
+export function resumes(code: string, resume: string): string {
+  const masked = maskedOf(code);
+  const at: number[] = [];
+  AWAIT.lastIndex = 0;
+  for (let token = AWAIT.exec(masked); token !== null; token = AWAIT.exec(masked)) {
+    const before = AWAIT_AFTER.exec(masked.slice(Math.max(0, token.index - 64), token.index));
+    if (before === null) throw cannot('an await it does not know');
+    const tryOpen = token.index - before[0].length + 3;
+    const statementEnd = closing(masked, token.index, ';');
+    const tryClose = closing(masked, tryOpen + 1, '}');
+    CATCH.lastIndex = tryClose + 1;
+    if (statementEnd > tryClose || !CATCH.test(masked)) throw cannot('an await it does not know');
+    at.push(statementEnd + 1, CATCH.lastIndex);
+  }
+  if (at.length === 0) return code;
+  at.sort((a, b) => a - b);
+  let out = '';
+  let from = 0;
+  for (const to of at) {
+    out += code.slice(from, to) + resume;
+    from = to;
+  }
+  return out + code.slice(from);
+}
+
+/** Where `end` (`;` or `}`) stands in `masked` outside the brackets opened from `from` on. */
+function closing(masked: string, from: number, end: ';' | '}'): number {
+  let depth = 0;
+  for (let i = from; i < masked.length; i++) {
+    const c = masked[i];
+    if (depth === 0 && c === end) return i;
+    if (c === '(' || c === '[' || c === '{') depth++;
+    else if (c === ')' || c === ']' || c === '}') depth--;
+    if (depth < 0) break;
+  }
+  throw cannot('an await it does not know');
+}
+
+/** `code` with its string literals' contents blanked, each the same length (where its tokens are is where code's are). */
+function maskedOf(code: string): string {
+  let masked = '';
+  for (const [part, literal] of segments(code)) masked += literal ? `"${' '.repeat(part.length - 2)}"` : part;
+  return masked;
 }
 
 function cannot(why: string): Error {

@@ -13,7 +13,10 @@
 import { _, type Ajv, type CodeKeywordDefinition, type KeywordCxt } from 'ajv';
 import { linearRegExp, type LinearRegExp } from './schema-regexp.js';
 
-/** Adds steps to the running check's count (src/schema-bounds.ts): throws past its bound. */
+/**
+ * Adds steps to the running check's count (src/schema-bounds.ts; an `$async` check's own, made the running one again
+ * after each of its awaits): throws past its bound.
+ */
 type Spend = (steps: number) => void;
 
 /**

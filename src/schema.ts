@@ -6,8 +6,8 @@
  */
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { safeKey } from './crypto.js';
-import { codeWritten, newCheck, stoppedCheck } from './schema-bounds.js';
-import { endAsyncCheck, endCheck, startAsyncCheck } from './schema-check.js';
+import { codeWritten, newAsyncCheck, newCheck, stoppedCheck } from './schema-bounds.js';
+import { endAsyncCheck, endCheck } from './schema-check.js';
 import { parseJsonText } from './json-text.js';
 import { refuseCostly } from './schema-cost.js';
 import { newCompile } from './schema-enum.js';
@@ -243,9 +243,9 @@ const STOPPED_SHOWN = 9;
  */
 function asyncValidator(check: ValidateFunction): Validator {
   return (value) => {
-    newCheck(value);
-    // Its state kept by its value while it awaits, other checks running meanwhile (src/schema-check.ts).
-    const state = startAsyncCheck(value);
+    // Its own count of steps, and its state kept by its value, while it awaits and other checks run meanwhile
+    // (src/schema-bounds.ts, src/schema-check.ts).
+    const state = newAsyncCheck(value);
     return (check(value, NO_CONTEXT) as unknown as Promise<unknown>).then(
       (): ValidationResult => (endAsyncCheck(value, state), { ok: true, value }),
       (error: unknown): ValidationResult => {

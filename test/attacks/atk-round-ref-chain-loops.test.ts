@@ -183,9 +183,10 @@ describe('the count is put into every loop and function start, or the schema doe
     const code = boundErrors(
       `${start}for(let i0=0; i0<len0; i0++){a();b();}for(const key0 in data){c();}const s = "for(;;){";return errors === 0;}`,
     );
-    expect(code).toContain('for(let i0=0; i0<len0; i0++){if((self.$toolgateWork.steps+=2)>');
-    expect(code).toContain('for(const key0 in data){if((self.$toolgateWork.steps+=101)>');
-    expect(code).toContain('let errors = 0;if((self.$toolgateWork.steps+=4)>');
+    // Each function reads the count of the check running now at its start (src/schema-bounds.ts newAsyncCheck).
+    expect(code).toContain('for(let i0=0; i0<len0; i0++){if(($toolgateCount.steps+=2)>');
+    expect(code).toContain('for(const key0 in data){if(($toolgateCount.steps+=101)>');
+    expect(code).toContain('let errors = 0;const $toolgateCount=self.$toolgateWork.cur;if(($toolgateCount.steps+=4)>');
     expect(code).toContain('const s = "for(;;){";');
   });
 });
