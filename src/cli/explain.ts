@@ -36,7 +36,8 @@ interface PinnedDrift {
  */
 async function gatewayTools(set: PolicySet, name: string, registry: ToolRegistry): Promise<PinnedDrift | null> {
   const { pinOptionsOf } = await import('../gateway/config.js');
-  const { readLockFile, definitionDiff, withPinRule } = await import('../gateway/pins.js');
+  const { readLockFile, definitionDiff } = await import('../gateway/pins.js');
+  const { withPinRule } = await import('../gateway/pin-rule.js');
   const pins = pinOptionsOf(set);
   if (!pins) return null;
   const lock = readLockFile(pins.file);

@@ -16,7 +16,8 @@ import { gatewayRoute, type AskingRequest, type GatewayPeople } from './approver
 import { auditTime, shadowOf, type GatewayAuditRecord, type ToolAuditRecord } from './audit.js';
 import { upstreamTaskOf } from '../mcp/index.js';
 import { inRound } from './mrtr.js';
-import { listedDefinitionPin, PIN_RULE } from './pins.js';
+import { PIN_BOUND_RULE, PIN_RULE } from './pin-rule.js';
+import { listedDefinitionPin } from './pins.js';
 import { DELIVERED, type Relay, type RelayedRequest } from './relay.js';
 import type { PolicyInForce } from './policy.js';
 import { stepUpFor } from './stepup.js';
@@ -154,7 +155,10 @@ export async function runToolCall(deps: ToolCallDeps, call: ToolCallRequest): Pr
         },
       ],
     };
-  const drifts = decision.rule === PIN_RULE || decision.rule?.endsWith(' (drifted definition)') ? drift : undefined;
+  const drifts =
+    decision.rule === PIN_RULE || decision.rule === PIN_BOUND_RULE || decision.rule?.endsWith(' (drifted definition)')
+      ? drift
+      : undefined;
   const text = drifts ? `${result.content}\n${drifts.diff}` : result.content;
   return { isError: true, content: [{ type: 'text', text }] };
 }

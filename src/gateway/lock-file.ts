@@ -10,6 +10,17 @@ import { ConfigurationError } from '../errors.js';
 import { parseJsonText } from '../json-text.js';
 import { canonical } from '../names.js';
 /**
+ * The most pins the listings of one upstream may hold in the lock file: 2 × MAX_LIST_ITEMS (src/mcp/listing.ts; not
+ * imported, which would load the MCP SDK with the lock file), a full listing and as many names again that it no longer
+ * lists. Pins of removed tools are kept (removing and re-adding a tool must not get round its pin), so an upstream that
+ * lists fresh names at every `tools/list_changed` grew the file, and each listing's write, without bound (10 listings
+ * of 500 names: the tenth write 2.06 MB, atk-gwlist). Past it a tool that needs a new pin is not pinned and is refused
+ * (PinStore.check's `full`); no pin is dropped to make room, which would let an upstream evict a pin and rug-pull its
+ * tool. Entries without an `upstream` (written by `PinStore.pin` or an older toolgate) count for none.
+ */
+export const PINS_PER_UPSTREAM_MAX = 20_000;
+
+/**
  * A pinned tool definition: the whole definition as the upstream offers it (every field; the ones named
  * here are the ones toolgate reads).
  */
@@ -35,6 +46,8 @@ export interface LockEntry {
    * compared on those parts until it is re-pinned whole. Absent: the whole definition.
    */
   readonly shape?: 1;
+  /** The namespace of the upstream whose listing pinned it (counted against PINS_PER_UPSTREAM_MAX). */
+  readonly upstream?: string;
 }
 
 /** The lock file's content. */
@@ -94,6 +107,10 @@ export function readLockFile(file: string): LockFileData {
     if (typeof entry?.sha256 !== 'string' || hashOf(entry.definition) !== entry.sha256)
       throw new ConfigurationError(
         `the lock file ${JSON.stringify(file)}: the entry for ${JSON.stringify(name)} does not match its sha256 (edited by hand?)`,
+      );
+    if (entry.upstream !== undefined && typeof entry.upstream !== 'string')
+      throw new ConfigurationError(
+        `the lock file ${JSON.stringify(file)}: the entry for ${JSON.stringify(name)} names its upstream by ${JSON.stringify(entry.upstream)}, not a string`,
       );
   }
   // Keys by canonical form (a lock written before was keyed by spelling); two spellings of one name

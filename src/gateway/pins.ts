@@ -15,13 +15,12 @@ import { basename, dirname, extname, join } from 'node:path';
 import { createPatch } from 'diff';
 import { canonical } from '../names.js';
 import { parseJsonText } from '../json-text.js';
-import { PermissionPolicy } from '../permissions/policy.js';
-import type { PermissionRule } from '../permissions/rule.js';
 import { canonicalJson, hashOf } from '../crypto.js';
 import type { Tool } from '../tool.js';
 import type { GatewayAuditRecord } from './audit.js';
 import type { Upstream } from './upstream.js';
 import {
+  PINS_PER_UPSTREAM_MAX,
   readLockFile,
   warnLegacy,
   writeLockFile,
@@ -30,16 +29,17 @@ import {
   type PinnedDefinition,
 } from './lock-file.js';
 
-export { readLockFile, type LockEntry, type LockFileData, type PinnedDefinition };
+export { PINS_PER_UPSTREAM_MAX, readLockFile, type LockEntry, type LockFileData, type PinnedDefinition };
 
-/** The rule that refuses a tool whose definition drifted from its pin. */
-export const PIN_RULE = 'pinned-definition';
-
-/** What pinning says about one tool offered now. */
+/**
+ * What pinning says about one tool offered now; `full`: not pinned, its upstream holds PINS_PER_UPSTREAM_MAX pins
+ * (`reason` says so, naming the lock file and how to make room).
+ */
 export type PinCheck =
   | { readonly state: 'pinned'; readonly diff?: never }
   | { readonly state: 'new'; readonly diff?: never }
-  | { readonly state: 'drift'; readonly diff: string; readonly pinned: LockEntry; readonly offered: LockEntry };
+  | { readonly state: 'drift'; readonly diff: string; readonly pinned: LockEntry; readonly offered: LockEntry }
+  | { readonly state: 'full'; readonly diff?: never; readonly reason: string };
 
 /** The default lock file of a policy file: `policy.yaml` → `policy.lock.json` beside it. */
 export function defaultLockFile(policyFile: string): string {
@@ -149,6 +149,8 @@ export class PinStore {
   #batching = false;
   /** A change made within the batch and not written yet. */
   #unsaved = false;
+  /** Within a batch: the pins each upstream's listings hold (LockEntry.upstream), counted at its first new tool. */
+  #pinsOf: Map<string, number> | undefined;
 
   constructor(file: string) {
     this.file = file;
@@ -211,6 +213,7 @@ export class PinStore {
       return checks();
     }
     this.#lock = { ...lock, tools: { ...lock.tools }, ...(lock.drift ? { drift: { ...lock.drift } } : {}) };
+    this.#pinsOf = undefined;
     this.#batching = true;
     try {
       return checks();
@@ -241,19 +244,31 @@ export class PinStore {
   /**
    * Checks a tool offered now against its pin; pins it when it has none, records it when it drifted. A lone check
    * is a batch of one (the file read, and written if it changed); a listing's are one batch ({@link PinTracker}).
+   * `upstream`: the namespace whose listing offers it, which a new pin is counted against (PINS_PER_UPSTREAM_MAX:
+   * past it the tool is not pinned, `full`); none: not counted (an operator's check).
    */
-  check(registered: string, definition: PinnedDefinition): PinCheck {
-    return this.batch(() => this.#check(registered, definition));
+  check(registered: string, definition: PinnedDefinition, upstream?: string): PinCheck {
+    return this.batch(() => this.#check(registered, definition, upstream));
   }
 
-  #check(registered: string, definition: PinnedDefinition): PinCheck {
+  #check(registered: string, definition: PinnedDefinition, upstream: string | undefined): PinCheck {
     const name = canonical(registered);
     const lock = this.#fresh();
     // Reached only within a batch: a lock file that cannot be read threw just above.
     if (!this.#batching) throw new Error('toolgate: a pin check outside its batch');
-    const offered: LockEntry = { sha256: hashOf(definition), definition, at: new Date().toISOString() };
+    const offered: LockEntry = {
+      sha256: hashOf(definition),
+      definition,
+      at: new Date().toISOString(),
+      ...(upstream !== undefined ? { upstream } : {}),
+    };
     const pinned = lock.tools[name];
     if (!pinned) {
+      if (upstream !== undefined) {
+        const held = this.#pinsHeld(upstream);
+        if (held >= PINS_PER_UPSTREAM_MAX) return { state: 'full', reason: this.#fullReason(upstream, registered) };
+        this.#pinsOf!.set(upstream, held + 1);
+      }
       this.#setTool(name, offered);
       return { state: 'new' };
     }
@@ -271,6 +286,28 @@ export class PinStore {
     if (known?.sha256 !== offered.sha256) this.#setDrift(name, entry);
     const diff = definitionDiff(registered, pinned.definition, comparable(pinned, definition));
     return { state: 'drift', diff, pinned, offered: entry };
+  }
+
+  /** The pins the listings of `upstream` hold in the batch's lock: every entry counted once a batch, at need. */
+  #pinsHeld(upstream: string): number {
+    let counts = this.#pinsOf;
+    if (counts === undefined) {
+      counts = this.#pinsOf = new Map();
+      for (const entry of Object.values(this.#lock.tools))
+        if (entry.upstream !== undefined) counts.set(entry.upstream, (counts.get(entry.upstream) ?? 0) + 1);
+    }
+    return counts.get(upstream) ?? 0;
+  }
+
+  #fullReason(upstream: string, registered: string): string {
+    return (
+      `toolgate: ${JSON.stringify(registered)} is not pinned, and its calls are refused: upstream ${JSON.stringify(upstream)} ` +
+      `holds ${PINS_PER_UPSTREAM_MAX.toLocaleString('en-US')} pins in the lock file ${JSON.stringify(this.file)} ` +
+      '(PINS_PER_UPSTREAM_MAX), and a pin is never dropped to make room (an upstream could evict a pin and rug-pull its tool). ' +
+      `To make room, delete from the file's "tools" the entries of tools ${JSON.stringify(upstream)} no longer offers ` +
+      '(GET /admin/pins lists the pinned names); the next reload (SIGHUP, POST /admin/reload, or the change of a watched ' +
+      'lock file) or listing of the upstream pins it.'
+    );
   }
 
   /** The drift recorded for a tool, with its diff; undefined when it matches its pin. */
@@ -321,56 +358,20 @@ export class PinStore {
 }
 
 /**
- * The enforced policy with the pin rule: a drifted tool is refused (a first rule), or, with `ask`, every
- * rule that would allow or ask for it asks instead, under its drifted name — so a deny still denies, an
- * allow becomes a person's call, and an ask is asked anew, saying why.
- */
-export function withPinRule(
-  policy: PermissionPolicy,
-  drifted: (tool: Tool) => boolean,
-  onDrift: 'refuse' | 'ask',
-): PermissionPolicy {
-  const reason =
-    "the tool's definition differs from the one pinned in the lock file (a changed title, description, schema, annotations or _meta); `toolgate pin --accept` re-approves it";
-  const rules: PermissionRule[] = [];
-  if (onDrift === 'refuse') {
-    rules.push({ name: PIN_RULE, match: (tool) => drifted(tool), result: 'deny', reason }, ...policy.rules);
-  } else {
-    for (const rule of policy.rules) {
-      // An allow becomes an ask; an ask is asked under its own drifted name and the pin's reason, so the
-      // person sees the drift and an answer given for the definition before it is not taken for it.
-      if (rule.result === 'allow' || rule.result === 'ask') {
-        const match = rule.match;
-        rules.push({
-          ...rule,
-          name: `${rule.name} (drifted definition)`,
-          result: 'ask',
-          reason,
-          match: (tool, params) => drifted(tool) && (match ? match.call(rule, tool, params) : true),
-        });
-      }
-      rules.push(rule);
-    }
-    if (policy.fallback === 'allow')
-      rules.push({ name: PIN_RULE, match: (tool) => drifted(tool), result: 'ask', reason });
-  }
-  return new PermissionPolicy({
-    rules,
-    fallback: policy.fallback,
-    version: policy.version,
-    ...(policy.handler ? { handler: policy.handler } : {}),
-  });
-}
-
-/**
  * The drifted tools of one lock file as the gateway sees them now: checked when an upstream connects and
  * at every `tools/list_changed`, recorded in the audit (a `pin` record per new pin or new drift), and
  * read by the pin rule of the policy in force. A reload that keeps the lock file keeps its tracker.
  */
 export class PinTracker {
   readonly store: PinStore;
-  /** Tool canonical name → the drift diff of a drifted tool, and its upstream. */
-  readonly #drifted = new Map<string, { readonly diff: string; readonly upstream: Upstream }>();
+  /**
+   * Tool canonical name → the drift diff of a drifted tool, and its upstream; `unpinned`: not pinned, its upstream
+   * holding PINS_PER_UPSTREAM_MAX pins (`diff` says so). Only tools their upstream lists now: a listing drops the rest.
+   */
+  readonly #drifted = new Map<
+    string,
+    { readonly diff: string; readonly upstream: Upstream; readonly unpinned?: true }
+  >();
   readonly #audit: (record: GatewayAuditRecord) => void;
 
   constructor(store: PinStore, audit: (record: GatewayAuditRecord) => void) {
@@ -388,13 +389,16 @@ export class PinTracker {
 
   #checkAll(upstream: Upstream, connection: NonNullable<Upstream['connection']>): void {
     const time = (): string => new Date().toISOString();
+    const listed = new Set<string>();
+    let refused: { count: number; reason: string } | undefined;
     for (const registered of connection.tools) {
       const definition = connection.definition(registered);
       if (!definition) continue;
       const form = canonical(registered);
-      let check: { readonly state: PinCheck['state']; readonly diff?: string };
+      listed.add(form);
+      let check: PinCheck | { readonly state: 'drift'; readonly diff: string; readonly reason?: never };
       try {
-        check = this.store.check(registered, pinnedDefinition(definition));
+        check = this.store.check(registered, pinnedDefinition(definition), upstream.namespace);
       } catch (error) {
         // The lock file cannot be read (edited by hand, removed permissions): whether this definition is
         // the pinned one is unknown, so it counts as drifted until the lock file reads again and pins it.
@@ -402,6 +406,14 @@ export class PinTracker {
           state: 'drift',
           diff: `the lock file cannot be read, so this definition cannot be checked against its pin: ${error instanceof Error ? error.message : String(error)}`,
         };
+      }
+      if (check.state === 'full') {
+        if (this.#drifted.get(form)?.unpinned !== true) {
+          refused ??= { count: 0, reason: check.reason };
+          refused.count++;
+        }
+        this.#drifted.set(form, { diff: check.reason, upstream, unpinned: true });
+        continue;
       }
       const diff = check.diff;
       if (check.state !== 'drift' || diff === undefined) {
@@ -422,11 +434,33 @@ export class PinTracker {
           diff,
         });
     }
+    // What this upstream no longer lists cannot be called: its entries go (a listing of fresh names each time,
+    // refused past the bound, would otherwise keep one for every name ever listed).
+    for (const [form, entry] of this.#drifted)
+      if (entry.upstream === upstream && !listed.has(form)) this.#drifted.delete(form);
+    if (refused)
+      process.emitWarning(
+        `toolgate: ${refused.count} tools of upstream ${JSON.stringify(upstream.namespace)} newly listed are not pinned; the first: ${refused.reason}`,
+        { code: 'TOOLGATE_PINS_FULL' },
+      );
   }
 
   /** The recorded drift of a tool (by canonical name), with its diff, if any. */
   drift(form: string): { readonly diff: string } | undefined {
     return this.#drifted.get(form);
+  }
+
+  /**
+   * True when `tool` is listed unpinned because its upstream holds PINS_PER_UPSTREAM_MAX pins, and the lock file
+   * still pins nothing of that name (one the operator pinned since is decided as any pinned tool).
+   */
+  isUnpinned(tool: Tool): boolean {
+    if (this.#drifted.get(tool.canonicalName)?.unpinned !== true) return false;
+    try {
+      return this.store.lock.tools[tool.canonicalName] === undefined;
+    } catch {
+      return true; // the lock file cannot be read now: still unpinned as far as is known
+    }
   }
 
   /**

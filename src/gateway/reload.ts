@@ -23,7 +23,8 @@ import { checkContext } from './context.js';
 import { checkUpstreamTenants } from './tenancy.js';
 import type { ItemGate } from './items.js';
 import { checkPromptNames, checkToolNamespaces, type PolicyInForce } from './policy.js';
-import { PinStore, PinTracker, readLockFile, withPinRule } from './pins.js';
+import { withPinRule } from './pin-rule.js';
+import { PinStore, PinTracker, readLockFile } from './pins.js';
 export type { PolicyInForce } from './policy.js';
 import type { Relay } from './relay.js';
 import type { Router } from './router.js';
@@ -109,7 +110,14 @@ export function buildInForce(
     tracker = kept ?? new PinTracker(new PinStore(pins.file), inputs.audit);
   }
   const onDrift = pins?.onDrift ?? 'refuse';
-  const policy = tracker ? withPinRule(set.policy, (tool) => tracker.isDrifted(tool), onDrift) : set.policy;
+  const policy = tracker
+    ? withPinRule(
+        set.policy,
+        (tool) => tracker.isDrifted(tool),
+        onDrift,
+        (tool) => tracker.isUnpinned(tool),
+      )
+    : set.policy;
   const limiter = set.limits.length > 0 ? set.limiter(inputs.counters) : null;
   return Object.freeze({
     set,

@@ -8,18 +8,35 @@ import type { Client } from '@modelcontextprotocol/client';
 import type { RequestOptions } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import type { UriTemplate } from '@modelcontextprotocol/sdk/shared/uriTemplate.js';
 import { ErrorCode, McpError, type Prompt, type Resource } from '@modelcontextprotocol/sdk/types.js';
-import { listBounded } from '../mcp/index.js';
+import { listBounded, MAX_LIST_ITEMS } from '../mcp/index.js';
 import { canonical, NAME_LENGTH_MAX } from '../names.js';
 import { normalResourceUri } from '../policy-file/uri.js';
 import type { CallScope, Upstream } from './upstream.js';
 
+/**
+ * The most tool names an upstream listed before its current listing that the Router remembers (by canonical form,
+ * oldest forgotten first): enough for a call to a tool an upstream just dropped, or listed before it went down, to be
+ * refused as that upstream's. One listing holds at most MAX_LIST_ITEMS; an upstream that listed fresh names at every
+ * `tools/list_changed` kept every one of them (100 listings of 10,000: a million, each canonicalised again for every
+ * call of an unknown name, 35.5 ms of CPU a call: atk-gwlist). A name forgotten is only refused as unknown.
+ */
+export const EARLIER_TOOLS_MAX = MAX_LIST_ITEMS;
+
 /** One gateway's routing tables, filled as upstreams connect and list. */
 export class Router {
   readonly upstreams: ReadonlyMap<string, Upstream>;
-  /** Tool canonical name → its upstream. */
+  /** Tool canonical name → the upstream listing it now (a down upstream's: its last listing). */
   readonly #toolOwner = new Map<string, Upstream>();
+  /** Each upstream's current listing, by canonical form. */
+  readonly #listedBy = new Map<Upstream, Set<string>>();
+  /** Canonical forms an upstream listed before its current listing, oldest first, at most EARLIER_TOOLS_MAX. */
+  readonly #earlierBy = new Map<Upstream, Set<string>>();
+  /** Canonical form of a name listed before → the upstream that listed it last. */
+  readonly #earlierOwner = new Map<string, Upstream>();
   /** Resource URI (normal form) → namespaces that listed it. */
   readonly #resourceOwners = new Map<string, Set<string>>();
+  /** Each upstream's last `resources/list`, by namespace: the URIs it listed (normal form). */
+  readonly #resourcesOf = new Map<string, Set<string>>();
   readonly #templatesOf = new Map<string, readonly UriTemplate[]>();
   readonly #promptsOf = new Map<string, ReadonlySet<string>>();
 
@@ -27,9 +44,50 @@ export class Router {
     this.upstreams = upstreams;
   }
 
-  /** Records the tools an upstream serves now (at connect and at every `tools/list_changed`). */
+  /**
+   * Records the tools an upstream serves now (at connect and at every `tools/list_changed`): its names are routed to
+   * it, the names it no longer lists are no longer (remembered as its own up to EARLIER_TOOLS_MAX). A down upstream
+   * (no connection) keeps its last listing: a call to one of its tools is refused as unavailable until it is back.
+   */
   noteTools(upstream: Upstream): void {
-    for (const registered of upstream.connection?.tools ?? []) this.#toolOwner.set(canonical(registered), upstream);
+    const connection = upstream.connection;
+    if (!connection) return;
+    const now = new Set<string>();
+    for (const registered of connection.tools) now.add(canonical(registered));
+    const before = this.#listedBy.get(upstream);
+    this.#listedBy.set(upstream, now);
+    const earlier = this.#earlierBy.get(upstream);
+    for (const form of now) {
+      this.#toolOwner.set(form, upstream);
+      if (earlier?.delete(form) && this.#earlierOwner.get(form) === upstream) this.#earlierOwner.delete(form);
+    }
+    if (before === undefined) return;
+    for (const form of before) {
+      if (now.has(form)) continue;
+      if (this.#toolOwner.get(form) === upstream) {
+        this.#toolOwner.delete(form);
+        // Another upstream listing it now (a name two upstreams list: the registry keeps one) is its owner.
+        for (const [other, listed] of this.#listedBy)
+          if (listed.has(form)) {
+            this.#toolOwner.set(form, other);
+            break;
+          }
+      }
+      this.#rememberEarlier(upstream, form);
+    }
+  }
+
+  /** Remembers a name an upstream no longer lists, forgetting its oldest past EARLIER_TOOLS_MAX. */
+  #rememberEarlier(upstream: Upstream, form: string): void {
+    let earlier = this.#earlierBy.get(upstream);
+    if (!earlier) this.#earlierBy.set(upstream, (earlier = new Set()));
+    earlier.delete(form); // re-added last: the most recent
+    earlier.add(form);
+    this.#earlierOwner.set(form, upstream);
+    if (earlier.size <= EARLIER_TOOLS_MAX) return;
+    const oldest = earlier.values().next().value as string;
+    earlier.delete(oldest);
+    if (this.#earlierOwner.get(oldest) === upstream) this.#earlierOwner.delete(oldest);
   }
 
   /** The upstream a tool is listed for (ready upstreams' tools), if any. */
@@ -37,17 +95,19 @@ export class Router {
     return this.#toolOwner.get(form);
   }
 
-  /** The upstream serving a tool name (also while it is down), if any. */
+  /**
+   * The upstream serving a tool name (also while it is down), if any: the one listing it now, else the prefixed
+   * upstream of its namespace, else the one that listed it before (within EARLIER_TOOLS_MAX). Map look-ups and a
+   * loop over the upstreams, whatever the upstreams listed.
+   */
   ownerOfTool(toolName: string): Upstream | undefined {
     const form = canonical(toolName);
     const owner = this.#toolOwner.get(form);
     if (owner) return owner;
-    for (const upstream of this.upstreams.values()) {
+    for (const upstream of this.upstreams.values())
       if (upstream.prefixed && upstream.own(form) !== undefined && form.startsWith(`${canonical(upstream.namespace)}:`))
         return upstream;
-      for (const known of upstream.knownTools) if (canonical(known) === form) return upstream;
-    }
-    return undefined;
+    return this.#earlierOwner.get(form);
   }
 
   /**
@@ -116,14 +176,26 @@ export class Router {
     );
     const out: { upstream: Upstream; resource: Resource; uri: string }[] = [];
     for (const [upstream, resources] of all) {
+      const namespace = upstream.namespace;
+      const now = new Set<string>();
       for (const resource of resources) {
         const normal = normalResourceUri(resource.uri);
         if (!normal.ok) continue;
+        now.add(normal.uri);
         let owners = this.#resourceOwners.get(normal.uri);
         if (!owners) this.#resourceOwners.set(normal.uri, (owners = new Set()));
-        owners.add(upstream.namespace);
+        owners.add(namespace);
         out.push({ upstream, resource, uri: normal.uri });
       }
+      // The URIs it no longer lists are no longer routed to it (they were kept for ever: one listing of fresh URIs
+      // at a time grew the table without bound, atk-gwlist); an upstream whose listing failed keeps its last.
+      for (const uri of this.#resourcesOf.get(namespace) ?? []) {
+        if (now.has(uri)) continue;
+        const owners = this.#resourceOwners.get(uri);
+        owners?.delete(namespace);
+        if (owners?.size === 0) this.#resourceOwners.delete(uri);
+      }
+      this.#resourcesOf.set(namespace, now);
     }
     return out;
   }

@@ -172,7 +172,8 @@ async function listTools(session: Session, request: SessionRequest): Promise<Lis
     const definition = connection.definition(tool.name);
     if (!definition) continue;
     const pins = inForce.pins;
-    if (pins && inForce.onDrift === 'refuse' && pins.drift(form) && pins.isDrifted(tool)) continue;
+    // Hidden: a drifted tool under `pin: refuse`, and one left unpinned past its upstream's bound of pins (refused).
+    if (pins?.drift(form) && (inForce.onDrift === 'refuse' ? pins.isDrifted(tool) : pins.isUnpinned(tool))) continue;
     tools.push({ ...definition, name: tool.name } as McpTool);
   }
   return { tools };

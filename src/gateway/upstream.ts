@@ -100,8 +100,6 @@ export class Upstream {
   readonly tasks = new UnfinishedTasks();
   readonly #registry: ToolRegistry;
   readonly #events: UpstreamEvents;
-  /** Every tool name this upstream ever registered (so a call to one of them while it is down is refused by name). */
-  readonly knownTools = new Set<string>();
   readonly #progress = new Map<string, CallScope>();
   #progressIds = 0;
 
@@ -239,11 +237,9 @@ export class Upstream {
       this.#state = 'ready';
       this.#attempt = 0;
       this.#reason = '';
-      for (const name of connection.tools) this.knownTools.add(name);
-      connection.onToolsChanged((tools) => {
-        for (const name of tools) this.knownTools.add(name);
-        this.#events.toolsChanged(this);
-      });
+      // The Router keeps what it lists (and, bounded, what it listed before: a call to one of those while it is
+      // down is refused by name).
+      connection.onToolsChanged(() => this.#events.toolsChanged(this));
       client.onclose = () => {
         this.#down('its connection closed (the server exited or the network failed)');
         client.raw.fail();
