@@ -58,22 +58,20 @@ export class ToolAllowlist {
   /** canonical form → position of its declared spelling in #spellings, for every declared name */
   readonly #forms: ReadonlyMap<string, number>;
   readonly #spellings: readonly string[];
-  /** by position: the layer that cut that name, or null when it is permitted */
-  readonly #reasons: readonly (RefusalLayer | null)[];
+  /** by position: the verdict on that name (PERMITTED, TENANT or CALLER); 0 at a position that is no form's first */
+  readonly #verdicts: Uint8Array;
 
   private constructor(
     agent: string,
     forms: ReadonlyMap<string, number>,
     spellings: readonly string[],
-    reasons: readonly (RefusalLayer | null)[],
+    verdicts: Uint8Array,
   ) {
     this.agent = agent;
     this.#forms = forms;
     this.#spellings = spellings;
-    this.#reasons = reasons;
-    const names: string[] = [];
-    for (const at of forms.values()) if (reasons[at] === null) names.push(spellings[at]!);
-    this.names = Object.freeze(names);
+    this.#verdicts = verdicts;
+    this.names = Object.freeze(permittedNames(verdicts, spellings));
     Object.freeze(this);
   }
 
@@ -90,11 +88,8 @@ export class ToolAllowlist {
     // Each layer marks the declared positions it holds: one look-up per entry, no set of its own.
     const tenant = layerMarks(options.tenant, 'tenant', forms, spellings);
     const caller = layerMarks(options.caller, 'caller', forms, spellings);
-    const reasons = new Array<RefusalLayer | null>(spellings.length);
-    for (const at of forms.values())
-      // Where both would cut a name, the tenant is named: it is the broader, standing reason.
-      reasons[at] = tenant && !tenant[at] ? 'tenant' : caller && !caller[at] ? 'caller' : null;
-    return unnamedUnless(options.agent, new ToolAllowlist(agent, forms, spellings, reasons));
+    const verdicts = layerVerdicts(forms, spellings.length, tenant, caller);
+    return unnamedUnless(options.agent, new ToolAllowlist(agent, forms, spellings, verdicts));
   }
 
   /**
@@ -108,10 +103,10 @@ export class ToolAllowlist {
     tenant: FormSet | null,
     caller: FormSet | null,
   ): ToolAllowlist {
-    const reasons = new Array<RefusalLayer | null>(spellings.length);
+    const verdicts = new Uint8Array(spellings.length);
     for (const [form, at] of forms)
-      reasons[at] = tenant && !tenant.has(form) ? 'tenant' : caller && !caller.has(form) ? 'caller' : null;
-    return new ToolAllowlist(agent, forms, spellings, reasons);
+      verdicts[at] = tenant && !tenant.has(form) ? TENANT : caller && !caller.has(form) ? CALLER : PERMITTED;
+    return new ToolAllowlist(agent, forms, spellings, verdicts);
   }
 
   /** True when `name` (any spelling with the same canonical form) is permitted. */
@@ -146,12 +141,12 @@ export class ToolAllowlist {
     const spellings = declaredEntries(peerDeclared, where);
     const forms = declaredForms(spellings, where);
     checkConfusables(forms, spellings, options.confusables, where);
-    const reasons = new Array<RefusalLayer | null>(spellings.length);
+    const verdicts = new Uint8Array(spellings.length);
     for (const [form, at] of forms) {
-      const parent = this[REFUSAL_OF](form);
-      reasons[at] = parent === null ? null : parent === 'not_declared' ? 'caller' : parent;
+      const parent = this.#forms.get(form);
+      verdicts[at] = parent === undefined ? CALLER : this.#verdicts[parent]!;
     }
-    return unnamedUnless(options.agent, new ToolAllowlist(agent, forms, spellings, reasons));
+    return unnamedUnless(options.agent, new ToolAllowlist(agent, forms, spellings, verdicts));
   }
 
   /** The declared spelling of a canonical form, or undefined when the agent does not declare it. */
@@ -163,9 +158,17 @@ export class ToolAllowlist {
   /** @internal The refusing layer for a canonical form, or null when permitted. */
   [REFUSAL_OF](form: string): RefusalLayer | null {
     const at = this.#forms.get(form);
-    return at === undefined ? 'not_declared' : (this.#reasons[at] ?? null);
+    return at === undefined ? 'not_declared' : (LAYER_OF[this.#verdicts[at]!] ?? null);
   }
 }
+
+// A name's verdict as an allowlist keeps it, one byte a position (issue 25: 100,000 names): an array of
+// layer names takes eight bytes a position.
+const PERMITTED = 1;
+const TENANT = 2;
+const CALLER = 3;
+/** verdict → the refusing layer; null for PERMITTED (0, no form's first position, is never read) */
+const LAYER_OF: readonly (RefusalLayer | null)[] = [null, null, 'tenant', 'caller'];
 
 /** Options of {@link ToolAllowlistGuard.resolving}: the same as {@link ToolAllowlistOptions}. */
 export type ToolAllowlistGuardOptions = ToolAllowlistOptions;
@@ -357,6 +360,44 @@ export function layerNameError(which: 'tenant' | 'caller', name: unknown): Confi
   return new ConfigurationError(`${which} layer: a tool name must be a string, got ${describe(name)}`);
 }
 
+/**
+ * By position, the verdict of the tenant and caller marks on each declared name. Where both would cut a
+ * name, the tenant is named: it is the broader, standing reason.
+ */
+function layerVerdicts(
+  forms: ReadonlyMap<string, number>,
+  length: number,
+  tenant: Uint8Array | null,
+  caller: Uint8Array | null,
+): Uint8Array {
+  // A function of its own, as are permittedNames, declaredForms and layerMarks: inside `resolve`, a loop over
+  // every name lost its optimised code with `resolve`'s, which a GC drops when it frees the last object of
+  // the shape of the caller's options (its property reads' feedback goes with it); the next call then ran
+  // the loop in the interpreter until it was compiled again (issue 25: 100,000 names, a GC between calls).
+  const verdicts = new Uint8Array(length);
+  if (forms.size === length)
+    // No spelling repeats: every position is its form's first, read in order rather than off the map.
+    for (let at = 0; at < length; at++)
+      verdicts[at] = tenant && !tenant[at] ? TENANT : caller && !caller[at] ? CALLER : PERMITTED;
+  else
+    for (const at of forms.values())
+      verdicts[at] = tenant && !tenant[at] ? TENANT : caller && !caller[at] ? CALLER : PERMITTED;
+  return verdicts;
+}
+
+/**
+ * The permitted spellings, in declaration order: by position rather than off the map (a form's position
+ * is its first spelling's, so the order is the same), in a list sized once (one grown by push is copied
+ * at each growth).
+ */
+function permittedNames(verdicts: Uint8Array, spellings: readonly string[]): string[] {
+  let count = 0;
+  for (let at = 0; at < verdicts.length; at++) if (verdicts[at] === PERMITTED) count++;
+  const names = new Array<string>(count);
+  for (let at = 0, k = 0; k < count; at++) if (verdicts[at] === PERMITTED) names[k++] = spellings[at]!;
+  return names;
+}
+
 function layerMarks(
   layer: AllowlistLayer,
   which: 'tenant' | 'caller',
@@ -374,7 +415,14 @@ function layerMarks(
   let next = 0;
   for (const name of layer) {
     if (typeof name !== 'string') throw layerNameError(which, name);
-    const at = walk && spellings[next] === name ? next : forms.get(canonical(name));
+    // An entry the layer leaves out (a plan that cuts one tool) is stepped over by one more comparison.
+    const at = !walk
+      ? forms.get(canonical(name))
+      : spellings[next] === name
+        ? next
+        : spellings[next + 1] === name
+          ? next + 1
+          : forms.get(canonical(name));
     if (at !== undefined) {
       marks[at] = 1;
       next = at + 1;
