@@ -115,6 +115,8 @@ interface Keywords {
   getKeyword(keyword: string): ReturnType<Ajv['getKeyword']>;
   removeKeyword(keyword: string): unknown;
   addKeyword(definition: CodeKeywordDefinition): unknown;
+  readonly formats: Readonly<Record<string, unknown>>;
+  addFormat(name: string, format: (text: string) => boolean): unknown;
   readonly RULES: { readonly rules: readonly { readonly rules: readonly { readonly keyword: string }[] }[] };
 }
 

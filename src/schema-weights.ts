@@ -47,10 +47,21 @@ const NATIVE = 1;
 const RE2_PROGRAM = 15;
 
 /**
+ * A pattern test's own cost beside its characters, in steps (a test is one statement of Ajv's code, one step): a
+ * native RegExp's call ~30 ns; an RE2 program's ~200–250 ns before it reads a character, ~400–500 on 14 (the 16
+ * characters {@link FREE} leaves uncounted at 15 each) — `linearRegExp(p, 'u').test` on 4- and 14-character strings,
+ * 50,000 calls, the least of 7 rounds, load ~4 (2026-12-07 09:37). Uncounted, a chain of references applying a
+ * translated `pattern` to 2,000 strings at 65,536 places ran for tens of seconds before the bound.
+ */
+const NATIVE_CALL = 8;
+const RE2_CALL = 125;
+
+/**
  * A format's validator (ajv-formats, full mode; src/schema-dialects.ts's own), the most ns a character on
  * 1,000,000-character strings of the kinds tried (letters, `a.a.…`, `/a/a…`, a URI's tail, base64, a date-time's):
  * `regex` compiles the string as a RegExp (40 on a URI), `email` reads `/a/a…` at 36, `uri-reference` a UUID's
- * letters at 18. A format not here (one added later, `int64` on a string): {@link FORMAT_ANY}.
+ * letters at 18. A format not here (one added later, `int64` on a string): {@link FORMAT_ANY}. Beside its characters,
+ * each call's own cost ({@link FORMAT_CALL}).
  */
 const FORMAT: Readonly<Record<string, number>> = {
   'date-time': 1,
@@ -75,6 +86,44 @@ const FORMAT: Readonly<Record<string, number>> = {
 const FORMAT_ANY = 40;
 
 /**
+ * A format validator's own cost per call, in steps (~ns), on short strings, valid or not (the larger): `date-time`
+ * ~1,100 ns (its Date built and read), `ipv6` ~700 (a long expression), `regex` ~220 on a pattern (and
+ * {@link REGEX_REFUSED} more on a string that is not one) — the validators of src/schema-dialects.ts's Ajv on 2–3 strings of each kind,
+ * 100,000 calls, the least of 7 rounds, load ~4 (2026-12-07 09:37; a quiet core may take half). Counted as its one
+ * statement's step, a chain of references applying `{items: {format: 'date-time'}}` to 2,000 strings at 65,536
+ * places ran 16.4 s of CPU before the bound (`ipv6` 14.9 s); `regex` on strings that are not patterns would run
+ * minutes. A format not here: {@link FORMAT_ANY_CALL}.
+ */
+const FORMAT_CALL: Readonly<Record<string, number>> = {
+  'date-time': 275,
+  date: 75,
+  time: 110,
+  duration: 45,
+  uri: 55,
+  'uri-reference': 40,
+  'uri-template': 20,
+  url: 100,
+  email: 30,
+  hostname: 35,
+  ipv4: 15,
+  ipv6: 175,
+  regex: 55,
+  uuid: 55,
+  'json-pointer': 10,
+  'json-pointer-uri-fragment': 15,
+  'relative-json-pointer': 10,
+  byte: 20,
+};
+const FORMAT_ANY_CALL = 2_500;
+
+/**
+ * `regex` on a string that is not an ECMAScript pattern: V8 makes a SyntaxError (its stack captured) and the validator
+ * catches it, ~10,000 ns against ~220 for a pattern. Counted after the call, by its verdict: under `not` (or in a
+ * union's failing branch), 2,000 such strings at 4,096 places ran 62 s of CPU before the bound.
+ */
+const REGEX_REFUSED = 2_500;
+
+/**
  * A key `Object.keys` collects: ~1 ns from an object of up to ~1,000 keys (V8 keeps its keys in order), ~230–600 ns
  * from a larger one (a dictionary, its keys sorted at each call: 10,000 keys 2.3 ms, 100,000 keys 60 ms).
  */
@@ -82,9 +131,14 @@ const KEY_SMALL = 1;
 const KEY_LARGE = 250;
 const SMALL_OBJECT = 1_020;
 
+/** A keyword's steps on a string: per character past the first {@link FREE}, and per call. */
+type Weight = readonly [perCharacter: number, perCall: number];
+
 /** What {@link weighKeywords} reads of an Ajv. */
 interface Keywords {
   getKeyword(keyword: string): ReturnType<Ajv['getKeyword']>;
+  readonly formats: Readonly<Record<string, unknown>>;
+  addFormat(name: string, format: (text: string) => boolean): unknown;
 }
 
 /**
@@ -92,10 +146,13 @@ interface Keywords {
  * (src/schema-bounds.ts, so errors keep Ajv's order).
  */
 export function weighKeywords(ajv: Keywords, replace: (definition: CodeKeywordDefinition) => void, spend: Spend) {
-  const weigh = (data: unknown, perCharacter: number): void => {
-    if (typeof data === 'string' && data.length > FREE) spend((data.length - FREE) * perCharacter);
+  // A string's steps: its characters past the first FREE, and a call's own (a format's); nothing else is weighed.
+  const weigh = (data: unknown, perCharacter: number, perCall = 0): void => {
+    if (typeof data !== 'string') return;
+    const steps = perCall + (data.length > FREE ? (data.length - FREE) * perCharacter : 0);
+    if (steps > 0) spend(steps);
   };
-  const weighed = (keyword: string, weight: (cxt: KeywordCxt, ruleType?: string) => number | undefined): void => {
+  const weighed = (keyword: string, weight: (cxt: KeywordCxt, ruleType?: string) => Weight | undefined): void => {
     const own = ownKeyword(ajv, keyword);
     const code = own.code.bind(own);
     replace({
@@ -103,27 +160,44 @@ export function weighKeywords(ajv: Keywords, replace: (definition: CodeKeywordDe
       keyword,
       code(cxt: KeywordCxt, ruleType?: string) {
         const steps = weight(cxt, ruleType);
-        if (steps !== undefined) cxt.gen.code(_`${cxt.gen.scopeValue('func', { ref: weigh })}(${cxt.data}, ${steps})`);
+        if (steps !== undefined) {
+          const [perCharacter, perCall] = steps;
+          const at = cxt.gen.scopeValue('func', { ref: weigh });
+          cxt.gen.code(
+            perCall > 0 ? _`${at}(${cxt.data}, ${perCharacter}, ${perCall})` : _`${at}(${cxt.data}, ${perCharacter})`,
+          );
+        }
         code(cxt, ruleType);
       },
     });
   };
   // After src/schema-enum.ts's `enum` and `const` (src/schema-bounds.ts): a string is hashed or compared whole.
-  weighed('enum', () => ENUM);
-  weighed('const', () => ENUM);
-  weighed('maxLength', () => LENGTH);
-  weighed('minLength', () => LENGTH);
+  weighed('enum', () => [ENUM, 0]);
+  weighed('const', () => [ENUM, 0]);
+  weighed('maxLength', () => [LENGTH, 0]);
+  weighed('minLength', () => [LENGTH, 0]);
+  const regex = ajv.formats['regex'];
+  if (typeof regex === 'function') {
+    const valid = regex as (text: string) => boolean;
+    ajv.addFormat('regex', (text: string): boolean => {
+      if (valid(text)) return true;
+      spend(REGEX_REFUSED);
+      return false;
+    });
+  }
   // A format Ajv does not know (a UI hint, `textarea`) is not checked, nor one of numbers (`int32`) on a string.
   weighed('format', ({ schema, $data, it }, ruleType) => {
     if (ruleType === 'number') return undefined;
-    if ($data) return FORMAT_ANY;
+    if ($data) return [FORMAT_ANY, FORMAT_ANY_CALL];
     const known: unknown = typeof schema === 'string' ? it.self.formats[schema] : undefined;
     if (known === undefined) return undefined;
     const of =
       typeof known === 'object' && known !== null && !(known instanceof RegExp)
         ? (known as { type?: string }).type
         : undefined;
-    return (of ?? 'string') === 'string' ? (FORMAT[schema as string] ?? FORMAT_ANY) : undefined;
+    if ((of ?? 'string') !== 'string') return undefined;
+    const name = schema as string;
+    return [FORMAT[name] ?? FORMAT_ANY, FORMAT_CALL[name] ?? FORMAT_ANY_CALL];
   });
   const count = (data: object): number => {
     const keys = Object.keys(data).length;
@@ -158,10 +232,12 @@ function ownKeyword(ajv: Keywords, keyword: string): CodeKeywordDefinition {
 export function weighedRegExp(spend: Spend): ((pattern: string, flags: string) => LinearRegExp) & { code: string } {
   const regExp = (pattern: string, flags: string): LinearRegExp => {
     const matcher = linearRegExp(pattern, flags);
-    const perCharacter = matcher instanceof RegExp ? NATIVE : RE2_PROGRAM * (matcher.programs ?? 1);
+    const native = matcher instanceof RegExp;
+    const perCharacter = native ? NATIVE : RE2_PROGRAM * (matcher.programs ?? 1);
+    const perCall = native ? NATIVE_CALL : RE2_CALL * (matcher.programs ?? 1);
     return {
       test: (text: string) => {
-        if (text.length > FREE) spend((text.length - FREE) * perCharacter);
+        spend(perCall + (text.length > FREE ? (text.length - FREE) * perCharacter : 0));
         return matcher.test(text);
       },
       toString: () => String(matcher),
