@@ -24,6 +24,16 @@ import { weighedRegExp, weighKeywords } from './schema-weights.js';
 const ERROR_STEPS = 30;
 
 /**
+ * The steps of an `await` Ajv writes in an `$async` check (a call of an `$async` schema's check), beside its
+ * statements: resolved, ~160 ns (an async call and its await, 2^20 of them); rejected, ~8–20 µs (the awaited check's
+ * ValidationError made, its stack captured with its async frames, the promise rejected and caught: each `$async`
+ * caller makes a new one). Counted as one statement, a check of 61,000 rejected awaits was ~620,000 steps and ran
+ * ~1 s; 250,000 of them 3.8 s (atk-async-await-weight).
+ */
+const AWAIT_STEPS = 200;
+const REJECTED_STEPS = 10_000;
+
+/**
  * How many errors one check may hold at once. An `anyOf` branch that fails holds its errors until another branch
  * passes: a valid value may pass through more than this many in one branch (a union of arrays, 10,000 items of the
  * second kind), and is refused, saying so.
@@ -173,8 +183,11 @@ export function boundErrors(code: string): string {
         : `if((${COUNT}.steps+=${weight})>${SCHEMA_STEPS_MAX}){${long}}`),
   );
   const starts = counted.starts;
-  // After each await of an `$async` check, its count is the one running again (see newAsyncCheck).
-  const resumed = resumes(counted.code, `self.${WORK_KEY}.cur=${COUNT};`);
+  // After each await of an `$async` check, its count is the one running again (see newAsyncCheck), and the await
+  // counted by what it cost ({@link AWAIT_STEPS}, {@link REJECTED_STEPS}).
+  const resume = `self.${WORK_KEY}.cur=${COUNT};`;
+  const weighed = (steps: number): string => `${resume}if((${COUNT}.steps+=${steps})>${SCHEMA_STEPS_MAX}){${long}}`;
+  const resumed = resumes(counted.code, weighed(AWAIT_STEPS), weighed(REJECTED_STEPS));
   let out = '';
   let functions = 0;
   let trivial = 0;

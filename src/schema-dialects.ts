@@ -222,9 +222,12 @@ const LATER_KEYWORDS: Readonly<Record<Dialect, readonly string[]>> = {
   '2020-12': [],
 };
 /** The references Ajv resolves at run time (to the root, whatever its `$async`). */
-export const DYNAMIC_REFS = ['$dynamicRef', '$recursiveRef'];
-/** The dynamic scope's keywords: the references Ajv resolves at run time and the anchors they find. */
-const DYNAMIC_KEYWORDS = [...DYNAMIC_REFS, '$dynamicAnchor', '$recursiveAnchor'];
+const DYNAMIC_REFS = ['$dynamicRef', '$recursiveRef'];
+/**
+ * The dynamic scope's keywords: the references Ajv resolves at run time and the anchors they find (an anchor alone
+ * is found by the meta-schemas' own references, `$dynamicRef: "#meta"`, `$recursiveRef: "#"`, through a `$ref` to one).
+ */
+export const DYNAMIC_KEYWORDS = [...DYNAMIC_REFS, '$dynamicAnchor', '$recursiveAnchor'];
 
 /**
  * Why Ajv would not resolve a `$dynamicRef` / `$recursiveRef` of `schema` as the spec does, or undefined. Ajv takes

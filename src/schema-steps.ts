@@ -124,17 +124,17 @@ const AWAIT_AFTER = /try\{(?:[\w$]+ = )?$/;
 const CATCH = /catch\([\w$]+\)\{/y;
 
 /**
- * `code` (Ajv's) with `resume` put where an `$async` check's function continues after each of its `await`s, before
- * any other code of it runs: after the awaited statement (it resolved) and first in the `catch` of its `try` block (it
- * rejected). Ajv writes an `await` as the first statement of a `try` block: a reference to an `$async` schema
+ * `code` (Ajv's) with `resolved` put where an `$async` check's function continues after each of its `await`s that
+ * resolved, before any other code of it runs: after the awaited statement; and `rejected` first in the `catch` of its
+ * `try` block (it rejected). Ajv writes an `await` as the first statement of a `try` block: a reference to an `$async` schema
  * (`try{await validate1(…);}catch(e0){…}`, ajv/dist/vocabularies/core/ref.js `callAsyncRef`) and an `async` keyword
  * (`try{valid0 = await …;}catch(e0){…}`, ajv/dist/compile/validate/keyword.js, none in toolgate's Ajvs). An `await`
  * anywhere else (an async format's, in a condition: ajv/dist/vocabularies/format/format.js, none in toolgate's Ajvs)
  * throws: the schema does not compile, rather than run on another check's count.
  */
-export function resumes(code: string, resume: string): string {
+export function resumes(code: string, resolved: string, rejected: string): string {
   const masked = maskedOf(code);
-  const at: number[] = [];
+  const at: [number, string][] = [];
   AWAIT.lastIndex = 0;
   for (let token = AWAIT.exec(masked); token !== null; token = AWAIT.exec(masked)) {
     const before = AWAIT_AFTER.exec(masked.slice(Math.max(0, token.index - 64), token.index));
@@ -144,13 +144,13 @@ export function resumes(code: string, resume: string): string {
     const tryClose = closing(masked, tryOpen + 1, '}');
     CATCH.lastIndex = tryClose + 1;
     if (statementEnd > tryClose || !CATCH.test(masked)) throw cannot('an await it does not know');
-    at.push(statementEnd + 1, CATCH.lastIndex);
+    at.push([statementEnd + 1, resolved], [CATCH.lastIndex, rejected]);
   }
   if (at.length === 0) return code;
-  at.sort((a, b) => a - b);
+  at.sort((a, b) => a[0] - b[0]);
   let out = '';
   let from = 0;
-  for (const to of at) {
+  for (const [to, resume] of at) {
     out += code.slice(from, to) + resume;
     from = to;
   }

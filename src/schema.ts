@@ -11,7 +11,7 @@ import { endAsyncCheck, endCheck } from './schema-check.js';
 import { parseJsonText } from './json-text.js';
 import { refuseCostly } from './schema-cost.js';
 import { newCompile } from './schema-enum.js';
-import { ajvFor, DYNAMIC_REFS, usesKeyword, type JsonSchema, type SchemaAjv } from './schema-dialects.js';
+import { ajvFor, DYNAMIC_KEYWORDS, usesKeyword, type JsonSchema, type SchemaAjv } from './schema-dialects.js';
 
 export { declaredDialect, type JsonSchema } from './schema-dialects.js';
 
@@ -132,9 +132,11 @@ function ajvCompile(given: JsonSchema): ValidateFunction {
     refuseCostly(schema);
     const check = ajv.compile(schema);
     // Ajv calls a `$dynamicRef`'s (or `$recursiveRef`'s) target, the root, as a synchronous check even when it is
-    // `$async`: its promise was read as valid, and a nested object the schema refuses passed. Not compiled.
-    if ((check as { $async?: unknown }).$async === true && usesKeyword(schema, DYNAMIC_REFS, 0))
-      throw new Error('$dynamicRef and $recursiveRef are not supported in a schema with $async: true');
+    // `$async`: its promise was read as valid, and a nested object the schema refuses passed. Not compiled; nor is an
+    // anchor, which the meta-schemas' own references find through a `$ref` to one (the promise, rejected, unhandled:
+    // Node's process ended; atk-async-meta-dynamic-anchor).
+    if ((check as { $async?: unknown }).$async === true && usesKeyword(schema, DYNAMIC_KEYWORDS, 0))
+      throw new Error('$dynamicRef, $recursiveRef and their anchors are not supported in a schema with $async: true');
     if (key !== undefined && text !== undefined) keepCheck(key, text.length, check, codeWritten());
     return check;
   } finally {

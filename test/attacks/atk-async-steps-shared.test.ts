@@ -197,16 +197,22 @@ describe('an $async check whose awaited check fails: its count is the running on
 describe('after each await Ajv writes, the check’s count is the running one again, or the schema does not compile', () => {
   const start = 'async function validate0(data){let vErrors = null;let errors = 0;';
   const restore = 'self.$toolgateWork.cur=$toolgateCount;';
+  // Each await weighed after its restore (atk-async-await-weight): resolved 200 steps, rejected 10,000.
+  const stop = `{throw new RangeError(${JSON.stringify(STOPPED_STEPS_ISSUE)},{cause:vErrors});}`;
+  const resolved = `${restore}if(($toolgateCount.steps+=200)>250000000)${stop}`;
+  const rejected = `${restore}if(($toolgateCount.steps+=10000)>250000000)${stop}`;
 
   it('a reference to an $async schema: after its statement and first in its catch', () => {
     const code = boundErrors(
       `${start}try{await validate1(data.a, {instancePath:instancePath+"/a;}",rootData});}catch(e0){if(!(e0 instanceof Error0)){throw e0;}}if(errors === 0){return data;}else {throw new Error0(vErrors);}}`,
     );
-    expect(code).toContain(`rootData});${restore}}catch(e0){${restore}if(!(e0 instanceof Error0))`);
+    expect(code).toContain(`rootData});${resolved}}catch(e0){${rejected}if(!(e0 instanceof Error0))`);
     const keyword = boundErrors(
       `${start}try{valid0 = await func0.call(self, data);valid1 = 1;}catch(e1){valid0 = false;}}`,
     );
-    expect(keyword).toContain(`valid0 = await func0.call(self, data);${restore}valid1 = 1;}catch(e1){${restore}valid0`);
+    expect(keyword).toContain(
+      `valid0 = await func0.call(self, data);${resolved}valid1 = 1;}catch(e1){${rejected}valid0`,
+    );
   });
 
   it('an await elsewhere (in a condition, outside a try, a try without its catch) throws', () => {
