@@ -20,6 +20,7 @@ import type { Tool } from '../tool.js';
 import type { GatewayAuditRecord } from './audit.js';
 import type { Upstream } from './upstream.js';
 import {
+  lockRecord,
   PINS_PER_UPSTREAM_MAX,
   readLockFile,
   warnLegacy,
@@ -130,7 +131,7 @@ export function definitionDiff(name: string, pinned: PinnedDefinition, offered: 
 function withHeldPins(read: LockFileData, held: LockFileData): LockFileData {
   let tools: Record<string, LockEntry> | undefined;
   for (const [name, entry] of Object.entries(held.tools))
-    if (read.tools[name] === undefined) (tools ??= { ...read.tools })[name] = entry;
+    if (read.tools[name] === undefined) (tools ??= lockRecord(read.tools))[name] = entry;
   return tools === undefined ? read : { ...read, tools };
 }
 
@@ -212,7 +213,7 @@ export class PinStore {
       // The file cannot be read: each check meets that itself (its caller counts the tool as drifted).
       return checks();
     }
-    this.#lock = { ...lock, tools: { ...lock.tools }, ...(lock.drift ? { drift: { ...lock.drift } } : {}) };
+    this.#lock = { ...lock, tools: lockRecord(lock.tools), ...(lock.drift ? { drift: lockRecord(lock.drift) } : {}) };
     this.#pinsOf = undefined;
     this.#batching = true;
     try {
@@ -234,7 +235,7 @@ export class PinStore {
 
   /** Records the drift of `name` as `entry`, or drops it (undefined), in the batch's own copy of the lock. */
   #setDrift(name: string, entry: LockEntry | undefined): void {
-    const drift = (this.#lock.drift ?? {}) as Record<string, LockEntry>;
+    const drift = (this.#lock.drift ?? lockRecord()) as Record<string, LockEntry>;
     if (entry === undefined) delete drift[name];
     else drift[name] = entry;
     this.#lock = { ...this.#lock, drift };
@@ -327,8 +328,8 @@ export class PinStore {
   /** Makes the drifted definitions of `names` (all when empty) the pinned ones; returns the names accepted. */
   accept(names: readonly string[] = []): string[] {
     const lock = this.#fresh();
-    const drift = { ...(lock.drift ?? {}) };
-    const tools = { ...lock.tools };
+    const drift = lockRecord(lock.drift);
+    const tools = lockRecord(lock.tools);
     const accepted: string[] = [];
     for (const name of names.length > 0 ? names.map(canonical) : Object.keys(drift)) {
       const entry = drift[name];
@@ -344,7 +345,7 @@ export class PinStore {
   /** Pins definitions outright (what `toolgate pin` does for tools it has not seen). */
   pin(entries: ReadonlyMap<string, PinnedDefinition>): string[] {
     const lock = this.#fresh();
-    const tools = { ...lock.tools };
+    const tools = lockRecord(lock.tools);
     const added: string[] = [];
     for (const [spelled, definition] of entries) {
       const name = canonical(spelled);
