@@ -380,21 +380,29 @@ export class PinTracker {
     this.#audit = audit;
   }
 
-  /** Checks every tool an upstream offers now against its pin (pinning the new ones). */
-  check(upstream: Upstream): void {
+  /**
+   * Checks every tool an upstream offers now against its pin (pinning the new ones). `impostor`: true for a name it
+   * offers under another upstream's namespace (Router.impostor): never callable, so never pinned — its pin would make
+   * the rightful upstream's tool of that name a drift, for ever (atk-pins).
+   */
+  check(upstream: Upstream, impostor?: (registered: string) => boolean): void {
     const connection = upstream.connection;
     if (!connection) return;
     // One read and at most one write of the lock file for the whole listing.
-    this.store.batch(() => this.#checkAll(upstream, connection));
+    this.store.batch(() => this.#checkAll(upstream, connection, impostor));
   }
 
-  #checkAll(upstream: Upstream, connection: NonNullable<Upstream['connection']>): void {
+  #checkAll(
+    upstream: Upstream,
+    connection: NonNullable<Upstream['connection']>,
+    impostor: ((registered: string) => boolean) | undefined,
+  ): void {
     const time = (): string => new Date().toISOString();
     const listed = new Set<string>();
     let refused: { count: number; reason: string } | undefined;
     for (const registered of connection.tools) {
       const definition = connection.definition(registered);
-      if (!definition) continue;
+      if (!definition || impostor?.(registered) === true) continue;
       const form = canonical(registered);
       listed.add(form);
       let check: PinCheck | { readonly state: 'drift'; readonly diff: string; readonly reason?: never };
