@@ -65,7 +65,15 @@ export interface LockFileData {
 }
 
 export function emptyLock(): LockFileData {
-  return { version: 2, tools: {} };
+  return { version: 2, tools: lockRecord() };
+}
+
+/**
+ * A record of entries by tool name without a prototype (a copy of `from`): a tool named `constructor` or `__proto__`
+ * found Object.prototype's member in a plain object, never `undefined`, so it was never pinned (atk-pins).
+ */
+export function lockRecord(from?: Readonly<Record<string, LockEntry>>): Record<string, LockEntry> {
+  return Object.assign(Object.create(null) as Record<string, LockEntry>, from);
 }
 
 const warnedLegacy = new Set<string>();
@@ -116,7 +124,7 @@ export function readLockFile(file: string): LockFileData {
   // Keys by canonical form (a lock written before was keyed by spelling); two spellings of one name
   // would leave it open which definition is pinned, so they refuse the file.
   const byForm = (record: Readonly<Record<string, LockEntry>>, part: string): Record<string, LockEntry> => {
-    const out: Record<string, LockEntry> = {};
+    const out = lockRecord();
     // A version-1 file's entries are of the four-part shape, whatever they say.
     const shaped = (entry: LockEntry): LockEntry =>
       version === 1 ? { ...entry, shape: 1 } : entry.shape === 1 ? { ...entry, shape: 1 } : withoutShape(entry);

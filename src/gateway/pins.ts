@@ -20,6 +20,7 @@ import type { Tool } from '../tool.js';
 import type { GatewayAuditRecord } from './audit.js';
 import type { Upstream } from './upstream.js';
 import {
+  lockRecord,
   PINS_PER_UPSTREAM_MAX,
   readLockFile,
   warnLegacy,
@@ -130,7 +131,7 @@ export function definitionDiff(name: string, pinned: PinnedDefinition, offered: 
 function withHeldPins(read: LockFileData, held: LockFileData): LockFileData {
   let tools: Record<string, LockEntry> | undefined;
   for (const [name, entry] of Object.entries(held.tools))
-    if (read.tools[name] === undefined) (tools ??= { ...read.tools })[name] = entry;
+    if (read.tools[name] === undefined) (tools ??= lockRecord(read.tools))[name] = entry;
   return tools === undefined ? read : { ...read, tools };
 }
 
@@ -212,7 +213,7 @@ export class PinStore {
       // The file cannot be read: each check meets that itself (its caller counts the tool as drifted).
       return checks();
     }
-    this.#lock = { ...lock, tools: { ...lock.tools }, ...(lock.drift ? { drift: { ...lock.drift } } : {}) };
+    this.#lock = { ...lock, tools: lockRecord(lock.tools), ...(lock.drift ? { drift: lockRecord(lock.drift) } : {}) };
     this.#pinsOf = undefined;
     this.#batching = true;
     try {
@@ -234,7 +235,7 @@ export class PinStore {
 
   /** Records the drift of `name` as `entry`, or drops it (undefined), in the batch's own copy of the lock. */
   #setDrift(name: string, entry: LockEntry | undefined): void {
-    const drift = (this.#lock.drift ?? {}) as Record<string, LockEntry>;
+    const drift = (this.#lock.drift ?? lockRecord()) as Record<string, LockEntry>;
     if (entry === undefined) delete drift[name];
     else drift[name] = entry;
     this.#lock = { ...this.#lock, drift };
@@ -327,8 +328,8 @@ export class PinStore {
   /** Makes the drifted definitions of `names` (all when empty) the pinned ones; returns the names accepted. */
   accept(names: readonly string[] = []): string[] {
     const lock = this.#fresh();
-    const drift = { ...(lock.drift ?? {}) };
-    const tools = { ...lock.tools };
+    const drift = lockRecord(lock.drift);
+    const tools = lockRecord(lock.tools);
     const accepted: string[] = [];
     for (const name of names.length > 0 ? names.map(canonical) : Object.keys(drift)) {
       const entry = drift[name];
@@ -344,7 +345,7 @@ export class PinStore {
   /** Pins definitions outright (what `toolgate pin` does for tools it has not seen). */
   pin(entries: ReadonlyMap<string, PinnedDefinition>): string[] {
     const lock = this.#fresh();
-    const tools = { ...lock.tools };
+    const tools = lockRecord(lock.tools);
     const added: string[] = [];
     for (const [spelled, definition] of entries) {
       const name = canonical(spelled);
@@ -379,21 +380,29 @@ export class PinTracker {
     this.#audit = audit;
   }
 
-  /** Checks every tool an upstream offers now against its pin (pinning the new ones). */
-  check(upstream: Upstream): void {
+  /**
+   * Checks every tool an upstream offers now against its pin (pinning the new ones). `impostor`: true for a name it
+   * offers under another upstream's namespace (Router.impostor): never callable, so never pinned — its pin would make
+   * the rightful upstream's tool of that name a drift, for ever (atk-pins).
+   */
+  check(upstream: Upstream, impostor?: (registered: string) => boolean): void {
     const connection = upstream.connection;
     if (!connection) return;
     // One read and at most one write of the lock file for the whole listing.
-    this.store.batch(() => this.#checkAll(upstream, connection));
+    this.store.batch(() => this.#checkAll(upstream, connection, impostor));
   }
 
-  #checkAll(upstream: Upstream, connection: NonNullable<Upstream['connection']>): void {
+  #checkAll(
+    upstream: Upstream,
+    connection: NonNullable<Upstream['connection']>,
+    impostor: ((registered: string) => boolean) | undefined,
+  ): void {
     const time = (): string => new Date().toISOString();
     const listed = new Set<string>();
     let refused: { count: number; reason: string } | undefined;
     for (const registered of connection.tools) {
       const definition = connection.definition(registered);
-      if (!definition) continue;
+      if (!definition || impostor?.(registered) === true) continue;
       const form = canonical(registered);
       listed.add(form);
       let check: PinCheck | { readonly state: 'drift'; readonly diff: string; readonly reason?: never };

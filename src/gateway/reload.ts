@@ -177,7 +177,7 @@ export class Reloader {
   /** Pins the tools an upstream offers now under the snapshot in force, and routes them. */
   noteTools(upstream: Upstream): void {
     this.#router.noteTools(upstream);
-    this.#current.pins?.check(upstream);
+    this.#current.pins?.check(upstream, (registered) => this.#router.impostor(registered, upstream));
   }
 
   /** Reads and checks a new policy file, then swaps it in; serialised with every other reload. */
