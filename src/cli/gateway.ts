@@ -21,6 +21,7 @@ import { gatewayConfigOf } from '../gateway/config.js';
 import type { GatewayApprovals } from '../gateway/approvals.js';
 import { connectStdio } from '../gateway/fastpath.js';
 import { createGateway, type Gateway, type GatewayRequestState } from '../gateway/gateway.js';
+import { writtenHere } from '../gateway/lock-file.js';
 import { gatewayInbox, type GatewayInbox } from '../gateway/inbox.js';
 import type { GatewayHttpServer } from '../gateway/http.js';
 import type { GateContext } from '../contracts/gate.js';
@@ -219,7 +220,7 @@ export async function runGateway(
   const onHangup = (): void => void reload('SIGHUP');
   process.on('SIGHUP', onHangup);
   const watcher = options.watch
-    ? watchFiles(options.policy, lockFile, () => void reload('the policy or lock file changed'), log)
+    ? watchFiles(options.policy, lockFile, () => void reload('the policy or lock file changed'), log, writtenHere)
     : null;
   const stopWatching = async (): Promise<void> => {
     process.off('SIGHUP', onHangup);

@@ -12,13 +12,15 @@ import { basename, dirname, resolve } from 'node:path';
 
 /**
  * Watches the policy file and the lock file beside it; calls `changed` once a burst of events has settled
- * (100 ms). A watch that fails is logged; SIGHUP still reloads.
+ * (100 ms). An event after which a file is as `unchanged` says this process left it (the gateway's own write of its
+ * lock file) is not a change. A watch that fails is logged; SIGHUP still reloads.
  */
 export function watchFiles(
   policy: string,
   lock: string | null,
   changed: () => void,
   log: (text: string) => void,
+  unchanged: (file: string) => boolean = () => false,
 ): { close(): void } {
   const path = resolve(policy);
   const paths = [path];
@@ -29,7 +31,7 @@ export function watchFiles(
     timer = setTimeout(changed, 100);
   };
   const failed = (error: Error): void => log(`watching ${policy} stopped (${error.message}); SIGHUP still reloads`);
-  const watches = paths.map((file) => new FileWatch(file, settled, failed));
+  const watches = paths.map((file) => new FileWatch(file, () => unchanged(file) || settled(), failed));
   return {
     close: () => {
       clearTimeout(timer);

@@ -3,8 +3,8 @@
  * broken one refused) and written whole (sorted, then renamed into place: a reader sees the old file or the new
  * one, never half of one).
  */
-import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import { hashOf } from '../crypto.js';
 import { ConfigurationError } from '../errors.js';
 import { parseJsonText } from '../json-text.js';
@@ -165,4 +165,35 @@ export function writeLockFile(file: string, lock: LockFileData): void {
   const tmp = `${file}.${process.pid}.tmp`;
   writeFileSync(tmp, `${JSON.stringify(out, null, 2)}\n`);
   renameSync(tmp, file); // atomic: a reader sees the old file or the new one, never half of one
+  const path = resolve(file);
+  const left = identityOf(path);
+  if (left === undefined) written.delete(path);
+  else written.set(path, left);
+}
+
+/**
+ * Each lock file this process wrote, as it left it: its inode, size and modification time. `toolgate gateway` watches
+ * its lock file to reload when an operator changes it; its own writes (a listing's pins, a drift) woke that watch,
+ * and each reload read the whole file again and re-checked every upstream (atk-pins: an upstream at its bound of pins
+ * toggling one tool's drift, 11.7 MB written and read again per listing).
+ */
+const written = new Map<string, string>();
+
+function identityOf(path: string): string | undefined {
+  try {
+    const stat = statSync(path, { bigint: true });
+    return `${stat.ino}:${stat.size}:${stat.mtimeNs}`;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Whether `file` is as this process's last {@link writeLockFile} left it (any change since, by an editor, `toolgate pin`
+ * or another process, makes it not; a file this process never wrote is not).
+ */
+export function writtenHere(file: string): boolean {
+  const path = resolve(file);
+  const left = written.get(path);
+  return left !== undefined && identityOf(path) === left;
 }

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { watchFiles } from '../../src/cli/watch-files.js';
+import { emptyLock, writeLockFile, writtenHere } from '../../src/gateway/lock-file.js';
 
 /** Resolves once `count` changes were reported, or fails after `ms`. */
 function changes(): { count: () => number; reached: (n: number, ms?: number) => Promise<void>; changed: () => void } {
@@ -75,6 +76,35 @@ describe('the gateway watches its policy and lock files (cli/watch-files.ts)', (
     expect(seen.count()).toBe(0);
     writeFileSync(policy, 'b');
     await seen.reached(1);
+  });
+
+  it("is not woken by the gateway's own writes of its lock file; an operator's write after them is a change", async () => {
+    // atk-pins: each write of the lock file by a listing (a pin, a drift recorded or cleared) reloaded the gateway,
+    // which read the whole file again and re-checked every upstream.
+    const dir = mkdtempSync(join(tmpdir(), 'toolgate-watchfiles-'));
+    const policy = join(dir, 'policy.yaml');
+    const lock = join(dir, 'policy.lock.json');
+    writeFileSync(policy, 'a');
+    writeLockFile(lock, emptyLock());
+    const seen = changes();
+    const watcher = watchFiles(policy, lock, seen.changed, () => undefined, writtenHere);
+    closers.push(() => watcher.close());
+    for (let i = 0; i < 3; i++) {
+      writeLockFile(lock, emptyLock()); // a new file renamed over the old one: its watch fires
+      await pause(150);
+    }
+    expect(writtenHere(lock)).toBe(true);
+    expect(seen.count()).toBe(0);
+    // The operator's edit, in place (same inode): a change, and the file is no longer as the gateway left it.
+    appendFileSync(lock, ' ');
+    await seen.reached(1);
+    expect(writtenHere(lock)).toBe(false);
+    // Without the filter (another process's watch), the same own writes are changes.
+    const other = changes();
+    const plain = watchFiles(policy, lock, other.changed, () => undefined);
+    closers.push(() => plain.close());
+    writeLockFile(lock, emptyLock());
+    await other.reached(1);
   });
 
   it('stops reporting once closed', async () => {
