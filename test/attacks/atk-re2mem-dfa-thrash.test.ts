@@ -38,7 +38,9 @@ describe('DFAs that do not fit the ledger together', () => {
         }),
       );
     const seen = `calls: ${ms.map((m) => Math.round(m)).join(', ')} ms of CPU`;
-    // 8bd0c39 (no ledger): ~2,200, ~60, ~60. 83fbaf6: ~2,200, ~1,900, ~1,900. A thrashing DFA left to the NFA: the third call ~400.
-    expect(ms[2]!, seen).toBeLessThan(500);
+    // 8bd0c39 (no ledger): ~2,200, ~60, ~60. 83fbaf6: ~2,200, ~1,900, ~1,900. A thrashing DFA left to the NFA: the third
+    // call ~400 (529 once on Node 22 under the whole suite's load, 2026-12-07): asked against the first call, measured
+    // beside it, so that the machine's load moves both (thrashing: ~0.86 of the first; left to the NFA: ~0.2).
+    expect(ms[2]!, seen).toBeLessThan(ms[0]! / 3);
   }, 300_000);
 });
