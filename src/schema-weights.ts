@@ -47,21 +47,34 @@ const NATIVE = 1;
 const RE2_PROGRAM = 15;
 
 /**
- * A pattern test's own cost beside its characters, in steps (a test is one statement of Ajv's code, one step): a
- * native RegExp's call ~30 ns; an RE2 program's ~200–250 ns before it reads a character, ~400–500 on 14 (the 16
- * characters {@link FREE} leaves uncounted at 15 each) — `linearRegExp(p, 'u').test` on 4- and 14-character strings,
- * 50,000 calls, the least of 7 rounds, load ~4 (2026-12-07 09:37). Uncounted, a chain of references applying a
- * translated `pattern` to 2,000 strings at 65,536 places ran for tens of seconds before the bound.
+ * A call's own cost (a format's validator, a pattern's test) is counted in steps of {@link CALL_NS_PER_STEP} ns, a
+ * quarter of the characters' scale (a step ~1 ns, above): a statement of Ajv's code, one step, costs ~2 ns in an
+ * ordinary check (40,000 events of a ten-variant union: 100.5M steps in 222 ms of CPU without their `date-time`), and a
+ * call's cost is paid at every item of an ordinary array (those events' 400,000 `date-time` calls, +423 ms): counted
+ * at 1 ns a step they would refuse those 4.8 MB of events (544M steps); at 4, they count 214M. A shape made only of
+ * such calls then runs ~1 s of CPU before the bound (atk-steps-call-costs: 0.6–1.05 s, load 3.4).
  */
-const NATIVE_CALL = 8;
-const RE2_CALL = 125;
+const CALL_NS_PER_STEP = 4;
+
+/** The steps of a call of `ns` (see {@link CALL_NS_PER_STEP}). */
+const callSteps = (ns: number): number => Math.ceil(ns / CALL_NS_PER_STEP);
+
+/**
+ * A pattern test's own cost beside its characters, in ns: a native RegExp's call ~30; an RE2 program's ~200–250
+ * before it reads a character, ~400–500 on 14 (the 16 characters {@link FREE} leaves uncounted at 15 each) —
+ * `linearRegExp(p, 'u').test` on 4- and 14-character strings, 50,000 calls, the least of 7 rounds, load ~4
+ * (2026-12-07 09:37). Uncounted, a chain of references applying a translated `pattern` to 2,000 strings at 65,536
+ * places ran for tens of seconds before the bound.
+ */
+const NATIVE_CALL = callSteps(30);
+const RE2_CALL = callSteps(500);
 
 /**
  * A format's validator (ajv-formats, full mode; src/schema-dialects.ts's own), the most ns a character on
  * 1,000,000-character strings of the kinds tried (letters, `a.a.…`, `/a/a…`, a URI's tail, base64, a date-time's):
  * `regex` compiles the string as a RegExp (40 on a URI), `email` reads `/a/a…` at 36, `uri-reference` a UUID's
  * letters at 18. A format not here (one added later, `int64` on a string): {@link FORMAT_ANY}. Beside its characters,
- * each call's own cost ({@link FORMAT_CALL}).
+ * each call's own cost ({@link FORMAT_CALL_NS}).
  */
 const FORMAT: Readonly<Record<string, number>> = {
   'date-time': 1,
@@ -86,42 +99,42 @@ const FORMAT: Readonly<Record<string, number>> = {
 const FORMAT_ANY = 40;
 
 /**
- * A format validator's own cost per call, in steps (~ns), on short strings, valid or not (the larger): `date-time`
+ * A format validator's own cost per call, in ns, on short strings, valid or not (the larger): `date-time`
  * ~1,100 ns (its Date built and read), `ipv6` ~700 (a long expression), `regex` ~220 on a pattern (and
  * {@link REGEX_REFUSED} more on a string that is not one) — the validators of src/schema-dialects.ts's Ajv on 2–3 strings of each kind,
  * 100,000 calls, the least of 7 rounds, load ~4 (2026-12-07 09:37; a quiet core may take half). Counted as its one
  * statement's step, a chain of references applying `{items: {format: 'date-time'}}` to 2,000 strings at 65,536
  * places ran 16.4 s of CPU before the bound (`ipv6` 14.9 s); `regex` on strings that are not patterns would run
- * minutes. A format not here: {@link FORMAT_ANY_CALL}.
+ * minutes. A format not here: {@link FORMAT_ANY_CALL_NS}. Counted in steps of {@link CALL_NS_PER_STEP} ns.
  */
-const FORMAT_CALL: Readonly<Record<string, number>> = {
-  'date-time': 275,
-  date: 75,
-  time: 110,
-  duration: 45,
-  uri: 55,
-  'uri-reference': 40,
-  'uri-template': 20,
-  url: 100,
-  email: 30,
-  hostname: 35,
-  ipv4: 15,
-  ipv6: 175,
-  regex: 55,
-  uuid: 55,
-  'json-pointer': 10,
-  'json-pointer-uri-fragment': 15,
-  'relative-json-pointer': 10,
-  byte: 20,
+const FORMAT_CALL_NS: Readonly<Record<string, number>> = {
+  'date-time': 1_100,
+  date: 300,
+  time: 450,
+  duration: 170,
+  uri: 220,
+  'uri-reference': 150,
+  'uri-template': 75,
+  url: 400,
+  email: 110,
+  hostname: 130,
+  ipv4: 60,
+  ipv6: 700,
+  regex: 220,
+  uuid: 225,
+  'json-pointer': 45,
+  'json-pointer-uri-fragment': 60,
+  'relative-json-pointer': 45,
+  byte: 80,
 };
-const FORMAT_ANY_CALL = 2_500;
+const FORMAT_ANY_CALL_NS = 10_000;
 
 /**
  * `regex` on a string that is not an ECMAScript pattern: V8 makes a SyntaxError (its stack captured) and the validator
  * catches it, ~10,000 ns against ~220 for a pattern. Counted after the call, by its verdict: under `not` (or in a
  * union's failing branch), 2,000 such strings at 4,096 places ran 62 s of CPU before the bound.
  */
-const REGEX_REFUSED = 2_500;
+const REGEX_REFUSED = callSteps(10_000);
 
 /**
  * A key `Object.keys` collects: ~1 ns from an object of up to ~1,000 keys (V8 keeps its keys in order), ~230–600 ns
@@ -130,6 +143,11 @@ const REGEX_REFUSED = 2_500;
 const KEY_SMALL = 1;
 const KEY_LARGE = 250;
 const SMALL_OBJECT = 1_020;
+
+/** The steps of one call reading `text`: `perCall`, and `perCharacter` for each character past the first {@link FREE}. */
+function stringSteps(text: string, perCharacter: number, perCall: number): number {
+  return perCall + (text.length > FREE ? (text.length - FREE) * perCharacter : 0);
+}
 
 /** A keyword's steps on a string: per character past the first {@link FREE}, and per call. */
 type Weight = readonly [perCharacter: number, perCall: number];
@@ -149,7 +167,7 @@ export function weighKeywords(ajv: Keywords, replace: (definition: CodeKeywordDe
   // A string's steps: its characters past the first FREE, and a call's own (a format's); nothing else is weighed.
   const weigh = (data: unknown, perCharacter: number, perCall = 0): void => {
     if (typeof data !== 'string') return;
-    const steps = perCall + (data.length > FREE ? (data.length - FREE) * perCharacter : 0);
+    const steps = stringSteps(data, perCharacter, perCall);
     if (steps > 0) spend(steps);
   };
   const weighed = (keyword: string, weight: (cxt: KeywordCxt, ruleType?: string) => Weight | undefined): void => {
@@ -188,7 +206,7 @@ export function weighKeywords(ajv: Keywords, replace: (definition: CodeKeywordDe
   // A format Ajv does not know (a UI hint, `textarea`) is not checked, nor one of numbers (`int32`) on a string.
   weighed('format', ({ schema, $data, it }, ruleType) => {
     if (ruleType === 'number') return undefined;
-    if ($data) return [FORMAT_ANY, FORMAT_ANY_CALL];
+    if ($data) return [FORMAT_ANY, callSteps(FORMAT_ANY_CALL_NS)];
     const known: unknown = typeof schema === 'string' ? it.self.formats[schema] : undefined;
     if (known === undefined) return undefined;
     const of =
@@ -197,7 +215,7 @@ export function weighKeywords(ajv: Keywords, replace: (definition: CodeKeywordDe
         : undefined;
     if ((of ?? 'string') !== 'string') return undefined;
     const name = schema as string;
-    return [FORMAT[name] ?? FORMAT_ANY, FORMAT_CALL[name] ?? FORMAT_ANY_CALL];
+    return [FORMAT[name] ?? FORMAT_ANY, callSteps(FORMAT_CALL_NS[name] ?? FORMAT_ANY_CALL_NS)];
   });
   const count = (data: object): number => {
     const keys = Object.keys(data).length;
@@ -237,7 +255,7 @@ export function weighedRegExp(spend: Spend): ((pattern: string, flags: string) =
     const perCall = native ? NATIVE_CALL : RE2_CALL * (matcher.programs ?? 1);
     return {
       test: (text: string) => {
-        spend(perCall + (text.length > FREE ? (text.length - FREE) * perCharacter : 0));
+        spend(stringSteps(text, perCharacter, perCall));
         return matcher.test(text);
       },
       toString: () => String(matcher),
