@@ -35,6 +35,12 @@ export interface ExtrasResult {
     readonly cpuMsMedian: number;
     /** Heap kept by the resolved allowlist (after GC), in bytes; null without --expose-gc. */
     readonly retainedBytes: number | null;
+    /**
+     * The same names and plans with the layers in another order than the declaration's (reversed: a plan read from
+     * its own file, not filtered from the agent's list): the median and its CPU. The declaration's order lets
+     * `layerMarks` walk the names by position; another order looks each name up.
+     */
+    readonly otherOrder: { readonly msMedian: number; readonly cpuMsMedian: number };
   };
   readonly canonicalCache: {
     readonly names: number;
@@ -97,18 +103,24 @@ export async function benchExtras(options: ExtrasOptions = {}): Promise<ExtrasRe
   const names = Array.from({ length: n }, (_, i) => `ns${i % 7}:tool_${i}`);
   const tenant = names.filter((_, i) => i % 10 !== 8);
   const callerNames = names.filter((_, i) => i % 10 !== 7);
-  const runs: number[] = [];
-  const cpuRuns: number[] = [];
-  for (let r = 0; r < 5; r++) {
-    heapAfterGc();
-    const c0 = process.cpuUsage();
-    const t0 = process.hrtime.bigint();
-    const list = ToolAllowlist.resolve(names, { tenant, caller: callerNames });
-    runs.push(Number(process.hrtime.bigint() - t0) / 1e6);
-    const cpu = process.cpuUsage(c0);
-    cpuRuns.push((cpu.user + cpu.system) / 1000);
-    if (list.names.length === 0) throw new Error('resolve: nothing permitted');
-  }
+  const timed = (tenantLayer: readonly string[], callerLayer: readonly string[]) => {
+    const runs: number[] = [];
+    const cpuRuns: number[] = [];
+    for (let r = 0; r < 5; r++) {
+      heapAfterGc();
+      const c0 = process.cpuUsage();
+      const t0 = process.hrtime.bigint();
+      const list = ToolAllowlist.resolve(names, { tenant: tenantLayer, caller: callerLayer });
+      runs.push(Number(process.hrtime.bigint() - t0) / 1e6);
+      const cpu = process.cpuUsage(c0);
+      cpuRuns.push((cpu.user + cpu.system) / 1000);
+      if (list.names.length === 0) throw new Error('resolve: nothing permitted');
+    }
+    return { runs, cpuRuns };
+  };
+  const median = (xs: readonly number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+  const { runs, cpuRuns } = timed(tenant, callerNames);
+  const reversed = timed([...tenant].reverse(), [...callerNames].reverse());
   const before = heapAfterGc();
   let kept: ToolAllowlist | null = ToolAllowlist.resolve(names, { tenant, caller: callerNames });
   const after = heapAfterGc();
@@ -117,18 +129,18 @@ export async function benchExtras(options: ExtrasOptions = {}): Promise<ExtrasRe
   if (kept.names.length !== expected)
     throw new Error(`resolve: ${kept.names.length} names permitted, expected ${expected}`);
   kept = null;
-  const sortedRuns = [...runs].sort((a, b) => a - b);
   const resolve = {
     names: n,
     runs: runs.length,
-    msMedian: sortedRuns[Math.floor(runs.length / 2)]!,
-    msMin: sortedRuns[0]!,
-    msMax: sortedRuns[runs.length - 1]!,
-    cpuMsMedian: [...cpuRuns].sort((a, b) => a - b)[Math.floor(cpuRuns.length / 2)]!,
+    msMedian: median(runs),
+    msMin: Math.min(...runs),
+    msMax: Math.max(...runs),
+    cpuMsMedian: median(cpuRuns),
     retainedBytes,
+    otherOrder: { msMedian: median(reversed.runs), cpuMsMedian: median(reversed.cpuRuns) },
   };
   log(
-    `ToolAllowlist.resolve of ${n} names: median ${resolve.msMedian.toFixed(1)} ms (CPU ${resolve.cpuMsMedian.toFixed(1)} ms; min ${resolve.msMin.toFixed(1)}, max ${resolve.msMax.toFixed(1)}), retained ${retainedBytes === null ? 'n/a (run with --expose-gc)' : `${(retainedBytes / 1048576).toFixed(1)} MiB`}`,
+    `ToolAllowlist.resolve of ${n} names: median ${resolve.msMedian.toFixed(1)} ms (CPU ${resolve.cpuMsMedian.toFixed(1)} ms; min ${resolve.msMin.toFixed(1)}, max ${resolve.msMax.toFixed(1)}), retained ${retainedBytes === null ? 'n/a (run with --expose-gc)' : `${(retainedBytes / 1048576).toFixed(1)} MiB`}; layers in another order ${resolve.otherOrder.msMedian.toFixed(1)} ms (CPU ${resolve.otherOrder.cpuMsMedian.toFixed(1)} ms)`,
   );
 
   // The canonical cache under endless unique names.

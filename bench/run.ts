@@ -180,6 +180,10 @@ function medianExtras(runs: readonly ExtrasResult[]): ExtrasResult {
       msMin: Math.min(...runs.map((x) => x.resolve.msMin)),
       msMax: Math.max(...runs.map((x) => x.resolve.msMax)),
       cpuMsMedian: m((x) => x.resolve.cpuMsMedian),
+      otherOrder: {
+        msMedian: m((x) => x.resolve.otherOrder.msMedian),
+        cpuMsMedian: m((x) => x.resolve.otherOrder.cpuMsMedian),
+      },
     },
     canonicalCache: {
       ...first.canonicalCache,
@@ -591,7 +595,8 @@ async function main(): Promise<void> {
     '',
     `check() on a resolved allowlist (${extras.check.names} names): p50 ${extras.check.p50.toFixed(1)} ns, p99 ${extras.check.p99.toFixed(1)} ns`,
     `ToolAllowlist.resolve of ${extras.resolve.names.toLocaleString('en')} names: median ${extras.resolve.msMedian.toFixed(1)} ms (CPU ${extras.resolve.cpuMsMedian.toFixed(1)} ms) over ${extras.resolve.runs} runs ` +
-      `(${extras.resolve.msMin.toFixed(1)}–${extras.resolve.msMax.toFixed(1)}), heap retained ${extras.resolve.retainedBytes === null ? 'n/a (needs --expose-gc)' : `${(extras.resolve.retainedBytes / 1048576).toFixed(1)} MiB`}`,
+      `(${extras.resolve.msMin.toFixed(1)}–${extras.resolve.msMax.toFixed(1)}), heap retained ${extras.resolve.retainedBytes === null ? 'n/a (needs --expose-gc)' : `${(extras.resolve.retainedBytes / 1048576).toFixed(1)} MiB`}; ` +
+      `layers in another order than the declaration's ${extras.resolve.otherOrder.msMedian.toFixed(1)} ms (CPU ${extras.resolve.otherOrder.cpuMsMedian.toFixed(1)} ms)`,
     `canonical() on ${extras.canonicalCache.names.toLocaleString('en')} unique names: cache at most ${extras.canonicalCache.maxSize} entries (limit ${extras.canonicalCache.limit}), ` +
       `${extras.canonicalCache.nsPerName.toFixed(0)} ns a name, heap growth ${extras.canonicalCache.heapGrowthBytes === null ? 'n/a' : `${(extras.canonicalCache.heapGrowthBytes / 1024).toFixed(0)} KiB`}`,
     `executeToolCalls, no-op tool (${extras.dispatch.size} tools & rules): ${formatNs(extras.dispatch.single.p50)} a call alone, ${formatNs(extras.dispatch.batched16.p50)} a call in batches of 16; ` +
@@ -697,10 +702,10 @@ async function main(): Promise<void> {
   });
   targets.push({
     id: 'resolve-100k',
-    description: `ToolAllowlist.resolve of ${extras.resolve.names.toLocaleString('en')} names, median`,
+    description: `ToolAllowlist.resolve of ${extras.resolve.names.toLocaleString('en')} names, median, the layers in the declaration's order and in another`,
     target: '≤ 100 ms',
-    measured: `${extras.resolve.msMedian.toFixed(1)} ms (CPU ${extras.resolve.cpuMsMedian.toFixed(1)} ms)`,
-    met: extras.resolve.msMedian <= 100,
+    measured: `${extras.resolve.msMedian.toFixed(1)} ms (CPU ${extras.resolve.cpuMsMedian.toFixed(1)} ms); in another order ${extras.resolve.otherOrder.msMedian.toFixed(1)} ms (CPU ${extras.resolve.otherOrder.cpuMsMedian.toFixed(1)} ms)`,
+    met: Math.max(extras.resolve.msMedian, extras.resolve.otherOrder.msMedian) <= 100,
   });
   if (tg1k) {
     const casbin = at('casbin', 1000);
