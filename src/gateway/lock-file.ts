@@ -4,7 +4,7 @@
  * one, never half of one).
  */
 import { existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
+import { basename, dirname, extname, join, resolve } from 'node:path';
 import { hashOf } from '../crypto.js';
 import { ConfigurationError } from '../errors.js';
 import { parseJsonText } from '../json-text.js';
@@ -62,6 +62,12 @@ export interface LockFileData {
   readonly tools: Readonly<Record<string, LockEntry>>;
   /** Definitions offered that differ from the pinned ones, waiting for `toolgate pin --accept`. */
   readonly drift?: Readonly<Record<string, LockEntry>>;
+}
+
+/** The default lock file of a policy file: `policy.yaml` → `policy.lock.json` beside it. */
+export function defaultLockFile(policyFile: string): string {
+  const name = basename(policyFile, extname(policyFile));
+  return join(dirname(policyFile), `${name}.lock.json`);
 }
 
 export function emptyLock(): LockFileData {
