@@ -15,7 +15,7 @@ import { resolve } from 'node:path';
 import { canonical } from '../names.js';
 import { hashOf } from '../crypto.js';
 import type { Tool } from '../tool.js';
-import type { GatewayAuditRecord } from './audit.js';
+import type { GatewayAuditRecord, PinAuditRecord } from './audit.js';
 import type { Upstream } from './upstream.js';
 import {
   defaultLockFile,
@@ -342,9 +342,9 @@ export class PinStore {
 }
 
 /**
- * The drifted tools of one lock file as the gateway sees them now: checked when an upstream connects and
- * at every `tools/list_changed`, recorded in the audit (a `pin` record per new pin or new drift), and
- * read by the pin rule of the policy in force. A reload that keeps the lock file keeps its tracker.
+ * The drifted tools of one lock file as the gateway sees them now: checked when an upstream connects and at every
+ * `tools/list_changed`, recorded in the audit (a `pin` record per new pin, new drift or tool left unpinned), and read
+ * by the pin rule of the policy in force. A reload that keeps the lock file keeps its tracker.
  */
 export class PinTracker {
   readonly store: PinStore;
@@ -380,7 +380,8 @@ export class PinTracker {
     connection: NonNullable<Upstream['connection']>,
     impostor: ((registered: string) => boolean) | undefined,
   ): void {
-    const time = (): string => new Date().toISOString();
+    const audit = (event: PinAuditRecord['event'], tool: string, more?: { diff: string } | { reason: string }): void =>
+      this.#audit({ type: 'pin', time: new Date().toISOString(), event, upstream: upstream.namespace, tool, ...more });
     const listed = new Set<string>();
     let refused: { count: number; reason: string } | undefined;
     for (const registered of connection.tools) {
@@ -403,6 +404,7 @@ export class PinTracker {
         if (this.#drifted.get(form)?.unpinned !== true) {
           refused ??= { count: 0, reason: check.reason };
           refused.count++;
+          audit('unpinned', registered, { reason: check.reason }); // once while it stays listed unpinned
         }
         this.#drifted.set(form, { diff: check.reason, upstream, unpinned: true });
         continue;
@@ -410,21 +412,12 @@ export class PinTracker {
       const diff = check.diff;
       if (check.state !== 'drift' || diff === undefined) {
         this.#drifted.delete(form);
-        if (check.state === 'new')
-          this.#audit({ type: 'pin', time: time(), event: 'pinned', upstream: upstream.namespace, tool: registered });
+        if (check.state === 'new') audit('pinned', registered);
         continue;
       }
       const known = this.#drifted.get(form);
       this.#drifted.set(form, { diff, upstream });
-      if (known?.diff !== diff)
-        this.#audit({
-          type: 'pin',
-          time: time(),
-          event: 'drift',
-          upstream: upstream.namespace,
-          tool: registered,
-          diff,
-        });
+      if (known?.diff !== diff) audit('drift', registered, { diff });
     }
     // What this upstream no longer lists cannot be called: its entries go (a listing of fresh names each time,
     // refused past the bound, would otherwise keep one for every name ever listed).
