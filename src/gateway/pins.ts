@@ -28,7 +28,7 @@ import {
   type LockFileData,
   type PinnedDefinition,
 } from './lock-file.js';
-import { comparable, definitionDiff, pinnedDefinition, samePin } from './pin-definitions.js';
+import { comparable, definitionDiff, listedDefinitionPin, pinnedDefinition, samePin } from './pin-definitions.js';
 import { withDriftChanges, withHeldPins } from './lock-merge.js';
 
 export {
@@ -78,6 +78,8 @@ export class PinStore {
   #writable = true;
   /** True while {@link batch} runs: the file is read once at its start and written once at its end. */
   #batching = false;
+  /** True while {@link reading} runs: the file's state read once at its start. */
+  #reading = false;
   /** A pin added or re-pinned within the batch: written at its end. */
   #pinned = false;
   /** Drift records set (or cleared: null) and not written yet, by name: put back over each re-read (DRIFT_WRITE_MS). */
@@ -108,7 +110,7 @@ export class PinStore {
   }
 
   #fresh(): LockFileData {
-    if (this.#batching) return this.#lock;
+    if (this.#batching || this.#reading) return this.#lock;
     const mtime = this.#statMtime();
     if (mtime !== this.#mtime) {
       const read = readLockFile(this.file);
@@ -209,6 +211,26 @@ export class PinStore {
     }
   }
 
+  /**
+   * Runs `reads` (the questions one client listing asks of each of its tools: {@link matches}, {@link lock}) with the
+   * file's state read once at its start, so an accept made before it is seen. Each question stat'ed the file: one
+   * `tools/list` over 10,000 drifted tools, 10,000 stats (atk-pins).
+   */
+  reading<T>(reads: () => T): T {
+    if (this.#batching || this.#reading) return reads();
+    try {
+      this.#fresh();
+    } catch {
+      return reads(); // the file cannot be read: each question meets that itself
+    }
+    this.#reading = true;
+    try {
+      return reads();
+    } finally {
+      this.#reading = false;
+    }
+  }
+
   /** Pins `name` as `entry` in the batch's own copy of the lock ({@link batch}), written when it ends. */
   #setTool(name: string, entry: LockEntry): void {
     (this.#lock.tools as Record<string, LockEntry>)[name] = entry;
@@ -302,10 +324,13 @@ export class PinStore {
     return { diff: definitionDiff(name, pinned.definition, comparable(pinned, current)) };
   }
 
-  /** True when the lock file pins exactly this definition (an unpinned tool is not a match). */
-  matches(name: string, current: PinnedDefinition): boolean {
+  /** True when the lock file pins exactly this listed definition (not when unpinned); hashed once a listed object. */
+  matches(name: string, listed: Parameters<typeof pinnedDefinition>[0]): boolean {
     const pinned = this.#fresh().tools[canonical(name)];
-    return pinned !== undefined && samePin(pinned, current);
+    if (pinned === undefined) return false;
+    return pinned.shape === 1
+      ? samePin(pinned, pinnedDefinition(listed))
+      : pinned.sha256 === listedDefinitionPin(listed);
   }
 
   /** Makes the drifted definitions of `names` (all when empty) the pinned ones; returns the names accepted. */
@@ -458,7 +483,7 @@ export class PinTracker {
     const definition = entry.upstream.connection?.definition(tool.name);
     let matches: boolean;
     try {
-      matches = definition !== undefined && this.store.matches(tool.name, pinnedDefinition(definition));
+      matches = definition !== undefined && this.store.matches(tool.name, definition);
     } catch {
       return true; // the lock file cannot be read now: what is pinned is unknown, the drift stands
     }
