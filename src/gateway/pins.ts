@@ -24,6 +24,7 @@ import {
   readLockFile,
   warnLegacy,
   writeLockFile,
+  writtenHere,
   type LockEntry,
   type LockFileData,
   type PinnedDefinition,
@@ -74,6 +75,7 @@ export class PinStore {
   readonly file: string;
   #lock: LockFileData;
   #mtime: number;
+  #merged = false; // re-read after another writer changed it: the next write carries that (writeLockFile's `own`)
   /** False when the file cannot be written: pins are then kept in memory only. */
   #writable = true;
   /** True while {@link batch} runs: the file is read once at its start and written once at its end. */
@@ -113,6 +115,7 @@ export class PinStore {
     if (this.#batching || this.#reading) return this.#lock;
     const mtime = this.#statMtime();
     if (mtime !== this.#mtime) {
+      if (!writtenHere(this.file)) this.#merged = true;
       const read = readLockFile(this.file);
       const held = this.#writable ? read : withHeldPins(read, this.#lock);
       this.#lock = this.#driftUnsaved.size > 0 ? withDriftChanges(held, this.#driftUnsaved) : held;
@@ -128,7 +131,8 @@ export class PinStore {
     this.#cancelDriftWrite();
     if (!this.#writable) return;
     try {
-      writeLockFile(this.file, lock);
+      writeLockFile(this.file, lock, !this.#merged);
+      this.#merged = false;
       this.#mtime = this.#statMtime();
     } catch (error) {
       this.#writable = false;
