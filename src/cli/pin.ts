@@ -18,7 +18,10 @@ export function registerPin(program: Command, cli: Cli): void {
     .option('--json', 'print JSON');
   exitCodes(command, [
     [EXIT.OK, 'every tool matches its pin (or the drift was accepted)'],
-    [EXIT.POLICY, 'the policy file was refused, or a tool drifted from its pin'],
+    [
+      EXIT.POLICY,
+      'the policy file was refused, a tool drifted from its pin, an upstream could not be reached, or a tool was left unpinned (its upstream holds PINS_PER_UPSTREAM_MAX pins)',
+    ],
     USAGE_LINE,
   ]).action(async (options: { policy: string; accept?: true | string[]; json?: boolean }) => {
     const set = await loadPolicy(cli, options.policy, options.json);
@@ -43,6 +46,8 @@ export function registerPin(program: Command, cli: Cli): void {
     const { createGateway } = await import('../gateway/gateway.js');
     const pinned: string[] = [];
     const drifted: { tool: string; diff: string }[] = [];
+    // Left unpinned: its upstream holds PINS_PER_UPSTREAM_MAX pins (the gateway refuses its calls).
+    const unpinned: { tool: string; upstream: string; reason: string }[] = [];
     const gateway = await createGateway({
       policy: set,
       upstreams: config.upstreams,
@@ -50,6 +55,8 @@ export function registerPin(program: Command, cli: Cli): void {
       audit: (record) => {
         if (record.type !== 'pin') return;
         if (record.event === 'pinned') pinned.push(record.tool);
+        else if (record.event === 'unpinned')
+          unpinned.push({ tool: record.tool, upstream: record.upstream, reason: record.reason ?? '' });
         else drifted.push({ tool: record.tool, diff: record.diff ?? '' });
       },
     });
@@ -57,7 +64,7 @@ export function registerPin(program: Command, cli: Cli): void {
       .filter((u) => u.state !== 'ready')
       .map((u) => ({ upstream: u.namespace, reason: u.reason }));
     await gateway.close();
-    if (options.json) cli.out(JSON.stringify({ lock: store.file, pinned, drift: drifted, down }));
+    if (options.json) cli.out(JSON.stringify({ lock: store.file, pinned, drift: drifted, unpinned, down }));
     else {
       cli.out(
         `${store.file}: ${Object.keys(store.lock.tools).length} tools pinned${pinned.length ? `, ${pinned.length} new: ${pinned.join(', ')}` : ''}`,
@@ -65,7 +72,13 @@ export function registerPin(program: Command, cli: Cli): void {
       for (const d of down) cli.err(`upstream ${d.upstream} could not be reached: ${d.reason}`);
       for (const d of drifted) cli.out(`${cli.c.red('drift')} ${d.tool}\n${d.diff}`);
       if (drifted.length > 0) cli.out('run `toolgate pin --accept` to re-approve them');
+      if (unpinned.length > 0) {
+        cli.out(`${cli.c.red('unpinned')} ${unpinned.map((u) => u.tool).join(', ')}`);
+        // Why, once an upstream: its bound, the lock file and how to make room.
+        const why = new Map(unpinned.map((u) => [u.upstream, u.reason] as const));
+        for (const reason of why.values()) cli.out(reason);
+      }
     }
-    cli.exit(drifted.length > 0 || down.length > 0 ? EXIT.POLICY : EXIT.OK);
+    cli.exit(drifted.length > 0 || down.length > 0 || unpinned.length > 0 ? EXIT.POLICY : EXIT.OK);
   });
 }

@@ -107,14 +107,18 @@ export interface ModeAuditRecord {
   readonly approver?: string;
 }
 
-/** A tool definition pinned for the first time, or seen drifted from its pin. */
+/**
+ * A tool definition pinned for the first time, seen drifted from its pin, or left unpinned (`unpinned`: its upstream
+ * holds PINS_PER_UPSTREAM_MAX pins; its calls are refused; once while it stays listed unpinned, `reason` saying why).
+ */
 export interface PinAuditRecord {
   readonly type: 'pin';
   readonly time: string;
-  readonly event: 'pinned' | 'drift';
+  readonly event: 'pinned' | 'drift' | 'unpinned';
   readonly upstream: string;
   readonly tool: string;
   readonly diff?: string;
+  readonly reason?: string;
 }
 
 /** An upstream went down or came back. */

@@ -309,6 +309,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
       await Promise.allSettled([...modern].map((h) => h.close()));
       await relay.close();
       await Promise.allSettled([...upstreams.values()].map((u) => u.close()));
+      inForce.current.pins?.store.flush(); // a drift write pending (DRIFT_WRITE_MS) is on disk once closed
     },
   };
 }

@@ -4,7 +4,7 @@
  * one, never half of one).
  */
 import { existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
+import { basename, dirname, extname, join, resolve } from 'node:path';
 import { hashOf } from '../crypto.js';
 import { ConfigurationError } from '../errors.js';
 import { parseJsonText } from '../json-text.js';
@@ -62,6 +62,12 @@ export interface LockFileData {
   readonly tools: Readonly<Record<string, LockEntry>>;
   /** Definitions offered that differ from the pinned ones, waiting for `toolgate pin --accept`. */
   readonly drift?: Readonly<Record<string, LockEntry>>;
+}
+
+/** The default lock file of a policy file: `policy.yaml` → `policy.lock.json` beside it. */
+export function defaultLockFile(policyFile: string): string {
+  const name = basename(policyFile, extname(policyFile));
+  return join(dirname(policyFile), `${name}.lock.json`);
 }
 
 export function emptyLock(): LockFileData {
@@ -153,7 +159,13 @@ function withoutShape(entry: LockEntry): LockEntry {
   return rest;
 }
 
-export function writeLockFile(file: string, lock: LockFileData): void {
+/**
+ * `own`: false when `lock` carries a change another writer made since this process last wrote the file (PinStore re-read
+ * it and merged): the write is then not this process's own for {@link writtenHere}, so the watch of `toolgate gateway`
+ * still reloads — and re-checks every upstream against — that change (a trailing drift write between an operator's edit
+ * and its watch event dropped the event, atk-pinlock).
+ */
+export function writeLockFile(file: string, lock: LockFileData, own = true): void {
   mkdirSync(dirname(file), { recursive: true });
   const sorted = (record: Readonly<Record<string, LockEntry>>): Record<string, LockEntry> =>
     Object.fromEntries(Object.entries(record).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
@@ -166,7 +178,7 @@ export function writeLockFile(file: string, lock: LockFileData): void {
   writeFileSync(tmp, `${JSON.stringify(out, null, 2)}\n`);
   renameSync(tmp, file); // atomic: a reader sees the old file or the new one, never half of one
   const path = resolve(file);
-  const left = identityOf(path);
+  const left = own ? identityOf(path) : undefined;
   if (left === undefined) written.delete(path);
   else written.set(path, left);
 }

@@ -11,26 +11,36 @@
  * its whole definition as offered then (with a process warning saying so); the file is written as version 2.
  */
 import { statSync } from 'node:fs';
-import { basename, dirname, extname, join } from 'node:path';
-import { createPatch } from 'diff';
+import { resolve } from 'node:path';
 import { canonical } from '../names.js';
-import { parseJsonText } from '../json-text.js';
-import { canonicalJson, hashOf } from '../crypto.js';
+import { hashOf } from '../crypto.js';
 import type { Tool } from '../tool.js';
-import type { GatewayAuditRecord } from './audit.js';
+import type { GatewayAuditRecord, PinAuditRecord } from './audit.js';
 import type { Upstream } from './upstream.js';
 import {
+  defaultLockFile,
   lockRecord,
   PINS_PER_UPSTREAM_MAX,
   readLockFile,
   warnLegacy,
   writeLockFile,
+  writtenHere,
   type LockEntry,
   type LockFileData,
   type PinnedDefinition,
 } from './lock-file.js';
+import { comparable, definitionDiff, listedDefinitionPin, pinnedDefinition, samePin } from './pin-definitions.js';
+import { withDriftChanges, withHeldPins } from './lock-merge.js';
 
-export { PINS_PER_UPSTREAM_MAX, readLockFile, type LockEntry, type LockFileData, type PinnedDefinition };
+export {
+  defaultLockFile,
+  PINS_PER_UPSTREAM_MAX,
+  readLockFile,
+  type LockEntry,
+  type LockFileData,
+  type PinnedDefinition,
+};
+export { definitionDiff, definitionPin, listedDefinitionPin, pinnedDefinition } from './pin-definitions.js';
 
 /**
  * What pinning says about one tool offered now; `full`: not pinned, its upstream holds PINS_PER_UPSTREAM_MAX pins
@@ -42,98 +52,19 @@ export type PinCheck =
   | { readonly state: 'drift'; readonly diff: string; readonly pinned: LockEntry; readonly offered: LockEntry }
   | { readonly state: 'full'; readonly diff?: never; readonly reason: string };
 
-/** The default lock file of a policy file: `policy.yaml` → `policy.lock.json` beside it. */
-export function defaultLockFile(policyFile: string): string {
-  const name = basename(policyFile, extname(policyFile));
-  return join(dirname(policyFile), `${name}.lock.json`);
-}
-
 /**
- * The pinned form of an MCP tool definition: all of it (title, output schema descriptions, `_meta` and
- * annotations are read by the model or the client as much as the description is), fields that are
- * `undefined` dropped. The definition is what the upstream listed, so a field added by a newer protocol
- * revision is pinned too.
+ * The least time between two writes of a lock file by one store whose only changes are drifts recorded or cleared (no
+ * new pin, no re-pin). Each write is the whole file, every pin of every upstream: an upstream at its bound of pins
+ * toggling one tool between its pin and a drift at each `tools/list_changed` made each listing write it (11.7 MB and
+ * ~95 ms of CPU a listing with 300-byte descriptions, atk-pins). The gateway decides from memory at once; the drift
+ * record on disk is for a person (`toolgate pin --accept`, `toolgate explain`), who can wait seconds: the first drift
+ * change is written at once, the later ones of the interval in one trailing write. 5 s: such an upstream costs one
+ * whole-file write in 5 s (~2% of a core for that file) instead of one a listing.
  */
-export function pinnedDefinition(tool: {
-  readonly name: string;
-  readonly description?: string | undefined;
-  readonly inputSchema: unknown;
-  readonly [field: string]: unknown;
-}): PinnedDefinition {
-  const out: Record<string, unknown> = {};
-  for (const [field, value] of Object.entries(tool)) if (value !== undefined) out[field] = value;
-  return out as unknown as PinnedDefinition;
-}
+export const DRIFT_WRITE_MS = 5_000;
 
-/** The four parts a version-1 lock file pinned, of a whole definition. */
-function legacyDefinition(definition: PinnedDefinition): PinnedDefinition {
-  return {
-    name: definition.name,
-    ...(definition.description !== undefined ? { description: definition.description } : {}),
-    inputSchema: definition.inputSchema,
-    ...(definition.annotations !== undefined ? { annotations: definition.annotations } : {}),
-  };
-}
-
-/** The offered definition in the shape the entry pinned (whole, or the four parts of a version-1 entry). */
-function comparable(pinned: LockEntry, offered: PinnedDefinition): PinnedDefinition {
-  return pinned.shape === 1 ? legacyDefinition(offered) : offered;
-}
-
-/** True when `offered` is what `pinned` pins. */
-function samePin(pinned: LockEntry, offered: PinnedDefinition): boolean {
-  return pinned.sha256 === hashOf(comparable(pinned, offered));
-}
-
-/** The hash an approval is bound to (`ApprovalBinding.pin`): the whole definition a call is made against. */
-export function definitionPin(definition: PinnedDefinition): string {
-  return hashOf(definition);
-}
-
-const listedPins = new WeakMap<object, string>();
-
-/**
- * {@link definitionPin} of a definition as the upstream listed it, hashed once per listing object: the
- * connection keeps each listed definition as parsed and never changes it in place (a refresh lists new
- * objects), so a call pays a WeakMap look-up instead of canonical JSON and SHA-256 of the whole definition.
- */
-export function listedDefinitionPin(definition: Parameters<typeof pinnedDefinition>[0]): string {
-  let pin = listedPins.get(definition);
-  if (pin === undefined) {
-    pin = definitionPin(pinnedDefinition(definition));
-    listedPins.set(definition, pin);
-  }
-  return pin;
-}
-
-/**
- * The most lines a readable diff changes: jsdiff's Myers diff costs about the square of the lines changed, and a
- * drifted tool is diffed at each listing of its upstream (an upstream that pins 4,000 lines of `_meta` and offers
- * 4,000 others cost 3.1 s of CPU per `tools/list_changed`, atk-gwlist). Past it the offered definition is shown whole.
- */
-const DIFF_EDITS_MAX = 200;
-
-/** A readable unified diff between two definitions (canonical JSON, pretty-printed). */
-export function definitionDiff(name: string, pinned: PinnedDefinition, offered: PinnedDefinition): string {
-  const pretty = (d: PinnedDefinition): string => `${JSON.stringify(parseJsonText(canonicalJson(d)), null, 2)}\n`;
-  const after = pretty(offered);
-  const patch = createPatch(name, pretty(pinned), after, 'pinned', 'offered now', { maxEditLength: DIFF_EDITS_MAX });
-  if (patch !== undefined) return patch.replace(/^Index: .*\n=+\n/, '');
-  return `the definition of ${JSON.stringify(name)} changed in more than ${DIFF_EDITS_MAX} lines (not shown line by line); offered now:\n${after}`;
-}
-
-/**
- * The lock file as read now, with the pins held in memory only (`held`: pinned while the file could not be written)
- * of every tool it does not pin. A re-read replaced the lock whole and dropped them: a tool first seen while the file
- * could not be written was unpinned again by any later change of the file (a read-only mount updated, another tool
- * pinned), and its next definition, whatever it offered, was pinned as new — a rug pull ran (atk-gwlist).
- */
-function withHeldPins(read: LockFileData, held: LockFileData): LockFileData {
-  let tools: Record<string, LockEntry> | undefined;
-  for (const [name, entry] of Object.entries(held.tools))
-    if (read.tools[name] === undefined) (tools ??= lockRecord(read.tools))[name] = entry;
-  return tools === undefined ? read : { ...read, tools };
-}
+/** The store of each lock file (by absolute path) with a drift write pending: another store of it flushes it first. */
+const pendingDrift = new Map<string, PinStore>();
 
 /**
  * The pins of one lock file. `check` pins a tool seen for the first time and records a drifted one;
@@ -144,17 +75,30 @@ export class PinStore {
   readonly file: string;
   #lock: LockFileData;
   #mtime: number;
+  #merged = false; // re-read after another writer changed it: the next write carries that (writeLockFile's `own`)
   /** False when the file cannot be written: pins are then kept in memory only. */
   #writable = true;
   /** True while {@link batch} runs: the file is read once at its start and written once at its end. */
   #batching = false;
-  /** A change made within the batch and not written yet. */
-  #unsaved = false;
+  /** True while {@link reading} runs: the file's state read once at its start. */
+  #reading = false;
+  /** A pin added or re-pinned within the batch: written at its end. */
+  #pinned = false;
+  /** Drift records set (or cleared: null) and not written yet, by name: put back over each re-read (DRIFT_WRITE_MS). */
+  readonly #driftUnsaved = new Map<string, LockEntry | null>();
+  /** Within a batch: a drift record set or cleared. */
+  #driftChanged = false;
+  /** When this store last wrote for drift changes only (Date.now()). */
+  #driftWrittenAt = -Infinity;
+  /** The trailing write of drift changes, when one is pending. */
+  #driftTimer: ReturnType<typeof setTimeout> | undefined;
   /** Within a batch: the pins each upstream's listings hold (LockEntry.upstream), counted at its first new tool. */
   #pinsOf: Map<string, number> | undefined;
 
   constructor(file: string) {
     this.file = file;
+    // This process's drift write pending for the file is on disk before it is read (the admin API's own store).
+    pendingDrift.get(resolve(file))?.flush();
     this.#lock = readLockFile(file);
     this.#mtime = this.#statMtime();
   }
@@ -168,21 +112,27 @@ export class PinStore {
   }
 
   #fresh(): LockFileData {
-    if (this.#batching) return this.#lock;
+    if (this.#batching || this.#reading) return this.#lock;
     const mtime = this.#statMtime();
     if (mtime !== this.#mtime) {
+      if (!writtenHere(this.file)) this.#merged = true;
       const read = readLockFile(this.file);
-      this.#lock = this.#writable ? read : withHeldPins(read, this.#lock);
+      const held = this.#writable ? read : withHeldPins(read, this.#lock);
+      this.#lock = this.#driftUnsaved.size > 0 ? withDriftChanges(held, this.#driftUnsaved) : held;
       this.#mtime = mtime;
     }
     return this.#lock;
   }
 
+  /** Writes `lock` whole (the drift changes pending with it). */
   #save(lock: LockFileData): void {
     this.#lock = lock;
+    this.#driftUnsaved.clear();
+    this.#cancelDriftWrite();
     if (!this.#writable) return;
     try {
-      writeLockFile(this.file, lock);
+      writeLockFile(this.file, lock, !this.#merged);
+      this.#merged = false;
       this.#mtime = this.#statMtime();
     } catch (error) {
       this.#writable = false;
@@ -191,6 +141,45 @@ export class PinStore {
         { code: 'TOOLGATE_LOCK_READONLY' },
       );
     }
+  }
+
+  #cancelDriftWrite(): void {
+    if (this.#driftTimer === undefined) return;
+    clearTimeout(this.#driftTimer);
+    this.#driftTimer = undefined;
+    const key = resolve(this.file);
+    if (pendingDrift.get(key) === this) pendingDrift.delete(key);
+  }
+
+  /** After a batch that changed drift records only: written now, or by one trailing write (DRIFT_WRITE_MS). */
+  #saveDrift(): void {
+    if (this.#driftTimer !== undefined) return; // the pending write will take these too
+    const wait = this.#driftWrittenAt + DRIFT_WRITE_MS - Date.now();
+    if (wait <= 0 || !this.#writable) {
+      this.#driftWrittenAt = Date.now();
+      this.#save(this.#lock);
+      return;
+    }
+    this.#driftTimer = setTimeout(() => this.flush(), wait);
+    this.#driftTimer.unref();
+    pendingDrift.set(resolve(this.file), this);
+  }
+
+  /**
+   * Writes the drift changes still pending (DRIFT_WRITE_MS) at once, merged with the file as it is now (re-read if it
+   * changed: an accept made meanwhile stands). The gateway calls it when it closes or drops this store.
+   */
+  flush(): void {
+    this.#cancelDriftWrite();
+    if (this.#driftUnsaved.size === 0) return;
+    let lock: LockFileData;
+    try {
+      lock = this.#fresh();
+    } catch {
+      return; // the file cannot be read (edited by hand): not written over; the next drift change tries again
+    }
+    this.#driftWrittenAt = Date.now();
+    this.#save(lock);
   }
 
   /** The current lock (re-read if the file changed). */
@@ -220,17 +209,36 @@ export class PinStore {
       return checks();
     } finally {
       this.#batching = false;
-      if (this.#unsaved) {
-        this.#unsaved = false;
-        this.#save(this.#lock);
-      }
+      if (this.#pinned) this.#save(this.#lock);
+      else if (this.#driftChanged) this.#saveDrift();
+      this.#pinned = this.#driftChanged = false;
+    }
+  }
+
+  /**
+   * Runs `reads` (the questions one client listing asks of each of its tools: {@link matches}, {@link lock}) with the
+   * file's state read once at its start, so an accept made before it is seen. Each question stat'ed the file: one
+   * `tools/list` over 10,000 drifted tools, 10,000 stats (atk-pins).
+   */
+  reading<T>(reads: () => T): T {
+    if (this.#batching || this.#reading) return reads();
+    try {
+      this.#fresh();
+    } catch {
+      return reads(); // the file cannot be read: each question meets that itself
+    }
+    this.#reading = true;
+    try {
+      return reads();
+    } finally {
+      this.#reading = false;
     }
   }
 
   /** Pins `name` as `entry` in the batch's own copy of the lock ({@link batch}), written when it ends. */
   #setTool(name: string, entry: LockEntry): void {
     (this.#lock.tools as Record<string, LockEntry>)[name] = entry;
-    this.#unsaved = true;
+    this.#pinned = true;
   }
 
   /** Records the drift of `name` as `entry`, or drops it (undefined), in the batch's own copy of the lock. */
@@ -239,7 +247,8 @@ export class PinStore {
     if (entry === undefined) delete drift[name];
     else drift[name] = entry;
     this.#lock = { ...this.#lock, drift };
-    this.#unsaved = true;
+    this.#driftUnsaved.set(name, entry ?? null);
+    this.#driftChanged = true;
   }
 
   /**
@@ -319,10 +328,13 @@ export class PinStore {
     return { diff: definitionDiff(name, pinned.definition, comparable(pinned, current)) };
   }
 
-  /** True when the lock file pins exactly this definition (an unpinned tool is not a match). */
-  matches(name: string, current: PinnedDefinition): boolean {
+  /** True when the lock file pins exactly this listed definition (not when unpinned); hashed once a listed object. */
+  matches(name: string, listed: Parameters<typeof pinnedDefinition>[0]): boolean {
     const pinned = this.#fresh().tools[canonical(name)];
-    return pinned !== undefined && samePin(pinned, current);
+    if (pinned === undefined) return false;
+    return pinned.shape === 1
+      ? samePin(pinned, pinnedDefinition(listed))
+      : pinned.sha256 === listedDefinitionPin(listed);
   }
 
   /** Makes the drifted definitions of `names` (all when empty) the pinned ones; returns the names accepted. */
@@ -359,9 +371,9 @@ export class PinStore {
 }
 
 /**
- * The drifted tools of one lock file as the gateway sees them now: checked when an upstream connects and
- * at every `tools/list_changed`, recorded in the audit (a `pin` record per new pin or new drift), and
- * read by the pin rule of the policy in force. A reload that keeps the lock file keeps its tracker.
+ * The drifted tools of one lock file as the gateway sees them now: checked when an upstream connects and at every
+ * `tools/list_changed`, recorded in the audit (a `pin` record per new pin, new drift or tool left unpinned), and read
+ * by the pin rule of the policy in force. A reload that keeps the lock file keeps its tracker.
  */
 export class PinTracker {
   readonly store: PinStore;
@@ -397,7 +409,8 @@ export class PinTracker {
     connection: NonNullable<Upstream['connection']>,
     impostor: ((registered: string) => boolean) | undefined,
   ): void {
-    const time = (): string => new Date().toISOString();
+    const audit = (event: PinAuditRecord['event'], tool: string, more?: { diff: string } | { reason: string }): void =>
+      this.#audit({ type: 'pin', time: new Date().toISOString(), event, upstream: upstream.namespace, tool, ...more });
     const listed = new Set<string>();
     let refused: { count: number; reason: string } | undefined;
     for (const registered of connection.tools) {
@@ -420,6 +433,7 @@ export class PinTracker {
         if (this.#drifted.get(form)?.unpinned !== true) {
           refused ??= { count: 0, reason: check.reason };
           refused.count++;
+          audit('unpinned', registered, { reason: check.reason }); // once while it stays listed unpinned
         }
         this.#drifted.set(form, { diff: check.reason, upstream, unpinned: true });
         continue;
@@ -427,21 +441,12 @@ export class PinTracker {
       const diff = check.diff;
       if (check.state !== 'drift' || diff === undefined) {
         this.#drifted.delete(form);
-        if (check.state === 'new')
-          this.#audit({ type: 'pin', time: time(), event: 'pinned', upstream: upstream.namespace, tool: registered });
+        if (check.state === 'new') audit('pinned', registered);
         continue;
       }
       const known = this.#drifted.get(form);
       this.#drifted.set(form, { diff, upstream });
-      if (known?.diff !== diff)
-        this.#audit({
-          type: 'pin',
-          time: time(),
-          event: 'drift',
-          upstream: upstream.namespace,
-          tool: registered,
-          diff,
-        });
+      if (known?.diff !== diff) audit('drift', registered, { diff });
     }
     // What this upstream no longer lists cannot be called: its entries go (a listing of fresh names each time,
     // refused past the bound, would otherwise keep one for every name ever listed).
@@ -482,7 +487,7 @@ export class PinTracker {
     const definition = entry.upstream.connection?.definition(tool.name);
     let matches: boolean;
     try {
-      matches = definition !== undefined && this.store.matches(tool.name, pinnedDefinition(definition));
+      matches = definition !== undefined && this.store.matches(tool.name, definition);
     } catch {
       return true; // the lock file cannot be read now: what is pinned is unknown, the drift stands
     }

@@ -232,6 +232,7 @@ export class Reloader {
     const before = this.#current;
     const changes = [...policyChanges(before, next), ...notes];
     this.#current = next;
+    if (before.pins !== next.pins) before.pins?.store.flush(); // a dropped lock file's pending drift write
     this.#registry.setPermissionPolicy(next.policy);
     this.#registry.setLimiter(next.limiter);
     this.#items.enforce(next);

@@ -157,26 +157,29 @@ function who(session: Session, request: SessionRequest, context = contextOf(sess
   return { caller: context.caller?.id ?? null, session: request.sessionId ?? null };
 }
 
-/** `tools/list`: the upstreams' tools the allowlist permits, drifted ones hidden under `pin: refuse`. */
+/** `tools/list`: the permitted upstreams' tools, drifted ones hidden under `pin: refuse`; the lock file read once. */
 async function listTools(session: Session, request: SessionRequest): Promise<ListToolsResult> {
   const { registry, router } = session.core;
   const inForce = session.core.inForce.current;
-  const tools: McpTool[] = [];
-  for (const permitted of registry.allowlist(contextOf(session, request)).names) {
-    const form = canonical(permitted);
-    const upstream = router.listedOwner(form);
-    const connection = upstream?.connection;
-    const tool = registry.get(permitted);
-    if (!connection || !tool || router.impostor(tool.name, upstream) || closedTo(session, request, upstream) !== null)
-      continue;
-    const definition = connection.definition(tool.name);
-    if (!definition) continue;
-    const pins = inForce.pins;
-    // Hidden: a drifted tool under `pin: refuse`, and one left unpinned past its upstream's bound of pins (refused).
-    if (pins?.drift(form) && (inForce.onDrift === 'refuse' ? pins.isDrifted(tool) : pins.isUnpinned(tool))) continue;
-    tools.push({ ...definition, name: tool.name } as McpTool);
-  }
-  return { tools };
+  const pins = inForce.pins;
+  const list = (): McpTool[] => {
+    const tools: McpTool[] = [];
+    for (const permitted of registry.allowlist(contextOf(session, request)).names) {
+      const form = canonical(permitted);
+      const upstream = router.listedOwner(form);
+      const connection = upstream?.connection;
+      const tool = registry.get(permitted);
+      if (!connection || !tool || router.impostor(tool.name, upstream) || closedTo(session, request, upstream) !== null)
+        continue;
+      const definition = connection.definition(tool.name);
+      if (!definition) continue;
+      // Hidden: a drifted tool under `pin: refuse`, and one left unpinned past its upstream's bound of pins (refused).
+      if (pins?.drift(form) && (inForce.onDrift === 'refuse' ? pins.isDrifted(tool) : pins.isUnpinned(tool))) continue;
+      tools.push({ ...definition, name: tool.name } as McpTool);
+    }
+    return tools;
+  };
+  return { tools: pins ? pins.store.reading(list) : list() };
 }
 
 /** `tools/call`: the gate (steps 1–8) on the gateway's route; the upstream's own result returned unchanged. */
