@@ -17,6 +17,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { hashOf } from '../../src/crypto.js';
 import { MAX_LIST_ITEMS } from '../../src/mcp/listing.js';
 import { cleanupsAfterEach, gatewayOn, inMemoryClient, tempDir, text, writePolicy } from '../harness.js';
+import { listedUpstream } from '../gateway/listed-upstream.js';
 
 const written = vi.hoisted(() => ({ files: 0, bytes: 0 }));
 vi.mock('node:fs', async (importOriginal) => {
@@ -30,25 +31,9 @@ vi.mock('node:fs', async (importOriginal) => {
 });
 
 const { PinStore, PinTracker, PINS_PER_UPSTREAM_MAX } = await import('../../src/gateway/pins.js');
-type Upstream = Parameters<InstanceType<typeof PinTracker>['check']>[0];
 
 const cleanups = cleanupsAfterEach();
 const BOUND = 2 * MAX_LIST_ITEMS;
-
-/** An upstream as PinTracker reads it: its namespace and its connection's tools (`tools`, changeable). */
-function upstreamOf(namespace: string): Upstream & { tools: Map<string, Record<string, unknown>> } {
-  const fake = {
-    namespace,
-    tools: new Map<string, Record<string, unknown>>(),
-    connection: {
-      get tools() {
-        return [...fake.tools.keys()];
-      },
-      definition: (name: string) => fake.tools.get(name),
-    },
-  };
-  return fake as unknown as Upstream & { tools: Map<string, Record<string, unknown>> };
-}
 
 function listing(namespace: string, generation: number, count: number, description = 'reads a file') {
   const out = new Map<string, Record<string, unknown>>();
@@ -88,7 +73,7 @@ describe('atk-gwlist: an upstream listing fresh names at each tools/list_changed
     const tracker = new PinTracker(new PinStore(file), (record) => {
       if (record.type === 'pin' && record.event === 'pinned') pinned.push(record.tool);
     });
-    const up = upstreamOf('up');
+    const up = listedUpstream('up');
     const per = BOUND / 4;
     const writes: number[] = [];
     for (let generation = 0; generation < 6; generation++) {
@@ -112,7 +97,7 @@ describe('atk-gwlist: an upstream listing fresh names at each tools/list_changed
     tracker.check(up);
     expect(tracker.drift('up:g5_tool_0')).toBeUndefined();
     // The bound is each upstream's: another one still pins.
-    const other = upstreamOf('other');
+    const other = listedUpstream('other');
     other.tools = listing('other', 0, 1);
     tracker.check(other);
     expect(pinned).toContain('other:g0_tool_0');
@@ -121,7 +106,7 @@ describe('atk-gwlist: an upstream listing fresh names at each tools/list_changed
   it('past the bound, a tool removed and re-added keeps its pin: unchanged it is pinned, changed it drifted', () => {
     const file = join(mkdtempSync(join(tmpdir(), 'toolgate-atk-gwlist-')), 'policy.lock.json');
     const tracker = new PinTracker(new PinStore(file), () => undefined);
-    const up = upstreamOf('up');
+    const up = listedUpstream('up');
     up.tools = listing('up', 0, 2);
     tracker.check(up);
     for (let generation = 1; generation <= 2; generation++) {

@@ -16,6 +16,7 @@ import { mkdtempSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { listedUpstream, type ListedUpstream } from '../gateway/listed-upstream.js';
 
 const disk = vi.hoisted(() => ({ fail: false, writes: 0 }));
 vi.mock('node:fs', async (importOriginal) => {
@@ -32,7 +33,6 @@ vi.mock('node:fs', async (importOriginal) => {
 
 const { DRIFT_WRITE_MS, PinStore, PinTracker } = await import('../../src/gateway/pins.js');
 const { readLockFile, writeLockFile } = await import('../../src/gateway/lock-file.js');
-type Upstream = Parameters<InstanceType<typeof PinTracker>['check']>[0];
 type ToolOf = Parameters<InstanceType<typeof PinTracker>['isDrifted']>[0];
 
 afterEach(() => {
@@ -42,25 +42,10 @@ afterEach(() => {
   disk.writes = 0;
 });
 
-/** An upstream as PinTracker reads it: `tools` replaced whole at each offer (new objects, as a real listing's). */
-function upstreamOf(namespace: string): Upstream & { tools: Map<string, Record<string, unknown>> } {
-  const fake = {
-    namespace,
-    tools: new Map<string, Record<string, unknown>>(),
-    connection: {
-      get tools() {
-        return [...fake.tools.keys()];
-      },
-      definition: (name: string) => fake.tools.get(name),
-    },
-  };
-  return fake as unknown as Upstream & { tools: Map<string, Record<string, unknown>> };
-}
-
 const def = (name: string, description: string) => ({ name, description, inputSchema: { type: 'object' } });
 const tool = (name: string) => ({ name, canonicalName: name }) as ToolOf;
 
-function offer(up: ReturnType<typeof upstreamOf>, description: string, others: readonly string[] = []): void {
+function offer(up: ListedUpstream, description: string, others: readonly string[] = []): void {
   up.tools = new Map([['up:t', def('t', description)], ...others.map((o) => [`up:${o}`, def(o, 'plain')] as const)]);
 }
 
@@ -91,7 +76,7 @@ function acceptElsewhere(file: string, seconds = 60): void {
 function drifted(file = lockIn()) {
   const store = new PinStore(file);
   const tracker = new PinTracker(store, () => undefined);
-  const up = upstreamOf('up');
+  const up = listedUpstream('up');
   offer(up, 'reads');
   tracker.check(up);
   offer(up, 'reads, and mails');

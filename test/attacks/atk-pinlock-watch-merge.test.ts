@@ -15,8 +15,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { watchFiles } from '../../src/cli/watch-files.js';
 import { readLockFile, writeLockFile, writtenHere } from '../../src/gateway/lock-file.js';
 import { PinStore, PinTracker } from '../../src/gateway/pins.js';
+import { listedUpstream, type ListedUpstream } from '../gateway/listed-upstream.js';
 
-type Upstream = Parameters<InstanceType<typeof PinTracker>['check']>[0];
 type ToolOf = Parameters<InstanceType<typeof PinTracker>['isDrifted']>[0];
 
 const closers: (() => void)[] = [];
@@ -24,24 +24,10 @@ afterEach(() => {
   for (const close of closers.splice(0)) close();
 });
 
-function upstreamOf(namespace: string): Upstream & { tools: Map<string, Record<string, unknown>> } {
-  const fake = {
-    namespace,
-    tools: new Map<string, Record<string, unknown>>(),
-    connection: {
-      get tools() {
-        return [...fake.tools.keys()];
-      },
-      definition: (name: string) => fake.tools.get(name),
-    },
-  };
-  return fake as unknown as Upstream & { tools: Map<string, Record<string, unknown>> };
-}
-
 const def = (name: string, description: string) => ({ name, description, inputSchema: { type: 'object' } });
 const tool = (name: string) => ({ name, canonicalName: name }) as ToolOf;
 
-function offer(up: ReturnType<typeof upstreamOf>, t: string, x: string): void {
+function offer(up: ListedUpstream, t: string, x: string): void {
   up.tools = new Map([
     ['up:t', def('t', t)],
     ['up:x', def('x', x)],
@@ -62,7 +48,7 @@ describe('atk-pinlock: an operator edit merged by the trailing drift write', () 
     const file = join(dir, 'policy.lock.json');
     writeFileSync(policy, 'rules: []\n');
     const tracker = new PinTracker(new PinStore(file), () => undefined);
-    const up = upstreamOf('up');
+    const up = listedUpstream('up');
     offer(up, 'reads', 'plain');
     tracker.check(up); // both pinned
     const original = readFileSync(file, 'utf8');

@@ -14,6 +14,7 @@ import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { cleanupsAfterEach, gatewayOn, inMemoryClient, tempDir, writePolicy } from '../harness.js';
+import { listedUpstream, type ListedUpstream } from './listed-upstream.js';
 
 const written = vi.hoisted(() => ({ files: 0 }));
 vi.mock('node:fs', async (importOriginal) => {
@@ -28,31 +29,15 @@ vi.mock('node:fs', async (importOriginal) => {
 const pins = await import('../../src/gateway/pins.js');
 const { PinStore, PinTracker } = pins;
 const { writeLockFile, readLockFile } = await import('../../src/gateway/lock-file.js');
-type Upstream = Parameters<InstanceType<typeof PinTracker>['check']>[0];
 
 const cleanups = cleanupsAfterEach();
 /** DRIFT_WRITE_MS (undefined on main, where nothing is coalesced). */
 const INTERVAL = (pins as { DRIFT_WRITE_MS?: number }).DRIFT_WRITE_MS ?? 5_000;
 
-/** An upstream as PinTracker reads it, whose tools (`tools`) can change between listings. */
-function upstreamOf(namespace: string): Upstream & { tools: Map<string, Record<string, unknown>> } {
-  const fake = {
-    namespace,
-    tools: new Map<string, Record<string, unknown>>(),
-    connection: {
-      get tools() {
-        return [...fake.tools.keys()];
-      },
-      definition: (name: string) => fake.tools.get(name),
-    },
-  };
-  return fake as unknown as Upstream & { tools: Map<string, Record<string, unknown>> };
-}
-
 const def = (name: string, description: string) => ({ name, description, inputSchema: { type: 'object' } });
 
 /** The upstream's three tools, `tool_0` offered as pinned (`version` 0) or changed. */
-function offer(up: ReturnType<typeof upstreamOf>, version: number, other = 0): void {
+function offer(up: ListedUpstream, version: number, other = 0): void {
   up.tools = new Map([
     ['up:tool_0', def('tool_0', version === 0 ? 'reads a file' : `reads a file, and mails it (${version})`)],
     ['up:tool_1', def('tool_1', other === 0 ? 'lists a folder' : `lists a folder, and mails it (${other})`)],
@@ -84,7 +69,7 @@ describe('drift-only listings write the lock file at most once per DRIFT_WRITE_M
     vi.useFakeTimers();
     const file = join(mkdtempSync(join(tmpdir(), 'toolgate-drift-')), 'policy.lock.json');
     const tracker = new PinTracker(new PinStore(file), () => undefined);
-    const up = upstreamOf('up');
+    const up = listedUpstream('up');
     offer(up, 0);
     tracker.check(up);
     expect(written.files).toBe(1); // new pins: at once
@@ -122,7 +107,7 @@ describe('drift-only listings write the lock file at most once per DRIFT_WRITE_M
     vi.useFakeTimers();
     const file = join(mkdtempSync(join(tmpdir(), 'toolgate-drift-')), 'policy.lock.json');
     const tracker = new PinTracker(new PinStore(file), () => undefined);
-    const up = upstreamOf('up');
+    const up = listedUpstream('up');
     offer(up, 0);
     tracker.check(up);
     offer(up, 1);
@@ -144,7 +129,7 @@ describe('drift-only listings write the lock file at most once per DRIFT_WRITE_M
     vi.useFakeTimers();
     const file = join(mkdtempSync(join(tmpdir(), 'toolgate-drift-')), 'policy.lock.json');
     const tracker = new PinTracker(new PinStore(file), () => undefined);
-    const up = upstreamOf('up');
+    const up = listedUpstream('up');
     offer(up, 0);
     tracker.check(up);
     offer(up, 1);
@@ -172,7 +157,7 @@ describe('drift-only listings write the lock file at most once per DRIFT_WRITE_M
     vi.useFakeTimers();
     const file = join(mkdtempSync(join(tmpdir(), 'toolgate-drift-')), 'policy.lock.json');
     const tracker = new PinTracker(new PinStore(file), () => undefined);
-    const up = upstreamOf('up');
+    const up = listedUpstream('up');
     offer(up, 0);
     tracker.check(up);
     offer(up, 1);
