@@ -17,7 +17,7 @@ import {
   type ContextOptions,
 } from './context.js';
 import { EXIT, exitCodes, USAGE_LINE } from './exit-codes.js';
-import { explainText, terminalSafe, terminalSafeLines } from './render.js';
+import { explainText, shellWord, terminalSafe, terminalSafeLines } from './render.js';
 
 /** A drifted pin of the called tool, as `toolgate explain` shows it. */
 interface PinnedDrift {
@@ -25,6 +25,8 @@ interface PinnedDrift {
   readonly lock: string;
   readonly onDrift: 'refuse' | 'ask';
   readonly diff: string;
+  /** The drifted definition's, the one `diff` shows: what `toolgate pin --accept tool=<sha256>` names. */
+  readonly sha256: string;
 }
 
 /**
@@ -58,8 +60,9 @@ async function gatewayTools(set: PolicySet, name: string, registry: ToolRegistry
   if (tool === undefined) return null;
   const onDrift = pins.onDrift ?? 'refuse';
   registry.setPermissionPolicy(withPinRule(set.policy, (t) => t.canonicalName === form, onDrift));
-  const diff = definitionDiff(tool, lock.tools[tool]!.definition, lock.drift![tool]!.definition);
-  return { tool, lock: pins.file, onDrift, diff };
+  const offered = lock.drift![tool]!;
+  const diff = definitionDiff(tool, lock.tools[tool]!.definition, offered.definition);
+  return { tool, lock: pins.file, onDrift, diff, sha256: offered.sha256 };
 }
 
 type ExplainOptions = ContextOptions & { call?: string; redis?: string; redisPrefix?: string };
@@ -127,7 +130,7 @@ export function registerExplain(program: Command, cli: Cli): void {
       if (drift) {
         const tool = terminalSafe(drift.tool);
         cli.out(
-          `${cli.c.bold('drift')}      ${tool}: the definition the upstream offered last (recorded in ${terminalSafe(drift.lock)}) differs from its pin; gateway.pin is ${drift.onDrift}, so the gateway ${drift.onDrift === 'refuse' ? 'refuses the call' : 'asks a person'}. \`toolgate pin --accept ${tool}\` re-approves it.\n${terminalSafeLines(drift.diff.trimEnd())}`,
+          `${cli.c.bold('drift')}      ${tool}: the definition the upstream offered last (recorded in ${terminalSafe(drift.lock)}) differs from its pin; gateway.pin is ${drift.onDrift}, so the gateway ${drift.onDrift === 'refuse' ? 'refuses the call' : 'asks a person'}. \`toolgate pin --policy ${shellWord(options.policy)} --accept ${shellWord(`${tool}=${drift.sha256}`)}\` accepts this definition.\n${terminalSafeLines(drift.diff.trimEnd())}`,
         );
       }
     }

@@ -1,11 +1,45 @@
 /**
  * `toolgate pin`: pins the tool definitions of the policy file's upstreams in its lock file, and shows
- * the ones that drifted from their pins (with a diff). `--accept [tool…]` makes the drifted definitions
- * (all, or the named ones) the pinned ones; a running gateway sees it at the next call.
+ * the ones that drifted from their pins (with a diff and the sha256 of the definition offered). `--accept
+ * [tool…]` makes the drifted definitions (all, or the named ones) the pinned ones; a running gateway sees it
+ * at the next call. `--accept tool=<sha256>` accepts a tool only while its recorded drift is the definition of
+ * that hash, the one reviewed: a gateway shown another definition since rewrote the drift (atk-pinlock).
  */
 import type { Command } from 'commander';
-import { loadPolicy, type Cli } from './context.js';
+import { canonical } from '../names.js';
+import { loadPolicy, UsageError, type Cli } from './context.js';
 import { EXIT, exitCodes, USAGE_LINE } from './exit-codes.js';
+import { shellWord, terminalSafe } from './render.js';
+
+/** The hex digits of a drift's sha256 the text listing shows (the whole hash is in --json and in the accept hint). */
+const SHORT_HASH = 12;
+
+/**
+ * The `--accept` arguments: tool names, each alone (whatever drift is recorded when it runs) or bound as
+ * `name=<sha256>` (split at the last `=`); a bound one's hash is the whole 64 hex digits — a prefix is refused, since
+ * an upstream that chose definition A can search for a B whose hash begins alike (48 bits: hours on one GPU).
+ */
+function acceptArguments(args: readonly string[]): { names: string[]; reviewed: Map<string, string> } {
+  const names: string[] = [];
+  const reviewed = new Map<string, string>();
+  for (const arg of args) {
+    const at = arg.lastIndexOf('=');
+    if (at < 0) {
+      names.push(arg);
+      continue;
+    }
+    const name = arg.slice(0, at);
+    const sha256 = arg.slice(at + 1).toLowerCase();
+    const form = canonical(name);
+    if (name === '' || !/^[0-9a-f]{64}$/.test(sha256) || (reviewed.get(form) ?? sha256) !== sha256)
+      throw new UsageError(
+        `--accept ${JSON.stringify(terminalSafe(arg))}: name a tool once, with the whole sha256 (64 hex digits) of the drifted definition \`toolgate pin\` showed: tool=<sha256>`,
+      );
+    names.push(name);
+    reviewed.set(form, sha256);
+  }
+  return { names, reviewed };
+}
 
 export function registerPin(program: Command, cli: Cli): void {
   const command = program
@@ -14,13 +48,16 @@ export function registerPin(program: Command, cli: Cli): void {
       "Pin the upstreams' tool definitions in the lock file beside the policy; show drifted ones with a diff; --accept re-approves them.",
     )
     .requiredOption('-p, --policy <file>', 'the policy file with a gateway: section')
-    .option('--accept [tools...]', 'accept the drifted definitions (all, or these tools) as the pinned ones')
+    .option(
+      '--accept [tools...]',
+      'accept the drifted definitions (all, or these tools) as the pinned ones; tool=<sha256> accepts a tool only while its drift is that reviewed definition',
+    )
     .option('--json', 'print JSON');
   exitCodes(command, [
     [EXIT.OK, 'every tool matches its pin (or the drift was accepted)'],
     [
       EXIT.POLICY,
-      'the policy file was refused, a tool drifted from its pin, an upstream could not be reached, or a tool was left unpinned (its upstream holds PINS_PER_UPSTREAM_MAX pins)',
+      'the policy file was refused, a tool drifted from its pin, an upstream could not be reached, a tool was left unpinned (its upstream holds PINS_PER_UPSTREAM_MAX pins), or a tool=<sha256> was not accepted (its recorded drift is another definition, or none)',
     ],
     USAGE_LINE,
   ]).action(async (options: { policy: string; accept?: true | string[]; json?: boolean }) => {
@@ -32,20 +69,32 @@ export function registerPin(program: Command, cli: Cli): void {
     if (!config.pins) throw new Error('pinning is off in this policy file (gateway.pin: off)');
     const store = new PinStore(config.pins.file);
     if (options.accept !== undefined) {
-      const accepted = store.accept(options.accept === true ? [] : options.accept);
-      const left = Object.keys(store.lock.drift ?? {});
-      if (options.json) cli.out(JSON.stringify({ lock: store.file, accepted, drift: left }));
+      const { names, reviewed } = acceptArguments(options.accept === true ? [] : options.accept);
+      const accepted = store.accept(names, reviewed);
+      const lock = store.lock;
+      const left = Object.keys(lock.drift ?? {});
+      // A bound tool not accepted: its drift is another definition now, or none (one pinned as named already is done).
+      const refused = [...reviewed]
+        .filter(([tool, sha256]) => !accepted.includes(tool) && lock.tools[tool]?.sha256 !== sha256)
+        .map(([tool, sha256]) => ({ tool, sha256, recorded: lock.drift?.[tool]?.sha256 ?? null }));
+      if (options.json) cli.out(JSON.stringify({ lock: store.file, accepted, refused, drift: left }));
       else {
-        cli.out(accepted.length === 0 ? 'nothing to accept' : `accepted: ${accepted.join(', ')}`);
-        if (left.length > 0) cli.out(`still drifted: ${left.join(', ')}`);
+        cli.out(accepted.length === 0 ? 'nothing to accept' : `accepted: ${terminalSafe(accepted).join(', ')}`);
+        const again = `run \`toolgate pin --policy ${shellWord(options.policy)}\` to review it again`;
+        for (const r of refused)
+          cli.err(
+            `${cli.c.red('not accepted')} ${terminalSafe(r.tool)}: ${r.recorded === null ? 'no drifted definition of it is recorded now' : `its drifted definition is now sha256 ${r.recorded}, not the ${r.sha256} named`}; ${again}`,
+          );
+        if (left.length > 0) cli.out(`still drifted: ${terminalSafe(left).join(', ')}`);
       }
-      cli.exit(left.length > 0 ? EXIT.POLICY : EXIT.OK);
+      cli.exit(left.length > 0 || refused.length > 0 ? EXIT.POLICY : EXIT.OK);
       return;
     }
     // Connecting pins what is new and records what drifted (the gateway does this at every start).
     const { createGateway } = await import('../gateway/gateway.js');
     const pinned: string[] = [];
-    const drifted: { tool: string; diff: string }[] = [];
+    // sha256: the definition whose diff is shown (the audit record's), none when the lock file could not be read.
+    const drifted: { tool: string; diff: string; sha256?: string }[] = [];
     // Left unpinned: its upstream holds PINS_PER_UPSTREAM_MAX pins (the gateway refuses its calls).
     const unpinned: { tool: string; upstream: string; reason: string }[] = [];
     const gateway = await createGateway({
@@ -57,7 +106,8 @@ export function registerPin(program: Command, cli: Cli): void {
         if (record.event === 'pinned') pinned.push(record.tool);
         else if (record.event === 'unpinned')
           unpinned.push({ tool: record.tool, upstream: record.upstream, reason: record.reason ?? '' });
-        else drifted.push({ tool: record.tool, diff: record.diff ?? '' });
+        else
+          drifted.push({ tool: record.tool, diff: record.diff ?? '', ...(record.sha256 && { sha256: record.sha256 }) });
       },
     });
     const down = [...gateway.upstreams.values()]
@@ -70,8 +120,18 @@ export function registerPin(program: Command, cli: Cli): void {
         `${store.file}: ${Object.keys(store.lock.tools).length} tools pinned${pinned.length ? `, ${pinned.length} new: ${pinned.join(', ')}` : ''}`,
       );
       for (const d of down) cli.err(`upstream ${d.upstream} could not be reached: ${d.reason}`);
-      for (const d of drifted) cli.out(`${cli.c.red('drift')} ${d.tool}\n${d.diff}`);
-      if (drifted.length > 0) cli.out('run `toolgate pin --accept` to re-approve them');
+      for (const d of drifted)
+        cli.out(
+          `${cli.c.red('drift')} ${terminalSafe(d.tool)}${d.sha256 ? ` sha256:${d.sha256.slice(0, SHORT_HASH)}` : ''}\n${d.diff}`,
+        );
+      // The bound form: it accepts the definitions shown here and no other (`--accept <tool>` alone accepts whatever
+      // drift is recorded when it runs, which a running gateway may have rewritten since); a tool's last one shown.
+      const last = new Map(drifted.filter((d) => d.sha256).map((d) => [d.tool, d.sha256] as const));
+      const bound = [...last].map(([tool, sha256]) => shellWord(`${terminalSafe(tool)}=${sha256}`));
+      if (bound.length > 0)
+        cli.out(
+          `run \`toolgate pin --policy ${shellWord(options.policy)} --accept ${bound.join(' ')}\` to accept the definitions shown`,
+        );
       if (unpinned.length > 0) {
         cli.out(`${cli.c.red('unpinned')} ${unpinned.map((u) => u.tool).join(', ')}`);
         // Why, once an upstream: its bound, the lock file and how to make room.

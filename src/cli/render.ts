@@ -40,6 +40,14 @@ export function terminalSafeLines(text: string): string {
     .join('\n');
 }
 
+/**
+ * `text` as one shell word, for a command line the CLI prints to be pasted (`toolgate pin --accept tool=<sha256>`):
+ * as is when plain, else single-quoted — a tool name is an upstream's, and `$(…)` in it must stay text.
+ */
+export function shellWord(text: string): string {
+  return /^[\w./:@%+,=-]+$/.test(text) ? text : `'${text.replaceAll("'", "'\\''")}'`;
+}
+
 export function colors(enabled: boolean): Colors {
   return picocolors.createColors(enabled);
 }

@@ -120,7 +120,8 @@ export function adminApi(deps: AdminDeps): AdminEndpoint {
             },
             `${tool}: ${reviewed === null ? 'no sha256 named' : 'the definition changed since it was reviewed'}`,
           );
-        const accepted = store.accept([tool]);
+        // Bound in the accept's own read too: a drift rewritten between the check above and it is not accepted.
+        const accepted = store.accept([tool], new Map(reviewed === null ? [] : [[canonical(tool), reviewed]]));
         if (accepted.length === 0)
           return done(
             'accept-pin',

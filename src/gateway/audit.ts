@@ -118,6 +118,8 @@ export interface PinAuditRecord {
   readonly upstream: string;
   readonly tool: string;
   readonly diff?: string;
+  /** `drift`: the sha256 of the definition offered, the one `diff` shows (what an accept of it names). */
+  readonly sha256?: string;
   readonly reason?: string;
 }
 

@@ -1,14 +1,12 @@
 /**
- * Pinned tool definitions: the first time the gateway sees a tool (or on `toolgate pin`), a SHA-256 of
- * its whole definition as the upstream offers it — name, title, description, input and output schemas,
- * annotations, `_meta`, every field the model may read — is written to a lock file beside the policy. A
- * tool offered later with another definition has drifted (a "rug pull"): the gateway refuses or asks, and
- * the readable diff goes to the audit and to `toolgate explain`, until `toolgate pin --accept`. A renamed
- * tool is a removed tool and a new one (pins are keyed by the canonical name the gateway shows).
+ * Pinned tool definitions: the first time the gateway sees a tool (or on `toolgate pin`), a SHA-256 of its whole
+ * definition as the upstream offers it — name, title, description, input and output schemas, annotations, `_meta`,
+ * every field the model may read — is written to a lock file beside the policy. A tool offered later with another
+ * definition has drifted (a "rug pull"): the gateway refuses or asks, and the readable diff goes to the audit and to
+ * `toolgate explain`, until `toolgate pin --accept`. A renamed tool is a removed tool and a new one (canonical names).
  *
- * Lock files of version 1 pinned only the name, description, input schema and annotations: they still
- * load; an entry of that shape is compared on those parts, and a tool that still matches is re-pinned with
- * its whole definition as offered then (with a process warning saying so); the file is written as version 2.
+ * Lock files of version 1 pinned only the name, description, input schema and annotations: they still load; an entry
+ * of that shape is compared on those parts, a tool that still matches re-pinned whole (warned); written as version 2.
  */
 import { statSync } from 'node:fs';
 import { resolve } from 'node:path';
@@ -42,10 +40,7 @@ export {
 };
 export { definitionDiff, definitionPin, listedDefinitionPin, pinnedDefinition } from './pin-definitions.js';
 
-/**
- * What pinning says about one tool offered now; `full`: not pinned, its upstream holds PINS_PER_UPSTREAM_MAX pins
- * (`reason` says so, naming the lock file and how to make room).
- */
+/** What pinning says of a tool offered now; `full`: not pinned, its upstream holds PINS_PER_UPSTREAM_MAX (`reason`). */
 export type PinCheck =
   | { readonly state: 'pinned'; readonly diff?: never }
   | { readonly state: 'new'; readonly diff?: never }
@@ -337,15 +332,18 @@ export class PinStore {
       : pinned.sha256 === listedDefinitionPin(listed);
   }
 
-  /** Makes the drifted definitions of `names` (all when empty) the pinned ones; returns the names accepted. */
-  accept(names: readonly string[] = []): string[] {
+  /**
+   * Makes the drifted definitions of `names` (all when empty) the pinned ones; returns the names accepted. A tool of
+   * `reviewed` (canonical name → sha256) only while its drift is the definition reviewed, of that hash (atk-pinlock).
+   */
+  accept(names: readonly string[] = [], reviewed: ReadonlyMap<string, string> = new Map()): string[] {
     const lock = this.#fresh();
     const drift = lockRecord(lock.drift);
     const tools = lockRecord(lock.tools);
     const accepted: string[] = [];
     for (const name of names.length > 0 ? names.map(canonical) : Object.keys(drift)) {
       const entry = drift[name];
-      if (!entry) continue;
+      if (!entry || (reviewed.has(name) && reviewed.get(name) !== entry.sha256)) continue;
       tools[name] = { ...entry, at: new Date().toISOString() };
       delete drift[name];
       accepted.push(name);
@@ -409,7 +407,8 @@ export class PinTracker {
     connection: NonNullable<Upstream['connection']>,
     impostor: ((registered: string) => boolean) | undefined,
   ): void {
-    const audit = (event: PinAuditRecord['event'], tool: string, more?: { diff: string } | { reason: string }): void =>
+    type More = { diff: string; sha256?: string } | { reason: string };
+    const audit = (event: PinAuditRecord['event'], tool: string, more?: More): void =>
       this.#audit({ type: 'pin', time: new Date().toISOString(), event, upstream: upstream.namespace, tool, ...more });
     const listed = new Set<string>();
     let refused: { count: number; reason: string } | undefined;
@@ -446,7 +445,8 @@ export class PinTracker {
       }
       const known = this.#drifted.get(form);
       this.#drifted.set(form, { diff, upstream });
-      if (known?.diff !== diff) audit('drift', registered, { diff });
+      if (known?.diff !== diff)
+        audit('drift', registered, { diff, ...('offered' in check && { sha256: check.offered.sha256 }) });
     }
     // What this upstream no longer lists cannot be called: its entries go (a listing of fresh names each time,
     // refused past the bound, would otherwise keep one for every name ever listed).

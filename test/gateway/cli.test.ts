@@ -230,7 +230,15 @@ describe('toolgate pin', { timeout: 120_000 }, () => {
     expect(drift.stdout).toContain('drift docs:echo');
     expect(drift.stdout).toContain('-  "description": "the old description"');
     expect(drift.stdout).toContain('+  "description": "Echo the text back"');
-    const accepted = await cli(['pin', '--policy', policy, '--accept']);
+    // Each drift names its definition's sha256 (short in text, whole in --json), and the hint is the bound accept.
+    const { hashOf } = await import('../../src/crypto.js');
+    const offered = hashOf(echo);
+    expect(drift.stdout).toContain(`drift docs:echo sha256:${offered.slice(0, 12)}`);
+    const hint = /run `toolgate pin (--policy \S+ --accept docs:echo=[0-9a-f]{64})`/.exec(drift.stdout);
+    expect(hint?.[1]).toBe(`--policy ${policy} --accept docs:echo=${offered}`);
+    const json = await cli(['pin', '--policy', policy, '--json']);
+    expect(JSON.parse(json.stdout)).toMatchObject({ drift: [{ tool: 'docs:echo', sha256: offered }] });
+    const accepted = await cli(['pin', ...hint![1]!.split(' ')]);
     expect(accepted).toMatchObject({ code: 0 });
     expect(accepted.stdout).toContain('accepted: docs:echo');
     expect((await cli(['pin', '--policy', policy])).code).toBe(0);

@@ -70,10 +70,15 @@ describe('toolgate explain shows a pinned definition that drifted', { timeout: 1
     const json = JSON.parse(
       (await cli(['explain', '--policy', policy, 'docs:echo', '{"text":"hi"}', '--json'])).stdout,
     );
+    // The drift named by its sha256, and the accept of exactly that definition (atk-pinlock).
+    const recorded = (
+      JSON.parse(readFileSync(join(dir, 'policy.lock.json'), 'utf8')) as { drift: Record<string, { sha256: string }> }
+    ).drift['docs:echo']!.sha256;
     expect(json).toMatchObject({
       decision: { effect: 'deny', rule: 'pinned-definition' },
-      drift: { tool: 'docs:echo', onDrift: 'refuse' },
+      drift: { tool: 'docs:echo', onDrift: 'refuse', sha256: recorded },
     });
+    expect(refused.stdout).toContain(`\`toolgate pin --policy ${policy} --accept docs:echo=${recorded}\``);
 
     // pin: ask — the rule that would allow it asks a person instead.
     writeFileSync(policy, policyText('ask'));
@@ -83,7 +88,7 @@ describe('toolgate explain shows a pinned definition that drifted', { timeout: 1
     expect(asked.stdout).toContain('+  "description"');
 
     // Accepted: the lock pins the new definition, explain shows no drift and allows.
-    const accepted = await cli(['pin', '--policy', policy, '--accept']);
+    const accepted = await cli(['pin', '--policy', policy, '--accept', `docs:echo=${recorded}`]);
     expect(accepted.stdout).toContain('accepted: docs:echo');
     const after = await explain();
     expect(after.code).toBe(0);
