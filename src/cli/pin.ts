@@ -9,7 +9,7 @@ import type { Command } from 'commander';
 import { canonical } from '../names.js';
 import { loadPolicy, UsageError, type Cli } from './context.js';
 import { EXIT, exitCodes, USAGE_LINE } from './exit-codes.js';
-import { shellWord, terminalSafe } from './render.js';
+import { shellWord, terminalSafe, terminalSafeLines } from './render.js';
 
 /** The hex digits of a drift's sha256 the text listing shows (the whole hash is in --json and in the accept hint). */
 const SHORT_HASH = 12;
@@ -117,12 +117,13 @@ export function registerPin(program: Command, cli: Cli): void {
     if (options.json) cli.out(JSON.stringify({ lock: store.file, pinned, drift: drifted, unpinned, down }));
     else {
       cli.out(
-        `${store.file}: ${Object.keys(store.lock.tools).length} tools pinned${pinned.length ? `, ${pinned.length} new: ${pinned.join(', ')}` : ''}`,
+        `${terminalSafe(store.file)}: ${Object.keys(store.lock.tools).length} tools pinned${pinned.length ? `, ${pinned.length} new: ${terminalSafe(pinned).join(', ')}` : ''}`,
       );
-      for (const d of down) cli.err(`upstream ${d.upstream} could not be reached: ${d.reason}`);
+      for (const d of down)
+        cli.err(`upstream ${terminalSafe(d.upstream)} could not be reached: ${terminalSafeLines(d.reason ?? '')}`);
       for (const d of drifted)
         cli.out(
-          `${cli.c.red('drift')} ${terminalSafe(d.tool)}${d.sha256 ? ` sha256:${d.sha256.slice(0, SHORT_HASH)}` : ''}\n${d.diff}`,
+          `${cli.c.red('drift')} ${terminalSafe(d.tool)}${d.sha256 ? ` sha256:${d.sha256.slice(0, SHORT_HASH)}` : ''}\n${terminalSafeLines(d.diff)}`,
         );
       // The bound form: it accepts the definitions shown here and no other (`--accept <tool>` alone accepts whatever
       // drift is recorded when it runs, which a running gateway may have rewritten since); a tool's last one shown.
@@ -133,10 +134,10 @@ export function registerPin(program: Command, cli: Cli): void {
           `run \`toolgate pin --policy ${shellWord(options.policy)} --accept ${bound.join(' ')}\` to accept the definitions shown`,
         );
       if (unpinned.length > 0) {
-        cli.out(`${cli.c.red('unpinned')} ${unpinned.map((u) => u.tool).join(', ')}`);
+        cli.out(`${cli.c.red('unpinned')} ${unpinned.map((u) => terminalSafe(u.tool)).join(', ')}`);
         // Why, once an upstream: its bound, the lock file and how to make room.
         const why = new Map(unpinned.map((u) => [u.upstream, u.reason] as const));
-        for (const reason of why.values()) cli.out(reason);
+        for (const reason of why.values()) cli.out(terminalSafeLines(reason));
       }
     }
     cli.exit(drifted.length > 0 || down.length > 0 || unpinned.length > 0 ? EXIT.POLICY : EXIT.OK);
