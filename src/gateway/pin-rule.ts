@@ -27,7 +27,7 @@ export function withPinRule(
   unpinned?: (tool: Tool) => boolean,
 ): PermissionPolicy {
   const reason =
-    "the tool's definition differs from the one pinned in the lock file (a changed title, description, schema, annotations or _meta); `toolgate pin --accept` re-approves it";
+    "the tool's definition differs from the one pinned in the lock file (a changed title, description, schema, annotations or _meta); `toolgate pin` shows the diff and the bound `--accept tool=<sha256>` that re-approves it";
   const rules: PermissionRule[] = [];
   if (unpinned)
     rules.push({
