@@ -162,6 +162,19 @@ export const stdioUpstream = (file: string, env?: Record<string, string>) => ({
   ...(env ? { env } : {}),
 });
 
+/**
+ * An upstream served in this process, its namespace prefixed: each connection (the first, and each reconnect) gets a
+ * new server from `make` over a linked in-memory pair, so a test can change what it lists and answers.
+ */
+export const inMemoryUpstream = (make: () => { connect(transport: InMemoryTransport): Promise<void> }) => ({
+  prefix: true,
+  transport: () => {
+    const [a, b] = InMemoryTransport.createLinkedPair();
+    void make().connect(b);
+    return a;
+  },
+});
+
 /** An in-process gateway on a policy file; what it audits is in `records`. */
 export interface GatewayOn {
   readonly set: PolicySet;

@@ -8,12 +8,11 @@
  */
 import type * as Diff from 'diff';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { join } from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
 import { diffWork } from './fixtures/count-diff.js';
-import { cleanupsAfterEach, gatewayOn, inMemoryClient, tempDir, writePolicy } from '../harness.js';
+import { cleanupsAfterEach, gatewayOn, inMemoryClient, inMemoryUpstream, tempDir, writePolicy } from '../harness.js';
 
 vi.mock('diff', async (importOriginal) =>
   (await import('./fixtures/count-diff.js')).countingDiff(await importOriginal<typeof Diff>()),
@@ -50,14 +49,7 @@ describe('atk-gwlist: a drifted tool of a large definition, listed again and aga
     const { gateway } = await gatewayOn(cleanups, policy, () => ({
       pins: { file: join(dir, 'policy.lock.json') },
       upstreams: {
-        up: {
-          prefix: true,
-          transport: () => {
-            const [a, b] = InMemoryTransport.createLinkedPair();
-            void make().connect(b);
-            return a;
-          },
-        },
+        up: inMemoryUpstream(make),
       },
     }));
     const client = await inMemoryClient(cleanups, gateway);

@@ -9,11 +9,18 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { describe, expect, it } from 'vitest';
-import { cleanupsAfterEach, gatewayOn, inMemoryClient, tempDir, text, writePolicy } from '../harness.js';
+import {
+  cleanupsAfterEach,
+  gatewayOn,
+  inMemoryClient,
+  inMemoryUpstream,
+  tempDir,
+  text,
+  writePolicy,
+} from '../harness.js';
 
 const cleanups = cleanupsAfterEach();
 
@@ -42,14 +49,7 @@ describe('atk-pinlock: the cached hash of a listed definition', { timeout: 60_00
     const { gateway } = await gatewayOn(cleanups, policy, () => ({
       pins: { file: lockFile },
       upstreams: {
-        up: {
-          prefix: true,
-          transport: () => {
-            const [a, b] = InMemoryTransport.createLinkedPair();
-            void make().connect(b);
-            return a;
-          },
-        },
+        up: inMemoryUpstream(make),
       },
     }));
     const client = await inMemoryClient(cleanups, gateway);

@@ -9,11 +9,10 @@ import type * as Fs from 'node:fs';
 import { mkdtempSync, readFileSync, utimesSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { cleanupsAfterEach, gatewayOn, inMemoryClient, tempDir, writePolicy } from '../harness.js';
+import { cleanupsAfterEach, gatewayOn, inMemoryClient, inMemoryUpstream, tempDir, writePolicy } from '../harness.js';
 import { listedUpstream, type ListedUpstream } from './listed-upstream.js';
 
 const written = vi.hoisted(() => ({ files: 0 }));
@@ -188,14 +187,7 @@ describe('a pending drift write through a gateway', { timeout: 60_000 }, () => {
     const { gateway } = await gatewayOn(cleanups, policy, () => ({
       pins: { file: lockFile },
       upstreams: {
-        up: {
-          prefix: true,
-          transport: () => {
-            const [a, b] = InMemoryTransport.createLinkedPair();
-            void make().connect(b);
-            return a;
-          },
-        },
+        up: inMemoryUpstream(make),
       },
     }));
     const client = await inMemoryClient(cleanups, gateway);

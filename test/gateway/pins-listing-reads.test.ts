@@ -8,11 +8,10 @@
 import type * as Fs from 'node:fs';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { cleanupsAfterEach, gatewayOn, inMemoryClient, tempDir, writePolicy } from '../harness.js';
+import { cleanupsAfterEach, gatewayOn, inMemoryClient, inMemoryUpstream, tempDir, writePolicy } from '../harness.js';
 
 const touched = vi.hoisted(() => ({ stats: 0, reads: 0 }));
 vi.mock('node:fs', async (importOriginal) => {
@@ -58,14 +57,7 @@ async function start(onDrift: 'refuse' | 'ask', lockFile: string, state: { versi
   const { gateway, records } = await gatewayOn(cleanups, policy, () => ({
     pins: { file: lockFile, onDrift },
     upstreams: {
-      up: {
-        prefix: true,
-        transport: () => {
-          const [a, b] = InMemoryTransport.createLinkedPair();
-          void make().connect(b);
-          return a;
-        },
-      },
+      up: inMemoryUpstream(make),
     },
   }));
   const client = await inMemoryClient(cleanups, gateway);
