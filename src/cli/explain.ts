@@ -17,7 +17,7 @@ import {
   type ContextOptions,
 } from './context.js';
 import { EXIT, exitCodes, USAGE_LINE } from './exit-codes.js';
-import { explainText, shellWord, terminalSafe, terminalSafeLines } from './render.js';
+import { acceptWords, explainText, shellWord, terminalSafe, terminalSafeLines } from './render.js';
 
 /** A drifted pin of the called tool, as `toolgate explain` shows it. */
 interface PinnedDrift {
@@ -130,7 +130,7 @@ export function registerExplain(program: Command, cli: Cli): void {
       if (drift) {
         const tool = terminalSafe(drift.tool);
         cli.out(
-          `${cli.c.bold('drift')}      ${tool}: the definition the upstream offered last (recorded in ${terminalSafe(drift.lock)}) differs from its pin; gateway.pin is ${drift.onDrift}, so the gateway ${drift.onDrift === 'refuse' ? 'refuses the call' : 'asks a person'}. \`toolgate pin --policy ${shellWord(options.policy)} --accept ${shellWord(`${tool}=${drift.sha256}`)}\` accepts this definition.\n${terminalSafeLines(drift.diff.trimEnd())}`,
+          `${cli.c.bold('drift')}      ${tool}: the definition the upstream offered last (recorded in ${terminalSafe(drift.lock)}) differs from its pin; gateway.pin is ${drift.onDrift}, so the gateway ${drift.onDrift === 'refuse' ? 'refuses the call' : 'asks a person'}. \`toolgate pin --policy ${shellWord(options.policy)} ${acceptWords([[drift.tool, drift.sha256]])}\` accepts this definition.\n${terminalSafeLines(drift.diff.trimEnd())}`,
         );
       }
     }

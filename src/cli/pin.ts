@@ -9,7 +9,7 @@ import type { Command } from 'commander';
 import { canonical } from '../names.js';
 import { loadPolicy, UsageError, type Cli } from './context.js';
 import { EXIT, exitCodes, USAGE_LINE } from './exit-codes.js';
-import { shellWord, terminalSafe, terminalSafeLines } from './render.js';
+import { acceptWords, shellWord, terminalSafe, terminalSafeLines } from './render.js';
 
 /** The hex digits of a drift's sha256 the text listing shows (the whole hash is in --json and in the accept hint). */
 const SHORT_HASH = 12;
@@ -127,11 +127,10 @@ export function registerPin(program: Command, cli: Cli): void {
         );
       // The bound form: it accepts the definitions shown here and no other (`--accept <tool>` alone accepts whatever
       // drift is recorded when it runs, which a running gateway may have rewritten since); a tool's last one shown.
-      const last = new Map(drifted.filter((d) => d.sha256).map((d) => [d.tool, d.sha256] as const));
-      const bound = [...last].map(([tool, sha256]) => shellWord(`${terminalSafe(tool)}=${sha256}`));
-      if (bound.length > 0)
+      const last = new Map(drifted.flatMap((d) => (d.sha256 ? [[d.tool, d.sha256] as const] : [])));
+      if (last.size > 0)
         cli.out(
-          `run \`toolgate pin --policy ${shellWord(options.policy)} --accept ${bound.join(' ')}\` to accept the definitions shown`,
+          `run \`toolgate pin --policy ${shellWord(options.policy)} ${acceptWords(last)}\` to accept the definitions shown`,
         );
       if (unpinned.length > 0) {
         cli.out(`${cli.c.red('unpinned')} ${unpinned.map((u) => terminalSafe(u.tool)).join(', ')}`);

@@ -48,6 +48,19 @@ export function shellWord(text: string): string {
   return /^[\w./:@%+,=-]+$/.test(text) ? text : `'${text.replaceAll("'", "'\\''")}'`;
 }
 
+/**
+ * The `--accept` arguments of a `toolgate pin` command printed to be pasted, one `tool=<sha256>` each. A word beginning
+ * with `-` is written `--accept=<word>`: after a bare `--accept`, commander read it as an option — an unprefixed
+ * upstream's tool named `--accept` made its word `--accept=<sha256>`, a bare name (no hash) that accepted whatever
+ * drift the upstream's tool of that name had when pasted, unreviewed (atk-accept).
+ */
+export function acceptWords(bound: Iterable<readonly [tool: string, sha256: string]>): string {
+  const words = [...bound].map(([tool, sha256]) => `${terminalSafe(tool)}=${sha256}`);
+  const plain = words.filter((w) => !w.startsWith('-')).map(shellWord);
+  const dashed = words.filter((w) => w.startsWith('-')).map((w) => shellWord(`--accept=${w}`));
+  return [...(plain.length > 0 ? ['--accept', ...plain] : []), ...dashed].join(' ');
+}
+
 export function colors(enabled: boolean): Colors {
   return picocolors.createColors(enabled);
 }
