@@ -120,8 +120,9 @@ export function adminApi(deps: AdminDeps): AdminEndpoint {
             },
             `${tool}: ${reviewed === null ? 'no sha256 named' : 'the definition changed since it was reviewed'}`,
           );
-        // Bound in the accept's own read too: a drift rewritten between the check above and it is not accepted.
-        const accepted = store.accept([tool], new Map(reviewed === null ? [] : [[canonical(tool), reviewed]]));
+        // Bound in the accept's own read too: a drift rewritten between the check above and it is not accepted, nor
+        // one recorded since (no sha256 named: '' matches no drift; an empty map accepted it unbound, atk-accept).
+        const accepted = store.accept([tool], new Map([[canonical(tool), reviewed ?? '']]));
         if (accepted.length === 0)
           return done(
             'accept-pin',
