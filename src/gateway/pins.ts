@@ -53,8 +53,7 @@ export type PinCheck =
  * toggling one tool between its pin and a drift at each `tools/list_changed` made each listing write it (11.7 MB and
  * ~95 ms of CPU a listing with 300-byte descriptions, atk-pins). The gateway decides from memory at once; the drift
  * record on disk is for a person (`toolgate pin --accept`, `toolgate explain`), who can wait seconds: the first drift
- * change is written at once, the later ones of the interval in one trailing write. 5 s: such an upstream costs one
- * whole-file write in 5 s (~2% of a core for that file) instead of one a listing.
+ * change is written at once, the later ones of the interval in one trailing write (one whole-file write in 5 s).
  */
 export const DRIFT_WRITE_MS = 5_000;
 
@@ -71,7 +70,7 @@ export class PinStore {
   #lock: LockFileData;
   #mtime: number;
   #merged = false; // re-read after another writer changed it: the next write carries that (writeLockFile's `own`)
-  /** False when the file cannot be written: pins are then kept in memory only. */
+  /** False since the last write failed: pins are kept in memory only until a write (each save tries) succeeds. */
   #writable = true;
   /** True while {@link batch} runs: the file is read once at its start and written once at its end. */
   #batching = false;
@@ -124,12 +123,13 @@ export class PinStore {
     this.#lock = lock;
     this.#driftUnsaved.clear();
     this.#cancelDriftWrite();
-    if (!this.#writable) return;
     try {
       writeLockFile(this.file, lock, !this.#merged);
       this.#merged = false;
       this.#mtime = this.#statMtime();
+      this.#writable = true;
     } catch (error) {
+      if (!this.#writable) return; // warned when this run of failures began: the next save tries again
       this.#writable = false;
       process.emitWarning(
         `toolgate: the lock file ${JSON.stringify(this.file)} cannot be written (${(error as Error).message}); pins are kept in memory`,
@@ -150,7 +150,7 @@ export class PinStore {
   #saveDrift(): void {
     if (this.#driftTimer !== undefined) return; // the pending write will take these too
     const wait = this.#driftWrittenAt + DRIFT_WRITE_MS - Date.now();
-    if (wait <= 0 || !this.#writable) {
+    if (wait <= 0) {
       this.#driftWrittenAt = Date.now();
       this.#save(this.#lock);
       return;

@@ -183,6 +183,31 @@ describe('atk-pinlock: the trailing write fails closed', () => {
     expect(tracker.isDrifted(tool('up:fresh'))).toBe(true);
   });
 
+  it('one failed write does not make the store memory-only: the next change writes, the pins held meanwhile with it', () => {
+    vi.useFakeTimers();
+    const warn = vi.spyOn(process, 'emitWarning').mockImplementation(() => undefined);
+    const { file, tracker, up } = drifted();
+    disk.fail = true; // one ENOSPC
+    offer(up, 'reads, and mails', ['fresh']);
+    tracker.check(up); // up:fresh first seen: its write fails, pinned in memory only
+    expect(readLockFile(file).tools['up:fresh']).toBeUndefined();
+    expect(warn.mock.calls.filter((c) => JSON.stringify(c).includes('TOOLGATE_LOCK_READONLY'))).toHaveLength(1);
+    disk.fail = false; // space freed
+    offer(up, 'reads, and mails', ['fresh', 'second']);
+    tracker.check(up); // up:second first seen
+    // Planted bug caught (main at c1b7f4b): a store whose write failed once never wrote again — every later pin was
+    // memory-only for the process's life, lost at its restart (the next start pins whatever is offered then).
+    const lock = readLockFile(file);
+    expect(lock.tools['up:second']!.definition.description).toBe('plain');
+    expect(lock.tools['up:fresh']!.definition.description).toBe('plain'); // the pin held in memory, written with it
+    expect(lock.tools['up:t']!.definition.description).toBe('reads');
+    // Failing again warns again (a new streak), and never throws out of a listing.
+    disk.fail = true;
+    offer(up, 'reads, and mails', ['fresh', 'second', 'third']);
+    expect(() => tracker.check(up)).not.toThrow();
+    expect(warn.mock.calls.filter((c) => JSON.stringify(c).includes('TOOLGATE_LOCK_READONLY'))).toHaveLength(2);
+  });
+
   it('a lock file broken by hand while a drift is pending: not written over, the drift still refused', () => {
     vi.useFakeTimers();
     const { file, tracker, up } = drifted();
