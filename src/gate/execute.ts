@@ -11,6 +11,7 @@ import type { DecidedCall } from '../contracts/route.js';
 import { keepController, pools, takeController } from './controller-pool.js';
 import { Deadlines, type Timed, type Turn } from '../deadlines.js';
 import { refusalContent } from './precheck.js';
+import { Stamped } from '../stamps.js';
 
 /**
  * Runs a decided call: its tool's execute with the frozen snapshot, under its timeout and the context's signal.
@@ -50,7 +51,7 @@ export function execute(
   env: GateEnvironment,
   shape: Shape | null = null,
 ): Promise<unknown> {
-  const gateway = gatewayMarked && gatewayCalls.has(context);
+  const gateway = gatewayMarked && GatewayMark.has(context);
   const execution = new Execution(decision.callId, gateway && pools(tool));
   const outer = context.signal;
   // The clock is read for the `tool_executed` event's duration only; a deadline reads the coarse one of src/deadlines.ts.
@@ -205,7 +206,19 @@ function succeeded(
   } satisfies ToolResult;
 }
 
-const gatewayCalls = new WeakSet<GateContext>();
+/**
+ * The mark of a gateway call's context: a private field stamped on the context object (src/stamps.ts), not a
+ * WeakSet of contexts (an ephemeron insert per call). A rule, handler or tool that sees a marked context can hand
+ * on that very object (marked), never make a marked copy, Proxy or heir of it, nor mark an object of its own.
+ */
+class GatewayMark extends Stamped {
+  readonly #gateway = true;
+
+  static has(context: GateContext): boolean {
+    return typeof context === 'object' && context !== null && #gateway in context;
+  }
+}
+
 /** Whether any context was marked (no look-up per call in a process that never marked one). */
 let gatewayMarked = false;
 
@@ -216,7 +229,13 @@ let gatewayMarked = false;
  * Every other route's results and signals are made as before.
  */
 export function gatewayCall(context: GateContext): GateContext {
-  gatewayCalls.add(context);
+  if (!GatewayMark.has(context))
+    try {
+      new GatewayMark(context);
+    } catch {
+      // A context that takes no field (were V8 to refuse one on a non-extensible object): unmarked, as any route's.
+      return context;
+    }
   gatewayMarked = true;
   return context;
 }

@@ -5,7 +5,7 @@
  * ~15 % of the gateway's instructions a `tools/call`, docs/benchmarks.md).
  *
  * Only where the bytes are provably those `JSON.stringify` writes: the object to send is the very object
- * parsed from that line (a WeakMap keyed by it; the fast path hands the upstream's result on untouched,
+ * parsed from that line (the line stamped on it; the fast path hands the upstream's result on untouched,
  * anything the gateway builds or copies is another object), and a scan of the line proves its `result` text
  * is what `JSON.stringify` writes for its parse — one value, no whitespace, strings escaped exactly as
  * `JSON.stringify` escapes them, numbers in their shortest round-trip form, no key that is an integer index
@@ -28,13 +28,41 @@ import {
   OPEN_BRACKET,
   QUOTE,
 } from '../json-text.js';
+import { Stamped } from '../stamps.js';
 
-/** The line each raw result was parsed from (set by the upstream's reader, upstream-raw.ts). */
-const lines = new WeakMap<object, string>();
+/**
+ * The line a raw result was parsed from, stamped on the result object by the upstream's reader (upstream-raw.ts):
+ * a private field (src/stamps.ts), not a WeakMap of results (an ephemeron insert per answer). Only that very object
+ * carries it: a copy, a Proxy or an heir of it has none.
+ */
+class AnswerLine extends Stamped {
+  #line: string;
+
+  constructor(result: object, line: string) {
+    super(result);
+    this.#line = line;
+  }
+
+  /** The line `result` was parsed from, or undefined. */
+  static of(result: object): string | undefined {
+    return #line in result ? (result as AnswerLine).#line : undefined;
+  }
+
+  /** Notes `line` on `result`, in place of any line noted before. */
+  static note(result: object, line: string): void {
+    if (#line in result) (result as AnswerLine).#line = line;
+    else new AnswerLine(result, line);
+  }
+}
 
 /** Notes that `result` (an object) was parsed from the upstream's `line` (a raw answer, one JSON-RPC response). */
 export function noteAnswerLine(result: unknown, line: string): void {
-  if (typeof result === 'object' && result !== null) lines.set(result, line);
+  if (typeof result !== 'object' || result === null) return;
+  try {
+    AnswerLine.note(result, line);
+  } catch {
+    // An object that takes no field (were V8 to refuse one on a non-extensible object): no line, JSON.stringify writes it.
+  }
 }
 
 const MINUS = 0x2d;
@@ -221,7 +249,7 @@ function spliced(message: object): string | undefined {
   const m = message as Record<string, unknown>;
   const result = m['result'];
   if (typeof result !== 'object' || result === null) return undefined;
-  const line = lines.get(result);
+  const line = AnswerLine.of(result);
   if (line === undefined) return undefined;
   const id = m['id'];
   if (m['jsonrpc'] !== '2.0' || !(typeof id === 'string' || (typeof id === 'number' && Number.isSafeInteger(id))))

@@ -127,6 +127,36 @@ describe('answer-lines: the upstream line spliced under the client id', () => {
     expect(answerLineOf({ jsonrpc: '2.0', id: 3, result: { content: [] } })).toBeUndefined();
   });
 
+  it('only the very object noted carries its line: no copy, Proxy or heir of it; a second note replaces the first', () => {
+    const line = '{"jsonrpc":"2.0","id":"toolgate-raw:1","result":{"content":[{"type":"text","text":"hi"}]}}';
+    const spliced = '{"jsonrpc":"2.0","id":9,"result":{"content":[{"type":"text","text":"hi"}]}}\n';
+    const result = (JSON.parse(line) as { result: object }).result;
+    noteAnswerLine(result, line);
+    expect(answerLineOf({ jsonrpc: '2.0', id: 9, result })).toBe(spliced);
+    // Nothing the note leaves is seen or copied by reflection.
+    expect(Reflect.ownKeys(result)).toEqual(['content']);
+    expect(Object.getPrototypeOf(result)).toBe(Object.prototype);
+    const others: object[] = [
+      { ...result },
+      Object.assign({}, result),
+      structuredClone(result),
+      new Proxy(result, {}),
+      Object.create(result) as object,
+    ];
+    for (const other of others) expect(answerLineOf({ jsonrpc: '2.0', id: 9, result: other })).toBeUndefined();
+    // Noted again (another line, the same object): the later line is the one spliced.
+    const other = '{"id":"toolgate-raw:2","jsonrpc":"2.0","result":{"content":[{"type":"text","text":"hi"}]}}';
+    noteAnswerLine(result, other);
+    expect(answerLineOf({ jsonrpc: '2.0', id: 9, result })).toBe(spliced);
+    noteAnswerLine(result, '{"jsonrpc":"2.0","id":"toolgate-raw:3","result":{"content":[]}}');
+    expect(answerLineOf({ jsonrpc: '2.0', id: 9, result })).toBeUndefined();
+    // A frozen object takes a note as any other (and a value that is no object, none).
+    const frozen = Object.freeze((JSON.parse(line) as { result: object }).result);
+    noteAnswerLine(frozen, line);
+    expect(answerLineOf({ jsonrpc: '2.0', id: 9, result: frozen })).toBe(spliced);
+    expect(() => noteAnswerLine('text', line)).not.toThrow();
+  });
+
   it('leaves to JSON.stringify what it cannot prove: dups, whitespace, escapes, numbers, depth, trailing members', () => {
     const cases = [
       '{"jsonrpc":"2.0","id":"toolgate-raw:1","result":{"a":1,"a":1}}',
