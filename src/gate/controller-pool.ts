@@ -4,7 +4,10 @@
  * the call is a gateway call (`gatewayCall`, execute.ts) and its tool was marked by {@link releasesSignal},
  * which the gateway's own upstream tools are (their MCP client drops the signal when the request ends). A
  * tool registered by hand that keeps its signal once it succeeded (a dependent `AbortSignal.any`, background
- * polling: no listener on the signal itself to tell) would otherwise see a later call's cancel.
+ * polling: no listener on the signal itself to tell) would otherwise see a later call's cancel. The gateway's
+ * 2026-07-28 fast path (gateway/modern-fast.ts) takes its requests' signals here too and gives each back once its
+ * response has closed with the whole answer written: that signal reaches only the session's handlers, which
+ * drop it when the call settles, as the stdio fast path's requests' do (gateway/fastpath.ts keeps its own).
  */
 import { getEventListeners } from 'node:events';
 import type { Tool } from '../tool.js';

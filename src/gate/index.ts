@@ -8,7 +8,7 @@
  */
 export { decideCalls, dispatchCall, dispatchCalls, isRegistry, previewCall, withTools } from './environment.js';
 export { gatewayCall } from './execute.js';
-export { releasesSignal } from './controller-pool.js';
+export { keepController, releasesSignal, takeController } from './controller-pool.js';
 export {
   agentNameOf,
   allowlistFor,

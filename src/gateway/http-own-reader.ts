@@ -17,6 +17,9 @@ import { GrowingBytes } from '../growing-bytes.js';
 /** The largest response head (or trailer section) read: Node's default `--max-http-header-size`. */
 export const MAX_HEAD = 16 * 1024;
 
+/** The end of a head: its last line's CRLF and the blank line. */
+const HEAD_END = Buffer.from('\r\n\r\n', 'latin1');
+
 /** The longest chunk-size line (size and extensions) read. */
 const MAX_CHUNK_LINE = 4 * 1024;
 
@@ -95,9 +98,22 @@ export class ResponseReader {
     while (at < chunk.length) {
       switch (this.#state) {
         case State.Head:
+          // A whole head in this chunk (the common case) is read at once; else, and whenever it would not read
+          // as its lines one by one do, line by line.
+          at = this.#held === undefined && this.#lines.length === 0 ? this.#wholeHead(chunk, at) : at;
+          if (at < chunk.length && this.#state === State.Head) at = this.#lineBytes(chunk, at);
+          break;
+        case State.ChunkEnd:
+          // The CRLF after a chunk's data, whole in this chunk: nothing to hold or convert.
+          if (this.#held === undefined && chunk[at] === 13 && chunk[at + 1] === 10) {
+            this.#state = State.ChunkSize;
+            at += 2;
+            break;
+          }
+          at = this.#lineBytes(chunk, at);
+          break;
         case State.Trailers:
         case State.ChunkSize:
-        case State.ChunkEnd:
           at = this.#lineBytes(chunk, at);
           break;
         case State.Length:
@@ -139,6 +155,27 @@ export class ResponseReader {
       this.#sink.end();
     } else if (this.#state !== State.Done && this.#state !== State.Failed)
       this.#failed('the upstream closed the connection mid-answer', false);
+  }
+
+  /**
+   * Reads the head that starts at `at` when all of it (its blank line too) is in `chunk`, within {@link MAX_HEAD},
+   * and every line of it ends in CRLF with no other CR or LF: converted once and read line by line as
+   * {@link #lineBytes} reads each (the same sizes counted, the same lines in the same order); returns where it
+   * stopped — `at` when it read nothing (the head is then read line by line, failing where it fails).
+   */
+  #wholeHead(chunk: Buffer, at: number): number {
+    const blank = chunk.indexOf(HEAD_END, at);
+    if (blank === -1 || this.#headSize + blank + 4 - at > MAX_HEAD) return at;
+    const lines = chunk.toString('latin1', at, blank).split('\r\n');
+    for (const line of lines) if (line.includes('\r') || line.includes('\n')) return at;
+    for (const line of lines) {
+      this.#headSize += line.length + 2;
+      this.#line(line);
+      if (this.#state === State.Failed) return chunk.length;
+    }
+    this.#headSize += 2;
+    this.#line('');
+    return this.#state === State.Failed ? chunk.length : blank + 4;
   }
 
   /** Reads up to the next line end from `at`; returns where it stopped. */

@@ -28,10 +28,54 @@ export type ReadJson =
  * discards the rest once the 413 is sent); a request that fails or closes early (the client went away) rejects.
  */
 export function readJson(req: IncomingMessage): Promise<ReadJson> {
+  return Promise.resolve(req).then(readBuffered);
+}
+
+/**
+ * The body as {@link readJson} reads it: taken at once when the whole request was already parsed and is held by
+ * the request (a body that came with its head: by the time the parser's turn is over, the usual case), read as
+ * it comes by the request's events otherwise (issue 25.3: four listeners on and off, the stream's flowing and its
+ * end a tick later, per request).
+ */
+function readBuffered(req: IncomingMessage): ReadJson | Promise<ReadJson> {
+  const length = req.readableLength;
+  if (
+    (req.complete || (length === declaredLength(req) && length !== 0)) &&
+    !req.readableFlowing &&
+    length <= MAX_MCP_BODY &&
+    req.listenerCount('data') === 0
+  ) {
+    const bytes = req.read() as Buffer | null;
+    if (req.readableLength === 0) return parsedBody(bytes ?? Buffer.alloc(0));
+    return readEvents(req, bytes);
+  }
+  return readEvents(req, null);
+}
+
+/**
+ * The body's length as its `Content-Length` declares it (Node's parser took it: one value, digits), or -1 when
+ * another framing (chunked) or none gives it. All of it held is the whole body: on Node 20 the parser hands the
+ * body on before it marks the request complete (the same parse of the same bytes, a step later).
+ */
+function declaredLength(req: IncomingMessage): number {
+  const declared = req.headers['content-length'];
+  return declared === undefined || req.headers['transfer-encoding'] !== undefined ? -1 : Number(declared);
+}
+
+/** The body's bytes as JSON, or the parse error to answer. */
+function parsedBody(bytes: Buffer): ReadJson {
+  try {
+    return { ok: true, body: parseJsonText(bytes.toString('utf8')) };
+  } catch {
+    return { ok: false, status: 400, error: { code: -32700, message: 'Parse error: the request body is not JSON' } };
+  }
+}
+
+/** The body read by the request's events (`first` its bytes read already, if any). */
+function readEvents(req: IncomingMessage, first: Buffer | null): Promise<ReadJson> {
   return new Promise<ReadJson>((resolve, reject) => {
-    let first: Buffer | undefined;
     let chunks: Buffer[] | undefined;
-    let size = 0;
+    let size = first?.length ?? 0;
     const onData = (chunk: Buffer): void => {
       size += chunk.length;
       if (size > MAX_MCP_BODY) {
@@ -43,21 +87,12 @@ export function readJson(req: IncomingMessage): Promise<ReadJson> {
           error: { code: -32600, message: `the request body is over ${MAX_MCP_BODY} bytes` },
         });
       }
-      if (first === undefined) first = chunk;
+      if (first === null) first = chunk;
       else (chunks ??= [first]).push(chunk);
     };
     const onEnd = (): void => {
       stop();
-      const bytes = chunks ? Buffer.concat(chunks) : (first ?? Buffer.alloc(0));
-      try {
-        resolve({ ok: true, body: parseJsonText(bytes.toString('utf8')) });
-      } catch {
-        resolve({
-          ok: false,
-          status: 400,
-          error: { code: -32700, message: 'Parse error: the request body is not JSON' },
-        });
-      }
+      resolve(parsedBody(chunks ? Buffer.concat(chunks) : (first ?? Buffer.alloc(0))));
     };
     const onError = (error: Error): void => {
       stop();
