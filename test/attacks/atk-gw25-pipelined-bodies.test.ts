@@ -88,7 +88,8 @@ describe('pipelined 2026-07-28 POSTs on one connection, cut anywhere', { timeout
       max: 1000,
     });
     fastPathFor(cleanups, true);
-    const { url } = await gatewayOverHttp(cleanups, policy);
+    const { url, records } = await gatewayOverHttp(cleanups, policy);
+    const sent: string[] = ['warm'];
     // The modern handler (and its fast path) is made on the first 2026-07-28 request.
     expect((await exchange(url, [post(url, 1, 'warm')], 1))[0]!.status).toBe(200);
     let round = 0;
@@ -99,6 +100,7 @@ describe('pipelined 2026-07-28 POSTs on one connection, cut anywhere', { timeout
         async (texts, cuts) => {
           const base = ++round * 10;
           const wire = Buffer.concat(texts.map((t, i) => post(url, base + i, `${TEXTS[t]!}-${base + i}`)));
+          sent.push(...texts.map((t, i) => `${TEXTS[t]!}-${base + i}`));
           const at = [...new Set(cuts.map((c) => c % wire.length))].sort((a, b) => a - b);
           const pieces = [0, ...at].map((from, i) => wire.subarray(from, [...at, wire.length][i]));
           const got = await exchange(
@@ -117,5 +119,10 @@ describe('pipelined 2026-07-28 POSTs on one connection, cut anywhere', { timeout
       ),
       { seed: 2025, numRuns: 25 },
     );
+    // Each call audited once, with its own arguments (recorded before its answer was written).
+    const audited = records
+      .filter((r) => r.type === 'tool')
+      .map((r) => (r.type === 'tool' ? r.decision?.parameters?.['text'] : undefined));
+    expect(audited.sort()).toEqual(sent.sort());
   });
 });
