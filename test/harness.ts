@@ -319,6 +319,28 @@ export const modernCallHeaders = (tool: string, extra: Record<string, string> = 
   ...extra,
 });
 
+/**
+ * A 2026-07-28 `tools/call` of `tool` with `arguments` as the bytes of one HTTP/1.1 POST to `url` (head and body),
+ * for a raw socket: pipelined requests, a client that leaves mid-call.
+ */
+export function rawModernCall(url: URL, tool: string, id: number, args: Record<string, unknown>): Buffer {
+  const payload = JSON.stringify({
+    jsonrpc: '2.0',
+    id,
+    method: 'tools/call',
+    params: { name: tool, arguments: args, _meta: modernMeta() },
+  });
+  const head = [
+    `POST ${url.pathname} HTTP/1.1`,
+    `Host: ${url.host}`,
+    ...Object.entries(modernCallHeaders(tool)).map(([k, v]) => `${k}: ${v}`),
+    `Content-Length: ${Buffer.byteLength(payload)}`,
+    '',
+    '',
+  ].join('\r\n');
+  return Buffer.concat([Buffer.from(head, 'latin1'), Buffer.from(payload, 'utf8')]);
+}
+
 /** What an MCP endpoint answered one POST: the HTTP status, its challenge, the JSON-RPC answer. */
 export interface Posted<T> {
   readonly status: number;

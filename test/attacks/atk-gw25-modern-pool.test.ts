@@ -12,7 +12,14 @@ import { getEventListeners } from 'node:events';
 import { connect } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { keepController, takeController } from '../../src/gate/controller-pool.js';
-import { cleanupsAfterEach, fastPathFor, gatewayOverHttp, modernCallHeaders, modernMeta } from '../harness.js';
+import {
+  cleanupsAfterEach,
+  fastPathFor,
+  gatewayOverHttp,
+  modernCallHeaders,
+  modernMeta,
+  rawModernCall,
+} from '../harness.js';
 import { modernUpstreamPolicy } from '../gateway/fixtures/modern-fast.js';
 
 const cleanups = cleanupsAfterEach();
@@ -32,18 +39,10 @@ async function call(url: URL, id: number, text: string): Promise<{ status: numbe
 
 /** A POST written whole on a raw socket, the socket destroyed as soon as it was written (the client left). */
 function leave(url: URL, id: number): Promise<void> {
-  const payload = body(id, `gone-${id}`);
-  const head = [
-    `POST ${url.pathname} HTTP/1.1`,
-    `Host: ${url.host}`,
-    ...Object.entries(modernCallHeaders('mod:echo')).map(([k, v]) => `${k}: ${v}`),
-    `Content-Length: ${Buffer.byteLength(payload)}`,
-    '',
-    '',
-  ].join('\r\n');
+  const bytes = rawModernCall(url, 'mod:echo', id, { text: `gone-${id}` });
   return new Promise((resolve) => {
     const socket = connect(Number(url.port), url.hostname, () => {
-      socket.write(head + payload, () => {
+      socket.write(bytes, () => {
         socket.destroy();
         resolve();
       });

@@ -10,28 +10,12 @@
 import { connect } from 'node:net';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { cleanupsAfterEach, fastPathFor, gatewayOverHttp, modernCallHeaders, modernMeta } from '../harness.js';
+import { cleanupsAfterEach, fastPathFor, gatewayOverHttp, rawModernCall } from '../harness.js';
 import { modernUpstreamPolicy } from '../gateway/fixtures/modern-fast.js';
 
 const cleanups = cleanupsAfterEach();
 
-function post(url: URL, id: number, text: string): Buffer {
-  const payload = JSON.stringify({
-    jsonrpc: '2.0',
-    id,
-    method: 'tools/call',
-    params: { name: 'mod:echo', arguments: { text }, _meta: modernMeta() },
-  });
-  const head = [
-    `POST ${url.pathname} HTTP/1.1`,
-    `Host: ${url.host}`,
-    ...Object.entries(modernCallHeaders('mod:echo')).map(([k, v]) => `${k}: ${v}`),
-    `Content-Length: ${Buffer.byteLength(payload)}`,
-    '',
-    '',
-  ].join('\r\n');
-  return Buffer.concat([Buffer.from(head, 'latin1'), Buffer.from(payload, 'utf8')]);
-}
+const post = (url: URL, id: number, text: string): Buffer => rawModernCall(url, 'mod:echo', id, { text });
 
 /** The answers read off `bytes` (each framed by its Content-Length, as the fast path frames them). */
 function answers(bytes: Buffer): { status: number; body: string }[] {
