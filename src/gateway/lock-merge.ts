@@ -1,6 +1,6 @@
 /**
- * What a PinStore (src/gateway/pins.ts) puts back over its lock file when it re-reads it: the pins it holds in memory
- * only, and the drift changes it has not written yet.
+ * What a PinStore (src/gateway/pin-store.ts) puts back over its lock file when it re-reads it: the pins it holds in
+ * memory only, and the drift changes it has not written yet.
  */
 import { lockRecord, type LockEntry, type LockFileData } from './lock-file.js';
 import { samePin } from './pin-definitions.js';
