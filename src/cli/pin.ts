@@ -70,13 +70,9 @@ export function registerPin(program: Command, cli: Cli): void {
     const store = new PinStore(config.pins.file);
     if (options.accept !== undefined) {
       const { names, reviewed } = acceptArguments(options.accept === true ? [] : options.accept);
-      const accepted = store.accept(names, reviewed);
-      const lock = store.lock;
-      const left = Object.keys(lock.drift ?? {});
-      // A bound tool not accepted: its drift is another definition now, or none (one pinned as named already is done).
-      const refused = [...reviewed]
-        .filter(([tool, sha256]) => !accepted.includes(tool) && lock.tools[tool]?.sha256 !== sha256)
-        .map(([tool, sha256]) => ({ tool, sha256, recorded: lock.drift?.[tool]?.sha256 ?? null }));
+      // refused: a bound tool not accepted, its drift another definition or none, as the accept's own read saw it.
+      const { accepted, refused } = store.accept(names, reviewed);
+      const left = Object.keys(store.lock.drift ?? {});
       if (options.json) cli.out(JSON.stringify({ lock: store.file, accepted, refused, drift: left }));
       else {
         cli.out(accepted.length === 0 ? 'nothing to accept' : `accepted: ${terminalSafe(accepted).join(', ')}`);

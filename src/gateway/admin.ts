@@ -106,9 +106,9 @@ export function adminApi(deps: AdminDeps): AdminEndpoint {
         // is not it, and is not accepted.
         const reviewed = await reviewedHash(req);
         const store = new PinStore(file);
-        const drifted = store.lock.drift?.[canonical(tool)];
-        if (drifted !== undefined && reviewed !== drifted.sha256)
-          return done(
+        const form = canonical(tool);
+        const changed = (recorded: string) =>
+          done(
             'accept-pin',
             reviewed === null ? 400 : 409,
             {
@@ -116,13 +116,18 @@ export function adminApi(deps: AdminDeps): AdminEndpoint {
               error_description:
                 reviewed === null
                   ? `name the definition you accept: a JSON body { "sha256": … } with the drift's sha256 from GET /admin/pins`
-                  : `the drifted definition of ${JSON.stringify(tool)} is now ${drifted.sha256}, not the ${reviewed} given: review it again (GET /admin/pins)`,
+                  : `the drifted definition of ${JSON.stringify(tool)} is now ${recorded}, not the ${reviewed} given: review it again (GET /admin/pins)`,
             },
             `${tool}: ${reviewed === null ? 'no sha256 named' : 'the definition changed since it was reviewed'}`,
           );
-        // Bound in the accept's own read too: a drift rewritten between the check above and it is not accepted, nor
-        // one recorded since (no sha256 named: '' matches no drift; an empty map accepted it unbound, atk-accept).
-        const accepted = store.accept([tool], new Map([[canonical(tool), reviewed ?? '']]));
+        const drifted = store.lock.drift?.[form];
+        if (drifted !== undefined && reviewed !== drifted.sha256) return changed(drifted.sha256);
+        // Bound in the accept's own read too: a drift rewritten between the look above and it is not accepted (and
+        // answered as above, with the drift that read saw), nor one recorded since (no sha256 named: '' matches no
+        // drift; an empty map accepted it unbound, atk-accept).
+        const { accepted, refused } = store.accept([tool], new Map([[form, reviewed ?? '']]));
+        const recorded = refused[0]?.recorded;
+        if (typeof recorded === 'string') return changed(recorded);
         if (accepted.length === 0)
           return done(
             'accept-pin',

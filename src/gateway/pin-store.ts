@@ -29,6 +29,16 @@ export type PinCheck =
   | { readonly state: 'full'; readonly diff?: never; readonly reason: string };
 
 /**
+ * What {@link PinStore.accept} did: the tools it pinned (canonical names), and each tool of its `reviewed` it did not —
+ * named with a sha256 (`sha256`) that its recorded drift is not: `recorded` is that drift's, null when none is
+ * recorded. A reviewed tool pinned as named already is in neither.
+ */
+export type PinAccept = { readonly accepted: readonly string[]; readonly refused: readonly PinRefused[] };
+
+/** A reviewed tool {@link PinStore.accept} did not accept: the sha256 named, and the drift recorded (null: none). */
+export type PinRefused = { readonly tool: string; readonly sha256: string; readonly recorded: string | null };
+
+/**
  * The least time between two writes of a lock file by one store whose only changes are drifts recorded or cleared (no
  * new pin, no re-pin). Each write is the whole file, every pin of every upstream: an upstream at its bound of pins
  * toggling one tool between its pin and a drift at each `tools/list_changed` made each listing write it (11.7 MB and
@@ -314,23 +324,38 @@ export class PinStore {
   }
 
   /**
-   * Makes the drifted definitions of `names` (all when empty) the pinned ones; returns the names accepted. A tool of
-   * `reviewed` (canonical name → sha256) only while its drift is the definition reviewed, of that hash (atk-pinlock).
+   * Makes the drifted definitions of `names` (all when empty) the pinned ones. A tool of `reviewed` (name, by its
+   * canonical form → sha256; one form of two hashes is a TypeError) only while its drift is the definition reviewed,
+   * of that hash (atk-pinlock). What it accepts and what of `reviewed` it refuses are decided from its one read of
+   * the file: `toolgate pin` re-derived the refusals from a second read, which a drift rewritten in between made
+   * tell another story than the accept's.
    */
-  accept(names: readonly string[] = [], reviewed: ReadonlyMap<string, string> = new Map()): string[] {
+  accept(names: readonly string[] = [], reviewed: ReadonlyMap<string, string> = new Map()): PinAccept {
     const lock = this.#fresh();
     const drift = lockRecord(lock.drift);
     const tools = lockRecord(lock.tools);
+    const bound = new Map<string, string>();
+    for (const [spelled, sha256] of reviewed) {
+      const name = canonical(spelled);
+      if ((bound.get(name) ?? sha256) !== sha256)
+        throw new TypeError(`toolgate: accept: ${JSON.stringify(name)} reviewed as two definitions`);
+      bound.set(name, sha256);
+    }
     const accepted: string[] = [];
     for (const name of names.length > 0 ? names.map(canonical) : Object.keys(drift)) {
       const entry = drift[name];
-      if (!entry || (reviewed.has(name) && reviewed.get(name) !== entry.sha256)) continue;
+      if (!entry || (bound.has(name) && bound.get(name) !== entry.sha256)) continue;
       tools[name] = { ...entry, at: new Date().toISOString() };
       delete drift[name];
       accepted.push(name);
     }
+    // One pinned as named already is not refused: nothing is left to accept (the same accept run twice).
+    const refused: PinRefused[] = [];
+    for (const [tool, sha256] of bound)
+      if (!accepted.includes(tool) && lock.tools[tool]?.sha256 !== sha256)
+        refused.push({ tool, sha256, recorded: lock.drift?.[tool]?.sha256 ?? null });
     if (accepted.length > 0) this.#save({ version: 2, tools, drift });
-    return accepted;
+    return { accepted, refused };
   }
 
   /** Pins definitions outright (what `toolgate pin` does for tools it has not seen). */

@@ -21,5 +21,5 @@ export {
   type PinnedDefinition,
 } from './lock-file.js';
 export { definitionDiff, definitionPin, listedDefinitionPin, pinnedDefinition } from './pin-definitions.js';
-export { DRIFT_WRITE_MS, PinStore, type PinCheck } from './pin-store.js';
+export { DRIFT_WRITE_MS, PinStore, type PinAccept, type PinCheck, type PinRefused } from './pin-store.js';
 export { PinTracker } from './pin-tracker.js';

@@ -280,7 +280,7 @@ describe('the gateway with two real upstreams (server-filesystem and a docs serv
     expect(call).toMatchObject({ status: 'refused', decision: { rule: 'pinned-definition' } });
     expect(call?.type === 'tool' && call.drift).toContain('secret');
     // another process accepts the new definition (what `toolgate pin --accept` does)
-    expect(new PinStore(box.lock).accept()).toEqual(['docs:echo']);
+    expect(new PinStore(box.lock).accept().accepted).toEqual(['docs:echo']);
     expect(text(await client.callTool({ name: 'docs:echo', arguments: { text: 'again' } }))).toBe('echo: again');
   });
 
