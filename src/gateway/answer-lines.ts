@@ -235,17 +235,31 @@ function keyCount(value: unknown): number {
 /**
  * The line `JSON.stringify(message) + '\n'` would be, made from the upstream's line `message.result` was parsed
  * from, or undefined (then the caller serialises as before): `message` must be `{ jsonrpc: '2.0', id, result }`
- * with its keys in that order, and `result` the object parsed from a line that passes {@link resultSpan}.
+ * with its keys in that order, and `result` the object parsed from a line that passes {@link resultSpan}. The
+ * stdio fast path's answer (fastpath.ts).
  */
 export function answerLineOf(message: object): string | undefined {
+  return splicedOrNot(message, '\n');
+}
+
+/**
+ * {@link answerLineOf} without the newline: the text `JSON.stringify(message)` would be, or undefined. The HTTP
+ * fast path's answer (http-fast.ts: an SSE event's data), its result parsed from an HTTP upstream's answer text
+ * (upstream-raw-post.ts) or a stdio upstream's line.
+ */
+export function answerTextOf(message: object): string | undefined {
+  return splicedOrNot(message, '');
+}
+
+function splicedOrNot(message: object, end: string): string | undefined {
   try {
-    return spliced(message);
+    return spliced(message, end);
   } catch {
     return undefined; // never a failure of its own: JSON.stringify decides, as before
   }
 }
 
-function spliced(message: object): string | undefined {
+function spliced(message: object, end: string): string | undefined {
   const m = message as Record<string, unknown>;
   const result = m['result'];
   if (typeof result !== 'object' || result === null) return undefined;
@@ -258,5 +272,5 @@ function spliced(message: object): string | undefined {
   if (keys.length !== 3 || keys[0] !== 'jsonrpc' || keys[1] !== 'id' || keys[2] !== 'result') return undefined;
   const span = resultSpan(line);
   if (span === undefined || keyCount(result) !== span.keys) return undefined;
-  return `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":${line.slice(span.start, span.end)}}\n`;
+  return `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":${line.slice(span.start, span.end)}}${end}`;
 }
