@@ -2,7 +2,9 @@
  * A fast-path answer written from the upstream's own line (issue 25.2): the client's line is
  * `{"jsonrpc":"2.0","id":<client id>,"result":<span>}` with `<span>` the text of `result` in the stdio
  * upstream's line, instead of `JSON.stringify` of the object parsed from it (the answer's re-serialisation was
- * ~15 % of the gateway's instructions a `tools/call`, docs/benchmarks.md).
+ * ~15 % of the gateway's instructions a `tools/call`, docs/benchmarks.md). The HTTP fast path's answer alike (issue
+ * 25.3): an SSE event's data written by {@link answerTextOf}, its result read from a stdio upstream's line or from an
+ * HTTP upstream's SSE event (upstream-raw-post.ts notes that text as the line).
  *
  * Only where the bytes are provably those `JSON.stringify` writes: the object to send is the very object
  * parsed from that line (the line stamped on it; the fast path hands the upstream's result on untouched,
@@ -31,7 +33,8 @@ import {
 import { Stamped } from '../stamps.js';
 
 /**
- * The line a raw result was parsed from, stamped on the result object by the upstream's reader (upstream-raw.ts):
+ * The line a raw result was parsed from, stamped on the result object by the upstream's reader (upstream-raw.ts's
+ * stdio lines, upstream-raw-post.ts's SSE events):
  * a private field (src/stamps.ts), not a WeakMap of results (an ephemeron insert per answer). Only that very object
  * carries it: a copy, a Proxy or an heir of it has none.
  */
