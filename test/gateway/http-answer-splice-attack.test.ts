@@ -36,8 +36,17 @@ const resumed: { body: string | undefined } = { body: undefined };
 const SHAPED = { type: 'object', properties: { n: { type: 'number' } }, required: ['n'] };
 
 /**
- * A 2025-era Streamable HTTP upstream by hand: `initialize` and `tools/list` (`give`, and `shaped` with an output
- * schema) in JSON, a `tools/call` answered with its `body` argument as the whole response body (`__ID__` the
+ * The output schema of the tool `defaulted`: members with a `default` (a check that filled them in would change the
+ * checked object in place, keys more: with duplicate keys in the text the counts would agree again).
+ */
+const DEFAULTED = {
+  type: 'object',
+  properties: { n: { type: 'number' }, m: { type: 'number', default: 5 }, o: { type: 'object', default: {} } },
+};
+
+/**
+ * A 2025-era Streamable HTTP upstream by hand: `initialize` and `tools/list` (`give`, `shaped` and `defaulted` with an
+ * output schema) in JSON, a `tools/call` answered with its `body` argument as the whole response body (`__ID__` the
  * request's id) under its `type` argument's Content-Type (SSE by default); anything else a JSON-RPC error.
  */
 function bodyUpstream(req: IncomingMessage, res: ServerResponse): void {
@@ -75,6 +84,7 @@ function bodyUpstream(req: IncomingMessage, res: ServerResponse): void {
           tools: [
             { name: 'give', inputSchema: { type: 'object' } },
             { name: 'shaped', inputSchema: { type: 'object' }, outputSchema: SHAPED },
+            { name: 'defaulted', inputSchema: { type: 'object' }, outputSchema: DEFAULTED },
           ],
         },
       });
@@ -184,6 +194,14 @@ const SHAPED_RESULTS: readonly string[] = [
   '{"content":[]}',
 ];
 
+/** The same for `defaulted`: a check that filled in defaults would add keys a duplicate in the text makes up for. */
+const DEFAULTED_RESULTS: readonly string[] = [
+  '{"content":[],"structuredContent":{"n":1}}',
+  '{"content":[],"structuredContent":{"n":1,"n":1}}',
+  '{"content":[],"structuredContent":{"n":1,"n":1,"n":1}}',
+  '{"content":[],"content":[],"structuredContent":{"n":1}}',
+];
+
 /** An SSE body: `lines` ended by `eol`, perhaps after a BOM. */
 const sse = (lines: readonly string[], eol = '\n', bom = false): string =>
   (bom ? '\ufeff' : '') + lines.map((line) => line + eol).join('');
@@ -233,6 +251,7 @@ describe("the HTTP fast path's spliced answers under a malicious upstream's SSE 
     const cases: [string, string][] = [
       ...RESULTS.map((r): [string, string] => ['give', r]),
       ...SHAPED_RESULTS.map((r): [string, string] => ['shaped', r]),
+      ...DEFAULTED_RESULTS.map((r): [string, string] => ['defaulted', r]),
     ];
     for (const [tool, result] of cases) {
       const body = sse(['event: message', `data: ${answer(result)}`, '']);
