@@ -10,6 +10,8 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import fc from 'fast-check';
 import { describe, expect, it, vi } from 'vitest';
 import type * as AnswerLines from '../../src/gateway/answer-lines.js';
+import { answerLineOf } from '../../src/gateway/answer-lines.js';
+import { readMessage } from '../../src/gateway/upstream-raw-post.js';
 import { cleanupsAfterEach, fastPathFor, gatewayOverHttp, loopbackServer, tempDir, writePolicy } from '../harness.js';
 import { open } from './fixtures/http-fast.js';
 
@@ -349,5 +351,30 @@ describe("the HTTP fast path's spliced answers under a malicious upstream's SSE 
       expect(spliced).toBe(stringified);
       expect(spliced).toContain('"result"');
     }
+  });
+
+  it("an HTTP upstream's event text read by readMessage splices, on either client's side, only to JSON.stringify's bytes", async () => {
+    // The stdio fast path (fastpath.ts `answerLineOf`) now gets HTTP upstreams' stamped results too.
+    const real = await vi.importActual<typeof AnswerLines>('../../src/gateway/answer-lines.js');
+    let taken = 0;
+    for (const result of [...RESULTS, ...SHAPED_RESULTS, ...DEFAULTED_RESULTS]) {
+      let read: unknown;
+      try {
+        read = readMessage(answer(result).replace('__ID__', '"toolgate-raw:3"'), 'toolgate-raw:3');
+      } catch {
+        continue; // refused: nothing to splice
+      }
+      for (const id of [1, -0, 'x"\\\u2028', 2 ** 53 - 1]) {
+        const message = { jsonrpc: '2.0', id, result: (read as { result: unknown }).result };
+        const line = answerLineOf(message);
+        if (line !== undefined) expect(line).toBe(`${JSON.stringify(message)}\n`);
+        const text = real.answerTextOf(message);
+        if (text !== undefined) {
+          taken++;
+          expect(text).toBe(JSON.stringify(message));
+        }
+      }
+    }
+    expect(taken).toBeGreaterThan(0);
   });
 });
