@@ -2,7 +2,9 @@
  * A fast-path answer written from the upstream's own line (issue 25.2): the client's line is
  * `{"jsonrpc":"2.0","id":<client id>,"result":<span>}` with `<span>` the text of `result` in the stdio
  * upstream's line, instead of `JSON.stringify` of the object parsed from it (the answer's re-serialisation was
- * ~15 % of the gateway's instructions a `tools/call`, docs/benchmarks.md).
+ * ~15 % of the gateway's instructions a `tools/call`, docs/benchmarks.md). The HTTP fast path's answer alike (issue
+ * 25.3): an SSE event's data written by {@link answerTextOf}, its result read from a stdio upstream's line or from an
+ * HTTP upstream's SSE event (upstream-raw-post.ts notes that text as the line).
  *
  * Only where the bytes are provably those `JSON.stringify` writes: the object to send is the very object
  * parsed from that line (the line stamped on it; the fast path hands the upstream's result on untouched,
@@ -31,7 +33,8 @@ import {
 import { Stamped } from '../stamps.js';
 
 /**
- * The line a raw result was parsed from, stamped on the result object by the upstream's reader (upstream-raw.ts):
+ * The line a raw result was parsed from, stamped on the result object by the upstream's reader (upstream-raw.ts's
+ * stdio lines, upstream-raw-post.ts's SSE events):
  * a private field (src/stamps.ts), not a WeakMap of results (an ephemeron insert per answer). Only that very object
  * carries it: a copy, a Proxy or an heir of it has none.
  */
@@ -235,17 +238,31 @@ function keyCount(value: unknown): number {
 /**
  * The line `JSON.stringify(message) + '\n'` would be, made from the upstream's line `message.result` was parsed
  * from, or undefined (then the caller serialises as before): `message` must be `{ jsonrpc: '2.0', id, result }`
- * with its keys in that order, and `result` the object parsed from a line that passes {@link resultSpan}.
+ * with its keys in that order, and `result` the object parsed from a line that passes {@link resultSpan}. The
+ * stdio fast path's answer (fastpath.ts).
  */
 export function answerLineOf(message: object): string | undefined {
+  return splicedOrNot(message, '\n');
+}
+
+/**
+ * {@link answerLineOf} without the newline: the text `JSON.stringify(message)` would be, or undefined. The HTTP
+ * fast path's answer (http-fast.ts: an SSE event's data), its result parsed from an HTTP upstream's answer text
+ * (upstream-raw-post.ts) or a stdio upstream's line.
+ */
+export function answerTextOf(message: object): string | undefined {
+  return splicedOrNot(message, '');
+}
+
+function splicedOrNot(message: object, end: string): string | undefined {
   try {
-    return spliced(message);
+    return spliced(message, end);
   } catch {
     return undefined; // never a failure of its own: JSON.stringify decides, as before
   }
 }
 
-function spliced(message: object): string | undefined {
+function spliced(message: object, end: string): string | undefined {
   const m = message as Record<string, unknown>;
   const result = m['result'];
   if (typeof result !== 'object' || result === null) return undefined;
@@ -258,5 +275,5 @@ function spliced(message: object): string | undefined {
   if (keys.length !== 3 || keys[0] !== 'jsonrpc' || keys[1] !== 'id' || keys[2] !== 'result') return undefined;
   const span = resultSpan(line);
   if (span === undefined || keyCount(result) !== span.keys) return undefined;
-  return `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":${line.slice(span.start, span.end)}}\n`;
+  return `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":${line.slice(span.start, span.end)}}${end}`;
 }

@@ -29,6 +29,7 @@ import {
   type ServerNotification,
 } from '@modelcontextprotocol/sdk/types.js';
 import { expiringDeadlines, type Expiring, type Queue, type Turn } from '../deadlines.js';
+import { answerTextOf } from './answer-lines.js';
 import { fastPathOf, plainRequestOf, type FastPath, type FastReplies } from './fastpath.js';
 import { HEADERS_WITHIN_MS, type NodeStreamableHttp } from './http-session.js';
 
@@ -213,7 +214,7 @@ class SseReplies implements FastReplies, Expiring<SseReplies> {
     this.#head();
     // A cancelled request is not answered: its stream ends without an event.
     if (message === undefined) res.end();
-    else res.end(event(message));
+    else res.end(answerEvent(message));
   }
 
   #head(): void {
@@ -246,4 +247,12 @@ class SseReplies implements FastReplies, Expiring<SseReplies> {
 /** One SSE event of the SDK transport (`event: message`, the message as JSON). */
 function event(message: JSONRPCMessage): string {
   return `event: message\ndata: ${JSON.stringify(message)}\n\n`;
+}
+
+/**
+ * {@link event} of a fast-path answer: its upstream's result written from the upstream's own text where that is
+ * provably the bytes `JSON.stringify` writes (answer-lines.ts, as the stdio fast path writes its lines).
+ */
+function answerEvent(message: JSONRPCMessage): string {
+  return `event: message\ndata: ${answerTextOf(message) ?? JSON.stringify(message)}\n\n`;
 }

@@ -16,6 +16,7 @@ import {
 } from '@modelcontextprotocol/client';
 import { GrowingBytes } from '../growing-bytes.js';
 import { parseJsonText } from '../json-text.js';
+import { noteAnswerLine } from './answer-lines.js';
 import type { BodySink, RawExchange, RawHandler, RawResponse } from './http-own-client.js';
 import { isPlainObject, plainResultMeta } from './raw-results.js';
 import { rawAnswer } from './upstream-raw.js';
@@ -27,7 +28,13 @@ import { contentTypeOf, essenceOf, SseEvents, textOf } from './upstream-sse.js';
  */
 export function readMessage(data: unknown, id: string | number): JSONRPCMessage {
   const parsed: unknown = typeof data === 'string' ? parseJsonText(data) : data;
-  if (rawAnswer(parsed) || plainAnswerTo(parsed, id)) return parsed as JSONRPCMessage;
+  if (rawAnswer(parsed)) {
+    // An SSE event's text kept for the answer to be written from it where that is the same bytes (answer-lines.ts,
+    // as upstream-raw.ts keeps a stdio line); a JSON body's message comes parsed (its text may hold several).
+    if (typeof data === 'string') noteAnswerLine((parsed as { result?: unknown }).result, data);
+    return parsed;
+  }
+  if (plainAnswerTo(parsed, id)) return parsed as JSONRPCMessage;
   // A message of a JSON body goes through a copy as JSON first, as before (a -0 in it is 0).
   return parseJSONRPCMessage(typeof data === 'string' ? parsed : parseJsonText(JSON.stringify(data)));
 }
