@@ -234,13 +234,13 @@ export class RawHttpTransport extends StreamableHTTPClientTransport implements R
   }
 
   /**
-   * @internal A message of an answer (its text, or as JSON.parse gave it), handed on as the SDK's transport
-   * hands it: not run through the SDK's schema when it is an answer to `id` in the shape that schema keeps.
+   * @internal A message of an SSE answer (its text), handed on as the SDK's transport hands it: not run through the
+   * SDK's schema when it is an answer to `id` in the shape that schema keeps.
    */
-  deliver(data: unknown, id: string | number): JSONRPCMessage | undefined {
+  deliver(text: string, id: string | number): JSONRPCMessage | undefined {
     let message: JSONRPCMessage;
     try {
-      message = readMessage(data, id);
+      message = readMessage(text, id);
     } catch (error) {
       // As the SDK's transport: a message it cannot read is an error of the transport, the stream goes on.
       this.onerror?.(error as Error);

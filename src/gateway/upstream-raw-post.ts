@@ -23,20 +23,29 @@ import { rawAnswer } from './upstream-raw.js';
 import { contentTypeOf, essenceOf, SseEvents, textOf } from './upstream-sse.js';
 
 /**
- * A message of an answer (its text, or as parseJsonText gave it) as the SDK's schema gives it; throws as it
- * throws. Read with its keys as written (the SDK's `deserializeMessage` is `JSON.parse` and the schema).
+ * A message of an SSE event (its text) as the SDK's schema gives it; throws as it throws. Read with its keys as written
+ * (the SDK's `deserializeMessage` is `JSON.parse` and the schema).
  */
-export function readMessage(data: unknown, id: string | number): JSONRPCMessage {
-  const parsed: unknown = typeof data === 'string' ? parseJsonText(data) : data;
+export function readMessage(text: string, id: string | number): JSONRPCMessage {
+  const parsed: unknown = parseJsonText(text);
   if (rawAnswer(parsed)) {
     // An SSE event's text kept for the answer to be written from it where that is the same bytes (answer-lines.ts,
-    // as upstream-raw.ts keeps a stdio line); a JSON body's message comes parsed (its text may hold several).
-    if (typeof data === 'string') noteAnswerLine((parsed as { result?: unknown }).result, data);
+    // as upstream-raw.ts keeps a stdio line).
+    noteAnswerLine((parsed as { result?: unknown }).result, text);
     return parsed;
   }
-  if (plainAnswerTo(parsed, id)) return parsed as JSONRPCMessage;
-  // A message of a JSON body goes through a copy as JSON first, as before (a -0 in it is 0).
-  return parseJSONRPCMessage(typeof data === 'string' ? parsed : parseJsonText(JSON.stringify(data)));
+  return plainAnswerTo(parsed, id) ? (parsed as JSONRPCMessage) : parseJSONRPCMessage(parsed);
+}
+
+/**
+ * A message of a JSON body, as parseJsonText gave it: never a text to read again (a string is no message: the SDK's
+ * schema refuses it, as the SDK's transport does; read as a text, a body holding the message JSON-encoded twice was
+ * taken for it).
+ */
+export function readBodyMessage(value: unknown, id: string | number): JSONRPCMessage {
+  if (rawAnswer(value) || plainAnswerTo(value, id)) return value as JSONRPCMessage;
+  // Through a copy as JSON first, as before (a -0 in it is 0).
+  return parseJSONRPCMessage(parseJsonText(JSON.stringify(value)));
 }
 
 /** What a raw POST reports to: its transport (upstream-raw-http.ts's RawHttpTransport). */
@@ -46,7 +55,7 @@ export interface RawPostOwner {
   /** The POST settled: it is no longer in flight. */
   ended(id: string | number, post: RawPost): void;
   /** A message of the answer handed on (undefined: not readable, reported as an error of the transport). */
-  deliver(data: unknown, id: string | number): JSONRPCMessage | undefined;
+  deliver(text: string, id: string | number): JSONRPCMessage | undefined;
   /** A resumable stream closed before its answer: resumed with a GET naming its last event id. */
   resume(lastId: string, retry: number | undefined, signal: AbortSignal | undefined): Promise<void>;
   /** The signal of the resumption of a 2026-07-28 request sent with no signal of its own (or none). */
@@ -259,7 +268,7 @@ export class RawPost implements RawHandler, BodySink {
       // cannot read fails the send, and none of the batch is handed on.
       let messages: JSONRPCMessage[];
       try {
-        messages = (Array.isArray(data) ? data : [data]).map((one) => readMessage(one, this.#id));
+        messages = (Array.isArray(data) ? data : [data]).map((one) => readBodyMessage(one, this.#id));
       } catch (error) {
         return this.failed(error as Error);
       }

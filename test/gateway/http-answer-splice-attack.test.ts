@@ -90,24 +90,29 @@ function bodyUpstream(req: IncomingMessage, res: ServerResponse): void {
           ],
         },
       });
-    const args = m.params?.['arguments'] as { body?: string; type?: string; resume?: string } | undefined;
+    const args = m.params?.['arguments'] as
+      { body?: string; type?: string; resume?: string; nested?: boolean } | undefined;
     if (m.method !== 'tools/call' || args?.body === undefined)
       return json({ error: { code: -32601, message: `Method not found: ${m.method}` } });
     if (args.resume !== undefined) resumed.body = args.resume.replaceAll('__ID__', JSON.stringify(m.id));
     res
       .writeHead(200, { 'content-type': args.type ?? 'text/event-stream' })
-      .end(args.body.replaceAll('__ID__', JSON.stringify(m.id)));
+      // nested: the body holds the message inside a JSON string, its id escaped as such.
+      .end(args.body.replaceAll('__ID__', nested(JSON.stringify(m.id), args.nested === true)));
   });
 }
 
+/** `text` as it stands inside a JSON string when `inside`, else as it is. */
+const nested = (text: string, inside: boolean): string => (inside ? JSON.stringify(text).slice(1, -1) : text);
+
 /** The gateway (fast path on) in front of {@link bodyUpstream}, and a session opened by hand: a POST's answer text. */
-async function gatewayOverBodies(): Promise<(body: Record<string, unknown>) => Promise<string>> {
+async function gatewayOverBodies(fast = true): Promise<(body: Record<string, unknown>) => Promise<string>> {
   const upstream = await loopbackServer(cleanups, bodyUpstream, '/mcp');
   const policy = writePolicy(tempDir('http-answer-splice-attack'), {
     gateway: { upstreams: { b: { url: upstream.href } }, pin: 'off' },
     rules: [{ name: 'all', result: 'allow' }],
   });
-  fastPathFor(cleanups, true);
+  fastPathFor(cleanups, fast);
   const { url } = await gatewayOverHttp(cleanups, policy);
   const headers = await open(url);
   const send = async (body: Record<string, unknown>): Promise<string> => {
@@ -126,12 +131,17 @@ async function gatewayOverBodies(): Promise<(body: Record<string, unknown>) => P
 }
 
 /** A `tools/call` of `tool` whose answer body the upstream writes as `body` (Content-Type `type`). */
-const call = (id: number, tool: string, body: string, type?: string, resume?: string) => ({
+const call = (id: number, tool: string, body: string, type?: string, resume?: string, twice?: boolean) => ({
   id,
   method: 'tools/call',
   params: {
     name: `b:${tool}`,
-    arguments: { body, ...(type === undefined ? {} : { type }), ...(resume === undefined ? {} : { resume }) },
+    arguments: {
+      body,
+      ...(type === undefined ? {} : { type }),
+      ...(resume === undefined ? {} : { resume }),
+      ...(twice === undefined ? {} : { nested: twice }),
+    },
   },
 });
 
@@ -288,6 +298,21 @@ describe("the HTTP fast path's spliced answers under a malicious upstream's SSE 
       }
     }
     expect(splice.taken).toBe(0);
+  });
+
+  it('a JSON body holding a message as a JSON string (alone or in an array) fails the call as the SDK path fails it', async () => {
+    // Found by this attack: the fast path read each member of a JSON body as a text to parse again, so a body that
+    // is the message JSON-encoded twice was read as the message (the SDK's transport refuses a string).
+    const message = answer('{"content":[{"type":"text","text":"double-decoded"}]}');
+    const bodies = [JSON.stringify(message), JSON.stringify([message])];
+    for (const fast of [false, true]) {
+      const send = await gatewayOverBodies(fast);
+      for (const [k, body] of bodies.entries()) {
+        const text = await send(call(k + 1, 'give', body, 'application/json', undefined, true));
+        expect(text, `fast path ${fast ? 'on' : 'off'}: ${body}`).not.toContain('double-decoded');
+        expect(text).toMatch(/"isError":true|"error":/);
+      }
+    }
   });
 
   it('answers random SSE framings of odd results as with the splice off (seeded)', async () => {

@@ -9,7 +9,7 @@ import fc from 'fast-check';
 import { describe, expect, it, vi } from 'vitest';
 import type * as AnswerLines from '../../src/gateway/answer-lines.js';
 import { answerLineOf } from '../../src/gateway/answer-lines.js';
-import { readMessage } from '../../src/gateway/upstream-raw-post.js';
+import { readBodyMessage, readMessage } from '../../src/gateway/upstream-raw-post.js';
 import { cleanupsAfterEach, fastPathFor, gatewayOverHttp, loopbackServer, tempDir, writePolicy } from '../harness.js';
 import { rootObject, trickyString, tree, Writer, type Tree } from '../json-writer.js';
 import { open } from './fixtures/http-fast.js';
@@ -126,7 +126,7 @@ describe("the HTTP fast path's answers written from the upstream's own text", { 
     const message = { jsonrpc: '2.0', id: 9, result: fromText.result };
     expect(answerLineOf(message)).toBe(`${JSON.stringify(message)}\n`);
     // A message of a JSON body comes parsed already (its text may hold several): no text to write it from.
-    const fromBody = readMessage(JSON.parse(line), 'toolgate-raw:4') as { result: object };
+    const fromBody = readBodyMessage(JSON.parse(line), 'toolgate-raw:4') as { result: object };
     expect(answerLineOf({ jsonrpc: '2.0', id: 9, result: fromBody.result })).toBeUndefined();
     // An answer the SDK's schema reads (not a raw one: another id) is a copy: no stamp.
     const other = readMessage(line.replace('toolgate-raw:4', 'sdk-1'), 'sdk-1') as { result: object };
