@@ -33,10 +33,9 @@ import {
   type AllowlistLayer,
   type FormSet,
 } from './allowlist.js';
+import { jointHolds, jointSlot, type Joint, type JointSlot } from './allowlist-joint.js';
 import type { RefusalLayer } from './errors.js';
 import type { GateContext, GateEnvironment } from './contracts/gate.js';
-import type { PolicyEvaluation } from './permissions/policy.js';
-import type { Tool } from './tool.js';
 import { canonical, canonicalIndex } from './names.js';
 
 /** One layer's canonical forms, indexed once per array (frozen) or per content (plain). */
@@ -233,64 +232,6 @@ function layersRefusal(
   return !declared ? 'not_declared' : !inTenant ? 'tenant' : !inCaller ? 'caller' : null;
 }
 
-/**
- * The three layers a steady server gives every call (one agent, one plan, one caller's scopes: the same arrays
- * call after call) joined: for each canonical form all three hold, its position in each. A permitted call is
- * then one Map look-up instead of three, answered as {@link holds} answers each layer — by the same indexes
- * (a layer indexed again drops its joints, in `remember`), a plain array only while it still holds the indexed
- * spelling at that position. Anything else (a form not in all three, a spelling moved) takes the three look-ups.
- */
-export interface Joint {
-  readonly declared: unknown;
-  readonly tenant: unknown;
-  readonly caller: unknown;
-  /** canonical form → where each layer holds it, with the spelling indexed there */
-  readonly slots: ReadonlyMap<string, JointSlot>;
-  /** What building it cost: its declaration's forms. */
-  readonly cost: number;
-  /** Per layer, the plain array to check; null when frozen or not given. */
-  readonly d: readonly unknown[] | null;
-  readonly t: readonly unknown[] | null;
-  readonly c: readonly unknown[] | null;
-  /**
-   * The environment the slots' memos were made under (precheck.ts; only one whose look-ups are fixed for its
-   * revision), and their epoch: a slot's memo holds while its epoch is the joint's and this is the call's environment.
-   */
-  env: GateEnvironment | null;
-  epoch: number;
-}
-
-/**
- * One form's positions in the three layers and the spellings indexed there, in one object: a permitted call
- * reads the Map, this slot and one entry of each plain layer (a slot's numbers in one typed array and the
- * spellings in three more arrays were four more cache lines per call, which at 10,000 tools were most of the
- * allowlist step's time, issue 25).
- */
-export interface JointSlot {
-  readonly pd: number;
-  readonly pt: number;
-  readonly pc: number;
-  readonly sd: unknown;
-  readonly st: unknown;
-  readonly sc: unknown;
-  /** The joint it is a slot of. */
-  joint: Joint;
-  /**
-   * precheck.ts's memo for this form under `joint.env` while `epoch` is the joint's: the tool the environment finds
-   * under it, and the policy's outcome for that tool whatever the arguments (null: its rules are tried per call;
-   * undefined: not asked yet). One look-up per call instead of three (the registry's, the joint's, the policy's).
-   */
-  epoch: number;
-  found: Tool | undefined;
-  /**
-   * `found` is a frozen tool whose `canonicalName`, a data property, is this slot's form (the name it was found under
-   * spelled as its canonical name): it cannot become false for that object, so precheck does not compare the strings
-   * per call (a `===` of two equal strings not known to be internalized calls V8's StringEqual, ~30 instructions).
-   */
-  own: boolean;
-  outcome: PolicyEvaluation | null | undefined;
-}
-
 /** The slot that answered the last {@link allowlistRefusal} (every layer holds the form), else null. */
 let answering: JointSlot | null = null;
 
@@ -359,17 +300,6 @@ function join(declaration: unknown, tenant: unknown, caller: unknown): void {
   if (joints.length > JOINTS) joints.pop();
 }
 
-function jointHolds(j: Joint, slot: JointSlot): boolean {
-  const d = j.d;
-  const t = j.t;
-  const c = j.c;
-  return (
-    (d === null || d[slot.pd] === slot.sd) &&
-    (t === null || t[slot.pt] === slot.st) &&
-    (c === null || c[slot.pc] === slot.sc)
-  );
-}
-
 /** The layer's current index, when it is an array that has one (the memo of its role holds it). */
 function indexed(layer: unknown, role: Role): LayerIndex | null | undefined {
   if (layer === null || layer === undefined) return null;
@@ -402,19 +332,8 @@ function jointOf(declaration: unknown, tenant: unknown, caller: unknown): Joint 
     const pt = ti === null ? 0 : ti.forms.get(form);
     const pc = ci === null ? 0 : ci.forms.get(form);
     if (pt === undefined || pc === undefined) continue;
-    slots.set(form, {
-      pd,
-      pt,
-      pc,
-      sd: di.spellings[pd],
-      st: ti === null ? undefined : ti.spellings[pt],
-      sc: ci === null ? undefined : ci.spellings[pc],
-      joint,
-      epoch: -1,
-      found: undefined,
-      own: false,
-      outcome: undefined,
-    });
+    const st = ti === null ? undefined : ti.spellings[pt];
+    slots.set(form, jointSlot(joint, pd, pt, pc, di.spellings[pd], st, ci === null ? undefined : ci.spellings[pc]));
   }
   return joint;
 }

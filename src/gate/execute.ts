@@ -3,6 +3,7 @@
  * abort signal, and concurrency grouping (consecutive concurrency-safe calls together, any other call
  * alone). A throw or a timeout is an error result; nothing here throws. Only dispatch.ts calls it.
  */
+import type { JointSlot } from '../allowlist-joint.js';
 import type { AllowDecision, Decision, DenyDecision } from '../decision.js';
 import { errorText } from '../permissions/handler.js';
 import type { Tool, ToolExecution } from '../tool.js';
@@ -25,7 +26,8 @@ export function executeDecided(decided: DecidedCall, context: GateContext, env: 
 }
 
 /**
- * {@link executeDecided} without the DecidedCall around its parts (the fast path has them apart). With `shape`,
+ * {@link executeDecided} without the DecidedCall around its parts (the fast path has them apart), and with the slot
+ * keeping its tool's timeout (`timeoutSlot`, src/gate/slot-memo.ts; null: read from the tool's metadata). With `shape`,
  * the promise settles with `shape(result)` instead (a caller's own form of the result, made in the same hop).
  */
 export function execute(
@@ -34,6 +36,7 @@ export function execute(
   args: Readonly<Record<string, unknown>>,
   context: GateContext,
   env: GateEnvironment,
+  timeoutSlot?: JointSlot | null,
 ): Promise<ToolResult>;
 export function execute<R>(
   tool: Tool,
@@ -41,6 +44,7 @@ export function execute<R>(
   args: Readonly<Record<string, unknown>>,
   context: GateContext,
   env: GateEnvironment,
+  timeoutSlot: JointSlot | null,
   shape: (result: ToolResult) => R,
 ): Promise<R>;
 export function execute(
@@ -49,6 +53,7 @@ export function execute(
   args: Readonly<Record<string, unknown>>,
   context: GateContext,
   env: GateEnvironment,
+  timeoutSlot: JointSlot | null = null,
   shape: Shape | null = null,
 ): Promise<unknown> {
   const gateway = gatewayMarked && GatewayMark.has(context);
@@ -103,7 +108,10 @@ export function execute(
     resolve,
     reject,
   };
-  deadlines.add(deadline, tool.metadata.timeoutMs ?? env.toolTimeoutMs);
+  deadlines.add(
+    deadline,
+    (timeoutSlot !== null ? timeoutSlot.timeoutMs! : tool.metadata.timeoutMs) ?? env.toolTimeoutMs,
+  );
   watch(value as PromiseLike<unknown>, deadline);
   return result;
 }

@@ -5,15 +5,17 @@
  * Decision is built by decisions.ts's one builder; nothing here emits an event or executes anything.
  */
 import { namedAgentOf, type ToolAllowlist } from '../allowlist.js';
-import { allowlistRefusal, answeringSlot, cachedAllowlist, peekSlot, type JointSlot } from '../allowlist-cache.js';
+import { allowlistRefusal, cachedAllowlist, peekSlot } from '../allowlist-cache.js';
+import type { JointSlot } from '../allowlist-joint.js';
 import type { GateContext, GateEnvironment } from '../contracts/gate.js';
 import type { Decision, DecisionBase } from '../decision.js';
 import { parseArguments, type NormalizedCall, type UnreadableCall } from '../formats/index.js';
 import { canonical } from '../names.js';
 import { errorText, type PermissionRequest } from '../permissions/handler.js';
-import { FIXED_OUTCOME, PermissionPolicy, type PolicyEvaluation } from '../permissions/policy.js';
+import type { PolicyEvaluation } from '../permissions/policy.js';
 import type { Tool } from '../tool.js';
 import { decisionOf, deny, fallbackText, issueText, quote, refusalText } from './decisions.js';
+import { keptTimeout, outcomeSlot, toolIn } from './slot-memo.js';
 import { freezeParsedArguments, snapshotArguments, snapshotRecord } from './snapshot.js';
 import { snapshotText } from './snapshot-text.js';
 
@@ -35,6 +37,8 @@ export type Precheck =
       readonly tool: Tool | null;
       /** The frozen snapshot of the validated arguments (null before validation succeeded). */
       readonly args: Readonly<Record<string, unknown>> | null;
+      /** The slot keeping its tool's timeout (slot-memo.ts `keptTimeout`), or null: read from the tool's metadata. */
+      readonly timeoutSlot: JointSlot | null;
     }
   | {
       readonly kind: 'ask';
@@ -159,6 +163,8 @@ export function precheck(
   // The slot peeked under the call's name is `form`'s only when the name is its own form (the strings compared only
   // when ownForm did not already say so): allowlistRefusal takes it as form's without comparing them.
   const formSlot = ownForm || form === call.name ? slot : null;
+  // The slot keeping the tool's timeout for execute.ts, when fixed (slot-memo.ts): its metadata is not read per call.
+  const timeoutSlot = keptTimeout(slot, tool);
   // 3 validate against the tool's schema
   let validation;
   try {
@@ -171,7 +177,7 @@ export function precheck(
     return validation.then(
       (result) =>
         result.ok
-          ? validated(result.value, snapshot, tool, call, form, agent, context, env, formSlot)
+          ? validated(result.value, snapshot, tool, call, form, agent, context, env, formSlot, timeoutSlot)
           : mismatched(result.issues, tool, call, form, agent, context, env),
       (error: unknown) => validationFailed(head, tool, error),
     );
@@ -179,70 +185,7 @@ export function precheck(
   // Its fields read here, not handed on: a synchronous schema's result object then does not outlive this call, and
   // V8 drops it once the validator is inlined (40 bytes of an `invoke`, issue 25).
   if (!validation.ok) return mismatched(validation.issues, tool, call, form, agent, context, env);
-  return validated(validation.value, snapshot, tool, call, form, agent, context, env, formSlot);
-}
-
-/**
- * `env.lookup(name)`, kept in the name's joint slot while the environment's look-ups are fixed (the registry's
- * current one: a registry changed since has another environment, and the slot's epoch moves on to it).
- */
-function toolIn(slot: JointSlot, env: GateEnvironment, name: string): Tool | undefined {
-  if (env.fixedLookup !== true) return env.lookup(name);
-  const joint = slot.joint;
-  if (joint.env === env && slot.epoch === joint.epoch) return slot.found;
-  const tool = env.lookup(name);
-  if (joint.env !== env) {
-    joint.env = env;
-    joint.epoch++;
-  }
-  slot.epoch = joint.epoch;
-  slot.found = tool;
-  slot.own = tool !== undefined && ownFormOf(tool, name);
-  slot.outcome = undefined;
-  return tool;
-}
-
-/**
- * Whether `tool` is found under `name` spelled as its canonical name, for good: frozen, its `canonicalName` a data
- * property equal to `name` (defineTool's tools are; a tool of the caller's making with a getter, or not frozen, is
- * compared on every call, as before).
- */
-function ownFormOf(tool: Tool, name: string): boolean {
-  if (!Object.isFrozen(tool)) return false;
-  const own = Object.getOwnPropertyDescriptor(tool, 'canonicalName');
-  return own !== undefined && 'value' in own && own.value === name;
-}
-
-/**
- * PermissionPolicy's own `evaluate`, which the kept outcome stands for: a subclass's (a kill switch refusing more)
- * or one wrapped on the prototype since is asked on every call, as before the memo (it was skipped, and ran a call
- * it refused).
- */
-const OWN_EVALUATE = Object.getOwnPropertyDescriptor(PermissionPolicy.prototype, 'evaluate')!.value as unknown;
-
-/**
- * Step 5's evaluation: the policy's outcome for the tool whatever the arguments kept in the joint slot that answered
- * step 4 (the slot's tool and environment are this call's, the policy's `evaluate` its own), else the policy's
- * evaluation.
- */
-function evaluationOf(
-  policy: PermissionPolicy,
-  tool: Tool,
-  args: Readonly<Record<string, unknown>>,
-  env: GateEnvironment,
-): PolicyEvaluation {
-  const slot = answeringSlot();
-  if (
-    slot === null ||
-    slot.found !== tool ||
-    slot.epoch !== slot.joint.epoch ||
-    slot.joint.env !== env ||
-    policy.evaluate !== OWN_EVALUATE
-  )
-    return policy.evaluate(tool, args);
-  let outcome = slot.outcome;
-  if (outcome === undefined) outcome = slot.outcome = policy[FIXED_OUTCOME](tool);
-  return outcome ?? policy.evaluate(tool, args);
+  return validated(validation.value, snapshot, tool, call, form, agent, context, env, formSlot, timeoutSlot);
 }
 
 /** A refusal at step 3: the arguments could not be read or validated, or do not match the tool's schema. */
@@ -314,6 +257,7 @@ function validated(
   context: GateContext,
   env: GateEnvironment,
   slot: JointSlot | null,
+  timeoutSlot: JointSlot | null,
 ): Precheck {
   // A schema that returns a new value (defaults, transforms) gets that value snapshotted in turn.
   let args: Readonly<Record<string, unknown>>;
@@ -372,8 +316,18 @@ function validated(
       ),
       tool,
       args,
+      timeoutSlot,
     );
-  const evaluation = evaluationOf(policy, tool, args, env);
+  // The outcome kept for the tool whatever the arguments, its Decision's fields read from the slot (slot-memo.ts).
+  const kept = outcomeSlot(policy, tool, env);
+  if (kept !== null && kept.effect !== null)
+    return decided(
+      decisionOf(call, form, agent, context, env, args, kept.rule, kept.reason, kept.effect, 'policy', kept.by, null),
+      tool,
+      args,
+      timeoutSlot,
+    );
+  const evaluation: PolicyEvaluation = kept?.outcome ?? policy.evaluate(tool, args);
   const rule = evaluation.rule?.name ?? null;
   if (evaluation.by === 'rule_error')
     return decided(
@@ -387,6 +341,7 @@ function validated(
       decisionOf(call, form, agent, context, env, args, rule, reason, evaluation.result, 'policy', evaluation.by, null),
       tool,
       args,
+      timeoutSlot,
     );
   return asked(tool, args, call, form, agent, context, env, rule, reason);
 }
@@ -458,8 +413,13 @@ function asked(
   return { kind: 'ask', tool, args, base, request };
 }
 
-function decided(decision: Decision, tool: Tool | null, args: Readonly<Record<string, unknown>> | null): Precheck {
-  return { kind: 'decided', decision, tool, args };
+function decided(
+  decision: Decision,
+  tool: Tool | null,
+  args: Readonly<Record<string, unknown>> | null,
+  timeoutSlot: JointSlot | null = null,
+): Precheck {
+  return { kind: 'decided', decision, tool, args, timeoutSlot };
 }
 
 /** A refusal before the arguments are read (malformed call, unknown tool, unreadable or invalid arguments): no parameters, no rule. */
