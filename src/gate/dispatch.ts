@@ -92,8 +92,8 @@ export function dispatchOwnCall(
       if (decision.effect !== 'allow' || !pre.tool || !pre.args)
         return settled(refused(decision as Extract<Decision, { effect: 'deny' }>), shape);
       return shape === null
-        ? execute(pre.tool, decision, pre.args, context, env, pre.timeoutSlot)
-        : execute(pre.tool, decision, pre.args, context, env, pre.timeoutSlot, shape);
+        ? execute(pre.tool, decision, pre.args, context, env, pre.keptTimeoutMs)
+        : execute(pre.tool, decision, pre.args, context, env, pre.keptTimeoutMs, shape);
     }
   }
   // An async schema or an ask waits: the Batch takes the call from here, with what is already decided.
@@ -155,7 +155,7 @@ function started(
   const decision = pre.decision;
   if (decision.effect !== 'allow' || !pre.tool || !pre.args)
     return Promise.resolve(refused(decision as Extract<Decision, { effect: 'deny' }>));
-  return execute(pre.tool, decision, pre.args, context, env, pre.timeoutSlot);
+  return execute(pre.tool, decision, pre.args, context, env, pre.keptTimeoutMs);
 }
 
 function one(result: DispatchResult): DispatchResult[] {

@@ -3,7 +3,6 @@
  * abort signal, and concurrency grouping (consecutive concurrency-safe calls together, any other call
  * alone). A throw or a timeout is an error result; nothing here throws. Only dispatch.ts calls it.
  */
-import type { JointSlot } from '../allowlist-joint.js';
 import type { AllowDecision, Decision, DenyDecision } from '../decision.js';
 import { errorText } from '../permissions/handler.js';
 import type { Tool, ToolExecution } from '../tool.js';
@@ -22,12 +21,13 @@ import { Stamped } from '../stamps.js';
  * call: src/deadlines.ts).
  */
 export function executeDecided(decided: DecidedCall, context: GateContext, env: GateEnvironment): Promise<ToolResult> {
-  return execute(decided.tool, decided.decision, decided.args, context, env);
+  return execute(decided.tool, decided.decision, decided.args, context, env, null);
 }
 
 /**
  * {@link executeDecided} without the DecidedCall around its parts (the fast path has them apart), and with the slot
- * keeping its tool's timeout (`timeoutSlot`, src/gate/slot-memo.ts; null: read from the tool's metadata). With `shape`,
+ * its tool's timeout as precheck's slot kept it (`keptTimeoutMs`, src/gate/slot-memo.ts: a number, or undefined for none;
+ * null: read from the tool's metadata). With `shape`,
  * the promise settles with `shape(result)` instead (a caller's own form of the result, made in the same hop).
  */
 export function execute(
@@ -36,7 +36,7 @@ export function execute(
   args: Readonly<Record<string, unknown>>,
   context: GateContext,
   env: GateEnvironment,
-  timeoutSlot?: JointSlot | null,
+  keptTimeoutMs: number | undefined | null,
 ): Promise<ToolResult>;
 export function execute<R>(
   tool: Tool,
@@ -44,7 +44,7 @@ export function execute<R>(
   args: Readonly<Record<string, unknown>>,
   context: GateContext,
   env: GateEnvironment,
-  timeoutSlot: JointSlot | null,
+  keptTimeoutMs: number | undefined | null,
   shape: (result: ToolResult) => R,
 ): Promise<R>;
 export function execute(
@@ -53,7 +53,7 @@ export function execute(
   args: Readonly<Record<string, unknown>>,
   context: GateContext,
   env: GateEnvironment,
-  timeoutSlot: JointSlot | null = null,
+  keptTimeoutMs: number | undefined | null,
   shape: Shape | null = null,
 ): Promise<unknown> {
   const gateway = gatewayMarked && GatewayMark.has(context);
@@ -108,10 +108,7 @@ export function execute(
     resolve,
     reject,
   };
-  deadlines.add(
-    deadline,
-    (timeoutSlot !== null ? timeoutSlot.timeoutMs! : tool.metadata.timeoutMs) ?? env.toolTimeoutMs,
-  );
+  deadlines.add(deadline, (keptTimeoutMs !== null ? keptTimeoutMs : tool.metadata.timeoutMs) ?? env.toolTimeoutMs);
   watch(value as PromiseLike<unknown>, deadline);
   return result;
 }

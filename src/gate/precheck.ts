@@ -37,8 +37,8 @@ export type Precheck =
       readonly tool: Tool | null;
       /** The frozen snapshot of the validated arguments (null before validation succeeded). */
       readonly args: Readonly<Record<string, unknown>> | null;
-      /** The slot keeping its tool's timeout (slot-memo.ts `keptTimeout`), or null: read from the tool's metadata. */
-      readonly timeoutSlot: JointSlot | null;
+      /** Its tool's timeout as its slot kept it (slot-memo.ts `keptTimeout`), or null: read from the tool's metadata. */
+      readonly keptTimeoutMs: number | undefined | null;
     }
   | {
       readonly kind: 'ask';
@@ -164,7 +164,7 @@ export function precheck(
   // when ownForm did not already say so): allowlistRefusal takes it as form's without comparing them.
   const formSlot = ownForm || form === call.name ? slot : null;
   // The slot keeping the tool's timeout for execute.ts, when fixed (slot-memo.ts): its metadata is not read per call.
-  const timeoutSlot = keptTimeout(slot, tool);
+  const keptTimeoutMs = keptTimeout(slot, tool);
   // 3 validate against the tool's schema
   let validation;
   try {
@@ -177,7 +177,7 @@ export function precheck(
     return validation.then(
       (result) =>
         result.ok
-          ? validated(result.value, snapshot, tool, call, form, agent, context, env, formSlot, timeoutSlot)
+          ? validated(result.value, snapshot, tool, call, form, agent, context, env, formSlot, keptTimeoutMs)
           : mismatched(result.issues, tool, call, form, agent, context, env),
       (error: unknown) => validationFailed(head, tool, error),
     );
@@ -185,7 +185,7 @@ export function precheck(
   // Its fields read here, not handed on: a synchronous schema's result object then does not outlive this call, and
   // V8 drops it once the validator is inlined (40 bytes of an `invoke`, issue 25).
   if (!validation.ok) return mismatched(validation.issues, tool, call, form, agent, context, env);
-  return validated(validation.value, snapshot, tool, call, form, agent, context, env, formSlot, timeoutSlot);
+  return validated(validation.value, snapshot, tool, call, form, agent, context, env, formSlot, keptTimeoutMs);
 }
 
 /** A refusal at step 3: the arguments could not be read or validated, or do not match the tool's schema. */
@@ -257,7 +257,7 @@ function validated(
   context: GateContext,
   env: GateEnvironment,
   slot: JointSlot | null,
-  timeoutSlot: JointSlot | null,
+  keptTimeoutMs: number | undefined | null,
 ): Precheck {
   // A schema that returns a new value (defaults, transforms) gets that value snapshotted in turn.
   let args: Readonly<Record<string, unknown>>;
@@ -316,7 +316,7 @@ function validated(
       ),
       tool,
       args,
-      timeoutSlot,
+      keptTimeoutMs,
     );
   // The outcome kept for the tool whatever the arguments, its Decision's fields read from the slot (slot-memo.ts).
   const kept = outcomeSlot(policy, tool, env);
@@ -325,7 +325,7 @@ function validated(
       decisionOf(call, form, agent, context, env, args, kept.rule, kept.reason, kept.effect, 'policy', kept.by, null),
       tool,
       args,
-      timeoutSlot,
+      keptTimeoutMs,
     );
   const evaluation: PolicyEvaluation = kept?.outcome ?? policy.evaluate(tool, args);
   const rule = evaluation.rule?.name ?? null;
@@ -341,7 +341,7 @@ function validated(
       decisionOf(call, form, agent, context, env, args, rule, reason, evaluation.result, 'policy', evaluation.by, null),
       tool,
       args,
-      timeoutSlot,
+      keptTimeoutMs,
     );
   return asked(tool, args, call, form, agent, context, env, rule, reason);
 }
@@ -417,9 +417,9 @@ function decided(
   decision: Decision,
   tool: Tool | null,
   args: Readonly<Record<string, unknown>> | null,
-  timeoutSlot: JointSlot | null = null,
+  keptTimeoutMs: number | undefined | null = null,
 ): Precheck {
-  return { kind: 'decided', decision, tool, args, timeoutSlot };
+  return { kind: 'decided', decision, tool, args, keptTimeoutMs };
 }
 
 /** A refusal before the arguments are read (malformed call, unknown tool, unreadable or invalid arguments): no parameters, no rule. */

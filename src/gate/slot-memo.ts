@@ -66,11 +66,13 @@ function fixedTimeout(tool: Tool | undefined): number | undefined | null {
 }
 
 /**
- * The slot keeping `tool`'s timeout (it found that very tool, whose timeout is fixed), or null: the tool's metadata is
- * read per call. A fact of the tool object, it holds whatever the slot's epoch.
+ * `tool`'s timeout as its slot keeps it (the slot found that very tool, whose timeout is fixed: a number, or undefined
+ * for none), or null: the tool's metadata is read per call. A fact of the tool object, it holds whatever the slot's
+ * epoch. The value, not the slot: the slot may be taken for another tool before the deadline is set (the tool's own
+ * `execute` or its schema calling another registry's tool of the same form; atkslot).
  */
-export function keptTimeout(slot: JointSlot | null, tool: Tool): JointSlot | null {
-  return slot !== null && slot.found === tool && slot.timeoutMs !== null ? slot : null;
+export function keptTimeout(slot: JointSlot | null, tool: Tool): number | undefined | null {
+  return slot !== null && slot.found === tool ? slot.timeoutMs : null;
 }
 
 /**
@@ -95,7 +97,15 @@ export function outcomeSlot(policy: PermissionPolicy, tool: Tool, env: GateEnvir
     policy.evaluate !== OWN_EVALUATE
   )
     return null;
-  if (slot.outcome === undefined) keepOutcome(slot, policy[FIXED_OUTCOME](tool));
+  if (slot.outcome === undefined) {
+    const epoch = slot.epoch;
+    const outcome = policy[FIXED_OUTCOME](tool);
+    // A rule's `select` is the caller's code: a call it made may have taken this slot for another tool or epoch
+    // meanwhile (another registry under the same layer arrays; atkslot). Then nothing is kept: evaluated afresh.
+    if (slot.found !== tool || slot.epoch !== epoch || slot.joint.epoch !== epoch || slot.joint.env !== env)
+      return null;
+    keepOutcome(slot, outcome);
+  }
   return slot;
 }
 
