@@ -6,14 +6,13 @@
 // a second answer or an error after it), result texts JSON.stringify writes otherwise (duplicate, escaped, integer
 // and `__proto__` keys, -0, long numbers, deep nesting, `resultType`, a `_meta` the schema reads), a result the
 // output-schema check refuses, and a JSON body instead of SSE. The branch's own tests write one canonical event.
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import fc from 'fast-check';
 import { describe, expect, it, vi } from 'vitest';
 import type * as AnswerLines from '../../src/gateway/answer-lines.js';
 import { answerLineOf } from '../../src/gateway/answer-lines.js';
 import { readMessage } from '../../src/gateway/upstream-raw-post.js';
-import { cleanupsAfterEach, fastPathFor, gatewayOverHttp, loopbackServer, tempDir, writePolicy } from '../harness.js';
-import { open } from './fixtures/http-fast.js';
+import { cleanupsAfterEach } from '../harness.js';
+import { gatewayInFront, handUpstream } from './fixtures/hand-upstream.js';
 
 /** The splice switched on and off by the test, and what it gave (a string: taken). */
 const splice = vi.hoisted(() => ({ on: true, taken: 0 }));
@@ -51,84 +50,39 @@ const DEFAULTED = {
  * output schema) in JSON, a `tools/call` answered with its `body` argument as the whole response body (`__ID__` the
  * request's id) under its `type` argument's Content-Type (SSE by default); anything else a JSON-RPC error.
  */
-function bodyUpstream(req: IncomingMessage, res: ServerResponse): void {
-  // A resumption (GET naming the last event id) of a stream that closed before its answer: the answer held for it.
-  if (req.method === 'GET' && req.headers['last-event-id'] !== undefined && resumed.body !== undefined) {
-    const body = resumed.body;
-    resumed.body = undefined;
-    return void res.writeHead(200, { 'content-type': 'text/event-stream' }).end(body);
-  }
-  if (req.method !== 'POST') return void res.writeHead(req.method === 'DELETE' ? 200 : 405).end();
-  let text = '';
-  req.setEncoding('utf8');
-  req.on('data', (chunk: string) => (text += chunk));
-  req.on('end', () => {
-    const m = JSON.parse(text) as { id?: string | number; method: string; params?: Record<string, unknown> };
-    if (m.id === undefined) return void res.writeHead(202).end();
-    const json = (answer: Record<string, unknown>, headers: Record<string, string> = {}): void =>
-      void res
-        .writeHead(200, { 'content-type': 'application/json', ...headers })
-        .end(JSON.stringify({ jsonrpc: '2.0', id: m.id, ...answer }));
-    if (m.method === 'initialize')
-      return json(
-        {
-          result: {
-            protocolVersion: '2025-11-25',
-            capabilities: { tools: {} },
-            serverInfo: { name: 'body-upstream', version: '1.0.0' },
-          },
-        },
-        { 'mcp-session-id': 'body-session' },
-      );
-    if (m.method === 'tools/list')
-      return json({
-        result: {
-          tools: [
-            { name: 'give', inputSchema: { type: 'object' } },
-            { name: 'shaped', inputSchema: { type: 'object' }, outputSchema: SHAPED },
-            { name: 'defaulted', inputSchema: { type: 'object' }, outputSchema: DEFAULTED },
-          ],
-        },
-      });
-    const args = m.params?.['arguments'] as
-      { body?: string; type?: string; resume?: string; nested?: boolean } | undefined;
-    if (m.method !== 'tools/call' || args?.body === undefined)
-      return json({ error: { code: -32601, message: `Method not found: ${m.method}` } });
-    if (args.resume !== undefined) resumed.body = args.resume.replaceAll('__ID__', JSON.stringify(m.id));
+const bodyUpstream = handUpstream(
+  'body-upstream',
+  [
+    { name: 'give', inputSchema: { type: 'object' } },
+    { name: 'shaped', inputSchema: { type: 'object' }, outputSchema: SHAPED },
+    { name: 'defaulted', inputSchema: { type: 'object' }, outputSchema: DEFAULTED },
+  ],
+  (id, called, res) => {
+    const args = called as { body?: string; type?: string; resume?: string; nested?: boolean } | undefined;
+    if (args?.body === undefined) return false;
+    if (args.resume !== undefined) resumed.body = args.resume.replaceAll('__ID__', JSON.stringify(id));
     res
       .writeHead(200, { 'content-type': args.type ?? 'text/event-stream' })
       // nested: the body holds the message inside a JSON string, its id escaped as such.
-      .end(args.body.replaceAll('__ID__', nested(JSON.stringify(m.id), args.nested === true)));
-  });
-}
+      .end(args.body.replaceAll('__ID__', nested(JSON.stringify(id), args.nested === true)));
+    return true;
+  },
+  // A resumption (GET naming the last event id) of a stream that closed before its answer: the answer held for it.
+  (req, res) => {
+    if (req.method !== 'GET' || req.headers['last-event-id'] === undefined || resumed.body === undefined) return false;
+    const body = resumed.body;
+    resumed.body = undefined;
+    res.writeHead(200, { 'content-type': 'text/event-stream' }).end(body);
+    return true;
+  },
+);
 
 /** `text` as it stands inside a JSON string when `inside`, else as it is. */
 const nested = (text: string, inside: boolean): string => (inside ? JSON.stringify(text).slice(1, -1) : text);
 
-/** The gateway (fast path on) in front of {@link bodyUpstream}, and a session opened by hand: a POST's answer text. */
-async function gatewayOverBodies(fast = true): Promise<(body: Record<string, unknown>) => Promise<string>> {
-  const upstream = await loopbackServer(cleanups, bodyUpstream, '/mcp');
-  const policy = writePolicy(tempDir('http-answer-splice-attack'), {
-    gateway: { upstreams: { b: { url: upstream.href } }, pin: 'off' },
-    rules: [{ name: 'all', result: 'allow' }],
-  });
-  fastPathFor(cleanups, fast);
-  const { url } = await gatewayOverHttp(cleanups, policy);
-  const headers = await open(url);
-  const send = async (body: Record<string, unknown>): Promise<string> => {
-    const response = await fetch(url, {
-      method: 'POST',
-      headers: { accept: 'application/json, text/event-stream', 'content-type': 'application/json', ...headers },
-      body: JSON.stringify({ jsonrpc: '2.0', ...body }),
-    });
-    return response.text();
-  };
-  for (let tries = 0; !(await send({ id: 'list', method: 'tools/list' })).includes('"b:shaped"'); tries++) {
-    if (tries > 100) throw new Error('the upstream was never listed');
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  return send;
-}
+/** The gateway (fast path on, or off) in front of {@link bodyUpstream}: a POST's answer text. */
+const gatewayOverBodies = (fast = true): Promise<(body: Record<string, unknown>) => Promise<string>> =>
+  gatewayInFront(cleanups, bodyUpstream, 'b', 'b:shaped', fast);
 
 /** A `tools/call` of `tool` whose answer body the upstream writes as `body` (Content-Type `type`). */
 const call = (id: number, tool: string, body: string, type?: string, resume?: string, twice?: boolean) => ({

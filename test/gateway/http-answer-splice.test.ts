@@ -4,15 +4,14 @@
 // hand-written 2025-era HTTP upstream writes each `tools/call` answer as the text the call names; seeded random
 // results (escapes, unicode, numbers, nested objects, `_meta`), written in JSON.stringify's form and in others,
 // must reach the client byte for byte as with the splice off (JSON.stringify of the same object: the bytes before).
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import fc from 'fast-check';
 import { describe, expect, it, vi } from 'vitest';
 import type * as AnswerLines from '../../src/gateway/answer-lines.js';
 import { answerLineOf } from '../../src/gateway/answer-lines.js';
 import { readBodyMessage, readMessage } from '../../src/gateway/upstream-raw-post.js';
-import { cleanupsAfterEach, fastPathFor, gatewayOverHttp, loopbackServer, tempDir, writePolicy } from '../harness.js';
+import { cleanupsAfterEach } from '../harness.js';
 import { rootObject, trickyString, tree, Writer, type Tree } from '../json-writer.js';
-import { open } from './fixtures/http-fast.js';
+import { gatewayInFront, handUpstream } from './fixtures/hand-upstream.js';
 
 /** The splice switched on and off by the test, and what it gave (a string: taken). */
 const splice = vi.hoisted(() => ({ on: true, taken: 0, refused: 0 }));
@@ -36,64 +35,22 @@ const cleanups = cleanupsAfterEach();
  * `tools/call` of `give` answered on SSE with its `line` argument as the event's data (`__ID__` the request's id),
  * anything else a JSON-RPC error (the gateway's `server/discover` probe: not a 2026-07-28 server).
  */
-function lineUpstream(req: IncomingMessage, res: ServerResponse): void {
-  if (req.method !== 'POST') return void res.writeHead(req.method === 'DELETE' ? 200 : 405).end();
-  let body = '';
-  req.setEncoding('utf8');
-  req.on('data', (chunk: string) => (body += chunk));
-  req.on('end', () => {
-    const m = JSON.parse(body) as { id?: string | number; method: string; params?: Record<string, unknown> };
-    if (m.id === undefined) return void res.writeHead(202).end();
-    const json = (answer: Record<string, unknown>, headers: Record<string, string> = {}): void =>
-      void res
-        .writeHead(200, { 'content-type': 'application/json', ...headers })
-        .end(JSON.stringify({ jsonrpc: '2.0', id: m.id, ...answer }));
-    if (m.method === 'initialize')
-      return json(
-        {
-          result: {
-            protocolVersion: '2025-11-25',
-            capabilities: { tools: {} },
-            serverInfo: { name: 'line-upstream', version: '1.0.0' },
-          },
-        },
-        { 'mcp-session-id': 'line-session' },
-      );
-    if (m.method === 'tools/list')
-      return json({ result: { tools: [{ name: 'give', inputSchema: { type: 'object' } }] } });
-    const line = (m.params?.['arguments'] as { line?: string } | undefined)?.line;
-    if (m.method !== 'tools/call' || line === undefined)
-      return json({ error: { code: -32601, message: `Method not found: ${m.method}` } });
+const lineUpstream = handUpstream(
+  'line-upstream',
+  [{ name: 'give', inputSchema: { type: 'object' } }],
+  (id, args, res) => {
+    const line = (args as { line?: string } | undefined)?.line;
+    if (line === undefined) return false;
     res
       .writeHead(200, { 'content-type': 'text/event-stream' })
-      .end(`event: message\ndata: ${line.replaceAll('__ID__', JSON.stringify(m.id))}\n\n`);
-  });
-}
+      .end(`event: message\ndata: ${line.replaceAll('__ID__', JSON.stringify(id))}\n\n`);
+    return true;
+  },
+);
 
-/** The gateway (fast path on) in front of {@link lineUpstream}, and a session opened by hand: a POST's answer text. */
-async function gatewayOverLines(): Promise<(body: Record<string, unknown>) => Promise<string>> {
-  const upstream = await loopbackServer(cleanups, lineUpstream, '/mcp');
-  const policy = writePolicy(tempDir('http-answer-splice'), {
-    gateway: { upstreams: { l: { url: upstream.href } }, pin: 'off' },
-    rules: [{ name: 'all', result: 'allow' }],
-  });
-  fastPathFor(cleanups, true);
-  const { url } = await gatewayOverHttp(cleanups, policy);
-  const headers = await open(url);
-  const send = async (body: Record<string, unknown>): Promise<string> => {
-    const response = await fetch(url, {
-      method: 'POST',
-      headers: { accept: 'application/json, text/event-stream', 'content-type': 'application/json', ...headers },
-      body: JSON.stringify({ jsonrpc: '2.0', ...body }),
-    });
-    return response.text();
-  };
-  for (let tries = 0; !(await send({ id: 'list', method: 'tools/list' })).includes('"l:give"'); tries++) {
-    if (tries > 100) throw new Error('the upstream was never listed');
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  return send;
-}
+/** The gateway (fast path on) in front of {@link lineUpstream}: a POST's answer text. */
+const gatewayOverLines = (): Promise<(body: Record<string, unknown>) => Promise<string>> =>
+  gatewayInFront(cleanups, lineUpstream, 'l', 'l:give');
 
 /** A `tools/call` of `give` whose answer the upstream writes as `line`. */
 const give = (id: number, line: string) => ({
