@@ -7,7 +7,8 @@
  * denies). Same results under steady layers as under fresh copies of them.
  */
 import { describe, expect, it } from 'vitest';
-import { defineTool, PermissionPolicy, ToolRegistry, type GateContext } from '../../src/index.js';
+import { defineTool, PermissionPolicy, ToolRegistry } from '../../src/index.js';
+import { steadyContexts } from '../gate/fixtures/steady-contexts.js';
 
 const NAMES = ['slow', 'other'];
 
@@ -20,17 +21,7 @@ function comparable(result: unknown): unknown {
 }
 
 async function reentered(steady: boolean, denyInTwo: boolean): Promise<unknown[]> {
-  const agent = { name: 'a', tools: [...NAMES] };
-  const plan = [...NAMES];
-  const scopes = [...NAMES];
-  const context = (): GateContext =>
-    steady
-      ? { agent, tenant: { id: 't', tools: plan }, caller: { id: 'u', scopes } }
-      : {
-          agent: { name: 'a', tools: [...NAMES] },
-          tenant: { id: 't', tools: [...plan] },
-          caller: { id: 'u', scopes: [...scopes] },
-        };
+  const context = steadyContexts(NAMES, steady);
   const ran: string[] = [];
   const one = new ToolRegistry();
   const two = new ToolRegistry();

@@ -7,6 +7,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { defineTool, ToolRegistry, type GateContext, type Tool, type ToolDefinition } from '../../src/index.js';
+import { steadyContexts } from '../gate/fixtures/steady-contexts.js';
 
 const NAMES = ['slow', 'other'];
 
@@ -42,17 +43,7 @@ function toolOf(
 const hang = (args: Record<string, unknown>): unknown => (args['hang'] === true ? new Promise(() => {}) : 'done');
 
 function contexts(steady: boolean): () => GateContext {
-  const agent = { name: 'a', tools: [...NAMES] };
-  const plan = [...NAMES];
-  const scopes = [...NAMES];
-  return () =>
-    steady
-      ? { agent, tenant: { id: 't', tools: plan }, caller: { id: 'u', scopes } }
-      : {
-          agent: { name: 'a', tools: [...NAMES] },
-          tenant: { id: 't', tools: [...plan] },
-          caller: { id: 'u', scopes: [...scopes] },
-        };
+  return steadyContexts(NAMES, steady);
 }
 
 function comparable(result: unknown): unknown {

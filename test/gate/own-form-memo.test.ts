@@ -9,7 +9,8 @@
 import { describe, expect, it } from 'vitest';
 import { prng } from '../../bench/scenario.js';
 import { jointsBuilt } from '../../src/allowlist-cache.js';
-import { defineTool, PermissionPolicy, ToolRegistry, type GateContext, type Tool } from '../../src/index.js';
+import { defineTool, PermissionPolicy, ToolRegistry, type Tool } from '../../src/index.js';
+import { steadyContexts } from './fixtures/steady-contexts.js';
 
 const NAMES = ['search', 'refund', 'notes', 'crm:read'];
 const CALLED = [...NAMES, 'Search', 'REFUND', 'ｎｏｔｅｓ', 'CRM:Read', 'nope'];
@@ -49,18 +50,10 @@ async function run(seed: number, steady: boolean): Promise<{ trace: unknown[]; r
   const registry = new ToolRegistry();
   for (const name of NAMES) registry.register(ownTool(name, Math.floor(random() * 4), reads, random));
   registry.setPermissionPolicy(new PermissionPolicy({ rules: [{ name: 'all', tools: NAMES, result: 'allow' }] }));
-  const agent = { name: 'a', tools: [...NAMES] };
-  const plan = [...NAMES];
-  const scopes = [...NAMES];
+  const contextOf = steadyContexts(NAMES, steady);
   const trace: unknown[] = [];
   for (let i = 0; i < 300; i++) {
-    const context: GateContext = steady
-      ? { agent, tenant: { id: 't', tools: plan }, caller: { id: 'u', scopes } }
-      : {
-          agent: { name: 'a', tools: [...NAMES] },
-          tenant: { id: 't', tools: [...plan] },
-          caller: { id: 'u', scopes: [...scopes] },
-        };
+    const context = contextOf();
     if (random() < 0.05) {
       // A tool replaced by another kind between calls: the slot's memo is made again for it.
       const name = pick(NAMES);

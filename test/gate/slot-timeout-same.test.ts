@@ -10,7 +10,8 @@
 import { describe, expect, it } from 'vitest';
 import { prng } from '../../bench/scenario.js';
 import { jointsBuilt } from '../../src/allowlist-cache.js';
-import { defineTool, PermissionPolicy, ToolRegistry, type GateContext, type Tool } from '../../src/index.js';
+import { defineTool, PermissionPolicy, ToolRegistry, type Tool } from '../../src/index.js';
+import { steadyContexts } from './fixtures/steady-contexts.js';
 
 const NAMES = ['search', 'refund', 'notes', 'crm:read', 'wipe'];
 const TIMEOUTS = [2, 3, 5];
@@ -88,19 +89,9 @@ async function run(seed: number, steady: boolean): Promise<{ trace: unknown[]; r
       handler: (request) => (request.parameters['hang'] === true ? 'allow' : 'deny'),
     }),
   );
-  const agent = { name: 'a', tools: [...NAMES] };
-  const plan = [...NAMES];
-  const scopes = [...NAMES];
+  const context = steadyContexts(NAMES, steady);
   const trace: unknown[] = [];
   for (let i = 0; i < 40; i++) {
-    const context = (): GateContext =>
-      steady
-        ? { agent, tenant: { id: 't', tools: plan }, caller: { id: 'u', scopes } }
-        : {
-            agent: { name: 'a', tools: [...NAMES] },
-            tenant: { id: 't', tools: [...plan] },
-            caller: { id: 'u', scopes: [...scopes] },
-          };
     // Between calls: the knobs of the tools of the caller's making move (what is read per call must be read again).
     knobs.timeoutMs = pick(TIMEOUTS);
     for (const tool of tools.values()) {
