@@ -99,9 +99,12 @@ function scan(layer: readonly unknown[], role: Role, form: string, name: string,
   if (role === 'declared') return canonicalIndex(layer, declarationWhere(agent)).index.has(form);
   let found = false;
   // Most layers spell the call's name as the call does: compare strings first, canonicalise only if that fails.
+  // A name that is its own form is compared once an entry: two strings of one length that are not one object are
+  // compared character by character (a fresh 50-name plan per call: 9,959 → 8,254 instructions a call, callgrind).
+  const other = name !== form;
   for (let i = 0; i < layer.length; i++) {
     const entry = layer[i];
-    if (entry === form || entry === name) found = true;
+    if (entry === form || (other && entry === name)) found = true;
     else if (typeof entry !== 'string') throw layerNameError(role, entry);
   }
   if (found) return true;

@@ -2,9 +2,11 @@
  * The per-call allowlist verdict and its cache (src/allowlist-cache.ts, issue 12): layer arrays are
  * indexed once and reused, and a plain array changed in place is honoured on the very next call.
  */
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ConfigurationError, defineTool, ToolAllowlist, ToolRegistry, type GateContext } from '../../src/index.js';
-import { prng } from '../../bench/scenario.js';
+import { fullWidth, prng } from '../../bench/scenario.js';
+import { canonical } from '../../src/names.js';
 import { jointsBuilt } from '../../src/allowlist-cache.js';
 
 const NAMES = ['search', 'refund', 'sudo', 'fetch_url'];
@@ -282,5 +284,57 @@ describe('joints are built only where they pay', () => {
     const start = jointsBuilt();
     for (let i = 0; i < 3000; i++) expect((await r.invoke(names[i % 200]!, {}, steady())).status).toBe('ok');
     expect(jointsBuilt() - start).toBeLessThanOrEqual(1);
+  });
+});
+
+describe('a layer array met for the first time is scanned (a plan read per request)', () => {
+  it('fresh arrays of any spellings, the call named in any spelling: the verdict of the scan before this change and of a fresh resolve (seeded)', async () => {
+    const names = ['search', 'refund', 'sudo', 'fetch_url'];
+    const { registry: r } = registry(names);
+    const spellings = (n: string): string[] => [n, n.toUpperCase(), n[0]!.toUpperCase() + n.slice(1), fullWidth(n)];
+    const spelled = fc.constantFrom(...names).chain((n) => fc.constantFrom(...spellings(n)));
+    const layer = fc.option(fc.array(fc.oneof({ weight: 30, arbitrary: spelled }, { weight: 1, arbitrary: fc.constant(7) })), { nil: undefined }); // prettier-ignore
+    /** The scan as it was before a name that is its own form was compared once an entry. */
+    const scannedBefore = (entries: readonly unknown[], form: string, name: string): boolean => {
+      let found = false;
+      for (const entry of entries)
+        if (entry === form || entry === name) found = true;
+        else if (typeof entry !== 'string') throw new ConfigurationError('not a string');
+      return found || entries.some((entry) => canonical(entry as string) === form);
+    };
+    const seen = new Set<string>();
+    await fc.assert(
+      fc.asyncProperty(layer, layer, spelled, async (tenant, scopes, name) => {
+        const form = canonical(name);
+        const context: GateContext = {
+          ...(tenant === undefined ? {} : { tenant: { id: 't', tools: tenant.slice() as string[] } }),
+          ...(scopes === undefined ? {} : { caller: { id: 'u', scopes: scopes.slice() as string[] } }),
+        };
+        let want: string;
+        try {
+          const inTenant = tenant === undefined || scannedBefore(tenant, form, name);
+          const inCaller = scopes === undefined || scannedBefore(scopes, form, name);
+          want = !inTenant ? 'tenant' : !inCaller ? 'caller' : 'permitted';
+          const resolved = ToolAllowlist.resolve(names, { agent: 'bot', tenant: tenant as string[] | undefined, caller: scopes as string[] | undefined }); // prettier-ignore
+          const verdict = resolved.decide(name);
+          expect(verdict.permitted ? 'permitted' : verdict.reason).toBe(want);
+        } catch (error) {
+          if (!(error instanceof ConfigurationError)) throw error;
+          want = 'error';
+        }
+        let got: string;
+        try {
+          const result = await r.invoke(name, {}, context);
+          got = result.status === 'ok' ? 'permitted' : (result.decision.layer ?? result.decision.stage);
+        } catch (error) {
+          if (!(error instanceof ConfigurationError)) throw error;
+          got = 'error';
+        }
+        expect(got, `${name} under ${JSON.stringify(context)}`).toBe(want);
+        seen.add(want);
+      }),
+      { seed: 20261207, numRuns: 1500 },
+    );
+    expect([...seen].sort()).toEqual(['caller', 'error', 'permitted', 'tenant']);
   });
 });
