@@ -262,8 +262,6 @@ export class RawRequests {
       if (!stopsRaw(transport)) pending.stopper = new AbortController();
     }
     this.#pending.set(id, pending);
-    deadlines.add(pending, timeout);
-    signal?.addEventListener('abort', pending, { once: true });
     let sent: Promise<void>;
     try {
       sent = pending.stopper
@@ -272,6 +270,15 @@ export class RawRequests {
     } catch (error) {
       pending.settle(); // a transport that throws rather than rejects: nothing waits for an answer
       return out.rejected(error);
+    }
+    // Its deadline and abort listener set after the write (issue 25.2: off the request's critical path, the
+    // upstream already reading it): nothing answers, times out or stops the request before this turn's code
+    // returns to the event loop, but the transport itself inside send() — settled there, nothing is left to
+    // watch; its signal aborted there, it is stopped now as its listener would have stopped it.
+    if (this.#pending.get(id) === pending) {
+      deadlines.add(pending, timeout);
+      if (signal?.aborted === true) pending.handleEvent();
+      else signal?.addEventListener('abort', pending, { once: true });
     }
     sent.catch((error: unknown) => {
       if (!this.#pending.has(id)) return;

@@ -131,6 +131,54 @@ describe('RawRequests: one deadline timer for the requests in flight', () => {
   });
 });
 
+describe('RawRequests: the deadline and abort listener set after the write (issue 25.2)', () => {
+  it('a request its transport answers inside send() is settled: no listener, no deadline left behind', async () => {
+    vi.useFakeTimers();
+    const { transport, sent } = recorder();
+    const raw: RawRequests = new RawRequests(() => ({
+      ...transport,
+      send: (message: JSONRPCMessage) => {
+        const id = (message as { id?: unknown }).id;
+        if (typeof id === 'string') raw.take({ jsonrpc: '2.0', id, result: { content: [] } } as JSONRPCMessage);
+        return transport.send(message);
+      },
+    }));
+    const stop = new AbortController();
+    await expect(
+      raw.callTool({ name: 'echo', arguments: {} }, TOOL, { timeout: 100, signal: stop.signal }),
+    ).resolves.toEqual({ content: [] });
+    expect(getEventListeners(stop.signal, 'abort')).toHaveLength(0);
+    // Nothing left to time out or stop: no cancellation upstream, ever.
+    await vi.advanceTimersByTimeAsync(200);
+    stop.abort(new SdkError(SdkErrorCode.RequestTimeout, 'the client gave up'));
+    await vi.advanceTimersByTimeAsync(10);
+    expect(cancelled(sent)).toEqual([]);
+  });
+
+  it('a request whose signal aborts inside send() is stopped at once, as its listener stopped it', async () => {
+    vi.useFakeTimers();
+    const { transport, sent } = recorder();
+    const stop = new AbortController();
+    const raw = new RawRequests(() => ({
+      ...transport,
+      send: (message: JSONRPCMessage) => {
+        const sending = transport.send(message);
+        if ((message as { method?: string }).method === 'resources/read')
+          stop.abort(new SdkError(SdkErrorCode.RequestTimeout, 'the client gave up'));
+        return sending;
+      },
+    }));
+    const outcome = raw.readResource({ uri: 'docs://a' }, { timeout: 60_000, signal: stop.signal }).then(
+      () => 'answered',
+      (error: unknown) => (error as Error).message,
+    );
+    await vi.advanceTimersByTimeAsync(1);
+    await expect(outcome).resolves.toMatch('the client gave up');
+    expect(cancelled(sent)).toEqual([idOf(sent[0]!)]);
+    expect(getEventListeners(stop.signal, 'abort')).toHaveLength(0);
+  });
+});
+
 describe('the per-call helpers', () => {
   it('StdioLines drops one trailing \\r as the SDK reader does, and nothing else', () => {
     const lines = new StdioLines();
