@@ -274,9 +274,13 @@ export class FastPath {
       if (this.#inflight.get(key) === controller) this.#inflight.delete(key);
     };
     const send = (message: JSONRPCMessage): void => {
-      done();
-      // A cancelled request is not answered (the SDK's rule).
-      replies.answer(id, controller.signal.aborted ? undefined : message);
+      // A cancelled request is not answered (the SDK's rule). Its bookkeeping after the write (issue 25.2: off
+      // the answer's critical path): nothing can name it between the two, in the same synchronous step.
+      try {
+        replies.answer(id, controller.signal.aborted ? undefined : message);
+      } finally {
+        done();
+      }
       this.#reuse(controller);
     };
     const failed = (error: { code?: unknown; message?: unknown; data?: unknown }): void =>

@@ -102,4 +102,32 @@ describe('the fast path’s request signals', () => {
     expect(seen[2]!.aborted).toBe(true);
     expect(answers.map((a) => a.id)).toEqual([1, 2]);
   });
+
+  it('ends a request in the step that writes its answer (after the write): nothing can name it once answered', async () => {
+    const seen: AbortSignal[] = [];
+    const { fast, answers } = fastPath((_params, request) => {
+      seen.push(request.signal);
+      return Promise.resolve(ok);
+    });
+    // The write itself sees its request still open (its bookkeeping ends after it, in the same step).
+    const written: boolean[] = [];
+    const replies: FastReplies = {
+      notify: async () => undefined,
+      answer: (id, message) => {
+        answers.push({ id, message });
+        written.push(seen.at(-1)!.aborted);
+      },
+    };
+    expect(fast.take(call(1), replies)).toBe(true);
+    await tick();
+    expect(answers.map((a) => a.id)).toEqual([1]);
+    expect(written).toEqual([false]);
+    // Answered: a cancellation of it names nothing in flight, closing the connection stops nothing.
+    expect(fast.take(cancel(1))).toBe(false);
+    fast.closed();
+    expect(seen[0]!.aborted).toBe(false);
+    // Its controller (never aborted, no listener) serves the next request.
+    expect(fast.take(call(2))).toBe(true);
+    expect(seen[1]).toBe(seen[0]);
+  });
 });
