@@ -268,7 +268,10 @@ export class RawRequests {
         ? transport.send(message, { requestSignal: pending.stopper.signal })
         : transport.send(message);
     } catch (error) {
-      pending.settle(); // a transport that throws rather than rejects: nothing waits for an answer
+      // A transport that throws rather than rejects: nothing waits for an answer — unless it was settled (answered,
+      // stopped, failed) inside send() before it threw: its outcome is given, once.
+      if (this.#pending.get(id) !== pending) return;
+      pending.settle();
       return out.rejected(error);
     }
     // Its deadline and abort listener set after the write (issue 25.2: off the request's critical path, the
@@ -343,6 +346,9 @@ class PendingRequest implements Pending, Expiring<PendingRequest> {
   }
 
   answered(message: Record<string, unknown>): void {
+    // Its signal aborted inside the transport's send(), before its listener was set, and answered there after:
+    // a cancelled request, stopped as its listener would have stopped it, not answered.
+    if (this.#signal?.aborted === true) return this.handleEvent();
     this.settle();
     if ('closed' in message) return this.#out.rejected(message['closed']);
     const error = message['error'] as { code?: unknown; message?: unknown; data?: unknown } | undefined;
@@ -372,14 +378,21 @@ class PendingRequest implements Pending, Expiring<PendingRequest> {
     if (byId) (this.#transport as Transport & RawStopping)[STOP_RAW](this.#id);
     this.settle();
     if (this.stopper) this.stopper.abort(reason);
-    else if (!byId)
-      this.#transport
-        .send({
-          jsonrpc: '2.0',
-          method: 'notifications/cancelled',
-          params: { requestId: this.#id, reason: String(reason) },
-        })
-        .catch(() => undefined);
+    else if (!byId) {
+      // A transport that throws rather than rejects still fails the request (no hang, nothing thrown at the
+      // deadline's timer or the signal's abort).
+      try {
+        this.#transport
+          .send({
+            jsonrpc: '2.0',
+            method: 'notifications/cancelled',
+            params: { requestId: this.#id, reason: String(reason) },
+          })
+          .catch(() => undefined);
+      } catch {
+        // the upstream is not told; the call fails all the same
+      }
+    }
     this.#out.rejected(reason instanceof SdkError ? reason : new SdkError(SdkErrorCode.RequestTimeout, String(reason)));
   }
 }
