@@ -355,13 +355,32 @@ export class Deadlines<D extends Timed<D>> {
     this.#armedAt = Infinity;
     // The loop moved on: the open turn's calls all started before now.
     if (this.#turn !== null) this.#closeTurn(now, false);
-    for (const [timeoutMs, queue] of this.#queues) {
-      let head = queue.head;
-      // A deadline of a turn opened meanwhile (an abort listener started a call) is in its turn until it closes.
-      while (head !== null && head.turn!.closed + timeoutMs <= now) {
-        this.#expired(head, timeoutMs);
-        head = queue.head;
+    // Due deadlines in the order they came due, across the queues (the loop held up past several lengths' heads:
+    // the shortest length's first, not the first length queued). Each queue is in due order already; the heads
+    // are merged. A deadline of a turn opened meanwhile (an abort listener started a call) is in its turn until it
+    // closes, never in a queue, so the queues due are known before the first abort runs.
+    const due: [number, Queue<D>][] = [];
+    for (const entry of this.#queues)
+      if (entry[1].head !== null && entry[1].head.turn!.closed + entry[0] <= now) due.push(entry);
+    while (due.length > 0) {
+      let first = 0;
+      let firstAt = Infinity;
+      for (let i = 0; i < due.length; i++) {
+        const [timeoutMs, queue] = due[i]!;
+        const head = queue.head;
+        const at = head === null ? Infinity : head.turn!.closed + timeoutMs;
+        if (at > now) {
+          due.splice(i--, 1);
+          continue;
+        }
+        if (at < firstAt) {
+          first = i;
+          firstAt = at;
+        }
       }
+      if (firstAt === Infinity) break;
+      const [timeoutMs, queue] = due[first]!;
+      this.#expired(queue.head!, timeoutMs);
     }
     // Read after every abort ran (an abort listener may have started another call).
     let next = Infinity;

@@ -66,6 +66,30 @@ describe('tool deadlines in one shared queue', () => {
     expect(deadlineQueue().size).toBe(0);
   });
 
+  it('deadlines of different lengths all past when the loop comes back fire in the order they came due', async () => {
+    // The loop held up (a long synchronous stretch, a loaded machine) past all three: the one timer fires once and
+    // finds them all due. They are aborted by their due times, not by the order their lengths were first queued
+    // ('long' was started first; its queue came first): CI saw ['long', 'short', 'default'] under load.
+    const aborted: string[] = [];
+    const registry = new ToolRegistry({ toolTimeoutMs: 120 });
+    registry.register(hanging('short', 20, aborted));
+    registry.register(hanging('long', 60, aborted));
+    registry.register(hanging('default', undefined, aborted));
+    const calls = [registry.invoke('long', {}), registry.invoke('short', {}), registry.invoke('default', {})] as const;
+    // Past the three deadlines: the turn closes when the loop moves on, so the stall starts after one.
+    await new Promise((resolve) => setImmediate(resolve));
+    const until = performance.now() + 200;
+    while (performance.now() < until) {
+      // the loop held up
+    }
+    const [long, short, fallback] = await Promise.all(calls);
+    expect(aborted).toEqual(['short', 'long', 'default']);
+    expect(short.content).toMatch(/did not finish within 20 ms/);
+    expect(long.content).toMatch(/did not finish within 60 ms/);
+    expect(fallback.content).toMatch(/did not finish within 120 ms/);
+    expect(deadlineQueue().size).toBe(0);
+  });
+
   it('a timeout length whose queue emptied and was dropped is queued and fires again (the queue remembered last)', async () => {
     const aborted: string[] = [];
     const registry = new ToolRegistry();
