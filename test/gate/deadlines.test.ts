@@ -28,6 +28,27 @@ function hanging(name: string, timeoutMs?: number, aborted: string[] = []) {
   });
 }
 
+/** Three tools that never settle, timed out at 20 ms, 60 ms and the registry's 120 ms; `aborted` in abort order. */
+function threeLengths() {
+  const aborted: string[] = [];
+  const registry = new ToolRegistry({ toolTimeoutMs: 120 });
+  registry.register(hanging('short', 20, aborted));
+  registry.register(hanging('long', 60, aborted));
+  registry.register(hanging('default', undefined, aborted));
+  return { registry, aborted };
+}
+
+/** Each timed out at its own length, and aborted in the order they came due. */
+function expectInDueOrder(
+  aborted: readonly string[],
+  results: Readonly<Record<'short' | 'long' | 'fallback', { readonly content: unknown }>>,
+): void {
+  expect(aborted).toEqual(['short', 'long', 'default']);
+  expect(results.short.content).toMatch(/did not finish within 20 ms/);
+  expect(results.long.content).toMatch(/did not finish within 60 ms/);
+  expect(results.fallback.content).toMatch(/did not finish within 120 ms/);
+}
+
 afterEach(() => {
   vi.restoreAllMocks();
 });
@@ -43,11 +64,7 @@ describe('tool deadlines in one shared queue', () => {
   });
 
   it('fires each deadline of different lengths in its order, aborting the tool, while quick calls finish', async () => {
-    const aborted: string[] = [];
-    const registry = new ToolRegistry({ toolTimeoutMs: 120 });
-    registry.register(hanging('short', 20, aborted));
-    registry.register(hanging('long', 60, aborted));
-    registry.register(hanging('default', undefined, aborted));
+    const { registry, aborted } = threeLengths();
     registry.register(defineTool({ name: 'quick', parameters: { type: 'object' }, execute: async () => 'ok' }));
     const started = Date.now();
     const [long, short, fallback, quick] = await Promise.all([
@@ -58,10 +75,7 @@ describe('tool deadlines in one shared queue', () => {
     ]);
     expect(quick).toMatchObject({ status: 'ok', content: 'ok' });
     expect(short).toMatchObject({ status: 'error', isError: true });
-    expect(short.content).toMatch(/did not finish within 20 ms/);
-    expect(long.content).toMatch(/did not finish within 60 ms/);
-    expect(fallback.content).toMatch(/did not finish within 120 ms/);
-    expect(aborted).toEqual(['short', 'long', 'default']);
+    expectInDueOrder(aborted, { short, long, fallback });
     expect(Date.now() - started).toBeGreaterThanOrEqual(115);
     expect(deadlineQueue().size).toBe(0);
   });
@@ -70,11 +84,7 @@ describe('tool deadlines in one shared queue', () => {
     // The loop held up (a long synchronous stretch, a loaded machine) past all three: the one timer fires once and
     // finds them all due. They are aborted by their due times, not by the order their lengths were first queued
     // ('long' was started first; its queue came first): CI saw ['long', 'short', 'default'] under load.
-    const aborted: string[] = [];
-    const registry = new ToolRegistry({ toolTimeoutMs: 120 });
-    registry.register(hanging('short', 20, aborted));
-    registry.register(hanging('long', 60, aborted));
-    registry.register(hanging('default', undefined, aborted));
+    const { registry, aborted } = threeLengths();
     const calls = [registry.invoke('long', {}), registry.invoke('short', {}), registry.invoke('default', {})] as const;
     // Past the three deadlines: the turn closes when the loop moves on, so the stall starts after one.
     await new Promise((resolve) => setImmediate(resolve));
@@ -83,10 +93,7 @@ describe('tool deadlines in one shared queue', () => {
       // the loop held up
     }
     const [long, short, fallback] = await Promise.all(calls);
-    expect(aborted).toEqual(['short', 'long', 'default']);
-    expect(short.content).toMatch(/did not finish within 20 ms/);
-    expect(long.content).toMatch(/did not finish within 60 ms/);
-    expect(fallback.content).toMatch(/did not finish within 120 ms/);
+    expectInDueOrder(aborted, { short, long, fallback });
     expect(deadlineQueue().size).toBe(0);
   });
 
